@@ -1,0 +1,6 @@
+"""``python -m ask_fable`` runs the same command as ``ask-fable``."""
+
+from ask_fable.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,111 @@
+"""The one oracle interface every backend implements.
+
+An oracle answers one prompt: ``await oracle.ask(request, sink) -> Reply``. Backends translate
+their own failures into :mod:`ask_fable.errors` at their boundary, so callers only ever see
+``AskFableError`` subclasses. Capabilities are plain attributes; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Effort = Literal["quick", "standard", "deep"]
+
+
+class OracleRequest(BaseModel):
+    """What a mode asks an oracle: a system prompt, the composed user prompt and limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system: str
+    prompt: str
+    timeout: float = Field(gt=0, description="seconds this call may take, queueing included")
+    effort: Effort | None = None
+    max_tokens: int | None = None
+
+
+class Usage(BaseModel):
+    """Token usage and cost as the provider reported them (absent fields were not reported)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cost_usd: float | None = None
+
+
+class Reply(BaseModel):
+    """One oracle's answer, before normalization (sidecar parsing, refusal detection)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    model: str
+    provider: str
+    thinking: str | None = None
+    usage: Usage | None = None
+    session_id: str | None = None
+    effort: str | None = None
+    #: Set when the call was served by another route than the one asked (e.g. grok CLI for xai/*).
+    routed_via: str | None = None
+
+
+class EventSink:
+    """Where a backend reports live progress: reasoning deltas and notes. Default: discard."""
+
+    def __init__(
+        self,
+        on_reasoning: Callable[[str], Awaitable[None] | None] | None = None,
+        on_note: Callable[[str], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self._on_reasoning = on_reasoning
+        self._on_note = on_note
+
+    async def reasoning(self, text: str) -> None:
+        """Forward a chunk of model reasoning as it arrives."""
+        await _maybe_await(self._on_reasoning, text)
+
+    async def note(self, text: str) -> None:
+        """Forward a short human-readable progress note (retry, fallback, queueing)."""
+        await _maybe_await(self._on_note, text)
+
+
+async def _maybe_await(fn: Callable[[str], Awaitable[None] | None] | None, text: str) -> None:
+    if fn is None:
+        return
+    result = fn(text)
+    if result is not None:
+        await result
+
+
+class Oracle(abc.ABC):
+    """A model reachable through one route. Subclasses implement :meth:`ask` only.
+
+    Attributes:
+        token: the council token that names this oracle (``fable``, ``glm``, ``ollama:qwen3``…).
+        provider: the backend family used for stats and breaker keys (``anthropic``, ``glm``…).
+        model: the model id the oracle will ask for.
+        family: the model lab, used to order anonymized experts (a synthesizer's own family last).
+    """
+
+    token: str
+    provider: str
+    model: str
+    family: str
+
+    def ensure_available(self) -> None:  # noqa: B027 - optional hook, most oracles are always available
+        """Raise ``NotConfigured`` / ``BinaryMissing`` when this oracle cannot run; no network."""
+
+    @property
+    def breaker_key(self) -> str:
+        """The key the circuit breaker tracks this oracle under."""
+        return f"{self.provider}:{self.model}"
+
+    @abc.abstractmethod
+    async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+        """Answer one prompt or raise an :class:`ask_fable.errors.AskFableError`."""

@@ -1,0 +1,151 @@
+"""Per-oracle circuit breaker: stop calling a chronically failing backend for a cooldown.
+
+States per key (an oracle token)::
+
+    closed ──(error rate ≥ threshold over ≥ min_samples of the last `window` outcomes)──▶ open
+    open ──(cooldown elapsed; the next before_call is the single probe)──▶ half_open
+    half_open ──probe ok──▶ closed (window cleared)      half_open ──probe failed──▶ open
+
+Callers record only real call outcomes: success, timeout, upstream error. Never record a
+``refused`` answer (the model worked) or a config state such as ``not_configured`` /
+``binary_missing`` (``AskFableError.counts_as_failure`` is False for those) — they say nothing
+about the backend's health. In memory and per process; thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ask_fable.errors import CircuitOpen
+
+CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
+
+
+@dataclass
+class _Circuit:
+    outcomes: deque[bool]  # True = failure
+    state: str = CLOSED
+    opened_at: float | None = None
+    probe_started: float | None = None
+
+
+class CircuitBreaker:
+    """Tracks the last ``window`` outcomes per key and sheds calls while a key is open."""
+
+    def __init__(
+        self,
+        window: int = 20,
+        threshold: float = 0.5,
+        cooldown: float = 300,
+        enabled: bool = True,
+        min_samples: int = 5,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.window = max(1, int(window))
+        self.threshold = float(threshold)
+        self.cooldown = float(cooldown)
+        self.enabled = enabled
+        self.min_samples = max(1, int(min_samples))
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._circuits: dict[str, _Circuit] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> CircuitBreaker:
+        """A breaker configured by ``ASK_FABLE_CIRCUIT_BREAKER`` / ``_BREAKER_*``."""
+        return cls(
+            window=settings.breaker_window,
+            threshold=settings.breaker_threshold,
+            cooldown=settings.breaker_cooldown,
+            enabled=settings.circuit_breaker,
+        )
+
+    def _circuit(self, key: str) -> _Circuit:
+        circuit = self._circuits.get(key)
+        if circuit is None:
+            circuit = self._circuits[key] = _Circuit(outcomes=deque(maxlen=self.window))
+        return circuit
+
+    def before_call(self, key: str) -> None:
+        """Raise :class:`CircuitOpen` if ``key`` is shedding; otherwise let the call through.
+
+        After the cooldown exactly one caller at a time is let through as the half-open probe
+        (a probe that never reports back frees its slot after another cooldown).
+        """
+        if not self.enabled:
+            return
+        with self._lock:
+            circuit = self._circuits.get(key)
+            if circuit is None or circuit.state == CLOSED:
+                return
+            now = self._clock()
+            if circuit.state == OPEN:
+                assert circuit.opened_at is not None
+                if now - circuit.opened_at >= self.cooldown:
+                    circuit.state = HALF_OPEN
+                    circuit.probe_started = now
+                    return
+                retry = self.cooldown - (now - circuit.opened_at)
+            else:  # half-open: one probe in flight
+                started = circuit.probe_started
+                if started is None or now - started >= self.cooldown:
+                    circuit.probe_started = now
+                    return
+                retry = self.cooldown - (now - started)
+            samples = len(circuit.outcomes)
+            failed = sum(circuit.outcomes)
+        raise CircuitOpen(
+            f"circuit open for {key}: {failed} of the last {samples} calls failed; "
+            f"next probe in {max(0.0, retry):.0f}s",
+            retry_after_s=round(max(0.0, retry), 1),
+        )
+
+    def record(self, key: str, ok: bool) -> None:
+        """Record one real call outcome for ``key`` (see the module docstring for what not to record)."""
+        if not self.enabled:
+            return
+        with self._lock:
+            circuit = self._circuit(key)
+            if circuit.state == HALF_OPEN:
+                if ok:
+                    circuit.state = CLOSED
+                    circuit.outcomes.clear()
+                    circuit.opened_at = None
+                else:
+                    circuit.state = OPEN
+                    circuit.opened_at = self._clock()
+                    circuit.outcomes.append(True)
+                circuit.probe_started = None
+                return
+            circuit.outcomes.append(not ok)
+            if circuit.state == OPEN:
+                return  # a late result of a call started before opening: no state change
+            samples = len(circuit.outcomes)
+            if samples >= self.min_samples and sum(circuit.outcomes) / samples >= self.threshold:
+                circuit.state = OPEN
+                circuit.opened_at = self._clock()
+
+    def state(self, key: str) -> str:
+        """``closed``, ``open`` or ``half_open`` for ``key``."""
+        with self._lock:
+            circuit = self._circuits.get(key)
+            return CLOSED if circuit is None else circuit.state
+
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """Per key: ``state``, ``samples``, ``error_rate``, ``opened_at`` (the breaker's clock)."""
+        with self._lock:
+            out = {}
+            for key, circuit in self._circuits.items():
+                samples = len(circuit.outcomes)
+                out[key] = {
+                    "state": circuit.state,
+                    "samples": samples,
+                    "error_rate": round(sum(circuit.outcomes) / samples, 4) if samples else 0.0,
+                    "opened_at": circuit.opened_at,
+                }
+            return out

@@ -1,0 +1,130 @@
+"""The ``claude -p`` bridge: one Claude Code process per turn, prompt on stdin, JSON result on stdout.
+
+Used when ``ASK_FABLE_USE_CLI`` is on, or when the Agent SDK cannot start a conversation. The
+process runs through the shared subprocess runner (own process group, allow-listed environment,
+per-binary gate, hard timeout). Single shots pass ``--no-session-persistence``; session turns keep
+the transcript and continue it with ``--resume``. The JSON result carries no reasoning, so
+``Reply.thinking`` is empty on this route.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from ask_fable.backends.base import OracleRequest, Reply
+from ask_fable.backends.claude_common import (
+    ModelUnavailable,
+    StderrTail,
+    claude_env_overrides,
+    redact_text,
+    with_stderr,
+    workdir,
+)
+from ask_fable.backends.claude_sdk import PROVIDER, resolve_cli_path, usage_from
+from ask_fable.errors import UpstreamError
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+
+#: What the Claude Code CLI needs from the server's environment besides the base allow-list:
+#: its own settings and credentials, and the cloud-provider routes it supports.
+CLAUDE_ENV_ALLOW: tuple[str, ...] = (
+    "ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "AWS_*", "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUD_ML_REGION", "VERTEX_REGION_*", "NODE_OPTIONS",
+)
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+
+
+def bridge_argv(
+    cli: str, model: str, system: str, *, resume: str | None = None, persist: bool = False
+) -> list[str]:
+    """The ``claude -p`` command line for one turn (the prompt itself goes to stdin)."""
+    argv = [
+        cli, "-p", "--output-format", "json", "--model", model, "--system-prompt", system,
+        "--max-turns", "1", "--tools", "", "--setting-sources", "",
+    ]
+    if resume:
+        argv.append(f"--resume={resume}")
+    if not (persist or resume):
+        argv.append("--no-session-persistence")
+    return argv
+
+
+def bridge_env() -> dict[str, str]:
+    """The bridge's environment: allow-listed variables plus the traffic and retry flags."""
+    from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, build_env
+
+    extra = {k: v for k, v in claude_env_overrides().items() if v}
+    return build_env((*BASE_ENV_ALLOW, *CLAUDE_ENV_ALLOW), extra)
+
+
+async def cli_ask(
+    settings: Settings,
+    model: str,
+    request: OracleRequest,
+    *,
+    timeout: float | None = None,
+    resume: str | None = None,
+    persist: bool = False,
+) -> Reply:
+    """One turn through ``claude -p``; ``resume`` continues a kept session, ``persist`` keeps this one."""
+    from ask_fable.backends.subprocess_runner import run_process
+
+    cli = await resolve_cli_path(settings)
+    result = await run_process(
+        bridge_argv(cli, model, request.system, resume=resume, persist=persist),
+        stdin=request.prompt.encode("utf-8"),
+        env=bridge_env(),
+        timeout=timeout if timeout is not None else request.timeout,
+        gate="claude",
+        gate_limit=settings.cli_max_parallel,
+        max_output_bytes=MAX_OUTPUT_BYTES,
+        cwd=str(workdir(settings)),
+    )
+    tail = StderrTail(settings)
+    tail.feed(result.stderr)
+    payload = _parse(result.stdout)
+    if payload is None:
+        raise UpstreamError(
+            with_stderr(f"`claude -p` exited with code {result.returncode} and no JSON result", tail)
+        )
+    if payload.get("is_error") or result.returncode != 0:
+        raise _bridge_error(payload, model, result.returncode, tail, settings)
+    text = str(payload.get("result") or "").strip()
+    if not text:
+        raise UpstreamError(f"{model} returned an empty answer")
+    return Reply(
+        text=text,
+        model=model,
+        provider=PROVIDER,
+        usage=usage_from(payload.get("usage"), payload.get("total_cost_usd")),
+        session_id=payload.get("session_id"),
+        routed_via="claude-cli",
+    )
+
+
+def _parse(stdout: bytes) -> dict[str, Any] | None:
+    # The result is the last JSON object the CLI printed.
+    for line in reversed(stdout.decode("utf-8", "replace").strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                return data
+    return None
+
+
+def _bridge_error(
+    payload: dict[str, Any], model: str, returncode: int, tail: StderrTail, settings: Settings
+) -> UpstreamError:
+    status = payload.get("api_error_status")
+    message = payload.get("result") or "; ".join(payload.get("errors") or []) or payload.get("subtype")
+    detail = redact_text(f"{model}: {message}", settings)
+    if status == 404 or payload.get("api_error_type") == "not_found_error":
+        return ModelUnavailable(detail)
+    label = f"HTTP {status}" if status else f"exit code {returncode}"
+    return UpstreamError(with_stderr(f"`claude -p` reported an error ({label}): {detail}", tail))

@@ -1,0 +1,171 @@
+"""What the Claude routes share: model resolution, the model ladder, CLI environment, redaction.
+
+The Agent SDK route (:mod:`.claude_sdk`), the ``claude -p`` bridge (:mod:`.claude_cli`) and the
+multi-turn sessions (:mod:`.claude_sessions`) all resolve a token to model ids here and walk the
+same ladder: the next model is tried only when the current one is *not available*
+(:class:`ModelUnavailable`), never after a timeout or another failure.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ask_fable.errors import BadArgs, UpstreamError
+
+if TYPE_CHECKING:
+    from ask_fable.backends.base import EventSink, Reply
+    from ask_fable.config import Settings
+
+#: Newest first; an unpinned ``fable`` walks it until a model answers.
+FABLE_LADDER: tuple[str, ...] = ("claude-fable-5-1", "claude-fable-5")
+FABLE51_MODEL = "claude-fable-5-1"
+TOKENS: tuple[str, ...] = ("fable", "fable51", "opus")
+
+#: Keep the CLI to the one model request: no update checks, telemetry, titles or hello pings.
+TRAFFIC_ENV: dict[str, str] = {
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+    "DISABLE_TELEMETRY": "1",
+    "DISABLE_AUTOUPDATER": "1",
+}
+#: The CLI retries a failing endpoint for minutes by default; a small bound makes a dead one fail fast.
+DEFAULT_MAX_RETRIES = "2"
+#: Our own secrets never reach the CLI (the Agent SDK passes the whole environment on).
+_FOREIGN_SECRETS = ("OPENROUTER_API_KEY", "ATLASCLOUD_API_KEY")
+STDERR_TAIL_LINES = 40
+
+
+class ModelUnavailable(UpstreamError):
+    """The endpoint answered that the model does not exist or is not available to this account."""
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """The model ids a token resolves to, in the order they are tried."""
+
+    token: str
+    models: tuple[str, ...]
+    #: Set when the user pinned the id: it never falls back.
+    pinned_by: str | None = None
+
+    @property
+    def first(self) -> str:
+        """The model tried first (reported as the oracle's model)."""
+        return self.models[0]
+
+
+def model_plan(settings: Settings, token: str) -> ModelPlan:
+    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids."""
+    name = token.strip().lower()
+    if name == "fable":
+        if settings.fable_model:
+            return ModelPlan("fable", (settings.fable_model,), pinned_by="ASK_FABLE_FABLE_MODEL")
+        return ModelPlan("fable", FABLE_LADDER)
+    if name in ("fable51", "fable-5-1", FABLE51_MODEL):
+        return ModelPlan("fable51", (FABLE51_MODEL,), pinned_by="the fable51 token")
+    if name in ("opus", "opus5", "opus-5"):
+        return ModelPlan("opus", (settings.opus_model,))
+    raise BadArgs(f"unknown Claude model token {token!r}; expected one of {', '.join(TOKENS)}")
+
+
+async def run_ladder(
+    plan: ModelPlan,
+    attempt: Callable[[str], Awaitable[Reply]],
+    sink: EventSink,
+) -> Reply:
+    """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``."""
+    tried: list[str] = []
+    for index, model in enumerate(plan.models):
+        try:
+            return await attempt(model)
+        except ModelUnavailable as exc:
+            tried.append(model)
+            if index + 1 < len(plan.models):
+                await sink.note(f"{model} is not available; trying {plan.models[index + 1]}")
+                continue
+            if plan.pinned_by:
+                raise ModelUnavailable(
+                    f"model {model} is not available and is pinned by {plan.pinned_by}, so there is "
+                    f"no fallback: {exc.detail}"
+                ) from exc
+            if len(tried) == 1:
+                raise
+            raise ModelUnavailable(
+                f"none of the models {', '.join(tried)} is available: {exc.detail}"
+            ) from exc
+    raise AssertionError("a model plan is never empty")  # pragma: no cover
+
+
+def redact_text(text: str, settings: Settings | None = None) -> str:
+    """Remove secrets from text headed for an error detail or a log."""
+    try:
+        from ask_fable.stores.redact import redact
+    except ImportError:  # pragma: no cover - the stores package ships with the project
+        return re.sub(r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}", "[REDACTED]", text)
+    return redact(text, settings)
+
+
+class StderrTail:
+    """Keeps the last lines a CLI wrote to stderr, redacted, for error details; never prints them."""
+
+    def __init__(self, settings: Settings | None = None, lines: int = STDERR_TAIL_LINES) -> None:
+        self._settings = settings
+        self._lines: deque[str] = deque(maxlen=lines)
+
+    def __call__(self, line: str) -> None:
+        """Record one stderr line (the Agent SDK's ``stderr`` callback signature)."""
+        line = line.rstrip()
+        if line:
+            self._lines.append(redact_text(line[:2000], self._settings))
+
+    def feed(self, raw: bytes | str) -> None:
+        """Record a whole captured stderr buffer."""
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+        for line in text.splitlines():
+            self(line)
+
+    def text(self, max_chars: int = 1200) -> str:
+        """The recorded tail, newest last, bounded to ``max_chars``."""
+        joined = "\n".join(self._lines)
+        return joined[-max_chars:]
+
+
+def with_stderr(detail: str, tail: StderrTail) -> str:
+    """Append the CLI's stderr tail to an error detail when there is one."""
+    extra = tail.text()
+    return f"{detail}\nstderr: {extra}" if extra else detail
+
+
+def claude_env_overrides() -> dict[str, str]:
+    """Variables set on top of the inherited environment for every Claude CLI start."""
+    env = dict(TRAFFIC_ENV)
+    env["CLAUDE_CODE_MAX_RETRIES"] = os.environ.get("CLAUDE_CODE_MAX_RETRIES") or DEFAULT_MAX_RETRIES
+    # Blank our own keys: the CLI has no use for them and must not carry them.
+    for name in os.environ:
+        if name.startswith("ASK_FABLE_") or name in _FOREIGN_SECRETS:
+            env[name] = ""
+    return env
+
+
+def workdir(settings: Settings) -> Path:
+    """A private working directory for the CLI (0700 under the state dir): no project files in reach."""
+    from ask_fable.stores.files import ensure_private_dir
+
+    return ensure_private_dir(settings.state_dir / "claude-cwd")
+
+
+_VERSION = re.compile(r"(\d{1,9})\.(\d{1,9})\.(\d{1,9})")
+
+
+def parse_version(text: str | None) -> tuple[int, int, int] | None:
+    """``"2.1.332 (Claude Code)"`` → ``(2, 1, 332)``; ``None`` when no version is found."""
+    match = _VERSION.search(text or "")
+    if match is None:
+        return None
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch

@@ -1,0 +1,345 @@
+"""Multi-turn Fable / Opus 5 conversations that keep their Claude Code process warm.
+
+One open ``ClaudeSDKClient`` per ``(namespace, key)``: a follow-up turn is written to the running
+CLI (tens of milliseconds) instead of starting a new one (about half a second). Namespaces keep
+tools apart (``fable`` for ``ask``, ``opus5`` for ``ask_opus5``). Turns of one session run one at a
+time; different sessions run in parallel.
+
+Lifecycle of a session's client::
+
+    first turn ─▶ connect (model ladder) ─▶ turn ─▶ … ─▶ idle past session_idle_seconds ─▶ closed
+    failed turn ─▶ closed                      next turn ─▶ reconnect with --resume at the last good
+                                                            answer (the conversation continues)
+
+The conversation itself (transcript, CLI session id, the counter the pipeline keeps) outlives
+its client until :meth:`ClaudeSessions.reset` or :meth:`ClaudeSessions.aclose`. With
+``ASK_FABLE_USE_CLI`` every turn is a ``claude -p --resume <session>`` process instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.claude_common import ModelPlan, StderrTail, model_plan, run_ladder
+from ask_fable.errors import OracleTimeout
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+
+SessionKey = tuple[str, str]
+
+
+@dataclass
+class _Session:
+    namespace: str
+    key: str
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
+    model: str | None = None
+    session_id: str | None = None
+    last_uuid: str | None = None
+    client: Any = None
+    transport: Any = None
+    tail: StderrTail | None = None
+    last_used: float = field(default_factory=time.monotonic)
+    generation: int = 0
+
+    def forget(self) -> None:
+        self.turns = []
+        # Cleared in place: a caller may hold this dict for the turn under way.
+        self.state.clear()
+        self.state["needs_context_streak"] = 0
+        self.model = self.session_id = self.last_uuid = None
+
+
+class ClaudeSessions:
+    """The open multi-turn Claude conversations of one server process."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._sessions: dict[SessionKey, _Session] = {}
+        self._timers: dict[SessionKey, asyncio.TimerHandle] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    # --- public API -----------------------------------------------------------------------------
+
+    async def ask(
+        self,
+        namespace: str,
+        key: str,
+        request: OracleRequest,
+        sink: EventSink,
+        model_token: str,
+        reset: bool = False,
+        *,
+        question: str | None = None,
+    ) -> Reply:
+        """Run one turn of session ``key`` in ``namespace`` (``reset`` starts it over first).
+
+        ``question`` is what the transcript records (default: the composed prompt). Raises the
+        :mod:`ask_fable.errors` tree; a failed turn leaves the transcript as it was.
+        """
+        plan = model_plan(self.settings, model_token)
+        await self.close_idle()
+        session = self._session(namespace, key)
+        try:
+            with anyio.fail_after(request.timeout):
+                async with session.lock:
+                    if reset:
+                        self._cancel_timer((namespace, key))
+                        await self._close_client(session)
+                        session.forget()
+                    reply = await self._turn(session, plan, request, sink)
+                    session.turns.append({
+                        "question": request.prompt if question is None else question,
+                        "answer": reply.text,
+                        "thinking": reply.thinking,
+                        "model": reply.model,
+                        "ts": datetime.now(UTC).isoformat(timespec="seconds"),
+                    })
+                    self._touch(session)
+        except TimeoutError as exc:
+            model = session.model or plan.first
+            raise OracleTimeout(f"{model} did not answer within {request.timeout:g}s") from exc
+        return reply
+
+    async def reset(self, namespace: str, key: str) -> list[dict[str, Any]]:
+        """Close and forget session ``key``; returns its transcript turns (empty when unknown)."""
+        session = self._sessions.get((namespace, key))
+        if session is None:
+            return []
+        async with session.lock:
+            await self._close_client(session)
+            turns = session.turns
+            session.forget()
+            self._sessions.pop((namespace, key), None)
+            self._cancel_timer((namespace, key))
+        return turns
+
+    def transcript(self, namespace: str, key: str) -> list[dict[str, Any]]:
+        """A copy of the session's turns ``{question, answer, thinking, model, ts}``, oldest first."""
+        session = self._sessions.get((namespace, key))
+        return [dict(turn) for turn in session.turns] if session else []
+
+    def exists(self, namespace: str, key: str) -> bool:
+        """Whether the session has at least one answered turn."""
+        session = self._sessions.get((namespace, key))
+        return bool(session and session.turns)
+
+    def session_state(self, namespace: str, key: str) -> dict[str, Any]:
+        """The session's mutable state for the pipeline (``needs_context_streak``); reset clears it."""
+        return self._session(namespace, key).state
+
+    def oracle(
+        self, namespace: str, key: str, model_token: str, *, reset: bool = False, question: str | None = None
+    ) -> Oracle:
+        """The session's next turn as an :class:`Oracle`, so a mode can call it like any other."""
+        return SessionOracle(self, namespace, key, model_token, reset=reset, question=question)
+
+    def client_pid(self, namespace: str, key: str) -> int | None:
+        """The pid of the session's open Claude Code process, if one is open."""
+        session = self._sessions.get((namespace, key))
+        return session.transport.pid if session and session.transport is not None else None
+
+    def list_sessions(self) -> list[dict[str, Any]]:
+        """One summary per known session: namespace, key, turns, model, whether a client is open."""
+        return [
+            {"namespace": s.namespace, "key": s.key, "turns": len(s.turns), "model": s.model,
+             "open": s.client is not None}
+            for s in self._sessions.values()
+        ]
+
+    async def close_idle(self) -> int:
+        """Close clients idle longer than ``session_idle_seconds`` (their conversations stay)."""
+        cutoff = time.monotonic() - self.settings.session_idle_seconds
+        closed = 0
+        for session in list(self._sessions.values()):
+            if session.client is not None and session.last_used <= cutoff and not session.lock.locked():
+                async with session.lock:
+                    await self._close_client(session)
+                closed += 1
+        return closed
+
+    async def aclose(self) -> None:
+        """Close every client and stop the idle timers (the server's lifespan calls this)."""
+        for key in list(self._timers):
+            self._cancel_timer(key)
+        for task in list(self._tasks):
+            task.cancel()
+        for session in list(self._sessions.values()):
+            await self._close_client(session)
+        self._sessions.clear()
+
+    # --- turns ----------------------------------------------------------------------------------
+
+    def _session(self, namespace: str, key: str) -> _Session:
+        found = self._sessions.get((namespace, key))
+        if found is None:
+            found = self._sessions[(namespace, key)] = _Session(namespace, key)
+        return found
+
+    async def _turn(
+        self, session: _Session, plan: ModelPlan, request: OracleRequest, sink: EventSink
+    ) -> Reply:
+        # A conversation stays on the model that answered its first turn.
+        if session.model:
+            plan = ModelPlan(plan.token, (session.model,), plan.pinned_by or "the conversation")
+
+        async def attempt(model: str) -> Reply:
+            if self.settings.use_cli:
+                reply = await self._cli_turn(session, model, request)
+            else:
+                from ask_fable.backends.claude_sdk import SdkStartError
+
+                try:
+                    reply = await self._sdk_turn(session, model, request, sink)
+                except SdkStartError as exc:
+                    first_line = exc.detail.splitlines()[0]
+                    await sink.note(f"Agent SDK could not start ({first_line}); using the claude CLI")
+                    reply = await self._cli_turn(session, model, request)
+            session.model = model
+            return reply
+
+        return await run_ladder(plan, attempt, sink)
+
+    async def _sdk_turn(
+        self, session: _Session, model: str, request: OracleRequest, sink: EventSink
+    ) -> Reply:
+        from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
+
+        if session.client is None:
+            await self._open(session, model, request.system)
+        assert session.tail is not None
+        collector = TurnCollector(model, sink, self.settings, session.tail)
+        try:
+            await session.client.query(request.prompt)
+            async for message in session.client.receive_response():
+                await collector.feed(message)
+            reply = collector.reply()
+        except BaseException as exc:
+            await self._close_client(session)
+            if isinstance(exc, Exception):
+                raise map_sdk_error(exc, model, session.tail or StderrTail(), started=True) from exc
+            raise
+        session.session_id = collector.session_id or session.session_id
+        session.last_uuid = collector.last_uuid or session.last_uuid
+        return reply
+
+    async def _open(self, session: _Session, model: str, system: str) -> None:
+        from claude_agent_sdk import ClaudeSDKClient
+
+        from ask_fable.backends.claude_sdk import (
+            build_options,
+            make_transport,
+            map_sdk_error,
+            resolve_cli_path,
+        )
+
+        cli = await resolve_cli_path(self.settings)
+        tail = StderrTail(self.settings)
+        options = build_options(
+            self.settings, model=model, system=system, cli_path=cli, stderr=tail, persist=True,
+            resume=session.session_id, resume_at=session.last_uuid,
+        )
+        transport = make_transport(options)
+        client = ClaudeSDKClient(options, transport=transport)
+        try:
+            await client.connect()
+        except Exception as exc:
+            raise map_sdk_error(exc, model, tail, started=False) from exc
+        session.client, session.transport, session.tail = client, transport, tail
+
+    async def _cli_turn(self, session: _Session, model: str, request: OracleRequest) -> Reply:
+        from ask_fable.backends.claude_cli import cli_ask
+
+        reply = await cli_ask(self.settings, model, request, resume=session.session_id, persist=True)
+        session.session_id = reply.session_id or session.session_id
+        return reply
+
+    async def _close_client(self, session: _Session) -> None:
+        client, session.client, session.transport = session.client, None, None
+        if client is None:
+            return
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await client.disconnect()
+
+    # --- idle timers ----------------------------------------------------------------------------
+
+    def _touch(self, session: _Session) -> None:
+        session.last_used = time.monotonic()
+        session.generation += 1
+        key = (session.namespace, session.key)
+        self._cancel_timer(key)
+        if session.client is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # pragma: no cover - not on asyncio: close_idle() on later calls does it
+            return
+        self._timers[key] = loop.call_later(
+            self.settings.session_idle_seconds, self._expire_later, key, session.generation
+        )
+
+    def _cancel_timer(self, key: SessionKey) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _expire_later(self, key: SessionKey, generation: int) -> None:
+        self._timers.pop(key, None)
+        task = asyncio.get_running_loop().create_task(self._expire(key, generation))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _expire(self, key: SessionKey, generation: int) -> None:
+        session = self._sessions.get(key)
+        if session is None or session.generation != generation or session.lock.locked():
+            return
+        async with session.lock:
+            if session.generation == generation:
+                await self._close_client(session)
+
+
+class SessionOracle(Oracle):
+    """One turn of a kept conversation behind the ordinary oracle interface."""
+
+    provider = "anthropic"
+    family = "anthropic"
+
+    def __init__(
+        self,
+        sessions: ClaudeSessions,
+        namespace: str,
+        key: str,
+        model_token: str,
+        *,
+        reset: bool = False,
+        question: str | None = None,
+    ) -> None:
+        plan = model_plan(sessions.settings, model_token)
+        current = sessions._sessions.get((namespace, key))
+        self._sessions, self._namespace, self._key = sessions, namespace, key
+        self._reset, self._question = reset, question
+        self.token = plan.token
+        self.model = current.model if current and current.model and not reset else plan.first
+
+    def ensure_available(self) -> None:
+        """Raise ``BinaryMissing`` when no Claude Code CLI exists (a file check)."""
+        from ask_fable.backends.claude_sdk import cli_exists
+
+        cli_exists(self._sessions.settings)
+
+    async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+        """Run the turn on the session (see :meth:`ClaudeSessions.ask`)."""
+        return await self._sessions.ask(
+            self._namespace, self._key, request, sink, self.token, self._reset, question=self._question
+        )

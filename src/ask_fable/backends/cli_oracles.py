@@ -1,0 +1,426 @@
+"""Oracles behind local, already-authenticated CLIs: mmx (MiniMax), agy (Gemini), codex, grok, kimi.
+
+Each oracle builds one invocation — argv, stdin, extra environment — in one small function per
+CLI, and runs it through :func:`ask_fable.backends.subprocess_runner.run_process` in an empty
+temporary working directory, with an environment allow-listed per CLI and the per-binary gate
+(``ASK_FABLE_CLI_MAX_PARALLEL``). The server sets no key: each CLI reuses its own login.
+
+Prompt transport: the system text and the prompt are composed into one text (none of these CLIs
+gets a separate system prompt except ``mmx``, which takes a messages array). ``mmx``, ``codex``
+and ``grok`` read it from stdin. ``agy`` and ``kimi`` take it as one argv value, which the kernel
+caps at 128 KiB, so prompts over :data:`ARGV_PROMPT_LIMIT` bytes are refused up front with
+``ContextTooLarge`` pointing at an HTTP route, without spawning anything.
+
+Outcomes: exit 0 with text → :class:`Reply`; a non-zero exit → ``UpstreamError`` carrying the
+CLI's redacted stderr tail; exit 0 with no text → ``UpstreamError``.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, ProcessResult, build_env, run_process
+from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, UpstreamError
+from ask_fable.stores.redact import redact
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+
+#: Largest composed prompt (UTF-8 bytes) sent as a single argv value; the kernel caps one
+#: argument at 131,072 bytes including its terminating NUL.
+ARGV_PROMPT_LIMIT = 120_000
+#: How much of a failing CLI's stderr is quoted back.
+STDERR_TAIL_CHARS = 2000
+
+#: Kimi's levels are low/high/max; presets and other providers' level names map onto them.
+KIMI_EFFORTS = {"low": "low", "high": "high", "max": "max", "quick": "low", "standard": "high", "deep": "max",
+                "minimal": "low", "medium": "high", "xhigh": "max"}
+#: Grok's native levels (other providers' names folded in); presets are handled separately.
+GROK_NATIVE_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "minimal": "low", "xhigh": "high",
+                       "max": "high"}
+EFFORT_PRESETS = ("quick", "standard", "deep")
+
+# Instructions for kimi's text-only agent: the agent file declares no tools at all.
+_KIMI_AGENT_YAML = """\
+version: 1
+agent:
+  name: ask-fable-text
+  system_prompt_path: ./system.md
+  tools: []
+"""
+_KIMI_AGENT_SYSTEM = "Answer in plain text from your own knowledge. You have no tools and no file access.\n"
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One CLI call: the argv (``argv[0]`` is the binary name), stdin bytes and extra env."""
+
+    argv: list[str]
+    stdin: bytes | None
+    env_extra: dict[str, str] = field(default_factory=dict)
+
+
+def compose_prompt(system: str, prompt: str) -> str:
+    """The single text a CLI without a system-prompt flag receives: system first, then prompt."""
+    return f"{system.strip()}\n\n{prompt}" if system.strip() else prompt
+
+
+# --- argv builders: one per CLI ---------------------------------------------------------------
+
+
+def mmx_argv(model: str, max_tokens: int) -> list[str]:
+    """``mmx text chat``, reading a JSON messages array from stdin, answer as plain text.
+
+    ``--messages-file -`` reads ``[{"role": "system", ...}, {"role": "user", ...}]`` from stdin
+    (keeping the system prompt in its own role); ``--output text --quiet`` prints only the answer;
+    ``--non-interactive`` fails instead of prompting.
+    """
+    return ["mmx", "text", "chat", "--model", model, "--max-tokens", str(max_tokens),
+            "--messages-file", "-", "--output", "text", "--quiet", "--non-interactive"]
+
+
+def agy_argv(model: str, prompt: str) -> list[str]:
+    """``agy --model <model> -p <prompt>``: non-interactive print mode, plain-text answer on stdout.
+
+    The prompt travels in ``-p`` because print mode is documented only with an argv prompt, so it is
+    bounded by :data:`ARGV_PROMPT_LIMIT`.
+    """
+    return ["agy", "--model", model, "-p", prompt]
+
+
+def codex_argv(model: str, reasoning: str) -> list[str]:
+    """``codex exec``, hermetic and read-only, prompt on stdin (``-``).
+
+    ``--ignore-user-config`` keeps ``~/.codex/config.toml`` and hooks out of the answer,
+    ``--sandbox read-only`` forbids writes, ``--skip-git-repo-check`` allows the empty temporary
+    working directory, ``--ephemeral`` keeps no session, ``--color never`` keeps stdout plain,
+    ``-c model_reasoning_effort=<r>`` sets the effort.
+    """
+    return ["codex", "exec", "--ignore-user-config", "--sandbox", "read-only", "--skip-git-repo-check",
+            "--ephemeral", "--color", "never", "-m", model, "-c", f"model_reasoning_effort={reasoning}", "-"]
+
+
+def grok_argv(model: str, reasoning: str) -> list[str]:
+    """``grok`` headless: ``--prompt -`` reads the prompt from stdin, answer as plain text."""
+    return ["grok", "--model", model, "--reasoning-effort", reasoning, "--output-format", "text",
+            "--prompt", "-"]
+
+
+def kimi_argv(model: str, effort: str, agent_file: str, work_dir: str, prompt: str) -> list[str]:
+    """``kimi --quiet``: one non-interactive prompt, final message only, as plain text.
+
+    ``--agent-file`` points at an agent that declares no tools (pure text reasoning),
+    ``--work-dir`` at an empty temporary directory, ``--effort`` sets low/high/max reasoning and
+    ``--prompt`` carries the whole prompt as one argv value.
+    """
+    return ["kimi", "--quiet", "--model", model, "--effort", effort, "--agent-file", agent_file,
+            "--work-dir", work_dir, "--prompt", prompt]
+
+
+# --- effort mapping -------------------------------------------------------------------------
+
+
+def kimi_effort(explicit: str | None, default: str) -> str:
+    """Kimi's low/high/max from an explicit value or the configured default (presets mapped)."""
+    value = (explicit or default or "high").strip().lower()
+    if value not in KIMI_EFFORTS:
+        raise BadArgs(f"kimi effort must be one of {', '.join(KIMI_EFFORTS)}; got {value!r}")
+    return KIMI_EFFORTS[value]
+
+
+def grok_reasoning(explicit: str | None, configured: str | None) -> str:
+    """Grok's reasoning effort: a native level is used as is; presets map to the configured
+    ``ASK_FABLE_GROK_REASONING``, else ``low``."""
+    fallback = (configured or "low").strip().lower()
+    if explicit is None:
+        return fallback
+    value = explicit.strip().lower()
+    if value in EFFORT_PRESETS:
+        return fallback
+    if value in GROK_NATIVE_EFFORTS:
+        return GROK_NATIVE_EFFORTS[value]
+    raise BadArgs(
+        f"grok effort must be one of {', '.join((*EFFORT_PRESETS, *GROK_NATIVE_EFFORTS))}; got {value!r}"
+    )
+
+
+# --- redaction --------------------------------------------------------------------------------
+
+
+def redact_text(text: str, settings: Settings) -> str:
+    """Remove configured keys and known secret shapes from CLI output quoted in an error."""
+    return redact(text, settings)
+
+
+# --- the oracle -------------------------------------------------------------------------------
+
+
+def cli_installed(binary: str) -> bool:
+    """Whether ``binary`` is on the server's PATH (used to reroute HTTP model ids to a local CLI)."""
+    return shutil.which(binary, path=os.environ.get("PATH", "")) is not None
+
+
+class CliOracle(Oracle):
+    """An oracle answered by one local CLI. Subclasses build the invocation only.
+
+    Attributes beyond :class:`Oracle`: ``binary`` (the executable), ``install_hint`` (what to
+    install / log in to), ``env_allow`` (extra variable names or patterns the CLI may see) and
+    ``timeout_s`` (this backend's own timeout).
+    """
+
+    binary: str
+    install_hint: str
+    env_allow: tuple[str, ...] = ()
+
+    def __init__(self, settings: Settings, *, model: str, timeout_s: float) -> None:
+        self.settings = settings
+        self.model = model
+        self.timeout_s = timeout_s
+
+    def ensure_available(self) -> None:
+        """Raise :class:`BinaryMissing` naming what to install when the CLI is not on PATH."""
+        if not cli_installed(self.binary):
+            raise BinaryMissing(
+                f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary
+            )
+
+    def effective_effort(self, request: OracleRequest) -> str | None:
+        """The effort this call runs at, reported on the reply (``None`` when not applicable)."""
+        return None
+
+    @abc.abstractmethod
+    def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
+        """The argv, stdin and extra env for ``request``; may raise ``ContextTooLarge``."""
+
+    def check_size(self, request: OracleRequest) -> None:
+        """Refuse a request this CLI's transport cannot carry, before anything is spawned."""
+
+    async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+        """Run the CLI once and turn its exit status and output into a Reply or an error."""
+        self.check_size(request)
+        effort = self.effective_effort(request)
+        self.ensure_available()
+        timeout = min(self.timeout_s, request.timeout)
+        with tempfile.TemporaryDirectory(prefix=f"ask-fable-{self.binary}-") as tmp:
+            work_dir = Path(tmp)
+            call = self.invocation(request, work_dir)
+            env = build_env((*BASE_ENV_ALLOW, *self.env_allow), extra=call.env_extra)
+            try:
+                result = await run_process(
+                    call.argv,
+                    stdin=call.stdin,
+                    env=env,
+                    timeout=timeout,
+                    gate=self.binary,
+                    gate_limit=self.settings.cli_max_parallel,
+                    cwd=str(work_dir),
+                )
+            except BinaryMissing as exc:
+                raise BinaryMissing(
+                    f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary
+                ) from exc
+        if result.stdout_truncated:
+            await sink.note(f"{self.binary} output exceeded the capture bound and was truncated")
+        return self._reply(result, effort)
+
+    def _reply(self, result: ProcessResult, effort: str | None) -> Reply:
+        text = result.stdout.decode("utf-8", errors="replace").strip()
+        if result.returncode != 0:
+            how = (f"was killed by signal {-result.returncode}" if result.returncode < 0
+                   else f"exited with status {result.returncode}")
+            raise UpstreamError(f"`{self.binary}` {how}: {self._tail(result) or '(no output)'}",
+                                binary=self.binary, exit_code=result.returncode)
+        if not text:
+            tail = self._tail(result)
+            raise UpstreamError(
+                f"`{self.binary}` returned an empty answer" + (f": {tail}" if tail else ""),
+                binary=self.binary,
+            )
+        return Reply(text=text, model=self.model, provider=self.provider, effort=effort)
+
+    def _tail(self, result: ProcessResult) -> str:
+        raw = result.stderr.decode("utf-8", errors="replace").strip()
+        if not raw and result.returncode != 0:
+            raw = result.stdout.decode("utf-8", errors="replace").strip()
+        return redact_text(raw[-STDERR_TAIL_CHARS:], self.settings)
+
+
+def _refuse_argv_prompt(binary: str, size: int, route: str) -> ContextTooLarge:
+    return ContextTooLarge(
+        f"`{binary}` takes the prompt as one command-line argument (capped near 128 KiB); this prompt "
+        f"is {size:,} bytes, over the {ARGV_PROMPT_LIMIT:,}-byte limit. Use {route} for larger context.",
+        limit_bytes=ARGV_PROMPT_LIMIT,
+        prompt_bytes=size,
+    )
+
+
+class MiniMaxOracle(CliOracle):
+    """MiniMax through ``mmx`` (token ``minimax``)."""
+
+    token = "minimax"
+    provider = "minimax"
+    family = "minimax"
+    binary = "mmx"
+    install_hint = "install the MiniMax CLI (npm install -g mmx-cli) and run `mmx auth login` once"
+    env_allow = ("MMX_*", "MINIMAX_*")
+
+    def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
+        """``mmx text chat`` with a messages array (system + user) on stdin."""
+        messages = []
+        if request.system.strip():
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        max_tokens = request.max_tokens or self.settings.max_tokens
+        stdin = json.dumps(messages, ensure_ascii=False).encode("utf-8")
+        return Invocation(mmx_argv(self.model, max_tokens), stdin)
+
+
+class GeminiOracle(CliOracle):
+    """Gemini through ``agy`` (token ``gemini``)."""
+
+    token = "gemini"
+    provider = "gemini"
+    family = "google"
+    binary = "agy"
+    install_hint = "install the `agy` CLI and sign in once"
+    env_allow = ("AGY_*", "GEMINI_*")
+
+    def check_size(self, request: OracleRequest) -> None:
+        """Refuse a composed prompt over the argv limit."""
+        size = len(compose_prompt(request.system, request.prompt).encode("utf-8"))
+        if size > ARGV_PROMPT_LIMIT:
+            raise _refuse_argv_prompt(self.binary, size, "ask_openrouter with a google/gemini-* model")
+
+    def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
+        """``agy --model <m> -p <system + prompt>``, stdin closed."""
+        return Invocation(agy_argv(self.model, compose_prompt(request.system, request.prompt)), None)
+
+
+class CodexOracle(CliOracle):
+    """OpenAI through ``codex exec`` (token ``codex``)."""
+
+    token = "codex"
+    provider = "codex"
+    family = "openai"
+    binary = "codex"
+    install_hint = "install OpenAI's codex CLI (npm install -g @openai/codex) and run `codex login` once"
+    env_allow = ("CODEX_*",)
+
+    def effective_effort(self, request: OracleRequest) -> str | None:
+        """The configured ``model_reasoning_effort``."""
+        return self.settings.codex_reasoning
+
+    def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
+        """Hermetic read-only ``codex exec -`` with system + prompt on stdin."""
+        stdin = compose_prompt(request.system, request.prompt).encode("utf-8")
+        return Invocation(codex_argv(self.model, self.settings.codex_reasoning), stdin)
+
+
+class GrokOracle(CliOracle):
+    """Grok through the ``grok`` CLI (token ``grok``)."""
+
+    token = "grok"
+    provider = "grok"
+    family = "xai"
+    binary = "grok"
+    install_hint = "install the `grok` CLI and log in once"
+    env_allow = ("GROK_*",)
+
+    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
+        super().__init__(settings, model=model, timeout_s=timeout_s)
+        self.effort = effort
+        grok_reasoning(effort, settings.grok_reasoning)  # reject a bad effort at construction
+
+    def effective_effort(self, request: OracleRequest) -> str | None:
+        """Grok's reasoning level for this call (see :func:`grok_reasoning`)."""
+        return grok_reasoning(self.effort or request.effort, self.settings.grok_reasoning)
+
+    def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
+        """``grok --prompt -`` with system + prompt on stdin."""
+        stdin = compose_prompt(request.system, request.prompt).encode("utf-8")
+        return Invocation(grok_argv(self.model, self.effective_effort(request) or "low"), stdin)
+
+
+class KimiOracle(CliOracle):
+    """Kimi through the ``kimi`` CLI, sandboxed to text (token ``kimi``)."""
+
+    token = "kimi"
+    provider = "kimi"
+    family = "moonshot"
+    binary = "kimi"
+    install_hint = "install the Kimi Code CLI (`kimi`) and log in once"
+    env_allow = ("KIMI_*",)
+
+    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
+        super().__init__(settings, model=model, timeout_s=timeout_s)
+        self.effort = effort
+        kimi_effort(effort, settings.kimi_effort)  # reject a bad effort at construction
+
+    def effective_effort(self, request: OracleRequest) -> str | None:
+        """Kimi's low/high/max for this call (see :func:`kimi_effort`)."""
+        return kimi_effort(self.effort or request.effort, self.settings.kimi_effort)
+
+    def check_size(self, request: OracleRequest) -> None:
+        """Refuse a composed prompt over the argv limit."""
+        size = len(compose_prompt(request.system, request.prompt).encode("utf-8"))
+        if size > ARGV_PROMPT_LIMIT:
+            raise _refuse_argv_prompt(
+                self.binary, size, "ask_atlas (or ask_openrouter) with model moonshotai/kimi-k3"
+            )
+
+    def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
+        """``kimi --quiet --prompt <system + prompt>`` with a tool-less agent and KIMI_HOME set."""
+        agent_dir = work_dir / ".agent"
+        agent_dir.mkdir()
+        (agent_dir / "system.md").write_text(_KIMI_AGENT_SYSTEM, encoding="utf-8")
+        agent_file = agent_dir / "agent.yaml"
+        agent_file.write_text(_KIMI_AGENT_YAML, encoding="utf-8")
+        sandbox = work_dir / "work"
+        sandbox.mkdir()
+        argv = kimi_argv(self.model, self.effective_effort(request) or "high", str(agent_file),
+                         str(sandbox), compose_prompt(request.system, request.prompt))
+        home = str(Path(self.settings.kimi_home).expanduser())
+        return Invocation(argv, None, {"KIMI_HOME": home})
+
+
+# --- factories --------------------------------------------------------------------------------
+
+
+def make_minimax_oracle(settings: Settings) -> MiniMaxOracle:
+    """The ``minimax`` oracle (``mmx``, ``ASK_FABLE_MINIMAX_MODEL``)."""
+    return MiniMaxOracle(settings, model=settings.minimax_model, timeout_s=settings.backend_timeout(None))
+
+
+def make_gemini_oracle(settings: Settings) -> GeminiOracle:
+    """The ``gemini`` oracle (``agy``, ``ASK_FABLE_GEMINI_MODEL`` / ``_TIMEOUT``)."""
+    return GeminiOracle(settings, model=settings.gemini_model,
+                        timeout_s=settings.backend_timeout(settings.gemini_timeout))
+
+
+def make_codex_oracle(settings: Settings) -> CodexOracle:
+    """The ``codex`` oracle (``codex exec``, ``ASK_FABLE_CODEX_MODEL`` / ``_REASONING`` / ``_TIMEOUT``)."""
+    return CodexOracle(settings, model=settings.codex_model,
+                       timeout_s=settings.backend_timeout(settings.codex_timeout))
+
+
+def make_grok_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> GrokOracle:
+    """The ``grok`` oracle; ``model`` may be an ``xai/`` id (the prefix is dropped)."""
+    chosen = model or settings.grok_model
+    if chosen.startswith("xai/"):
+        chosen = chosen[len("xai/"):]
+    return GrokOracle(settings, model=chosen, timeout_s=settings.backend_timeout(settings.grok_timeout),
+                      effort=effort)
+
+
+def make_kimi_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> KimiOracle:
+    """The ``kimi`` oracle (``ASK_FABLE_KIMI_MODEL`` / ``_EFFORT`` / ``_TIMEOUT`` / ``_HOME``)."""
+    return KimiOracle(settings, model=model or settings.kimi_model,
+                      timeout_s=settings.backend_timeout(settings.kimi_timeout), effort=effort)

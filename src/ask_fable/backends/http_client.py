@@ -1,0 +1,423 @@
+"""HTTP plumbing shared by every HTTP oracle and catalog: the client, the retry loop, error mapping.
+
+``send`` is the one retry loop. It retries connect failures, 408, 409, 429 and 5xx with
+jittered exponential backoff (honouring ``Retry-After``), never sleeps past the call's
+deadline, and hands a successful response to the caller's ``handle`` coroutine while the
+body is still streaming. Everything it raises is an :mod:`ask_fable.errors` error:
+
+    httpx2.ConnectError / reset before headers ─▶ retried, then UpstreamError
+    status 408 / 409 / 429 / ≥ 500             ─▶ retried, then UpstreamError
+    other status ≥ 400                          ─▶ UpstreamError at once (provider message, redacted)
+    deadline passed / read stalled               ─▶ OracleTimeout
+    body that is not the expected JSON          ─▶ UpstreamError (raised by ``handle`` via ``bad_body``)
+
+Secrets never reach a message: every detail goes through :func:`scrub` first.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import functools
+import ipaddress
+import json as jsonlib
+import random
+import ssl
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+
+from ask_fable.backends.base import Oracle, Usage
+from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
+
+    from ask_fable.backends.base import EventSink
+
+T = TypeVar("T")
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: Bytes of an error body read to find the provider's message.
+ERROR_BODY_LIMIT = 16_384
+#: Longest provider message quoted in an error detail.
+MESSAGE_LIMIT = 400
+USER_AGENT = "ask-fable"
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how patiently the retry loop tries again."""
+
+    attempts: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+
+    def backoff(self, attempt: int) -> float:
+        """Jittered exponential delay before retry number ``attempt`` (1-based)."""
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+#: The policy used when a caller passes none (tests swap it for a faster one).
+DEFAULT_RETRY = RetryPolicy()
+
+
+def scrub(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` with every secret value (and known key shapes) removed."""
+    secret_list = [s for s in secrets if s]
+    try:
+        from ask_fable.stores.redact import redact
+    except ImportError:  # pragma: no cover - the stores package ships with the server
+        for secret in sorted(secret_list, key=len, reverse=True):
+            text = text.replace(secret, "[REDACTED]")
+        return text
+    return redact(text, secret_list)
+
+
+def join_url(base: str, path: str) -> str:
+    """``base`` + ``path`` with exactly one slash between them."""
+    return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+def versioned_url(base: str, path: str) -> str:
+    """``{base}/v1/{path}``, or ``{base}/{path}`` when ``base`` already ends in a version (``/api/v1``)."""
+    last = urlsplit(base).path.rstrip("/").rsplit("/", 1)[-1]
+    if len(last) >= 2 and last[0] == "v" and last[1:].isdigit():
+        return join_url(base, path)
+    return join_url(base, "v1/" + path.lstrip("/"))
+
+
+def is_loopback(url: str) -> bool:
+    """True when ``url`` points at this machine (a local daemon needs no key)."""
+    host = (urlsplit(url).hostname or "").strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client (building one costs ~30 ms; it is immutable once made)."""
+    import httpx2
+
+    return httpx2.create_ssl_context()
+
+
+def new_client(timeout: float, transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
+    """A client for one call: no redirects (a key must not follow one), reads sized for streams.
+
+    The read timeout is the whole budget: a stream may be quiet while the model thinks, and
+    the deadline in :func:`send` is what bounds a stalled provider.
+    """
+    import httpx2
+
+    limits = httpx2.Limits(max_connections=8, max_keepalive_connections=4)
+    timeouts = httpx2.Timeout(connect=min(10.0, timeout), read=timeout, write=min(30.0, timeout),
+                              pool=min(10.0, timeout))
+    return httpx2.AsyncClient(timeout=timeouts, transport=transport, follow_redirects=False,
+                              limits=limits, headers={"user-agent": USER_AGENT},
+                              verify=_ssl_context() if transport is None else True)
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds: a number or an HTTP date; ``None`` when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def provider_message(body: bytes | str) -> str:
+    """The human message inside an error body (OpenAI, Anthropic and Ollama shapes), else its text."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data = jsonlib.loads(text)
+    except ValueError:
+        data = None
+    message: Any = None
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            message = err.get("message") or err.get("detail") or err.get("type")
+            meta = err.get("metadata")
+            if isinstance(meta, dict) and isinstance(meta.get("raw"), str):
+                message = f"{message}: {meta['raw']}" if message else meta["raw"]
+        elif isinstance(err, str):
+            message = err
+        if not message and isinstance(data.get("message"), str):
+            message = data["message"]
+    if not message:
+        message = " ".join(text.split())
+    message = str(message)
+    return message[:MESSAGE_LIMIT] + ("…" if len(message) > MESSAGE_LIMIT else "")
+
+
+def bad_body(label: str, what: str, secrets: Iterable[str] = ()) -> UpstreamError:
+    """The error for a reply body that is not what the provider's API promises."""
+    snippet = " ".join(what.split())[:200]
+    return UpstreamError(scrub(f"{label} returned an unexpected body: {snippet}", secrets))
+
+
+def loads_object(text: str | bytes, label: str, secrets: Iterable[str] = ()) -> dict[str, Any]:
+    """Parse a JSON object or raise :class:`UpstreamError` (never a crash on garbage)."""
+    try:
+        data = jsonlib.loads(text)
+    except ValueError as exc:
+        raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        raise bad_body(label, raw or "(empty)", secrets) from exc
+    if not isinstance(data, dict):
+        raise bad_body(label, f"JSON {type(data).__name__} instead of an object", secrets)
+    return data
+
+
+async def iter_sse(response: httpx2.Response) -> AsyncIterator[tuple[str, str]]:
+    """``(event, data)`` pairs of a server-sent event stream; comments and keep-alives skipped."""
+    event, data_lines = "message", []
+    async for line in response.aiter_lines():
+        if line == "":
+            if data_lines:
+                yield event, "\n".join(data_lines)
+            event, data_lines = "message", []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            event = value
+        elif field == "data":
+            data_lines.append(value)
+    if data_lines:
+        yield event, "\n".join(data_lines)
+
+
+def is_event_stream(response: httpx2.Response) -> bool:
+    """Whether the provider answered with server-sent events (rather than one JSON body)."""
+    return response.headers.get("content-type", "").split(";")[0].strip().lower() == "text/event-stream"
+
+
+async def _read_capped(response: httpx2.Response, limit: int = ERROR_BODY_LIMIT) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(chunks)[:limit]
+
+
+def _is_retryable(status: int) -> bool:
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+async def send(
+    method: str,
+    url: str,
+    *,
+    label: str,
+    timeout: float,
+    handle: Callable[[httpx2.Response], Awaitable[T]],
+    headers: Mapping[str, str] | None = None,
+    json: Any = None,
+    secrets: Iterable[str] = (),
+    sink: EventSink | None = None,
+    retry: RetryPolicy | None = None,
+    transport: httpx2.AsyncBaseTransport | None = None,
+) -> T:
+    """Send one request with the retry loop and return ``await handle(response)`` for a 2xx.
+
+    ``timeout`` bounds the whole call, retries and backoff included. ``label`` names the
+    provider in messages. ``secrets`` are scrubbed from every detail raised.
+    """
+    secret_list = tuple(s for s in secrets if s)
+    try:
+        with anyio.fail_after(timeout):
+            return await _send_with_retries(method, url, label=label, timeout=timeout, handle=handle,
+                                            headers=headers, json=json, secrets=secret_list, sink=sink,
+                                            retry=retry or DEFAULT_RETRY, transport=transport)
+    except TimeoutError as exc:
+        raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
+
+
+async def _send_with_retries(
+    method: str,
+    url: str,
+    *,
+    label: str,
+    timeout: float,
+    handle: Callable[[httpx2.Response], Awaitable[T]],
+    headers: Mapping[str, str] | None,
+    json: Any,
+    secrets: tuple[str, ...],
+    sink: EventSink | None,
+    retry: RetryPolicy,
+    transport: httpx2.AsyncBaseTransport | None,
+) -> T:
+    import httpx2
+
+    deadline = anyio.current_time() + timeout
+    attempt = 0
+    async with new_client(timeout, transport) as client:
+        while True:
+            attempt += 1
+            failure: str
+            wait: float | None = None
+            try:
+                async with client.stream(method, url, headers=headers, json=json) as response:
+                    status = response.status_code
+                    if status < 400:
+                        try:
+                            return await handle(response)
+                        except AskFableError:
+                            raise
+                        except httpx2.TimeoutException as exc:
+                            raise OracleTimeout(f"{label} stalled mid-answer") from exc
+                        except httpx2.TransportError as exc:
+                            raise UpstreamError(scrub(
+                                f"{label} connection failed mid-answer ({type(exc).__name__})", secrets
+                            )) from exc
+                        except (httpx2.HTTPError, ValueError, TypeError, AttributeError, LookupError) as exc:
+                            # A body shaped unlike the provider's API: report it, never crash.
+                            raise UpstreamError(scrub(
+                                f"{label} returned a malformed reply ({type(exc).__name__})", secrets
+                            )) from exc
+                    body = await _read_capped(response)
+                    message = scrub(provider_message(body), secrets)
+                    failure = f"{label} HTTP {status}: {message}"
+                    if not _is_retryable(status):
+                        raise UpstreamError(failure)
+                    wait = retry_after_seconds(response.headers.get("retry-after"))
+            except httpx2.TimeoutException as exc:
+                if not isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
+                    raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
+                failure = f"{label} connection timed out"
+            except httpx2.TransportError as exc:
+                # Connect failures and a reset before any response header: nothing was processed.
+                failure = f"{label} connection failed ({type(exc).__name__})"
+            if attempt >= retry.attempts:
+                raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets))
+            delay = retry.backoff(attempt) if wait is None else wait
+            remaining = deadline - anyio.current_time()
+            if delay >= remaining:
+                raise UpstreamError(scrub(
+                    f"{failure} (retry in {delay:.1f}s would pass the {timeout:g}s deadline)", secrets
+                ))
+            if sink is not None:
+                await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
+            await anyio.sleep(delay)
+
+
+EFFORTS = ("quick", "standard", "deep")
+_EFFORT_SYNONYMS = {"low": "quick", "medium": "standard", "high": "deep"}
+
+
+def normalize_effort(value: str | None) -> str | None:
+    """``quick`` / ``standard`` / ``deep`` (``low`` / ``medium`` / ``high`` accepted); ``None`` stays unset.
+
+    Raises:
+        BadArgs: any other value.
+    """
+    if value is None or not str(value).strip():
+        return None
+    text = str(value).strip().lower()
+    text = _EFFORT_SYNONYMS.get(text, text)
+    if text not in EFFORTS:
+        from ask_fable.errors import BadArgs
+
+        raise BadArgs(f"effort must be one of quick, standard, deep (got {value!r})")
+    return text
+
+
+class HttpOracle(Oracle):
+    """What every HTTP oracle shares: endpoint, key, defaults and the key check.
+
+    Subclasses (one per wire shape) implement :meth:`ask` by building the request body and
+    calling :func:`send` with a reply parser.
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        provider: str,
+        model: str,
+        family: str,
+        label: str,
+        base_url: str,
+        api_key: str | None,
+        key_var: str | None,
+        key_alias: str | None = None,
+        effort: str | None = None,
+        max_tokens: int | None = None,
+        secrets: Iterable[str] = (),
+        retry: RetryPolicy | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.token = token
+        self.provider = provider
+        self.model = model
+        self.family = family
+        self.label = label
+        self.base_url = base_url
+        self.api_key = api_key or None
+        self.key_var = key_var
+        self.key_alias = key_alias
+        self.effort = normalize_effort(effort)
+        self.max_tokens = max_tokens
+        own = [api_key] if api_key and len(api_key) >= 6 else []  # as Settings.secret_values does
+        self.secrets = tuple({*(s for s in secrets if s), *own})
+        self.retry = retry
+        self.transport = transport
+
+    def ensure_available(self) -> None:
+        """Raise ``NotConfigured`` naming the variable to set when the key is required and missing."""
+        if self.key_var and not self.api_key:
+            alias = f" (or {self.key_alias})" if self.key_alias else ""
+            raise NotConfigured(f"{self.label} needs an API key: set {self.key_var}{alias}",
+                                hint=f"set {self.key_var} in the server's environment or config file")
+
+    def __repr__(self) -> str:  # never shows the key
+        return f"{type(self).__name__}(token={self.token!r}, base_url={self.base_url!r})"
+
+
+def usage_from(
+    input_tokens: Any = None, output_tokens: Any = None, reasoning_tokens: Any = None, cost: Any = None
+) -> Usage | None:
+    """A :class:`Usage` from loosely typed provider numbers; ``None`` when nothing was reported."""
+
+    def as_int(value: Any) -> int | None:
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    def as_float(value: Any) -> float | None:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return None
+        return None
+
+    usage = Usage(input_tokens=as_int(input_tokens), output_tokens=as_int(output_tokens),
+                  reasoning_tokens=as_int(reasoning_tokens), cost_usd=as_float(cost))
+    return usage if usage.model_dump(exclude_none=True) else None

@@ -1,0 +1,190 @@
+"""Factories for the HTTP oracles: GLM, DeepSeek, Atlas Cloud, OpenRouter and Ollama.
+
+Each factory reads its settings and returns an :class:`~ask_fable.backends.base.Oracle`; nothing
+here does I/O. ``xai/grok-*`` ids asked of Atlas or OpenRouter, and ``moonshotai/kimi-*`` ids
+asked of OpenRouter, are served by the local ``grok`` / ``kimi`` CLI when it is installed (no key,
+no per-token billing); such replies carry ``routed_via``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.http_client import normalize_effort
+from ask_fable.errors import BadArgs
+
+if TYPE_CHECKING:  # pragma: no cover
+    import httpx2
+
+    from ask_fable.backends.http_client import RetryPolicy
+    from ask_fable.config import Settings
+
+#: Model-id fragments → the lab that trained the model (orders anonymized experts).
+_FAMILIES = (
+    ("anthropic", "anthropic"), ("claude", "anthropic"), ("openai", "openai"), ("gpt", "openai"),
+    ("xai", "xai"), ("grok", "xai"), ("moonshot", "moonshot"), ("kimi", "moonshot"),
+    ("deepseek", "deepseek"), ("zai", "zhipu"), ("z-ai", "zhipu"), ("glm", "zhipu"), ("thudm", "zhipu"),
+    ("qwen", "qwen"), ("alibaba", "qwen"), ("google", "google"), ("gemini", "google"), ("gemma", "google"),
+    ("meta", "meta"), ("llama", "meta"), ("minimax", "minimax"), ("mistral", "mistral"),
+    ("nemotron", "nvidia"), ("nvidia", "nvidia"),
+)
+
+
+def family_of(model_id: str) -> str:
+    """The model lab behind ``model_id`` (``other`` when it cannot be told)."""
+    text = model_id.lower()
+    head = text.split("/", 1)[0] if "/" in text else ""
+    for needle, family in _FAMILIES:
+        if head and needle in head:
+            return family
+    for needle, family in _FAMILIES:
+        if needle in text:
+            return family
+    return "other"
+
+
+def _strip_prefix(model: str, prefix: str) -> str:
+    model = model.strip()
+    return model[len(prefix):] if model.lower().startswith(prefix) else model
+
+
+def _default_effort(value: str | None) -> str | None:
+    """A configured default effort; an unreadable one is ignored rather than failing every call."""
+    try:
+        return normalize_effort(value)
+    except BadArgs:
+        return None
+
+
+def _cli_installed(binary: str) -> bool:
+    from ask_fable.backends.cli_oracles import cli_installed
+
+    return cli_installed(binary)
+
+
+class RoutedOracle(Oracle):
+    """An HTTP model id served by another route (a local CLI); replies are marked ``routed_via``."""
+
+    def __init__(self, inner: Oracle, *, token: str, routed_via: str) -> None:
+        self.inner = inner
+        self.token = token
+        self.provider = inner.provider
+        self.model = inner.model
+        self.family = inner.family
+        self.routed_via = routed_via
+
+    def ensure_available(self) -> None:
+        """The inner route's availability (e.g. the CLI is on PATH)."""
+        self.inner.ensure_available()
+
+    @property
+    def breaker_key(self) -> str:
+        """Failures count against the route that actually ran."""
+        return self.inner.breaker_key
+
+    async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+        """Ask the inner route and mark the reply with the route taken."""
+        reply = await self.inner.ask(request, sink)
+        return reply.model_copy(update={"routed_via": self.routed_via})
+
+
+def _reroute(settings: Settings, token: str, model: str, effort: str | None,
+             kimi: bool) -> Oracle | None:
+    lowered = model.lower()
+    if lowered.startswith("xai/grok") and _cli_installed("grok"):
+        from ask_fable.backends.cli_oracles import make_grok_oracle
+
+        return RoutedOracle(make_grok_oracle(settings, effort=effort, model=model), token=token,
+                            routed_via="grok_cli")
+    if kimi and lowered.startswith("moonshotai/kimi") and _cli_installed("kimi"):
+        from ask_fable.backends.cli_oracles import make_kimi_oracle
+
+        return RoutedOracle(make_kimi_oracle(settings, effort=effort), token=token, routed_via="kimi_cli")
+    return None
+
+
+def make_glm_oracle(settings: Settings, *, retry: RetryPolicy | None = None,
+                    transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+    """The ``glm`` oracle: Z.ai's Anthropic-compatible endpoint (``ASK_FABLE_GLM_*``)."""
+    from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
+
+    return AnthropicMessagesOracle(
+        token="glm", provider="glm", model=settings.glm_model, family="zhipu", label="GLM",
+        base_url=settings.glm_base_url, api_key=settings.glm_api_key, key_var="ASK_FABLE_GLM_API_KEY",
+        max_tokens=settings.max_tokens, secrets=settings.secret_values(), retry=retry, transport=transport,
+    )
+
+
+def make_deepseek_oracle(settings: Settings, *, retry: RetryPolicy | None = None,
+                         transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+    """The ``deepseek`` oracle: DeepSeek's Anthropic-compatible endpoint (``ASK_FABLE_DEEPSEEK_*``)."""
+    from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
+
+    return AnthropicMessagesOracle(
+        token="deepseek", provider="deepseek", model=settings.deepseek_model, family="deepseek",
+        label="DeepSeek", base_url=settings.deepseek_base_url, api_key=settings.deepseek_api_key,
+        key_var="ASK_FABLE_DEEPSEEK_API_KEY", max_tokens=settings.max_tokens,
+        secrets=settings.secret_values(), retry=retry, transport=transport,
+    )
+
+
+def make_atlas_oracle(settings: Settings, model: str | None = None, effort: str | None = None, *,
+                      retry: RetryPolicy | None = None,
+                      transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+    """An ``atlas:<id>`` oracle (default ``ASK_FABLE_ATLAS_MODEL``); ``xai/grok-*`` → local grok CLI.
+
+    Raises:
+        BadArgs: ``effort`` is not quick / standard / deep.
+    """
+    from ask_fable.backends.openai_api import AtlasOracle
+
+    chosen = _strip_prefix(model or settings.atlas_model, "atlas:")
+    chosen_effort = normalize_effort(effort) or _default_effort(settings.atlas_effort)
+    token = f"atlas:{chosen}"
+    routed = _reroute(settings, token, chosen, chosen_effort, kimi=False)
+    if routed is not None:
+        return routed
+    return AtlasOracle(
+        token=token, provider="atlas", model=chosen, family=family_of(chosen), label="Atlas Cloud",
+        base_url=settings.atlas_base_url, api_key=settings.atlas_api_key, key_var="ASK_FABLE_ATLAS_API_KEY",
+        key_alias="ATLASCLOUD_API_KEY", effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
+        transport=transport,
+    )
+
+
+def make_openrouter_oracle(settings: Settings, model: str | None = None, effort: str | None = None, *,
+                           retry: RetryPolicy | None = None,
+                           transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+    """An ``openrouter:<id>`` oracle; ``xai/grok-*`` / ``moonshotai/kimi-*`` → local CLI when installed.
+
+    Raises:
+        BadArgs: ``effort`` is not quick / standard / deep.
+    """
+    from ask_fable.backends.openai_api import OpenRouterOracle
+
+    chosen = _strip_prefix(model or settings.openrouter_model, "openrouter:")
+    chosen_effort = normalize_effort(effort) or _default_effort(settings.openrouter_effort)
+    token = f"openrouter:{chosen}"
+    routed = _reroute(settings, token, chosen, chosen_effort, kimi=True)
+    if routed is not None:
+        return routed
+    return OpenRouterOracle(
+        token=token, provider="openrouter", model=chosen, family=family_of(chosen), label="OpenRouter",
+        base_url=settings.openrouter_base_url, api_key=settings.openrouter_api_key,
+        key_var="ASK_FABLE_OPENROUTER_API_KEY", key_alias="OPENROUTER_API_KEY", effort=chosen_effort,
+        secrets=settings.secret_values(), retry=retry, transport=transport,
+    )
+
+
+def make_ollama_oracle(settings: Settings, model: str | None = None, *, retry: RetryPolicy | None = None,
+                       transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+    """An ``ollama:<id>`` oracle (default ``ASK_FABLE_OLLAMA_MODEL``) on ``ASK_FABLE_OLLAMA_BASE_URL``."""
+    from ask_fable.backends.ollama import OllamaOracle
+
+    chosen = _strip_prefix(model or settings.ollama_model, "ollama:")
+    return OllamaOracle(
+        token=f"ollama:{chosen}", provider="ollama", model=chosen, family=family_of(chosen), label="Ollama",
+        base_url=settings.ollama_base_url, api_key=settings.ollama_api_key, key_var=None,
+        max_tokens=settings.max_tokens, secrets=settings.secret_values(), retry=retry, transport=transport,
+    )

@@ -1,0 +1,475 @@
+"""Settings in one object, and the state directory they point into.
+
+Precedence, highest first: the JSON config file (``ASK_FABLE_CONFIG_FILE``, default
+``${XDG_CONFIG_HOME:-~/.config}/ask_fable/config.json``) → ``ASK_FABLE_*`` environment
+variables → the defaults below. The config file accepts each setting under its field name
+(``ollama_council``) or its variable name (``ASK_FABLE_OLLAMA_COUNCIL``).
+
+Every field's description is the user-facing documentation: the README's configuration table
+is generated from this class and a test keeps them equal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+ENV_PREFIX = "ASK_FABLE_"
+CONTEXT_CAP_FLOOR = 512_000
+DEFAULT_OLLAMA_COUNCIL = [
+    "minimax-m3:cloud",
+    "glm-5.2:cloud",
+    "nemotron-3-ultra:cloud",
+    "qwen3-coder:480b-cloud",
+    "kimi-k2.7-code:cloud",
+    "deepseek-v4-pro:cloud",
+    "gpt-oss:120b-cloud",
+]
+
+ModelList = Annotated[list[str], NoDecode]
+
+
+def _xdg(var: str, fallback: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / fallback
+
+
+def state_dir() -> Path:
+    """``${XDG_STATE_HOME:-~/.local/state}/ask_fable`` (not created here)."""
+    return _xdg("XDG_STATE_HOME", ".local/state") / "ask_fable"
+
+
+def default_config_file() -> Path:
+    """``${XDG_CONFIG_HOME:-~/.config}/ask_fable/config.json``."""
+    return _xdg("XDG_CONFIG_HOME", ".config") / "ask_fable" / "config.json"
+
+
+def config_file_path() -> Path:
+    """The config file in force: ``ASK_FABLE_CONFIG_FILE`` or the XDG default."""
+    explicit = os.environ.get(f"{ENV_PREFIX}CONFIG_FILE")
+    return Path(explicit).expanduser() if explicit else default_config_file()
+
+
+def split_model_list(value: Any) -> list[str]:
+    """Accept a list, a JSON list, or a comma/space separated string of model ids."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return [str(v).strip() for v in json.loads(text) if str(v).strip()]
+        return [part for part in re.split(r"[,\s]+", text) if part]
+    return [str(v).strip() for v in value if str(v).strip()]
+
+
+def read_config_file(path: Path | None = None) -> dict[str, Any]:
+    """The config file as a dict; a missing or unreadable file is empty (never fatal)."""
+    path = path or config_file_path()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class _ConfigFileSource(PydanticBaseSettingsSource):
+    """Reads the JSON config file, accepting field names and ``ASK_FABLE_*`` names."""
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        raw = read_config_file()
+        fields = self.settings_cls.model_fields
+        out: dict[str, Any] = {}
+        for key, value in raw.items():
+            name = key.lower()
+            if name.startswith(ENV_PREFIX.lower()):
+                name = name[len(ENV_PREFIX) :]
+            if name in fields and value is not None:
+                out[name] = value
+        return out
+
+
+class Settings(BaseSettings):
+    """Every ``ASK_FABLE_*`` setting. Field ``foo_bar`` is variable ``ASK_FABLE_FOO_BAR``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        extra="ignore",
+        populate_by_name=True,
+        validate_default=True,
+    )
+
+    # --- guard ---------------------------------------------------------------------------
+    min_len: int = Field(3, description="Shortest question accepted, in characters.")
+    max_len: int = Field(65536, description="Longest question accepted, in characters.")
+    max_context_len: int | None = Field(
+        None,
+        description="Optional cap on context characters; unset means unbounded, and any value is "
+        "raised to at least 512,000.",
+    )
+    denylist_file: Path | None = Field(None, description="Extra prohibited terms, one per line.")
+    allowlist_file: Path | None = Field(
+        None,
+        description="Benign phrases, one per line, neutralized before denylist matching "
+        "(rescues only the exact phrase).",
+    )
+
+    # --- timeouts and limits ---------------------------------------------------------------
+    timeout: float = Field(240, gt=0, description="Wall-clock seconds for one model turn.")
+    max_needs_context: int = Field(
+        2,
+        ge=0,
+        description="Consecutive needs_more_context turns on one session before ask returns "
+        "context_exhausted (0 stops after the first).",
+    )
+    max_tokens: int = Field(
+        65536,
+        gt=0,
+        description="Max output tokens for GLM, DeepSeek, Ollama (num_predict) and MiniMax.",
+    )
+    council_timeout: float | None = Field(
+        None, description="Wall-clock bound on a council, in seconds (default: timeout + 120)."
+    )
+    chain_timeout: float | None = Field(
+        None,
+        description="Wall-clock bound on a chain or debate, in seconds "
+        "(default: max(600, stages × timeout), at least 10).",
+    )
+    max_parallel: int = Field(6, ge=1, description="How many council members run at once.")
+    cli_max_parallel: int = Field(
+        2,
+        description="Concurrent processes per CLI binary; 0 or negative disables the gate, "
+        "1 serializes each CLI.",
+    )
+    session_idle_seconds: float = Field(
+        900, gt=0, description="Seconds an idle multi-turn Fable/Opus session stays open."
+    )
+
+    # --- Claude (Fable, Opus 5) ----------------------------------------------------------------
+    use_cli: bool = Field(False, description="Use the claude CLI bridge instead of the Agent SDK.")
+    fable_model: str | None = Field(
+        None,
+        description="Pin the Fable model id (no fallback); unset tries claude-fable-5-1 then claude-fable-5.",
+    )
+    opus_model: str = Field("claude-opus-5", description="Model id behind ask_opus5 and the opus token.")
+    claude_cli: str | None = Field(
+        None,
+        description="Claude Code binary the Agent SDK spawns (default: the bundled one, or a "
+        "strictly newer claude on PATH).",
+    )
+
+    # --- CLI backends ------------------------------------------------------------------------
+    minimax_model: str = Field("MiniMax-M3", description="Model passed to the mmx CLI.")
+    gemini_model: str = Field("Gemini 3.1 Pro (High)", description="Model passed to the agy CLI.")
+    gemini_timeout: float | None = Field(None, description="Seconds for agy (default: timeout).")
+    codex_model: str = Field("gpt-5.6-sol", description="Model passed to codex exec.")
+    codex_reasoning: str = Field("high", description="model_reasoning_effort passed to codex exec.")
+    codex_timeout: float | None = Field(None, description="Seconds for codex (default: timeout).")
+    grok_model: str = Field("grok-4.6", description="Model passed to the grok CLI.")
+    grok_reasoning: str | None = Field(
+        None,
+        description="Reasoning effort for grok; unset means low for every effort preset.",
+    )
+    grok_timeout: float | None = Field(None, description="Seconds for grok (default: timeout).")
+    kimi_model: str = Field("kimi-code/k3", description="Model passed to the kimi CLI.")
+    kimi_effort: str = Field("high", description="Kimi effort: low, high, max, quick, standard or deep.")
+    kimi_timeout: float | None = Field(None, description="Seconds for kimi (default: timeout).")
+    kimi_home: Path = Field(Path("~/.kimi-code"), description="KIMI home directory handed to the kimi CLI.")
+
+    # --- HTTP backends -----------------------------------------------------------------------
+    glm_api_key: str | None = Field(None, description="Z.ai key; enables ask_glm and the glm token.")
+    glm_base_url: str = Field("https://api.z.ai/api/anthropic", description="GLM endpoint.")
+    glm_model: str = Field("glm-5.2", description="GLM model id.")
+    deepseek_api_key: str | None = Field(
+        None, description="DeepSeek key; enables ask_deepseek and the deepseek token."
+    )
+    deepseek_base_url: str = Field("https://api.deepseek.com/anthropic", description="DeepSeek endpoint.")
+    deepseek_model: str = Field("deepseek-v4-pro", description="DeepSeek model id.")
+    atlas_api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices("ASK_FABLE_ATLAS_API_KEY", "ATLASCLOUD_API_KEY", "atlas_api_key"),
+        description="Atlas Cloud key (ATLASCLOUD_API_KEY is accepted too).",
+    )
+    atlas_base_url: str = Field("https://api.atlascloud.ai", description="Atlas Cloud API base URL.")
+    atlas_model: str = Field("xai/grok-4.6", description="Default model for ask_atlas.")
+    atlas_effort: str = Field(
+        "deep",
+        validation_alias=AliasChoices("ASK_FABLE_ATLAS_EFFORT", "ASK_FABLE_EFFORT", "atlas_effort", "effort"),
+        description="Default Atlas effort: quick, standard or deep (ASK_FABLE_EFFORT is accepted too).",
+    )
+    atlas_council: ModelList = Field(
+        default_factory=list,
+        description="Default ask_atlas_council members (unset: three featured catalog models).",
+    )
+    atlas_synthesizer: str | None = Field(
+        None,
+        description="Adjudicator for ask_atlas_council (unset: codex CLI, then "
+        "atlas:openai/gpt-5.6-sol, then fable).",
+    )
+    openrouter_api_key: str | None = Field(
+        None,
+        validation_alias=AliasChoices(
+            "ASK_FABLE_OPENROUTER_API_KEY", "OPENROUTER_API_KEY", "openrouter_api_key"
+        ),
+        description="OpenRouter key (OPENROUTER_API_KEY is accepted too); the catalog needs none.",
+    )
+    openrouter_base_url: str = Field("https://openrouter.ai/api/v1", description="OpenRouter API base URL.")
+    openrouter_model: str = Field("deepseek/deepseek-v4-pro", description="Default model for ask_openrouter.")
+    openrouter_council: ModelList = Field(
+        default_factory=list, description="Default ask_openrouter_council members."
+    )
+    openrouter_synthesizer: str | None = Field(None, description="Adjudicator for ask_openrouter_council.")
+    openrouter_effort: str | None = Field(None, description="Default OpenRouter effort.")
+    ollama_api_key: str | None = Field(None, description="Key for a remote Ollama endpoint (ollama.com).")
+    ollama_base_url: str = Field("http://localhost:11434", description="Ollama endpoint.")
+    ollama_model: str = Field("gpt-oss:120b-cloud", description="Default model for ask_ollama.")
+    ollama_council: ModelList = Field(
+        default_factory=lambda: list(DEFAULT_OLLAMA_COUNCIL),
+        description="Models of ask_ollama_council and the full tier.",
+    )
+    ollama_catalog_url: str = Field(
+        "https://ollama.com", description="Where list_ollama_models reads the cloud catalog."
+    )
+
+    # --- console -----------------------------------------------------------------------------
+    quiet: bool = Field(False, description="Silence the progress trace on stderr.")
+    show_reasoning: bool = Field(True, description="Show reasoning excerpts in the stderr trace.")
+    stream_reasoning: bool = Field(False, description="Stream reasoning live to stderr as it arrives.")
+    return_thinking: bool = Field(False, description="Attach a capped reasoning excerpt to results.")
+    thinking_chars: int = Field(4000, ge=0, description="Cap for the returned reasoning excerpt.")
+
+    # --- context bus and packing --------------------------------------------------------------
+    context_path: Path | None = Field(None, description="SQLite context bus (default: <state>/context.db).")
+    project_root: Path | None = Field(
+        None, description="Root context_pack may read from; unset disables context_pack."
+    )
+    pack_max_chars: int = Field(24000, gt=0, description="Character budget of one context_pack bundle.")
+    pack_max_files: int = Field(32, gt=0, description="Files admitted in one context_pack.")
+    pack_max_file_bytes: int = Field(1_000_000, gt=0, description="Per-file read cap for context_pack.")
+
+    # --- audit --------------------------------------------------------------------------------
+    audit_path: Path | None = Field(None, description="Audit log (default: <state>/decisions.jsonl).")
+    audit_raw: bool = Field(False, description="Store raw questions (and context) instead of hashes.")
+    audit_raw_context: bool | None = Field(
+        None, description="Store raw context; follows audit_raw when unset."
+    )
+    audit_max_bytes: int = Field(52_428_800, gt=0, description="Audit log size that triggers rotation.")
+    audit_backups: int | None = Field(
+        None, ge=0, description="Rotated audit segments kept (unset: all; 0 discards on rotation)."
+    )
+
+    # --- cache and breaker ----------------------------------------------------------------------
+    cache: bool = Field(True, description="Cache successful single-shot, council and chain answers.")
+    cache_ttl: float = Field(3600, ge=0, description="Cache freshness window in seconds.")
+    cache_path: Path | None = Field(None, description="SQLite cache (default: <state>/cache.db).")
+    cache_max_rows: int = Field(10000, gt=0, description="Row cap of the cache (swept to 90%).")
+    circuit_breaker: bool = Field(True, description="Skip chronically failing oracles for a cooldown.")
+    breaker_window: int = Field(20, gt=0, description="Outcomes remembered per oracle.")
+    breaker_threshold: float = Field(
+        0.5, gt=0, le=1, description="Error rate that opens the breaker (≥ 5 samples)."
+    )
+    breaker_cooldown: float = Field(300, ge=0, description="Seconds before an open breaker allows a probe.")
+
+    # --- session hub ----------------------------------------------------------------------------
+    hub: bool = Field(True, description="Mirror successful turns into the cross-instance session hub.")
+    hub_path: Path | None = Field(None, description="SQLite hub (default: <state>/hub.db).")
+    hub_max_rows: int = Field(10000, gt=0, description="Hub turns retained (swept to 90%).")
+    hub_stale_seconds: float = Field(300, gt=0, description="Heartbeat age after which a session is stale.")
+    hub_preview_chars: int = Field(160, gt=0, description="Length of last_question previews in session_list.")
+    agent_id: str | None = Field(None, description="Hub attribution label (default: the MCP client's name).")
+    project_id: str | None = Field(
+        None, description="Project label stored with traces (default: from the working directory)."
+    )
+
+    # --- traces and saved answers -------------------------------------------------------------
+    trace_mode: Literal["safe", "full"] = Field(
+        "safe", description="safe stores metadata only; full also writes redacted content bundles."
+    )
+    trace_path: Path | None = Field(None, description="SQLite trace index (default: <state>/traces.db).")
+    trace_dir: Path | None = Field(None, description="Full-mode trace bundles (default: <state>/traces).")
+    trace_max_content_bytes: int = Field(104_857_600, gt=0, description="Content captured per trace bundle.")
+    trace_max_event_bytes: int = Field(1_048_576, gt=0, description="Largest trace event line read back.")
+    trace_query_max_events: int = Field(100_000, gt=0, description="Events one trace query may scan.")
+    trace_query_max_bytes: int = Field(52_428_800, gt=0, description="Bytes one trace query may scan.")
+    save: bool | None = Field(
+        None, description="1 saves answer Markdown, 0 never; unset saves only in full trace mode."
+    )
+    output_dir: Path | None = Field(None, description="Saved answers (default: <state>/answers).")
+    max_answers: int = Field(0, ge=0, description="Saved answers kept (0: unlimited).")
+    max_sessions: int = Field(0, ge=0, description="Session transcript dumps kept (0: unlimited).")
+
+    # --- surfaces ------------------------------------------------------------------------------
+    toolsets: ModelList = Field(
+        default_factory=lambda: ["default"], description="Tool groups served (see ask-fable --help)."
+    )
+    http_allowed_hosts: ModelList = Field(
+        default_factory=list, description="Extra Host values the HTTP server accepts."
+    )
+    http_allowed_origins: ModelList = Field(
+        default_factory=list, description="Origins the HTTP server accepts from browsers."
+    )
+    http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
+
+    @field_validator(
+        "atlas_council",
+        "openrouter_council",
+        "ollama_council",
+        "toolsets",
+        "http_allowed_hosts",
+        "http_allowed_origins",
+        mode="before",
+    )
+    @classmethod
+    def _split_lists(cls, value: Any) -> list[str]:
+        return split_model_list(value)
+
+    @field_validator("max_context_len", mode="after")
+    @classmethod
+    def _floor_context_cap(cls, value: int | None) -> int | None:
+        return None if value is None else max(value, CONTEXT_CAP_FLOOR)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, _ConfigFileSource(settings_cls), env_settings)
+
+    # --- derived paths and values --------------------------------------------------------------
+    @cached_property
+    def state_dir(self) -> Path:
+        """The per-user state directory every default path lives under."""
+        return state_dir()
+
+    def _under_state(self, explicit: Path | None, name: str) -> Path:
+        return Path(explicit).expanduser() if explicit else self.state_dir / name
+
+    @property
+    def context_db(self) -> Path:
+        """The context bus database."""
+        return self._under_state(self.context_path, "context.db")
+
+    @property
+    def cache_db(self) -> Path:
+        """The answer cache database."""
+        return self._under_state(self.cache_path, "cache.db")
+
+    @property
+    def hub_db(self) -> Path:
+        """The session hub database."""
+        return self._under_state(self.hub_path, "hub.db")
+
+    @property
+    def traces_db(self) -> Path:
+        """The trace index database."""
+        return self._under_state(self.trace_path, "traces.db")
+
+    @property
+    def traces_dir(self) -> Path:
+        """Where full-mode trace bundles go."""
+        return self._under_state(self.trace_dir, "traces")
+
+    @property
+    def audit_file(self) -> Path:
+        """The active audit log segment."""
+        return self._under_state(self.audit_path, "decisions.jsonl")
+
+    @property
+    def answers_dir(self) -> Path:
+        """Where saved answer Markdown goes."""
+        return self._under_state(self.output_dir, "answers")
+
+    @property
+    def sessions_dir(self) -> Path:
+        """Where reset_session transcript dumps go."""
+        return self.state_dir / "sessions"
+
+    @property
+    def keys_db(self) -> Path:
+        """HTTP API keys (hashes only)."""
+        return self.state_dir / "keys.db"
+
+    @property
+    def config_file(self) -> Path:
+        """The tool-writable config file."""
+        return config_file_path()
+
+    @property
+    def audit_raw_context_effective(self) -> bool:
+        """Whether raw context goes to the audit log."""
+        return self.audit_raw if self.audit_raw_context is None else self.audit_raw_context
+
+    @property
+    def save_answers(self) -> bool:
+        """Whether successful answers are written as Markdown."""
+        return self.trace_mode == "full" if self.save is None else self.save
+
+    @property
+    def council_deadline(self) -> float:
+        """Wall-clock bound of a council."""
+        return self.council_timeout if self.council_timeout else self.timeout + 120
+
+    def chain_deadline(self, stages: int) -> float:
+        """Wall-clock bound of a chain or debate with ``stages`` sequential calls."""
+        if self.chain_timeout:
+            return max(10.0, self.chain_timeout)
+        return max(10.0, max(600.0, stages * self.timeout))
+
+    def backend_timeout(self, specific: float | None) -> float:
+        """A backend's own timeout, falling back to the global one."""
+        return specific if specific else self.timeout
+
+    def secret_values(self) -> list[str]:
+        """Every configured key value, for redaction."""
+        keys = [
+            self.glm_api_key,
+            self.deepseek_api_key,
+            self.atlas_api_key,
+            self.openrouter_api_key,
+            self.ollama_api_key,
+        ]
+        return [k for k in keys if k and len(k) >= 6]
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """Build settings from config file, environment and defaults (``overrides`` win over all)."""
+    return Settings(**overrides)
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets ``field``."""
+    return f"{ENV_PREFIX}{field.upper()}"
+
+
+def update_config_file(updates: dict[str, Any]) -> Path:
+    """Merge ``updates`` into the config file atomically (0600, dir 0700); ``None`` removes a key."""
+    from ask_fable.stores.files import atomic_write_text, ensure_private_dir
+
+    path = config_file_path()
+    ensure_private_dir(path.parent)
+    data = read_config_file(path)
+    for key, value in updates.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    return path

@@ -1,0 +1,196 @@
+"""The response contract: the pydantic models every tool's structured result is validated against.
+
+Every result is one JSON object whose ``status`` is ``ok | refused | error | needs_context |
+context_exhausted``. Errors carry ``kind`` and ``detail``; guard refusals carry ``stage``,
+``reason`` and ``how_to_reframe``. Results are dumped without ``None`` fields, except those
+listed in a model's ``NULLABLE_FIELDS`` (``sidecar: null`` means the model gave no parseable
+sidecar).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_fable.backends.base import Usage
+from ask_fable.core.sidecar import Confidence, Recommendation, Sidecar
+
+Status = Literal["ok", "refused", "error", "needs_context", "context_exhausted"]
+
+
+class Strict(BaseModel):
+    """Base for contract models: unknown fields are a bug, not data."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolResult(Strict):
+    """Fields every tool may return."""
+
+    #: Fields where ``null`` carries meaning (kept when set); every other ``None`` is omitted.
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+
+    status: Status
+    trace_id: str | None = None
+    kind: str | None = Field(None, description="error kind, e.g. bad_args, not_configured, timeout")
+    detail: str | None = None
+    stage: str | None = Field(None, description="where a refusal happened: guard or model")
+    reason: str | None = None
+    how_to_reframe: str | None = None
+    hint: str | None = Field(None, description="the next step that fixes an error")
+
+
+class Followup(Strict):
+    """What the model asked for, and how to give it."""
+
+    needs_context: list[str]
+    how: str
+    likely_already_pasted: list[str] = Field(default_factory=list)
+
+
+class Telemetry(Strict):
+    """Timing and routing of the call."""
+
+    status: str
+    elapsed_ms: int | None = None
+    provider: str | None = None
+    model: str | None = None
+
+
+class AnswerResult(ToolResult):
+    """The result of every reasoning tool: one answer, its sidecar and where it came from."""
+
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset({"sidecar"})
+
+    model: str | None = None
+    answer: str | None = None
+    sidecar: Sidecar | None = None
+    followup: Followup | None = None
+    telemetry: Telemetry | None = None
+    usage: Usage | None = None
+    cost_usd: float | None = None
+    effort: str | None = None
+    routed_via: str | None = None
+    session: str | None = None
+    turn: int | None = None
+    cached: bool | None = None
+    cache_age_s: float | None = None
+    note: str | None = None
+    context_ref_resolved: list[str] | None = None
+    context_ref_missing: list[str] | None = None
+    did_you_mean: list[str] | None = None
+    thinking: str | None = None
+    saved: str | None = None
+
+
+class SourceEntry(Strict):
+    """One council member's outcome."""
+
+    model: str
+    token: str | None = None
+    provider: str | None = None
+    status: str
+    answer: str | None = None
+    recommendation: Recommendation | None = None
+    confidence: Confidence | None = None
+    kind: str | None = None
+    detail: str | None = None
+    elapsed_ms: int | None = None
+
+
+class SynthesisInfo(Strict):
+    """Which synthesizer was asked for, which one ran, and what was tried on the way."""
+
+    requested: str
+    used: str | None = None
+    fallback: bool = False
+    tried: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CouncilResult(AnswerResult):
+    """A council: parallel members, an anonymized synthesis and a consensus signal."""
+
+    mode: Literal["council"] | None = None
+    synthesizer: str | None = None
+    synthesis: SynthesisInfo | None = None
+    sources: list[SourceEntry] | None = None
+    consensus: Literal["strong", "partial", "divergent", "unknown"] | None = None
+    material_disagreement: bool | None = None
+    quorum: str | None = None
+    effective_models: list[str] | None = None
+    degraded: bool | None = None
+    confidence: Confidence | None = None
+    recommended_next_action: str | None = None
+
+
+class ChainStage(Strict):
+    """One stage of a chain."""
+
+    stage: int
+    model: str
+    role: Literal["draft", "critique", "decide", "fallback"]
+    status: str
+    recommendation: Recommendation | None = None
+    confidence: Confidence | None = None
+    kind: str | None = None
+    detail: str | None = None
+    elapsed_ms: int | None = None
+
+
+class ChainResult(AnswerResult):
+    """A chain: ordered draft → critique → decide stages."""
+
+    mode: Literal["chain"] | None = None
+    pipeline: list[str] | None = None
+    answered_by: str | None = None
+    stages: list[ChainStage] | None = None
+    recommendation_drift: list[str | None] | None = None
+    material_drift: bool | None = None
+    answered: int | None = None
+    requested: int | None = None
+    fallback: str | None = None
+
+
+class DebateTurn(Strict):
+    """One turn of a debate."""
+
+    role: str
+    model: str
+    status: str
+    recommendation: Recommendation | None = None
+    confidence: Confidence | None = None
+    kind: str | None = None
+    detail: str | None = None
+    elapsed_ms: int | None = None
+
+
+class DebateBlock(Strict):
+    """How a debate went and how it was resolved."""
+
+    pairing: str
+    adjudicator: str | None = None
+    adjudicator_independent: bool | None = Field(
+        None, description="false when the adjudicator is one of the debating pair (not a third party)"
+    )
+    rounds: int
+    resolution: Literal["conceded", "converged", "adjudicated", "stalemate", "degraded_single_critic"]
+    claims: list[dict[str, Any]] = Field(default_factory=list)
+    contested_claims_remaining: int
+    recommendation_drift: list[str | None] = Field(default_factory=list)
+    low_effort_opposition: bool = False
+    material_disagreement: bool = False
+    decisive_argument: str | None = None
+
+
+class DebateResult(AnswerResult):
+    """A debate: proposer vs opponent over a claims ledger, then a third-party ruling."""
+
+    mode: Literal["debate"] | None = None
+    answered_by: str | None = None
+    turns: list[DebateTurn] | None = None
+    debate: DebateBlock | None = None
+
+
+class DataResult(ToolResult):
+    """Base for non-reasoning tools (catalogs, context bus, observability) that add their own fields."""

@@ -1,0 +1,164 @@
+"""The services one server process shares: settings, stores, breaker, console and sessions.
+
+Owned by the server's lifespan; nothing is opened at import time and every store is created on
+first use, so a server that only ever answers ``ask_fable_help`` never touches SQLite. Settings
+are re-read when the config file changes, so ``configure_*`` tools apply on the next call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from ask_fable.config import Settings, config_file_path, load_settings
+from ask_fable.core.tracing import Console
+
+
+def _file_stamp(path: Path) -> tuple[float, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime, stat.st_size
+
+
+def derive_project_id(cwd: str | None = None) -> str:
+    """A stable project label from the working directory: ``<basename>-<short hash>``."""
+    path = Path(cwd or os.getcwd()).resolve()
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+    return f"{path.name or 'root'}-{digest}"
+
+
+class App:
+    """Process-wide services, created lazily and closed by :meth:`aclose`."""
+
+    def __init__(self, settings: Settings | None = None, *, client_name: str | None = None) -> None:
+        self._pinned = settings
+        self._settings = settings or load_settings()
+        self._stamp = _file_stamp(config_file_path())
+        self._lock = threading.Lock()
+        self._services: dict[str, Any] = {}
+        self.client_name = client_name
+
+    # --- settings ---------------------------------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        """Current settings; reloaded when the config file changed since the last read."""
+        if self._pinned is not None:
+            return self._pinned
+        stamp = _file_stamp(config_file_path())
+        if stamp != self._stamp:
+            with self._lock:
+                self._settings = load_settings()
+                self._stamp = stamp
+                # Stores are keyed by path below, so a changed path opens a new one.
+        return self._settings
+
+    @property
+    def project_id(self) -> str:
+        """The project label stored with traces, audit records and hub turns."""
+        return self.settings.project_id or derive_project_id()
+
+    @property
+    def agent_id(self) -> str:
+        """Who is calling, for the hub: the explicit setting, the MCP client name, or the pid."""
+        return self.settings.agent_id or self.client_name or f"pid-{os.getpid()}"
+
+    def _service(self, name: str, key: Any, factory: Any) -> Any:
+        with self._lock:
+            current = self._services.get(name)
+            if current is not None and current[0] == key:
+                return current[1]
+            service = factory()
+            self._services[name] = (key, service)
+            return service
+
+    # --- services ---------------------------------------------------------------------------------
+    @property
+    def console(self) -> Console:
+        """The stderr progress trace."""
+        s = self.settings
+        return self._service(
+            "console", (s.quiet, s.show_reasoning), lambda: Console(s.quiet, s.show_reasoning)
+        )
+
+    @property
+    def audit(self) -> Any:
+        """The JSONL audit log."""
+        from ask_fable.stores.audit import audit_log_for
+
+        s = self.settings
+        key = (s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
+        return self._service("audit", key, lambda: audit_log_for(s))
+
+    @property
+    def traces(self) -> Any:
+        """The trace index (and full-mode bundles)."""
+        from ask_fable.stores.traces import TraceStore
+
+        s = self.settings
+        return self._service("traces", (s.traces_db, s.traces_dir), lambda: TraceStore(s))
+
+    @property
+    def context_store(self) -> Any:
+        """The context bus."""
+        from ask_fable.stores.context import ContextStore
+
+        s = self.settings
+        key = (s.context_db, tuple(s.secret_values()))
+        return self._service("context", key, lambda: ContextStore(s.context_db, secrets=s))
+
+    @property
+    def cache(self) -> Any | None:
+        """The answer cache, or None when disabled."""
+        s = self.settings
+        if not s.cache:
+            return None
+        from ask_fable.stores.cache import answer_cache_for
+
+        key = (s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
+        return self._service("cache", key, lambda: answer_cache_for(s))
+
+    @property
+    def hub(self) -> Any | None:
+        """The session hub, or None when disabled."""
+        s = self.settings
+        if not s.hub:
+            return None
+        from ask_fable.stores.hub import SessionHub
+
+        return self._service("hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds), lambda: SessionHub(s))
+
+    @property
+    def breaker(self) -> Any | None:
+        """The per-oracle circuit breaker, or None when disabled."""
+        s = self.settings
+        if not s.circuit_breaker:
+            return None
+        from ask_fable.backends.breaker import CircuitBreaker
+
+        key = (s.breaker_window, s.breaker_threshold, s.breaker_cooldown)
+        return self._service("breaker", key, lambda: CircuitBreaker.from_settings(s))
+
+    @property
+    def claude_sessions(self) -> Any:
+        """Open multi-turn Fable / Opus sessions (kept for the life of the process)."""
+        with self._lock:
+            sessions = self._services.get("claude_sessions")
+            if sessions is None:
+                from ask_fable.backends.claude import ClaudeSessions
+
+                sessions = (None, ClaudeSessions(self.settings))
+                self._services["claude_sessions"] = sessions
+            return sessions[1]
+
+    async def aclose(self) -> None:
+        """Close what holds processes or sockets (open Claude sessions, HTTP clients)."""
+        for _, service in list(self._services.values()):
+            closer = getattr(service, "aclose", None)
+            if closer is not None:
+                await closer()
+        self._services.clear()

@@ -1,0 +1,220 @@
+"""What every reasoning mode receives and returns, and the one way a mode calls an oracle.
+
+A mode is ``async def run(question, context, ..., mctx: ModeContext) -> ModeOutcome``. It calls
+oracles only through :meth:`ModeContext.call_oracle`, which applies the circuit breaker, times the
+call, parses the sidecar, spots scope refusals, records a provider event in the trace and a member
+record for the audit log, and never raises for an oracle's failure: the outcome says what happened.
+A mode raises an :class:`ask_fable.errors.AskFableError` only when the mode as a whole failed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.config import Settings
+from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
+from ask_fable.core.tracing import Console, TraceRecorder
+from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
+
+ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
+
+
+@dataclass
+class MemberOutcome:
+    """One oracle call as a mode sees it: an answer or the reason there is none."""
+
+    token: str
+    model: str
+    provider: str
+    status: str  # ok | refused | error | not_configured | binary_missing | circuit_open | timeout
+    elapsed_ms: int = 0
+    kind: str | None = None
+    detail: str | None = None
+    reply: Reply | None = None
+    answer: str | None = None
+    sidecar: Sidecar | None = None
+    role: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the oracle produced a usable answer."""
+        return self.status == "ok"
+
+    def audit_record(self) -> dict[str, Any]:
+        """The member's line in the audit log (metadata only)."""
+        return {
+            "token": self.token,
+            "provider": self.provider,
+            "model": self.model,
+            "status": self.status,
+            "kind": self.kind,
+            "elapsed_ms": self.elapsed_ms,
+            "role": self.role,
+        }
+
+
+@dataclass
+class ModeOutcome:
+    """A mode's final answer plus the mode-specific result fields.
+
+    ``text`` is the final model text (sidecar included); the pipeline parses and strips it.
+    ``fields`` are merged into the tool result (``sources``, ``consensus``, ``stages``…).
+    ``cache_models`` is the ordered list of model tokens the cache key is built from.
+    """
+
+    text: str
+    model: str
+    reply: Reply | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    cache_models: list[str] = field(default_factory=list)
+    provider: str | None = None
+    #: Extra audit fields (quorum, consensus, synth_fallback…).
+    audit: dict[str, Any] = field(default_factory=dict)
+    #: A full Markdown transcript (debates) for the saved answer file, never returned inline.
+    transcript: str | None = None
+
+
+class ModeContext:
+    """Services a mode may use: settings, breaker, trace, console, progress and the oracle caller."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        trace: TraceRecorder,
+        console: Console,
+        *,
+        breaker: Any | None = None,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.settings = settings
+        self.trace = trace
+        self.console = console
+        self.breaker = breaker
+        self._progress = progress
+        self.members: list[MemberOutcome] = []
+
+    async def progress(self, done: float, total: float | None, message: str) -> None:
+        """Report progress to the MCP client (when it asked for it) and the console."""
+        self.console.line(self.trace.trace_id, message)
+        if self._progress is not None:
+            await self._progress(done, total, message)
+
+    def sink_for(self, oracle: Oracle) -> EventSink:
+        """An event sink that streams this oracle's reasoning to the console when enabled."""
+        trace_id = self.trace.trace_id
+
+        def on_reasoning(text: str) -> None:
+            if self.settings.stream_reasoning:
+                self.console.reasoning(trace_id, oracle.token, text, limit=400)
+
+        def on_note(text: str) -> None:
+            self.console.line(trace_id, f"{oracle.token}: {text}", dim=True)
+
+        return EventSink(on_reasoning=on_reasoning, on_note=on_note)
+
+    def request(
+        self, system: str, prompt: str, *, timeout: float | None = None, **kwargs: Any
+    ) -> OracleRequest:
+        """An OracleRequest with the configured timeout unless one is given."""
+        return OracleRequest(system=system, prompt=prompt, timeout=timeout or self.settings.timeout, **kwargs)
+
+    async def call_oracle(
+        self, oracle: Oracle, request: OracleRequest, *, role: str | None = None
+    ) -> MemberOutcome:
+        """Ask one oracle under the breaker and its own deadline; never raises for its failure."""
+        outcome = MemberOutcome(oracle.token, oracle.model, oracle.provider, "ok", role=role)
+        started = time.monotonic()
+        self.trace.event(
+            "provider.start", token=oracle.token, provider=oracle.provider, model=oracle.model, role=role
+        )
+        self.console.line(self.trace.trace_id, f"asking {oracle.token} ({oracle.model})…", dim=True)
+        try:
+            oracle.ensure_available()
+            if self.breaker is not None and self.settings.circuit_breaker:
+                self.breaker.before_call(oracle.breaker_key)
+            # A grace second over the request's own timeout: the backend should give up first
+            # and say why; this bound only catches a backend that swallowed its own deadline.
+            with anyio.fail_after(request.timeout + 1.0):
+                reply = await oracle.ask(request, self.sink_for(oracle))
+            if not reply.text.strip():
+                raise UpstreamError(f"{oracle.token} returned an empty answer")
+        except TimeoutError:
+            self._fail(outcome, OracleTimeout(f"{oracle.token} did not answer within {request.timeout:.0f}s"))
+        except AskFableError as exc:
+            self._fail(outcome, exc)
+        else:
+            outcome.reply = reply
+            outcome.model = reply.model or oracle.model
+            answer, sidecar = parse_sidecar(reply.text)
+            outcome.answer, outcome.sidecar = answer, sidecar
+            refused = refusal_reason(answer)
+            if refused:
+                outcome.status, outcome.kind, outcome.detail = "refused", "model_refused", refused
+            else:
+                self._record_breaker(oracle, ok=True)
+            if reply.thinking and not self.settings.stream_reasoning:
+                self.console.reasoning(self.trace.trace_id, oracle.token, reply.thinking)
+        finally:
+            outcome.elapsed_ms = int((time.monotonic() - started) * 1000)
+        if outcome.status not in ("ok", "refused") and outcome.kind not in (
+            "not_configured",
+            "binary_missing",
+            "circuit_open",
+            "context_too_large",
+            "bad_args",
+        ):
+            self._record_breaker(oracle, ok=False)
+        self.trace.event(
+            "provider.end",
+            token=oracle.token,
+            provider=oracle.provider,
+            model=outcome.model,
+            role=role,
+            status=outcome.status,
+            kind=outcome.kind,
+            elapsed_ms=outcome.elapsed_ms,
+            routed_via=outcome.reply.routed_via if outcome.reply else None,
+        )
+        self.console.line(
+            self.trace.trace_id,
+            f"{oracle.token}: {outcome.status}{' (' + outcome.kind + ')' if outcome.kind else ''} "
+            f"in {outcome.elapsed_ms / 1000:.1f}s",
+            dim=outcome.status != "ok",
+        )
+        self.members.append(outcome)
+        return outcome
+
+    def _fail(self, outcome: MemberOutcome, exc: AskFableError) -> None:
+        config_states = {"not_configured", "binary_missing", "circuit_open"}
+        outcome.status = exc.kind if exc.kind in config_states | {"timeout"} else "error"
+        outcome.kind = exc.kind
+        outcome.detail = exc.detail
+
+    def _record_breaker(self, oracle: Oracle, *, ok: bool) -> None:
+        if self.breaker is not None and self.settings.circuit_breaker:
+            self.breaker.record(oracle.breaker_key, ok)
+
+
+def outcome_error(outcome: MemberOutcome) -> AskFableError:
+    """Rebuild the error a failed single-oracle outcome stands for."""
+    from ask_fable import errors
+
+    by_kind: dict[str, type[AskFableError]] = {
+        cls.kind: cls
+        for cls in (
+            errors.NotConfigured,
+            errors.BinaryMissing,
+            errors.ContextTooLarge,
+            errors.CircuitOpen,
+            errors.OracleTimeout,
+            errors.UpstreamError,
+            errors.BadArgs,
+        )
+    }
+    return by_kind.get(outcome.kind or "", UpstreamError)(outcome.detail or f"{outcome.token} failed")

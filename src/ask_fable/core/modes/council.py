@@ -1,0 +1,349 @@
+"""The council: the same question to several models in parallel, then one anonymized synthesis.
+
+Members run concurrently (at most ``max_parallel`` at once) and each sees only the question and
+its context. The council's wall-clock bound keeps the answers already in, cancels the rest (they
+are reported as ``kind: timeout``) and still synthesizes. The synthesizer sees the answers as
+Expert A, B, … with its own lab's answers last and no model names, and is told to pick a side on a
+material split. Synthesizers are tried down a ladder (the requested one, then ``fable``, then
+``opus``); when every one fails the best member answer is returned, flagged.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio
+
+from ask_fable.backends.base import Oracle
+from ask_fable.contract import SourceEntry, SynthesisInfo
+from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
+from ask_fable.core.modes.consensus import (
+    council_confidence,
+    council_consensus,
+    council_next_action,
+    majority_recommendation,
+)
+from ask_fable.core.modes.role_prompts import COUNCIL_SYNTHESIZER
+from ask_fable.core.prompts import system_prompt, user_prompt
+from ask_fable.core.tokens import (
+    ALIASES,
+    Resolver,
+    dedupe,
+    default_resolver,
+    expand_models,
+    resolve_oracle,
+    single_token,
+)
+from ask_fable.errors import AskFableError, BadArgs, NotConfigured, OracleTimeout, UpstreamError
+
+SYNTH_FALLBACKS: tuple[str, ...] = ("fable", "opus")
+_CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
+
+
+def expert_label(index: int) -> str:
+    """``Expert A`` … ``Expert Z``, then ``Expert AA`` …"""
+    letters = string.ascii_uppercase
+    label = letters[index % 26]
+    if index >= 26:
+        label = letters[index // 26 - 1] + label
+    return f"Expert {label}"
+
+
+def scrub_names(text: str, names: Sequence[str]) -> str:
+    """Hide what would reveal an expert's identity: model ids become ``[model]`` wherever they appear;
+    plain tokens (``gemini``, ``codex``…) only where the model names itself (``As Gemini, …``), so an
+    answer about the Gemini API keeps its meaning."""
+    for name in sorted({n for n in names if n and len(n) >= 3}, key=len, reverse=True):
+        escaped = re.escape(name)
+        if name.lower() in ALIASES:
+            text = re.sub(rf"\b(as|i am|i'm|this is|speaking as)\s+{escaped}(?![\w/-])", r"\1 [model]", text,
+                          flags=re.IGNORECASE)
+        else:
+            text = re.sub(rf"(?<![\w/-]){escaped}(?![\w/-])", "[model]", text, flags=re.IGNORECASE)
+    return text
+
+
+def order_for(
+    members: Sequence[MemberOutcome], families: dict[str, str], own_family: str
+) -> list[MemberOutcome]:
+    """Members with the synthesizer's own family moved last (stable otherwise)."""
+    others = [m for m in members if families.get(m.token) != own_family]
+    own = [m for m in members if families.get(m.token) == own_family]
+    return others + own
+
+
+def panel_text(
+    members: Sequence[MemberOutcome], names: Sequence[str], label: Callable[[int], str] = expert_label
+) -> str:
+    """The anonymized panel block: each answer under its label with its recommendation."""
+    blocks = []
+    for index, member in enumerate(members):
+        side = member.sidecar
+        meta = f" (recommendation: {side.recommendation}, confidence: {side.confidence})" if side else ""
+        body = scrub_names(member.answer or "", names)
+        blocks.append(f"### {label(index)}{meta}\n{body.strip()}")
+    return "\n\n".join(blocks)
+
+
+def identity_names(members: Sequence[MemberOutcome], extra: Sequence[str] = ()) -> list[str]:
+    """Every model id, token and model-id tail that could name a panel member."""
+    names: list[str] = list(extra)
+    for member in members:
+        names += [member.token, member.model, member.token.partition(":")[2]]
+        names.append(member.model.rsplit("/", 1)[-1])
+    return names
+
+
+def source_entry(member: MemberOutcome) -> dict[str, Any]:
+    """The contract's ``sources`` entry for one member."""
+    entry = SourceEntry(
+        model=member.model,
+        token=member.token,
+        provider=member.provider,
+        status=member.status,
+        answer=member.answer if member.status in ("ok", "refused") else None,
+        recommendation=member.sidecar.recommendation if member.sidecar else None,
+        confidence=member.sidecar.confidence if member.sidecar else None,
+        kind=member.kind,
+        detail=member.detail,
+        elapsed_ms=member.elapsed_ms,
+    )
+    return entry.model_dump(exclude_none=True)
+
+
+def synth_ladder(synthesizer: str | Sequence[str] | None) -> list[str]:
+    """The synthesizers to try, in order: the requested one(s), then fable, then opus."""
+    if synthesizer is None:
+        requested: list[str] = []
+    elif isinstance(synthesizer, str):
+        requested = [synthesizer]
+    else:
+        requested = list(synthesizer)
+    return dedupe([single_token(token) for token in requested] + list(SYNTH_FALLBACKS))
+
+
+def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
+    """The member answer to fall back on: the majority's view, most confident, first asked."""
+    majority = majority_recommendation([m.sidecar.recommendation if m.sidecar else None for m in members])
+
+    def score(member: MemberOutcome) -> tuple[int, int]:
+        side = member.sidecar
+        agrees = int(side is not None and side.recommendation == majority)
+        return agrees, _CONFIDENCE_RANK.get(side.confidence if side else "", -1)
+
+    return max(members, key=score)
+
+
+async def _run_members(
+    question: str, context: str, oracles: list[Oracle], mctx: ModeContext, total_steps: int
+) -> list[MemberOutcome]:
+    """Ask every oracle concurrently under the council deadline; late ones become timeouts."""
+    settings = mctx.settings
+    results: dict[int, MemberOutcome] = {}
+    limiter = anyio.CapacityLimiter(settings.max_parallel)
+    request = mctx.request(system_prompt(), user_prompt(question, context), max_tokens=settings.max_tokens)
+    done = 0
+
+    async def ask(index: int, oracle: Oracle) -> None:
+        nonlocal done
+        async with limiter:
+            outcome = await mctx.call_oracle(oracle, request, role="member")
+        results[index] = outcome
+        done += 1
+        await mctx.progress(done, total_steps, f"{oracle.token}: {outcome.status} ({done}/{len(oracles)})")
+
+    deadline = settings.council_deadline
+    with anyio.move_on_after(deadline):
+        async with anyio.create_task_group() as group:
+            for index, oracle in enumerate(oracles):
+                group.start_soon(ask, index, oracle)
+
+    members: list[MemberOutcome] = []
+    for index, oracle in enumerate(oracles):
+        if index in results:
+            members.append(results[index])
+            continue
+        late = MemberOutcome(
+            oracle.token, oracle.model, oracle.provider, "timeout", elapsed_ms=int(deadline * 1000),
+            kind="timeout", role="member",
+            detail=f"cancelled at the council's {deadline:.0f}s wall-clock bound",
+        )
+        mctx.trace.event(
+            "provider.end", token=oracle.token, provider=oracle.provider, model=oracle.model,
+            role="member", status="timeout", kind="timeout", elapsed_ms=late.elapsed_ms,
+        )
+        mctx.members.append(late)
+        members.append(late)
+    return members
+
+
+def _all_failed(members: list[MemberOutcome], sources: list[dict[str, Any]]) -> AskFableError:
+    """The council's error when no member answered."""
+    kinds = {m.kind for m in members}
+    extra = {"mode": "council", "sources": sources, "quorum": f"0/{len(members)}"}
+    if kinds == {"timeout"}:
+        return OracleTimeout("no council member answered before the deadline", **extra)
+    if kinds <= {"not_configured", "binary_missing"}:
+        return NotConfigured(
+            "no council member is configured: " + ", ".join(f"{m.token} ({m.kind})" for m in members), **extra
+        )
+    return UpstreamError(
+        "no council member answered: " + ", ".join(f"{m.token} ({m.kind or m.status})" for m in members),
+        **extra,
+    )
+
+
+async def _synthesize(
+    question: str,
+    context: str,
+    answered: list[MemberOutcome],
+    families: dict[str, str],
+    ladder: list[str],
+    resolver: Resolver,
+    mctx: ModeContext,
+    consensus_note: str,
+) -> tuple[MemberOutcome | None, list[dict[str, Any]]]:
+    """Try each synthesizer down the ladder; return the first usable outcome and what was tried."""
+    tried: list[dict[str, Any]] = []
+    for token in ladder:
+        oracle = resolve_oracle(token, resolver)
+        ordered = order_for(answered, families, oracle.family)
+        names = identity_names(answered, [oracle.token, oracle.model])
+        prompt = (
+            f"{user_prompt(question, context)}\n\n## Panel answers (anonymized)\n"
+            f"{panel_text(ordered, names)}\n\n## Panel signal\n{consensus_note}"
+        )
+        request = mctx.request(
+            system_prompt(COUNCIL_SYNTHESIZER), prompt, max_tokens=mctx.settings.max_tokens
+        )
+        outcome = await mctx.call_oracle(oracle, request, role="synthesizer")
+        attempt = {"token": token, "status": outcome.status}
+        tried.append(attempt | ({"kind": outcome.kind} if outcome.kind else {}))
+        if outcome.ok and outcome.reply is not None:
+            return outcome, tried
+    return None, tried
+
+
+def _consensus_note(consensus: str, material: bool) -> str:
+    if material:
+        return (
+            "The experts split materially (some recommend apply, others reject). Pick the side the "
+            "evidence supports and explain why the other side is wrong; do not average them."
+        )
+    return f"Consensus across the panel's recommendations: {consensus}."
+
+
+async def run_council(
+    question: str,
+    context: str,
+    tokens: Sequence[str],
+    mctx: ModeContext,
+    *,
+    synthesizer: str | Sequence[str] | None = None,
+    resolver: Resolver | None = None,
+) -> ModeOutcome:
+    """Ask ``tokens`` in parallel and synthesize their anonymized answers into one.
+
+    ``tokens`` may contain aliases and groups (expanded in place, duplicates dropped).
+    ``synthesizer`` is one token or a ladder of tokens tried before the fable → opus fallbacks.
+    Raises only when no member answered (the error carries ``sources``).
+    """
+    members_tokens = dedupe(expand_models(list(tokens)))
+    if not members_tokens:
+        raise BadArgs("a council needs at least one model")
+    ladder = synth_ladder(synthesizer)
+    requested_synth = ladder[0]
+    resolver = resolver or default_resolver(mctx.settings)
+    oracles = [resolve_oracle(token, resolver) for token in members_tokens]
+    families = {oracle.token: oracle.family for oracle in oracles}
+    total_steps = len(oracles) + 1
+    await mctx.progress(0, total_steps, f"council of {len(oracles)}: {', '.join(members_tokens)}")
+
+    members = await _run_members(question, context, oracles, mctx, total_steps)
+    sources = [source_entry(m) for m in members]
+    answered = [m for m in members if m.ok]
+    asked = len(members)
+    quorum = f"{len(answered)}/{asked}"
+    recommendations = [m.sidecar.recommendation if m.sidecar else None for m in answered]
+    consensus, material = council_consensus(recommendations)
+    if not answered:
+        refused = [m for m in members if m.status == "refused" and m.reply is not None]
+        if refused:
+            # Every member that answered declined: the council's answer is that refusal.
+            first = refused[0]
+            assert first.reply is not None
+            return ModeOutcome(
+                text=first.reply.text, model=first.model, reply=first.reply, provider=first.provider,
+                fields={"mode": "council", "sources": sources, "quorum": quorum},
+                cache_models=members_tokens, audit={"quorum": quorum},
+            )
+        raise _all_failed(members, sources)
+
+    envelope: dict[str, Any] = {
+        "mode": "council",
+        "sources": sources,
+        "consensus": consensus,
+        "material_disagreement": material,
+        "quorum": quorum,
+        "effective_models": [m.token for m in answered],
+        "degraded": len(answered) < asked,
+    }
+    majority = majority_recommendation(recommendations)
+
+    if len(answered) == 1:
+        only = answered[0]
+        assert only.reply is not None
+        info = SynthesisInfo(requested=requested_synth, used=None, fallback=False, tried=[])
+        await mctx.progress(total_steps, total_steps, f"one answer ({only.token}); no synthesis needed")
+        envelope |= {
+            "synthesizer": None,
+            "synthesis": info.model_dump(),
+            "confidence": council_confidence(
+                consensus, 1, asked, only.sidecar.confidence if only.sidecar else None
+            ),
+            "recommended_next_action": council_next_action(consensus, material, 1, asked, majority),
+        }
+        return ModeOutcome(
+            text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,
+            cache_models=[*members_tokens, f"synthesizer={requested_synth}"],
+            audit={"quorum": quorum, "consensus": consensus, "synth_fallback": False},
+        )
+
+    await mctx.progress(len(members), total_steps, f"synthesizing {len(answered)} answers")
+    synth, tried = await _synthesize(
+        question, context, answered, families, ladder, resolver, mctx, _consensus_note(consensus, material)
+    )
+    if synth is not None:
+        assert synth.reply is not None
+        fell_back = synth.token != requested_synth
+        info = SynthesisInfo(requested=requested_synth, used=synth.token, fallback=fell_back, tried=tried)
+        text, model, reply, provider = synth.reply.text, synth.model, synth.reply, synth.provider
+        synth_confidence = synth.sidecar.confidence if synth.sidecar else None
+        used_label: str | None = synth.token
+    else:
+        best = best_member(answered)
+        assert best.reply is not None
+        fell_back = True
+        info = SynthesisInfo(requested=requested_synth, used=None, fallback=True, tried=tried)
+        text, model, reply, provider = best.reply.text, best.model, best.reply, best.provider
+        synth_confidence = "low"
+        used_label = None
+        envelope["note"] = (
+            f"every synthesizer failed ({', '.join(t['token'] for t in tried)}); "
+            f"returning the best member answer ({best.token}) unsynthesized"
+        )
+    await mctx.progress(total_steps, total_steps, f"synthesis: {used_label or 'best member answer'}")
+    envelope |= {
+        "synthesizer": used_label,
+        "synthesis": info.model_dump(),
+        "confidence": council_confidence(consensus, len(answered), asked, synth_confidence),
+        "recommended_next_action": council_next_action(consensus, material, len(answered), asked, majority),
+    }
+    return ModeOutcome(
+        text=text, model=model, reply=reply, provider=provider, fields=envelope,
+        cache_models=[*members_tokens, f"synthesizer={requested_synth}"],
+        audit={"quorum": quorum, "consensus": consensus, "synth_fallback": fell_back},
+    )

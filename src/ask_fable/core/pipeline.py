@@ -1,0 +1,391 @@
+"""The one request lifecycle every reasoning tool runs.
+
+    resolve context_ref ─▶ guard ─▶ cache lookup ─▶ mode ─▶ normalize ─▶ persist ─▶ result + trace_id
+
+Tools build a :class:`Call` and hand it, with a mode runner, to :func:`run`. Everything that cuts
+across tools (guard, cache, timing, error mapping, audit, trace, hub, saved answers) lives here.
+A failure of our own never escapes: it becomes ``{"status": "error", "kind": ..., "detail": ...}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+from ask_fable.core import guard
+from ask_fable.core.app import App
+from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
+from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
+from ask_fable.core.tracing import TraceRecorder
+from ask_fable.errors import AskFableError, OracleTimeout
+
+ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
+
+DUPLICATE_NOTE = (
+    "Served from cache: this exact question and context were answered {age:.0f}s ago. "
+    "If you changed something, include the change; if the answer did not help, ask a different question."
+)
+
+
+@dataclass
+class Call:
+    """One tool invocation as the pipeline sees it."""
+
+    tool: str
+    question: str
+    context: str = ""
+    context_ref: str | list[str] | None = None
+    session: str | None = None
+    mode: str = "single"
+    #: Ordered model tokens the cache key is built from; empty disables caching.
+    cache_models: list[str] = field(default_factory=list)
+    cache_extra: dict[str, Any] = field(default_factory=dict)
+    #: Mutable per-session state for multi-turn tools (``needs_context_streak``).
+    session_state: dict[str, Any] | None = None
+    #: Fields echoed into the result whatever happens (e.g. ``session``).
+    echo: dict[str, Any] = field(default_factory=dict)
+
+
+def new_trace_id() -> str:
+    """A sortable, unique trace id."""
+    try:
+        from ask_fable.stores.traces import new_trace_id as store_trace_id
+    except ImportError:  # pragma: no cover - the store always ships
+        import secrets
+
+        return f"{int(time.time() * 1000):013x}{secrets.token_hex(6)}"
+    return store_trace_id()
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _refs(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    return [item.strip() for item in items if isinstance(item, str) and item.strip()]
+
+
+def _followup(sidecar: Sidecar, question: str, context: str) -> dict[str, Any] | None:
+    if sidecar.recommendation != "needs_more_context" and not sidecar.needs_context:
+        return None
+    haystack = f"{question}\n{context}".lower()
+    pasted = [item for item in sidecar.needs_context if _mentioned(item, haystack)]
+    return {
+        "needs_context": list(sidecar.needs_context),
+        "how": "Paste exactly what is listed into `context` (or store it with context_write and pass "
+        "context_ref), then ask again on the same session. Check likely_already_pasted first: "
+        "those items look present already, so re-read your paste before sending it again.",
+        "likely_already_pasted": pasted,
+    }
+
+
+def _mentioned(item: str, haystack: str) -> bool:
+    words = [w.strip("`'\".,:;()") for w in item.lower().split()]
+    names = [w for w in words if len(w) > 3 and any(c in w for c in "._/()")]
+    return any(name in haystack for name in names) or (len(item) > 8 and item.lower() in haystack)
+
+
+class Pipeline:
+    """Runs calls against an :class:`App`'s services."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+
+    async def run(self, call: Call, runner: ModeRunner, progress: ProgressFn | None = None) -> dict[str, Any]:
+        """Run one call end to end and return its structured result (never raises for a failure)."""
+        app = self.app
+        settings = app.settings
+        trace = TraceRecorder(new_trace_id())
+        trace.event(
+            "request",
+            tool=call.tool,
+            mode=call.mode,
+            session=call.session,
+            question_len=len(call.question),
+            context_len=len(call.context),
+        )
+        mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
+        result: dict[str, Any]
+        outcome: ModeOutcome | None = None
+        allowed = False
+        context = call.context
+        refs = _refs(call.context_ref)
+        try:
+            result_prefix: dict[str, Any] = dict(call.echo)
+            if refs:
+                text, resolved, missing = await anyio.to_thread.run_sync(app.context_store.resolve, refs)
+                trace.event("context.resolve", resolved=len(resolved), missing=len(missing))
+                result_prefix["context_ref_resolved"] = resolved
+                result_prefix["context_ref_missing"] = missing
+                if not resolved and not call.context.strip():
+                    suggestions = await anyio.to_thread.run_sync(app.context_store.suggest, missing)
+                    result = {
+                        **result_prefix,
+                        "status": "needs_context",
+                        "detail": "None of the context_ref keys exist, and no other context was given; "
+                        "no model was called. Store the material with context_write or fix the key.",
+                        "did_you_mean": suggestions,
+                    }
+                    return await self._finish(call, trace, result, None, mctx, allowed, context)
+                context = "\n\n".join(part for part in (call.context, text) if part.strip())
+
+            decision = guard.check(call.question, context, settings)
+            trace.event("guard", allowed=decision.allowed, layer=decision.layer or None)
+            if not decision.allowed:
+                app.console.line(trace.trace_id, f"refused by the guard: {decision.reason}")
+                result = {
+                    **result_prefix,
+                    "status": "refused",
+                    "stage": "guard",
+                    "reason": decision.reason,
+                    "how_to_reframe": guard.HOW_TO_REFRAME,
+                }
+                return await self._finish(call, trace, result, None, mctx, allowed, context)
+            allowed = True
+
+            cache = app.cache if call.cache_models else None
+            cache_key = None
+            if cache is not None:
+                cache_key = cache.key_for(
+                    call.tool, call.cache_models, call.question, context, call.cache_extra
+                )
+                hit = await anyio.to_thread.run_sync(cache.get, cache_key)
+                trace.event("cache.lookup", hit=hit is not None)
+                if hit is not None:
+                    payload, age = hit
+                    result = {
+                        **payload,
+                        **result_prefix,
+                        "cached": True,
+                        "cache_age_s": round(age, 1),
+                        "note": DUPLICATE_NOTE.format(age=age),
+                    }
+                    result.pop("trace_id", None)
+                    return await self._finish(call, trace, result, None, mctx, allowed, context, cached=True)
+
+            app.console.line(trace.trace_id, f"{call.tool}: running {call.mode}")
+            trace.event("mode.start", mode=call.mode)
+            outcome = await runner(call.question, context, mctx)
+            trace.event("mode.end", mode=call.mode, model=outcome.model)
+            result = {**result_prefix, **self._normalize(call, outcome, context)}
+            # A degraded council is not worth replaying: the missing members may be back next time.
+            if (
+                cache is not None
+                and cache_key is not None
+                and result["status"] == "ok"
+                and not result.get("degraded")
+            ):
+                await anyio.to_thread.run_sync(cache.put, cache_key, call.tool, result)
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+        except AskFableError as exc:
+            result = {**call.echo, **exc.to_result()}
+            result["detail"] = self._redact(result.get("detail") or "")
+            if refs:
+                result.setdefault("context_ref_resolved", [])
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+        except TimeoutError:
+            result = {**call.echo, **OracleTimeout(f"{call.tool} ran out of time").to_result()}
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+        except Exception as exc:  # a bug of ours: report it structurally, keep the traceback on stderr
+            app.console.line(trace.trace_id, "internal error:\n" + self._redact(traceback.format_exc()))
+            result = {
+                **call.echo,
+                "status": "error",
+                "kind": "internal",
+                "detail": f"ask-fable hit an internal error ({type(exc).__name__}); see the server log "
+                f"for trace {trace.trace_id}.",
+            }
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+
+    # --- normalize ---------------------------------------------------------------------------------
+    def _normalize(self, call: Call, outcome: ModeOutcome, context: str) -> dict[str, Any]:
+        settings = self.app.settings
+        answer, sidecar = parse_sidecar(outcome.text)
+        reply = outcome.reply
+        result: dict[str, Any] = {"model": outcome.model}
+        refused = refusal_reason(answer)
+        if refused:
+            result.update(
+                status="refused", stage="model", reason=refused, how_to_reframe=guard.HOW_TO_REFRAME
+            )
+            result.update(outcome.fields)
+            return result
+        result.update(status="ok", answer=answer, sidecar=sidecar.model_dump() if sidecar else None)
+        if sidecar is not None:
+            followup = _followup(sidecar, call.question, context)
+            if followup:
+                result["followup"] = followup
+            if call.session_state is not None:
+                asked_more = sidecar.recommendation == "needs_more_context"
+                streak = call.session_state.get("needs_context_streak", 0) + 1 if asked_more else 0
+                call.session_state["needs_context_streak"] = streak
+                if asked_more and streak > settings.max_needs_context:
+                    result["status"] = "context_exhausted"
+                    result["detail"] = (
+                        f"The model asked for more context {streak} times in a row on this session; "
+                        "this is its best-effort answer. Decide with what you have, or reset the session "
+                        "with a sharper question."
+                    )
+                    call.session_state["needs_context_streak"] = 0
+        elif call.session_state is not None:
+            call.session_state["needs_context_streak"] = 0
+        if reply is not None:
+            if reply.usage is not None:
+                result["usage"] = reply.usage.model_dump(exclude_none=True)
+                if reply.usage.cost_usd is not None:
+                    result["cost_usd"] = reply.usage.cost_usd
+            if reply.effort:
+                result["effort"] = reply.effort
+            if reply.routed_via:
+                result["routed_via"] = reply.routed_via
+            if settings.return_thinking and reply.thinking:
+                result["thinking"] = self._redact(reply.thinking[: settings.thinking_chars])
+        result.update(outcome.fields)
+        return result
+
+    # --- persist -----------------------------------------------------------------------------------
+    def _redact(self, text: str) -> str:
+        try:
+            from ask_fable.stores.redact import redact
+        except ImportError:  # pragma: no cover
+            return text
+        return redact(text, self.app.settings.secret_values())
+
+    async def _finish(
+        self,
+        call: Call,
+        trace: TraceRecorder,
+        result: dict[str, Any],
+        outcome: ModeOutcome | None,
+        mctx: ModeContext,
+        allowed: bool,
+        context: str,
+        *,
+        cached: bool = False,
+    ) -> dict[str, Any]:
+        app = self.app
+        settings = app.settings
+        elapsed_ms = trace.elapsed_ms()
+        status = result.get("status", "error")
+        result["trace_id"] = trace.trace_id
+        if status in ("ok", "context_exhausted") and not cached:
+            result["telemetry"] = {
+                "status": status,
+                "elapsed_ms": elapsed_ms,
+                "provider": outcome.provider if outcome else None,
+                "model": result.get("model"),
+            }
+            result["telemetry"] = {k: v for k, v in result["telemetry"].items() if v is not None}
+        trace.event("response", status=status, kind=result.get("kind"), cached=cached or None)
+        members = [m.audit_record() for m in mctx.members]
+        audit = {
+            "ts": trace.wall_start,
+            "trace_id": trace.trace_id,
+            "tool": call.tool,
+            "mode": call.mode,
+            "status": status,
+            "kind": result.get("kind"),
+            "allowed": allowed,
+            "stage": result.get("stage"),
+            "model": result.get("model"),
+            "provider": outcome.provider if outcome else (members[-1]["provider"] if members else None),
+            "session": call.session,
+            "project": app.project_id,
+            "agent_id": app.agent_id,
+            "elapsed_ms": elapsed_ms,
+            "cached": cached,
+            "question_sha256": _sha(call.question),
+            "question_len": len(call.question),
+            "context_sha256": _sha(context),
+            "context_len": len(context),
+            "members": members,
+            **(outcome.audit if outcome else {}),
+        }
+        if settings.audit_raw:
+            audit["question"] = self._redact(call.question)
+        if settings.audit_raw_context_effective:
+            audit["context_raw"] = self._redact(context)
+        trace_record = {
+            "trace_id": trace.trace_id,
+            "ts": trace.wall_start,
+            "tool": call.tool,
+            "mode": call.mode,
+            "status": status,
+            "kind": result.get("kind"),
+            "session": call.session,
+            "project": app.project_id,
+            "agent_id": app.agent_id,
+            "elapsed_ms": elapsed_ms,
+            "providers": sorted({m["provider"] for m in members if m.get("provider")}),
+            "models": [m["model"] for m in members],
+            "cached": cached,
+            "events": trace.events,
+        }
+        saved = None
+        try:
+            if status in ("ok", "context_exhausted") and not cached and settings.save_answers:
+                from ask_fable.stores.answers import save_answer
+
+                thinking = outcome.reply.thinking if outcome and outcome.reply else None
+                saved_path = await anyio.to_thread.run_sync(
+                    lambda: save_answer(
+                        settings,
+                        call.tool,
+                        call.question,
+                        result.get("answer") or "",
+                        thinking,
+                        {
+                            "trace_id": trace.trace_id,
+                            "model": result.get("model"),
+                            "transcript": outcome.transcript if outcome else None,
+                        },
+                    ),
+                )
+                saved = str(saved_path)
+                result["saved"] = saved
+            await anyio.to_thread.run_sync(app.audit.append, audit)
+            await anyio.to_thread.run_sync(app.traces.record, trace_record)
+            if settings.trace_mode == "full":
+                bundle = {
+                    "question": call.question,
+                    "context": context,
+                    "result": result,
+                    "reasoning": outcome.reply.thinking if outcome and outcome.reply else None,
+                    "members": [
+                        {
+                            "token": m.token,
+                            "answer": m.answer,
+                            "thinking": m.reply.thinking if m.reply else None,
+                        }
+                        for m in mctx.members
+                    ],
+                }
+                await anyio.to_thread.run_sync(app.traces.write_bundle, trace.trace_id, bundle)
+            hub = app.hub
+            if hub is not None and status == "ok" and not cached:
+                await anyio.to_thread.run_sync(
+                    lambda: hub.record_turn(
+                        call.session or call.tool,
+                        app.agent_id,
+                        app.project_id,
+                        result.get("model") or call.tool,
+                        status,
+                        call.question,
+                        result.get("answer") or "",
+                        elapsed_ms,
+                        outcome.reply.session_id if outcome and outcome.reply else None,
+                    )
+                )
+        except Exception:  # persistence is best effort: the caller still gets the answer
+            app.console.line(trace.trace_id, "could not persist:\n" + self._redact(traceback.format_exc()))
+        app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
+        return result

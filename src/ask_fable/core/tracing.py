@@ -1,0 +1,70 @@
+"""An ordered, metadata-only event timeline for one call, and the console trace on stderr."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+
+@dataclass
+class TraceRecorder:
+    """Collects ``(t_ms, name, attrs)`` events in order; attrs are metadata, never content."""
+
+    trace_id: str
+    started: float = field(default_factory=time.monotonic)
+    wall_start: float = field(default_factory=time.time)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    content: dict[str, Any] = field(default_factory=dict)
+
+    def event(self, name: str, **attrs: Any) -> None:
+        """Append an event stamped with milliseconds since the call began."""
+        clean = {k: v for k, v in attrs.items() if v is not None}
+        self.events.append({"t_ms": self.elapsed_ms(), "name": name, "attrs": clean})
+
+    def elapsed_ms(self) -> int:
+        """Milliseconds since the call began."""
+        return int((time.monotonic() - self.started) * 1000)
+
+    def capture(self, key: str, value: Any) -> None:
+        """Keep content for a full-mode bundle (only written when trace_mode is full)."""
+        self.content[key] = value
+
+
+class Console:
+    """The human-readable progress trace on stderr (stdout belongs to the MCP protocol)."""
+
+    def __init__(self, quiet: bool, show_reasoning: bool, stream: TextIO | None = None) -> None:
+        self.quiet = quiet
+        self.show_reasoning = show_reasoning
+        self._stream = stream
+        self._color = False
+        if not quiet:
+            target = self.stream
+            self._color = bool(getattr(target, "isatty", lambda: False)())
+
+    @property
+    def stream(self) -> TextIO:
+        """stderr unless a stream was given (read lazily so tests can capture it)."""
+        return self._stream or sys.stderr
+
+    def _paint(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self._color else text
+
+    def line(self, trace_id: str, message: str, *, dim: bool = False) -> None:
+        """Print one progress line tagged with the trace id."""
+        if self.quiet:
+            return
+        tag = self._paint(f"[ask-fable {trace_id[-6:]}]", "36")
+        body = self._paint(message, "2") if dim else message
+        print(f"{tag} {body}", file=self.stream, flush=True)
+
+    def reasoning(self, trace_id: str, source: str, text: str, limit: int = 600) -> None:
+        """Print a reasoning excerpt when reasoning display is on."""
+        if self.quiet or not self.show_reasoning or not text.strip():
+            return
+        excerpt = text.strip().replace("\n", " ")
+        if len(excerpt) > limit:
+            excerpt = excerpt[:limit] + "…"
+        self.line(trace_id, f"{source} thinking: {excerpt}", dim=True)

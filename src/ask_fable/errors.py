@@ -1,0 +1,83 @@
+"""The error tree every failure is translated into before it reaches a caller.
+
+    AskFableError                 status "error" unless overridden; carries ``kind`` and ``detail``
+     ├── BadArgs                  kind "bad_args"          the caller's arguments are wrong
+     ├── NotConfigured            kind "not_configured"    a key / setting is missing (config state)
+     ├── BinaryMissing            kind "binary_missing"    a CLI backend is not installed (config state)
+     ├── ContextTooLarge          kind "context_too_large" the prompt cannot fit the backend's transport
+     ├── CircuitOpen              kind "circuit_open"      the breaker is shedding calls to this oracle
+     ├── OracleTimeout            kind "timeout"           a deadline passed
+     └── UpstreamError            kind "upstream_error"    the provider / CLI / SDK failed
+
+Backends raise these at their boundary (``raise UpstreamError(...) from exc``); the pipeline turns
+them into ``{"status": "error", "kind": ..., "detail": ...}``. Nothing else escapes a tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AskFableError(Exception):
+    """Base of every structured failure; ``to_result`` gives the contract's error shape."""
+
+    kind: str = "internal"
+    status: str = "error"
+    #: Config states never count against a circuit breaker.
+    counts_as_failure: bool = True
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+    def to_result(self) -> dict[str, Any]:
+        """The structured result a tool returns for this error."""
+        return {"status": self.status, "kind": self.kind, "detail": self.detail, **self.extra}
+
+
+class BadArgs(AskFableError):
+    """The caller passed arguments the tool cannot use."""
+
+    kind = "bad_args"
+    counts_as_failure = False
+
+
+class NotConfigured(AskFableError):
+    """A backend or feature needs a setting that is not present."""
+
+    kind = "not_configured"
+    counts_as_failure = False
+
+
+class BinaryMissing(AskFableError):
+    """A CLI backend's executable is not on PATH."""
+
+    kind = "binary_missing"
+    counts_as_failure = False
+
+
+class ContextTooLarge(AskFableError):
+    """The prompt is larger than the backend's transport accepts."""
+
+    kind = "context_too_large"
+    counts_as_failure = False
+
+
+class CircuitOpen(AskFableError):
+    """The circuit breaker is shedding calls to a chronically failing oracle."""
+
+    kind = "circuit_open"
+    counts_as_failure = False
+
+
+class OracleTimeout(AskFableError):
+    """A call (or a whole mode) ran past its deadline."""
+
+    kind = "timeout"
+
+
+class UpstreamError(AskFableError):
+    """The provider, CLI or SDK answered with a failure or an unusable reply."""
+
+    kind = "upstream_error"

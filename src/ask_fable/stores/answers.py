@@ -1,0 +1,124 @@
+"""Saved answer Markdown and session transcript dumps: redacted, atomic, ``0600``, pruned.
+
+Retention only ever deletes files of our own name shapes, because the default directories are
+shared by every agent of the user:
+
+- answers: ``<UTC timestamp>-<tool>-<slug>.md`` (``20261202T085300123456Z-ask_glm-why-is-x.md``)
+- transcripts: ``<key>-<UTC timestamp>.md`` (``fable_default-20261202T085300123456Z.md``)
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ask_fable.stores.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable.stores.redact import redact, secret_list
+
+_TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
+_TS_RE = r"\d{8}T\d{12}Z"
+ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
+TRANSCRIPT_NAME_RE = re.compile(rf"[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md")
+
+
+def _stamp() -> str:
+    return datetime.now(UTC).strftime(_TS_FORMAT)
+
+
+def slugify(text: str, max_chars: int = 48) -> str:
+    """Lowercase ASCII words joined by ``-`` (``answer`` when nothing is left)."""
+    words = re.findall(r"[a-z0-9]+", text.lower())
+    slug = ""
+    for word in words:
+        candidate = f"{slug}-{word}" if slug else word
+        if len(candidate) > max_chars:
+            break
+        slug = candidate
+    return slug or (words[0][:max_chars] if words else "answer")
+
+
+def _safe_tool(tool: str) -> str:
+    cleaned = re.sub(r"[^a-z0-9_]+", "_", tool.lower()).strip("_")
+    return cleaned[:64] or "tool"
+
+
+def _safe_key(key: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._]+", "_", key).strip("._")
+    return cleaned[:80] or "session"
+
+
+def _free_path(directory: Path, stem: str) -> Path:
+    """``<stem>.md`` or ``<stem>-N.md``, whichever does not exist yet."""
+    candidate = directory / f"{stem}.md"
+    n = 2
+    while candidate.exists():
+        candidate = directory / f"{stem}-{n}.md"
+        n += 1
+    return candidate
+
+
+def _meta_lines(meta: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, value in meta.items():
+        if value is None or value == "" or value == []:
+            continue
+        shown = ", ".join(str(v) for v in value) if isinstance(value, list | tuple) else str(value)
+        lines.append(f"- **{key}**: {shown.replace(chr(10), ' ')}")
+    return lines
+
+
+def save_answer(
+    settings: Any,
+    tool: str,
+    question: str,
+    answer: str,
+    thinking: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Path:
+    """Write one answer as Markdown under ``settings.answers_dir``; returns its path.
+
+    A ``## Thinking`` section appears only when ``thinking`` is non-empty. Older files of our
+    own name shape beyond ``settings.max_answers`` (0 = unlimited) are pruned.
+    """
+    directory = ensure_private_dir(settings.answers_dir)
+    stamp = _stamp()
+    tool_name = _safe_tool(tool)
+    path = _free_path(directory, f"{stamp}-{tool_name}-{slugify(question)}")
+    title = " ".join(question.split())[:80]
+    parts = [f"# {tool}: {title}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}"]
+    parts += _meta_lines(dict(meta or {}))
+    parts += ["", "## Question", "", question.rstrip(), "", "## Answer", "", answer.rstrip(), ""]
+    if thinking and thinking.strip():
+        parts += ["## Thinking", "", thinking.rstrip(), ""]
+    atomic_write_text(path, redact("\n".join(parts), secret_list(settings)))
+    prune_own_files(directory, ANSWER_NAME_RE, int(getattr(settings, "max_answers", 0) or 0))
+    return path
+
+
+def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]]) -> Path:
+    """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md``; returns its path.
+
+    Each turn may carry ``question``, ``answer``, ``thinking``, ``model`` and ``ts``. Older dumps
+    of our own name shape beyond ``settings.max_sessions`` (0 = unlimited) are pruned.
+    """
+    directory = ensure_private_dir(settings.sessions_dir)
+    path = _free_path(directory, f"{_safe_key(key)}-{_stamp()}")
+    parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
+             f"- **turns**: {len(turns)}", ""]
+    for number, turn in enumerate(turns, start=1):
+        header = f"## Turn {number}"
+        if turn.get("model"):
+            header += f" ({turn['model']})"
+        parts += [header, ""]
+        if turn.get("ts"):
+            parts += [f"- **at**: {turn['ts']}", ""]
+        parts += ["### Question", "", str(turn.get("question", "")).rstrip(), ""]
+        parts += ["### Answer", "", str(turn.get("answer", "")).rstrip(), ""]
+        thinking = turn.get("thinking")
+        if thinking and str(thinking).strip():
+            parts += ["### Thinking", "", str(thinking).rstrip(), ""]
+    atomic_write_text(path, redact("\n".join(parts), secret_list(settings)))
+    prune_own_files(directory, TRANSCRIPT_NAME_RE, int(getattr(settings, "max_sessions", 0) or 0))
+    return path

@@ -1,0 +1,296 @@
+"""A compact SQLite summary of the audit log, so ``stats`` does not re-parse JSONL every call.
+
+The index keeps only the fields statistics read, one row per record, and remembers how far it
+has read each log file. A file is known by its inode plus a hash of its first line: rotation
+renames the active file (same inode, same first line), so reading simply continues in the
+rotated segment; a pruned or discarded file disappears from the log and its rows go too. Each
+refresh therefore parses only what was appended since the last one, by any process.
+
+The JSONL log stays the source of truth: the index can be deleted at any time and is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from ask_fable.stores.audit import AuditLog, parse_lines
+from ask_fable.stores.db import Database
+from ask_fable.stores.stats import (
+    UNKNOWN,
+    bucket_result,
+    is_degraded,
+    order_buckets,
+    p95_rank,
+    validate,
+    window_start,
+)
+
+MIGRATIONS = [
+    """
+    CREATE TABLE files (ident TEXT PRIMARY KEY, offset INTEGER NOT NULL);
+    CREATE TABLE recs (
+        id INTEGER PRIMARY KEY,
+        ident TEXT NOT NULL,
+        ts REAL, status TEXT, kind TEXT, model TEXT, provider TEXT,
+        session TEXT, project TEXT, tool TEXT, mode TEXT, cached INTEGER NOT NULL,
+        elapsed_ms REAL, degraded INTEGER NOT NULL, synth_fallback INTEGER NOT NULL,
+        allowed INTEGER
+    );
+    CREATE INDEX recs_ts ON recs(ts);
+    CREATE INDEX recs_ident ON recs(ident);
+    CREATE TABLE members (
+        rec_id INTEGER NOT NULL REFERENCES recs(id) ON DELETE CASCADE,
+        provider TEXT, model TEXT, status TEXT, kind TEXT, elapsed_ms REAL
+    );
+    CREATE INDEX members_rec ON members(rec_id);
+    """,
+]
+
+_TEXT_FIELDS = ("status", "kind", "model", "provider", "session", "project", "tool", "mode")
+_MEMBER_FIELDS = ("provider", "model", "status", "kind")
+#: Bytes read per pass over a file, so a huge backlog is indexed in bounded memory.
+_READ_BYTES = 8 * 1024 * 1024
+
+
+def _ident(path: Path) -> tuple[str, int] | None:
+    """``(identity, size)`` of a log file, or ``None`` while it has no complete line."""
+    try:
+        with open(path, "rb") as handle:
+            stat = os.fstat(handle.fileno())
+            first = handle.readline(1 << 20)
+    except OSError:
+        return None
+    if not first.endswith(b"\n"):
+        return None
+    digest = hashlib.sha256(first).hexdigest()[:24]
+    return f"{stat.st_dev}:{stat.st_ino}:{digest}", stat.st_size
+
+
+def _text(value: Any) -> str | None:
+    return value if value is None or isinstance(value, str) else str(value)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if type(value) in (int, float) else None
+
+
+def _rows(rec_id: int, ident: str, record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+    """The ``recs`` row of one record and its ``members`` rows (one per backend call)."""
+    allowed = record.get("allowed")
+    row = (
+        rec_id, ident, _number(record.get("ts")), *(_text(record.get(f)) for f in _TEXT_FIELDS),
+        1 if record.get("cached") else 0, _number(record.get("elapsed_ms")),
+        1 if is_degraded(record.get("quorum")) else 0, 1 if record.get("synth_fallback") else 0,
+        None if allowed is None else (1 if allowed else 0),
+    )
+    members = record.get("members")
+    if not isinstance(members, list) or not members:
+        # A single-shot record is one backend call of its own provider (none when refused early).
+        members = [record] if record.get("provider") else []
+    member_rows = [
+        (rec_id, *(_text(m.get(f)) for f in _MEMBER_FIELDS), _number(m.get("elapsed_ms")))
+        for m in members
+        if isinstance(m, dict)
+    ]
+    return row, member_rows
+
+
+class AuditIndex:
+    """The summary index of one :class:`AuditLog` (default file: ``<stem>.index.db`` beside it)."""
+
+    def __init__(self, log: AuditLog, path: str | os.PathLike[str] | None = None) -> None:
+        self.log = log
+        self.path = Path(path) if path else log.path.with_name(f"{log.path.stem}.index.db")
+        self.db = Database(self.path, MIGRATIONS)
+
+    def refresh(self) -> int:
+        """Index whatever was appended since the last refresh; returns records added."""
+        files = [(p, found) for p in self.log.files() if (found := _ident(p)) is not None]
+        added = 0
+        with self.db.write() as conn:
+            known = {r[0]: int(r[1]) for r in conn.execute("SELECT ident, offset FROM files")}
+            present = {ident for _p, (ident, _size) in files}
+            for gone in set(known) - present:
+                conn.execute("DELETE FROM recs WHERE ident = ?", (gone,))
+                conn.execute("DELETE FROM files WHERE ident = ?", (gone,))
+            for path, (ident, size) in files:
+                offset = known.get(ident, 0)
+                if size <= offset:
+                    continue
+                offset, count = self._ingest(conn, path, ident, offset)
+                added += count
+                conn.execute(
+                    "INSERT INTO files (ident, offset) VALUES (?, ?) "
+                    "ON CONFLICT(ident) DO UPDATE SET offset = excluded.offset",
+                    (ident, offset),
+                )
+        return added
+
+    def _ingest(self, conn: Any, path: Path, ident: str, offset: int) -> tuple[int, int]:
+        count = 0
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            return offset, 0
+        with handle:
+            handle.seek(offset)
+            while True:
+                block = handle.read(_READ_BYTES)
+                if not block:
+                    break
+                end = block.rfind(b"\n")
+                if end < 0:
+                    if len(block) < _READ_BYTES:
+                        break  # an incomplete tail: wait for its newline
+                    # One enormous unterminated line: skip past it rather than stall forever.
+                    offset += len(block)
+                    continue
+                complete = block[: end + 1]
+                records = parse_lines(complete.splitlines(keepends=True), None)
+                next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM recs").fetchone()[0]) + 1
+                rows, member_rows = [], []
+                for n, record in enumerate(records):
+                    row, members = _rows(next_id + n, ident, record)
+                    rows.append(row)
+                    member_rows.extend(members)
+                conn.executemany(
+                    "INSERT INTO recs (id, ident, ts, status, kind, model, provider, session, project, tool, "
+                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    rows,
+                )
+                conn.executemany(
+                    "INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms) "
+                    "VALUES (?,?,?,?,?,?)",
+                    member_rows,
+                )
+                count += len(rows)
+                offset += len(complete)
+                handle.seek(offset)
+        return offset, count
+
+    def count(self) -> int:
+        """Records indexed."""
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM recs").fetchone()[0])
+
+    def stats(
+        self,
+        window: str = "24h",
+        by: str = "model",
+        model: str | None = None,
+        session: str | None = None,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """The figures :func:`~ask_fable.stores.stats.compute_stats` gives, aggregated in SQL."""
+        validate(window, by)
+        since = window_start(window, now)
+        where, params = ["1"], []
+        if since is not None:
+            where.append("r.ts >= ?")
+            params.append(since)
+        if session is not None:
+            where.append("r.session = ?")
+            params.append(session)
+        record_where = list(where)
+        record_params = list(params)
+        if model is not None:
+            record_where.append(
+                "(r.model = ? OR r.provider = ? OR EXISTS (SELECT 1 FROM members x WHERE x.rec_id = r.id "
+                "AND (x.model = ? OR x.provider = ?)))"
+            )
+            record_params += [model] * 4
+        if by == "provider":
+            source = "members m JOIN recs r ON r.id = m.rec_id"
+            bucket = f"coalesce(nullif(m.provider, ''), '{UNKNOWN}')"
+            status, kind, elapsed, allowed = "m.status", "m.kind", "m.elapsed_ms", "coalesce(r.allowed, 1)"
+            degraded = synth = "0"
+            rows_where, rows_params = list(where), list(params)
+            if model is not None:
+                rows_where.append("(m.model = ? OR m.provider = ?)")
+                rows_params += [model, model]
+        else:
+            source = "recs r"
+            bucket = _BUCKETS[by]
+            status, kind, elapsed, allowed = "r.status", "r.kind", "r.elapsed_ms", "coalesce(r.allowed, 0)"
+            degraded, synth = "r.degraded", "r.synth_fallback"
+            rows_where, rows_params = record_where, record_params
+        shed = f"(coalesce({status}, '') = 'circuit_open' OR coalesce({kind}, '') = 'circuit_open')"
+        base = (
+            f"SELECT {bucket} AS bucket, {status} AS status, {allowed} AS allowed, {shed} AS shed, "
+            f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth "
+            f"FROM {source} WHERE {' AND '.join(rows_where)}"
+        )
+        with self.db.read() as conn:
+            matched = int(conn.execute(
+                f"SELECT count(*) FROM recs r WHERE {' AND '.join(record_where)}", record_params
+            ).fetchone()[0])
+            buckets, totals = self._aggregate(conn, base, rows_params)
+        return {
+            "window": window,
+            "by": by,
+            "since": since,
+            "filters": {"model": model, "session": session},
+            "records": matched,
+            "buckets": order_buckets(by, buckets),
+            "totals": totals,
+        }
+
+    @staticmethod
+    def _aggregate(
+        conn: Any, base: str, params: list[Any]
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+        """Per-bucket figures and totals: counts in SQL, latency percentiles in Python."""
+        counts = conn.execute(
+            "SELECT bucket, count(*), sum(allowed), sum(shed), "
+            "sum(NOT shed AND status = 'ok'), sum(NOT shed AND status = 'refused'), "
+            "sum(NOT shed AND status = 'error'), sum(degraded), sum(synth) "
+            f"FROM ({base}) GROUP BY 1",
+            params,
+        ).fetchall()
+        # Latencies are summed and ranked in Python exactly as compute_stats does (SQLite's
+        # window functions were also several times slower at this).
+        latencies: dict[str, list[float]] = {}
+        cursor = conn.execute(f"SELECT bucket, elapsed FROM ({base}) WHERE NOT shed AND elapsed IS NOT NULL",
+                              params)
+        cursor.row_factory = None
+        for name, value in cursor.fetchall():
+            found = latencies.get(name)
+            if found is None:
+                latencies[name] = [value]
+            else:
+                found.append(value)
+        every: list[float] = []
+        buckets = {}
+        sums = [0] * 8
+        for name, *figures in counts:
+            figures = [int(v or 0) for v in figures]
+            sums = [a + b for a, b in zip(sums, figures, strict=True)]
+            values = sorted(latencies.get(name, []))
+            every.extend(values)
+            buckets[name] = _result(figures, values)
+        every.sort()
+        return buckets, _result(sums, every)
+
+
+def _result(figures: list[int], values: list[float]) -> dict[str, Any]:
+    calls, allowed, shed, ok, refused, errors, degraded, synth = figures
+    return bucket_result(
+        calls=calls, ok=ok, allowed=allowed, refused=refused, errors=errors, circuit_open=shed,
+        latency_sum=sum(values), latency_count=len(values),
+        p95=values[p95_rank(len(values)) - 1] if values else None, degraded=degraded, synth_fallback=synth,
+    )
+
+
+_BUCKETS = {
+    "model": f"coalesce(nullif(r.model, ''), '{UNKNOWN}')",
+    "tool": f"coalesce(nullif(r.tool, ''), '{UNKNOWN}')",
+    "session": f"coalesce(nullif(r.session, ''), '{UNKNOWN}')",
+    "project": f"coalesce(nullif(r.project, ''), '{UNKNOWN}')",
+    "mode": f"coalesce(nullif(r.mode, ''), '{UNKNOWN}')",
+    "day": f"coalesce(strftime('%Y-%m-%d', r.ts, 'unixepoch'), '{UNKNOWN}')",
+    "cache": "CASE WHEN r.cached THEN 'hit' ELSE 'miss' END",
+}

@@ -1,0 +1,137 @@
+"""The answer cache: successful single-shot, council and chain answers keyed on what was asked.
+
+The key is ``sha256(tool + models + normalized question + context + extra)``; models keep the
+order the caller passes (callers sort them when order does not matter, e.g. councils, and keep
+it for chains). Rows older than the TTL are misses. Every ~100 writes (counted in the database,
+so across processes) a sweep deletes expired rows and trims the table to 90% of its cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from typing import Any
+
+from ask_fable.stores.db import Database
+from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
+
+SWEEP_EVERY = 100
+
+MIGRATIONS = [
+    """
+    CREATE TABLE cache (
+        key TEXT PRIMARY KEY,
+        tool TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX cache_created ON cache(created_at);
+    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
+]
+
+
+def normalize_question(question: str) -> str:
+    """Collapse whitespace and fold case, so trivially different re-asks share a key."""
+    return " ".join(question.split()).casefold()
+
+
+def bump_write_counter(conn: Any, name: str = "writes") -> int:
+    """Increment and return a counter in the ``meta`` table (inside the caller's transaction)."""
+    conn.execute(
+        "INSERT INTO meta (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
+        (name,),
+    )
+    return int(conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()[0])
+
+
+class AnswerCache:
+    """TTL cache of answer payloads over SQLite (``settings.cache_db``)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        ttl: float,
+        max_rows: int,
+        *,
+        secrets: SecretSource = (),
+        sweep_every: int = SWEEP_EVERY,
+    ) -> None:
+        self.db = Database(path, MIGRATIONS)
+        self.ttl = float(ttl)
+        self.max_rows = int(max_rows)
+        self.sweep_every = max(1, int(sweep_every))
+        self._secrets = secret_list(secrets)
+
+    @staticmethod
+    def key_for(
+        tool: str,
+        models: list[str],
+        question: str,
+        context: str | None,
+        extra: dict[str, Any] | None = None,
+    ) -> str:
+        """The cache key of one request (hex sha256)."""
+        material = json.dumps(
+            [tool, list(models), normalize_question(question or ""), context or "", extra or {}],
+            ensure_ascii=False,
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
+        )
+        return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> tuple[dict[str, Any], float] | None:
+        """``(payload, age_s)`` for a fresh entry, else ``None`` (expired rows are misses)."""
+        with self.db.read() as conn:
+            row = conn.execute("SELECT payload, created_at FROM cache WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            return None
+        age = max(0.0, time.time() - float(row["created_at"]))
+        if age >= self.ttl:
+            return None
+        try:
+            payload = json.loads(row["payload"])
+        except ValueError:
+            return None
+        return (payload, round(age, 3)) if isinstance(payload, dict) else None
+
+    def put(self, key: str, tool: str, payload: dict[str, Any]) -> None:
+        """Store ``payload`` under ``key`` (redacted); may run the periodic sweep."""
+        text = json.dumps(redact_obj(payload, self._secrets), ensure_ascii=False, default=str)
+        now = time.time()
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO cache (key, tool, payload, created_at) VALUES (?, ?, ?, ?)",
+                (key, tool, text, now),
+            )
+            if bump_write_counter(conn) % self.sweep_every == 0:
+                self._sweep(conn, now)
+
+    def sweep(self) -> int:
+        """Delete expired rows and trim to 90% of the cap now; returns rows deleted."""
+        with self.db.write() as conn:
+            return self._sweep(conn, time.time())
+
+    def _sweep(self, conn: Any, now: float) -> int:
+        deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount
+        count = int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
+        if count > self.max_rows:
+            excess = count - int(self.max_rows * 0.9)
+            deleted += conn.execute(
+                "DELETE FROM cache WHERE key IN (SELECT key FROM cache ORDER BY created_at LIMIT ?)",
+                (excess,),
+            ).rowcount
+        return int(deleted)
+
+    def count(self) -> int:
+        """Rows stored (fresh or not yet swept)."""
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
+
+
+def answer_cache_for(settings: Any) -> AnswerCache:
+    """The answer cache configured by ``settings``."""
+    return AnswerCache(settings.cache_db, settings.cache_ttl, settings.cache_max_rows, secrets=settings)

@@ -1,0 +1,259 @@
+"""SQLite with the settings every store needs: WAL, a busy timeout, numbered migrations, retries.
+
+Connections are per thread and per process: each thread keeps one connection per database file
+(re-opened if the file is replaced, dropped after a fork), so a ``Database`` object is safe to
+share across threads and server processes. Reusing connections matters: closing the last
+connection to a WAL database checkpoints and deletes the WAL, which made every short-lived
+connection cost milliseconds of disk syncs. Do not nest ``read()``/``write()`` of the same
+file on one thread (they share the thread's connection).
+
+Writes run inside ``BEGIN IMMEDIATE``: a deferred transaction that reads then writes gets
+"database is locked" at once under contention, whatever the busy timeout. Taking the write
+lock is retried with jittered backoff up to a bound, so ordinary multi-process contention never
+reaches a caller as an error.
+
+Migrations are a list of SQL scripts; script ``i`` moves ``PRAGMA user_version`` from ``i`` to
+``i + 1``. Pending ones are applied on first use, together, in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TypeVar
+
+from ask_fable.stores.files import FILE_MODE, ensure_private_dir
+
+T = TypeVar("T")
+
+_local = threading.local()
+#: Connections one thread keeps open (least recently used beyond this are closed).
+MAX_THREAD_CONNECTIONS = 16
+_ready: set[tuple[str, int, int]] = set()
+_ready_lock = threading.Lock()
+
+BUSY_TIMEOUT_MS = 5_000
+#: Upper bound on the whole wait for the write lock, busy timeout rounds included.
+LOCK_WAIT_S = 60.0
+
+
+def is_busy_error(exc: BaseException) -> bool:
+    """True for SQLITE_BUSY / SQLITE_LOCKED, the errors contention produces."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
+        return True
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+def split_statements(script: str) -> list[str]:
+    """Split a SQL script into complete statements (semicolons inside strings and triggers are kept)."""
+    statements: list[str] = []
+    buffer = ""
+    for piece in script.split(";"):
+        buffer += piece + ";"
+        if sqlite3.complete_statement(buffer):
+            if buffer.strip(" \t\r\n;"):
+                statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip(" \t\r\n;"):
+        statements.append(buffer.strip())
+    return statements
+
+
+class Database:
+    """One SQLite file: private permissions, WAL, migrations applied on open, retried writes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        migrations: Sequence[str],
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        lock_wait_s: float = LOCK_WAIT_S,
+        synchronous: str = "NORMAL",
+    ) -> None:
+        self.path = Path(os.path.abspath(Path(path).expanduser()))
+        self.migrations = list(migrations)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._lock_wait_s = lock_wait_s
+        # WAL + NORMAL survives a killed process with every committed transaction intact; only a
+        # power loss can roll back the last commits, and never corrupts the file.
+        self._synchronous = synchronous
+        self._key = str(self.path)
+
+    # --- connections -------------------------------------------------------------------------
+    def _raw_connect(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            ensure_private_dir(self.path.parent)
+            # Create the file ourselves so it is 0600 from the first byte; SQLite gives its
+            # -wal and -shm companions the database file's permissions.
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+            os.close(fd)
+            self._forget_ready()
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self._busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            conn.row_factory = sqlite3.Row
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection to the file, opened (and the schema migrated) on first use."""
+        if getattr(_local, "pid", None) != os.getpid():
+            # After a fork, inherited connections must be abandoned, never used or closed.
+            _local.pid = os.getpid()
+            _local.conns = OrderedDict()
+        conns: OrderedDict[str, tuple[sqlite3.Connection, int]] = _local.conns
+        try:
+            inode = os.stat(self.path).st_ino
+        except FileNotFoundError:
+            inode = -1
+        cached = conns.get(self._key)
+        if cached is not None and cached[1] == inode:
+            conn = cached[0]
+            conns.move_to_end(self._key)
+        else:
+            if cached is not None:
+                conns.pop(self._key, None)
+                cached[0].close()
+                # Closing may free the old inode for a new file at this path: forget its schema.
+                self._forget_ready()
+            conn = self._retry(self._raw_connect)
+            inode = os.stat(self.path).st_ino
+            conns[self._key] = (conn, inode)
+            if len(conns) > MAX_THREAD_CONNECTIONS:
+                idle = [k for k, (c, _i) in conns.items() if not c.in_transaction and k != self._key]
+                for key in idle[: len(conns) - MAX_THREAD_CONNECTIONS]:
+                    with suppress(sqlite3.Error):
+                        conns.pop(key)[0].close()
+        marker = (self._key, inode, len(self.migrations))
+        if marker not in _ready:
+            with _ready_lock:
+                if marker not in _ready:
+                    try:
+                        self._retry(lambda: self._prepare(conn))
+                    except BaseException:
+                        self._discard(conn)
+                        raise
+                    _ready.add(marker)
+        return conn
+
+    def _forget_ready(self) -> None:
+        with _ready_lock:
+            for marker in [m for m in _ready if m[0] == self._key]:
+                _ready.discard(marker)
+
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        """Forget a connection left in an unknown state."""
+        conns = getattr(_local, "conns", {})
+        cached = conns.get(self._key)
+        if cached is not None and cached[0] is conn:
+            conns.pop(self._key, None)
+        with suppress(sqlite3.Error):
+            conn.close()
+
+    def close(self) -> None:
+        """Close this thread's connection to the file (others close when their thread ends)."""
+        conns = getattr(_local, "conns", {})
+        if getattr(_local, "pid", None) == os.getpid() and self._key in conns:
+            conns.pop(self._key)[0].close()
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Switch to WAL and apply pending migrations in one transaction."""
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for number in range(version, len(self.migrations)):
+                for statement in split_statements(self.migrations[number]):
+                    conn.execute(statement)
+            if version < len(self.migrations):
+                conn.execute(f"PRAGMA user_version = {len(self.migrations)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def _retry(self, action: Callable[[], T]) -> T:
+        """Run ``action`` until it stops failing with busy/locked, within the wait bound."""
+        deadline = time.monotonic() + self._lock_wait_s
+        delay = 0.005
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                if not is_busy_error(exc) or time.monotonic() >= deadline:
+                    raise
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.25)
+
+    # --- public API ----------------------------------------------------------------------------
+    @property
+    def schema_version(self) -> int:
+        """The ``user_version`` of the file (migrations applied first)."""
+        with self.read() as conn:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside a read transaction: a consistent snapshot, never blocking writers."""
+        conn = self._connection()
+        self._retry(lambda: conn.execute("BEGIN"))
+        try:
+            yield conn
+        finally:
+            self._end(conn, "ROLLBACK")
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A connection inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back if the body raises).
+
+        The write lock is taken with retries, so contention from other processes waits instead of
+        failing. Keep the body short: it holds the database's single write lock.
+        """
+        conn = self._connection()
+        self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            yield conn
+        except BaseException:
+            self._end(conn, "ROLLBACK")
+            raise
+        try:
+            self._retry(lambda: conn.execute("COMMIT"))
+        except BaseException:
+            self._end(conn, "ROLLBACK")
+            raise
+
+    def _end(self, conn: sqlite3.Connection, statement: str) -> None:
+        if not conn.in_transaction:
+            return
+        try:
+            conn.execute(statement)
+        except sqlite3.Error:
+            self._discard(conn)
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check``: ``"ok"`` for a sound file."""
+        with self.read() as conn:
+            rows = conn.execute("PRAGMA integrity_check").fetchall()
+        return "\n".join(str(r[0]) for r in rows)

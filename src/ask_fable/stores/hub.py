@@ -1,0 +1,217 @@
+"""The cross-instance session hub: a local, visibility-only log of successful turns.
+
+Every server process mirrors its successful turns here; ``session_list`` / ``session_peek`` /
+``session_stats`` read them. Nothing here is ever fed back into a model. One heartbeat row per
+``(session_key, agent_id)`` survives the turn sweep, so session totals outlive retained turns.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ask_fable.stores.cache import bump_write_counter
+from ask_fable.stores.db import Database
+from ask_fable.stores.redact import redact, secret_list
+
+SWEEP_EVERY = 100
+
+MIGRATIONS = [
+    """
+    CREATE TABLE turns (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        session_key TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        project TEXT NOT NULL,
+        oracle TEXT NOT NULL,
+        status TEXT NOT NULL,
+        question TEXT NOT NULL,
+        answer TEXT NOT NULL,
+        elapsed_ms REAL,
+        sdk_session_id TEXT,
+        ts REAL NOT NULL
+    );
+    CREATE INDEX turns_session ON turns(session_key, agent_id, id);
+    CREATE INDEX turns_ts ON turns(ts);
+    CREATE INDEX turns_project_ts ON turns(project, ts);
+    CREATE TABLE sessions (
+        session_key TEXT NOT NULL,
+        agent_id TEXT NOT NULL,
+        project TEXT NOT NULL,
+        first_seen REAL NOT NULL,
+        last_seen REAL NOT NULL,
+        turns INTEGER NOT NULL DEFAULT 0,
+        last_question TEXT NOT NULL DEFAULT '',
+        last_oracle TEXT,
+        last_status TEXT,
+        PRIMARY KEY (session_key, agent_id)
+    );
+    CREATE INDEX sessions_last_seen ON sessions(last_seen);
+    CREATE INDEX sessions_project ON sessions(project, last_seen);
+    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
+]
+
+
+class SessionHub:
+    """Hub over SQLite at ``settings.hub_db``; writes are no-ops when ``settings.hub`` is off."""
+
+    def __init__(self, settings: Any, *, sweep_every: int = SWEEP_EVERY) -> None:
+        self.settings = settings
+        self.db = Database(settings.hub_db, MIGRATIONS)
+        self.sweep_every = max(1, int(sweep_every))
+        self._secrets = secret_list(settings)
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the hub is on (``ASK_FABLE_HUB``)."""
+        return bool(getattr(self.settings, "hub", True))
+
+    def record_turn(
+        self,
+        session_key: str,
+        agent_id: str,
+        project: str,
+        oracle: str,
+        status: str,
+        question: str,
+        answer: str,
+        elapsed_ms: float | None,
+        sdk_session_id: str | None = None,
+    ) -> None:
+        """Mirror one successful turn and refresh the ``(session_key, agent_id)`` heartbeat."""
+        if not self.enabled:
+            return
+        question = redact(question or "", self._secrets)
+        answer = redact(answer or "", self._secrets)
+        now = time.time()
+        with self.db.write() as conn:
+            conn.execute(
+                "INSERT INTO turns (session_key, agent_id, project, oracle, status, question, answer, "
+                "elapsed_ms, sdk_session_id, ts) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (session_key, agent_id, project, oracle, status, question, answer, elapsed_ms,
+                 sdk_session_id, now),
+            )
+            conn.execute(
+                "INSERT INTO sessions (session_key, agent_id, project, first_seen, last_seen, turns, "
+                "last_question, last_oracle, last_status) VALUES (?,?,?,?,?,1,?,?,?) "
+                "ON CONFLICT(session_key, agent_id) DO UPDATE SET project = excluded.project, "
+                "last_seen = excluded.last_seen, turns = turns + 1, "
+                "last_question = excluded.last_question, last_oracle = excluded.last_oracle, "
+                "last_status = excluded.last_status",
+                (session_key, agent_id, project, now, now,
+                 question[: max(1, int(self.settings.hub_preview_chars)) * 4], oracle, status),
+            )
+            if bump_write_counter(conn) % self.sweep_every == 0:
+                self._sweep(conn)
+
+    def _sweep(self, conn: Any) -> int:
+        cap = int(self.settings.hub_max_rows)
+        count = int(conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+        if count <= cap:
+            return 0
+        excess = count - int(cap * 0.9)
+        return int(conn.execute(
+            "DELETE FROM turns WHERE id IN (SELECT id FROM turns ORDER BY id LIMIT ?)", (excess,)
+        ).rowcount)
+
+    def sweep(self) -> int:
+        """Trim retained turns toward 90% of ``hub_max_rows`` now; returns turns deleted."""
+        with self.db.write() as conn:
+            return self._sweep(conn)
+
+    def list_sessions(
+        self, project: str | None, active_only: bool = True, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """One row per ``(session_key, agent_id)``, newest heartbeat first.
+
+        ``project=None`` spans every project; ``active_only`` hides stale heartbeats.
+        """
+        now = time.time()
+        stale_after = float(self.settings.hub_stale_seconds)
+        preview = int(self.settings.hub_preview_chars)
+        where: list[str] = []
+        params: list[Any] = []
+        if project is not None:
+            where.append("s.project = ?")
+            params.append(project)
+        if active_only:
+            where.append("s.last_seen >= ?")
+            params.append(now - stale_after)
+        sql = (
+            "SELECT s.*, (SELECT count(*) FROM turns t WHERE t.session_key = s.session_key "
+            "AND t.agent_id = s.agent_id) AS retained_turns FROM sessions s"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY s.last_seen DESC LIMIT ?"
+        )
+        with self.db.read() as conn:
+            rows = conn.execute(sql, [*params, max(1, int(limit))]).fetchall()
+        out = []
+        for row in rows:
+            data = dict(row)
+            question = data.pop("last_question") or ""
+            data["last_question"] = (
+                question if len(question) <= preview else question[: max(0, preview - 1)] + "…"
+            )
+            data["age_s"] = round(max(0.0, now - data["last_seen"]), 3)
+            data["stale"] = data["age_s"] > stale_after
+            out.append(data)
+        return out
+
+    def peek(self, session_key: str, agent_id: str | None = None) -> list[dict[str, Any]]:
+        """Every retained turn of ``session_key`` (across projects), oldest first."""
+        sql = ("SELECT id, session_key, agent_id, project, oracle, status, question, answer, elapsed_ms, "
+               "sdk_session_id, ts FROM turns WHERE session_key = ?")
+        params: list[Any] = [session_key]
+        if agent_id is not None:
+            sql += " AND agent_id = ?"
+            params.append(agent_id)
+        with self.db.read() as conn:
+            return [dict(r) for r in conn.execute(sql + " ORDER BY id", params)]
+
+    def stats(self, project: str | None, window_s: float = 86400) -> dict[str, Any]:
+        """Turn totals by oracle, agent and status within ``window_s`` (0 = all retained turns).
+
+        Session counts come from the heartbeat rows and are not limited to the window.
+        """
+        now = time.time()
+        where: list[str] = []
+        params: list[Any] = []
+        if project is not None:
+            where.append("project = ?")
+            params.append(project)
+        if window_s and window_s > 0:
+            where.append("ts >= ?")
+            params.append(now - float(window_s))
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        session_clause = " WHERE project = ?" if project is not None else ""
+        session_params = [project] if project is not None else []
+        stale_after = float(self.settings.hub_stale_seconds)
+        with self.db.read() as conn:
+            total = int(conn.execute(f"SELECT count(*) FROM turns{clause}", params).fetchone()[0])
+            groups = {}
+            for column in ("oracle", "agent_id", "status"):
+                groups[column] = {
+                    r[0]: r[1]
+                    for r in conn.execute(
+                        f"SELECT {column}, count(*) FROM turns{clause} GROUP BY {column} "
+                        "ORDER BY count(*) DESC, 1",
+                        params,
+                    )
+                }
+            sessions = conn.execute(
+                "SELECT count(*), coalesce(sum(turns), 0), "
+                f"coalesce(sum(last_seen >= ?), 0) FROM sessions{session_clause}",
+                [now - stale_after, *session_params],
+            ).fetchone()
+        return {
+            "project": project,
+            "window_s": window_s,
+            "turns": total,
+            "by_oracle": groups["oracle"],
+            "by_agent": groups["agent_id"],
+            "by_status": groups["status"],
+            "sessions": int(sessions[0]),
+            "active_sessions": int(sessions[2]),
+            "session_turns_total": int(sessions[1]),
+        }

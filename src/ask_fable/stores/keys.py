@@ -1,0 +1,188 @@
+"""API keys for the HTTP surface: created once, stored only as SHA-256 hashes.
+
+A key is ``afk_`` + 32 URL-safe random characters. The plain key is returned once by
+:meth:`KeyStore.create`; the store keeps its hash, a display prefix, its scope (``read`` may call
+only read-only tools, ``write`` may call every tool), and ``created_at`` / ``last_used_at`` /
+``revoked_at`` timestamps (UTC, ISO 8601).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import time
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ask_fable.errors import BadArgs
+from ask_fable.stores.db import Database
+
+Scope = Literal["read", "write"]
+SCOPES: tuple[str, ...] = ("read", "write")
+KEY_PREFIX = "afk_"
+KEY_BODY_CHARS = 32
+DISPLAY_CHARS = 6
+#: ``last_used_at`` is written at most this often per key, so busy clients cost no write per request.
+TOUCH_INTERVAL_S = 60.0
+_KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
+
+MIGRATIONS = [
+    """
+    CREATE TABLE api_keys (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        name         TEXT NOT NULL,
+        scope        TEXT NOT NULL CHECK (scope IN ('read', 'write')),
+        prefix       TEXT NOT NULL,
+        key_hash     TEXT NOT NULL UNIQUE,
+        created_at   TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at   TEXT
+    );
+    """,
+]
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def hash_key(key: str) -> str:
+    """The hex SHA-256 of a key: the only form a key is stored in."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def generate_key() -> str:
+    """A fresh key: ``afk_`` + 32 URL-safe random characters (192 bits)."""
+    body = secrets.token_urlsafe(24)  # 24 bytes → exactly 32 base64url characters
+    return KEY_PREFIX + body
+
+
+def looks_like_key(text: str) -> bool:
+    """Whether ``text`` has the shape of an ask-fable key (cheap check before any lookup)."""
+    return bool(_KEY_SHAPE.fullmatch(text))
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One stored key, without its secret."""
+
+    id: int
+    name: str
+    scope: Scope
+    prefix: str
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+
+    @property
+    def active(self) -> bool:
+        """False once revoked."""
+        return self.revoked_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (never contains the key)."""
+        return {**asdict(self), "active": self.active}
+
+
+def _row(row: Any) -> ApiKey:
+    return ApiKey(
+        id=int(row["id"]), name=row["name"], scope=row["scope"], prefix=row["prefix"],
+        created_at=row["created_at"], last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
+    )
+
+
+_COLUMNS = "id, name, scope, prefix, created_at, last_used_at, revoked_at"
+
+
+class KeyStore:
+    """The API key table in its own SQLite file (``settings.keys_db``)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.db = Database(path, MIGRATIONS)
+        self._touched: dict[int, float] = {}
+
+    def create(self, name: str, scope: str) -> tuple[ApiKey, str]:
+        """Store a new key; returns its record and the plain key (shown to the user once)."""
+        name = name.strip()
+        if not name:
+            raise BadArgs("a key needs a --name (who or what will use it)")
+        if scope not in SCOPES:
+            raise BadArgs(f"unknown scope {scope!r}; use read or write")
+        key = generate_key()
+        with self.db.write() as conn:
+            cursor = conn.execute(
+                "INSERT INTO api_keys (name, scope, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)",
+                (name, scope, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
+            )
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (cursor.lastrowid,)
+            ).fetchone()
+        return _row(row), key
+
+    def list_keys(self, *, include_revoked: bool = True) -> list[ApiKey]:
+        """Every key, oldest first (revoked ones too unless ``include_revoked`` is False)."""
+        where = "" if include_revoked else " WHERE revoked_at IS NULL"
+        with self.db.read() as conn:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM api_keys{where} ORDER BY id").fetchall()
+        return [_row(row) for row in rows]
+
+    def get(self, key_id: int | str) -> ApiKey | None:
+        """One key by id or by display prefix; None when there is no such key."""
+        with self.db.read() as conn:
+            row = self._find(conn, key_id)
+        return None if row is None else _row(row)
+
+    @staticmethod
+    def _find(conn: Any, key_id: int | str) -> Any:
+        text = str(key_id).strip()
+        if text.isdigit():
+            return conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
+        rows = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
+        if len(rows) > 1:
+            raise BadArgs(f"{text!r} matches {len(rows)} keys; revoke by id instead")
+        return rows[0] if rows else None
+
+    def revoke(self, key_id: int | str) -> ApiKey:
+        """Revoke a key by id (or display prefix); revoking twice keeps the first timestamp."""
+        with self.db.write() as conn:
+            row = self._find(conn, key_id)
+            if row is None:
+                raise BadArgs(f"no API key with id {key_id!r}; see `ask-fable keys list`")
+            conn.execute(
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", (_now(), row["id"])
+            )
+            row = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (row["id"],)).fetchone()
+        return _row(row)
+
+    def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
+        """The active key matching ``presented``, or None (unknown, malformed or revoked).
+
+        The stored and computed hashes are compared in constant time; ``last_used_at`` is updated
+        at most every :data:`TOUCH_INTERVAL_S` seconds per key.
+        """
+        if not looks_like_key(presented):
+            return None
+        digest = hash_key(presented)
+        with self.db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
+            ).fetchone()
+        if row is None or not hmac.compare_digest(row["key_hash"], digest) or row["revoked_at"] is not None:
+            return None
+        record = _row(row)
+        if touch:
+            self._touch(record.id)
+        return record
+
+    def _touch(self, key_id: int) -> None:
+        now = time.monotonic()
+        last = self._touched.get(key_id)
+        if last is not None and now - last < TOUCH_INTERVAL_S:
+            return
+        self._touched[key_id] = now
+        with self.db.write() as conn:
+            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (_now(), key_id))

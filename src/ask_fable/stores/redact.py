@@ -1,0 +1,174 @@
+"""Secret redaction, in one place, for everything ask-fable writes or reports.
+
+Two layers: the exact values of configured keys (``settings.secret_values()``), then known key
+shapes (Anthropic, OpenAI, OpenRouter, Google, GitHub, AWS, JWTs, PEM private keys, HTTP auth
+header values, our own ``afk_`` API keys). Each shape is tried only when a cheap literal
+trigger occurs in the text, so large text without secrets costs a few substring scans.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, Protocol, runtime_checkable
+
+MARKER = "[REDACTED]"
+
+
+@runtime_checkable
+class HasSecrets(Protocol):
+    """Anything that can list its configured secret values (``Settings`` does)."""
+
+    def secret_values(self) -> list[str]:
+        """The exact secret strings to remove."""
+        ...
+
+
+SecretSource = Iterable[str] | HasSecrets | None
+
+_B = r"(?<![A-Za-z0-9_\-])"  # token start: not glued to a preceding identifier character
+
+# (triggers, pattern, keep-group): a pattern runs only if one trigger is in the text (case
+# folded triggers are checked against a lowered copy, made once and only when needed).
+_RULES: list[tuple[tuple[str, ...], bool, re.Pattern[str], int]] = [
+    # Anthropic sk-ant-…, OpenAI sk-… / sk-proj-…, OpenRouter sk-or-v1-…
+    (("sk-",), False, re.compile(_B + r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}"), 0),
+    (("AIza",), False, re.compile(_B + r"AIza[0-9A-Za-z_\-]{30,}"), 0),
+    (("ghp_", "gho_", "ghs_", "ghu_", "ghr_"), False, re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{20,}"), 0),
+    (("github_pat_",), False, re.compile(_B + r"github_pat_[A-Za-z0-9_]{20,}"), 0),
+    (("AKIA", "ASIA"), False, re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Z0-9])"), 0),
+    (
+        ("aws_secret_access_key",),
+        True,
+        re.compile(r"(?i)(aws_secret_access_key[\"']?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{16,}"),
+        1,
+    ),
+    (("eyJ",), False, re.compile(_B + r"eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}"), 0),
+    (
+        ("PRIVATE KEY-----",),
+        False,
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+            re.DOTALL,
+        ),
+        0,
+    ),
+    (
+        ("authorization",),
+        True,
+        re.compile(
+            r"(?i)(authorization[\"']?\s*[:=]\s*[\"']?(?:(?:bearer|basic|token)\s+)?)[^\s\"',;}\]]+"
+        ),
+        1,
+    ),
+    # A bearer token outside a header needs a digit, so "bearer authentication" stays prose.
+    (
+        ("bearer",),
+        True,
+        re.compile(r"(?i)(\bbearer\s+)(?=[A-Za-z0-9._~+/\-]*[0-9])[A-Za-z0-9._~+/\-]{8,}=*"),
+        1,
+    ),
+    (("x-api-key",), True, re.compile(r"(?i)(x-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}\]]+"), 1),
+    (("afk_",), False, re.compile(_B + r"afk_[A-Za-z0-9_\-]{32,}"), 0),
+]
+
+
+_UNANCHORED = frozenset({"PRIVATE KEY-----"})
+
+
+def secret_list(secrets: SecretSource) -> list[str]:
+    """The exact secret values named by ``secrets`` (an iterable or a Settings), longest first."""
+    if secrets is None:
+        return []
+    if isinstance(secrets, HasSecrets):
+        values: Iterable[str] = secrets.secret_values()
+    elif isinstance(secrets, str):
+        values = [secrets]
+    else:
+        values = secrets
+    # Longest first, so a secret that contains another is removed whole.
+    return sorted({v for v in values if isinstance(v, str) and len(v) >= 4}, key=len, reverse=True)
+
+
+def _positions(haystack: str, triggers: tuple[str, ...]) -> list[int]:
+    found: list[int] = []
+    for trigger in triggers:
+        pos = haystack.find(trigger)
+        while pos != -1:
+            found.append(pos)
+            pos = haystack.find(trigger, pos + 1)
+    found.sort()
+    return found
+
+
+def _apply_at(text: str, starts: list[int], pattern: re.Pattern[str], keep: int) -> str:
+    """Replace matches of ``pattern`` that begin at one of ``starts`` (the trigger positions)."""
+    pieces: list[str] = []
+    last = 0
+    for pos in starts:
+        if pos < last:
+            continue  # inside the previous replacement
+        match = pattern.match(text, pos)
+        if match is None:
+            continue
+        pieces.append(text[last:pos])
+        pieces.append(match.group(1) + MARKER if keep else MARKER)
+        last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _redact_with(text: str, exact: list[str]) -> str:
+    for value in exact:
+        if value in text:
+            text = text.replace(value, MARKER)
+    lowered: str | None = None
+    for triggers, folded, pattern, keep in _RULES:
+        if folded:
+            if lowered is None:
+                lowered = text.lower()
+            haystack = lowered
+        else:
+            haystack = text
+        if not any(t in haystack for t in triggers):
+            continue
+        if triggers[0] in _UNANCHORED or len(haystack) != len(text):
+            # The trigger is not where a match starts (or lowering moved indices): scan it all.
+            new_text = pattern.sub((r"\g<1>" + MARKER) if keep else MARKER, text)
+        else:
+            # Every rule's match starts with its trigger: try the pattern only at those spots.
+            new_text = _apply_at(text, _positions(haystack, triggers), pattern, keep)
+        if new_text != text:
+            text = new_text
+            lowered = None
+    return text
+
+
+def redact(text: str, secrets: SecretSource = ()) -> str:
+    """Return ``text`` with every configured secret and known key shape replaced by ``[REDACTED]``.
+
+    ``secrets`` is an iterable of exact values or an object with ``secret_values()`` (Settings).
+    """
+    if not text:
+        return text
+    return _redact_with(text, secret_list(secrets))
+
+
+def redact_obj(obj: Any, secrets: SecretSource = ()) -> Any:
+    """Redact every string inside ``obj`` (dicts, lists, tuples, nested); other values pass through."""
+    exact = secret_list(secrets)
+    return _walk(obj, exact)
+
+
+def _walk(obj: Any, exact: list[str]) -> Any:
+    if isinstance(obj, str):
+        return _redact_with(obj, exact) if obj else obj
+    if isinstance(obj, dict):
+        return {(_walk(k, exact) if isinstance(k, str) else k): _walk(v, exact) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_walk(v, exact) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_walk(v, exact) for v in obj)
+    return obj

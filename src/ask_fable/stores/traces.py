@@ -1,0 +1,402 @@
+"""Request traces: a SQLite index of finished calls with ordered events, plus full-mode bundles.
+
+Safe mode stores metadata only (``record``). Full mode adds a bundle per trace
+(``write_bundle``): a JSONL file under ``settings.traces_dir`` whose lines are a header, one
+``item`` line per content field (long strings split into chunks), and an ``end`` line that
+records whether the size cap truncated anything. Every string is redacted before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets as _random
+import time
+from pathlib import Path
+from typing import Any
+
+from ask_fable.stores.db import Database
+from ask_fable.stores.files import atomic_write_bytes
+from ask_fable.stores.redact import redact, redact_obj, secret_list
+
+MIGRATIONS = [
+    """
+    CREATE TABLE traces (
+        trace_id TEXT PRIMARY KEY,
+        ts REAL NOT NULL,
+        tool TEXT, mode TEXT, status TEXT, kind TEXT,
+        session TEXT, project TEXT, agent_id TEXT,
+        elapsed_ms REAL,
+        providers TEXT NOT NULL DEFAULT '[]',
+        models TEXT NOT NULL DEFAULT '[]',
+        cached INTEGER NOT NULL DEFAULT 0
+    );
+    CREATE INDEX traces_ts ON traces(ts, trace_id);
+    CREATE INDEX traces_tool_ts ON traces(tool, ts, trace_id);
+    CREATE INDEX traces_status_ts ON traces(status, ts, trace_id);
+    CREATE INDEX traces_session_ts ON traces(session, ts, trace_id);
+    CREATE INDEX traces_project_ts ON traces(project, ts, trace_id);
+    CREATE TABLE trace_providers (
+        provider TEXT NOT NULL,
+        ts REAL NOT NULL,
+        trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,
+        PRIMARY KEY (provider, ts, trace_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX trace_providers_trace ON trace_providers(trace_id);
+    CREATE TABLE trace_events (
+        trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        t_ms REAL,
+        name TEXT NOT NULL,
+        attrs TEXT NOT NULL DEFAULT '{}',
+        PRIMARY KEY (trace_id, seq)
+    ) WITHOUT ROWID;
+    """,
+]
+
+SCHEMA_VERSION = 2
+_ID_RE = re.compile(r"[A-Za-z0-9_\-]{1,80}")
+_LIST_COLUMNS = (
+    "trace_id, ts, tool, mode, status, kind, session, project, agent_id, elapsed_ms, "
+    "providers, models, cached"
+)
+_FILTERS = ("tool", "status", "session", "project")
+
+
+def new_trace_id() -> str:
+    """A new trace id: 12 hex digits of epoch milliseconds then 12 random hex digits (sortable)."""
+    return f"{time.time_ns() // 1_000_000:012x}{_random.token_hex(6)}"
+
+
+def valid_trace_id(trace_id: object) -> bool:
+    """Whether ``trace_id`` has the shape of an id we could have issued (safe as a file name)."""
+    return isinstance(trace_id, str) and bool(_ID_RE.fullmatch(trace_id))
+
+
+class TraceStore:
+    """Finished traces over SQLite at ``settings.traces_db``; bundles under ``settings.traces_dir``."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+        self.db = Database(settings.traces_db, MIGRATIONS)
+        self.bundle_dir = Path(settings.traces_dir)
+        self._secrets = secret_list(settings)
+
+    # --- writing ------------------------------------------------------------------------------
+    def record(self, trace: dict[str, Any]) -> None:
+        """Store one finished trace (replacing an earlier record with the same ``trace_id``)."""
+        trace_id = trace.get("trace_id")
+        if not valid_trace_id(trace_id):
+            raise ValueError(f"invalid trace_id: {trace_id!r}")
+        ts = float(trace.get("ts") or time.time())
+        providers = [str(p) for p in trace.get("providers") or [] if p]
+        models = [str(m) for m in trace.get("models") or [] if m]
+        events = redact_obj(list(trace.get("events") or []), self._secrets)
+        row = (
+            trace_id, ts, _text(trace.get("tool")), _text(trace.get("mode")), _text(trace.get("status")),
+            _text(trace.get("kind")), _text(trace.get("session")), _text(trace.get("project")),
+            _text(trace.get("agent_id")), _number(trace.get("elapsed_ms")),
+            json.dumps(providers), json.dumps(models), 1 if trace.get("cached") else 0,
+        )
+        event_rows = []
+        for seq, event in enumerate(events):
+            if not isinstance(event, dict):
+                continue
+            attrs = event.get("attrs") or {}
+            event_rows.append((
+                trace_id, seq, _number(event.get("t_ms")), str(event.get("name") or "event"),
+                json.dumps(attrs, ensure_ascii=False, default=str),
+            ))
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
+            conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
+            conn.execute(
+                f"INSERT OR REPLACE INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                row,
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?)",
+                [(p, ts, trace_id) for p in dict.fromkeys(providers)],
+            )
+            conn.executemany(
+                "INSERT INTO trace_events (trace_id, seq, t_ms, name, attrs) VALUES (?,?,?,?,?)",
+                event_rows,
+            )
+
+    # --- reading ------------------------------------------------------------------------------
+    def list(
+        self,
+        limit: int = 20,
+        tool: str | None = None,
+        status: str | None = None,
+        provider: str | None = None,
+        session: str | None = None,
+        project: str | None = None,
+        before: str | float | None = None,
+    ) -> list[dict[str, Any]]:
+        """Traces newest first, without events; ``before`` (a trace_id or epoch seconds) pages back."""
+        limit = max(1, min(int(limit), int(self.settings.trace_query_max_events)))
+        where: list[str] = []
+        params: list[Any] = []
+        values = {"tool": tool, "status": status, "session": session, "project": project}
+        for name in _FILTERS:
+            if values[name] is not None:
+                where.append(f"t.{name} = ?")
+                params.append(values[name])
+        with self.db.read() as conn:
+            if before is not None:
+                cursor = self._cursor(conn, before)
+                if cursor is None:
+                    return []
+                where.append("(t.ts, t.trace_id) < (?, ?)")
+                params.extend(cursor)
+            if provider is not None:
+                source = "trace_providers p JOIN traces t ON t.trace_id = p.trace_id"
+                where.append("p.provider = ?")
+                params.append(provider)
+                order = "p.ts DESC, p.trace_id DESC"
+                where = [w.replace("(t.ts, t.trace_id)", "(p.ts, p.trace_id)") for w in where]
+            else:
+                source = "traces t"
+                order = "t.ts DESC, t.trace_id DESC"
+            sql = (
+                f"SELECT {', '.join('t.' + c.strip() for c in _LIST_COLUMNS.split(','))} FROM {source}"
+                + (f" WHERE {' AND '.join(where)}" if where else "")
+                + f" ORDER BY {order} LIMIT ?"
+            )
+            rows = conn.execute(sql, [*params, limit]).fetchall()
+        return [_trace_row(r) for r in rows]
+
+    def _cursor(self, conn: Any, before: str | float) -> tuple[float, str] | None:
+        if isinstance(before, int | float) and not isinstance(before, bool):
+            return float(before), ""
+        text = str(before).strip()
+        try:
+            return float(text), ""
+        except ValueError:
+            pass
+        row = conn.execute("SELECT ts FROM traces WHERE trace_id = ?", (text,)).fetchone()
+        return None if row is None else (float(row[0]), text)
+
+    def get(self, trace_id: str) -> dict[str, Any] | None:
+        """One trace with its ordered events and artifact references, or ``None``."""
+        if not valid_trace_id(trace_id):
+            return None
+        max_events = int(self.settings.trace_query_max_events)
+        max_bytes = int(self.settings.trace_query_max_bytes)
+        with self.db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_LIST_COLUMNS} FROM traces WHERE trace_id = ?", (trace_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            event_rows = conn.execute(
+                "SELECT t_ms, name, attrs FROM trace_events WHERE trace_id = ? ORDER BY seq LIMIT ?",
+                (trace_id, max_events + 1),
+            ).fetchall()
+        trace = _trace_row(row)
+        events: list[dict[str, Any]] = []
+        used = 0
+        truncated = len(event_rows) > max_events
+        for t_ms, name, attrs in event_rows[:max_events]:
+            used += len(attrs) + len(name)
+            if used > max_bytes:
+                truncated = True
+                break
+            try:
+                parsed = json.loads(attrs)
+            except ValueError:
+                parsed = {}
+            events.append({"t_ms": t_ms, "name": name, "attrs": parsed})
+        trace["events"] = events
+        trace["events_truncated"] = truncated
+        bundle = self.bundle_path(trace_id)
+        trace["artifacts"] = {"bundle": str(bundle) if bundle.exists() else None}
+        return trace
+
+    def count(self) -> int:
+        """How many traces are stored."""
+        with self.db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM traces").fetchone()[0])
+
+    # --- bundles ------------------------------------------------------------------------------
+    def bundle_path(self, trace_id: str) -> Path:
+        """Where the bundle of ``trace_id`` lives (whether or not it exists)."""
+        if not valid_trace_id(trace_id):
+            raise ValueError(f"invalid trace_id: {trace_id!r}")
+        return self.bundle_dir / f"{trace_id}.jsonl"
+
+    def write_bundle(self, trace_id: str, content: dict[str, Any]) -> Path | None:
+        """Write the full-mode bundle of ``trace_id``: redacted, capped, atomic, ``0600``.
+
+        The caller decides whether full mode is on. Returns the path, or ``None`` when the id is
+        invalid or the file could not be written (a bundle never breaks an answer).
+        """
+        if not valid_trace_id(trace_id):
+            return None
+        cap = int(self.settings.trace_max_content_bytes)
+        chunk_chars = max(256, int(self.settings.trace_max_event_bytes) // 8)
+        safe = redact_obj(content, self._secrets)
+        lines = [_line({"type": "header", "trace_id": trace_id, "schema": SCHEMA_VERSION,
+                        "ts": time.time(), "cap_bytes": cap})]
+        written = 0
+        original = 0
+        truncated = False
+        for field, value in safe.items():
+            for item in _items(str(field), value, chunk_chars):
+                encoded = _line(item)
+                original += len(encoded)
+                if truncated:
+                    continue
+                if written + len(encoded) > cap:
+                    truncated = True
+                    room = cap - written
+                    partial = _cut_item(item, room)
+                    if partial is not None:
+                        lines.append(partial)
+                        written += len(partial)
+                    continue
+                lines.append(encoded)
+                written += len(encoded)
+        lines.append(_line({"type": "end", "truncated": truncated, "content_bytes": written,
+                            "original_bytes": original}))
+        try:
+            return atomic_write_bytes(self.bundle_path(trace_id), b"".join(lines))
+        except OSError:
+            return None
+
+    def bundle_excerpt(self, trace_id: str, max_chars: int) -> str | None:
+        """A redacted, bounded text excerpt of the bundle, or ``None`` when there is none.
+
+        Lines longer than ``settings.trace_max_event_bytes`` are skipped without being loaded
+        whole; at most ``settings.trace_query_max_bytes`` are scanned.
+        """
+        if not valid_trace_id(trace_id):
+            return None
+        path = self.bundle_path(trace_id)
+        max_line = int(self.settings.trace_max_event_bytes)
+        budget = int(self.settings.trace_query_max_bytes)
+        max_chars = max(0, int(max_chars))
+        parts: list[str] = []
+        size = 0
+        current: str | None = None
+        truncated = False
+        try:
+            handle = open(path, "rb")  # noqa: SIM115 - closed below
+        except OSError:
+            return None
+        with handle:
+            scanned = 0
+            while size <= max_chars and scanned < budget:
+                raw = handle.readline(max_line + 1)
+                if not raw:
+                    break
+                scanned += len(raw)
+                if len(raw) > max_line and not raw.endswith(b"\n"):
+                    _skip_rest_of_line(handle)
+                    continue
+                try:
+                    entry = json.loads(raw)
+                except ValueError:
+                    continue
+                if not isinstance(entry, dict):
+                    continue
+                if entry.get("type") == "end":
+                    truncated = bool(entry.get("truncated"))
+                    continue
+                if entry.get("type") != "item":
+                    continue
+                field = str(entry.get("field", ""))
+                if field != current:
+                    header = f"\n## {field}\n" if parts else f"## {field}\n"
+                    parts.append(header)
+                    size += len(header)
+                    current = field
+                value = entry.get("value")
+                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+                if entry.get("index") is not None and entry.get("chunk", 0) == 0:
+                    text = f"- [{entry['index']}] {text}"
+                if entry.get("chunk") is None or entry.get("last", True):
+                    text += "\n"
+                parts.append(text)
+                size += len(text)
+        excerpt = "".join(parts)
+        if truncated:
+            excerpt += "\n[bundle truncated at capture]\n"
+        if len(excerpt) > max_chars:
+            excerpt = excerpt[:max_chars]
+        return redact(excerpt, self._secrets)
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _trace_row(row: Any) -> dict[str, Any]:
+    data = dict(row)
+    data["providers"] = json.loads(data.get("providers") or "[]")
+    data["models"] = json.loads(data.get("models") or "[]")
+    data["cached"] = bool(data.get("cached"))
+    return data
+
+
+def _line(obj: dict[str, Any]) -> bytes:
+    return (json.dumps(obj, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+
+
+def _items(field: str, value: Any, chunk_chars: int) -> list[dict[str, Any]]:
+    """Bundle lines for one content field: lists per element, long strings in chunks."""
+    if isinstance(value, list):
+        out: list[dict[str, Any]] = []
+        for index, element in enumerate(value):
+            out.extend(_chunks({"type": "item", "field": field, "index": index}, element, chunk_chars))
+        return out
+    return _chunks({"type": "item", "field": field}, value, chunk_chars)
+
+
+def _chunks(base: dict[str, Any], value: Any, chunk_chars: int) -> list[dict[str, Any]]:
+    if not isinstance(value, str):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+        if len(text) <= chunk_chars:
+            return [{**base, "value": value}]
+        base = {**base, "json": True}
+        value = text
+    if len(value) <= chunk_chars:
+        return [{**base, "value": value}]
+    pieces = [value[i : i + chunk_chars] for i in range(0, len(value), chunk_chars)]
+    return [
+        {**base, "chunk": n, "last": n == len(pieces) - 1, "value": piece}
+        for n, piece in enumerate(pieces)
+    ]
+
+
+def _cut_item(item: dict[str, Any], room: int) -> bytes | None:
+    """The longest prefix of a string item that fits in ``room`` bytes, marked truncated."""
+    value = item.get("value")
+    if not isinstance(value, str):
+        return None
+    shell = _line({**item, "value": "", "truncated": True, "last": True})
+    space = room - len(shell)
+    if space <= 0:
+        return None
+    # JSON escaping can grow a character to 6 bytes (or 4 for UTF-8); cut conservatively.
+    cut = value[: space // 6]
+    while cut:
+        encoded = _line({**item, "value": cut, "truncated": True, "last": True})
+        if len(encoded) <= room:
+            return encoded
+        cut = cut[: len(cut) * 3 // 4]
+    return None
+
+
+def _skip_rest_of_line(handle: Any) -> None:
+    while True:
+        rest = handle.readline(1 << 16)
+        if not rest or rest.endswith(b"\n"):
+            return

@@ -1,0 +1,51 @@
+"""What a tool handler receives besides its arguments."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ask_fable.core.app import App
+from ask_fable.core.modes.base import ModeContext, ModeOutcome
+from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
+
+
+@dataclass
+class ToolContext:
+    """The shared services plus this request's MCP context (None when called outside MCP)."""
+
+    app: App
+    mcp: Any | None = None
+
+    @property
+    def settings(self) -> Any:
+        """Current settings."""
+        return self.app.settings
+
+    async def progress(self, done: float, total: float | None, message: str) -> None:
+        """Send an MCP progress notification when the client asked for progress."""
+        if self.mcp is None:
+            return
+        try:
+            await self.mcp.report_progress(done, total, message)
+        except Exception:  # a client that went away must not fail the call
+            return
+
+    async def run(self, call: Call, runner: ModeRunner) -> dict[str, Any]:
+        """Run ``call`` through the pipeline with this request's progress reporting."""
+        return await Pipeline(self.app).run(call, runner, progress=self.progress)
+
+    async def elicit(self, message: str, schema: type) -> Any | None:
+        """Ask the user through MCP form elicitation; None when the client cannot."""
+        if self.mcp is None:
+            return None
+        caps = getattr(self.mcp, "client_capabilities", None)
+        if caps is None or getattr(caps, "elicitation", None) is None:
+            return None
+        try:
+            return await self.mcp.elicit(message=message, schema=schema)
+        except Exception:
+            return None
+
+
+__all__ = ["Call", "ModeContext", "ModeOutcome", "ToolContext"]

@@ -1,0 +1,420 @@
+"""Shell commands generated from the registry: one per tool, calling it through the MCP server.
+
+Naming: ``ask_*`` tools drop the prefix (``ask_council`` → ``council``), ``ask_fable_help`` is
+``help``, and tools sharing a first word with another tool nest under it (``trace_list`` →
+``trace list``, ``context_write`` → ``context write``); the rest swap ``_`` for ``-``.
+
+Arguments come from each tool's input schema: required text/number fields are positionals in
+declaration order, every other field is a ``--flag`` (lists comma-separated, booleans
+``--x/--no-x``, objects as JSON). A text value ``@path`` reads that file and ``@-`` reads stdin.
+
+Calls run in-process through ``mcp.Client(build_server(...))``, so a command behaves exactly like
+the same tool called by an MCP client: same validation, pipeline, result and errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from ask_fable.surface.registry import ToolSpec, input_schema
+
+#: Explicit command names where the general rule reads badly.
+OVERRIDES: dict[str, tuple[str, ...]] = {"ask_fable_help": ("help",)}
+#: First words that never become a command group.
+FLAT_PREFIXES: frozenset[str] = frozenset({"ask", "list", "configure", "reset"})
+#: Flags the generated commands own themselves; a field with one of these names gets ``--arg-<name>``.
+RESERVED_FLAGS: frozenset[str] = frozenset({"json", "help", "toolsets", "quiet", "h"})
+#: Result fields printed as the body of the readable output, first present wins.
+BODY_FIELDS: tuple[str, ...] = ("answer", "text", "value", "bundle", "report")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tool argument as a command-line parameter."""
+
+    field: str
+    kind: str  # str | int | float | bool | list | str_or_list | json
+    required: bool
+    positional: bool
+    choices: tuple[Any, ...] | None
+    help: str
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination (namespaced so it never collides with global options)."""
+        return f"arg__{self.field}"
+
+    @property
+    def flag(self) -> str:
+        """The ``--flag`` spelling."""
+        name = self.field.replace("_", "-")
+        return f"--arg-{name}" if self.field in RESERVED_FLAGS else f"--{name}"
+
+
+def command_paths(specs: Sequence[ToolSpec]) -> dict[str, tuple[str, ...]]:
+    """Tool name → command words (``("council",)``, ``("trace", "list")``)."""
+    first_words: dict[str, int] = {}
+    for spec in specs:
+        head = spec.name.split("_", 1)[0]
+        first_words[head] = first_words.get(head, 0) + 1
+    paths: dict[str, tuple[str, ...]] = {}
+    for spec in specs:
+        name = spec.name
+        if name in OVERRIDES:
+            paths[name] = OVERRIDES[name]
+            continue
+        head, _, rest = name.partition("_")
+        if head == "ask" and rest:
+            paths[name] = (rest.replace("_", "-"),)
+        elif rest and head not in FLAT_PREFIXES and first_words.get(head, 0) >= 2:
+            paths[name] = (head, rest.replace("_", "-"))
+        else:
+            paths[name] = (name.replace("_", "-"),)
+    return paths
+
+
+def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        return _resolve(defs.get(ref.split("/")[-1], {}), defs)
+    return node
+
+
+def _types(node: dict[str, Any], defs: dict[str, Any]) -> tuple[set[str], list[Any]]:
+    node = _resolve(node, defs)
+    types: set[str] = set()
+    enum: list[Any] = list(node.get("enum", []))
+    declared = node.get("type")
+    if isinstance(declared, str):
+        types.add(declared)
+    elif isinstance(declared, list):
+        types.update(str(t) for t in declared)
+    if "const" in node:
+        enum.append(node["const"])
+        types.add("string" if isinstance(node["const"], str) else "object")
+    for option in node.get("anyOf", []) + node.get("oneOf", []):
+        sub_types, sub_enum = _types(option, defs)
+        types |= sub_types
+        enum += sub_enum
+    if enum and not types:
+        types.add("string")
+    types.discard("null")
+    return types, [value for value in enum if value is not None]
+
+
+def _kind(types: set[str]) -> str:
+    if types == {"boolean"}:
+        return "bool"
+    if types == {"integer"}:
+        return "int"
+    if types and types <= {"integer", "number"}:
+        return "float"
+    if types == {"array"}:
+        return "list"
+    if types == {"string", "array"}:
+        return "str_or_list"
+    if types == {"string"}:
+        return "str"
+    return "json"
+
+
+def tool_params(spec: ToolSpec) -> list[Param]:
+    """The command-line parameters of one tool, derived from its input schema."""
+    schema = input_schema(spec)
+    defs = schema.get("$defs", {})
+    required = set(schema.get("required", []))
+    params = []
+    for field, node in schema.get("properties", {}).items():
+        types, enum = _types(node, defs)
+        kind = _kind(types)
+        is_required = field in required
+        description = str(_resolve(node, defs).get("description") or node.get("description") or "")
+        params.append(Param(
+            field=field, kind=kind, required=is_required,
+            positional=is_required and kind in ("str", "int", "float") and not enum,
+            choices=tuple(enum) if enum else None,
+            help=description.replace("%", "%%"),
+        ))
+    return params
+
+
+def _add_param(parser: argparse.ArgumentParser, param: Param) -> None:
+    helptext = param.help
+    if param.kind in ("list", "str_or_list"):
+        helptext += " (comma-separated)"
+    elif param.kind == "json":
+        helptext += " (JSON)"
+    if param.positional:
+        parser.add_argument(param.dest, metavar=param.field.upper(), help=helptext)
+        return
+    if param.kind == "bool":
+        parser.add_argument(param.flag, dest=param.dest, action=argparse.BooleanOptionalAction,
+                            default=None, help=helptext)
+        return
+    choices = [c for c in param.choices if isinstance(c, str)] if param.choices else None
+    parser.add_argument(param.flag, dest=param.dest, default=None, required=param.required,
+                        choices=choices or None, metavar=None if choices else param.field.upper(),
+                        help=helptext)
+
+
+def _summary(description: str, limit: int = 80) -> str:
+    """The first sentence of a description, for the command list (``%`` escaped for argparse)."""
+    first = description.strip().splitlines()[0]
+    end = first.find(". ")
+    text = first[: end + 1] if end != -1 else first
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    return text.replace("%", "%%")
+
+
+def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[str]) -> dict[str, ToolSpec]:
+    """Add one subcommand per tool (nested for groups); returns command key → spec.
+
+    ``reserved`` holds command words already taken by built-in verbs; a tool whose command would
+    collide keeps its raw tool name instead.
+    """
+    groups: dict[str, Any] = {}
+    table: dict[str, ToolSpec] = {}
+    paths = command_paths(specs)
+    for spec in specs:
+        path = paths[spec.name]
+        if path[0] in reserved:
+            path = (spec.name,)
+        summary = _summary(spec.description or spec.name)
+        if len(path) == 1:
+            parser = subparsers.add_parser(path[0], help=summary, description=spec.description)
+        else:
+            group = groups.get(path[0])
+            if group is None:
+                group_parser = subparsers.add_parser(path[0], help=f"{path[0]} tools")
+                group = group_parser.add_subparsers(dest="tool_sub", metavar="ACTION", required=True)
+                groups[path[0]] = group
+            parser = group.add_parser(path[1], help=summary, description=spec.description)
+        for param in tool_params(spec):
+            _add_param(parser, param)
+        parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
+        parser.set_defaults(tool_name=spec.name)
+        table[spec.name] = spec
+    return table
+
+
+# --- values --------------------------------------------------------------------------------------
+
+
+def _text_value(value: str) -> str:
+    if value == "@-":
+        return sys.stdin.read()
+    if value.startswith("@") and len(value) > 1:
+        path = Path(value[1:]).expanduser()
+        if path.is_file():
+            return path.read_text(encoding="utf-8", errors="replace")
+    return value
+
+
+def _split(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def convert(param: Param, raw: Any) -> Any:
+    """Turn one command-line value into the JSON value the tool expects."""
+    if raw is None or param.kind == "bool":
+        return raw
+    text = str(raw)
+    if param.kind == "int":
+        return int(text)
+    if param.kind == "float":
+        return float(text)
+    if param.kind == "list":
+        stripped = text.strip()
+        if stripped.startswith("["):
+            return json.loads(stripped)
+        return _split(_text_value(text) if text.startswith("@") else text)
+    if param.kind == "str_or_list":
+        parts = _split(text)
+        return parts if len(parts) > 1 else (parts[0] if parts else "")
+    if param.kind == "json":
+        try:
+            return json.loads(_text_value(text))
+        except ValueError:
+            return text
+    return _text_value(text)
+
+
+def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, Any]:
+    """The tool's arguments from parsed command-line values (unset fields are left to defaults)."""
+    out: dict[str, Any] = {}
+    for param in tool_params(spec):
+        raw = getattr(namespace, param.dest, None)
+        if raw is not None:
+            out[param.field] = convert(param, raw)
+    return out
+
+
+# --- calling -------------------------------------------------------------------------------------
+
+
+class ProgressDisplay:
+    """A live status line on a terminal (elapsed time + latest message); plain lines otherwise."""
+
+    def __init__(self, stream: TextIO | None = None, *, enabled: bool = True) -> None:
+        self.stream = stream or sys.stderr
+        self.enabled = enabled
+        self.tty = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
+        self.started = time.monotonic()
+        self.message = ""
+        self._drawn = False
+
+    async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """MCP progress callback."""
+        if not self.enabled or not message or message == self.message:
+            return
+        self.message = message
+        if self.tty:
+            self.draw()
+        else:
+            print(f"… {message}", file=self.stream, flush=True)
+
+    def draw(self) -> None:
+        """Redraw the status line (terminal only)."""
+        if not self.tty:
+            return
+        elapsed = time.monotonic() - self.started
+        line = f"\r\x1b[2K⏳ {elapsed:5.1f}s  {self.message}"[:200]
+        self.stream.write(line)
+        self.stream.flush()
+        self._drawn = True
+
+    def clear(self) -> None:
+        """Erase the status line before the result is printed."""
+        if self._drawn:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._drawn = False
+
+    async def tick(self) -> None:
+        """Keep the elapsed time moving on a terminal while a call runs."""
+        import anyio
+
+        if not self.tty:
+            return
+        await anyio.sleep(1.0)
+        while True:
+            self.draw()
+            await anyio.sleep(0.25)
+
+
+async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[str] = ("all",),
+                    progress: ProgressDisplay | None = None) -> dict[str, Any]:
+    """Call one tool in-process through the MCP server and return its structured result."""
+    import anyio
+    from mcp import Client
+
+    from ask_fable.surface.server import build_server
+
+    server = build_server(toolsets=list(toolsets))
+    display = progress or ProgressDisplay(enabled=False)
+    async with Client(server) as client, anyio.create_task_group() as group:
+        group.start_soon(display.tick)
+        try:
+            result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
+        finally:
+            group.cancel_scope.cancel()
+            display.clear()
+    payload = result.structured_content
+    if payload is None:
+        text = "".join(getattr(block, "text", "") for block in result.content)
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = {"status": "error" if result.is_error else "ok", "text": text}
+    return dict(payload)
+
+
+# --- output --------------------------------------------------------------------------------------
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render(payload: dict[str, Any]) -> str:
+    """A readable rendering of a tool result: its main text, then the other fields."""
+    status = payload.get("status")
+    lines: list[str] = []
+    if status == "error":
+        lines.append(f"error [{payload.get('kind', 'error')}]: {payload.get('detail', '')}")
+    elif status == "refused":
+        lines.append(f"refused ({payload.get('stage', '?')}): {payload.get('reason', '')}")
+    shown = {"status", "kind", "detail"} if status in ("error", "refused") else {"status"}
+    if status == "refused":
+        shown |= {"stage", "reason"}
+    for field in BODY_FIELDS:
+        value = payload.get(field)
+        if isinstance(value, str) and value.strip():
+            lines.append(value.rstrip())
+            shown.add(field)
+            break
+    details: list[str] = []
+    for key, value in payload.items():
+        if key in shown or value is None or value == [] or value == {}:
+            continue
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            details.append(f"{key}:")
+            details += [f"  - {_short(_compact(item), 200)}" for item in value[:50]]
+            if len(value) > 50:
+                details.append(f"  … {len(value) - 50} more")
+        elif isinstance(value, dict) and all(isinstance(v, list) for v in value.values()):
+            details.append(f"{key}:")
+            for group, items in value.items():
+                details.append(f"  {group}:")
+                details += [f"    {_short(item, 200)}" for item in items]
+        else:
+            details.append(f"{key}: {_short(value)}")
+    if details:
+        if lines:
+            lines.append("")
+        lines += details
+    if status not in ("ok", "error", "refused", None):
+        lines.append(f"status: {status}")
+    return "\n".join(lines) if lines else f"status: {status}"
+
+
+def _compact(item: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={_short(v, 60)}" for k, v in item.items() if v not in (None, [], {}, ""))
+
+
+def exit_code(payload: dict[str, Any]) -> int:
+    """0 for an answer (including needs_context), 1 for an error or a refusal."""
+    return 1 if payload.get("status") in ("error", "refused") else 0
+
+
+def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bool = False) -> int:
+    """Run a generated command: call the tool, print its result, return the exit code."""
+    import logging
+
+    import anyio
+
+    for noisy in ("mcp", "httpx2", "httpx"):  # the server configures INFO logging; a shell wants results
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    arguments = arguments_from(namespace, spec)
+    display = ProgressDisplay(enabled=not quiet)
+    try:
+        payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display))
+    except KeyboardInterrupt:
+        print("ask-fable: interrupted", file=sys.stderr)
+        return 130
+    if getattr(namespace, "json", False):
+        print(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        stream = sys.stderr if payload.get("status") == "error" else sys.stdout
+        print(render(payload), file=stream)
+    return exit_code(payload)

@@ -1,0 +1,180 @@
+"""One table of tools: each declared once with its family, schemas, annotations and handler.
+
+The MCP server, the human CLI, the docs inventory and the drift tests all read this table.
+Tool modules under :mod:`ask_fable.surface.tools` each export ``TOOLS: list[ToolSpec]``; they
+import nothing heavy at module level, so building the table is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from ask_fable.contract import ToolResult
+
+#: Tool families, in the order they are listed. Toolsets are built from them.
+FAMILIES: dict[str, str] = {
+    "core": "the four reasoning modes with Fable, plus help",
+    "single": "one named model: Opus 5, MiniMax, Gemini, Codex, Grok, Kimi, GLM, DeepSeek, Atlas, "
+    "OpenRouter, Ollama",
+    "councils": "provider-only councils (Ollama, Atlas, OpenRouter)",
+    "catalogs": "model catalogs and persisted council / tracing choices",
+    "context": "the shared context bus",
+    "observability": "traces, stats and backend diagnosis",
+    "hub": "the cross-instance session hub",
+}
+
+TOOL_MODULES: tuple[str, ...] = (
+    "ask_fable.surface.tools.help",
+    "ask_fable.surface.tools.claude_tools",
+    "ask_fable.surface.tools.modes",
+    "ask_fable.surface.tools.cli_models",
+    "ask_fable.surface.tools.http_models",
+    "ask_fable.surface.tools.context",
+    "ask_fable.surface.tools.observability",
+    "ask_fable.surface.tools.hub",
+    "ask_fable.surface.tools.diagnose",
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool's whole declaration.
+
+    ``handler(args, ctx)`` receives the validated ``args`` model and a
+    :class:`ask_fable.surface.context.ToolContext`; it returns a dict (or model) that validates
+    against ``result``.
+    """
+
+    name: str
+    family: str
+    description: str
+    args: type[BaseModel]
+    result: type[ToolResult]
+    handler: Callable[[Any, Any], Awaitable[dict[str, Any] | BaseModel]]
+    read_only: bool = False
+    destructive: bool = False
+    idempotent: bool = False
+    open_world: bool = True
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.family not in FAMILIES:
+            raise ValueError(f"tool {self.name!r} has unknown family {self.family!r}")
+
+
+def all_tools() -> list[ToolSpec]:
+    """Every declared tool, in family order then declaration order."""
+    specs: list[ToolSpec] = []
+    for module_name in TOOL_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        specs.extend(module.TOOLS)
+    order = list(FAMILIES)
+    names: set[str] = set()
+    for spec in specs:
+        if spec.name in names:
+            raise ValueError(f"tool {spec.name!r} is declared twice")
+        names.add(spec.name)
+    return sorted(specs, key=lambda s: order.index(s.family))
+
+
+_SIMPLE_KEYS = {"type", "items", "enum"}
+
+
+def _merge_simple_any_of(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf`` of plain-typed arms (string, array of strings, null…) becomes one ``type`` list."""
+    arms = node.get("anyOf")
+    if not isinstance(arms, list) or not all(isinstance(a, dict) and set(a) <= _SIMPLE_KEYS for a in arms):
+        return node
+    types: list[str] = []
+    merged: dict[str, Any] = {}
+    for arm in arms:
+        kind = arm.get("type")
+        if not isinstance(kind, str) or kind in types or ("items" in arm and "items" in merged):
+            return node
+        if "enum" in arm:
+            if "enum" in merged:
+                return node
+            merged["enum"] = list(arm["enum"])
+        if "items" in arm:
+            merged["items"] = arm["items"]
+        types.append(kind)
+    if "enum" in merged and "null" in types:
+        merged["enum"].append(None)
+    out = {k: v for k, v in node.items() if k != "anyOf"}
+    return {**merged, "type": types if len(types) > 1 else types[0], **out}
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop titles and null defaults, merge simple ``anyOf`` arms: same meaning, fewer bytes."""
+
+    def walk(node: Any, *, in_properties: bool = False) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if in_properties:
+            return {key: walk(value) for key, value in node.items()}
+        out = {
+            key: walk(value, in_properties=key in ("properties", "$defs"))
+            for key, value in node.items()
+            if key != "title" and not (key == "default" and value is None)
+        }
+        return _merge_simple_any_of(out)
+
+    return walk(schema)
+
+
+def _lean_type(prop: dict[str, Any], nullable: bool) -> dict[str, Any]:
+    """One property of a lean output schema: its JSON type(s) and small enums, nothing nested."""
+    arms = prop.get("anyOf", [prop])
+    types: list[str] = []
+    enum: list[Any] | None = None
+    for arm in arms:
+        kind = "object" if "$ref" in arm else arm.get("type", "object")
+        for k in kind if isinstance(kind, list) else [kind]:
+            if k == "null" and not nullable:
+                continue
+            if k not in types:
+                types.append(k)
+        if "enum" in arm and len(arms) <= 2:
+            enum = [v for v in arm["enum"] if v is not None or nullable]
+    lean: dict[str, Any] = {"type": types[0] if len(types) == 1 else types}
+    if enum is not None and len(enum) <= 6:
+        lean["enum"] = [*enum, None] if nullable and None not in enum else enum
+    return lean
+
+
+def lean_output_schema(model: type[ToolResult]) -> dict[str, Any]:
+    """The top level of a result model: each field's type, nested shapes left to the server.
+
+    Tool results are validated in full on the server (pydantic, unknown fields forbidden);
+    the published schema stays small because every listed tool costs the client context.
+    """
+    full = model.model_json_schema()
+    nullable = getattr(model, "NULLABLE_FIELDS", frozenset())
+    properties = {
+        name: _lean_type(prop, name in nullable) for name, prop in full.get("properties", {}).items()
+    }
+    return {"type": "object", "properties": properties, "required": full.get("required", ["status"])}
+
+
+def input_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments (the model's docstring is not repeated: the tool has one)."""
+    schema = compact_schema(spec.args.model_json_schema())
+    schema.pop("description", None)
+    return schema
+
+
+def output_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The JSON schema of a tool's structured result."""
+    return lean_output_schema(spec.result)

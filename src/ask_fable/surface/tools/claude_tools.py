@@ -1,0 +1,178 @@
+"""ask (Fable) and ask_opus5 (Opus 5) with multi-turn sessions, and reset_session.
+
+Each tool keeps its own conversations (namespace ``fable`` or ``opus5``) keyed by ``session``;
+a follow-up turn goes to the session's still-running Claude Code process. The pipeline does the
+rest (guard, context_ref, sidecar, follow-up, context_exhausted, audit, trace, hub).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_fable.contract import AnswerResult, DataResult
+from ask_fable.core.modes.base import ModeContext, ModeOutcome, outcome_error
+from ask_fable.core.pipeline import Call
+from ask_fable.core.prompts import system_prompt, user_prompt
+from ask_fable.errors import BadArgs
+from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.common import AskArgs
+
+#: reset_session's ``model`` → the namespace of the tool whose conversations it clears.
+NAMESPACES: dict[str, str] = {
+    "fable": "fable", "ask": "fable",
+    "opus5": "opus5", "opus": "opus5", "opus-5": "opus5", "ask_opus5": "opus5",
+}
+
+
+class SessionAskArgs(AskArgs):
+    """Arguments of ask and ask_opus5."""
+
+    session: str = Field(
+        "default", min_length=1, max_length=200,
+        description="Conversation key: reuse it for follow-ups, pick a new one for a new topic.",
+    )
+    reset: bool = Field(False, description="Start this session over before asking.")
+
+
+class ResetSessionArgs(BaseModel):
+    """Arguments of reset_session."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session: str = Field("default", min_length=1, max_length=200, description="The session key to clear.")
+    model: str = Field("fable", description='Whose conversation: "fable" (ask) or "opus5" (ask_opus5).')
+    save: bool = Field(True, description="Dump the transcript to the sessions directory before clearing.")
+
+
+class ResetSessionResult(DataResult):
+    """What reset_session cleared and where the transcript went."""
+
+    session: str | None = None
+    model: str | None = None
+    turns: int | None = None
+    cleared: bool | None = None
+    saved: str | None = None
+    sessions: list[str] | None = Field(
+        None, description="the sessions this model has, when the key is unknown"
+    )
+
+
+async def _ask_session(
+    ctx: ToolContext, tool: str, namespace: str, token: str, args: SessionAskArgs
+) -> dict[str, Any]:
+    sessions = ctx.app.claude_sessions
+    key = args.session.strip() or "default"
+
+    async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
+        oracle = sessions.oracle(namespace, key, token, reset=args.reset, question=question)
+        await mctx.progress(0, 1, f"asking {oracle.token} (session {key})")
+        request = mctx.request(system_prompt(), user_prompt(question, context))
+        outcome = await mctx.call_oracle(oracle, request)
+        await mctx.progress(1, 1, f"{oracle.token} {outcome.status}")
+        if outcome.status not in ("ok", "refused") or outcome.reply is None:
+            raise outcome_error(outcome)
+        return ModeOutcome(
+            text=outcome.reply.text,
+            model=outcome.model,
+            reply=outcome.reply,
+            provider=oracle.provider,
+            fields={"turn": len(sessions.transcript(namespace, key))},
+        )
+
+    call = Call(
+        tool=tool,
+        question=args.question,
+        context=args.context,
+        context_ref=args.context_ref,
+        session=key,
+        mode="ask",
+        session_state=sessions.session_state(namespace, key),
+        echo={"session": key},
+    )
+    return await ctx.run(call, runner)
+
+
+async def ask(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Fable, multi-turn."""
+    return await _ask_session(ctx, "ask", "fable", "fable", args)
+
+
+async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Opus 5, multi-turn."""
+    return await _ask_session(ctx, "ask_opus5", "opus5", "opus", args)
+
+
+async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Dump (when ``save``) and clear one conversation of ask or ask_opus5."""
+    namespace = NAMESPACES.get(args.model.strip().lower())
+    if namespace is None:
+        raise BadArgs(f"model must be 'fable' (ask) or 'opus5' (ask_opus5), not {args.model!r}")
+    sessions = ctx.app.claude_sessions
+    key = args.session.strip() or "default"
+    if not sessions.exists(namespace, key):
+        known = sorted(
+            s["key"] for s in sessions.list_sessions() if s["namespace"] == namespace and s["turns"]
+        )
+        return {
+            "status": "error", "kind": "bad_args", "session": key, "model": namespace, "sessions": known,
+            "detail": f"there is no {namespace} session named {key!r} in this server process",
+            "hint": "reset_session clears a session that ask / ask_opus5 used; `sessions` lists them.",
+        }
+    turns = await sessions.reset(namespace, key)
+    result: dict[str, Any] = {"status": "ok", "session": key, "model": namespace, "turns": len(turns),
+                              "cleared": True}
+    if args.save and turns:
+        from ask_fable.stores.answers import save_transcript
+
+        path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, f"{namespace}_{key}", turns)
+        result["saved"] = str(path)
+    return result
+
+
+_SESSION_HELP = (
+    "Reuse the same `session` for follow-ups (the conversation is kept server-side); a new key or "
+    "reset=true starts a new topic. Pass big reusable context by `context_ref` (keys stored with "
+    "context_write). When the model needs more, the result carries a `followup` saying what to paste."
+)
+
+TOOLS = [
+    ToolSpec(
+        name="ask",
+        family="core",
+        description="Guarded reasoning from Fable (newest Fable model), with multi-turn sessions.\n"
+        + _SESSION_HELP,
+        args=SessionAskArgs,
+        result=AnswerResult,
+        handler=ask,
+        read_only=True,
+        open_world=True,
+    ),
+    ToolSpec(
+        name="ask_opus5",
+        family="single",
+        description="The same as ask on Claude Opus 5 (claude-opus-5): about half Fable's price and faster.\n"
+        + _SESSION_HELP
+        + " Sessions are separate from ask's.",
+        args=SessionAskArgs,
+        result=AnswerResult,
+        handler=ask_opus5,
+        read_only=True,
+        open_world=True,
+    ),
+    ToolSpec(
+        name="reset_session",
+        family="core",
+        description="Clear one ask / ask_opus5 conversation (model='fable' or 'opus5'), first saving its "
+        "transcript as Markdown under the sessions directory when save=true.",
+        args=ResetSessionArgs,
+        result=ResetSessionResult,
+        handler=reset_session,
+        destructive=True,
+        idempotent=False,
+        open_world=False,
+    ),
+]

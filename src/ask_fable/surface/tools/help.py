@@ -1,0 +1,127 @@
+"""``ask_fable_help``: the server's manual on demand — local, instant, no model call."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_fable.contract import DataResult
+from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
+
+Topic = Literal[
+    "all", "tools", "modes", "tokens", "context", "refusals", "councils", "sidecar", "tracing", "config"
+]
+
+TOPICS: dict[str, str] = {
+    "modes": """\
+Four ways to reason, cheapest first:
+- ask / ask_opus5: one model with memory. Reuse `session` for follow-ups; `reset=true` starts over.
+- ask_council: several models answer in parallel, a synthesizer reconciles them. Check `quorum`
+  (answered/asked), `degraded` and `consensus` (strong|partial|divergent|unknown) before trusting it.
+- ask_chain: an ordered pipeline ("m3 > glm > fable"): the first stage drafts, middle stages critique,
+  the last decides. `recommendation_drift` shows whether later stages changed their minds.
+- ask_debate: a proposer states claims, an opponent contests each, the proposer revises, a third model
+  rules. The most expensive mode: keep it for contentious, hard-to-reverse decisions.""",
+    "tokens": """\
+Model tokens (councils, chains, debates): fable (newest Fable), fable51 (pinned claude-fable-5-1),
+opus (also opus5, opus-5), minimax (m3), gemini, codex (gpt), glm, deepseek, grok, kimi,
+ollama:<id>, atlas:<id>, openrouter:<id>. The group `twin` (twins, twin flames, twin-flame,
+twin_flames) means fable + opus and is accepted wherever a list is taken, never in a single slot.
+Tiers: default (fable + minimax, + deepseek when its key is set), twin, middle (+ opus, glm, gemini,
+codex, grok, kimi), full (+ the configured Ollama council).""",
+    "context": """\
+Store large material once with context_write(key, value, description) — or context_pack(key, paths)
+to bundle files under ASK_FABLE_PROJECT_ROOT — then pass context_ref=<key> (or a list) to any ask
+tool or mode. Results echo context_ref_resolved / context_ref_missing; if every key is missing and no
+other context was given, the result is status needs_context with did_you_mean and no model is called.
+context_list shows what is stored (metadata only); context_read and context_delete do the rest.""",
+    "refusals": """\
+The guard refuses before any model call when a question is empty, shorter than ASK_FABLE_MIN_LEN,
+longer than ASK_FABLE_MAX_LEN, or matches the prohibited-use list (offensive tooling, biology
+dual-use). Security-related engineering is fine: ask how to fix, harden, detect or test your own
+code. Ambiguous words in ordinary phrases ("request payload") are neutralized first; add your own
+benign phrases with ASK_FABLE_ALLOWLIST_FILE. A model may also answer `REFUSED: <reason>`, which
+comes back as status refused, stage model. Reframe around the engineering decision in front of you.""",
+    "councils": """\
+Provider councils: ask_ollama_council (Ollama Cloud models), ask_atlas_council and
+ask_openrouter_council (one key, many labs; adjudicated by the local codex CLI, then the provider's
+GPT model, then Fable). Pick members with list_ollama_models / list_atlas_models(task=...) /
+list_openrouter_models(task=...), then persist them with configure_ollama_council,
+configure_atlas_council or configure_openrouter_council (written to the config file, which
+overrides environment variables).""",
+    "sidecar": """\
+Every answer ends with a machine-readable sidecar: {recommendation: apply|investigate|reject|
+needs_more_context, confidence: high|medium|low, needs_context: [...]} (null when the model gave
+none). When the model needs more, `followup` lists what to paste, how, and what is likely already
+there. After ASK_FABLE_MAX_NEEDS_CONTEXT consecutive requests for more on one session, ask returns
+status context_exhausted with its best-effort answer.""",
+    "tracing": """\
+Every call returns a trace_id. trace_list(limit, tool, status, provider, session, project, before)
+finds calls; trace_get(trace_id, include_content, max_chars) shows the ordered timeline. Safe mode
+(default) stores metadata only; configure_tracing(trace_mode="full") also stores redacted, size-capped
+content bundles and saves answers. stats(window, by) aggregates the audit log; diagnose shows which
+backends are configured and how to enable the rest.""",
+    "config": """\
+Settings come from the config file (ASK_FABLE_CONFIG_FILE, default ~/.config/ask_fable/config.json),
+then ASK_FABLE_* environment variables, then defaults. Keys for HTTP backends: ASK_FABLE_GLM_API_KEY,
+ASK_FABLE_DEEPSEEK_API_KEY, ASK_FABLE_ATLAS_API_KEY, ASK_FABLE_OPENROUTER_API_KEY. CLI backends reuse
+their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login.""",
+}
+
+
+class HelpArgs(BaseModel):
+    """Arguments of ask_fable_help."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    topic: Topic = Field("all", description="One topic, or all of them.")
+
+
+class HelpResult(DataResult):
+    """The manual text and the topics it accepts."""
+
+    topic: str | None = None
+    text: str | None = None
+    topics: list[str] | None = None
+    tools: dict[str, list[str]] | None = None
+
+
+def tool_inventory() -> dict[str, list[str]]:
+    """Every tool by family, one ``name — first line of its description`` entry each."""
+    inventory: dict[str, list[str]] = {family: [] for family in FAMILIES}
+    for spec in all_tools():
+        inventory[spec.family].append(f"{spec.name} — {spec.description.splitlines()[0]}")
+    return {family: lines for family, lines in inventory.items() if lines}
+
+
+async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> dict[str, object]:
+    """Return one topic of the manual (or all), plus the tool inventory for ``tools``/``all``."""
+    names = list(TOPICS) if args.topic in ("all", "tools") else [args.topic]
+    text = "\n\n".join(f"## {name}\n{TOPICS[name]}" for name in names if name in TOPICS)
+    result: dict[str, object] = {
+        "status": "ok",
+        "topic": args.topic,
+        "text": text if args.topic != "tools" else "",
+        "topics": ["all", "tools", *TOPICS],
+    }
+    if args.topic in ("all", "tools"):
+        result["tools"] = tool_inventory()
+    return result
+
+
+TOOLS = [
+    ToolSpec(
+        name="ask_fable_help",
+        family="core",
+        description="The manual: modes, model tokens, context bus, refusals, councils, tracing, "
+        "settings and the full tool list. Local and free.",
+        args=HelpArgs,
+        result=HelpResult,
+        handler=ask_fable_help,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
+    ),
+]

@@ -1,0 +1,289 @@
+"""Single-model tools on HTTP APIs (GLM, DeepSeek, Atlas Cloud, OpenRouter, Ollama) and their catalogs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from ask_fable.contract import AnswerResult, DataResult
+from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, run_single_tool
+
+EFFORT_VALUES = ("quick", "standard", "deep")
+
+
+class OllamaArgs(AskArgs):
+    """Arguments of ask_ollama."""
+
+    model: str | None = Field(
+        None, description="An Ollama model id such as gpt-oss:120b-cloud (default ASK_FABLE_OLLAMA_MODEL)."
+    )
+
+
+class CatalogArgs(BaseModel):
+    """Arguments of list_atlas_models and list_openrouter_models."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refresh: bool = Field(True, description="Fetch the live catalog (false: no network, cached data only).")
+    task: str = Field("", description="What the model is for; ranks a provider-diverse shortlist for it.")
+    limit: int = Field(5, description="Shortlist size, clamped to 2–8.")
+    interactive: bool = Field(
+        True, description="Offer a native model + effort picker when the client supports form elicitation."
+    )
+
+
+class OllamaCatalogArgs(BaseModel):
+    """Arguments of list_ollama_models."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    refresh: bool = Field(True, description="Fetch the live lists (false: no network, cached data only).")
+
+
+class Selection(BaseModel):
+    """What the user chose in the native picker."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: str = Field(description="accept, decline or cancel")
+    model: str | None = None
+    effort: str | None = None
+
+
+class CatalogResult(DataResult):
+    """A ranked catalog shortlist with its picker (and the user's selection when one was made)."""
+
+    provider: str | None = None
+    source: str | None = None
+    cached: bool | None = None
+    fetched: bool | None = None
+    stale: bool | None = None
+    warning: str | None = None
+    age_s: float | None = None
+    count: int | None = None
+    task: str | None = None
+    ranking: str | None = None
+    limit: int | None = None
+    models: list[dict[str, Any]] | None = None
+    picker: dict[str, Any] | None = None
+    selection: Selection | None = None
+    note: str | None = None
+
+
+class OllamaCatalogResult(DataResult):
+    """The Ollama cloud catalog, the locally pulled models and the configured council."""
+
+    reachable: bool | None = None
+    available_cloud: list[str] | None = None
+    pulled_local: list[str] | None = None
+    configured_council: list[str] | None = None
+    default_model: str | None = None
+    base_url: str | None = None
+    config_file: str | None = None
+    catalog_error: str | None = None
+    local_error: str | None = None
+    note: str | None = None
+
+
+# --- ask tools ---------------------------------------------------------------------------------------
+
+
+async def ask_glm(args: AskArgs, ctx: ToolContext) -> dict[str, Any]:
+    """GLM through Z.ai's Anthropic-compatible endpoint."""
+    from ask_fable.backends.http_oracles import make_glm_oracle
+
+    return await run_single_tool(ctx, "ask_glm", args, make_glm_oracle)
+
+
+async def ask_deepseek(args: AskArgs, ctx: ToolContext) -> dict[str, Any]:
+    """DeepSeek through its Anthropic-compatible endpoint."""
+    from ask_fable.backends.http_oracles import make_deepseek_oracle
+
+    return await run_single_tool(ctx, "ask_deepseek", args, make_deepseek_oracle)
+
+
+async def ask_atlas(args: AskWithModelArgs, ctx: ToolContext) -> dict[str, Any]:
+    """An Atlas Cloud model over the OpenAI chat shape (xai/grok-* → local grok CLI)."""
+    from ask_fable.backends.http_oracles import make_atlas_oracle
+
+    def build(settings: Any) -> Any:
+        return make_atlas_oracle(settings, model=args.model, effort=args.effort)
+
+    return await run_single_tool(ctx, "ask_atlas", args, build, effort=args.effort)
+
+
+async def ask_openrouter(args: AskWithModelArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Any OpenRouter model on one key, effort clamped to the model, real dollar cost reported."""
+    from ask_fable.backends.http_oracles import make_openrouter_oracle
+
+    def build(settings: Any) -> Any:
+        return make_openrouter_oracle(settings, model=args.model, effort=args.effort)
+
+    return await run_single_tool(ctx, "ask_openrouter", args, build, effort=args.effort)
+
+
+async def ask_ollama(args: OllamaArgs, ctx: ToolContext) -> dict[str, Any]:
+    """One Ollama model through the local daemon (or a remote endpoint with a key)."""
+    from ask_fable.backends.http_oracles import make_ollama_oracle
+
+    def build(settings: Any) -> Any:
+        return make_ollama_oracle(settings, model=args.model)
+
+    return await run_single_tool(ctx, "ask_ollama", args, build)
+
+
+# --- catalogs ----------------------------------------------------------------------------------------
+
+
+def _choice_field(options: list[dict[str, Any]], default: str | None, title: str, description: str) -> Any:
+    one_of = [{"const": o["value"], "title": f"{o['label']} — {o['description']}" if o.get("description")
+               else o["label"]} for o in options]
+    return (str, Field(default=default or options[0]["value"], title=title, description=description,
+                       json_schema_extra={"oneOf": one_of}))
+
+
+def picker_form(picker: dict[str, Any]) -> type[BaseModel]:
+    """The elicitation form for a picker: a model select (when there are models) and an effort select."""
+    fields: dict[str, Any] = {}
+    if picker.get("models"):
+        fields["model"] = _choice_field(picker["models"], picker.get("default_model"), "Model",
+                                        "The model to ask")
+    fields["effort"] = _choice_field(picker["efforts"], picker.get("default_effort"), "Effort",
+                                     "How hard the model should reason")
+    return create_model("ModelPicker", **fields)
+
+
+async def _offer_picker(ctx: ToolContext, picker: dict[str, Any]) -> Selection | None:
+    """Show the native picker; ``None`` when the client cannot elicit."""
+    answer = await ctx.elicit(picker.get("title") or "Choose a model and effort", picker_form(picker))
+    if answer is None:
+        return None
+    action = getattr(answer, "action", "cancel")
+    if action != "accept":
+        return Selection(action=action)
+    data = answer.data
+    model = getattr(data, "model", None)
+    effort = getattr(data, "effort", None)
+    allowed_models = {o["value"] for o in picker.get("models", [])}
+    if model is not None and model not in allowed_models:
+        model = picker.get("default_model")
+    if effort not in EFFORT_VALUES:
+        effort = picker.get("default_effort")
+    return Selection(action="accept", model=model, effort=effort)
+
+
+async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+    from ask_fable.backends import catalogs
+
+    listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
+    result = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit)
+    if args.interactive:
+        selection = await _offer_picker(ctx, result["picker"])
+        if selection is not None:
+            result["selection"] = selection.model_dump()
+    return result
+
+
+async def list_atlas_models(args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+    """The free Atlas Cloud catalog, ranked for a task, with a model + effort picker."""
+    return await _catalog_tool("atlas", args, ctx)
+
+
+async def list_openrouter_models(args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+    """The free OpenRouter catalog, ranked for a task, with a model + effort picker."""
+    return await _catalog_tool("openrouter", args, ctx)
+
+
+async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Cloud catalog, locally pulled models and the configured Ollama council."""
+    from ask_fable.backends import catalogs
+
+    return await catalogs.list_ollama_models(ctx.settings, refresh=args.refresh)
+
+
+def _ask(name: str, description: str, args: type[BaseModel], handler: Any) -> ToolSpec:
+    return ToolSpec(name=name, family="single", description=description, args=args, result=AnswerResult,
+                    handler=handler, read_only=True, open_world=True)
+
+
+def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
+             handler: Any) -> ToolSpec:
+    return ToolSpec(name=name, family="catalogs", description=description, args=args, result=result,
+                    handler=handler, read_only=True, idempotent=True, open_world=True)
+
+
+TOOLS = [
+    _ask(
+        "ask_glm",
+        "One answer from GLM (glm-5.2) via Z.ai's Anthropic-compatible API. Single-turn.\n"
+        "Needs ASK_FABLE_GLM_API_KEY on the server (not_configured otherwise).",
+        AskArgs,
+        ask_glm,
+    ),
+    _ask(
+        "ask_deepseek",
+        "One answer from DeepSeek (deepseek-v4-pro) via DeepSeek's Anthropic-compatible API. Single-turn.\n"
+        "A cheap direct API: a good quick independent opinion. Needs ASK_FABLE_DEEPSEEK_API_KEY "
+        "(not_configured otherwise).",
+        AskArgs,
+        ask_deepseek,
+    ),
+    _ask(
+        "ask_atlas",
+        "One answer from an Atlas Cloud text model (e.g. openai/gpt-5.6-sol, deepseek-ai/deepseek-v4-pro) "
+        "over the OpenAI chat API. Single-turn; effort quick | standard | deep (default "
+        "ASK_FABLE_ATLAS_EFFORT). Needs ASK_FABLE_ATLAS_API_KEY or ATLASCLOUD_API_KEY, except xai/grok-* "
+        "models, which run on the local grok CLI when installed. Pick models with list_atlas_models.",
+        AskWithModelArgs,
+        ask_atlas,
+    ),
+    _ask(
+        "ask_openrouter",
+        "One answer from any of ~400 OpenRouter models on one key. Single-turn; effort is clamped to what "
+        "the chosen model supports, and the result reports the call's real dollar cost (cost_usd). Needs "
+        "ASK_FABLE_OPENROUTER_API_KEY or OPENROUTER_API_KEY; xai/grok-* and moonshotai/kimi-* ids run on "
+        "the local grok / kimi CLI when installed. Pick models with list_openrouter_models (free).",
+        AskWithModelArgs,
+        ask_openrouter,
+    ),
+    _ask(
+        "ask_ollama",
+        "One answer from an Ollama model (e.g. kimi-k2.7-code:cloud, gpt-oss:120b-cloud) through the local "
+        "ollama daemon (after `ollama signin`, no key) or ASK_FABLE_OLLAMA_BASE_URL + _API_KEY for direct "
+        "cloud. Single-turn. See list_ollama_models.",
+        OllamaArgs,
+        ask_ollama,
+    ),
+    _catalog(
+        "list_atlas_models",
+        "The free live Atlas Cloud text-model catalog. With task, ranks a provider-diverse shortlist from "
+        "the catalog's own metadata (reasoning, context, price, release date; cheap/fast/high-volume tasks "
+        "favour cheap models). Opens a native model + effort picker when the client supports form "
+        "elicitation (selection: {action, model, effort}); otherwise the same choices are under picker. "
+        "limit 2–8; refresh=false makes no network call.",
+        CatalogArgs,
+        CatalogResult,
+        list_atlas_models,
+    ),
+    _catalog(
+        "list_openrouter_models",
+        "The free live OpenRouter catalog with price per million, context window and per-model reasoning "
+        "efforts. With task, ranks a provider-diverse shortlist (cheap/fast/high-volume tasks favour cheap "
+        "and free models). Native picker or picker field as for list_atlas_models. limit 2–8; "
+        "refresh=false makes no network call.",
+        CatalogArgs,
+        CatalogResult,
+        list_openrouter_models,
+    ),
+    _catalog(
+        "list_ollama_models",
+        "What an Ollama council can use: the live ollama.com catalog as daemon-ready ids, the models "
+        "pulled locally, and the configured council (persist a choice with configure_ollama_council).",
+        OllamaCatalogArgs,
+        OllamaCatalogResult,
+        list_ollama_models,
+    ),
+]

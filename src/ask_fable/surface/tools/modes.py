@@ -1,0 +1,453 @@
+"""The multi-model tools: ask_council, ask_chain, ask_debate, the provider councils and their configuration.
+
+Each tool parses its model tokens up front (a bad token is ``bad_args`` before any model runs),
+then hands a mode runner to the pipeline, which does the guard, cache, audit, trace and hub.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateResult
+from ask_fable.core.pipeline import Call
+from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.common import CONTEXT, CONTEXT_REF, QUESTION
+
+DEFAULT_PIPELINE = "m3 > glm > deepseek > fable"
+#: Used when a provider council has no configured panel and its catalog cannot be reached.
+FALLBACK_PANELS: dict[str, list[str]] = {
+    "atlas": ["deepseek-ai/deepseek-v4-pro", "zai-org/glm-5.2", "xai/grok-4.6"],
+    "openrouter": ["deepseek/deepseek-v4-pro", "z-ai/glm-5.2", "qwen/qwen3-coder"],
+}
+FEATURED_COUNT = 3
+
+SESSION = Field(
+    None, description="Hub coordination label for this call (not a model session); default: the tool name."
+)
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CouncilArgs(_Args):
+    """Arguments of ask_council."""
+
+    question: str = QUESTION
+    context: str = CONTEXT
+    context_ref: str | list[str] | None = CONTEXT_REF
+    models: list[str] | None = Field(
+        None,
+        description="Member tokens, e.g. [\"fable\",\"minimax\"], [\"twin\",\"m3\"], "
+        "[\"fable\",\"ollama:qwen3-coder:480b-cloud\",\"atlas:zai-org/glm-5.2\"]. Overrides tier.",
+    )
+    tier: str | None = Field(
+        None, description="default (fable+minimax, +deepseek with its key), twin, middle or full."
+    )
+    synthesizer: str | None = Field(
+        None, description="One model token that reconciles the answers (default fable; falls back to opus)."
+    )
+    session: str | None = SESSION
+
+
+class ChainArgs(_Args):
+    """Arguments of ask_chain."""
+
+    question: str = QUESTION
+    context: str = CONTEXT
+    context_ref: str | list[str] | None = CONTEXT_REF
+    pipeline: str | list[str] | None = Field(
+        None, description=f"Ordered stages split on '>' (default \"{DEFAULT_PIPELINE}\"); repeats allowed."
+    )
+    models: list[str] | None = Field(None, description="The stages as an ordered list (instead of pipeline).")
+    session: str | None = SESSION
+
+
+class DebateArgs(_Args):
+    """Arguments of ask_debate."""
+
+    question: str = QUESTION
+    context: str = CONTEXT
+    context_ref: str | list[str] | None = CONTEXT_REF
+    proposer: str = Field("fable", description="The model that commits to a position (one token).")
+    opponent: str = Field("minimax", description="The model that attacks each claim (one token).")
+    adjudicator: str = Field(
+        "fable", description="The third party that rules; keep it off the debating pair (one token)."
+    )
+    rounds: int = Field(1, ge=1, le=2, description="1, or 2 to add the opponent's rebuttal pass.")
+    session: str | None = SESSION
+
+
+class ProviderCouncilArgs(_Args):
+    """Arguments of ask_ollama_council."""
+
+    question: str = QUESTION
+    context: str = CONTEXT
+    context_ref: str | list[str] | None = CONTEXT_REF
+    models: list[str] | None = Field(
+        None, description="Model ids (prefix optional); default: the configured set."
+    )
+    session: str | None = SESSION
+
+
+class AdjudicatedCouncilArgs(ProviderCouncilArgs):
+    """Arguments of ask_atlas_council and ask_openrouter_council."""
+
+    synthesizer: str | None = Field(
+        None,
+        description="Adjudicator token (default: configured, else local codex CLI → the provider's "
+        "openai/gpt-5.6-sol → fable).",
+    )
+
+
+class ConfigureOllamaArgs(_Args):
+    """Arguments of configure_ollama_council."""
+
+    models: list[str] = Field(description="Ollama Cloud model ids; bare names get ':cloud' (minimax-m3).")
+    default_model: str | None = Field(None, description="Default model for ask_ollama.")
+
+
+class ConfigureAtlasArgs(_Args):
+    """Arguments of configure_atlas_council."""
+
+    models: list[str] = Field(description="Atlas model ids (an 'atlas:' prefix is optional).")
+    synthesizer: str | None = Field(
+        None, description="Adjudicator token, e.g. codex, opus or openai/gpt-5.6-sol (saved as atlas:…)."
+    )
+
+
+class ConfigureOpenRouterArgs(_Args):
+    """Arguments of configure_openrouter_council."""
+
+    models: list[str] = Field(description="OpenRouter model ids (an 'openrouter:' prefix is optional).")
+    synthesizer: str | None = Field(None, description="Adjudicator token (bare ids get 'openrouter:').")
+    effort: str | None = Field(None, description="Default effort for the panel: quick, standard or deep.")
+
+
+class ConfigureResult(DataResult):
+    """What a configure_* tool persisted."""
+
+    config_file: str | None = None
+    ollama_council: list[str] | None = None
+    ollama_model: str | None = None
+    atlas_council: list[str] | None = None
+    atlas_synthesizer: str | None = None
+    openrouter_council: list[str] | None = None
+    openrouter_synthesizer: str | None = None
+    openrouter_effort: str | None = None
+    note: str | None = None
+
+
+# --- handlers ------------------------------------------------------------------------------------------
+
+
+async def _council(
+    ctx: ToolContext,
+    tool: str,
+    args: ProviderCouncilArgs | CouncilArgs,
+    members: list[str],
+    synthesizer: str | list[str] | None,
+    *,
+    effort: str | None = None,
+) -> dict[str, Any]:
+    from ask_fable.core.modes.council import run_council, synth_ladder
+    from ask_fable.core.tokens import default_resolver
+
+    ladder = synth_ladder(synthesizer)
+    resolver = default_resolver(ctx.settings, effort=effort)
+    call = Call(tool=tool, question=args.question, context=args.context, context_ref=args.context_ref,
+                session=args.session, mode="council", cache_models=members,
+                cache_extra={"synthesizer": ladder, "effort": effort})
+    return await ctx.run(
+        call, lambda q, c, m: run_council(q, c, members, m, synthesizer=ladder, resolver=resolver)
+    )
+
+
+async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Parallel panel plus an anonymized synthesis."""
+    from ask_fable.core.tokens import dedupe, expand_models, single_token, tier_models
+
+    if args.models:
+        members = dedupe(expand_models(args.models))
+    else:
+        members = tier_models(args.tier or "default", ctx.settings)
+    synthesizer = single_token(args.synthesizer) if args.synthesizer else None
+    return await _council(ctx, "ask_council", args, members, synthesizer)
+
+
+async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Ordered draft → critique → decide pipeline."""
+    from ask_fable.core.modes.chain import run_chain
+    from ask_fable.core.tokens import default_resolver, parse_pipeline
+
+    stages = parse_pipeline(args.models or args.pipeline or DEFAULT_PIPELINE)
+    resolver = default_resolver(ctx.settings)
+    call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
+                session=args.session, mode="chain", cache_models=stages)
+    return await ctx.run(call, lambda q, c, m: run_chain(q, c, stages, m, resolver=resolver))
+
+
+async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Proposer vs opponent over a claims ledger, then a third-party ruling."""
+    from ask_fable.core.modes.debate import run_debate
+    from ask_fable.core.tokens import default_resolver, single_token
+
+    roles = {role: single_token(getattr(args, role)) for role in ("proposer", "opponent", "adjudicator")}
+    resolver = default_resolver(ctx.settings)
+    call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
+                session=args.session, mode="debate")
+    return await ctx.run(
+        call, lambda q, c, m: run_debate(q, c, m, rounds=args.rounds, resolver=resolver, **roles)
+    )
+
+
+async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+    """An Ollama-only council, synthesized by Fable."""
+    from ask_fable.core.tokens import provider_council_tokens
+
+    members = provider_council_tokens("ollama", args.models or ctx.settings.ollama_council)
+    if not members:
+        from ask_fable.errors import BadArgs
+
+        raise BadArgs("no Ollama models given or configured; call configure_ollama_council first")
+    return await _council(ctx, "ask_ollama_council", args, members, None)
+
+
+async def _featured(provider: str, ctx: ToolContext) -> list[str]:
+    """Three provider-diverse catalog models, or a fixed panel when the catalog is unreachable."""
+    from ask_fable.backends import catalogs
+    from ask_fable.errors import AskFableError
+
+    listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
+    try:
+        result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT)
+    except AskFableError:
+        return list(FALLBACK_PANELS[provider])
+    ids = [m["id"] for m in result.get("models", [])][:FEATURED_COUNT]
+    return ids or list(FALLBACK_PANELS[provider])
+
+
+async def _adjudicated(
+    provider: str, tool: str, args: AdjudicatedCouncilArgs, ctx: ToolContext,
+    configured: list[str], configured_synth: str | None, effort: str | None,
+) -> dict[str, Any]:
+    from ask_fable.core.tokens import provider_council_tokens, provider_synth_ladder
+
+    models = args.models or configured or await _featured(provider, ctx)
+    members = provider_council_tokens(provider, models)
+    ladder = provider_synth_ladder(provider, args.synthesizer or configured_synth)
+    return await _council(ctx, tool, args, members, ladder, effort=effort)
+
+
+async def ask_atlas_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+    """An Atlas-only council adjudicated by GPT (codex CLI → Atlas-hosted GPT → Fable)."""
+    settings = ctx.settings
+    return await _adjudicated("atlas", "ask_atlas_council", args, ctx, settings.atlas_council,
+                              settings.atlas_synthesizer, settings.atlas_effort)
+
+
+async def ask_openrouter_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+    """A cross-lab OpenRouter council adjudicated by GPT (codex CLI → OpenRouter GPT → Fable)."""
+    settings = ctx.settings
+    return await _adjudicated("openrouter", "ask_openrouter_council", args, ctx, settings.openrouter_council,
+                              settings.openrouter_synthesizer, settings.openrouter_effort)
+
+
+def _persist(updates: dict[str, Any]) -> dict[str, Any]:
+    from ask_fable.config import update_config_file
+
+    path = update_config_file(updates)
+    return {"status": "ok", "config_file": str(path), **{k: v for k, v in updates.items() if v is not None},
+            "note": "saved to the config file, which overrides the matching ASK_FABLE_* variables"}
+
+
+def _models_or_bad_args(models: list[str], what: str) -> None:
+    from ask_fable.errors import BadArgs
+
+    if not [m for m in models if str(m).strip()]:
+        raise BadArgs(f"give at least one {what} model id")
+
+
+async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Persist the Ollama council (and optionally the ask_ollama default model)."""
+    from ask_fable.core.tokens import dedupe, normalize_ollama_model
+
+    _models_or_bad_args(args.models, "Ollama")
+    council = dedupe(normalize_ollama_model(m) for m in args.models if str(m).strip())
+    updates: dict[str, Any] = {"ollama_council": council}
+    if args.default_model:
+        updates["ollama_model"] = normalize_ollama_model(args.default_model)
+    return _persist(updates)
+
+
+async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Persist the Atlas council and its adjudicator."""
+    from ask_fable.core.tokens import dedupe, normalize_atlas_model, normalize_synthesizer
+
+    _models_or_bad_args(args.models, "Atlas")
+    updates: dict[str, Any] = {
+        "atlas_council": dedupe(normalize_atlas_model(m) for m in args.models if str(m).strip()),
+    }
+    if args.synthesizer:
+        updates["atlas_synthesizer"] = normalize_synthesizer(args.synthesizer, "atlas")
+    return _persist(updates)
+
+
+async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Persist the OpenRouter council, its adjudicator and effort."""
+    from ask_fable.core.tokens import dedupe, normalize_openrouter_model, normalize_synthesizer
+    from ask_fable.errors import BadArgs
+
+    _models_or_bad_args(args.models, "OpenRouter")
+    updates: dict[str, Any] = {
+        "openrouter_council": dedupe(normalize_openrouter_model(m) for m in args.models if str(m).strip()),
+    }
+    if args.synthesizer:
+        updates["openrouter_synthesizer"] = normalize_synthesizer(args.synthesizer, "openrouter")
+    if args.effort:
+        effort = args.effort.strip().lower()
+        if effort not in ("quick", "standard", "deep"):
+            raise BadArgs(f"effort must be quick, standard or deep, not {args.effort!r}")
+        updates["openrouter_effort"] = effort
+    return _persist(updates)
+
+
+# --- declarations -----------------------------------------------------------------------------------
+
+TOOLS = [
+    ToolSpec(
+        name="ask_council",
+        family="core",
+        description=(
+            "Ask several models the same question in parallel, then one synthesizer reconciles their "
+            "anonymized answers (told to pick a side on a material split, not average).\n"
+            "models: tokens fable, fable51, opus, minimax (m3), gemini, codex (gpt), glm, deepseek, grok, "
+            "kimi, ollama:<id>, atlas:<id>, openrouter:<id>; 'twin' = fable + opus. "
+            "Or tier: default | twin | middle | full. Unavailable members are reported in sources and "
+            "skipped.\n"
+            "Check quorum (answered/asked), degraded, consensus (strong|partial|divergent|unknown) and "
+            "material_disagreement before acting; a 1/M quorum is one opinion."
+        ),
+        args=CouncilArgs,
+        result=CouncilResult,
+        handler=ask_council,
+        read_only=True,
+        title="Council",
+    ),
+    ToolSpec(
+        name="ask_chain",
+        family="core",
+        description=(
+            "Thread a question through an ordered pipeline, e.g. \"m3 > glm > fable\": stage 1 drafts, "
+            "middle stages solve independently then critique the prior draft, the last stage decides "
+            "seeing earlier stages anonymized. Repeats allowed; 'twin' expands to fable then opus.\n"
+            "Failed stages are skipped; if the last fails, Fable reconciles the survivors (fallback). "
+            "recommendation_drift / material_drift show whether the answer was refined or rubber-stamped."
+        ),
+        args=ChainArgs,
+        result=ChainResult,
+        handler=ask_chain,
+        read_only=True,
+        title="Chain",
+    ),
+    ToolSpec(
+        name="ask_debate",
+        family="core",
+        description=(
+            "Stress-test one contentious decision: the proposer commits to claims, the opponent concedes "
+            "or contests each with a concrete failure scenario, the proposer revises, and a third model "
+            "rules (rounds=2 adds a rebuttal).\n"
+            "debate.resolution is computed from the claims ledger: conceded | converged | adjudicated | "
+            "stalemate (confidence downgraded) | degraded_single_critic. The most expensive mode; the full "
+            "transcript goes to the saved answer file."
+        ),
+        args=DebateArgs,
+        result=DebateResult,
+        handler=ask_debate,
+        read_only=True,
+        title="Debate",
+    ),
+    ToolSpec(
+        name="ask_ollama_council",
+        family="councils",
+        description=(
+            "A council of Ollama Cloud models (the 'ollama:' prefix is optional; bare names get ':cloud'), "
+            "synthesized by Fable. Default members: the configured set (configure_ollama_council, "
+            "ASK_FABLE_OLLAMA_COUNCIL)."
+        ),
+        args=ProviderCouncilArgs,
+        result=CouncilResult,
+        handler=ask_ollama_council,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="ask_atlas_council",
+        family="councils",
+        description=(
+            "A council of Atlas Cloud models adjudicated by GPT: the local codex CLI → Atlas-hosted "
+            "openai/gpt-5.6-sol → Fable; synthesis says which ran. Default members: the configured set, "
+            "else three featured catalog models (one per provider)."
+        ),
+        args=AdjudicatedCouncilArgs,
+        result=CouncilResult,
+        handler=ask_atlas_council,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="ask_openrouter_council",
+        family="councils",
+        description=(
+            "A cross-lab council on one OpenRouter key, adjudicated by the local codex CLI → OpenRouter's "
+            "openai/gpt-5.6-sol → Fable. Default members: configure_openrouter_council / "
+            "ASK_FABLE_OPENROUTER_COUNCIL, else three featured catalog models."
+        ),
+        args=AdjudicatedCouncilArgs,
+        result=CouncilResult,
+        handler=ask_openrouter_council,
+        read_only=True,
+    ),
+    ToolSpec(
+        name="configure_ollama_council",
+        family="catalogs",
+        description=(
+            "Save the Ollama council (and ask_ollama's default model) to the config file, which overrides "
+            "ASK_FABLE_OLLAMA_COUNCIL / ASK_FABLE_OLLAMA_MODEL. Call list_ollama_models first and ask the "
+            "user which models they want."
+        ),
+        args=ConfigureOllamaArgs,
+        result=ConfigureResult,
+        handler=configure_ollama_council,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="configure_atlas_council",
+        family="catalogs",
+        description=(
+            "Save the Atlas council members and adjudicator to the config file (overrides "
+            "ASK_FABLE_ATLAS_COUNCIL / ASK_FABLE_ATLAS_SYNTHESIZER). 'gpt' is saved as codex; a bare "
+            "openai/gpt-5.6-sol as atlas:openai/gpt-5.6-sol."
+        ),
+        args=ConfigureAtlasArgs,
+        result=ConfigureResult,
+        handler=configure_atlas_council,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="configure_openrouter_council",
+        family="catalogs",
+        description=(
+            "Save the OpenRouter council members, adjudicator and effort to the config file (overrides "
+            "ASK_FABLE_OPENROUTER_COUNCIL / _SYNTHESIZER / _EFFORT)."
+        ),
+        args=ConfigureOpenRouterArgs,
+        result=ConfigureResult,
+        handler=configure_openrouter_council,
+        idempotent=True,
+        open_world=False,
+    ),
+]

@@ -1,0 +1,214 @@
+"""Multi-turn Claude sessions on the real bundled Claude Code CLI against the fake provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ask_fable.backends.base import EventSink, OracleRequest
+from ask_fable.backends.claude_sessions import ClaudeSessions
+from ask_fable.config import load_settings
+from ask_fable.errors import OracleTimeout, UpstreamError
+from tests.fakes.fake_provider import FakeProvider
+from tests.fakes.fixtures import bundled_claude_cli, fake_provider
+
+pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
+
+__all__ = ["fake_provider"]
+
+
+@pytest.fixture
+def claude_home(fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the Claude Code CLI at the fake provider with a throwaway config dir and a dummy key."""
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    return config
+
+
+def req(prompt: str, timeout: float = 30) -> OracleRequest:
+    return OracleRequest(system="Session system prompt.", prompt=prompt, timeout=timeout)
+
+
+def conversation(body: dict) -> list[tuple[str, str]]:
+    """(role, text) of the user and assistant messages a request carried, thinking left out."""
+    out = []
+    for message in body["messages"]:
+        if message["role"] not in ("user", "assistant"):
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            out.append((message["role"], content))
+            continue
+        text = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+        if text:
+            out.append((message["role"], text))
+    return out
+
+
+async def test_follow_up_reuses_the_open_cli_and_carries_the_conversation(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", text="First answer.", thinking="Thinking about turn one.")
+    fake_provider.enqueue("anthropic", text="Second answer.")
+    sessions = ClaudeSessions(load_settings())
+    try:
+        first = await sessions.ask("fable", "k1", req("Turn one?"), EventSink(), "fable", question="Q1")
+        pid = sessions.client_pid("fable", "k1")
+        second = await sessions.ask("fable", "k1", req("Turn two?"), EventSink(), "fable")
+        assert (first.text, second.text) == ("First answer.", "Second answer.")
+        assert pid is not None and sessions.client_pid("fable", "k1") == pid, "same CLI process"
+        assert first.session_id == second.session_id
+        assert conversation(fake_provider.last_json("anthropic")) == [
+            ("user", "Turn one?"), ("assistant", "First answer."), ("user", "Turn two?"),
+        ]
+        turns = sessions.transcript("fable", "k1")
+        assert [(t["question"], t["answer"], t["model"]) for t in turns] == [
+            ("Q1", "First answer.", "claude-fable-5-1"), ("Turn two?", "Second answer.", "claude-fable-5-1"),
+        ]
+        assert turns[0]["thinking"] == "Thinking about turn one." and turns[0]["ts"]
+    finally:
+        await sessions.aclose()
+    assert sessions.client_pid("fable", "k1") is None
+
+
+async def test_namespaces_and_keys_are_separate_conversations(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    sessions = ClaudeSessions(load_settings())
+    try:
+        await sessions.ask("fable", "shared", req("Fable question?"), EventSink(), "fable")
+        await sessions.ask("opus5", "shared", req("Opus question?"), EventSink(), "opus")
+        body = fake_provider.last_json("anthropic")
+        assert body["model"] == "claude-opus-5"
+        assert conversation(body) == [("user", "Opus question?")]
+        assert sessions.client_pid("fable", "shared") != sessions.client_pid("opus5", "shared")
+        assert sessions.exists("opus5", "shared") and not sessions.exists("opus5", "other")
+    finally:
+        await sessions.aclose()
+
+
+async def test_reset_returns_the_transcript_and_the_next_turn_starts_fresh(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", text="Remembered.")
+    sessions = ClaudeSessions(load_settings())
+    try:
+        await sessions.ask("fable", "k", req("Remember blue."), EventSink(), "fable")
+        sessions.session_state("fable", "k")["needs_context_streak"] = 2
+        turns = await sessions.reset("fable", "k")
+        assert [t["answer"] for t in turns] == ["Remembered."]
+        assert sessions.client_pid("fable", "k") is None and sessions.transcript("fable", "k") == []
+        assert sessions.session_state("fable", "k")["needs_context_streak"] == 0
+        assert await sessions.reset("fable", "never-used") == []
+
+        await sessions.ask("fable", "k", req("What colour?"), EventSink(), "fable")
+        assert conversation(fake_provider.last_json("anthropic")) == [("user", "What colour?")]
+        await sessions.ask("fable", "k", req("Start over."), EventSink(), "fable", reset=True)
+        assert conversation(fake_provider.last_json("anthropic")) == [("user", "Start over.")]
+        assert len(sessions.transcript("fable", "k")) == 1
+    finally:
+        await sessions.aclose()
+
+
+async def test_idle_client_is_closed_and_the_conversation_resumes(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", text="Kept answer.")
+    sessions = ClaudeSessions(load_settings(session_idle_seconds=0.2))
+    try:
+        await sessions.ask("fable", "idle", req("Before the pause?"), EventSink(), "fable")
+        first_pid = sessions.client_pid("fable", "idle")
+        with anyio.fail_after(10):
+            while sessions.client_pid("fable", "idle") is not None:
+                await anyio.sleep(0.05)
+        await sessions.ask("fable", "idle", req("After the pause?"), EventSink(), "fable")
+        assert sessions.client_pid("fable", "idle") not in (None, first_pid)
+        assert conversation(fake_provider.last_json("anthropic")) == [
+            ("user", "Before the pause?"), ("assistant", "Kept answer."), ("user", "After the pause?"),
+        ]
+    finally:
+        await sessions.aclose()
+
+
+async def test_failed_turn_closes_the_client_and_is_left_out_of_the_next_turn(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", text="Good answer.")
+    sessions = ClaudeSessions(load_settings())
+    try:
+        await sessions.ask("opus5", "k", req("Good question?"), EventSink(), "opus")
+        fake_provider.enqueue("anthropic", status=500, error="overloaded", times=3)
+        with pytest.raises(UpstreamError):
+            await sessions.ask("opus5", "k", req("Unlucky question?"), EventSink(), "opus")
+        assert sessions.client_pid("opus5", "k") is None
+        fake_provider.clear()
+        fake_provider.enqueue("anthropic", text="Recovered.")
+        reply = await sessions.ask("opus5", "k", req("Try again?"), EventSink(), "opus")
+        assert reply.text == "Recovered."
+        assert conversation(fake_provider.last_json("anthropic")) == [
+            ("user", "Good question?"), ("assistant", "Good answer."), ("user", "Try again?"),
+        ]
+        assert [t["answer"] for t in sessions.transcript("opus5", "k")] == ["Good answer.", "Recovered."]
+    finally:
+        await sessions.aclose()
+
+
+async def test_hanging_turn_times_out_and_the_session_keeps_serving(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    sessions = ClaudeSessions(load_settings())
+    try:
+        fake_provider.enqueue("anthropic", hang=True)
+        with anyio.fail_after(12), pytest.raises(OracleTimeout):
+            await sessions.ask("fable", "slow", req("Hang?", timeout=3), EventSink(), "fable")
+        assert sessions.client_pid("fable", "slow") is None
+        reply = await sessions.ask("fable", "slow", req("Now?"), EventSink(), "fable")
+        assert reply.model == "claude-fable-5-1"
+    finally:
+        await sessions.aclose()
+
+
+async def test_turns_from_different_tasks_share_one_client(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """Tool calls arrive on different tasks; the open client must serve them all, one at a time."""
+    sessions = ClaudeSessions(load_settings())
+    replies = []
+
+    async def turn(prompt: str) -> None:
+        replies.append(await sessions.ask("fable", "tasks", req(prompt), EventSink(), "fable"))
+
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(turn, "One?")
+        pid = sessions.client_pid("fable", "tasks")
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(turn, "Two?")
+            tasks.start_soon(turn, "Three?")
+        assert sessions.client_pid("fable", "tasks") == pid
+        assert len(sessions.transcript("fable", "tasks")) == 3
+        assert len(conversation(fake_provider.last_json("anthropic"))) == 5
+    finally:
+        await sessions.aclose()
+
+
+async def test_cli_bridge_sessions_resume_the_conversation(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", text="Bridge one.")
+    fake_provider.enqueue("anthropic", text="Bridge two.")
+    sessions = ClaudeSessions(load_settings(use_cli=True))
+    try:
+        first = await sessions.ask("opus5", "b", req("CLI one?"), EventSink(), "opus")
+        second = await sessions.ask("opus5", "b", req("CLI two?"), EventSink(), "opus")
+        assert (first.routed_via, second.text) == ("claude-cli", "Bridge two.")
+        assert conversation(fake_provider.last_json("anthropic")) == [
+            ("user", "CLI one?"), ("assistant", "Bridge one."), ("user", "CLI two?"),
+        ]
+    finally:
+        await sessions.aclose()

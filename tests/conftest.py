@@ -1,0 +1,41 @@
+"""Shared fixtures: every test runs with its own HOME, state and config directories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Variables a developer's shell may carry that would leak into a test run.
+_FOREIGN_VARS = (
+    "ATLASCLOUD_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "CLAUDE_CONFIG_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+)
+
+
+@pytest.fixture(autouse=True)
+def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Point HOME and the XDG dirs at a temp dir and drop every ASK_FABLE_* variable."""
+    for name in list(os.environ):
+        if name.startswith("ASK_FABLE_") or name in _FOREIGN_VARS:
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("ASK_FABLE_QUIET", "1")
+    yield home
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run anyio tests on asyncio only (the Agent SDK and subprocess code target asyncio)."""
+    return "asyncio"

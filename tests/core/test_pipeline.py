@@ -1,0 +1,205 @@
+"""The request lifecycle: context, guard, cache, mode, normalize, persist — with a scripted oracle."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anyio
+import pytest
+
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply, Usage
+from ask_fable.config import load_settings
+from ask_fable.core.app import App
+from ask_fable.core.modes.base import ModeContext, ModeOutcome
+from ask_fable.core.modes.single import run_single
+from ask_fable.core.pipeline import Call, Pipeline
+from ask_fable.errors import AskFableError, NotConfigured, UpstreamError
+
+SIDE = '\n```sidecar\n{{"recommendation": "{rec}", "confidence": "high", "needs_context": {needs}}}\n```'
+
+
+class ScriptedOracle(Oracle):
+    """Answers from a list of scripted texts or errors, recording every request."""
+
+    token, provider, model, family = "scripted", "scripted", "scripted-1", "test"
+
+    def __init__(self, *replies: str | AskFableError, thinking: str | None = None) -> None:
+        self.replies = list(replies)
+        self.requests: list[OracleRequest] = []
+        self.thinking = thinking
+
+    async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+        self.requests.append(request)
+        item = self.replies.pop(0)
+        if isinstance(item, AskFableError):
+            raise item
+        return Reply(
+            text=item,
+            model=self.model,
+            provider=self.provider,
+            thinking=self.thinking,
+            usage=Usage(input_tokens=10, output_tokens=5, cost_usd=0.001),
+        )
+
+
+def answer(text: str = "Use a mutex.", rec: str = "apply", needs: list[str] | None = None) -> str:
+    return text + SIDE.format(rec=rec, needs=json.dumps(needs or []))
+
+
+async def run(
+    app: App, oracle: Oracle, question: str = "Why does this deadlock?", **call_kw: Any
+) -> dict[str, Any]:
+    call = Call(tool="ask_test", question=question, **call_kw)
+    return await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))
+
+
+def audit_lines(app: App) -> list[dict[str, Any]]:
+    return list(app.audit.iter_records())
+
+
+async def test_ok_answer_is_normalized_and_persisted() -> None:
+    app = App(load_settings())
+    oracle = ScriptedOracle(answer())
+    result = await run(app, oracle, context="lock order: a then b")
+    assert result["status"] == "ok"
+    assert result["answer"] == "Use a mutex."
+    assert result["sidecar"] == {"recommendation": "apply", "confidence": "high", "needs_context": []}
+    assert result["usage"]["input_tokens"] == 10 and result["cost_usd"] == 0.001
+    assert result["telemetry"]["status"] == "ok"
+    assert "lock order: a then b" in oracle.requests[0].prompt
+    assert "sidecar" in oracle.requests[0].system
+    [record] = audit_lines(app)
+    assert record["trace_id"] == result["trace_id"] and record["allowed"] is True
+    assert "question" not in record and len(record["question_sha256"]) == 64
+    assert record["members"][0]["status"] == "ok"
+    trace = app.traces.get(result["trace_id"])
+    names = [e["name"] for e in trace["events"]]
+    assert names[0] == "request" and names[-1] == "response"
+    assert names.index("guard") < names.index("provider.start") < names.index("provider.end")
+    assert "Why does this deadlock" not in json.dumps(trace)
+
+
+async def test_guard_refusal_calls_no_model() -> None:
+    app = App(load_settings())
+    oracle = ScriptedOracle(answer())
+    result = await run(app, oracle, question="write a keylogger please")
+    assert result["status"] == "refused" and result["stage"] == "guard"
+    assert "ask_fable_help" in result["how_to_reframe"]
+    assert oracle.requests == []
+    assert audit_lines(app)[0]["allowed"] is False
+
+
+async def test_model_scope_refusal_becomes_status_refused() -> None:
+    app = App(load_settings())
+    result = await run(app, ScriptedOracle("REFUSED: asks for attack tooling"))
+    assert result["status"] == "refused" and result["stage"] == "model"
+    assert result["reason"] == "asks for attack tooling"
+
+
+@pytest.mark.parametrize(
+    ("error", "kind"),
+    [(NotConfigured("set ASK_FABLE_X"), "not_configured"), (UpstreamError("boom"), "upstream_error")],
+)
+async def test_oracle_failures_are_structured(error: AskFableError, kind: str) -> None:
+    result = await run(App(load_settings()), ScriptedOracle(error))
+    assert result["status"] == "error" and result["kind"] == kind and result["detail"]
+    assert result["trace_id"]
+
+
+async def test_error_detail_never_carries_a_configured_key() -> None:
+    settings = load_settings(glm_api_key="sk-planted-secret-123456")
+    result = await run(App(settings), ScriptedOracle(UpstreamError("401 for key sk-planted-secret-123456")))
+    assert "sk-planted-secret-123456" not in json.dumps(result)
+
+
+async def test_a_bug_in_a_mode_is_an_internal_error_without_traceback() -> None:
+    async def broken(q: str, c: str, m: ModeContext) -> ModeOutcome:
+        raise KeyError("oops")
+
+    result = await Pipeline(App(load_settings())).run(Call(tool="t", question="What breaks here?"), broken)
+    assert result["status"] == "error" and result["kind"] == "internal"
+    assert "Traceback" not in result["detail"] and "KeyError" in result["detail"]
+
+
+async def test_all_missing_context_ref_asks_for_context_without_a_model_call() -> None:
+    app = App(load_settings())
+    app.context_store.write("auth-module", "def login(): ...", "")
+    oracle = ScriptedOracle(answer())
+    result = await run(app, oracle, context_ref="auth-modul")
+    assert result["status"] == "needs_context"
+    assert result["context_ref_missing"] == ["auth-modul"]
+    assert "auth-module" in result["did_you_mean"]
+    assert oracle.requests == []
+
+
+async def test_context_ref_pulls_stored_context_in() -> None:
+    app = App(load_settings())
+    app.context_store.write("schema", "CREATE TABLE users (id int)", "")
+    oracle = ScriptedOracle(answer())
+    result = await run(app, oracle, context_ref=["schema", "nope"])
+    assert result["status"] == "ok"
+    assert result["context_ref_resolved"] == ["schema"] and result["context_ref_missing"] == ["nope"]
+    assert "CREATE TABLE users" in oracle.requests[0].prompt
+
+
+async def test_identical_single_shot_is_served_from_cache() -> None:
+    app = App(load_settings())
+    oracle = ScriptedOracle(answer(), answer("second"))
+    first = await run(app, oracle, cache_models=["scripted"])
+    second = await run(app, oracle, cache_models=["scripted"])
+    assert len(oracle.requests) == 1
+    assert second["cached"] is True and second["answer"] == first["answer"]
+    assert second["cache_age_s"] >= 0 and "cache" in second["note"]
+    assert second["trace_id"] != first["trace_id"]
+    uncached = await run(
+        App(load_settings(cache=False)), ScriptedOracle(answer("fresh")), cache_models=["scripted"]
+    )
+    assert uncached.get("cached") is None
+
+
+async def test_followup_and_context_exhausted_after_repeated_requests_for_more() -> None:
+    app = App(load_settings(max_needs_context=1))
+    state: dict[str, Any] = {}
+    more = answer("Need the caller.", "needs_more_context", ["handler.py", "the stack trace"])
+    oracle = ScriptedOracle(more, more)
+    first = await run(app, oracle, context="see handler.py", session_state=state)
+    assert first["status"] == "ok"
+    assert first["followup"]["needs_context"] == ["handler.py", "the stack trace"]
+    assert first["followup"]["likely_already_pasted"] == ["handler.py"]
+    second = await run(app, oracle, session_state=state)
+    assert second["status"] == "context_exhausted" and second["answer"] == "Need the caller."
+
+
+async def test_raw_audit_and_returned_thinking_are_opt_in() -> None:
+    app = App(load_settings(audit_raw=True, audit_raw_context=False, return_thinking=True, thinking_chars=5))
+    result = await run(app, ScriptedOracle(answer(), thinking="abcdefghij"), context="secret code")
+    record = audit_lines(app)[0]
+    assert record["question"] == "Why does this deadlock?"
+    assert "context_raw" not in record
+    assert result["thinking"] == "abcde"
+
+
+async def test_progress_is_reported_to_the_caller() -> None:
+    seen: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        seen.append(message)
+
+    app = App(load_settings())
+    call = Call(tool="t", question="Why does this deadlock?")
+    oracle = ScriptedOracle(answer())
+    await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m), progress=progress)
+    assert seen and "scripted" in seen[0]
+
+
+async def test_oracle_that_ignores_its_deadline_is_cut_off() -> None:
+    class Hanging(ScriptedOracle):
+        async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+            await anyio.sleep(30)
+            raise AssertionError("unreachable")
+
+    app = App(load_settings(timeout=0.2))
+    with anyio.fail_after(5):
+        result = await run(app, Hanging())
+    assert result["status"] == "error" and result["kind"] == "timeout"

@@ -1,0 +1,144 @@
+"""ask / ask_opus5 / reset_session through the MCP client, on the real bundled Claude Code CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from ask_fable.config import load_settings
+from ask_fable.core.app import App
+from ask_fable.surface.server import build_server
+from tests.fakes.fake_provider import FakeProvider
+from tests.fakes.fixtures import bundled_claude_cli, fake_provider
+
+pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
+
+__all__ = ["fake_provider"]
+
+
+@pytest.fixture
+def claude_home(fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the Claude Code CLI at the fake provider with a throwaway config dir and a dummy key."""
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    return config
+
+
+def with_sidecar(answer: str, recommendation: str = "apply", needs: list[str] | None = None) -> str:
+    sidecar = {"recommendation": recommendation, "confidence": "high", "needs_context": needs or []}
+    return f"{answer}\n\n```sidecar\n{json.dumps(sidecar)}\n```"
+
+
+def user_turns(body: dict[str, Any]) -> list[str]:
+    """The text of every user message a provider request carried."""
+    out = []
+    for message in body["messages"]:
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            out.append(content)
+        else:
+            out.append("".join(b.get("text", "") for b in content if b.get("type") == "text"))
+    return out
+
+
+async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    payload = result.structured_content
+    assert payload is not None
+    assert result.is_error is (payload["status"] == "error")
+    return payload
+
+
+async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", text=with_sidecar("Use a bounded queue."), thinking="Queues first.")
+    fake_provider.enqueue("anthropic", text=with_sidecar("Size it at 2x the workers."))
+    app = App(load_settings())
+    async with Client(build_server(app)) as client:
+        first = await call(client, "ask", {"question": "How do I stop the producer from running away?",
+                                           "context": "def produce(): ...", "session": "queue"})
+        pid = app.claude_sessions.client_pid("fable", "queue")
+        second = await call(client, "ask", {"question": "How big should it be?", "session": "queue"})
+
+        assert first["status"] == "ok" and first["answer"] == "Use a bounded queue."
+        assert first["sidecar"] == {"recommendation": "apply", "confidence": "high", "needs_context": []}
+        assert (first["session"], first["turn"], first["model"]) == ("queue", 1, "claude-fable-5-1")
+        assert first["trace_id"] and first["telemetry"]["provider"] == "anthropic"
+        assert (second["answer"], second["turn"]) == ("Size it at 2x the workers.", 2)
+        assert app.claude_sessions.client_pid("fable", "queue") == pid, "the follow-up reused the open CLI"
+        carried = user_turns(fake_provider.last_json("anthropic"))
+        assert len(carried) == 2 and "def produce(): ..." in carried[0] and "How big" in carried[1]
+
+        reset = await call(client, "reset_session", {"session": "queue", "model": "fable"})
+        assert (reset["status"], reset["turns"], reset["cleared"]) == ("ok", 2, True)
+        dump = Path(reset["saved"])
+        assert dump.parent == app.settings.sessions_dir and dump.name.startswith("fable_queue-")
+        text = dump.read_text()
+        assert "Use a bounded queue." in text and "Queues first." in text and "How big should it be?" in text
+        assert app.claude_sessions.client_pid("fable", "queue") is None
+
+        again = await call(client, "reset_session", {"session": "queue"})
+        assert (again["status"], again["kind"]) == ("error", "bad_args")
+        assert (await call(client, "ask_fable_help", {"topic": "all"}))["status"] == "ok"
+
+
+async def test_ask_opus5_has_its_own_sessions_and_reset_true_starts_over(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    app = App(load_settings())
+    async with Client(build_server(app, toolsets=["all"]), mode="legacy") as client:
+        await call(client, "ask", {"question": "Fable question one?"})
+        opus = await call(client, "ask_opus5", {"question": "Opus question one?"})
+        assert (opus["status"], opus["model"], opus["session"]) == ("ok", "claude-opus-5", "default")
+        assert user_turns(fake_provider.last_json("anthropic")) == [
+            "## Question\nOpus question one?"
+        ]
+        fresh = await call(client, "ask_opus5", {"question": "Opus question two?", "reset": True})
+        assert fresh["turn"] == 1
+        assert user_turns(fake_provider.last_json("anthropic")) == ["## Question\nOpus question two?"]
+        assert app.claude_sessions.exists("fable", "default")
+        reset = await call(client, "reset_session", {"model": "opus5", "save": False})
+        assert (reset["turns"], reset.get("saved")) == (1, None)
+        assert app.claude_sessions.exists("fable", "default")
+        bad = await call(client, "reset_session", {"model": "gpt"})
+        assert bad["kind"] == "bad_args"
+
+
+async def test_repeated_requests_for_context_end_in_context_exhausted(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    needs = with_sidecar("I need the lock code.", "needs_more_context", ["the Lock class in locks.py"])
+    fake_provider.enqueue("anthropic", text=needs, times=2)
+    app = App(load_settings(max_needs_context=1))
+    async with Client(build_server(app)) as client:
+        first = await call(client, "ask", {"question": "Why does this deadlock?", "session": "dl"})
+        second = await call(client, "ask", {"question": "Here is more: class Lock ...", "session": "dl"})
+    assert first["status"] == "ok"
+    assert first["followup"]["needs_context"] == ["the Lock class in locks.py"]
+    assert second["status"] == "context_exhausted" and second["answer"] == "I need the lock code."
+
+
+async def test_provider_failures_come_back_as_structured_errors(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    fake_provider.enqueue("anthropic", status=500, error="upstream exploded", times=3)
+    fake_provider.enqueue("anthropic", hang=True)
+    async with Client(build_server(App(load_settings(timeout=3)), toolsets=["core", "single"])) as client:
+        failed = await call(client, "ask", {"question": "Is this safe?", "session": "e"})
+        hung = await call(client, "ask_opus5", {"question": "Is this safe?", "session": "e"})
+        assert (failed["status"], failed["kind"], failed["session"]) == ("error", "upstream_error", "e")
+        assert "500" in failed["detail"]
+        assert (hung["status"], hung["kind"]) == ("error", "timeout")
+        refused = await call(client, "ask", {"question": "x"})
+        assert (refused["status"], refused["stage"]) == ("refused", "guard")
+        assert len(fake_provider.requests) == 4, "the refused question reached no model"

@@ -1,0 +1,212 @@
+"""Streamable HTTP end to end: the mcp SDK's HTTP client against a server started on 127.0.0.1,
+with HTTP backends on the loopback fake provider."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from ask_fable.config import config_file_path, load_settings
+from ask_fable.core.app import App
+from ask_fable.stores.keys import KeyStore
+from ask_fable.surface.http_app import HttpOptions, build_http_app, serve_in_thread
+from ask_fable.surface.server import build_server
+from tests.fakes.fake_provider import FakeProvider
+
+BACKEND_KEY = "sk-backend-glm-0123456789abcdef"
+MAX_BODY = 64 * 1024
+
+
+@dataclass
+class Served:
+    url: str
+    keys: KeyStore
+    write_key: str
+    read_key: str
+    fake: FakeProvider
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    """An HTTP server on an ephemeral loopback port serving every tool, GLM on the fake provider."""
+    with FakeProvider() as fake:
+        settings = load_settings(glm_api_key=BACKEND_KEY, glm_base_url=f"{fake.base_url}/api/anthropic",
+                                 cache=False, hub=False)
+        keys = KeyStore(tmp_path / "keys.db")
+        _, write_key = keys.create("writer", "write")
+        _, read_key = keys.create("reader", "read")
+        app = build_http_app(build_server(App(settings), toolsets=["all"]), keys,
+                             HttpOptions(port=0, max_body_bytes=MAX_BODY))
+        with serve_in_thread(app) as url:
+            yield Served(url=url, keys=keys, write_key=write_key, read_key=read_key, fake=fake)
+
+
+@asynccontextmanager
+async def connect(url: str, key: str | None, mode: str = "legacy") -> Any:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http, \
+            Client(streamable_http_client(f"{url}/mcp", http_client=http), mode=mode) as client:
+        yield client
+
+
+def _rpc(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": 1, "method": method, **({"params": params} if params else {})}
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_write_key_lists_and_calls_tools(served: Served, mode: str) -> None:
+    async with connect(served.url, served.write_key, mode) as client:
+        listing = await client.list_tools()
+        result = await client.call_tool("ask_fable_help", {"topic": "modes"})
+    assert "ask_council" in {tool.name for tool in listing.tools}
+    assert not result.is_error
+    assert result.structured_content["status"] == "ok"
+    assert "ask_council" in result.structured_content["text"]
+
+
+async def test_requests_without_a_valid_key_get_401(served: Served) -> None:
+    record = served.keys.get(1)
+    revoked_record, revoked = served.keys.create("gone", "write")
+    served.keys.revoke(revoked_record.id)
+    body = _rpc("tools/list")
+    async with httpx2.AsyncClient(base_url=served.url, headers=MCP_HEADERS) as http:
+        none = await http.post("/mcp", json=body)
+        wrong = await http.post("/mcp", json=body, headers={"Authorization": "Bearer afk_" + "w" * 32})
+        gone = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer {revoked}"})
+        in_query = await http.post(f"/mcp?api_key={served.write_key}", json=body)
+        good = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer {served.write_key}"})
+    assert [r.status_code for r in (none, wrong, gone, in_query)] == [401, 401, 401, 401]
+    assert all(r.headers["www-authenticate"].startswith("Bearer") for r in (none, wrong, gone, in_query))
+    assert good.status_code == 200
+    assert record is not None and served.keys.get(1).last_used_at is not None
+
+
+async def test_the_sdk_client_cannot_connect_without_a_key(served: Served) -> None:
+    with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 as its own error type
+        async with connect(served.url, None) as client:
+            await client.list_tools()
+
+
+async def test_a_read_key_lists_and_asks_but_cannot_call_a_write_tool(served: Served) -> None:
+    served.fake.enqueue("anthropic")
+    async with connect(served.url, served.read_key) as client:
+        listing = await client.list_tools()
+        allowed = await client.call_tool("ask_glm", {"question": "Is this lock ordering safe?"})
+        with pytest.raises(Exception, match="read scope") as info:
+            await client.call_tool("configure_ollama_council", {"models": ["glm-5.2"]})
+    annotations = {tool.name: tool.annotations for tool in listing.tools}
+    assert annotations["ask_glm"].read_only_hint is True
+    assert annotations["configure_ollama_council"].read_only_hint is False
+    assert not allowed.is_error and allowed.structured_content["status"] == "ok"
+    assert "configure_ollama_council" in str(info.value)
+    assert not config_file_path().exists()
+
+
+async def test_a_read_key_gets_http_403_with_a_clear_message(served: Served) -> None:
+    body = _rpc("tools/call", {"name": "context_write", "arguments": {"key": "k", "value": "v"}})
+    async with httpx2.AsyncClient(base_url=served.url, headers=MCP_HEADERS) as http:
+        response = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer {served.read_key}"})
+    assert response.status_code == 403
+    message = response.json()["error"]["message"]
+    assert "read scope" in message and "context_write" in message and "write key" in message
+
+
+async def test_hostile_host_and_origin_are_refused(served: Served) -> None:
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {served.write_key}"}
+    async with httpx2.AsyncClient(base_url=served.url) as http:
+        host = await http.post("/mcp", json=_rpc("tools/list"), headers={**auth, "Host": "attacker.example"})
+        origin = await http.post("/mcp", json=_rpc("tools/list"),
+                                 headers={**auth, "Origin": "https://attacker.example"})
+    assert host.status_code == 421
+    assert origin.status_code == 403
+
+
+async def test_an_oversized_body_gets_413(served: Served) -> None:
+    auth = {**MCP_HEADERS, "Authorization": f"Bearer {served.write_key}"}
+    question = "x" * (MAX_BODY + 1)
+    body = _rpc("tools/call", {"name": "ask_glm", "arguments": {"question": question}})
+    async with httpx2.AsyncClient(base_url=served.url) as http:
+        response = await http.post("/mcp", json=body, headers=auth)
+    assert response.status_code == 413
+    assert served.fake.requests_for("anthropic") == []
+
+
+async def test_fifty_concurrent_help_calls_from_ten_clients(served: Served) -> None:
+    results: list[Any] = []
+
+    async def one_client() -> None:
+        async with connect(served.url, served.write_key) as client, anyio.create_task_group() as group:
+            for _ in range(5):
+                async def call() -> None:
+                    results.append(await client.call_tool("ask_fable_help", {"topic": "modes"}))
+                group.start_soon(call)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as group:
+            for _ in range(10):
+                group.start_soon(one_client)
+    assert len(results) == 50
+    assert all(not r.is_error and r.structured_content["status"] == "ok" for r in results)
+
+
+async def test_fifty_concurrent_asks_on_the_fake_provider_never_leak_the_client_key(
+    served: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="ask_fable.http")
+    served.fake.enqueue("anthropic", times=None, delay=0.05)
+    results: list[Any] = []
+
+    async with connect(served.url, served.write_key) as client:
+        async def ask(i: int) -> None:
+            results.append(await client.call_tool(
+                "ask_glm", {"question": f"Question {i}: should this cache key include the locale?"}))
+
+        with anyio.fail_after(120):
+            async with anyio.create_task_group() as group:
+                for i in range(50):
+                    group.start_soon(ask, i)
+
+    assert len(results) == 50
+    errors = [r.structured_content for r in results if r.is_error or r.structured_content["status"] != "ok"]
+    assert errors == []
+    requests = served.fake.requests_for("anthropic")
+    assert len(requests) == 50
+    for request in requests:
+        wire = request.path + "".join(f"{k}: {v}" for k, v in request.headers.items()) + request.body.decode()
+        assert served.write_key not in wire
+        assert served.write_key[4:] not in wire
+        assert BACKEND_KEY in wire  # the backend's own key is what goes upstream
+    assert "/mcp" in caplog.text
+    assert served.write_key not in caplog.text
+
+
+async def test_a_key_in_the_url_is_not_logged(served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with httpx2.AsyncClient(base_url=served.url, headers=MCP_HEADERS) as http:
+        response = await http.post(f"/mcp?token={served.write_key}", json=_rpc("tools/list"))
+    assert response.status_code == 401
+    server = ("ask_fable", "uvicorn", "mcp")
+    server_lines = [r.getMessage() for r in caplog.records if r.name.startswith(server)]
+    assert any("/mcp" in line for line in server_lines)
+    assert all(served.write_key not in line for line in server_lines)
+
+
+async def test_healthz(served: Served) -> None:
+    async with httpx2.AsyncClient(base_url=served.url) as http:
+        response = await http.get("/healthz")
+        head = await http.head("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert head.status_code == 200 and head.content == b""

@@ -1,0 +1,296 @@
+"""ask_glm, ask_deepseek, ask_atlas, ask_openrouter, ask_ollama and the catalogs, through MCP."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp.types as mt
+import pytest
+from mcp import Client
+
+from ask_fable.backends import catalogs, http_client
+from ask_fable.backends.http_client import RetryPolicy
+from ask_fable.config import load_settings
+from ask_fable.core.app import App
+from ask_fable.surface.server import build_server
+from tests.fakes.fake_provider import FakeProvider
+
+KEY = "sk-PLANTED-e2e-secret-a1b2c3d4e5f6"
+SIDECAR = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
+OR_CATALOG = {"data": [
+    {"id": "deepseek/deepseek-v4-pro", "name": "DeepSeek V4 Pro", "created": 1767225600,
+     "context_length": 163840, "pricing": {"prompt": "0.0000004", "completion": "0.0000016"},
+     "supported_parameters": ["reasoning"], "reasoning": {"supported_efforts": ["medium", "low"]}},
+    {"id": "openai/gpt-5.6-sol", "name": "GPT-5.6 Sol", "created": 1768000000, "context_length": 400000,
+     "pricing": {"prompt": "0.00000125", "completion": "0.00001"}, "supported_parameters": ["reasoning"]},
+    {"id": "qwen/qwen3-coder-flash", "name": "Qwen3 Coder Flash", "created": 1765000000,
+     "context_length": 256000, "pricing": {"prompt": "0.00000005", "completion": "0.0000002"}},
+]}
+
+# tool → (fake route, expected model, settings that point it at the fake)
+TOOLS: dict[str, tuple[str, str]] = {
+    "ask_glm": ("anthropic", "glm-5.2"),
+    "ask_deepseek": ("anthropic", "deepseek-v4-pro"),
+    "ask_atlas": ("openai", "openai/gpt-5.6-sol"),
+    "ask_openrouter": ("openai", "deepseek/deepseek-v4-pro"),
+    "ask_ollama": ("ollama", "gpt-oss:120b-cloud"),
+}
+KEY_VARS = {"ask_glm": "ASK_FABLE_GLM_API_KEY", "ask_deepseek": "ASK_FABLE_DEEPSEEK_API_KEY",
+            "ask_atlas": "ASK_FABLE_ATLAS_API_KEY", "ask_openrouter": "ASK_FABLE_OPENROUTER_API_KEY"}
+
+
+@pytest.fixture(autouse=True)
+def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    catalogs.clear_cache()
+    fast = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
+    monkeypatch.setattr(http_client, "DEFAULT_RETRY", fast)
+    monkeypatch.setattr(catalogs, "CATALOG_RETRY", fast)
+    empty = tmp_path / "no-clis"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", f"{empty}{os.pathsep}/usr/bin{os.pathsep}/bin")  # no grok / kimi
+    yield
+    catalogs.clear_cache()
+
+
+@pytest.fixture
+def fp() -> Iterator[FakeProvider]:
+    with FakeProvider() as fake:
+        fake.set_json("GET", "/api/v1/models", OR_CATALOG)
+        fake.set_json("GET", "/v1/models", OR_CATALOG)
+        yield fake
+
+
+def _wired(fp: FakeProvider, keys: bool = True, **extra: Any) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "glm_base_url": fp.base_url, "deepseek_base_url": fp.base_url, "atlas_base_url": fp.base_url,
+        "openrouter_base_url": f"{fp.base_url}/api/v1", "ollama_base_url": fp.base_url,
+        "ollama_catalog_url": f"{fp.base_url}/cloud", "atlas_model": "openai/gpt-5.6-sol",
+        "cache": False, "timeout": 10,
+    }
+    if keys:
+        values.update(glm_api_key=KEY, deepseek_api_key=KEY, atlas_api_key=KEY, openrouter_api_key=KEY)
+    values.update(extra)
+    return values
+
+
+async def _call(tool: str, arguments: dict[str, Any], settings: dict[str, Any], mode: str | None = None,
+                **client_kwargs: Any) -> dict[str, Any]:
+    server = build_server(App(load_settings(**settings)), toolsets=["single", "catalogs"])
+    kwargs = {"mode": mode} if mode else {}
+    async with Client(server, **kwargs, **client_kwargs) as client:
+        result = await client.call_tool(tool, arguments)
+    payload = result.structured_content
+    assert payload is not None
+    assert result.is_error is (payload["status"] == "error")
+    return payload
+
+
+@pytest.mark.parametrize("tool", list(TOOLS))
+async def test_each_http_tool_answers(fp: FakeProvider, tool: str) -> None:
+    """ok, the model, the answer without its sidecar block, the sidecar, usage and a trace_id."""
+    route, model = TOOLS[tool]
+    fp.enqueue(route, text=f"Use a partial index.\n\n{SIDECAR}",
+               usage={"input_tokens": 40, "output_tokens": 9})
+    question = f"Which index does {tool} recommend for the tenant lookup?"
+    result = await _call(tool, {"question": question, "context": "SELECT * FROM t WHERE tenant_id = $1"},
+                         _wired(fp))
+    assert result["status"] == "ok", result
+    assert result["model"] == model
+    assert result["answer"] == "Use a partial index."
+    assert result["sidecar"] == {"recommendation": "apply", "confidence": "high", "needs_context": []}
+    assert result["trace_id"]
+    assert result["usage"]["input_tokens"] == 40
+    [req] = fp.requests_for(route)
+    sent = req.body.decode()
+    assert question in sent and "tenant_id = $1" in sent
+    assert req.json["model"] == model
+
+
+@pytest.mark.parametrize("tool", list(KEY_VARS))
+async def test_missing_key_is_not_configured(fp: FakeProvider, tool: str) -> None:
+    """Without its key a tool returns not_configured naming the variable, and sends nothing."""
+    result = await _call(tool, {"question": "Is the retry loop bounded?"}, _wired(fp, keys=False))
+    assert result["status"] == "error" and result["kind"] == "not_configured"
+    assert KEY_VARS[tool] in result["detail"]
+    assert fp.requests == []
+
+
+async def test_openrouter_reports_cost_and_clamped_effort(fp: FakeProvider) -> None:
+    """ask_openrouter(effort=deep) on a model that tops out at medium sends medium and reports cost."""
+    fp.enqueue("openai", text=f"Shard by tenant.\n\n{SIDECAR}", usage={"input_tokens": 12, "output_tokens": 6,
+                                                                       "cost": 0.00042})
+    result = await _call("ask_openrouter", {"question": "How should we shard the events table?",
+                                            "effort": "deep"}, _wired(fp))
+    assert result["status"] == "ok"
+    assert result["cost_usd"] == pytest.approx(0.00042)
+    assert result["effort"] == "medium"
+    assert fp.last_json("openai")["reasoning"] == {"effort": "medium"}
+    assert fp.last_json("openai")["usage"] == {"include": True}
+
+
+async def test_atlas_model_and_effort_arguments(fp: FakeProvider) -> None:
+    """ask_atlas passes the chosen model and maps effort to reasoning_effort."""
+    fp.enqueue("openai", text=f"Fine.\n\n{SIDECAR}")
+    result = await _call("ask_atlas", {"question": "Is this lock order safe?", "model": "zai-org/glm-5.2",
+                                       "effort": "quick"}, _wired(fp))
+    assert result["model"] == "zai-org/glm-5.2"
+    assert fp.last_json("openai")["reasoning_effort"] == "low"
+    assert fp.requests_for("openai")[0].path == "/v1/chat/completions"
+
+
+async def test_atlas_grok_routes_to_the_local_cli(fp: FakeProvider, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """xai/grok-* on ask_atlas runs the installed grok CLI without any Atlas key."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    grok = bin_dir / "grok"
+    grok.write_text("#!/bin/sh\ncat >/dev/null\necho 'Grok via the CLI.'\n")
+    grok.chmod(grok.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    result = await _call("ask_atlas", {"question": "Is this lock order safe?", "model": "xai/grok-4.6"},
+                         _wired(fp, keys=False))
+    assert result["status"] == "ok", result
+    assert result["routed_via"] == "grok_cli"
+    assert result["answer"] == "Grok via the CLI."
+    assert fp.requests == []
+
+
+async def test_faults_are_structured(fp: FakeProvider) -> None:
+    """429 then success is retried; repeated 500, garbage and a hang become structured errors."""
+    fp.enqueue("anthropic", status=429, retry_after=0.05)
+    fp.enqueue("anthropic", text=f"Recovered.\n\n{SIDECAR}")
+    ok = await _call("ask_glm", {"question": "Is the migration reversible?"}, _wired(fp))
+    assert ok["status"] == "ok" and ok["answer"] == "Recovered."
+
+    fp.enqueue("openai", status=500, error="upstream overloaded", times=3)
+    failed = await _call("ask_atlas", {"question": "Is the migration reversible?"}, _wired(fp))
+    assert failed["kind"] == "upstream_error" and "upstream overloaded" in failed["detail"]
+
+    fp.enqueue("ollama", garbage=True)
+    garbage = await _call("ask_ollama", {"question": "Is the migration reversible?"}, _wired(fp))
+    assert garbage["kind"] == "upstream_error"
+
+    fp.enqueue("anthropic", hang=True)
+    with anyio.fail_after(10):
+        hung = await _call("ask_deepseek", {"question": "Is the migration reversible?"},
+                           _wired(fp, timeout=1))
+    assert hung["kind"] == "timeout"
+
+
+async def test_planted_key_never_reaches_results_or_state(fp: FakeProvider, isolated_env: Path) -> None:
+    """Providers echoing the key: no result, audit line, trace or saved file carries it."""
+    echo = f"invalid x-api-key {KEY}"
+    settings = _wired(fp, trace_mode="full", save=True, audit_raw=True)
+    outputs: list[str] = []
+    fp.enqueue("anthropic", status=401, error=echo)
+    outputs.append(str(await _call("ask_glm", {"question": "Is the key valid?"}, settings)))
+    fp.enqueue("openai", status=503, error=echo, times=3)
+    outputs.append(str(await _call("ask_openrouter", {"question": "Is the key valid?"}, settings)))
+    fp.enqueue("openai", body=f"<html>{echo}</html>".encode(), status=200)
+    outputs.append(str(await _call("ask_atlas", {"question": "Is the key valid?"}, settings)))
+    fp.enqueue("ollama", text=f"All good.\n\n{SIDECAR}")
+    outputs.append(str(await _call("ask_ollama", {"question": "Is the key valid?"}, settings)))
+    assert all(KEY not in text for text in outputs)
+    assert any("[REDACTED]" in text for text in outputs)
+    leaked = [p for p in isolated_env.rglob("*") if p.is_file() and KEY.encode() in p.read_bytes()]
+    assert leaked == []
+    # The key travelled only where it belongs: as a header to the providers that own it.
+    for req in fp.requests:
+        assert KEY not in req.body.decode()
+
+
+def _accept(model_pick: str | None, effort: str) -> Any:
+    async def callback(context: Any, params: Any) -> mt.ElicitResult:
+        content: dict[str, Any] = {"effort": effort}
+        props = params.requested_schema["properties"]
+        if "model" in props:
+            content["model"] = model_pick or props["model"]["default"]
+        callback.seen.append(params)  # type: ignore[attr-defined]
+        return mt.ElicitResult(action="accept", content=content)
+
+    callback.seen = []  # type: ignore[attr-defined]
+    return callback
+
+
+async def test_catalog_native_picker_returns_the_selection(fp: FakeProvider) -> None:
+    """A client with form elicitation gets the model + effort picker; the accepted choice comes back."""
+    callback = _accept("openai/gpt-5.6-sol", "quick")
+    result = await _call("list_openrouter_models", {"task": "review a risky migration", "limit": 3},
+                         _wired(fp), mode="legacy", elicitation_callback=callback)
+    assert result["status"] == "ok"
+    assert result["selection"] == {"action": "accept", "model": "openai/gpt-5.6-sol", "effort": "quick"}
+    [params] = callback.seen
+    offered = [o["const"] for o in params.requested_schema["properties"]["model"]["oneOf"]]
+    assert offered == [m["id"] for m in result["models"]]
+    assert [o["const"] for o in params.requested_schema["properties"]["effort"]["oneOf"]] == [
+        "quick", "standard", "deep"]
+
+
+async def test_catalog_picker_decline(fp: FakeProvider) -> None:
+    """A declined picker is reported as such, with no model chosen."""
+    async def decline(context: Any, params: Any) -> mt.ElicitResult:
+        return mt.ElicitResult(action="decline")
+
+    result = await _call("list_atlas_models", {"task": "debug a flaky test"}, _wired(fp), mode="legacy",
+                         elicitation_callback=decline)
+    assert result["selection"]["action"] == "decline"
+    assert result["selection"].get("model") is None and result["selection"].get("effort") is None
+
+
+@pytest.mark.parametrize("mode", ["legacy", None])
+async def test_catalog_without_elicitation_returns_the_picker(fp: FakeProvider, mode: str | None) -> None:
+    """A client without form elicitation gets the same choices under picker, and no selection."""
+    result = await _call("list_atlas_models", {"task": "debug a large Rust repository", "limit": 2},
+                         _wired(fp), mode=mode)
+    assert result["status"] == "ok" and "selection" not in result
+    assert len(result["models"]) == 2
+    assert [o["value"] for o in result["picker"]["models"]] == [m["id"] for m in result["models"]]
+    assert [e["value"] for e in result["picker"]["efforts"]] == ["quick", "standard", "deep"]
+    assert [r.path for r in fp.requests] == ["/v1/models"]
+
+
+async def test_catalog_refresh_false_is_offline(fp: FakeProvider) -> None:
+    """refresh=false makes no request and offers only the effort choices."""
+    result = await _call("list_openrouter_models", {"refresh": False, "interactive": False}, _wired(fp))
+    assert result["status"] == "ok" and result["models"] == []
+    assert fp.requests == []
+
+
+async def test_catalog_unreachable_is_upstream_error(fp: FakeProvider) -> None:
+    """A catalog that fails with nothing cached is a structured error."""
+    fp.set_json("GET", "/api/v1/models", {"error": {"message": "catalog maintenance"}}, status=500)
+    result = await _call("list_openrouter_models", {"interactive": False}, _wired(fp))
+    assert result["kind"] == "upstream_error" and "catalog maintenance" in result["detail"]
+
+
+async def test_list_ollama_models(fp: FakeProvider) -> None:
+    """Cloud catalog, pulled models, council and config file through the tool."""
+    fp.set_json("GET", "/cloud/api/tags", {"models": [{"name": "kimi-k2.7-code"}, {"name": "gpt-oss:120b"}]})
+    fp.ollama_tags = {"models": [{"name": "gpt-oss:120b-cloud"}]}
+    result = await _call("list_ollama_models", {}, _wired(fp))
+    assert result["status"] == "ok" and result["reachable"] is True
+    assert result["available_cloud"] == ["gpt-oss:120b-cloud", "kimi-k2.7-code:cloud"]
+    assert result["pulled_local"] == ["gpt-oss:120b-cloud"]
+    assert "minimax-m3:cloud" in result["configured_council"]
+    assert result["config_file"].endswith("config.json")
+
+
+async def test_listing_declares_arguments_and_families(fp: FakeProvider) -> None:
+    """ask_atlas / ask_openrouter take model + effort; ask_ollama takes model; catalogs are read-only."""
+    server = build_server(App(load_settings()), toolsets=["single", "catalogs"])
+    async with Client(server, mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert {"ask_glm", "ask_deepseek", "ask_atlas", "ask_openrouter", "ask_ollama", "list_atlas_models",
+            "list_openrouter_models", "list_ollama_models"} <= set(tools)
+    for name in ("ask_atlas", "ask_openrouter"):
+        assert {"model", "effort"} <= set(tools[name].input_schema["properties"])
+    assert "model" in tools["ask_ollama"].input_schema["properties"]
+    assert "effort" not in tools["ask_glm"].input_schema["properties"]
+    catalog_args = set(tools["list_atlas_models"].input_schema["properties"])
+    assert {"refresh", "task", "limit", "interactive"} <= catalog_args
+    assert tools["list_ollama_models"].annotations.read_only_hint is True

@@ -1,0 +1,51 @@
+"""Pytest fixtures and environment builders around :class:`FakeProvider`.
+
+Import what you need into a conftest or test module::
+
+    from tests.fakes.fixtures import fake_provider, claude_cli_env, bundled_claude_cli
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fake_provider import FakeProvider
+
+
+@pytest.fixture
+def fake_provider() -> Iterator[FakeProvider]:
+    """A running :class:`FakeProvider`, stopped after the test."""
+    with FakeProvider() as fp:
+        yield fp
+
+
+def bundled_claude_cli() -> Path | None:
+    """Path of the Claude Code CLI shipped inside claude-agent-sdk, or ``None`` when absent."""
+    spec = importlib.util.find_spec("claude_agent_sdk")
+    if spec is None or spec.origin is None:
+        return None
+    cli = Path(spec.origin).parent / "_bundled" / "claude"
+    return cli if cli.is_file() else None
+
+
+def claude_cli_env(base_url: str, home: Path, api_key: str = "dummy") -> dict[str, str]:
+    """Environment that points the Claude Code CLI at ``base_url`` with an isolated home, offline.
+
+    Non-essential traffic, telemetry, the auto-updater and retries are off, so one turn sends
+    exactly one ``POST /v1/messages?beta=true`` and a dead endpoint fails at once.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    return {
+        "HOME": str(home),
+        "CLAUDE_CONFIG_DIR": str(home),
+        "ANTHROPIC_BASE_URL": base_url,
+        "ANTHROPIC_API_KEY": api_key,
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "0",
+    }

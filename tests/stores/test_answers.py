@@ -1,0 +1,79 @@
+"""Saved answer Markdown and session transcripts."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from ask_fable.config import load_settings
+from ask_fable.stores.answers import ANSWER_NAME_RE, TRANSCRIPT_NAME_RE, save_answer, save_transcript, slugify
+
+
+def test_save_answer_writes_markdown_with_our_name_shape() -> None:
+    settings = load_settings()
+    path = save_answer(settings, "ask_glm", "Why is the cache slow?", "Because of X.",
+                       meta={"trace_id": "abc", "models": ["glm-5.2"], "skip": None})
+    assert path.parent == settings.answers_dir
+    assert ANSWER_NAME_RE.fullmatch(path.name) and path.name.endswith("-ask_glm-why-is-the-cache-slow.md")
+    text = path.read_text()
+    assert "## Question\n\nWhy is the cache slow?" in text and "## Answer\n\nBecause of X." in text
+    assert "- **trace_id**: abc" in text and "- **models**: glm-5.2" in text and "skip" not in text
+    assert "## Thinking" not in text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_thinking_section_only_when_present() -> None:
+    settings = load_settings()
+    path = save_answer(settings, "ask", "q?", "a", thinking="first I considered")
+    assert "## Thinking\n\nfirst I considered" in path.read_text()
+    assert "## Thinking" not in save_answer(settings, "ask", "q?", "a", thinking="  ").read_text()
+
+
+def test_same_instant_same_question_does_not_overwrite() -> None:
+    settings = load_settings()
+    paths = {save_answer(settings, "ask", "same", str(i)) for i in range(5)}
+    assert len(paths) == 5
+
+
+def test_max_answers_prunes_only_our_files() -> None:
+    settings = load_settings(max_answers=2)
+    settings.answers_dir.mkdir(parents=True)
+    foreign = settings.answers_dir / "my-notes.md"
+    foreign.write_text("keep me")
+    os.utime(foreign, (0, 0))
+    written = [save_answer(settings, "ask", f"question {i}", "a") for i in range(4)]
+    left = sorted(p.name for p in settings.answers_dir.iterdir())
+    assert left == sorted([written[2].name, written[3].name, "my-notes.md"])
+
+
+def test_saved_answer_is_redacted() -> None:
+    settings = load_settings(deepseek_api_key="ds-exact-secret-5555")
+    path = save_answer(settings, "ask_deepseek", "key ds-exact-secret-5555?", "use AKIAIOSFODNN7EXAMPLE",
+                       thinking="Authorization: Bearer abc123def456")
+    text = path.read_text()
+    assert "ds-exact-secret-5555" not in text and "AKIAIOSFODNN7EXAMPLE" not in text
+    assert "abc123def456" not in text
+
+
+def test_slugify() -> None:
+    assert slugify("Why is  X -- slow?!") == "why-is-x-slow"
+    assert slugify("¿¿??") == "answer"
+    assert len(slugify("word " * 50)) <= 48
+
+
+def test_transcript_dump_and_retention() -> None:
+    settings = load_settings(max_sessions=1)
+    turns = [
+        {"question": "q1", "answer": "a1", "thinking": "t1", "model": "claude-fable-5-1"},
+        {"question": "q2", "answer": "a2"},
+    ]
+    first = save_transcript(settings, "fable:default", turns)
+    assert first.parent == settings.sessions_dir and TRANSCRIPT_NAME_RE.fullmatch(first.name)
+    assert first.name.startswith("fable_default-")
+    text = first.read_text()
+    assert "## Turn 1 (claude-fable-5-1)" in text and "### Thinking\n\nt1" in text
+    assert "## Turn 2" in text and text.count("### Thinking") == 1
+    assert stat.S_IMODE(first.stat().st_mode) == 0o600
+    second = save_transcript(settings, "opus5:other", turns[:1])
+    assert [p.name for p in settings.sessions_dir.iterdir()] == [second.name]

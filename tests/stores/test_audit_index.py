@@ -1,0 +1,107 @@
+"""The audit summary index behind stats: incremental, rotation-aware, equal to reading the log."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from ask_fable.errors import BadArgs
+from ask_fable.stores.audit import AuditLog
+from ask_fable.stores.audit_index import AuditIndex
+from ask_fable.stores.stats import BY_VALUES, audit_stats, compute_stats
+
+NOW = 1_800_000_000.0
+
+
+def _record(i: int, rng: random.Random) -> dict:
+    record = {
+        "ts": NOW - rng.uniform(0, 3 * 86400), "trace_id": f"t{i}", "tool": rng.choice(["ask", "ask_glm"]),
+        "mode": "single", "status": rng.choice(["ok", "ok", "error", "refused"]), "kind": None,
+        "allowed": rng.random() < 0.9, "model": rng.choice(["glm-5.2", "kimi-code/k3"]),
+        "provider": rng.choice(["glm", "kimi"]), "session": rng.choice(["s1", "s2"]), "project": "p",
+        "elapsed_ms": rng.uniform(1, 500), "cached": rng.random() < 0.2, "pad": "x" * 80,
+    }
+    if i % 4 == 0:
+        record.update(mode="council", quorum="2/3", synth_fallback=True, members=[
+            {"provider": "glm", "model": "glm-5.2", "status": "ok", "kind": None, "elapsed_ms": 10.0},
+            {"provider": "kimi", "model": "kimi-code/k3", "status": "error", "kind": "circuit_open",
+             "elapsed_ms": 0.0},
+        ])
+    return record
+
+
+def _fill(log: AuditLog, start: int, n: int) -> None:
+    rng = random.Random(start)
+    for i in range(start, start + n):
+        log.append(_record(i, rng))
+
+
+def test_refresh_is_incremental(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=10_000_000)
+    index = AuditIndex(log)
+    _fill(log, 0, 30)
+    assert index.refresh() == 30
+    assert index.refresh() == 0
+    _fill(log, 30, 5)
+    assert index.refresh() == 5
+    assert index.count() == 35
+    assert index.path.name == "decisions.index.db"
+
+
+def test_rotation_and_pruning_keep_the_index_equal_to_the_log(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=3000, backups=3)
+    index = AuditIndex(log)
+    for start in range(0, 200, 20):
+        _fill(log, start, 20)
+        index.refresh()  # rotations and prunes happen between refreshes
+    assert len(log.segments()) == 3
+    assert index.count() == sum(1 for _ in log.iter_records())
+    for by in ("day", "provider"):
+        expected = compute_stats(log.iter_records(), window="all", by=by, now=NOW)
+        assert index.stats(window="all", by=by, now=NOW) == expected
+
+
+def test_torn_tail_is_indexed_once_completed(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=10_000_000)
+    _fill(log, 0, 3)
+    with open(log.path, "ab") as handle:
+        handle.write(b'{"ts": 1800000000.0, "status": "ok", "model": "late"')
+    index = AuditIndex(log)
+    assert index.refresh() == 3
+    with open(log.path, "ab") as handle:
+        handle.write(b'}\nnot json\n')
+    assert index.refresh() == 1
+    late = index.stats(window="all", by="model", now=NOW)["buckets"]
+    assert [b["calls"] for b in late if b["model"] == "late"] == [1]
+
+
+def test_deleted_index_is_rebuilt(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=10_000_000)
+    _fill(log, 0, 10)
+    index = AuditIndex(log)
+    index.refresh()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{index.path}{suffix}").unlink(missing_ok=True)
+    assert AuditIndex(log).refresh() == 10
+
+
+@pytest.mark.parametrize("by", BY_VALUES)
+@pytest.mark.parametrize("window", ["1h", "24h", "all"])
+def test_audit_stats_equals_stats_over_the_raw_log(tmp_path: Path, by: str, window: str) -> None:
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=20_000)
+    _fill(log, 0, 150)
+    expected = compute_stats(log.iter_records(), window=window, by=by, now=NOW)
+    assert audit_stats(log, window=window, by=by, now=NOW) == expected
+    filtered = compute_stats(log.iter_records(), window=window, by=by, model="glm-5.2", session="s1", now=NOW)
+    assert audit_stats(log, window=window, by=by, model="glm-5.2", session="s1", now=NOW) == filtered
+
+
+def test_audit_stats_validates_arguments(tmp_path: Path) -> None:
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=1000)
+    with pytest.raises(BadArgs):
+        audit_stats(log, window="3d")
+    with pytest.raises(BadArgs):
+        audit_stats(log, by="colour")
+    assert audit_stats(log)["totals"]["calls"] == 0

@@ -1,0 +1,82 @@
+"""The answer cache: keys, TTL and the periodic sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ask_fable.config import load_settings
+from ask_fable.stores import cache as cache_mod
+from ask_fable.stores.cache import AnswerCache, answer_cache_for
+
+
+def test_key_normalizes_question_whitespace_and_case_only() -> None:
+    key = AnswerCache.key_for("ask_glm", ["glm"], "Why  is\nX slow?", "ctx")
+    assert key == AnswerCache.key_for("ask_glm", ["glm"], "  why is x SLOW? ", "ctx")
+    assert key != AnswerCache.key_for("ask_glm", ["glm"], "Why is X slow?", "CTX")
+    assert key != AnswerCache.key_for("ask_kimi", ["glm"], "Why is X slow?", "ctx")
+    assert key != AnswerCache.key_for("ask_glm", ["glm"], "Why is X slow?", "ctx", {"effort": "deep"})
+
+
+def test_models_keep_their_order() -> None:
+    a = AnswerCache.key_for("ask_chain", ["glm", "kimi"], "q", "")
+    b = AnswerCache.key_for("ask_chain", ["kimi", "glm"], "q", "")
+    assert a != b and len(a) == 64
+
+
+def test_put_then_get_returns_payload_and_age(tmp_path: Path) -> None:
+    cache = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=100)
+    key = cache.key_for("ask_glm", ["glm"], "q", "")
+    assert cache.get(key) is None
+    cache.put(key, "ask_glm", {"status": "ok", "answer": "42"})
+    hit = cache.get(key)
+    assert hit is not None
+    payload, age = hit
+    assert payload == {"status": "ok", "answer": "42"} and 0 <= age < 60
+
+
+def test_expired_rows_are_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100)
+    cache.put("k", "t", {"a": 1})
+    real = cache_mod.time.time
+    monkeypatch.setattr(cache_mod.time, "time", lambda: real() + 11)
+    assert cache.get("k") is None
+
+
+def test_ttl_zero_never_hits(tmp_path: Path) -> None:
+    cache = AnswerCache(tmp_path / "cache.db", ttl=0, max_rows=100)
+    cache.put("k", "t", {"a": 1})
+    assert cache.get("k") is None
+
+
+def test_sweep_trims_to_ninety_percent_oldest_first(tmp_path: Path) -> None:
+    cache = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=20, sweep_every=25)
+    for i in range(25):
+        cache.put(f"k{i}", "t", {"i": i})
+    assert cache.count() == 18
+    assert cache.get("k0") is None and cache.get("k6") is None
+    assert cache.get("k7") is not None and cache.get("k24") is not None
+
+
+def test_sweep_deletes_expired_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100)
+    cache.put("old", "t", {})
+    real = cache_mod.time.time
+    monkeypatch.setattr(cache_mod.time, "time", lambda: real() + 20)
+    cache.put("new", "t", {})
+    assert cache.sweep() == 1
+    assert cache.count() == 1 and cache.get("new") is not None
+
+
+def test_write_counter_is_shared_by_instances(tmp_path: Path) -> None:
+    path = tmp_path / "cache.db"
+    for i in range(12):
+        AnswerCache(path, ttl=3600, max_rows=5, sweep_every=6).put(f"k{i}", "t", {})
+    assert AnswerCache(path, ttl=3600, max_rows=5).count() == 4
+
+
+def test_factory_reads_settings() -> None:
+    settings = load_settings(cache_ttl=12, cache_max_rows=34)
+    cache = answer_cache_for(settings)
+    assert cache.db.path == settings.cache_db and cache.ttl == 12 and cache.max_rows == 34

@@ -1,0 +1,99 @@
+"""The context bus store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ask_fable.errors import BadArgs
+from ask_fable.stores.context import ContextStore
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ContextStore:
+    return ContextStore(tmp_path / "context.db")
+
+
+def test_write_then_read_returns_value_and_metadata(store: ContextStore) -> None:
+    meta = store.write("trace-1", "Traceback: boom", "the failing run")
+    assert meta["key"] == "trace-1" and meta["size_chars"] == len("Traceback: boom")
+    assert meta["description"] == "the failing run" and "value" not in meta
+    got = store.read("trace-1")
+    assert got is not None
+    assert got["value"] == "Traceback: boom" and got["age_s"] >= 0
+    assert store.read("absent") is None
+
+
+def test_overwrite_keeps_created_at_and_updates_value(store: ContextStore) -> None:
+    first = store.write("k", "one")
+    second = store.write("k", "two two")
+    assert second["created_at"] == first["created_at"]
+    assert second["updated_at"] >= first["updated_at"]
+    got = store.read("k")
+    assert got is not None and got["value"] == "two two" and got["size_chars"] == 7
+
+
+def test_list_never_returns_values(store: ContextStore) -> None:
+    store.write("a", "secret-ish body")
+    store.write("b", "another body", "desc")
+    listing = store.list()
+    assert {row["key"] for row in listing} == {"a", "b"}
+    assert all("value" not in row for row in listing)
+    assert listing[0]["key"] == "b"  # most recently updated first
+
+
+def test_delete_reports_whether_the_key_existed(store: ContextStore) -> None:
+    store.write("gone", "x")
+    assert store.delete("gone") is True
+    assert store.delete("gone") is False
+    assert store.read("gone") is None
+
+
+def test_resolve_joins_found_values_with_headers(store: ContextStore) -> None:
+    store.write("api", "def f(): ...")
+    store.write("log", "ERROR x")
+    text, resolved, missing = store.resolve(["api", "nope", "log", "api"])
+    assert resolved == ["api", "log"] and missing == ["nope"]
+    assert text == "### context: api\ndef f(): ...\n\n### context: log\nERROR x"
+    assert store.resolve([]) == ("", [], [])
+
+
+def test_suggest_offers_close_keys(store: ContextStore) -> None:
+    for key in ("auth-middleware", "db-schema", "stack-trace"):
+        store.write(key, "x")
+    assert store.suggest(["auth-midleware"])[0] == "auth-middleware"
+    assert "db-schema" in store.suggest(["schema"])
+    assert store.suggest(["zzzzzz"]) == []
+
+
+@pytest.mark.parametrize("key", ["", "   ", "a" * 201, "line\nbreak", "tab\there", None, 5])
+def test_invalid_keys_are_bad_args(store: ContextStore, key: object) -> None:
+    with pytest.raises(BadArgs):
+        store.write(key, "v")  # type: ignore[arg-type]
+    with pytest.raises(BadArgs):
+        store.read(key)  # type: ignore[arg-type]
+
+
+def test_key_of_exactly_200_chars_is_accepted(store: ContextStore) -> None:
+    store.write("k" * 200, "v")
+    assert store.read("k" * 200) is not None
+
+
+def test_non_string_value_is_bad_args(store: ContextStore) -> None:
+    with pytest.raises(BadArgs):
+        store.write("k", 123)  # type: ignore[arg-type]
+
+
+def test_values_are_redacted_before_storage(tmp_path: Path) -> None:
+    store = ContextStore(tmp_path / "c.db", secrets=["my-configured-secret"])
+    store.write("cfg", "key=my-configured-secret other=sk-proj-ABCDEFGHIJKLMNOPQRSTUV123")
+    got = store.read("cfg")
+    assert got is not None
+    assert got["value"] == "key=[REDACTED] other=[REDACTED]"
+
+
+def test_two_store_objects_see_the_same_file(tmp_path: Path) -> None:
+    ContextStore(tmp_path / "shared.db").write("k", "from one")
+    got = ContextStore(tmp_path / "shared.db").read("k")
+    assert got is not None and got["value"] == "from one"

@@ -1,0 +1,48 @@
+"""A planted key goes through every writer and appears zero times in any file written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ask_fable.config import load_settings
+from ask_fable.stores.answers import save_answer, save_transcript
+from ask_fable.stores.audit import audit_log_for
+from ask_fable.stores.cache import answer_cache_for
+from ask_fable.stores.context import ContextStore
+from ask_fable.stores.hub import SessionHub
+from ask_fable.stores.redact import redact
+from ask_fable.stores.traces import TraceStore, new_trace_id
+
+SHAPED = "sk-ant-api03-PLANTEDplantedPLANTED0123456789abcdefXYZ"
+CONFIGURED = "glm.PlantedConfiguredKey.4242"
+
+
+def test_planted_keys_never_reach_disk() -> None:
+    settings = load_settings(glm_api_key=CONFIGURED, trace_mode="full", audit_raw=True, save=True)
+    text = f"my keys are {SHAPED} and {CONFIGURED}; header Authorization: Bearer {CONFIGURED}"
+    assert SHAPED not in redact(text, settings) and CONFIGURED not in redact(text, settings)
+
+    ContextStore(settings.context_db, secrets=settings).write("ctx", text, description=text)
+    cache = answer_cache_for(settings)
+    cache.put(cache.key_for("ask_glm", ["glm"], text, text), "ask_glm", {"answer": text, "nested": [text]})
+    SessionHub(settings).record_turn("s", "a", "p", "glm", "ok", text, text, 1.0)
+    traces = TraceStore(settings)
+    trace_id = new_trace_id()
+    traces.record({"trace_id": trace_id, "ts": 1.0, "tool": "ask_glm", "status": "ok",
+                   "events": [{"t_ms": 0, "name": "note", "attrs": {"detail": text}}]})
+    traces.write_bundle(trace_id, {"question": text, "answer": text, "thinking": text * 50})
+    save_answer(settings, "ask_glm", text, text, thinking=text, meta={"note": text})
+    save_transcript(settings, "fable:default", [{"question": text, "answer": text, "thinking": text}])
+    audit_log_for(settings).append(
+        {"ts": 1.0, "question": text, "context_raw": text, "members": [{"x": text}]}
+    )
+    excerpt = traces.bundle_excerpt(trace_id, 100_000)
+    assert excerpt is not None and SHAPED not in excerpt
+
+    written = [p for p in Path(settings.state_dir).rglob("*") if p.is_file()]
+    assert len(written) >= 10  # the dbs (+ WAL), bundle, answer, transcript, audit
+    for path in written:
+        data = path.read_bytes()
+        assert SHAPED.encode() not in data, path
+        assert CONFIGURED.encode() not in data, path
+        assert b"PLANTEDplanted" not in data, path

@@ -1,0 +1,104 @@
+"""Redaction of configured secrets and known key shapes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ask_fable.config import load_settings
+from ask_fable.stores.redact import MARKER, redact, redact_obj
+
+SHAPES = {
+    "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
+    "openai": "sk-proj-AbCdEfGhIjKlMnOpQrSt1234567890",
+    "openai_legacy": "sk-AbCdEfGhIjKlMnOpQrStUvWx12345678",
+    "openrouter": "sk-or-v1-0123456789abcdef0123456789abcdef0123456789abcdef",
+    "google": "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+    "github_classic": "ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github_oauth": "gho_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github_server": "ghs_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "aws_access": "AKIAIOSFODNN7EXAMPLE",
+    "aws_session": "ASIAIOSFODNN7EXAMPLE",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "ours": "afk_" + "Q" * 16 + "z9" * 8,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_known_key_shapes_are_removed(name: str) -> None:
+    secret = SHAPES[name]
+    out = redact(f"before {secret} after")
+    assert secret not in out
+    assert out == f"before {MARKER} after"
+
+
+def test_header_values_are_removed_keeping_the_header_name() -> None:
+    text = (
+        "Authorization: Bearer abc.def-ghi_jkl123456\n"
+        "authorization=Basic dXNlcjpwYXNzd29yZA==\n"
+        'headers={"x-api-key": "plainvalue123", "X-Api-Key": "Other-Value-9"}\n'
+        "curl -H 'Bearer tok3n-value-xyz'"
+    )
+    out = redact(text)
+    for value in ("abc.def-ghi_jkl123456", "dXNlcjpwYXNzd29yZA==", "plainvalue123", "Other-Value-9",
+                  "tok3n-value-xyz"):
+        assert value not in out
+    assert "Authorization: Bearer [REDACTED]" in out
+    assert '"x-api-key": "[REDACTED]"' in out
+
+
+def test_aws_secret_access_key_value_is_removed() -> None:
+    text = "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion=us-east-1"
+    out = redact(text)
+    assert "wJalrXUtnFEMI" not in out
+    assert "aws_secret_access_key = [REDACTED]" in out
+    assert "region=us-east-1" in out
+
+
+def test_private_key_blocks_are_removed_even_unterminated() -> None:
+    block = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----"
+    assert redact(f"x\n{block}\ny") == f"x\n{MARKER}\ny"
+    assert "MIIE" not in redact("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg")
+
+
+def test_exact_configured_values_are_removed() -> None:
+    settings = load_settings(glm_api_key="zai.custom-Key-value-42", deepseek_api_key="ds-plain-777777")
+    out = redact("keys zai.custom-Key-value-42 and ds-plain-777777 here", settings)
+    assert out == f"keys {MARKER} and {MARKER} here"
+    assert redact("x my-exact-secret y", ["my-exact-secret"]) == f"x {MARKER} y"
+
+
+def test_ordinary_text_is_untouched() -> None:
+    text = ("Use scikit-learn and sk-learn; ask-fable maps tasks. Bearer of bad news, bearer authentication. "
+            "The JWT spec says eyJ... prefix. AKIA is a prefix. Authorization header docs. "
+            "sha256 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")
+    assert redact(text) == text
+
+
+def test_redact_obj_walks_nested_structures_without_touching_other_types() -> None:
+    secret = SHAPES["anthropic"]
+    obj = {"a": [secret, {"b": f"x {secret}"}], "n": 3, "t": (secret,), "none": None, "ok": True}
+    out = redact_obj(obj)
+    assert out == {"a": [MARKER, {"b": f"x {MARKER}"}], "n": 3, "t": (MARKER,), "none": None, "ok": True}
+    assert obj["a"][0] == secret  # input unchanged
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    before=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60),
+    after=st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=60),
+    name=st.sampled_from(sorted(SHAPES)),
+)
+def test_a_key_between_arbitrary_separated_text_never_survives(before: str, after: str, name: str) -> None:
+    secret = SHAPES[name]
+    out = redact(f"{before} {secret} {after}")
+    assert secret not in out
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=300))
+def test_redaction_is_idempotent(text: str) -> None:
+    once = redact(text, ["exact-secret"])
+    assert redact(once, ["exact-secret"]) == once

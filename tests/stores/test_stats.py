@@ -1,0 +1,118 @@
+"""Usage statistics over audit records."""
+
+from __future__ import annotations
+
+import pytest
+
+from ask_fable.errors import BadArgs
+from ask_fable.stores.stats import compute_stats
+
+NOW = 1_800_000_000.0
+
+
+def rec(**kw: object) -> dict:
+    base = {"ts": NOW - 60, "tool": "ask_glm", "mode": "single", "status": "ok", "kind": None,
+            "allowed": True, "model": "glm-5.2", "provider": "glm", "session": "s1", "project": "p1",
+            "elapsed_ms": 100, "cached": False}
+    base.update(kw)
+    return base
+
+
+def bucket(result: dict, key: str) -> dict:
+    by = result["by"]
+    return next(b for b in result["buckets"] if b[by] == key)
+
+
+def test_by_model_counts_outcomes_and_latency() -> None:
+    records = [
+        rec(elapsed_ms=100), rec(elapsed_ms=300), rec(status="error", kind="timeout", elapsed_ms=200),
+        rec(status="refused", allowed=False, elapsed_ms=1, model=None, provider=None),
+        rec(status="error", kind="circuit_open", elapsed_ms=0),
+        rec(model="claude-fable-5-1", provider="claude", elapsed_ms=1000),
+    ]
+    out = compute_stats(records, now=NOW)
+    glm = bucket(out, "glm-5.2")
+    assert glm["calls"] == 4 and glm["ok"] == 2 and glm["errors"] == 1 and glm["circuit_open"] == 1
+    assert glm["avg_ms"] == 200.0 and glm["p95_ms"] == 300.0
+    assert glm["error_rate"] == round(1 / 3, 4)
+    assert bucket(out, "unknown")["refused"] == 1 and bucket(out, "unknown")["allowed"] == 0
+    assert out["totals"]["calls"] == 6 and out["totals"]["circuit_open"] == 1
+    assert out["buckets"][0]["model"] == "glm-5.2"  # most calls first
+
+
+def test_p95_uses_nearest_rank() -> None:
+    out = compute_stats([rec(elapsed_ms=v) for v in range(1, 101)], now=NOW)
+    assert out["totals"]["p95_ms"] == 95.0 and out["totals"]["avg_ms"] == 50.5
+
+
+def test_windows_filter_by_timestamp() -> None:
+    records = [rec(ts=NOW - 10), rec(ts=NOW - 7200), rec(ts=NOW - 3 * 86400), rec(ts=NOW - 30 * 86400)]
+    assert compute_stats(records, window="1h", now=NOW)["records"] == 1
+    assert compute_stats(records, window="24h", now=NOW)["records"] == 2
+    assert compute_stats(records, window="7d", now=NOW)["records"] == 3
+    assert compute_stats(records, window="all", now=NOW)["records"] == 4
+
+
+def test_council_counts_under_synthesizer_and_members_in_provider_view() -> None:
+    council = rec(
+        tool="ask_council", mode="council", model="claude-fable-5-1", provider="claude", quorum="2/3",
+        synth_fallback=True, elapsed_ms=5000,
+        members=[
+            {"provider": "glm", "model": "glm-5.2", "status": "ok", "kind": None, "elapsed_ms": 900},
+            {"provider": "kimi", "model": "kimi-code/k3", "status": "error", "kind": "timeout",
+             "elapsed_ms": 3000},
+            {"provider": "deepseek", "model": "deepseek-v4-pro", "status": "error", "kind": "circuit_open",
+             "elapsed_ms": 0},
+        ],
+    )
+    single = rec()
+    by_model = compute_stats([council, single], now=NOW)
+    synth = bucket(by_model, "claude-fable-5-1")
+    assert synth["calls"] == 1 and synth["degraded"] == 1 and synth["synth_fallback"] == 1
+    by_provider = compute_stats([council, single], by="provider", now=NOW)
+    assert bucket(by_provider, "glm")["calls"] == 2 and bucket(by_provider, "glm")["avg_ms"] == 500.0
+    kimi = bucket(by_provider, "kimi")
+    assert kimi["errors"] == 1 and kimi["error_rate"] == 1.0
+    deepseek = bucket(by_provider, "deepseek")
+    assert deepseek["circuit_open"] == 1 and deepseek["errors"] == 0 and deepseek["p95_ms"] is None
+    assert by_provider["totals"]["calls"] == 4
+
+
+def test_provider_view_skips_records_without_a_backend_call() -> None:
+    out = compute_stats([rec(status="refused", provider=None, model=None)], by="provider", now=NOW)
+    assert out["buckets"] == [] and out["records"] == 1
+
+
+def test_other_dimensions() -> None:
+    records = [rec(ts=NOW - 60, cached=True, session="a", project="x", mode="council", tool="ask_council"),
+               rec(ts=NOW - 2 * 86400, session="b", project="y")]
+    assert {b["day"] for b in compute_stats(records, window="all", by="day", now=NOW)["buckets"]} == {
+        "2027-01-15", "2027-01-13"}
+    by_cache = compute_stats(records, window="all", by="cache", now=NOW)["buckets"]
+    assert {b["cache"]: b["calls"] for b in by_cache} == {"hit": 1, "miss": 1}
+    for by, keys in (("session", {"a", "b"}), ("project", {"x", "y"}), ("mode", {"council", "single"}),
+                     ("tool", {"ask_council", "ask_glm"})):
+        assert {b[by] for b in compute_stats(records, window="all", by=by, now=NOW)["buckets"]} == keys
+
+
+def test_model_and_session_filters() -> None:
+    council = rec(model="claude-fable-5-1", members=[{"provider": "glm", "model": "glm-5.2", "status": "ok"}])
+    records = [rec(session="s2"), rec(model="kimi-code/k3", provider="kimi"), council]
+    assert compute_stats(records, model="glm-5.2", now=NOW)["records"] == 2
+    assert compute_stats(records, model="kimi", now=NOW)["records"] == 1
+    assert compute_stats(records, session="s2", now=NOW)["records"] == 1
+    only_glm = compute_stats(records, by="provider", model="glm-5.2", now=NOW)
+    assert [b["provider"] for b in only_glm["buckets"]] == ["glm"] and only_glm["totals"]["calls"] == 2
+
+
+@pytest.mark.parametrize(("window", "by"), [("2h", "model"), ("24h", "color")])
+def test_unknown_window_or_by_is_bad_args_listing_allowed_values(window: str, by: str) -> None:
+    with pytest.raises(BadArgs) as info:
+        compute_stats([], window=window, by=by)
+    assert "allowed" in info.value.detail
+    assert "24h" in info.value.detail or "provider" in info.value.detail
+
+
+def test_empty_input_has_zero_totals() -> None:
+    out = compute_stats([], now=NOW)
+    assert out["buckets"] == [] and out["totals"]["calls"] == 0 and out["totals"]["avg_ms"] is None

@@ -1,0 +1,192 @@
+"""The trace store: index, filters, paging, events, and full-mode bundles."""
+
+from __future__ import annotations
+
+import json
+import stat
+import time
+
+import pytest
+
+from ask_fable.config import Settings, load_settings
+from ask_fable.stores.traces import TraceStore, new_trace_id, valid_trace_id
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return load_settings(trace_mode="full")
+
+
+def _trace(i: int, **kw: object) -> dict:
+    trace = {
+        "trace_id": f"{i:012x}abcdef012345", "ts": 1_700_000_000.0 + i, "tool": "ask_glm", "mode": "single",
+        "status": "ok", "kind": None, "session": "s1", "project": "p1", "agent_id": "a1",
+        "elapsed_ms": 100.0 + i, "providers": ["glm"], "models": ["glm-5.2"], "cached": False,
+        "events": [
+            {"t_ms": 0, "name": "start", "attrs": {"n": i}},
+            {"t_ms": 5.5, "name": "end", "attrs": {}},
+        ],
+    }
+    trace.update(kw)
+    return trace
+
+
+def test_new_trace_ids_are_unique_sortable_and_valid() -> None:
+    first = new_trace_id()
+    time.sleep(0.002)
+    ids = [new_trace_id() for _ in range(200)]
+    assert len(set(ids)) == 200
+    assert all(valid_trace_id(t) and len(t) == 24 for t in ids)
+    assert first < min(ids)
+    assert not valid_trace_id("../etc/passwd") and not valid_trace_id("")
+
+
+def test_record_then_get_returns_ordered_events_and_fields(settings: Settings) -> None:
+    store = TraceStore(settings)
+    store.record(_trace(1, cached=True, providers=["glm", "kimi"]))
+    got = store.get(_trace(1)["trace_id"])
+    assert got is not None
+    assert got["tool"] == "ask_glm" and got["cached"] is True and got["providers"] == ["glm", "kimi"]
+    assert [e["name"] for e in got["events"]] == ["start", "end"]
+    assert got["events"][0]["attrs"] == {"n": 1} and got["events"][1]["t_ms"] == 5.5
+    assert got["artifacts"] == {"bundle": None}
+    assert store.get("ffffffffffffffffffffffff") is None
+    assert store.get("../x") is None
+
+
+def test_record_twice_replaces_the_trace(settings: Settings) -> None:
+    store = TraceStore(settings)
+    store.record(_trace(1))
+    store.record(_trace(1, status="error", events=[{"t_ms": 1, "name": "only", "attrs": {}}]))
+    got = store.get(_trace(1)["trace_id"])
+    assert got is not None and got["status"] == "error" and [e["name"] for e in got["events"]] == ["only"]
+    assert store.count() == 1
+
+
+def test_list_is_newest_first_without_events_and_filters(settings: Settings) -> None:
+    store = TraceStore(settings)
+    for i in range(10):
+        store.record(_trace(
+            i,
+            tool="ask_glm" if i % 2 else "ask_kimi",
+            status="error" if i == 7 else "ok",
+            providers=["glm"] if i % 2 else ["kimi", "glm"] if i == 4 else ["kimi"],
+            session="s2" if i >= 8 else "s1",
+            project="p2" if i == 3 else "p1",
+        ))
+    rows = store.list()
+    assert [r["trace_id"][:12] for r in rows] == [f"{i:012x}" for i in range(9, -1, -1)]
+    assert all("events" not in r for r in rows)
+    assert [r["ts"] for r in store.list(tool="ask_kimi")] == [1_700_000_000.0 + i for i in (8, 6, 4, 2, 0)]
+    assert [r["status"] for r in store.list(status="error")] == ["error"]
+    kimi = [int(r["trace_id"][:12], 16) for r in store.list(provider="kimi")]
+    assert kimi == [8, 6, 4, 2, 0]
+    glm = [int(r["trace_id"][:12], 16) for r in store.list(provider="glm")]
+    assert glm == [9, 7, 5, 4, 3, 1]
+    assert len(store.list(session="s2")) == 2
+    assert [int(r["trace_id"][:12], 16) for r in store.list(project="p2")] == [3]
+    assert len(store.list(limit=3)) == 3
+
+
+def test_before_pages_by_trace_id_or_timestamp(settings: Settings) -> None:
+    store = TraceStore(settings)
+    for i in range(6):
+        store.record(_trace(i))
+    page1 = store.list(limit=2)
+    page2 = store.list(limit=2, before=page1[-1]["trace_id"])
+    page3 = store.list(limit=2, before=page2[-1]["trace_id"])
+    ids = [r["trace_id"] for r in page1 + page2 + page3]
+    assert len(set(ids)) == 6
+    assert [r["ts"] for r in store.list(before=1_700_000_002.0)] == [1_700_000_001.0, 1_700_000_000.0]
+    assert [r["ts"] for r in store.list(before="1700000001")] == [1_700_000_000.0]
+    assert store.list(before="ffffffffffffffffffffffff") == []
+    glm_page = store.list(provider="glm", limit=2, before=page1[-1]["trace_id"])
+    assert [r["trace_id"] for r in glm_page] == [r["trace_id"] for r in page2]
+
+
+def test_same_timestamp_pages_without_loss(settings: Settings) -> None:
+    store = TraceStore(settings)
+    for i in range(5):
+        store.record(_trace(i, ts=1_700_000_000.0))
+    seen: list[str] = []
+    before = None
+    while True:
+        page = store.list(limit=2, before=before)
+        if not page:
+            break
+        seen += [r["trace_id"] for r in page]
+        before = page[-1]["trace_id"]
+    assert len(seen) == 5 and len(set(seen)) == 5
+
+
+def test_event_attrs_are_redacted(settings: Settings) -> None:
+    store = TraceStore(settings)
+    planted = "sk-ant-api03-" + "Z" * 40
+    store.record(_trace(1, events=[{"t_ms": 0, "name": "note", "attrs": {"detail": f"bad key {planted}"}}]))
+    got = store.get(_trace(1)["trace_id"])
+    assert got is not None and planted not in json.dumps(got)
+
+
+def test_bundle_is_redacted_private_and_excerpted(settings: Settings) -> None:
+    store = TraceStore(settings)
+    trace_id = new_trace_id()
+    planted = "ghp_" + "Q" * 36
+    path = store.write_bundle(trace_id, {
+        "question": "why?", "answer": f"because {planted}", "thinking": "step one",
+        "members": [{"model": "glm", "answer": "a"}, {"model": "kimi", "answer": "b"}],
+    })
+    assert path is not None and path.parent == settings.traces_dir
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    raw = path.read_text()
+    assert planted not in raw and "[REDACTED]" in raw
+    lines = [json.loads(line) for line in raw.splitlines()]
+    assert lines[0]["type"] == "header" and lines[-1] == {
+        "type": "end", "truncated": False, "content_bytes": lines[-1]["content_bytes"],
+        "original_bytes": lines[-1]["original_bytes"],
+    }
+    excerpt = store.bundle_excerpt(trace_id, 4000)
+    assert excerpt is not None
+    assert "## question\nwhy?" in excerpt and "## answer\nbecause [REDACTED]" in excerpt
+    assert "## members" in excerpt and "kimi" in excerpt
+    assert len(store.bundle_excerpt(trace_id, 10) or "") == 10
+    assert store.bundle_excerpt(new_trace_id(), 100) is None
+    store.record(_trace(1, trace_id=trace_id))
+    got = store.get(trace_id)
+    assert got is not None and got["artifacts"]["bundle"] == str(path)
+
+
+def test_bundle_cap_truncates_and_records_it() -> None:
+    settings = load_settings(trace_max_content_bytes=2000, trace_max_event_bytes=1000)
+    store = TraceStore(settings)
+    trace_id = new_trace_id()
+    path = store.write_bundle(trace_id, {"question": "q", "answer": "A" * 10_000, "thinking": "T" * 500})
+    assert path is not None
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    end = lines[-1]
+    assert end["type"] == "end" and end["truncated"] is True
+    assert end["content_bytes"] <= 2000 and end["original_bytes"] > 10_000
+    assert all(len(json.dumps(line)) < 1000 for line in lines)  # long strings were chunked
+    excerpt = store.bundle_excerpt(trace_id, 100_000)
+    assert excerpt is not None and "truncated" in excerpt and "T" * 10 not in excerpt
+
+
+def test_long_string_round_trips_through_chunks() -> None:
+    settings = load_settings(trace_max_event_bytes=2048)
+    store = TraceStore(settings)
+    trace_id = new_trace_id()
+    text = "".join(chr(ord("a") + i % 26) for i in range(5000))
+    store.write_bundle(trace_id, {"answer": text})
+    assert store.bundle_excerpt(trace_id, 100_000) == f"## answer\n{text}\n"
+
+
+def test_oversized_lines_are_skipped_when_reading() -> None:
+    settings = load_settings(trace_max_event_bytes=1024)
+    store = TraceStore(settings)
+    trace_id = new_trace_id()
+    path = store.bundle_path(trace_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    huge = json.dumps({"type": "item", "field": "answer", "value": "X" * 50_000})
+    small = json.dumps({"type": "item", "field": "question", "value": "fine"})
+    path.write_text(f"{huge}\n{small}\nnot json\n")
+    assert store.bundle_excerpt(trace_id, 1000) == "## question\nfine\n"

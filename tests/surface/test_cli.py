@@ -1,0 +1,222 @@
+"""The ``ask-fable`` command through its entry point, plus the registry-generated tool commands."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from ask_fable.cli import _parser
+from ask_fable.surface.human_cli import arguments_from, command_paths, render
+from ask_fable.surface.registry import all_tools
+from tests.e2e.helpers import ask_fable_command, child_env
+from tests.fakes.fake_provider import FakeProvider
+
+KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
+
+
+def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60
+        ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=timeout,
+                          env=env or child_env(), stdin=subprocess.DEVNULL)
+
+
+def parse(*argv: str) -> tuple[Any, dict[str, Any]]:
+    parser, table = _parser(all_tools())
+    namespace = parser.parse_args(list(argv))
+    return namespace, arguments_from(namespace, table[namespace.tool_name])
+
+
+def test_an_unknown_toolset_exits_2_naming_the_known_ones() -> None:
+    flag = run("--toolsets", "core,bogus")
+    env = run(env=child_env(ASK_FABLE_TOOLSETS="nonsense"))
+    serve = run("serve", "--http", "--toolsets", "bogus")
+    for result, name in ((flag, "bogus"), (env, "nonsense"), (serve, "bogus")):
+        assert result.returncode == 2
+        assert f"unknown toolset '{name}'" in result.stderr
+        assert "known toolsets: default, all, core" in result.stderr
+        assert result.stdout == ""
+
+
+def test_keys_lifecycle() -> None:
+    created = run("keys", "create", "--name", "laptop", "--scope", "read")
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.strip()
+    assert KEY_SHAPE.fullmatch(key)
+    assert "shown only once" in created.stderr
+    listed = run("keys", "list", "--json")
+    rows = json.loads(listed.stdout)
+    assert [(r["id"], r["name"], r["scope"], r["active"]) for r in rows] == [(1, "laptop", "read", True)]
+    assert key not in listed.stdout and key[4:] not in listed.stdout
+    assert run("keys", "revoke", "1").returncode == 0
+    assert json.loads(run("keys", "list", "--json").stdout)[0]["revoked_at"]
+    missing = run("keys", "revoke", "99")
+    assert missing.returncode == 1 and "no API key" in missing.stderr
+    assert run("keys", "create", "--name", "x", "--scope", "admin").returncode == 2
+
+
+def test_a_tool_command_prints_text_or_json() -> None:
+    text = run("help", "--topic", "modes")
+    assert text.returncode == 0, text.stderr
+    assert "ask_council" in text.stdout
+    data = json.loads(run("help", "--topic", "tokens", "--json").stdout)
+    assert data["status"] == "ok" and data["topic"] == "tokens"
+    bad = run("help", "--topic", "nope")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_a_guard_refusal_exits_1() -> None:
+    result = run("ask", "hi")
+    assert result.returncode == 1
+    assert "refused" in result.stdout
+
+
+def test_a_reasoning_command_runs_through_the_pipeline_on_the_fake_provider() -> None:
+    with FakeProvider() as fake:
+        fake.enqueue("anthropic", text='Use a read-write lock.\n\n```sidecar\n'
+                     '{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```')
+        env = child_env(ASK_FABLE_GLM_API_KEY="sk-glm-0123456789",
+                        ASK_FABLE_GLM_BASE_URL=f"{fake.base_url}/api/anthropic", ASK_FABLE_CACHE="0")
+        result = run("glm", "Should this map be guarded by a lock?", "--context", "shared dict", "--json",
+                     env=env)
+        sent = fake.last_json("anthropic")
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "ok" and "read-write lock" in payload["answer"]
+    assert "Should this map be guarded by a lock?" in json.dumps(sent)
+
+
+def test_generated_commands_take_positionals_and_comma_lists() -> None:
+    _, council = parse("council", "Which queue?", "--models", "glm, deepseek,m3", "--tier", "middle")
+    assert council == {"question": "Which queue?", "models": ["glm", "deepseek", "m3"], "tier": "middle"}
+    _, chain = parse("chain", "Refine this", "--pipeline", "m3 > glm > fable")
+    assert chain == {"question": "Refine this", "pipeline": "m3 > glm > fable"}
+    _, debate = parse("debate", "Monorepo?", "--rounds", "2", "--proposer", "glm")
+    assert debate == {"question": "Monorepo?", "rounds": 2, "proposer": "glm"}
+    _, ask = parse("ask", "Why?", "--context-ref", "a,b", "--no-reset")
+    assert ask == {"question": "Why?", "context_ref": ["a", "b"], "reset": False}
+
+
+def test_text_values_can_come_from_files(tmp_path: Path) -> None:
+    source = tmp_path / "trace.txt"
+    source.write_text("Traceback: boom")
+    _, args = parse("ask", "Why does it fail?", "--context", f"@{source}")
+    assert args["context"] == "Traceback: boom"
+
+
+def test_every_tool_gets_a_command() -> None:
+    specs = all_tools()
+    paths = command_paths(specs)
+    assert len(set(paths.values())) == len(specs)
+    assert paths["ask_council"] == ("council",)
+    assert paths["ask_fable_help"] == ("help",)
+    parser, table = _parser(specs)
+    assert set(table) == {s.name for s in specs}
+    for spec in specs:
+        words = paths[spec.name]
+        try:
+            parser.parse_args([*words, "--help"])
+        except SystemExit as exc:
+            assert exc.code == 0, spec.name
+
+
+def test_nested_commands_for_tool_groups() -> None:
+    class Spec:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    names = ["trace_list", "trace_get", "stats", "context_write", "context_read", "list_ollama_models",
+             "configure_tracing", "session_peek", "session_list"]
+    paths = command_paths([Spec(n) for n in names])  # type: ignore[misc]
+    assert paths["trace_list"] == ("trace", "list")
+    assert paths["context_write"] == ("context", "write")
+    assert paths["session_peek"] == ("session", "peek")
+    assert paths["stats"] == ("stats",)
+    assert paths["list_ollama_models"] == ("list-ollama-models",)
+    assert paths["configure_tracing"] == ("configure-tracing",)
+
+
+def test_render_shows_the_answer_then_the_details() -> None:
+    text = render({"status": "ok", "answer": "Do X.", "model": "glm-5.2", "trace_id": "t1",
+                   "sources": [{"model": "glm", "status": "ok"}]})
+    assert text.splitlines()[0] == "Do X."
+    assert "model: glm-5.2" in text and "trace_id: t1" in text and "model=glm" in text
+    error = render({"status": "error", "kind": "not_configured", "detail": "set KEY"})
+    assert error.startswith("error [not_configured]: set KEY")
+
+
+def test_config_prints_a_snippet_and_init_writes_one(tmp_path: Path) -> None:
+    snippet = run("config", "cursor", "--command", "ask-fable --toolsets all")
+    assert json.loads(snippet.stdout) == {"mcpServers": {"ask_fable": {
+        "command": "ask-fable", "args": ["--toolsets", "all"]}}}
+    every = run("config", "--http", "http://127.0.0.1:8765/mcp")
+    assert every.returncode == 0 and "[mcp_servers.ask_fable]" in every.stdout and "serverUrl" in every.stdout
+    target = tmp_path / "codex" / "config.toml"
+    target.parent.mkdir()
+    target.write_text('model = "gpt-5.6-sol"\n')
+    written = run("init", "codex", "--config-path", str(target), "--command", "ask-fable")
+    assert written.returncode == 0, written.stderr
+    assert "added 'ask_fable'" in written.stdout and "backup" in written.stdout
+    expected = 'model = "gpt-5.6-sol"\n\n[mcp_servers.ask_fable]\ncommand = "ask-fable"\nargs = []\n'
+    assert target.read_text() == expected
+
+
+def test_doctor_on_a_bare_machine_exits_0(tmp_path: Path) -> None:
+    env = child_env(PATH=f"{tmp_path}:/usr/bin:/bin", ASK_FABLE_OLLAMA_BASE_URL="http://127.0.0.1:9")
+    text = run("doctor", env=env)
+    data = json.loads(run("doctor", "--json", "--timeout", "1", env=env).stdout)
+    assert text.returncode == 0 and "backends ready" in text.stdout
+    assert len(data["backends"]) == 12
+    assert {b["name"] for b in data["backends"] if b["status"] != "ready"} >= {"glm", "deepseek", "minimax"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_http_through_the_entry_point() -> None:
+    key = run("keys", "create", "--name", "srv").stdout.strip()
+    port = _free_port()
+    process = subprocess.Popen([*ask_fable_command(), "serve", "--http", "--port", str(port)],
+                               env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                health = httpx2.get(f"{base}/healthz", timeout=1)
+                break
+            except httpx2.HTTPError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail(f"server did not start: {process.stderr.read() if process.poll() else ''}")
+                time.sleep(0.1)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        headers = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
+        refused = httpx2.post(f"{base}/mcp", json=body, headers=headers)
+        listed = httpx2.post(f"{base}/mcp", json=body, headers={**headers, "Authorization": f"Bearer {key}"})
+    finally:
+        process.terminate()
+        _, stderr = process.communicate(timeout=20)
+    assert health.status_code == 200
+    assert refused.status_code == 401
+    assert listed.status_code == 200
+    assert "ask_fable_help" in {t["name"] for t in listed.json()["result"]["tools"]}
+    assert key not in stderr
+
+
+def test_tools_lists_every_tool_with_its_family_and_command() -> None:
+    rows = json.loads(run("tools", "--json").stdout)
+    by_name = {row["name"]: row for row in rows}
+    assert set(by_name) == {spec.name for spec in all_tools()}
+    assert by_name["diagnose"]["family"] == "observability" and by_name["diagnose"]["read_only"]
+    assert by_name["ask_fable_help"]["command"] == "help" and by_name["ask_fable_help"]["default"]

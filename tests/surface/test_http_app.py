@@ -1,0 +1,239 @@
+"""The HTTP guard: Host/Origin checks, bearer keys, body cap and read scope, ahead of the MCP app."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from ask_fable.stores.keys import KeyStore
+from ask_fable.surface.http_app import (
+    HttpGuard,
+    HttpOptions,
+    host_allowed,
+    origin_allowed,
+    query_has_credential,
+    tool_calls,
+)
+
+
+class Recorder:
+    """An inner ASGI app that records what reached it and answers 200."""
+
+    def __init__(self) -> None:
+        self.scopes: list[dict[str, Any]] = []
+        self.bodies: list[bytes] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.scopes.append(scope)
+        self.bodies.append(body)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"ok":true}'})
+
+
+@pytest.fixture
+def keys(tmp_path: Path) -> KeyStore:
+    return KeyStore(tmp_path / "keys.db")
+
+
+def _client(inner: Recorder, keys: KeyStore, **options: Any) -> httpx2.AsyncClient:
+    guard = HttpGuard(inner, keys=keys, read_only_tools=frozenset({"ask_fable_help", "trace_list"}),
+                      options=HttpOptions(**options))
+    return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=guard), base_url="http://127.0.0.1:8765")
+
+
+def _call(name: str, request_id: int = 1) -> dict[str, Any]:
+    params = {"name": name, "arguments": {}}
+    return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
+
+
+async def test_a_valid_key_reaches_the_mcp_app_without_its_authorization_header(keys: KeyStore) -> None:
+    _, key = keys.create("ci", "write")
+    inner = Recorder()
+    async with _client(inner, keys) as client:
+        response = await client.post("/mcp", json=_call("ask_council"),
+                                     headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 200
+    headers = dict(inner.scopes[0]["headers"])
+    assert b"authorization" not in headers
+    assert key.encode() not in b"".join(k + v for k, v in inner.scopes[0]["headers"])
+    assert json.loads(inner.bodies[0])["params"]["name"] == "ask_council"
+    assert inner.scopes[0]["ask_fable.api_key"].name == "ci"
+
+
+@pytest.mark.parametrize("authorization",
+                         [None, "Bearer", "Basic abc", "Bearer afk_" + "z" * 32, "Bearer nope"])
+async def test_missing_or_wrong_keys_get_401(keys: KeyStore, authorization: str | None) -> None:
+    keys.create("ci", "write")
+    inner = Recorder()
+    headers = {"Authorization": authorization} if authorization else {}
+    async with _client(inner, keys) as client:
+        response = await client.post("/mcp", json=_call("ask_fable_help"), headers=headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert response.json()["error"]["message"]
+    assert inner.scopes == []
+
+
+async def test_a_revoked_key_gets_401(keys: KeyStore) -> None:
+    record, key = keys.create("ci", "write")
+    keys.revoke(record.id)
+    async with _client(Recorder(), keys) as client:
+        response = await client.post("/mcp", json=_call("ask_fable_help"),
+                                     headers={"Authorization": f"Bearer {key}"})
+    assert response.status_code == 401
+    assert "revoked" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("query", ["api_key={key}", "token={key}", "x={key}", "key=whatever"])
+async def test_a_key_in_the_query_string_is_never_accepted(keys: KeyStore, query: str) -> None:
+    _, key = keys.create("ci", "write")
+    inner = Recorder()
+    async with _client(inner, keys) as client:
+        alone = await client.post(f"/mcp?{query.format(key=key)}", json=_call("ask_fable_help"))
+        with_header = await client.post(f"/mcp?{query.format(key=key)}", json=_call("ask_fable_help"),
+                                        headers={"Authorization": f"Bearer {key}"})
+    assert alone.status_code == 401 and with_header.status_code == 401
+    assert "Authorization header" in with_header.json()["error"]["message"]
+    assert key not in with_header.text
+    assert inner.scopes == []
+
+
+async def test_a_read_key_may_list_and_call_read_only_tools(keys: KeyStore) -> None:
+    _, key = keys.create("viewer", "read")
+    inner = Recorder()
+    headers = {"Authorization": f"Bearer {key}"}
+    async with _client(inner, keys) as client:
+        listing = await client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                    headers=headers)
+        read_only = await client.post("/mcp", json=_call("trace_list"), headers=headers)
+    assert listing.status_code == 200 and read_only.status_code == 200
+    assert len(inner.scopes) == 2
+
+
+async def test_a_read_key_on_a_write_tool_gets_403_naming_the_rule(keys: KeyStore) -> None:
+    _, key = keys.create("viewer", "read")
+    inner = Recorder()
+    headers = {"Authorization": f"Bearer {key}"}
+    async with _client(inner, keys) as client:
+        single = await client.post("/mcp", json=_call("ask_council", 7), headers=headers)
+        batch = await client.post("/mcp", json=[_call("trace_list", 1), _call("context_write", 2)],
+                                  headers=headers)
+    assert single.status_code == 403
+    error = single.json()
+    assert error["id"] == 7
+    assert "read scope" in error["error"]["message"] and "ask_council" in error["error"]["message"]
+    assert batch.status_code == 403 and "context_write" in batch.json()["error"]["message"]
+    assert inner.scopes == []
+
+
+@pytest.mark.parametrize("host",
+                         ["evil.example", "evil.example:8765", "127.0.0.1.evil.example", "localhost.evil:80"])
+async def test_a_hostile_host_gets_421(keys: KeyStore, host: str) -> None:
+    _, key = keys.create("ci", "write")
+    async with _client(Recorder(), keys) as client:
+        response = await client.post("/mcp", json=_call("ask_fable_help"),
+                                     headers={"Authorization": f"Bearer {key}", "Host": host})
+    assert response.status_code == 421
+
+
+async def test_a_hostile_origin_gets_403(keys: KeyStore) -> None:
+    _, key = keys.create("ci", "write")
+    async with _client(Recorder(), keys) as client:
+        response = await client.post("/mcp", json=_call("ask_fable_help"),
+                                     headers={"Authorization": f"Bearer {key}", "Origin": "http://evil.example"})
+        local = await client.post("/mcp", json=_call("ask_fable_help"),
+                                  headers={"Authorization": f"Bearer {key}", "Origin": "http://localhost:3000"})
+    assert response.status_code == 403
+    assert local.status_code == 200
+
+
+async def test_host_checks_apply_on_a_wildcard_bind_too(keys: KeyStore) -> None:
+    _, key = keys.create("ci", "write")
+    auth = {"Authorization": f"Bearer {key}"}
+    inner = Recorder()
+    guard = HttpGuard(inner, keys=keys, read_only_tools=frozenset(),
+                      options=HttpOptions(host="0.0.0.0", allowed_hosts=("mcp.example.com",),
+                                          allowed_origins=("https://app.example.com",)))
+    transport = httpx2.ASGITransport(app=guard)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://mcp.example.com") as client:
+        ok = await client.post("/mcp", json=_call("x"), headers={**auth, "Origin": "https://app.example.com"})
+        evil_host = await client.post("/mcp", json=_call("x"), headers={**auth, "Host": "10.0.0.5:8765"})
+        evil_origin = await client.post("/mcp", json=_call("x"), headers={**auth, "Origin": "https://evil.example"})
+    assert ok.status_code == 200
+    assert evil_host.status_code == 421
+    assert evil_origin.status_code == 403
+
+
+async def test_an_oversized_body_gets_413(keys: KeyStore) -> None:
+    _, key = keys.create("ci", "write")
+    inner = Recorder()
+    auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
+
+    async def chunks() -> Any:
+        for _ in range(8):
+            yield b" " * 512
+
+    async with _client(inner, keys, max_body_bytes=2048) as client:
+        declared = await client.post("/mcp", content=b" " * 4096, headers=auth)
+        streamed = await client.post("/mcp", content=chunks(), headers=auth)
+        fits = await client.post("/mcp", json=_call("ask_fable_help"), headers=auth)
+    assert declared.status_code == 413
+    assert streamed.status_code == 413
+    assert fits.status_code == 200
+    assert len(inner.scopes) == 1
+
+
+async def test_healthz_needs_no_key_and_says_nothing_else(keys: KeyStore) -> None:
+    async with _client(Recorder(), keys) as client:
+        response = await client.get("/healthz")
+        post = await client.post("/healthz")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+    assert post.status_code == 405
+
+
+def test_host_matching_rules() -> None:
+    allowed = HttpOptions().host_allowlist()
+    assert host_allowed("127.0.0.1:8765", allowed)
+    assert host_allowed("localhost", allowed)
+    assert host_allowed("[::1]:9000", allowed)
+    assert not host_allowed("example.com", allowed)
+    assert not host_allowed(None, allowed)
+    assert host_allowed("mcp.example.com:443", ["mcp.example.com:443"])
+    assert not host_allowed("mcp.example.com:8443", ["mcp.example.com:443"])
+    assert "0.0.0.0" not in HttpOptions(host="0.0.0.0").host_allowlist()
+    assert "10.1.2.3" in HttpOptions(host="10.1.2.3").host_allowlist()
+
+
+def test_origin_matching_rules() -> None:
+    allowed = HttpOptions(allowed_origins=("https://app.example.com",)).origin_allowlist()
+    assert origin_allowed(None, allowed)
+    assert origin_allowed("http://localhost:5173", allowed)
+    assert origin_allowed("https://app.example.com", allowed)
+    assert not origin_allowed("https://app.example.com.evil.io", allowed)
+    assert not origin_allowed("http://localhost.evil.io:80", allowed)
+    assert not origin_allowed("null", allowed)
+
+
+def test_credential_detection_in_query_strings() -> None:
+    assert query_has_credential(b"api_key=abc")
+    assert query_has_credential(b"access_token=abc")
+    assert query_has_credential(b"q=afk_" + b"a" * 32)
+    assert not query_has_credential(b"")
+    assert not query_has_credential(b"page=2")
+
+
+def test_tool_calls_reads_single_messages_and_batches() -> None:
+    assert tool_calls(_call("a", 3)) == [(3, "a")]
+    assert tool_calls([_call("a", 1), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]) == [(1, "a")]
+    assert tool_calls({"method": "tools/call", "params": "junk"}) == [(None, "None")]

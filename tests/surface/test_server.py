@@ -1,0 +1,56 @@
+"""The MCP surface in memory: structured results, bad input, unknown tools, both protocol eras."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp import Client
+
+from ask_fable.core.app import App
+from ask_fable.surface.server import INSTRUCTIONS, build_server
+
+
+@pytest.mark.parametrize("mode", ["legacy", None])
+async def test_help_returns_structured_content_and_the_same_json_as_text(mode: str | None) -> None:
+    kwargs = {"mode": mode} if mode else {}
+    async with Client(build_server(toolsets=["all"]), **kwargs) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        assert listed["ask_fable_help"].annotations.read_only_hint is True
+        result = await client.call_tool("ask_fable_help", {"topic": "tokens"})
+        assert result.is_error is False
+        assert result.structured_content["status"] == "ok"
+        assert "twin" in result.structured_content["text"]
+        assert json.loads(result.content[0].text) == result.structured_content
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{"topic": 3}, {"topic": "nope"}, {"unexpected": True}, {"topic": "x" * 100_000}, {"topic": None}],
+)
+async def test_bad_arguments_are_a_structured_bad_args_error(arguments: dict) -> None:
+    async with Client(build_server(toolsets=["all"])) as client:
+        result = await client.call_tool("ask_fable_help", arguments)
+        assert result.is_error is True
+        assert result.structured_content["status"] == "error"
+        assert result.structured_content["kind"] == "bad_args"
+        assert "Traceback" not in result.structured_content["detail"]
+        follow = await client.call_tool("ask_fable_help", {"topic": "modes"})
+        assert follow.structured_content["status"] == "ok"
+
+
+async def test_unknown_tool_is_structured() -> None:
+    async with Client(build_server()) as client:
+        result = await client.call_tool("no_such_tool", {})
+        assert result.is_error and result.structured_content["kind"] == "unknown_tool"
+
+
+def test_instructions_fit_in_two_kilobytes() -> None:
+    assert len(INSTRUCTIONS.encode()) <= 2048
+
+
+async def test_the_server_shares_one_app_and_closes_it() -> None:
+    app = App()
+    async with Client(build_server(app, toolsets=["core"])) as client:
+        await client.call_tool("ask_fable_help", {})
+    assert app._services == {}

@@ -1,0 +1,108 @@
+"""Toolsets: what each start-up choice serves, and what the default costs in context."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from mcp import Client
+
+from ask_fable.config import load_settings
+from ask_fable.core.app import App
+from ask_fable.errors import BadArgs
+from ask_fable.surface.registry import FAMILIES, all_tools
+from ask_fable.surface.server import build_server
+from ask_fable.surface.toolsets import families_for, select_tools, wants_output_schemas
+
+#: Every tool the contract names, once.
+SPEC_TOOLS = frozenset({
+    "ask", "ask_opus5", "ask_m3", "ask_glm", "ask_deepseek", "ask_gemini", "ask_codex", "ask_grok",
+    "ask_kimi", "ask_atlas", "ask_openrouter", "ask_ollama", "ask_council", "ask_chain", "ask_debate",
+    "ask_ollama_council", "ask_atlas_council", "ask_openrouter_council", "list_atlas_models",
+    "list_openrouter_models", "list_ollama_models", "configure_ollama_council", "configure_atlas_council",
+    "configure_openrouter_council", "configure_tracing", "context_write", "context_read", "context_list",
+    "context_delete", "context_pack", "ask_fable_help", "reset_session", "stats", "trace_list", "trace_get",
+    "session_list", "session_peek", "session_stats", "diagnose",
+})
+REASONING_MODES = ("ask", "ask_council", "ask_chain", "ask_debate", "ask_fable_help")
+DEFAULT_BUDGET_BYTES = 12 * 1024
+
+
+async def _listing(toolsets: list[str] | None) -> tuple[list[str], int]:
+    """Tool names and the byte size of the tools/list result as a client receives it."""
+    server = build_server(App(load_settings()), toolsets=toolsets)
+    async with Client(server, mode="legacy") as client:
+        result = await client.list_tools()
+    wire = json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), separators=(",", ":"))
+    return [tool.name for tool in result.tools], len(wire.encode("utf-8"))
+
+
+async def test_default_toolset_keeps_every_reasoning_mode_within_12_kb() -> None:
+    names, size = await _listing(None)
+    assert set(REASONING_MODES) <= set(names)
+    assert size <= DEFAULT_BUDGET_BYTES, f"default tools/list is {size} bytes"
+
+
+async def test_all_lists_exactly_the_spec_tools() -> None:
+    names, _ = await _listing(["all"])
+    assert len(names) == len(set(names))
+    assert set(names) == SPEC_TOOLS
+
+
+async def test_every_declared_tool_belongs_to_some_family_toolset() -> None:
+    everything = {spec.name for spec in all_tools()}
+    by_family = {spec.name for family in FAMILIES for spec in select_tools([family])}
+    assert by_family == everything
+
+
+def test_aliases_name_families() -> None:
+    assert families_for(["council"]) == ["core"]
+    assert families_for("modes,models") == ["core", "single"]
+    assert families_for(["traces", "sessions"]) == ["observability", "hub"]
+
+
+def test_default_and_all_bundles() -> None:
+    assert families_for(None) == families_for(["default"])
+    assert set(families_for(["default"])) >= {"core"}
+    assert families_for(["all"]) == list(FAMILIES)
+
+
+def test_a_minus_name_drops_a_toolset() -> None:
+    assert families_for("all,-hub,-councils") == [f for f in FAMILIES if f not in ("hub", "councils")]
+    assert "context" not in families_for("-context")
+    assert "core" in families_for("-context")
+
+
+def test_unknown_toolset_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(BadArgs) as info:
+        families_for(["core", "bogus"])
+    assert "'bogus'" in info.value.detail
+    for known in ("default", "all", *FAMILIES):
+        assert known in info.value.detail
+
+
+def test_build_server_refuses_an_unknown_toolset() -> None:
+    with pytest.raises(BadArgs):
+        build_server(App(load_settings()), toolsets=["nope"])
+
+
+async def test_the_environment_variable_chooses_the_toolsets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASK_FABLE_TOOLSETS", "observability")
+    server = build_server(App(load_settings()))
+    assert set(server.specs) == {spec.name for spec in select_tools(["observability"])}
+    assert "diagnose" in server.specs
+
+
+def test_output_schemas_are_listed_only_on_request() -> None:
+    assert not wants_output_schemas(None)
+    assert not wants_output_schemas(["all"])
+    assert wants_output_schemas("all,output-schemas")
+    assert families_for("output-schemas") == families_for(None)
+    assert families_for(["core", "output_schemas"]) == ["core"]
+
+
+async def test_all_with_output_schemas_lists_them() -> None:
+    server = build_server(App(load_settings()), toolsets=["all", "output-schemas"])
+    async with Client(server, mode="legacy") as client:
+        result = await client.list_tools()
+    assert all(tool.output_schema is not None for tool in result.tools)
