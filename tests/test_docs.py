@@ -244,3 +244,15 @@ def test_server_json_matches_the_package_and_the_readme_marker() -> None:
     known = {var.strip("`") for _, variables, _, _ in rows() for var in variables.split(" / ")}
     for variable in package.get("environmentVariables", []):
         assert variable["name"] in known, variable["name"]
+
+
+# --- architecture ---------------------------------------------------------------------------------
+
+
+def test_architecture_names_only_modules_that_exist() -> None:
+    text = _read(ROOT / "docs" / "architecture.md")
+    named = set(re.findall(r"`([a-z_/]+\.py)`", text))
+    assert named, "architecture.md names no modules"
+    missing = sorted(path for path in named
+                     if not (ROOT / "src" / "ask_fable" / path).is_file() and not (ROOT / path).is_file())
+    assert not missing, f"architecture.md names modules that do not exist: {missing}"

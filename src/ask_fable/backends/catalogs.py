@@ -404,7 +404,7 @@ def rank(models: list[CatalogModel], task: str = "", limit: int = 5) -> list[Cat
 def build_picker(provider: str, shortlist: list[CatalogModel], default_effort: str | None) -> dict[str, Any]:
     """Model options (label + description) and the quick/standard/deep effort options."""
     return {
-        "title": f"Choose a {provider} model and reasoning effort",
+        "title": f"Choose the {provider} model and reasoning effort",
         "models": [{"value": m.id, "label": m.name, "description": m.describe()} for m in shortlist],
         "efforts": [dict(choice) for choice in EFFORT_CHOICES],
         "default_model": shortlist[0].id if shortlist else None,

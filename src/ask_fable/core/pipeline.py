@@ -51,6 +51,13 @@ class Call:
     #: Fields echoed into the result whatever happens (e.g. ``session``).
     echo: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def hub_session(self) -> str | None:
+        """The session label stored with the call: multi-model modes default to the tool's name."""
+        if self.session:
+            return self.session
+        return self.tool if self.mode in ("council", "chain", "debate") else None
+
 
 def new_trace_id() -> str:
     """A sortable, unique trace id."""
@@ -298,7 +305,7 @@ class Pipeline:
             "stage": result.get("stage"),
             "model": result.get("model"),
             "provider": outcome.provider if outcome else (members[-1]["provider"] if members else None),
-            "session": call.session,
+            "session": call.hub_session,
             "project": app.project_id,
             "agent_id": app.agent_id,
             "elapsed_ms": elapsed_ms,
@@ -321,7 +328,7 @@ class Pipeline:
             "mode": call.mode,
             "status": status,
             "kind": result.get("kind"),
-            "session": call.session,
+            "session": call.hub_session,
             "project": app.project_id,
             "agent_id": app.agent_id,
             "elapsed_ms": elapsed_ms,
@@ -374,7 +381,7 @@ class Pipeline:
             if hub is not None and status == "ok" and not cached:
                 await anyio.to_thread.run_sync(
                     lambda: hub.record_turn(
-                        call.session or call.tool,
+                        call.hub_session or call.tool,
                         app.agent_id,
                         app.project_id,
                         result.get("model") or call.tool,

@@ -69,6 +69,38 @@ def _meta_lines(meta: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: Meta keys always rendered as their own section rather than a ``- **key**: value`` line.
+SECTION_META = frozenset({"transcript"})
+
+
+def _split_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Meta values for the header list, and multi-line text (a debate transcript) for sections."""
+    lines: dict[str, Any] = {}
+    sections: dict[str, str] = {}
+    for key, value in meta.items():
+        if value is None:
+            continue
+        if isinstance(value, str) and (key in SECTION_META or "\n" in value.strip()):
+            if value.strip():
+                sections[key] = value
+            continue
+        lines[key] = value
+    return lines, sections
+
+
+def _nest_headings(text: str) -> str:
+    """Demote Markdown headings (outside code fences) so they sit under a ``##`` section."""
+    out: list[str] = []
+    fenced = False
+    for line in text.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,4} ", line):
+            line = "##" + line
+        out.append(line)
+    return "\n".join(out)
+
+
 def save_answer(
     settings: Any,
     tool: str,
@@ -79,20 +111,27 @@ def save_answer(
 ) -> Path:
     """Write one answer as Markdown under ``settings.answers_dir``; returns its path.
 
-    A ``## Thinking`` section appears only when ``thinking`` is non-empty. Older files of our
-    own name shape beyond ``settings.max_answers`` (0 = unlimited) are pruned.
+    A ``## Thinking`` section appears only when ``thinking`` is non-empty; ``meta`` values that are
+    ``None`` are dropped, and a ``transcript`` (or any multi-line text) gets its own section after
+    the answer instead of a header line. Older files of our own name shape beyond
+    ``settings.max_answers`` (0 = unlimited) are pruned.
     """
     directory = ensure_private_dir(settings.answers_dir)
     stamp = _stamp()
     tool_name = _safe_tool(tool)
-    path = _free_path(directory, f"{stamp}-{tool_name}-{slugify(question)}")
+    # The name is built from the redacted question: a key in the question must not become a file name.
+    secrets = secret_list(settings)
+    path = _free_path(directory, f"{stamp}-{tool_name}-{slugify(redact(question, secrets))}")
     title = " ".join(question.split())[:80]
+    lines_meta, sections = _split_meta(dict(meta or {}))
     parts = [f"# {tool}: {title}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}"]
-    parts += _meta_lines(dict(meta or {}))
+    parts += _meta_lines(lines_meta)
     parts += ["", "## Question", "", question.rstrip(), "", "## Answer", "", answer.rstrip(), ""]
     if thinking and thinking.strip():
         parts += ["## Thinking", "", thinking.rstrip(), ""]
-    atomic_write_text(path, redact("\n".join(parts), secret_list(settings)))
+    for name, text in sections.items():
+        parts += [f"## {name.replace('_', ' ').capitalize()}", "", _nest_headings(text.rstrip()), ""]
+    atomic_write_text(path, redact("\n".join(parts), secrets))
     prune_own_files(directory, ANSWER_NAME_RE, int(getattr(settings, "max_answers", 0) or 0))
     return path
 
@@ -104,7 +143,8 @@ def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]]) -> Pat
     of our own name shape beyond ``settings.max_sessions`` (0 = unlimited) are pruned.
     """
     directory = ensure_private_dir(settings.sessions_dir)
-    path = _free_path(directory, f"{_safe_key(key)}-{_stamp()}")
+    secrets = secret_list(settings)
+    path = _free_path(directory, f"{_safe_key(redact(key, secrets))}-{_stamp()}")
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]
     for number, turn in enumerate(turns, start=1):
@@ -119,6 +159,6 @@ def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]]) -> Pat
         thinking = turn.get("thinking")
         if thinking and str(thinking).strip():
             parts += ["### Thinking", "", str(thinking).rstrip(), ""]
-    atomic_write_text(path, redact("\n".join(parts), secret_list(settings)))
+    atomic_write_text(path, redact("\n".join(parts), secrets))
     prune_own_files(directory, TRANSCRIPT_NAME_RE, int(getattr(settings, "max_sessions", 0) or 0))
     return path

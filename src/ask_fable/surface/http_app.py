@@ -188,7 +188,10 @@ class HttpGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request, then hand it (without its Authorization header) to the MCP app."""
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":  # nothing here speaks WebSocket; refuse before any check
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # lifespan: runs the MCP session manager
             await self.app(scope, receive, send)
             return
         started = time.monotonic()

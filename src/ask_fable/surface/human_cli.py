@@ -377,6 +377,9 @@ def render(payload: dict[str, Any]) -> str:
             for group, items in value.items():
                 details.append(f"  {group}:")
                 details += [f"    {_short(item, 200)}" for item in items]
+        elif isinstance(value, dict):
+            details.append(f"{key}:")
+            details += [f"  {k}: {_short(v)}" for k, v in value.items() if v not in (None, [], {}, "")]
         else:
             details.append(f"{key}: {_short(value)}")
     if details:

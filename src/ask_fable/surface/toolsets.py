@@ -5,9 +5,11 @@ A toolset is a registry family (``core``, ``single``, ``councils``, ``catalogs``
 one of the two bundles ``default`` and ``all``. ``-name`` removes a toolset from what came before
 it (``all,-hub``). Unknown names are refused with the list of known ones.
 
-Output schemas are most of a listing's size (3–5 KB per reasoning tool), so listings leave them
-out unless the pseudo-toolset ``output-schemas`` is named; results carry ``structuredContent``
-either way, and the same JSON as text.
+The default bundle is the lean profile: its listing leaves out output schemas, which would
+otherwise be close to half of its size, so every reasoning mode and the context bus fit in 12 KB.
+Any explicit selection (``all``, ``core``, ``single`` …) lists output schemas, and naming the
+pseudo-toolset ``output-schemas`` adds them to the default too. Results carry
+``structuredContent`` (and the same JSON as text) either way.
 """
 
 from __future__ import annotations
@@ -79,8 +81,13 @@ def _key(name: str) -> str:
 
 
 def wants_output_schemas(names: str | Iterable[str] | None) -> bool:
-    """Whether the listing should include output schemas (``output-schemas`` was named)."""
-    return any(_key(part) == OUTPUT_SCHEMAS for part in split_names(names))
+    """Whether tools/list should carry output schemas: yes unless the selection is the lean default
+    (nothing chosen, or only ``default`` with removals); ``output-schemas`` forces them on."""
+    parts = [_key(part) for part in split_names(names)]
+    if OUTPUT_SCHEMAS in parts:
+        return True
+    chosen = [part for part in parts if not part.startswith("-")]
+    return any(part != "default" for part in chosen)
 
 
 def _families_of(name: str) -> tuple[str, ...]:

@@ -1,0 +1,257 @@
+"""The context bus tools: write, read, list, delete and pack named context for ``context_ref``.
+
+The bus is the SQLite store at ``ASK_FABLE_CONTEXT_PATH``, shared by every server process of
+the user; values are redacted before they are stored. ``context_pack`` reads files under
+``ASK_FABLE_PROJECT_ROOT`` (see :mod:`ask_fable.core.context_pack`) and stores the bundle
+under its key, so the next ask can pass ``context_ref`` at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_fable.contract import DataResult, Strict
+from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import ToolSpec
+
+KEY = Field(description="The context key (printable text, at most 200 characters).")
+MAX_PACK_SPECS = 1000
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WriteArgs(_Args):
+    """Arguments of context_write."""
+
+    key: str = KEY
+    value: str = Field(description="The text to store (code, a stack trace, notes).")
+    description: str = Field("", description="One line saying what this is, shown by context_list.")
+
+
+class KeyArgs(_Args):
+    """Arguments of context_read and context_delete."""
+
+    key: str = KEY
+
+
+class ListArgs(_Args):
+    """context_list takes no arguments."""
+
+
+class PackArgs(_Args):
+    """Arguments of context_pack."""
+
+    key: str = KEY
+    paths: list[str] = Field(
+        min_length=1,
+        max_length=MAX_PACK_SPECS,
+        description="Files relative to ASK_FABLE_PROJECT_ROOT, each optionally with a line range: "
+        "\"src/app.py\", \"src/app.py:40-120\", \"src/app.py:40\" (one line), "
+        "\"src/app.py:40-\" (to the end).",
+    )
+    description: str = Field("", description="One line saying what the bundle is (default: its file list).")
+    max_chars: int | None = Field(
+        None, gt=0, description="Character budget for this bundle; capped by ASK_FABLE_PACK_MAX_CHARS."
+    )
+
+
+class ContextEntry(Strict):
+    """One stored key's metadata (never its value)."""
+
+    key: str
+    description: str = ""
+    size_chars: int
+    created_at: float
+    updated_at: float
+    age_s: float
+
+
+class PackedFile(Strict):
+    """One section of a packed bundle."""
+
+    path: str
+    lines: str | None = None
+    chars: int
+
+
+class SkippedPath(Strict):
+    """A requested path left out of a bundle, and why."""
+
+    path: str
+    reason: str
+    detail: str | None = None
+
+
+class ContextResult(DataResult):
+    """The result of every context tool: a key's metadata, its value, a listing or a pack report."""
+
+    key: str | None = None
+    value: str | None = None
+    description: str | None = None
+    size_chars: int | None = None
+    created_at: float | None = None
+    updated_at: float | None = None
+    age_s: float | None = None
+    existed: bool | None = None
+    deleted: bool | None = None
+    count: int | None = None
+    entries: list[ContextEntry] | None = None
+    did_you_mean: list[str] | None = None
+    root: str | None = None
+    files: list[PackedFile] | None = None
+    skipped: list[SkippedPath] | None = None
+    chars: int | None = None
+    max_chars: int | None = None
+    note: str | None = None
+
+
+def _store(ctx: ToolContext) -> Any:
+    return ctx.app.context_store
+
+
+async def context_write(args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Store ``value`` under ``key`` and return its metadata."""
+    store = _store(ctx)
+    meta = await anyio.to_thread.run_sync(store.write, args.key, args.value, args.description)
+    return {"status": "ok", **meta,
+            "note": f"pass context_ref=\"{args.key}\" to any ask tool to use it"}
+
+
+async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
+    """The value under ``key`` plus its size, age and description; ``not_found`` otherwise."""
+    from ask_fable.stores.context import validate_key
+
+    validate_key(args.key)
+    store = _store(ctx)
+    data = await anyio.to_thread.run_sync(store.read, args.key)
+    if data is None:
+        suggestions = await anyio.to_thread.run_sync(store.suggest, [args.key])
+        return {"status": "error", "kind": "not_found", "key": args.key, "did_you_mean": suggestions,
+                "detail": f"no context is stored under {args.key!r}",
+                "hint": "context_list shows the stored keys"}
+    return {"status": "ok", **data}
+
+
+async def context_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Every stored key with its metadata, most recently updated first (values are never listed)."""
+    store = _store(ctx)
+    entries = await anyio.to_thread.run_sync(store.list)
+    return {"status": "ok", "count": len(entries), "entries": entries}
+
+
+async def context_delete(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Delete ``key``; ``existed`` says whether there was anything to delete."""
+    store = _store(ctx)
+    existed = await anyio.to_thread.run_sync(store.delete, args.key)
+    return {"status": "ok", "key": args.key, "existed": existed, "deleted": existed}
+
+
+def _default_description(files: list[dict[str, Any]]) -> str:
+    names = ", ".join(f["path"] for f in files[:6])
+    more = f" and {len(files) - 6} more" if len(files) > 6 else ""
+    return f"packed: {names}{more}"
+
+
+async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Bundle files and line ranges under the project root into one context key."""
+    from ask_fable.core.context_pack import pack_paths
+    from ask_fable.errors import BadArgs, NotConfigured
+    from ask_fable.stores.context import validate_key
+
+    validate_key(args.key)
+    settings = ctx.settings
+    if settings.project_root is None:
+        raise NotConfigured(
+            "context_pack is disabled: set ASK_FABLE_PROJECT_ROOT to the directory it may read from",
+            hint="export ASK_FABLE_PROJECT_ROOT=/path/to/project, then restart the server",
+        )
+    root = Path(settings.project_root).expanduser()
+    if not root.is_dir():
+        raise NotConfigured(f"ASK_FABLE_PROJECT_ROOT ({root}) is not a directory")
+    budget = min(settings.pack_max_chars, args.max_chars or settings.pack_max_chars)
+    outcome = await anyio.to_thread.run_sync(
+        lambda: pack_paths(root, list(args.paths), max_chars=budget, max_files=settings.pack_max_files,
+                           max_file_bytes=settings.pack_max_file_bytes)
+    )
+    report: dict[str, Any] = {"key": args.key, "root": str(root.resolve()), "files": outcome.files,
+                              "skipped": outcome.skipped, "max_chars": budget}
+    if not outcome.files:
+        raise BadArgs(
+            "nothing was packed: every path was skipped (see skipped); the key was left unchanged",
+            **report,
+        )
+    description = args.description or _default_description(outcome.files)
+    store = _store(ctx)
+    meta = await anyio.to_thread.run_sync(store.write, args.key, outcome.text, description)
+    note = f"pass context_ref=\"{args.key}\" to any ask tool to use it"
+    if outcome.skipped:
+        note = f"{len(outcome.skipped)} path(s) were skipped (see skipped); " + note
+    return {"status": "ok", **meta, **report, "chars": meta["size_chars"], "note": note}
+
+
+TOOLS = [
+    ToolSpec(
+        name="context_write",
+        family="context",
+        description="Store a chunk of context (code, a stack trace, design notes) under a key, then pass "
+        "context_ref=<key> to any ask tool instead of pasting it again. Shared by every agent on this "
+        "machine; reusing a key overwrites it.",
+        args=WriteArgs,
+        result=ContextResult,
+        handler=context_write,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="context_read",
+        family="context",
+        description="Read back a stored context value with its size, age and description.",
+        args=KeyArgs,
+        result=ContextResult,
+        handler=context_read,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="context_list",
+        family="context",
+        description="List the stored context keys with size, age and description (never the values). "
+        "Check it before pasting large material again.",
+        args=ListArgs,
+        result=ContextResult,
+        handler=context_list,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="context_delete",
+        family="context",
+        description="Delete one stored context key; existed says whether it was there.",
+        args=KeyArgs,
+        result=ContextResult,
+        handler=context_delete,
+        destructive=True,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="context_pack",
+        family="context",
+        description="Bundle files and line ranges (\"src/app.py:40-120\") under ASK_FABLE_PROJECT_ROOT into "
+        "one context key, within ASK_FABLE_PACK_MAX_CHARS / _MAX_FILES / _MAX_FILE_BYTES. Reports what "
+        "went in and what was skipped and why; never truncates, never reads outside the root.",
+        args=PackArgs,
+        result=ContextResult,
+        handler=context_pack,
+        idempotent=True,
+        open_world=False,
+    ),
+]

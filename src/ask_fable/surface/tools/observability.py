@@ -1,0 +1,302 @@
+"""Operations tools: ``stats`` over the audit log, ``trace_list`` / ``trace_get`` over the trace
+index, and ``configure_tracing`` (persisted to the config file, applied on the next call).
+
+None of them calls a model or goes through the answer cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from ask_fable.contract import DataResult, Strict
+from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import ToolSpec
+
+MAX_TRACE_LIST = 200
+MAX_EXCERPT_CHARS = 100_000
+_WINDOWS = ["1h", "24h", "7d", "all"]
+_BY = ["model", "provider", "tool", "session", "day", "project", "cache", "mode"]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StatsArgs(_Args):
+    """Arguments of stats."""
+
+    # Plain strings (with an advertised enum) so a bad value gets a bad_args listing the allowed ones.
+    window: str = Field("24h", description="1h, 24h, 7d or all.", json_schema_extra={"enum": _WINDOWS})
+    by: str = Field(
+        "model",
+        description="Bucket by model (a council counts under its synthesizer), provider (each backend "
+        "call, council members one by one), tool, session, day, project, cache or mode.",
+        json_schema_extra={"enum": _BY},
+    )
+    model: str | None = Field(None, description="Only calls of this model or provider.")
+    session: str | None = Field(None, description="Only calls of this session.")
+
+
+class TraceListArgs(_Args):
+    """Arguments of trace_list."""
+
+    limit: int = Field(20, description=f"How many traces, newest first (clamped to 1–{MAX_TRACE_LIST}).")
+    tool: str | None = Field(None, description="Only this tool, e.g. ask_council.")
+    status: str | None = Field(None, description="Only this status: ok, refused, error, needs_context…")
+    provider: str | None = Field(None, description="Only traces that called this provider.")
+    session: str | None = Field(None, description="Only this session label.")
+    project: str | None = Field(None, description="Only this project label.")
+    before: str | None = Field(
+        None, description="Page back: traces older than this trace_id (or epoch seconds); use next_before."
+    )
+
+
+class TraceGetArgs(_Args):
+    """Arguments of trace_get."""
+
+    trace_id: str = Field(description="A trace_id from a tool result or trace_list.")
+    include_content: bool = Field(
+        False, description="Full trace mode only: add a redacted, bounded excerpt of the call's content."
+    )
+    max_chars: int = Field(
+        4000, ge=1, description=f"Cap on the content excerpt (at most {MAX_EXCERPT_CHARS})."
+    )
+
+
+class TracingArgs(_Args):
+    """Arguments of configure_tracing."""
+
+    trace_mode: Literal["safe", "full"] | None = Field(
+        None, description="safe: metadata only. full: also redacted content bundles and saved answers."
+    )
+    stream_reasoning: bool | None = Field(
+        None, description="Stream model reasoning live to the server's stderr."
+    )
+
+
+class TraceSummary(Strict):
+    """One trace as trace_list shows it (no content)."""
+
+    trace_id: str
+    ts: float
+    tool: str | None = None
+    mode: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    session: str | None = None
+    project: str | None = None
+    agent_id: str | None = None
+    elapsed_ms: float | None = None
+    providers: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    cached: bool = False
+
+
+class TraceEvent(Strict):
+    """One event of a trace's timeline."""
+
+    t_ms: float | None = None
+    name: str
+    attrs: dict[str, Any] = Field(default_factory=dict)
+
+
+class TraceDetail(TraceSummary):
+    """One trace with its ordered timeline and artifact references."""
+
+    events: list[TraceEvent] = Field(default_factory=list)
+    events_truncated: bool = False
+    artifacts: dict[str, str] = Field(default_factory=dict, description="e.g. bundle: its file path")
+
+
+class StatsResult(DataResult):
+    """Buckets and totals of calls, outcomes and latency over a window."""
+
+    window: str | None = None
+    by: str | None = None
+    since: float | None = None
+    filters: dict[str, str] | None = None
+    records: int | None = None
+    buckets: list[dict[str, Any]] | None = None
+    totals: dict[str, Any] | None = None
+    allowed: list[str] | None = None
+
+
+class TraceResult(DataResult):
+    """A page of traces (trace_list) or one trace's timeline (trace_get)."""
+
+    count: int | None = None
+    limit: int | None = None
+    next_before: str | None = None
+    traces: list[TraceSummary] | None = None
+    trace: TraceDetail | None = None
+    trace_mode: str | None = None
+    content: str | None = None
+    content_truncated: bool | None = None
+    content_note: str | None = None
+
+
+class TracingResult(DataResult):
+    """What configure_tracing saved, and the settings now in force."""
+
+    config_file: str | None = None
+    trace_mode: str | None = None
+    stream_reasoning: bool | None = None
+    save_answers: bool | None = None
+    note: str | None = None
+
+
+async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Usage and health figures from the audit log (rotated segments included)."""
+    from ask_fable.stores.stats import audit_stats, validate
+
+    validate(args.window, args.by)
+    app = ctx.app
+    report = await anyio.to_thread.run_sync(
+        lambda: audit_stats(app.audit, args.window, args.by, args.model, args.session)
+    )
+    report["filters"] = {k: v for k, v in (report.get("filters") or {}).items() if v is not None}
+    return {"status": "ok", **report}
+
+
+async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Recent traces without content, newest first; ``before`` pages back."""
+    from ask_fable.errors import BadArgs
+
+    limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
+    store = ctx.app.traces
+    before: str | float | None = args.before.strip() if args.before else None
+    if before is not None:
+        try:
+            before = float(before)
+        except ValueError:
+            from ask_fable.stores.traces import valid_trace_id
+
+            if not valid_trace_id(before):
+                raise BadArgs("before must be a trace_id or epoch seconds") from None
+            if await anyio.to_thread.run_sync(store.get, before) is None:
+                return {"status": "error", "kind": "not_found",
+                        "detail": f"before names no stored trace ({before})",
+                        "hint": "use next_before from the previous page, or epoch seconds"}
+    rows = await anyio.to_thread.run_sync(
+        lambda: store.list(limit=limit, tool=args.tool, status=args.status, provider=args.provider,
+                           session=args.session, project=args.project, before=before)
+    )
+    result: dict[str, Any] = {"status": "ok", "count": len(rows), "limit": limit, "traces": rows}
+    if len(rows) == limit:
+        result["next_before"] = rows[-1]["trace_id"]
+    return result
+
+
+async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
+    """One trace's ordered events and artifacts; in full mode optionally a bounded content excerpt."""
+    from ask_fable.errors import BadArgs
+    from ask_fable.stores.traces import valid_trace_id
+
+    if not valid_trace_id(args.trace_id):
+        raise BadArgs("trace_id must be letters, digits, '_' or '-' (as returned by a tool or trace_list)")
+    store = ctx.app.traces
+    trace = await anyio.to_thread.run_sync(store.get, args.trace_id)
+    if trace is None:
+        return {"status": "error", "kind": "not_found", "detail": f"no trace {args.trace_id!r} is stored",
+                "hint": "trace_list shows the stored traces"}
+    trace["artifacts"] = {k: v for k, v in (trace.get("artifacts") or {}).items() if v is not None}
+    mode = ctx.settings.trace_mode
+    result: dict[str, Any] = {"status": "ok", "trace": trace, "trace_mode": mode}
+    if not args.include_content:
+        return result
+    if mode != "full":
+        result["content_note"] = (
+            "content is not captured in safe mode (metadata only); configure_tracing(trace_mode=\"full\") "
+            "captures redacted content for later calls"
+        )
+        return result
+    cap = min(int(args.max_chars), MAX_EXCERPT_CHARS)
+    excerpt = await anyio.to_thread.run_sync(store.bundle_excerpt, args.trace_id, cap + 1)
+    if excerpt is None:
+        result["content_note"] = "no content bundle was captured for this trace (it ran in safe mode)"
+        return result
+    result["content"] = excerpt[:cap]
+    result["content_truncated"] = len(excerpt) > cap
+    return result
+
+
+async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, Any]:
+    """Persist the trace mode and/or live reasoning streaming; applied on the next call."""
+    from ask_fable.config import update_config_file
+    from ask_fable.errors import BadArgs
+
+    updates: dict[str, Any] = {}
+    if args.trace_mode is not None:
+        updates["trace_mode"] = args.trace_mode
+    if args.stream_reasoning is not None:
+        updates["stream_reasoning"] = args.stream_reasoning
+    if not updates:
+        raise BadArgs("pass trace_mode (\"safe\" or \"full\"), stream_reasoning (true/false), or both")
+    path = await anyio.to_thread.run_sync(update_config_file, updates)
+    settings = ctx.settings  # re-read: the config file changed
+    note = "saved to the config file, which overrides ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING; "
+    if all(getattr(settings, name) == value for name, value in updates.items()):
+        note += "applies from the next call"
+    else:
+        note += "this server runs with fixed settings, so it applies to servers started from now on"
+    return {"status": "ok", "config_file": str(path), "trace_mode": settings.trace_mode,
+            "stream_reasoning": settings.stream_reasoning, "save_answers": settings.save_answers,
+            "note": note}
+
+
+TOOLS = [
+    ToolSpec(
+        name="stats",
+        family="observability",
+        description="Usage and health from the audit log (rotations included), no model call, never "
+        "cached: per bucket calls, allowed, refused, errors, circuit_open, avg and p95 latency, error "
+        "rate, plus totals. window: 1h|24h|7d|all; by: model|provider|tool|session|day|project|cache|mode.",
+        args=StatsArgs,
+        result=StatsResult,
+        handler=stats,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="trace_list",
+        family="observability",
+        description="Recent request traces without content, newest first. Filter by tool, status, "
+        "provider, session or project; page back with before=next_before.",
+        args=TraceListArgs,
+        result=TraceResult,
+        handler=trace_list,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="trace_get",
+        family="observability",
+        description="One call's ordered event timeline (request, context, guard, cache, each provider, "
+        "response) and its artifacts. In full trace mode include_content=true adds a redacted excerpt "
+        "of at most max_chars.",
+        args=TraceGetArgs,
+        result=TraceResult,
+        handler=trace_get,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
+    ),
+    ToolSpec(
+        name="configure_tracing",
+        family="catalogs",
+        description="Switch trace capture at runtime, saved to the config file (overrides "
+        "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING) and applied on the next call: "
+        "trace_mode safe|full (full also stores redacted content bundles and saves answers), "
+        "stream_reasoning true|false.",
+        args=TracingArgs,
+        result=TracingResult,
+        handler=configure_tracing,
+        idempotent=True,
+        open_world=False,
+    ),
+]
