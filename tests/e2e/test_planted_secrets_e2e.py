@@ -4,9 +4,6 @@ A configured key (``ASK_FABLE_GLM_API_KEY``) and an unconfigured key-shaped stri
 prompts, context, the context bus, a packed file, model answers and reasoning, a provider error
 body and provider response headers. Afterwards every file under the state and config directories
 (names and bytes), every tool result and the server's stderr are searched for them.
-
-Tests marked ``xfail(strict=True)`` pin leaks whose fix belongs to another module (named in the
-reason); once it lands they pass, and strictness makes the suite say so.
 """
 
 from __future__ import annotations
@@ -183,8 +180,6 @@ async def test_no_file_and_no_bus_trace_or_error_result_holds_a_planted_key(
     assert len(errors) == 2 and all(r["detail"] for r in errors)
 
 
-@pytest.mark.xfail(strict=True, reason="answers are returned unredacted: Pipeline._finish should pass the "
-                   "result through stores.redact.redact_obj before returning it (core/pipeline.py)")
 async def test_answers_returned_to_the_caller_hold_no_planted_key(
     fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -193,8 +188,6 @@ async def test_answers_returned_to_the_caller_hold_no_planted_key(
         assert not _leaks(json.dumps(result)), (tool, result)
 
 
-@pytest.mark.xfail(strict=True, reason="Console.reasoning prints provider reasoning unredacted: Console "
-                   "should redact each line with the configured secrets (core/tracing.py, core/app.py)")
 async def test_console_trace_holds_no_planted_key(
     fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
@@ -203,9 +196,6 @@ async def test_console_trace_holds_no_planted_key(
     assert not _leaks(run.stderr), _leaks(run.stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="labels are stored unredacted: TraceStore.record (session, project, "
-                   "agent_id columns) and SessionHub.record_turn (session_key, agent_id, project) should "
-                   "redact them (stores/traces.py, stores/hub.py)")
 async def test_a_key_inside_a_session_label_is_not_stored(
     fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import child_env
+from tests.e2e.helpers import ask_fable_command, child_env
 from tests.fakes.fake_cli import FakeCLIs, install_fake_clis, is_alive
 from tests.reliability.stdio_peer import StdioPeer
 
@@ -48,9 +51,28 @@ def _pids(fakes: FakeCLIs) -> list[int]:
     return [c["pid"] for c in fakes.calls("mmx")] + fakes.child_pids("mmx")
 
 
-@pytest.mark.parametrize("how", ["close-stdin", "close-both-pipes"])
-def test_client_leaving_mid_call_ends_the_server_and_its_children(fakes: FakeCLIs, how: str) -> None:
-    """Repeatedly: a stdio client goes away while ask_m3 runs → the server exits, 0 orphan processes."""
+# A client process that starts the server on pipes, asks something slow, reports the server's pid
+# and waits to be killed: its death closes both ends of the server's stdio at once.
+CLIENT = """
+import json, subprocess, sys, time
+server = subprocess.Popen(json.loads(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=open(sys.argv[3], "ab"))
+init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "doomed", "version": "1"}}}
+server.stdin.write((json.dumps(init) + "\\n").encode()); server.stdin.flush()
+server.stdout.readline()
+for message in ({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                 "params": {"name": "ask_m3", "arguments": {"question": sys.argv[2]}}}):
+    server.stdin.write((json.dumps(message) + "\\n").encode())
+server.stdin.flush()
+print(server.pid, flush=True)
+time.sleep(3600)
+"""
+
+
+def test_client_closing_stdin_mid_call_ends_the_server_and_its_children(fakes: FakeCLIs) -> None:
+    """Repeatedly: a stdio client closes the pipe while ask_m3 runs → the server exits 0, 0 orphans."""
     exits = []
     for round_no in range(1, ROUNDS + 1):
         peer = StdioPeer(_env(fakes))
@@ -58,20 +80,40 @@ def test_client_leaving_mid_call_ends_the_server_and_its_children(fakes: FakeCLI
             peer.initialize()
             peer.request("tools/call", {"name": "ask_m3", "arguments": {"question": QUESTION}})
             _wait_for_runs(fakes, round_no)
-            if how == "close-both-pipes":
-                assert peer.proc.stdout is not None
-                peer.proc.stdout.close()
             exits.append(peer.close(timeout=20))
         finally:
             if peer.proc.poll() is None:
                 peer.proc.kill()
+        assert "Traceback" not in bytes(peer.stderr).decode(errors="replace")
     pids = _pids(fakes)
     survivors = _survivors(pids)
-    print(f"{how}: {ROUNDS} disconnects, server exit codes {exits}, {len(pids)} CLI pids, "
+    print(f"stdin closed mid-call x{ROUNDS}: server exit codes {exits}, {len(pids)} CLI pids, "
           f"{len(survivors)} survivors")
-    assert len(pids) == 2 * ROUNDS
+    assert exits == [0] * ROUNDS
+    assert len(pids) == 2 * ROUNDS and survivors == []
+
+
+def test_client_killed_mid_call_ends_the_server_and_its_children(fakes: FakeCLIs, tmp_path: Path) -> None:
+    """Repeatedly: the client process is SIGKILLed mid-call → the server exits, 0 orphan processes."""
+    servers = []
+    server_stderr = tmp_path / "server-stderr.log"
+    for round_no in range(1, ROUNDS + 1):
+        argv = [sys.executable, "-c", CLIENT, json.dumps(ask_fable_command()), QUESTION, str(server_stderr)]
+        client = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=_env(fakes))
+        try:
+            assert client.stdout is not None
+            servers.append(int(client.stdout.readline()))
+            _wait_for_runs(fakes, round_no)
+        finally:
+            client.kill()
+            client.wait()
+    pids = [*servers, *_pids(fakes)]
+    survivors = _survivors(pids, grace=15)
+    tracebacks = server_stderr.read_text(errors="replace").count("Traceback (most recent call last)")
+    print(f"client SIGKILLed mid-call x{ROUNDS}: {len(servers)} servers + {len(pids) - len(servers)} CLI pids, "
+          f"{len(survivors)} survivors; tracebacks on the servers' stderr: {tracebacks}")
+    assert len(pids) == 3 * ROUNDS
     assert survivors == []
-    assert "Traceback" not in bytes(peer.stderr).decode(errors="replace")
 
 
 def test_cancelled_calls_leave_the_server_serving_and_no_orphans(fakes: FakeCLIs) -> None:

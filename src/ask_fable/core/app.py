@@ -17,12 +17,13 @@ from ask_fable.config import Settings, config_file_path, load_settings
 from ask_fable.core.tracing import Console
 
 
-def _file_stamp(path: Path) -> tuple[float, int] | None:
+def _file_stamp(path: Path) -> tuple[int, int, int] | None:
     try:
         stat = path.stat()
     except OSError:
         return None
-    return stat.st_mtime, stat.st_size
+    # Config writes replace the file, so the inode changes even within one mtime tick.
+    return stat.st_ino, stat.st_mtime_ns, stat.st_size
 
 
 def derive_project_id(cwd: str | None = None) -> str:
@@ -81,8 +82,11 @@ class App:
     def console(self) -> Console:
         """The stderr progress trace."""
         s = self.settings
+        secrets = tuple(s.secret_values())
         return self._service(
-            "console", (s.quiet, s.show_reasoning), lambda: Console(s.quiet, s.show_reasoning)
+            "console",
+            (s.quiet, s.show_reasoning, secrets),
+            lambda: Console(s.quiet, s.show_reasoning, secrets=secrets),
         )
 
     @property

@@ -395,4 +395,7 @@ class Pipeline:
         except Exception:  # persistence is best effort: the caller still gets the answer
             app.console.line(trace.trace_id, "could not persist:\n" + self._redact(traceback.format_exc()))
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
-        return result
+        from ask_fable.stores.redact import redact_obj
+
+        # A model may echo a key it was shown; nothing key-shaped leaves the server.
+        return redact_obj(result, settings)

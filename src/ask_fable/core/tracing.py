@@ -35,10 +35,17 @@ class TraceRecorder:
 class Console:
     """The human-readable progress trace on stderr (stdout belongs to the MCP protocol)."""
 
-    def __init__(self, quiet: bool, show_reasoning: bool, stream: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        quiet: bool,
+        show_reasoning: bool,
+        stream: TextIO | None = None,
+        secrets: tuple[str, ...] = (),
+    ) -> None:
         self.quiet = quiet
         self.show_reasoning = show_reasoning
         self._stream = stream
+        self._secrets = secrets
         self._color = False
         if not quiet:
             target = self.stream
@@ -56,6 +63,9 @@ class Console:
         """Print one progress line tagged with the trace id."""
         if self.quiet:
             return
+        from ask_fable.stores.redact import redact
+
+        message = redact(message, self._secrets)
         tag = self._paint(f"[ask-fable {trace_id[-6:]}]", "36")
         body = self._paint(message, "2") if dim else message
         print(f"{tag} {body}", file=self.stream, flush=True)

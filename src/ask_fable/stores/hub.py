@@ -84,6 +84,10 @@ class SessionHub:
             return
         question = redact(question or "", self._secrets)
         answer = redact(answer or "", self._secrets)
+        # Labels are caller-chosen text too: a key pasted into one must not be stored.
+        session_key, agent_id, project = (
+            redact(v or "", self._secrets) for v in (session_key, agent_id, project)
+        )
         now = time.time()
         with self.db.write() as conn:
             conn.execute(
@@ -162,10 +166,11 @@ class SessionHub:
         """Every retained turn of ``session_key`` (across projects), oldest first."""
         sql = ("SELECT id, session_key, agent_id, project, oracle, status, question, answer, elapsed_ms, "
                "sdk_session_id, ts FROM turns WHERE session_key = ?")
-        params: list[Any] = [session_key]
+        # Labels are stored redacted, so look them up the same way.
+        params: list[Any] = [redact(session_key, self._secrets)]
         if agent_id is not None:
             sql += " AND agent_id = ?"
-            params.append(agent_id)
+            params.append(redact(agent_id, self._secrets))
         with self.db.read() as conn:
             return [dict(r) for r in conn.execute(sql + " ORDER BY id", params)]
 

@@ -32,7 +32,8 @@ _B = r"(?<![A-Za-z0-9_\-])"  # token start: not glued to a preceding identifier 
 # folded triggers are checked against a lowered copy, made once and only when needed).
 _RULES: list[tuple[tuple[str, ...], bool, re.Pattern[str], int]] = [
     # Anthropic sk-ant-…, OpenAI sk-… / sk-proj-…, OpenRouter sk-or-v1-…
-    (("sk-",), False, re.compile(_B + r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}"), 0),
+    # "sk-" may follow a hyphen ("rotate-sk-ant-…"): the prefix is distinctive enough on its own.
+    (("sk-",), False, re.compile(r"(?<![A-Za-z0-9_])sk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}"), 0),
     (("AIza",), False, re.compile(_B + r"AIza[0-9A-Za-z_\-]{30,}"), 0),
     (("ghp_", "gho_", "ghs_", "ghu_", "ghr_"), False, re.compile(_B + r"gh[pousr]_[A-Za-z0-9]{20,}"), 0),
     (("github_pat_",), False, re.compile(_B + r"github_pat_[A-Za-z0-9_]{20,}"), 0),

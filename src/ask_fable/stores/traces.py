@@ -83,6 +83,10 @@ class TraceStore:
         self._secrets = secret_list(settings)
 
     # --- writing ------------------------------------------------------------------------------
+    def _label(self, value: Any) -> str | None:
+        text = _text(value)
+        return redact(text, self._secrets) if text else text
+
     def record(self, trace: dict[str, Any]) -> None:
         """Store one finished trace (replacing an earlier record with the same ``trace_id``)."""
         trace_id = trace.get("trace_id")
@@ -94,8 +98,8 @@ class TraceStore:
         events = redact_obj(list(trace.get("events") or []), self._secrets)
         row = (
             trace_id, ts, _text(trace.get("tool")), _text(trace.get("mode")), _text(trace.get("status")),
-            _text(trace.get("kind")), _text(trace.get("session")), _text(trace.get("project")),
-            _text(trace.get("agent_id")), _number(trace.get("elapsed_ms")),
+            _text(trace.get("kind")), self._label(trace.get("session")), self._label(trace.get("project")),
+            self._label(trace.get("agent_id")), _number(trace.get("elapsed_ms")),
             json.dumps(providers), json.dumps(models), 1 if trace.get("cached") else 0,
         )
         event_rows = []
