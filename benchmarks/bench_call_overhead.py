@@ -51,8 +51,12 @@ with FakeProvider() as fp:
 
 def start_fake_provider(root: str) -> tuple[subprocess.Popen[str], str]:
     """The fake provider in a child process answering every Anthropic request at once, and its URL."""
-    fake = subprocess.Popen([sys.executable, "-c", FAKE_SERVER.format(root=root)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+    fake = subprocess.Popen(
+        [sys.executable, "-c", FAKE_SERVER.format(root=root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert fake.stdout is not None
     return fake, fake.stdout.readline().strip()
 
@@ -73,8 +77,12 @@ def isolate(home: Path) -> None:
     for name in list(os.environ):
         if name.startswith("ASK_FABLE_"):
             del os.environ[name]
-    os.environ.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"),
-                      XDG_CONFIG_HOME=str(home / "config"), ASK_FABLE_QUIET="1")
+    os.environ.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        ASK_FABLE_QUIET="1",
+    )
 
 
 async def median_ms(call: Callable[[], Awaitable[Any]], calls: int) -> float:
@@ -91,12 +99,14 @@ async def median_ms(call: Callable[[], Awaitable[Any]], calls: int) -> float:
 
 async def over_client(client: Client, calls: int) -> dict[str, float]:
     """Median ms of the trivial tool, ask_glm and ask_m3 over one connected client."""
+
     async def tool(name: str, args: dict[str, Any]) -> Callable[[], Awaitable[Any]]:
         async def call() -> None:
             result = await client.call_tool(name, args)
             status = (result.structured_content or {}).get("status")
             if status != "ok":
                 raise RuntimeError(f"{name} answered {result.structured_content}")
+
         return call
 
     return {
@@ -132,16 +142,21 @@ async def main() -> int:
         os.environ["PATH"] = f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}"
         fake, base_url = start_fake_provider(root)
         try:
-            wiring = {"ASK_FABLE_GLM_BASE_URL": base_url, "ASK_FABLE_GLM_API_KEY": "bench-key",
-                      "ASK_FABLE_CACHE": "false", "ASK_FABLE_TOOLSETS": "default,single"}
+            wiring = {
+                "ASK_FABLE_GLM_BASE_URL": base_url,
+                "ASK_FABLE_GLM_API_KEY": "bench-key",
+                "ASK_FABLE_CACHE": "false",
+                "ASK_FABLE_TOOLSETS": "default,single",
+            }
             os.environ.update(wiring)
             from ask_fable.core.app import App
             from ask_fable.surface.server import build_server
 
             async with Client(build_server(App())) as client:
                 memory = await over_client(client, calls)
-            params = StdioServerParameters(command=sys.executable, args=["-m", "ask_fable"],
-                                           env=dict(os.environ))
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "ask_fable"], env=dict(os.environ)
+            )
             async with Client(params) as client:
                 stdio = await over_client(client, calls)
             floor = await backend_alone(base_url, calls)
@@ -152,12 +167,16 @@ async def main() -> int:
     for label, figures in (("in-memory", memory), ("stdio", stdio)):
         ratio = figures["ask_glm"] / figures["help"]
         worst = max(worst, ratio)
-        print(f"  {label:9}: ask_fable_help {figures['help']:6.2f} ms | ask_glm {figures['ask_glm']:6.2f} ms"
-              f" | ask_m3 {figures['ask_m3']:6.2f} ms | ratio ask_glm/help {ratio:5.1f}x")
+        print(
+            f"  {label:9}: ask_fable_help {figures['help']:6.2f} ms | ask_glm {figures['ask_glm']:6.2f} ms"
+            f" | ask_m3 {figures['ask_m3']:6.2f} ms | ratio ask_glm/help {ratio:5.1f}x"
+        )
     pipeline = memory["ask_glm"] - memory["help"] - floor
     print(f"  glm backend alone (HTTP round trip to the fake, no MCP, no pipeline): {floor:.2f} ms")
-    print(f"  in-memory ask_glm = trivial tool {memory['help']:.2f} + backend {floor:.2f} "
-          f"+ pipeline (guard, audit, trace, stores) {pipeline:.2f} ms")
+    print(
+        f"  in-memory ask_glm = trivial tool {memory['help']:.2f} + backend {floor:.2f} "
+        f"+ pipeline (guard, audit, trace, stores) {pipeline:.2f} ms"
+    )
     print(f"worst ratio {worst:.1f}x (target <= {TARGET:.1f}x): {'ok' if worst <= TARGET else 'MISSED'}")
     return 0 if worst <= TARGET else 1
 

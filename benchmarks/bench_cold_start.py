@@ -38,15 +38,35 @@ def ping() -> str:
 server.run("stdio")
 """
 
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-              "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                         "clientInfo": {"name": "bench-cold-start", "version": "1"}}}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "bench-cold-start", "version": "1"},
+    },
+}
 
 # Top-level packages / modules that must wait for the first call that needs them.
-HEAVY = ("claude_agent_sdk", "anthropic", "openai", "ask_fable.backends.http_client",
-         "ask_fable.backends.http_oracles", "ask_fable.backends.catalogs", "ask_fable.backends.claude_sdk",
-         "ask_fable.backends.anthropic_api", "ask_fable.backends.openai_api", "ask_fable.backends.ollama",
-         "ask_fable.backends.cli_oracles", "ask_fable.stores.db", "sqlite3", "hypothesis", "pyinstrument")
+HEAVY = (
+    "claude_agent_sdk",
+    "anthropic",
+    "openai",
+    "ask_fable.backends.http_client",
+    "ask_fable.backends.http_oracles",
+    "ask_fable.backends.catalogs",
+    "ask_fable.backends.claude_sdk",
+    "ask_fable.backends.anthropic_api",
+    "ask_fable.backends.openai_api",
+    "ask_fable.backends.ollama",
+    "ask_fable.backends.cli_oracles",
+    "ask_fable.stores.db",
+    "sqlite3",
+    "hypothesis",
+    "pyinstrument",
+)
 
 
 def ask_fable_argv(python: list[str] | None = None) -> list[str]:
@@ -57,16 +77,21 @@ def ask_fable_argv(python: list[str] | None = None) -> list[str]:
 def child_env(home: Path) -> dict[str, str]:
     """An isolated environment: own HOME and XDG dirs, no ASK_FABLE_* settings from the shell."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASK_FABLE_")}
-    env.update(HOME=str(home), XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"),
-               ASK_FABLE_QUIET="1")
+    env.update(
+        HOME=str(home),
+        XDG_STATE_HOME=str(home / "state"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        ASK_FABLE_QUIET="1",
+    )
     return env
 
 
 def time_to_initialize(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
     """Seconds from spawn to the ``initialize`` result line, and the child's stderr."""
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, text=True)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+    )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     proc.stdin.write(json.dumps(INITIALIZE) + "\n")
     proc.stdin.flush()
@@ -76,7 +101,6 @@ def time_to_initialize(argv: list[str], env: dict[str, str]) -> tuple[float, str
     if "result" not in reply:
         raise RuntimeError(f"initialize failed: {line!r}")
     try:  # communicate() closes stdin, which ends the stdio session
-
         _, stderr = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
         proc.kill()

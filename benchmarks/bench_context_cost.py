@@ -1,8 +1,8 @@
 """Context cost of the server: bytes of tools/list per toolset, and of the instructions.
 
 Measures the tools/list result as a client receives it (JSON, as the SDK serializes it) for the
-default toolset (lean: no output schemas), each family alone, the default with output schemas,
-and ``all``, plus the server's instructions. Target: the default listing stays ≤ 12 KB (12,288 bytes).
+default toolset, each family alone, the default plus the context bus, and ``all``, plus the
+server's instructions. Target: the default listing stays ≤ 12 KB (12,288 bytes).
 
 Run: python benchmarks/bench_context_cost.py
 """
@@ -44,7 +44,7 @@ async def main() -> int:
 
     rows: list[tuple[str, list[str] | None]] = [("default", None)]
     rows += [(family, [family]) for family in FAMILIES]
-    rows += [("default,output-schemas", ["default", "output-schemas"]), ("all", ["all"])]
+    rows += [("default,context", ["default", "context"]), ("all", ["all"])]
     default_size = 0
     print(f"{'toolset':<22} {'tools':>5} {'bytes':>8} {'≈tokens':>8}")
     for label, toolsets in rows:

@@ -34,8 +34,10 @@ def machine() -> str:
                 break
     except OSError:
         pass
-    return (f"{os.cpu_count()} cores (nproc), {model}, Python {platform.python_version()}, "
-            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+    return (
+        f"{os.cpu_count()} cores (nproc), {model}, Python {platform.python_version()}, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+    )
 
 
 def headline(output: str) -> str:
@@ -51,8 +53,14 @@ def run(script: Path) -> tuple[str, float, str]:
     """(verdict, wall seconds, output) of one benchmark script."""
     started = time.perf_counter()
     try:
-        proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                              timeout=TIMEOUT_S, cwd=HERE.parent, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, str(script)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            cwd=HERE.parent,
+            stdin=subprocess.DEVNULL,
+        )
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout if isinstance(exc.stdout, str) else (exc.stdout or b"").decode(errors="replace")
         return "FAILED", time.perf_counter() - started, f"{out}\ntimed out after {TIMEOUT_S}s"

@@ -74,6 +74,7 @@ async def test_ok_answer_is_normalized_and_persisted() -> None:
     assert "question" not in record and len(record["question_sha256"]) == 64
     assert record["members"][0]["status"] == "ok"
     trace = app.traces.get(result["trace_id"])
+    assert trace is not None
     names = [e["name"] for e in trace["events"]]
     assert names[0] == "request" and names[-1] == "response"
     assert names.index("guard") < names.index("provider.start") < names.index("provider.end")

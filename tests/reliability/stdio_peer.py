@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
-import queue
 import subprocess
 import threading
 import time
@@ -18,11 +18,17 @@ class StdioPeer:
     """Spawns ``ask-fable`` and speaks newline-delimited JSON-RPC to it; every stdout line is kept raw."""
 
     def __init__(self, env: dict[str, str], args: tuple[str, ...] = ()) -> None:
-        self.proc = subprocess.Popen([*ask_fable_command(), *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env)
+        self.proc = subprocess.Popen(
+            [*ask_fable_command(), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         self.lines: list[bytes] = []
         self.stderr = bytearray()
-        self._messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self._answers: dict[Any, dict[str, Any]] = {}
+        self._arrived = threading.Condition()
         self._next_id = 0
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -32,9 +38,13 @@ class StdioPeer:
         for line in self.proc.stdout:
             self.lines.append(line)
             try:
-                self._messages.put(json.loads(line))
+                message = json.loads(line)
             except ValueError:
-                pass  # kept in self.lines; purity checks report it
+                continue  # kept in self.lines; purity checks report it
+            if isinstance(message, dict) and "id" in message and ("result" in message or "error" in message):
+                with self._arrived:
+                    self._answers[message["id"]] = message
+                    self._arrived.notify_all()
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
@@ -65,22 +75,26 @@ class StdioPeer:
     def wait_for(self, request_id: int, timeout: float = 30) -> dict[str, Any]:
         """The response to ``request_id`` (other messages are skipped)."""
         deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no answer to request {request_id} within {timeout}s")
-            try:
-                message = self._messages.get(timeout=left)
-            except queue.Empty:
-                continue
-            if message.get("id") == request_id and ("result" in message or "error" in message):
-                return message
+        with self._arrived:
+            while request_id not in self._answers:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no answer to request {request_id} within {timeout}s")
+                self._arrived.wait(left)
+            return self._answers[request_id]
 
     def initialize(self) -> dict[str, Any]:
         """The legacy handshake most clients use today."""
-        answer = self.wait_for(self.request("initialize", {
-            "protocolVersion": PROTOCOL, "capabilities": {},
-            "clientInfo": {"name": "reliability", "version": "1"}}))
+        answer = self.wait_for(
+            self.request(
+                "initialize",
+                {
+                    "protocolVersion": PROTOCOL,
+                    "capabilities": {},
+                    "clientInfo": {"name": "reliability", "version": "1"},
+                },
+            )
+        )
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return answer
 
@@ -91,10 +105,8 @@ class StdioPeer:
     def close(self, timeout: float = 20) -> int:
         """Close stdin (the client leaves) and wait for the server to exit; kill it if it does not."""
         assert self.proc.stdin is not None
-        try:
+        with contextlib.suppress(BrokenPipeError):
             self.proc.stdin.close()
-        except BrokenPipeError:
-            pass
         try:
             return self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -23,9 +23,15 @@ SIDECAR = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_
 def wired_settings(fp: FakeProvider, **extra: Any) -> dict[str, Any]:
     """Settings that send glm, deepseek and ollama:<id> to ``fp`` with planted keys, cache off."""
     values: dict[str, Any] = {
-        "glm_base_url": fp.base_url, "deepseek_base_url": fp.base_url, "ollama_base_url": fp.base_url,
-        "ollama_catalog_url": f"{fp.base_url}/cloud", "glm_api_key": KEY, "deepseek_api_key": KEY,
-        "ollama_api_key": KEY, "cache": False, "timeout": 10,
+        "glm_base_url": fp.base_url,
+        "deepseek_base_url": fp.base_url,
+        "ollama_base_url": fp.base_url,
+        "ollama_catalog_url": f"{fp.base_url}/cloud",
+        "glm_api_key": KEY,
+        "deepseek_api_key": KEY,
+        "ollama_api_key": KEY,
+        "cache": False,
+        "timeout": 10,
     }
     values.update(extra)
     return values

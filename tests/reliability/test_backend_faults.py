@@ -44,16 +44,30 @@ def fp() -> Iterator[FakeProvider]:
 
 # fault name → (reply specs for the glm model, expected kind, expected number of requests)
 FAULTS: dict[str, tuple[list[dict[str, Any]], str, int]] = {
-    "500 every time": ([{"status": 500, "error": f"internal boom for {KEY}", "times": None}],
-                       "upstream_error", FAST.attempts),
-    "503 every time": ([{"status": 503, "error": "overloaded", "times": None}], "upstream_error", FAST.attempts),
+    "500 every time": (
+        [{"status": 500, "error": f"internal boom for {KEY}", "times": None}],
+        "upstream_error",
+        FAST.attempts,
+    ),
+    "503 every time": (
+        [{"status": 503, "error": "overloaded", "times": None}],
+        "upstream_error",
+        FAST.attempts,
+    ),
     "reset every time": ([{"reset": True, "times": None}], "upstream_error", FAST.attempts),
     "garbage body": ([{"garbage": True}], "upstream_error", 1),
     "hang": ([{"hang": True}], "timeout", 1),
-    "slow body past the deadline": ([{"text": "word " * 60, "chunk_chars": 5, "chunk_delay": 0.5}], "timeout", 1),
+    "slow body past the deadline": (
+        [{"text": "word " * 60, "chunk_chars": 5, "chunk_delay": 0.5}],
+        "timeout",
+        1,
+    ),
     "401 with the key echoed": ([{"status": 401, "error": f"invalid x-api-key {KEY}"}], "upstream_error", 1),
-    "429 whose Retry-After passes the deadline": ([{"status": 429, "retry_after": 60, "times": None}],
-                                                  "upstream_error", 1),
+    "429 whose Retry-After passes the deadline": (
+        [{"status": 429, "retry_after": 60, "times": None}],
+        "upstream_error",
+        1,
+    ),
 }
 
 
@@ -92,12 +106,17 @@ async def test_429_retry_after_is_honoured_then_the_answer_arrives(fp: FakeProvi
 
 
 def _panel(fp: FakeProvider, deepseek: list[dict[str, Any]], bad: dict[str, Any]) -> None:
-    fp.enqueue("anthropic", text=f"Write-through keeps readers consistent.\n\n{SIDECAR}", match=GLM_MODEL,
-               times=None)
+    fp.enqueue(
+        "anthropic", text=f"Write-through keeps readers consistent.\n\n{SIDECAR}", match=GLM_MODEL, times=None
+    )
     for spec in deepseek:
         fp.enqueue("anthropic", match=DEEPSEEK_MODEL, **spec)
-    fp.enqueue("ollama", text=f"Write-through, with a bounded queue.\n\n{SIDECAR}", match="good-model:cloud",
-               times=None)
+    fp.enqueue(
+        "ollama",
+        text=f"Write-through, with a bounded queue.\n\n{SIDECAR}",
+        match="good-model:cloud",
+        times=None,
+    )
     fp.enqueue("ollama", match="bad-model:cloud", **bad)
 
 
@@ -106,8 +125,11 @@ def _panel(fp: FakeProvider, deepseek: list[dict[str, Any]], bad: dict[str, Any]
     [
         ([{"status": 500, "error": "boom", "times": None}], {"garbage": True, "times": None}, "2/4"),
         ([{"reset": True, "times": None}], {"hang": True}, "2/4"),
-        ([{"status": 429, "retry_after": 0.05}, {"text": f"Write-back is fine here.\n\n{SIDECAR}"}],
-         {"status": 500, "times": None}, "3/4"),
+        (
+            [{"status": 429, "retry_after": 0.05}, {"text": f"Write-back is fine here.\n\n{SIDECAR}"}],
+            {"status": 500, "times": None},
+            "3/4",
+        ),
     ],
     ids=["500+garbage", "reset+hang", "429-recovers+500"],
 )
@@ -118,8 +140,11 @@ async def test_council_degrades_with_the_right_quorum(
     _panel(fp, deepseek, bad)
     async with Client(make_server(**wired_settings(fp, timeout=2))) as client:
         with anyio.fail_after(30):
-            result = await call(client, "ask_council", {
-                "question": QUESTION, "models": ["glm", "deepseek", GOOD, BAD], "synthesizer": "glm"})
+            result = await call(
+                client,
+                "ask_council",
+                {"question": QUESTION, "models": ["glm", "deepseek", GOOD, BAD], "synthesizer": "glm"},
+            )
     statuses = {s["token"]: (s["status"], s.get("kind")) for s in result["sources"]}
     print(f"council quorum {result.get('quorum')}: {statuses}")
     assert result["status"] == "ok" and result["quorum"] == quorum, result
@@ -136,8 +161,11 @@ async def test_council_with_every_member_failing_is_an_error_with_quorum_zero(fp
     fp.enqueue("ollama", garbage=True, times=None)
     async with Client(make_server(**wired_settings(fp, timeout=2))) as client:
         with anyio.fail_after(30):
-            result = await call(client, "ask_council", {
-                "question": QUESTION, "models": ["glm", "deepseek", BAD], "synthesizer": "glm"})
+            result = await call(
+                client,
+                "ask_council",
+                {"question": QUESTION, "models": ["glm", "deepseek", BAD], "synthesizer": "glm"},
+            )
         assert (result["status"], result["kind"]) == ("error", "upstream_error"), result
         assert result.get("quorum") == "0/3"
         assert {s["token"] for s in result["sources"]} == {"glm", "deepseek", BAD}

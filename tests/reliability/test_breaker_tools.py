@@ -56,8 +56,12 @@ async def test_breaker_opens_sheds_half_opens_and_closes(fp: FakeProvider) -> No
     # Two successes, then failures: the error rate reaches the 0.5 threshold at the 5th call.
     fp.enqueue("anthropic", text=f"Fine.\n\n{SIDECAR}", match=GLM_MODEL, times=2)
     fp.enqueue("anthropic", status=500, error="overloaded", match=GLM_MODEL, times=None)
-    fp.enqueue("ollama", text=f"Safe if the pool lock is taken first.\n\n{SIDECAR}", match="good-model:cloud",
-               times=None)
+    fp.enqueue(
+        "ollama",
+        text=f"Safe if the pool lock is taken first.\n\n{SIDECAR}",
+        match="good-model:cloud",
+        times=None,
+    )
     settings = wired_settings(fp, breaker_cooldown=COOLDOWN, breaker_threshold=0.5, breaker_window=10)
     async with Client(make_server(**settings)) as client:
         kinds = [(await call(client, "ask_glm", {"question": QUESTION})).get("kind") for _ in range(5)]
@@ -69,8 +73,9 @@ async def test_breaker_opens_sheds_half_opens_and_closes(fp: FakeProvider) -> No
         assert _glm_requests(fp) == sent, "a shed call reached the provider"
         shed = [first_shed["trace_id"]]
 
-        council = await call(client, "ask_council", {"question": QUESTION, "models": ["glm", GOOD],
-                                                     "synthesizer": GOOD})
+        council = await call(
+            client, "ask_council", {"question": QUESTION, "models": ["glm", GOOD], "synthesizer": GOOD}
+        )
         sources = {s["token"]: s for s in council["sources"]}
         print(f"open breaker in a council: quorum {council.get('quorum')}, glm={sources['glm']['status']}")
         assert council["status"] == "ok" and council["quorum"] == "1/2"
@@ -93,8 +98,9 @@ async def test_breaker_opens_sheds_half_opens_and_closes(fp: FakeProvider) -> No
         after = [await call(client, "ask_glm", {"question": QUESTION}) for _ in range(3)]
         assert all(r["status"] == "ok" for r in after)
         assert _glm_requests(fp) == 4  # the probe and three calls: nothing shed after closing
-        healed = await call(client, "ask_council", {"question": QUESTION, "models": ["glm", GOOD],
-                                                    "synthesizer": GOOD})
+        healed = await call(
+            client, "ask_council", {"question": QUESTION, "models": ["glm", GOOD], "synthesizer": GOOD}
+        )
         assert healed["quorum"] == "2/2"
 
         if "stats" in {spec.name for spec in all_tools()}:

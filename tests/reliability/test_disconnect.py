@@ -28,8 +28,11 @@ def fakes(tmp_path: Path) -> FakeCLIs:
 
 
 def _env(fakes: FakeCLIs) -> dict[str, str]:
-    return child_env(PATH=f"{fakes.bin_dir}{os.pathsep}{os.environ['PATH']}", ASK_FABLE_TOOLSETS="default,single",
-                     ASK_FABLE_CACHE="false")
+    return child_env(
+        PATH=f"{fakes.bin_dir}{os.pathsep}{os.environ['PATH']}",
+        ASK_FABLE_TOOLSETS="default,single",
+        ASK_FABLE_CACHE="false",
+    )
 
 
 def _wait_for_runs(fakes: FakeCLIs, count: int, timeout: float = 20) -> None:
@@ -87,8 +90,10 @@ def test_client_closing_stdin_mid_call_ends_the_server_and_its_children(fakes: F
         assert "Traceback" not in bytes(peer.stderr).decode(errors="replace")
     pids = _pids(fakes)
     survivors = _survivors(pids)
-    print(f"stdin closed mid-call x{ROUNDS}: server exit codes {exits}, {len(pids)} CLI pids, "
-          f"{len(survivors)} survivors")
+    print(
+        f"stdin closed mid-call x{ROUNDS}: server exit codes {exits}, {len(pids)} CLI pids, "
+        f"{len(survivors)} survivors"
+    )
     assert exits == [0] * ROUNDS
     assert len(pids) == 2 * ROUNDS and survivors == []
 
@@ -110,8 +115,10 @@ def test_client_killed_mid_call_ends_the_server_and_its_children(fakes: FakeCLIs
     pids = [*servers, *_pids(fakes)]
     survivors = _survivors(pids, grace=15)
     tracebacks = server_stderr.read_text(errors="replace").count("Traceback (most recent call last)")
-    print(f"client SIGKILLed mid-call x{ROUNDS}: {len(servers)} servers + {len(pids) - len(servers)} CLI pids, "
-          f"{len(survivors)} survivors; tracebacks on the servers' stderr: {tracebacks}")
+    print(
+        f"client SIGKILLed mid-call x{ROUNDS}: {len(servers)} servers + {len(pids) - len(servers)} CLI pids, "
+        f"{len(survivors)} survivors; tracebacks on the servers' stderr: {tracebacks}"
+    )
     assert len(pids) == 3 * ROUNDS
     assert survivors == []
 
@@ -124,8 +131,13 @@ def test_cancelled_calls_leave_the_server_serving_and_no_orphans(fakes: FakeCLIs
         for round_no in range(1, ROUNDS + 1):
             request_id = peer.request("tools/call", {"name": "ask_m3", "arguments": {"question": QUESTION}})
             _wait_for_runs(fakes, round_no)
-            peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": request_id, "reason": "client gave up"}})
+            peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": request_id, "reason": "client gave up"},
+                }
+            )
             survivors = _survivors(_pids(fakes))
             assert survivors == [], f"round {round_no}: {survivors} still alive after the cancel"
             answer = peer.call_tool("ask_fable_help", {"topic": "sidecar"})

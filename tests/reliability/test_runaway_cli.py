@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,8 +114,10 @@ async def test_100_mb_flood_keeps_memory_bounded(fakes: FakeCLIs, stream: str) -
     with anyio.fail_after(60), PeakRss() as rss:
         result = await _ask(timeout=30)
     survivors = await _gone(_pids(fakes))
-    print(f"{stream} flood of {FLOOD >> 20} MB: status={result['status']} kind={result.get('kind')} "
-          f"answer={len(result.get('answer') or '')} chars, peak RSS growth {rss.growth / 2**20:.1f} MB")
+    print(
+        f"{stream} flood of {FLOOD >> 20} MB: status={result['status']} kind={result.get('kind')} "
+        f"answer={len(result.get('answer') or '')} chars, peak RSS growth {rss.growth / 2**20:.1f} MB"
+    )
     assert rss.growth < RSS_BOUND
     assert len(result.get("answer") or "") <= DEFAULT_MAX_OUTPUT_BYTES
     assert survivors == []
@@ -126,11 +127,13 @@ async def test_flood_then_hang_ignoring_sigterm_is_killed_and_bounded(fakes: Fak
     """Flood stderr, then hang with a forked child, ignoring SIGTERM: timeout, 0 survivors, bounded RSS."""
     fakes.behave("mmx", flood_stderr_bytes=FLOOD, spawn_child=True, ignore_sigterm=True, hang=True)
     with anyio.fail_after(60), PeakRss() as rss:
-        result = await _ask(timeout=4)
+        result = await _ask(timeout=2.5)
     pids = _pids(fakes)
     survivors = await _gone(pids)
-    print(f"flood+hang: kind={result.get('kind')} pids={len(pids)} survivors={len(survivors)} "
-          f"peak RSS growth {rss.growth / 2**20:.1f} MB")
+    print(
+        f"flood+hang: kind={result.get('kind')} pids={len(pids)} survivors={len(survivors)} "
+        f"peak RSS growth {rss.growth / 2**20:.1f} MB"
+    )
     assert result["kind"] == "timeout"
     assert survivors == [] and len(pids) == 2
     assert rss.growth < RSS_BOUND

@@ -12,7 +12,7 @@ from ask_fable.core.app import App
 from ask_fable.errors import BadArgs
 from ask_fable.surface.registry import FAMILIES, all_tools
 from ask_fable.surface.server import build_server
-from ask_fable.surface.toolsets import families_for, select_tools, wants_output_schemas
+from ask_fable.surface.toolsets import families_for, select_tools
 
 #: Every tool the contract names, once.
 SPEC_TOOLS = frozenset({
@@ -93,24 +93,9 @@ async def test_the_environment_variable_chooses_the_toolsets(monkeypatch: pytest
     assert "diagnose" in server.specs
 
 
-def test_only_the_default_bundle_leaves_output_schemas_out() -> None:
-    assert not wants_output_schemas(None)
-    assert not wants_output_schemas(["default"])
-    assert not wants_output_schemas("default,-context")
-    assert wants_output_schemas(["all"])
-    assert wants_output_schemas(["core"])
-    assert wants_output_schemas("default,output-schemas")
-    assert families_for("output-schemas") == families_for(None)
-    assert families_for(["core", "output_schemas"]) == ["core"]
-
-
-async def test_explicit_toolsets_list_output_schemas_and_the_default_does_not() -> None:
-    async def schemas(toolsets: list[str] | None) -> set[bool]:
-        server = build_server(App(load_settings()), toolsets=toolsets)
-        async with Client(server, mode="legacy") as client:
-            result = await client.list_tools()
-        return {tool.output_schema is not None for tool in result.tools}
-
-    assert await schemas(["all"]) == {True}
-    assert await schemas(["default", "output-schemas"]) == {True}
-    assert await schemas(None) == {False}
+@pytest.mark.parametrize("toolsets", [None, ["all"], ["core", "context"]])
+async def test_every_listed_tool_publishes_its_output_schema(toolsets: list[str] | None) -> None:
+    server = build_server(App(load_settings()), toolsets=toolsets)
+    async with Client(server, mode="legacy") as client:
+        result = await client.list_tools()
+    assert all(tool.output_schema is not None for tool in result.tools)

@@ -16,6 +16,8 @@ Secrets never reach a message: every detail goes through :func:`scrub` first.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import email.utils
 import functools
 import ipaddress
@@ -23,6 +25,7 @@ import json as jsonlib
 import random
 import ssl
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -111,19 +114,58 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 def new_client(timeout: float, transport: httpx2.AsyncBaseTransport | None = None) -> httpx2.AsyncClient:
-    """A client for one call: no redirects (a key must not follow one), reads sized for streams.
+    """A client with no redirects (a key must not follow one) and room for a wide fan-out.
 
     The read timeout is the whole budget: a stream may be quiet while the model thinks, and
     the deadline in :func:`send` is what bounds a stalled provider.
     """
     import httpx2
 
-    limits = httpx2.Limits(max_connections=8, max_keepalive_connections=4)
-    timeouts = httpx2.Timeout(connect=min(10.0, timeout), read=timeout, write=min(30.0, timeout),
-                              pool=min(10.0, timeout))
-    return httpx2.AsyncClient(timeout=timeouts, transport=transport, follow_redirects=False,
+    limits = httpx2.Limits(max_connections=256, max_keepalive_connections=32)
+    return httpx2.AsyncClient(timeout=request_timeouts(timeout), transport=transport, follow_redirects=False,
                               limits=limits, headers={"user-agent": USER_AGENT},
                               verify=_ssl_context() if transport is None else True)
+
+
+def request_timeouts(timeout: float) -> httpx2.Timeout:
+    """Per-request timeouts: the read timeout is the whole budget (a thinking model may be quiet)."""
+    import httpx2
+
+    return httpx2.Timeout(connect=min(10.0, timeout), read=timeout, write=min(30.0, timeout),
+                          pool=min(10.0, timeout))
+
+
+#: One pooled client per event loop, so calls to a provider reuse its connections (and TLS).
+_SHARED_CLIENTS: weakref.WeakKeyDictionary[Any, httpx2.AsyncClient] = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def client_for(timeout: float, transport: httpx2.AsyncBaseTransport | None) -> AsyncIterator[Any]:
+    """The loop's shared pooled client, or a private one when a test injects a transport."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # not on asyncio: no pool to share
+        loop = None
+    if transport is not None or loop is None:
+        async with new_client(timeout, transport) as client:
+            yield client
+        return
+    client = _SHARED_CLIENTS.get(loop)
+    if client is None or client.is_closed:
+        client = new_client(timeout)
+        _SHARED_CLIENTS[loop] = client
+    yield client
+
+
+async def aclose_shared_client() -> None:
+    """Close this event loop's pooled client (the server does it when it shuts down)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    client = _SHARED_CLIENTS.pop(loop, None)
+    if client is not None:
+        await client.aclose()
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -275,13 +317,15 @@ async def _send_with_retries(
 
     deadline = anyio.current_time() + timeout
     attempt = 0
-    async with new_client(timeout, transport) as client:
+    async with client_for(timeout, transport) as client:
         while True:
             attempt += 1
             failure: str
             wait: float | None = None
             try:
-                async with client.stream(method, url, headers=headers, json=json) as response:
+                async with client.stream(method, url, headers=headers, json=json,
+                                         timeout=request_timeouts(max(0.001, deadline - anyio.current_time()))
+                                         ) as response:
                     status = response.status_code
                     if status < 400:
                         try:

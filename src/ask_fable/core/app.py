@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,11 @@ class App:
     @property
     def project_id(self) -> str:
         """The project label stored with traces, audit records and hub turns."""
-        return self.settings.project_id or derive_project_id()
+        explicit = self.settings.project_id
+        if explicit:
+            return explicit
+        cwd = os.getcwd()
+        return self._service("project_id", cwd, lambda: derive_project_id(cwd))
 
     @property
     def agent_id(self) -> str:
@@ -161,6 +166,9 @@ class App:
 
     async def aclose(self) -> None:
         """Close what holds processes or sockets (open Claude sessions, HTTP clients)."""
+        http = sys.modules.get("ask_fable.backends.http_client")
+        if http is not None:  # only if a call ever used HTTP
+            await http.aclose_shared_client()
         for _, service in list(self._services.values()):
             closer = getattr(service, "aclose", None)
             if closer is not None:

@@ -337,7 +337,6 @@ class Pipeline:
             "cached": cached,
             "events": trace.events,
         }
-        saved = None
         try:
             if status in ("ok", "context_exhausted") and not cached and settings.save_answers:
                 from ask_fable.stores.answers import save_answer
@@ -357,42 +356,50 @@ class Pipeline:
                         },
                     ),
                 )
-                saved = str(saved_path)
-                result["saved"] = saved
-            await anyio.to_thread.run_sync(app.audit.append, audit)
-            await anyio.to_thread.run_sync(app.traces.record, trace_record)
-            if settings.trace_mode == "full":
-                bundle = {
-                    "question": call.question,
-                    "context": context,
-                    "result": result,
-                    "reasoning": outcome.reply.thinking if outcome and outcome.reply else None,
-                    "members": [
-                        {
-                            "token": m.token,
-                            "answer": m.answer,
-                            "thinking": m.reply.thinking if m.reply else None,
-                        }
-                        for m in mctx.members
-                    ],
-                }
-                await anyio.to_thread.run_sync(app.traces.write_bundle, trace.trace_id, bundle)
+                result["saved"] = str(saved_path)
+        except Exception:  # a failed save must not cost the caller the answer
+            app.console.line(
+                trace.trace_id, "could not save the answer:\n" + self._redact(traceback.format_exc())
+            )
+        bundle = None
+        if settings.trace_mode == "full":
+            bundle = {
+                "question": call.question,
+                "context": context,
+                "result": dict(result),
+                "reasoning": outcome.reply.thinking if outcome and outcome.reply else None,
+                "members": [
+                    {"token": m.token, "answer": m.answer, "thinking": m.reply.thinking if m.reply else None}
+                    for m in mctx.members
+                ],
+            }
+        hub_turn = None
+        if status == "ok" and not cached:
+            hub_turn = (
+                call.hub_session or call.tool,
+                audit["agent_id"],
+                audit["project"],
+                result.get("model") or call.tool,
+                status,
+                call.question,
+                result.get("answer") or "",
+                elapsed_ms,
+                outcome.reply.session_id if outcome and outcome.reply else None,
+            )
+
+        def write_records() -> None:
+            app.audit.append(audit)
+            app.traces.record(trace_record)
+            if bundle is not None:
+                app.traces.write_bundle(trace.trace_id, bundle)
             hub = app.hub
-            if hub is not None and status == "ok" and not cached:
-                await anyio.to_thread.run_sync(
-                    lambda: hub.record_turn(
-                        call.hub_session or call.tool,
-                        app.agent_id,
-                        app.project_id,
-                        result.get("model") or call.tool,
-                        status,
-                        call.question,
-                        result.get("answer") or "",
-                        elapsed_ms,
-                        outcome.reply.session_id if outcome and outcome.reply else None,
-                    )
-                )
-        except Exception:  # persistence is best effort: the caller still gets the answer
+            if hub is not None and hub_turn is not None:
+                hub.record_turn(*hub_turn)
+
+        try:
+            # One thread hop for every record: durable before the caller sees the answer.
+            await anyio.to_thread.run_sync(write_records)
+        except Exception:  # records are best effort: the caller still gets the answer
             app.console.line(trace.trace_id, "could not persist:\n" + self._redact(traceback.format_exc()))
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
         from ask_fable.stores.redact import redact_obj

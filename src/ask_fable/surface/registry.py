@@ -10,11 +10,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ask_fable.contract import ToolResult
+if TYPE_CHECKING:  # the contract's models load with the tool modules, not at server start
+    from ask_fable.contract import ToolResult
 
 #: Tool families, in the order they are listed. Toolsets are built from them.
 FAMILIES: dict[str, str] = {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -18,12 +18,13 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
 from ask_fable import __version__
-from ask_fable.contract import ToolResult
 from ask_fable.core.app import App
 from ask_fable.errors import AskFableError, BadArgs
-from ask_fable.surface.context import ToolContext
-from ask_fable.surface.registry import ToolSpec, input_schema, output_schema
-from ask_fable.surface.toolsets import select_tools
+from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
+from ask_fable.surface.toolsets import families_for
+
+if TYPE_CHECKING:  # loaded with the first call, so the server answers initialize sooner
+    from ask_fable.contract import ToolResult
 
 INSTRUCTIONS = """\
 ask-fable is a second opinion for the hard 5% of engineering work. Answer trivial things yourself.
@@ -32,7 +33,8 @@ ask-fable is a second opinion for the hard 5% of engineering work. Answer trivia
 - Contentious or hard-to-reverse decision (architecture, concurrency, data model, public API,
   migration): one `ask_council` call (parallel panel + synthesis; check `quorum` and `consensus`).
   Ordered refinement (cheap draft, strong finish): `ask_chain`. Stress-test one decision: `ask_debate`.
-- Big context you will reuse: `context_write` it once, then pass `context_ref` instead of pasting.
+- Big context you will reuse: `context_write` it once (the `context` toolset), then pass
+  `context_ref` instead of pasting it again.
 - Act on `sidecar.recommendation`. If a `followup` arrives, paste what it names (check
   `likely_already_pasted`) and re-ask on the same session.
 - A `refused` result carries `how_to_reframe`; errors carry `kind` and `detail`.
@@ -91,7 +93,7 @@ def _bad_args_detail(spec: ToolSpec, exc: ValidationError) -> str:
 class AskFableServer(MCPServer[Any]):
     """An MCPServer whose tools come from the registry."""
 
-    def __init__(self, app: App, specs: list[ToolSpec], **kwargs: Any) -> None:
+    def __init__(self, app: App, families: list[str], **kwargs: Any) -> None:
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[App]:
             try:
@@ -108,8 +110,16 @@ class AskFableServer(MCPServer[Any]):
             **kwargs,
         )
         self.app = app
-        self.specs = {spec.name: spec for spec in specs}
-        self._listing = [self._mcp_tool(spec) for spec in specs]
+        self.families = families
+        self._specs: dict[str, ToolSpec] | None = None
+        self._listing: list[MCPTool] | None = None
+
+    @property
+    def specs(self) -> dict[str, ToolSpec]:
+        """The served tools by name, loaded on first use so start-up stays fast."""
+        if self._specs is None:
+            self._specs = {spec.name: spec for spec in all_tools() if spec.family in self.families}
+        return self._specs
 
     @staticmethod
     def _mcp_tool(spec: ToolSpec) -> MCPTool:
@@ -128,7 +138,9 @@ class AskFableServer(MCPServer[Any]):
         )
 
     async def list_tools(self) -> list[MCPTool]:
-        """The served tools, straight from the registry."""
+        """The served tools, straight from the registry (schemas built once, on the first listing)."""
+        if self._listing is None:
+            self._listing = [self._mcp_tool(spec) for spec in self.specs.values()]
         return list(self._listing)
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
@@ -155,6 +167,9 @@ class AskFableServer(MCPServer[Any]):
             return _result(spec, BadArgs(_bad_args_detail(spec, exc)).to_result())
         if self.app.client_name is None:
             self.app.client_name = _client_name(context)
+
+        from ask_fable.surface.context import ToolContext
+
         ctx = ToolContext(self.app, context)
         try:
             outcome = await spec.handler(args, ctx)
@@ -179,5 +194,5 @@ class AskFableServer(MCPServer[Any]):
 def build_server(app: App | None = None, toolsets: list[str] | None = None, **kwargs: Any) -> AskFableServer:
     """A server for ``toolsets`` (default: settings.toolsets) sharing ``app``'s services."""
     app = app or App()
-    specs = select_tools(toolsets if toolsets is not None else app.settings.toolsets)
-    return AskFableServer(app, specs, **kwargs)
+    families = families_for(toolsets if toolsets is not None else app.settings.toolsets)
+    return AskFableServer(app, families, **kwargs)

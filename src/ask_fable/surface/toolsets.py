@@ -5,11 +5,9 @@ A toolset is a registry family (``core``, ``single``, ``councils``, ``catalogs``
 one of the two bundles ``default`` and ``all``. ``-name`` removes a toolset from what came before
 it (``all,-hub``). Unknown names are refused with the list of known ones.
 
-The default bundle is the lean profile: its listing leaves out output schemas, which would
-otherwise be close to half of its size, so every reasoning mode and the context bus fit in 12 KB.
-Any explicit selection (``all``, ``core``, ``single`` …) lists output schemas, and naming the
-pseudo-toolset ``output-schemas`` adds them to the default too. Results carry
-``structuredContent`` (and the same JSON as text) either way.
+The default bundle is ``core``: the four reasoning modes, help and reset_session, with their
+input and output schemas, in under 12 KB of tools/list. Everything else is one name away
+(``default,context`` adds the context bus; ``all`` serves every tool).
 """
 
 from __future__ import annotations
@@ -19,8 +17,8 @@ from collections.abc import Iterable
 from ask_fable.errors import BadArgs
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
 
-#: The default keeps every reasoning mode and the context bus reachable at a small context cost.
-DEFAULT_FAMILIES: tuple[str, ...] = ("core", "context")
+#: The default keeps every reasoning mode reachable at a small context cost.
+DEFAULT_FAMILIES: tuple[str, ...] = ("core",)
 
 #: Friendly names for families: what people type when they mean one of them.
 ALIASES: dict[str, str] = {
@@ -46,9 +44,6 @@ ALIASES: dict[str, str] = {
     "session-hub": "hub",
 }
 
-#: Not a family: naming it makes tools/list include each tool's output schema.
-OUTPUT_SCHEMAS = "output-schemas"
-
 TOOLSETS: dict[str, tuple[str, ...]] = {
     "default": DEFAULT_FAMILIES,
     "all": tuple(FAMILIES),
@@ -64,8 +59,7 @@ def known_toolsets() -> list[str]:
 def known_toolsets_text() -> str:
     """A one-line description of the accepted names, for error messages and ``--help``."""
     aliases = ", ".join(f"{alias}={family}" for alias, family in ALIASES.items())
-    return (f"known toolsets: {', '.join(TOOLSETS)} (aliases: {aliases}); prefix a name with '-' to drop it; "
-            f"add {OUTPUT_SCHEMAS} to list output schemas")
+    return f"known toolsets: {', '.join(TOOLSETS)} (aliases: {aliases}); prefix a name with '-' to drop it"
 
 
 def split_names(value: str | Iterable[str] | None) -> list[str]:
@@ -80,16 +74,6 @@ def _key(name: str) -> str:
     return name.strip().lower().replace("_", "-")
 
 
-def wants_output_schemas(names: str | Iterable[str] | None) -> bool:
-    """Whether tools/list should carry output schemas: yes unless the selection is the lean default
-    (nothing chosen, or only ``default`` with removals); ``output-schemas`` forces them on."""
-    parts = [_key(part) for part in split_names(names)]
-    if OUTPUT_SCHEMAS in parts:
-        return True
-    chosen = [part for part in parts if not part.startswith("-")]
-    return any(part != "default" for part in chosen)
-
-
 def _families_of(name: str) -> tuple[str, ...]:
     key = _key(name)
     key = ALIASES.get(key, key)
@@ -101,7 +85,7 @@ def _families_of(name: str) -> tuple[str, ...]:
 def families_for(names: str | Iterable[str] | None) -> list[str]:
     """The families selected by toolset names (in registry order); unknown names raise ``BadArgs``."""
     chosen: list[str] = []
-    parts = [part for part in split_names(names) if _key(part) != OUTPUT_SCHEMAS]
+    parts = split_names(names)
     if parts and all(part.startswith("-") for part in parts):
         parts = ["default", *parts]
     for part in parts or ["default"]:

@@ -32,8 +32,7 @@ class SessionAskArgs(AskArgs):
     """Arguments of ask and ask_opus5."""
 
     session: str = Field(
-        "default", min_length=1, max_length=200,
-        description="Conversation key: reuse it for follow-ups, pick a new one for a new topic.",
+        "default", min_length=1, max_length=200, description="Conversation key.",
     )
     reset: bool = Field(False, description="Start this session over before asking.")
 
@@ -134,17 +133,15 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
 
 
 _SESSION_HELP = (
-    "Reuse the same `session` for follow-ups (the conversation is kept server-side); a new key or "
-    "reset=true starts a new topic. Pass big reusable context by `context_ref` (keys stored with "
-    "context_write). When the model needs more, the result carries a `followup` saying what to paste."
+    "Reuse `session` for follow-ups; a new key or reset=true starts a new topic. A `followup` in the "
+    "result says what to paste next."
 )
 
 TOOLS = [
     ToolSpec(
         name="ask",
         family="core",
-        description="Guarded reasoning from Fable (newest Fable model), with multi-turn sessions.\n"
-        + _SESSION_HELP,
+        description="Ask Claude Fable one hard engineering question. " + _SESSION_HELP,
         args=SessionAskArgs,
         result=AnswerResult,
         handler=ask,
@@ -166,8 +163,7 @@ TOOLS = [
     ToolSpec(
         name="reset_session",
         family="core",
-        description="Clear one ask / ask_opus5 conversation (model='fable' or 'opus5'), first saving its "
-        "transcript as Markdown under the sessions directory when save=true.",
+        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true.",
         args=ResetSessionArgs,
         result=ResetSessionResult,
         handler=reset_session,

@@ -12,11 +12,9 @@ from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call
 from ask_fable.surface.context import ToolContext
 
-QUESTION = Field(description="One focused engineering question (what you need decided or explained).")
-CONTEXT = Field("", description="The real code, error output and constraints the answer depends on.")
-CONTEXT_REF = Field(
-    None, description="A context_write key (or list of keys) whose stored text is added to the context."
-)
+QUESTION = Field(description="One focused engineering question.")
+CONTEXT = Field("", description="The real code, errors and constraints.")
+CONTEXT_REF = Field(None, description="context_write key(s) to add to the context.")
 EFFORT = Field(None, description="quick, standard or deep; default from the settings.")
 
 

@@ -25,7 +25,7 @@ FALLBACK_PANELS: dict[str, list[str]] = {
 FEATURED_COUNT = 3
 
 SESSION = Field(
-    None, description="Hub coordination label for this call (not a model session); default: the tool name."
+    None, description="Hub label for this call (not a model session)."
 )
 
 
@@ -41,14 +41,13 @@ class CouncilArgs(_Args):
     context_ref: str | list[str] | None = CONTEXT_REF
     models: list[str] | None = Field(
         None,
-        description="Member tokens, e.g. [\"fable\",\"minimax\"], [\"twin\",\"m3\"], "
-        "[\"fable\",\"ollama:qwen3-coder:480b-cloud\",\"atlas:zai-org/glm-5.2\"]. Overrides tier.",
+        description="Member tokens, e.g. [\"twin\",\"m3\"]; overrides tier.",
     )
     tier: str | None = Field(
-        None, description="default (fable+minimax, +deepseek with its key), twin, middle or full."
+        None, description="default, twin, middle or full."
     )
     synthesizer: str | None = Field(
-        None, description="One model token that reconciles the answers (default fable; falls back to opus)."
+        None, description="The token that reconciles the answers (default fable)."
     )
     session: str | None = SESSION
 
@@ -322,14 +321,9 @@ TOOLS = [
         name="ask_council",
         family="core",
         description=(
-            "Ask several models the same question in parallel, then one synthesizer reconciles their "
-            "anonymized answers (told to pick a side on a material split, not average).\n"
-            "models: tokens fable, fable51, opus, minimax (m3), gemini, codex (gpt), glm, deepseek, grok, "
-            "kimi, ollama:<id>, atlas:<id>, openrouter:<id>; 'twin' = fable + opus. "
-            "Or tier: default | twin | middle | full. Unavailable members are reported in sources and "
-            "skipped.\n"
-            "Check quorum (answered/asked), degraded, consensus (strong|partial|divergent|unknown) and "
-            "material_disagreement before acting; a 1/M quorum is one opinion."
+            "Several models answer in parallel; a synthesizer reconciles their anonymized answers. "
+            "Unavailable members are reported in sources and skipped. Check quorum, degraded and "
+            "consensus before acting: 1/M is one opinion. Tokens: ask_fable_help(topic='tokens')."
         ),
         args=CouncilArgs,
         result=CouncilResult,
@@ -341,11 +335,9 @@ TOOLS = [
         name="ask_chain",
         family="core",
         description=(
-            "Thread a question through an ordered pipeline, e.g. \"m3 > glm > fable\": stage 1 drafts, "
-            "middle stages solve independently then critique the prior draft, the last stage decides "
-            "seeing earlier stages anonymized. Repeats allowed; 'twin' expands to fable then opus.\n"
-            "Failed stages are skipped; if the last fails, Fable reconciles the survivors (fallback). "
-            "recommendation_drift / material_drift show whether the answer was refined or rubber-stamped."
+            "An ordered pipeline such as \"m3 > glm > fable\": the first stage drafts, middle stages "
+            "critique, the last decides. Failed stages are skipped; recommendation_drift shows whether "
+            "later stages changed the answer."
         ),
         args=ChainArgs,
         result=ChainResult,
@@ -357,12 +349,9 @@ TOOLS = [
         name="ask_debate",
         family="core",
         description=(
-            "Stress-test one contentious decision: the proposer commits to claims, the opponent concedes "
-            "or contests each with a concrete failure scenario, the proposer revises, and a third model "
-            "rules (rounds=2 adds a rebuttal).\n"
-            "debate.resolution is computed from the claims ledger: conceded | converged | adjudicated | "
-            "stalemate (confidence downgraded) | degraded_single_critic. The most expensive mode; the full "
-            "transcript goes to the saved answer file."
+            "Stress-test one hard-to-reverse decision: a proposer states claims, an opponent concedes or "
+            "contests each, the proposer revises, a third model rules. debate.resolution comes from the "
+            "claims ledger. The most expensive mode."
         ),
         args=DebateArgs,
         result=DebateResult,
