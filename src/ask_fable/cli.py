@@ -9,6 +9,7 @@ Exit codes: 0 success, 1 a tool error or refusal, 2 a usage error (unknown tools
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
@@ -143,8 +144,22 @@ def serve_stdio(toolsets: list[str] | None) -> int:
         server = build_server(toolsets=toolsets)
     except BadArgs as exc:
         return _fail(exc.detail)
-    server.run("stdio")
+    try:
+        server.run("stdio")
+    except BaseException as exc:  # sorted below; anything else is re-raised
+        if not _client_went_away(exc):
+            raise
+        # The client closed its end mid-reply: nothing left to answer, so leave quietly.
+        with contextlib.suppress(OSError):
+            sys.stderr.write("ask-fable: the client went away; shutting down\n")
     return 0
+
+
+def _client_went_away(exc: BaseException) -> bool:
+    """True when ``exc`` (or every exception in a group) is a broken pipe to the client."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_client_went_away(inner) for inner in exc.exceptions)
+    return isinstance(exc, BrokenPipeError | ConnectionResetError)
 
 
 def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:

@@ -119,6 +119,8 @@ async def test_100_mb_flood_keeps_memory_bounded(fakes: FakeCLIs, stream: str) -
         f"answer={len(result.get('answer') or '')} chars, peak RSS growth {rss.growth / 2**20:.1f} MB"
     )
     assert rss.growth < RSS_BOUND
+    if stream == "stdout":  # a flood is no answer: it is refused, never passed on to the caller
+        assert result["status"] == "error" and "MiB of output" in result["detail"], result
     assert len(result.get("answer") or "") <= DEFAULT_MAX_OUTPUT_BYTES
     assert survivors == []
 

@@ -54,3 +54,20 @@ async def test_the_server_shares_one_app_and_closes_it() -> None:
     async with Client(build_server(app, toolsets=["core"])) as client:
         await client.call_tool("ask_fable_help", {})
     assert app._services == {}
+
+
+async def test_an_error_carrying_extra_context_still_matches_the_schema() -> None:
+    from ask_fable.errors import UpstreamError
+    from ask_fable.surface.registry import ToolSpec
+    from ask_fable.surface.server import AskFableServer
+    from ask_fable.surface.tools.help import HelpArgs, HelpResult
+
+    async def failing(args: HelpArgs, ctx: object) -> dict:
+        raise UpstreamError("the CLI exited with status 3", binary="mmx", exit_code=3)
+
+    server = AskFableServer(App(), ["core"])
+    server._specs = {"boom": ToolSpec("boom", "core", "fails", HelpArgs, HelpResult, failing)}
+    async with Client(server) as client:
+        result = await client.call_tool("boom", {})
+    assert result.structured_content == {"status": "error", "kind": "upstream_error",
+                                         "detail": "the CLI exited with status 3"}

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
 #: Largest composed prompt (UTF-8 bytes) sent as a single argv value; the kernel caps one
 #: argument at 131,072 bytes including its terminating NUL.
 ARGV_PROMPT_LIMIT = 120_000
+#: Largest answer a CLI may print; more than this is treated as a malfunction, not an answer.
+MAX_ANSWER_BYTES = 1024 * 1024
 #: How much of a failing CLI's stderr is quoted back.
 STDERR_TAIL_CHARS = 2000
 
@@ -222,13 +224,18 @@ class CliOracle(Oracle):
                     gate=self.binary,
                     gate_limit=self.settings.cli_max_parallel,
                     cwd=str(work_dir),
+                    max_output_bytes=MAX_ANSWER_BYTES,
                 )
             except BinaryMissing as exc:
                 raise BinaryMissing(
                     f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary
                 ) from exc
-        if result.stdout_truncated:
-            await sink.note(f"{self.binary} output exceeded the capture bound and was truncated")
+        if result.stdout_truncated and result.returncode == 0:
+            # No real answer is this long: a flood is a malfunction, and half of it is no answer.
+            raise UpstreamError(
+                f"`{self.binary}` wrote more than {MAX_ANSWER_BYTES >> 20} MiB of output; it was discarded",
+                binary=self.binary,
+            )
         return self._reply(result, effort)
 
     def _reply(self, result: ProcessResult, effort: str | None) -> Reply:

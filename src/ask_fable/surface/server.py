@@ -53,6 +53,9 @@ def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
 def _result(spec: ToolSpec | None, payload: dict[str, Any]) -> CallToolResult:
     """The structured result plus the same JSON as text; ``isError`` mirrors ``status: error``."""
     if spec is not None:
+        if payload.get("status") == "error":
+            # An error keeps its contract fields; context an error carried for logs is not the caller's.
+            payload = {k: v for k, v in payload.items() if k in spec.result.model_fields}
         try:
             model = spec.result.model_validate(payload)
             payload = dump_result(model)
@@ -107,6 +110,8 @@ class AskFableServer(MCPServer[Any]):
             version=__version__,
             instructions=INSTRUCTIONS,
             lifespan=lifespan,
+            # stderr carries our own progress trace; library request logs would only bury it.
+            log_level="WARNING",
             **kwargs,
         )
         self.app = app
