@@ -99,7 +99,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="ask-fable-bench-") as tmp, FakeProvider() as fake:
         fake.enqueue("anthropic", times=None, delay=LATENCY)
         env = {**os.environ, "HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state",
-               "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1", "ASK_FABLE_GLM_API_KEY": "sk-bench-0123456789",
+               "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1",
+               "ASK_FABLE_GLM_API_KEY": "sk-bench-0123456789",
                "ASK_FABLE_GLM_BASE_URL": f"{fake.base_url}/api/anthropic", "ASK_FABLE_CACHE": "0",
                "ASK_FABLE_HUB": "0"}
         created = subprocess.run(

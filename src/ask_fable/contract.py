@@ -84,19 +84,24 @@ class AnswerResult(ToolResult):
     saved: str | None = None
 
 
-class SourceEntry(Strict):
-    """One council member's outcome."""
+class StepOutcome(Strict):
+    """One model's part in a multi-model call: how it went and what it recommended."""
 
     model: str
-    token: str | None = None
-    provider: str | None = None
     status: str
-    answer: str | None = None
     recommendation: Recommendation | None = None
     confidence: Confidence | None = None
     kind: str | None = None
     detail: str | None = None
     elapsed_ms: int | None = None
+
+
+class SourceEntry(StepOutcome):
+    """One council member's outcome."""
+
+    token: str | None = None
+    provider: str | None = None
+    answer: str | None = None
 
 
 class SynthesisInfo(Strict):
@@ -124,18 +129,11 @@ class CouncilResult(AnswerResult):
     recommended_next_action: str | None = None
 
 
-class ChainStage(Strict):
+class ChainStage(StepOutcome):
     """One stage of a chain."""
 
     stage: int
-    model: str
     role: Literal["draft", "critique", "decide", "fallback"]
-    status: str
-    recommendation: Recommendation | None = None
-    confidence: Confidence | None = None
-    kind: str | None = None
-    detail: str | None = None
-    elapsed_ms: int | None = None
 
 
 class ChainResult(AnswerResult):
@@ -152,17 +150,10 @@ class ChainResult(AnswerResult):
     fallback: str | None = None
 
 
-class DebateTurn(Strict):
+class DebateTurn(StepOutcome):
     """One turn of a debate."""
 
     role: str
-    model: str
-    status: str
-    recommendation: Recommendation | None = None
-    confidence: Confidence | None = None
-    kind: str | None = None
-    detail: str | None = None
-    elapsed_ms: int | None = None
 
 
 class DebateBlock(Strict):

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def ask_fable_command() -> list[str]:
@@ -23,3 +24,28 @@ def child_env(**extra: str) -> dict[str, str]:
     env["ASK_FABLE_QUIET"] = "1"
     env.update(extra)
     return env
+
+
+TEST_KEY = "glm-test-key-0123456789"
+
+
+def wired_app(fp: Any = None, **overrides: Any) -> Any:
+    """An App whose GLM and DeepSeek backends point at the fake provider ``fp`` (when given)."""
+    from ask_fable.config import load_settings
+    from ask_fable.core.app import App
+
+    values: dict[str, Any] = {"cache": False, "timeout": 10}
+    if fp is not None:
+        values.update(glm_api_key=TEST_KEY, glm_base_url=fp.base_url, deepseek_api_key=TEST_KEY,
+                      deepseek_base_url=fp.base_url)
+    values.update(overrides)
+    return App(load_settings(**values))
+
+
+async def structured(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """Call ``tool`` and return its structured result, checking isError mirrors ``status: error``."""
+    result = await client.call_tool(tool, arguments)
+    payload = result.structured_content
+    assert payload is not None
+    assert result.is_error is (payload["status"] == "error")
+    return payload

@@ -9,12 +9,11 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from ask_fable.config import load_settings
-from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
+from tests.e2e.helpers import TEST_KEY, structured, wired_app
 from tests.fakes.fake_provider import FakeProvider
 
-KEY = "glm-test-key-0123456789"
+KEY = TEST_KEY
 
 
 @pytest.fixture
@@ -23,31 +22,17 @@ def fp() -> Iterator[FakeProvider]:
         yield fake
 
 
-def _app(fp: FakeProvider | None = None, **overrides: Any) -> App:
-    values: dict[str, Any] = {"cache": False, "timeout": 10}
-    if fp is not None:
-        values.update(glm_api_key=KEY, glm_base_url=fp.base_url)
-    values.update(overrides)
-    return App(load_settings(**values))
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    payload = result.structured_content
-    assert payload is not None
-    assert result.is_error is (payload["status"] == "error")
-    return payload
 
 
 async def test_write_read_list_delete_round_trip() -> None:
-    async with Client(build_server(_app(), toolsets=["all"])) as c:
-        written = await _call(c, "context_write", {"key": "billing", "value": "def charge(): ...\n" * 50,
+    async with Client(build_server(wired_app(), toolsets=["all"])) as c:
+        written = await structured(c, "context_write", {"key": "billing", "value": "def charge(): ...\n" * 50,
                                                    "description": "billing service"})
         assert written["status"] == "ok" and written["key"] == "billing"
         assert written["size_chars"] == len("def charge(): ...\n" * 50)
-        await _call(c, "context_write", {"key": "notes", "value": "design notes"})
+        await structured(c, "context_write", {"key": "notes", "value": "design notes"})
 
-        listing = await _call(c, "context_list", {})
+        listing = await structured(c, "context_list", {})
         assert listing["count"] == 2
         assert {e["key"] for e in listing["entries"]} == {"billing", "notes"}
         assert listing["entries"][0]["key"] == "notes"  # most recently updated first
@@ -55,25 +40,25 @@ async def test_write_read_list_delete_round_trip() -> None:
             assert "value" not in entry and entry["age_s"] >= 0
         assert "def charge" not in str(listing)
 
-        read = await _call(c, "context_read", {"key": "billing"})
+        read = await structured(c, "context_read", {"key": "billing"})
         assert read["value"] == "def charge(): ...\n" * 50
         assert read["description"] == "billing service" and read["size_chars"] == written["size_chars"]
         assert read["age_s"] >= 0
 
-        overwritten = await _call(c, "context_write", {"key": "billing", "value": "v2"})
+        overwritten = await structured(c, "context_write", {"key": "billing", "value": "v2"})
         assert overwritten["created_at"] == written["created_at"] and overwritten["size_chars"] == 2
 
-        first = await _call(c, "context_delete", {"key": "billing"})
+        first = await structured(c, "context_delete", {"key": "billing"})
         assert first == {"status": "ok", "key": "billing", "existed": True, "deleted": True}
-        second = await _call(c, "context_delete", {"key": "billing"})
+        second = await structured(c, "context_delete", {"key": "billing"})
         assert second["existed"] is False and second["status"] == "ok"
-        assert [e["key"] for e in (await _call(c, "context_list", {}))["entries"]] == ["notes"]
+        assert [e["key"] for e in (await structured(c, "context_list", {}))["entries"]] == ["notes"]
 
 
 async def test_missing_key_is_not_found_with_suggestions() -> None:
-    async with Client(build_server(_app(), toolsets=["context"])) as c:
-        await _call(c, "context_write", {"key": "auth-flow", "value": "x"})
-        missing = await _call(c, "context_read", {"key": "auth-flwo"})
+    async with Client(build_server(wired_app(), toolsets=["context"])) as c:
+        await structured(c, "context_write", {"key": "auth-flow", "value": "x"})
+        missing = await structured(c, "context_read", {"key": "auth-flwo"})
         assert missing["status"] == "error" and missing["kind"] == "not_found"
         assert missing["did_you_mean"] == ["auth-flow"]
 
@@ -90,14 +75,14 @@ async def test_missing_key_is_not_found_with_suggestions() -> None:
     ("context_pack", {"key": "k", "paths": []}),
 ])
 async def test_bad_keys_and_arguments_are_structured_bad_args(tool: str, arguments: dict[str, Any]) -> None:
-    async with Client(build_server(_app(project_root=Path.cwd()), toolsets=["context"])) as c:
-        result = await _call(c, tool, arguments)
+    async with Client(build_server(wired_app(project_root=Path.cwd()), toolsets=["context"])) as c:
+        result = await structured(c, tool, arguments)
     assert result["status"] == "error" and result["kind"] == "bad_args", result
     assert result["detail"]
 
 
 async def test_annotations() -> None:
-    async with Client(build_server(_app(), toolsets=["context"])) as c:
+    async with Client(build_server(wired_app(), toolsets=["context"])) as c:
         tools = {t.name: t.annotations for t in (await c.list_tools()).tools}
     for name in ("context_read", "context_list"):
         assert tools[name].read_only_hint is True and tools[name].idempotent_hint is True
@@ -109,11 +94,11 @@ async def test_annotations() -> None:
 
 
 async def test_pack_without_project_root_is_not_configured() -> None:
-    async with Client(build_server(_app(), toolsets=["context"])) as c:
-        result = await _call(c, "context_pack", {"key": "k", "paths": ["src/app.py"]})
+    async with Client(build_server(wired_app(), toolsets=["context"])) as c:
+        result = await structured(c, "context_pack", {"key": "k", "paths": ["src/app.py"]})
         assert result["status"] == "error" and result["kind"] == "not_configured"
         assert "ASK_FABLE_PROJECT_ROOT" in result["detail"]
-        assert (await _call(c, "context_list", {}))["count"] == 0
+        assert (await structured(c, "context_list", {}))["count"] == 0
 
 
 def _project(tmp_path: Path) -> Path:
@@ -131,9 +116,9 @@ async def test_pack_reports_files_and_skips_and_the_bundle_feeds_context_ref(
     fp: FakeProvider, tmp_path: Path
 ) -> None:
     root = _project(tmp_path)
-    app = _app(fp, project_root=root, pack_max_file_bytes=4000)
+    app = wired_app(fp, project_root=root, pack_max_file_bytes=4000)
     async with Client(build_server(app, toolsets=["all"])) as c:
-        packed = await _call(c, "context_pack", {
+        packed = await structured(c, "context_pack", {
             "key": "auth-flow", "description": "login path",
             "paths": ["src/tokens.py", "src/session.py:40-42", "../secret.txt", "escape", "/etc/passwd",
                       "huge.log", "missing.py", "src"],
@@ -147,14 +132,14 @@ async def test_pack_reports_files_and_skips_and_the_bundle_feeds_context_ref(
         assert packed["root"] == str(root.resolve()) and packed["max_chars"] == 24000
         assert packed["description"] == "login path"
 
-        stored = await _call(c, "context_read", {"key": "auth-flow"})
+        stored = await structured(c, "context_read", {"key": "auth-flow"})
         assert "### file: src/tokens.py\nREFRESH_WINDOW = 30\n" in stored["value"]
         assert "### file: src/session.py (lines 40-42)\ndef step_40(): pass\n" in stored["value"]
         assert "def step_43" not in stored["value"] and "OUTSIDE THE ROOT" not in stored["value"]
         assert stored["size_chars"] == packed["chars"]
 
         fp.enqueue("anthropic", text="Replay is possible after the refresh window.")
-        answer = await _call(c, "ask_glm", {"question": "Where can a refresh token be replayed?",
+        answer = await structured(c, "ask_glm", {"question": "Where can a refresh token be replayed?",
                                             "context_ref": "auth-flow"})
         assert answer["status"] == "ok" and answer["context_ref_resolved"] == ["auth-flow"]
         sent = fp.requests_for("anthropic")[-1].body.decode()
@@ -164,14 +149,15 @@ async def test_pack_reports_files_and_skips_and_the_bundle_feeds_context_ref(
 
 async def test_pack_budget_is_the_smaller_of_setting_and_argument(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    async with Client(build_server(_app(project_root=root, pack_max_chars=120), toolsets=["context"])) as c:
-        wide = await _call(c, "context_pack", {"key": "k", "paths": ["src/tokens.py", "src/session.py:1-5"],
-                                               "max_chars": 100_000})
+    app = wired_app(project_root=root, pack_max_chars=120)
+    async with Client(build_server(app, toolsets=["context"])) as c:
+        paths = ["src/tokens.py", "src/session.py:1-5"]
+        wide = await structured(c, "context_pack", {"key": "k", "paths": paths, "max_chars": 100_000})
         assert wide["max_chars"] == 120
         assert [s["reason"] for s in wide["skipped"]] == ["over_budget"]
         assert wide["chars"] <= 120
 
-        narrow = await _call(c, "context_pack", {
+        narrow = await structured(c, "context_pack", {
             "key": "k2", "paths": ["src/session.py:1-5", "src/tokens.py"], "max_chars": 50,
         })
         assert narrow["max_chars"] == 50 and [f["path"] for f in narrow["files"]] == ["src/tokens.py"]
@@ -179,33 +165,35 @@ async def test_pack_budget_is_the_smaller_of_setting_and_argument(tmp_path: Path
 
 async def test_pack_with_nothing_admitted_leaves_the_key_alone(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    async with Client(build_server(_app(project_root=root), toolsets=["context"])) as c:
-        await _call(c, "context_write", {"key": "k", "value": "previous"})
-        result = await _call(c, "context_pack", {"key": "k", "paths": ["../secret.txt", "nope"]})
+    async with Client(build_server(wired_app(project_root=root), toolsets=["context"])) as c:
+        await structured(c, "context_write", {"key": "k", "value": "previous"})
+        result = await structured(c, "context_pack", {"key": "k", "paths": ["../secret.txt", "nope"]})
         assert result["status"] == "error" and result["kind"] == "bad_args"
         assert {s["reason"] for s in result["skipped"]} == {"outside_root", "not_found"}
-        assert (await _call(c, "context_read", {"key": "k"}))["value"] == "previous"
+        assert (await structured(c, "context_read", {"key": "k"}))["value"] == "previous"
 
 
 async def test_pack_root_that_is_not_a_directory(tmp_path: Path) -> None:
-    async with Client(build_server(_app(project_root=tmp_path / "gone"), toolsets=["context"])) as c:
-        result = await _call(c, "context_pack", {"key": "k", "paths": ["a"]})
+    async with Client(build_server(wired_app(project_root=tmp_path / "gone"), toolsets=["context"])) as c:
+        result = await structured(c, "context_pack", {"key": "k", "paths": ["a"]})
     assert result["kind"] == "not_configured" and "ASK_FABLE_PROJECT_ROOT" in result["detail"]
 
 
 async def test_all_missing_ref_calls_no_model(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp), toolsets=["all"])) as c:
-        await _call(c, "context_write", {"key": "billing", "value": "x"})
-        result = await _call(c, "ask_glm", {"question": "Is the charge idempotent?", "context_ref": "biling"})
+    async with Client(build_server(wired_app(fp), toolsets=["all"])) as c:
+        await structured(c, "context_write", {"key": "billing", "value": "x"})
+        result = await structured(
+            c, "ask_glm", {"question": "Is the charge idempotent?", "context_ref": "biling"}
+        )
     assert result["status"] == "needs_context" and result["did_you_mean"] == ["billing"]
     assert fp.requests_for("anthropic") == []
 
 
 async def test_bus_is_shared_between_server_processes_state() -> None:
     """Two Apps over the same context.db (as two server processes are) see each other's writes."""
-    async with Client(build_server(_app(), toolsets=["context"])) as one, \
-            Client(build_server(_app(), toolsets=["context"])) as two:
-        await _call(one, "context_write", {"key": "shared", "value": "from one"})
-        assert (await _call(two, "context_read", {"key": "shared"}))["value"] == "from one"
-        await _call(two, "context_delete", {"key": "shared"})
-        assert (await _call(one, "context_read", {"key": "shared"}))["kind"] == "not_found"
+    async with Client(build_server(wired_app(), toolsets=["context"])) as one, \
+            Client(build_server(wired_app(), toolsets=["context"])) as two:
+        await structured(one, "context_write", {"key": "shared", "value": "from one"})
+        assert (await structured(two, "context_read", {"key": "shared"}))["value"] == "from one"
+        await structured(two, "context_delete", {"key": "shared"})
+        assert (await structured(one, "context_read", {"key": "shared"}))["kind"] == "not_found"

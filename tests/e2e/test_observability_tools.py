@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client
@@ -14,9 +13,10 @@ from ask_fable.config import config_file_path, load_settings
 from ask_fable.core.app import App
 from ask_fable.stores.answers import save_answer
 from ask_fable.surface.server import build_server
+from tests.e2e.helpers import TEST_KEY, structured, wired_app
 from tests.fakes.fake_provider import FakeProvider
 
-KEY = "glm-test-key-0123456789"
+KEY = TEST_KEY
 
 
 @pytest.fixture
@@ -25,41 +25,28 @@ def fp() -> Iterator[FakeProvider]:
         yield fake
 
 
-def _app(fp: FakeProvider, **overrides: Any) -> App:
-    values: dict[str, Any] = {"glm_api_key": KEY, "glm_base_url": fp.base_url, "deepseek_api_key": KEY,
-                              "deepseek_base_url": fp.base_url, "cache": False, "timeout": 10}
-    values.update(overrides)
-    return App(load_settings(**values))
-
-
-async def _call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    payload = result.structured_content
-    assert payload is not None
-    assert result.is_error is (payload["status"] == "error")
-    return payload
 
 
 async def _traffic(c: Client, fp: FakeProvider) -> dict[str, str]:
     """Two ok GLM calls, one ok DeepSeek call, one upstream error and one guard refusal."""
     ids = {}
-    ids["glm1"] = (await _call(c, "ask_glm", {"question": "Is the retry loop bounded?"}))["trace_id"]
-    ids["glm2"] = (await _call(c, "ask_glm", {"question": "Is the backoff jittered?"}))["trace_id"]
-    ids["ds"] = (await _call(c, "ask_deepseek", {"question": "Is the index partial?"}))["trace_id"]
+    ids["glm1"] = (await structured(c, "ask_glm", {"question": "Is the retry loop bounded?"}))["trace_id"]
+    ids["glm2"] = (await structured(c, "ask_glm", {"question": "Is the backoff jittered?"}))["trace_id"]
+    ids["ds"] = (await structured(c, "ask_deepseek", {"question": "Is the index partial?"}))["trace_id"]
     fp.enqueue("anthropic", status=400, error="bad request body")
-    failed = await _call(c, "ask_glm", {"question": "Does this one fail upstream?"})
+    failed = await structured(c, "ask_glm", {"question": "Does this one fail upstream?"})
     assert failed["status"] == "error"
     ids["err"] = failed["trace_id"]
-    refused = await _call(c, "ask_glm", {"question": "hi"})
+    refused = await structured(c, "ask_glm", {"question": "hi"})
     assert refused["status"] == "refused"
     ids["refused"] = refused["trace_id"]
     return ids
 
 
 async def test_stats_buckets_totals_and_filters(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp), toolsets=["all"])) as c:
+    async with Client(build_server(wired_app(fp), toolsets=["all"])) as c:
         await _traffic(c, fp)
-        by_tool = await _call(c, "stats", {"by": "tool"})
+        by_tool = await structured(c, "stats", {"by": "tool"})
         assert by_tool["status"] == "ok" and by_tool["window"] == "24h" and by_tool["by"] == "tool"
         buckets = {b["tool"]: b for b in by_tool["buckets"]}
         assert buckets["ask_glm"]["calls"] == 4 and buckets["ask_glm"]["ok"] == 2
@@ -70,27 +57,28 @@ async def test_stats_buckets_totals_and_filters(fp: FakeProvider) -> None:
         assert totals["calls"] == 5 and totals["errors"] == 1 and totals["error_rate"] == 0.2
         assert totals["avg_ms"] is not None and totals["p95_ms"] is not None
 
-        by_provider = await _call(c, "stats", {"by": "provider", "window": "1h"})
+        by_provider = await structured(c, "stats", {"by": "provider", "window": "1h"})
         providers = {b["provider"]: b["calls"] for b in by_provider["buckets"]}
         assert providers == {"glm": 3, "deepseek": 1}  # the refusal reached no backend
 
-        glm_only = await _call(c, "stats", {"by": "tool", "model": "glm-5.2", "window": "all"})
+        glm_only = await structured(c, "stats", {"by": "tool", "model": "glm-5.2", "window": "all"})
         assert {b["tool"] for b in glm_only["buckets"]} == {"ask_glm"}
         assert glm_only["filters"] == {"model": "glm-5.2"}
 
-        by_mode = await _call(c, "stats", {"by": "mode"})
+        by_mode = await structured(c, "stats", {"by": "mode"})
         assert [b["mode"] for b in by_mode["buckets"]] == ["single"]
-        by_session = await _call(c, "stats", {"by": "session", "session": "nobody"})
+        by_session = await structured(c, "stats", {"by": "session", "session": "nobody"})
         assert by_session["records"] == 0 and by_session["buckets"] == []
 
 
 async def test_stats_is_never_cached(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp, cache=True), toolsets=["all"])) as c:
-        await _call(c, "ask_glm", {"question": "Is the retry loop bounded?"})
-        first = await _call(c, "stats", {"by": "tool"})
-        await _call(c, "ask_glm", {"question": "Is the retry loop bounded?"})  # a cache hit, still audited
-        second = await _call(c, "stats", {"by": "cache"})
-        third = await _call(c, "stats", {"by": "tool"})
+    async with Client(build_server(wired_app(fp, cache=True), toolsets=["all"])) as c:
+        await structured(c, "ask_glm", {"question": "Is the retry loop bounded?"})
+        first = await structured(c, "stats", {"by": "tool"})
+        # A cache hit, still audited:
+        await structured(c, "ask_glm", {"question": "Is the retry loop bounded?"})
+        second = await structured(c, "stats", {"by": "cache"})
+        third = await structured(c, "stats", {"by": "tool"})
     assert first["totals"]["calls"] == 1 and third["totals"]["calls"] == 2
     assert {b["cache"]: b["calls"] for b in second["buckets"]} == {"hit": 1, "miss": 1}
 
@@ -102,8 +90,8 @@ async def test_stats_is_never_cached(fp: FakeProvider) -> None:
 async def test_stats_bad_values_list_the_allowed_ones(
     fp: FakeProvider, arguments: dict[str, str], allowed: list[str]
 ) -> None:
-    async with Client(build_server(_app(fp), toolsets=["observability"])) as c:
-        result = await _call(c, "stats", arguments)
+    async with Client(build_server(wired_app(fp), toolsets=["observability"])) as c:
+        result = await structured(c, "stats", arguments)
         schema = {t.name: t.input_schema for t in (await c.list_tools()).tools}["stats"]
     assert result["kind"] == "bad_args" and result["allowed"] == allowed
     assert all(value in result["detail"] for value in allowed)
@@ -112,45 +100,45 @@ async def test_stats_bad_values_list_the_allowed_ones(
 
 
 async def test_trace_list_filters_clamps_and_pages(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp), toolsets=["all"])) as c:
+    async with Client(build_server(wired_app(fp), toolsets=["all"])) as c:
         ids = await _traffic(c, fp)
-        everything = await _call(c, "trace_list", {})
+        everything = await structured(c, "trace_list", {})
         order = [t["trace_id"] for t in everything["traces"]]
         assert order == [ids["refused"], ids["err"], ids["ds"], ids["glm2"], ids["glm1"]]
         assert everything["limit"] == 20 and "next_before" not in everything
         assert all("question" not in t and "answer" not in t for t in everything["traces"])
 
-        assert (await _call(c, "trace_list", {"limit": 0}))["limit"] == 1
-        assert (await _call(c, "trace_list", {"limit": 10_000}))["limit"] == 200
+        assert (await structured(c, "trace_list", {"limit": 0}))["limit"] == 1
+        assert (await structured(c, "trace_list", {"limit": 10_000}))["limit"] == 200
 
-        page1 = await _call(c, "trace_list", {"limit": 2})
-        page2 = await _call(c, "trace_list", {"limit": 2, "before": page1["next_before"]})
-        page3 = await _call(c, "trace_list", {"limit": 2, "before": page2["next_before"]})
+        page1 = await structured(c, "trace_list", {"limit": 2})
+        page2 = await structured(c, "trace_list", {"limit": 2, "before": page1["next_before"]})
+        page3 = await structured(c, "trace_list", {"limit": 2, "before": page2["next_before"]})
         paged = [t["trace_id"] for p in (page1, page2, page3) for t in p["traces"]]
         assert paged == order and page3["count"] == 1 and "next_before" not in page3
 
-        errors = await _call(c, "trace_list", {"status": "error"})
+        errors = await structured(c, "trace_list", {"status": "error"})
         assert [t["trace_id"] for t in errors["traces"]] == [ids["err"]]
-        deepseek = await _call(c, "trace_list", {"provider": "deepseek"})
+        deepseek = await structured(c, "trace_list", {"provider": "deepseek"})
         assert [t["trace_id"] for t in deepseek["traces"]] == [ids["ds"]]
         assert deepseek["traces"][0]["providers"] == ["deepseek"]
-        by_tool = await _call(c, "trace_list", {"tool": "ask_deepseek"})
+        by_tool = await structured(c, "trace_list", {"tool": "ask_deepseek"})
         assert by_tool["count"] == 1
-        other_project = await _call(c, "trace_list", {"project": "elsewhere"})
+        other_project = await structured(c, "trace_list", {"project": "elsewhere"})
         assert other_project["count"] == 0
 
-        unknown = await _call(c, "trace_list", {"before": "0000000000000000deadbeef"})
+        unknown = await structured(c, "trace_list", {"before": "0000000000000000deadbeef"})
         assert unknown["status"] == "error" and unknown["kind"] == "not_found"
-        bad = await _call(c, "trace_list", {"before": "../etc"})
+        bad = await structured(c, "trace_list", {"before": "../etc"})
         assert bad["kind"] == "bad_args"
-        by_time = await _call(c, "trace_list", {"before": "1"})
+        by_time = await structured(c, "trace_list", {"before": "1"})
         assert by_time["count"] == 0
 
 
 async def test_trace_get_timeline_and_errors(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp), toolsets=["all"])) as c:
+    async with Client(build_server(wired_app(fp), toolsets=["all"])) as c:
         ids = await _traffic(c, fp)
-        got = await _call(c, "trace_get", {"trace_id": ids["glm1"]})
+        got = await structured(c, "trace_get", {"trace_id": ids["glm1"]})
         trace = got["trace"]
         assert trace["trace_id"] == ids["glm1"] and trace["tool"] == "ask_glm" and trace["status"] == "ok"
         names = [e["name"] for e in trace["events"]]
@@ -158,19 +146,19 @@ async def test_trace_get_timeline_and_errors(fp: FakeProvider) -> None:
         assert "guard" in names and "provider.start" in names and "provider.end" in names
         assert trace["events_truncated"] is False and trace["artifacts"] == {}
 
-        safe = await _call(c, "trace_get", {"trace_id": ids["glm1"], "include_content": True})
+        safe = await structured(c, "trace_get", {"trace_id": ids["glm1"], "include_content": True})
         assert "content" not in safe and "safe mode" in safe["content_note"]
 
-        failed = await _call(c, "trace_get", {"trace_id": ids["err"]})
+        failed = await structured(c, "trace_get", {"trace_id": ids["err"]})
         assert failed["trace"]["status"] == "error" and failed["trace"]["kind"] == "upstream_error"
 
-        missing = await _call(c, "trace_get", {"trace_id": "0000000000000000deadbeef"})
+        missing = await structured(c, "trace_get", {"trace_id": "0000000000000000deadbeef"})
         assert missing["status"] == "error" and missing["kind"] == "not_found"
-        bad = await _call(c, "trace_get", {"trace_id": "../../etc/passwd"})
+        bad = await structured(c, "trace_get", {"trace_id": "../../etc/passwd"})
         assert bad["kind"] == "bad_args"
 
 
-async def test_configure_tracing_persists_and_applies_on_the_next_call(
+async def test_configure_tracing_persists_and_applies_on_the_nextstructured(
     fp: FakeProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """configure_tracing(full) overrides the env's safe mode: the next ask writes a bundle and saves."""
@@ -180,17 +168,17 @@ async def test_configure_tracing_persists_and_applies_on_the_next_call(
     monkeypatch.setenv("ASK_FABLE_CACHE", "0")
     app = App()  # settings follow the config file, as a served process's do
     async with Client(build_server(app, toolsets=["all"])) as c:
-        before = await _call(c, "ask_glm", {"question": "Is the retry loop bounded?"})
+        before = await structured(c, "ask_glm", {"question": "Is the retry loop bounded?"})
         assert "saved" not in before
 
-        configured = await _call(c, "configure_tracing", {"trace_mode": "full"})
+        configured = await structured(c, "configure_tracing", {"trace_mode": "full"})
         assert configured["status"] == "ok" and configured["trace_mode"] == "full"
         assert configured["save_answers"] is True and configured["stream_reasoning"] is False
         assert configured["config_file"] == str(config_file_path())
         assert json.loads(config_file_path().read_text())["trace_mode"] == "full"
 
         fp.enqueue("anthropic", text="Bound it at five attempts.", thinking="weighing retry budgets")
-        after = await _call(c, "ask_glm", {"question": "How many retries are safe here?",
+        after = await structured(c, "ask_glm", {"question": "How many retries are safe here?",
                                            "context": "for attempt in range(N): call()"})
         assert after["status"] == "ok"
         saved = Path(after["saved"])
@@ -199,45 +187,45 @@ async def test_configure_tracing_persists_and_applies_on_the_next_call(
         assert app.traces.bundle_path(after["trace_id"]).is_file()
         assert not app.traces.bundle_path(before["trace_id"]).exists()
 
-        full = await _call(c, "trace_get", {"trace_id": after["trace_id"], "include_content": True})
+        full = await structured(c, "trace_get", {"trace_id": after["trace_id"], "include_content": True})
         assert full["trace_mode"] == "full" and full["trace"]["artifacts"]["bundle"]
         assert "How many retries are safe here?" in full["content"]
         assert "for attempt in range(N)" in full["content"]
         assert full["content_truncated"] is False
 
-        short = await _call(c, "trace_get", {"trace_id": after["trace_id"], "include_content": True,
+        short = await structured(c, "trace_get", {"trace_id": after["trace_id"], "include_content": True,
                                              "max_chars": 40})
         assert len(short["content"]) == 40 and short["content_truncated"] is True
 
-        old = await _call(c, "trace_get", {"trace_id": before["trace_id"], "include_content": True})
+        old = await structured(c, "trace_get", {"trace_id": before["trace_id"], "include_content": True})
         assert "content" not in old and "no content bundle" in old["content_note"]
 
-        streaming = await _call(c, "configure_tracing", {"stream_reasoning": True})
+        streaming = await structured(c, "configure_tracing", {"stream_reasoning": True})
         assert streaming["stream_reasoning"] is True and streaming["trace_mode"] == "full"
         assert app.settings.stream_reasoning is True
 
-        back = await _call(c, "configure_tracing", {"trace_mode": "safe"})
+        back = await structured(c, "configure_tracing", {"trace_mode": "safe"})
         assert back["trace_mode"] == "safe" and app.settings.trace_mode == "safe"
-        later = await _call(c, "ask_glm", {"question": "Is the jitter uniform?"})
+        later = await structured(c, "ask_glm", {"question": "Is the jitter uniform?"})
         assert "saved" not in later and not app.traces.bundle_path(later["trace_id"]).exists()
 
-        nothing = await _call(c, "configure_tracing", {})
+        nothing = await structured(c, "configure_tracing", {})
         assert nothing["kind"] == "bad_args"
-        wrong = await _call(c, "configure_tracing", {"trace_mode": "verbose"})
+        wrong = await structured(c, "configure_tracing", {"trace_mode": "verbose"})
         assert wrong["kind"] == "bad_args"
     assert json.loads(config_file_path().read_text()) == {"stream_reasoning": True, "trace_mode": "safe"}
 
 
 async def test_configure_tracing_on_pinned_settings_says_when_it_applies(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp), toolsets=["catalogs"])) as c:
-        result = await _call(c, "configure_tracing", {"trace_mode": "full"})
+    async with Client(build_server(wired_app(fp), toolsets=["catalogs"])) as c:
+        result = await structured(c, "configure_tracing", {"trace_mode": "full"})
     assert result["status"] == "ok" and result["trace_mode"] == "safe"
     assert "servers started from now on" in result["note"]
     assert json.loads(config_file_path().read_text()) == {"trace_mode": "full"}
 
 
 async def test_observability_annotations(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp), toolsets=["all"])) as c:
+    async with Client(build_server(wired_app(fp), toolsets=["all"])) as c:
         tools = {t.name: t for t in (await c.list_tools()).tools}
     for name in ("stats", "trace_list", "trace_get"):
         ann = tools[name].annotations
@@ -247,8 +235,8 @@ async def test_observability_annotations(fp: FakeProvider) -> None:
 
 
 async def test_saved_debate_answer_has_a_transcript_section(fp: FakeProvider) -> None:
-    async with Client(build_server(_app(fp, save=True), toolsets=["all"])) as c:
-        result = await _call(c, "ask_debate", {"question": "Should we shard the orders table now?",
+    async with Client(build_server(wired_app(fp, save=True), toolsets=["all"])) as c:
+        result = await structured(c, "ask_debate", {"question": "Should we shard the orders table now?",
                                                "proposer": "glm", "opponent": "deepseek",
                                                "adjudicator": "glm"})
     assert result["status"] == "ok", result

@@ -13,9 +13,9 @@ import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.contract import AnswerResult, DataResult
-from ask_fable.core.modes.base import ModeContext, ModeOutcome, outcome_error
+from ask_fable.core.modes.base import ModeContext, ModeOutcome
+from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call
-from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.errors import BadArgs
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
@@ -68,19 +68,9 @@ async def _ask_session(
 
     async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
         oracle = sessions.oracle(namespace, key, token, reset=args.reset, question=question)
-        await mctx.progress(0, 1, f"asking {oracle.token} (session {key})")
-        request = mctx.request(system_prompt(), user_prompt(question, context))
-        outcome = await mctx.call_oracle(oracle, request)
-        await mctx.progress(1, 1, f"{oracle.token} {outcome.status}")
-        if outcome.status not in ("ok", "refused") or outcome.reply is None:
-            raise outcome_error(outcome)
-        return ModeOutcome(
-            text=outcome.reply.text,
-            model=outcome.model,
-            reply=outcome.reply,
-            provider=oracle.provider,
-            fields={"turn": len(sessions.transcript(namespace, key))},
-        )
+        outcome = await run_single(oracle, question, context, mctx)
+        outcome.fields["turn"] = len(sessions.transcript(namespace, key))
+        return outcome
 
     call = Call(
         tool=tool,
