@@ -144,6 +144,9 @@ def serve_stdio(toolsets: list[str] | None) -> int:
         server = build_server(toolsets=toolsets)
     except BadArgs as exc:
         return _fail(exc.detail)
+    from ask_fable.surface.stdio_input import sanitize_stdin
+
+    sanitize_stdin()
     try:
         server.run("stdio")
     except BaseException as exc:  # sorted below; anything else is re-raised

@@ -375,12 +375,6 @@ def test_malformed_wire_input_over_stdio(stdio_peer: StdioPeer) -> None:
     _stdio_round(peer, "ask_fable_help", {})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcp 2.3.0's stdio reader parses each line with pydantic-core, which rejects "
-    "an escaped lone surrogate as invalid JSON; the request is dropped with no JSON-RPC error, so "
-    "the client waits forever (JavaScript's JSON.stringify emits such escapes)",
-)
 def test_request_escaping_a_lone_surrogate_gets_an_answer(stdio_peer: StdioPeer) -> None:
     """A question with an escaped lone surrogate is answered (or refused with a JSON-RPC error)."""
     stdio_peer.send_raw(
