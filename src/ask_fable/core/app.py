@@ -40,7 +40,9 @@ class App:
     def __init__(self, settings: Settings | None = None, *, client_name: str | None = None) -> None:
         self._pinned = settings
         self._settings = settings or load_settings()
-        self._stamp = _file_stamp(config_file_path())
+        # Resolved once: settings are read on every step of a call, the file's location rarely moves.
+        self._config_path = config_file_path()
+        self._stamp = _file_stamp(self._config_path)
         self._lock = threading.Lock()
         self._services: dict[str, Any] = {}
         self.client_name = client_name
@@ -51,7 +53,7 @@ class App:
         """Current settings; reloaded when the config file changed since the last read."""
         if self._pinned is not None:
             return self._pinned
-        stamp = _file_stamp(config_file_path())
+        stamp = _file_stamp(self._config_path)
         if stamp != self._stamp:
             with self._lock:
                 self._settings = load_settings()
