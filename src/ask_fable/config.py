@@ -460,16 +460,38 @@ def env_name(field: str) -> str:
 
 
 def update_config_file(updates: dict[str, Any]) -> Path:
-    """Merge ``updates`` into the config file atomically (0600, dir 0700); ``None`` removes a key."""
+    """Merge ``updates`` into the config file atomically (0600, dir 0700); ``None`` removes a key.
+
+    A file that exists but is not a JSON object is left untouched (BadArgs): rewriting it from
+    scratch would silently drop the user's other settings. Concurrent updates are serialized
+    with a lock file, so neither loses the other's keys.
+    """
+    import fcntl
+
+    from ask_fable.errors import BadArgs
     from ask_fable.stores.files import atomic_write_text, ensure_private_dir
 
     path = config_file_path()
     ensure_private_dir(path.parent)
-    data = read_config_file(path)
-    for key, value in updates.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
-    atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        data: dict[str, Any] = {}
+        if path.exists():
+            try:
+                loaded = json.loads(path.read_text(encoding="utf-8") or "{}")
+            except (OSError, ValueError) as exc:
+                raise BadArgs(f"{path} is not valid JSON ({exc}); fix or remove it, then try again") from exc
+            if not isinstance(loaded, dict):
+                raise BadArgs(f"{path} must hold a JSON object; fix or remove it, then try again")
+            data = loaded
+        for key, value in updates.items():
+            if value is None:
+                data.pop(key, None)
+            else:
+                data[key] = value
+        atomic_write_text(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    finally:
+        os.close(fd)
     return path

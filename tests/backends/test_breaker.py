@@ -111,6 +111,8 @@ def test_a_lost_probe_frees_its_slot_after_a_cooldown() -> None:
     fail(breaker, "glm", 5)
     clock.now += 60
     breaker.before_call("glm")  # probe never reports back (cancelled)
+    with pytest.raises(CircuitOpen):
+        breaker.before_call("glm")  # one probe at a time
     clock.now += 60
     breaker.before_call("glm")
 

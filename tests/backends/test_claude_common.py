@@ -100,13 +100,43 @@ def test_stderr_tail_keeps_the_last_lines_redacted() -> None:
     assert "sk-ant-api03" not in text
 
 
-def test_cli_env_turns_traffic_off_and_blanks_our_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ASK_FABLE_GLM_API_KEY", "glm-secret-value")
+def test_cli_env_turns_traffic_off(monkeypatch: pytest.MonkeyPatch) -> None:
     env = claude_env_overrides()
     assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"
     assert env["DISABLE_TELEMETRY"] == "1" and env["DISABLE_AUTOUPDATER"] == "1"
     assert 0 <= int(env["CLAUDE_CODE_MAX_RETRIES"]) <= 3
-    assert env["ASK_FABLE_GLM_API_KEY"] == ""
+
+
+def test_sdk_env_is_the_bridges_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK route's CLI sees exactly what the bridge's does; everything else is blanked."""
+    from ask_fable.backends.claude_cli import bridge_env
+    from ask_fable.backends.claude_common import sdk_env
+
+    monkeypatch.setenv("ASK_FABLE_GLM_API_KEY", "glm-secret-value")
+    monkeypatch.setenv("SOME_UNRELATED_TOKEN", "other-secret-value")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret-value")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    env = sdk_env()
+    effective = {name: value for name, value in ({**os.environ, **env}).items() if value}
+    assert effective == {name: value for name, value in bridge_env().items() if value}
+    assert env["ASK_FABLE_GLM_API_KEY"] == env["SOME_UNRELATED_TOKEN"] == env["GITHUB_TOKEN"] == ""
+    assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["PATH"] == os.environ["PATH"]
+    assert env["DISABLE_TELEMETRY"] == "1"
+
+
+@pytest.mark.parametrize(("status", "error_type", "message", "expected"), [
+    (404, None, "model: x", True),
+    (None, "not_found_error", "model: x", True),
+    (None, None, 'API Error: 404 {"error":{"type":"not_found_error","message":"model: x"}}', True),
+    (400, "invalid_request_error", "model claude-fable-9 not found", True),
+    (None, None, 'invalid_request_error: the model "x" does not exist', True),
+    (400, "invalid_request_error", "max_tokens too large", False),
+    (500, None, "overloaded", False),
+])
+def test_model_unavailable_detection(status: object, error_type: object, message: str, expected: bool) -> None:
+    from ask_fable.backends.claude_common import is_model_unavailable
+
+    assert is_model_unavailable(status, error_type, message) is expected
 
 
 def test_bridge_command_line() -> None:
@@ -116,3 +146,29 @@ def test_bridge_command_line() -> None:
                     "--no-session-persistence"]
     resumed = bridge_argv("/bin/claude", "claude-opus-5", "SYS", resume="abc")
     assert resumed[-1] == "--resume=abc" and "--no-session-persistence" not in resumed
+
+
+def test_sdk_result_with_not_found_error_steps_down_the_ladder() -> None:
+    """An SDK error result naming not_found_error (no 404 status) is ModelUnavailable, like the bridge."""
+    from claude_agent_sdk import ResultMessage
+
+    from ask_fable.backends.claude_sdk import TurnCollector
+
+    collector = TurnCollector("claude-fable-5-1", EventSink(), load_settings(), StderrTail())
+    collector.result = ResultMessage(
+        subtype="success", duration_ms=1, duration_api_ms=1, is_error=True, num_turns=1, session_id="s",
+        result='API Error: {"type":"error","error":{"type":"not_found_error","message":"model"}}',
+    )
+    with pytest.raises(ModelUnavailable):
+        collector.reply()
+
+
+def test_sdk_usage_is_validated() -> None:
+    """Loosely typed CLI usage numbers are coerced or dropped, never a validation crash."""
+    from ask_fable.backends.claude_sdk import usage_from
+
+    usage = usage_from({"input_tokens": 12, "output_tokens": "lots",
+                        "output_tokens_details": {"thinking_tokens": 5}}, "0.25")
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens, usage.cost_usd) == (12, None, 5, 0.25)
+    assert usage_from(None, None) is None

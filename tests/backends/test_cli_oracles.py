@@ -242,3 +242,22 @@ def test_identity_attributes() -> None:
     assert table == {("minimax", "minimax", "minimax", "mmx"), ("gemini", "gemini", "google", "agy"),
                      ("codex", "codex", "openai", "codex"), ("grok", "grok", "xai", "grok"),
                      ("kimi", "kimi", "moonshot", "kimi")}
+
+
+def test_bad_configured_grok_reasoning_and_kimi_effort_name_the_variable() -> None:
+    """A bad configured level is not_configured naming the variable, not the caller's bad_args."""
+    from ask_fable.errors import NotConfigured
+
+    with pytest.raises(NotConfigured, match="ASK_FABLE_GROK_REASONING") as grok:
+        make_grok_oracle(_settings(grok_reasoning="ludicrous"), effort="quick")
+    assert grok.value.kind == "not_configured"
+    with pytest.raises(NotConfigured, match="ASK_FABLE_KIMI_EFFORT"):
+        make_kimi_oracle(_settings(kimi_effort="turbo"))
+    assert make_kimi_oracle(_settings(kimi_effort="turbo"), effort="low").effort == "low"
+    with pytest.raises(BadArgs, match="kimi effort"):
+        make_kimi_oracle(_settings(), effort="turbo")
+
+
+def test_grok_accepts_openrouter_x_ai_ids() -> None:
+    """OpenRouter's x-ai/ spelling is reduced to the CLI's model name too."""
+    assert make_grok_oracle(_settings(), model="x-ai/grok-9").model == "grok-9"

@@ -66,7 +66,7 @@ def test_tokens_providers_and_defaults(no_clis: None) -> None:
 @pytest.mark.parametrize(("model", "family"), [
     ("anthropic/claude-opus-5", "anthropic"), ("moonshotai/kimi-k3", "moonshot"), ("xai/grok-4.6", "xai"),
     ("zai-org/glm-5.2", "zhipu"), ("qwen3-coder:480b-cloud", "qwen"), ("gpt-oss:120b-cloud", "openai"),
-    ("nemotron-3-ultra:cloud", "nvidia"), ("mystery-model", "other"),
+    ("nemotron-3-ultra:cloud", "nvidia"), ("mystery-model", "unknown"), ("x-ai/grok-5", "xai"),
 ])
 def test_family_of(model: str, family: str) -> None:
     """Families come from the lab prefix or a well-known name fragment."""
@@ -112,3 +112,32 @@ def test_without_the_cli_grok_stays_on_http(no_clis: None) -> None:
     assert oracle.provider == "atlas"
     router = make_openrouter_oracle(load_settings(), model="moonshotai/kimi-k3")
     assert router.provider == "openrouter"
+
+
+async def test_openrouter_x_ai_grok_reroutes_with_the_prefix_stripped(fake_clis: Path) -> None:
+    """OpenRouter spells Grok ids x-ai/grok-*; they run on the grok CLI as the bare model."""
+    grok = make_openrouter_oracle(load_settings(), model="x-ai/grok-4.6")
+    assert (grok.token, grok.provider) == ("openrouter:x-ai/grok-4.6", "grok")
+    reply = await grok.ask(OracleRequest(system="s", prompt="q?", timeout=10), EventSink())
+    assert reply.routed_via == "grok_cli" and "--model grok-4.6 " in reply.text
+
+
+async def test_backends_apply_max_tokens_but_openrouter_only_when_asked(no_clis: None) -> None:
+    """GLM, DeepSeek and Ollama send ASK_FABLE_MAX_TOKENS themselves; OpenRouter sends none by default."""
+    with FakeProvider() as fp:
+        settings = load_settings(
+            max_tokens=1234, glm_base_url=fp.base_url, glm_api_key="k" * 12, deepseek_base_url=fp.base_url,
+            deepseek_api_key="d" * 12, ollama_base_url=fp.base_url, openrouter_base_url=fp.base_url,
+            openrouter_api_key="o" * 12,
+        )
+        request = OracleRequest(system="s", prompt="q?", timeout=10)
+        for oracle in (make_glm_oracle(settings), make_deepseek_oracle(settings)):
+            await oracle.ask(request, EventSink())
+            assert fp.requests[-1].json["max_tokens"] == 1234
+        await make_ollama_oracle(settings, model="qwen3:cloud").ask(request, EventSink())
+        assert fp.requests[-1].json["options"]["num_predict"] == 1234
+        router = make_openrouter_oracle(settings, model="qwen/qwen3-max")
+        await router.ask(request, EventSink())
+        assert "max_tokens" not in fp.requests[-1].json
+        await router.ask(request.model_copy(update={"max_tokens": 77}), EventSink())
+        assert fp.requests[-1].json["max_tokens"] == 77

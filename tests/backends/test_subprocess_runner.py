@@ -182,3 +182,31 @@ async def test_queued_time_counts_against_timeout(fakes: FakeCLIs) -> None:
             tg.start_soon(parked, tg)
     assert "slot" in outcome["parked"]
     assert len(fakes.calls("mmx")) == 1
+
+
+async def test_deadline_during_the_post_exit_drain_is_not_a_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A leader that exited 0 is a success even when the deadline falls while its pipes drain."""
+    import sys
+
+    from ask_fable.backends import subprocess_runner
+
+    monkeypatch.setattr(subprocess_runner, "_DRAIN_TIMEOUT", 6.0)
+    script = tmp_path / "exits-early"
+    # The escaped grandchild (its own session, so the group kill misses it) holds stdout past the deadline.
+    late = "import os, sys, time; os.setsid(); time.sleep(2.5); sys.stdout.write('late'); sys.stdout.flush()"
+    script.write_text(f"#!/bin/sh\nprintf 'early '\n{sys.executable} -c \"{late}\" &\nsleep 0.3\nexit 0\n")
+    script.chmod(0o755)
+    env = _env() | {"PATH": f"{tmp_path}{os.pathsep}{os.environ['PATH']}"}
+    with anyio.fail_after(15):
+        result = await run_process(["exits-early"], stdin=None, env=env, timeout=1.0, gate="x", gate_limit=0)
+    assert result.returncode == 0
+    assert result.stdout == b"early late"
+
+
+def test_gate_slot_is_public() -> None:
+    """The per-binary gate is shared with the Agent SDK route under a public name."""
+    from ask_fable.backends import subprocess_runner
+
+    assert subprocess_runner.gate_slot is subprocess_runner._gate_slot

@@ -66,3 +66,26 @@ def test_explicit_config_file_location(monkeypatch: pytest.MonkeyPatch, tmp_path
     target.write_text(json.dumps({"timeout": 12}))
     monkeypatch.setenv("ASK_FABLE_CONFIG_FILE", str(target))
     assert load_settings().timeout == 12
+
+
+def test_an_unreadable_config_file_is_never_overwritten() -> None:
+    from ask_fable.errors import BadArgs
+
+    path = config_file_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"ollama_council": ["a:cloud"], // a comment\n}')
+    with pytest.raises(BadArgs) as info:
+        update_config_file({"atlas_council": ["b"]})
+    assert str(path) in info.value.detail
+    assert "// a comment" in path.read_text()
+
+
+def test_concurrent_updates_keep_every_key() -> None:
+    import threading
+
+    threads = [threading.Thread(target=update_config_file, args=({f"key_{i}": i},)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert json.loads(config_file_path().read_text()) == {f"key_{i}": i for i in range(12)}

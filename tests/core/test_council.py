@@ -235,3 +235,18 @@ def test_scrubbing_keeps_topic_mentions_of_a_token() -> None:
     assert scrub_names(text, ["gemini", "Gemini 3.1 Pro (High)"]) == (
         "As [model] I suggest the Gemini API retry header; [model] agrees."
     )
+
+
+async def test_council_deadline_bounds_synthesis_and_falls_back_to_the_best_member() -> None:
+    resolver = _panel(("minimax", "apply"), ("glm", "apply"))
+    resolver["fable"].enqueue_hang()
+    mctx, _ = make_mctx(council_timeout=0.5)
+    with anyio.fail_after(5):
+        outcome = await run_council("Q?", "", ["minimax", "glm"], mctx, resolver=resolver)
+    result = _validate(outcome.fields)
+    assert result.synthesis is not None and result.synthesis.fallback and result.synthesis.used is None
+    assert outcome.text.startswith("minimax analysis") and result.confidence == "low"
+    assert "wall-clock" in (result.note or "")
+    synth_request = resolver["fable"].calls[0].request
+    assert synth_request.timeout <= 0.5 and synth_request.max_tokens is None
+    assert resolver["opus"].calls == []

@@ -273,3 +273,32 @@ async def test_debate_deadline_is_a_timeout_with_partial_turns() -> None:
     with anyio.fail_after(5), pytest.raises(OracleTimeout) as info:
         await run_debate("Q?", "", mctx, adjudicator="opus", resolver=resolver, deadline=0.3)
     assert [t["role"] for t in info.value.extra["turns"]] == ["proposer"]
+
+
+@pytest.mark.parametrize("verdict", ["maintain", "uphold", "stand", "still contest", "unclear"])
+async def test_rebuttal_keeping_the_contest_without_a_reason_never_converges(verdict: str) -> None:
+    resolver = _resolver()
+    _propose(resolver)
+    _dispose(resolver, [contest("C1", SCENARIO),
+                        concede("C2", "agreed, writes are rare in the logs")], "apply")
+    _revise(resolver, [{"id": "C1", "response": "revise", "note": "shard the lock"}], "apply")
+    _dispose(resolver, [{"id": "C1", "disposition": verdict}], "apply")
+    resolver["opus"].enqueue(f"Shard it.\n\n{block('ruling', {'winner': 'A'})}", recommendation="apply")
+    mctx, _ = make_mctx()
+    outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", rounds=2, resolver=resolver)
+    debate = outcome.fields["debate"]
+    assert debate["resolution"] != "converged"
+    assert debate["claims"][0]["rebuttal"] == "contest" and debate["claims"][0]["status"] == "contested"
+    assert [t["role"] for t in outcome.fields["turns"]][-1] == "adjudicator"
+
+
+async def test_failed_revision_is_adjudicated_not_a_stalemate() -> None:
+    resolver = _resolver()
+    _propose(resolver)
+    _dispose(resolver, [contest("C1", SCENARIO)], "reject")
+    resolver["fable"].enqueue_error(UpstreamError("revision down"))
+    resolver["opus"].enqueue(f"Reject.\n\n{block('ruling', {'winner': 'B'})}", recommendation="reject")
+    mctx, _ = make_mctx()
+    outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", resolver=resolver)
+    assert outcome.fields["debate"]["resolution"] == "adjudicated"
+    assert outcome.fields["answered_by"] == "opus"

@@ -204,3 +204,44 @@ async def test_oracle_that_ignores_its_deadline_is_cut_off() -> None:
     with anyio.fail_after(5):
         result = await run(app, Hanging())
     assert result["status"] == "error" and result["kind"] == "timeout"
+
+
+async def test_a_crashing_backend_is_an_upstream_error_not_an_internal_one() -> None:
+    class Crashing(ScriptedOracle):
+        async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+            raise ValueError("malformed base url")
+
+    result = await run(App(load_settings()), Crashing())
+    assert result["status"] == "error" and result["kind"] == "upstream_error"
+    assert "ValueError" in result["detail"]
+
+
+async def test_refs_are_echoed_when_the_call_fails() -> None:
+    app = App(load_settings())
+    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    result = await run(app, ScriptedOracle(UpstreamError("boom")), context_ref=["schema", "gone"])
+    assert result["status"] == "error"
+    assert result["context_ref_resolved"] == ["schema"] and result["context_ref_missing"] == ["gone"]
+
+
+async def test_a_broken_cache_costs_no_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    app = App(load_settings())
+
+    def broken(*args: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(app.cache, "get", broken)
+    monkeypatch.setattr(app.cache, "put", broken)
+    result = await run(app, ScriptedOracle(answer()), cache_models=["scripted"])
+    assert result["status"] == "ok" and result["answer"] == "Use a mutex."
+
+
+async def test_a_cache_hit_does_not_replay_the_first_calls_echo() -> None:
+    app = App(load_settings())
+    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    oracle = ScriptedOracle(answer())
+    first = await run(app, oracle, context="CREATE TABLE t (id int)", cache_models=["scripted"])
+    assert first["status"] == "ok"
+    second = await run(app, oracle, context="CREATE TABLE t (id int)", cache_models=["scripted"])
+    assert second["cached"] is True and "context_ref_resolved" not in second
+    assert second["telemetry"]["status"] == "ok" and second["trace_id"] != first["trace_id"]

@@ -55,3 +55,13 @@ def test_refusal_reason_is_read_from_the_first_line() -> None:
     assert refusal_reason("REFUSED: asks for exploit development\nextra") == "asks for exploit development"
     assert refusal_reason("**REFUSED**: biology") == "biology"
     assert refusal_reason("The word REFUSED: appears later") is None
+
+
+def test_a_closing_json_fence_is_accepted_but_a_json_example_mid_answer_is_kept() -> None:
+    example = '```json\n{"recommendation": "apply"}\n```'
+    text = f"The API returns:\n{example}\nThen decide.\n\n```json\n" + (
+        '{"recommendation": "investigate", "confidence": "low", "needs_context": []}\n```'
+    )
+    answer, sidecar = parse_sidecar(text)
+    assert sidecar is not None and sidecar.recommendation == "investigate"
+    assert example in answer and answer.endswith("Then decide.")

@@ -147,15 +147,17 @@ async def test_pack_reports_files_and_skips_and_the_bundle_feeds_context_ref(
         assert "OUTSIDE THE ROOT" not in sent
 
 
-async def test_pack_budget_is_the_smaller_of_setting_and_argument(tmp_path: Path) -> None:
+async def test_pack_budget_defaults_to_the_setting_and_the_argument_overrides_it(tmp_path: Path) -> None:
     root = _project(tmp_path)
     app = wired_app(project_root=root, pack_max_chars=120)
     async with Client(build_server(app, toolsets=["context"])) as c:
         paths = ["src/tokens.py", "src/session.py:1-5"]
+        default = await structured(c, "context_pack", {"key": "k", "paths": paths})
+        assert default["max_chars"] == 120
+        assert [s["reason"] for s in default["skipped"]] == ["over_budget"]
+        assert default["chars"] <= 120
         wide = await structured(c, "context_pack", {"key": "k", "paths": paths, "max_chars": 100_000})
-        assert wide["max_chars"] == 120
-        assert [s["reason"] for s in wide["skipped"]] == ["over_budget"]
-        assert wide["chars"] <= 120
+        assert wide["max_chars"] == 100_000 and wide["skipped"] == []
 
         narrow = await structured(c, "context_pack", {
             "key": "k2", "paths": ["src/session.py:1-5", "src/tokens.py"], "max_chars": 50,

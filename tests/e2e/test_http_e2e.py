@@ -210,3 +210,31 @@ async def test_healthz(served: Served) -> None:
         head = await http.head("/healthz")
     assert response.status_code == 200 and response.json() == {"status": "ok"}
     assert head.status_code == 200 and head.content == b""
+
+
+async def test_each_api_key_is_its_own_caller(served: Served) -> None:
+    """Calls are attributed to the key that made them, not to whichever client came first."""
+    for key in (served.write_key, served.read_key):
+        async with connect(served.url, key) as client:
+            result = await client.call_tool("ask_glm", {"question": "Is this retry loop bounded?"})
+            assert result.structured_content["status"] == "ok"
+    async with connect(served.url, served.read_key) as client:
+        listed = (await client.call_tool("trace_list", {"tool": "ask_glm"})).structured_content
+    agents = {trace["agent_id"] for trace in listed["traces"]}
+    assert agents == {"key:writer", "key:reader"}
+
+
+def test_conversation_keys_are_private_to_an_api_key() -> None:
+    from types import SimpleNamespace
+
+    from ask_fable.surface.context import ToolContext
+
+    def ctx_for(key: Any) -> ToolContext:
+        request = SimpleNamespace(scope={"ask_fable.api_key": key} if key else {})
+        mcp = SimpleNamespace(request_context=SimpleNamespace(request=request))
+        return ToolContext(App(load_settings()), mcp)
+
+    alice, bob = SimpleNamespace(id=1, name="alice"), SimpleNamespace(id=2, name="bob")
+    assert ctx_for(alice).caller_scoped("default") != ctx_for(bob).caller_scoped("default")
+    assert ctx_for(None).caller_scoped("default") == "default"
+    assert ToolContext(App(load_settings())).caller_scoped("default") == "default"

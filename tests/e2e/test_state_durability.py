@@ -82,6 +82,20 @@ def _env(fp: FakeProvider) -> dict[str, str]:
     )
 
 
+_STARTED: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_worker_outlives_its_test() -> Iterator[None]:
+    """A failing assertion must not leave child servers (one of them loops forever) running."""
+    yield
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
 class Worker:
     """One child server process and the files it reports through."""
 
@@ -95,6 +109,7 @@ class Worker:
                 [sys.executable, "-c", CHILD, name, str(count), str(self.ack), str(self.fail)],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=tmp_path,
             )
+        _STARTED.append(self.proc)
 
     def acked(self) -> list[tuple[int, str]]:
         """Acknowledged iterations; a torn last line (the child died mid-write) is not an ack."""

@@ -220,3 +220,15 @@ def test_tools_lists_every_tool_with_its_family_and_command() -> None:
     assert set(by_name) == {spec.name for spec in all_tools()}
     assert by_name["diagnose"]["family"] == "observability" and by_name["diagnose"]["read_only"]
     assert by_name["ask_fable_help"]["command"] == "help" and by_name["ask_fable_help"]["default"]
+
+
+def test_bad_values_are_usage_errors_not_tracebacks() -> None:
+    import subprocess
+
+    from tests.e2e.helpers import ask_fable_command, child_env
+
+    for argv in (["trace", "list", "--limit", "abc"], ["ask", "@/no/such/file.txt"]):
+        proc = subprocess.run([*ask_fable_command(), *argv], capture_output=True, text=True,
+                              env=child_env(), timeout=60, stdin=subprocess.DEVNULL)
+        assert proc.returncode == 2, proc
+        assert "Traceback" not in proc.stderr and proc.stderr.startswith("ask-fable: ")

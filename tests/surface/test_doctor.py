@@ -96,7 +96,7 @@ async def test_http_backends_are_probed_without_any_request() -> None:
 async def test_an_open_breaker_is_reported() -> None:
     breaker = CircuitBreaker(window=5, threshold=0.5, cooldown=300)
     for _ in range(5):
-        breaker.record("glm", False)
+        breaker.record("glm:glm-5.2", False)  # the key the oracle is tracked by
     settings = load_settings(glm_api_key="sk-glm-0123456789", glm_base_url="http://127.0.0.1:9/x")
     report = await diagnose(settings, breaker=breaker, probe=False, only=["glm", "deepseek"])
     by_name = {b.name: b for b in report.backends}

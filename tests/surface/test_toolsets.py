@@ -98,4 +98,4 @@ async def test_every_listed_tool_publishes_its_output_schema(toolsets: list[str]
     server = build_server(App(load_settings()), toolsets=toolsets)
     async with Client(server, mode="legacy") as client:
         result = await client.list_tools()
-    assert all(tool.output_schema is not None for tool in result.tools)
+    assert result.tools and all(tool.output_schema is not None for tool in result.tools)

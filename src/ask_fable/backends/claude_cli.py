@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from ask_fable.backends.base import OracleRequest, Reply
 from ask_fable.backends.claude_common import (
+    CLAUDE_ENV_ALLOW,
     ModelUnavailable,
     StderrTail,
-    claude_env_overrides,
+    claude_cli_env,
+    is_model_unavailable,
     redact_text,
     with_stderr,
     workdir,
@@ -27,12 +29,8 @@ from ask_fable.errors import UpstreamError
 if TYPE_CHECKING:
     from ask_fable.config import Settings
 
-#: What the Claude Code CLI needs from the server's environment besides the base allow-list:
-#: its own settings and credentials, and the cloud-provider routes it supports.
-CLAUDE_ENV_ALLOW: tuple[str, ...] = (
-    "ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "AWS_*", "GOOGLE_APPLICATION_CREDENTIALS",
-    "CLOUD_ML_REGION", "VERTEX_REGION_*", "NODE_OPTIONS",
-)
+__all__ = ["CLAUDE_ENV_ALLOW", "bridge_argv", "bridge_env", "cli_ask"]
+
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 
 
@@ -53,10 +51,7 @@ def bridge_argv(
 
 def bridge_env() -> dict[str, str]:
     """The bridge's environment: allow-listed variables plus the traffic and retry flags."""
-    from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, build_env
-
-    extra = {k: v for k, v in claude_env_overrides().items() if v}
-    return build_env((*BASE_ENV_ALLOW, *CLAUDE_ENV_ALLOW), extra)
+    return claude_cli_env()
 
 
 async def cli_ask(
@@ -124,7 +119,7 @@ def _bridge_error(
     status = payload.get("api_error_status")
     message = payload.get("result") or "; ".join(payload.get("errors") or []) or payload.get("subtype")
     detail = redact_text(f"{model}: {message}", settings)
-    if status == 404 or payload.get("api_error_type") == "not_found_error":
+    if is_model_unavailable(status, payload.get("api_error_type"), message):
         return ModelUnavailable(detail)
     label = f"HTTP {status}" if status else f"exit code {returncode}"
     return UpstreamError(with_stderr(f"`claude -p` reported an error ({label}): {detail}", tail))

@@ -35,8 +35,15 @@ TRAFFIC_ENV: dict[str, str] = {
 }
 #: The CLI retries a failing endpoint for minutes by default; a small bound makes a dead one fail fast.
 DEFAULT_MAX_RETRIES = "2"
-#: Our own secrets never reach the CLI (the Agent SDK passes the whole environment on).
-_FOREIGN_SECRETS = ("OPENROUTER_API_KEY", "ATLASCLOUD_API_KEY")
+#: What the Claude Code CLI needs from the server's environment besides the base allow-list:
+#: its own settings and credentials, and the cloud-provider routes it supports.
+CLAUDE_ENV_ALLOW: tuple[str, ...] = (
+    "ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "AWS_*", "GOOGLE_APPLICATION_CREDENTIALS",
+    "CLOUD_ML_REGION", "VERTEX_REGION_*", "NODE_OPTIONS",
+)
+#: Dropped by the Agent SDK itself; blanking it would re-add it.
+_SDK_DROPPED = frozenset({"CLAUDECODE"})
+_NOT_FOUND = re.compile(r"not[ _]found|does not exist|not available|unknown model|no such model", re.I)
 STDERR_TAIL_LINES = 40
 
 
@@ -142,14 +149,38 @@ def with_stderr(detail: str, tail: StderrTail) -> str:
 
 
 def claude_env_overrides() -> dict[str, str]:
-    """Variables set on top of the inherited environment for every Claude CLI start."""
+    """The traffic and retry flags set for every Claude CLI start."""
     env = dict(TRAFFIC_ENV)
     env["CLAUDE_CODE_MAX_RETRIES"] = os.environ.get("CLAUDE_CODE_MAX_RETRIES") or DEFAULT_MAX_RETRIES
-    # Blank our own keys: the CLI has no use for them and must not carry them.
-    for name in os.environ:
-        if name.startswith("ASK_FABLE_") or name in _FOREIGN_SECRETS:
-            env[name] = ""
     return env
+
+
+def claude_cli_env() -> dict[str, str]:
+    """The Claude CLI's environment: allow-listed variables plus the traffic and retry flags."""
+    from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, build_env
+
+    return build_env((*BASE_ENV_ALLOW, *CLAUDE_ENV_ALLOW), claude_env_overrides())
+
+
+def sdk_env() -> dict[str, str]:
+    """``ClaudeAgentOptions.env`` for the Agent SDK route, equivalent to :func:`claude_cli_env`.
+
+    The SDK lays ``options.env`` over the server's whole environment, so every variable the
+    allow-list does not admit is overridden with an empty value.
+    """
+    allowed = claude_cli_env()
+    blanked = {name: "" for name in os.environ if name not in allowed and name not in _SDK_DROPPED}
+    return blanked | allowed
+
+
+def is_model_unavailable(status: object, error_type: object, message: object) -> bool:
+    """Whether a Claude Code error result means "this model is not available" (the ladder steps
+    down): HTTP 404, a ``not_found_error``, or an invalid request whose message says not found."""
+    text = str(message or "")
+    if status == 404 or error_type == "not_found_error" or "not_found_error" in text:
+        return True
+    invalid = status == 400 or error_type == "invalid_request_error" or "invalid_request" in text
+    return invalid and bool(_NOT_FOUND.search(text))
 
 
 def workdir(settings: Settings) -> Path:

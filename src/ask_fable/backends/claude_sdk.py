@@ -29,9 +29,10 @@ from ask_fable.backends.base import EventSink, OracleRequest, Reply, Usage
 from ask_fable.backends.claude_common import (
     ModelUnavailable,
     StderrTail,
-    claude_env_overrides,
+    is_model_unavailable,
     parse_version,
     redact_text,
+    sdk_env,
     with_stderr,
     workdir,
 )
@@ -167,7 +168,7 @@ def build_options(
         model=model,
         cwd=str(workdir(settings)),
         cli_path=cli_path,
-        env=claude_env_overrides(),
+        env=sdk_env(),
         stderr=stderr,
         include_partial_messages=settings.stream_reasoning,
         # Single shots leave no transcript behind; sessions keep one so they can resume.
@@ -320,24 +321,21 @@ class TurnCollector:
         status = result.api_error_status
         message = result.result or "; ".join(result.errors or []) or self.error_text or result.subtype
         detail = redact_text(f"{self.model}: {message}", self._settings)
-        if self.error == "model_not_found" or status == 404:
+        error_type = getattr(result, "api_error_type", None)
+        if self.error == "model_not_found" or is_model_unavailable(status, error_type, message):
             return ModelUnavailable(detail)
         label = f"HTTP {status}" if status else (self.error or result.subtype)
         return UpstreamError(f"Claude Code reported an error ({label}): {detail}")
 
 
 def usage_from(raw: dict[str, Any] | None, cost: float | None) -> Usage | None:
-    """Our :class:`Usage` from the CLI's usage dict and total cost."""
-    if not raw and cost is None:
-        return None
-    raw = raw or {}
-    details = raw.get("output_tokens_details") or {}
-    return Usage(
-        input_tokens=raw.get("input_tokens"),
-        output_tokens=raw.get("output_tokens"),
-        reasoning_tokens=details.get("thinking_tokens") or None,
-        cost_usd=cost,
-    )
+    """Our :class:`Usage` from the CLI's usage dict and total cost (numbers validated)."""
+    from ask_fable.backends.http_client import usage_from as validated_usage
+
+    raw = raw if isinstance(raw, dict) else {}
+    details = raw.get("output_tokens_details")
+    thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
+    return validated_usage(raw.get("input_tokens"), raw.get("output_tokens"), thinking or None, cost)
 
 
 def map_sdk_error(exc: BaseException, model: str, tail: StderrTail, *, started: bool) -> AskFableError:
@@ -357,7 +355,7 @@ def map_sdk_error(exc: BaseException, model: str, tail: StderrTail, *, started: 
     if isinstance(exc, ResultError):
         data = exc.data or {}
         text = redact_text(f"{model}: {exc.result or '; '.join(exc.errors) or exc.subtype}", None)
-        if exc.api_error_status == 404 or data.get("api_error_type") == "not_found_error":
+        if is_model_unavailable(exc.api_error_status, data.get("api_error_type"), text):
             return ModelUnavailable(text)
         return UpstreamError(f"Claude Code reported an error: {text}")
     if isinstance(exc, ProcessError):

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, ProcessResult, build_env, run_process
-from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, UpstreamError
+from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, NotConfigured, UpstreamError
 from ask_fable.stores.redact import redact
 
 if TYPE_CHECKING:
@@ -130,18 +130,35 @@ def kimi_argv(model: str, effort: str, agent_file: str, work_dir: str, prompt: s
 # --- effort mapping -------------------------------------------------------------------------
 
 
-def kimi_effort(explicit: str | None, default: str) -> str:
-    """Kimi's low/high/max from an explicit value or the configured default (presets mapped)."""
-    value = (explicit or default or "high").strip().lower()
+def kimi_effort(explicit: str | None, default: str | None) -> str:
+    """Kimi's low/high/max from an explicit value or the configured ``ASK_FABLE_KIMI_EFFORT``
+    (presets mapped). A bad explicit value is ``BadArgs``; a bad configured one ``NotConfigured``."""
+    if explicit:
+        value = explicit.strip().lower()
+        if value not in KIMI_EFFORTS:
+            raise BadArgs(f"kimi effort must be one of {', '.join(KIMI_EFFORTS)}; got {value!r}")
+        return KIMI_EFFORTS[value]
+    value = (default or "high").strip().lower()
     if value not in KIMI_EFFORTS:
-        raise BadArgs(f"kimi effort must be one of {', '.join(KIMI_EFFORTS)}; got {value!r}")
+        raise NotConfigured(
+            f"ASK_FABLE_KIMI_EFFORT must be one of {', '.join(KIMI_EFFORTS)}; it is set to {value!r}",
+            hint="fix ASK_FABLE_KIMI_EFFORT in the server's environment or config file",
+        )
     return KIMI_EFFORTS[value]
 
 
 def grok_reasoning(explicit: str | None, configured: str | None) -> str:
     """Grok's reasoning effort: a native level is used as is; presets map to the configured
-    ``ASK_FABLE_GROK_REASONING``, else ``low``."""
+    ``ASK_FABLE_GROK_REASONING``, else ``low``. A bad explicit value is ``BadArgs``; a bad
+    configured one ``NotConfigured``."""
     fallback = (configured or "low").strip().lower()
+    if fallback not in GROK_NATIVE_EFFORTS:
+        raise NotConfigured(
+            f"ASK_FABLE_GROK_REASONING must be one of {', '.join(GROK_NATIVE_EFFORTS)}; "
+            f"it is set to {fallback!r}",
+            hint="fix ASK_FABLE_GROK_REASONING in the server's environment or config file",
+        )
+    fallback = GROK_NATIVE_EFFORTS[fallback]
     if explicit is None:
         return fallback
     value = explicit.strip().lower()
@@ -152,14 +169,6 @@ def grok_reasoning(explicit: str | None, configured: str | None) -> str:
     raise BadArgs(
         f"grok effort must be one of {', '.join((*EFFORT_PRESETS, *GROK_NATIVE_EFFORTS))}; got {value!r}"
     )
-
-
-# --- redaction --------------------------------------------------------------------------------
-
-
-def redact_text(text: str, settings: Settings) -> str:
-    """Remove configured keys and known secret shapes from CLI output quoted in an error."""
-    return redact(text, settings)
 
 
 # --- the oracle -------------------------------------------------------------------------------
@@ -257,7 +266,7 @@ class CliOracle(Oracle):
         raw = result.stderr.decode("utf-8", errors="replace").strip()
         if not raw and result.returncode != 0:
             raw = result.stdout.decode("utf-8", errors="replace").strip()
-        return redact_text(raw[-STDERR_TAIL_CHARS:], self.settings)
+        return redact(raw[-STDERR_TAIL_CHARS:], self.settings)
 
 
 def _refuse_argv_prompt(binary: str, size: int, route: str) -> ContextTooLarge:
@@ -419,10 +428,11 @@ def make_codex_oracle(settings: Settings) -> CodexOracle:
 
 
 def make_grok_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> GrokOracle:
-    """The ``grok`` oracle; ``model`` may be an ``xai/`` id (the prefix is dropped)."""
-    chosen = model or settings.grok_model
-    if chosen.startswith("xai/"):
-        chosen = chosen[len("xai/"):]
+    """The ``grok`` oracle; ``model`` may be an ``xai/`` or ``x-ai/`` id (the prefix is dropped)."""
+    chosen = (model or settings.grok_model).strip()
+    for prefix in ("xai/", "x-ai/"):
+        if chosen.lower().startswith(prefix):
+            chosen = chosen[len(prefix):]
     return GrokOracle(settings, model=chosen, timeout_s=settings.backend_timeout(settings.grok_timeout),
                       effort=effort)
 

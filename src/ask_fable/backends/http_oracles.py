@@ -1,9 +1,9 @@
 """Factories for the HTTP oracles: GLM, DeepSeek, Atlas Cloud, OpenRouter and Ollama.
 
 Each factory reads its settings and returns an :class:`~ask_fable.backends.base.Oracle`; nothing
-here does I/O. ``xai/grok-*`` ids asked of Atlas or OpenRouter, and ``moonshotai/kimi-*`` ids
-asked of OpenRouter, are served by the local ``grok`` / ``kimi`` CLI when it is installed (no key,
-no per-token billing); such replies carry ``routed_via``.
+here does I/O. ``xai/grok-*`` / ``x-ai/grok-*`` ids asked of Atlas or OpenRouter, and
+``moonshotai/kimi-*`` ids asked of OpenRouter, are served by the local ``grok`` / ``kimi`` CLI when
+it is installed (no key, no per-token billing); such replies carry ``routed_via``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.cli_oracles import cli_installed
 from ask_fable.backends.http_client import normalize_effort
+from ask_fable.core.tokens import family_of, strip_prefix
 from ask_fable.errors import BadArgs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,33 +22,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ask_fable.backends.http_client import RetryPolicy
     from ask_fable.config import Settings
 
-#: Model-id fragments → the lab that trained the model (orders anonymized experts).
-_FAMILIES = (
-    ("anthropic", "anthropic"), ("claude", "anthropic"), ("openai", "openai"), ("gpt", "openai"),
-    ("xai", "xai"), ("grok", "xai"), ("moonshot", "moonshot"), ("kimi", "moonshot"),
-    ("deepseek", "deepseek"), ("zai", "zhipu"), ("z-ai", "zhipu"), ("glm", "zhipu"), ("thudm", "zhipu"),
-    ("qwen", "qwen"), ("alibaba", "qwen"), ("google", "google"), ("gemini", "google"), ("gemma", "google"),
-    ("meta", "meta"), ("llama", "meta"), ("minimax", "minimax"), ("mistral", "mistral"),
-    ("nemotron", "nvidia"), ("nvidia", "nvidia"),
-)
-
-
-def family_of(model_id: str) -> str:
-    """The model lab behind ``model_id`` (``other`` when it cannot be told)."""
-    text = model_id.lower()
-    head = text.split("/", 1)[0] if "/" in text else ""
-    for needle, family in _FAMILIES:
-        if head and needle in head:
-            return family
-    for needle, family in _FAMILIES:
-        if needle in text:
-            return family
-    return "other"
-
-
-def _strip_prefix(model: str, prefix: str) -> str:
-    model = model.strip()
-    return model[len(prefix):] if model.lower().startswith(prefix) else model
+#: Grok ids as Atlas (``xai/``) and OpenRouter (``x-ai/``) spell them.
+GROK_PREFIXES = ("xai/grok", "x-ai/grok")
 
 
 def _default_effort(value: str | None) -> str | None:
@@ -55,12 +32,6 @@ def _default_effort(value: str | None) -> str | None:
         return normalize_effort(value)
     except BadArgs:
         return None
-
-
-def _cli_installed(binary: str) -> bool:
-    from ask_fable.backends.cli_oracles import cli_installed
-
-    return cli_installed(binary)
 
 
 class RoutedOracle(Oracle):
@@ -92,12 +63,12 @@ class RoutedOracle(Oracle):
 def _reroute(settings: Settings, token: str, model: str, effort: str | None,
              kimi: bool) -> Oracle | None:
     lowered = model.lower()
-    if lowered.startswith("xai/grok") and _cli_installed("grok"):
+    if lowered.startswith(GROK_PREFIXES) and cli_installed("grok"):
         from ask_fable.backends.cli_oracles import make_grok_oracle
 
         return RoutedOracle(make_grok_oracle(settings, effort=effort, model=model), token=token,
                             routed_via="grok_cli")
-    if kimi and lowered.startswith("moonshotai/kimi") and _cli_installed("kimi"):
+    if kimi and lowered.startswith("moonshotai/kimi") and cli_installed("kimi"):
         from ask_fable.backends.cli_oracles import make_kimi_oracle
 
         return RoutedOracle(make_kimi_oracle(settings, effort=effort), token=token, routed_via="kimi_cli")
@@ -139,7 +110,7 @@ def make_atlas_oracle(settings: Settings, model: str | None = None, effort: str 
     """
     from ask_fable.backends.openai_api import AtlasOracle
 
-    chosen = _strip_prefix(model or settings.atlas_model, "atlas:")
+    chosen = strip_prefix(model or settings.atlas_model, "atlas")
     chosen_effort = normalize_effort(effort) or _default_effort(settings.atlas_effort)
     token = f"atlas:{chosen}"
     routed = _reroute(settings, token, chosen, chosen_effort, kimi=False)
@@ -163,7 +134,7 @@ def make_openrouter_oracle(settings: Settings, model: str | None = None, effort:
     """
     from ask_fable.backends.openai_api import OpenRouterOracle
 
-    chosen = _strip_prefix(model or settings.openrouter_model, "openrouter:")
+    chosen = strip_prefix(model or settings.openrouter_model, "openrouter")
     chosen_effort = normalize_effort(effort) or _default_effort(settings.openrouter_effort)
     token = f"openrouter:{chosen}"
     routed = _reroute(settings, token, chosen, chosen_effort, kimi=True)
@@ -182,7 +153,7 @@ def make_ollama_oracle(settings: Settings, model: str | None = None, *, retry: R
     """An ``ollama:<id>`` oracle (default ``ASK_FABLE_OLLAMA_MODEL``) on ``ASK_FABLE_OLLAMA_BASE_URL``."""
     from ask_fable.backends.ollama import OllamaOracle
 
-    chosen = _strip_prefix(model or settings.ollama_model, "ollama:")
+    chosen = strip_prefix(model or settings.ollama_model, "ollama")
     return OllamaOracle(
         token=f"ollama:{chosen}", provider="ollama", model=chosen, family=family_of(chosen), label="Ollama",
         base_url=settings.ollama_base_url, api_key=settings.ollama_api_key, key_var=None,

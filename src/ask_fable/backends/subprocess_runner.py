@@ -109,12 +109,19 @@ def _gate_for(gate: str, limit: int) -> anyio.Semaphore:
 
 
 @contextlib.asynccontextmanager
-async def _gate_slot(gate: str, limit: int) -> AsyncIterator[None]:
+async def gate_slot(gate: str, limit: int) -> AsyncIterator[None]:
+    """Hold one of ``limit`` slots of the per-binary ``gate`` (``limit <= 0``: no gate).
+
+    Waiting for a slot is an ordinary checkpoint, so an enclosing deadline bounds the queueing.
+    """
     if limit <= 0:
         yield
         return
     async with _gate_for(gate, limit):
         yield
+
+
+_gate_slot = gate_slot
 
 
 # --- bounded pipe reading -------------------------------------------------------------------
@@ -184,30 +191,45 @@ async def _end_group(process: anyio.abc.Process, grace: float) -> None:
         await _leader_exit(process)
 
 
-async def _run_spawned(process: anyio.abc.Process, stdin: bytes | None, out: _Capture, err: _Capture) -> int:
-    """Feed stdin and read both pipes until the leader exits; then clear the group and drain."""
+async def _run_spawned(
+    process: anyio.abc.Process, stdin: bytes | None, out: _Capture, err: _Capture, exit_code: list[int]
+) -> None:
+    """Feed stdin and read both pipes until the leader exits; then clear the group and drain.
+
+    The leader's status goes into ``exit_code`` the moment it is known, and the drain runs in its
+    own bounded, shielded scope: a deadline that falls during the drain cannot turn a finished
+    process into a timeout or cut its output short.
+    """
     assert process.stdout is not None and process.stderr is not None
     drained = (anyio.Event(), anyio.Event())
+    # Shielded from the caller's deadline; ended explicitly once the drain is over or abandoned.
+    pump_scopes = (anyio.CancelScope(shield=True), anyio.CancelScope(shield=True))
 
-    async def pump(stream: anyio.abc.ByteReceiveStream, capture: _Capture, done: anyio.Event) -> None:
-        try:
-            await _pump(stream, capture)
-        finally:
-            done.set()
+    async def pump(
+        stream: anyio.abc.ByteReceiveStream, capture: _Capture, done: anyio.Event, scope: anyio.CancelScope
+    ) -> None:
+        with scope:
+            try:
+                await _pump(stream, capture)
+            finally:
+                done.set()
 
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(pump, process.stdout, out, drained[0])
-        tasks.start_soon(pump, process.stderr, err, drained[1])
-        if stdin is not None and process.stdin is not None:
-            tasks.start_soon(_feed_stdin, process.stdin, stdin)
-        returncode = await _leader_exit(process)
-        # The leader is gone; stray descendants would otherwise hold the pipes open forever.
-        _signal_group(process.pid, signal.SIGKILL)
-        with anyio.move_on_after(_DRAIN_TIMEOUT):
-            for done in drained:
-                await done.wait()
-        tasks.cancel_scope.cancel()
-    return returncode
+        try:
+            tasks.start_soon(pump, process.stdout, out, drained[0], pump_scopes[0])
+            tasks.start_soon(pump, process.stderr, err, drained[1], pump_scopes[1])
+            if stdin is not None and process.stdin is not None:
+                tasks.start_soon(_feed_stdin, process.stdin, stdin)
+            exit_code.append(await _leader_exit(process))
+            # The leader is gone; stray descendants would otherwise hold the pipes open forever.
+            _signal_group(process.pid, signal.SIGKILL)
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_DRAIN_TIMEOUT):
+                for done in drained:
+                    await done.wait()
+        finally:
+            for scope in pump_scopes:
+                scope.cancel()
+            tasks.cancel_scope.cancel()
 
 
 async def run_process(
@@ -242,10 +264,10 @@ async def run_process(
     spawned: list[anyio.abc.Process] = []
     out = _Capture(max_output_bytes)
     err = _Capture(max_output_bytes)
-    returncode: int | None = None
+    exit_code: list[int] = []
 
     with anyio.move_on_after(timeout):
-        async with _gate_slot(gate, gate_limit):
+        async with gate_slot(gate, gate_limit):
             queued_s = time.monotonic() - started
             # Shielded so a cancel arriving mid-spawn cannot leave a child nobody will kill.
             with anyio.CancelScope(shield=True):
@@ -263,14 +285,14 @@ async def run_process(
                     raise UpstreamError(f"could not start `{name}`: {exc.strerror or exc}") from exc
             spawned.append(process)
             try:
-                returncode = await _run_spawned(process, stdin, out, err)
+                await _run_spawned(process, stdin, out, err, exit_code)
             finally:
                 with anyio.CancelScope(shield=True):
                     await _end_group(process, kill_grace)
                     await _close(process)
 
     elapsed = time.monotonic() - started
-    if returncode is None:
+    if not exit_code:
         if not spawned:
             raise OracleTimeout(
                 f"`{name}` waited {elapsed:.1f}s for a free slot (limit {gate_limit} per binary) "
@@ -281,7 +303,7 @@ async def run_process(
             f"`{name}` did not finish within {timeout:g}s; its process group was killed", binary=name
         )
     return ProcessResult(
-        returncode=returncode,
+        returncode=exit_code[0],
         stdout=bytes(out.data),
         stderr=bytes(err.data),
         stdout_truncated=out.truncated,

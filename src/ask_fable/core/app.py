@@ -14,6 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from ask_fable.config import Settings, config_file_path, load_settings
 from ask_fable.core.tracing import Console
 
@@ -43,7 +45,8 @@ class App:
         # Resolved once: settings are read on every step of a call, the file's location rarely moves.
         self._config_path = config_file_path()
         self._stamp = _file_stamp(self._config_path)
-        self._lock = threading.Lock()
+        # Re-entrant: a service factory may read settings, which may reload them.
+        self._lock = threading.RLock()
         self._services: dict[str, Any] = {}
         self.client_name = client_name
 
@@ -56,8 +59,16 @@ class App:
         stamp = _file_stamp(self._config_path)
         if stamp != self._stamp:
             with self._lock:
-                self._settings = load_settings()
                 self._stamp = stamp
+                try:
+                    self._settings = load_settings()
+                except ValidationError as exc:
+                    # One bad value must not break every tool: keep the last good settings.
+                    problems = "; ".join(
+                        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
+                    )
+                    print(f"ask-fable: ignoring the changed config file {self._config_path} ({problems})",
+                          file=sys.stderr, flush=True)
                 # Stores are keyed by path below, so a changed path opens a new one.
         return self._settings
 
@@ -162,7 +173,8 @@ class App:
             if sessions is None:
                 from ask_fable.backends.claude import ClaudeSessions
 
-                sessions = (None, ClaudeSessions(self.settings))
+                # A getter, so a config change (model pin, reasoning stream) applies on the next turn.
+                sessions = (None, ClaudeSessions(lambda: self.settings))
                 self._services["claude_sessions"] = sessions
             return sessions[1]
 

@@ -126,11 +126,13 @@ async def cli_version(binary: str, timeout: float) -> tuple[bool, str]:
         return False, f"cannot start {binary}: {exc.strerror or exc}"
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except (TimeoutError, asyncio.CancelledError):
+    except BaseException as exc:  # a timeout or a cancelled diagnose: never leave the probe running
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(proc.wait(), 1.0)
+        if not isinstance(exc, TimeoutError):
+            raise
         return False, f"`{Path(binary).name} --version` did not answer within {timeout:g}s"
     first = next((line.strip() for line in out.decode("utf-8", "replace").splitlines() if line.strip()), "")
     if proc.returncode != 0:
@@ -205,14 +207,18 @@ def _token_for(name: str, settings: Settings) -> str:
     return name
 
 
-def _breaker_state(breaker: Any, token: str) -> str | None:
+def _breaker_state(breaker: Any, token: str, settings: Settings) -> str | None:
+    """The breaker state of the oracle ``token`` builds, under the key the breaker tracks it by."""
     if breaker is None:
         return None
+    from ask_fable.core.tokens import build_oracle
+
     try:
+        key = build_oracle(token, settings).breaker_key
         snapshot = breaker.snapshot()
     except Exception:
         return None
-    entry = snapshot.get(token) if isinstance(snapshot, dict) else None
+    entry = snapshot.get(key) if isinstance(snapshot, dict) else None
     return str(entry.get("state", "closed")) if isinstance(entry, dict) else "closed"
 
 
@@ -362,7 +368,7 @@ async def diagnose(settings: Settings, *, breaker: Any = None, probe: bool = Tru
                                    detail=f"could not diagnose: {type(exc).__name__}: {exc}")
         report.model = _model_for(name, settings)
         report.timeout_s = _timeout_for(name, settings)
-        report.breaker = _breaker_state(breaker, _token_for(name, settings))
+        report.breaker = _breaker_state(breaker, _token_for(name, settings), settings)
         if not report.configured:
             report.status = "missing"
         elif report.reachable is False or report.breaker == "open":

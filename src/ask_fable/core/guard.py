@@ -22,31 +22,40 @@ HOW_TO_REFRAME = (
     "attack tooling or non-software domains. Call ask_fable_help(topic='refusals') for examples."
 )
 
-# Each entry is a regex fragment matched on word boundaries, case-insensitively; plural and
-# verb inflections are covered by the optional suffix added in _compile.
-BUNDLED_DENYLIST: tuple[str, ...] = (
+# Attack tooling is refused only when the question asks to make or spread it: "How should our EDR
+# detect ransomware?" is defensive engineering, "write ransomware" is not.
+MAKING = (
+    r"(?:write|build|create|make|develop|code|craft|generate|deploy|spread|implement|design|program|author)"
+)
+TOOLING: tuple[str, ...] = (
     r"ransomware",
     r"keylogger",
     r"rootkit",
     r"botnet",
     r"shellcode",
-    r"(?:malicious|exploit|reverse[- ]shell) payload",
     r"reverse shell",
-    r"zero[- ]?day exploit",
-    r"write (?:an? )?exploit",
-    r"exploit (?:code|chain|kit)",
-    r"weaponi[sz]e",
-    r"privilege escalation exploit",
-    r"remote code execution exploit",
-    r"credential (?:stuffing|harvest(?:ing|er)?)",
-    r"phishing (?:kit|page|campaign)",
-    r"ddos (?:tool|attack|script)",
-    r"command and control server",
-    r"c2 (?:server|framework|implant)",
     r"malware",
     r"infostealer",
-    r"crypt(?:o)?jacking",
-    r"evade (?:antivirus|edr|detection)",
+    r"crypto-?jacker",
+    r"credential (?:stealer|harvester)",
+    r"phishing (?:kit|page|site)",
+    r"c2 (?:server|framework|implant)",
+    r"command and control server",
+    r"ddos (?:tool|script|bot)",
+)
+
+# Each entry is a regex fragment matched on word boundaries, case-insensitively; plural and
+# verb inflections are covered by the optional suffix added in _compile.
+BUNDLED_DENYLIST: tuple[str, ...] = (
+    rf"{MAKING}\b(?:\W+\w+){{0,5}}?\W+(?:{'|'.join(TOOLING)})",
+    r"(?:write|build|develop|craft|code) (?:an? |a working |the )?exploit",
+    r"(?:script|tool|code) to exploit",
+    r"(?:malicious|exploit|reverse[- ]shell) payload",
+    r"zero[- ]?day exploit",
+    r"exploit (?:code|chain|kit) for",
+    r"weaponi[sz]e",
+    r"credential stuffing (?:tool|script|attack against)",
+    r"(?:evade|bypass) (?:antivirus|edr|av detection)",
     r"antivirus evasion",
     r"bioweapon",
     r"biological weapon",
@@ -74,6 +83,9 @@ BUNDLED_ALLOWLIST: tuple[str, ...] = (
     "jwt payload",
     "malware scanner",
     "malware detection",
+    "malware analysis",
+    "malware-analysis",
+    "malware sandbox",
 )
 
 

@@ -10,7 +10,6 @@ A failure of our own never escapes: it becomes ``{"status": "error", "kind": ...
 from __future__ import annotations
 
 import hashlib
-import time
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -24,6 +23,8 @@ from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
+from ask_fable.stores.redact import redact, redact_obj
+from ask_fable.stores.traces import new_trace_id
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 
@@ -50,6 +51,8 @@ class Call:
     session_state: dict[str, Any] | None = None
     #: Fields echoed into the result whatever happens (e.g. ``session``).
     echo: dict[str, Any] = field(default_factory=dict)
+    #: Who is calling when the process serves several callers (an HTTP API key's name).
+    agent_id: str | None = None
 
     @property
     def hub_session(self) -> str | None:
@@ -59,15 +62,9 @@ class Call:
         return self.tool if self.mode in ("council", "chain", "debate") else None
 
 
-def new_trace_id() -> str:
-    """A sortable, unique trace id."""
-    try:
-        from ask_fable.stores.traces import new_trace_id as store_trace_id
-    except ImportError:  # pragma: no cover - the store always ships
-        import secrets
-
-        return f"{int(time.time() * 1000):013x}{secrets.token_hex(6)}"
-    return store_trace_id()
+#: Fields that describe one call, not its answer: never stored in, nor replayed from, the cache.
+_PER_CALL_FIELDS = ("trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing",
+                    "cached", "cache_age_s", "note", "saved")
 
 
 def _sha(text: str) -> str:
@@ -126,8 +123,9 @@ class Pipeline:
         allowed = False
         context = call.context
         refs = _refs(call.context_ref)
+        # Echoed on every outcome, errors included, so the caller always sees what its refs did.
+        result_prefix: dict[str, Any] = dict(call.echo)
         try:
-            result_prefix: dict[str, Any] = dict(call.echo)
             if refs:
                 text, resolved, missing = await anyio.to_thread.run_sync(app.context_store.resolve, refs)
                 trace.event("context.resolve", resolved=len(resolved), missing=len(missing))
@@ -165,7 +163,7 @@ class Pipeline:
                 cache_key = cache.key_for(
                     call.tool, call.cache_models, call.question, context, call.cache_extra
                 )
-                hit = await anyio.to_thread.run_sync(cache.get, cache_key)
+                hit = await self._cache_op(trace, "get", cache.get, cache_key)
                 trace.event("cache.lookup", hit=hit is not None)
                 if hit is not None:
                     payload, age = hit
@@ -176,7 +174,6 @@ class Pipeline:
                         "cache_age_s": round(age, 1),
                         "note": DUPLICATE_NOTE.format(age=age),
                     }
-                    result.pop("trace_id", None)
                     return await self._finish(call, trace, result, None, mctx, allowed, context, cached=True)
 
             app.console.line(trace.trace_id, f"{call.tool}: running {call.mode}")
@@ -191,27 +188,35 @@ class Pipeline:
                 and result["status"] == "ok"
                 and not result.get("degraded")
             ):
-                await anyio.to_thread.run_sync(cache.put, cache_key, call.tool, result)
+                payload = {k: v for k, v in result.items() if k not in _PER_CALL_FIELDS}
+                await self._cache_op(trace, "put", cache.put, cache_key, call.tool, payload)
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
         except AskFableError as exc:
-            result = {**call.echo, **exc.to_result()}
+            result = {**result_prefix, **exc.to_result()}
             result["detail"] = self._redact(result.get("detail") or "")
-            if refs:
-                result.setdefault("context_ref_resolved", [])
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
         except TimeoutError:
-            result = {**call.echo, **OracleTimeout(f"{call.tool} ran out of time").to_result()}
+            result = {**result_prefix, **OracleTimeout(f"{call.tool} ran out of time").to_result()}
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
         except Exception as exc:  # a bug of ours: report it structurally, keep the traceback on stderr
             app.console.line(trace.trace_id, "internal error:\n" + self._redact(traceback.format_exc()))
             result = {
-                **call.echo,
+                **result_prefix,
                 "status": "error",
                 "kind": "internal",
                 "detail": f"ask-fable hit an internal error ({type(exc).__name__}); see the server log "
                 f"for trace {trace.trace_id}.",
             }
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+
+    async def _cache_op(self, trace: TraceRecorder, name: str, op: Any, *args: Any) -> Any:
+        """Run a cache read or write; a failing cache is a miss, never a lost answer."""
+        try:
+            return await anyio.to_thread.run_sync(op, *args)
+        except Exception as exc:
+            trace.event("cache.error", op=name, error=type(exc).__name__)
+            self.app.console.line(trace.trace_id, f"cache {name} failed ({type(exc).__name__}); going on")
+            return None
 
     # --- normalize ---------------------------------------------------------------------------------
     def _normalize(self, call: Call, outcome: ModeOutcome, context: str) -> dict[str, Any]:
@@ -261,10 +266,6 @@ class Pipeline:
 
     # --- persist -----------------------------------------------------------------------------------
     def _redact(self, text: str) -> str:
-        try:
-            from ask_fable.stores.redact import redact
-        except ImportError:  # pragma: no cover
-            return text
         return redact(text, self.app.settings.secret_values())
 
     async def _finish(
@@ -284,7 +285,7 @@ class Pipeline:
         elapsed_ms = trace.elapsed_ms()
         status = result.get("status", "error")
         result["trace_id"] = trace.trace_id
-        if status in ("ok", "context_exhausted") and not cached:
+        if status in ("ok", "context_exhausted"):
             result["telemetry"] = {
                 "status": status,
                 "elapsed_ms": elapsed_ms,
@@ -307,7 +308,7 @@ class Pipeline:
             "provider": outcome.provider if outcome else (members[-1]["provider"] if members else None),
             "session": call.hub_session,
             "project": app.project_id,
-            "agent_id": app.agent_id,
+            "agent_id": call.agent_id or app.agent_id,
             "elapsed_ms": elapsed_ms,
             "cached": cached,
             "question_sha256": _sha(call.question),
@@ -330,7 +331,7 @@ class Pipeline:
             "kind": result.get("kind"),
             "session": call.hub_session,
             "project": app.project_id,
-            "agent_id": app.agent_id,
+            "agent_id": call.agent_id or app.agent_id,
             "elapsed_ms": elapsed_ms,
             "providers": sorted({m["provider"] for m in members if m.get("provider")}),
             "models": [m["model"] for m in members],
@@ -374,7 +375,7 @@ class Pipeline:
                 ],
             }
         hub_turn = None
-        if status == "ok" and not cached:
+        if status in ("ok", "context_exhausted") and not cached:
             hub_turn = (
                 call.hub_session or call.tool,
                 audit["agent_id"],
@@ -402,7 +403,5 @@ class Pipeline:
         except Exception:  # records are best effort: the caller still gets the answer
             app.console.line(trace.trace_id, "could not persist:\n" + self._redact(traceback.format_exc()))
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
-        from ask_fable.stores.redact import redact_obj
-
         # A model may echo a key it was shown; nothing key-shaped leaves the server.
         return redact_obj(result, settings)

@@ -21,8 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 Recommendation = Literal["apply", "investigate", "reject", "needs_more_context"]
 Confidence = Literal["high", "medium", "low"]
 
-_FENCED = re.compile(r"```[ \t]*sidecar[ \t]*\n(?P<body>.*?)\n?```[ \t]*\s*$", re.DOTALL | re.IGNORECASE)
-_ANY_FENCED = re.compile(r"```[ \t]*sidecar[ \t]*\n(?P<body>.*?)\n?```", re.DOTALL | re.IGNORECASE)
+# The closing block may be tagged ``json`` instead (a common slip); mid-answer only ``sidecar`` counts.
+_FENCED = re.compile(
+    r"```[ \t]*(?:sidecar|json)[ \t]*\n(?P<body>(?:(?!```).)*?)\n?```[ \t]*\s*$", re.DOTALL | re.IGNORECASE
+)
+_ANY_FENCED = re.compile(r"```[ \t]*sidecar[ \t]*\n(?P<body>(?:(?!```).)*?)\n?```", re.DOTALL | re.IGNORECASE)
 _REFUSED = re.compile(r"^\s*(?:\*\*)?REFUSED(?:\*\*)?\s*:\s*(?P<reason>.+)", re.IGNORECASE)
 
 
@@ -94,7 +97,7 @@ def parse_sidecar(text: str) -> tuple[str, Sidecar | None]:
     trailing = _trailing_json(text)
     if trailing is not None:
         index, sidecar = trailing
-        return text[:index].rstrip().removesuffix("```json").removesuffix("```").rstrip(), sidecar
+        return text[:index].rstrip(), sidecar
     return text.strip(), None
 
 

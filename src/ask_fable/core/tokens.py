@@ -72,14 +72,18 @@ FAMILIES: dict[str, str] = {
     "grok": "xai",
     "kimi": "moonshot",
 }
-# Substrings of a provider model id that reveal its lab (first match wins).
+# Substrings of a provider model id that reveal its lab (first match wins; the lab before a ``/``
+# is tried first).
 _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
     ("claude", "anthropic"), ("anthropic", "anthropic"), ("gpt", "openai"), ("openai", "openai"),
-    ("gemini", "google"), ("gemma", "google"), ("google", "google"), ("grok", "xai"), ("xai", "xai"),
-    ("kimi", "moonshot"), ("moonshot", "moonshot"), ("glm", "zhipu"), ("zai", "zhipu"),
-    ("deepseek", "deepseek"), ("minimax", "minimax"), ("qwen", "qwen"), ("nemotron", "nvidia"),
-    ("nvidia", "nvidia"), ("llama", "meta"), ("meta", "meta"), ("mistral", "mistral"),
+    ("gemini", "google"), ("gemma", "google"), ("google", "google"), ("grok", "xai"), ("x-ai", "xai"),
+    ("xai", "xai"), ("kimi", "moonshot"), ("moonshot", "moonshot"), ("glm", "zhipu"), ("z-ai", "zhipu"),
+    ("zai", "zhipu"), ("thudm", "zhipu"), ("deepseek", "deepseek"), ("minimax", "minimax"),
+    ("qwen", "qwen"), ("alibaba", "qwen"), ("nemotron", "nvidia"), ("nvidia", "nvidia"),
+    ("llama", "meta"), ("meta", "meta"), ("mistral", "mistral"),
 )
+#: The Claude ladder every council, chain and debate falls back on for its final voice.
+CLAUDE_FALLBACKS: tuple[str, ...] = ("fable", "opus")
 
 OLLAMA_GPT_MODEL = "gpt-oss:120b-cloud"
 PROVIDER_GPT_MODEL = "openai/gpt-5.6-sol"
@@ -118,11 +122,6 @@ def canonical(token: str) -> str:
             raise BadArgs(f"{head}: needs a model id, e.g. {head}:<model>")
         return f"{head}:{model}"
     raise BadArgs(f"unknown model token {text!r}; {known_tokens_text()}")
-
-
-def is_group(token: str) -> bool:
-    """True when ``token`` names a group (``twin`` and its spellings)."""
-    return _key(token) in GROUP_ALIASES
 
 
 def single_token(token: str) -> str:
@@ -193,11 +192,16 @@ def tier_models(tier: str, settings: Settings) -> list[str]:
 
 
 def family_of(token: str) -> str:
-    """The model lab behind a token (used to order anonymized experts), ``unknown`` if unclear."""
+    """The model lab behind a token or a bare provider model id (used to order anonymized experts),
+    ``unknown`` if unclear."""
     if token in FAMILIES:
         return FAMILIES[token]
-    _, _, model = token.partition(":")
-    lowered = model.lower()
+    head, sep, rest = token.partition(":")
+    lowered = (rest if sep and head.strip().lower() in PREFIXES else token).lower()
+    lab = lowered.split("/", 1)[0] if "/" in lowered else ""
+    for hint, family in _FAMILY_HINTS:
+        if lab and hint in lab:
+            return family
     for hint, family in _FAMILY_HINTS:
         if hint in lowered:
             return family
@@ -207,7 +211,8 @@ def family_of(token: str) -> str:
 # --- provider-council normalization ---------------------------------------------------------
 
 
-def _strip_prefix(name: str, prefix: str) -> str:
+def strip_prefix(name: str, prefix: str) -> str:
+    """``name`` without a leading ``<prefix>:`` (case-insensitive), whitespace trimmed."""
     text = str(name).strip()
     head, sep, rest = text.partition(":")
     if sep and head.strip().lower() == prefix:
@@ -218,7 +223,7 @@ def _strip_prefix(name: str, prefix: str) -> str:
 def normalize_ollama_model(name: str) -> str:
     """An Ollama model id: optional ``ollama:`` dropped; a bare name gets ``:cloud`` (``minimax-m3`` →
     ``minimax-m3:cloud``); an explicit tag (``gpt-oss:120b-cloud``) is kept."""
-    model = _strip_prefix(name, "ollama")
+    model = strip_prefix(name, "ollama")
     if not model:
         raise BadArgs("an empty Ollama model name was given")
     return model if ":" in model else f"{model}:cloud"
@@ -226,7 +231,7 @@ def normalize_ollama_model(name: str) -> str:
 
 def normalize_atlas_model(name: str) -> str:
     """An Atlas model id with an optional ``atlas:`` prefix dropped."""
-    model = _strip_prefix(name, "atlas")
+    model = strip_prefix(name, "atlas")
     if not model:
         raise BadArgs("an empty Atlas model id was given")
     return model
@@ -234,7 +239,7 @@ def normalize_atlas_model(name: str) -> str:
 
 def normalize_openrouter_model(name: str) -> str:
     """An OpenRouter model id with an optional ``openrouter:`` prefix dropped."""
-    model = _strip_prefix(name, "openrouter")
+    model = strip_prefix(name, "openrouter")
     if not model:
         raise BadArgs("an empty OpenRouter model id was given")
     return model

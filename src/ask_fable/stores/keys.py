@@ -8,11 +8,13 @@ only read-only tools, ``write`` may call every tool), and ``created_at`` / ``las
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import os
 import re
 import secrets
+import sqlite3
 import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -184,5 +186,6 @@ class KeyStore:
         if last is not None and now - last < TOUCH_INTERVAL_S:
             return
         self._touched[key_id] = now
-        with self.db.write() as conn:
+        # Bookkeeping only: a busy or read-only database must not fail the request it belongs to.
+        with contextlib.suppress(sqlite3.Error, OSError), self.db.write() as conn:
             conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (_now(), key_id))

@@ -31,8 +31,26 @@ class ToolContext:
         except Exception:  # a client that went away must not fail the call
             return
 
+    @property
+    def api_key(self) -> Any | None:
+        """The HTTP API key record this request authenticated with (None over stdio)."""
+        try:
+            request = self.mcp.request_context.request  # type: ignore[union-attr]
+        except Exception:
+            return None
+        scope = getattr(request, "scope", None)
+        return scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
+
+    def caller_scoped(self, label: str) -> str:
+        """``label`` made private to this caller: HTTP keys never share conversations."""
+        key = self.api_key
+        return f"key{key.id}:{label}" if key is not None else label
+
     async def run(self, call: Call, runner: ModeRunner) -> dict[str, Any]:
         """Run ``call`` through the pipeline with this request's progress reporting."""
+        key = self.api_key
+        if call.agent_id is None and key is not None:
+            call.agent_id = f"key:{key.name}"
         return await Pipeline(self.app).run(call, runner, progress=self.progress)
 
     async def elicit(self, message: str, schema: type) -> Any | None:

@@ -208,13 +208,20 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
 # --- values --------------------------------------------------------------------------------------
 
 
+class UsageError(ValueError):
+    """A command-line value the tool cannot take; reported as a usage error (exit 2)."""
+
+
 def _text_value(value: str) -> str:
     if value == "@-":
         return sys.stdin.read()
     if value.startswith("@") and len(value) > 1:
         path = Path(value[1:]).expanduser()
-        if path.is_file():
-            return path.read_text(encoding="utf-8", errors="replace")
+        if not path.is_file():
+            raise UsageError(f"{value}: no such file (use @@ for a literal leading @)")
+        return path.read_text(encoding="utf-8", errors="replace")
+    if value.startswith("@@"):
+        return value[1:]
     return value
 
 
@@ -253,7 +260,13 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
     for param in tool_params(spec):
         raw = getattr(namespace, param.dest, None)
         if raw is not None:
-            out[param.field] = convert(param, raw)
+            try:
+                out[param.field] = convert(param, raw)
+            except UsageError:
+                raise
+            except ValueError as exc:  # int("abc"), malformed JSON lists…
+                name = param.field if param.positional else "--" + param.field.replace("_", "-")
+                raise UsageError(f"{name}: {exc}") from exc
     return out
 
 
@@ -408,7 +421,11 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
 
     for noisy in ("mcp", "httpx2", "httpx"):  # the server configures INFO logging; a shell wants results
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    arguments = arguments_from(namespace, spec)
+    try:
+        arguments = arguments_from(namespace, spec)
+    except UsageError as exc:
+        print(f"ask-fable: {exc}", file=sys.stderr)
+        return 2
     display = ProgressDisplay(enabled=not quiet)
     try:
         payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display))

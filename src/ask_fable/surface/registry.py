@@ -72,13 +72,7 @@ def all_tools() -> list[ToolSpec]:
     """Every declared tool, in family order then declaration order."""
     specs: list[ToolSpec] = []
     for module_name in TOOL_MODULES:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        specs.extend(module.TOOLS)
+        specs.extend(importlib.import_module(module_name).TOOLS)
     order = list(FAMILIES)
     names: set[str] = set()
     for spec in specs:

@@ -184,7 +184,9 @@ class AskFableServer(MCPServer[Any]):
             import sys
             import traceback
 
-            traceback.print_exc(file=sys.stderr)
+            from ask_fable.stores.redact import redact
+
+            print(redact(traceback.format_exc(), self.app.settings), file=sys.stderr, flush=True)
             outcome = {
                 "status": "error",
                 "kind": "internal",

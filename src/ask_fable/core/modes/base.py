@@ -21,6 +21,7 @@ from ask_fable.config import Settings
 from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
 from ask_fable.core.tracing import Console, TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
+from ask_fable.stores.redact import redact
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
 
@@ -148,6 +149,12 @@ class ModeContext:
             self._fail(outcome, OracleTimeout(f"{oracle.token} did not answer within {request.timeout:.0f}s"))
         except AskFableError as exc:
             self._fail(outcome, exc)
+        except Exception as exc:  # a backend bug degrades this member, never the whole mode
+            import traceback
+
+            details = redact(traceback.format_exc(), self.settings)
+            self.console.line(self.trace.trace_id, f"{oracle.token} crashed:\n{details}")
+            self._fail(outcome, UpstreamError(f"{oracle.token} failed unexpectedly ({type(exc).__name__})"))
         else:
             outcome.reply = reply
             outcome.model = reply.model or oracle.model

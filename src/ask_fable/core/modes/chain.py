@@ -21,10 +21,8 @@ from ask_fable.core.modes.consensus import material_split
 from ask_fable.core.modes.council import identity_names, panel_text, scrub_names
 from ask_fable.core.modes.role_prompts import CHAIN_CRITIQUE, CHAIN_DECIDE, CHAIN_DRAFT, CHAIN_FALLBACK
 from ask_fable.core.prompts import system_prompt, user_prompt
-from ask_fable.core.tokens import Resolver, default_resolver, parse_pipeline, resolve_oracle
+from ask_fable.core.tokens import CLAUDE_FALLBACKS, Resolver, default_resolver, parse_pipeline, resolve_oracle
 from ask_fable.errors import OracleTimeout, UpstreamError
-
-FALLBACK_SYNTHESIZERS: tuple[str, ...] = ("fable", "opus")
 
 
 def _stage_label(index: int) -> str:
@@ -104,7 +102,7 @@ async def run_chain(
                 role = "decide" if role == "decide" else "draft"
             names = identity_names(survivors, [oracle.token, oracle.model])
             system, prompt = _stage_prompt(question, context, role, survivors, names)
-            request = mctx.request(system, prompt, max_tokens=mctx.settings.max_tokens)
+            request = mctx.request(system, prompt)
             outcome = await mctx.call_oracle(oracle, request, role=role)
             stages.append(stage_entry(index + 1, token, role, outcome))
             message = f"stage {index + 1}/{count} {token}: {outcome.status}"
@@ -117,11 +115,11 @@ async def run_chain(
 
         if final is None and survivors:
             fallback_note = f"the final stage ({tokens[-1]}) failed; "
-            for token in [t for t in FALLBACK_SYNTHESIZERS if t != tokens[-1]]:
+            for token in [t for t in CLAUDE_FALLBACKS if t != tokens[-1]]:
                 oracle = resolve_oracle(token, resolver)
                 names = identity_names(survivors, [oracle.token, oracle.model])
                 system, prompt = _stage_prompt(question, context, "fallback", survivors, names)
-                request = mctx.request(system, prompt, max_tokens=mctx.settings.max_tokens)
+                request = mctx.request(system, prompt)
                 outcome = await mctx.call_oracle(oracle, request, role="fallback")
                 stages.append(stage_entry(len(stages) + 1, token, "fallback", outcome))
                 if outcome.ok:

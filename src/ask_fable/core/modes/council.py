@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import string
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,7 @@ from ask_fable.core.modes.role_prompts import COUNCIL_SYNTHESIZER
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import (
     ALIASES,
+    CLAUDE_FALLBACKS,
     Resolver,
     dedupe,
     default_resolver,
@@ -39,7 +41,6 @@ from ask_fable.core.tokens import (
 )
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, OracleTimeout, UpstreamError
 
-SYNTH_FALLBACKS: tuple[str, ...] = ("fable", "opus")
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
 
 
@@ -122,7 +123,7 @@ def synth_ladder(synthesizer: str | Sequence[str] | None) -> list[str]:
         requested = [synthesizer]
     else:
         requested = list(synthesizer)
-    return dedupe([single_token(token) for token in requested] + list(SYNTH_FALLBACKS))
+    return dedupe([single_token(token) for token in requested] + list(CLAUDE_FALLBACKS))
 
 
 def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
@@ -138,13 +139,14 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
 
 
 async def _run_members(
-    question: str, context: str, oracles: list[Oracle], mctx: ModeContext, total_steps: int
+    question: str, context: str, oracles: list[Oracle], mctx: ModeContext, total_steps: int,
+    deadline_at: float,
 ) -> list[MemberOutcome]:
     """Ask every oracle concurrently under the council deadline; late ones become timeouts."""
     settings = mctx.settings
     results: dict[int, MemberOutcome] = {}
     limiter = anyio.CapacityLimiter(settings.max_parallel)
-    request = mctx.request(system_prompt(), user_prompt(question, context), max_tokens=settings.max_tokens)
+    request = mctx.request(system_prompt(), user_prompt(question, context))
     done = 0
 
     async def ask(index: int, oracle: Oracle) -> None:
@@ -156,7 +158,7 @@ async def _run_members(
         await mctx.progress(done, total_steps, f"{oracle.token}: {outcome.status} ({done}/{len(oracles)})")
 
     deadline = settings.council_deadline
-    with anyio.move_on_after(deadline):
+    with anyio.move_on_after(max(0.0, deadline_at - time.monotonic())):
         async with anyio.create_task_group() as group:
             for index, oracle in enumerate(oracles):
                 group.start_soon(ask, index, oracle)
@@ -205,10 +207,16 @@ async def _synthesize(
     resolver: Resolver,
     mctx: ModeContext,
     consensus_note: str,
+    deadline_at: float,
 ) -> tuple[MemberOutcome | None, list[dict[str, Any]]]:
-    """Try each synthesizer down the ladder; return the first usable outcome and what was tried."""
+    """Try each synthesizer down the ladder until ``deadline_at`` (``time.monotonic()``); return the
+    first usable outcome and what was tried."""
     tried: list[dict[str, Any]] = []
     for token in ladder:
+        remaining = deadline_at - time.monotonic()
+        if remaining <= 0:
+            tried.append({"token": token, "status": "timeout", "kind": "timeout"})
+            break
         oracle = resolve_oracle(token, resolver)
         ordered = order_for(answered, families, oracle.family)
         names = identity_names(answered, [oracle.token, oracle.model])
@@ -217,9 +225,13 @@ async def _synthesize(
             f"{panel_text(ordered, names)}\n\n## Panel signal\n{consensus_note}"
         )
         request = mctx.request(
-            system_prompt(COUNCIL_SYNTHESIZER), prompt, max_tokens=mctx.settings.max_tokens
+            system_prompt(COUNCIL_SYNTHESIZER), prompt, timeout=min(mctx.settings.timeout, remaining)
         )
-        outcome = await mctx.call_oracle(oracle, request, role="synthesizer")
+        with anyio.move_on_after(remaining) as scope:
+            outcome = await mctx.call_oracle(oracle, request, role="synthesizer")
+        if scope.cancelled_caught:
+            tried.append({"token": token, "status": "timeout", "kind": "timeout"})
+            break
         attempt = {"token": token, "status": outcome.status}
         tried.append(attempt | ({"kind": outcome.kind} if outcome.kind else {}))
         if outcome.ok and outcome.reply is not None:
@@ -260,9 +272,11 @@ async def run_council(
     oracles = [resolve_oracle(token, resolver) for token in members_tokens]
     families = {oracle.token: oracle.family for oracle in oracles}
     total_steps = len(oracles) + 1
+    # One wall-clock bound for the whole council, synthesis included.
+    deadline_at = time.monotonic() + mctx.settings.council_deadline
     await mctx.progress(0, total_steps, f"council of {len(oracles)}: {', '.join(members_tokens)}")
 
-    members = await _run_members(question, context, oracles, mctx, total_steps)
+    members = await _run_members(question, context, oracles, mctx, total_steps, deadline_at)
     sources = [source_entry(m) for m in members]
     answered = [m for m in members if m.ok]
     asked = len(members)
@@ -314,7 +328,8 @@ async def run_council(
 
     await mctx.progress(len(members), total_steps, f"synthesizing {len(answered)} answers")
     synth, tried = await _synthesize(
-        question, context, answered, families, ladder, resolver, mctx, _consensus_note(consensus, material)
+        question, context, answered, families, ladder, resolver, mctx, _consensus_note(consensus, material),
+        deadline_at,
     )
     if synth is not None:
         assert synth.reply is not None
@@ -331,8 +346,10 @@ async def run_council(
         text, model, reply, provider = best.reply.text, best.model, best.reply, best.provider
         synth_confidence = "low"
         used_label = None
+        why = ("the council's wall-clock bound ran out before a synthesis"
+               if tried and tried[-1]["status"] == "timeout" else "every synthesizer failed")
         envelope["note"] = (
-            f"every synthesizer failed ({', '.join(t['token'] for t in tried)}); "
+            f"{why} ({', '.join(t['token'] for t in tried)}); "
             f"returning the best member answer ({best.token}) unsynthesized"
         )
     await mctx.progress(total_steps, total_steps, f"synthesis: {used_label or 'best member answer'}")

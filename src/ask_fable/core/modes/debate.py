@@ -37,7 +37,14 @@ from ask_fable.core.modes.role_prompts import (
 )
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.sidecar import parse_sidecar
-from ask_fable.core.tokens import Resolver, dedupe, default_resolver, resolve_oracle, single_token
+from ask_fable.core.tokens import (
+    CLAUDE_FALLBACKS,
+    Resolver,
+    dedupe,
+    default_resolver,
+    resolve_oracle,
+    single_token,
+)
 from ask_fable.errors import BadArgs, OracleTimeout
 
 LEDGER_TAGS = ("claims", "dispositions", "revisions", "ruling")
@@ -46,7 +53,6 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+(?P<text>\S.{10,})$", re.MUL
 MAX_CLAIMS = 8
 #: A contest scenario shorter than this is not a concrete failure scenario.
 MIN_SCENARIO_CHARS = 40
-ADJUDICATOR_FALLBACKS = ("fable", "opus")
 
 
 @dataclass
@@ -164,6 +170,9 @@ def _verdict(value: Any, options: dict[str, tuple[str, ...]]) -> str | None:
 
 _DISPOSITIONS = {"concede": ("conce", "accept", "agree", "holds"),
                  "contest": ("contest", "disput", "reject", "challeng", "object", "refut")}
+#: In a rebuttal, "maintain"/"uphold"/"stand"/"still contest" keep the contest alive.
+_REBUTTALS = {"concede": _DISPOSITIONS["concede"],
+              "contest": (*_DISPOSITIONS["contest"], "maintain", "uphold", "stand", "still")}
 _RESPONSES = {"concede": ("conce", "withdraw", "drop", "accept"),
               "revise": ("revis", "narrow", "amend", "fix", "modif"),
               "hold": ("hold", "maintain", "defend", "keep", "stand")}
@@ -192,13 +201,17 @@ def apply_dispositions(text: str, claims: list[Claim], *, rebuttal: bool = False
         if item is None:
             continue
         scenario = str(item.get("scenario") or item.get("reason") or item.get("note") or "").strip()
-        verdict = _verdict(item.get("disposition") or item.get("verdict"), _DISPOSITIONS)
+        raw = item.get("disposition") or item.get("verdict") or item.get("rebuttal")
+        if rebuttal:
+            if claim.disposition == "contest":
+                # Anything short of a clear concession keeps the contest open.
+                claim.rebuttal = _verdict(raw, _REBUTTALS) or "contest"
+                claim.rebuttal_text = scenario
+            continue
+        verdict = _verdict(raw, _DISPOSITIONS)
         if verdict is None and scenario:
             verdict = "contest"
-        if rebuttal:
-            if claim.disposition == "contest" and verdict:
-                claim.rebuttal, claim.rebuttal_text = verdict, scenario
-        elif verdict:
+        if verdict:
             claim.disposition, claim.scenario = verdict, scenario
     return bool(items)
 
@@ -297,8 +310,7 @@ class _Debate:
         oracle = resolve_oracle(token, self.resolver)
         self.names += [oracle.token, oracle.model, oracle.model.rsplit("/", 1)[-1]]
         prompt = user_prompt(self.question, self.context) + (f"\n\n{extra}" if extra else "")
-        settings = self.mctx.settings
-        request = self.mctx.request(system_prompt(instructions), prompt, max_tokens=settings.max_tokens)
+        request = self.mctx.request(system_prompt(instructions), prompt)
         outcome = await self.mctx.call_oracle(oracle, request, role=role)
         self.turns.append(_turn(role, outcome))
         self.outcomes[role] = outcome
@@ -345,7 +357,7 @@ async def run_debate(
     state.total = 4 + (rounds - 1)
     deadline = deadline or mctx.settings.chain_deadline(state.total)
     independent = adjudicator not in (proposer, opponent)
-    ladder = dedupe([adjudicator, *ADJUDICATOR_FALLBACKS])
+    ladder = dedupe([adjudicator, *CLAUDE_FALLBACKS])
     pairing = f"{proposer} vs {opponent}"
     base_block: dict[str, Any] = {"pairing": pairing, "adjudicator": adjudicator,
                                   "adjudicator_independent": independent, "rounds": rounds}
@@ -398,12 +410,14 @@ async def _run(
     moved = False
     contested = [c for c in claims if c.disposition == "contest"]
     opponent_latest = against
+    revision_failed = False
     if contested:
         revision_extra = (
             f"## Your earlier position\n{_body(first, state.names)}\n\n"
             f"## Claims and the opponent's dispositions\n{_ledger_text(claims, opponent='opponent')}"
         )
         revision = await state.ask("revision", proposer, DEBATE_REVISE, revision_extra)
+        revision_failed = not revision.ok
         if revision.ok:
             latest = revision
             apply_revisions(revision.answer or "", claims)
@@ -424,6 +438,9 @@ async def _run(
     statuses = [c.status for c in claims]
     resolution = debate_resolution(first_pass, statuses, moved=moved,
                                    proposer_recommendation=proposer_rec, opponent_recommendation=opponent_rec)
+    if resolution == "stalemate" and revision_failed:
+        # Nobody dug in: the proposer never got to answer the contests, so a ruling decides.
+        resolution = "adjudicated"
     block |= {
         "claims": [c.ledger_entry() for c in claims],
         "contested_claims_remaining": statuses.count("contested"),

@@ -23,7 +23,6 @@ async def run_single(
         user_prompt(question, context),
         timeout=timeout,
         effort=effort,
-        max_tokens=mctx.settings.max_tokens,
     )
     outcome = await mctx.call_oracle(oracle, request)
     await mctx.progress(1, 1, f"{oracle.token} {outcome.status}")

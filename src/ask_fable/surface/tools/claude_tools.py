@@ -64,7 +64,8 @@ async def _ask_session(
     ctx: ToolContext, tool: str, namespace: str, token: str, args: SessionAskArgs
 ) -> dict[str, Any]:
     sessions = ctx.app.claude_sessions
-    key = args.session.strip() or "default"
+    label = args.session.strip() or "default"
+    key = ctx.caller_scoped(label)
 
     async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
         oracle = sessions.oracle(namespace, key, token, reset=args.reset, question=question)
@@ -77,10 +78,10 @@ async def _ask_session(
         question=args.question,
         context=args.context,
         context_ref=args.context_ref,
-        session=key,
+        session=label,
         mode="ask",
         session_state=sessions.session_state(namespace, key),
-        echo={"session": key},
+        echo={"session": label},
     )
     return await ctx.run(call, runner)
 
@@ -101,18 +102,21 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     if namespace is None:
         raise BadArgs(f"model must be 'fable' (ask) or 'opus5' (ask_opus5), not {args.model!r}")
     sessions = ctx.app.claude_sessions
-    key = args.session.strip() or "default"
+    label = args.session.strip() or "default"
+    key = ctx.caller_scoped(label)
+    prefix = key[: len(key) - len(label)]  # this caller's sessions only
     if not sessions.exists(namespace, key):
         known = sorted(
-            s["key"] for s in sessions.list_sessions() if s["namespace"] == namespace and s["turns"]
+            s["key"][len(prefix):] for s in sessions.list_sessions()
+            if s["namespace"] == namespace and s["turns"] and s["key"].startswith(prefix)
         )
         return {
-            "status": "error", "kind": "bad_args", "session": key, "model": namespace, "sessions": known,
-            "detail": f"there is no {namespace} session named {key!r} in this server process",
+            "status": "error", "kind": "bad_args", "session": label, "model": namespace, "sessions": known,
+            "detail": f"there is no {namespace} session named {label!r} in this server process",
             "hint": "reset_session clears a session that ask / ask_opus5 used; `sessions` lists them.",
         }
     turns = await sessions.reset(namespace, key)
-    result: dict[str, Any] = {"status": "ok", "session": key, "model": namespace, "turns": len(turns),
+    result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
                               "cleared": True}
     if args.save and turns:
         from ask_fable.stores.answers import save_transcript

@@ -8,8 +8,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.backends.base import Effort, Oracle
+from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call
+from ask_fable.errors import AskFableError
 from ask_fable.surface.context import ToolContext
 
 QUESTION = Field(description="One focused engineering question.")
@@ -48,15 +50,30 @@ async def run_single_tool(
     *,
     effort: str | None = None,
 ) -> dict[str, Any]:
-    """Run one oracle through the pipeline (guard, cache, audit, trace) and return its result."""
-    oracle = build_oracle(ctx.settings)
+    """Run one oracle through the pipeline (guard, cache, audit, trace) and return its result.
+
+    An oracle that cannot even be built (a bad model id, a bad effort) still goes through the
+    pipeline, so its error is audited and carries a ``trace_id`` like every other outcome.
+    """
+    try:
+        oracle: Oracle | None = build_oracle(ctx.settings)
+        failure: AskFableError | None = None
+    except AskFableError as exc:
+        oracle, failure = None, exc
+
+    async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
+        if oracle is None:
+            assert failure is not None
+            raise failure
+        return await run_single(oracle, question, context, mctx, effort=effort)
+
     call = Call(
         tool=tool,
         question=args.question,
         context=args.context,
         context_ref=args.context_ref,
         mode="single",
-        cache_models=[oracle.token],
-        cache_extra={"model": oracle.model, "effort": effort},
+        cache_models=[oracle.token] if oracle else [],
+        cache_extra={"model": oracle.model if oracle else None, "effort": effort},
     )
-    return await ctx.run(call, lambda q, c, m: run_single(oracle, q, c, m, effort=effort))  # type: ignore[arg-type]
+    return await ctx.run(call, runner)

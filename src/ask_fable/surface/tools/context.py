@@ -57,7 +57,7 @@ class PackArgs(_Args):
     )
     description: str = Field("", description="One line saying what the bundle is (default: its file list).")
     max_chars: int | None = Field(
-        None, gt=0, description="Character budget for this bundle; capped by ASK_FABLE_PACK_MAX_CHARS."
+        None, gt=0, description="Character budget for this bundle (default: ASK_FABLE_PACK_MAX_CHARS)."
     )
 
 
@@ -174,7 +174,7 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
     root = Path(settings.project_root).expanduser()
     if not root.is_dir():
         raise NotConfigured(f"ASK_FABLE_PROJECT_ROOT ({root}) is not a directory")
-    budget = min(settings.pack_max_chars, args.max_chars or settings.pack_max_chars)
+    budget = args.max_chars or settings.pack_max_chars
     outcome = await anyio.to_thread.run_sync(
         lambda: pack_paths(root, list(args.paths), max_chars=budget, max_files=settings.pack_max_files,
                            max_file_bytes=settings.pack_max_file_bytes)

@@ -207,16 +207,14 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
     result: dict[str, Any] = {"status": "ok", "trace": trace, "trace_mode": mode}
     if not args.include_content:
         return result
-    if mode != "full":
-        result["content_note"] = (
-            "content is not captured in safe mode (metadata only); configure_tracing(trace_mode=\"full\") "
-            "captures redacted content for later calls"
-        )
-        return result
+    # A bundle written while full mode was on stays readable after switching back to safe mode.
     cap = min(int(args.max_chars), MAX_EXCERPT_CHARS)
     excerpt = await anyio.to_thread.run_sync(store.bundle_excerpt, args.trace_id, cap + 1)
     if excerpt is None:
-        result["content_note"] = "no content bundle was captured for this trace (it ran in safe mode)"
+        result["content_note"] = (
+            "no content bundle was captured for this trace (it ran in safe mode: metadata only); "
+            "configure_tracing(trace_mode=\"full\") captures redacted content for later calls"
+        )
         return result
     result["content"] = excerpt[:cap]
     result["content_truncated"] = len(excerpt) > cap
