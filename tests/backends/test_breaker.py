@@ -169,3 +169,21 @@ def test_concurrent_callers_get_one_probe() -> None:
     for t in threads:
         t.join()
     assert len(passed) == 1
+
+
+def test_released_probe_lets_the_next_caller_probe_at_once() -> None:
+    """A half-open probe that ended without an outcome (refused, not configured, cancelled) frees its slot."""
+    breaker, clock = make()
+    fail(breaker, "glm", 5)
+    clock.now += 300
+    assert breaker.before_call("glm") is True  # the probe
+    with pytest.raises(CircuitOpen):
+        breaker.before_call("glm")  # one probe at a time
+    breaker.release("glm")
+    assert breaker.state("glm") == "half_open"
+    assert breaker.before_call("glm") is True  # a new probe, no second cooldown
+    breaker.record("glm", True)
+    assert breaker.state("glm") == "closed"
+    assert breaker.before_call("glm") is False
+    breaker.release("glm")  # nothing to free while closed
+    assert breaker.state("glm") == "closed"

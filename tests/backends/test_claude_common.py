@@ -133,7 +133,9 @@ def test_sdk_env_is_the_bridges_allow_list(monkeypatch: pytest.MonkeyPatch) -> N
     (400, "invalid_request_error", "max_tokens too large", False),
     (500, None, "overloaded", False),
 ])
-def test_model_unavailable_detection(status: object, error_type: object, message: str, expected: bool) -> None:
+def test_model_unavailable_detection(
+    status: object, error_type: object, message: str, expected: bool
+) -> None:
     from ask_fable.backends.claude_common import is_model_unavailable
 
     assert is_model_unavailable(status, error_type, message) is expected
@@ -170,5 +172,6 @@ def test_sdk_usage_is_validated() -> None:
     usage = usage_from({"input_tokens": 12, "output_tokens": "lots",
                         "output_tokens_details": {"thinking_tokens": 5}}, "0.25")
     assert usage is not None
-    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens, usage.cost_usd) == (12, None, 5, 0.25)
+    numbers = (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens, usage.cost_usd)
+    assert numbers == (12, None, 5, 0.25)
     assert usage_from(None, None) is None

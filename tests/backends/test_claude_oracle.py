@@ -225,3 +225,20 @@ def processes_in(directory: Path) -> set[int]:
             except OSError:
                 continue
     return found
+
+
+async def test_sdk_route_waits_for_a_slot_of_the_claude_gate(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """The SDK route takes a slot of the "claude" gate; time spent queued counts against the timeout."""
+    from ask_fable.backends.subprocess_runner import gate_slot
+
+    oracle = make_claude_oracle(load_settings(cli_max_parallel=1), "opus")
+    with anyio.fail_after(20):
+        async with gate_slot("claude", 1):
+            with pytest.raises(OracleTimeout):
+                await oracle.ask(request(timeout=0.5), EventSink())
+    assert fake_provider.requests_for("anthropic") == []
+    fake_provider.enqueue("anthropic", text="REVIEWED after the slot freed.")
+    reply = await oracle.ask(request(), EventSink())
+    assert reply.text.startswith("REVIEWED")

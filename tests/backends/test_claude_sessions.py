@@ -212,3 +212,66 @@ async def test_cli_bridge_sessions_resume_the_conversation(
         ]
     finally:
         await sessions.aclose()
+
+
+async def test_reset_racing_a_waiting_turn_never_runs_it_on_the_dropped_session() -> None:
+    """A turn queued on the session lock while a reset drops the session runs on the live one."""
+    from ask_fable.backends.base import Reply
+
+    sessions = ClaudeSessions(load_settings())
+    ran_on: list[object] = []
+
+    async def fake_turn(session, plan, request, sink, settings):  # type: ignore[no-untyped-def]
+        ran_on.append(session)
+        return Reply(text="answer", model=plan.first, provider="anthropic")
+
+    sessions._turn = fake_turn  # type: ignore[method-assign]
+    old = sessions._session("fable", "k")
+    old.turns.append({"question": "q0", "answer": "a0"})
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tasks:
+            await old.lock.acquire()
+            results: dict[str, object] = {}
+
+            async def do_reset() -> None:
+                results["reset"] = await sessions.reset("fable", "k")
+
+            async def do_ask() -> None:
+                results["ask"] = await sessions.ask("fable", "k", req("Q?"), EventSink(), "fable")
+
+            tasks.start_soon(do_reset)
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(do_ask)
+            await anyio.wait_all_tasks_blocked()
+            old.lock.release()
+    assert results["reset"] == [{"question": "q0", "answer": "a0"}]
+    live = sessions._sessions[("fable", "k")]
+    assert ran_on == [live] and live is not old
+    assert [t["answer"] for t in sessions.transcript("fable", "k")] == ["answer"]
+
+
+async def test_settings_getter_applies_runtime_changes_on_the_next_turn() -> None:
+    """ClaudeSessions reads its settings through a getter at each turn."""
+    from ask_fable.backends.base import Reply
+
+    current = {"settings": load_settings(use_cli=False)}
+    sessions = ClaudeSessions(lambda: current["settings"])
+    routes: list[tuple[str, str]] = []
+
+    async def sdk_turn(session, model, request, sink, settings):  # type: ignore[no-untyped-def]
+        routes.append(("sdk", model))
+        return Reply(text="sdk answer", model=model, provider="anthropic")
+
+    async def cli_turn(session, model, request, settings):  # type: ignore[no-untyped-def]
+        routes.append(("cli", model))
+        return Reply(text="cli answer", model=model, provider="anthropic")
+
+    sessions._sdk_turn = sdk_turn  # type: ignore[method-assign]
+    sessions._cli_turn = cli_turn  # type: ignore[method-assign]
+    await sessions.ask("fable", "a", req("one"), EventSink(), "fable")
+    current["settings"] = load_settings(use_cli=True, fable_model="claude-fable-pinned")
+    assert sessions.settings.use_cli
+    await sessions.ask("fable", "a", req("two"), EventSink(), "fable")
+    await sessions.ask("fable", "b", req("fresh"), EventSink(), "fable")
+    assert routes == [("sdk", "claude-fable-5-1"), ("cli", "claude-fable-5-1"),
+                      ("cli", "claude-fable-pinned")]

@@ -182,3 +182,19 @@ async def test_no_redirect_is_followed() -> None:
     assert await send("GET", "https://p.example/x", label="P", timeout=5, handle=handle, retry=FAST,
                       transport=transport, headers={"x-api-key": "k"}) == 302
     assert [str(r.url) for r in seen] == ["https://p.example/x"]
+
+
+@pytest.mark.parametrize("base", ["ftp://provider.example", "provider.example/v1", "http://[::1"])
+async def test_invalid_base_url_is_not_configured_at_once(base: str) -> None:
+    """A malformed base URL is configuration: not_configured on the first attempt, never retried."""
+    from ask_fable.backends.base import EventSink, OracleRequest
+    from ask_fable.backends.http_oracles import make_glm_oracle
+    from ask_fable.config import load_settings
+    from ask_fable.errors import NotConfigured
+
+    notes: list[str] = []
+    oracle = make_glm_oracle(load_settings(glm_api_key="k" * 12, glm_base_url=base),
+                             retry=http_client.RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02))
+    with anyio.fail_after(5), pytest.raises(NotConfigured, match="invalid base URL") as info:
+        await oracle.ask(OracleRequest(system="s", prompt="q?", timeout=5), EventSink(on_note=notes.append))
+    assert info.value.kind == "not_configured" and notes == []

@@ -203,3 +203,35 @@ async def test_valid_json_in_the_wrong_shape_is_upstream_error(fp: FakeProvider,
     fp.enqueue(route, body=MALFORMED[route], status=200)
     with pytest.raises(UpstreamError):
         await _oracle(fp, factory).ask(_request(), EventSink())
+
+
+_HALF_STREAMS = {
+    "anthropic": ("text/event-stream",
+                  b'event: message_start\ndata: {"type":"message_start","message":{"usage":{}}}\n\n'
+                  b'event: content_block_delta\ndata: {"type":"content_block_delta",'
+                  b'"delta":{"type":"text_delta","text":"Half an ans"}}\n\n'),
+    "openai": ("text/event-stream", b'data: {"choices":[{"delta":{"content":"Half an ans"}}]}\n\n'),
+    "ollama": ("application/x-ndjson", b'{"message":{"role":"assistant","content":"Half an ans"}}\n'),
+}
+
+
+@pytest.mark.parametrize(("name", "route", "factory"), BACKENDS, ids=IDS)
+async def test_stream_closed_cleanly_before_completion_is_upstream_error(
+    name: str, route: str, factory: Callable[..., Oracle]
+) -> None:
+    """A stream that ends without its end marker (message_stop / [DONE] or finish_reason / done) is
+    reported, never returned as half an answer."""
+    import httpx2
+
+    content_type, body = _HALF_STREAMS[route]
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": content_type}, content=body)
+
+    base = "http://provider.invalid"
+    settings = load_settings(glm_api_key=KEY, glm_base_url=base, deepseek_api_key=KEY, deepseek_base_url=base,
+                             atlas_api_key=KEY, atlas_base_url=base, openrouter_api_key=KEY,
+                             openrouter_base_url=f"{base}/api/v1", ollama_base_url=base)
+    oracle = factory(settings, retry=FAST, transport=httpx2.MockTransport(answer))
+    with anyio.fail_after(5), pytest.raises(UpstreamError, match="stream ended before completion"):
+        await oracle.ask(_request(), EventSink())

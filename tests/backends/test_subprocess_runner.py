@@ -204,9 +204,3 @@ async def test_deadline_during_the_post_exit_drain_is_not_a_timeout(
     assert result.returncode == 0
     assert result.stdout == b"early late"
 
-
-def test_gate_slot_is_public() -> None:
-    """The per-binary gate is shared with the Agent SDK route under a public name."""
-    from ask_fable.backends import subprocess_runner
-
-    assert subprocess_runner.gate_slot is subprocess_runner._gate_slot

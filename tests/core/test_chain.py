@@ -124,3 +124,21 @@ async def test_bad_pipeline_is_bad_args() -> None:
     mctx, _ = make_mctx()
     with pytest.raises(BadArgs):
         await run_chain("Q?", "", "m3 > nope", mctx, resolver=FakeResolver())
+
+
+async def test_modes_leave_max_tokens_to_each_backend() -> None:
+    """Single, chain and debate requests carry no max_tokens: each backend applies its own default,
+    and OpenRouter/Atlas receive none unless a request sets it."""
+    from ask_fable.core.modes.debate import run_debate
+    from ask_fable.core.modes.single import run_single
+
+    resolver = _resolver("glm", "fable", "minimax", "opus")
+    mctx, _ = make_mctx(max_tokens=4321)
+    await run_single(resolver["glm"], "Q?", "", mctx)
+    await run_chain("Q?", "", ["glm", "fable"], mctx, resolver=resolver)
+    await run_debate("Q?", "", mctx, proposer="glm", opponent="minimax", adjudicator="opus",
+                     resolver=resolver)
+    tokens = ("glm", "fable", "minimax", "opus")
+    requests = [call.request for token in tokens for call in resolver[token].calls]
+    assert len(requests) >= 4
+    assert all(request.max_tokens is None for request in requests)

@@ -250,3 +250,41 @@ async def test_council_deadline_bounds_synthesis_and_falls_back_to_the_best_memb
     synth_request = resolver["fable"].calls[0].request
     assert synth_request.timeout <= 0.5 and synth_request.max_tokens is None
     assert resolver["opus"].calls == []
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("I'm Claude, and the lock is fine.", "I'm [model], and the lock is fine."),
+    ("As an OpenAI model, I would shard it.", "As [model], I would shard it."),
+    ("Gemini here. Shard the lock.", "[model] here. Shard the lock."),
+    ("As Claude, I recommend sharding.", "As [model], I recommend sharding."),
+    ("I am a large language model trained by Google.", "I am a large language model trained by [lab]."),
+    ("I am DeepSeek-V3, made by DeepSeek.", "I am [model], made by [lab]."),
+    ("This is Grok. Use a lock.", "This is [model]. Use a lock."),
+    ("As a Moonshot AI assistant I disagree.", "As [model] I disagree."),
+    ("I was built by Zhipu AI to help.", "I was built by [lab] to help."),
+])
+def test_scrubbing_removes_self_identification(text: str, expected: str) -> None:
+    from ask_fable.core.modes.council import scrub_names
+
+    assert scrub_names(text, []) == expected
+
+
+def test_scrubbing_keeps_ordinary_lab_and_product_mentions() -> None:
+    from ask_fable.core.modes.council import scrub_names
+
+    text = ("Call the OpenAI API; as Google recommends, back off. Claude Code reads ~/.claude. Use Gemini "
+            "here and GPT-4 there. Anthropic's x-api-key header. DeepSeek pricing is low. This is Google's "
+            "approach, as GPT-4 does too. BERT was developed by Google; xAI, MiniMax and Zhipu ship models.")
+    assert scrub_names(text, []) == text
+
+
+async def test_synthesizer_never_sees_a_members_self_identification() -> None:
+    resolver = _panel(("minimax", None), ("glm", None))
+    resolver["minimax"].enqueue("I'm MiniMax-M3, made by MiniMax. Use the OpenAI API.",
+                                recommendation="apply")
+    resolver["glm"].enqueue("As a Zhipu AI model, I agree.", recommendation="apply")
+    mctx, _ = make_mctx()
+    await run_council("Q?", "", ["minimax", "glm"], mctx, resolver=resolver)
+    prompt = resolver["fable"].calls[0].prompt
+    assert "I'm [model], made by [lab]. Use the OpenAI API." in prompt and "As [model], I agree." in prompt
+    assert "Zhipu" not in prompt and "MiniMax" not in prompt

@@ -124,7 +124,6 @@ def test_provider_council_tokens_and_ladders() -> None:
         "atlas:zai-org/glm-5.2", "atlas:xai/grok-4.6",
     ]
     assert provider_synth_ladder("atlas") == ["codex", "atlas:openai/gpt-5.6-sol", "fable"]
-    assert provider_synth_ladder("ollama") == ["codex", "ollama:gpt-oss:120b-cloud", "fable"]
     assert provider_synth_ladder("openrouter", "opus") == [
         "opus", "codex", "openrouter:openai/gpt-5.6-sol", "fable",
     ]
@@ -135,6 +134,20 @@ def test_family_is_inferred_from_provider_model_ids() -> None:
     assert tokens.family_of("atlas:openai/gpt-5.6-sol") == "openai"
     assert tokens.family_of("ollama:qwen3-coder:480b-cloud") == "qwen"
     assert tokens.family_of("openrouter:acme/mystery") == "unknown"
+    # bare provider ids too: the lab before the slash wins, then a name fragment
+    assert tokens.family_of("x-ai/grok-5") == "xai" and tokens.family_of("thudm/glm-4") == "zhipu"
+    assert tokens.family_of("qwen3-coder:480b-cloud") == "qwen"
+
+
+def test_one_family_of_and_one_claude_fallback_ladder() -> None:
+    from ask_fable.backends import http_oracles
+    from ask_fable.core.modes import chain, council, debate
+
+    assert http_oracles.family_of is tokens.family_of
+    assert tokens.CLAUDE_FALLBACKS == ("fable", "opus")
+    assert council.synth_ladder("glm") == ["glm", *tokens.CLAUDE_FALLBACKS]
+    for module in (chain, council, debate):
+        assert module.CLAUDE_FALLBACKS is tokens.CLAUDE_FALLBACKS
 
 
 def test_a_resolver_failure_becomes_an_unavailable_oracle() -> None:

@@ -251,3 +251,24 @@ async def test_openrouter_council_uses_the_configured_panel_and_gpt_adjudicator(
     assert result["answer"] == "Ruling by GPT."
     models = [r.json["model"] for r in fp.requests_for("openai")]
     assert sorted(models[:2]) == ["qwen/qwen3-coder", "z-ai/glm-5.2"] and models[2] == "openai/gpt-5.6-sol"
+
+
+async def test_openrouter_council_notes_the_built_in_panel_when_the_catalog_is_unreachable(
+    fake_provider: FakeProvider,  # noqa: F811
+) -> None:
+    fp = fake_provider
+    fp.set_json("GET", "/api/v1/models", {"error": "down"}, status=503)
+    fp.enqueue("openai", text=answer("Ruling by GPT.", "apply"), match="openai/gpt-5.6-sol")
+    settings = http_settings(fp, openrouter_api_key=KEY, openrouter_base_url=f"{fp.base_url}/api/v1")
+    result = await call("ask_openrouter_council", {"question": "Which index?"}, settings)
+    assert result["status"] == "ok", result
+    assert [s["token"] for s in result["sources"]] == [
+        "openrouter:deepseek/deepseek-v4-pro", "openrouter:z-ai/glm-5.2", "openrouter:qwen/qwen3-coder"]
+    assert "catalog could not be reached" in result["note"] and "built-in panel" in result["note"]
+
+
+async def test_configure_openrouter_effort_accepts_what_normalize_effort_accepts() -> None:
+    high = await call("configure_openrouter_council", {"models": ["a/b"], "effort": "High"}, {"hub": False})
+    assert high["openrouter_effort"] == "deep"
+    low = await call("configure_openrouter_council", {"models": ["a/b"], "effort": "low"}, {"hub": False})
+    assert low["openrouter_effort"] == "quick" and load_settings().openrouter_effort == "quick"

@@ -121,7 +121,7 @@ def test_client_killed_mid_call_ends_the_server_and_its_children(fakes: FakeCLIs
     )
     assert len(pids) == 3 * ROUNDS
     assert survivors == []
-    assert tracebacks == 0
+    assert tracebacks == 0, server_stderr.read_text(errors="replace")[-4000:]
 
 
 def test_cancelled_calls_leave_the_server_serving_and_no_orphans(fakes: FakeCLIs) -> None:

@@ -139,6 +139,7 @@ class AnthropicMessagesOracle(HttpOracle):
             elif kind == "message_stop":
                 finished = True
                 break
-        if not finished and not text:
-            raise UpstreamError(f"{self.label} stream ended before an answer")
+        if not finished:
+            # No message_stop: the connection dropped mid-answer; half an answer is no answer.
+            raise UpstreamError(f"{self.label} stream ended before completion")
         return self._reply("".join(text), "".join(thinking), usage, stop, effort)

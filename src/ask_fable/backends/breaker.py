@@ -71,31 +71,33 @@ class CircuitBreaker:
             circuit = self._circuits[key] = _Circuit(outcomes=deque(maxlen=self.window))
         return circuit
 
-    def before_call(self, key: str) -> None:
+    def before_call(self, key: str) -> bool:
         """Raise :class:`CircuitOpen` if ``key`` is shedding; otherwise let the call through.
 
-        After the cooldown exactly one caller at a time is let through as the half-open probe
-        (a probe that never reports back frees its slot after another cooldown).
+        After the cooldown exactly one caller at a time is let through as the half-open probe;
+        ``True`` tells that caller it is the probe. A probe whose outcome is not recorded (refused,
+        not configured, cancelled) must :meth:`release` its slot; one that never reports back at all
+        frees it after another cooldown.
         """
         if not self.enabled:
-            return
+            return False
         with self._lock:
             circuit = self._circuits.get(key)
             if circuit is None or circuit.state == CLOSED:
-                return
+                return False
             now = self._clock()
             if circuit.state == OPEN:
                 assert circuit.opened_at is not None
                 if now - circuit.opened_at >= self.cooldown:
                     circuit.state = HALF_OPEN
                     circuit.probe_started = now
-                    return
+                    return True
                 retry = self.cooldown - (now - circuit.opened_at)
             else:  # half-open: one probe in flight
                 started = circuit.probe_started
                 if started is None or now - started >= self.cooldown:
                     circuit.probe_started = now
-                    return
+                    return True
                 retry = self.cooldown - (now - started)
             samples = len(circuit.outcomes)
             failed = sum(circuit.outcomes)
@@ -129,6 +131,14 @@ class CircuitBreaker:
             if samples >= self.min_samples and sum(circuit.outcomes) / samples >= self.threshold:
                 circuit.state = OPEN
                 circuit.opened_at = self._clock()
+
+    def release(self, key: str) -> None:
+        """Free ``key``'s half-open probe slot without an outcome: the probe ended in a way that says
+        nothing about the backend's health, so the next caller may probe at once."""
+        with self._lock:
+            circuit = self._circuits.get(key)
+            if circuit is not None and circuit.state == HALF_OPEN:
+                circuit.probe_started = None
 
     def state(self, key: str) -> str:
         """``closed``, ``open`` or ``half_open`` for ``key``."""

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from ask_fable.backends.http_client import (
     RetryPolicy,
-    is_loopback,
     join_url,
     loads_object,
     send,
@@ -575,9 +574,9 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
     timeout = min(FETCH_TIMEOUT, settings.timeout)
     catalog_url = join_url(settings.ollama_catalog_url, "api/tags")
     local_url = join_url(settings.ollama_base_url, "api/tags")
-    local_headers: dict[str, str] = {}
-    if settings.ollama_api_key and not is_loopback(settings.ollama_base_url):
-        local_headers["authorization"] = f"Bearer {settings.ollama_api_key}"
+    from ask_fable.backends.ollama import ollama_headers
+
+    local_headers = ollama_headers(settings.ollama_base_url, settings.ollama_api_key)
     secrets = settings.secret_values()
     cloud, cloud_error = await _ollama_tags(catalog_url, "Ollama catalog", refresh, timeout, {}, transport,
                                             secrets)

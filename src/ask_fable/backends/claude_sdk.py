@@ -386,9 +386,15 @@ async def sdk_ask(settings: Settings, model: str, request: OracleRequest, sink: 
     collector = TurnCollector(model, sink, settings, tail)
     # Read to the natural end of the stream: the SDK's nested generators only close their CLI
     # when they finish (an early ``break`` would leave the process to the garbage collector).
+    from ask_fable.backends.subprocess_runner import gate_slot
+
     try:
-        async for message in query(prompt=request.prompt, options=options, transport=make_transport(options)):
-            await collector.feed(message)
+        # One slot of the per-binary "claude" gate, as the bridge takes; the caller's deadline
+        # encloses this, so time spent queued counts against the timeout.
+        async with gate_slot("claude", settings.cli_max_parallel):
+            transport = make_transport(options)
+            async for message in query(prompt=request.prompt, options=options, transport=transport):
+                await collector.feed(message)
     except Exception as exc:
         # After an error result the CLI exits non-zero on purpose; the result says why.
         if collector.result is None:

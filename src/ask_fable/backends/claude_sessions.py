@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,8 @@ class _Session:
     client: Any = None
     transport: Any = None
     tail: StderrTail | None = None
+    #: The ``stream_reasoning`` the open client was started with.
+    streaming: bool = False
     last_used: float = field(default_factory=time.monotonic)
     generation: int = 0
 
@@ -62,13 +65,24 @@ class _Session:
 
 
 class ClaudeSessions:
-    """The open multi-turn Claude conversations of one server process."""
+    """The open multi-turn Claude conversations of one server process.
 
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+    ``settings`` is a :class:`Settings` or a zero-argument callable returning the current one; it
+    is read at each turn, so runtime changes (``use_cli``, ``fable_model``, ``stream_reasoning``)
+    apply from the next turn on.
+    """
+
+    def __init__(self, settings: Settings | Callable[[], Settings]) -> None:
+        self._settings_source = settings
         self._sessions: dict[SessionKey, _Session] = {}
         self._timers: dict[SessionKey, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def settings(self) -> Settings:
+        """The current settings."""
+        source = self._settings_source
+        return source() if callable(source) else source
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -88,25 +102,32 @@ class ClaudeSessions:
         ``question`` is what the transcript records (default: the composed prompt). Raises the
         :mod:`ask_fable.errors` tree; a failed turn leaves the transcript as it was.
         """
-        plan = model_plan(self.settings, model_token)
+        settings = self.settings
+        plan = model_plan(settings, model_token)
         await self.close_idle()
         session = self._session(namespace, key)
         try:
             with anyio.fail_after(request.timeout):
-                async with session.lock:
-                    if reset:
-                        self._cancel_timer((namespace, key))
-                        await self._close_client(session)
-                        session.forget()
-                    reply = await self._turn(session, plan, request, sink)
-                    session.turns.append({
-                        "question": request.prompt if question is None else question,
-                        "answer": reply.text,
-                        "thinking": reply.thinking,
-                        "model": reply.model,
-                        "ts": datetime.now(UTC).isoformat(timespec="seconds"),
-                    })
-                    self._touch(session)
+                while True:
+                    async with session.lock:
+                        if self._sessions.get((namespace, key)) is not session:
+                            # A reset dropped this session while we waited: use the current one.
+                            session = self._session(namespace, key)
+                            continue
+                        if reset:
+                            self._cancel_timer((namespace, key))
+                            await self._close_client(session)
+                            session.forget()
+                        reply = await self._turn(session, plan, request, sink, settings)
+                        session.turns.append({
+                            "question": request.prompt if question is None else question,
+                            "answer": reply.text,
+                            "thinking": reply.thinking,
+                            "model": reply.model,
+                            "ts": datetime.now(UTC).isoformat(timespec="seconds"),
+                        })
+                        self._touch(session)
+                        break
         except TimeoutError as exc:
             model = session.model or plan.first
             raise OracleTimeout(f"{model} did not answer within {request.timeout:g}s") from exc
@@ -188,42 +209,49 @@ class ClaudeSessions:
         return found
 
     async def _turn(
-        self, session: _Session, plan: ModelPlan, request: OracleRequest, sink: EventSink
+        self, session: _Session, plan: ModelPlan, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
         # A conversation stays on the model that answered its first turn.
         if session.model:
             plan = ModelPlan(plan.token, (session.model,), plan.pinned_by or "the conversation")
 
         async def attempt(model: str) -> Reply:
-            if self.settings.use_cli:
-                reply = await self._cli_turn(session, model, request)
+            if settings.use_cli:
+                await self._close_client(session)  # switched to the bridge: no warm SDK client stays
+                reply = await self._cli_turn(session, model, request, settings)
             else:
                 from ask_fable.backends.claude_sdk import SdkStartError
 
                 try:
-                    reply = await self._sdk_turn(session, model, request, sink)
+                    reply = await self._sdk_turn(session, model, request, sink, settings)
                 except SdkStartError as exc:
                     first_line = exc.detail.splitlines()[0]
                     await sink.note(f"Agent SDK could not start ({first_line}); using the claude CLI")
-                    reply = await self._cli_turn(session, model, request)
+                    reply = await self._cli_turn(session, model, request, settings)
             session.model = model
             return reply
 
         return await run_ladder(plan, attempt, sink)
 
     async def _sdk_turn(
-        self, session: _Session, model: str, request: OracleRequest, sink: EventSink
+        self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
         from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
+        from ask_fable.backends.subprocess_runner import gate_slot
 
-        if session.client is None:
-            await self._open(session, model, request.system)
-        assert session.tail is not None
-        collector = TurnCollector(model, sink, self.settings, session.tail)
+        if session.client is not None and session.streaming != settings.stream_reasoning:
+            await self._close_client(session)  # reopened below with the current streaming option
         try:
-            await session.client.query(request.prompt)
-            async for message in session.client.receive_response():
-                await collector.feed(message)
+            # One slot of the per-binary "claude" gate per turn, as the bridge takes; queueing counts
+            # against the turn's deadline.
+            async with gate_slot("claude", settings.cli_max_parallel):
+                if session.client is None:
+                    await self._open(session, model, request.system, settings)
+                assert session.tail is not None
+                collector = TurnCollector(model, sink, settings, session.tail)
+                await session.client.query(request.prompt)
+                async for message in session.client.receive_response():
+                    await collector.feed(message)
             reply = collector.reply()
         except BaseException as exc:
             await self._close_client(session)
@@ -234,7 +262,7 @@ class ClaudeSessions:
         session.last_uuid = collector.last_uuid or session.last_uuid
         return reply
 
-    async def _open(self, session: _Session, model: str, system: str) -> None:
+    async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
         from claude_agent_sdk import ClaudeSDKClient
 
         from ask_fable.backends.claude_sdk import (
@@ -244,10 +272,10 @@ class ClaudeSessions:
             resolve_cli_path,
         )
 
-        cli = await resolve_cli_path(self.settings)
-        tail = StderrTail(self.settings)
+        cli = await resolve_cli_path(settings)
+        tail = StderrTail(settings)
         options = build_options(
-            self.settings, model=model, system=system, cli_path=cli, stderr=tail, persist=True,
+            settings, model=model, system=system, cli_path=cli, stderr=tail, persist=True,
             resume=session.session_id, resume_at=session.last_uuid,
         )
         transport = make_transport(options)
@@ -257,11 +285,14 @@ class ClaudeSessions:
         except Exception as exc:
             raise map_sdk_error(exc, model, tail, started=False) from exc
         session.client, session.transport, session.tail = client, transport, tail
+        session.streaming = settings.stream_reasoning
 
-    async def _cli_turn(self, session: _Session, model: str, request: OracleRequest) -> Reply:
+    async def _cli_turn(
+        self, session: _Session, model: str, request: OracleRequest, settings: Settings
+    ) -> Reply:
         from ask_fable.backends.claude_cli import cli_ask
 
-        reply = await cli_ask(self.settings, model, request, resume=session.session_id, persist=True)
+        reply = await cli_ask(settings, model, request, resume=session.session_id, persist=True)
         session.session_id = reply.session_id or session.session_id
         return reply
 

@@ -88,7 +88,11 @@ def join_url(base: str, path: str) -> str:
 
 def versioned_url(base: str, path: str) -> str:
     """``{base}/v1/{path}``, or ``{base}/{path}`` when ``base`` already ends in a version (``/api/v1``)."""
-    last = urlsplit(base).path.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        last = urlsplit(base).path.rstrip("/").rsplit("/", 1)[-1]
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+        raise NotConfigured(f"invalid base URL {base!r} ({exc})",
+                            hint="set the provider's base URL to an http:// or https:// address") from exc
     if len(last) >= 2 and last[0] == "v" and last[1:].isdigit():
         return join_url(base, path)
     return join_url(base, "v1/" + path.lstrip("/"))
@@ -96,7 +100,10 @@ def versioned_url(base: str, path: str) -> str:
 
 def is_loopback(url: str) -> bool:
     """True when ``url`` points at this machine (a local daemon needs no key)."""
-    host = (urlsplit(url).hostname or "").strip("[]").lower()
+    try:
+        host = (urlsplit(url).hostname or "").strip("[]").lower()
+    except ValueError:
+        return False
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -349,6 +356,12 @@ async def _send_with_retries(
                     if not _is_retryable(status):
                         raise UpstreamError(failure)
                     wait = retry_after_seconds(response.headers.get("retry-after"))
+            except (httpx2.InvalidURL, httpx2.UnsupportedProtocol) as exc:
+                # A malformed base URL never gets better on retry: it is configuration.
+                raise NotConfigured(
+                    scrub(f"invalid base URL for {label}: {url!r} ({exc})", secrets),
+                    hint=f"set {label}'s base URL to an http:// or https:// address",
+                ) from exc
             except httpx2.TimeoutException as exc:
                 if not isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
                     raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc

@@ -48,7 +48,10 @@ class OllamaOracle(HttpOracle):
         """``ollama.com`` needs ``ASK_FABLE_OLLAMA_API_KEY``; the local daemon needs nothing."""
         from urllib.parse import urlsplit
 
-        host = (urlsplit(self.base_url).hostname or "").lower()
+        try:
+            host = (urlsplit(self.base_url).hostname or "").lower()
+        except ValueError:  # a malformed base URL is reported when the call is made
+            host = ""
         if not self.api_key and (host == "ollama.com" or host.endswith(".ollama.com")):
             from ask_fable.errors import NotConfigured
 
@@ -107,6 +110,9 @@ class OllamaOracle(HttpOracle):
             if obj.get("done"):
                 final = obj
                 break
+        if not final:
+            # No done line: the connection dropped mid-answer.
+            raise UpstreamError(f"{self.label} stream ended before completion")
         return self._reply("".join(text), "".join(thinking), final, effort)
 
     def _finish(self, obj: dict[str, Any], effort: str | None) -> Reply:

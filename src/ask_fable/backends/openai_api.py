@@ -119,8 +119,10 @@ class OpenAIChatOracle(HttpOracle):
         thinking: list[str] = []
         usage: Any = None
         finish: str | None = None
+        done = False
         async for _event, data in iter_sse(response):
             if data.strip() == "[DONE]":
+                done = True
                 break
             obj = loads_object(data, self.label, self.secrets)
             if obj.get("error"):
@@ -140,6 +142,9 @@ class OpenAIChatOracle(HttpOracle):
                     thinking.append(reasoning)
                     await sink.reasoning(reasoning)
                 finish = choice.get("finish_reason") or finish
+        if not done and finish is None:
+            # Neither [DONE] nor a finish_reason: the connection dropped mid-answer.
+            raise UpstreamError(f"{self.label} stream ended before completion")
         return self._reply("".join(text), "".join(thinking), usage, finish, wire)
 
 

@@ -121,8 +121,6 @@ async def gate_slot(gate: str, limit: int) -> AsyncIterator[None]:
         yield
 
 
-_gate_slot = gate_slot
-
 
 # --- bounded pipe reading -------------------------------------------------------------------
 
@@ -319,3 +317,6 @@ async def _close(process: anyio.abc.Process) -> None:
         if stream is not None:
             with contextlib.suppress(Exception):
                 await stream.aclose()
+    # Also release the event loop's transport now, not at garbage collection after the loop is gone.
+    with contextlib.suppress(Exception), anyio.move_on_after(2):
+        await process.aclose()

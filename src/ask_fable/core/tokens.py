@@ -85,7 +85,6 @@ _FAMILY_HINTS: tuple[tuple[str, str], ...] = (
 #: The Claude ladder every council, chain and debate falls back on for its final voice.
 CLAUDE_FALLBACKS: tuple[str, ...] = ("fable", "opus")
 
-OLLAMA_GPT_MODEL = "gpt-oss:120b-cloud"
 PROVIDER_GPT_MODEL = "openai/gpt-5.6-sol"
 
 
@@ -273,10 +272,9 @@ def provider_council_tokens(provider: str, models: Sequence[str]) -> list[str]:
 
 
 def provider_synth_ladder(provider: str, requested: str | None = None) -> list[str]:
-    """The adjudicator ladder of a provider council: the requested one first, then the local
-    ``codex`` CLI → the provider's own GPT model → ``fable``."""
-    gpt = OLLAMA_GPT_MODEL if provider == "ollama" else PROVIDER_GPT_MODEL
-    ladder = ["codex", f"{provider}:{gpt}", "fable"]
+    """The adjudicator ladder of an Atlas or OpenRouter council: the requested one first, then the
+    local ``codex`` CLI → the provider's own GPT model → ``fable``."""
+    ladder = ["codex", f"{provider}:{PROVIDER_GPT_MODEL}", "fable"]
     if requested:
         ladder.insert(0, normalize_synthesizer(requested, provider))
     return dedupe(ladder)

@@ -24,6 +24,8 @@ from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
 from ask_fable.stores.redact import redact
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
+#: Failure kinds that say nothing about a backend's health, so the breaker ignores them.
+_NOT_HEALTH = frozenset({"not_configured", "binary_missing", "circuit_open", "context_too_large", "bad_args"})
 
 
 @dataclass
@@ -130,53 +132,29 @@ class ModeContext:
     ) -> MemberOutcome:
         """Ask one oracle under the breaker and its own deadline; never raises for its failure."""
         outcome = MemberOutcome(oracle.token, oracle.model, oracle.provider, "ok", role=role)
-        started = time.monotonic()
         self.trace.event(
             "provider.start", token=oracle.token, provider=oracle.provider, model=oracle.model, role=role
         )
         self.console.line(self.trace.trace_id, f"asking {oracle.token} ({oracle.model})…", dim=True)
+        started = time.monotonic()
         try:
             oracle.ensure_available()
+            probe = False
             if self.breaker is not None and self.settings.circuit_breaker:
-                self.breaker.before_call(oracle.breaker_key)
-            # A grace second over the request's own timeout: the backend should give up first
-            # and say why; this bound only catches a backend that swallowed its own deadline.
-            with anyio.fail_after(request.timeout + 1.0):
-                reply = await oracle.ask(request, self.sink_for(oracle))
-            if not reply.text.strip():
-                raise UpstreamError(f"{oracle.token} returned an empty answer")
-        except TimeoutError:
-            self._fail(outcome, OracleTimeout(f"{oracle.token} did not answer within {request.timeout:.0f}s"))
-        except AskFableError as exc:
+                probe = bool(self.breaker.before_call(oracle.breaker_key))
+        except AskFableError as exc:  # a config state or an open circuit: nothing was asked
             self._fail(outcome, exc)
-        except Exception as exc:  # a backend bug degrades this member, never the whole mode
-            import traceback
-
-            details = redact(traceback.format_exc(), self.settings)
-            self.console.line(self.trace.trace_id, f"{oracle.token} crashed:\n{details}")
-            self._fail(outcome, UpstreamError(f"{oracle.token} failed unexpectedly ({type(exc).__name__})"))
         else:
-            outcome.reply = reply
-            outcome.model = reply.model or oracle.model
-            answer, sidecar = parse_sidecar(reply.text)
-            outcome.answer, outcome.sidecar = answer, sidecar
-            refused = refusal_reason(answer)
-            if refused:
-                outcome.status, outcome.kind, outcome.detail = "refused", "model_refused", refused
-            else:
-                self._record_breaker(oracle, ok=True)
-            if reply.thinking and not self.settings.stream_reasoning:
-                self.console.reasoning(self.trace.trace_id, oracle.token, reply.thinking)
-        finally:
-            outcome.elapsed_ms = int((time.monotonic() - started) * 1000)
-        if outcome.status not in ("ok", "refused") and outcome.kind not in (
-            "not_configured",
-            "binary_missing",
-            "circuit_open",
-            "context_too_large",
-            "bad_args",
-        ):
-            self._record_breaker(oracle, ok=False)
+            settled = False
+            try:
+                await self._ask(oracle, request, outcome)
+                settled = self._settle_breaker(oracle, outcome)
+            finally:
+                if probe and not settled and self.breaker is not None:
+                    # A half-open probe that proved nothing (a refusal, a cancelled call) frees
+                    # its slot so the next call can probe.
+                    self.breaker.release(oracle.breaker_key)
+        outcome.elapsed_ms = int((time.monotonic() - started) * 1000)
         self.trace.event(
             "provider.end",
             token=oracle.token,
@@ -197,15 +175,58 @@ class ModeContext:
         self.members.append(outcome)
         return outcome
 
+    async def _ask(self, oracle: Oracle, request: OracleRequest, outcome: MemberOutcome) -> None:
+        """Ask once within the deadline and fill ``outcome``; a failure becomes its status."""
+        try:
+            # A grace second over the request's own timeout: the backend should give up first
+            # and say why; this bound only catches a backend that swallowed its own deadline.
+            with anyio.fail_after(request.timeout + 1.0):
+                reply = await oracle.ask(request, self.sink_for(oracle))
+            if not reply.text.strip():
+                raise UpstreamError(f"{oracle.token} returned an empty answer")
+        except TimeoutError:
+            self._fail(outcome, OracleTimeout(f"{oracle.token} did not answer within {request.timeout:.0f}s"))
+        except AskFableError as exc:
+            self._fail(outcome, exc)
+        except Exception as exc:  # a backend bug degrades this member, never the whole mode
+            import traceback
+
+            self.console.line(
+                self.trace.trace_id,
+                f"{oracle.token} crashed:\n{redact(traceback.format_exc(), self.settings)}",
+            )
+            self._fail(outcome, UpstreamError(f"{oracle.token} failed unexpectedly ({type(exc).__name__})"))
+        else:
+            outcome.reply = reply
+            outcome.model = reply.model or oracle.model
+            outcome.answer, outcome.sidecar = parse_sidecar(reply.text)
+            refused = refusal_reason(outcome.answer)
+            if refused:
+                outcome.status, outcome.kind, outcome.detail = "refused", "model_refused", refused
+            if reply.thinking and not self.settings.stream_reasoning:
+                self.console.reasoning(self.trace.trace_id, oracle.token, reply.thinking)
+
     def _fail(self, outcome: MemberOutcome, exc: AskFableError) -> None:
         config_states = {"not_configured", "binary_missing", "circuit_open"}
         outcome.status = exc.kind if exc.kind in config_states | {"timeout"} else "error"
         outcome.kind = exc.kind
         outcome.detail = exc.detail
 
-    def _record_breaker(self, oracle: Oracle, *, ok: bool) -> None:
-        if self.breaker is not None and self.settings.circuit_breaker:
-            self.breaker.record(oracle.breaker_key, ok)
+    def _settle_breaker(self, oracle: Oracle, outcome: MemberOutcome) -> bool:
+        """Record an outcome that says something about the backend's health; True when recorded.
+
+        Refusals and config states (not configured, binary missing, context too large) never
+        count: the backend did nothing wrong.
+        """
+        if self.breaker is None or not self.settings.circuit_breaker:
+            return False
+        if outcome.status == "ok":
+            self.breaker.record(oracle.breaker_key, True)
+            return True
+        if outcome.status != "refused" and outcome.kind not in _NOT_HEALTH:
+            self.breaker.record(oracle.breaker_key, False)
+            return True
+        return False
 
 
 def outcome_error(outcome: MemberOutcome) -> AskFableError:

@@ -53,10 +53,43 @@ def expert_label(index: int) -> str:
     return f"Expert {label}"
 
 
+_PRODUCTS = r"(?:Claude|ChatGPT|GPT|Gemini|Grok|Kimi|DeepSeek|MiniMax|ChatGLM|GLM|Codex|Qwen)"
+_LABS = (r"(?:Anthropic|OpenAI|Google(?:\s+DeepMind)?|DeepMind|DeepSeek|Moonshot(?:\s+AI)?|xAI|MiniMax"
+         r"|Zhipu(?:\s+AI)?|Z\.ai)")
+_MODEL_WORD = r"(?:model|AI|assistant|LLM|large language model|language model|system|chatbot)"
+#: A model naming itself or its maker; ordinary technical mentions ("the OpenAI API", "as Google
+#: recommends", "Claude Code") do not match.
+_SELF_ID: tuple[tuple[re.Pattern[str], str], ...] = (
+    # "As an OpenAI model", "I am a Google AI", "I'm an Anthropic assistant"
+    (re.compile(rf"\b(as|i am|i'm|speaking as)\s+(?:an?\s+)?(?:{_LABS}|{_PRODUCTS})[\w.\-]*"
+                rf"(?:-based)?\s+{_MODEL_WORD}\b", re.I), r"\1 [model]"),
+    # "I'm Claude", "I am ChatGPT"
+    (re.compile(rf"\b(i am|i'm)\s+(?:an?\s+)?{_PRODUCTS}[\w.\-]*", re.I), r"\1 [model]"),
+    # "As Claude, I …", "As Gemini I suggest …", "This is Grok."
+    (re.compile(rf"\b(as|speaking as|this is)\s+{_PRODUCTS}[\w.\-]*(?=\s*[,.!;:]|\s+(?:I|here|speaking)\b)",
+                re.I), r"\1 [model]"),
+    # "Gemini here." opening a sentence
+    (re.compile(rf"(^|[.!?]\s+|\n\s*){_PRODUCTS}[\w.\-]*\s+here\b(?=\s*[,.!:;\-—]|\s*$)", re.I | re.M),
+     r"\1[model] here"),
+    # "I was made by Anthropic", "I am a model trained by Google DeepMind" (not "BERT was made by Google")
+    (re.compile(rf"(\b(?:I was|I am|I'm|I've been)\b[^.!?\n]{{0,80}}?"
+                rf"\b(?:made|created|trained|developed|built|designed)\s+by\s+){_LABS}", re.I), r"\1[lab]"),
+)
+
+
+def scrub_self_identification(text: str) -> str:
+    """Remove a model's self-identification (its own name or its lab's) from ``text``."""
+    for pattern, replacement in _SELF_ID:
+        text = pattern.sub(replacement, text)
+    return text
+
+
 def scrub_names(text: str, names: Sequence[str]) -> str:
     """Hide what would reveal an expert's identity: model ids become ``[model]`` wherever they appear;
     plain tokens (``gemini``, ``codex``…) only where the model names itself (``As Gemini, …``), so an
-    answer about the Gemini API keeps its meaning."""
+    answer about the Gemini API keeps its meaning. Self-identification by product or lab ("I'm
+    Claude", "As an OpenAI model", "trained by Google") is removed too."""
+    text = scrub_self_identification(text)
     for name in sorted({n for n in names if n and len(n) >= 3}, key=len, reverse=True):
         escaped = re.escape(name)
         if name.lower() in ALIASES:

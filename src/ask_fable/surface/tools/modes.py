@@ -123,7 +123,9 @@ class ConfigureOpenRouterArgs(_Args):
 
     models: list[str] = Field(description="OpenRouter model ids (an 'openrouter:' prefix is optional).")
     synthesizer: str | None = Field(None, description="Adjudicator token (bare ids get 'openrouter:').")
-    effort: str | None = Field(None, description="Default effort for the panel: quick, standard or deep.")
+    effort: str | None = Field(
+        None, description="Default panel effort: quick, standard or deep (low, medium, high accepted)."
+    )
 
 
 class ConfigureResult(DataResult):
@@ -215,18 +217,24 @@ async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dic
     return await _council(ctx, "ask_ollama_council", args, members, None)
 
 
-async def _featured(provider: str, ctx: ToolContext) -> list[str]:
-    """Three provider-diverse catalog models, or a fixed panel when the catalog is unreachable."""
+async def _featured(provider: str, ctx: ToolContext) -> tuple[list[str], str | None]:
+    """Three provider-diverse catalog models, or a fixed panel when the catalog is unreachable;
+    with a note saying so in the latter case."""
     from ask_fable.backends import catalogs
     from ask_fable.errors import AskFableError
 
     listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
     try:
         result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT)
-    except AskFableError:
-        return list(FALLBACK_PANELS[provider])
-    ids = [m["id"] for m in result.get("models", [])][:FEATURED_COUNT]
-    return ids or list(FALLBACK_PANELS[provider])
+    except AskFableError as exc:
+        why = f"the {provider} model catalog could not be reached ({exc.kind})"
+    else:
+        ids = [m["id"] for m in result.get("models", [])][:FEATURED_COUNT]
+        if ids:
+            return ids, None
+        why = f"the {provider} model catalog listed no models"
+    panel = list(FALLBACK_PANELS[provider])
+    return panel, f"{why}; used the built-in panel {', '.join(panel)}"
 
 
 async def _adjudicated(
@@ -235,10 +243,15 @@ async def _adjudicated(
 ) -> dict[str, Any]:
     from ask_fable.core.tokens import provider_council_tokens, provider_synth_ladder
 
-    models = args.models or configured or await _featured(provider, ctx)
+    models, note = args.models or configured, None
+    if not models:
+        models, note = await _featured(provider, ctx)
     members = provider_council_tokens(provider, models)
     ladder = provider_synth_ladder(provider, args.synthesizer or configured_synth)
-    return await _council(ctx, tool, args, members, ladder, effort=effort)
+    result = await _council(ctx, tool, args, members, ladder, effort=effort)
+    if note and result.get("status") != "error":
+        result["note"] = f"{result['note']}; {note}" if result.get("note") else note
+    return result
 
 
 async def ask_atlas_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -297,8 +310,8 @@ async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) ->
 
 async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolContext) -> dict[str, Any]:
     """Persist the OpenRouter council, its adjudicator and effort."""
+    from ask_fable.backends.http_client import normalize_effort
     from ask_fable.core.tokens import dedupe, normalize_openrouter_model, normalize_synthesizer
-    from ask_fable.errors import BadArgs
 
     _models_or_bad_args(args.models, "OpenRouter")
     updates: dict[str, Any] = {
@@ -306,10 +319,8 @@ async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolC
     }
     if args.synthesizer:
         updates["openrouter_synthesizer"] = normalize_synthesizer(args.synthesizer, "openrouter")
-    if args.effort:
-        effort = args.effort.strip().lower()
-        if effort not in ("quick", "standard", "deep"):
-            raise BadArgs(f"effort must be quick, standard or deep, not {args.effort!r}")
+    effort = normalize_effort(args.effort)  # quick/standard/deep, or low/medium/high
+    if effort:
         updates["openrouter_effort"] = effort
     return _persist(updates)
 
