@@ -302,6 +302,9 @@ class Settings(BaseSettings):
     trace_path: Path | None = Field(None, description="SQLite trace index (default: <state>/traces.db).")
     trace_dir: Path | None = Field(None, description="Full-mode trace bundles (default: <state>/traces).")
     trace_max_content_bytes: int = Field(104_857_600, gt=0, description="Content captured per trace bundle.")
+    trace_max_rows: int = Field(
+        100_000, ge=0, description="Traces kept, oldest swept first with their bundles (0: all)."
+    )
     trace_max_event_bytes: int = Field(1_048_576, gt=0, description="Largest trace event line read back.")
     trace_query_max_events: int = Field(100_000, gt=0, description="Events one trace query may scan.")
     trace_query_max_bytes: int = Field(52_428_800, gt=0, description="Bytes one trace query may scan.")

@@ -190,3 +190,30 @@ def test_oversized_lines_are_skipped_when_reading() -> None:
     small = json.dumps({"type": "item", "field": "question", "value": "fine"})
     path.write_text(f"{huge}\n{small}\nnot json\n")
     assert store.bundle_excerpt(trace_id, 1000) == "## question\nfine\n"
+
+
+def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ask_fable.stores import traces as traces_module
+
+    monkeypatch.setattr(traces_module, "SWEEP_EVERY", 1)
+    store = TraceStore(load_settings(trace_mode="full", trace_max_rows=10))
+    ids = []
+    for i in range(15):
+        trace = _trace(i)
+        store.record(trace)
+        store.write_bundle(trace["trace_id"], {"question": f"q{i}"})
+        ids.append(trace["trace_id"])
+    kept = {t["trace_id"] for t in store.list(limit=200)}
+    assert len(kept) <= 10 and ids[-1] in kept and ids[0] not in kept
+    assert not store.bundle_path(ids[0]).exists() and store.bundle_path(ids[-1]).exists()
+    assert store.get(ids[0]) is None
+
+
+def test_a_zero_cap_keeps_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ask_fable.stores import traces as traces_module
+
+    monkeypatch.setattr(traces_module, "SWEEP_EVERY", 1)
+    store = TraceStore(load_settings(trace_max_rows=0))
+    for i in range(12):
+        store.record(_trace(i))
+    assert len(store.list(limit=200)) == 12

@@ -8,6 +8,7 @@ records whether the size cap truncated anything. Every string is redacted before
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import secrets as _random
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database
 from ask_fable.stores.files import atomic_write_bytes
 from ask_fable.stores.redact import redact, redact_obj, secret_list
@@ -52,7 +54,12 @@ MIGRATIONS = [
         PRIMARY KEY (trace_id, seq)
     ) WITHOUT ROWID;
     """,
+    """
+    CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
 ]
+#: Every this many recorded traces, the oldest beyond ``trace_max_rows`` are swept with their bundles.
+SWEEP_EVERY = 100
 
 SCHEMA_VERSION = 2
 _ID_RE = re.compile(r"[A-Za-z0-9_\-]{1,80}")
@@ -126,6 +133,34 @@ class TraceStore:
                 "INSERT INTO trace_events (trace_id, seq, t_ms, name, attrs) VALUES (?,?,?,?,?)",
                 event_rows,
             )
+            swept = self._sweep(conn) if bump_write_counter(conn) % SWEEP_EVERY == 0 else []
+        self._drop_bundles(swept)
+
+    def _sweep(self, conn: Any) -> list[str]:
+        """Delete the oldest traces beyond ``trace_max_rows`` (down to 90% of it); their ids."""
+        cap = int(getattr(self.settings, "trace_max_rows", 0) or 0)
+        if cap <= 0:
+            return []
+        count = int(conn.execute("SELECT count(*) FROM traces").fetchone()[0])
+        if count <= cap:
+            return []
+        doomed = [row[0] for row in conn.execute(
+            "SELECT trace_id FROM traces ORDER BY ts, trace_id LIMIT ?", (count - int(cap * 0.9),)
+        )]
+        conn.executemany("DELETE FROM traces WHERE trace_id = ?", [(t,) for t in doomed])
+        return doomed
+
+    def sweep(self) -> int:
+        """Apply the ``trace_max_rows`` cap now; returns how many traces were deleted."""
+        with self.db.write() as conn:
+            swept = self._sweep(conn)
+        self._drop_bundles(swept)
+        return len(swept)
+
+    def _drop_bundles(self, trace_ids: list[str]) -> None:
+        for trace_id in trace_ids:
+            with contextlib.suppress(OSError):
+                self.bundle_path(trace_id).unlink(missing_ok=True)
 
     # --- reading ------------------------------------------------------------------------------
     def list(

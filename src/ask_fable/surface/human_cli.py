@@ -58,6 +58,13 @@ class Param:
         return f"--arg-{name}" if self.field in RESERVED_FLAGS else f"--{name}"
 
 
+#: Multi-turn tools from a shell: every command is a fresh process with no open conversations.
+ONE_SHOT_NOTE = (
+    " (From the command line each command runs in a new process, so a session does not carry over "
+    "to the next command; follow-ups need the MCP server.)"
+)
+
+
 def command_paths(specs: Sequence[ToolSpec]) -> dict[str, tuple[str, ...]]:
     """Tool name → command words (``("council",)``, ``("trace", "list")``)."""
     first_words: dict[str, int] = {}
@@ -188,15 +195,18 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
         if path[0] in reserved:
             path = (spec.name,)
         summary = _summary(spec.description or spec.name)
+        description = spec.description
+        if "reset" in spec.args.model_fields or spec.name == "reset_session":
+            description += ONE_SHOT_NOTE
         if len(path) == 1:
-            parser = subparsers.add_parser(path[0], help=summary, description=spec.description)
+            parser = subparsers.add_parser(path[0], help=summary, description=description)
         else:
             group = groups.get(path[0])
             if group is None:
                 group_parser = subparsers.add_parser(path[0], help=f"{path[0]} tools")
                 group = group_parser.add_subparsers(dest="tool_sub", metavar="ACTION", required=True)
                 groups[path[0]] = group
-            parser = group.add_parser(path[1], help=summary, description=spec.description)
+            parser = group.add_parser(path[1], help=summary, description=description)
         for param in tool_params(spec):
             _add_param(parser, param)
         parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
