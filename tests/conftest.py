@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,3 +40,12 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
 def anyio_backend() -> str:
     """Run anyio tests on asyncio only (the Agent SDK and subprocess code target asyncio)."""
     return "asyncio"
+
+
+@pytest.fixture
+def fp() -> Iterator[Any]:
+    """The loopback fake model provider, started for one test and stopped after it."""
+    from tests.fakes.fake_provider import FakeProvider
+
+    with FakeProvider() as fake:
+        yield fake

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
@@ -15,11 +13,6 @@ from tests.fakes.fake_provider import FakeProvider
 GLM_KEY = "glm-PLANTED-key-4242424242"
 DEEPSEEK_KEY = "ds-PLANTED-key-7373737373"
 
-
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
 
 
 def _settings(fp: FakeProvider, **extra: object) -> Settings:

@@ -42,11 +42,6 @@ def _fresh_catalogs() -> Iterator[None]:
     catalogs.clear_cache()
 
 
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
-
 
 def _settings(fp: FakeProvider) -> Settings:
     return load_settings(glm_api_key=KEY, glm_base_url=fp.base_url, deepseek_api_key=KEY,

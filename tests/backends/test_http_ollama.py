@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx2
 import pytest
 
@@ -15,11 +13,6 @@ from tests.fakes.fake_provider import FakeProvider
 
 OLLAMA_KEY = "ollama-PLANTED-key-8080808080"
 
-
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
 
 
 def _request(**extra: object) -> OracleRequest:

@@ -24,11 +24,6 @@ def _fresh_catalogs() -> Iterator[None]:
     catalogs.clear_cache()
 
 
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
-
 
 def _settings(fp: FakeProvider, **extra: object) -> Settings:
     values: dict[str, object] = {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,6 @@ from tests.fakes.fake_provider import FakeProvider
 
 KEY = TEST_KEY
 
-
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
 
 
 

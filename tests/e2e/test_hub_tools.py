@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,11 +15,6 @@ from tests.fakes.fake_provider import FakeProvider
 
 KEY = TEST_KEY
 
-
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
 
 
 

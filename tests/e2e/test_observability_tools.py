@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,6 @@ from tests.fakes.fake_provider import FakeProvider
 
 KEY = TEST_KEY
 
-
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
 
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +32,6 @@ NEEDLES = [CONFIGURED, OTHER, SHAPED]
 FRAGMENTS = ["plantedconfiguredkey", "plantedotherkey", "plantedshaped"]
 SIDECAR = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
 
-
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
 
 
 @pytest.fixture(autouse=True)

@@ -68,11 +68,6 @@ anyio.run(main)
 """
 
 
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
-
 
 def _env(fp: FakeProvider) -> dict[str, str]:
     return child_env(

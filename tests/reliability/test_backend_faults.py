@@ -36,11 +36,6 @@ def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     catalogs.clear_cache()
 
 
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
-
 
 # fault name → (reply specs for the glm model, expected kind, expected number of requests)
 FAULTS: dict[str, tuple[list[dict[str, Any]], str, int]] = {

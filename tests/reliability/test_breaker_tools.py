@@ -28,11 +28,6 @@ def _one_try(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     catalogs.clear_cache()
 
 
-@pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        yield fake
-
 
 def _glm_requests(fp: FakeProvider) -> int:
     return sum(1 for r in fp.requests_for("anthropic") if r.model == GLM_MODEL)
