@@ -68,7 +68,8 @@ def _add_keys(sub: Any) -> None:
 
 
 def _add_client_setup(sub: Any) -> None:
-    init = sub.add_parser("init", help="register ask-fable in a client's config file")
+    init = sub.add_parser("init", help="register ask-fable in a client's config file (merged into an "
+                          "existing entry: your env, headers and server options are kept)")
     init.add_argument("client", choices=CLIENT_CHOICES)
     config = sub.add_parser("config", help="print a client's config snippet instead of writing it")
     config.add_argument("client", nargs="?", choices=CLIENT_CHOICES)
@@ -80,8 +81,8 @@ def _add_client_setup(sub: Any) -> None:
         parser.add_argument("--key-env", default="ASK_FABLE_API_KEY",
                             help="environment variable the client reads the API key from (HTTP only)")
         parser.add_argument("--command", dest="server_command", metavar="CMD",
-                            help="command that starts the stdio server "
-                            "(default: ask-fable, or python -m ask_fable)")
+                            help="command that starts the stdio server (default: the absolute path of "
+                            "this ask-fable, or this Python with -m ask_fable)")
     init.add_argument("--config-path", metavar="PATH", help="write this file instead of the client's default")
 
 
@@ -253,46 +254,94 @@ def keys_command(args: argparse.Namespace) -> int:
 
 
 def _server_command(value: str | None) -> list[str] | None:
+    """``--command`` split as a shell would; an empty or unbalanced value is a usage error."""
     import shlex
 
-    return shlex.split(value) if value else None
+    from ask_fable.errors import BadArgs
+
+    if value is None:
+        return None
+    try:
+        argv = shlex.split(value)
+    except ValueError as exc:
+        raise BadArgs(f"--command {value!r} cannot be split into words ({exc})") from exc
+    if not argv:
+        raise BadArgs("--command is empty")
+    return argv
+
+
+def _setup_options(args: argparse.Namespace, client: str) -> dict[str, Any]:
+    """The ``init`` / ``config`` options for ``client``, checked (raises ``BadArgs``)."""
+    from ask_fable.surface.client_setup import check_options
+
+    check_options(client, args.name, args.http, args.key_env)
+    return {"name": args.name, "http_url": args.http, "command": _server_command(args.server_command),
+            "key_env": args.key_env}
+
+
+def _install_report(result: Any) -> list[str]:
+    """What ``init`` tells the user it did (an ``InstallResult``), one line each; field names only,
+    never values, except the kept server options, which pass through redaction."""
+    from ask_fable.stores.redact import redact
+
+    where = f"{result.path} (a link: wrote {result.target})" if result.target != result.path else str(
+        result.path)
+    if result.status == "unchanged":
+        return [f"unchanged: {result.name!r} in {where} is already up to date; nothing written"]
+    if result.status == "added":
+        lines = [f"added {result.name!r} to {where}"]
+    else:
+        merge = result.merge
+        kept = [*merge.kept]
+        if merge.kept_options:
+            kept.append("server options " + redact(" ".join(merge.kept_options)))
+        parts = [f"{verb} {', '.join(fields)}" for verb, fields in
+                 (("set", merge.changed), ("removed", merge.removed), ("kept your", kept)) if fields]
+        lines = [f"updated {result.name!r} in {where}: {'; '.join(parts)}"]
+    if result.backup:
+        lines.append(f"backup of the previous file: {result.backup}")
+    return lines
 
 
 def init_command(args: argparse.Namespace) -> int:
-    """``init <client>``: write the server entry into the client's config file."""
+    """``init <client>``: merge the server entry into the client's config file."""
     from pathlib import Path
 
     from ask_fable.errors import BadArgs
-    from ask_fable.surface.client_setup import install, native_command
+    from ask_fable.surface.client_setup import ConfigFileError, install, native_command
 
     try:
-        result = install(args.client, name=args.name, http_url=args.http,
-                         command=_server_command(args.server_command),
-                         path=Path(args.config_path) if args.config_path else None, key_env=args.key_env)
+        options = _setup_options(args, args.client)
     except BadArgs as exc:
+        return _fail(exc.detail)
+    try:
+        result = install(args.client, path=Path(args.config_path) if args.config_path else None, **options)
+    except ConfigFileError as exc:
         return _fail(exc.detail, 1)
-    verb = "replaced" if result.replaced else "added"
-    backup = f" (backup: {result.backup})" if result.backup else ""
-    print(f"{verb} {result.name!r} in {result.path}{backup}")
+    for line in _install_report(result):
+        print(line)
     if args.http:
-        print(f"the client reads the API key from ${args.key_env}: create one with "
-              "`ask-fable keys create --name NAME` and export it where the client starts")
-    hint = native_command(args.client, name=args.name, http_url=args.http,
-                          command=_server_command(args.server_command), key_env=args.key_env)
-    if hint:
+        print(f"the client reads the API key from the environment variable {args.key_env}: create one "
+              "with `ask-fable keys create --name NAME` and export it where the client starts")
+    hint = native_command(args.client, **options)
+    if hint and result.status == "added":
         print(f"(equivalent: {hint})")
-    print("restart the client to load the server")
+    if result.status != "unchanged":
+        print("restart the client to load the server")
     return 0
 
 
 def config_command(args: argparse.Namespace) -> int:
     """``config [client]``: print the snippet(s) to paste."""
+    from ask_fable.errors import BadArgs
     from ask_fable.surface.client_setup import CLIENTS, config_path, native_command, render_snippet
 
     clients = [args.client] if args.client else list(CLIENTS)
-    command = _server_command(args.server_command)
-    for index, client in enumerate(clients):
-        options = {"name": args.name, "http_url": args.http, "command": command, "key_env": args.key_env}
+    try:
+        every = [(client, _setup_options(args, client)) for client in clients]
+    except BadArgs as exc:
+        return _fail(exc.detail)
+    for index, (client, options) in enumerate(every):
         snippet = render_snippet(client, **options)
         if len(clients) > 1:
             if index:

@@ -13,10 +13,13 @@ opencode    ``~/.config/opencode/opencode.json``        ``mcp.<name>`` (``mcp.se
 codex       ``~/.codex/config.toml``                    ``[mcp_servers.<name>]``: command/args or url
 ==========  ==========================================  =========================================
 
-Writing keeps every other entry and every other setting, replaces only an entry of the same name,
-saves a timestamped backup of the previous file next to it, and replaces the file atomically.
-For HTTP entries the API key is never written: each client reads it from ``ASK_FABLE_API_KEY``
-(or ``--key-env``) through its own environment interpolation.
+Writing merges into an existing entry of the same name (:mod:`.client_merge`), keeps every other
+entry and setting, and goes through :mod:`.client_files` (links followed, backups, atomic replace).
+The stdio command is the absolute path of the running ``ask-fable``: a client started from a
+desktop launcher does not see the shell's PATH or an activated virtualenv. For HTTP entries the API
+key is never written: each client reads it from ``ASK_FABLE_API_KEY`` (or ``--key-env``) through
+its own interpolation (``${VAR}`` in Claude Code, ``${env:VAR}`` in Cursor and Windsurf,
+``{env:VAR}`` in opencode, ``bearer_token_env_var`` in Codex).
 """
 
 from __future__ import annotations
@@ -24,48 +27,69 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import sys
-import tomllib
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from ask_fable.errors import BadArgs
+from ask_fable.surface import client_files, client_toml
+from ask_fable.surface.client_files import ConfigFileError
+from ask_fable.surface.client_merge import EntryMerge, Status, merge_entry
 
 CLIENTS: tuple[str, ...] = ("claude", "cursor", "windsurf", "opencode", "codex")
 DEFAULT_NAME = "ask_fable"
 DEFAULT_KEY_ENV = "ASK_FABLE_API_KEY"
 _NAME = re.compile(r"[A-Za-z0-9_\-]+")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ATTEMPTS = 3
+
+__all__ = ["CLIENTS", "DEFAULT_KEY_ENV", "DEFAULT_NAME", "ConfigFileError", "InstallResult", "check_options",
+           "config_path", "default_command", "install", "native_command", "render_snippet", "server_entry"]
 
 
 @dataclass(frozen=True)
 class InstallResult:
-    """What ``install`` did."""
+    """What ``install`` did: the merge (status, fields set, removed and kept) and where it wrote."""
 
     client: str
     path: Path
+    target: Path
     name: str
-    created: bool
-    replaced: bool
+    merge: EntryMerge
     backup: Path | None
 
+    @property
+    def status(self) -> Status:
+        """``added``, ``updated`` or ``unchanged``."""
+        return self.merge.status
 
-def _check(client: str, name: str) -> None:
+
+def check_options(client: str, name: str, http_url: str | None = None,
+                  key_env: str = DEFAULT_KEY_ENV) -> None:
+    """Refuse an unknown client, a server name, URL or variable name a client could not use."""
     if client not in CLIENTS:
         raise BadArgs(f"unknown client {client!r}; known clients: {', '.join(CLIENTS)}")
     if not _NAME.fullmatch(name):
         raise BadArgs(f"server name {name!r} must use letters, digits, '_' or '-'")
+    if http_url is not None and not re.fullmatch(r"https?://[^\s/?#]+\S*", http_url):
+        raise BadArgs(f"--http {http_url!r} is not an http:// or https:// URL")
+    if not _ENV_NAME.fullmatch(key_env):
+        raise BadArgs(f"--key-env {key_env!r} is not an environment variable name")
 
 
 def default_command() -> list[str]:
-    """How a client should start the stdio server: the absolute path of ``ask-fable`` when it is on
-    PATH (editors started from a desktop launcher do not see the shell's PATH), else this Python."""
+    """How a client should start the stdio server: the absolute path of this install's ``ask-fable``
+    (next to this Python, else on PATH), else this Python with ``-m ask_fable``."""
+    beside = Path(sys.executable).with_name("ask-fable")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [os.path.abspath(beside)]
     found = shutil.which("ask-fable")
     if found:
         return [os.path.abspath(found)]
-    return [sys.executable, "-m", "ask_fable"]
+    return [os.path.abspath(sys.executable), "-m", "ask_fable"]
 
 
 def config_path(client: str) -> Path:
@@ -104,8 +128,6 @@ def server_entry(client: str, *, http_url: str | None = None, command: list[str]
     argv = list(command or default_command())
     if client == "claude":
         return {"type": "stdio", "command": argv[0], "args": argv[1:], "env": {}}
-    if client in ("cursor", "windsurf"):
-        return {"command": argv[0], "args": argv[1:]}
     if client == "opencode":
         return {"type": "local", "command": argv, "enabled": True}
     return {"command": argv[0], "args": argv[1:]}
@@ -113,17 +135,24 @@ def server_entry(client: str, *, http_url: str | None = None, command: list[str]
 
 def native_command(client: str, *, name: str = DEFAULT_NAME, http_url: str | None = None,
                    command: list[str] | None = None, key_env: str = DEFAULT_KEY_ENV) -> str | None:
-    """The client's own one-line registration command, where it has one."""
-    argv = " ".join(command or default_command())
+    """The client's own one-line registration command, where it has one, quoted for a POSIX shell.
+
+    The API key is named as the client expands it (``${VAR}`` for Claude Code) inside single quotes,
+    so the shell passes the reference through and the key never lands in the client's file.
+    """
+    argv = list(command or default_command())
     if client == "claude":
         if http_url:
-            return (f"claude mcp add --scope user --transport http {name} {http_url} "
-                    f"--header \"Authorization: Bearer ${key_env}\"")
-        return f"claude mcp add --scope user --transport stdio {name} -- {argv}"
+            words = ["claude", "mcp", "add", "--scope", "user", "--transport", "http", name, http_url,
+                     "--header", f"Authorization: Bearer ${{{key_env}}}"]
+        else:
+            words = ["claude", "mcp", "add", "--scope", "user", "--transport", "stdio", name, "--", *argv]
+        return shlex.join(words)
     if client == "codex":
         if http_url:
-            return f"codex mcp add {name} --url {http_url} --bearer-token-env-var {key_env}"
-        return f"codex mcp add {name} -- {argv}"
+            return shlex.join(["codex", "mcp", "add", name, "--url", http_url,
+                               "--bearer-token-env-var", key_env])
+        return shlex.join(["codex", "mcp", "add", name, "--", *argv])
     return None
 
 
@@ -135,121 +164,78 @@ def _servers_table(client: str, data: dict[str, Any]) -> tuple[dict[str, Any], b
     if client == "opencode":
         mcp = data.setdefault("mcp", {})
         if not isinstance(mcp, dict):
-            raise BadArgs("the opencode config has an 'mcp' value that is not an object")
+            raise ConfigFileError("the opencode config has an 'mcp' value that is not an object; "
+                                  "fix it first")
         servers = mcp.get("servers")
         if isinstance(servers, dict):
             return servers, True
         return mcp, False
     servers = data.setdefault("mcpServers", {})
     if not isinstance(servers, dict):
-        raise BadArgs("the config has an 'mcpServers' value that is not an object")
+        raise ConfigFileError("the config has an 'mcpServers' value that is not an object; fix it first")
     return servers, False
 
 
-def _json_document(client: str, name: str, entry: dict[str, Any], current: dict[str, Any] | None = None
-                   ) -> tuple[dict[str, Any], bool]:
-    data = current if current is not None else {}
-    if client == "opencode" and current is None:
-        data["$schema"] = "https://opencode.ai/config.json"
+def _new_json(client: str) -> dict[str, Any]:
+    """The document a missing JSON config file starts as."""
+    return {"$schema": "https://opencode.ai/config.json"} if client == "opencode" else {}
+
+
+def _json_merge(client: str, data: dict[str, Any], name: str, entry: dict[str, Any]) -> EntryMerge:
+    """Merge ``entry`` into ``data``'s server table in place."""
     servers, v2 = _servers_table(client, data)
-    if v2:
+    if v2:  # opencode's v2 layout has `disabled` instead of `enabled`
         entry = {k: v for k, v in entry.items() if k != "enabled"}
-    replaced = name in servers
-    servers[name] = entry
-    return data, replaced
+    merge = merge_entry(servers.get(name), entry)
+    servers[name] = merge.entry
+    return merge
 
 
-# --- TOML (codex) ----------------------------------------------------------------------------------
+def _json_snippet(client: str, name: str, entry: dict[str, Any]) -> str:
+    data = _new_json(client)
+    _json_merge(client, data, name, entry)
+    return json.dumps(data, indent=2) + "\n"
 
 
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_\-]+", key) else json.dumps(key)
+def _json_document(client: str, text: str, where: Path, name: str,
+                   entry: dict[str, Any]) -> tuple[str, EntryMerge]:
+    data: Any = _new_json(client)
+    if text.strip():
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ConfigFileError(
+                f"{where} is not plain JSON ({exc.msg} at line {exc.lineno}); it may have comments. "
+                f"Add this entry by hand:\n{_json_snippet(client, name, entry)}"
+            ) from exc
+        if not isinstance(data, dict):
+            raise ConfigFileError(f"{where} does not hold a JSON object; fix it first")
+    merge = _json_merge(client, data, name, entry)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n", merge
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)  # a JSON string is a valid TOML basic string
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise BadArgs(f"cannot write {type(value).__name__} to TOML")
+def _codex_document(text: str, where: Path, name: str, entry: dict[str, Any]) -> tuple[str, EntryMerge]:
+    label = str(where)
+    current = client_toml.servers(client_toml.parse(text, label), label)
+    merge = merge_entry(current.get(name), entry)
+    _codex_check(merge.entry, name)
+    if merge.status == "unchanged":
+        return text, merge
+    return client_toml.rewrite(text, name, merge.entry, merge.changed + merge.removed, label), merge
 
 
-def toml_table(name: str, entry: dict[str, Any]) -> str:
-    """``[mcp_servers.<name>]`` with one ``key = value`` line per field."""
-    lines = [f"[mcp_servers.{_toml_key(name)}]"]
-    lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in entry.items()]
-    return "\n".join(lines) + "\n"
+_CODEX_ONLY_STDIO = ("env", "env_vars", "cwd")
+_CODEX_ONLY_HTTP = ("http_headers", "env_http_headers")
 
 
-_HEADER = re.compile(r"^\s*\[\[?(?P<key>[^\[\]]+)\]\]?\s*(?:#.*)?$")
-
-
-def _key_path(text: str) -> list[str]:
-    parts, current, quote = [], "", None
-    for char in text:
-        if quote:
-            if char == quote:
-                quote = None
-            else:
-                current += char
-        elif char in "\"'":
-            quote = char
-        elif char == ".":
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    parts.append(current.strip())
-    return parts
-
-
-def _strip_table(text: str, name: str) -> str:
-    """``text`` without ``[mcp_servers.<name>]`` and its sub-tables (every other line kept)."""
-    out: list[str] = []
-    skipping = False
-    for line in text.splitlines(keepends=True):
-        match = _HEADER.match(line)
-        if match:
-            path = _key_path(match.group("key"))
-            skipping = path[:2] == ["mcp_servers", name]
-        if not skipping:
-            out.append(line)
-    return "".join(out)
-
-
-def _without(data: dict[str, Any], name: str) -> dict[str, Any]:
-    copy = json.loads(json.dumps(data))
-    servers = copy.get("mcp_servers")
-    if isinstance(servers, dict):
-        servers.pop(name, None)
-        if not servers:
-            copy.pop("mcp_servers")
-    return copy
-
-
-def codex_document(current: str, name: str, entry: dict[str, Any]) -> tuple[str, bool]:
-    """The new config.toml text with our table (replaced or appended); the rest of the text kept."""
-    try:
-        before = tomllib.loads(current)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadArgs(f"the existing codex config is not valid TOML ({exc}); fix it first") from exc
-    replaced = name in before.get("mcp_servers", {})
-    stripped = _strip_table(current, name).rstrip("\n")
-    text = (stripped + "\n\n" if stripped else "") + toml_table(name, entry)
-    try:
-        after = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadArgs(f"[mcp_servers.{name}] is defined in a form this tool does not rewrite "
-                      "(an inline table?); edit the file by hand") from exc
-    if after.get("mcp_servers", {}).get(name) != entry or _without(after, name) != _without(before, name):
-        raise BadArgs(f"rewriting [mcp_servers.{name}] would change other settings; edit the file by hand")
-    return text, replaced
+def _codex_check(entry: dict[str, Any], name: str) -> None:
+    """Codex refuses a server that mixes stdio and HTTP fields; say so instead of writing one."""
+    clash = _CODEX_ONLY_STDIO if "url" in entry else _CODEX_ONLY_HTTP
+    mixed = [key for key in clash if key in entry]
+    if mixed:
+        kind = "an HTTP" if "url" in entry else "a stdio"
+        raise ConfigFileError(f"[mcp_servers.{name}] has {', '.join(mixed)}, which Codex does not accept on "
+                              f"{kind} server; remove it or register under another --name")
 
 
 # --- rendering and writing ----------------------------------------------------------------------
@@ -258,53 +244,39 @@ def codex_document(current: str, name: str, entry: dict[str, Any]) -> tuple[str,
 def render_snippet(client: str, *, name: str = DEFAULT_NAME, http_url: str | None = None,
                    command: list[str] | None = None, key_env: str = DEFAULT_KEY_ENV) -> str:
     """The config text to paste into ``client``'s file (JSON, or TOML for codex)."""
-    _check(client, name)
+    check_options(client, name, http_url, key_env)
     entry = server_entry(client, http_url=http_url, command=command, key_env=key_env)
     if client == "codex":
-        return toml_table(name, entry)
-    document, _ = _json_document(client, name, entry)
-    return json.dumps(document, indent=2) + "\n"
-
-
-def _backup(path: Path) -> Path:
-    from ask_fable.stores.files import atomic_write_bytes
-
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    backup = path.with_name(f"{path.name}.{stamp}.bak")
-    atomic_write_bytes(backup, path.read_bytes())
-    return backup
+        return client_toml.snippet(name, entry)
+    return _json_snippet(client, name, entry)
 
 
 def install(client: str, *, name: str = DEFAULT_NAME, http_url: str | None = None,
             command: list[str] | None = None, path: Path | None = None,
             key_env: str = DEFAULT_KEY_ENV) -> InstallResult:
-    """Write the server entry into ``client``'s config file (see the module docstring)."""
-    from ask_fable.stores.files import atomic_write_text
+    """Merge the server entry into ``client``'s config file (see the module docstring).
 
-    _check(client, name)
-    target = Path(path).expanduser() if path else config_path(client)
+    Nothing is written (and no backup made) when the entry is already up to date. Raises
+    :class:`BadArgs` for unusable options and :class:`ConfigFileError` when the file cannot be
+    read, understood or written.
+    """
+    check_options(client, name, http_url, key_env)
+    named = Path(os.path.abspath(Path(path).expanduser() if path else config_path(client)))
+    target = client_files.real_path(named)
     entry = server_entry(client, http_url=http_url, command=command, key_env=key_env)
-    exists = target.exists()
-    current = target.read_text(encoding="utf-8") if exists else ""
-    if client == "codex":
-        text, replaced = codex_document(current, name, entry)
-    else:
-        data: dict[str, Any] | None = None
-        if current.strip():
-            try:
-                data = json.loads(current)
-            except ValueError as exc:
-                snippet = render_snippet(client, name=name, http_url=http_url, command=command,
-                                         key_env=key_env)
-                raise BadArgs(
-                    f"{target} is not plain JSON ({exc.msg} at line {exc.lineno}); it may have comments. "
-                    f"Add this entry by hand:\n{snippet}"
-                ) from exc
-            if not isinstance(data, dict):
-                raise BadArgs(f"{target} does not hold a JSON object; fix it first")
-        document, replaced = _json_document(client, name, entry, data)
-        text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    backup = _backup(target) if exists else None
-    atomic_write_text(target, text)
-    return InstallResult(client=client, path=target, name=name, created=not exists, replaced=replaced,
-                         backup=backup)
+    for _ in range(_ATTEMPTS):
+        read = client_files.read_bytes(target)
+        text = client_files.decode(target, read)
+        if client == "codex":
+            new_text, merge = _codex_document(text, target, name, entry)
+        else:
+            new_text, merge = _json_document(client, text, target, name, entry)
+        backup = None
+        if merge.status != "unchanged":
+            written, backup = client_files.replace(named, target, read, new_text)
+            if not written:
+                continue
+        return InstallResult(client=client, path=named, target=target, name=name, merge=merge,
+                             backup=backup)
+    raise ConfigFileError(f"{target} kept changing while this command wrote it; close the client and "
+                          "run it again")
