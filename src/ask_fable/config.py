@@ -3,7 +3,13 @@
 Precedence, highest first: the JSON config file (``ASK_FABLE_CONFIG_FILE``, default
 ``${XDG_CONFIG_HOME:-~/.config}/ask_fable/config.json``) → ``ASK_FABLE_*`` environment
 variables → the defaults below. The config file accepts each setting under its field name
-(``ollama_council``) or its variable name (``ASK_FABLE_OLLAMA_COUNCIL``).
+(``ollama_council``), its variable name (``ASK_FABLE_OLLAMA_COUNCIL``) or another accepted name.
+
+Settings never stop the program: :func:`load_settings` drops a value that does not validate,
+uses the next layer's value (or the default) instead, and keeps a :class:`SettingProblem` for
+it, as it does for a config file that cannot be read and for keys it does not know. The
+problems travel with the settings (``Settings.problems``); a call learns the ones that matter
+to it from the settings it read (:func:`tracking_reads`).
 
 Every field's description is the user-facing documentation: the README's configuration table
 is generated from this class and a test keeps them equal.
@@ -14,17 +20,29 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, PrivateAttr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
 )
+
+from ask_fable.config_sources import (
+    SettingProblem,
+    accepted_names,
+    read_env_layer,
+    read_file_layer,
+    shown,
+)
+from ask_fable.config_sources import quote as quote_value
 
 ENV_PREFIX = "ASK_FABLE_"
 CONTEXT_CAP_FLOOR = 512_000
@@ -39,6 +57,9 @@ DEFAULT_OLLAMA_COUNCIL = [
 ]
 
 ModelList = Annotated[list[str], NoDecode]
+
+#: The settings read since :func:`tracking_reads` began (None: nobody is tracking).
+_READS: ContextVar[set[str] | None] = ContextVar("ask_fable_settings_reads", default=None)
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -75,7 +96,8 @@ def split_model_list(value: Any) -> list[str]:
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
-    """The config file as a dict; a missing or unreadable file is empty (never fatal)."""
+    """The config file's raw contents; a missing or unreadable file is empty (its problems are in
+    ``Settings.problems``)."""
     path = path or config_file_path()
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -84,23 +106,15 @@ def read_config_file(path: Path | None = None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-class _ConfigFileSource(PydanticBaseSettingsSource):
-    """Reads the JSON config file, accepting field names and ``ASK_FABLE_*`` names."""
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        raw = read_config_file()
-        fields = self.settings_cls.model_fields
-        out: dict[str, Any] = {}
-        for key, value in raw.items():
-            name = key.lower()
-            if name.startswith(ENV_PREFIX.lower()):
-                name = name[len(ENV_PREFIX) :]
-            if name in fields and value is not None:
-                out[name] = value
-        return out
+@contextmanager
+def tracking_reads() -> Iterator[set[str]]:
+    """Collect the names of the settings read (in this task and the tasks and threads it starts)."""
+    reads: set[str] = set()
+    token = _READS.set(reads)
+    try:
+        yield reads
+    finally:
+        _READS.reset(token)
 
 
 class Settings(BaseSettings):
@@ -354,7 +368,34 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, _ConfigFileSource(settings_cls), env_settings)
+        # load_settings layers the config file and the environment itself, so that each value
+        # keeps its source and a bad one can be replaced instead of failing the whole object.
+        return (init_settings,)
+
+    # --- problems and reads ----------------------------------------------------------------------
+    _problems: tuple[SettingProblem, ...] = PrivateAttr(default=())
+    _origins: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _FIELD_NAMES:
+            reads = _READS.get()
+            if reads is not None:
+                reads.add(name)
+        return super().__getattribute__(name)
+
+    @property
+    def problems(self) -> tuple[SettingProblem, ...]:
+        """Values, config-file keys or the config file itself that could not be used as written."""
+        return self._problems
+
+    def origin(self, name: str) -> str | None:
+        """Where setting ``name`` was written (a variable name or ``config file <path>``); None: default."""
+        return self._origins.get(name)
+
+    def problems_for(self, reads: Iterable[str]) -> list[SettingProblem]:
+        """The problems that matter to a call that read the settings ``reads``."""
+        names = set(reads)
+        return [p for p in self._problems if p.concerns is None or p.concerns in names]
 
     # --- derived paths and values --------------------------------------------------------------
     @cached_property
@@ -442,19 +483,74 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every configured key value, for redaction."""
-        keys = [
-            self.glm_api_key,
-            self.deepseek_api_key,
-            self.atlas_api_key,
-            self.openrouter_api_key,
-            self.ollama_api_key,
-        ]
+        # Read without tracking: redacting is not depending on a key.
+        values = vars(self)
+        keys = [values[name] for name in _SECRET_FIELDS]
         return [k for k in keys if k and len(k) >= 6]
 
 
+_FIELD_NAMES = frozenset(Settings.model_fields)
+_SECRET_FIELDS = ("glm_api_key", "deepseek_api_key", "atlas_api_key", "openrouter_api_key", "ollama_api_key")
+_ACCEPTED_NAMES = accepted_names(Settings.model_fields, ENV_PREFIX)
+
+
 def load_settings(**overrides: Any) -> Settings:
-    """Build settings from config file, environment and defaults (``overrides`` win over all)."""
-    return Settings(**overrides)
+    """Settings from the config file, the environment and the defaults (``overrides`` win over all).
+
+    Never fails for what a user wrote: a value that does not validate is dropped and the next
+    layer's value (environment, then default) is used, with a :class:`SettingProblem` saying so.
+    A bad value in ``overrides`` (code, not a user) still raises ``ValidationError``.
+    """
+    fields = Settings.model_fields
+    layers = [read_file_layer(config_file_path(), fields, ENV_PREFIX), read_env_layer(fields, ENV_PREFIX)]
+    candidates = {
+        name: [(layer.origins[name], layer.values[name]) for layer in layers if name in layer.values]
+        for name in fields
+        if name not in overrides
+    }
+    rejected: list[tuple[str, str, Any, str]] = []
+    while True:
+        values = dict(overrides)
+        values.update({name: found[0][1] for name, found in candidates.items() if found})
+        try:
+            settings = Settings(**values)
+            break
+        except ValidationError as exc:
+            failed: dict[str, list[str]] = {}
+            for error in exc.errors():
+                name = _ACCEPTED_NAMES.get(str(error["loc"][0]).lower()) if error["loc"] else None
+                if name is None or not candidates.get(name):
+                    raise
+                failed.setdefault(name, []).append(error["msg"])
+            for name, messages in failed.items():
+                origin, raw = candidates[name].pop(0)
+                rejected.append((name, origin, raw, "; ".join(dict.fromkeys(messages))))
+    settings._problems = tuple(
+        [p for layer in layers for p in layer.problems]
+        + [_rejection(settings, candidates, *item) for item in rejected]
+    )
+    settings._origins = {name: found[0][0] for name, found in candidates.items() if found}
+    return settings
+
+
+def _rejection(
+    settings: Settings, candidates: dict[str, list[tuple[str, Any]]],
+    name: str, origin: str, raw: Any, why: str,
+) -> SettingProblem:
+    """The problem for a value that did not validate, naming the value used in its place."""
+    used = shown(name, vars(settings)[name])
+    remaining = candidates[name]
+    if remaining:
+        instead = f"using the value from {remaining[0][0]} ({used})"
+    else:
+        instead = f"using the default ({used})"
+    why = why[:1].lower() + why[1:]
+    return SettingProblem(origin, f"{quote_value(name, raw)} is not valid: {why}", instead, setting=name)
+
+
+def problem_lines(problems: Iterable[SettingProblem]) -> list[str]:
+    """One stderr line per settings problem."""
+    return [f"ask-fable: settings problem: {problem.message()}" for problem in problems]
 
 
 def env_name(field: str) -> str:

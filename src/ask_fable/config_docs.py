@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices
 from pydantic.fields import FieldInfo
 
-from ask_fable.config import ENV_PREFIX, Settings, env_name
+from ask_fable import config_sources
+from ask_fable.config import ENV_PREFIX, Settings
 
 START_MARKER = "<!-- config-table -->"
 END_MARKER = "<!-- /config-table -->"
@@ -79,16 +79,7 @@ def field_sections() -> dict[str, str]:
 
 def env_names(name: str, field: FieldInfo) -> list[str]:
     """The environment variables that set ``name``: the canonical one first, then aliases."""
-    primary = env_name(name)
-    names = [primary]
-    alias = field.validation_alias
-    if isinstance(alias, AliasChoices):
-        for choice in alias.choices:
-            if isinstance(choice, str) and choice.isupper() and choice not in names:
-                names.append(choice)
-    elif isinstance(alias, str) and alias.isupper() and alias not in names:
-        names.append(alias)
-    return names
+    return config_sources.env_names(name, field, ENV_PREFIX)
 
 
 def _number(value: float | int) -> str:

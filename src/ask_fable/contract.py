@@ -39,6 +39,9 @@ class ToolResult(Strict):
     reason: str | None = None
     how_to_reframe: str | None = None
     hint: str | None = Field(None, description="the next step that fixes an error")
+    warnings: list[str] | None = Field(
+        None, description="settings this call read that could not be used as written, and the fallback used"
+    )
 
 
 class Followup(Strict):

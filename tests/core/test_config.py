@@ -54,11 +54,120 @@ def test_config_file_is_private_and_updates_merge() -> None:
     assert path == config_file_path()
 
 
-def test_broken_config_file_is_ignored_not_fatal() -> None:
+def test_a_broken_config_file_is_not_fatal_and_is_reported() -> None:
     path = config_file_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("{not json")
-    assert load_settings().timeout == 240
+    settings = load_settings()
+    assert settings.timeout == 240
+    [problem] = settings.problems
+    assert problem.source == f"config file {path}" and "not valid JSON" in problem.problem
+    assert problem.concerns is None  # it matters to every call
+
+
+@pytest.mark.parametrize(("content", "problem"), [
+    (b"[1, 2]", "must hold a JSON object, not a list"),
+    (b"\xff\xfe", "cannot be read (UnicodeDecodeError)"),
+])
+def test_a_config_file_that_is_not_an_object_or_not_text_is_reported(content: bytes, problem: str) -> None:
+    path = config_file_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    assert [p.problem for p in load_settings().problems] == [problem]
+
+
+def test_a_bad_environment_value_falls_back_to_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASK_FABLE_TIMEOUT", "abc")
+    monkeypatch.setenv("ASK_FABLE_MAX_PARALLEL", "5")
+    settings = load_settings()
+    assert settings.timeout == 240 and settings.max_parallel == 5
+    [problem] = settings.problems
+    assert (problem.setting, problem.source) == ("timeout", "ASK_FABLE_TIMEOUT")
+    assert problem.message() == (
+        "timeout from ASK_FABLE_TIMEOUT: 'abc' is not valid: input should be a valid number, unable to "
+        "parse string as a number; using the default (240)"
+    )
+
+
+def test_a_bad_config_value_falls_back_to_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASK_FABLE_TIMEOUT", "30")
+    update_config_file({"timeout": "soon", "ollama_council": "[not, json"})
+    settings = load_settings()
+    assert settings.timeout == 30 and settings.ollama_council[0] == "minimax-m3:cloud"
+    by_setting = {p.setting: p for p in settings.problems}
+    assert by_setting["timeout"].using == "using the value from ASK_FABLE_TIMEOUT (30)"
+    assert by_setting["ollama_council"].source == f"config file {config_file_path()}"
+    assert settings.origin("timeout") == "ASK_FABLE_TIMEOUT" and settings.origin("max_len") is None
+
+
+@pytest.mark.parametrize(("key", "meant", "spelled"), [
+    ("deepseek_api_kye", "deepseek_api_key", "deepseek_api_key"),
+    ("ASK_FABLE_TIMOUT", "timeout", "ASK_FABLE_TIMEOUT"),
+])
+def test_an_unknown_key_is_reported_with_a_did_you_mean(key: str, meant: str, spelled: str) -> None:
+    update_config_file({key: "sk-live-abcdefghijklmnopqrstuvwx0123"})
+    [problem] = load_settings().problems
+    assert problem.meant == meant and f"did you mean {spelled!r}" in problem.problem
+    assert "sk-live" not in problem.message()
+
+
+def test_an_unknown_key_far_from_every_setting_is_reported_without_a_guess() -> None:
+    update_config_file({"colour_scheme": "dark"})
+    [problem] = load_settings().problems
+    assert problem.meant is None and "did you mean" not in problem.problem
+
+
+def test_a_bad_secret_is_described_never_quoted() -> None:
+    update_config_file({"glm_api_key": ["sk-live-abcdefghijklmnopqrstuvwx0123"]})
+    settings = load_settings()
+    [problem] = settings.problems
+    assert settings.glm_api_key is None
+    assert "not shown" in problem.problem and "sk-live" not in problem.message()
+
+
+def test_other_accepted_names_work_in_the_config_file() -> None:
+    update_config_file({"effort": "quick", "ATLASCLOUD_API_KEY": "atlas-secret-1"})
+    settings = load_settings()
+    assert settings.atlas_effort == "quick" and settings.atlas_api_key == "atlas-secret-1"
+    assert settings.problems == ()
+
+
+def test_a_bad_override_from_code_still_raises() -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        load_settings(timeout="abc")
+
+
+def test_problems_matter_to_the_calls_that_read_their_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ask_fable.config import tracking_reads
+
+    monkeypatch.setenv("ASK_FABLE_TIMEOUT", "abc")
+    update_config_file({"deepseek_api_kye": "x"})
+    settings = load_settings()
+    with tracking_reads() as reads:
+        assert settings.max_len == 65536
+        settings.secret_values()  # redaction is not a dependency on the keys
+    assert settings.problems_for(reads) == []
+    with tracking_reads() as reads:
+        assert settings.council_deadline == 360
+        assert settings.deepseek_api_key is None
+    assert {p.concerns for p in settings.problems_for(reads)} == {"timeout", "deepseek_api_key"}
+
+
+def test_a_config_change_reloads_and_a_bad_value_falls_back_reported(capsys: pytest.CaptureFixture) -> None:
+    from ask_fable.core.app import App
+
+    app = App()
+    update_config_file({"timeout": 30})
+    assert app.settings.timeout == 30 and app.settings.problems == ()
+    update_config_file({"timeout": "soon"})
+    assert app.settings.timeout == 240
+    assert [p.setting for p in app.settings.problems] == ["timeout"]
+    assert capsys.readouterr().err.startswith("ask-fable: settings problem: timeout from config file")
+    update_config_file({"timeout": 45})
+    assert app.settings.timeout == 45 and app.settings.problems == ()
+    assert capsys.readouterr().err == ""
 
 
 def test_explicit_config_file_location(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:

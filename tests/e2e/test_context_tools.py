@@ -43,6 +43,7 @@ async def test_write_read_list_delete_round_trip() -> None:
         assert overwritten["created_at"] == written["created_at"] and overwritten["size_chars"] == 2
 
         first = await structured(c, "context_delete", {"key": "billing"})
+        assert first.pop("trace_id")
         assert first == {"status": "ok", "key": "billing", "existed": True, "deleted": True}
         second = await structured(c, "context_delete", {"key": "billing"})
         assert second["existed"] is False and second["status"] == "ok"

@@ -105,7 +105,8 @@ async def test_trace_list_filters_clamps_and_pages(fp: FakeProvider) -> None:
         assert (await structured(c, "trace_list", {"limit": 0}))["limit"] == 1
         assert (await structured(c, "trace_list", {"limit": 10_000}))["limit"] == 200
 
-        page1 = await structured(c, "trace_list", {"limit": 2})
+        # Each trace_list call is a trace too: page from the first listing's own id back.
+        page1 = await structured(c, "trace_list", {"limit": 2, "before": everything["trace_id"]})
         page2 = await structured(c, "trace_list", {"limit": 2, "before": page1["next_before"]})
         page3 = await structured(c, "trace_list", {"limit": 2, "before": page2["next_before"]})
         paged = [t["trace_id"] for p in (page1, page2, page3) for t in p["traces"]]

@@ -34,15 +34,22 @@ def parse(*argv: str) -> tuple[Any, dict[str, Any]]:
     return namespace, arguments_from(namespace, table[namespace.tool_name])
 
 
-def test_an_unknown_toolset_exits_2_naming_the_known_ones() -> None:
+def test_an_unknown_toolset_flag_exits_2_naming_the_known_ones() -> None:
     flag = run("--toolsets", "core,bogus")
-    env = run(env=child_env(ASK_FABLE_TOOLSETS="nonsense"))
     serve = run("serve", "--http", "--toolsets", "bogus")
-    for result, name in ((flag, "bogus"), (env, "nonsense"), (serve, "bogus")):
+    for result in (flag, serve):
         assert result.returncode == 2
-        assert f"unknown toolset '{name}'" in result.stderr
+        assert "unknown toolset 'bogus'" in result.stderr
         assert "known toolsets: default, all, core" in result.stderr
         assert result.stdout == ""
+
+
+def test_an_unknown_toolset_setting_serves_the_default_and_names_the_problem_first() -> None:
+    env = run(env=child_env(ASK_FABLE_TOOLSETS="nonsense"))
+    assert env.returncode == 0 and env.stdout == ""
+    first = env.stderr.splitlines()[0]
+    assert first.startswith("ask-fable: settings problem: toolsets from ASK_FABLE_TOOLSETS: unknown toolset")
+    assert first.endswith("serving the default toolset (core)")
 
 
 def test_keys_lifecycle() -> None:

@@ -69,5 +69,13 @@ async def test_an_error_carrying_extra_context_still_matches_the_schema() -> Non
     server._specs = {"boom": ToolSpec("boom", "core", "fails", HelpArgs, HelpResult, failing)}
     async with Client(server) as client:
         result = await client.call_tool("boom", {})
-    assert result.structured_content == {"status": "error", "kind": "upstream_error",
-                                         "detail": "the CLI exited with status 3"}
+    payload = dict(result.structured_content)
+    assert payload.pop("trace_id")
+    assert payload == {"status": "error", "kind": "upstream_error", "detail": "the CLI exited with status 3"}
+
+
+async def test_an_unknown_tool_close_to_a_served_one_is_suggested() -> None:
+    async with Client(build_server()) as client:
+        result = (await client.call_tool("ask_councl", {})).structured_content
+    assert result["kind"] == "unknown_tool" and "did you mean ask_council" in result["detail"]
+    assert "ask_fable_help" in result["hint"]

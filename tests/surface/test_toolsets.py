@@ -99,3 +99,38 @@ async def test_every_listed_tool_publishes_its_output_schema(toolsets: list[str]
     async with Client(server, mode="legacy") as client:
         result = await client.list_tools()
     assert result.tools and all(tool.output_schema is not None for tool in result.tools)
+
+
+@pytest.mark.parametrize("value", ["-core", "bogus"])
+async def test_a_bad_toolsets_setting_serves_the_default_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("ASK_FABLE_TOOLSETS", value)
+    server = build_server(App(load_settings()))
+    assert set(server.specs) == {spec.name for spec in select_tools(["default"])}
+    async with Client(server, mode="legacy") as client:
+        instructions = client.instructions or ""
+        helped = (await client.call_tool("ask_fable_help", {"topic": "tools"})).structured_content
+        unknown = (await client.call_tool("trace_list", {})).structured_content
+    assert "toolsets from ASK_FABLE_TOOLSETS: " in instructions
+    for result in (helped, unknown):
+        assert any("ASK_FABLE_TOOLSETS" in w and "serving the default toolset (core)" in w
+                   for w in result["warnings"])
+
+
+def test_the_option_that_adds_a_toolset_keeps_what_is_served() -> None:
+    from ask_fable.surface.toolsets import toolsets_adding
+
+    assert toolsets_adding(["core"], "context") == "default,context"
+    assert toolsets_adding(["core", "context"], "hub") == "default,context,hub"
+    assert toolsets_adding(["observability"], "hub") == "observability,hub"
+
+
+async def test_help_on_a_wider_server_lists_its_tools_and_the_option_for_the_rest() -> None:
+    async with Client(build_server(App(load_settings()), toolsets=["default", "context"])) as client:
+        helped = (await client.call_tool("ask_fable_help", {"topic": "all"})).structured_content
+    assert set(helped["tools"]) == {"core", "context"}
+    others = {other["toolset"]: other["flag"] for other in helped["other_toolsets"]}
+    assert others["hub"] == "--toolsets default,context,hub" and "context" not in others
+    assert helped["text"].startswith("## tools\nThis server serves 11 tools")
+    assert "## modes" in helped["text"]

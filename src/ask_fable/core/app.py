@@ -1,8 +1,9 @@
 """The services one server process shares: settings, stores, breaker, console and sessions.
 
 Owned by the server's lifespan; nothing is opened at import time and every store is created on
-first use, so a server that only ever answers ``ask_fable_help`` never touches SQLite. Settings
-are re-read when the config file changes, so ``configure_*`` tools apply on the next call.
+first use. Settings are re-read when the config file changes, so ``configure_*`` tools apply on
+the next call; a value the new file gets wrong is replaced by its fallback and reported on stderr
+(and in the results of the calls that read it), never fatal.
 """
 
 from __future__ import annotations
@@ -14,9 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from ask_fable.config import Settings, config_file_path, load_settings
+from ask_fable.config import Settings, config_file_path, load_settings, problem_lines
 from ask_fable.core.tracing import Console
 
 
@@ -59,17 +58,14 @@ class App:
         stamp = _file_stamp(self._config_path)
         if stamp != self._stamp:
             with self._lock:
-                self._stamp = stamp
-                try:
+                if stamp != self._stamp:
+                    self._stamp = stamp
+                    known = set(self._settings.problems)
+                    # Stores are keyed by path below, so a changed path opens a new one.
                     self._settings = load_settings()
-                except ValidationError as exc:
-                    # One bad value must not break every tool: keep the last good settings.
-                    problems = "; ".join(
-                        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
-                    )
-                    print(f"ask-fable: ignoring the changed config file {self._config_path} ({problems})",
-                          file=sys.stderr, flush=True)
-                # Stores are keyed by path below, so a changed path opens a new one.
+                    fresh = [p for p in self._settings.problems if p not in known]
+                    for line in problem_lines(fresh):
+                        print(line, file=sys.stderr, flush=True)
         return self._settings
 
     @property

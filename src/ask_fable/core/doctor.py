@@ -92,6 +92,8 @@ class DoctorReport:
     config_file: str
     state_dir: str
     backends: list[BackendReport] = field(default_factory=list)
+    #: Settings that could not be used as written (``SettingProblem.to_dict()`` each).
+    settings_problems: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def ready(self) -> list[str]:
@@ -109,6 +111,7 @@ class DoctorReport:
             "version": self.version, "python": self.python, "config_file": self.config_file,
             "state_dir": self.state_dir, "ready": self.ready, "missing": self.missing,
             "backends": [b.to_dict() for b in self.backends],
+            "settings_problems": self.settings_problems,
         }
 
 
@@ -383,6 +386,7 @@ async def diagnose(settings: Settings, *, breaker: Any = None, probe: bool = Tru
     return DoctorReport(
         version=__version__, python=platform.python_version(), config_file=str(config_file_path()),
         state_dir=str(settings.state_dir), backends=[results[n] for n in names],
+        settings_problems=[problem.to_dict() for problem in settings.problems],
     )
 
 
@@ -404,6 +408,7 @@ def format_report(report: DoctorReport) -> str:
     """The human-readable report printed by ``ask-fable doctor``."""
     lines = [f"ask-fable {report.version} (Python {report.python})",
              f"config file: {report.config_file}", f"state dir:   {report.state_dir}", ""]
+    lines += settings_section(report.settings_problems)
     width = max(len(b.name) for b in report.backends) if report.backends else 8
     for b in report.backends:
         breaker = f", breaker {b.breaker}" if b.breaker and b.breaker != "closed" else ""
@@ -423,3 +428,15 @@ def format_report(report: DoctorReport) -> str:
         lines.append("Start with Claude: install and log in to Claude Code, then run "
                      "`ask-fable doctor` again.")
     return "\n".join(lines)
+
+
+# --- settings ------------------------------------------------------------------------------------
+
+
+def settings_section(problems: list[dict[str, Any]]) -> list[str]:
+    """The report's settings lines: each value that could not be used, and what is used instead."""
+    if not problems:
+        return []
+    lines = [f"! settings: {len(problems)} could not be used as written (each falls back as stated)"]
+    lines += [f"  {problem['message']}" for problem in problems]
+    return [*lines, ""]

@@ -117,6 +117,8 @@ class Pipeline:
             question_len=len(call.question),
             context_len=len(call.context),
         )
+        # Completed once context_ref is resolved: context_len is what the model is given.
+        request = trace.events[-1]["attrs"]
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
         result: dict[str, Any]
         outcome: ModeOutcome | None = None
@@ -142,6 +144,7 @@ class Pipeline:
                     }
                     return await self._finish(call, trace, result, None, mctx, allowed, context)
                 context = "\n\n".join(part for part in (call.context, text) if part.strip())
+                request.update(context_len=len(context), pasted_context_len=len(call.context))
 
             decision = guard.check(call.question, context, settings)
             trace.event("guard", allowed=decision.allowed, layer=decision.layer or None)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
@@ -16,6 +17,10 @@ class ToolContext:
 
     app: App
     mcp: Any | None = None
+    #: The tool families this server serves (None: outside a server, where every tool counts).
+    served: list[str] | None = None
+    #: Problems with the toolsets setting the server fell back from.
+    serving_problems: list[SettingProblem] = field(default_factory=list)
 
     @property
     def settings(self) -> Any:

@@ -3,12 +3,19 @@
 Tool listing and calling go through the registry rather than per-function introspection, so
 each tool's input schema, output schema and annotations come from its one declaration, and
 every failure — unknown tool, wrong argument types, a bug — comes back as a structured result.
+
+Every result carries a ``trace_id``: reasoning tools get theirs from the pipeline; for every
+other result (help, data tools, bad arguments, unknown tools) the server records a minimal
+trace (tool, status, kind; no content). Settings problems reach the user at start (a line per
+problem on stderr, a section of the instructions) and in the ``warnings`` of each call that
+read an affected setting.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -18,10 +25,15 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
 from ask_fable import __version__
+from ask_fable.config import problem_lines, tracking_reads
+from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
+from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
+from ask_fable.stores.redact import redact
+from ask_fable.stores.traces import new_trace_id
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
-from ask_fable.surface.toolsets import families_for
+from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
 
 if TYPE_CHECKING:  # loaded with the first call, so the server answers initialize sooner
     from ask_fable.contract import ToolResult
@@ -40,6 +52,20 @@ ask-fable is a second opinion for the hard 5% of engineering work. Answer trivia
 - A `refused` result carries `how_to_reframe`; errors carry `kind` and `detail`.
 - `ask_fable_help` explains every tool, model token and setting at no cost.
 """
+
+#: How many settings problems the instructions list before pointing at ``ask-fable doctor``.
+_INSTRUCTED_PROBLEMS = 4
+
+
+def instructions_for(problems: Sequence[SettingProblem]) -> str:
+    """The standing instructions, plus the settings problems this server started with."""
+    if not problems:
+        return INSTRUCTIONS
+    lines = [f"- {p.message()[:300]}" for p in problems[:_INSTRUCTED_PROBLEMS]]
+    if len(problems) > _INSTRUCTED_PROBLEMS:
+        lines.append(f"- … {len(problems) - _INSTRUCTED_PROBLEMS} more: run `ask-fable doctor`")
+    heading = "Settings problems (each falls back as stated; tell the user):"
+    return "\n".join([INSTRUCTIONS + heading, *lines]) + "\n"
 
 
 def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
@@ -96,7 +122,9 @@ def _bad_args_detail(spec: ToolSpec, exc: ValidationError) -> str:
 class AskFableServer(MCPServer[Any]):
     """An MCPServer whose tools come from the registry."""
 
-    def __init__(self, app: App, families: list[str], **kwargs: Any) -> None:
+    def __init__(
+        self, app: App, families: list[str], *, problems: Sequence[SettingProblem] = (), **kwargs: Any
+    ) -> None:
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[App]:
             try:
@@ -104,11 +132,13 @@ class AskFableServer(MCPServer[Any]):
             finally:
                 await app.aclose()
 
+        #: Problems found while choosing what to serve (a bad toolsets setting).
+        self.serving_problems = list(problems)
         super().__init__(
             name="ask_fable",
             title="ask-fable",
             version=__version__,
-            instructions=INSTRUCTIONS,
+            instructions=instructions_for([*app.settings.problems, *self.serving_problems]),
             lifespan=lifespan,
             # stderr carries our own progress trace; library request logs would only bury it.
             log_level="WARNING",
@@ -155,36 +185,70 @@ class AskFableServer(MCPServer[Any]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult:
-        """Validate arguments against the tool's model, run its handler, return a structured result."""
+        """Validate arguments against the tool's model, run its handler, return a structured result.
+
+        The result carries a ``trace_id`` and, when a setting it read could not be used as
+        written, ``warnings`` naming each problem and its fallback.
+        """
+        trace = TraceRecorder(new_trace_id())
         spec = self.specs.get(name)
+        with tracking_reads() as reads:
+            if spec is None:
+                payload = self._unknown_tool(name)
+            else:
+                payload = await self._run(spec, arguments, context)
+        problems = self.app.settings.problems_for(reads)
         if spec is None:
-            return _result(
-                None,
-                {
-                    "status": "error",
-                    "kind": "unknown_tool",
-                    "detail": f"no tool named {name!r}; this server serves: {', '.join(self.specs)}",
-                },
-            )
+            problems += self.serving_problems
+        warnings = [*payload.get("warnings", ()), *(p.message() for p in problems)]
+        if warnings:
+            payload["warnings"] = list(dict.fromkeys(warnings))
+        if not payload.get("trace_id"):
+            payload["trace_id"] = trace.trace_id
+            await self._record_trace(trace, spec.name if spec else name, payload)
+        return _result(spec, payload)
+
+    def _unknown_tool(self, name: str) -> dict[str, Any]:
+        """``unknown_tool``, naming the toolset that has the tool, or the closest served names."""
+        import difflib
+
+        shown = redact(name[:80])
+        family = next((spec.family for spec in all_tools() if spec.name == name), None)
+        if family is not None:
+            return {
+                "status": "error",
+                "kind": "unknown_tool",
+                "detail": f"{name} is in the {family!r} toolset, which this server does not serve "
+                f"(it serves {', '.join(self.families)})",
+                "hint": how_to_enable(self.families, family),
+            }
+        close = difflib.get_close_matches(name, list(self.specs), n=3, cutoff=0.6)
+        guess = f"; did you mean {', '.join(close)}?" if close else ""
+        return {
+            "status": "error",
+            "kind": "unknown_tool",
+            "detail": f"no tool named {shown!r}{guess} This server serves: {', '.join(self.specs)}",
+            "hint": 'ask_fable_help(topic="tools") lists what is served and the toolset of every other tool',
+        }
+
+    async def _run(self, spec: ToolSpec, arguments: dict[str, Any], context: Context[Any, Any] | None
+                   ) -> dict[str, Any]:
         try:
             args = spec.args.model_validate(arguments or {})
         except ValidationError as exc:
-            return _result(spec, BadArgs(_bad_args_detail(spec, exc)).to_result())
+            return BadArgs(_bad_args_detail(spec, exc)).to_result()
         if self.app.client_name is None:
             self.app.client_name = _client_name(context)
 
         from ask_fable.surface.context import ToolContext
 
-        ctx = ToolContext(self.app, context)
+        ctx = ToolContext(self.app, context, served=self.families, serving_problems=self.serving_problems)
         try:
             outcome = await spec.handler(args, ctx)
         except AskFableError as exc:
             outcome = exc.to_result()
         except Exception as exc:  # a bug must not become a stack trace for the caller
-            import sys
             import traceback
-
-            from ask_fable.stores.redact import redact
 
             print(redact(traceback.format_exc(), self.app.settings), file=sys.stderr, flush=True)
             outcome = {
@@ -192,14 +256,43 @@ class AskFableServer(MCPServer[Any]):
                 "kind": "internal",
                 "detail": f"{spec.name} failed with an internal error ({type(exc).__name__}).",
             }
-        payload = (
-            outcome.model_dump(mode="json", exclude_unset=True) if isinstance(outcome, BaseModel) else outcome
-        )
-        return _result(spec, payload)
+        if isinstance(outcome, BaseModel):
+            return outcome.model_dump(mode="json", exclude_unset=True)
+        return outcome
+
+    async def _record_trace(self, trace: TraceRecorder, tool: str, payload: dict[str, Any]) -> None:
+        """Store a minimal trace (tool, status, kind; no content) so trace_get finds the result's id."""
+        import anyio
+
+        app = self.app
+        status, kind = payload.get("status", "error"), payload.get("kind")
+        trace.event("request", tool=tool[:80])
+        trace.event("response", status=status, kind=kind)
+        try:
+            record = {
+                "trace_id": trace.trace_id, "ts": trace.wall_start, "tool": tool[:80], "status": status,
+                "kind": kind, "project": app.project_id, "agent_id": app.agent_id,
+                "elapsed_ms": trace.elapsed_ms(), "providers": [], "models": [], "cached": False,
+                "events": trace.events,
+            }
+            await anyio.to_thread.run_sync(app.traces.record, record)
+        except Exception:  # a trace is best effort: the caller still gets the result
+            app.console.line(trace.trace_id, f"could not record the trace of {tool[:80]}")
 
 
 def build_server(app: App | None = None, toolsets: list[str] | None = None, **kwargs: Any) -> AskFableServer:
-    """A server for ``toolsets`` (default: settings.toolsets) sharing ``app``'s services."""
+    """A server for ``toolsets`` (default: settings.toolsets) sharing ``app``'s services.
+
+    Explicit ``toolsets`` that are unknown or leave no tool raise ``BadArgs`` (an error at start);
+    a bad toolsets setting falls back to ``default``. Settings problems are printed on stderr,
+    one line each.
+    """
     app = app or App()
-    families = families_for(toolsets if toolsets is not None else app.settings.toolsets)
-    return AskFableServer(app, families, **kwargs)
+    problems: list[SettingProblem] = []
+    if toolsets is not None:
+        families = families_for(toolsets)
+    else:
+        families, problems = configured_families(app.settings)
+    for line in problem_lines([*app.settings.problems, *problems]):
+        print(line, file=sys.stderr, flush=True)
+    return AskFableServer(app, families, problems=problems, **kwargs)

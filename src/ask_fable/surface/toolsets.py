@@ -3,7 +3,9 @@
 A toolset is a registry family (``core``, ``single``, ``councils``, ``catalogs``, ``context``,
 ``observability``, ``hub``), an alias of one (``council`` → ``core``, ``models`` → ``single``), or
 one of the two bundles ``default`` and ``all``. ``-name`` removes a toolset from what came before
-it (``all,-hub``). Unknown names are refused with the list of known ones.
+it (``all,-hub``); a list of removals only starts from ``default`` (``-context`` is "default minus
+context"). Unknown names, and a choice that leaves no tool at all, are refused with the fix.
+A bad ``ASK_FABLE_TOOLSETS`` (or config-file ``toolsets``) falls back to ``default`` and is reported.
 
 The default bundle is ``core``: the four reasoning modes, help and reset_session, with their
 input and output schemas, in under 12 KB of tools/list. Everything else is one name away
@@ -13,7 +15,9 @@ input and output schemas, in under 12 KB of tools/list. Everything else is one n
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
+from ask_fable.config_sources import SettingProblem
 from ask_fable.errors import BadArgs
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
 
@@ -85,17 +89,49 @@ def _families_of(name: str) -> tuple[str, ...]:
 def families_for(names: str | Iterable[str] | None) -> list[str]:
     """The families selected by toolset names (in registry order); unknown names raise ``BadArgs``."""
     chosen: list[str] = []
-    parts = split_names(names)
-    if parts and all(part.startswith("-") for part in parts):
+    given = split_names(names)
+    parts = given or ["default"]
+    if all(part.startswith("-") for part in parts):
         parts = ["default", *parts]
-    for part in parts or ["default"]:
+    for part in parts:
         if part.startswith("-"):
             dropped = _families_of(part[1:])
             chosen = [family for family in chosen if family not in dropped]
             continue
         chosen.extend(family for family in _families_of(part) if family not in chosen)
+    if not chosen:
+        why = (f" (a list of removals starts from 'default', which is {', '.join(DEFAULT_FAMILIES)})"
+               if parts[0] == "default" and given[:1] != ["default"] else "")
+        raise BadArgs(f"toolsets {','.join(given)!r} leave no tool to serve{why}; name what to serve, "
+                      "e.g. 'default,context' or 'all,-hub'")
     order = list(FAMILIES)
     return sorted(chosen, key=order.index)
+
+
+def configured_families(settings: Any) -> tuple[list[str], list[SettingProblem]]:
+    """The families the ``toolsets`` setting selects; a bad value falls back to ``default``, reported."""
+    try:
+        return families_for(settings.toolsets), []
+    except BadArgs as exc:
+        families = families_for(None)
+        source = settings.origin("toolsets") or "ASK_FABLE_TOOLSETS"
+        using = f"serving the default toolset ({', '.join(families)})"
+        return families, [SettingProblem(source, exc.detail, using, setting="toolsets")]
+
+
+def toolsets_adding(served: Iterable[str], family: str) -> str:
+    """The ``--toolsets`` value that keeps what is served and adds ``family`` (``default,context``)."""
+    served = list(served)
+    parts = ["default"] if set(DEFAULT_FAMILIES) <= set(served) else []
+    parts += [name for name in served if not (parts and name in DEFAULT_FAMILIES)]
+    return ",".join([*parts, family])
+
+
+def how_to_enable(served: Iterable[str], family: str) -> str:
+    """The exact start option (flag and environment variable) that adds ``family``'s tools."""
+    value = toolsets_adding(served, family)
+    return (f"start ask-fable with --toolsets {value} (or set ASK_FABLE_TOOLSETS={value}); "
+            "--toolsets all serves every tool")
 
 
 def select_tools(names: str | Iterable[str] | None) -> list[ToolSpec]:

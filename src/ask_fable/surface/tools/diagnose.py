@@ -43,13 +43,26 @@ class BackendState(BaseModel):
     enable: str | None = None
 
 
+class SettingIssue(BaseModel):
+    """A setting that could not be used as written, and what is used instead."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    setting: str | None = None
+    source: str
+    problem: str
+    using: str
+    message: str
+
+
 class DiagnoseResult(DataResult):
-    """Every backend's state, plus the ready / missing lists."""
+    """Every backend's state, the ready / missing lists, and the settings that could not be used."""
 
     version: str | None = None
     ready: list[str] | None = None
     missing: list[str] | None = None
     backends: list[BackendState] | None = None
+    settings_problems: list[SettingIssue] | None = None
 
 
 async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -64,7 +77,8 @@ async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> dict[str, Any]:
                        only=list(args.backends) if args.backends else None)
     data = report.to_dict()
     return {"status": "ok", "version": data["version"], "ready": data["ready"],
-            "missing": data["missing"], "backends": data["backends"]}
+            "missing": data["missing"], "backends": data["backends"],
+            "settings_problems": data["settings_problems"] or None}
 
 
 TOOLS = [
@@ -72,7 +86,8 @@ TOOLS = [
         name="diagnose",
         family="observability",
         description="Which backends are configured and reachable (no model call, no cost), the model and "
-        "timeout each resolves to, its breaker state, and the exact step that enables each missing one.",
+        "timeout each resolves to, its breaker state, the exact step that enables each missing one, and "
+        "any setting that could not be used as written.",
         args=DiagnoseArgs,
         result=DiagnoseResult,
         handler=diagnose,

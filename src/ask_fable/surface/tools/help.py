@@ -1,4 +1,9 @@
-"""``ask_fable_help``: the server's manual on demand — local, instant, no model call."""
+"""``ask_fable_help``: the server's manual on demand — local, instant, no model call.
+
+The tool list is what this server serves; every other tool is named with the toolset that
+brings it and the exact start option that adds it, so a client never calls a tool it was told
+about and gets ``unknown_tool``.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ask_fable.contract import DataResult
+from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
+from ask_fable.surface.toolsets import toolsets_adding
 
 Topic = Literal[
     "all", "tools", "modes", "tokens", "context", "refusals", "councils", "sidecar", "tracing", "config"
@@ -36,7 +42,8 @@ Store large material once with context_write(key, value, description) — or con
 to bundle files under ASK_FABLE_PROJECT_ROOT — then pass context_ref=<key> (or a list) to any ask
 tool or mode. Results echo context_ref_resolved / context_ref_missing; if every key is missing and no
 other context was given, the result is status needs_context with did_you_mean and no model is called.
-context_list shows what is stored (metadata only); context_read and context_delete do the rest.""",
+context_list shows what is stored (metadata only); context_read and context_delete do the rest.
+These tools come with the `context` toolset (--toolsets default,context).""",
     "refusals": """\
 The guard refuses before any model call when a question is empty, shorter than ASK_FABLE_MIN_LEN,
 longer than ASK_FABLE_MAX_LEN, or matches the prohibited-use list (offensive tooling, biology
@@ -50,7 +57,8 @@ ask_openrouter_council (one key, many labs; adjudicated by the local codex CLI, 
 GPT model, then Fable). Pick members with list_ollama_models / list_atlas_models(task=...) /
 list_openrouter_models(task=...), then persist them with configure_ollama_council,
 configure_atlas_council or configure_openrouter_council (written to the config file, which
-overrides environment variables).""",
+overrides environment variables). Toolsets: `councils` for the councils, `catalogs` for the
+list_* and configure_* tools.""",
     "sidecar": """\
 Every answer ends with a machine-readable sidecar: {recommendation: apply|investigate|reject|
 needs_more_context, confidence: high|medium|low, needs_context: [...]} (null when the model gave
@@ -62,12 +70,17 @@ Every call returns a trace_id. trace_list(limit, tool, status, provider, session
 finds calls; trace_get(trace_id, include_content, max_chars) shows the ordered timeline. Safe mode
 (default) stores metadata only; configure_tracing(trace_mode="full") also stores redacted, size-capped
 content bundles and saves answers. stats(window, by) aggregates the audit log; diagnose shows which
-backends are configured and how to enable the rest.""",
+backends are configured and how to enable the rest. trace_list, trace_get, stats and diagnose come
+with the `observability` toolset; the trace_id of any result, help and errors included, is there.""",
     "config": """\
 Settings come from the config file (ASK_FABLE_CONFIG_FILE, default ~/.config/ask_fable/config.json),
 then ASK_FABLE_* environment variables, then defaults. Keys for HTTP backends: ASK_FABLE_GLM_API_KEY,
 ASK_FABLE_DEEPSEEK_API_KEY, ASK_FABLE_ATLAS_API_KEY, ASK_FABLE_OPENROUTER_API_KEY. CLI backends reuse
-their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login.""",
+their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login.
+A value that cannot be used (a word where a number belongs, a file that is not valid JSON, an
+unknown key) never stops the server: it falls back to the next source or the default, and the
+problem is named at start (stderr, the server instructions), in `ask-fable doctor`, and in the
+`warnings` of each call that reads that setting.""",
 }
 
 
@@ -79,35 +92,73 @@ class HelpArgs(BaseModel):
     topic: Topic = Field("all", description="One topic, or all of them.")
 
 
+class OtherToolset(Strict):
+    """A toolset this server does not serve: its tools and the start option that adds it."""
+
+    toolset: str
+    about: str
+    tools: list[str]
+    flag: str = Field(description="the --toolsets option that serves these tools as well")
+    env: str = Field(description="the same choice as an environment variable")
+
+
 class HelpResult(DataResult):
-    """The manual text and the topics it accepts."""
+    """The manual text, the tools this server serves, and the toolsets that bring the others."""
 
     topic: str | None = None
     text: str | None = None
     topics: list[str] | None = None
-    tools: dict[str, list[str]] | None = None
+    tools: dict[str, list[str]] | None = Field(None, description="the served tools by toolset")
+    other_toolsets: list[OtherToolset] | None = None
 
 
-def tool_inventory() -> dict[str, list[str]]:
-    """Every tool by family, one ``name — first line of its description`` entry each."""
+def tool_inventory(families: list[str] | None = None) -> dict[str, list[str]]:
+    """Tools by family (only ``families`` when given), one ``name — first description line`` each."""
     inventory: dict[str, list[str]] = {family: [] for family in FAMILIES}
     for spec in all_tools():
-        inventory[spec.family].append(f"{spec.name} — {spec.description.splitlines()[0]}")
+        if families is None or spec.family in families:
+            inventory[spec.family].append(f"{spec.name} — {spec.description.splitlines()[0]}")
     return {family: lines for family, lines in inventory.items() if lines}
 
 
+def other_toolsets(served: list[str]) -> list[OtherToolset]:
+    """Each family not served, with its tools and the exact option that adds it."""
+    others: list[OtherToolset] = []
+    for family, about in FAMILIES.items():
+        if family in served:
+            continue
+        value = toolsets_adding(served, family)
+        others.append(OtherToolset(toolset=family, about=about,
+                                   tools=[spec.name for spec in all_tools() if spec.family == family],
+                                   flag=f"--toolsets {value}", env=f"ASK_FABLE_TOOLSETS={value}"))
+    return others
+
+
+def tools_text(served: list[str], others: list[OtherToolset]) -> str:
+    """The tools section: what is served, then where every other tool comes from."""
+    names = [spec.name for spec in all_tools() if spec.family in served]
+    lines = [f"This server serves {len(names)} tools (toolsets: {', '.join(served)}): {', '.join(names)}."]
+    if others:
+        lines.append("Other tools are not served here; calling one returns unknown_tool. Restart the server "
+                     "with their toolset added (or use --toolsets all):")
+        lines += [f"- {o.toolset} ({o.about}): {', '.join(o.tools)} → {o.flag} or {o.env}" for o in others]
+    return "\n".join(lines)
+
+
 async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> dict[str, object]:
-    """Return one topic of the manual (or all), plus the tool inventory for ``tools``/``all``."""
-    names = list(TOPICS) if args.topic in ("all", "tools") else [args.topic]
-    text = "\n\n".join(f"## {name}\n{TOPICS[name]}" for name in names if name in TOPICS)
-    result: dict[str, object] = {
-        "status": "ok",
-        "topic": args.topic,
-        "text": text if args.topic != "tools" else "",
-        "topics": ["all", "tools", *TOPICS],
-    }
+    """Return one topic of the manual (or all); ``tools``/``all`` also list what is served and what is not."""
+    served = ctx.served if ctx.served is not None else list(FAMILIES)
+    names = [] if args.topic == "tools" else list(TOPICS) if args.topic == "all" else [args.topic]
+    sections = [f"## {name}\n{TOPICS[name]}" for name in names]
+    result: dict[str, object] = {"status": "ok", "topic": args.topic, "topics": ["all", "tools", *TOPICS]}
     if args.topic in ("all", "tools"):
-        result["tools"] = tool_inventory()
+        others = other_toolsets(served)
+        sections.insert(0, f"## tools\n{tools_text(served, others)}")
+        result["tools"] = tool_inventory(served)
+        result["other_toolsets"] = [other.model_dump() for other in others]
+    result["text"] = "\n\n".join(sections)
+    if ctx.serving_problems:
+        result["warnings"] = [problem.message() for problem in ctx.serving_problems]
     return result
 
 
@@ -116,7 +167,7 @@ TOOLS = [
         name="ask_fable_help",
         family="core",
         description="The manual: modes, model tokens, context bus, refusals, councils, tracing, "
-        "settings and the full tool list. Local and free.",
+        "settings, the tools this server serves and the toolset that adds each other tool. Local and free.",
         args=HelpArgs,
         result=HelpResult,
         handler=ask_fable_help,
