@@ -156,7 +156,9 @@ class Settings(BaseSettings):
         description="Max output tokens for GLM, DeepSeek, Ollama (num_predict) and MiniMax.",
     )
     council_timeout: float | None = Field(
-        None, description="Wall-clock bound on a council, in seconds (default: timeout + 120)."
+        None,
+        description="Wall-clock bound on a council, synthesis included, in seconds (default: timeout + "
+        "120); members still running at two thirds of it are cancelled so the synthesis has the rest.",
     )
     chain_timeout: float | None = Field(
         None,

@@ -3,8 +3,9 @@
 Every result is one JSON object whose ``status`` is ``ok | refused | error | needs_context |
 context_exhausted``. Errors carry ``kind`` and ``detail``; guard refusals carry ``stage``,
 ``reason`` and ``how_to_reframe``. Results are dumped without ``None`` fields, except those
-listed in a model's ``NULLABLE_FIELDS`` (``sidecar: null`` means the model gave no parseable
-sidecar).
+listed in a model's ``NULLABLE_FIELDS``, at any depth (``sidecar: null`` means the model gave no
+parseable sidecar, ``synthesizer: null`` that no synthesis ran, ``debate.decisive_argument: null``
+that nobody ruled).
 """
 
 from __future__ import annotations
@@ -24,12 +25,33 @@ class Strict(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    #: Fields where ``null`` carries meaning (kept when set); every other ``None`` is omitted.
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+
+    def wire(self) -> dict[str, Any]:
+        """The JSON form sent to clients: ``None`` dropped unless a model gives that null a meaning."""
+        payload = self.model_dump(mode="json", exclude_none=True)
+        _keep_meaningful_nulls(self, payload)
+        return payload
+
+
+def _keep_meaningful_nulls(model: Strict, payload: dict[str, Any]) -> None:
+    """Put back the set ``NULLABLE_FIELDS`` that ``exclude_none`` dropped, in nested models too."""
+    for name in model.model_fields_set:
+        value = getattr(model, name)
+        if value is None:
+            if name in model.NULLABLE_FIELDS:
+                payload[name] = None
+        elif isinstance(value, Strict) and isinstance(payload.get(name), dict):
+            _keep_meaningful_nulls(value, payload[name])
+        elif isinstance(value, list) and isinstance(payload.get(name), list):
+            for item, dumped in zip(value, payload[name], strict=False):
+                if isinstance(item, Strict) and isinstance(dumped, dict):
+                    _keep_meaningful_nulls(item, dumped)
+
 
 class ToolResult(Strict):
     """Fields every tool may return."""
-
-    #: Fields where ``null`` carries meaning (kept when set); every other ``None`` is omitted.
-    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     status: Status
     trace_id: str | None = None
@@ -119,8 +141,10 @@ class SynthesisInfo(Strict):
 class CouncilResult(AnswerResult):
     """A council: parallel members, an anonymized synthesis and a consensus signal."""
 
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = AnswerResult.NULLABLE_FIELDS | {"synthesizer"}
+
     mode: Literal["council"] | None = None
-    synthesizer: str | None = None
+    synthesizer: str | None = Field(None, description="the token that synthesized; null when none did")
     synthesis: SynthesisInfo | None = None
     sources: list[SourceEntry] | None = None
     consensus: Literal["strong", "partial", "divergent", "unknown"] | None = None
@@ -162,6 +186,8 @@ class DebateTurn(StepOutcome):
 class DebateBlock(Strict):
     """How a debate went and how it was resolved."""
 
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset({"decisive_argument"})
+
     pairing: str
     adjudicator: str | None = None
     adjudicator_independent: bool | None = Field(
@@ -174,7 +200,9 @@ class DebateBlock(Strict):
     recommendation_drift: list[str | None] = Field(default_factory=list)
     low_effort_opposition: bool = False
     material_disagreement: bool = False
-    decisive_argument: str | None = None
+    decisive_argument: str | None = Field(
+        None, description="the adjudicator's decisive argument; null when there was no ruling"
+    )
 
 
 class DebateResult(AnswerResult):

@@ -69,9 +69,22 @@ def test_council_confidence(consensus: str, answered: int, asked: int, synth: st
 
 
 def test_next_action_distinguishes_one_opinion_and_material_splits() -> None:
-    assert "one opinion" in council_next_action("unknown", False, 1, 4, None)
-    assert "ask_debate" in council_next_action("divergent", True, 3, 3, None)
-    assert "1 of 3 members did not answer" in council_next_action("strong", False, 2, 3, "apply")
+    assert "one opinion" in council_next_action([None], 4)
+    assert "ask_debate" in council_next_action(["apply", "reject", "apply"], 3)
+    assert "1 of 3 members did not answer" in council_next_action(["apply", "apply"], 3)
+
+
+def test_next_action_with_one_recommendation_says_there_is_no_consensus_to_compute() -> None:
+    action = council_next_action(["investigate", None, None], 3)
+    assert "Only one of the 3 answers carried a recommendation (investigate)" in action
+    assert "no consensus to compute" in action and "no machine-readable" not in action
+    assert "no machine-readable recommendations" in council_next_action([None, None], 2)
+
+
+def test_next_action_names_what_to_act_on_with_and_without_a_synthesis() -> None:
+    assert council_next_action(["apply", "apply"], 2) == "The panel agrees (apply): act on the synthesis."
+    unsynthesized = council_next_action(["apply", "apply", "investigate"], 3, synthesized=False)
+    assert "synthesis" not in unsynthesized and "not synthesized" in unsynthesized
 
 
 @pytest.mark.parametrize(

@@ -74,6 +74,43 @@ async def test_synthesizer_sees_an_anonymized_panel_with_its_own_family_last() -
     assert outcome.fields["synthesizer"] == "fable"
 
 
+@pytest.mark.parametrize(("judge", "expected"), [
+    ("codex", ["MINIMAX", "OPUS", "DEEPSEEK", "FABLE"]),
+    ("deepseek", ["MINIMAX", "OPUS", "DEEPSEEK", "FABLE"]),
+    ("glm", ["MINIMAX", "OPUS", "DEEPSEEK", "FABLE"]),
+    ("opus", ["MINIMAX", "DEEPSEEK", "OPUS", "FABLE"]),
+])
+async def test_fables_answer_is_last_whoever_synthesizes(judge: str, expected: list[str]) -> None:
+    """The judge's own lab moves towards the end, and Fable's answer is always the last one read."""
+    resolver = _panel(("fable", None), ("minimax", None), ("opus", None), ("deepseek", None), ("glm", None),
+                      ("codex", None))
+    for token in ("fable", "minimax", "opus", "deepseek"):
+        resolver[token].enqueue(f"{token.upper()}-VIEW", recommendation="apply")
+    resolver[judge].enqueue("the ruling", recommendation="apply")
+    mctx, _ = make_mctx()
+    members = ["fable", "minimax", "opus", "deepseek"]
+    outcome = await run_council("Is the lock fine?", "", members, mctx, synthesizer=judge, resolver=resolver)
+    assert outcome.fields["synthesizer"] == judge
+    prompt = resolver[judge].calls[-1].prompt
+    assert sorted(expected, key=lambda name: prompt.index(f"{name}-VIEW")) == expected
+
+
+async def test_council_bound_reserves_time_for_the_synthesis() -> None:
+    resolver = _panel(("minimax", "apply"), ("glm", "apply"), ("deepseek", None))
+    resolver["deepseek"].enqueue_hang()
+    resolver["fable"].enqueue("fable synthesis", recommendation="apply", delay=0.1)
+    mctx, _ = make_mctx(council_timeout=0.9)
+    with anyio.fail_after(5):
+        outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
+    result = _validate(outcome.fields)
+    assert outcome.text.startswith("fable synthesis")
+    assert result.synthesizer == "fable" and result.synthesis is not None and not result.synthesis.fallback
+    assert result.note is None and result.quorum == "2/3"
+    late = next(s for s in result.sources or [] if s.token == "deepseek")
+    assert late.kind == "timeout" and "cancelled" in (late.detail or "")
+    assert "act on the synthesis" in (result.recommended_next_action or "")
+
+
 async def test_members_see_only_the_question_and_context() -> None:
     resolver = _panel(("minimax", "apply"), ("glm", "reject"))
     mctx, _ = make_mctx()

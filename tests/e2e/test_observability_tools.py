@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp import Client
@@ -75,6 +76,58 @@ async def test_stats_is_never_cached(fp: FakeProvider) -> None:
         third = await structured(c, "stats", {"by": "tool"})
     assert first["totals"]["calls"] == 1 and third["totals"]["calls"] == 2
     assert {b["cache"]: b["calls"] for b in second["buckets"]} == {"hit": 1, "miss": 1}
+
+
+OUTCOMES = ("ok", "refused", "errors", "not_configured", "circuit_open", "needs_context")
+
+
+def _by(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {b[result["by"]]: b for b in result["buckets"]}
+
+
+async def test_stats_counts_each_call_once_and_a_failure_under_the_model_asked(
+    fp: FakeProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Config states and missing context get their own counts, member timeouts are errors, and a
+    failed single-model call counts under its model rather than ``unknown``."""
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no codex: binary_missing
+    fp.enqueue("ollama", hang=True, match="hang:cloud")
+    app = wired_app(fp, deepseek_api_key=None, ollama_base_url=fp.base_url, council_timeout=1.5)
+    async with Client(build_server(app, toolsets=["all"])) as c:
+        assert (await structured(c, "ask_glm", {"question": "Is the retry loop bounded?"}))["status"] == "ok"
+        fp.enqueue("anthropic", status=400, error="bad request body", match="glm-5.2")
+        failed = await structured(c, "ask_glm", {"question": "Does this one fail upstream?"})
+        assert failed["kind"] == "upstream_error"
+        unset = await structured(c, "ask_deepseek", {"question": "Is the index partial?"})
+        missing = await structured(c, "ask_codex", {"question": "Is the index partial?"})
+        assert (unset["kind"], missing["kind"]) == ("not_configured", "binary_missing")
+        assert (await structured(c, "ask_glm", {"question": "hi"}))["status"] == "refused"
+        gone = await structured(c, "ask_glm", {"question": "Is this ok?", "context_ref": "no-such-key"})
+        assert gone["status"] == "needs_context"
+        council = await structured(c, "ask_council", {
+            "question": "Is the retry loop bounded?", "synthesizer": "glm",
+            "models": ["glm", "deepseek", "ollama:alpha", "ollama:hang"]})
+        assert council["quorum"] == "2/4", council
+        views = {by: await structured(c, "stats", {"by": by}) for by in ("model", "provider", "tool")}
+
+    for view in views.values():
+        for figures in [*view["buckets"], view["totals"]]:
+            assert figures["calls"] == sum(figures[name] for name in OUTCOMES), figures
+    totals = views["tool"]["totals"]
+    assert totals["calls"] == 7 and totals["not_configured"] == 2 and totals["needs_context"] == 1
+    assert totals["errors"] == 1 and totals["error_rate"] == round(1 / 4, 4)
+
+    models = _by(views["model"])
+    assert models["glm-5.2"]["errors"] == 1 and models["glm-5.2"]["ok"] == 2  # ask_glm + the council
+    assert models["deepseek-v4-pro"]["not_configured"] == 1 and models["deepseek-v4-pro"]["avg_ms"] is None
+    assert models["unknown"]["calls"] == 2
+    assert models["unknown"]["refused"] == models["unknown"]["needs_context"] == 1
+
+    providers = _by(views["provider"])
+    assert providers["deepseek"]["not_configured"] == 2 and providers["deepseek"]["errors"] == 0
+    assert providers["codex"]["not_configured"] == 1
+    assert providers["ollama"]["ok"] == 1 and providers["ollama"]["errors"] == 1  # the cancelled member
+    assert providers["glm"]["errors"] == 1 and providers["glm"]["ok"] == 3
 
 
 @pytest.mark.parametrize(("arguments", "allowed"), [

@@ -9,7 +9,8 @@ import pytest
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.audit_index import AuditIndex
+from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, _ident
+from ask_fable.stores.db import Database
 from ask_fable.stores.stats import BY_VALUES, audit_stats, compute_stats
 
 NOW = 1_800_000_000.0
@@ -18,16 +19,25 @@ NOW = 1_800_000_000.0
 def _record(i: int, rng: random.Random) -> dict:
     record = {
         "ts": NOW - rng.uniform(0, 3 * 86400), "trace_id": f"t{i}", "tool": rng.choice(["ask", "ask_glm"]),
-        "mode": "single", "status": rng.choice(["ok", "ok", "error", "refused"]), "kind": None,
-        "allowed": rng.random() < 0.9, "model": rng.choice(["glm-5.2", "kimi-code/k3"]),
+        "mode": "single",
+        "status": rng.choice(["ok", "ok", "error", "refused", "needs_context", "context_exhausted"]),
+        "kind": None, "allowed": rng.random() < 0.9, "model": rng.choice(["glm-5.2", "kimi-code/k3"]),
         "provider": rng.choice(["glm", "kimi"]), "session": rng.choice(["s1", "s2"]), "project": "p",
         "elapsed_ms": rng.uniform(1, 500), "cached": rng.random() < 0.2, "pad": "x" * 80,
     }
+    if record["status"] == "error":
+        # A failure names no answering model; its member says which model was asked.
+        kind = rng.choice(["upstream_error", "timeout", "not_configured", "binary_missing"])
+        asked = {"provider": record["provider"], "model": "kimi-code/k3", "status": "error", "kind": kind,
+                 "elapsed_ms": 5.0}
+        record.update(kind=kind, model=None, members=[asked])
     if i % 4 == 0:
         record.update(mode="council", quorum="2/3", synth_fallback=True, members=[
             {"provider": "glm", "model": "glm-5.2", "status": "ok", "kind": None, "elapsed_ms": 10.0},
             {"provider": "kimi", "model": "kimi-code/k3", "status": "error", "kind": "circuit_open",
              "elapsed_ms": 0.0},
+            {"provider": "deepseek", "model": "deepseek-v4-pro",
+             "status": rng.choice(["not_configured", "timeout"]), "kind": None, "elapsed_ms": 7.0},
         ])
     return record
 
@@ -105,3 +115,24 @@ def test_audit_stats_validates_arguments(tmp_path: Path) -> None:
     with pytest.raises(BadArgs):
         audit_stats(log, by="colour")
     assert audit_stats(log)["totals"]["calls"] == 0
+
+
+def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> None:
+    """An index written when failures were stored without a model is re-read on open, so a failed
+    call counts under the model it asked."""
+    log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=10_000_000)
+    asked = {"provider": "glm", "model": "glm-5.2", "status": "error", "kind": "upstream_error"}
+    log.append({"ts": NOW - 60, "status": "error", "kind": "upstream_error", "model": None, "provider": "glm",
+                "members": [asked]})
+    path = AuditIndex(log).path
+    ident, size = _ident(log.path) or ("", 0)
+    old = Database(path, MIGRATIONS[:1])  # the index as the first schema wrote that record
+    with old.write() as conn:
+        conn.execute("INSERT INTO files (ident, offset) VALUES (?, ?)", (ident, size))
+        conn.execute("INSERT INTO recs (id, ident, ts, status, kind, model, provider, cached, elapsed_ms, "
+                     "degraded, synth_fallback) "
+                     "VALUES (1, ?, ?, 'error', 'upstream_error', NULL, 'glm', 0, 5, 0, 0)",
+                     (ident, NOW - 60))
+    old.close()
+    stats = audit_stats(log, window="all", by="model", now=NOW)
+    assert [(b["model"], b["errors"]) for b in stats["buckets"]] == [("glm-5.2", 1)]

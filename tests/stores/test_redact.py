@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ask_fable.config import load_settings
-from ask_fable.stores.redact import MARKER, redact, redact_obj
+from ask_fable.stores.redact import MARKER, bounded, redact, redact_obj
 
 SHAPES = {
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
@@ -102,3 +102,13 @@ def test_a_key_between_arbitrary_separated_text_never_survives(before: str, afte
 def test_redaction_is_idempotent(text: str) -> None:
     once = redact(text, ["exact-secret"])
     assert redact(once, ["exact-secret"]) == once
+
+
+def test_bounded_keeps_both_ends_marks_the_cut_and_redacts_first() -> None:
+    secret = "exact-secret-value-42"
+    text = "GLM HTTP 400: rejected " + "padding " * 200 + f"key {secret} CAUSE: quota exhausted"
+    out = bounded(text, 300, [secret])
+    assert out.startswith("GLM HTTP 400: rejected") and out.endswith("CAUSE: quota exhausted")
+    assert "characters cut" in out and len(out) <= 300
+    assert secret not in out and "exact-secret" not in out
+    assert bounded("short and whole", 300) == "short and whole"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ask_fable.errors import BadArgs
-from ask_fable.stores.stats import compute_stats
+from ask_fable.stores.stats import OUTCOMES, compute_stats, outcome_of
 
 NOW = 1_800_000_000.0
 
@@ -116,3 +116,43 @@ def test_unknown_window_or_by_is_bad_args_listing_allowed_values(window: str, by
 def test_empty_input_has_zero_totals() -> None:
     out = compute_stats([], now=NOW)
     assert out["buckets"] == [] and out["totals"]["calls"] == 0 and out["totals"]["avg_ms"] is None
+
+
+@pytest.mark.parametrize(("status", "kind", "outcome"), [
+    ("ok", None, "ok"),
+    ("context_exhausted", None, "ok"),
+    ("refused", "model_refused", "refused"),
+    ("error", "upstream_error", "errors"),
+    ("timeout", "timeout", "errors"),
+    ("error", "context_too_large", "errors"),
+    ("not_configured", "not_configured", "not_configured"),
+    ("error", "binary_missing", "not_configured"),
+    ("binary_missing", "binary_missing", "not_configured"),
+    ("error", "circuit_open", "circuit_open"),
+    ("needs_context", None, "needs_context"),
+    (None, None, "errors"),
+    (["not", "hashable"], {"x": 1}, "errors"),
+])
+def test_every_status_lands_in_exactly_one_outcome(status: object, kind: object, outcome: str) -> None:
+    assert outcome_of(status, kind) == outcome
+    figures = compute_stats([rec(status=status, kind=kind)], now=NOW)["totals"]
+    assert figures["calls"] == 1 and figures[outcome] == 1
+    assert sum(figures[name] for name in OUTCOMES) == 1
+
+
+def test_config_states_are_neither_errors_nor_latency() -> None:
+    records = [rec(elapsed_ms=100), rec(status="error", kind="not_configured", elapsed_ms=1),
+               rec(status="error", kind="upstream_error", elapsed_ms=300)]
+    glm = bucket(compute_stats(records, now=NOW), "glm-5.2")
+    assert glm["not_configured"] == 1 and glm["errors"] == 1 and glm["error_rate"] == 0.5
+    assert glm["avg_ms"] == 200.0
+
+
+def test_a_failure_counts_under_the_model_it_asked() -> None:
+    asked = {"provider": "deepseek", "model": "deepseek-v4-pro", "status": "error", "kind": "timeout"}
+    failed = rec(status="error", kind="timeout", model=None, provider="deepseek", members=[asked])
+    chain = rec(status="error", kind="upstream_error", model=None, members=[
+        {"provider": "glm", "model": "glm-5.2", "status": "error"}, asked])
+    out = compute_stats([failed, chain, rec(status="refused", model=None, provider=None)], now=NOW)
+    assert bucket(out, "deepseek-v4-pro")["errors"] == 2
+    assert bucket(out, "unknown")["refused"] == 1  # the guard refused: no model was asked

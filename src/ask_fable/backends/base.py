@@ -90,7 +90,7 @@ class Oracle(abc.ABC):
         token: the council token that names this oracle (``fable``, ``glm``, ``ollama:qwen3``…).
         provider: the backend family used for stats and breaker keys (``anthropic``, ``glm``…).
         model: the model id the oracle will ask for.
-        family: the model lab, used to order anonymized experts (a synthesizer's own family last).
+        family: the model lab, used to order anonymized experts (a synthesizer's own family late).
     """
 
     token: str

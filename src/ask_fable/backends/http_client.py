@@ -214,8 +214,10 @@ def provider_message(body: bytes | str) -> str:
             message = data["message"]
     if not message:
         message = " ".join(text.split())
-    message = str(message)
-    return message[:MESSAGE_LIMIT] + ("…" if len(message) > MESSAGE_LIMIT else "")
+    from ask_fable.stores.redact import bounded
+
+    # Both ends kept: a provider's own cause often comes last (OpenRouter's metadata.raw).
+    return bounded(str(message), MESSAGE_LIMIT)
 
 
 def bad_body(label: str, what: str, secrets: Iterable[str] = ()) -> UpstreamError:

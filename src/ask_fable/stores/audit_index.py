@@ -19,10 +19,14 @@ from typing import Any
 from ask_fable.stores.audit import AuditLog, parse_lines
 from ask_fable.stores.db import Database
 from ask_fable.stores.stats import (
+    ATTEMPTED,
+    OUTCOMES,
     UNKNOWN,
+    attributed_model,
     bucket_result,
     is_degraded,
     order_buckets,
+    outcome_of,
     p95_rank,
     validate,
     window_start,
@@ -47,9 +51,18 @@ MIGRATIONS = [
     );
     CREATE INDEX members_rec ON members(rec_id);
     """,
+    # ``recs.model`` became the model a record counts under (stats.attributed_model) and each row
+    # carries its outcome (stats.outcome_of): forget what was read so every record is indexed again.
+    """
+    DELETE FROM members;
+    DELETE FROM recs;
+    DELETE FROM files;
+    ALTER TABLE recs ADD COLUMN outcome TEXT NOT NULL DEFAULT 'errors';
+    ALTER TABLE members ADD COLUMN outcome TEXT NOT NULL DEFAULT 'errors';
+    """,
 ]
 
-_TEXT_FIELDS = ("status", "kind", "model", "provider", "session", "project", "tool", "mode")
+_TEXT_FIELDS = ("status", "kind", "provider", "session", "project", "tool", "mode")
 _MEMBER_FIELDS = ("provider", "model", "status", "kind")
 #: Bytes read per pass over a file, so a huge backlog is indexed in bounded memory.
 _READ_BYTES = 8 * 1024 * 1024
@@ -81,17 +94,20 @@ def _rows(rec_id: int, ident: str, record: dict[str, Any]) -> tuple[tuple[Any, .
     """The ``recs`` row of one record and its ``members`` rows (one per backend call)."""
     allowed = record.get("allowed")
     row = (
-        rec_id, ident, _number(record.get("ts")), *(_text(record.get(f)) for f in _TEXT_FIELDS),
+        rec_id, ident, _number(record.get("ts")), _text(attributed_model(record)),
+        *(_text(record.get(f)) for f in _TEXT_FIELDS),
         1 if record.get("cached") else 0, _number(record.get("elapsed_ms")),
         1 if is_degraded(record.get("quorum")) else 0, 1 if record.get("synth_fallback") else 0,
         None if allowed is None else (1 if allowed else 0),
+        outcome_of(record.get("status"), record.get("kind")),
     )
     members = record.get("members")
     if not isinstance(members, list) or not members:
         # A single-shot record is one backend call of its own provider (none when refused early).
         members = [record] if record.get("provider") else []
     member_rows = [
-        (rec_id, *(_text(m.get(f)) for f in _MEMBER_FIELDS), _number(m.get("elapsed_ms")))
+        (rec_id, *(_text(m.get(f)) for f in _MEMBER_FIELDS), _number(m.get("elapsed_ms")),
+         outcome_of(m.get("status"), m.get("kind")))
         for m in members
         if isinstance(m, dict)
     ]
@@ -157,14 +173,14 @@ class AuditIndex:
                     rows.append(row)
                     member_rows.extend(members)
                 conn.executemany(
-                    "INSERT INTO recs (id, ident, ts, status, kind, model, provider, session, project, tool, "
-                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO recs (id, ident, ts, model, status, kind, provider, session, project, tool, "
+                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed, outcome) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     rows,
                 )
                 conn.executemany(
-                    "INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms) "
-                    "VALUES (?,?,?,?,?,?)",
+                    "INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms, outcome) "
+                    "VALUES (?,?,?,?,?,?,?)",
                     member_rows,
                 )
                 count += len(rows)
@@ -206,7 +222,7 @@ class AuditIndex:
         if by == "provider":
             source = "members m JOIN recs r ON r.id = m.rec_id"
             bucket = f"coalesce(nullif(m.provider, ''), '{UNKNOWN}')"
-            status, kind, elapsed, allowed = "m.status", "m.kind", "m.elapsed_ms", "coalesce(r.allowed, 1)"
+            outcome, elapsed, allowed = "m.outcome", "m.elapsed_ms", "coalesce(r.allowed, 1)"
             degraded = synth = "0"
             rows_where, rows_params = list(where), list(params)
             if model is not None:
@@ -215,12 +231,11 @@ class AuditIndex:
         else:
             source = "recs r"
             bucket = _BUCKETS[by]
-            status, kind, elapsed, allowed = "r.status", "r.kind", "r.elapsed_ms", "coalesce(r.allowed, 0)"
+            outcome, elapsed, allowed = "r.outcome", "r.elapsed_ms", "coalesce(r.allowed, 0)"
             degraded, synth = "r.degraded", "r.synth_fallback"
             rows_where, rows_params = record_where, record_params
-        shed = f"(coalesce({status}, '') = 'circuit_open' OR coalesce({kind}, '') = 'circuit_open')"
         base = (
-            f"SELECT {bucket} AS bucket, {status} AS status, {allowed} AS allowed, {shed} AS shed, "
+            f"SELECT {bucket} AS bucket, {outcome} AS outcome, {allowed} AS allowed, "
             f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth "
             f"FROM {source} WHERE {' AND '.join(rows_where)}"
         )
@@ -244,18 +259,19 @@ class AuditIndex:
         conn: Any, base: str, params: list[Any]
     ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         """Per-bucket figures and totals: counts in SQL, latency percentiles in Python."""
-        counts = conn.execute(
-            "SELECT bucket, count(*), sum(allowed), sum(shed), "
-            "sum(NOT shed AND status = 'ok'), sum(NOT shed AND status = 'refused'), "
-            "sum(NOT shed AND status = 'error'), sum(degraded), sum(synth) "
-            f"FROM ({base}) GROUP BY 1",
+        per_outcome = ", ".join(f"sum(outcome = '{name}')" for name in OUTCOMES)
+        rows = conn.execute(
+            f"SELECT bucket, {per_outcome}, sum(allowed), sum(degraded), sum(synth) FROM ({base}) GROUP BY 1",
             params,
         ).fetchall()
         # Latencies are summed and ranked in Python exactly as compute_stats does (SQLite's
         # window functions were also several times slower at this).
+        attempted = ", ".join(f"'{name}'" for name in sorted(ATTEMPTED))
         latencies: dict[str, list[float]] = {}
-        cursor = conn.execute(f"SELECT bucket, elapsed FROM ({base}) WHERE NOT shed AND elapsed IS NOT NULL",
-                              params)
+        cursor = conn.execute(
+            f"SELECT bucket, elapsed FROM ({base}) WHERE outcome IN ({attempted}) AND elapsed IS NOT NULL",
+            params,
+        )
         cursor.row_factory = None
         for name, value in cursor.fetchall():
             found = latencies.get(name)
@@ -265,8 +281,8 @@ class AuditIndex:
                 found.append(value)
         every: list[float] = []
         buckets = {}
-        sums = [0] * 8
-        for name, *figures in counts:
+        sums = [0] * (len(OUTCOMES) + 3)
+        for name, *figures in rows:
             figures = [int(v or 0) for v in figures]
             sums = [a + b for a, b in zip(sums, figures, strict=True)]
             values = sorted(latencies.get(name, []))
@@ -277,10 +293,10 @@ class AuditIndex:
 
 
 def _result(figures: list[int], values: list[float]) -> dict[str, Any]:
-    calls, allowed, shed, ok, refused, errors, degraded, synth = figures
+    counts = dict(zip(OUTCOMES, figures, strict=False))
+    allowed, degraded, synth = figures[len(OUTCOMES):]
     return bucket_result(
-        calls=calls, ok=ok, allowed=allowed, refused=refused, errors=errors, circuit_open=shed,
-        latency_sum=sum(values), latency_count=len(values),
+        counts, allowed=allowed, latency_sum=sum(values), latency_count=len(values),
         p95=values[p95_rank(len(values)) - 1] if values else None, degraded=degraded, synth_fallback=synth,
     )
 

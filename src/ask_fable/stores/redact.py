@@ -157,6 +157,23 @@ def redact(text: str, secrets: SecretSource = ()) -> str:
     return _redact_with(text, secret_list(secrets))
 
 
+def bounded(text: str, limit: int, secrets: SecretSource = ()) -> str:
+    """``text`` redacted, then cut to about ``limit`` characters by dropping its middle.
+
+    Error text names what failed at its start and, often, why at its end (a provider's nested
+    message, the last line of a traceback), so both ends are kept and the cut is marked.
+    """
+    text = redact(text, secrets)
+    if len(text) <= limit:
+        return text
+    marker = " … [{} characters cut] … "
+    room = max(0, limit - len(marker.format(len(text))))
+    head = (room + 1) // 2
+    tail = room - head
+    cut = len(text) - head - tail
+    return text[:head].rstrip() + marker.format(cut) + (text[-tail:].lstrip() if tail else "")
+
+
 def redact_obj(obj: Any, secrets: SecretSource = ()) -> Any:
     """Redact every string inside ``obj`` (dicts, lists, tuples, nested); other values pass through."""
     exact = secret_list(secrets)

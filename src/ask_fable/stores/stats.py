@@ -1,13 +1,22 @@
 """Usage and health statistics aggregated from audit records (no model call, never cached).
 
-Per bucket: ``calls``, ``ok``, ``allowed``, ``refused``, ``errors``, ``circuit_open``,
-``avg_ms``, ``p95_ms``, ``error_rate``, plus council degradation counters. Calls the circuit
-breaker shed count as ``circuit_open``: they are neither errors nor latency samples, and
-``error_rate`` is ``errors / (calls - circuit_open)``.
+Every counted call lands in exactly one outcome (:data:`OUTCOMES`), so ``calls`` is their sum:
+
+    ok              an answer (``context_exhausted`` is a best-effort answer)
+    refused         the guard or the model declined
+    errors          the backend was asked and failed (``timeout`` included)
+    not_configured  a configuration state: a key or setting is missing, or a CLI is not installed
+    circuit_open    the circuit breaker shed the call
+    needs_context   no model was called: the ``context_ref`` keys did not exist
+
+Only ok, refused and errors are attempts: they alone give latency samples, and ``error_rate`` is
+``errors / (ok + refused + errors)``. Council degradation counters (``degraded``,
+``synth_fallback``) ride along.
 
 ``by="provider"`` is the per-backend view: one call per entry of a record's ``members`` (a
 single-shot record without members counts as one call of its own ``provider``). Every other
-view counts one call per record; councils count under their synthesizer (``record["model"]``).
+view counts one call per record; councils count under their synthesizer (``record["model"]``),
+and a call that returned no answer counts under the model it asked (its last member's).
 """
 
 from __future__ import annotations
@@ -33,42 +42,72 @@ def window_start(window: str, now: float | None = None) -> float | None:
     return None if span is None else (time.time() if now is None else now) - span
 
 
+#: Where a counted call lands, first match wins: ``(outcome, statuses, kinds)``; anything else is
+#: one of the ``errors``.
+OUTCOME_RULES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
+    ("circuit_open", frozenset({"circuit_open"}), frozenset({"circuit_open"})),
+    ("not_configured", frozenset({"not_configured", "binary_missing"}),
+     frozenset({"not_configured", "binary_missing"})),
+    ("ok", frozenset({"ok", "context_exhausted"}), frozenset()),
+    ("refused", frozenset({"refused"}), frozenset()),
+    ("needs_context", frozenset({"needs_context"}), frozenset()),
+)
+OUTCOMES = ("ok", "refused", "errors", "not_configured", "circuit_open", "needs_context")
+#: Outcomes where a backend (or the guard) really handled the call: latency and error-rate samples.
+ATTEMPTED = frozenset({"ok", "refused", "errors"})
+
+
+def outcome_of(status: Any, kind: Any) -> str:
+    """The one outcome (:data:`OUTCOMES`) a call with ``status`` and ``kind`` counts as."""
+    status = status if isinstance(status, str) else None
+    kind = kind if isinstance(kind, str) else None
+    for outcome, statuses, kinds in OUTCOME_RULES:
+        if status in statuses or kind in kinds:
+            return outcome
+    return "errors"
+
+
+def attributed_model(record: dict[str, Any]) -> Any:
+    """The model a record counts under: its answering model, else the last model it asked."""
+    model = record.get("model")
+    if model not in (None, ""):
+        return model
+    members = record.get("members")
+    if isinstance(members, list):
+        for member in reversed(members):
+            if isinstance(member, dict) and member.get("model") not in (None, ""):
+                return member["model"]
+    return None
+
+
 class _Bucket:
-    __slots__ = ("allowed", "calls", "circuit_open", "degraded", "errors", "latencies", "ok",
-                 "refused", "synth_fallback")
+    __slots__ = ("allowed", "counts", "degraded", "latencies", "synth_fallback")
 
     def __init__(self) -> None:
-        self.calls = self.ok = self.allowed = self.refused = self.errors = self.circuit_open = 0
-        self.degraded = self.synth_fallback = 0
+        self.counts = dict.fromkeys(OUTCOMES, 0)
+        self.allowed = self.degraded = self.synth_fallback = 0
         self.latencies: list[float] = []
 
     def add(self, status: Any, kind: Any, allowed: Any, elapsed: Any) -> None:
-        self.calls += 1
+        outcome = outcome_of(status, kind)
+        self.counts[outcome] += 1
         if allowed:
             self.allowed += 1
-        if status == "circuit_open" or kind == "circuit_open":
-            self.circuit_open += 1
-            return
-        if status == "ok":
-            self.ok += 1
-        elif status == "refused":
-            self.refused += 1
-        elif status == "error":
-            self.errors += 1
-        if type(elapsed) in _NUMBER:
+        if outcome in ATTEMPTED and type(elapsed) in _NUMBER:
             self.latencies.append(elapsed)
 
     def merge(self, other: _Bucket) -> None:
-        for name in ("calls", "ok", "allowed", "refused", "errors", "circuit_open", "degraded",
-                     "synth_fallback"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in OUTCOMES:
+            self.counts[name] += other.counts[name]
+        self.allowed += other.allowed
+        self.degraded += other.degraded
+        self.synth_fallback += other.synth_fallback
         self.latencies.extend(other.latencies)
 
     def result(self) -> dict[str, Any]:
         lat = sorted(self.latencies)
         return bucket_result(
-            calls=self.calls, ok=self.ok, allowed=self.allowed, refused=self.refused, errors=self.errors,
-            circuit_open=self.circuit_open, latency_sum=sum(lat), latency_count=len(lat),
+            self.counts, allowed=self.allowed, latency_sum=sum(lat), latency_count=len(lat),
             p95=lat[p95_rank(len(lat)) - 1] if lat else None, degraded=self.degraded,
             synth_fallback=self.synth_fallback,
         )
@@ -80,21 +119,23 @@ def p95_rank(count: int) -> int:
 
 
 def bucket_result(
-    *, calls: int, ok: int, allowed: int, refused: int, errors: int, circuit_open: int,
-    latency_sum: float, latency_count: int, p95: float | None, degraded: int, synth_fallback: int,
+    counts: dict[str, int], *, allowed: int, latency_sum: float, latency_count: int, p95: float | None,
+    degraded: int, synth_fallback: int,
 ) -> dict[str, Any]:
-    """One bucket's figures in the shape ``stats`` returns."""
-    attempted = calls - circuit_open
+    """One bucket's figures in the shape ``stats`` returns; ``counts`` maps each outcome to its calls."""
+    attempted = sum(counts[name] for name in ATTEMPTED)
     return {
-        "calls": calls,
-        "ok": ok,
+        "calls": sum(counts.values()),
+        "ok": counts["ok"],
         "allowed": allowed,
-        "refused": refused,
-        "errors": errors,
-        "circuit_open": circuit_open,
+        "refused": counts["refused"],
+        "errors": counts["errors"],
+        "not_configured": counts["not_configured"],
+        "circuit_open": counts["circuit_open"],
+        "needs_context": counts["needs_context"],
         "avg_ms": round(latency_sum / latency_count, 1) if latency_count else None,
         "p95_ms": round(p95, 1) if p95 is not None and latency_count else None,
-        "error_rate": round(errors / attempted, 4) if attempted else 0.0,
+        "error_rate": round(counts["errors"] / attempted, 4) if attempted else 0.0,
         "degraded": degraded,
         "synth_fallback": synth_fallback,
     }
@@ -189,7 +230,7 @@ def compute_stats(
         elif by == "cache":
             key = "hit" if record.get("cached") else "miss"
         else:
-            value = record.get(by)
+            value = attributed_model(record) if by == "model" else record.get(by)
             key = str(value) if value not in (None, "") else UNKNOWN
         bucket = buckets.get(key)
         if bucket is None:

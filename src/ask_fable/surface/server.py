@@ -104,11 +104,7 @@ def _result(spec: ToolSpec | None, payload: dict[str, Any]) -> CallToolResult:
 
 def dump_result(model: ToolResult) -> dict[str, Any]:
     """The wire form of a result: ``None`` fields dropped unless the contract gives null a meaning."""
-    payload = model.model_dump(mode="json", exclude_none=True)
-    for name in model.NULLABLE_FIELDS & model.model_fields_set:
-        if getattr(model, name) is None:
-            payload[name] = None
-    return payload
+    return model.wire()
 
 
 def _bad_args_detail(spec: ToolSpec, exc: ValidationError) -> str:

@@ -15,11 +15,13 @@ from typing import Any
 
 import anyio
 
+from ask_fable.config import Settings
 from ask_fable.contract import ChainStage
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.modes.consensus import material_split
 from ask_fable.core.modes.council import identity_names, panel_text, scrub_names
 from ask_fable.core.modes.role_prompts import CHAIN_CRITIQUE, CHAIN_DECIDE, CHAIN_DRAFT, CHAIN_FALLBACK
+from ask_fable.core.modes.steps import step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import CLAUDE_FALLBACKS, Resolver, default_resolver, parse_pipeline, resolve_oracle
 from ask_fable.errors import OracleTimeout, UpstreamError
@@ -29,20 +31,11 @@ def _stage_label(index: int) -> str:
     return f"Peer {index + 1}"
 
 
-def stage_entry(stage: int, token: str, role: str, outcome: MemberOutcome) -> dict[str, Any]:
+def stage_entry(
+    stage: int, token: str, role: str, outcome: MemberOutcome, settings: Settings
+) -> dict[str, Any]:
     """The lean ``stages`` entry for one stage."""
-    side = outcome.sidecar if outcome.ok else None
-    entry = ChainStage(
-        stage=stage,
-        model=token,
-        role=role,  # type: ignore[arg-type]
-        status=outcome.status,
-        recommendation=side.recommendation if side else None,
-        confidence=side.confidence if side else None,
-        kind=outcome.kind,
-        detail=outcome.detail,
-        elapsed_ms=outcome.elapsed_ms,
-    )
+    entry = ChainStage(stage=stage, model=token, role=role, **step_fields(outcome, settings))  # type: ignore[arg-type]
     return entry.model_dump(exclude_none=True)
 
 
@@ -104,7 +97,7 @@ async def run_chain(
             system, prompt = _stage_prompt(question, context, role, survivors, names)
             request = mctx.request(system, prompt)
             outcome = await mctx.call_oracle(oracle, request, role=role)
-            stages.append(stage_entry(index + 1, token, role, outcome))
+            stages.append(stage_entry(index + 1, token, role, outcome, mctx.settings))
             message = f"stage {index + 1}/{count} {token}: {outcome.status}"
             await mctx.progress(index + 1, total_steps, message)
             if outcome.ok:
@@ -121,7 +114,7 @@ async def run_chain(
                 system, prompt = _stage_prompt(question, context, "fallback", survivors, names)
                 request = mctx.request(system, prompt)
                 outcome = await mctx.call_oracle(oracle, request, role="fallback")
-                stages.append(stage_entry(len(stages) + 1, token, "fallback", outcome))
+                stages.append(stage_entry(len(stages) + 1, token, "fallback", outcome, mctx.settings))
                 if outcome.ok:
                     final = outcome
                     drift.append(outcome.sidecar.recommendation if outcome.sidecar else None)

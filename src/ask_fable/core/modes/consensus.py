@@ -85,9 +85,17 @@ def council_confidence(
 
 
 def council_next_action(
-    consensus: Consensus, material: bool, answered: int, asked: int, recommendation: str | None
+    recommendations: Sequence[str | None], asked: int, *, synthesized: bool = True
 ) -> str:
-    """A one-line instruction for the calling agent, from the council's signals."""
+    """A one-line instruction for the calling agent, from the council's signals.
+
+    ``recommendations`` holds one entry per member that answered (``None`` when it gave no
+    sidecar); ``synthesized`` says whether the returned answer is a synthesis or one member's.
+    """
+    answered = len(recommendations)
+    votes = [r for r in recommendations if r]
+    consensus, material = council_consensus(votes)
+    subject = "the synthesis" if synthesized else "the returned answer (one member's, not synthesized)"
     if answered <= 1:
         action = (
             f"Only {answered} of {asked} models answered: this is one opinion, not consensus. "
@@ -102,15 +110,17 @@ def council_next_action(
     elif consensus == "divergent":
         action = "The panel did not agree: read the sources and resolve the open question before acting."
     elif consensus == "partial":
-        action = (
-            "Most of the panel agrees: check the dissenting source's objection, then act on the synthesis."
-        )
+        action = f"Most of the panel agrees: check the dissenting source's objection, then act on {subject}."
     elif consensus == "strong":
-        verb = recommendation or "follow"
-        action = f"The panel agrees ({verb}): act on the synthesis."
+        action = f"The panel agrees ({votes[0]}): act on {subject}."
+    elif votes:
+        action = (
+            f"Only one of the {answered} answers carried a recommendation ({votes[0]}), so there is no "
+            f"consensus to compute: read {subject} and the sources before acting."
+        )
     else:
         action = (
-            "The panel gave no machine-readable recommendations: read the synthesis and sources "
+            f"The panel gave no machine-readable recommendations: read {subject} and the sources "
             "before acting."
         )
     if 1 < answered < asked:

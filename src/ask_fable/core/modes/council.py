@@ -1,11 +1,14 @@
 """The council: the same question to several models in parallel, then one anonymized synthesis.
 
 Members run concurrently (at most ``max_parallel`` at once) and each sees only the question and
-its context. The council's wall-clock bound keeps the answers already in, cancels the rest (they
-are reported as ``kind: timeout``) and still synthesizes. The synthesizer sees the answers as
-Expert A, B, … with its own lab's answers last and no model names, and is told to pick a side on a
-material split. Synthesizers are tried down a ladder (the requested one, then ``fable``, then
-``opus``); when every one fails the best member answer is returned, flagged.
+its context. One wall-clock bound (``council_deadline``) covers the whole council, and the last
+third of it (:data:`SYNTHESIS_SHARE`) is kept for the synthesis: members still running at two
+thirds of the bound are cancelled and reported as ``kind: timeout``, and the answers already in are
+synthesized in the time that is left (at least that third, more when the members finished early).
+The synthesizer sees the answers as Expert A, B, … with no model names, its own lab's answers
+towards the end and Fable's last whoever judges, and is told to pick a side on a material split.
+Synthesizers are tried down a ladder (the requested one, then ``fable``, then ``opus``); when every
+one fails the best member answer is returned, and every synthesis field says it was not synthesized.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 import anyio
 
 from ask_fable.backends.base import Oracle
+from ask_fable.config import Settings
 from ask_fable.contract import SourceEntry, SynthesisInfo
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
 from ask_fable.core.modes.consensus import (
@@ -28,6 +32,7 @@ from ask_fable.core.modes.consensus import (
     majority_recommendation,
 )
 from ask_fable.core.modes.role_prompts import COUNCIL_SYNTHESIZER
+from ask_fable.core.modes.steps import step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import (
     ALIASES,
@@ -42,6 +47,16 @@ from ask_fable.core.tokens import (
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, OracleTimeout, UpstreamError
 
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
+#: Share of the council's wall-clock bound reserved for the synthesis. With the default bound
+#: (timeout + 120 s) and timeout 240 s, members keep their whole 240 s and the synthesis has 120 s.
+SYNTHESIS_SHARE = 1 / 3
+#: Tokens whose answers go last in the panel whoever synthesizes (the contract's "Fable last").
+FABLE_TOKENS = frozenset({"fable", "fable51"})
+
+
+def member_window(bound: float) -> float:
+    """Seconds council members may run inside a council ``bound``; the rest is the synthesis's."""
+    return bound * (1 - SYNTHESIS_SHARE)
 
 
 def expert_label(index: int) -> str:
@@ -103,10 +118,15 @@ def scrub_names(text: str, names: Sequence[str]) -> str:
 def order_for(
     members: Sequence[MemberOutcome], families: dict[str, str], own_family: str
 ) -> list[MemberOutcome]:
-    """Members with the synthesizer's own family moved last (stable otherwise)."""
-    others = [m for m in members if families.get(m.token) != own_family]
-    own = [m for m in members if families.get(m.token) == own_family]
-    return others + own
+    """The panel order a synthesizer reads: other labs first, then the synthesizer's own lab, and
+    Fable's answers last whoever synthesizes (stable otherwise)."""
+
+    def place(member: MemberOutcome) -> int:
+        if member.token in FABLE_TOKENS:
+            return 2
+        return 1 if families.get(member.token) == own_family else 0
+
+    return sorted(members, key=place)
 
 
 def panel_text(
@@ -131,19 +151,14 @@ def identity_names(members: Sequence[MemberOutcome], extra: Sequence[str] = ()) 
     return names
 
 
-def source_entry(member: MemberOutcome) -> dict[str, Any]:
+def source_entry(member: MemberOutcome, settings: Settings) -> dict[str, Any]:
     """The contract's ``sources`` entry for one member."""
     entry = SourceEntry(
         model=member.model,
         token=member.token,
         provider=member.provider,
-        status=member.status,
         answer=member.answer if member.status in ("ok", "refused") else None,
-        recommendation=member.sidecar.recommendation if member.sidecar else None,
-        confidence=member.sidecar.confidence if member.sidecar else None,
-        kind=member.kind,
-        detail=member.detail,
-        elapsed_ms=member.elapsed_ms,
+        **step_fields(member, settings),
     )
     return entry.model_dump(exclude_none=True)
 
@@ -173,9 +188,10 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
 
 async def _run_members(
     question: str, context: str, oracles: list[Oracle], mctx: ModeContext, total_steps: int,
-    deadline_at: float,
+    started_at: float,
 ) -> list[MemberOutcome]:
-    """Ask every oracle concurrently under the council deadline; late ones become timeouts."""
+    """Ask every oracle concurrently until the members' share of the council bound runs out;
+    the ones still running then are cancelled and become timeouts."""
     settings = mctx.settings
     results: dict[int, MemberOutcome] = {}
     limiter = anyio.CapacityLimiter(settings.max_parallel)
@@ -190,8 +206,9 @@ async def _run_members(
         done += 1
         await mctx.progress(done, total_steps, f"{oracle.token}: {outcome.status} ({done}/{len(oracles)})")
 
-    deadline = settings.council_deadline
-    with anyio.move_on_after(max(0.0, deadline_at - time.monotonic())):
+    bound = settings.council_deadline
+    window = member_window(bound)
+    with anyio.move_on_after(max(0.0, started_at + window - time.monotonic())):
         async with anyio.create_task_group() as group:
             for index, oracle in enumerate(oracles):
                 group.start_soon(ask, index, oracle)
@@ -202,9 +219,10 @@ async def _run_members(
             members.append(results[index])
             continue
         late = MemberOutcome(
-            oracle.token, oracle.model, oracle.provider, "timeout", elapsed_ms=int(deadline * 1000),
+            oracle.token, oracle.model, oracle.provider, "timeout", elapsed_ms=int(window * 1000),
             kind="timeout", role="member",
-            detail=f"cancelled at the council's {deadline:.0f}s wall-clock bound",
+            detail=f"still running after {window:.1f}s, the members' share of the council's {bound:.0f}s "
+            "wall-clock bound; cancelled so the answers in could be synthesized",
         )
         mctx.trace.event(
             "provider.end", token=oracle.token, provider=oracle.provider, model=oracle.model,
@@ -305,12 +323,13 @@ async def run_council(
     oracles = [resolve_oracle(token, resolver) for token in members_tokens]
     families = {oracle.token: oracle.family for oracle in oracles}
     total_steps = len(oracles) + 1
-    # One wall-clock bound for the whole council, synthesis included.
-    deadline_at = time.monotonic() + mctx.settings.council_deadline
+    # One wall-clock bound for the whole council, synthesis included (see member_window).
+    started_at = time.monotonic()
+    deadline_at = started_at + mctx.settings.council_deadline
     await mctx.progress(0, total_steps, f"council of {len(oracles)}: {', '.join(members_tokens)}")
 
-    members = await _run_members(question, context, oracles, mctx, total_steps, deadline_at)
-    sources = [source_entry(m) for m in members]
+    members = await _run_members(question, context, oracles, mctx, total_steps, started_at)
+    sources = [source_entry(m, mctx.settings) for m in members]
     answered = [m for m in members if m.ok]
     asked = len(members)
     quorum = f"{len(answered)}/{asked}"
@@ -338,8 +357,6 @@ async def run_council(
         "effective_models": [m.token for m in answered],
         "degraded": len(answered) < asked,
     }
-    majority = majority_recommendation(recommendations)
-
     if len(answered) == 1:
         only = answered[0]
         assert only.reply is not None
@@ -351,7 +368,7 @@ async def run_council(
             "confidence": council_confidence(
                 consensus, 1, asked, only.sidecar.confidence if only.sidecar else None
             ),
-            "recommended_next_action": council_next_action(consensus, material, 1, asked, majority),
+            "recommended_next_action": council_next_action(recommendations, asked),
         }
         return ModeOutcome(
             text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,
@@ -370,27 +387,27 @@ async def run_council(
         info = SynthesisInfo(requested=requested_synth, used=synth.token, fallback=fell_back, tried=tried)
         text, model, reply, provider = synth.reply.text, synth.model, synth.reply, synth.provider
         synth_confidence = synth.sidecar.confidence if synth.sidecar else None
-        used_label: str | None = synth.token
     else:
         best = best_member(answered)
         assert best.reply is not None
         fell_back = True
         info = SynthesisInfo(requested=requested_synth, used=None, fallback=True, tried=tried)
         text, model, reply, provider = best.reply.text, best.model, best.reply, best.provider
+        # One member's answer stands in for a synthesis: never more than low confidence.
         synth_confidence = "low"
-        used_label = None
         why = ("the council's wall-clock bound ran out before a synthesis"
                if tried and tried[-1]["status"] == "timeout" else "every synthesizer failed")
         envelope["note"] = (
             f"{why} ({', '.join(t['token'] for t in tried)}); "
             f"returning the best member answer ({best.token}) unsynthesized"
         )
-    await mctx.progress(total_steps, total_steps, f"synthesis: {used_label or 'best member answer'}")
+    used = synth.token if synth is not None else None
+    await mctx.progress(total_steps, total_steps, f"synthesis: {used or 'none, best member answer'}")
     envelope |= {
-        "synthesizer": used_label,
+        "synthesizer": used,
         "synthesis": info.model_dump(),
         "confidence": council_confidence(consensus, len(answered), asked, synth_confidence),
-        "recommended_next_action": council_next_action(consensus, material, len(answered), asked, majority),
+        "recommended_next_action": council_next_action(recommendations, asked, synthesized=synth is not None),
     }
     return ModeOutcome(
         text=text, model=model, reply=reply, provider=provider, fields=envelope,

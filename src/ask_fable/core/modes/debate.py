@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 
+from ask_fable.config import Settings
 from ask_fable.contract import DebateBlock, DebateTurn
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.modes.consensus import debate_resolution, downgrade, material_split
@@ -35,6 +36,7 @@ from ask_fable.core.modes.role_prompts import (
     DEBATE_REVISE,
     DEBATE_SINGLE_CRITIC,
 )
+from ask_fable.core.modes.steps import step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.sidecar import parse_sidecar
 from ask_fable.core.tokens import (
@@ -282,13 +284,8 @@ def with_confidence(text: str, confidence: str) -> str:
     return f"{answer}\n\n```sidecar\n{json.dumps(data)}\n```"
 
 
-def _turn(role: str, outcome: MemberOutcome) -> dict[str, Any]:
-    side = outcome.sidecar if outcome.ok else None
-    turn = DebateTurn(
-        role=role, model=outcome.token, status=outcome.status,
-        recommendation=side.recommendation if side else None, confidence=side.confidence if side else None,
-        kind=outcome.kind, detail=outcome.detail, elapsed_ms=outcome.elapsed_ms,
-    )
+def _turn(role: str, outcome: MemberOutcome, settings: Settings) -> dict[str, Any]:
+    turn = DebateTurn(role=role, model=outcome.token, **step_fields(outcome, settings))
     return turn.model_dump(exclude_none=True)
 
 
@@ -312,7 +309,7 @@ class _Debate:
         prompt = user_prompt(self.question, self.context) + (f"\n\n{extra}" if extra else "")
         request = self.mctx.request(system_prompt(instructions), prompt)
         outcome = await self.mctx.call_oracle(oracle, request, role=role)
-        self.turns.append(_turn(role, outcome))
+        self.turns.append(_turn(role, outcome, self.mctx.settings))
         self.outcomes[role] = outcome
         if outcome.ok:
             self.drift.append(outcome.sidecar.recommendation if outcome.sidecar else None)
@@ -486,7 +483,7 @@ async def _finish(
     block |= {"recommendation_drift": state.drift, "decisive_argument": decisive}
     info = DebateBlock.model_validate(block)
     fields: dict[str, Any] = {"mode": "debate", "answered_by": final.token, "turns": state.turns,
-                              "debate": info.model_dump(exclude_none=True)}
+                              "debate": info.wire()}
     if not block.get("adjudicator_independent"):
         notes.append(f"the adjudicator ({block['adjudicator']}) is one of the debating pair, so the ruling "
                      "is not third-party; pick another adjudicator for an independent one")

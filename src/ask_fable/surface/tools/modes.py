@@ -6,7 +6,7 @@ then hands a mode runner to the pipeline, which does the guard, cache, audit, tr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -23,6 +23,7 @@ FALLBACK_PANELS: dict[str, list[str]] = {
     "openrouter": ["deepseek/deepseek-v4-pro", "z-ai/glm-5.2", "qwen/qwen3-coder"],
 }
 FEATURED_COUNT = 3
+Given = TypeVar("Given", bound=str | list[str] | None)
 
 SESSION = Field(
     None, description="Hub label for this call (not a model session)."
@@ -41,7 +42,8 @@ class CouncilArgs(_Args):
     context_ref: str | list[str] | None = CONTEXT_REF
     models: list[str] | None = Field(
         None,
-        description="Member tokens, e.g. [\"twin\",\"m3\"]; overrides tier.",
+        description="Member tokens, e.g. [\"twin\",\"m3\"]; overrides tier; omit it for the tier "
+        "([] is bad_args).",
     )
     tier: str | None = Field(
         None, description="default, twin, middle or full."
@@ -59,7 +61,7 @@ class ChainArgs(_Args):
     context: str = CONTEXT
     context_ref: str | list[str] | None = CONTEXT_REF
     pipeline: str | list[str] | None = Field(
-        None, description=f"Ordered stages split on '>' (default \"{DEFAULT_PIPELINE}\"); repeats allowed."
+        None, description=f"Ordered stages split on '>' (omit for \"{DEFAULT_PIPELINE}\"); repeats allowed."
     )
     models: list[str] | None = Field(None, description="The stages as an ordered list (instead of pipeline).")
     session: str | None = SESSION
@@ -87,7 +89,7 @@ class ProviderCouncilArgs(_Args):
     context: str = CONTEXT
     context_ref: str | list[str] | None = CONTEXT_REF
     models: list[str] | None = Field(
-        None, description="Model ids (prefix optional); default: the configured set."
+        None, description="Model ids (prefix optional); omit for the configured set ([] is bad_args)."
     )
     session: str | None = SESSION
 
@@ -145,6 +147,23 @@ class ConfigureResult(DataResult):
 # --- handlers ------------------------------------------------------------------------------------------
 
 
+def _require_names(value: str | list[str], message: str) -> None:
+    """Raise ``bad_args`` with ``message`` unless ``value`` names at least one non-blank item."""
+    from ask_fable.errors import BadArgs
+
+    items = [value] if isinstance(value, str) else value
+    if not any(str(item).strip() for item in items):
+        raise BadArgs(message)
+
+
+def _given(value: Given, name: str) -> Given:
+    """``value`` as passed, ``None`` when omitted; an explicitly empty one is ``bad_args``, since
+    only an omitted argument means the default."""
+    if value is not None:
+        _require_names(value, f"{name} is empty; name at least one model, or omit {name} for the default")
+    return value
+
+
 async def _council(
     ctx: ToolContext,
     tool: str,
@@ -171,8 +190,9 @@ async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
     """Parallel panel plus an anonymized synthesis."""
     from ask_fable.core.tokens import dedupe, expand_models, single_token, tier_models
 
-    if args.models:
-        members = dedupe(expand_models(args.models))
+    models = _given(args.models, "models")
+    if models is not None:
+        members = dedupe(expand_models(models))
     else:
         members = tier_models(args.tier or "default", ctx.settings)
     synthesizer = single_token(args.synthesizer) if args.synthesizer else None
@@ -184,7 +204,10 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.modes.chain import run_chain
     from ask_fable.core.tokens import default_resolver, parse_pipeline
 
-    stages = parse_pipeline(args.models or args.pipeline or DEFAULT_PIPELINE)
+    given = _given(args.models, "models")
+    if given is None:
+        given = _given(args.pipeline, "pipeline")
+    stages = parse_pipeline(DEFAULT_PIPELINE if given is None else given)
     resolver = default_resolver(ctx.settings)
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="chain", cache_models=stages)
@@ -209,7 +232,8 @@ async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dic
     """An Ollama-only council, synthesized by Fable."""
     from ask_fable.core.tokens import provider_council_tokens
 
-    members = provider_council_tokens("ollama", args.models or ctx.settings.ollama_council)
+    models = _given(args.models, "models")
+    members = provider_council_tokens("ollama", ctx.settings.ollama_council if models is None else models)
     if not members:
         from ask_fable.errors import BadArgs
 
@@ -243,7 +267,8 @@ async def _adjudicated(
 ) -> dict[str, Any]:
     from ask_fable.core.tokens import provider_council_tokens, provider_synth_ladder
 
-    models, note = args.models or configured, None
+    given = _given(args.models, "models")
+    models, note = configured if given is None else given, None
     if not models:
         models, note = await _featured(provider, ctx)
     members = provider_council_tokens(provider, models)
@@ -276,18 +301,11 @@ def _persist(updates: dict[str, Any]) -> dict[str, Any]:
             "note": "saved to the config file, which overrides the matching ASK_FABLE_* variables"}
 
 
-def _models_or_bad_args(models: list[str], what: str) -> None:
-    from ask_fable.errors import BadArgs
-
-    if not [m for m in models if str(m).strip()]:
-        raise BadArgs(f"give at least one {what} model id")
-
-
 async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) -> dict[str, Any]:
     """Persist the Ollama council (and optionally the ask_ollama default model)."""
     from ask_fable.core.tokens import dedupe, normalize_ollama_model
 
-    _models_or_bad_args(args.models, "Ollama")
+    _require_names(args.models, "give at least one Ollama model id")
     council = dedupe(normalize_ollama_model(m) for m in args.models if str(m).strip())
     updates: dict[str, Any] = {"ollama_council": council}
     if args.default_model:
@@ -299,7 +317,7 @@ async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) ->
     """Persist the Atlas council and its adjudicator."""
     from ask_fable.core.tokens import dedupe, normalize_atlas_model, normalize_synthesizer
 
-    _models_or_bad_args(args.models, "Atlas")
+    _require_names(args.models, "give at least one Atlas model id")
     updates: dict[str, Any] = {
         "atlas_council": dedupe(normalize_atlas_model(m) for m in args.models if str(m).strip()),
     }
@@ -313,7 +331,7 @@ async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolC
     from ask_fable.backends.http_client import normalize_effort
     from ask_fable.core.tokens import dedupe, normalize_openrouter_model, normalize_synthesizer
 
-    _models_or_bad_args(args.models, "OpenRouter")
+    _require_names(args.models, "give at least one OpenRouter model id")
     updates: dict[str, Any] = {
         "openrouter_council": dedupe(normalize_openrouter_model(m) for m in args.models if str(m).strip()),
     }
@@ -332,9 +350,10 @@ TOOLS = [
         name="ask_council",
         family="core",
         description=(
-            "Several models answer in parallel; a synthesizer reconciles their anonymized answers. "
-            "Unavailable members are reported in sources and skipped. Check quorum, degraded and "
-            "consensus before acting: 1/M is one opinion. Tokens: ask_fable_help(topic='tokens')."
+            "Several models answer in parallel; a synthesizer reconciles their anonymized answers "
+            "(synthesizer null: none ran). Unavailable or late members are reported in sources and "
+            "skipped. Check quorum, degraded and consensus before acting: 1/M is one opinion. "
+            "Tokens: ask_fable_help(topic='tokens')."
         ),
         args=CouncilArgs,
         result=CouncilResult,
@@ -362,7 +381,7 @@ TOOLS = [
         description=(
             "Stress-test one hard-to-reverse decision: a proposer states claims, an opponent concedes or "
             "contests each, the proposer revises, a third model rules. debate.resolution comes from the "
-            "claims ledger. The most expensive mode."
+            "claims ledger; debate.decisive_argument is null when nobody ruled. The most expensive mode."
         ),
         args=DebateArgs,
         result=DebateResult,

@@ -250,8 +250,10 @@ TOOLS = [
         name="stats",
         family="observability",
         description="Usage and health from the audit log (rotations included), no model call, never "
-        "cached: per bucket calls, allowed, refused, errors, circuit_open, avg and p95 latency, error "
-        "rate, plus totals. window: 1h|24h|7d|all; by: model|provider|tool|session|day|project|cache|mode.",
+        "cached. Per bucket, each call counted once as ok, refused, errors, not_configured (config "
+        "states), circuit_open or needs_context; plus allowed, avg and p95 latency, error rate, totals. "
+        "A failure counts under the model asked. window: 1h|24h|7d|all; "
+        "by: model|provider|tool|session|day|project|cache|mode.",
         args=StatsArgs,
         result=StatsResult,
         handler=stats,
