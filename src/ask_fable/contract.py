@@ -39,6 +39,9 @@ class ToolResult(Strict):
     reason: str | None = None
     how_to_reframe: str | None = None
     hint: str | None = Field(None, description="the next step that fixes an error")
+    retry_after_s: float | None = Field(
+        None, description="circuit_open: seconds until the breaker lets the backend be tried again"
+    )
 
 
 class Followup(Strict):
@@ -102,6 +105,9 @@ class SourceEntry(StepOutcome):
     token: str | None = None
     provider: str | None = None
     answer: str | None = None
+    retry_after_s: float | None = Field(
+        None, description="circuit_open: seconds until the breaker lets this member be tried again"
+    )
 
 
 class SynthesisInfo(Strict):

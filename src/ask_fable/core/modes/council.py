@@ -144,6 +144,7 @@ def source_entry(member: MemberOutcome) -> dict[str, Any]:
         kind=member.kind,
         detail=member.detail,
         elapsed_ms=member.elapsed_ms,
+        retry_after_s=member.retry_after_s,
     )
     return entry.model_dump(exclude_none=True)
 

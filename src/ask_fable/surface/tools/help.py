@@ -67,7 +67,9 @@ backends are configured and how to enable the rest.""",
 Settings come from the config file (ASK_FABLE_CONFIG_FILE, default ~/.config/ask_fable/config.json),
 then ASK_FABLE_* environment variables, then defaults. Keys for HTTP backends: ASK_FABLE_GLM_API_KEY,
 ASK_FABLE_DEEPSEEK_API_KEY, ASK_FABLE_ATLAS_API_KEY, ASK_FABLE_OPENROUTER_API_KEY. CLI backends reuse
-their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login.""",
+their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login. A missing or
+rejected key and a logged-out CLI are status error, kind not_configured, with `hint` naming the fix;
+they never trip the circuit breaker, whose circuit_open results carry retry_after_s.""",
 }
 
 
