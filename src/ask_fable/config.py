@@ -198,7 +198,8 @@ class Settings(BaseSettings):
     grok_model: str = Field("grok-4.6", description="Model passed to the grok CLI.")
     grok_reasoning: str | None = Field(
         None,
-        description="Reasoning effort for grok; unset means low for every effort preset.",
+        description="Grok reasoning (low, medium, high) with no effort given, and the cap on the quick, "
+        "standard and deep presets; unset means low.",
     )
     grok_timeout: float | None = Field(None, description="Seconds for grok (default: timeout).")
     kimi_model: str = Field("kimi-code/k3", description="Model passed to the kimi CLI.")

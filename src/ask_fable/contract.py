@@ -64,6 +64,9 @@ class ToolResult(Strict):
     warnings: list[str] | None = Field(
         None, description="settings this call read that could not be used as written, and the fallback used"
     )
+    retry_after_s: float | None = Field(
+        None, description="circuit_open: seconds until the breaker lets the backend be tried again"
+    )
 
 
 class Followup(Strict):
@@ -127,6 +130,9 @@ class SourceEntry(StepOutcome):
     token: str | None = None
     provider: str | None = None
     answer: str | None = None
+    retry_after_s: float | None = Field(
+        None, description="circuit_open: seconds until the breaker lets this member be tried again"
+    )
 
 
 class SynthesisInfo(Strict):

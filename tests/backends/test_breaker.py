@@ -134,9 +134,10 @@ def test_disabled_breaker_never_sheds() -> None:
 def test_snapshot_shape() -> None:
     breaker, _ = make()
     breaker.record("glm", True)
-    breaker.record("glm", False)
+    breaker.record("glm", False, "upstream_error: GLM HTTP 500")
     assert breaker.snapshot() == {
-        "glm": {"state": "closed", "samples": 2, "error_rate": 0.5, "opened_at": None}
+        "glm": {"state": "closed", "samples": 2, "error_rate": 0.5, "opened_at": None,
+                "last_error": "upstream_error: GLM HTTP 500"}
     }
 
 

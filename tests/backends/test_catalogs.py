@@ -145,24 +145,26 @@ async def test_picker_offers_models_and_efforts(fp: FakeProvider) -> None:
     assert picker["default_model"] == result["models"][0]["id"]
 
 
-async def test_catalog_is_cached_and_needs_no_key(fp: FakeProvider) -> None:
-    """Two lists within the TTL cost one GET, which carries no key."""
+async def test_every_refresh_fetches_and_sends_no_key(fp: FakeProvider) -> None:
+    """refresh=true fetches the live catalog each time, and the GET carries no key."""
     settings = _settings(fp)
     first = await catalogs.list_openrouter_models(settings)
     second = await catalogs.list_openrouter_models(settings, task="debug a race")
     gets = [r for r in fp.requests if r.method == "GET"]
-    assert len(gets) == 1
-    assert gets[0].path == "/api/v1/models"
-    assert "authorization" not in gets[0].headers
-    assert KEY not in str(gets[0].headers)
-    assert first["cached"] is False and second["cached"] is True
+    assert len(gets) == 2
+    assert {g.path for g in gets} == {"/api/v1/models"}
+    assert all("authorization" not in g.headers and KEY not in str(g.headers) for g in gets)
+    assert first["fetched"] is True and second["fetched"] is True and second["cached"] is False
 
 
-async def test_expired_cache_refetches(fp: FakeProvider, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past the TTL a refresh fetches again."""
-    monkeypatch.setattr(catalogs, "CACHE_TTL", 0.0)
-    await catalogs.list_openrouter_models(_settings(fp))
-    await catalogs.list_openrouter_models(_settings(fp))
+async def test_max_age_reuses_a_recent_catalog(fp: FakeProvider) -> None:
+    """An internal look-up with max_age reuses a catalog fetched that recently, and fetches past it."""
+    settings = _settings(fp)
+    await catalogs.list_openrouter_models(settings)
+    reused = await catalogs.list_openrouter_models(settings, max_age=catalogs.CACHE_TTL)
+    assert len([r for r in fp.requests if r.method == "GET"]) == 1
+    assert reused["cached"] is True and reused["models"]
+    await catalogs.list_openrouter_models(settings, max_age=0.0)
     assert len([r for r in fp.requests if r.method == "GET"]) == 2
 
 
@@ -191,11 +193,9 @@ async def test_fetch_failure_without_cache_is_upstream_error(fp: FakeProvider) -
     assert "catalog down" in info.value.detail
 
 
-async def test_fetch_failure_with_a_stale_cache_serves_it(fp: FakeProvider,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_fetch_failure_with_a_stale_cache_serves_it(fp: FakeProvider) -> None:
     """A failed refresh falls back to the last catalog, flagged stale."""
     await catalogs.list_openrouter_models(_settings(fp))
-    monkeypatch.setattr(catalogs, "CACHE_TTL", 0.0)
     fp.set_json("GET", "/api/v1/models", "not json at all", status=200)
     result = await catalogs.list_openrouter_models(_settings(fp))
     assert result["stale"] is True and result["models"]

@@ -20,7 +20,14 @@ from ask_fable.backends.cli_oracles import (
     make_minimax_oracle,
 )
 from ask_fable.config import Settings, load_settings
-from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, OracleTimeout, UpstreamError
+from ask_fable.errors import (
+    BadArgs,
+    BinaryMissing,
+    ContextTooLarge,
+    NotConfigured,
+    OracleTimeout,
+    UpstreamError,
+)
 from tests.fakes.fake_cli import FakeCLIs, install_fake_clis, is_alive, stdin_bytes
 
 NASTY = "--model evil -p; rm -rf ~ `id` $(id) | & > < \\ ' \" \t é 中文 🙂 \x01\x7f\n-x"
@@ -80,11 +87,14 @@ async def test_codex_is_hermetic_read_only_with_prompt_on_stdin(fakes: FakeCLIs,
 
 @pytest.mark.parametrize(
     ("effort", "configured", "expected"),
-    [(None, None, "low"), ("deep", None, "low"), ("quick", "high", "high"), ("medium", None, "medium")],
+    [(None, None, "low"), ("deep", None, "low"), ("standard", None, "low"), ("quick", "high", "low"),
+     ("standard", "high", "medium"), ("deep", "medium", "medium"), ("deep", "high", "high"),
+     (None, "medium", "medium"), ("medium", None, "medium"), ("high", "low", "high")],
 )
 async def test_grok_reasoning_mapping(fakes: FakeCLIs, effort: str | None, configured: str | None,
                                       expected: str) -> None:
-    """Presets map to low unless ASK_FABLE_GROK_REASONING is set; native levels pass through."""
+    """Presets climb low/medium/high capped at ASK_FABLE_GROK_REASONING (default low); native levels
+    pass through; no effort runs at the configured level."""
     oracle = make_grok_oracle(_settings(grok_reasoning=configured), effort=effort)
     reply = await oracle.ask(_request(), EventSink())
     call = fakes.calls("grok")[0]
@@ -201,6 +211,79 @@ async def test_empty_answer_is_upstream_error(fakes: FakeCLIs) -> None:
     fakes.behave("mmx", answer="  \n", stderr="quota warning\n")
     with pytest.raises(UpstreamError, match="empty answer"):
         await make_minimax_oracle(_settings()).ask(_request(), EventSink())
+
+
+#: How each CLI really reports a missing, expired or rejected login, and the fix the hint must name.
+LOGGED_OUT = {
+    "mmx no credentials": (make_minimax_oracle, "mmx", 3,
+                           "\nError: No credentials found.\n\n  Log in:          mmx auth login\n",
+                           "mmx auth login"),
+    "mmx key rejected": (make_minimax_oracle, "mmx", 3,
+                         "\nError: API key rejected (HTTP 401).\n\n  Re-authenticate: mmx auth login\n",
+                         "mmx auth login"),
+    "agy signed out": (make_gemini_oracle, "agy", 1,
+                       "E0520 log.go:398] error getting token source: You are not logged into Antigravity.\n",
+                       "`agy`"),
+    "codex logged out": (make_codex_oracle, "codex", 1, "Error: Not logged in\n", "codex login"),
+    "codex token revoked": (make_codex_oracle, "codex", 1,
+                            "ERROR: Your access token could not be refreshed because your refresh token was "
+                            "revoked. Please log out and sign in again.\n", "codex login"),
+    "codex 401": (make_codex_oracle, "codex", 1,
+                  "ERROR: exceeded retry limit, last status: 401 Unauthorized, request id: 99438b\n",
+                  "codex login"),
+    "grok no credentials": (make_grok_oracle, "grok", 1,
+                            "Error: No credentials presented. [WKE=unauthenticated:no-credentials]\n",
+                            "grok login"),
+    "kimi llm not set": (make_kimi_oracle, "kimi", 1, "LLM not set\n", "kimi login"),
+    "kimi authorization": (make_kimi_oracle, "kimi", 1,
+                           "Authorization failed, please check your login status\n", "kimi login"),
+}
+
+
+@pytest.mark.parametrize("case", list(LOGGED_OUT))
+async def test_logged_out_cli_is_not_configured_with_its_login_fix(fakes: FakeCLIs, case: str) -> None:
+    """A CLI failing because its login is missing, expired or rejected is not_configured naming its fix."""
+    factory, binary, code, stderr, fix = LOGGED_OUT[case]
+    fakes.behave(binary, exit_code=code, stderr=stderr)
+    with pytest.raises(NotConfigured) as info:
+        await factory(_settings()).ask(_request(), EventSink())
+    result = info.value.to_result()
+    assert result["kind"] == "not_configured" and fix in result["hint"]
+    assert stderr.strip().splitlines()[-1].strip() in result["detail"]
+
+
+async def test_logged_out_cli_with_an_empty_answer_is_not_configured(fakes: FakeCLIs) -> None:
+    """Exit 0 with no answer and a sign-in complaint on stderr is a login problem, not an empty answer."""
+    fakes.behave("agy", answer="", stderr="You are not logged into Antigravity.\n")
+    with pytest.raises(NotConfigured) as info:
+        await make_gemini_oracle(_settings()).ask(_request(), EventSink())
+    assert "sign-in" in info.value.to_result()["hint"]
+
+
+async def test_kimi_login_hint_names_the_home_it_runs_with(fakes: FakeCLIs, tmp_path: Path) -> None:
+    """kimi's fix logs in to the KIMI_HOME ask-fable hands the CLI."""
+    fakes.behave("kimi", exit_code=1, stderr="LLM not set\n")
+    with pytest.raises(NotConfigured) as info:
+        await make_kimi_oracle(_settings(kimi_home=tmp_path / "kh")).ask(_request(), EventSink())
+    assert f"KIMI_HOME={tmp_path / 'kh'} kimi login" in info.value.to_result()["hint"]
+
+
+async def test_a_prompt_about_auth_echoed_by_a_failing_cli_is_not_a_login_problem(fakes: FakeCLIs) -> None:
+    """Lines that merely echo the prompt never count: a failure stays an upstream_error."""
+    question = "Why does the gateway answer 401 Unauthorized after the token expired?"
+    echo = f"user\n{question}\nERROR: stream disconnected before completion\n"
+    fakes.behave("codex", exit_code=1, stderr=echo)
+    with pytest.raises(UpstreamError) as info:
+        await make_codex_oracle(_settings()).ask(_request(question), EventSink())
+    assert "stream disconnected" in info.value.detail
+
+
+async def test_an_answer_about_auth_is_an_answer(fakes: FakeCLIs) -> None:
+    """A successful run is never inspected for login phrases."""
+    fakes.behave("grok", answer="Return 401 Unauthorized when the token expired.\n",
+                 stderr="warning: not logged in to telemetry\n")
+    reply = await make_grok_oracle(_settings()).ask(_request(), EventSink())
+    assert reply.text.startswith("Return 401 Unauthorized")
 
 
 async def test_timeout_uses_the_smaller_deadline_and_leaves_no_orphans(fakes: FakeCLIs) -> None:

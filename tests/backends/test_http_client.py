@@ -19,7 +19,7 @@ from ask_fable.backends.http_client import (
     send,
     versioned_url,
 )
-from ask_fable.errors import BadArgs, OracleTimeout, UpstreamError
+from ask_fable.errors import BadArgs, NotConfigured, OracleTimeout, UpstreamError
 
 FAST = RetryPolicy(attempts=4, base_delay=0.01, max_delay=0.02)
 
@@ -137,7 +137,20 @@ async def test_retryable_statuses(status: int) -> None:
     assert len(seen) == 2
 
 
-@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+@pytest.mark.parametrize("status", [401, 403])
+async def test_rejected_credentials_are_not_configured_at_once(status: int) -> None:
+    """401 / 403 are a configuration state: not retried, kind not_configured, the caller's fix as hint."""
+    transport, seen = _transport(httpx2.Response(status, json={"error": {"message": f"bad key {status}"}}))
+    with pytest.raises(NotConfigured) as info:
+        await send("GET", "https://p.example/x", label="P", timeout=5, handle=_json, retry=FAST,
+                   transport=transport, auth_hint="set P_KEY")
+    assert len(seen) == 1
+    result = info.value.to_result()
+    assert result["kind"] == "not_configured" and f"bad key {status}" in result["detail"]
+    assert result["hint"] == "set P_KEY"
+
+
+@pytest.mark.parametrize("status", [400, 404, 422])
 async def test_other_client_errors_fail_at_once(status: int) -> None:
     """Non-retryable 4xx fail on the first answer, with the provider's message."""
     transport, seen = _transport(httpx2.Response(status, json={"error": {"message": f"nope {status}"}}))

@@ -82,6 +82,20 @@ async def test_remote_endpoint_gets_the_bearer_key() -> None:
     assert seen[0].headers["authorization"] == f"Bearer {OLLAMA_KEY}"
 
 
+async def test_remote_endpoint_rejecting_the_key_names_the_key_variable() -> None:
+    """ollama.com answering 401 is not_configured; the fix is a valid ASK_FABLE_OLLAMA_API_KEY."""
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(401, json={"error": "unauthorized"})
+
+    settings = load_settings(ollama_base_url="https://ollama.com", ollama_api_key=OLLAMA_KEY)
+    oracle = make_ollama_oracle(settings, transport=httpx2.MockTransport(handler))
+    with pytest.raises(NotConfigured) as info:
+        await oracle.ask(_request(), EventSink())
+    result = info.value.to_result()
+    assert "ASK_FABLE_OLLAMA_API_KEY" in result["hint"] and OLLAMA_KEY not in str(result)
+
+
 async def test_ollama_com_without_a_key_is_not_configured() -> None:
     """Pointing at ollama.com with no key names ASK_FABLE_OLLAMA_API_KEY."""
     oracle = make_ollama_oracle(load_settings(ollama_base_url="https://ollama.com"))

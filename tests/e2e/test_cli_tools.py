@@ -56,12 +56,15 @@ async def test_each_cli_tool_answers_with_model_answer_sidecar_and_trace(fakes: 
 
 
 async def test_listing_declares_the_effort_arguments(fakes: FakeCLIs) -> None:
-    """ask_grok and ask_kimi take an effort preset; ask_m3 / ask_gemini / ask_codex do not."""
+    """ask_grok and ask_kimi take a preset or their CLI's own levels; ask_m3 / ask_gemini / ask_codex not."""
     async with Client(build_server(App(load_settings()), toolsets=["single"]), mode="legacy") as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(TOOLS) <= set(tools)
-    assert "effort" in tools["ask_grok"].input_schema["properties"]
-    assert "deep" in str(tools["ask_kimi"].input_schema["properties"]["effort"])
+    grok_effort = str(tools["ask_grok"].input_schema["properties"]["effort"])
+    kimi_effort = str(tools["ask_kimi"].input_schema["properties"]["effort"])
+    presets = ("quick", "standard", "deep")
+    assert all(f"'{level}'" in grok_effort for level in (*presets, "low", "medium", "high"))
+    assert all(f"'{level}'" in kimi_effort for level in (*presets, "low", "high", "max"))
     assert "effort" not in tools["ask_m3"].input_schema["properties"]
     assert tools["ask_codex"].output_schema is not None
 
@@ -75,6 +78,37 @@ async def test_effort_reaches_the_cli(fakes: FakeCLIs) -> None:
     assert kimi["effort"] == "max" and fakes.calls("kimi")[0]["argv"][4] == "max"
     assert grok["effort"] == "low" and grok_high["effort"] == "high"
     assert [c["argv"][3] for c in fakes.calls("grok")] == ["low", "high"]
+
+
+async def test_native_effort_levels_are_accepted_and_passed_through(fakes: FakeCLIs) -> None:
+    """grok's low/medium/high and kimi's low/high/max reach the CLI as given; effort reports the level."""
+    question = "Is this retry loop bounded?"
+    grok = [await _call("ask_grok", {"question": question, "effort": e}) for e in ("low", "medium", "high")]
+    kimi = [await _call("ask_kimi", {"question": question, "effort": e}) for e in ("low", "high", "max")]
+    assert [r["status"] for r in grok + kimi] == ["ok"] * 6, grok + kimi
+    assert [c["argv"][2:4] for c in fakes.calls("grok")] == [
+        ["--reasoning-effort", "low"], ["--reasoning-effort", "medium"], ["--reasoning-effort", "high"]]
+    assert [r["effort"] for r in grok] == ["low", "medium", "high"]
+    assert [c["argv"][3:5] for c in fakes.calls("kimi")] == [["--effort", "low"], ["--effort", "high"],
+                                                             ["--effort", "max"]]
+    assert [r["effort"] for r in kimi] == ["low", "high", "max"]
+
+
+async def test_grok_presets_climb_up_to_the_configured_cap(fakes: FakeCLIs) -> None:
+    """With ASK_FABLE_GROK_REASONING=medium: quick runs low, standard and deep run medium."""
+    question = "Is this retry loop bounded?"
+    results = [await _call("ask_grok", {"question": question, "effort": preset}, grok_reasoning="medium")
+               for preset in ("quick", "standard", "deep")]
+    assert [c["argv"][3] for c in fakes.calls("grok")] == ["low", "medium", "medium"]
+    assert [r["effort"] for r in results] == ["low", "medium", "medium"]
+
+
+async def test_effort_outside_a_clis_levels_is_bad_args(fakes: FakeCLIs) -> None:
+    """kimi has no medium and grok no max: the schema rejects them before anything runs."""
+    kimi = await _call("ask_kimi", {"question": "Is this retry loop bounded?", "effort": "medium"})
+    grok = await _call("ask_grok", {"question": "Is this retry loop bounded?", "effort": "max"})
+    assert kimi["kind"] == "bad_args" and grok["kind"] == "bad_args"
+    assert fakes.calls("kimi") == [] and fakes.calls("grok") == []
 
 
 async def test_kimi_oversized_prompt_is_refused_without_spawning(fakes: FakeCLIs) -> None:

@@ -120,6 +120,26 @@ async def test_missing_key_is_not_configured(fp: FakeProvider, tool: str) -> Non
     assert fp.requests == []
 
 
+@pytest.mark.parametrize("tool", list(KEY_VARS))
+async def test_rejected_key_is_not_configured_naming_the_variable(fp: FakeProvider, tool: str) -> None:
+    """A 401 is not retried: not_configured, the hint names the tool's key variable, the key is not echoed."""
+    route, _ = TOOLS[tool]
+    fp.enqueue(route, status=401, error=f"invalid api key {KEY}", times=None)
+    result = await _call(tool, {"question": "Is the retry loop bounded?"}, _wired(fp))
+    assert (result["status"], result["kind"]) == ("error", "not_configured"), result
+    assert KEY_VARS[tool] in result["hint"] and "401" in result["detail"]
+    assert KEY not in str(result)
+    assert len(fp.requests_for(route)) == 1
+
+
+async def test_ollama_daemon_refusing_a_cloud_model_names_ollama_signin(fp: FakeProvider) -> None:
+    """The local daemon answering 401 (not signed in, a :cloud model) is not_configured: `ollama signin`."""
+    fp.enqueue("ollama", status=401, error="unauthorized")
+    result = await _call("ask_ollama", {"question": "Is the retry loop bounded?"}, _wired(fp))
+    assert (result["status"], result["kind"]) == ("error", "not_configured"), result
+    assert "ollama signin" in result["hint"]
+
+
 async def test_openrouter_reports_cost_and_clamped_effort(fp: FakeProvider) -> None:
     """ask_openrouter(effort=deep) on a model that tops out at medium sends medium and reports cost."""
     fp.enqueue("openai", text=f"Shard by tenant.\n\n{SIDECAR}", usage={"input_tokens": 12, "output_tokens": 6,
@@ -252,6 +272,31 @@ async def test_catalog_without_elicitation_returns_the_picker(fp: FakeProvider, 
     assert [o["value"] for o in result["picker"]["models"]] == [m["id"] for m in result["models"]]
     assert [e["value"] for e in result["picker"]["efforts"]] == ["quick", "standard", "deep"]
     assert [r.path for r in fp.requests] == ["/v1/models"]
+
+
+@pytest.mark.parametrize(("tool", "path"), [("list_atlas_models", "/v1/models"),
+                                            ("list_openrouter_models", "/api/v1/models")])
+async def test_catalog_refresh_true_fetches_every_time(fp: FakeProvider, tool: str, path: str) -> None:
+    """Each refresh=true call fetches the live catalog; refresh=false then serves it without a request."""
+    settings = _wired(fp)
+    fresh = [await _call(tool, {"refresh": True, "interactive": False}, settings) for _ in range(3)]
+    assert [r.path for r in fp.requests] == [path] * 3
+    assert all(r["fetched"] is True and r["models"] for r in fresh)
+    offline = await _call(tool, {"refresh": False, "interactive": False}, settings)
+    assert len(fp.requests) == 3 and offline["cached"] is True and offline["models"]
+
+
+async def test_ollama_listing_refresh_true_fetches_every_time(fp: FakeProvider) -> None:
+    """Each refresh=true list_ollama_models asks the cloud catalog and the daemon again."""
+    fp.set_json("GET", "/cloud/api/tags", {"models": [{"name": "gpt-oss:120b"}]})
+    fp.ollama_tags = {"models": [{"name": "gpt-oss:120b-cloud"}]}
+    settings = _wired(fp)
+    for _ in range(3):
+        result = await _call("list_ollama_models", {"refresh": True}, settings)
+        assert result["reachable"] is True and result["available_cloud"] == ["gpt-oss:120b-cloud"]
+    assert sorted(r.path for r in fp.requests) == ["/api/tags"] * 3 + ["/cloud/api/tags"] * 3
+    offline = await _call("list_ollama_models", {"refresh": False}, settings)
+    assert len(fp.requests) == 6 and offline["pulled_local"] == ["gpt-oss:120b-cloud"]
 
 
 async def test_catalog_refresh_false_is_offline(fp: FakeProvider) -> None:

@@ -57,7 +57,7 @@ FAULTS: dict[str, tuple[list[dict[str, Any]], str, int]] = {
         "timeout",
         1,
     ),
-    "401 with the key echoed": ([{"status": 401, "error": f"invalid x-api-key {KEY}"}], "upstream_error", 1),
+    "401 with the key echoed": ([{"status": 401, "error": f"invalid x-api-key {KEY}"}], "not_configured", 1),
     "429 whose Retry-After passes the deadline": (
         [{"status": 429, "retry_after": 60, "times": None}],
         "upstream_error",

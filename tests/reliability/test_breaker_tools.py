@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
@@ -11,8 +12,9 @@ from mcp import Client
 from ask_fable.backends import catalogs, http_client
 from ask_fable.backends.http_client import RetryPolicy
 from ask_fable.surface.registry import all_tools
+from tests.fakes.fake_cli import install_fake_clis
 from tests.fakes.fake_provider import FakeProvider
-from tests.reliability.support import GLM_MODEL, SIDECAR, call, make_server, wired_settings
+from tests.reliability.support import GLM_MODEL, KEY, SIDECAR, call, make_server, wired_settings
 
 ONE_TRY = RetryPolicy(attempts=1, base_delay=0.01, max_delay=0.01)
 QUESTION = "Is the lock ordering between the pool and the cache safe?"
@@ -104,3 +106,49 @@ async def test_breaker_opens_sheds_half_opens_and_closes(fp: FakeProvider) -> No
             totals = stats["totals"]
             assert totals["circuit_open"] == len(shed)  # shed calls are counted as circuit_open ...
             assert totals["errors"] == 4  # ... not as errors: three failures that opened it, the failed probe
+
+
+async def test_an_open_breaker_says_why_and_when(fp: FakeProvider) -> None:
+    """The shed result names the last real error (redacted) and carries retry_after_s; so does its source."""
+    fp.enqueue("anthropic", status=500, error=f"overloaded, key {KEY}", match=GLM_MODEL, times=None)
+    fp.enqueue("ollama", text=f"Take the pool lock first.\n\n{SIDECAR}", match="good-model:cloud", times=None)
+    settings = wired_settings(fp, breaker_cooldown=300, breaker_threshold=0.5, breaker_window=10)
+    async with Client(make_server(**settings)) as client:
+        failures = [await call(client, "ask_glm", {"question": QUESTION}) for _ in range(5)]
+        assert {r["kind"] for r in failures} == {"upstream_error"}
+        shed = await call(client, "ask_glm", {"question": QUESTION})
+        council = await call(
+            client, "ask_council", {"question": QUESTION, "models": ["glm", GOOD], "synthesizer": GOOD}
+        )
+    print(f"shed: {shed['detail']!r} retry_after_s={shed.get('retry_after_s')}")
+    assert (shed["status"], shed["kind"]) == ("error", "circuit_open")
+    assert "open after 5 failures in the last 5 calls" in shed["detail"]
+    assert "last error: upstream_error: GLM HTTP 500: overloaded" in shed["detail"]
+    assert "next probe in" in shed["detail"]
+    assert 0 < shed["retry_after_s"] <= 300
+    source = {s["token"]: s for s in council["sources"]}["glm"]
+    assert source["status"] == "circuit_open" and 0 < source["retry_after_s"] <= 300
+    assert KEY not in str(shed) and KEY not in str(council)
+
+
+async def test_config_states_and_refusals_never_open_the_breaker(
+    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """8 refusals, 8 missing binaries, 8 oversized prompts: never circuit_open; the next call goes out."""
+    clis = install_fake_clis(tmp_path / "bin", names=["kimi"])
+    monkeypatch.setenv("PATH", str(clis.bin_dir))  # kimi only: codex is not installed
+    fp.enqueue("anthropic", text="REFUSED: not a software question", match=GLM_MODEL, times=8)
+    fp.enqueue("anthropic", text=f"Fine.\n\n{SIDECAR}", match=GLM_MODEL)
+    huge = "x" * 200_000  # over the argv limit kimi's prompt travels in
+    async with Client(make_server(**wired_settings(fp))) as client:
+        refused = [await call(client, "ask_glm", {"question": QUESTION}) for _ in range(8)]
+        missing = [await call(client, "ask_codex", {"question": QUESTION}) for _ in range(8)]
+        oversized = {"question": QUESTION, "context": huge}
+        too_large = [await call(client, "ask_kimi", oversized) for _ in range(8)]
+        glm_after = await call(client, "ask_glm", {"question": QUESTION})
+        kimi_after = await call(client, "ask_kimi", {"question": QUESTION})
+    assert [r["status"] for r in refused] == ["refused"] * 8
+    assert [r["kind"] for r in missing] == ["binary_missing"] * 8
+    assert [r["kind"] for r in too_large] == ["context_too_large"] * 8
+    assert glm_after["status"] == "ok" and _glm_requests(fp) == 9
+    assert kimi_after["status"] == "ok" and len(clis.calls("kimi")) == 1

@@ -20,7 +20,6 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
-    send,
     usage_from,
     versioned_url,
 )
@@ -80,9 +79,8 @@ class AnthropicMessagesOracle(HttpOracle):
                 return await self._read_stream(response, sink, effort)
             return self._read_json(loads_object(await response.aread(), self.label, self.secrets), effort)
 
-        return await send("POST", versioned_url(self.base_url, "messages"), label=self.label,
-                          timeout=request.timeout, handle=handle, headers=headers, json=body,
-                          secrets=self.secrets, sink=sink, retry=self.retry, transport=self.transport)
+        return await self.post(versioned_url(self.base_url, "messages"), timeout=request.timeout,
+                               handle=handle, headers=headers, json=body, sink=sink)
 
     def _reply(self, text: str, thinking: str, usage: dict[str, Any], stop: str | None,
                effort: str | None) -> Reply:

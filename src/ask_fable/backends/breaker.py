@@ -6,10 +6,13 @@ States per key (an oracle token)::
     open ──(cooldown elapsed; the next before_call is the single probe)──▶ half_open
     half_open ──probe ok──▶ closed (window cleared)      half_open ──probe failed──▶ open
 
-Callers record only real call outcomes: success, timeout, upstream error. Never record a
-``refused`` answer (the model worked) or a config state such as ``not_configured`` /
-``binary_missing`` (``AskFableError.counts_as_failure`` is False for those) — they say nothing
-about the backend's health. In memory and per process; thread-safe.
+Callers record only real call outcomes: a success, or a failure whose error class has
+``AskFableError.counts_as_failure`` set (timeouts, upstream errors). A ``refused`` answer (the model
+worked) and config states (``not_configured``, ``binary_missing``, ``bad_args``,
+``context_too_large``, ``circuit_open`` itself) say nothing about the backend's health and are never
+recorded. A recorded failure carries a short description, and a shed call's :class:`CircuitOpen`
+names the last one, with ``retry_after_s`` until the next probe. In memory and per process;
+thread-safe.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ class _Circuit:
     state: str = CLOSED
     opened_at: float | None = None
     probe_started: float | None = None
+    #: ``kind: detail`` of the last recorded failure (already redacted by the caller).
+    last_error: str | None = None
 
 
 class CircuitBreaker:
@@ -101,23 +106,32 @@ class CircuitBreaker:
                 retry = self.cooldown - (now - started)
             samples = len(circuit.outcomes)
             failed = sum(circuit.outcomes)
+            last = circuit.last_error
+        retry = max(0.0, retry)
+        why = f"; last error: {last}" if last else ""
         raise CircuitOpen(
-            f"circuit open for {key}: {failed} of the last {samples} calls failed; "
-            f"next probe in {max(0.0, retry):.0f}s",
-            retry_after_s=round(max(0.0, retry), 1),
+            f"circuit open for {key}: open after {failed} failures in the last {samples} calls{why}; "
+            f"next probe in {retry:.0f}s",
+            retry_after_s=round(retry, 1),
         )
 
-    def record(self, key: str, ok: bool) -> None:
-        """Record one real call outcome for ``key`` (see the module docstring for what not to record)."""
+    def record(self, key: str, ok: bool, error: str | None = None) -> None:
+        """Record one real call outcome for ``key`` (see the module docstring for what not to record).
+
+        ``error`` describes a failure (``kind: detail``, redacted, short); the next shed call quotes it.
+        """
         if not self.enabled:
             return
         with self._lock:
             circuit = self._circuit(key)
+            if not ok and error:
+                circuit.last_error = _shorten(error)
             if circuit.state == HALF_OPEN:
                 if ok:
                     circuit.state = CLOSED
                     circuit.outcomes.clear()
                     circuit.opened_at = None
+                    circuit.last_error = None
                 else:
                     circuit.state = OPEN
                     circuit.opened_at = self._clock()
@@ -147,7 +161,8 @@ class CircuitBreaker:
             return CLOSED if circuit is None else circuit.state
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
-        """Per key: ``state``, ``samples``, ``error_rate``, ``opened_at`` (the breaker's clock)."""
+        """Per key: ``state``, ``samples``, ``error_rate``, ``opened_at`` (the breaker's clock) and
+        ``last_error``."""
         with self._lock:
             out = {}
             for key, circuit in self._circuits.items():
@@ -157,5 +172,16 @@ class CircuitBreaker:
                     "samples": samples,
                     "error_rate": round(sum(circuit.outcomes) / samples, 4) if samples else 0.0,
                     "opened_at": circuit.opened_at,
+                    "last_error": circuit.last_error,
                 }
             return out
+
+
+#: Longest failure description an open breaker quotes.
+LAST_ERROR_CHARS = 160
+
+
+def _shorten(text: str) -> str:
+    """One line of at most :data:`LAST_ERROR_CHARS` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= LAST_ERROR_CHARS else line[: LAST_ERROR_CHARS - 1] + "…"

@@ -1,5 +1,11 @@
 """Model catalogs (OpenRouter, Atlas Cloud, Ollama): fetch, cache briefly, rank for a task, offer a picker.
 
+A listing with ``refresh=True`` always fetches (falling back to the last catalog fetched, marked
+``stale``, when the provider cannot be reached); ``refresh=False`` makes no network call and serves
+only what an earlier fetch left in memory. Internal look-ups (OpenRouter effort clamping, a
+provider council's featured models) pass ``max_age`` to reuse a catalog fetched within
+:data:`CACHE_TTL` seconds.
+
 Catalog endpoints are public, so no key is ever sent to them:
 
 - OpenRouter ``GET {openrouter_base_url}/models`` — ``data[]`` with ``id``, ``name``, ``created``
@@ -45,7 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ask_fable.config import Settings
 
-#: Seconds a fetched catalog is served from memory.
+#: Seconds a fetched catalog may be reused by internal look-ups.
 CACHE_TTL = 300.0
 #: Upper bound on one catalog fetch, retries included.
 FETCH_TIMEOUT = 15.0
@@ -445,16 +451,19 @@ def atlas_catalog_url(base_url: str) -> str:
 
 
 async def _catalog(url: str, label: str, refresh: bool, timeout: float,
-                   transport: httpx2.AsyncBaseTransport | None) -> tuple[list[CatalogModel] | None, dict]:
-    """The parsed catalog at ``url`` and facts about where it came from."""
-    if not refresh:
-        hit = _cached(url, None)
-        if hit is None:
+                   transport: httpx2.AsyncBaseTransport | None,
+                   max_age: float | None = None) -> tuple[list[CatalogModel] | None, dict]:
+    """The parsed catalog at ``url`` and facts about where it came from.
+
+    ``refresh`` fetches, unless ``max_age`` allows a catalog fetched that recently; without
+    ``refresh`` only the cache is read.
+    """
+    if not refresh or max_age is not None:
+        hit = _cached(url, max_age if refresh else None)
+        if hit is not None:
+            return hit[0], {"cached": True, "age_s": round(hit[1], 1), "fetched": False}
+        if not refresh:
             return None, {"cached": False, "fetched": False}
-        return hit[0], {"cached": True, "age_s": round(hit[1], 1), "fetched": False}
-    hit = _cached(url, CACHE_TTL)
-    if hit is not None:
-        return hit[0], {"cached": True, "age_s": round(hit[1], 1), "fetched": False}
     try:
         payload = await fetch_json(url, label=label, timeout=timeout, transport=transport)
     except AskFableError as exc:
@@ -469,10 +478,10 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
 
 
 async def _list_models(provider: str, label: str, url: str, settings: Settings, *, refresh: bool,
-                       task: str, limit: int, default_effort: str | None,
+                       task: str, limit: int, default_effort: str | None, max_age: float | None,
                        transport: httpx2.AsyncBaseTransport | None) -> dict[str, Any]:
     timeout = min(FETCH_TIMEOUT, settings.timeout)
-    models, origin = await _catalog(url, label, refresh, timeout, transport)
+    models, origin = await _catalog(url, label, refresh, timeout, transport, max_age)
     limit = clamp_limit(limit)
     shortlist = rank(models, task, limit) if models else []
     result: dict[str, Any] = {
@@ -496,35 +505,41 @@ async def _list_models(provider: str, label: str, url: str, settings: Settings, 
 
 
 async def list_openrouter_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
-                                 *, transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
-    """The OpenRouter catalog ranked for ``task`` with a model + effort picker (no key needed)."""
+                                 *, max_age: float | None = None,
+                                 transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
+    """The OpenRouter catalog ranked for ``task`` with a model + effort picker (no key needed).
+
+    ``refresh`` fetches the live catalog (``max_age``: unless one was fetched that recently);
+    without it only a catalog already in memory is used.
+    """
     url = openrouter_catalog_url(settings.openrouter_base_url)
     return await _list_models("openrouter", "OpenRouter", url, settings, refresh=refresh, task=task,
-                              limit=limit, default_effort=settings.openrouter_effort, transport=transport)
+                              limit=limit, default_effort=settings.openrouter_effort, max_age=max_age,
+                              transport=transport)
 
 
 async def list_atlas_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
-                            *, transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
-    """The Atlas Cloud catalog ranked for ``task`` with a model + effort picker (no key needed)."""
+                            *, max_age: float | None = None,
+                            transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
+    """The Atlas Cloud catalog ranked for ``task`` with a model + effort picker (no key needed).
+
+    ``refresh`` and ``max_age`` as in :func:`list_openrouter_models`.
+    """
     return await _list_models("atlas", "Atlas Cloud", atlas_catalog_url(settings.atlas_base_url), settings,
                               refresh=refresh, task=task, limit=limit, default_effort=settings.atlas_effort,
-                              transport=transport)
+                              max_age=max_age, transport=transport)
 
 
 async def openrouter_entry(base_url: str, model: str, *, timeout: float = FETCH_TIMEOUT,
                            transport: httpx2.AsyncBaseTransport | None = None) -> CatalogModel | None:
-    """The catalog entry of ``model`` (cached catalog first); ``None`` when unknown or unreachable."""
-    url = openrouter_catalog_url(base_url)
-    hit = _cached(url, CACHE_TTL)
-    models = hit[0] if hit else None
-    if models is None:
-        try:
-            models = parse_catalog(await fetch_json(url, label="OpenRouter catalog", timeout=timeout,
-                                                    transport=transport))
-        except AskFableError:
-            return None
-        _CACHE[url] = (time.monotonic(), time.time(), models)
-    return next((m for m in models if m.id == model), None)
+    """The catalog entry of ``model`` (a catalog fetched within :data:`CACHE_TTL` first); ``None`` when
+    unknown or unreachable."""
+    try:
+        models, _ = await _catalog(openrouter_catalog_url(base_url), "OpenRouter catalog", True, timeout,
+                                   transport, CACHE_TTL)
+    except AskFableError:
+        return None
+    return next((m for m in models or [] if m.id == model), None)
 
 
 # -- Ollama ------------------------------------------------------------------------------------------
@@ -555,9 +570,6 @@ async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, head
     if not refresh:
         hit = _cached(url, None)
         return (hit[0], None) if hit else (None, None)
-    hit = _cached(url, CACHE_TTL)
-    if hit is not None:
-        return hit[0], None
     try:
         payload = await fetch_json(url, label=label, timeout=timeout, headers=headers, transport=transport,
                                    secrets=secrets)

@@ -12,14 +12,19 @@ caps at 128 KiB, so prompts over :data:`ARGV_PROMPT_LIMIT` bytes are refused up 
 ``ContextTooLarge`` pointing at an HTTP route, without spawning anything.
 
 Outcomes: exit 0 with text → :class:`Reply`; a non-zero exit → ``UpstreamError`` carrying the
-CLI's redacted stderr tail; exit 0 with no text → ``UpstreamError``.
+CLI's redacted stderr tail; exit 0 with no text → ``UpstreamError``. A failure whose output says the
+login is missing, expired or rejected ("not logged in", "unauthorized", "invalid api key", a token
+that could not be refreshed…) is ``NotConfigured`` instead, with a ``hint`` naming the CLI's own login
+command: it is a configuration state, never a strike against the backend's health.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 import json
 import os
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -48,7 +53,33 @@ KIMI_EFFORTS = {"low": "low", "high": "high", "max": "max", "quick": "low", "sta
 #: Grok's native levels (other providers' names folded in); presets are handled separately.
 GROK_NATIVE_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "minimal": "low", "xhigh": "high",
                        "max": "high"}
+#: Grok's levels, lowest first.
+GROK_LEVELS = ("low", "medium", "high")
+#: The level each preset asks grok for, before ``ASK_FABLE_GROK_REASONING`` caps it.
+GROK_PRESET_LEVELS = {"quick": "low", "standard": "medium", "deep": "high"}
 EFFORT_PRESETS = ("quick", "standard", "deep")
+
+#: What the CLIs print when their login is missing, expired or rejected (mmx "No credentials found" /
+#: "API key rejected" / "OAuth session expired", agy "You are not logged into Antigravity", codex
+#: "Not logged in" / "401 Unauthorized" / "Your access token could not be refreshed", grok "No
+#: credentials presented" / "unauthenticated", kimi "Authorization failed, please check your login
+#: status"), matched case-insensitively on one output line.
+AUTH_PHRASES = (
+    r"not (?:logged|signed) in",
+    r"please (?:log|sign) ?in",
+    r"(?:log|sign) ?in again",
+    r"check your login",
+    r"unauthori[sz]ed",
+    r"unauthenticated",
+    r"invalid (?:api[ _-]?key|credentials?|(?:access |auth |refresh )?token)",
+    r"incorrect api key",
+    r"api key (?:was )?(?:rejected|invalid|not valid|expired|revoked)",
+    r"no credentials",
+    r"(?:token|session|credentials?) (?:has |have |was |were )?(?:expired|been revoked|revoked)",
+    r"could not be refreshed",
+    r"authentication (?:failed|required|error)",
+    r"authori[sz]ation failed",
+)
 
 # Instructions for kimi's text-only agent: the agent file declares no tools at all.
 _KIMI_AGENT_YAML = """\
@@ -148,22 +179,27 @@ def kimi_effort(explicit: str | None, default: str | None) -> str:
 
 
 def grok_reasoning(explicit: str | None, configured: str | None) -> str:
-    """Grok's reasoning effort: a native level is used as is; presets map to the configured
-    ``ASK_FABLE_GROK_REASONING``, else ``low``. A bad explicit value is ``BadArgs``; a bad
-    configured one ``NotConfigured``."""
-    fallback = (configured or "low").strip().lower()
-    if fallback not in GROK_NATIVE_EFFORTS:
+    """Grok's reasoning effort for one call.
+
+    A native level (``low`` / ``medium`` / ``high``) is used as is. The presets climb the same
+    ladder (quick → low, standard → medium, deep → high) but never above the configured
+    ``ASK_FABLE_GROK_REASONING`` (default ``low``), which keeps context-heavy turns bounded unless
+    the operator raises it; no effort at all runs at that configured level. A bad explicit value is
+    ``BadArgs``; a bad configured one ``NotConfigured``.
+    """
+    ceiling = (configured or "low").strip().lower()
+    if ceiling not in GROK_NATIVE_EFFORTS:
         raise NotConfigured(
             f"ASK_FABLE_GROK_REASONING must be one of {', '.join(GROK_NATIVE_EFFORTS)}; "
-            f"it is set to {fallback!r}",
+            f"it is set to {ceiling!r}",
             hint="fix ASK_FABLE_GROK_REASONING in the server's environment or config file",
         )
-    fallback = GROK_NATIVE_EFFORTS[fallback]
+    ceiling = GROK_NATIVE_EFFORTS[ceiling]
     if explicit is None:
-        return fallback
+        return ceiling
     value = explicit.strip().lower()
-    if value in EFFORT_PRESETS:
-        return fallback
+    if value in GROK_PRESET_LEVELS:
+        return min(GROK_PRESET_LEVELS[value], ceiling, key=GROK_LEVELS.index)
     if value in GROK_NATIVE_EFFORTS:
         return GROK_NATIVE_EFFORTS[value]
     raise BadArgs(
@@ -172,6 +208,25 @@ def grok_reasoning(explicit: str | None, configured: str | None) -> str:
 
 
 # --- the oracle -------------------------------------------------------------------------------
+
+
+@functools.cache
+def _auth_pattern(extra: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join((*AUTH_PHRASES, *extra)), re.IGNORECASE)
+
+
+def auth_failure(output: str, prompt: str, extra: tuple[str, ...] = ()) -> bool:
+    """Whether a failed CLI's ``output`` says its login is missing, expired or rejected.
+
+    Lines that merely echo the ``prompt`` (a CLI may print the request it was given) never count,
+    so a question about "unauthorized" responses cannot pass for a login problem.
+    """
+    pattern = _auth_pattern(extra)
+    for line in output.splitlines():
+        text = line.strip()
+        if text and text not in prompt and pattern.search(text):
+            return True
+    return False
 
 
 def cli_installed(binary: str) -> bool:
@@ -183,12 +238,16 @@ class CliOracle(Oracle):
     """An oracle answered by one local CLI. Subclasses build the invocation only.
 
     Attributes beyond :class:`Oracle`: ``binary`` (the executable), ``install_hint`` (what to
-    install / log in to), ``env_allow`` (extra variable names or patterns the CLI may see) and
-    ``timeout_s`` (this backend's own timeout).
+    install / log in to), ``login_fix`` (the command that fixes a missing or rejected login),
+    ``auth_phrases`` (this CLI's own wording of a login failure, beyond :data:`AUTH_PHRASES`),
+    ``env_allow`` (extra variable names or patterns the CLI may see) and ``timeout_s`` (this
+    backend's own timeout).
     """
 
     binary: str
     install_hint: str
+    login_fix: str
+    auth_phrases: tuple[str, ...] = ()
     env_allow: tuple[str, ...] = ()
 
     def __init__(self, settings: Settings, *, model: str, timeout_s: float) -> None:
@@ -206,6 +265,10 @@ class CliOracle(Oracle):
     def effective_effort(self, request: OracleRequest) -> str | None:
         """The effort this call runs at, reported on the reply (``None`` when not applicable)."""
         return None
+
+    def login_hint(self) -> str:
+        """The step that fixes a missing, expired or rejected login."""
+        return f"run `{self.login_fix}` as the user the ask-fable server runs as, then retry"
 
     @abc.abstractmethod
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
@@ -245,10 +308,12 @@ class CliOracle(Oracle):
                 f"`{self.binary}` wrote more than {MAX_ANSWER_BYTES >> 20} MiB of output; it was discarded",
                 binary=self.binary,
             )
-        return self._reply(result, effort)
+        return self._reply(result, effort, compose_prompt(request.system, request.prompt))
 
-    def _reply(self, result: ProcessResult, effort: str | None) -> Reply:
+    def _reply(self, result: ProcessResult, effort: str | None, prompt: str) -> Reply:
         text = result.stdout.decode("utf-8", errors="replace").strip()
+        if result.returncode != 0 or not text:
+            self._raise_if_logged_out(result, prompt)
         if result.returncode != 0:
             how = (f"was killed by signal {-result.returncode}" if result.returncode < 0
                    else f"exited with status {result.returncode}")
@@ -261,6 +326,20 @@ class CliOracle(Oracle):
                 binary=self.binary,
             )
         return Reply(text=text, model=self.model, provider=self.provider, effort=effort)
+
+    def _raise_if_logged_out(self, result: ProcessResult, prompt: str) -> None:
+        """Raise ``NotConfigured`` with the login fix when a failed run's output blames the login."""
+        output = "\n".join(
+            stream.decode("utf-8", errors="replace")[-STDERR_TAIL_CHARS:]
+            for stream in (result.stderr, result.stdout)
+        )
+        if auth_failure(output, prompt, self.auth_phrases):
+            raise NotConfigured(
+                f"`{self.binary}` is not logged in, or its login expired or was rejected: "
+                f"{self._tail(result) or '(no output)'}",
+                hint=self.login_hint(),
+                binary=self.binary,
+            )
 
     def _tail(self, result: ProcessResult) -> str:
         raw = result.stderr.decode("utf-8", errors="replace").strip()
@@ -286,6 +365,7 @@ class MiniMaxOracle(CliOracle):
     family = "minimax"
     binary = "mmx"
     install_hint = "install the MiniMax CLI (npm install -g mmx-cli) and run `mmx auth login` once"
+    login_fix = "mmx auth login"
     env_allow = ("MMX_*", "MINIMAX_*")
 
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
@@ -307,7 +387,13 @@ class GeminiOracle(CliOracle):
     family = "google"
     binary = "agy"
     install_hint = "install the `agy` CLI and sign in once"
+    login_fix = "agy"
     env_allow = ("AGY_*", "GEMINI_*")
+
+    def login_hint(self) -> str:
+        """Print mode cannot sign in by itself: one interactive run does."""
+        return ("run `agy` once in a terminal, as the user the ask-fable server runs as, and complete the "
+                "Google sign-in; then retry")
 
     def check_size(self, request: OracleRequest) -> None:
         """Refuse a composed prompt over the argv limit."""
@@ -328,6 +414,7 @@ class CodexOracle(CliOracle):
     family = "openai"
     binary = "codex"
     install_hint = "install OpenAI's codex CLI (npm install -g @openai/codex) and run `codex login` once"
+    login_fix = "codex login"
     env_allow = ("CODEX_*",)
 
     def effective_effort(self, request: OracleRequest) -> str | None:
@@ -348,6 +435,7 @@ class GrokOracle(CliOracle):
     family = "xai"
     binary = "grok"
     install_hint = "install the `grok` CLI and log in once"
+    login_fix = "grok login"
     env_allow = ("GROK_*",)
 
     def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
@@ -373,7 +461,14 @@ class KimiOracle(CliOracle):
     family = "moonshot"
     binary = "kimi"
     install_hint = "install the Kimi Code CLI (`kimi`) and log in once"
+    login_fix = "kimi login"
+    auth_phrases = (r"llm not set", r"run /login")
     env_allow = ("KIMI_*",)
+
+    def login_hint(self) -> str:
+        """``kimi login`` into the home ask-fable hands the CLI (``ASK_FABLE_KIMI_HOME``)."""
+        return (f"run `KIMI_HOME={self.settings.kimi_home} kimi login` as the user the ask-fable server runs "
+                "as (ask-fable runs kimi with that home; ASK_FABLE_KIMI_HOME changes it), then retry")
 
     def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
         super().__init__(settings, model=model, timeout_s=timeout_s)

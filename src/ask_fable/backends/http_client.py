@@ -7,6 +7,7 @@ body is still streaming. Everything it raises is an :mod:`ask_fable.errors` erro
 
     httpx2.ConnectError / reset before headers ─▶ retried, then UpstreamError
     status 408 / 409 / 429 / ≥ 500             ─▶ retried, then UpstreamError
+    status 401 / 403                            ─▶ NotConfigured at once, with the caller's ``auth_hint``
     other status ≥ 400                          ─▶ UpstreamError at once (provider message, redacted)
     deadline passed / read stalled               ─▶ OracleTimeout
     body that is not the expected JSON          ─▶ UpstreamError (raised by ``handle`` via ``bad_body``)
@@ -44,6 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+#: The provider rejected the credentials: a configuration state, never retried.
+AUTH_STATUS = frozenset({401, 403})
 #: Bytes of an error body read to find the provider's message.
 ERROR_BODY_LIMIT = 16_384
 #: Longest provider message quoted in an error detail.
@@ -292,18 +295,21 @@ async def send(
     sink: EventSink | None = None,
     retry: RetryPolicy | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
+    auth_hint: str | None = None,
 ) -> T:
     """Send one request with the retry loop and return ``await handle(response)`` for a 2xx.
 
     ``timeout`` bounds the whole call, retries and backoff included. ``label`` names the
-    provider in messages. ``secrets`` are scrubbed from every detail raised.
+    provider in messages. ``secrets`` are scrubbed from every detail raised. ``auth_hint`` is the
+    fix named when the provider rejects the credentials (401 / 403).
     """
     secret_list = tuple(s for s in secrets if s)
     try:
         with anyio.fail_after(timeout):
             return await _send_with_retries(method, url, label=label, timeout=timeout, handle=handle,
                                             headers=headers, json=json, secrets=secret_list, sink=sink,
-                                            retry=retry or DEFAULT_RETRY, transport=transport)
+                                            retry=retry or DEFAULT_RETRY, transport=transport,
+                                            auth_hint=auth_hint)
     except TimeoutError as exc:
         raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
 
@@ -321,6 +327,7 @@ async def _send_with_retries(
     sink: EventSink | None,
     retry: RetryPolicy,
     transport: httpx2.AsyncBaseTransport | None,
+    auth_hint: str | None,
 ) -> T:
     import httpx2
 
@@ -355,6 +362,8 @@ async def _send_with_retries(
                     body = await _read_capped(response)
                     message = scrub(provider_message(body), secrets)
                     failure = f"{label} HTTP {status}: {message}"
+                    if status in AUTH_STATUS:
+                        raise NotConfigured(failure, hint=auth_hint or f"check the key sent to {label}")
                     if not _is_retryable(status):
                         raise UpstreamError(failure)
                     wait = retry_after_seconds(response.headers.get("retry-after"))
@@ -452,6 +461,22 @@ class HttpOracle(Oracle):
             alias = f" (or {self.key_alias})" if self.key_alias else ""
             raise NotConfigured(f"{self.label} needs an API key: set {self.key_var}{alias}",
                                 hint=f"set {self.key_var} in the server's environment or config file")
+
+    def auth_hint(self) -> str:
+        """The fix named when the provider rejects the credentials (HTTP 401 / 403)."""
+        if not self.key_var:
+            return f"check the key sent to {self.label}"
+        alias = f" (or {self.key_alias})" if self.key_alias else ""
+        return (f"set a valid {self.key_var}{alias} in the server's environment or config file; "
+                "the provider rejected the one configured or it lacks access to this model")
+
+    async def post(self, url: str, *, timeout: float, handle: Callable[[httpx2.Response], Awaitable[T]],
+                   headers: Mapping[str, str], json: Any, sink: EventSink) -> T:
+        """POST through :func:`send` with this oracle's label, secrets, retry policy, transport and
+        auth hint."""
+        return await send("POST", url, label=self.label, timeout=timeout, handle=handle, headers=headers,
+                          json=json, secrets=self.secrets, sink=sink, retry=self.retry,
+                          transport=self.transport, auth_hint=self.auth_hint())
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(token={self.token!r}, base_url={self.base_url!r})"

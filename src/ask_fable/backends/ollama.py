@@ -20,7 +20,6 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
-    send,
     usage_from,
 )
 from ask_fable.errors import UpstreamError
@@ -59,6 +58,14 @@ class OllamaOracle(HttpOracle):
                                 hint="set ASK_FABLE_OLLAMA_API_KEY, or point ASK_FABLE_OLLAMA_BASE_URL "
                                 "at the local daemon")
 
+    def auth_hint(self) -> str:
+        """The local daemon needs ``ollama signin`` for cloud models; a remote endpoint a valid key."""
+        if is_loopback(self.base_url):
+            return ("run `ollama signin` as the user the Ollama daemon runs as (cloud models need a "
+                    "signed-in daemon), or ask for a model pulled locally")
+        return ("set a valid ASK_FABLE_OLLAMA_API_KEY (an ollama.com API key) in the server's environment "
+                "or config file")
+
     def build_body(self, request: OracleRequest) -> dict[str, Any]:
         """The JSON body sent for ``request``."""
         messages = [{"role": "user", "content": request.prompt}]
@@ -87,10 +94,8 @@ class OllamaOracle(HttpOracle):
                 return self._finish(loads_object(await response.aread(), self.label, self.secrets), effort)
             return await self._read_lines(response, sink, effort)
 
-        return await send("POST", join_url(self.base_url, "api/chat"), label=self.label,
-                          timeout=request.timeout, handle=handle,
-                          headers=ollama_headers(self.base_url, self.api_key), json=body,
-                          secrets=self.secrets, sink=sink, retry=self.retry, transport=self.transport)
+        return await self.post(join_url(self.base_url, "api/chat"), timeout=request.timeout, handle=handle,
+                               headers=ollama_headers(self.base_url, self.api_key), json=body, sink=sink)
 
     async def _read_lines(self, response: httpx2.Response, sink: EventSink, effort: str | None) -> Reply:
         text: list[str] = []

@@ -27,7 +27,6 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
-    send,
     usage_from,
     versioned_url,
 )
@@ -87,9 +86,8 @@ class OpenAIChatOracle(HttpOracle):
             return self._read_json(loads_object(await response.aread(), self.label, self.secrets), wire)
 
         remaining = max(0.001, request.timeout - (anyio.current_time() - started))
-        return await send("POST", versioned_url(self.base_url, "chat/completions"), label=self.label,
-                          timeout=remaining, handle=handle, headers=headers, json=body,
-                          secrets=self.secrets, sink=sink, retry=self.retry, transport=self.transport)
+        return await self.post(versioned_url(self.base_url, "chat/completions"), timeout=remaining,
+                               handle=handle, headers=headers, json=body, sink=sink)
 
     def _reply(self, text: str, thinking: str, usage: Any, finish: str | None, wire: str | None) -> Reply:
         if not text.strip():

@@ -24,8 +24,6 @@ from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
 from ask_fable.stores.redact import redact
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
-#: Failure kinds that say nothing about a backend's health, so the breaker ignores them.
-_NOT_HEALTH = frozenset({"not_configured", "binary_missing", "circuit_open", "context_too_large", "bad_args"})
 
 
 @dataclass
@@ -43,11 +41,19 @@ class MemberOutcome:
     answer: str | None = None
     sidecar: Sidecar | None = None
     role: str | None = None
+    #: The error behind a failed outcome, as the backend (or the breaker) raised it.
+    error: AskFableError | None = None
 
     @property
     def ok(self) -> bool:
         """True when the oracle produced a usable answer."""
         return self.status == "ok"
+
+    @property
+    def retry_after_s(self) -> float | None:
+        """Seconds until the circuit breaker lets this oracle be tried again (a shed call only)."""
+        value = self.error.extra.get("retry_after_s") if self.error is not None else None
+        return float(value) if isinstance(value, int | float) else None
 
     def audit_record(self) -> dict[str, Any]:
         """The member's line in the audit log (metadata only)."""
@@ -211,26 +217,33 @@ class ModeContext:
         outcome.status = exc.kind if exc.kind in config_states | {"timeout"} else "error"
         outcome.kind = exc.kind
         outcome.detail = exc.detail
+        outcome.error = exc
 
     def _settle_breaker(self, oracle: Oracle, outcome: MemberOutcome) -> bool:
         """Record an outcome that says something about the backend's health; True when recorded.
 
-        Refusals and config states (not configured, binary missing, context too large) never
-        count: the backend did nothing wrong.
+        The error class decides (``AskFableError.counts_as_failure``): config states, bad
+        arguments, oversized prompts and an open circuit never count, and neither does a refusal,
+        which carries no error at all: the backend did nothing wrong.
         """
         if self.breaker is None or not self.settings.circuit_breaker:
             return False
         if outcome.status == "ok":
             self.breaker.record(oracle.breaker_key, True)
             return True
-        if outcome.status != "refused" and outcome.kind not in _NOT_HEALTH:
-            self.breaker.record(oracle.breaker_key, False)
+        error = outcome.error
+        if error is not None and error.counts_as_failure:
+            described = redact(f"{error.kind}: {error.detail}", self.settings)
+            self.breaker.record(oracle.breaker_key, False, described)
             return True
         return False
 
 
 def outcome_error(outcome: MemberOutcome) -> AskFableError:
-    """Rebuild the error a failed single-oracle outcome stands for."""
+    """The error a failed single-oracle outcome stands for: the one raised, with its ``hint`` and
+    ``retry_after_s``, else one rebuilt from the outcome's kind."""
+    if outcome.error is not None:
+        return outcome.error
     from ask_fable import errors
 
     by_kind: dict[str, type[AskFableError]] = {

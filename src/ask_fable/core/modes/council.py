@@ -159,6 +159,7 @@ def source_entry(member: MemberOutcome, settings: Settings) -> dict[str, Any]:
         provider=member.provider,
         answer=member.answer if member.status in ("ok", "refused") else None,
         **step_fields(member, settings),
+        retry_after_s=member.retry_after_s,
     )
     return entry.model_dump(exclude_none=True)
 

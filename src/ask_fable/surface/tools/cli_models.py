@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
-from ask_fable.backends.base import Effort
 from ask_fable.contract import AnswerResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
@@ -16,18 +15,20 @@ from ask_fable.surface.tools.common import AskArgs, run_single_tool
 class GrokArgs(AskArgs):
     """Arguments of ask_grok."""
 
-    effort: Effort | None = Field(
+    effort: Literal["quick", "standard", "deep", "low", "medium", "high"] | None = Field(
         None,
-        description="quick, standard or deep; each runs at low reasoning unless ASK_FABLE_GROK_REASONING "
-        "is set.",
+        description="Grok's own low, medium or high, used as is; or quick / standard / deep (low / medium / "
+        "high, capped at ASK_FABLE_GROK_REASONING, default low). Omitted: ASK_FABLE_GROK_REASONING.",
     )
 
 
 class KimiArgs(AskArgs):
     """Arguments of ask_kimi."""
 
-    effort: Effort | None = Field(
-        None, description="quick (low), standard (high) or deep (max); default ASK_FABLE_KIMI_EFFORT."
+    effort: Literal["quick", "standard", "deep", "low", "high", "max"] | None = Field(
+        None,
+        description="Kimi's own low, high or max, used as is; or quick (low), standard (high), deep (max). "
+        "Omitted: ASK_FABLE_KIMI_EFFORT.",
     )
 
 
@@ -81,15 +82,16 @@ TOOLS = [
     _spec(
         "ask_m3",
         "One answer from MiniMax (MiniMax-M3) through your logged-in mmx CLI. Single-turn.\n"
-        "Needs `mmx` installed and `mmx auth login` done (binary_missing otherwise).",
+        "Needs `mmx` installed (binary_missing otherwise) and `mmx auth login` done (not_configured "
+        "otherwise).",
         AskArgs,
         ask_m3,
     ),
     _spec(
         "ask_gemini",
         "One answer from Google Gemini (Gemini 3.1 Pro (High)) through your signed-in agy CLI. Single-turn.\n"
-        "Needs `agy` installed (binary_missing otherwise). The prompt travels as one argument: above "
-        "~120 KB it is refused with context_too_large.",
+        "Needs `agy` installed (binary_missing otherwise) and signed in (not_configured otherwise). The "
+        "prompt travels as one argument: above ~120 KB it is refused with context_too_large.",
         AskArgs,
         ask_gemini,
     ),
@@ -97,22 +99,26 @@ TOOLS = [
         "ask_codex",
         "One answer from OpenAI (gpt-5.6-sol) through your logged-in codex CLI (codex exec). Single-turn.\n"
         "Runs hermetic and read-only: it cannot see your repo, so put the code it needs in context. "
-        "Needs `codex` installed and `codex login` done (binary_missing otherwise).",
+        "Needs `codex` installed (binary_missing otherwise) and `codex login` done (not_configured "
+        "otherwise).",
         AskArgs,
         ask_codex,
     ),
     _spec(
         "ask_grok",
         "One answer from Grok (grok-4.6) through your logged-in grok CLI. Single-turn.\n"
-        "Low reasoning by default keeps context-heavy turns bounded; set ASK_FABLE_GROK_REASONING for "
-        "Grok's medium/high. Needs `grok` installed (binary_missing otherwise).",
+        "effort low/medium/high is passed to grok as is. The presets stay at low reasoning, keeping "
+        "context-heavy turns bounded, unless ASK_FABLE_GROK_REASONING raises their cap (then quick = low, "
+        "standard = medium, deep = high). The result's effort is the level used. Needs `grok` installed "
+        "(binary_missing otherwise) and `grok login` done (not_configured otherwise).",
         GrokArgs,
         ask_grok,
     ),
     _spec(
         "ask_kimi",
         "One answer from Kimi (kimi-code/k3) through your kimi CLI, sandboxed to text (no tools, no files).\n"
-        "Single-turn, no per-token billing. The prompt travels as one argument: above ~120 KB it is refused "
+        "Single-turn, no per-token billing. effort low/high/max is passed to kimi as is; quick = low, "
+        "standard = high, deep = max. The prompt travels as one argument: above ~120 KB it is refused "
         "with context_too_large; use ask_atlas with moonshotai/kimi-k3 for bigger context.",
         KimiArgs,
         ask_kimi,

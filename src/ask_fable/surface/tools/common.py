@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -54,7 +54,10 @@ async def run_single_tool(
 
     An oracle that cannot even be built (a bad model id, a bad effort) still goes through the
     pipeline, so its error is audited and carries a ``trace_id`` like every other outcome.
+    ``effort`` keys the cache; only a preset travels in the request, since a backend's own level
+    (grok's ``medium``, kimi's ``max``) is carried by the oracle it was built into.
     """
+    preset = effort if effort in get_args(Effort) else None
     try:
         oracle: Oracle | None = build_oracle(ctx.settings)
         failure: AskFableError | None = None
@@ -65,7 +68,7 @@ async def run_single_tool(
         if oracle is None:
             assert failure is not None
             raise failure
-        return await run_single(oracle, question, context, mctx, effort=effort)
+        return await run_single(oracle, question, context, mctx, effort=preset)
 
     call = Call(
         tool=tool,

@@ -76,7 +76,9 @@ with the `observability` toolset; the trace_id of any result, help and errors in
 Settings come from the config file (ASK_FABLE_CONFIG_FILE, default ~/.config/ask_fable/config.json),
 then ASK_FABLE_* environment variables, then defaults. Keys for HTTP backends: ASK_FABLE_GLM_API_KEY,
 ASK_FABLE_DEEPSEEK_API_KEY, ASK_FABLE_ATLAS_API_KEY, ASK_FABLE_OPENROUTER_API_KEY. CLI backends reuse
-their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login.
+their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login. A missing or
+rejected key and a logged-out CLI are status error, kind not_configured, with `hint` naming the fix;
+they never trip the circuit breaker, whose circuit_open results carry retry_after_s.
 A value that cannot be used (a word where a number belongs, a file that is not valid JSON, an
 unknown key) never stops the server: it falls back to the next source or the default, and the
 problem is named at start (stderr, the server instructions), in `ask-fable doctor`, and in the

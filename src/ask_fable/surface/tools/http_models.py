@@ -27,7 +27,7 @@ class CatalogArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    refresh: bool = Field(True, description="Fetch the live catalog (false: no network, cached data only).")
+    refresh: bool = Field(True, description="Fetch the live catalog now (false: no network, the last fetch).")
     task: str = Field("", description="What the model is for; ranks a provider-diverse shortlist for it.")
     limit: int = Field(5, description="Shortlist size, clamped to 2–8.")
     interactive: bool = Field(
@@ -40,7 +40,7 @@ class OllamaCatalogArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    refresh: bool = Field(True, description="Fetch the live lists (false: no network, cached data only).")
+    refresh: bool = Field(True, description="Fetch the live lists now (false: no network, the last fetch).")
 
 
 class Selection(BaseModel):
@@ -263,7 +263,7 @@ TOOLS = [
         "the catalog's own metadata (reasoning, context, price, release date; cheap/fast/high-volume tasks "
         "favour cheap models). Opens a native model + effort picker when the client supports form "
         "elicitation (selection: {action, model, effort}); otherwise the same choices are under picker. "
-        "limit 2–8; refresh=false makes no network call.",
+        "limit 2–8; refresh=true fetches on every call, refresh=false makes none.",
         CatalogArgs,
         CatalogResult,
         list_atlas_models,
@@ -273,7 +273,7 @@ TOOLS = [
         "The free live OpenRouter catalog with price per million, context window and per-model reasoning "
         "efforts. With task, ranks a provider-diverse shortlist (cheap/fast/high-volume tasks favour cheap "
         "and free models). Native picker or picker field as for list_atlas_models. limit 2–8; "
-        "refresh=false makes no network call.",
+        "refresh=true fetches on every call, refresh=false makes none.",
         CatalogArgs,
         CatalogResult,
         list_openrouter_models,

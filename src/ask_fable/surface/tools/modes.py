@@ -249,7 +249,7 @@ async def _featured(provider: str, ctx: ToolContext) -> tuple[list[str], str | N
 
     listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
     try:
-        result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT)
+        result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT, max_age=catalogs.CACHE_TTL)
     except AskFableError as exc:
         why = f"the {provider} model catalog could not be reached ({exc.kind})"
     else:
