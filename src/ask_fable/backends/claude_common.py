@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ask_fable.errors import BadArgs, UpstreamError
+from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamError
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import EventSink, Reply
@@ -44,6 +44,14 @@ CLAUDE_ENV_ALLOW: tuple[str, ...] = (
 #: Dropped by the Agent SDK itself; blanking it would re-add it.
 _SDK_DROPPED = frozenset({"CLAUDECODE"})
 _NOT_FOUND = re.compile(r"not[ _]found|does not exist|not available|unknown model|no such model", re.I)
+#: What Claude Code says when it has no login, or the API refused the key or OAuth token it used.
+_AUTH_TEXT = re.compile(
+    r"not logged in|/login|invalid api key|x-api-key|oauth token|failed to authenticate|"
+    r"authentication_error|permission_error",
+    re.I,
+)
+_AUTH_STATUSES = frozenset({401, 403})
+_AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
 STDERR_TAIL_LINES = 40
 
 
@@ -181,6 +189,43 @@ def is_model_unavailable(status: object, error_type: object, message: object) ->
         return True
     invalid = status == 400 or error_type == "invalid_request_error" or "invalid_request" in text
     return invalid and bool(_NOT_FOUND.search(text))
+
+
+def is_auth_failure(
+    status: object, error_type: object, message: object, assistant_error: object = None
+) -> bool:
+    """Whether a Claude Code error means "no usable login": not logged in, a rejected API key, an
+    expired or revoked OAuth token (HTTP 401/403, or the CLI's ``authentication_failed``)."""
+    if assistant_error == "authentication_failed" or status in _AUTH_STATUSES or error_type in _AUTH_TYPES:
+        return True
+    return bool(_AUTH_TEXT.search(str(message or "")))
+
+
+def login_hint() -> str:
+    """The exact fix for a missing or rejected Claude login, for the server as it runs now."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return (
+            "the server's ANTHROPIC_API_KEY was rejected: set a valid key in the server's environment "
+            "and restart it, or remove it to use your Claude Code login (run `claude`, then `/login`)"
+        )
+    return (
+        "log in to Claude Code as the user running this server: run `claude`, then `/login` "
+        "(the next call uses the new login); or set ANTHROPIC_API_KEY in the server's environment "
+        "and restart it"
+    )
+
+
+def classify_failure(
+    detail: str, *, status: object, error_type: object, message: object, assistant_error: object = None
+) -> AskFableError | None:
+    """The error a failed Claude Code turn stands for when it is not a plain upstream failure:
+    :class:`NotConfigured` (with :func:`login_hint`) for a login problem, :class:`ModelUnavailable`
+    when the model does not exist for this account; ``None`` otherwise. ``detail`` is redacted."""
+    if is_auth_failure(status, error_type, message, assistant_error):
+        return NotConfigured(f"Claude Code has no usable login ({detail})", hint=login_hint())
+    if assistant_error == "model_not_found" or is_model_unavailable(status, error_type, message):
+        return ModelUnavailable(detail)
+    return None
 
 
 def workdir(settings: Settings) -> Path:
