@@ -142,3 +142,24 @@ async def test_provider_failures_come_back_as_structured_errors(
         refused = await call(client, "ask", {"question": "x"})
         assert (refused["status"], refused["stage"]) == ("refused", "guard")
         assert len(fake_provider.requests) == 4, "the refused question reached no model"
+
+
+@pytest.mark.parametrize("use_cli", [False, True], ids=["agent-sdk", "cli-bridge"])
+async def test_cost_usd_is_each_turns_cost_and_session_cost_usd_the_running_total(
+    fake_provider: FakeProvider, claude_home: Path, use_cli: bool
+) -> None:
+    """Three identical turns cost the same each; the conversation's total is its own field."""
+    usage = {"input_tokens": 100, "output_tokens": 100}
+    fake_provider.enqueue("anthropic", text=with_sidecar("Same answer."), usage=usage, times=4)
+    async with Client(build_server(App(load_settings(use_cli=use_cli)), toolsets=["all"])) as client:
+        turns = [
+            await call(client, "ask_opus5", {"question": "Is this lock ordering safe?", "session": "cost"})
+            for _ in range(3)
+        ]
+        fresh = await call(client, "ask_opus5",
+                           {"question": "Is this lock ordering safe?", "session": "cost", "reset": True})
+    costs = [turn["cost_usd"] for turn in turns]
+    assert costs[0] > 0 and costs == pytest.approx([costs[0]] * 3)
+    assert [turn["session_cost_usd"] for turn in turns] == pytest.approx([costs[0] * n for n in (1, 2, 3)])
+    assert [turn["usage"]["input_tokens"] for turn in turns] == [100, 100, 100]
+    assert (fresh["cost_usd"], fresh["session_cost_usd"]) == pytest.approx((costs[0], costs[0]))

@@ -14,6 +14,10 @@ Lifecycle of a session's client::
 The conversation itself (transcript, CLI session id, the counter the pipeline keeps) outlives
 its client until :meth:`ClaudeSessions.reset` or :meth:`ClaudeSessions.aclose`. With
 ``ASK_FABLE_USE_CLI`` every turn is a ``claude -p --resume <session>`` process instead.
+
+Cost: Claude Code reports a conversation's running total with every turn (also after a resume), so
+each reply's ``usage.cost_usd`` is turned into that turn's own cost here, and the conversation's
+total is kept beside it (:meth:`ClaudeSessions.cost`).
 """
 
 from __future__ import annotations
@@ -55,6 +59,9 @@ class _Session:
     streaming: bool = False
     last_used: float = field(default_factory=time.monotonic)
     generation: int = 0
+    #: The running total Claude Code last reported for this conversation, and our own sum of turns.
+    reported_cost: float = 0.0
+    cost_usd: float | None = None
 
     def forget(self) -> None:
         self.turns = []
@@ -62,6 +69,20 @@ class _Session:
         self.state.clear()
         self.state["needs_context_streak"] = 0
         self.model = self.session_id = self.last_uuid = None
+        self.reported_cost, self.cost_usd = 0.0, None
+
+    def charge(self, reply: Reply) -> Reply:
+        """``reply`` with ``usage.cost_usd`` cut down from the conversation's total to this turn's cost."""
+        usage = reply.usage
+        if usage is None or usage.cost_usd is None:
+            return reply
+        total = usage.cost_usd
+        # A total below the last one means the CLI started counting afresh: all of it is this turn's.
+        turn = total - self.reported_cost if total >= self.reported_cost else total
+        turn = round(turn, 10)
+        self.reported_cost = total
+        self.cost_usd = round((self.cost_usd or 0.0) + turn, 10)
+        return reply.model_copy(update={"usage": usage.model_copy(update={"cost_usd": turn})})
 
 
 class ClaudeSessions:
@@ -151,6 +172,11 @@ class ClaudeSessions:
         session = self._sessions.get((namespace, key))
         return [dict(turn) for turn in session.turns] if session else []
 
+    def cost(self, namespace: str, key: str) -> float | None:
+        """The conversation's total cost in dollars so far (``None`` when no turn reported one)."""
+        session = self._sessions.get((namespace, key))
+        return session.cost_usd if session else None
+
     def exists(self, namespace: str, key: str) -> bool:
         """Whether the session has at least one answered turn."""
         session = self._sessions.get((namespace, key))
@@ -229,7 +255,7 @@ class ClaudeSessions:
                     await sink.note(f"Agent SDK could not start ({first_line}); using the claude CLI")
                     reply = await self._cli_turn(session, model, request, settings)
             session.model = model
-            return reply
+            return session.charge(reply)
 
         return await run_ladder(plan, attempt, sink)
 

@@ -71,6 +71,7 @@ async def _ask_session(
         oracle = sessions.oracle(namespace, key, token, reset=args.reset, question=question)
         outcome = await run_single(oracle, question, context, mctx)
         outcome.fields["turn"] = len(sessions.transcript(namespace, key))
+        outcome.fields["session_cost_usd"] = sessions.cost(namespace, key)
         return outcome
 
     call = Call(
