@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +165,29 @@ async def test_cost_usd_is_each_turns_cost_and_session_cost_usd_the_running_tota
     assert [turn["session_cost_usd"] for turn in turns] == pytest.approx([costs[0] * n for n in (1, 2, 3)])
     assert [turn["usage"]["input_tokens"] for turn in turns] == [100, 100, 100]
     assert (fresh["cost_usd"], fresh["session_cost_usd"]) == pytest.approx((costs[0], costs[0]))
+
+
+async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """The session's Claude Code process is killed between turns: the next ask resumes the
+    conversation on a new process and answers, with the earlier turn still in the history."""
+    fake_provider.enqueue("anthropic", text=with_sidecar("Take the lock before the queue."))
+    fake_provider.enqueue("anthropic", text=with_sidecar("Yes, release them in reverse order."))
+    app = App(load_settings())
+    async with Client(build_server(app)) as client:
+        first = await call(client, "ask", {"question": "Which lock comes first?", "session": "crash"})
+        pid = app.claude_sessions.client_pid("fable", "crash")
+        assert first["status"] == "ok" and pid is not None
+        os.kill(pid, signal.SIGKILL)
+
+        second = await call(client, "ask", {"question": "And releasing them?", "session": "crash"})
+
+        assert second["status"] == "ok", second
+        assert second["turn"] == 2
+        assert second["answer"] == "Yes, release them in reverse order."
+        assert app.claude_sessions.client_pid("fable", "crash") not in (None, pid)
+        carried = fake_provider.last_json("anthropic")
+        assert ["Which lock comes first?" in t for t in user_turns(carried)] == [True, False]
+        assert "And releasing them?" in user_turns(carried)[1]
+        assert "Take the lock before the queue." in json.dumps(carried["messages"])

@@ -193,6 +193,12 @@ def _guarded_transport_class() -> type[Any]:
             process = getattr(self._inner, "_process", None)
             return getattr(process, "pid", None)
 
+        @property
+        def alive(self) -> bool:
+            """False once the CLI process is known to have exited."""
+            process = getattr(self._inner, "_process", None)
+            return process is not None and process.returncode is None
+
         def kill(self) -> None:
             process = getattr(self._inner, "_process", None)
             if process is not None and process.returncode is None:

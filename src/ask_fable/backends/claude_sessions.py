@@ -10,6 +10,7 @@ Lifecycle of a session's client::
     first turn ─▶ connect (model ladder) ─▶ turn ─▶ … ─▶ idle past session_idle_seconds ─▶ closed
     failed turn ─▶ closed                      next turn ─▶ reconnect with --resume at the last good
                                                             answer (the conversation continues)
+    CLI died between turns ─▶ noticed by the next turn, which resumes on a new CLI and answers
 
 The conversation itself (transcript, CLI session id, the counter the pipeline keeps) outlives
 its client until :meth:`ClaudeSessions.reset` or :meth:`ClaudeSessions.aclose`. With
@@ -262,31 +263,53 @@ class ClaudeSessions:
     async def _sdk_turn(
         self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
-        from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
         from ask_fable.backends.subprocess_runner import gate_slot
 
         if session.client is not None and session.streaming != settings.stream_reasoning:
             await self._close_client(session)  # reopened below with the current streaming option
-        try:
-            # One slot of the per-binary "claude" gate per turn, as the bridge takes; queueing counts
-            # against the turn's deadline.
-            async with gate_slot("claude", settings.cli_max_parallel):
-                if session.client is None:
-                    await self._open(session, model, request.system, settings)
-                assert session.tail is not None
-                collector = TurnCollector(model, sink, settings, session.tail)
+        # One slot of the per-binary "claude" gate per turn, as the bridge takes; queueing counts
+        # against the turn's deadline.
+        async with gate_slot("claude", settings.cli_max_parallel):
+            return await self._exchange(session, model, request, sink, settings)
+
+    async def _exchange(
+        self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
+    ) -> Reply:
+        """Send the turn on the session's client, opening (or resuming) one when none is open.
+
+        A warm client whose CLI has died (killed, crashed, out of memory) is noticed, closed and
+        resumed on a new CLI at the last good answer, once, within this same call.
+        """
+        from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
+
+        if session.client is not None and not session.transport.alive:
+            await self._close_client(session)
+            await sink.note("the session's Claude Code process had ended; resuming the conversation")
+        retried = False
+        while True:
+            warm = session.client is not None
+            if not warm:
+                await self._open(session, model, request.system, settings)
+            assert session.tail is not None
+            collector = TurnCollector(model, sink, settings, session.tail)
+            try:
                 await session.client.query(request.prompt)
                 async for message in session.client.receive_response():
                     await collector.feed(message)
-            reply = collector.reply()
-        except BaseException as exc:
-            await self._close_client(session)
-            if isinstance(exc, Exception):
-                raise map_sdk_error(exc, model, session.tail or StderrTail(), started=True) from exc
-            raise
-        session.session_id = collector.session_id or session.session_id
-        session.last_uuid = collector.last_uuid or session.last_uuid
-        return reply
+                reply = collector.reply()
+            except BaseException as exc:
+                await self._close_client(session)
+                if not isinstance(exc, Exception):
+                    raise
+                if warm and not retried and collector.seen == 0:
+                    # Nothing came back from a process that served the last turn: it died in between.
+                    retried = True
+                    await sink.note("the session's Claude Code process had ended; resuming the conversation")
+                    continue
+                raise map_sdk_error(exc, model, session.tail, started=True) from exc
+            session.session_id = collector.session_id or session.session_id
+            session.last_uuid = collector.last_uuid or session.last_uuid
+            return reply
 
     async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
         from claude_agent_sdk import ClaudeSDKClient
