@@ -90,7 +90,7 @@ async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
         assert app.claude_sessions.client_pid("fable", "queue") is None
 
         again = await call(client, "reset_session", {"session": "queue"})
-        assert (again["status"], again["kind"]) == ("error", "bad_args")
+        assert (again["status"], again["cleared"], again["turns"]) == ("ok", False, 0)
         assert (await call(client, "ask_fable_help", {"topic": "all"}))["status"] == "ok"
 
 
@@ -191,3 +191,20 @@ async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
         assert ["Which lock comes first?" in t for t in user_turns(carried)] == [True, False]
         assert "And releasing them?" in user_turns(carried)[1]
         assert "Take the lock before the queue." in json.dumps(carried["messages"])
+
+
+@pytest.mark.parametrize("model", ["fable", "opus5"])
+async def test_reset_session_on_a_session_never_used_is_a_no_op_that_says_so(
+    fake_provider: FakeProvider, claude_home: Path, model: str
+) -> None:
+    """Nothing to clear is not an error: ok, cleared false, a note, the sessions that do exist."""
+    app = App(load_settings())
+    async with Client(build_server(app, toolsets=["all"])) as client:
+        tool = "ask" if model == "fable" else "ask_opus5"
+        await call(client, tool, {"question": "Is this lock ordering safe?", "session": "used"})
+        result = await call(client, "reset_session", {"session": "never", "model": model})
+        assert (result["status"], result["cleared"], result["turns"]) == ("ok", False, 0)
+        assert "never" in result["note"] and result.get("saved") is None
+        assert result["sessions"] == ["used"]
+        assert app.claude_sessions.exists(model, "used"), "the other session was left alone"
+        assert list(app.settings.sessions_dir.glob("*.md")) == []

@@ -58,6 +58,7 @@ class ResetSessionResult(DataResult):
     sessions: list[str] | None = Field(
         None, description="the sessions this model has, when the key is unknown"
     )
+    note: str | None = Field(None, description="why nothing was cleared")
 
 
 async def _ask_session(
@@ -105,21 +106,21 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     sessions = ctx.app.claude_sessions
     label = args.session.strip() or "default"
     key = ctx.caller_scoped(label)
-    prefix = key[: len(key) - len(label)]  # this caller's sessions only
-    if not sessions.exists(namespace, key):
-        known = sorted(
+    turns = await sessions.reset(namespace, key)
+    result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
+                              "cleared": bool(turns)}
+    if not turns:
+        prefix = key[: len(key) - len(label)]  # this caller's sessions only
+        result["sessions"] = sorted(
             s["key"][len(prefix):] for s in sessions.list_sessions()
             if s["namespace"] == namespace and s["turns"] and s["key"].startswith(prefix)
         )
-        return {
-            "status": "error", "kind": "bad_args", "session": label, "model": namespace, "sessions": known,
-            "detail": f"there is no {namespace} session named {label!r} in this server process",
-            "hint": "reset_session clears a session that ask / ask_opus5 used; `sessions` lists them.",
-        }
-    turns = await sessions.reset(namespace, key)
-    result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
-                              "cleared": True}
-    if args.save and turns:
+        result["note"] = (
+            f"no {namespace} session named {label!r} has answered a turn in this server process; "
+            "nothing was cleared. `sessions` lists the ones that have."
+        )
+        return result
+    if args.save:
         from ask_fable.stores.answers import save_transcript
 
         path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, f"{namespace}_{key}", turns)
@@ -158,7 +159,8 @@ TOOLS = [
     ToolSpec(
         name="reset_session",
         family="core",
-        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true.",
+        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true. "
+        "A session with no turns is left as it is (cleared=false).",
         args=ResetSessionArgs,
         result=ResetSessionResult,
         handler=reset_session,
