@@ -36,7 +36,9 @@ def test_tokens_resolve_to_model_ids() -> None:
         model_plan(settings, "sonnet")
 
 
-async def test_ladder_moves_on_only_when_the_model_is_unavailable() -> None:
+async def test_ladder_moves_on_only_when_the_model_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Unavailable ids are remembered per endpoint: this test's own keeps others unaffected.
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/ladder-test")
     asked: list[str] = []
 
     async def timeout_first(model: str) -> Reply:
@@ -204,3 +206,25 @@ def test_sdk_usage_is_validated() -> None:
     numbers = (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens, usage.cost_usd)
     assert numbers == (12, None, 5, 0.25)
     assert usage_from(None, None) is None
+
+
+def test_an_unavailable_fable_id_is_skipped_until_it_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New plans leave out a recently unavailable ladder step; pinned ids and other endpoints do not."""
+    from ask_fable.backends import claude_common
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/memory-test")
+    settings = load_settings()
+    claude_common.remember_unavailable("claude-fable-5-1")
+    plan = model_plan(settings, "fable")
+    assert (plan.models, plan.skipped) == (("claude-fable-5",), ("claude-fable-5-1",))
+    assert model_plan(settings, "fable51").models == ("claude-fable-5-1",)
+
+    claude_common.remember_unavailable("claude-fable-5")
+    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER, "never an empty ladder"
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/another-endpoint")
+    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER
+
+    monkeypatch.setattr(claude_common, "UNAVAILABLE_MODEL_TTL_SECONDS", 0.0)
+    claude_common.remember_unavailable("claude-fable-5-1")
+    assert not claude_common.known_unavailable("claude-fable-5-1"), "an expired entry is forgotten"

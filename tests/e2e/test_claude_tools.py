@@ -208,3 +208,21 @@ async def test_reset_session_on_a_session_never_used_is_a_no_op_that_says_so(
         assert result["sessions"] == ["used"]
         assert app.claude_sessions.exists(model, "used"), "the other session was left alone"
         assert list(app.settings.sessions_dir.glob("*.md")) == []
+
+
+async def test_a_new_conversation_starts_on_the_fable_step_that_worked(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """The newest Fable id is "not found": the first conversation steps down once, the second one
+    goes straight to the older id without asking for the missing one again."""
+    fake_provider.enqueue("anthropic", match="claude-fable-5-1", status=404, error="model: claude-fable-5-1",
+                          times=None)
+    fake_provider.enqueue("anthropic", match="claude-fable-5", text=with_sidecar("Older Fable."), times=None)
+    async with Client(build_server(App(load_settings()))) as client:
+        first = await call(client, "ask", {"question": "Is the retry loop bounded?", "session": "one"})
+        before = len(fake_provider.requests_for("anthropic"))
+        second = await call(client, "ask", {"question": "Is the backoff jittered?", "session": "two"})
+    models = [r.model for r in fake_provider.requests_for("anthropic")]
+    assert (first["model"], second["model"]) == ("claude-fable-5", "claude-fable-5")
+    assert "claude-fable-5-1" in models[:before]
+    assert models[before:] == ["claude-fable-5"]

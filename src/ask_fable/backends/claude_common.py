@@ -3,13 +3,17 @@
 The Agent SDK route (:mod:`.claude_sdk`), the ``claude -p`` bridge (:mod:`.claude_cli`) and the
 multi-turn sessions (:mod:`.claude_sessions`) all resolve a token to model ids here and walk the
 same ladder: the next model is tried only when the current one is *not available*
-(:class:`ModelUnavailable`), never after a timeout or another failure.
+(:class:`ModelUnavailable`), never after a timeout or another failure. A Fable id found unavailable
+is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` (per process and endpoint), so new
+conversations start on the step that worked instead of asking for the missing id again.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -53,6 +57,10 @@ _AUTH_TEXT = re.compile(
 _AUTH_STATUSES = frozenset({401, 403})
 _AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
 STDERR_TAIL_LINES = 40
+#: How long a Fable id that answered "not available" is skipped when a new conversation starts.
+UNAVAILABLE_MODEL_TTL_SECONDS = 3600.0
+_unavailable: dict[tuple[str, str], float] = {}
+_unavailable_lock = threading.Lock()
 
 
 class ModelUnavailable(UpstreamError):
@@ -67,6 +75,8 @@ class ModelPlan:
     models: tuple[str, ...]
     #: Set when the user pinned the id: it never falls back.
     pinned_by: str | None = None
+    #: Ladder steps left out because they were found unavailable a short while ago.
+    skipped: tuple[str, ...] = ()
 
     @property
     def first(self) -> str:
@@ -80,12 +90,37 @@ def model_plan(settings: Settings, token: str) -> ModelPlan:
     if name == "fable":
         if settings.fable_model:
             return ModelPlan("fable", (settings.fable_model,), pinned_by="ASK_FABLE_FABLE_MODEL")
-        return ModelPlan("fable", FABLE_LADDER)
+        usable = tuple(model for model in FABLE_LADDER if not known_unavailable(model))
+        if not usable:  # every step failed lately: try them all again rather than none
+            return ModelPlan("fable", FABLE_LADDER)
+        return ModelPlan("fable", usable, skipped=tuple(m for m in FABLE_LADDER if m not in usable))
     if name in ("fable51", "fable-5-1", FABLE51_MODEL):
         return ModelPlan("fable51", (FABLE51_MODEL,), pinned_by="the fable51 token")
     if name in ("opus", "opus5", "opus-5"):
         return ModelPlan("opus", (settings.opus_model,))
     raise BadArgs(f"unknown Claude model token {token!r}; expected one of {', '.join(TOKENS)}")
+
+
+def _endpoint_key(model: str) -> tuple[str, str]:
+    # Availability belongs to an endpoint (and the account behind it), not to the id alone.
+    return os.environ.get("ANTHROPIC_BASE_URL", ""), model
+
+
+def remember_unavailable(model: str) -> None:
+    """Record that ``model`` answered "not available", for :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
+    with _unavailable_lock:
+        _unavailable[_endpoint_key(model)] = time.monotonic() + UNAVAILABLE_MODEL_TTL_SECONDS
+
+
+def known_unavailable(model: str) -> bool:
+    """Whether ``model`` answered "not available" within :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
+    key = _endpoint_key(model)
+    with _unavailable_lock:
+        until = _unavailable.get(key)
+        if until is not None and until <= time.monotonic():
+            del _unavailable[key]
+            until = None
+    return until is not None
 
 
 async def run_ladder(
@@ -95,11 +130,15 @@ async def run_ladder(
 ) -> Reply:
     """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``."""
     tried: list[str] = []
+    if plan.skipped:
+        await sink.note(f"{', '.join(plan.skipped)} was not available lately; starting with {plan.first}")
     for index, model in enumerate(plan.models):
         try:
             return await attempt(model)
         except ModelUnavailable as exc:
             tried.append(model)
+            if not plan.pinned_by:
+                remember_unavailable(model)
             if index + 1 < len(plan.models):
                 await sink.note(f"{model} is not available; trying {plan.models[index + 1]}")
                 continue
