@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -84,7 +85,8 @@ async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
         reset = await call(client, "reset_session", {"session": "queue", "model": "fable"})
         assert (reset["status"], reset["turns"], reset["cleared"]) == ("ok", 2, True)
         dump = Path(reset["saved"])
-        assert dump.parent == app.settings.sessions_dir and dump.name.startswith("fable_queue-")
+        assert dump.parent == app.settings.sessions_dir
+        assert re.fullmatch(r"queue-\d{8}T\d{12}Z\.md", dump.name)
         text = dump.read_text()
         assert "Use a bounded queue." in text and "Queues first." in text and "How big should it be?" in text
         assert app.claude_sessions.client_pid("fable", "queue") is None
@@ -131,9 +133,11 @@ async def test_repeated_requests_for_context_end_in_context_exhausted(
 
 
 async def test_provider_failures_come_back_as_structured_errors(
-    fake_provider: FakeProvider, claude_home: Path
+    fake_provider: FakeProvider, claude_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_provider.enqueue("anthropic", status=500, error="upstream exploded", times=3)
+    # No CLI retries: the 500 fails at once, well inside the short timeout the hang needs.
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    fake_provider.enqueue("anthropic", status=500, error="upstream exploded")
     fake_provider.enqueue("anthropic", hang=True)
     async with Client(build_server(App(load_settings(timeout=3)), toolsets=["core", "single"])) as client:
         failed = await call(client, "ask", {"question": "Is this safe?", "session": "e"})
@@ -143,7 +147,7 @@ async def test_provider_failures_come_back_as_structured_errors(
         assert (hung["status"], hung["kind"]) == ("error", "timeout")
         refused = await call(client, "ask", {"question": "x"})
         assert (refused["status"], refused["stage"]) == ("refused", "guard")
-        assert len(fake_provider.requests) == 4, "the refused question reached no model"
+        assert len(fake_provider.requests) == 2, "the refused question reached no model"
 
 
 @pytest.mark.parametrize("use_cli", [False, True], ids=["agent-sdk", "cli-bridge"])
@@ -226,3 +230,30 @@ async def test_a_new_conversation_starts_on_the_fable_step_that_worked(
     assert (first["model"], second["model"]) == ("claude-fable-5", "claude-fable-5")
     assert "claude-fable-5-1" in models[:before]
     assert models[before:] == ["claude-fable-5"]
+
+
+async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace_and_pruned_alone(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """ask dumps <key>-<ts>.md, ask_opus5 dumps opus5-<key>-<ts>.md; ASK_FABLE_MAX_SESSIONS prunes
+    only files of those shapes, never a stranger's file in the same directory."""
+    app = App(load_settings(max_sessions=2))
+    directory = app.settings.sessions_dir
+    directory.mkdir(parents=True)
+    strangers = [directory / "notes.md", directory / "design-20200101T000000000000Z.txt"]
+    for stranger in strangers:
+        stranger.write_text("not ours")
+    stamp = r"\d{8}T\d{12}Z(?:-\d+)?\.md"
+    async with Client(build_server(app, toolsets=["all"])) as client:
+        saved = []
+        for tool, model, key in [("ask", "fable", "alpha"), ("ask_opus5", "opus5", "alpha"),
+                                 ("ask", "fable", "beta")]:
+            await call(client, tool, {"question": "Is this lock ordering safe?", "session": key})
+            reset = await call(client, "reset_session", {"session": key, "model": model})
+            saved.append(Path(reset["saved"]))
+    assert re.fullmatch(rf"alpha-{stamp}", saved[0].name)
+    assert re.fullmatch(rf"opus5-alpha-{stamp}", saved[1].name)
+    assert re.fullmatch(rf"beta-{stamp}", saved[2].name)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [saved[1].name, saved[2].name, *(s.name for s in strangers)]
+    )

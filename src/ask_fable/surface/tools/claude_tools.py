@@ -123,7 +123,7 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     if args.save:
         from ask_fable.stores.answers import save_transcript
 
-        path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, f"{namespace}_{key}", turns)
+        path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, key, turns, namespace)
         result["saved"] = str(path)
     return result
 
@@ -159,8 +159,9 @@ TOOLS = [
     ToolSpec(
         name="reset_session",
         family="core",
-        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true. "
-        "A session with no turns is left as it is (cleared=false).",
+        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true: "
+        "sessions/<key>-<ts>.md for ask, sessions/opus5-<key>-<ts>.md for ask_opus5. A session with no "
+        "turns is left as it is (cleared=false).",
         args=ResetSessionArgs,
         result=ResetSessionResult,
         handler=reset_session,
