@@ -36,9 +36,7 @@ def test_tokens_resolve_to_model_ids() -> None:
         model_plan(settings, "sonnet")
 
 
-async def test_ladder_moves_on_only_when_the_model_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Unavailable ids are remembered per endpoint: this test's own keeps others unaffected.
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/ladder-test")
+async def test_ladder_moves_on_only_when_the_model_is_unavailable() -> None:
     asked: list[str] = []
 
     async def timeout_first(model: str) -> Reply:
