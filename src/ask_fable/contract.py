@@ -97,7 +97,12 @@ class AnswerResult(ToolResult):
     followup: Followup | None = None
     telemetry: Telemetry | None = None
     usage: Usage | None = None
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(
+        None, description="this call's cost in dollars, where the provider reports one"
+    )
+    session_cost_usd: float | None = Field(
+        None, description="ask / ask_opus5: the conversation's total cost so far, this turn included"
+    )
     effort: str | None = None
     routed_via: str | None = None
     session: str | None = None

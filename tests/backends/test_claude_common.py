@@ -141,6 +141,35 @@ def test_model_unavailable_detection(
     assert is_model_unavailable(status, error_type, message) is expected
 
 
+@pytest.mark.parametrize(("status", "error_type", "message", "assistant_error", "kind"), [
+    (None, None, "Not logged in · Please run /login", "authentication_failed", "not_configured"),
+    (401, "authentication_error", "Invalid API key · Fix external API key", None, "not_configured"),
+    (401, "authentication_error", "Failed to authenticate. API Error: 401 OAuth token has expired.", None,
+     "not_configured"),
+    (403, "permission_error", "Failed to authenticate: OAuth token revoked.", None, "not_configured"),
+    (404, "not_found_error", "model: claude-fable-5-1", None, "upstream_error"),
+    (500, "api_error", "overloaded", None, None),
+])
+def test_login_failures_are_config_states_with_a_fix(
+    status: object, error_type: object, message: str, assistant_error: object, kind: str | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Missing logins, rejected keys and expired or revoked tokens are not_configured with a hint;
+    a missing model steps down the ladder; anything else stays an upstream failure."""
+    from ask_fable.backends.claude_common import classify_failure
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    found = classify_failure(
+        f"claude-fable-5-1: {message}", status=status, error_type=error_type, message=message,
+        assistant_error=assistant_error,
+    )
+    assert (found.kind if found else None) == kind
+    if kind == "not_configured":
+        assert found is not None and "/login" in found.to_result()["hint"]
+    if kind == "upstream_error":
+        assert isinstance(found, ModelUnavailable)
+
+
 def test_bridge_command_line() -> None:
     argv = bridge_argv("/bin/claude", "claude-opus-5", "SYS")
     assert argv == ["/bin/claude", "-p", "--output-format", "json", "--model", "claude-opus-5",
@@ -175,3 +204,25 @@ def test_sdk_usage_is_validated() -> None:
     numbers = (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens, usage.cost_usd)
     assert numbers == (12, None, 5, 0.25)
     assert usage_from(None, None) is None
+
+
+def test_an_unavailable_fable_id_is_skipped_until_it_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    """New plans leave out a recently unavailable ladder step; pinned ids and other endpoints do not."""
+    from ask_fable.backends import claude_common
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/memory-test")
+    settings = load_settings()
+    claude_common.remember_unavailable("claude-fable-5-1")
+    plan = model_plan(settings, "fable")
+    assert (plan.models, plan.skipped) == (("claude-fable-5",), ("claude-fable-5-1",))
+    assert model_plan(settings, "fable51").models == ("claude-fable-5-1",)
+
+    claude_common.remember_unavailable("claude-fable-5")
+    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER, "never an empty ladder"
+
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/another-endpoint")
+    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER
+
+    monkeypatch.setattr(claude_common, "UNAVAILABLE_MODEL_TTL_SECONDS", 0.0)
+    claude_common.remember_unavailable("claude-fable-5-1")
+    assert not claude_common.known_unavailable("claude-fable-5-1"), "an expired entry is forgotten"

@@ -275,3 +275,33 @@ async def test_settings_getter_applies_runtime_changes_on_the_next_turn() -> Non
     await sessions.ask("fable", "b", req("fresh"), EventSink(), "fable")
     assert routes == [("sdk", "claude-fable-5-1"), ("cli", "claude-fable-5-1"),
                       ("cli", "claude-fable-pinned")]
+
+
+@pytest.mark.parametrize("noticed", [False, True], ids=["just-killed", "exit-already-seen"])
+async def test_a_dead_cli_is_resumed_within_the_same_turn(
+    fake_provider: FakeProvider, claude_home: Path, noticed: bool
+) -> None:
+    """Whether or not the session already saw its CLI exit, the next turn resumes on a new one."""
+    import os
+    import signal
+
+    fake_provider.enqueue("anthropic", text="Before the crash.")
+    fake_provider.enqueue("anthropic", text="After the crash.")
+    notes: list[str] = []
+    sessions = ClaudeSessions(load_settings())
+    try:
+        await sessions.ask("fable", "dead", req("Before?"), EventSink(), "fable")
+        transport = sessions._sessions[("fable", "dead")].transport
+        os.kill(transport.pid, signal.SIGKILL)
+        if noticed:
+            with anyio.fail_after(10):
+                while transport.alive:
+                    await anyio.sleep(0.02)
+        reply = await sessions.ask("fable", "dead", req("After?"), EventSink(on_note=notes.append), "fable")
+        assert reply.text == "After the crash."
+        assert any("resuming the conversation" in note for note in notes)
+        assert conversation(fake_provider.last_json("anthropic")) == [
+            ("user", "Before?"), ("assistant", "Before the crash."), ("user", "After?"),
+        ]
+    finally:
+        await sessions.aclose()

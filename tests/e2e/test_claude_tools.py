@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -82,13 +85,14 @@ async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
         reset = await call(client, "reset_session", {"session": "queue", "model": "fable"})
         assert (reset["status"], reset["turns"], reset["cleared"]) == ("ok", 2, True)
         dump = Path(reset["saved"])
-        assert dump.parent == app.settings.sessions_dir and dump.name.startswith("fable_queue-")
+        assert dump.parent == app.settings.sessions_dir
+        assert re.fullmatch(r"queue-\d{8}T\d{12}Z\.md", dump.name)
         text = dump.read_text()
         assert "Use a bounded queue." in text and "Queues first." in text and "How big should it be?" in text
         assert app.claude_sessions.client_pid("fable", "queue") is None
 
         again = await call(client, "reset_session", {"session": "queue"})
-        assert (again["status"], again["kind"]) == ("error", "bad_args")
+        assert (again["status"], again["cleared"], again["turns"]) == ("ok", False, 0)
         assert (await call(client, "ask_fable_help", {"topic": "all"}))["status"] == "ok"
 
 
@@ -129,9 +133,11 @@ async def test_repeated_requests_for_context_end_in_context_exhausted(
 
 
 async def test_provider_failures_come_back_as_structured_errors(
-    fake_provider: FakeProvider, claude_home: Path
+    fake_provider: FakeProvider, claude_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fake_provider.enqueue("anthropic", status=500, error="upstream exploded", times=3)
+    # No CLI retries: the 500 fails at once, well inside the short timeout the hang needs.
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    fake_provider.enqueue("anthropic", status=500, error="upstream exploded")
     fake_provider.enqueue("anthropic", hang=True)
     async with Client(build_server(App(load_settings(timeout=3)), toolsets=["core", "single"])) as client:
         failed = await call(client, "ask", {"question": "Is this safe?", "session": "e"})
@@ -141,4 +147,113 @@ async def test_provider_failures_come_back_as_structured_errors(
         assert (hung["status"], hung["kind"]) == ("error", "timeout")
         refused = await call(client, "ask", {"question": "x"})
         assert (refused["status"], refused["stage"]) == ("refused", "guard")
-        assert len(fake_provider.requests) == 4, "the refused question reached no model"
+        assert len(fake_provider.requests) == 2, "the refused question reached no model"
+
+
+@pytest.mark.parametrize("use_cli", [False, True], ids=["agent-sdk", "cli-bridge"])
+async def test_cost_usd_is_each_turns_cost_and_session_cost_usd_the_running_total(
+    fake_provider: FakeProvider, claude_home: Path, use_cli: bool
+) -> None:
+    """Three identical turns cost the same each; the conversation's total is its own field."""
+    usage = {"input_tokens": 100, "output_tokens": 100}
+    fake_provider.enqueue("anthropic", text=with_sidecar("Same answer."), usage=usage, times=4)
+    async with Client(build_server(App(load_settings(use_cli=use_cli)), toolsets=["all"])) as client:
+        turns = [
+            await call(client, "ask_opus5", {"question": "Is this lock ordering safe?", "session": "cost"})
+            for _ in range(3)
+        ]
+        fresh = await call(client, "ask_opus5",
+                           {"question": "Is this lock ordering safe?", "session": "cost", "reset": True})
+    costs = [turn["cost_usd"] for turn in turns]
+    assert costs[0] > 0 and costs == pytest.approx([costs[0]] * 3)
+    assert [turn["session_cost_usd"] for turn in turns] == pytest.approx([costs[0] * n for n in (1, 2, 3)])
+    assert [turn["usage"]["input_tokens"] for turn in turns] == [100, 100, 100]
+    assert (fresh["cost_usd"], fresh["session_cost_usd"]) == pytest.approx((costs[0], costs[0]))
+
+
+async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """The session's Claude Code process is killed between turns: the next ask resumes the
+    conversation on a new process and answers, with the earlier turn still in the history."""
+    fake_provider.enqueue("anthropic", text=with_sidecar("Take the lock before the queue."))
+    fake_provider.enqueue("anthropic", text=with_sidecar("Yes, release them in reverse order."))
+    app = App(load_settings())
+    async with Client(build_server(app)) as client:
+        first = await call(client, "ask", {"question": "Which lock comes first?", "session": "crash"})
+        pid = app.claude_sessions.client_pid("fable", "crash")
+        assert first["status"] == "ok" and pid is not None
+        os.kill(pid, signal.SIGKILL)
+
+        second = await call(client, "ask", {"question": "And releasing them?", "session": "crash"})
+
+        assert second["status"] == "ok", second
+        assert second["turn"] == 2
+        assert second["answer"] == "Yes, release them in reverse order."
+        assert app.claude_sessions.client_pid("fable", "crash") not in (None, pid)
+        carried = fake_provider.last_json("anthropic")
+        assert ["Which lock comes first?" in t for t in user_turns(carried)] == [True, False]
+        assert "And releasing them?" in user_turns(carried)[1]
+        assert "Take the lock before the queue." in json.dumps(carried["messages"])
+
+
+@pytest.mark.parametrize("model", ["fable", "opus5"])
+async def test_reset_session_on_a_session_never_used_is_a_no_op_that_says_so(
+    fake_provider: FakeProvider, claude_home: Path, model: str
+) -> None:
+    """Nothing to clear is not an error: ok, cleared false, a note, the sessions that do exist."""
+    app = App(load_settings())
+    async with Client(build_server(app, toolsets=["all"])) as client:
+        tool = "ask" if model == "fable" else "ask_opus5"
+        await call(client, tool, {"question": "Is this lock ordering safe?", "session": "used"})
+        result = await call(client, "reset_session", {"session": "never", "model": model})
+        assert (result["status"], result["cleared"], result["turns"]) == ("ok", False, 0)
+        assert "never" in result["note"] and result.get("saved") is None
+        assert result["sessions"] == ["used"]
+        assert app.claude_sessions.exists(model, "used"), "the other session was left alone"
+        assert list(app.settings.sessions_dir.glob("*.md")) == []
+
+
+async def test_a_new_conversation_starts_on_the_fable_step_that_worked(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """The newest Fable id is "not found": the first conversation steps down once, the second one
+    goes straight to the older id without asking for the missing one again."""
+    fake_provider.enqueue("anthropic", match="claude-fable-5-1", status=404, error="model: claude-fable-5-1",
+                          times=None)
+    fake_provider.enqueue("anthropic", match="claude-fable-5", text=with_sidecar("Older Fable."), times=None)
+    async with Client(build_server(App(load_settings()))) as client:
+        first = await call(client, "ask", {"question": "Is the retry loop bounded?", "session": "one"})
+        before = len(fake_provider.requests_for("anthropic"))
+        second = await call(client, "ask", {"question": "Is the backoff jittered?", "session": "two"})
+    models = [r.model for r in fake_provider.requests_for("anthropic")]
+    assert (first["model"], second["model"]) == ("claude-fable-5", "claude-fable-5")
+    assert "claude-fable-5-1" in models[:before]
+    assert models[before:] == ["claude-fable-5"]
+
+
+async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace_and_pruned_alone(
+    fake_provider: FakeProvider, claude_home: Path
+) -> None:
+    """ask dumps <key>-<ts>.md, ask_opus5 dumps opus5-<key>-<ts>.md; ASK_FABLE_MAX_SESSIONS prunes
+    only files of those shapes, never a stranger's file in the same directory."""
+    app = App(load_settings(max_sessions=2))
+    directory = app.settings.sessions_dir
+    directory.mkdir(parents=True)
+    strangers = [directory / "notes.md", directory / "design-20200101T000000000000Z.txt"]
+    for stranger in strangers:
+        stranger.write_text("not ours")
+    stamp = r"\d{8}T\d{12}Z(?:-\d+)?\.md"
+    async with Client(build_server(app, toolsets=["all"])) as client:
+        saved = []
+        for tool, model, key in [("ask", "fable", "alpha"), ("ask_opus5", "opus5", "alpha"),
+                                 ("ask", "fable", "beta")]:
+            await call(client, tool, {"question": "Is this lock ordering safe?", "session": key})
+            reset = await call(client, "reset_session", {"session": key, "model": model})
+            saved.append(Path(reset["saved"]))
+    assert re.fullmatch(rf"alpha-{stamp}", saved[0].name)
+    assert re.fullmatch(rf"opus5-alpha-{stamp}", saved[1].name)
+    assert re.fullmatch(rf"beta-{stamp}", saved[2].name)
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [saved[1].name, saved[2].name, *(s.name for s in strangers)]
+    )

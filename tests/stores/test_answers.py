@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 from ask_fable.config import load_settings
@@ -68,12 +69,16 @@ def test_transcript_dump_and_retention() -> None:
         {"question": "q1", "answer": "a1", "thinking": "t1", "model": "claude-fable-5-1"},
         {"question": "q2", "answer": "a2"},
     ]
-    first = save_transcript(settings, "fable:default", turns)
+    first = save_transcript(settings, "default", turns)
     assert first.parent == settings.sessions_dir and TRANSCRIPT_NAME_RE.fullmatch(first.name)
-    assert first.name.startswith("fable_default-")
+    assert re.fullmatch(r"default-\d{8}T\d{12}Z\.md", first.name)
     text = first.read_text()
     assert "## Turn 1 (claude-fable-5-1)" in text and "### Thinking\n\nt1" in text
     assert "## Turn 2" in text and text.count("### Thinking") == 1
     assert stat.S_IMODE(first.stat().st_mode) == 0o600
-    second = save_transcript(settings, "opus5:other", turns[:1])
+    second = save_transcript(settings, "other", turns[:1], "opus5")
+    assert re.fullmatch(r"opus5-other-\d{8}T\d{12}Z\.md", second.name)
     assert [p.name for p in settings.sessions_dir.iterdir()] == [second.name]
+    assert save_transcript(settings, "retry-storm/1", turns).name.startswith("retry_storm_1-")
+    for stranger in ("notes.md", "opus5-notes.md", "my-plan-20261202T085300123456Z.md"):
+        assert not TRANSCRIPT_NAME_RE.fullmatch(stranger)

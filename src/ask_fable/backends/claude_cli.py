@@ -15,16 +15,15 @@ from typing import TYPE_CHECKING, Any
 from ask_fable.backends.base import OracleRequest, Reply
 from ask_fable.backends.claude_common import (
     CLAUDE_ENV_ALLOW,
-    ModelUnavailable,
     StderrTail,
+    classify_failure,
     claude_cli_env,
-    is_model_unavailable,
     redact_text,
     with_stderr,
     workdir,
 )
 from ask_fable.backends.claude_sdk import PROVIDER, resolve_cli_path, usage_from
-from ask_fable.errors import UpstreamError
+from ask_fable.errors import AskFableError, UpstreamError
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -115,11 +114,12 @@ def _parse(stdout: bytes) -> dict[str, Any] | None:
 
 def _bridge_error(
     payload: dict[str, Any], model: str, returncode: int, tail: StderrTail, settings: Settings
-) -> UpstreamError:
+) -> AskFableError:
     status = payload.get("api_error_status")
     message = payload.get("result") or "; ".join(payload.get("errors") or []) or payload.get("subtype")
     detail = redact_text(f"{model}: {message}", settings)
-    if is_model_unavailable(status, payload.get("api_error_type"), message):
-        return ModelUnavailable(detail)
+    known = classify_failure(detail, status=status, error_type=payload.get("api_error_type"), message=message)
+    if known is not None:
+        return known
     label = f"HTTP {status}" if status else f"exit code {returncode}"
     return UpstreamError(with_stderr(f"`claude -p` reported an error ({label}): {detail}", tail))

@@ -3,20 +3,24 @@
 The Agent SDK route (:mod:`.claude_sdk`), the ``claude -p`` bridge (:mod:`.claude_cli`) and the
 multi-turn sessions (:mod:`.claude_sessions`) all resolve a token to model ids here and walk the
 same ladder: the next model is tried only when the current one is *not available*
-(:class:`ModelUnavailable`), never after a timeout or another failure.
+(:class:`ModelUnavailable`), never after a timeout or another failure. A Fable id found unavailable
+is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` (per process and endpoint), so new
+conversations start on the step that worked instead of asking for the missing id again.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ask_fable.errors import BadArgs, UpstreamError
+from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamError
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import EventSink, Reply
@@ -44,7 +48,19 @@ CLAUDE_ENV_ALLOW: tuple[str, ...] = (
 #: Dropped by the Agent SDK itself; blanking it would re-add it.
 _SDK_DROPPED = frozenset({"CLAUDECODE"})
 _NOT_FOUND = re.compile(r"not[ _]found|does not exist|not available|unknown model|no such model", re.I)
+#: What Claude Code says when it has no login, or the API refused the key or OAuth token it used.
+_AUTH_TEXT = re.compile(
+    r"not logged in|/login|invalid api key|x-api-key|oauth token|failed to authenticate|"
+    r"authentication_error|permission_error",
+    re.I,
+)
+_AUTH_STATUSES = frozenset({401, 403})
+_AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
 STDERR_TAIL_LINES = 40
+#: How long a Fable id that answered "not available" is skipped when a new conversation starts.
+UNAVAILABLE_MODEL_TTL_SECONDS = 3600.0
+_unavailable: dict[tuple[str, str], float] = {}
+_unavailable_lock = threading.Lock()
 
 
 class ModelUnavailable(UpstreamError):
@@ -59,6 +75,8 @@ class ModelPlan:
     models: tuple[str, ...]
     #: Set when the user pinned the id: it never falls back.
     pinned_by: str | None = None
+    #: Ladder steps left out because they were found unavailable a short while ago.
+    skipped: tuple[str, ...] = ()
 
     @property
     def first(self) -> str:
@@ -72,12 +90,37 @@ def model_plan(settings: Settings, token: str) -> ModelPlan:
     if name == "fable":
         if settings.fable_model:
             return ModelPlan("fable", (settings.fable_model,), pinned_by="ASK_FABLE_FABLE_MODEL")
-        return ModelPlan("fable", FABLE_LADDER)
+        usable = tuple(model for model in FABLE_LADDER if not known_unavailable(model))
+        if not usable:  # every step failed lately: try them all again rather than none
+            return ModelPlan("fable", FABLE_LADDER)
+        return ModelPlan("fable", usable, skipped=tuple(m for m in FABLE_LADDER if m not in usable))
     if name in ("fable51", "fable-5-1", FABLE51_MODEL):
         return ModelPlan("fable51", (FABLE51_MODEL,), pinned_by="the fable51 token")
     if name in ("opus", "opus5", "opus-5"):
         return ModelPlan("opus", (settings.opus_model,))
     raise BadArgs(f"unknown Claude model token {token!r}; expected one of {', '.join(TOKENS)}")
+
+
+def _endpoint_key(model: str) -> tuple[str, str]:
+    # Availability belongs to an endpoint (and the account behind it), not to the id alone.
+    return os.environ.get("ANTHROPIC_BASE_URL", ""), model
+
+
+def remember_unavailable(model: str) -> None:
+    """Record that ``model`` answered "not available", for :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
+    with _unavailable_lock:
+        _unavailable[_endpoint_key(model)] = time.monotonic() + UNAVAILABLE_MODEL_TTL_SECONDS
+
+
+def known_unavailable(model: str) -> bool:
+    """Whether ``model`` answered "not available" within :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
+    key = _endpoint_key(model)
+    with _unavailable_lock:
+        until = _unavailable.get(key)
+        if until is not None and until <= time.monotonic():
+            del _unavailable[key]
+            until = None
+    return until is not None
 
 
 async def run_ladder(
@@ -87,11 +130,15 @@ async def run_ladder(
 ) -> Reply:
     """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``."""
     tried: list[str] = []
+    if plan.skipped:
+        await sink.note(f"{', '.join(plan.skipped)} was not available lately; starting with {plan.first}")
     for index, model in enumerate(plan.models):
         try:
             return await attempt(model)
         except ModelUnavailable as exc:
             tried.append(model)
+            if not plan.pinned_by:
+                remember_unavailable(model)
             if index + 1 < len(plan.models):
                 await sink.note(f"{model} is not available; trying {plan.models[index + 1]}")
                 continue
@@ -181,6 +228,43 @@ def is_model_unavailable(status: object, error_type: object, message: object) ->
         return True
     invalid = status == 400 or error_type == "invalid_request_error" or "invalid_request" in text
     return invalid and bool(_NOT_FOUND.search(text))
+
+
+def is_auth_failure(
+    status: object, error_type: object, message: object, assistant_error: object = None
+) -> bool:
+    """Whether a Claude Code error means "no usable login": not logged in, a rejected API key, an
+    expired or revoked OAuth token (HTTP 401/403, or the CLI's ``authentication_failed``)."""
+    if assistant_error == "authentication_failed" or status in _AUTH_STATUSES or error_type in _AUTH_TYPES:
+        return True
+    return bool(_AUTH_TEXT.search(str(message or "")))
+
+
+def login_hint() -> str:
+    """The exact fix for a missing or rejected Claude login, for the server as it runs now."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return (
+            "the server's ANTHROPIC_API_KEY was rejected: set a valid key in the server's environment "
+            "and restart it, or remove it to use your Claude Code login (run `claude`, then `/login`)"
+        )
+    return (
+        "log in to Claude Code as the user running this server: run `claude`, then `/login` "
+        "(the next call uses the new login); or set ANTHROPIC_API_KEY in the server's environment "
+        "and restart it"
+    )
+
+
+def classify_failure(
+    detail: str, *, status: object, error_type: object, message: object, assistant_error: object = None
+) -> AskFableError | None:
+    """The error a failed Claude Code turn stands for when it is not a plain upstream failure:
+    :class:`NotConfigured` (with :func:`login_hint`) for a login problem, :class:`ModelUnavailable`
+    when the model does not exist for this account; ``None`` otherwise. ``detail`` is redacted."""
+    if is_auth_failure(status, error_type, message, assistant_error):
+        return NotConfigured(f"Claude Code has no usable login ({detail})", hint=login_hint())
+    if assistant_error == "model_not_found" or is_model_unavailable(status, error_type, message):
+        return ModelUnavailable(detail)
+    return None
 
 
 def workdir(settings: Settings) -> Path:

@@ -27,9 +27,8 @@ import anyio
 
 from ask_fable.backends.base import EventSink, OracleRequest, Reply, Usage
 from ask_fable.backends.claude_common import (
-    ModelUnavailable,
     StderrTail,
-    is_model_unavailable,
+    classify_failure,
     parse_version,
     redact_text,
     sdk_env,
@@ -194,6 +193,12 @@ def _guarded_transport_class() -> type[Any]:
             process = getattr(self._inner, "_process", None)
             return getattr(process, "pid", None)
 
+        @property
+        def alive(self) -> bool:
+            """False once the CLI process is known to have exited."""
+            process = getattr(self._inner, "_process", None)
+            return process is not None and process.returncode is None
+
         def kill(self) -> None:
             process = getattr(self._inner, "_process", None)
             if process is not None and process.returncode is None:
@@ -321,9 +326,12 @@ class TurnCollector:
         status = result.api_error_status
         message = result.result or "; ".join(result.errors or []) or self.error_text or result.subtype
         detail = redact_text(f"{self.model}: {message}", self._settings)
-        error_type = getattr(result, "api_error_type", None)
-        if self.error == "model_not_found" or is_model_unavailable(status, error_type, message):
-            return ModelUnavailable(detail)
+        known = classify_failure(
+            detail, status=status, error_type=getattr(result, "api_error_type", None), message=message,
+            assistant_error=self.error,
+        )
+        if known is not None:
+            return known
         label = f"HTTP {status}" if status else (self.error or result.subtype)
         return UpstreamError(f"Claude Code reported an error ({label}): {detail}")
 
@@ -355,8 +363,11 @@ def map_sdk_error(exc: BaseException, model: str, tail: StderrTail, *, started: 
     if isinstance(exc, ResultError):
         data = exc.data or {}
         text = redact_text(f"{model}: {exc.result or '; '.join(exc.errors) or exc.subtype}", None)
-        if is_model_unavailable(exc.api_error_status, data.get("api_error_type"), text):
-            return ModelUnavailable(text)
+        known = classify_failure(
+            text, status=exc.api_error_status, error_type=data.get("api_error_type"), message=text
+        )
+        if known is not None:
+            return known
         return UpstreamError(f"Claude Code reported an error: {text}")
     if isinstance(exc, ProcessError):
         detail = with_stderr(f"Claude Code exited with code {exc.exit_code}", tail)

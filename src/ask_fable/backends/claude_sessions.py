@@ -10,10 +10,15 @@ Lifecycle of a session's client::
     first turn ─▶ connect (model ladder) ─▶ turn ─▶ … ─▶ idle past session_idle_seconds ─▶ closed
     failed turn ─▶ closed                      next turn ─▶ reconnect with --resume at the last good
                                                             answer (the conversation continues)
+    CLI died between turns ─▶ noticed by the next turn, which resumes on a new CLI and answers
 
 The conversation itself (transcript, CLI session id, the counter the pipeline keeps) outlives
 its client until :meth:`ClaudeSessions.reset` or :meth:`ClaudeSessions.aclose`. With
 ``ASK_FABLE_USE_CLI`` every turn is a ``claude -p --resume <session>`` process instead.
+
+Cost: Claude Code reports a conversation's running total with every turn (also after a resume), so
+each reply's ``usage.cost_usd`` is turned into that turn's own cost here, and the conversation's
+total is kept beside it (:meth:`ClaudeSessions.cost`).
 """
 
 from __future__ import annotations
@@ -55,6 +60,9 @@ class _Session:
     streaming: bool = False
     last_used: float = field(default_factory=time.monotonic)
     generation: int = 0
+    #: The running total Claude Code last reported for this conversation, and our own sum of turns.
+    reported_cost: float = 0.0
+    cost_usd: float | None = None
 
     def forget(self) -> None:
         self.turns = []
@@ -62,6 +70,20 @@ class _Session:
         self.state.clear()
         self.state["needs_context_streak"] = 0
         self.model = self.session_id = self.last_uuid = None
+        self.reported_cost, self.cost_usd = 0.0, None
+
+    def charge(self, reply: Reply) -> Reply:
+        """``reply`` with ``usage.cost_usd`` cut down from the conversation's total to this turn's cost."""
+        usage = reply.usage
+        if usage is None or usage.cost_usd is None:
+            return reply
+        total = usage.cost_usd
+        # A total below the last one means the CLI started counting afresh: all of it is this turn's.
+        turn = total - self.reported_cost if total >= self.reported_cost else total
+        turn = round(turn, 10)
+        self.reported_cost = total
+        self.cost_usd = round((self.cost_usd or 0.0) + turn, 10)
+        return reply.model_copy(update={"usage": usage.model_copy(update={"cost_usd": turn})})
 
 
 class ClaudeSessions:
@@ -151,6 +173,11 @@ class ClaudeSessions:
         session = self._sessions.get((namespace, key))
         return [dict(turn) for turn in session.turns] if session else []
 
+    def cost(self, namespace: str, key: str) -> float | None:
+        """The conversation's total cost in dollars so far (``None`` when no turn reported one)."""
+        session = self._sessions.get((namespace, key))
+        return session.cost_usd if session else None
+
     def exists(self, namespace: str, key: str) -> bool:
         """Whether the session has at least one answered turn."""
         session = self._sessions.get((namespace, key))
@@ -229,38 +256,60 @@ class ClaudeSessions:
                     await sink.note(f"Agent SDK could not start ({first_line}); using the claude CLI")
                     reply = await self._cli_turn(session, model, request, settings)
             session.model = model
-            return reply
+            return session.charge(reply)
 
         return await run_ladder(plan, attempt, sink)
 
     async def _sdk_turn(
         self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
-        from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
         from ask_fable.backends.subprocess_runner import gate_slot
 
         if session.client is not None and session.streaming != settings.stream_reasoning:
             await self._close_client(session)  # reopened below with the current streaming option
-        try:
-            # One slot of the per-binary "claude" gate per turn, as the bridge takes; queueing counts
-            # against the turn's deadline.
-            async with gate_slot("claude", settings.cli_max_parallel):
-                if session.client is None:
-                    await self._open(session, model, request.system, settings)
-                assert session.tail is not None
-                collector = TurnCollector(model, sink, settings, session.tail)
+        # One slot of the per-binary "claude" gate per turn, as the bridge takes; queueing counts
+        # against the turn's deadline.
+        async with gate_slot("claude", settings.cli_max_parallel):
+            return await self._exchange(session, model, request, sink, settings)
+
+    async def _exchange(
+        self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
+    ) -> Reply:
+        """Send the turn on the session's client, opening (or resuming) one when none is open.
+
+        A warm client whose CLI has died (killed, crashed, out of memory) is noticed, closed and
+        resumed on a new CLI at the last good answer, once, within this same call.
+        """
+        from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
+
+        if session.client is not None and not session.transport.alive:
+            await self._close_client(session)
+            await sink.note("the session's Claude Code process had ended; resuming the conversation")
+        retried = False
+        while True:
+            warm = session.client is not None
+            if not warm:
+                await self._open(session, model, request.system, settings)
+            assert session.tail is not None
+            collector = TurnCollector(model, sink, settings, session.tail)
+            try:
                 await session.client.query(request.prompt)
                 async for message in session.client.receive_response():
                     await collector.feed(message)
-            reply = collector.reply()
-        except BaseException as exc:
-            await self._close_client(session)
-            if isinstance(exc, Exception):
-                raise map_sdk_error(exc, model, session.tail or StderrTail(), started=True) from exc
-            raise
-        session.session_id = collector.session_id or session.session_id
-        session.last_uuid = collector.last_uuid or session.last_uuid
-        return reply
+                reply = collector.reply()
+            except BaseException as exc:
+                await self._close_client(session)
+                if not isinstance(exc, Exception):
+                    raise
+                if warm and not retried and collector.seen == 0:
+                    # Nothing came back from a process that served the last turn: it died in between.
+                    retried = True
+                    await sink.note("the session's Claude Code process had ended; resuming the conversation")
+                    continue
+                raise map_sdk_error(exc, model, session.tail, started=True) from exc
+            session.session_id = collector.session_id or session.session_id
+            session.last_uuid = collector.last_uuid or session.last_uuid
+            return reply
 
     async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
         from claude_agent_sdk import ClaudeSDKClient

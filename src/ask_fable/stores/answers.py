@@ -4,7 +4,9 @@ Retention only ever deletes files of our own name shapes, because the default di
 shared by every agent of the user:
 
 - answers: ``<UTC timestamp>-<tool>-<slug>.md`` (``20261202T085300123456Z-ask_glm-why-is-x.md``)
-- transcripts: ``<key>-<UTC timestamp>.md`` (``fable_default-20261202T085300123456Z.md``)
+- transcripts: ``<key>-<UTC timestamp>.md`` for ``ask`` (``default-20261202T085300123456Z.md``),
+  ``opus5-<key>-<UTC timestamp>.md`` for ``ask_opus5``. Keys keep letters, digits, ``.`` and ``_``
+  (anything else becomes ``_``), so a key never contains ``-`` and the namespace cannot be faked.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from ask_fable.stores.redact import redact, secret_list
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
-TRANSCRIPT_NAME_RE = re.compile(rf"[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md")
+#: Namespaces whose transcripts carry a ``<namespace>-`` prefix; ``ask`` (``fable``) has none.
+TRANSCRIPT_PREFIXES: dict[str, str] = {"fable": "", "opus5": "opus5-"}
+TRANSCRIPT_NAME_RE = re.compile(rf"(?:opus5-)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md")
 
 
 def _stamp() -> str:
@@ -136,15 +140,18 @@ def save_answer(
     return path
 
 
-def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]]) -> Path:
+def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]], namespace: str = "fable") -> Path:
     """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md``; returns its path.
 
-    Each turn may carry ``question``, ``answer``, ``thinking``, ``model`` and ``ts``. Older dumps
-    of our own name shape beyond ``settings.max_sessions`` (0 = unlimited) are pruned.
+    ``namespace`` is the tool's conversation space: ``fable`` (``ask``) files are ``<key>-<ts>.md``,
+    ``opus5`` (``ask_opus5``) files ``opus5-<key>-<ts>.md``. Each turn may carry ``question``,
+    ``answer``, ``thinking``, ``model`` and ``ts``. Older dumps of our own name shapes beyond
+    ``settings.max_sessions`` (0 = unlimited) are pruned.
     """
     directory = ensure_private_dir(settings.sessions_dir)
     secrets = secret_list(settings)
-    path = _free_path(directory, f"{_safe_key(redact(key, secrets))}-{_stamp()}")
+    prefix = TRANSCRIPT_PREFIXES[namespace]
+    path = _free_path(directory, f"{prefix}{_safe_key(redact(key, secrets))}-{_stamp()}")
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]
     for number, turn in enumerate(turns, start=1):

@@ -37,6 +37,8 @@ class MemberOutcome:
     elapsed_ms: int = 0
     kind: str | None = None
     detail: str | None = None
+    #: The error's next step (e.g. how to log in), kept so a single-model call can return it.
+    hint: str | None = None
     reply: Reply | None = None
     answer: str | None = None
     sidecar: Sidecar | None = None
@@ -218,6 +220,7 @@ class ModeContext:
         outcome.kind = exc.kind
         outcome.detail = exc.detail
         outcome.error = exc
+        outcome.hint = exc.extra.get("hint")
 
     def _settle_breaker(self, oracle: Oracle, outcome: MemberOutcome) -> bool:
         """Record an outcome that says something about the backend's health; True when recorded.
@@ -258,4 +261,6 @@ def outcome_error(outcome: MemberOutcome) -> AskFableError:
             errors.BadArgs,
         )
     }
-    return by_kind.get(outcome.kind or "", UpstreamError)(outcome.detail or f"{outcome.token} failed")
+    extra = {"hint": outcome.hint} if outcome.hint else {}
+    error = by_kind.get(outcome.kind or "", UpstreamError)
+    return error(outcome.detail or f"{outcome.token} failed", **extra)

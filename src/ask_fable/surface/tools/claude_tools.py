@@ -58,6 +58,7 @@ class ResetSessionResult(DataResult):
     sessions: list[str] | None = Field(
         None, description="the sessions this model has, when the key is unknown"
     )
+    note: str | None = Field(None, description="why nothing was cleared")
 
 
 async def _ask_session(
@@ -71,6 +72,7 @@ async def _ask_session(
         oracle = sessions.oracle(namespace, key, token, reset=args.reset, question=question)
         outcome = await run_single(oracle, question, context, mctx)
         outcome.fields["turn"] = len(sessions.transcript(namespace, key))
+        outcome.fields["session_cost_usd"] = sessions.cost(namespace, key)
         return outcome
 
     call = Call(
@@ -104,24 +106,24 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     sessions = ctx.app.claude_sessions
     label = args.session.strip() or "default"
     key = ctx.caller_scoped(label)
-    prefix = key[: len(key) - len(label)]  # this caller's sessions only
-    if not sessions.exists(namespace, key):
-        known = sorted(
+    turns = await sessions.reset(namespace, key)
+    result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
+                              "cleared": bool(turns)}
+    if not turns:
+        prefix = key[: len(key) - len(label)]  # this caller's sessions only
+        result["sessions"] = sorted(
             s["key"][len(prefix):] for s in sessions.list_sessions()
             if s["namespace"] == namespace and s["turns"] and s["key"].startswith(prefix)
         )
-        return {
-            "status": "error", "kind": "bad_args", "session": label, "model": namespace, "sessions": known,
-            "detail": f"there is no {namespace} session named {label!r} in this server process",
-            "hint": "reset_session clears a session that ask / ask_opus5 used; `sessions` lists them.",
-        }
-    turns = await sessions.reset(namespace, key)
-    result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
-                              "cleared": True}
-    if args.save and turns:
+        result["note"] = (
+            f"no {namespace} session named {label!r} has answered a turn in this server process; "
+            "nothing was cleared. `sessions` lists the ones that have."
+        )
+        return result
+    if args.save:
         from ask_fable.stores.answers import save_transcript
 
-        path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, f"{namespace}_{key}", turns)
+        path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, key, turns, namespace)
         result["saved"] = str(path)
     return result
 
@@ -157,7 +159,9 @@ TOOLS = [
     ToolSpec(
         name="reset_session",
         family="core",
-        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true.",
+        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true: "
+        "sessions/<key>-<ts>.md for ask, sessions/opus5-<key>-<ts>.md for ask_opus5. A session with no "
+        "turns is left as it is (cleared=false).",
         args=ResetSessionArgs,
         result=ResetSessionResult,
         handler=reset_session,
