@@ -22,10 +22,10 @@ DOCS = [README, CLAUDE, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "
 SKILLS = ("ubercode", "uberplan", "uberarch", "uberbrainstorm")
 
 INSTALL_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/ask-fable doctor"
+    "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -e . && .venv/bin/ask-fable doctor"
 )
 TEST_COMMAND = (
-    "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest"
+    "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest"
 )
 INVENTORY_START = "<!-- tool-inventory -->"
 INVENTORY_END = "<!-- /tool-inventory -->"

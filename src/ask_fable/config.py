@@ -268,6 +268,10 @@ class Settings(BaseSettings):
     stream_reasoning: bool = Field(False, description="Stream reasoning live to stderr as it arrives.")
     return_thinking: bool = Field(False, description="Attach a capped reasoning excerpt to results.")
     thinking_chars: int = Field(4000, ge=0, description="Cap for the returned reasoning excerpt.")
+    debug: bool = Field(
+        False, description="When the ask-fable command fails unexpectedly, print the traceback after the "
+        "one-line error (for bug reports)."
+    )
 
     # --- context bus and packing --------------------------------------------------------------
     context_path: Path | None = Field(None, description="SQLite context bus (default: <state>/context.db).")

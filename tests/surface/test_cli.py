@@ -111,11 +111,14 @@ def test_generated_commands_take_positionals_and_comma_lists() -> None:
     assert ask == {"question": "Why?", "context_ref": ["a", "b"], "reset": False}
 
 
-def test_text_values_can_come_from_files(tmp_path: Path) -> None:
+def test_context_files_are_read_only_through_context_file(tmp_path: Path) -> None:
+    """``--context-file`` reads a file (repeatable, after --context); ``@`` in a value is just text."""
     source = tmp_path / "trace.txt"
     source.write_text("Traceback: boom")
-    _, args = parse("ask", "Why does it fail?", "--context", f"@{source}")
-    assert args["context"] == "Traceback: boom"
+    _, args = parse("ask", "Why does it fail?", "--context", "failing CI run", "--context-file", str(source))
+    assert args["context"] == "failing CI run\n\nTraceback: boom"
+    _, literal = parse("ask", "Why does it fail?", "--context", f"@{source}")
+    assert literal["context"] == f"@{source}"
 
 
 def test_every_tool_gets_a_command() -> None:
@@ -234,8 +237,122 @@ def test_bad_values_are_usage_errors_not_tracebacks() -> None:
 
     from tests.e2e.helpers import ask_fable_command, child_env
 
-    for argv in (["trace", "list", "--limit", "abc"], ["ask", "@/no/such/file.txt"]):
+    for argv in (["trace", "list", "--limit", "abc"], ["ask", "Why?", "--context-file", "/no/such/file.txt"]):
         proc = subprocess.run([*ask_fable_command(), *argv], capture_output=True, text=True,
                               env=child_env(), timeout=60, stdin=subprocess.DEVNULL)
         assert proc.returncode == 2, proc
         assert "Traceback" not in proc.stderr and proc.stderr.startswith("ask-fable: ")
+    assert "'abc' is not a whole number" in run("trace", "list", "--limit", "abc").stderr
+
+
+# --- what the command shows ----------------------------------------------------------------------
+
+SIDECAR_ANSWER = ('Use a read-write lock.\n\n```sidecar\n'
+                  '{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```')
+ISO_LOCAL = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d")
+
+
+def glm_env(fake: FakeProvider, **extra: str) -> dict[str, str]:
+    """The command's environment with GLM pointed at the fake provider."""
+    return child_env(ASK_FABLE_GLM_API_KEY="sk-glm-0123456789", ASK_FABLE_CACHE="0",
+                     ASK_FABLE_GLM_BASE_URL=f"{fake.base_url}/api/anthropic", **extra)
+
+
+def run_with_stdin(*args: str, stdin: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ask_fable_command(), *args], input=stdin, capture_output=True, text=True,
+                          timeout=60, env=env, check=False)
+
+
+def test_doctor_without_probes_says_an_unprobed_ollama_is_not_checked() -> None:
+    env = child_env(ASK_FABLE_OLLAMA_BASE_URL="http://127.0.0.1:9")
+    text = run("doctor", "--no-probe", env=env)
+    data = json.loads(run("doctor", "--no-probe", "--json", env=env).stdout)
+    ollama_line = next(line for line in text.stdout.splitlines() if " ollama " in line)
+    assert "not checked" in ollama_line and "ready" not in ollama_line
+    assert "not checked: ollama" in text.stdout
+    (ollama,) = [b for b in data["backends"] if b["name"] == "ollama"]
+    assert ollama["status"] == "not_checked" and ollama["reachable"] is None
+    assert "ollama" not in data["ready"] and data["not_checked"] == ["ollama"]
+
+
+def test_a_question_starting_with_at_is_asked_as_written(fp: FakeProvider, tmp_path: Path) -> None:
+    """``@property vs attribute`` is a question; files come in only through --context-file (``-`` = stdin)."""
+    notes = tmp_path / "model.py"
+    notes.write_text("class Point:\n    @property\n    def x(self): ...\n")
+    fp.enqueue("anthropic", text=SIDECAR_ANSWER)
+    fp.enqueue("anthropic", text=SIDECAR_ANSWER)
+    asked = run("glm", "@property vs attribute: which for a computed field?", "--json", env=glm_env(fp))
+    first = json.dumps(fp.last_json("anthropic"))
+    piped = run_with_stdin("glm", "-", "--context-file", str(notes), "--json",
+                           stdin="Why is @property slower here?", env=glm_env(fp))
+    second = json.dumps(fp.last_json("anthropic"))
+    assert asked.returncode == 0, asked.stderr
+    assert "@property vs attribute: which for a computed field?" in first
+    assert piped.returncode == 0, piped.stderr
+    assert "Why is @property slower here?" in second and "def x(self)" in second
+
+
+def test_each_progress_step_prints_once(fp: FakeProvider) -> None:
+    fp.enqueue("anthropic", text=SIDECAR_ANSWER)
+    result = run("glm", "Should this map be guarded by a lock?", env=glm_env(fp, ASK_FABLE_QUIET="0"))
+    assert result.returncode == 0, result.stderr
+    # A step may show as a trace line ("[ask-fable 1a2b3c] asking glm") or a progress line ("… asking glm").
+    steps = [re.sub(r"^(\[ask-fable \w+\] |… )", "", line) for line in result.stderr.splitlines()]
+    assert "asking glm" in steps
+    assert len(steps) == len(set(steps)), result.stderr
+
+
+def test_the_quiet_flag_and_the_quiet_setting_each_silence_the_trace(fp: FakeProvider) -> None:
+    """--quiet (before or after the command) and ASK_FABLE_QUIET=1 are each enough; neither: a trace."""
+    question = "Should this map be guarded by a lock?"
+    calls = {
+        "neither": (("glm", question), "0"),
+        "flag first": (("--quiet", "glm", question), "0"),
+        "flag last": (("glm", question, "--quiet"), "0"),
+        "setting": (("glm", question), "1"),
+    }
+    stderr = {}
+    for name, (args, quiet) in calls.items():
+        fp.enqueue("anthropic", text=SIDECAR_ANSWER)
+        result = run(*args, env=glm_env(fp, ASK_FABLE_QUIET=quiet))
+        assert result.returncode == 0 and "read-write lock" in result.stdout, (name, result.stderr)
+        stderr[name] = result.stderr
+    assert "asking glm" in stderr["neither"]
+    assert stderr["flag first"] == stderr["flag last"] == stderr["setting"] == ""
+
+
+def test_times_print_as_local_iso_8601_and_json_keeps_numbers() -> None:
+    """Readable output shows times in the local zone (here +05:30); --json keeps Unix seconds."""
+    env = child_env(TZ="Asia/Kolkata")
+    assert run("context", "write", "schema", "CREATE TABLE jobs (id int)", env=env).returncode == 0
+    assert run("keys", "create", "--name", "laptop", env=env).returncode == 0
+    listed = run("context", "list", env=env)
+    read = run("context", "read", "schema", env=env)
+    keys = run("keys", "list", env=env)
+    data = json.loads(run("context", "list", "--json", env=env).stdout)
+    assert re.search(r"created_at=" + ISO_LOCAL.pattern, listed.stdout), listed.stdout
+    assert re.search(r"^created_at: " + ISO_LOCAL.pattern + "$", read.stdout, re.MULTILINE), read.stdout
+    assert re.search(ISO_LOCAL.pattern, keys.stdout), keys.stdout
+    for output in (listed.stdout, read.stdout, keys.stdout):
+        assert "+05:30" in output
+        assert not re.search(r"\b1\d{9}\.\d+", output)
+    assert isinstance(data["entries"][0]["created_at"], float)
+
+
+def test_help_states_defaults_and_the_command_line_syntax() -> None:
+    trace_help = run("trace", "list", "--help").stdout
+    chain_help = run("chain", "--help").stdout
+    council_help = run("council", "--help").stdout
+    serve_help = run("serve", "--help").stdout
+    assert "(default: 20)" in " ".join(trace_help.split())
+    assert '--pipeline "m3 > glm > fable"' in " ".join(chain_help.split())
+    assert "--models twin,m3" in " ".join(council_help.split())
+    assert '["twin","m3"]' not in council_help
+    assert "default: ASK_FABLE_TOOLSETS" in " ".join(serve_help.split())
+    assert "--context-file PATH" in chain_help
+
+
+def test_the_tools_table_has_a_header() -> None:
+    lines = run("tools").stdout.splitlines()
+    assert lines[0].split() == ["TOOL", "FAMILY", "COMMAND", "NOTES"]
+    assert lines[1].split()[:4] == ["ask_fable_help", "core", "ask-fable", "help"]

@@ -38,8 +38,11 @@ def derive_project_id(cwd: str | None = None) -> str:
 class App:
     """Process-wide services, created lazily and closed by :meth:`aclose`."""
 
-    def __init__(self, settings: Settings | None = None, *, client_name: str | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, client_name: str | None = None,
+                 quiet: bool = False) -> None:
         self._pinned = settings
+        #: ``--quiet`` on the command line: silence the console whatever the settings say.
+        self._quiet = quiet
         self._settings = settings or load_settings()
         # Resolved once: settings are read on every step of a call, the file's location rarely moves.
         self._config_path = config_file_path()
@@ -97,10 +100,11 @@ class App:
         """The stderr progress trace."""
         s = self.settings
         secrets = tuple(s.secret_values())
+        quiet = s.quiet or self._quiet
         return self._service(
             "console",
-            (s.quiet, s.show_reasoning, secrets),
-            lambda: Console(s.quiet, s.show_reasoning, secrets=secrets),
+            (quiet, s.show_reasoning, secrets),
+            lambda: Console(quiet, s.show_reasoning, secrets=secrets),
         )
 
     @property

@@ -10,7 +10,8 @@ a short timeout, so a machine with no network and no credentials gets its answer
   endpoint opens (no request is sent);
 - Ollama: the daemon answers ``GET /api/version`` (free, unauthenticated); ollama.com needs a key.
 
-For each backend that is not usable, ``enable`` is the exact step that fixes it.
+For each backend that is not usable, ``enable`` is the exact step that fixes it. Without probes,
+a backend whose readiness only a probe can tell (a local Ollama daemon) is ``not_checked``.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class BackendReport:
     kind: str  # claude | cli | http
     configured: bool
     reachable: bool | None  # None: not probed
-    status: str  # ready | needs_login | unreachable | missing
+    status: str  # ready | needs_login | unreachable | missing | not_checked
     model: str | None = None
     timeout_s: float | None = None
     breaker: str | None = None
@@ -102,15 +103,20 @@ class DoctorReport:
 
     @property
     def missing(self) -> list[str]:
-        """Backends that are not set up or not reachable."""
+        """Backends that are not ready: not set up, not reachable, or not checked."""
         return [b.name for b in self.backends if b.status != "ready"]
+
+    @property
+    def not_checked(self) -> list[str]:
+        """Backends whose state only a probe can tell, when probes were skipped."""
+        return [b.name for b in self.backends if b.status == "not_checked"]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready view."""
         return {
             "version": self.version, "python": self.python, "config_file": self.config_file,
             "state_dir": self.state_dir, "ready": self.ready, "missing": self.missing,
-            "backends": [b.to_dict() for b in self.backends],
+            "not_checked": self.not_checked, "backends": [b.to_dict() for b in self.backends],
             "settings_problems": self.settings_problems,
         }
 
@@ -325,7 +331,8 @@ async def _ollama(settings: Settings, timeout: float, probe: bool) -> BackendRep
         return report
     if not probe:
         report.configured = True
-        report.detail = f"local daemon at {base_url} (not probed)"
+        report.status = "not_checked"
+        report.detail = f"local daemon at {base_url}; only a probe tells whether it is running"
         return report
     ok, text = await ollama_version(base_url, timeout)
     report.configured = ok
@@ -376,7 +383,7 @@ async def diagnose(settings: Settings, *, breaker: Any = None, probe: bool = Tru
             report.status = "missing"
         elif report.reachable is False or report.breaker == "open":
             report.status = "unreachable"
-        elif report.status != "needs_login":
+        elif report.status not in ("needs_login", "not_checked"):
             report.status = "ready"
         results[name] = report
 
@@ -401,7 +408,7 @@ def run_doctor(settings: Settings | None = None, *, probe: bool = True,
     return anyio.run(lambda: diagnose(chosen, probe=probe, timeout=timeout))
 
 
-_MARK = {"ready": "✓", "needs_login": "?", "unreachable": "!", "missing": "✗"}
+_MARK = {"ready": "✓", "needs_login": "?", "unreachable": "!", "missing": "✗", "not_checked": "·"}
 
 
 def format_report(report: DoctorReport) -> str:
@@ -412,7 +419,8 @@ def format_report(report: DoctorReport) -> str:
     width = max(len(b.name) for b in report.backends) if report.backends else 8
     for b in report.backends:
         breaker = f", breaker {b.breaker}" if b.breaker and b.breaker != "closed" else ""
-        lines.append(f"{_MARK.get(b.status, '?')} {b.name:<{width}}  {b.status:<11} model {b.model}, "
+        lines.append(f"{_MARK.get(b.status, '?')} {b.name:<{width}}  {b.status.replace('_', ' '):<12} "
+                     f"model {b.model}, "
                      f"timeout {b.timeout_s:g}s{breaker}")
         if b.version:
             lines.append(f"  {'':<{width}}  version: {b.version}")
@@ -424,6 +432,9 @@ def format_report(report: DoctorReport) -> str:
     ready = report.ready
     lines.append(f"{len(ready)} of {len(report.backends)} backends ready"
                  + (f": {', '.join(ready)}" if ready else ""))
+    if report.not_checked:
+        lines.append(f"not checked: {', '.join(report.not_checked)} (run `ask-fable doctor` without "
+                     "--no-probe to check)")
     if not ready:
         lines.append("Start with Claude: install and log in to Claude Code, then run "
                      "`ask-fable doctor` again.")

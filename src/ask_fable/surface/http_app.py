@@ -348,11 +348,26 @@ def _uvicorn_config(app: ASGIApp, options: HttpOptions) -> Any:
     )
 
 
-def serve(app: ASGIApp, options: HttpOptions) -> None:
-    """Run ``app`` with uvicorn until interrupted."""
+def bind_socket(options: HttpOptions) -> socket.socket:
+    """A socket bound to the options' host and port; OSError (with its reason) when it cannot be."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        options.host or None, options.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def serve(app: ASGIApp, options: HttpOptions, sock: socket.socket | None = None) -> None:
+    """Run ``app`` with uvicorn until interrupted (on ``sock`` when already bound)."""
     import uvicorn
 
-    uvicorn.Server(_uvicorn_config(app, options)).run()
+    uvicorn.Server(_uvicorn_config(app, options)).run(sockets=[sock] if sock is not None else None)
 
 
 @contextmanager
@@ -361,9 +376,7 @@ def serve_in_thread(app: ASGIApp, options: HttpOptions | None = None) -> Iterato
     import uvicorn
 
     options = options or HttpOptions(port=0)
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((options.host, options.port))
+    sock = bind_socket(options)
     port = sock.getsockname()[1]
     server = uvicorn.Server(_uvicorn_config(app, options))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)

@@ -6,7 +6,9 @@ Naming: ``ask_*`` tools drop the prefix (``ask_council`` → ``council``), ``ask
 
 Arguments come from each tool's input schema: required text/number fields are positionals in
 declaration order, every other field is a ``--flag`` (lists comma-separated, booleans
-``--x/--no-x``, objects as JSON). A text value ``@path`` reads that file and ``@-`` reads stdin.
+``--x/--no-x``, objects as JSON). Text is taken as typed (``"@property vs attribute"`` is a
+question, not a file): only ``--context-file PATH`` reads a file into ``context`` (``-`` reads
+stdin), and ``-`` as the question or a stored value reads it from stdin. Input must be UTF-8.
 
 Calls run in-process through ``mcp.Client(build_server(...))``, so a command behaves exactly like
 the same tool called by an MCP client: same validation, pipeline, result and errors.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -33,6 +36,22 @@ FLAT_PREFIXES: frozenset[str] = frozenset({"ask", "list", "configure", "reset"})
 RESERVED_FLAGS: frozenset[str] = frozenset({"json", "help", "toolsets", "quiet", "h"})
 #: Result fields printed as the body of the readable output, first present wins.
 BODY_FIELDS: tuple[str, ...] = ("answer", "text", "value", "bundle", "report")
+#: Result fields holding a Unix time, printed as local ISO-8601 in readable output.
+TIME_FIELDS: frozenset[str] = frozenset(
+    {"ts", "since", "created_at", "updated_at", "first_seen", "last_seen"}
+)
+#: Text positionals that read stdin when given as ``-``.
+STDIN_FIELDS: frozenset[str] = frozenset({"question", "value"})
+#: Text fields that get a ``--<field>-file PATH`` option (repeatable; ``-`` is stdin).
+FILE_FIELDS: frozenset[str] = frozenset({"context"})
+#: How list-like values are written on the command line, where the schema's wording is JSON's.
+CLI_SYNTAX: dict[str, str] = {
+    "models": "comma-separated, e.g. --models twin,m3",
+    "pipeline": 'e.g. --pipeline "m3 > glm > fable", or comma-separated: --pipeline m3,glm,fable',
+    "context_ref": "one key, or several comma-separated",
+    "paths": "comma-separated, e.g. --paths src/app.py:10-40,README.md",
+}
+_NO_DEFAULT = object()
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,7 @@ class Param:
     positional: bool
     choices: tuple[Any, ...] | None
     help: str
+    default: Any = _NO_DEFAULT
 
     @property
     def dest(self) -> str:
@@ -148,27 +168,53 @@ def tool_params(spec: ToolSpec) -> list[Param]:
             positional=is_required and kind in ("str", "int", "float") and not enum,
             choices=tuple(enum) if enum else None,
             help=description.replace("%", "%%"),
+            default=node.get("default", _NO_DEFAULT),
         ))
     return params
 
 
-def _add_param(parser: argparse.ArgumentParser, param: Param) -> None:
-    helptext = param.help
-    if param.kind in ("list", "str_or_list"):
-        helptext += " (comma-separated)"
+_JSON_LIST = re.compile(r'\[\s*"[^"\]]*"(?:\s*,\s*"[^"\]]*")*\s*\]')
+
+
+def _help_text(param: Param) -> str:
+    """The schema's description in command-line terms: list syntax, default, where text can come from."""
+    text = _JSON_LIST.sub(lambda m: ",".join(json.loads(m.group(0))), param.help).rstrip()
+    notes: list[str] = []
+    if param.field in CLI_SYNTAX:
+        notes.append(CLI_SYNTAX[param.field])
+    elif param.kind in ("list", "str_or_list"):
+        notes.append("comma-separated")
     elif param.kind == "json":
-        helptext += " (JSON)"
+        notes.append("JSON")
+    if param.positional and param.field in STDIN_FIELDS:
+        notes.append("'-' reads it from stdin")
+    if param.field in FILE_FIELDS:
+        notes.append(f"to read a file, use --{param.field.replace('_', '-')}-file")
+    default = param.default
+    if default is not _NO_DEFAULT and default not in (None, "", [], {}) and "default" not in text.lower():
+        if isinstance(default, bool):
+            notes.append(f"default: {'on' if default else 'off'}")
+        else:
+            notes.append(f"default: {default}")
+    return f"{text} ({'; '.join(notes)})" if notes else text
+
+
+def _add_param(parser: argparse.ArgumentParser, param: Param) -> None:
+    helptext = _help_text(param)
     if param.positional:
         parser.add_argument(param.dest, metavar=param.field.upper(), help=helptext)
-        return
-    if param.kind == "bool":
+    elif param.kind == "bool":
         parser.add_argument(param.flag, dest=param.dest, action=argparse.BooleanOptionalAction,
                             default=None, help=helptext)
-        return
-    choices = [c for c in param.choices if isinstance(c, str)] if param.choices else None
-    parser.add_argument(param.flag, dest=param.dest, default=None, required=param.required,
-                        choices=choices or None, metavar=None if choices else param.field.upper(),
-                        help=helptext)
+    else:
+        choices = [c for c in param.choices if isinstance(c, str)] if param.choices else None
+        parser.add_argument(param.flag, dest=param.dest, default=None, required=param.required,
+                            choices=choices or None, metavar=None if choices else param.field.upper(),
+                            help=helptext)
+    if param.field in FILE_FIELDS:
+        parser.add_argument(f"{param.flag}-file", dest=f"file__{param.field}", action="append",
+                            metavar="PATH", help=f"read {param.field} from PATH as UTF-8 text ('-' reads "
+                            f"stdin); repeatable, appended after {param.flag}")
 
 
 def _summary(description: str, limit: int = 80) -> str:
@@ -210,6 +256,8 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
         for param in tool_params(spec):
             _add_param(parser, param)
         parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
+        parser.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
+                            help="silence the progress trace on stderr (like ASK_FABLE_QUIET=1)")
         parser.set_defaults(tool_name=spec.name)
         table[spec.name] = spec
     return table
@@ -222,17 +270,32 @@ class UsageError(ValueError):
     """A command-line value the tool cannot take; reported as a usage error (exit 2)."""
 
 
-def _text_value(value: str) -> str:
-    if value == "@-":
-        return sys.stdin.read()
-    if value.startswith("@") and len(value) > 1:
-        path = Path(value[1:]).expanduser()
-        if not path.is_file():
-            raise UsageError(f"{value}: no such file (use @@ for a literal leading @)")
-        return path.read_text(encoding="utf-8", errors="replace")
-    if value.startswith("@@"):
-        return value[1:]
-    return value
+class _Sources:
+    """Reads the files and the stdin a command names, each as strict UTF-8; stdin at most once."""
+
+    def __init__(self) -> None:
+        self.stdin_used_by: str | None = None
+
+    def read(self, source: str, purpose: str) -> str:
+        """The text of ``source`` (a path, or ``-`` for stdin) for ``purpose`` (named in errors)."""
+        if source == "-":
+            if self.stdin_used_by is not None:
+                raise UsageError(f"{purpose}: stdin is already read for {self.stdin_used_by}")
+            self.stdin_used_by = purpose
+            data = sys.stdin.buffer.read()
+            name = "stdin"
+        else:
+            path = Path(source).expanduser()
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise UsageError(f"{purpose}: cannot read {source} ({exc.strerror or exc})") from exc
+            name = source
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"{purpose}: {name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+                             f"offset {exc.start}); convert it first, e.g. with iconv") from exc
 
 
 def _split(value: str) -> list[str]:
@@ -245,38 +308,52 @@ def convert(param: Param, raw: Any) -> Any:
         return raw
     text = str(raw)
     if param.kind == "int":
-        return int(text)
+        try:
+            return int(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a whole number") from None
     if param.kind == "float":
-        return float(text)
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{text!r} is not a number") from None
     if param.kind == "list":
         stripped = text.strip()
         if stripped.startswith("["):
             return json.loads(stripped)
-        return _split(_text_value(text) if text.startswith("@") else text)
+        return _split(text)
     if param.kind == "str_or_list":
         parts = _split(text)
         return parts if len(parts) > 1 else (parts[0] if parts else "")
     if param.kind == "json":
         try:
-            return json.loads(_text_value(text))
+            return json.loads(text)
         except ValueError:
             return text
-    return _text_value(text)
+    return text
 
 
 def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, Any]:
-    """The tool's arguments from parsed command-line values (unset fields are left to defaults)."""
+    """The tool's arguments from parsed command-line values (unset fields are left to defaults).
+
+    ``-`` as a text positional reads stdin, and ``--<field>-file`` options add files' text.
+    """
     out: dict[str, Any] = {}
+    sources = _Sources()
     for param in tool_params(spec):
+        name = param.field.upper() if param.positional else param.flag
         raw = getattr(namespace, param.dest, None)
+        if raw == "-" and param.positional and param.field in STDIN_FIELDS:
+            raw = sources.read("-", name)
         if raw is not None:
             try:
                 out[param.field] = convert(param, raw)
-            except UsageError:
-                raise
             except ValueError as exc:  # int("abc"), malformed JSON lists…
-                name = param.field if param.positional else "--" + param.field.replace("_", "-")
                 raise UsageError(f"{name}: {exc}") from exc
+        files = getattr(namespace, f"file__{param.field}", None) or []
+        texts = [sources.read(source, f"{param.flag}-file") for source in files]
+        if texts:
+            out[param.field] = "\n\n".join(part for part in [out.get(param.field) or "", *texts] if part)
     return out
 
 
@@ -284,25 +361,24 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
 
 
 class ProgressDisplay:
-    """A live status line on a terminal (elapsed time + latest message); plain lines otherwise."""
+    """A live status line at the bottom of a terminal: elapsed time and the latest progress message.
+
+    The console trace prints each step of a call as a line on stderr; this only adds a line that
+    keeps the elapsed time moving, and stands in for stderr while a call runs so that it erases
+    itself before anything else is written there. Off a terminal, or when quiet, it shows nothing.
+    """
 
     def __init__(self, stream: TextIO | None = None, *, enabled: bool = True) -> None:
         self.stream = stream or sys.stderr
-        self.enabled = enabled
         self.tty = enabled and bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.monotonic()
         self.message = ""
         self._drawn = False
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """MCP progress callback."""
-        if not self.enabled or not message or message == self.message:
-            return
-        self.message = message
-        if self.tty:
-            self.draw()
-        else:
-            print(f"… {message}", file=self.stream, flush=True)
+        """MCP progress callback: the status line shows the latest message."""
+        if message:
+            self.message = message
 
     def draw(self) -> None:
         """Redraw the status line (terminal only)."""
@@ -315,11 +391,21 @@ class ProgressDisplay:
         self._drawn = True
 
     def clear(self) -> None:
-        """Erase the status line before the result is printed."""
+        """Erase the status line (before other output and before the result)."""
         if self._drawn:
             self.stream.write("\r\x1b[2K")
             self.stream.flush()
             self._drawn = False
+
+    def write(self, text: str) -> int:
+        """Write to stderr below a cleared status line (the next tick redraws it)."""
+        self.clear()
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno, encoding… of the real stream
+        if name == "stream":
+            raise AttributeError(name)
+        return getattr(self.stream, name)
 
     async def tick(self) -> None:
         """Keep the elapsed time moving on a terminal while a call runs."""
@@ -334,22 +420,27 @@ class ProgressDisplay:
 
 
 async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[str] = ("all",),
-                    progress: ProgressDisplay | None = None) -> dict[str, Any]:
+                    progress: ProgressDisplay | None = None, quiet: bool = False) -> dict[str, Any]:
     """Call one tool in-process through the MCP server and return its structured result."""
+    import contextlib
+
     import anyio
     from mcp import Client
 
+    from ask_fable.core.app import App
     from ask_fable.surface.server import build_server
 
-    server = build_server(toolsets=list(toolsets))
+    server = build_server(App(quiet=quiet), toolsets=list(toolsets))
     display = progress or ProgressDisplay(enabled=False)
-    async with Client(server) as client, anyio.create_task_group() as group:
-        group.start_soon(display.tick)
-        try:
-            result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
-        finally:
-            group.cancel_scope.cancel()
-            display.clear()
+    stderr = contextlib.redirect_stderr(display) if display.tty else contextlib.nullcontext()
+    with stderr:  # type: ignore[attr-defined]
+        async with Client(server) as client, anyio.create_task_group() as group:
+            group.start_soon(display.tick)
+            try:
+                result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
+            finally:
+                group.cancel_scope.cancel()
+                display.clear()
     payload = result.structured_content
     if payload is None:
         text = "".join(getattr(block, "text", "") for block in result.content)
@@ -361,6 +452,21 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
 
 
 # --- output --------------------------------------------------------------------------------------
+
+
+def local_time(value: float | str) -> str:
+    """A Unix time (or an ISO-8601 string) as local ISO-8601 with its UTC offset, to the second."""
+    from datetime import datetime
+
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else datetime.fromtimestamp(value)
+    return moment.astimezone().isoformat(timespec="seconds")
+
+
+def _shown(key: str, value: Any) -> Any:
+    """``value`` as readable output shows it: Unix times become local ISO-8601."""
+    if key in TIME_FIELDS and isinstance(value, int | float) and not isinstance(value, bool):
+        return local_time(value)
+    return value
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -402,9 +508,9 @@ def render(payload: dict[str, Any]) -> str:
                 details += [f"    {_short(item, 200)}" for item in items]
         elif isinstance(value, dict):
             details.append(f"{key}:")
-            details += [f"  {k}: {_short(v)}" for k, v in value.items() if v not in (None, [], {}, "")]
+            details += [f"  {k}: {_short(_shown(k, v))}" for k, v in value.items() if not _empty(v)]
         else:
-            details.append(f"{key}: {_short(value)}")
+            details.append(f"{key}: {_short(_shown(key, value))}")
     if details:
         if lines:
             lines.append("")
@@ -415,7 +521,11 @@ def render(payload: dict[str, Any]) -> str:
 
 
 def _compact(item: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_short(v, 60)}" for k, v in item.items() if v not in (None, [], {}, ""))
+    return ", ".join(f"{k}={_short(_shown(k, v), 60)}" for k, v in item.items() if not _empty(v))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value in ([], {}, "")
 
 
 def exit_code(payload: dict[str, Any]) -> int:
@@ -424,10 +534,16 @@ def exit_code(payload: dict[str, Any]) -> int:
 
 
 def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bool = False) -> int:
-    """Run a generated command: call the tool, print its result, return the exit code."""
+    """Run a generated command: call the tool, print its result, return the exit code.
+
+    ``quiet`` (``--quiet``) or the ``ASK_FABLE_QUIET`` setting silences the progress trace and the
+    status line; either one is enough.
+    """
     import logging
 
     import anyio
+
+    from ask_fable.config import load_settings
 
     for noisy in ("mcp", "httpx2", "httpx"):  # the server configures INFO logging; a shell wants results
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -436,12 +552,9 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
     except UsageError as exc:
         print(f"ask-fable: {exc}", file=sys.stderr)
         return 2
+    quiet = quiet or bool(getattr(namespace, "quiet", False)) or load_settings().quiet
     display = ProgressDisplay(enabled=not quiet)
-    try:
-        payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display))
-    except KeyboardInterrupt:
-        print("ask-fable: interrupted", file=sys.stderr)
-        return 130
+    payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display, quiet=quiet))
     if getattr(namespace, "json", False):
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
