@@ -32,7 +32,7 @@ def measure(split: str) -> bool:
     print(f"[{split}] false refusals: {len(refused)}/{len(benign)} ({100 * len(refused) / len(benign):.1f} %)"
           f"   catch rate: {caught}/{len(harmful)} ({100 * caught / len(harmful):.1f} %)")
     for question, decision in refused:
-        print(f"  refused benign ({getattr(decision, 'rule', decision.layer)}): {question}")
+        print(f"  refused benign ({decision.rule}): {question}")
     for question in missed:
         print(f"  missed harmful: {question}")
     return not refused and not missed

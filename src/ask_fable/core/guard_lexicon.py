@@ -26,8 +26,8 @@ MAKE = words(
     develop developing code coding craft crafting generate generating design designing program
     programming author produce producing implement implementing give provide need want modify
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
-    distribute distributing install installs installing reinstall reinstalls drop drops plant plants
-    sell selling setup automate automating improve upgrade customize
+    distribute distributing spread spreading install installs installing reinstall reinstalls drop
+    drops plant plants sell selling setup automate automating improve upgrade customize
     rewrite finish complete help send get show plan crypt"""
 )
 
@@ -49,14 +49,14 @@ DEFEND = words(
     describe describes describing difference compare comparing vs versus how why what what's
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
-    relevant simulate simulated simulation sandbox"""
+    relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating"""
 )
 
 #: Words that end the stretch a governing word can reach across.
-STOP = words("that which who so because while when if unless after before until without whose")
+STOP = words("that which who where so because while when if unless after before until without whose")
 
 #: First-person words and request nouns: with nothing else in between, the asker is the one acting.
-FIRST_PERSON = words("i we i'm we're me way ways steps instructions tutorial recipe")
+FIRST_PERSON = words("i we i'm we're way ways steps instructions tutorial recipe")
 
 #: Words right after a term that make it the subject of defensive or analytical work.
 NEUTRAL_HEADS = words(
@@ -73,7 +73,7 @@ NEUTRAL_HEADS = words(
     threat threats risk takedown takedowns check checks test tests testing emulation research
     hash hashes yara free mitigation mitigations harder impossible difficult protocol
     surveillance genomics sequencing pipeline dashboard metadata database data model vaccine
-    vaccines assay diagnostics inventory lims"""
+    vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total"""
 )
 
 # --- cyber: attack tooling -------------------------------------------------------------------
@@ -91,10 +91,12 @@ STRONG_TOOLING: dict[str, str] = {
     ),
     r"stealers?|grabbers?": "a credential stealer",
     r"spyware|stalkerware": "spyware",
+    r"(?:computer )?virus(?:es)?": "a computer virus",
     r"remote access (?:trojans?|tools?)|trojans?": "a trojan",
     r"crypters?": "a crypter",
     r"cryptojack\w*|crypto ?jackers?": "a cryptojacker",
     r"phishing (?:kits?|pages?|sites?|websites?|campaigns?|emails? campaigns?|setups?)": "a phishing kit",
+    r"phishing (?:emails?|messages?|texts?|sms|lures?|templates?)": "a phishing message",
     r"c2|c&c": "command and control",
     r"(?:ddos|dos|attack|hacking) (?:tools?|scripts?|bots?|kits?)": "a denial-of-service tool",
     r"booters?|stressers?": "a denial-of-service tool",
@@ -107,7 +109,6 @@ STRONG_TOOLING: dict[str, str] = {
 #: Words that name attack tooling only alongside a sign of malice (``worm`` vs a self-spreading one).
 WEAK_TOOLING: dict[str, str] = {
     r"worms?": "a worm",
-    r"virus(?:es)?": "a virus",
     r"bots?": "a bot",
     r"\brats?": "a remote access trojan",
     r"backdoors?|back doors?": "a backdoor",
@@ -200,6 +201,13 @@ COVERT = alt(
     r"undetect(?:ed|able)",
     r"survives? (?:reboots?|a reboot|factory reset|reinstall\w*)",
     r"in the background",
+    r"hid(?:e|es|ing) (?:its|the) (?:icon|window|process|traffic|files?)",
+)
+
+#: Personal data a covert app would take.
+PERSONAL_DATA = alt(
+    r"contacts", r"sms", r"texts", r"messages", r"photos", r"location", r"call logs?", r"calls",
+    r"browsing history", r"screenshots?", r"microphone", r"camera", r"webcam",
 )
 
 #: Data sent to the asker.
@@ -290,6 +298,11 @@ FOREIGN = alt(
     r"\b(?:any|every|all) \w+ (?:sites?|servers?|routers?|devices?|phones?) (?:running|that|with)\b",
     r"\bunpatched \w*\s?(?:servers|sites|hosts|companies|machines|devices)\b",
     r"\bcompanies that haven'?t\b",
+    r"\b(?:a )?lists? of (?:usernames|accounts|emails|users|targets|victims|phone numbers)\b",
+    r"\b(?:isn'?t|aren'?t|is not|are not|not) mine\b",
+    r"\bdoesn'?t belong to me\b",
+    r"\b(?:random|other people's|strangers') (?:websites|sites|servers|people|users|targets|companies|"
+    r"networks)\b",
     r"\b(?:thousands|hundreds|millions|lots) of (?:\S+ ){0,2}?(?:routers|devices|computers|machines|phones|"
     r"cameras|servers|accounts|pcs|sites|websites)\b",
     r"\bthe (?:whole )?internet\b",
@@ -334,13 +347,15 @@ ACCESS = alt(
     r"pwn\w*",
     r"crack(?:s|ing)?",
     r"get (?:admin|root)",
+    r"brute ?forc\w*",
+    r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",
     r"unlock(?:s|ing)?",
     r"change (?:my )?grades",
 )
 
 DOS = alt(
-    r"d?dos(?:ing|ed)?",
+    r"d?dos(?:es|ing|ed)?",
     r"flood(?:s|ing)?",
     r"overwhelm(?:s|ing)?",
     r"take(?:s)? down",
@@ -352,8 +367,15 @@ DOS = alt(
 )
 
 DOS_OUTCOME = alt(
+    r"(?:sites|websites|servers|services)\b",
     r"until (?:it|they|the \w+) (?:crash\w*|goes down|go down|dies|die|falls over|is down)",
     r"so (?:customers|users|players|people|nobody|no one) can'?t",
+)
+
+#: Words that ask for code when a tooling word stands with no verb ("keylogger in python pls").
+CODE_REQUEST = alt(
+    r"source code", r"code", r"script", r"program", r"download", r"please", r"pls", r"plz",
+    r"in (?:python|c|c\+\+|c#|rust|go|golang|java|javascript|powershell|bash|assembly|nim)",
 )
 
 #: Vulnerability words: the object of ``exploit`` when it is an attack, not an idiom.
@@ -466,8 +488,16 @@ KEYLOG = (
     r"watches)\s+(?:\S+\s+){0,3}?(?:keystrokes?|every key(?:stroke)?|keys? (?:pressed|typed)|everything "
     r"(?:\S+ ){0,2}?(?:types?|typed|does)|what (?:\S+ ){0,2}?(?:types?|typed)|"
     r"(?:every )?passwords? (?:\S+ ){0,2}?types?)"
+    r"|\b(?:what|everything) (?:he|she|they|my \S+|the user|someone|people|users) (?:types|typed)\b"
 )
-STEAL = r"\b(?:steal|steals|stealing)\b"
+STEAL = (
+    r"\b(?:steal|steals|stealing)\s+(?:\S+\s+){0,4}?"
+    + alt(
+        CREDENTIAL, r"data", r"files?", r"money", r"funds", r"crypto\w*", r"coins?", r"identit\w+",
+        r"accounts?", r"info\w*", r"secrets?", r"keys?", r"messages?", r"photos?", r"emails?", r"documents?",
+        r"source code",
+    )
+)
 TAKE_CREDENTIALS = (
     r"\b(?:grab|grabs|grabbing|harvest|harvests|harvesting|dump|dumps|dumping|copy|copies|copying|take|takes|"
     r"taking|collect|collects|collecting|extract|extracts|extracting|capture|captures|capturing|exfiltrat\w*|"
@@ -646,7 +676,7 @@ CHEM_AGENT = alt(
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
-    aerosolize use extract purify buy acquire create manufacture plan"""
+    aerosolize extract purify buy acquire create manufacture plan"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
@@ -677,8 +707,10 @@ WEAPON_AGENT = alt(
     r"suppressors?",
     r"nuclear weapons?",
     r"enrich\w* uranium",
-    r"blow(?:s|ing)? up",
-    r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b(?:explod\w*|detonat\w*)",
+    r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
+    r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
+    r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b"
+    r"(?:explod\w*|detonat\w*|blows? up)",
     r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
     r"station|stadium|street|place)",
 )
@@ -691,6 +723,24 @@ WEAPON_IDIOM = alt(
     r"(?:zip|fork|logic|photo|f|xml|decompression) bombs?",
     r"bomb (?:proof|out|ed out)",
 )
+#: Words that put "virus" on a computer.
+COMPUTER = alt(
+    r"computers?", r"usb", r"emails?", r"network\w*", r"files?", r"pcs?", r"windows", r"linux", r"mac ?os",
+    r"payloads?", r"code", r"scripts?", r"programs?", r"assembly", r"executables?", r"exe", r"polymorphic",
+    r"malware", r"macros?", r"boot sector", r"python", r"c\+\+",
+)
+
+#: Modelling and simulation: an agent named inside one is data, not a recipe.
+SIMULATION = alt(
+    r"simulat\w*", r"model\w*", r"dashboards?", r"visuali[sz]\w*", r"epidemiolog\w*", r"sir", r"seir",
+    r"plot\w*", r"charts?", r"datasets?",
+)
+
+#: Practice targets built to be attacked.
+PRACTICE_TARGET = alt(
+    r"ctf", r"capture the flag", r"wargames?", r"hack the box", r"htb", r"pwn(?:able)? challenges?"
+)
+
 GAME = alt(
     r"games?",
     r"gaming",
@@ -706,11 +756,19 @@ GAME = alt(
     r"\bfps\b",
 )
 HARM_PEOPLE = (
-    r"(?<!without )(?<!not )\b(?:kill|kills|killing|murder\w*|poison|poisons|poisoning|injur\w+|maim\w*|hurt|"
-    r"hurts|harm|harms|incapacitat\w+|sicken\w*|use (?:it )?on)\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
+    r"\b(?<!without )(?<!not )(?:kill|kills|killing|murder\w*|poison|poisons|poisoning|injur\w+|maim\w*|hurt|"
+    r"hurts|harm|harms|incapacitat\w+|sicken\w*|use (?:it )?on|fire at|shoot(?:s|ing)?(?: at)?|"
+    r"attack(?:s|ing)?)"
+    r"\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
     r"children|kids|civilians|passengers)\b"
 )
 MASS_HARM = alt(
-    r"mass casualt\w+", r"(?:on|into|in) (?:a |the )?crowd(?:ed)?", r"crowded place", r"as many people"
+    r"mass casualt\w+", r"(?:on|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
+    r"as many people",
+)
+#: Ways of delivering harm to a crowd.
+DELIVER = alt(
+    r"releas\w*", r"drop\w*", r"spray\w*", r"dispers\w*", r"detonat\w*", r"set(?:ting)? off", r"throw\w*",
+    r"driv\w* into", r"payloads?",
 )
