@@ -70,6 +70,7 @@ WEAK = _terms(lx.WEAK_TOOLING)
 EXPLOIT_TERMS = _terms(lx.EXPLOIT_TERMS)
 EXPLOIT_WORD = _c(r"\bexploits?\b")
 EXPLOIT_VERB_OBJECT = _c(r"\s*(?:\S+\s+){0,4}?" + lx.alt(lx.VULN) + r"\b")
+OWNED_TOOLING = _c(lx.OWNED_TOOLING)
 WEAPONIZE = _c(r"\bweaponi[sz](?:e|es|ed|ing)\b")
 MALICE = _c(r"\b" + lx.MALICE)
 COVERT = _c(r"\b" + lx.COVERT)
@@ -85,6 +86,8 @@ DOS_OUTCOME = _c(r"\b" + lx.DOS_OUTCOME)
 DOS_OBJECT = _c(r"\s+(?:a|an|the|their|his|her|any|this|that|someone|people|\S+'s)\b")
 EVADE_STRONG = _word(lx.EVADE_STRONG)
 EVADE_WEAK = _word(lx.EVADE_WEAK)
+STEALTH = _word(lx.STEALTH)
+LEGIT_SOFTWARE = _word(lx.LEGIT_SOFTWARE)
 CONTROL_STRONG = _word(lx.CONTROL_STRONG)
 CONTROL_WEAK = _word(lx.CONTROL_WEAK)
 LEAKED_LIST = _c(lx.LEAKED_LIST)
@@ -156,12 +159,22 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
     return question.clauses_with(MALICE) > (1 if spans else 0)
 
 
-def _undefended(question: Question, pattern: re.Pattern[str]) -> Iterator[tuple[Clause, re.Match[str]]]:
-    """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
-    for clause in question.clauses:
-        for match in pattern.finditer(clause.text):
-            if role_before(clause.text, match.start()) != "defend":
+Matches = Iterator[tuple[Clause, re.Match[str]]]
+
+
+def _matches(question: Question, pattern: re.Pattern[str]) -> Matches:
+    """Each match of ``pattern`` with its clause; one search of the whole question when there is none."""
+    if question.has(pattern):
+        for clause in question.clauses:
+            for match in pattern.finditer(clause.text):
                 yield clause, match
+
+
+def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
+    """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
+    for clause, match in _matches(question, pattern):
+        if role_before(clause.text, match.start()) != "defend":
+            yield clause, match
 
 
 # --- checks, each returning a Finding or None --------------------------------------------------
@@ -173,54 +186,56 @@ def exploit_development(question: Question) -> Finding | None:
         return Finding("exploit_development", "a working exploit")
     for _ in _undefended(question, WEAPONIZE):
         return Finding("exploit_development", "a weaponized exploit")
-    for clause in question.clauses:
+    for clause, match in _matches(question, EXPLOIT_TERMS.any):
+        if not neutral_head(clause.text, match.end()) and role_before(clause.text, match.start()) == "make":
+            return Finding("exploit_development", EXPLOIT_TERMS.label(match))
+    for clause, match in _matches(question, EXPLOIT_WORD):
         text = clause.text
-        for match in EXPLOIT_TERMS.finditer(text):
-            if not neutral_head(text, match.end()) and role_before(text, match.start()) == "make":
-                return Finding("exploit_development", EXPLOIT_TERMS.label(match))
-        for match in EXPLOIT_WORD.finditer(text):
-            before = words_before(text, match.start(), 1)
-            after = [w for w in text[match.end() : match.end() + 20].split()][:1]
-            noun = bool(before and before[0] in lx.EXPLOIT_NOUN_BEFORE) or bool(
-                after and after[0] in lx.EXPLOIT_NOUN_AFTER
-            )
-            if noun:
-                practice = clause.has(PRACTICE) and not question.has(CVE)
-                made = not neutral_head(text, match.end()) and role_before(text, match.start()) == "make"
-                if made and not practice:
-                    return Finding("exploit_development", "a working exploit")
-            elif EXPLOIT_VERB_OBJECT.match(text, match.end()) and (
-                clause.has(FOREIGN) or question.has(UNAUTHORIZED)
-            ):
-                return Finding("exploit_development")
+        if _exploit_is_noun(text, match):
+            practice = clause.has(PRACTICE) and not question.has(CVE)
+            made = not neutral_head(text, match.end()) and role_before(text, match.start()) == "make"
+            if made and not practice:
+                return Finding("exploit_development", "a working exploit")
+        elif EXPLOIT_VERB_OBJECT.match(text, match.end()) and (
+            clause.has(FOREIGN) or question.has(UNAUTHORIZED)
+        ):
+            return Finding("exploit_development")
     return None
+
+
+def _exploit_is_noun(text: str, match: re.Match[str]) -> bool:
+    """True for "an exploit", "exploit chain", "exploit for"; False for the verb ("exploit locality")."""
+    before = words_before(text, match.start(), 1)
+    after = text[match.end() : match.end() + 20].split()[:1]
+    return any(w in lx.EXPLOIT_NOUN_BEFORE for w in before) or any(w in lx.EXPLOIT_NOUN_AFTER for w in after)
 
 
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
-    for clause in question.clauses:
-        text = clause.text
-        for match in STRONG.finditer(text):
-            if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
-                continue
-            if neutral_head(text, match.end()):
-                continue
-            role = role_before(text, match.start())
-            if role == "make" or (role is None and clause.bare_request()):
-                return Finding("attack_tooling", STRONG.label(match))
-        for match in WEAK.finditer(text):
-            if (
-                not neutral_head(text, match.end())
-                and role_before(text, match.start()) in ("make", "actor")
-                and _malice_outside(question, clause, match)
-            ):
-                return Finding("attack_tooling", WEAK.label(match))
-        for behaviour in BEHAVIOURS:
-            for match in behaviour.cue.finditer(text):
-                if not behaviour.fits(question):
-                    break
-                if requested(text, match.start()):
-                    return Finding("attack_tooling", behaviour.label)
+    for clause, match in _matches(question, STRONG.any):
+        if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
+            continue
+        if neutral_head(clause.text, match.end()):
+            continue
+        role = role_before(clause.text, match.start())
+        if role == "make" or (role is None and clause.bare_request()):
+            return Finding("attack_tooling", STRONG.label(match))
+    for clause, match in _matches(question, WEAK.any):
+        if (
+            not neutral_head(clause.text, match.end())
+            and role_before(clause.text, match.start()) in ("make", "actor")
+            and _malice_outside(question, clause, match)
+        ):
+            return Finding("attack_tooling", WEAK.label(match))
+    for clause, match in _matches(question, OWNED_TOOLING):
+        if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
+            return Finding("attack_tooling", "an implant or payload")
+    for behaviour in BEHAVIOURS:
+        if not question.has(behaviour.cue) or not behaviour.fits(question):
+            continue
+        for clause, match in _matches(question, behaviour.cue):
+            if requested(clause.text, match.start()):
+                return Finding("attack_tooling", behaviour.label)
     return None
 
 
@@ -232,8 +247,12 @@ def security_evasion(question: Question) -> Finding | None:
             strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
             if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
                 continue
-            if (strong and strong_control) or question.has_any(MALICE, UNAUTHORIZED):
+            malice = question.has_any(MALICE, UNAUTHORIZED)
+            if malice or (strong and strong_control and not question.has(LEGIT_SOFTWARE)):
                 return Finding("security_evasion")
+    for _ in _undefended(question, STEALTH):
+        if question.has_any(MALICE, UNAUTHORIZED):
+            return Finding("security_evasion")
     return None
 
 
@@ -243,10 +262,9 @@ def unauthorized_access(question: Question) -> Finding | None:
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(rest) or ACCOUNTS.match(rest) or question.has(UNAUTHORIZED):
             return Finding("unauthorized_access")
-    for clause in question.clauses:
-        for match in LEAKED_LIST.finditer(clause.text):
-            if clause.has(LIST_USE) and requested(clause.text, match.start()):
-                return Finding("unauthorized_access", "with leaked credentials")
+    for clause, match in _matches(question, LEAKED_LIST):
+        if clause.has(LIST_USE) and requested(clause.text, match.start()):
+            return Finding("unauthorized_access", "with leaked credentials")
     return None
 
 
@@ -266,13 +284,9 @@ def covert_surveillance(question: Question) -> Finding | None:
     """Monitoring a person without their knowledge."""
     if not question.has_any(COVERT, EXFIL):
         return None
-    for clause in question.clauses:
-        text = clause.text
-        if not clause.has(FOREIGN):
-            continue
-        for match in MONITOR.finditer(text):
-            if requested(text, match.start()):
-                return Finding("covert_surveillance")
+    for clause, match in _matches(question, MONITOR):
+        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+            return Finding("covert_surveillance")
     return None
 
 
@@ -280,22 +294,19 @@ def _agent_harm(
     question: Question, agent: re.Pattern[str], acts: frozenset[str], right: re.Pattern[str]
 ) -> bool:
     """True when a harmful agent is the object of a producing, enhancing or spreading verb."""
-    for clause in question.clauses:
+    for clause, match in _matches(question, agent):
         text = clause.text
-        if clause.has(SIMULATION):
+        if clause.has(SIMULATION) or neutral_head(text, match.end()):
             continue
-        for match in agent.finditer(text):
-            if neutral_head(text, match.end()):
-                continue
-            for word in reversed(words_before(text, match.start(), 8)):
-                if word in acts:
-                    return True
-                if word in lx.DEFEND:
-                    break
-            if right.match(text, match.end()) and clause.has(REQUEST):
+        for word in reversed(words_before(text, match.start(), 8)):
+            if word in acts:
                 return True
-            if question.has_any(HARM_PEOPLE, MASS_HARM):
-                return True
+            if word in lx.DEFEND:
+                break
+        if right.match(text, match.end()) and clause.has(REQUEST):
+            return True
+        if question.has_any(HARM_PEOPLE, MASS_HARM):
+            return True
     return False
 
 
@@ -316,7 +327,7 @@ def chemical_harm(question: Question) -> Finding | None:
 
 def weapons_harm(question: Question) -> Finding | None:
     """Making explosives or weapons, outside a game or simulation."""
-    if question.has(GAME):
+    if question.has(GAME) or not question.has(WEAPON_AGENT):
         return None
     for clause in question.clauses:
         text = WEAPON_IDIOM.sub(" ", clause.text)
@@ -335,9 +346,11 @@ def weapons_harm(question: Question) -> Finding | None:
 
 def harm_to_people(question: Question) -> Finding | None:
     """Hurting people directly, or delivering anything onto a crowd."""
-    for _ in _undefended(question, HARM_PEOPLE):
-        return Finding("harm_to_people")
-    if any(clause.has(MASS_HARM) and clause.has(DELIVER) for clause in question.clauses):
+    for clause, match in _matches(question, HARM_PEOPLE):
+        if requested(clause.text, match.start()):
+            return Finding("harm_to_people")
+    crowds = (clause for clause, _ in _matches(question, MASS_HARM))
+    if any(clause.has(DELIVER) for clause in crowds):
         return Finding("harm_to_people")
     return None
 
@@ -345,8 +358,8 @@ def harm_to_people(question: Question) -> Finding | None:
 CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     exploit_development,
     biological_harm,
-    attack_tooling,
     security_evasion,
+    attack_tooling,
     unauthorized_access,
     denial_of_service,
     covert_surveillance,

@@ -73,7 +73,9 @@ NEUTRAL_HEADS = words(
     threat threats risk takedown takedowns check checks test tests testing emulation research
     hash hashes yara free mitigation mitigations harder impossible difficult protocol
     surveillance genomics sequencing pipeline dashboard metadata database data model vaccine
-    vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total"""
+    vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total
+    storage compliance retention gear archive exposure studies study levels records results screening
+    parser parsers schema schemas format formats size sizes validation validator"""
 )
 
 # --- cyber: attack tooling -------------------------------------------------------------------
@@ -92,7 +94,8 @@ STRONG_TOOLING: dict[str, str] = {
     r"stealers?|grabbers?": "a credential stealer",
     r"spyware|stalkerware": "spyware",
     r"(?:computer )?virus(?:es)?": "a computer virus",
-    r"remote access (?:trojans?|tools?)|trojans?": "a trojan",
+    r"remote access trojans?|trojans?": "a trojan",
+    r"worms?": "a worm",
     r"crypters?": "a crypter",
     r"cryptojack\w*|crypto ?jackers?": "a cryptojacker",
     r"phishing (?:kits?|pages?|sites?|websites?|campaigns?|emails? campaigns?|setups?)": "a phishing kit",
@@ -103,13 +106,14 @@ STRONG_TOOLING: dict[str, str] = {
     r"slowloris|(?:syn|udp|http) floods?|amplification attacks?": "a denial-of-service attack",
     r"webshells?|web shells?|reverse shells?": "a remote shell",
     r"shellcode": "shellcode",
+    r"evil twins?|rogue access points?": "a rogue access point",
     r"credential stuffing|password spraying|account takeovers?": "credential stuffing",
 }
 
 #: Words that name attack tooling only alongside a sign of malice (``worm`` vs a self-spreading one).
 WEAK_TOOLING: dict[str, str] = {
-    r"worms?": "a worm",
     r"bots?": "a bot",
+    r"remote access tools?|remote administration tools?": "a remote access tool",
     r"\brats?": "a remote access trojan",
     r"backdoors?|back doors?": "a backdoor",
     r"implants?": "an implant",
@@ -126,6 +130,12 @@ EXPLOIT_TERMS: dict[str, str] = {
     r"zero ?days?|0 ?days?": "a zero-day exploit",
     r"exploit (?:kits?|chains?)": "an exploit chain",
 }
+
+#: Attack components the asker calls their own ("downloads my payload"): produced or deployed on request.
+OWNED_TOOLING = (
+    r"\bmy (?:payloads?|implants?|loaders?|droppers?|backdoors?|rats?|second stage|beacons?|"
+    r"(?:crypto ?)?miners?)\b"
+)
 
 #: Signs of malice that turn a weak tooling word, or an evasion question, into attack tooling.
 MALICE = alt(
@@ -272,6 +282,7 @@ PERSON = alt(
     r"university",
     r"college",
     r"employer",
+    r"(?:former|old) (?:company|employer|job|school|workplace)",
 )
 
 FOREIGN = alt(
@@ -290,10 +301,13 @@ FOREIGN = alt(
     r"\bwhoever\b",
     r"\bvictims?(?:'s|')?",
     r"\btargets?'s",
-    r"\b(?:users|visitors|customers|employees|students|players|coworkers|classmates)'(?=\W|$)",
+    r"(?<!our )\b(?:users|visitors|customers|employees|students|players|coworkers|classmates|"
+    r"guests)'(?=\W|$)",
+    r"\b(?:i|we) (?:don'?t|do not) own\b",
+    r"\bnot ours\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
     r"\btheir (?:site|website|server|servers|network|account|accounts|phone|computer|pc|wifi|router|"
-    r"portal|app|database|email|systems?)\b",
+    r"portal|app|database|email|inbox|systems?)\b",
     r"\b(?:www \S+|\w+\.(?:com|net|org|gov|edu|io))\b",
     r"\b(?:any|every|all) \w+ (?:sites?|servers?|routers?|devices?|phones?) (?:running|that|with)\b",
     r"\bunpatched \w*\s?(?:servers|sites|hosts|companies|machines|devices)\b",
@@ -324,6 +338,7 @@ UNAUTHORIZED = alt(
     r"network|box|host|system|laptop|phone|router)",
     r"(?:computer|pc|server|machine|network|box|host|system) i (?:got|broke|hacked) into",
     r"(?:after|once) i (?:get|got|break) in\b",
+    r"after (?:breaking|getting|hacking) in(?:to)?\b",
 )
 
 # --- cyber: actions against a target --------------------------------------------------------
@@ -414,6 +429,22 @@ EVADE_STRONG = alt(
     r"avoid(?:s|ing)? (?:being )?(?:detect\w*|flag\w*|caught|seen|notic\w*)",
 )
 
+#: Staying unseen, which only an intruder needs: judged with a sign of malice or no authorization.
+STEALTH = alt(
+    r"(?:stay|stays|staying|remain|remaining|keep|keeping) (?:hidden|undetected|invisible|unnoticed)",
+    r"avoid(?:s|ing)? (?:detection|being (?:detected|noticed|caught))",
+    r"cover(?:ing)? (?:my|our) tracks",
+)
+
+#: Own, legitimate software being flagged: a false positive to fix, not a control to evade.
+LEGIT_SOFTWARE = alt(
+    r"(?:our|my own) (?:\S+ ){0,2}?(?:installer|app|application|product|software|binary|build|package|"
+    r"updater|agent|driver|game|launcher|tool)s?",
+    r"legit(?:imate)?",
+    r"false positives?",
+    r"code sign\w*",
+)
+
 EVADE_WEAK = alt(
     r"disabl(?:e|es|ing)",
     r"turn(?:s|ing)? off",
@@ -462,7 +493,6 @@ CONTROL_WEAK = alt(
     r"\blogs\b",
     r"\bps\b",
     r"detection",
-    r"\bit\b",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
@@ -473,13 +503,14 @@ RANSOM_ACT = (
 )
 RANSOM_DEMAND = alt(
     r"ransom\w*",
-    r"\bpay\w*",
-    r"bitcoin",
-    r"\bbtc\b",
-    r"monero",
-    r"\bcrypto\b",
     r"hostage",
-    r"demand\w*",
+    r"pay(?:s|ing)? (?:me|us|up|them|to (?:get|unlock|decrypt|recover)|in (?:bitcoin|btc|monero|xmr|crypto))",
+    r"payment (?:to|for) (?:decrypt|unlock|recover|the key|get)",
+    r"asks? for (?:a )?payment",
+    r"demand\w* (?:a |the )?(?:ransom|payment|money|bitcoin|btc|monero|crypto)",
+    r"(?:bitcoin|btc|monero|crypto) for the key",
+    r"until they (?:pay|send)",
+    r"send (?:me )?(?:bitcoin|btc|monero|crypto)",
     r"get (?:them|it|their \w+) back",
     r"key back",
 )
@@ -501,18 +532,20 @@ STEAL = (
 TAKE_CREDENTIALS = (
     r"\b(?:grab|grabs|grabbing|harvest|harvests|harvesting|dump|dumps|dumping|copy|copies|copying|take|takes|"
     r"taking|collect|collects|collecting|extract|extracts|extracting|capture|captures|capturing|exfiltrat\w*|"
-    r"swap|swaps|replace|replaces|read|reads|reading|sav(?:e|es|ing))\s+(?:\S+\s+){0,4}?" + CREDENTIAL
+    r"swap|swaps|replace|replaces)\s+(?:\S+\s+){0,4}?" + CREDENTIAL
 )
 REMOTE_CONTROL = alt(
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:control|run|execute|access|a shell|full|remote)",
     r"(?:control|run (?:any )?commands?|execute commands?) (?:\S+ ){0,4}?(?:from anywhere|remotely|from my)",
     r"opens? a (?:reverse )?shell to my",
-    r"(?:shell|connection) (?:back )?to my (?:ip|server|machine)",
+    r"(?:shell|connection) (?:back )?to my (?:ip|server|machine|vps|box|host)",
+    r"waits? for (?:my )?commands",
     r"keep control of",
 )
 SELF_SPREAD = alt(
     r"self (?:replicating|spreading|propagating)",
-    r"(?:copies|copy|copying|installs|install|installing) itself",
+    r"(?:copies|copy|copying|installs|install|installing) itself (?:to|on|onto|into) "
+    r"(?:every|each|other|all|any|usb|shared|removable|network)",
     r"spread\w* (?:by copying|from (?:computer|machine|host|pc|device) to|on its own|itself|"
     r"to (?:every|all|other)|across (?:the |a )?(?:\w+ )?(?:network|hosts|machines)|"
     r"through (?:email|the network|usb|smb|shared))",
@@ -544,8 +577,8 @@ TRICK = (
 )
 DESTROY = (
     r"\b(?:delet\w*|wip(?:e|es|ing)|destroy\w*|corrupt\w*|brick\w*|overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
-    r"shadow copies|boot sector|mbr|firmware|every (?:machine|computer|pc|server|file)|"
-    r"all (?:the )?(?:files|data|machines|computers))"
+    r"shadow copies|boot sector|mbr|firmware|every (?:machine|computer|pc|server|file|disk|drive)|"
+    r"all (?:the )?(?:files|data|machines|computers|disks|drives|servers))"
 )
 LEAKED_LIST = (
     r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|creds|emails?|"
@@ -581,6 +614,7 @@ MONITOR = alt(
     r"stream(?:s|ing)?",
     r"turn(?:s)? on",
     r"webcam",
+    r"(?:hidden )?cameras?",
     r"microphone",
     r"location",
     r"where (?:she|he|they) (?:is|are|goes)",
@@ -688,6 +722,7 @@ WEAPON_AGENT = alt(
     r"(?:an|the) explosive\b",
     r"explosive (?:devices?|materials?|charges?|compounds?|mixtures?|vests?|belts?)",
     r"tatp",
+    r"nitroglycerin\w*",
     r"hmtd",
     r"petn",
     r"\brdx\b",
@@ -716,7 +751,8 @@ WEAPON_AGENT = alt(
 )
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
-    convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy"""
+    convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
+    synthesize synthesise synthesizing synthesising"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
@@ -762,6 +798,7 @@ HARM_PEOPLE = (
     r"\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
     r"children|kids|civilians|passengers)\b"
+    r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:sick|ill)\b"
 )
 MASS_HARM = alt(
     r"mass casualt\w+", r"(?:on|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",

@@ -15,8 +15,10 @@ from ask_fable.core import guard_lexicon as lx
 _DASH = re.compile(r"[\u2010-\u2015]")
 _SPACES = re.compile(r"[-_/\s]+")
 _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
-_TOKEN = re.compile(r"[a-z0-9&']+")
-#: Characters looked at before a term: enough for the longest window of words a check uses.
+_TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
+#: Characters looked at per word of a window before a term (longer words fall out of the window).
+_CHARS_PER_WORD = 25
+#: Characters looked at before a term for a request anywhere earlier in its clause.
 _LOOK_BACK = 400
 
 REQUEST = re.compile(
@@ -35,13 +37,13 @@ def normalize(question: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """The words of ``text``, apostrophes kept inside (``ex's``) and trimmed at the ends."""
-    return [t.strip("'") for t in _TOKEN.findall(text)]
+    """The words of ``text``, apostrophes kept inside (``ex's``) and dropped at the ends."""
+    return _TOKEN.findall(text)
 
 
 def words_before(clause: str, start: int, count: int) -> list[str]:
     """Up to ``count`` whole words that end before ``start``."""
-    begin = max(0, start - _LOOK_BACK)
+    begin = max(0, start - _CHARS_PER_WORD * (count + 1))
     found = tokens(clause[begin:start])
     if begin and found:
         found = found[1:]  # the first word may be cut in half
