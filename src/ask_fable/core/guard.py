@@ -64,21 +64,23 @@ def _read_lines(path: Path | None) -> tuple[str, ...]:
     return _lines_of(resolved, stat.st_mtime_ns, stat.st_size)
 
 
+def _alternation(entries: tuple[str, ...]) -> str | None:
+    """The normalized entries as one regex alternation, longest first; None when there are none."""
+    ordered = sorted({e for e in map(normalize, entries) if e}, key=len, reverse=True)
+    return "|".join(map(re.escape, ordered)) or None
+
+
 @lru_cache(maxsize=8)
 def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
-    if not terms:
-        return None
-    alternatives = "|".join(re.escape(normalize(term)) for term in terms)
+    alternatives = _alternation(terms)
     # Plural and verb inflections of a listed term count as the term.
-    return re.compile(rf"\b(?:{alternatives})(?:s|es|ed|ing|ers?)?\b")
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?:s|es|ed|ing|ers?)?(?!\w)") if alternatives else None
 
 
 @lru_cache(maxsize=8)
 def _allow_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
-    if not phrases:
-        return None
-    ordered = sorted({normalize(p) for p in phrases}, key=len, reverse=True)
-    return re.compile(r"\b(?:" + "|".join(re.escape(p) for p in ordered) + r")\b")
+    alternatives = _alternation(phrases)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)") if alternatives else None
 
 
 def _set_aside_allowed(question: str, settings: Settings) -> str:

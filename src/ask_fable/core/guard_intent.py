@@ -42,10 +42,6 @@ class Terms:
     any: re.Pattern[str]
     each: tuple[tuple[re.Pattern[str], str], ...]
 
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        """Every match of any term in ``text``."""
-        return self.any.finditer(text)
-
     def label(self, match: re.Match[str]) -> str:
         """The label of the term ``match`` found."""
         return next(label for pattern, label in self.each if pattern.fullmatch(match.group(0)))
@@ -116,24 +112,24 @@ PERSONAL = _word(lx.PERSONAL_DATA)
 RANSOM_DEMAND = _c(r"\b" + lx.RANSOM_DEMAND)
 PHISH_TAKE = _c(r"\b" + lx.PHISH_TAKE)
 CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
-ALWAYS = _c(r"")
 
 
 @dataclass(frozen=True)
 class Behaviour:
     """Attack behaviour described without naming the tool: a cue, and what else the question must show.
 
-    ``needs`` lists patterns of which at least one must occur in the question; ``also`` must all occur.
+    ``needs`` lists patterns of which at least one must occur in the question (none: the cue is
+    enough); every pattern in ``also`` must occur too.
     """
 
     cue: re.Pattern[str]
     label: str
-    needs: tuple[re.Pattern[str], ...] = (ALWAYS,)
+    needs: tuple[re.Pattern[str], ...] = ()
     also: tuple[re.Pattern[str], ...] = ()
 
     def fits(self, question: Question) -> bool:
         """True when the question shows what this behaviour needs besides its cue."""
-        return question.has_any(*self.needs) and all(question.has(p) for p in self.also)
+        return (not self.needs or question.has_any(*self.needs)) and all(question.has(p) for p in self.also)
 
 
 BEHAVIOURS = (

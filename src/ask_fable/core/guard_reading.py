@@ -12,8 +12,10 @@ import unicodedata
 
 from ask_fable.core import guard_lexicon as lx
 
-_DASH = re.compile(r"[\u2010-\u2015]")
-_SPACES = re.compile(r"[-_/\s]+")
+#: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
+_DASH = re.compile(r"[\u2012-\u2015]")
+_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
+_SPACES = re.compile(r"[-\u2010\u2011_/\s]+")
 _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
 #: Characters looked at per word of a window before a term (longer words fall out of the window).
@@ -29,8 +31,8 @@ CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 
 
 def normalize(question: str) -> str:
-    """Lower case, straight quotes, and hyphens, underscores and slashes read as spaces."""
-    text = unicodedata.normalize("NFKC", question).lower()
+    """Lower case, straight quotes, no invisible characters; hyphens, underscores and slashes as spaces."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
     return _SPACES.sub(" ", text).strip()
