@@ -105,7 +105,8 @@ GAME = _word(lx.GAME)
 SIMULATION = _word(lx.SIMULATION)
 PRACTICE = _word(lx.PRACTICE_TARGET)
 CVE = _c(r"\bcve \d")
-HARM_PEOPLE = _c(lx.HARM_PEOPLE)
+HARM_PEOPLE = _c(lx.HARM_PEOPLE + "|" + lx.FOOD_TAMPERING)
+HARASS = _c(lx.HARASS)
 MASS_HARM = _c(r"\b" + lx.MASS_HARM)
 DELIVER = _word(lx.DELIVER)
 PERSONAL = _word(lx.PERSONAL_DATA)
@@ -220,7 +221,7 @@ def attack_tooling(question: Question) -> Finding | None:
         if (
             not neutral_head(clause.text, match.end())
             and role_before(clause.text, match.start()) in ("make", "actor")
-            and _malice_outside(question, clause, match)
+            and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
         ):
             return Finding("attack_tooling", WEAK.label(match))
     for clause, match in _matches(question, OWNED_TOOLING):
@@ -345,6 +346,9 @@ def harm_to_people(question: Question) -> Finding | None:
     for clause, match in _matches(question, HARM_PEOPLE):
         if requested(clause.text, match.start()):
             return Finding("harm_to_people")
+    for clause, match in _matches(question, HARASS):
+        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+            return Finding("harm_to_people", "harassment")
     crowds = (clause for clause, _ in _matches(question, MASS_HARM))
     if any(clause.has(DELIVER) for clause in crowds):
         return Finding("harm_to_people")

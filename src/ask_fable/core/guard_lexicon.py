@@ -26,8 +26,8 @@ MAKE = words(
     develop developing code coding craft crafting generate generating design designing program
     programming author produce producing implement implementing give provide need want modify
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
-    distribute distributing spread spreading install installs installing reinstall reinstalls drop
-    drops plant plants sell selling setup automate automating improve upgrade customize
+    distribute distributing spread spreading sneak smuggle install installs installing reinstall reinstalls
+    drop drops plant plants sell selling setup automate automating improve upgrade customize
     rewrite finish complete help send get show plan crypt"""
 )
 
@@ -222,9 +222,9 @@ PERSONAL_DATA = alt(
 
 #: Data sent to the asker.
 EXFIL_TO_ME = alt(
-    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|email|emails|post|posts|"
-    r"stream|streams|ship|ships|exfiltrat\w+)\b[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|to (?:a|my) "
-    r"(?:server|telegram|webhook|discord|ftp))",
+    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|e?mailing|post|"
+    r"posts|stream|streams|ship|ships|exfiltrat\w+)\b[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
+    r"to (?:a|my) (?:server|telegram|webhook|discord|ftp))",
     r"phones? home",
 )
 
@@ -305,6 +305,8 @@ FOREIGN = alt(
     r"guests)'(?=\W|$)",
     r"\b(?:i|we) (?:don'?t|do not) own\b",
     r"\bnot ours\b",
+    r"\bnext door\b",
+    r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
     r"\btheir (?:site|website|server|servers|network|account|accounts|phone|computer|pc|wifi|router|"
     r"portal|app|database|email|inbox|systems?)\b",
@@ -363,6 +365,8 @@ ACCESS = alt(
     r"crack(?:s|ing)?",
     r"get (?:admin|root)",
     r"brute ?forc\w*",
+    r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
+    r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ )?passwords?",
     r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",
     r"unlock(?:s|ing)?",
@@ -371,6 +375,7 @@ ACCESS = alt(
 
 DOS = alt(
     r"d?dos(?:es|ing|ed)?",
+    r"send(?:s|ing)? (?:\S+ ){0,3}?(?:millions?|thousands|tons|lots)(?: of)? requests",
     r"flood(?:s|ing)?",
     r"overwhelm(?:s|ing)?",
     r"take(?:s)? down",
@@ -499,7 +504,7 @@ CONTROL_WEAK = alt(
 
 RANSOM_ACT = (
     r"(?:encrypt\w*|lock\w*|scrambl\w*|hold\w*)\s+(?:\S+\s+){0,5}?(?:files?|documents?|data|drives?|shares?|"
-    r"servers?|disks?|computers?|pcs?|machines?|photos?)\b"
+    r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?)\b"
 )
 RANSOM_DEMAND = alt(
     r"ransom\w*",
@@ -513,6 +518,7 @@ RANSOM_DEMAND = alt(
     r"send (?:me )?(?:bitcoin|btc|monero|crypto)",
     r"get (?:them|it|their \w+) back",
     r"key back",
+    r"(?:my|a) (?:bitcoin|btc|monero|xmr|crypto|wallet) (?:address|wallet)",
 )
 KEYLOG = (
     r"\b(?:record|records|recording|capture|captures|capturing|log|logs|logging|grab|grabs|see|sees|watch|"
@@ -601,6 +607,7 @@ LIST_USE = alt(
 )
 MONITOR = alt(
     r"read(?:s|ing)?",
+    r"log(?:s|ging)? (?:every|all|each)",
     r"track(?:s|ing|er|ers)?",
     r"watch(?:es|ing)?",
     r"see (?:what|where|everything)",
@@ -668,6 +675,14 @@ BIO_AGENT = alt(
     r"bio ?weapons?",
     r"biological (?:weapons?|agents?)",
     r"prions?",
+    r"salmonella",
+    r"listeria",
+    r"cholera",
+    r"e coli",
+    r"tuberculosis",
+    r"measles",
+    r"polio",
+    r"norovirus",
 )
 BIO_ACT = words(
     """culture culturing cultured grow grows growing cultivate cultivating synthesize synthesise synthesizing
@@ -800,6 +815,16 @@ HARM_PEOPLE = (
     r"children|kids|civilians|passengers)\b"
     r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:sick|ill)\b"
 )
+#: Tampering with what a person eats or drinks.
+FOOD_TAMPERING = (
+    r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing)\s+(?:\S+\s+){0,3}?in(?:to)? "
+    r"(?:someone's|somebody's|his|her|their|my \w+'s|people's|a person's) "
+    r"(?:food|drinks?|coffee|tea|water|meals?)"
+)
+
+#: Harassing a person: judged with a named person or someone else as the target.
+HARASS = r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|bull(?:y|ies|ying)|intimidat\w*)\b"
+
 MASS_HARM = alt(
     r"mass casualt\w+", r"(?:on|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
     r"as many people",
