@@ -135,11 +135,15 @@ class Settings(BaseSettings):
         description="Optional cap on context characters; unset means unbounded, and any value is "
         "raised to at least 512,000.",
     )
-    denylist_file: Path | None = Field(None, description="Extra prohibited terms, one per line.")
+    denylist_file: Path | None = Field(
+        None,
+        description="File of terms, one per line, that refuse any question containing them (plural and "
+        "verb forms included).",
+    )
     allowlist_file: Path | None = Field(
         None,
-        description="Benign phrases, one per line, neutralized before denylist matching "
-        "(rescues only the exact phrase).",
+        description="File of exact phrases, one per line, set aside before the guard judges a question; "
+        "rescues only that phrase.",
     )
 
     # --- timeouts and limits ---------------------------------------------------------------

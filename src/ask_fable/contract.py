@@ -2,7 +2,7 @@
 
 Every result is one JSON object whose ``status`` is ``ok | refused | error | needs_context |
 context_exhausted``. Errors carry ``kind`` and ``detail``; guard refusals carry ``stage``,
-``reason`` and ``how_to_reframe``. Results are dumped without ``None`` fields, except those
+``rule``, ``reason`` and ``how_to_reframe``. Results are dumped without ``None`` fields, except those
 listed in a model's ``NULLABLE_FIELDS``, at any depth (``sidecar: null`` means the model gave no
 parseable sidecar, ``synthesizer: null`` that no synthesis ran, ``debate.decisive_argument: null``
 that nobody ruled).
@@ -58,6 +58,7 @@ class ToolResult(Strict):
     kind: str | None = Field(None, description="error kind, e.g. bad_args, not_configured, timeout")
     detail: str | None = None
     stage: str | None = Field(None, description="where a refusal happened: guard or model")
+    rule: str | None = Field(None, description="the guard rule that refused, e.g. attack_tooling")
     reason: str | None = None
     how_to_reframe: str | None = None
     hint: str | None = Field(None, description="the next step that fixes an error")

@@ -1,157 +1,120 @@
 """The request gate every question passes before any model is called.
 
 Layer 1, the sanity floor: an empty, too short or too long question (and, when a cap is set,
-too much context) is refused. Layer 2, the prohibited-use denylist: bundled offensive-security
-and biology dual-use patterns plus ``ASK_FABLE_DENYLIST_FILE``; benign phrases from the bundled
-allowlist and ``ASK_FABLE_ALLOWLIST_FILE`` are neutralized first, so ``request payload`` passes
-while a bare ``payload`` elsewhere in the question still trips. Layer 3, the scope contract,
-lives in the model's system prompt (see :mod:`ask_fable.core.prompts`).
+too much context) is refused. Layer 2, prohibited use: the phrases in ``ASK_FABLE_ALLOWLIST_FILE``
+are set aside, a term from ``ASK_FABLE_DENYLIST_FILE`` refuses, and the intent judge
+(:mod:`ask_fable.core.guard_intent`) refuses a question that asks for attack tooling, exploits,
+evasion, intrusion, denial of service, covert surveillance, or biological, chemical or weapons
+harm. Layer 3, the scope contract, lives in the model's system prompt (:mod:`ask_fable.core.prompts`).
+Every refusal names its rule (:mod:`ask_fable.core.guard_rules`).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from ask_fable.config import Settings
+from ask_fable.core.guard_intent import judge
+from ask_fable.core.guard_reading import normalize
+from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
-HOW_TO_REFRAME = (
-    "Ask about the engineering problem itself (the code, the error, the design decision) rather than "
-    "attack tooling or non-software domains. Call ask_fable_help(topic='refusals') for examples."
-)
-
-# Attack tooling is refused only when the question asks to make or spread it: "How should our EDR
-# detect ransomware?" is defensive engineering, "write ransomware" is not.
-MAKING = (
-    r"(?:write|build|create|make|develop|code|craft|generate|deploy|spread|implement|design|program|author)"
-)
-TOOLING: tuple[str, ...] = (
-    r"ransomware",
-    r"keylogger",
-    r"rootkit",
-    r"botnet",
-    r"shellcode",
-    r"reverse shell",
-    r"malware",
-    r"infostealer",
-    r"crypto-?jacker",
-    r"credential (?:stealer|harvester)",
-    r"phishing (?:kit|page|site)",
-    r"c2 (?:server|framework|implant)",
-    r"command and control server",
-    r"ddos (?:tool|script|bot)",
-)
-
-# Each entry is a regex fragment matched on word boundaries, case-insensitively; plural and
-# verb inflections are covered by the optional suffix added in _compile.
-BUNDLED_DENYLIST: tuple[str, ...] = (
-    rf"{MAKING}\b(?:\W+\w+){{0,5}}?\W+(?:{'|'.join(TOOLING)})",
-    r"(?:write|build|develop|craft|code) (?:an? |a working |the )?exploit",
-    r"(?:script|tool|code) to exploit",
-    r"(?:malicious|exploit|reverse[- ]shell) payload",
-    r"zero[- ]?day exploit",
-    r"exploit (?:code|chain|kit) for",
-    r"weaponi[sz]e",
-    r"credential stuffing (?:tool|script|attack against)",
-    r"(?:evade|bypass) (?:antivirus|edr|av detection)",
-    r"antivirus evasion",
-    r"bioweapon",
-    r"biological weapon",
-    r"pathogen enhancement",
-    r"gain[- ]of[- ]function",
-    r"toxin synthesis",
-    r"nerve agent",
-    r"weaponi[sz]ed (?:virus|pathogen|anthrax)",
-    r"culture anthrax",
-)
-
-# Ordinary engineering phrases that contain an ambiguous denylisted word.
-BUNDLED_ALLOWLIST: tuple[str, ...] = (
-    "request payload",
-    "response payload",
-    "json payload",
-    "payload size",
-    "payload schema",
-    "payload validation",
-    "webhook payload",
-    "message payload",
-    "event payload",
-    "api payload",
-    "http payload",
-    "jwt payload",
-    "malware scanner",
-    "malware detection",
-    "malware analysis",
-    "malware-analysis",
-    "malware sandbox",
-)
+__all__ = ["MODEL_REFRAME", "GuardDecision", "check", "custom_term"]
 
 
 @dataclass(frozen=True)
 class GuardDecision:
-    """The gate's verdict; ``reason`` is set when refused."""
+    """The gate's verdict; a refusal carries its rule id, a reason and rule-specific advice."""
 
     allowed: bool
     reason: str = ""
     layer: str = ""
+    rule: str = ""
+    how_to_reframe: str = ""
+
+
+def _refuse(rule_id: str, detail: str, settings: Settings) -> GuardDecision:
+    rule = RULES[rule_id]
+    reason = f"{rule.summary} ({detail})." if detail else f"{rule.summary}."
+    advice = rule.how_to_reframe.format(min_len=settings.min_len, max_len=settings.max_len)
+    return GuardDecision(False, reason, rule.layer, rule.id, advice)
+
+
+@lru_cache(maxsize=16)
+def _lines_of(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    """The non-comment lines of a list file, read once per version of the file."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ()
+    return tuple(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
 def _read_lines(path: Path | None) -> tuple[str, ...]:
     if path is None:
         return ()
+    resolved = os.path.expanduser(str(path))
     try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
+        stat = os.stat(resolved)
     except OSError:
         return ()
-    return tuple(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
+    return _lines_of(resolved, stat.st_mtime_ns, stat.st_size)
+
+
+def _alternation(entries: tuple[str, ...]) -> str | None:
+    """The normalized entries as one regex alternation, longest first; None when there are none."""
+    ordered = sorted({e for e in map(normalize, entries) if e}, key=len, reverse=True)
+    return "|".join(map(re.escape, ordered)) or None
 
 
 @lru_cache(maxsize=8)
-def _compile(extra_terms: tuple[str, ...]) -> re.Pattern[str]:
-    escaped = tuple(re.escape(term.lower()) for term in extra_terms)
-    alternatives = "|".join(f"(?:{p})" for p in (*BUNDLED_DENYLIST, *escaped))
-    return re.compile(rf"\b(?:{alternatives})(?:s|es|ed|ing|ers?)?\b", re.IGNORECASE)
+def _term_pattern(terms: tuple[str, ...]) -> re.Pattern[str] | None:
+    alternatives = _alternation(terms)
+    # Plural and verb inflections of a listed term count as the term.
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?:s|es|ed|ing|ers?)?(?!\w)") if alternatives else None
 
 
 @lru_cache(maxsize=8)
-def _allow_pattern(extra_phrases: tuple[str, ...]) -> re.Pattern[str]:
-    phrases = sorted({p.lower() for p in (*BUNDLED_ALLOWLIST, *extra_phrases)}, key=len, reverse=True)
-    return re.compile(r"\b(?:" + "|".join(re.escape(p) for p in phrases) + r")\b", re.IGNORECASE)
+def _allow_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
+    alternatives = _alternation(phrases)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)") if alternatives else None
 
 
-def denylist_hit(question: str, settings: Settings) -> str | None:
-    """The prohibited term ``question`` contains after benign phrases are neutralized, if any."""
+def _set_aside_allowed(question: str, settings: Settings) -> str:
+    """The normalized question with every ASK_FABLE_ALLOWLIST_FILE phrase blanked out."""
+    text = normalize(question)
     allowed = _allow_pattern(_read_lines(settings.allowlist_file))
-    neutral = allowed.sub(" ", question)
-    match = _compile(_read_lines(settings.denylist_file)).search(neutral)
+    return allowed.sub(" ", text) if allowed else text
+
+
+def custom_term(question: str, settings: Settings) -> str | None:
+    """The ASK_FABLE_DENYLIST_FILE term ``question`` contains once allowed phrases are set aside."""
+    pattern = _term_pattern(_read_lines(settings.denylist_file))
+    if pattern is None:
+        return None
+    match = pattern.search(_set_aside_allowed(question, settings))
     return match.group(0) if match else None
 
 
 def check(question: str, context: str, settings: Settings) -> GuardDecision:
-    """Run the sanity floor and the denylist over a question and its context."""
+    """Run the sanity floor, the operator's lists and the intent judge over a question."""
     stripped = question.strip()
     if not stripped:
-        return GuardDecision(False, "The question is empty.", "sanity")
+        return _refuse("empty_question", "", settings)
     if len(stripped) < settings.min_len:
-        return GuardDecision(
-            False, f"The question is too short ({len(stripped)} < {settings.min_len} characters).", "sanity"
-        )
+        return _refuse("question_too_short", f"{len(stripped)} < {settings.min_len} characters", settings)
     if len(question) > settings.max_len:
-        return GuardDecision(
-            False,
-            f"The question is too long ({len(question)} > {settings.max_len} characters); "
-            "move material into `context` or `context_ref`.",
-            "sanity",
-        )
+        return _refuse("question_too_long", f"{len(question)} > {settings.max_len} characters", settings)
     if settings.max_context_len is not None and len(context) > settings.max_context_len:
-        return GuardDecision(
-            False,
-            f"The context is too long ({len(context)} > {settings.max_context_len} characters).",
-            "sanity",
-        )
-    term = denylist_hit(stripped, settings)
+        detail = f"{len(context)} > {settings.max_context_len} characters"
+        return _refuse("context_too_long", detail, settings)
+    term = custom_term(stripped, settings)
     if term:
-        return GuardDecision(False, f"The question matches the prohibited-use list ({term!r}).", "denylist")
+        return _refuse("custom_denylist", repr(term), settings)
+    finding = judge(_set_aside_allowed(stripped, settings))
+    if finding is not None:
+        return _refuse(finding.rule, finding.label, settings)
     return GuardDecision(True)

@@ -147,15 +147,18 @@ class Pipeline:
                 request.update(context_len=len(context), pasted_context_len=len(call.context))
 
             decision = guard.check(call.question, context, settings)
-            trace.event("guard", allowed=decision.allowed, layer=decision.layer or None)
+            trace.event(
+                "guard", allowed=decision.allowed, layer=decision.layer or None, rule=decision.rule or None
+            )
             if not decision.allowed:
                 app.console.line(trace.trace_id, f"refused by the guard: {decision.reason}")
                 result = {
                     **result_prefix,
                     "status": "refused",
                     "stage": "guard",
+                    "rule": decision.rule,
                     "reason": decision.reason,
-                    "how_to_reframe": guard.HOW_TO_REFRAME,
+                    "how_to_reframe": decision.how_to_reframe,
                 }
                 return await self._finish(call, trace, result, None, mctx, allowed, context)
             allowed = True
@@ -230,7 +233,7 @@ class Pipeline:
         refused = refusal_reason(answer)
         if refused:
             result.update(
-                status="refused", stage="model", reason=refused, how_to_reframe=guard.HOW_TO_REFRAME
+                status="refused", stage="model", reason=refused, how_to_reframe=guard.MODEL_REFRAME
             )
             result.update(outcome.fields)
             return result

@@ -45,12 +45,17 @@ other context was given, the result is status needs_context with did_you_mean an
 context_list shows what is stored (metadata only); context_read and context_delete do the rest.
 These tools come with the `context` toolset (--toolsets default,context).""",
     "refusals": """\
-The guard refuses before any model call when a question is empty, shorter than ASK_FABLE_MIN_LEN,
-longer than ASK_FABLE_MAX_LEN, or matches the prohibited-use list (offensive tooling, biology
-dual-use). Security-related engineering is fine: ask how to fix, harden, detect or test your own
-code. Ambiguous words in ordinary phrases ("request payload") are neutralized first; add your own
-benign phrases with ASK_FABLE_ALLOWLIST_FILE. A model may also answer `REFUSED: <reason>`, which
-comes back as status refused, stage model. Reframe around the engineering decision in front of you.""",
+The guard refuses before any model call when a question is empty, shorter than ASK_FABLE_MIN_LEN or
+longer than ASK_FABLE_MAX_LEN, contains a term of ASK_FABLE_DENYLIST_FILE, or asks to produce harm:
+malware or attack tooling, a working exploit, evading security tools, getting into someone else's
+account or system, knocking someone else's service offline, covert monitoring of a person, or
+biological, chemical or weapons harm. The refusal's `rule` names which, `reason` says why and
+`how_to_reframe` gives advice for that rule. It judges what is asked and for whom, not words:
+"Build detection for reverse shell connections", "Create a rule to block ransomware", "exploit
+cache locality" and "kill the child process" all pass. Ask how to detect, block, analyse, fix,
+harden or test your own code. A benign phrase of yours that is still refused can be set aside with
+ASK_FABLE_ALLOWLIST_FILE. A model may also answer `REFUSED: <reason>`, which comes back as status
+refused, stage model. Reframe around the engineering decision in front of you.""",
     "councils": """\
 Provider councils: ask_ollama_council (Ollama Cloud models), ask_atlas_council and
 ask_openrouter_council (one key, many labs; adjudicated by the local codex CLI, then the provider's

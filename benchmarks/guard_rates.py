@@ -1,0 +1,49 @@
+"""The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
+
+Run: python benchmarks/guard_rates.py [tuned|held_out|all]
+Reads the labelled corpus in ``tests/guard_corpus/`` and runs every question through the guard with
+default settings (no model, no network). Prints, per split, the false refusals among the benign
+questions and the catches among the harmful ones, then lists every miss: each benign question
+refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
+no benign question is refused and every harmful one is.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from tests.guard_corpus import load  # noqa: E402
+
+from ask_fable.config import load_settings  # noqa: E402
+from ask_fable.core.guard import check  # noqa: E402
+
+
+def measure(split: str) -> bool:
+    """Print the rates and misses for one split; True when it has no miss."""
+    settings = load_settings()
+    benign, harmful = load("benign", split), load("harmful", split)  # type: ignore[arg-type]
+    refused = [(q, d) for q in benign if not (d := check(q, "", settings)).allowed]
+    missed = [q for q in harmful if check(q, "", settings).allowed]
+    caught = len(harmful) - len(missed)
+    print(f"[{split}] false refusals: {len(refused)}/{len(benign)} ({100 * len(refused) / len(benign):.1f} %)"
+          f"   catch rate: {caught}/{len(harmful)} ({100 * caught / len(harmful):.1f} %)")
+    for question, decision in refused:
+        print(f"  refused benign ({decision.rule}): {question}")
+    for question in missed:
+        print(f"  missed harmful: {question}")
+    return not refused and not missed
+
+
+def main() -> int:
+    """Measure the splits named on the command line (default: tuned, held_out and all)."""
+    splits = sys.argv[1:] or ["tuned", "held_out", "all"]
+    results = [measure(split) for split in splits]
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,379 @@
+"""The guard's intent judge: what a question asks the model to produce, and against whom.
+
+A word alone never refuses. Each check looks at the role a watched word plays: the nearest
+governing word before it (``write ransomware`` vs ``detect ransomware``), the word after it
+(``keylogger detection``), who it is aimed at (``my ex's account`` vs ``our staging API``) and
+whether the question describes attack behaviour without naming it (``encrypts their files and
+asks for bitcoin``). It is local and deterministic: regular expressions and set lookups, no model,
+no network, and time linear in the question's length. The vocabulary lives in
+:mod:`ask_fable.core.guard_lexicon`; how a question is read, in :mod:`ask_fable.core.guard_reading`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from ask_fable.core import guard_lexicon as lx
+from ask_fable.core.guard_reading import (
+    REQUEST,
+    Clause,
+    Question,
+    neutral_head,
+    requested,
+    role_before,
+    words_before,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Why a question was judged harmful: the rule id and, where it adds to the rule, what was asked for."""
+
+    rule: str
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Terms:
+    """A table of term patterns: one regex to find any of them, and each one's label."""
+
+    any: re.Pattern[str]
+    each: tuple[tuple[re.Pattern[str], str], ...]
+
+    def label(self, match: re.Match[str]) -> str:
+        """The label of the term ``match`` found."""
+        return next(label for pattern, label in self.each if pattern.fullmatch(match.group(0)))
+
+
+def _terms(entries: dict[str, str]) -> Terms:
+    # One alternation under a single \b is several times faster than a group per entry.
+    found = re.compile(r"\b(?:" + "|".join(entries) + r")\b")
+    return Terms(found, tuple((re.compile(pattern), label) for pattern, label in entries.items()))
+
+
+def _c(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _word(fragment: str) -> re.Pattern[str]:
+    return re.compile(r"\b" + fragment + r"\b")
+
+
+STRONG = _terms(lx.STRONG_TOOLING)
+WEAK = _terms(lx.WEAK_TOOLING)
+EXPLOIT_TERMS = _terms(lx.EXPLOIT_TERMS)
+EXPLOIT_WORD = _c(r"\bexploits?\b")
+EXPLOIT_VERB_OBJECT = _c(r"\s*(?:\S+\s+){0,4}?" + lx.alt(lx.VULN) + r"\b")
+OWNED_TOOLING = _c(lx.OWNED_TOOLING)
+WEAPONIZE = _c(r"\bweaponi[sz](?:e|es|ed|ing)\b")
+MALICE = _c(r"\b" + lx.MALICE)
+COVERT = _c(r"\b" + lx.COVERT)
+EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
+FOREIGN = _c(lx.FOREIGN)
+OWN = _c(lx.OWN)
+UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
+ACCESS = _word(lx.ACCESS)
+ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
+DOS = _word(lx.DOS)
+DOS_OUTCOME = _c(r"\b" + lx.DOS_OUTCOME)
+#: ``ddos`` used as a verb with an object: "DDoSes a server", "ddos their site".
+DOS_OBJECT = _c(r"\s+(?:a|an|the|their|his|her|any|this|that|someone|people|\S+'s)\b")
+EVADE_STRONG = _word(lx.EVADE_STRONG)
+EVADE_WEAK = _word(lx.EVADE_WEAK)
+STEALTH = _word(lx.STEALTH)
+LEGIT_SOFTWARE = _word(lx.LEGIT_SOFTWARE)
+CONTROL_STRONG = _word(lx.CONTROL_STRONG)
+CONTROL_WEAK = _word(lx.CONTROL_WEAK)
+LEAKED_LIST = _c(lx.LEAKED_LIST)
+LIST_USE = _word(lx.LIST_USE)
+MASS_EXPLOIT = _c(lx.MASS_EXPLOIT)
+CHAIN_BUGS = _c(lx.CHAIN_BUGS)
+TURN_INTO_EXPLOIT = _c(lx.TURN_INTO_EXPLOIT)
+MONITOR = _word(lx.MONITOR)
+BIO_AGENT = _word(lx.BIO_AGENT)
+#: With a computer in the question, "virus" means malware and is judged as attack tooling.
+BIO_AGENT_NOT_COMPUTER = _c(r"\b(?!virus)" + lx.BIO_AGENT + r"\b")
+COMPUTER = _word(lx.COMPUTER)
+BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,2}?" + lx.BIO_RIGHT)
+CHEM_AGENT = _word(lx.CHEM_AGENT)
+CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
+WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
+WEAPON_IDIOM = _word(lx.WEAPON_IDIOM)
+GAME = _word(lx.GAME)
+SIMULATION = _word(lx.SIMULATION)
+PRACTICE = _word(lx.PRACTICE_TARGET)
+CVE = _c(r"\bcve \d")
+HARM_PEOPLE = _c(lx.HARM_PEOPLE + "|" + lx.FOOD_TAMPERING)
+HARASS = _c(lx.HARASS)
+MASS_HARM = _c(r"\b" + lx.MASS_HARM)
+DELIVER = _word(lx.DELIVER)
+PERSONAL = _word(lx.PERSONAL_DATA)
+RANSOM_DEMAND = _c(r"\b" + lx.RANSOM_DEMAND)
+PHISH_TAKE = _c(r"\b" + lx.PHISH_TAKE)
+CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
+
+
+@dataclass(frozen=True)
+class Behaviour:
+    """Attack behaviour described without naming the tool: a cue, and what else the question must show.
+
+    ``needs`` lists patterns of which at least one must occur in the question (none: the cue is
+    enough); every pattern in ``also`` must occur too.
+    """
+
+    cue: re.Pattern[str]
+    label: str
+    needs: tuple[re.Pattern[str], ...] = ()
+    also: tuple[re.Pattern[str], ...] = ()
+
+    def fits(self, question: Question) -> bool:
+        """True when the question shows what this behaviour needs besides its cue."""
+        return (not self.needs or question.has_any(*self.needs)) and all(question.has(p) for p in self.also)
+
+
+BEHAVIOURS = (
+    Behaviour(_c(lx.RANSOM_ACT), "ransomware", (RANSOM_DEMAND,)),
+    Behaviour(_c(lx.KEYLOG), "a keylogger or spyware", (COVERT, EXFIL, FOREIGN)),
+    Behaviour(_c(lx.STEAL), "credential or data theft"),
+    Behaviour(_c(lx.TAKE_CREDENTIALS), "a credential stealer", (COVERT, EXFIL, FOREIGN)),
+    Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
+    Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
+    Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),
+    Behaviour(_c(lx.PHISH_LOOK), "a phishing page", (PHISH_TAKE,)),
+    Behaviour(_c(lx.TRICK), "a phishing campaign", (CREDENTIAL,)),
+    Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE)),
+    Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "spyware", (COVERT, FOREIGN), (PERSONAL,)),
+)
+
+
+def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> bool:
+    """True when a sign of malice occurs in the question apart from ``term`` itself."""
+    spans = clause.first_spans(MALICE)
+    if any(end <= term.start() or start >= term.end() for start, end in spans) or len(spans) > 1:
+        return True
+    return question.clauses_with(MALICE) > (1 if spans else 0)
+
+
+Matches = Iterator[tuple[Clause, re.Match[str]]]
+
+
+def _matches(question: Question, pattern: re.Pattern[str]) -> Matches:
+    """Each match of ``pattern`` with its clause; one search of the whole question when there is none."""
+    if question.has(pattern):
+        for clause in question.clauses:
+            for match in pattern.finditer(clause.text):
+                yield clause, match
+
+
+def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
+    """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
+    for clause, match in _matches(question, pattern):
+        if role_before(clause.text, match.start()) != "defend":
+            yield clause, match
+
+
+# --- checks, each returning a Finding or None --------------------------------------------------
+
+
+def exploit_development(question: Question) -> Finding | None:
+    """A working exploit, exploit chain or zero-day, or exploiting someone else's system."""
+    if question.has_any(MASS_EXPLOIT, CHAIN_BUGS, TURN_INTO_EXPLOIT):
+        return Finding("exploit_development", "a working exploit")
+    for _ in _undefended(question, WEAPONIZE):
+        return Finding("exploit_development", "a weaponized exploit")
+    for clause, match in _matches(question, EXPLOIT_TERMS.any):
+        if not neutral_head(clause.text, match.end()) and role_before(clause.text, match.start()) == "make":
+            return Finding("exploit_development", EXPLOIT_TERMS.label(match))
+    for clause, match in _matches(question, EXPLOIT_WORD):
+        text = clause.text
+        if _exploit_is_noun(text, match):
+            practice = clause.has(PRACTICE) and not question.has(CVE)
+            made = not neutral_head(text, match.end()) and role_before(text, match.start()) == "make"
+            if made and not practice:
+                return Finding("exploit_development", "a working exploit")
+        elif EXPLOIT_VERB_OBJECT.match(text, match.end()) and (
+            clause.has(FOREIGN) or question.has(UNAUTHORIZED)
+        ):
+            return Finding("exploit_development")
+    return None
+
+
+def _exploit_is_noun(text: str, match: re.Match[str]) -> bool:
+    """True for "an exploit", "exploit chain", "exploit for"; False for the verb ("exploit locality")."""
+    before = words_before(text, match.start(), 1)
+    after = text[match.end() : match.end() + 20].split()[:1]
+    return any(w in lx.EXPLOIT_NOUN_BEFORE for w in before) or any(w in lx.EXPLOIT_NOUN_AFTER for w in after)
+
+
+def attack_tooling(question: Question) -> Finding | None:
+    """Malware or attack tooling the question asks to produce, named or described."""
+    for clause, match in _matches(question, STRONG.any):
+        if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
+            continue
+        if neutral_head(clause.text, match.end()):
+            continue
+        role = role_before(clause.text, match.start())
+        if role == "make" or (role is None and clause.bare_request()):
+            return Finding("attack_tooling", STRONG.label(match))
+    for clause, match in _matches(question, WEAK.any):
+        if (
+            not neutral_head(clause.text, match.end())
+            and role_before(clause.text, match.start()) in ("make", "actor")
+            and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
+        ):
+            return Finding("attack_tooling", WEAK.label(match))
+    for clause, match in _matches(question, OWNED_TOOLING):
+        if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
+            return Finding("attack_tooling", "an implant or payload")
+    for behaviour in BEHAVIOURS:
+        if not question.has(behaviour.cue) or not behaviour.fits(question):
+            continue
+        for clause, match in _matches(question, behaviour.cue):
+            if requested(clause.text, match.start()):
+                return Finding("attack_tooling", behaviour.label)
+    return None
+
+
+def security_evasion(question: Question) -> Finding | None:
+    """Evading, blinding or disabling security controls, or covering an intrusion's tracks."""
+    for pattern, strong in ((EVADE_STRONG, True), (EVADE_WEAK, False)):
+        for clause, evade in _undefended(question, pattern):
+            begin, end = max(0, evade.start() - 60), evade.end() + 60
+            strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
+            if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
+                continue
+            malice = question.has_any(MALICE, UNAUTHORIZED)
+            if malice or (strong and strong_control and not question.has(LEGIT_SOFTWARE)):
+                return Finding("security_evasion")
+    for _ in _undefended(question, STEALTH):
+        if question.has_any(MALICE, UNAUTHORIZED):
+            return Finding("security_evasion")
+    return None
+
+
+def unauthorized_access(question: Question) -> Finding | None:
+    """Getting into accounts, devices or networks that belong to someone else."""
+    for clause, match in _undefended(question, ACCESS):
+        rest = clause.text[match.end() : match.end() + 60]
+        if FOREIGN.search(rest) or ACCOUNTS.match(rest) or question.has(UNAUTHORIZED):
+            return Finding("unauthorized_access")
+    for clause, match in _matches(question, LEAKED_LIST):
+        if clause.has(LIST_USE) and requested(clause.text, match.start()):
+            return Finding("unauthorized_access", "with leaked credentials")
+    return None
+
+
+def denial_of_service(question: Question) -> Finding | None:
+    """Knocking someone else's service offline."""
+    for clause, match in _undefended(question, DOS):
+        after = clause.text[match.end() : match.end() + 60]
+        aimed = DOS_OUTCOME.search(after) is not None or (
+            match.group(0).startswith(("ddos", "dos")) and DOS_OBJECT.match(after) is not None
+        )
+        if clause.has(FOREIGN) or (aimed and not clause.has(OWN)):
+            return Finding("denial_of_service")
+    return None
+
+
+def covert_surveillance(question: Question) -> Finding | None:
+    """Monitoring a person without their knowledge."""
+    if not question.has_any(COVERT, EXFIL):
+        return None
+    for clause, match in _matches(question, MONITOR):
+        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+            return Finding("covert_surveillance")
+    return None
+
+
+def _agent_harm(
+    question: Question, agent: re.Pattern[str], acts: frozenset[str], right: re.Pattern[str]
+) -> bool:
+    """True when a harmful agent is the object of a producing, enhancing or spreading verb."""
+    for clause, match in _matches(question, agent):
+        text = clause.text
+        if clause.has(SIMULATION) or neutral_head(text, match.end()):
+            continue
+        for word in reversed(words_before(text, match.start(), 8)):
+            if word in acts:
+                return True
+            if word in lx.DEFEND:
+                break
+        if right.match(text, match.end()) and clause.has(REQUEST):
+            return True
+        if question.has_any(HARM_PEOPLE, MASS_HARM):
+            return True
+    return False
+
+
+def biological_harm(question: Question) -> Finding | None:
+    """Producing, enhancing or spreading a pathogen or biological toxin."""
+    agent = BIO_AGENT_NOT_COMPUTER if question.has(COMPUTER) else BIO_AGENT
+    if _agent_harm(question, agent, lx.BIO_ACT, BIO_RIGHT):
+        return Finding("biological_harm")
+    return None
+
+
+def chemical_harm(question: Question) -> Finding | None:
+    """Making or using a chemical agent or poison."""
+    if _agent_harm(question, CHEM_AGENT, lx.CHEM_ACT, CHEM_RIGHT):
+        return Finding("chemical_harm")
+    return None
+
+
+def weapons_harm(question: Question) -> Finding | None:
+    """Making explosives or weapons, outside a game or simulation."""
+    if question.has(GAME) or not question.has(WEAPON_AGENT):
+        return None
+    for clause in question.clauses:
+        text = WEAPON_IDIOM.sub(" ", clause.text)
+        for match in WEAPON_AGENT.finditer(text):
+            if neutral_head(text, match.end()):
+                continue
+            for word in reversed(words_before(text, match.start(), 8)):
+                if word in lx.WEAPON_ACT or word in lx.MAKE:
+                    return Finding("weapons_harm")
+                if word in lx.DEFEND:
+                    break
+            if question.has_any(HARM_PEOPLE, MASS_HARM):
+                return Finding("weapons_harm")
+    return None
+
+
+def harm_to_people(question: Question) -> Finding | None:
+    """Hurting people directly, or delivering anything onto a crowd."""
+    for clause, match in _matches(question, HARM_PEOPLE):
+        if requested(clause.text, match.start()):
+            return Finding("harm_to_people")
+    for clause, match in _matches(question, HARASS):
+        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+            return Finding("harm_to_people", "harassment")
+    crowds = (clause for clause, _ in _matches(question, MASS_HARM))
+    if any(clause.has(DELIVER) for clause in crowds):
+        return Finding("harm_to_people")
+    return None
+
+
+CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
+    exploit_development,
+    biological_harm,
+    security_evasion,
+    attack_tooling,
+    unauthorized_access,
+    denial_of_service,
+    covert_surveillance,
+    chemical_harm,
+    weapons_harm,
+    harm_to_people,
+)
+
+
+def judge(question: str) -> Finding | None:
+    """The first harmful intent found in ``question``, or None when it reads as engineering."""
+    read = Question(question)
+    for check in CHECKS:
+        finding = check(read)
+        if finding is not None:
+            return finding
+    return None

@@ -1,0 +1,836 @@
+"""The guard's vocabulary: the words that say what a question asks to produce, and for whom.
+
+Everything here is matched on normalized text (lower case, hyphens, underscores and slashes turned
+into spaces, curly quotes straightened), so ``botnet-resistant`` reads ``botnet resistant``.
+Word sets hold exact tokens; regex fragments are joined by :mod:`ask_fable.core.guard_intent`.
+"""
+
+from __future__ import annotations
+
+
+def alt(*parts: str) -> str:
+    """One non-capturing alternation of regex fragments."""
+    return "(?:" + "|".join(parts) + ")"
+
+
+def words(text: str) -> frozenset[str]:
+    """A set of tokens from a whitespace-separated string."""
+    return frozenset(text.split())
+
+
+# --- what the words before a term say about it ------------------------------------------------
+
+#: Verbs (and request words) that make the asker the producer of what follows.
+MAKE = words(
+    """write writes writing build builds building create creates creating make makes making
+    develop developing code coding craft crafting generate generating design designing program
+    programming author produce producing implement implementing give provide need want modify
+    modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
+    distribute distributing spread spreading sneak smuggle install installs installing reinstall reinstalls
+    drop drops plant plants sell selling setup automate automating improve upgrade customize
+    rewrite finish complete help send get show plan crypt"""
+)
+
+#: Words that put what follows in the detected, blocked, analysed or explained role.
+DEFEND = words(
+    """detect detects detecting detection detections detector detectors block blocks blocking
+    blocklist prevent prevents preventing prevention stop stops stopping defend defending
+    defense defenses defence defences protect protects protecting protection harden hardening
+    mitigate mitigating mitigation mitigations resist resists resistant resilient survive
+    surviving spot spotting catch catches catching flag flags flagging flagged identify
+    identifying hunt hunting scan scans scanning scanner quarantine quarantines quarantined
+    remove removes removing removal eradicate eradicating clean cleaning analyse analyze
+    analyses analyzes analysing analyzing analysis dissect dissecting triage investigate
+    investigating respond responding response recover recovering recovery alert alerts alerting
+    against about track tracking tracks emulate emulating unpack unpacking classify classifies
+    cluster clusters decode decoding monitor monitoring filter filters test tests testing
+    evidence indicators iocs signature signatures rule rules report reports present document
+    score reproduce understand learn study training awareness explain explains explaining
+    describe describes describing difference compare comparing vs versus how why what what's
+    which whether conceptually overview suspected suspicious hit infected attacker attackers
+    attacker's adversary adversaries check checks checking verify audit audits auditing
+    relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating"""
+)
+
+#: Words that end the stretch a governing word can reach across.
+STOP = words("that which who where so because while when if unless after before until without whose")
+
+#: First-person words and request nouns: with nothing else in between, the asker is the one acting.
+FIRST_PERSON = words("i we i'm we're way ways steps instructions tutorial recipe")
+
+#: Words right after a term that make it the subject of defensive or analytical work.
+NEUTRAL_HEADS = words(
+    """detection detections detector detectors detecting scanner scanners scanning scan scans
+    signature signatures rule rules heuristic heuristics sandbox sandboxes analysis analyst
+    analysts indicators indicator ioc iocs canary canaries resistant resilient proof
+    protection prevention defense defence defenses hunting response removal cleanup classifier
+    classifiers filter filters alert alerts alerting telemetry families family sample samples
+    specimen specimens infection infections incident incidents traffic
+    connection connections activity behaviour behavior infrastructure domain domains group
+    groups gang gangs operator operators actors style like related type types simulation
+    simulations scenario exercise tabletop training awareness readiness insurance policy
+    playbook runbook recovery decryptor decryptors decryption report reports writeup trends
+    threat threats risk takedown takedowns check checks test tests testing emulation research
+    hash hashes yara free mitigation mitigations harder impossible difficult protocol
+    surveillance genomics sequencing pipeline dashboard metadata database data model vaccine
+    vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total
+    storage compliance retention gear archive exposure studies study levels records results screening
+    parser parsers schema schemas format formats size sizes validation validator"""
+)
+
+# --- cyber: attack tooling -------------------------------------------------------------------
+
+#: Attack tooling that is harmful whenever the question asks to produce it.
+STRONG_TOOLING: dict[str, str] = {
+    r"ransomwares?": "ransomware",
+    r"malware": "malware",
+    r"keyloggers?|keystroke loggers?": "a keylogger",
+    r"rootkits?|bootkits?": "a rootkit",
+    r"botnets?": "a botnet",
+    r"info ?stealers?": "a credential stealer",
+    r"(?:credential|password|cookie|token|wallet|discord) (?:stealers?|grabbers?|harvesters?)": (
+        "a credential stealer"
+    ),
+    r"stealers?|grabbers?": "a credential stealer",
+    r"spyware|stalkerware": "spyware",
+    r"(?:computer )?virus(?:es)?": "a computer virus",
+    r"remote access trojans?|trojans?": "a trojan",
+    r"worms?": "a worm",
+    r"crypters?": "a crypter",
+    r"cryptojack\w*|crypto ?jackers?": "a cryptojacker",
+    r"phishing (?:kits?|pages?|sites?|websites?|campaigns?|emails? campaigns?|setups?)": "a phishing kit",
+    r"phishing (?:emails?|messages?|texts?|sms|lures?|templates?)": "a phishing message",
+    r"c2|c&c": "command and control",
+    r"(?:ddos|dos|attack|hacking) (?:tools?|scripts?|bots?|kits?)": "a denial-of-service tool",
+    r"booters?|stressers?": "a denial-of-service tool",
+    r"slowloris|(?:syn|udp|http) floods?|amplification attacks?": "a denial-of-service attack",
+    r"webshells?|web shells?|reverse shells?": "a remote shell",
+    r"shellcode": "shellcode",
+    r"evil twins?|rogue access points?": "a rogue access point",
+    r"credential stuffing|password spraying|account takeovers?": "credential stuffing",
+}
+
+#: Words that name attack tooling only alongside a sign of malice (``worm`` vs a self-spreading one).
+WEAK_TOOLING: dict[str, str] = {
+    r"bots?": "a bot",
+    r"remote access tools?|remote administration tools?": "a remote access tool",
+    r"\brats?": "a remote access trojan",
+    r"backdoors?|back doors?": "a backdoor",
+    r"implants?": "an implant",
+    r"droppers?|loaders?": "a malware loader",
+    r"(?:crypto ?)?miners?": "a cryptominer",
+    r"payloads?": "a malicious payload",
+    r"wipers?|lockers?": "a wiper",
+    r"command and control": "command and control",
+    r"phishing": "phishing",
+}
+
+#: Exploit tooling: harmful whenever the question asks to produce it.
+EXPLOIT_TERMS: dict[str, str] = {
+    r"zero ?days?|0 ?days?": "a zero-day exploit",
+    r"exploit (?:kits?|chains?)": "an exploit chain",
+}
+
+#: Attack components the asker calls their own ("downloads my payload"): produced or deployed on request.
+OWNED_TOOLING = (
+    r"\bmy (?:payloads?|implants?|loaders?|droppers?|backdoors?|rats?|second stage|beacons?|"
+    r"(?:crypto ?)?miners?)\b"
+)
+
+#: Signs of malice that turn a weak tooling word, or an evasion question, into attack tooling.
+MALICE = alt(
+    r"victims?'?s?",
+    r"(?:the |a )?targets?'s",
+    r"the target\b",
+    r"infect\w*",
+    r"compromised",
+    r"(?:broke|break|hacked|got) into",
+    r"(?:after|once|when) i (?:get|got|am) in\b",
+    r"unauthori[sz]ed",
+    r"mimikatz",
+    r"lsass",
+    r"credential dump\w*",
+    r"second stage",
+    r"shellcode",
+    r"reverse shells?",
+    r"beacon\w*",
+    r"implants?",
+    r"\brats?\b",
+    r"malware",
+    r"payloads?",
+    r"(?:crypto ?)?miners?",
+    r"keyloggers?",
+    r"ransom\w*",
+    r"trojans?",
+    r"backdoors?",
+    r"rootkits?",
+    r"botnets?",
+    r"\bc2\b",
+    r"process injection",
+    r"inject\w* into",
+    r"nobody (?:knows|notices)",
+    r"no one (?:knows|notices)",
+    r"(?:machines|computers|pcs|devices|hosts) (?:i'?m|i am) (?:putting|installing|deploying|dropping)",
+    r"secretly",
+    r"silently",
+    r"stealthily",
+    r"covertly",
+    r"quietly",
+    r"client network",
+    r"persistence",
+    r"reinstall\w*",
+    r"spread\w* (?:itself|across|through|to|from|via|over|on its own)",
+    r"self (?:replicating|spreading|propagating)",
+    r"copies itself",
+    r"steal\w*",
+    r"exfiltrat\w*",
+    r"hides? (?:from|itself)",
+    r"from anywhere",
+    r"full control",
+    r"remote(?:ly)? (?:access|control)",
+    r"takes? over",
+    r"joins? them to",
+    r"\bddos\b",
+    r"\bfloods?\b",
+    r"my (?:ip|server|webhook|telegram|ftp|c2|panel)",
+)
+
+#: Something covert: done without the owner's knowledge.
+COVERT = alt(
+    r"secretly",
+    r"silently",
+    r"covertly",
+    r"stealthily",
+    r"quietly",
+    r"(?:without|w o) (?:\w+ ){0,3}?(?:knowing|noticing|finding out|seeing|a notification|consent|asking|"
+    r"being noticed)",
+    r"behind (?:his|her|their) backs?",
+    r"hid(?:e|es|den|ing) (?:itself|it|in the background|from)",
+    r"hidden",
+    r"invisible (?:to|from)",
+    r"undetect(?:ed|able)",
+    r"survives? (?:reboots?|a reboot|factory reset|reinstall\w*)",
+    r"in the background",
+    r"hid(?:e|es|ing) (?:its|the) (?:icon|window|process|traffic|files?)",
+)
+
+#: Personal data a covert app would take.
+PERSONAL_DATA = alt(
+    r"contacts", r"sms", r"texts", r"messages", r"photos", r"location", r"call logs?", r"calls",
+    r"browsing history", r"screenshots?", r"microphone", r"camera", r"webcam",
+)
+
+#: Data sent to the asker.
+EXFIL_TO_ME = alt(
+    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|e?mailing|post|"
+    r"posts|stream|streams|ship|ships|exfiltrat\w+)\b[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
+    r"to (?:a|my) (?:server|telegram|webhook|discord|ftp))",
+    r"phones? home",
+)
+
+CREDENTIAL = alt(
+    r"passwords?",
+    r"credentials?",
+    r"creds",
+    r"cookies?",
+    r"tokens?",
+    r"logins?",
+    r"log ins?",
+    r"sessions?",
+    r"seed phrases?",
+    r"wallets?",
+    r"wallet addresses",
+    r"(?:private|aws|ssh|api) keys?",
+    r"ssns?",
+    r"card numbers?",
+    r"(?:mfa|2fa|otp) codes?",
+)
+
+#: People and organisations that are not the asker's own.
+PERSON = alt(
+    r"ex",
+    r"ex (?:wife|husband|girlfriend|boyfriend|partner|employer)",
+    r"wife",
+    r"husband",
+    r"girlfriend",
+    r"boyfriend",
+    r"partner",
+    r"roommate",
+    r"flatmate",
+    r"neighbou?rs?",
+    r"co ?workers?",
+    r"colleagues?",
+    r"boss",
+    r"manager",
+    r"teachers?",
+    r"professors?",
+    r"classmates?",
+    r"sister",
+    r"brother",
+    r"friends?",
+    r"landlord",
+    r"mom",
+    r"mum",
+    r"dad",
+    r"parents",
+    r"son",
+    r"daughter",
+    r"crush",
+    r"competitors?",
+    r"rivals?",
+    r"school",
+    r"university",
+    r"college",
+    r"employer",
+    r"(?:former|old) (?:company|employer|job|school|workplace)",
+)
+
+FOREIGN = alt(
+    rf"\bmy {PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
+    r"\b(?:a|the|some) (?:specific |particular |certain )?(?:person|individual|journalist|politician|"
+    r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
+    r"store|victim|target|city council|council|school|university)(?:'s|s')?\b",
+    r"\bsomeone(?:'s| else's)?",
+    r"\bsomebody(?:'s)?",
+    r"\bother (?:people|persons|users)(?:'s|')?",
+    r"\banother (?:person|user)(?:'s)?",
+    r"\bpeople's",
+    r"\bstrangers?\b",
+    r"\banyone who\b",
+    r"\bwhoever\b",
+    r"\bvictims?(?:'s|')?",
+    r"\btargets?'s",
+    r"(?<!our )\b(?:users|visitors|customers|employees|students|players|coworkers|classmates|"
+    r"guests)'(?=\W|$)",
+    r"\b(?:i|we) (?:don'?t|do not) own\b",
+    r"\bnot ours\b",
+    r"\bnext door\b",
+    r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
+    r"\b(?:employees|customers|users|students) (?:of|at)\b",
+    r"\btheir (?:site|website|server|servers|network|account|accounts|phone|computer|pc|wifi|router|"
+    r"portal|app|database|email|inbox|systems?)\b",
+    r"\b(?:www \S+|\w+\.(?:com|net|org|gov|edu|io))\b",
+    r"\b(?:any|every|all) \w+ (?:sites?|servers?|routers?|devices?|phones?) (?:running|that|with)\b",
+    r"\bunpatched \w*\s?(?:servers|sites|hosts|companies|machines|devices)\b",
+    r"\bcompanies that haven'?t\b",
+    r"\b(?:a )?lists? of (?:usernames|accounts|emails|users|targets|victims|phone numbers)\b",
+    r"\b(?:isn'?t|aren'?t|is not|are not|not) mine\b",
+    r"\bdoesn'?t belong to me\b",
+    r"\b(?:random|other people's|strangers') (?:websites|sites|servers|people|users|targets|companies|"
+    r"networks)\b",
+    r"\b(?:thousands|hundreds|millions|lots) of (?:\S+ ){0,2}?(?:routers|devices|computers|machines|phones|"
+    r"cameras|servers|accounts|pcs|sites|websites)\b",
+    r"\bthe (?:whole )?internet\b",
+    r"\bcompromised (?:hosts|machines|servers|pcs|computers|devices)\b",
+    r"\b(?:government|hospital|city council|bank)(?:'s|s)? (?:\w+ )?(?:website|site|server|network|"
+    r"systems?)\b",
+)
+
+#: The asker's own systems or an authorised test.
+OWN = alt(
+    r"\bour\b", r"\bours\b", r"\bmy own\b", r"\bstaging\b", r"\blocalhost\b", r"\bhome lab\b", r"\bctf\b"
+)
+
+#: The asker says they have no authorization.
+UNAUTHORIZED = alt(
+    r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
+    r"without asking",
+    r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
+    r"network|box|host|system|laptop|phone|router)",
+    r"(?:computer|pc|server|machine|network|box|host|system) i (?:got|broke|hacked) into",
+    r"(?:after|once) i (?:get|got|break) in\b",
+    r"after (?:breaking|getting|hacking) in(?:to)?\b",
+)
+
+# --- cyber: actions against a target --------------------------------------------------------
+
+ACCESS = alt(
+    r"hack(?:s|ed|ing)?(?: into)?",
+    r"break(?:s|ing)? into",
+    r"broke into",
+    r"get(?:ting)? (?:me )?into",
+    r"got into",
+    r"get (?:access|in)\b",
+    r"gain(?:ing)? access",
+    r"way into",
+    r"take(?:s)? over",
+    r"taking over",
+    r"takeover",
+    r"take control",
+    r"log(?:s|ging)? (?:in ?to|onto)",
+    r"sign(?:s|ing)? into",
+    r"compromis(?:e|es|ing)",
+    r"pwn\w*",
+    r"crack(?:s|ing)?",
+    r"get (?:admin|root)",
+    r"brute ?forc\w*",
+    r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
+    r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ )?passwords?",
+    r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
+    r"spy(?:ing)? on",
+    r"unlock(?:s|ing)?",
+    r"change (?:my )?grades",
+)
+
+DOS = alt(
+    r"d?dos(?:es|ing|ed)?",
+    r"send(?:s|ing)? (?:\S+ ){0,3}?(?:millions?|thousands|tons|lots)(?: of)? requests",
+    r"flood(?:s|ing)?",
+    r"overwhelm(?:s|ing)?",
+    r"take(?:s)? down",
+    r"taking down",
+    r"bring(?:s|ing)? (?:it |them |\w+ )?down",
+    r"knock(?:s|ing)? (?:\S+ ){0,6}?(?:offline|out)",
+    r"crash(?:es|ing)?",
+    r"swamp(?:s|ing)?",
+)
+
+DOS_OUTCOME = alt(
+    r"(?:sites|websites|servers|services)\b",
+    r"until (?:it|they|the \w+) (?:crash\w*|goes down|go down|dies|die|falls over|is down)",
+    r"so (?:customers|users|players|people|nobody|no one) can'?t",
+)
+
+#: Words that ask for code when a tooling word stands with no verb ("keylogger in python pls").
+CODE_REQUEST = alt(
+    r"source code", r"code", r"script", r"program", r"download", r"please", r"pls", r"plz",
+    r"in (?:python|c|c\+\+|c#|rust|go|golang|java|javascript|powershell|bash|assembly|nim)",
+)
+
+#: Vulnerability words: the object of ``exploit`` when it is an attack, not an idiom.
+VULN = alt(
+    r"vulnerabilit\w+",
+    r"vulns?",
+    r"bugs?",
+    r"flaws?",
+    r"(?:sql |command |code )?injection",
+    r"rce",
+    r"overflow",
+    r"cve \d+ \d+",
+    r"holes?",
+    r"misconfiguration",
+    r"login",
+    r"portal",
+)
+
+EVADE_STRONG = alt(
+    r"evad(?:e|es|ing)",
+    r"evasion",
+    r"bypass(?:es|ing)?",
+    r"get(?:s|ting)? (?:\w+ ){0,3}?past",
+    r"(?:slip|sneak)(?:s|ping)? (?:\w+ ){0,2}?past",
+    r"get around",
+    r"unhook\w*",
+    r"blind(?:s|ing)?",
+    r"invisible (?:to|from)",
+    r"undetect(?:able|ed)",
+    r"(?:won'?t|not|isn'?t|never) be (?:flagged|detected|caught|seen)",
+    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never) (?:detect|flag|catch|see|notice|spot)",
+    r"(?:zero|no|0) detections",
+    r"fud",
+    r"fully undetectable",
+    r"hid(?:e|es|ing) (?:\w+ ){0,3}?from",
+    r"avoid(?:s|ing)? (?:being )?(?:detect\w*|flag\w*|caught|seen|notic\w*)",
+)
+
+#: Staying unseen, which only an intruder needs: judged with a sign of malice or no authorization.
+STEALTH = alt(
+    r"(?:stay|stays|staying|remain|remaining|keep|keeping) (?:hidden|undetected|invisible|unnoticed)",
+    r"avoid(?:s|ing)? (?:detection|being (?:detected|noticed|caught))",
+    r"cover(?:ing)? (?:my|our) tracks",
+)
+
+#: Own, legitimate software being flagged: a false positive to fix, not a control to evade.
+LEGIT_SOFTWARE = alt(
+    r"(?:our|my own) (?:\S+ ){0,2}?(?:installer|app|application|product|software|binary|build|package|"
+    r"updater|agent|driver|game|launcher|tool)s?",
+    r"legit(?:imate)?",
+    r"false positives?",
+    r"code sign\w*",
+)
+
+EVADE_WEAK = alt(
+    r"disabl(?:e|es|ing)",
+    r"turn(?:s|ing)? off",
+    r"kill(?:s|ing)?",
+    r"clear(?:s|ing)?",
+    r"wip(?:e|es|ing)",
+    r"delet(?:e|es|ing)",
+    r"tamper\w*",
+    r"uninstall\w*",
+)
+
+CONTROL_STRONG = alt(
+    r"edrs?",
+    r"xdr",
+    r"\bav\b",
+    r"anti ?virus(?:es)?",
+    r"anti ?malware",
+    r"(?:microsoft |windows )?defender",
+    r"crowdstrike",
+    r"falcon",
+    r"sentinel ?one",
+    r"carbon black",
+    r"sophos",
+    r"mcafee",
+    r"symantec",
+    r"kaspersky",
+    r"eset",
+    r"malwarebytes",
+    r"amsi",
+    r"etw",
+    r"virustotal",
+    r"security (?:software|products?|tools?|team|monitoring|stack)",
+    r"\bsoc\b",
+    r"siem",
+    r"analysts?",
+)
+
+CONTROL_WEAK = alt(
+    r"sandbox(?:es)?",
+    r"firewalls?",
+    r"\bids\b",
+    r"\bips\b",
+    r"task (?:manager|list)",
+    r"event logs?",
+    r"audit logs?",
+    r"\blogs\b",
+    r"\bps\b",
+    r"detection",
+)
+
+# --- cyber: behaviour described without naming the tool ---------------------------------------
+
+RANSOM_ACT = (
+    r"(?:encrypt\w*|lock\w*|scrambl\w*|hold\w*)\s+(?:\S+\s+){0,5}?(?:files?|documents?|data|drives?|shares?|"
+    r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?)\b"
+)
+RANSOM_DEMAND = alt(
+    r"ransom\w*",
+    r"hostage",
+    r"pay(?:s|ing)? (?:me|us|up|them|to (?:get|unlock|decrypt|recover)|in (?:bitcoin|btc|monero|xmr|crypto))",
+    r"payment (?:to|for) (?:decrypt|unlock|recover|the key|get)",
+    r"asks? for (?:a )?payment",
+    r"demand\w* (?:a |the )?(?:ransom|payment|money|bitcoin|btc|monero|crypto)",
+    r"(?:bitcoin|btc|monero|crypto) for the key",
+    r"until they (?:pay|send)",
+    r"send (?:me )?(?:bitcoin|btc|monero|crypto)",
+    r"get (?:them|it|their \w+) back",
+    r"key back",
+    r"(?:my|a) (?:bitcoin|btc|monero|xmr|crypto|wallet) (?:address|wallet)",
+)
+KEYLOG = (
+    r"\b(?:record|records|recording|capture|captures|capturing|log|logs|logging|grab|grabs|see|sees|watch|"
+    r"watches)\s+(?:\S+\s+){0,3}?(?:keystrokes?|every key(?:stroke)?|keys? (?:pressed|typed)|everything "
+    r"(?:\S+ ){0,2}?(?:types?|typed|does)|what (?:\S+ ){0,2}?(?:types?|typed)|"
+    r"(?:every )?passwords? (?:\S+ ){0,2}?types?)"
+    r"|\b(?:what|everything) (?:he|she|they|my \S+|the user|someone|people|users) (?:types|typed)\b"
+)
+STEAL = (
+    r"\b(?:steal|steals|stealing)\s+(?:\S+\s+){0,4}?"
+    + alt(
+        CREDENTIAL, r"data", r"files?", r"money", r"funds", r"crypto\w*", r"coins?", r"identit\w+",
+        r"accounts?", r"info\w*", r"secrets?", r"keys?", r"messages?", r"photos?", r"emails?", r"documents?",
+        r"source code",
+    )
+)
+TAKE_CREDENTIALS = (
+    r"\b(?:grab|grabs|grabbing|harvest|harvests|harvesting|dump|dumps|dumping|copy|copies|copying|take|takes|"
+    r"taking|collect|collects|collecting|extract|extracts|extracting|capture|captures|capturing|exfiltrat\w*|"
+    r"swap|swaps|replace|replaces)\s+(?:\S+\s+){0,4}?" + CREDENTIAL
+)
+REMOTE_CONTROL = alt(
+    r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:control|run|execute|access|a shell|full|remote)",
+    r"(?:control|run (?:any )?commands?|execute commands?) (?:\S+ ){0,4}?(?:from anywhere|remotely|from my)",
+    r"opens? a (?:reverse )?shell to my",
+    r"(?:shell|connection) (?:back )?to my (?:ip|server|machine|vps|box|host)",
+    r"waits? for (?:my )?commands",
+    r"keep control of",
+)
+SELF_SPREAD = alt(
+    r"self (?:replicating|spreading|propagating)",
+    r"(?:copies|copy|copying|installs|install|installing) itself (?:to|on|onto|into) "
+    r"(?:every|each|other|all|any|usb|shared|removable|network)",
+    r"spread\w* (?:by copying|from (?:computer|machine|host|pc|device) to|on its own|itself|"
+    r"to (?:every|all|other)|across (?:the |a )?(?:\w+ )?(?:network|hosts|machines)|"
+    r"through (?:email|the network|usb|smb|shared))",
+    r"infect\w* (?:every|other|all|each|any) (?:\S+ ){0,2}?(?:computers?|machines?|hosts?|pcs?|devices?|"
+    r"files?|servers?|routers?|cameras?)",
+)
+MINING = alt(
+    r"\b(?:mine|mines|mining)\s+(?:\S+\s+){0,3}?(?:monero|coins?|crypto\w*|bitcoin|xmr|ethereum)",
+    r"(?:monero|crypto) min(?:er|ers|ing)",
+    r"mining rigs?",
+)
+PHISH_LOOK = (
+    r"\b(?:fake|clone[sd]?|cloning|look\w* (?:exactly )?like|lookalike|spoof\w*|imitat\w*|impersonat\w*|"
+    r"pretend\w* to be|disguised as|copy of)\b[^.;?!]{0,60}?\b(?:login|log in|sign in|signin|page|site|"
+    r"website|portal|sms|text|email|bank|form)"
+)
+PHISH_TAKE = alt(
+    r"collect\w*",
+    r"captur\w*",
+    r"harvest\w*",
+    r"steal\w*",
+    r"sav(?:e|es|ing)",
+    r"forward\w*",
+    r"whatever (?:people|they|users) type",
+) + r"\b[^.;?!]{0,40}?" + alt(CREDENTIAL, r"whatever", r"it\b")
+TRICK = (
+    r"\b(?:trick\w*|fool\w*|lur(?:e|es|ing)|deceiv\w*|dupe\w*)\s+(?:\S+\s+){0,5}?into (?:entering|typing|"
+    r"giving|sharing|revealing|clicking|installing|running)"
+)
+DESTROY = (
+    r"\b(?:delet\w*|wip(?:e|es|ing)|destroy\w*|corrupt\w*|brick\w*|overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
+    r"shadow copies|boot sector|mbr|firmware|every (?:machine|computer|pc|server|file|disk|drive)|"
+    r"all (?:the )?(?:files|data|machines|computers|disks|drives|servers))"
+)
+LEAKED_LIST = (
+    r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|creds|emails?|"
+    r"keys?|combos?)"
+)
+LIST_USE = alt(
+    r"against",
+    r"log\w* (?:in ?to|onto)",
+    r"automat\w*",
+    r"tries",
+    r"try",
+    r"trying",
+    r"to access",
+    r"to get into",
+    r"takeover",
+    r"take over",
+    r"spin up",
+    r"\buses?\b",
+    r"using",
+)
+MONITOR = alt(
+    r"read(?:s|ing)?",
+    r"log(?:s|ging)? (?:every|all|each)",
+    r"track(?:s|ing|er|ers)?",
+    r"watch(?:es|ing)?",
+    r"see (?:what|where|everything)",
+    r"spy(?:ing)?",
+    r"record(?:s|ing)?",
+    r"monitor(?:s|ing)?",
+    r"captur(?:e|es|ing)",
+    r"forward(?:s|ing)?",
+    r"intercept(?:s|ing)?",
+    r"listen(?:s|ing)?",
+    r"stream(?:s|ing)?",
+    r"turn(?:s)? on",
+    r"webcam",
+    r"(?:hidden )?cameras?",
+    r"microphone",
+    r"location",
+    r"where (?:she|he|they) (?:is|are|goes)",
+)
+MASS_EXPLOIT = (
+    r"\bscan\w* (?:the )?(?:whole )?internet\b[^.;?!]{0,60}?\b(?:compromis\w*|exploit\w*|infect\w*|hack\w*|"
+    r"take\w* over|backdoor\w*)"
+)
+CHAIN_BUGS = (
+    r"\bchain\w*\s+(?:\S+\s+){0,4}?(?:bugs|vulnerabilities|vulns|exploits|cves)\b[^.;?!]{0,60}?\b(?:takeover|"
+    r"take over|code execution|rce|root|admin|shell|access)"
+)
+TURN_INTO_EXPLOIT = (
+    r"\b(?:turn|convert|make|weaponi[sz]e)\w*\s+(?:\S+\s+){0,5}?into (?:a |an )?(?:\S+ ){0,3}?exploit"
+)
+EXPLOIT_NOUN_BEFORE = words(
+    "a an the this that my your working reliable weaponized weaponised full public rce kernel browser "
+    "remote local 0day new real functional complete any stable"
+)
+EXPLOIT_NOUN_AFTER = words("chain chains kit kits code for against that which to")
+
+# --- biological, chemical and weapons harm ----------------------------------------------------
+
+BIO_AGENT = alt(
+    r"pathogens?",
+    r"virus(?:es)?",
+    r"bacteri(?:um|a|al)",
+    r"germs?",
+    r"diseases?",
+    r"anthrax",
+    r"bacillus anthracis",
+    r"smallpox",
+    r"variola",
+    r"plague",
+    r"yersinia",
+    r"ebola",
+    r"marburg",
+    r"h5n1",
+    r"(?:avian|bird) flu",
+    r"flu",
+    r"influenza",
+    r"coronavirus(?:es)?",
+    r"sars",
+    r"mers",
+    r"botulinum",
+    r"botulism",
+    r"ricin",
+    r"abrin",
+    r"toxins?",
+    r"spores?",
+    r"bio ?weapons?",
+    r"biological (?:weapons?|agents?)",
+    r"prions?",
+    r"salmonella",
+    r"listeria",
+    r"cholera",
+    r"e coli",
+    r"tuberculosis",
+    r"measles",
+    r"polio",
+    r"norovirus",
+)
+BIO_ACT = words(
+    """culture culturing cultured grow grows growing cultivate cultivating synthesize synthesise synthesizing
+    synthesising synthesis make making produce producing create creating engineer engineering modify modifying
+    enhance enhancing enhanced increase increasing boost boosting weaponize weaponise weaponizing
+    weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
+    extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
+    protocol function recipe steps instructions"""
+)
+BIO_RIGHT = alt(
+    r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant)",
+    r"spread (?:faster|more easily|easily|further|between)",
+    r"(?:evades?|escape|resist\w*) (?:\w+ )?(?:vaccines?|antibiotics?|immunity)",
+    r"in quantity",
+    r"(?:binding|transmissibility|lethality|virulence) ",
+    r"to (?:make|synthesi[sz]e|produce|culture|grow|spread|release)",
+    r"would (?:destroy|kill|wipe out|devastate)",
+)
+CHEM_AGENT = alt(
+    r"sarin",
+    r"\bvx\b",
+    r"tabun",
+    r"soman",
+    r"cyclosarin",
+    r"novichok",
+    r"nerve (?:agents?|gas)",
+    r"mustard gas",
+    r"sulfur mustard",
+    r"chlorine gas",
+    r"phosgene",
+    r"(?:hydrogen )?cyanide",
+    r"ricin",
+    r"abrin",
+    r"toxic gas",
+    r"poison(?:ous)? gas",
+    r"chemical (?:weapons?|agents?|release)",
+    r"poisons?(?! (?:pill|pills|message|messages|queue|queues))",
+    r"toxins?",
+)
+CHEM_ACT = words(
+    """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
+    prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
+    aerosolize extract purify buy acquire create manufacture plan"""
+)
+CHEM_RIGHT = alt(
+    r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
+)
+WEAPON_AGENT = alt(
+    r"(?:pipe |car |nail |dirty )?bombs?",
+    r"ieds?",
+    r"explosives",
+    r"(?:an|the) explosive\b",
+    r"explosive (?:devices?|materials?|charges?|compounds?|mixtures?|vests?|belts?)",
+    r"tatp",
+    r"nitroglycerin\w*",
+    r"hmtd",
+    r"petn",
+    r"\brdx\b",
+    r"anfo",
+    r"napalm",
+    r"thermite",
+    r"detonators?",
+    r"grenades?",
+    r"molotovs?",
+    r"guns?",
+    r"firearms?",
+    r"rifles?",
+    r"pistols?",
+    r"(?:fully |full )auto(?:matic)?",
+    r"auto sears?",
+    r"silencers?",
+    r"suppressors?",
+    r"nuclear weapons?",
+    r"enrich\w* uranium",
+    r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
+    r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
+    r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b"
+    r"(?:explod\w*|detonat\w*|blows? up)",
+    r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
+    r"station|stadium|street|place)",
+)
+WEAPON_ACT = words(
+    """make making build building construct constructing assemble assembling create design 3d print printing
+    convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
+    synthesize synthesise synthesizing synthesising"""
+)
+#: Benign compounds that contain a weapons word.
+WEAPON_IDIOM = alt(
+    r"(?:zip|fork|logic|photo|f|xml|decompression) bombs?",
+    r"bomb (?:proof|out|ed out)",
+)
+#: Words that put "virus" on a computer.
+COMPUTER = alt(
+    r"computers?", r"usb", r"emails?", r"network\w*", r"files?", r"pcs?", r"windows", r"linux", r"mac ?os",
+    r"payloads?", r"code", r"scripts?", r"programs?", r"assembly", r"executables?", r"exe", r"polymorphic",
+    r"malware", r"macros?", r"boot sector", r"python", r"c\+\+",
+)
+
+#: Modelling and simulation: an agent named inside one is data, not a recipe.
+SIMULATION = alt(
+    r"simulat\w*", r"model\w*", r"dashboards?", r"visuali[sz]\w*", r"epidemiolog\w*", r"sir", r"seir",
+    r"plot\w*", r"charts?", r"datasets?",
+)
+
+#: Practice targets built to be attacked.
+PRACTICE_TARGET = alt(
+    r"ctf", r"capture the flag", r"wargames?", r"hack the box", r"htb", r"pwn(?:able)? challenges?"
+)
+
+GAME = alt(
+    r"games?",
+    r"gaming",
+    r"unity",
+    r"godot",
+    r"unreal",
+    r"rpg",
+    r"shooter",
+    r"multiplayer",
+    r"sprites?",
+    r"npcs?",
+    r"minecraft",
+    r"\bfps\b",
+)
+HARM_PEOPLE = (
+    r"\b(?<!without )(?<!not )(?:kill|kills|killing|murder\w*|poison|poisons|poisoning|injur\w+|maim\w*|hurt|"
+    r"hurts|harm|harms|incapacitat\w+|sicken\w*|use (?:it )?on|fire at|shoot(?:s|ing)?(?: at)?|"
+    r"attack(?:s|ing)?)"
+    r"\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
+    r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
+    r"children|kids|civilians|passengers)\b"
+    r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:sick|ill)\b"
+)
+#: Tampering with what a person eats or drinks.
+FOOD_TAMPERING = (
+    r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing)\s+(?:\S+\s+){0,3}?in(?:to)? "
+    r"(?:someone's|somebody's|his|her|their|my \w+'s|people's|a person's) "
+    r"(?:food|drinks?|coffee|tea|water|meals?)"
+)
+
+#: Harassing a person: judged with a named person or someone else as the target.
+HARASS = r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|bull(?:y|ies|ying)|intimidat\w*)\b"
+
+MASS_HARM = alt(
+    r"mass casualt\w+", r"(?:on|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
+    r"as many people",
+)
+#: Ways of delivering harm to a crowd.
+DELIVER = alt(
+    r"releas\w*", r"drop\w*", r"spray\w*", r"dispers\w*", r"detonat\w*", r"set(?:ting)? off", r"throw\w*",
+    r"driv\w* into", r"payloads?",
+)

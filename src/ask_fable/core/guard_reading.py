@@ -1,0 +1,156 @@
+"""How the guard reads a question: normalized text, clauses, and the role of the words before a term.
+
+Every helper looks at a bounded window around a position, and whole-question facts are computed
+at most once per question, so judging a question takes time linear in its length whatever it
+repeats.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ask_fable.core import guard_lexicon as lx
+
+#: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
+_DASH = re.compile(r"[\u2012-\u2015]")
+_INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
+_SPACES = re.compile(r"[-\u2010\u2011_/\s]+")
+_CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
+_TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
+#: Characters looked at per word of a window before a term (longer words fall out of the window).
+_CHARS_PER_WORD = 25
+#: Characters looked at before a term for a request anywhere earlier in its clause.
+_LOOK_BACK = 400
+
+REQUEST = re.compile(
+    r"\b(?:" + "|".join(sorted(lx.MAKE)) + r")\b|\bhow (?:do|can|would|should|could|to)\b|\bways? to\b|"
+    r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b"
+)
+CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+
+
+def normalize(question: str) -> str:
+    """Lower case, straight quotes, no invisible characters; hyphens, underscores and slashes as spaces."""
+    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
+    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
+    text = _DASH.sub(" ; ", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def tokens(text: str) -> list[str]:
+    """The words of ``text``, apostrophes kept inside (``ex's``) and dropped at the ends."""
+    return _TOKEN.findall(text)
+
+
+def words_before(clause: str, start: int, count: int) -> list[str]:
+    """Up to ``count`` whole words that end before ``start``."""
+    begin = max(0, start - _CHARS_PER_WORD * (count + 1))
+    found = tokens(clause[begin:start])
+    if begin and found:
+        found = found[1:]  # the first word may be cut in half
+    return found[-count:]
+
+
+class _Facts:
+    """Searches over one text, each run at most once."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._facts: dict[object, bool] = {}
+        self._spans: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+
+    def has(self, pattern: re.Pattern[str]) -> bool:
+        """True when ``pattern`` occurs anywhere in the text."""
+        fact = self._facts.get(pattern)
+        if fact is None:
+            fact = self._facts[pattern] = pattern.search(self.text) is not None
+        return fact
+
+    def has_any(self, *patterns: re.Pattern[str]) -> bool:
+        """True when any of ``patterns`` occurs in the text."""
+        return any(self.has(p) for p in patterns)
+
+    def first_spans(self, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+        """Where ``pattern`` first occurs, up to two places (enough to tell one from another)."""
+        spans = self._spans.get(pattern)
+        if spans is None:
+            spans = self._spans[pattern] = []
+            for match in pattern.finditer(self.text):
+                spans.append(match.span())
+                if len(spans) == 2:
+                    break
+        return spans
+
+
+class Clause(_Facts):
+    """One clause of a question."""
+
+    def bare_request(self) -> bool:
+        """True for a short clause with no verb that asks for code ("keylogger in python pls")."""
+        fact = self._facts.get("bare")
+        if fact is None:
+            words = tokens(self.text) if len(self.text) <= 200 else []
+            fact = 0 < len(words) <= 8 and not any(w in lx.DEFEND for w in words) and self.has(CODE_REQUEST)
+            self._facts["bare"] = fact
+        return fact
+
+
+class Question(_Facts):
+    """A normalized question cut into clauses."""
+
+    def __init__(self, question: str) -> None:
+        super().__init__(normalize(question))
+        self.clauses = [Clause(part) for part in _CLAUSES.split(self.text) if part.strip()]
+        self._counts: dict[re.Pattern[str], int] = {}
+
+    def clauses_with(self, pattern: re.Pattern[str]) -> int:
+        """How many clauses contain ``pattern``."""
+        count = self._counts.get(pattern)
+        if count is None:
+            count = self._counts[pattern] = sum(clause.has(pattern) for clause in self.clauses)
+        return count
+
+
+def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> str | None:
+    """The role the nearest governing word before ``start`` gives the words there.
+
+    ``make`` (the asker wants it produced), ``defend`` (detected, blocked, analysed, explained),
+    ``actor`` (a first-person subject or a request noun with no verb in between) or None. With
+    ``stop``, a relative word (``that``, ``which``…) ends the search: what follows it belongs to a
+    clause whose verb was already passed.
+    """
+    words = words_before(clause, start, window)
+    for i in range(len(words) - 1, -1, -1):
+        word = words[i]
+        previous = words[i - 1] if i else ""
+        if word in ("engineer", "engineering") and previous == "reverse":
+            return "defend"
+        if word == "to" and previous == "how":
+            return "actor"
+        if word in lx.MAKE:
+            return "make"
+        if word in lx.DEFEND:
+            return "defend"
+        if word in lx.FIRST_PERSON:
+            return "actor"
+        if stop and word in lx.STOP:
+            return None
+    return None
+
+
+def neutral_head(clause: str, end: int) -> bool:
+    """True when one of the two words after a term makes it the thing detected or studied."""
+    return any(word in lx.NEUTRAL_HEADS for word in tokens(clause[end : end + 40])[:2])
+
+
+def requested(clause: str, start: int) -> bool:
+    """True when the words before ``start`` ask for what follows, rather than to detect or explain it."""
+    role = role_before(clause, start, window=14)
+    if role == "defend":
+        return False
+    if role in ("make", "actor"):
+        return True
+    if role_before(clause, start, window=14, stop=False) == "defend":
+        return False
+    return REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None

@@ -1,0 +1,32 @@
+"""The guard's labelled corpus: benign questions it must let through and harmful ones it must refuse.
+
+Two splits: ``tuned`` (``benign.txt``, ``harmful.txt``) and ``held_out`` (``heldout_*.txt``), the
+latter written before the guard's rules were tuned, to measure how the rules generalize.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+CORPUS_DIR = Path(__file__).resolve().parent
+Label = Literal["benign", "harmful"]
+Split = Literal["tuned", "held_out", "all"]
+FILES: dict[tuple[Label, str], str] = {
+    ("benign", "tuned"): "benign.txt",
+    ("harmful", "tuned"): "harmful.txt",
+    ("benign", "held_out"): "heldout_benign.txt",
+    ("harmful", "held_out"): "heldout_harmful.txt",
+}
+
+
+def read_questions(path: Path) -> list[str]:
+    """The questions in one corpus file: one per line, skipping blank lines and ``#`` comments."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def load(label: Label, split: Split = "all") -> list[str]:
+    """Every question with ``label`` in ``split`` (``all`` is tuned then held-out)."""
+    splits = ("tuned", "held_out") if split == "all" else (split,)
+    return [q for s in splits for q in read_questions(CORPUS_DIR / FILES[(label, s)])]
