@@ -53,6 +53,14 @@ def _keep_meaningful_nulls(model: Strict, payload: dict[str, Any]) -> None:
 class ToolResult(Strict):
     """Fields every tool may return."""
 
+    #: Occasional diagnostics left out of the published output schema, so that every listed tool
+    #: costs the client less context. They still arrive when set (the schema does not forbid
+    #: extra fields) and ``ask_fable_help`` describes them.
+    UNLISTED_FIELDS: ClassVar[frozenset[str]] = frozenset(
+        {"how_to_reframe", "rule", "retry_after_s", "warnings", "did_you_mean", "cache_age_s",
+         "routed_via", "thinking"}
+    )
+
     status: Status
     trace_id: str | None = None
     kind: str | None = Field(None, description="error kind, e.g. bad_args, not_configured, timeout")

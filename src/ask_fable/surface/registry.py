@@ -153,12 +153,16 @@ def lean_output_schema(model: type[ToolResult]) -> dict[str, Any]:
     """The top level of a result model: each field's type, nested shapes left to the server.
 
     Tool results are validated in full on the server (pydantic, unknown fields forbidden);
-    the published schema stays small because every listed tool costs the client context.
+    the published schema stays small because every listed tool costs the client context, so the
+    model's ``UNLISTED_FIELDS`` (occasional diagnostics) are left out of it.
     """
     full = model.model_json_schema()
     nullable = getattr(model, "NULLABLE_FIELDS", frozenset())
+    unlisted = getattr(model, "UNLISTED_FIELDS", frozenset())
     properties = {
-        name: _lean_type(prop, name in nullable) for name, prop in full.get("properties", {}).items()
+        name: _lean_type(prop, name in nullable)
+        for name, prop in full.get("properties", {}).items()
+        if name not in unlisted
     }
     return {"type": "object", "properties": properties, "required": full.get("required", ["status"])}
 

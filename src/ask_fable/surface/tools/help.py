@@ -69,7 +69,9 @@ Every answer ends with a machine-readable sidecar: {recommendation: apply|invest
 needs_more_context, confidence: high|medium|low, needs_context: [...]} (null when the model gave
 none). When the model needs more, `followup` lists what to paste, how, and what is likely already
 there. After ASK_FABLE_MAX_NEEDS_CONTEXT consecutive requests for more on one session, ask returns
-status context_exhausted with its best-effort answer.""",
+status context_exhausted with its best-effort answer. Other fields an answer may carry: `cached` with
+`cache_age_s` (a repeat served from the cache), `routed_via` (a provider's model served by a local
+CLI), `thinking` (a reasoning excerpt, when ASK_FABLE_RETURN_THINKING is on).""",
     "tracing": """\
 Every call returns a trace_id. trace_list(limit, tool, status, provider, session, project, before)
 finds calls; trace_get(trace_id, include_content, max_chars) shows the ordered timeline. Safe mode
