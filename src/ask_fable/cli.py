@@ -228,7 +228,6 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     from ask_fable.config import load_settings
     from ask_fable.core.app import App
     from ask_fable.errors import BadArgs
-    from ask_fable.stores.keys import KeyStore
     from ask_fable.surface.http_app import (
         DEFAULT_HOST,
         DEFAULT_PORT,
@@ -256,7 +255,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
         sock = bind_socket(options)
     except OSError as exc:
         return _fail(f"error: cannot listen on {options.host}:{options.port}: {exc.strerror or exc}", 1)
-    keys = KeyStore(settings.keys_db)
+    keys = server.app.keys
     app = build_http_app(server, keys, options)
     for noisy in ("mcp", "httpx2", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
@@ -282,11 +281,10 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|revoke``."""
-    from ask_fable.config import load_settings
+    from ask_fable.core.app import App
     from ask_fable.errors import BadArgs
-    from ask_fable.stores.keys import KeyStore
 
-    store = KeyStore(load_settings().keys_db)
+    store = App().keys
     try:
         if args.keys_action == "create":
             record, key = store.create(args.name, args.scope)

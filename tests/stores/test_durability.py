@@ -18,6 +18,7 @@ from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
+from ask_fable.stores.records import HubTurn
 from ask_fable.stores.traces import TraceStore
 
 WRITER = Path(__file__).with_name("proc_writer.py")
@@ -83,7 +84,8 @@ def _verify(settings: Settings, acked: dict[str, list[tuple[int, str]]]) -> None
             assert (worker, i) in audit_seen
     # Every store still takes writes after the others crashed.
     context.write("after", "ok")
-    hub.record_turn("after", "agent", "proj", "glm", "ok", "q", "a", 1.0)
+    hub.record_turn(HubTurn(session_key="after", agent_id="agent", project="proj", oracle="glm", status="ok",
+                            question="q", answer="a", elapsed_ms=1.0))
     audit_log_for(settings).append({"ts": 1.0, "worker": "after", "i": 0})
 
 

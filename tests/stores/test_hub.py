@@ -9,6 +9,7 @@ import pytest
 from ask_fable.config import Settings, load_settings
 from ask_fable.stores import hub as hub_mod
 from ask_fable.stores.hub import SessionHub
+from ask_fable.stores.records import HubTurn
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def _turn(hub: SessionHub, key: str = "s1", agent: str = "a1", project: str = "p
     args = {"oracle": "fable", "status": "ok", "question": "What is the safest migration path?",
             "answer": "Use expand/contract.", "elapsed_ms": 120.0}
     args.update(kw)
-    hub.record_turn(key, agent, project, **args)  # type: ignore[arg-type]
+    hub.record_turn(HubTurn(session_key=key, agent_id=agent, project=project, **args))  # type: ignore[arg-type]
 
 
 def test_list_sessions_one_row_per_key_and_agent_newest_first(settings: Settings) -> None:

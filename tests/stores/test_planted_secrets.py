@@ -10,6 +10,7 @@ from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
+from ask_fable.stores.records import HubTurn, TraceEvent, TraceRecord
 from ask_fable.stores.redact import redact
 from ask_fable.stores.traces import TraceStore, new_trace_id
 
@@ -25,11 +26,12 @@ def test_planted_keys_never_reach_disk() -> None:
     ContextStore(settings.context_db, secrets=settings).write("ctx", text, description=text)
     cache = answer_cache_for(settings)
     cache.put(cache.key_for("ask_glm", ["glm"], text, text), "ask_glm", {"answer": text, "nested": [text]})
-    SessionHub(settings).record_turn("s", "a", "p", "glm", "ok", text, text, 1.0)
+    SessionHub(settings).record_turn(HubTurn(session_key="s", agent_id="a", project="p", oracle="glm",
+                                             status="ok", question=text, answer=text, elapsed_ms=1.0))
     traces = TraceStore(settings)
     trace_id = new_trace_id()
-    traces.record({"trace_id": trace_id, "ts": 1.0, "tool": "ask_glm", "status": "ok",
-                   "events": [{"t_ms": 0, "name": "note", "attrs": {"detail": text}}]})
+    note = TraceEvent(t_ms=0, name="note", attrs={"detail": text})
+    traces.record(TraceRecord(trace_id=trace_id, ts=1.0, tool="ask_glm", status="ok", events=[note]))
     traces.write_bundle(trace_id, {"question": text, "answer": text, "thinking": text * 50})
     save_answer(settings, "ask_glm", text, text, thinking=text, meta={"note": text})
     save_transcript(settings, "fable:default", [{"question": text, "answer": text, "thinking": text}])

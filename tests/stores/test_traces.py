@@ -9,6 +9,7 @@ import time
 import pytest
 
 from ask_fable.config import Settings, load_settings
+from ask_fable.stores.records import TraceRecord
 from ask_fable.stores.traces import TraceStore, new_trace_id, valid_trace_id
 
 
@@ -17,7 +18,7 @@ def settings() -> Settings:
     return load_settings(trace_mode="full")
 
 
-def _trace(i: int, **kw: object) -> dict:
+def _trace(i: int, **kw: object) -> TraceRecord:
     trace = {
         "trace_id": f"{i:012x}abcdef012345", "ts": 1_700_000_000.0 + i, "tool": "ask_glm", "mode": "single",
         "status": "ok", "kind": None, "session": "s1", "project": "p1", "agent_id": "a1",
@@ -28,7 +29,7 @@ def _trace(i: int, **kw: object) -> dict:
         ],
     }
     trace.update(kw)
-    return trace
+    return TraceRecord.model_validate(trace)
 
 
 def test_new_trace_ids_are_unique_sortable_and_valid() -> None:
@@ -44,7 +45,7 @@ def test_new_trace_ids_are_unique_sortable_and_valid() -> None:
 def test_record_then_get_returns_ordered_events_and_fields(settings: Settings) -> None:
     store = TraceStore(settings)
     store.record(_trace(1, cached=True, providers=["glm", "kimi"]))
-    got = store.get(_trace(1)["trace_id"])
+    got = store.get(_trace(1).trace_id)
     assert got is not None
     assert got["tool"] == "ask_glm" and got["cached"] is True and got["providers"] == ["glm", "kimi"]
     assert [e["name"] for e in got["events"]] == ["start", "end"]
@@ -58,7 +59,7 @@ def test_record_twice_replaces_the_trace(settings: Settings) -> None:
     store = TraceStore(settings)
     store.record(_trace(1))
     store.record(_trace(1, status="error", events=[{"t_ms": 1, "name": "only", "attrs": {}}]))
-    got = store.get(_trace(1)["trace_id"])
+    got = store.get(_trace(1).trace_id)
     assert got is not None and got["status"] == "error" and [e["name"] for e in got["events"]] == ["only"]
     assert store.count() == 1
 
@@ -123,7 +124,7 @@ def test_event_attrs_are_redacted(settings: Settings) -> None:
     store = TraceStore(settings)
     planted = "sk-ant-api03-" + "Z" * 40
     store.record(_trace(1, events=[{"t_ms": 0, "name": "note", "attrs": {"detail": f"bad key {planted}"}}]))
-    got = store.get(_trace(1)["trace_id"])
+    got = store.get(_trace(1).trace_id)
     assert got is not None and planted not in json.dumps(got)
 
 
@@ -201,8 +202,8 @@ def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.
     for i in range(15):
         trace = _trace(i)
         store.record(trace)
-        store.write_bundle(trace["trace_id"], {"question": f"q{i}"})
-        ids.append(trace["trace_id"])
+        store.write_bundle(trace.trace_id, {"question": f"q{i}"})
+        ids.append(trace.trace_id)
     kept = {t["trace_id"] for t in store.list(limit=200)}
     assert len(kept) <= 10 and ids[-1] in kept and ids[0] not in kept
     assert not store.bundle_path(ids[0]).exists() and store.bundle_path(ids[-1]).exists()

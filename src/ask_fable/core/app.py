@@ -12,11 +12,22 @@ import hashlib
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ask_fable.config import Settings, config_file_path, load_settings, problem_lines
 from ask_fable.core.tracing import Console
+from ask_fable.stores.interfaces import (
+    AnswerArchive,
+    AnswerCacheStore,
+    ApiKeyStore,
+    AuditStore,
+    ContextBus,
+    GivenStores,
+    HubStore,
+    TraceRecordStore,
+)
 
 
 def _file_stamp(path: Path) -> tuple[int, int, int] | None:
@@ -36,13 +47,24 @@ def derive_project_id(cwd: str | None = None) -> str:
 
 
 class App:
-    """Process-wide services, created lazily and closed by :meth:`aclose`."""
+    """Process-wide services, created lazily and closed by :meth:`aclose`.
 
-    def __init__(self, settings: Settings | None = None, *, client_name: str | None = None,
-                 quiet: bool = False) -> None:
+    Stores are reached through their interfaces (``stores/interfaces.py``): each is opened from the
+    settings on first use, unless ``stores`` hands the App an implementation to use instead.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        client_name: str | None = None,
+        quiet: bool = False,
+        stores: GivenStores | None = None,
+    ) -> None:
         self._pinned = settings
         #: ``--quiet`` on the command line: silence the console whatever the settings say.
         self._quiet = quiet
+        self._given = stores or GivenStores()
         self._settings = settings or load_settings()
         # Resolved once: settings are read on every step of a call, the file's location rarely moves.
         self._config_path = config_file_path()
@@ -94,6 +116,11 @@ class App:
             self._services[name] = (key, service)
             return service
 
+    def _store(self, name: str, key: Any, factory: Callable[[], Any]) -> Any:
+        """The store given for ``name``, else the one opened from settings (again when ``key`` changes)."""
+        given = getattr(self._given, name)
+        return given if given is not None else self._service(name, key, factory)
+
     # --- services ---------------------------------------------------------------------------------
     @property
     def console(self) -> Console:
@@ -107,34 +134,35 @@ class App:
             lambda: Console(quiet, s.show_reasoning, secrets=secrets),
         )
 
+    # --- stores -----------------------------------------------------------------------------------
     @property
-    def audit(self) -> Any:
-        """The JSONL audit log."""
-        from ask_fable.stores.audit import audit_log_for
+    def audit(self) -> AuditStore:
+        """The audit trail (and the stats computed over it)."""
+        from ask_fable.stores.audit_trail import audit_trail_for
 
         s = self.settings
         key = (s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
-        return self._service("audit", key, lambda: audit_log_for(s))
+        return self._store("audit", key, lambda: audit_trail_for(s))
 
     @property
-    def traces(self) -> Any:
+    def traces(self) -> TraceRecordStore:
         """The trace index (and full-mode bundles)."""
         from ask_fable.stores.traces import TraceStore
 
         s = self.settings
-        return self._service("traces", (s.traces_db, s.traces_dir), lambda: TraceStore(s))
+        return self._store("traces", (s.traces_db, s.traces_dir), lambda: TraceStore(s))
 
     @property
-    def context_store(self) -> Any:
+    def context_store(self) -> ContextBus:
         """The context bus."""
         from ask_fable.stores.context import ContextStore
 
         s = self.settings
         key = (s.context_db, tuple(s.secret_values()))
-        return self._service("context", key, lambda: ContextStore(s.context_db, secrets=s))
+        return self._store("context", key, lambda: ContextStore(s.context_db, secrets=s))
 
     @property
-    def cache(self) -> Any | None:
+    def cache(self) -> AnswerCacheStore | None:
         """The answer cache, or None when disabled."""
         s = self.settings
         if not s.cache:
@@ -142,18 +170,36 @@ class App:
         from ask_fable.stores.cache import answer_cache_for
 
         key = (s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
-        return self._service("cache", key, lambda: answer_cache_for(s))
+        return self._store("cache", key, lambda: answer_cache_for(s))
 
     @property
-    def hub(self) -> Any | None:
+    def hub(self) -> HubStore | None:
         """The session hub, or None when disabled."""
         s = self.settings
         if not s.hub:
             return None
         from ask_fable.stores.hub import SessionHub
 
-        return self._service("hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds), lambda: SessionHub(s))
+        return self._store("hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds), lambda: SessionHub(s))
 
+    @property
+    def answers(self) -> AnswerArchive:
+        """Saved answers and session transcripts."""
+        from ask_fable.stores.answers import MarkdownArchive
+
+        s = self.settings
+        key = (s.answers_dir, s.sessions_dir, s.max_answers, s.max_sessions, tuple(s.secret_values()))
+        return self._store("answers", key, lambda: MarkdownArchive(s))
+
+    @property
+    def keys(self) -> ApiKeyStore:
+        """The HTTP API keys."""
+        from ask_fable.stores.keys import KeyStore
+
+        s = self.settings
+        return self._store("keys", s.keys_db, lambda: KeyStore(s.keys_db))
+
+    # --- other services -----------------------------------------------------------------------------
     @property
     def breaker(self) -> Any | None:
         """The per-oracle circuit breaker, or None when disabled."""

@@ -9,7 +9,6 @@ A failure of our own never escapes: it becomes ``{"status": "error", "kind": ...
 
 from __future__ import annotations
 
-import hashlib
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -19,12 +18,15 @@ import anyio
 
 from ask_fable.core import guard
 from ask_fable.core.app import App
+from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
+from ask_fable.stores.cache import cache_key
+from ask_fable.stores.recorders import write_call_records
 from ask_fable.stores.redact import redact, redact_obj
-from ask_fable.stores.traces import new_trace_id
+from ask_fable.stores.trace_ids import new_trace_id
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 
@@ -65,10 +67,6 @@ class Call:
 #: Fields that describe one call, not its answer: never stored in, nor replayed from, the cache.
 _PER_CALL_FIELDS = ("trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing",
                     "cached", "cache_age_s", "note", "saved")
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
 def _refs(value: str | list[str] | None) -> list[str]:
@@ -164,12 +162,10 @@ class Pipeline:
             allowed = True
 
             cache = app.cache if call.cache_models else None
-            cache_key = None
+            key = None
             if cache is not None:
-                cache_key = cache.key_for(
-                    call.tool, call.cache_models, call.question, context, call.cache_extra
-                )
-                hit = await self._cache_op(trace, "get", cache.get, cache_key)
+                key = cache_key(call.tool, call.cache_models, call.question, context, call.cache_extra)
+                hit = await self._cache_op(trace, "get", cache.get, key)
                 trace.event("cache.lookup", hit=hit is not None)
                 if hit is not None:
                     payload, age = hit
@@ -190,12 +186,12 @@ class Pipeline:
             # A degraded council is not worth replaying: the missing members may be back next time.
             if (
                 cache is not None
-                and cache_key is not None
+                and key is not None
                 and result["status"] == "ok"
                 and not result.get("degraded")
             ):
                 payload = {k: v for k, v in result.items() if k not in _PER_CALL_FIELDS}
-                await self._cache_op(trace, "put", cache.put, cache_key, call.tool, payload)
+                await self._cache_op(trace, "put", cache.put, key, call.tool, payload)
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
         except AskFableError as exc:
             result = {**result_prefix, **exc.to_result()}
@@ -291,7 +287,7 @@ class Pipeline:
         elapsed_ms = trace.elapsed_ms()
         status = result.get("status", "error")
         result["trace_id"] = trace.trace_id
-        if status in ("ok", "context_exhausted"):
+        if status in ANSWERED:
             result["telemetry"] = {
                 "status": status,
                 "elapsed_ms": elapsed_ms,
@@ -300,114 +296,34 @@ class Pipeline:
             }
             result["telemetry"] = {k: v for k, v in result["telemetry"].items() if v is not None}
         trace.event("response", status=status, kind=result.get("kind"), cached=cached or None)
-        members = [m.audit_record() for m in mctx.members]
-        audit = {
-            "ts": trace.wall_start,
-            "trace_id": trace.trace_id,
-            "tool": call.tool,
-            "mode": call.mode,
-            "status": status,
-            "kind": result.get("kind"),
-            "allowed": allowed,
-            "stage": result.get("stage"),
-            "model": result.get("model"),
-            "provider": outcome.provider if outcome else (members[-1]["provider"] if members else None),
-            "session": call.hub_session,
-            "project": app.project_id,
-            "agent_id": call.agent_id or app.agent_id,
-            "elapsed_ms": elapsed_ms,
-            "cached": cached,
-            "question_sha256": _sha(call.question),
-            "question_len": len(call.question),
-            "context_sha256": _sha(context),
-            "context_len": len(context),
-            "members": members,
-            **(outcome.audit if outcome else {}),
-        }
-        if settings.audit_raw:
-            audit["question"] = self._redact(call.question)
-        if settings.audit_raw_context_effective:
-            audit["context_raw"] = self._redact(context)
-        trace_record = {
-            "trace_id": trace.trace_id,
-            "ts": trace.wall_start,
-            "tool": call.tool,
-            "mode": call.mode,
-            "status": status,
-            "kind": result.get("kind"),
-            "session": call.hub_session,
-            "project": app.project_id,
-            "agent_id": call.agent_id or app.agent_id,
-            "elapsed_ms": elapsed_ms,
-            "providers": sorted({m["provider"] for m in members if m.get("provider")}),
-            "models": [m["model"] for m in members],
-            "cached": cached,
-            "events": trace.events,
-        }
-        try:
-            if status in ("ok", "context_exhausted") and not cached and settings.save_answers:
-                from ask_fable.stores.answers import save_answer
-
-                thinking = outcome.reply.thinking if outcome and outcome.reply else None
-                saved_path = await anyio.to_thread.run_sync(
-                    lambda: save_answer(
-                        settings,
-                        call.tool,
-                        call.question,
-                        result.get("answer") or "",
-                        thinking,
-                        {
-                            "trace_id": trace.trace_id,
-                            "model": result.get("model"),
-                            "transcript": outcome.transcript if outcome else None,
-                        },
-                    ),
-                )
-                result["saved"] = str(saved_path)
-        except Exception:  # a failed save must not cost the caller the answer
-            app.console.line(
-                trace.trace_id, "could not save the answer:\n" + self._redact(traceback.format_exc())
-            )
-        bundle = None
-        if settings.trace_mode == "full":
-            bundle = {
-                "question": call.question,
-                "context": context,
-                "result": dict(result),
-                "reasoning": outcome.reply.thinking if outcome and outcome.reply else None,
-                "members": [
-                    {"token": m.token, "answer": m.answer, "thinking": m.reply.thinking if m.reply else None}
-                    for m in mctx.members
-                ],
-            }
-        hub_turn = None
-        if status in ("ok", "context_exhausted") and not cached:
-            hub_turn = (
-                call.hub_session or call.tool,
-                audit["agent_id"],
-                audit["project"],
-                result.get("model") or call.tool,
-                status,
-                call.question,
-                result.get("answer") or "",
-                elapsed_ms,
-                outcome.reply.session_id if outcome and outcome.reply else None,
-            )
-
-        def write_records() -> None:
-            app.audit.append(audit)
-            app.traces.record(trace_record)
-            if bundle is not None:
-                app.traces.write_bundle(trace.trace_id, bundle)
-            hub = app.hub
-            if hub is not None and hub_turn is not None:
-                hub.record_turn(*hub_turn)
-
-        try:
-            # One thread hop for every record: durable before the caller sees the answer.
-            await anyio.to_thread.run_sync(write_records)
-        except Exception:  # records are best effort: the caller still gets the answer
-            app.console.line(trace.trace_id, "could not persist:\n" + self._redact(traceback.format_exc()))
+        done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
+                            cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
+                            agent_id=call.agent_id or app.agent_id)
+        saved = await self._persist(done)
+        if saved is not None:
+            result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
         # A model may echo a key it was shown; nothing key-shaped leaves the server.
         return redact_obj(result, settings)
+
+    async def _persist(self, done: FinishedCall) -> str | None:
+        """Write the call's records in one thread hop, durable before the caller sees the answer.
+
+        Each store fails on its own: its failure is one console line, the other records are
+        still written, and the caller keeps the answer. Returns where the answer was saved.
+        """
+        console, trace_id = self.app.console, done.trace.trace_id
+
+        def failed(what: str, exc: Exception) -> None:
+            console.line(trace_id, f"could not write {what} ({type(exc).__name__}: "
+                         f"{self._redact(str(exc))[:300]}); the answer is not affected")
+
+        try:
+            records = call_records(done, self.app.settings)
+            await anyio.to_thread.run_sync(
+                write_call_records, self.app, records, lambda store, exc: failed(f"the {store} record", exc)
+            )
+        except Exception as exc:  # a bug in building or writing records: still not the caller's loss
+            failed("this call's records", exc)
+            return None
+        return records.saved

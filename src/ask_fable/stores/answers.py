@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ask_fable.stores.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable.stores.records import SavedAnswer, Transcript
 from ask_fable.stores.redact import redact, secret_list
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
@@ -169,3 +170,21 @@ def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]], namesp
     atomic_write_text(path, redact("\n".join(parts), secrets))
     prune_own_files(directory, TRANSCRIPT_NAME_RE, int(getattr(settings, "max_sessions", 0) or 0))
     return path
+
+
+class MarkdownArchive:
+    """The ``AnswerArchive`` of the embedded setup: Markdown files under the configured directories."""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings
+
+    def save_answer(self, answer: SavedAnswer) -> str:
+        """Write ``answer`` as Markdown (see :func:`save_answer`); returns its path."""
+        meta = {"trace_id": answer.trace_id, "model": answer.model, "transcript": answer.transcript}
+        path = save_answer(self.settings, answer.tool, answer.question, answer.answer, answer.thinking, meta)
+        return str(path)
+
+    def save_transcript(self, transcript: Transcript) -> str:
+        """Write a session's turns as Markdown (see :func:`save_transcript`); returns its path."""
+        turns = [turn.model_dump() for turn in transcript.turns]
+        return str(save_transcript(self.settings, transcript.key, turns, transcript.namespace))

@@ -16,8 +16,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ask_fable.stores.audit import AuditLog, parse_lines
+from pydantic import TypeAdapter, ValidationError
+
+from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.db import Database
+from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
     ATTEMPTED,
     OUTCOMES,
@@ -31,6 +34,7 @@ from ask_fable.stores.stats import (
     validate,
     window_start,
 )
+from ask_fable.stores.views import BucketFigures, StatsReport
 
 MIGRATIONS = [
     """
@@ -62,10 +66,11 @@ MIGRATIONS = [
     """,
 ]
 
-_TEXT_FIELDS = ("status", "kind", "provider", "session", "project", "tool", "mode")
-_MEMBER_FIELDS = ("provider", "model", "status", "kind")
 #: Bytes read per pass over a file, so a huge backlog is indexed in bounded memory.
 _READ_BYTES = 8 * 1024 * 1024
+#: Lines parsed and validated per call, so one bad line costs a re-read of this many only.
+_BATCH = 1000
+_LINES = TypeAdapter(list[AuditRecord])
 
 
 def _ident(path: Path) -> tuple[str, int] | None:
@@ -82,35 +87,44 @@ def _ident(path: Path) -> tuple[str, int] | None:
     return f"{stat.st_dev}:{stat.st_ino}:{digest}", stat.st_size
 
 
-def _text(value: Any) -> str | None:
-    return value if value is None or isinstance(value, str) else str(value)
+def parse_records(lines: list[bytes]) -> list[AuditRecord]:
+    """Audit records from complete JSONL lines; a line that is not an audit record is skipped."""
+    lines = [raw for raw in lines if raw.strip()]
+    out: list[AuditRecord] = []
+    for start in range(0, len(lines), _BATCH):
+        batch = lines[start : start + _BATCH]
+        try:
+            out.extend(_LINES.validate_json(b"[" + b",".join(batch) + b"]"))
+        except ValidationError:
+            for raw in batch:
+                try:
+                    out.append(AuditRecord.model_validate_json(raw))
+                except ValidationError:
+                    continue
+    return out
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if type(value) in (int, float) else None
-
-
-def _rows(rec_id: int, ident: str, record: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+def _rows(rec_id: int, ident: str, record: AuditRecord) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
     """The ``recs`` row of one record and its ``members`` rows (one per backend call)."""
-    allowed = record.get("allowed")
+    allowed = record.allowed
+    outcome = outcome_of(record.status, record.kind)
     row = (
-        rec_id, ident, _number(record.get("ts")), _text(attributed_model(record)),
-        *(_text(record.get(f)) for f in _TEXT_FIELDS),
-        1 if record.get("cached") else 0, _number(record.get("elapsed_ms")),
-        1 if is_degraded(record.get("quorum")) else 0, 1 if record.get("synth_fallback") else 0,
-        None if allowed is None else (1 if allowed else 0),
-        outcome_of(record.get("status"), record.get("kind")),
+        rec_id, ident, record.ts, attributed_model(record), record.status, record.kind, record.provider,
+        record.session, record.project, record.tool, record.mode, 1 if record.cached else 0,
+        record.elapsed_ms, 1 if is_degraded(record.quorum) else 0, 1 if record.synth_fallback else 0,
+        None if allowed is None else (1 if allowed else 0), outcome,
     )
-    members = record.get("members")
-    if not isinstance(members, list) or not members:
+    if record.members:
+        member_rows = [
+            (rec_id, m.provider, m.model, m.status, m.kind, m.elapsed_ms, outcome_of(m.status, m.kind))
+            for m in record.members
+        ]
+    elif record.provider:
         # A single-shot record is one backend call of its own provider (none when refused early).
-        members = [record] if record.get("provider") else []
-    member_rows = [
-        (rec_id, *(_text(m.get(f)) for f in _MEMBER_FIELDS), _number(m.get("elapsed_ms")),
-         outcome_of(m.get("status"), m.get("kind")))
-        for m in members
-        if isinstance(m, dict)
-    ]
+        member_rows = [(rec_id, record.provider, record.model, record.status, record.kind, record.elapsed_ms,
+                        outcome)]
+    else:
+        member_rows = []
     return row, member_rows
 
 
@@ -165,7 +179,7 @@ class AuditIndex:
                     offset += len(block)
                     continue
                 complete = block[: end + 1]
-                records = parse_lines(complete.splitlines(keepends=True), None)
+                records = parse_records(complete.splitlines(keepends=True))
                 next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM recs").fetchone()[0]) + 1
                 rows, member_rows = [], []
                 for n, record in enumerate(records):
@@ -200,8 +214,13 @@ class AuditIndex:
         model: str | None = None,
         session: str | None = None,
         now: float | None = None,
-    ) -> dict[str, Any]:
-        """The figures :func:`~ask_fable.stores.stats.compute_stats` gives, aggregated in SQL."""
+    ) -> StatsReport:
+        """Calls per bucket over ``window`` (see ``stores/stats.py`` for what is counted), in SQL.
+
+        ``model`` keeps records whose model or provider (or one of whose members') matches, and
+        in the provider view only the matching member calls; ``session`` keeps one session.
+        Unknown ``window`` or ``by`` raise ``BadArgs`` naming the allowed values.
+        """
         validate(window, by)
         since = window_start(window, now)
         where, params = ["1"], []
@@ -257,15 +276,15 @@ class AuditIndex:
     @staticmethod
     def _aggregate(
         conn: Any, base: str, params: list[Any]
-    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[dict[str, BucketFigures], BucketFigures]:
         """Per-bucket figures and totals: counts in SQL, latency percentiles in Python."""
         per_outcome = ", ".join(f"sum(outcome = '{name}')" for name in OUTCOMES)
         rows = conn.execute(
             f"SELECT bucket, {per_outcome}, sum(allowed), sum(degraded), sum(synth) FROM ({base}) GROUP BY 1",
             params,
         ).fetchall()
-        # Latencies are summed and ranked in Python exactly as compute_stats does (SQLite's
-        # window functions were also several times slower at this).
+        # Latencies are summed and ranked in Python (SQLite's window functions were several times
+        # slower at this).
         attempted = ", ".join(f"'{name}'" for name in sorted(ATTEMPTED))
         latencies: dict[str, list[float]] = {}
         cursor = conn.execute(
@@ -292,7 +311,7 @@ class AuditIndex:
         return buckets, _result(sums, every)
 
 
-def _result(figures: list[int], values: list[float]) -> dict[str, Any]:
+def _result(figures: list[int], values: list[float]) -> BucketFigures:
     counts = dict(zip(OUTCOMES, figures, strict=False))
     allowed, degraded, synth = figures[len(OUTCOMES):]
     return bucket_result(

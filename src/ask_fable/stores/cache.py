@@ -16,6 +16,7 @@ from typing import Any
 
 from ask_fable.stores.db import Database
 from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
+from ask_fable.stores.views import CachedAnswer
 
 SWEEP_EVERY = 100
 
@@ -38,6 +39,24 @@ def normalize_question(question: str) -> str:
     return " ".join(question.split()).casefold()
 
 
+def cache_key(
+    tool: str,
+    models: list[str],
+    question: str,
+    context: str | None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """The cache key of one request (hex sha256), the same whichever store holds the entry."""
+    material = json.dumps(
+        [tool, list(models), normalize_question(question or ""), context or "", extra or {}],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        default=str,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
 def bump_write_counter(conn: Any, name: str = "writes") -> int:
     """Increment and return a counter in the ``meta`` table (inside the caller's transaction)."""
     conn.execute(
@@ -48,7 +67,7 @@ def bump_write_counter(conn: Any, name: str = "writes") -> int:
 
 
 class AnswerCache:
-    """TTL cache of answer payloads over SQLite (``settings.cache_db``)."""
+    """TTL cache of answer payloads over SQLite (``settings.cache_db``): an ``AnswerCacheStore``."""
 
     def __init__(
         self,
@@ -65,25 +84,9 @@ class AnswerCache:
         self.sweep_every = max(1, int(sweep_every))
         self._secrets = secret_list(secrets)
 
-    @staticmethod
-    def key_for(
-        tool: str,
-        models: list[str],
-        question: str,
-        context: str | None,
-        extra: dict[str, Any] | None = None,
-    ) -> str:
-        """The cache key of one request (hex sha256)."""
-        material = json.dumps(
-            [tool, list(models), normalize_question(question or ""), context or "", extra or {}],
-            ensure_ascii=False,
-            sort_keys=True,
-            separators=(",", ":"),
-            default=str,
-        )
-        return hashlib.sha256(material.encode("utf-8")).hexdigest()
+    key_for = staticmethod(cache_key)
 
-    def get(self, key: str) -> tuple[dict[str, Any], float] | None:
+    def get(self, key: str) -> CachedAnswer | None:
         """``(payload, age_s)`` for a fresh entry, else ``None`` (expired rows are misses)."""
         with self.db.read() as conn:
             row = conn.execute("SELECT payload, created_at FROM cache WHERE key = ?", (key,)).fetchone()
@@ -96,7 +99,7 @@ class AnswerCache:
             payload = json.loads(row["payload"])
         except ValueError:
             return None
-        return (payload, round(age, 3)) if isinstance(payload, dict) else None
+        return CachedAnswer(payload, round(age, 3)) if isinstance(payload, dict) else None
 
     def put(self, key: str, tool: str, payload: dict[str, Any]) -> None:
         """Store ``payload`` under ``key`` (redacted); may run the periodic sweep."""

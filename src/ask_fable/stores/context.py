@@ -9,11 +9,12 @@ from __future__ import annotations
 import difflib
 import os
 import time
-from typing import Any
+from typing import cast
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.db import Database
 from ask_fable.stores.redact import SecretSource, redact, secret_list
+from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
 
 MAX_KEY_CHARS = 200
 
@@ -46,13 +47,13 @@ def validate_key(key: object) -> str:
 
 
 class ContextStore:
-    """Key → text store over SQLite (``settings.context_db``)."""
+    """Key → text store over SQLite (``settings.context_db``): the ``ContextBus``."""
 
     def __init__(self, path: str | os.PathLike[str], *, secrets: SecretSource = ()) -> None:
         self.db = Database(path, MIGRATIONS)
         self._secrets = secret_list(secrets)
 
-    def write(self, key: str, value: str, description: str = "") -> dict[str, Any]:
+    def write(self, key: str, value: str, description: str = "") -> ContextMeta:
         """Store ``value`` under ``key`` (overwriting, keeping ``created_at``); returns its metadata."""
         validate_key(key)
         if not isinstance(value, str):
@@ -71,27 +72,27 @@ class ContextStore:
                 (key, value, description, len(value), now, now),
             )
             row = conn.execute(f"SELECT {_META} FROM context WHERE key = ?", (key,)).fetchone()
-        return dict(row)
+        return cast(ContextMeta, dict(row))
 
-    def read(self, key: str) -> dict[str, Any] | None:
+    def read(self, key: str) -> ContextEntry | None:
         """The value and metadata under ``key`` (with ``age_s``), or ``None``."""
         validate_key(key)
         with self.db.read() as conn:
             row = conn.execute(f"SELECT value, {_META} FROM context WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        data = dict(row)
+        data = cast(ContextEntry, dict(row))
         data["age_s"] = round(max(0.0, time.time() - data["updated_at"]), 3)
         return data
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self) -> list[ContextListed]:
         """Metadata of every entry, most recently updated first; never the values."""
         now = time.time()
         with self.db.read() as conn:
             rows = conn.execute(f"SELECT {_META} FROM context ORDER BY updated_at DESC, key").fetchall()
         out = []
         for row in rows:
-            data = dict(row)
+            data = cast(ContextListed, dict(row))
             data["age_s"] = round(max(0.0, now - data["updated_at"]), 3)
             out.append(data)
         return out
@@ -107,14 +108,14 @@ class ContextStore:
         with self.db.write() as conn:
             return conn.execute("DELETE FROM context WHERE key = ?", (key,)).rowcount > 0
 
-    def resolve(self, keys: list[str]) -> tuple[str, list[str], list[str]]:
+    def resolve(self, keys: list[str]) -> ResolvedContext:
         """Join the values of ``keys`` (each under a header) → ``(text, resolved, missing)``.
 
         Duplicate keys are used once; order is preserved.
         """
         wanted = list(dict.fromkeys(validate_key(k) for k in keys))
         if not wanted:
-            return "", [], []
+            return ResolvedContext("", [], [])
         with self.db.read() as conn:
             marks = ",".join("?" * len(wanted))
             found = {
@@ -124,7 +125,7 @@ class ContextStore:
         resolved = [k for k in wanted if k in found]
         missing = [k for k in wanted if k not in found]
         text = "\n\n".join(f"### context: {k}\n{found[k]}" for k in resolved)
-        return text, resolved, missing
+        return ResolvedContext(text, resolved, missing)
 
     def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
         """Stored keys that look like the ``missing`` ones (did-you-mean), best first."""

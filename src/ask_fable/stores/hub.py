@@ -8,11 +8,13 @@ Every server process mirrors its successful turns here; ``session_list`` / ``ses
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database
+from ask_fable.stores.records import HubTurn
 from ask_fable.stores.redact import redact, secret_list
+from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
 
 SWEEP_EVERY = 100
 
@@ -54,7 +56,7 @@ MIGRATIONS = [
 
 
 class SessionHub:
-    """Hub over SQLite at ``settings.hub_db``; writes are no-ops when ``settings.hub`` is off."""
+    """The ``HubStore`` over SQLite at ``settings.hub_db``; writes are no-ops when ``settings.hub`` is off."""
 
     def __init__(self, settings: Any, *, sweep_every: int = SWEEP_EVERY) -> None:
         self.settings = settings
@@ -67,34 +69,23 @@ class SessionHub:
         """Whether the hub is on (``ASK_FABLE_HUB``)."""
         return bool(getattr(self.settings, "hub", True))
 
-    def record_turn(
-        self,
-        session_key: str,
-        agent_id: str,
-        project: str,
-        oracle: str,
-        status: str,
-        question: str,
-        answer: str,
-        elapsed_ms: float | None,
-        sdk_session_id: str | None = None,
-    ) -> None:
+    def record_turn(self, turn: HubTurn) -> None:
         """Mirror one successful turn and refresh the ``(session_key, agent_id)`` heartbeat."""
         if not self.enabled:
             return
-        question = redact(question or "", self._secrets)
-        answer = redact(answer or "", self._secrets)
+        question = redact(turn.question, self._secrets)
+        answer = redact(turn.answer, self._secrets)
         # Labels are caller-chosen text too: a key pasted into one must not be stored.
         session_key, agent_id, project = (
-            redact(v or "", self._secrets) for v in (session_key, agent_id, project)
+            redact(v, self._secrets) for v in (turn.session_key, turn.agent_id, turn.project)
         )
         now = time.time()
         with self.db.write() as conn:
             conn.execute(
                 "INSERT INTO turns (session_key, agent_id, project, oracle, status, question, answer, "
                 "elapsed_ms, sdk_session_id, ts) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (session_key, agent_id, project, oracle, status, question, answer, elapsed_ms,
-                 sdk_session_id, now),
+                (session_key, agent_id, project, turn.oracle, turn.status, question, answer, turn.elapsed_ms,
+                 turn.sdk_session_id, now),
             )
             conn.execute(
                 "INSERT INTO sessions (session_key, agent_id, project, first_seen, last_seen, turns, "
@@ -104,7 +95,7 @@ class SessionHub:
                 "last_question = excluded.last_question, last_oracle = excluded.last_oracle, "
                 "last_status = excluded.last_status",
                 (session_key, agent_id, project, now, now,
-                 question[: max(1, int(self.settings.hub_preview_chars)) * 4], oracle, status),
+                 question[: max(1, int(self.settings.hub_preview_chars)) * 4], turn.oracle, turn.status),
             )
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn)
@@ -126,7 +117,7 @@ class SessionHub:
 
     def list_sessions(
         self, project: str | None, active_only: bool = True, limit: int = 50
-    ) -> list[dict[str, Any]]:
+    ) -> list[HubSession]:
         """One row per ``(session_key, agent_id)``, newest heartbeat first.
 
         ``project=None`` spans every project; ``active_only`` hides stale heartbeats.
@@ -152,8 +143,8 @@ class SessionHub:
             rows = conn.execute(sql, [*params, max(1, int(limit))]).fetchall()
         out = []
         for row in rows:
-            data = dict(row)
-            question = data.pop("last_question") or ""
+            data = cast(HubSession, dict(row))
+            question = data["last_question"] or ""
             data["last_question"] = (
                 question if len(question) <= preview else question[: max(0, preview - 1)] + "…"
             )
@@ -162,7 +153,7 @@ class SessionHub:
             out.append(data)
         return out
 
-    def peek(self, session_key: str, agent_id: str | None = None) -> list[dict[str, Any]]:
+    def peek(self, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
         """Every retained turn of ``session_key`` (across projects), oldest first."""
         sql = ("SELECT id, session_key, agent_id, project, oracle, status, question, answer, elapsed_ms, "
                "sdk_session_id, ts FROM turns WHERE session_key = ?")
@@ -172,9 +163,9 @@ class SessionHub:
             sql += " AND agent_id = ?"
             params.append(redact(agent_id, self._secrets))
         with self.db.read() as conn:
-            return [dict(r) for r in conn.execute(sql + " ORDER BY id", params)]
+            return [cast(StoredHubTurn, dict(r)) for r in conn.execute(sql + " ORDER BY id", params)]
 
-    def stats(self, project: str | None, window_s: float = 86400) -> dict[str, Any]:
+    def stats(self, project: str | None, window_s: float = 86400) -> HubStats:
         """Turn totals by oracle, agent and status within ``window_s`` (0 = all retained turns).
 
         Session counts come from the heartbeat rows and are not limited to the window.

@@ -16,14 +16,13 @@ import re
 import secrets
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.db import Database
+from ask_fable.stores.records import ApiKey
 
-Scope = Literal["read", "write"]
 SCOPES: tuple[str, ...] = ("read", "write")
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
@@ -68,28 +67,6 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-@dataclass(frozen=True)
-class ApiKey:
-    """One stored key, without its secret."""
-
-    id: int
-    name: str
-    scope: Scope
-    prefix: str
-    created_at: str
-    last_used_at: str | None
-    revoked_at: str | None
-
-    @property
-    def active(self) -> bool:
-        """False once revoked."""
-        return self.revoked_at is None
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready view (never contains the key)."""
-        return {**asdict(self), "active": self.active}
-
-
 def _row(row: Any) -> ApiKey:
     return ApiKey(
         id=int(row["id"]), name=row["name"], scope=row["scope"], prefix=row["prefix"],
@@ -101,7 +78,7 @@ _COLUMNS = "id, name, scope, prefix, created_at, last_used_at, revoked_at"
 
 
 class KeyStore:
-    """The API key table in its own SQLite file (``settings.keys_db``)."""
+    """The API key table in its own SQLite file (``settings.keys_db``): the ``ApiKeyStore``."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.db = Database(path, MIGRATIONS)

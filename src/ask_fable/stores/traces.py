@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
-import secrets as _random
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database
 from ask_fable.stores.files import atomic_write_bytes
+from ask_fable.stores.records import TraceBundle, TraceRecord
 from ask_fable.stores.redact import redact, redact_obj, secret_list
+from ask_fable.stores.trace_ids import new_trace_id as new_trace_id
+from ask_fable.stores.trace_ids import valid_trace_id
+from ask_fable.stores.views import TraceDetail, TraceSummary
 
 MIGRATIONS = [
     """
@@ -62,7 +65,6 @@ MIGRATIONS = [
 SWEEP_EVERY = 100
 
 SCHEMA_VERSION = 2
-_ID_RE = re.compile(r"[A-Za-z0-9_\-]{1,80}")
 _LIST_COLUMNS = (
     "trace_id, ts, tool, mode, status, kind, session, project, agent_id, elapsed_ms, "
     "providers, models, cached"
@@ -70,18 +72,11 @@ _LIST_COLUMNS = (
 _FILTERS = ("tool", "status", "session", "project")
 
 
-def new_trace_id() -> str:
-    """A new trace id: 12 hex digits of epoch milliseconds then 12 random hex digits (sortable)."""
-    return f"{time.time_ns() // 1_000_000:012x}{_random.token_hex(6)}"
-
-
-def valid_trace_id(trace_id: object) -> bool:
-    """Whether ``trace_id`` has the shape of an id we could have issued (safe as a file name)."""
-    return isinstance(trace_id, str) and bool(_ID_RE.fullmatch(trace_id))
-
-
 class TraceStore:
-    """Finished traces over SQLite at ``settings.traces_db``; bundles under ``settings.traces_dir``."""
+    """Finished traces over SQLite at ``settings.traces_db``; bundles under ``settings.traces_dir``.
+
+    The ``TraceRecordStore`` of the embedded setup.
+    """
 
     def __init__(self, settings: Any) -> None:
         self.settings = settings
@@ -94,30 +89,24 @@ class TraceStore:
         text = _text(value)
         return redact(text, self._secrets) if text else text
 
-    def record(self, trace: dict[str, Any]) -> None:
+    def record(self, trace: TraceRecord) -> None:
         """Store one finished trace (replacing an earlier record with the same ``trace_id``)."""
-        trace_id = trace.get("trace_id")
+        trace_id = trace.trace_id
         if not valid_trace_id(trace_id):
             raise ValueError(f"invalid trace_id: {trace_id!r}")
-        ts = float(trace.get("ts") or time.time())
-        providers = [str(p) for p in trace.get("providers") or [] if p]
-        models = [str(m) for m in trace.get("models") or [] if m]
-        events = redact_obj(list(trace.get("events") or []), self._secrets)
+        ts = trace.ts
+        providers = [p for p in trace.providers if p]
+        models = [m for m in trace.models if m]
         row = (
-            trace_id, ts, _text(trace.get("tool")), _text(trace.get("mode")), _text(trace.get("status")),
-            _text(trace.get("kind")), self._label(trace.get("session")), self._label(trace.get("project")),
-            self._label(trace.get("agent_id")), _number(trace.get("elapsed_ms")),
-            json.dumps(providers), json.dumps(models), 1 if trace.get("cached") else 0,
+            trace_id, ts, trace.tool, trace.mode, trace.status, trace.kind, self._label(trace.session),
+            self._label(trace.project), self._label(trace.agent_id), _number(trace.elapsed_ms),
+            json.dumps(providers), json.dumps(models), 1 if trace.cached else 0,
         )
-        event_rows = []
-        for seq, event in enumerate(events):
-            if not isinstance(event, dict):
-                continue
-            attrs = event.get("attrs") or {}
-            event_rows.append((
-                trace_id, seq, _number(event.get("t_ms")), str(event.get("name") or "event"),
-                json.dumps(attrs, ensure_ascii=False, default=str),
-            ))
+        event_rows = [
+            (trace_id, seq, _number(event.t_ms), event.name or "event",
+             json.dumps(redact_obj(event.attrs, self._secrets), ensure_ascii=False, default=str))
+            for seq, event in enumerate(trace.events)
+        ]
         with self.db.write() as conn:
             conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
             conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
@@ -172,7 +161,7 @@ class TraceStore:
         session: str | None = None,
         project: str | None = None,
         before: str | float | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[TraceSummary]:
         """Traces newest first, without events; ``before`` (a trace_id or epoch seconds) pages back."""
         limit = max(1, min(int(limit), int(self.settings.trace_query_max_events)))
         where: list[str] = []
@@ -217,7 +206,7 @@ class TraceStore:
         row = conn.execute("SELECT ts FROM traces WHERE trace_id = ?", (text,)).fetchone()
         return None if row is None else (float(row[0]), text)
 
-    def get(self, trace_id: str) -> dict[str, Any] | None:
+    def get(self, trace_id: str) -> TraceDetail | None:
         """One trace with its ordered events and artifact references, or ``None``."""
         if not valid_trace_id(trace_id):
             return None
@@ -233,7 +222,7 @@ class TraceStore:
                 "SELECT t_ms, name, attrs FROM trace_events WHERE trace_id = ? ORDER BY seq LIMIT ?",
                 (trace_id, max_events + 1),
             ).fetchall()
-        trace = _trace_row(row)
+        trace = cast(TraceDetail, _trace_row(row))
         events: list[dict[str, Any]] = []
         used = 0
         truncated = len(event_rows) > max_events
@@ -265,17 +254,20 @@ class TraceStore:
             raise ValueError(f"invalid trace_id: {trace_id!r}")
         return self.bundle_dir / f"{trace_id}.jsonl"
 
-    def write_bundle(self, trace_id: str, content: dict[str, Any]) -> Path | None:
+    def write_bundle(self, trace_id: str, content: TraceBundle | Mapping[str, Any]) -> Path | None:
         """Write the full-mode bundle of ``trace_id``: redacted, capped, atomic, ``0600``.
 
-        The caller decides whether full mode is on. Returns the path, or ``None`` when the id is
-        invalid or the file could not be written (a bundle never breaks an answer).
+        ``content`` is the call's ``TraceBundle`` or any mapping of field → content: each field
+        becomes its own items, in order. The caller decides whether full mode is on. Returns the
+        path, or ``None`` when the id is invalid or the file could not be written (a bundle never
+        breaks an answer).
         """
         if not valid_trace_id(trace_id):
             return None
         cap = int(self.settings.trace_max_content_bytes)
         chunk_chars = max(256, int(self.settings.trace_max_event_bytes) // 8)
-        safe = redact_obj(content, self._secrets)
+        fields = content.model_dump() if isinstance(content, TraceBundle) else dict(content)
+        safe = redact_obj(fields, self._secrets)
         lines = [_line({"type": "header", "trace_id": trace_id, "schema": SCHEMA_VERSION,
                         "ts": time.time(), "cap_bytes": cap})]
         written = 0
@@ -377,8 +369,8 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _trace_row(row: Any) -> dict[str, Any]:
-    data = dict(row)
+def _trace_row(row: Any) -> TraceSummary:
+    data = cast(TraceSummary, dict(row))
     data["providers"] = json.loads(data.get("providers") or "[]")
     data["models"] = json.loads(data.get("models") or "[]")
     data["cached"] = bool(data.get("cached"))

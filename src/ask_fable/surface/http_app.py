@@ -31,7 +31,8 @@ from urllib.parse import parse_qsl
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-    from ask_fable.stores.keys import ApiKey, KeyStore
+    from ask_fable.stores.interfaces import ApiKeyStore
+    from ask_fable.stores.records import ApiKey
     from ask_fable.surface.server import AskFableServer
 
 DEFAULT_HOST = "127.0.0.1"
@@ -176,7 +177,7 @@ class _BodyTooLarge(Exception):
 class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
-    def __init__(self, app: ASGIApp, *, keys: KeyStore, read_only_tools: frozenset[str],
+    def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, read_only_tools: frozenset[str],
                  options: HttpOptions, mcp_path: str = MCP_PATH) -> None:
         self.app = app
         self.keys = keys
@@ -320,7 +321,7 @@ def _replay(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def build_http_app(server: AskFableServer, keys: KeyStore, options: HttpOptions | None = None) -> ASGIApp:
+def build_http_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions | None = None) -> ASGIApp:
     """The guarded ASGI app serving ``server`` at ``/mcp`` (its lifespan runs the session manager)."""
     from mcp.server.transport_security import TransportSecuritySettings
 

@@ -31,7 +31,7 @@ from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.stores.redact import redact
-from ask_fable.stores.traces import new_trace_id
+from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
 
@@ -265,12 +265,13 @@ class AskFableServer(MCPServer[Any]):
         trace.event("request", tool=tool[:80])
         trace.event("response", status=status, kind=kind)
         try:
-            record = {
-                "trace_id": trace.trace_id, "ts": trace.wall_start, "tool": tool[:80], "status": status,
-                "kind": kind, "project": app.project_id, "agent_id": app.agent_id,
-                "elapsed_ms": trace.elapsed_ms(), "providers": [], "models": [], "cached": False,
-                "events": trace.events,
-            }
+            from ask_fable.stores.records import TraceRecord
+
+            record = TraceRecord(
+                trace_id=trace.trace_id, ts=trace.wall_start, tool=tool[:80], status=status, kind=kind,
+                project=app.project_id, agent_id=app.agent_id, elapsed_ms=trace.elapsed_ms(),
+                events=trace.events,
+            )
             await anyio.to_thread.run_sync(app.traces.record, record)
         except Exception:  # a trace is best effort: the caller still gets the result
             app.console.line(trace.trace_id, f"could not record the trace of {tool[:80]}")

@@ -21,6 +21,7 @@ from ask_fable.config import Settings
 from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
 from ask_fable.core.tracing import Console, TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
+from ask_fable.stores.records import MemberRecord, ModeAudit
 from ask_fable.stores.redact import redact
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
@@ -57,17 +58,10 @@ class MemberOutcome:
         value = self.error.extra.get("retry_after_s") if self.error is not None else None
         return float(value) if isinstance(value, int | float) else None
 
-    def audit_record(self) -> dict[str, Any]:
-        """The member's line in the audit log (metadata only)."""
-        return {
-            "token": self.token,
-            "provider": self.provider,
-            "model": self.model,
-            "status": self.status,
-            "kind": self.kind,
-            "elapsed_ms": self.elapsed_ms,
-            "role": self.role,
-        }
+    def audit_record(self) -> MemberRecord:
+        """The member's entry in the call's audit record (metadata only)."""
+        return MemberRecord(token=self.token, provider=self.provider, model=self.model, status=self.status,
+                            kind=self.kind, elapsed_ms=self.elapsed_ms, role=self.role)
 
 
 @dataclass
@@ -76,17 +70,15 @@ class ModeOutcome:
 
     ``text`` is the final model text (sidecar included); the pipeline parses and strips it.
     ``fields`` are merged into the tool result (``sources``, ``consensus``, ``stages``…).
-    ``cache_models`` is the ordered list of model tokens the cache key is built from.
     """
 
     text: str
     model: str
     reply: Reply | None = None
     fields: dict[str, Any] = field(default_factory=dict)
-    cache_models: list[str] = field(default_factory=list)
     provider: str | None = None
-    #: Extra audit fields (quorum, consensus, synth_fallback…).
-    audit: dict[str, Any] = field(default_factory=dict)
+    #: What the mode adds to the call's audit record (quorum, consensus, synth_fallback…).
+    audit: ModeAudit = field(default_factory=ModeAudit)
     #: A full Markdown transcript (debates) for the saved answer file, never returned inline.
     transcript: str | None = None
 

@@ -25,6 +25,7 @@ from ask_fable.core.modes.steps import step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import CLAUDE_FALLBACKS, Resolver, default_resolver, parse_pipeline, resolve_oracle
 from ask_fable.errors import OracleTimeout, UpstreamError
+from ask_fable.stores.records import ModeAudit
 
 
 def _stage_label(index: int) -> str:
@@ -143,7 +144,7 @@ async def run_chain(
         if refusal is not None and refusal.reply is not None:
             # Stages declined under the scope contract: the chain's answer is that refusal.
             return ModeOutcome(text=refusal.reply.text, model=refusal.model, reply=refusal.reply,
-                               provider=refusal.provider, fields=common, cache_models=list(tokens))
+                               provider=refusal.provider, fields=common)
         if count == 1:
             raise outcome_error(mctx.members[-1])
         kinds = ", ".join(f"{s['model']} ({s.get('kind') or s['status']})" for s in stages)
@@ -164,6 +165,5 @@ async def run_chain(
         reply=final.reply,
         provider=final.provider,
         fields=fields,
-        cache_models=list(tokens),
-        audit={"answered": answered, "requested": count, "fallback": bool(fallback_note)},
+        audit=ModeAudit(answered=answered, requested=count, fallback=bool(fallback_note)),
     )

@@ -45,6 +45,7 @@ from ask_fable.core.tokens import (
     single_token,
 )
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, OracleTimeout, UpstreamError
+from ask_fable.stores.records import ModeAudit
 
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
 #: Share of the council's wall-clock bound reserved for the synthesis. With the default bound
@@ -345,7 +346,7 @@ async def run_council(
             return ModeOutcome(
                 text=first.reply.text, model=first.model, reply=first.reply, provider=first.provider,
                 fields={"mode": "council", "sources": sources, "quorum": quorum},
-                cache_models=members_tokens, audit={"quorum": quorum},
+                audit=ModeAudit(quorum=quorum),
             )
         raise _all_failed(members, sources)
 
@@ -373,8 +374,7 @@ async def run_council(
         }
         return ModeOutcome(
             text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,
-            cache_models=[*members_tokens, f"synthesizer={requested_synth}"],
-            audit={"quorum": quorum, "consensus": consensus, "synth_fallback": False},
+            audit=ModeAudit(quorum=quorum, consensus=consensus, synth_fallback=False),
         )
 
     await mctx.progress(len(members), total_steps, f"synthesizing {len(answered)} answers")
@@ -412,6 +412,5 @@ async def run_council(
     }
     return ModeOutcome(
         text=text, model=model, reply=reply, provider=provider, fields=envelope,
-        cache_models=[*members_tokens, f"synthesizer={requested_synth}"],
-        audit={"quorum": quorum, "consensus": consensus, "synth_fallback": fell_back},
+        audit=ModeAudit(quorum=quorum, consensus=consensus, synth_fallback=fell_back),
     )

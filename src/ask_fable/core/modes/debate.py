@@ -48,6 +48,7 @@ from ask_fable.core.tokens import (
     single_token,
 )
 from ask_fable.errors import BadArgs, OracleTimeout
+from ask_fable.stores.records import ModeAudit
 
 LEDGER_TAGS = ("claims", "dispositions", "revisions", "ruling")
 _FENCE = re.compile(r"```[ \t]*(?P<tag>[\w-]*)[ \t]*\n(?P<body>.*?)\n?```", re.DOTALL)
@@ -497,6 +498,6 @@ async def _finish(
     )
     return ModeOutcome(
         text=text, model=final.model, reply=final.reply, provider=final.provider, fields=fields,
-        cache_models=[], transcript=transcript,
-        audit={"resolution": block["resolution"], "turns": len(state.turns)},
+        transcript=transcript,
+        audit=ModeAudit(resolution=block["resolution"], turns=len(state.turns)),
     )

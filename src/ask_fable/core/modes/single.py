@@ -32,6 +32,5 @@ async def run_single(
         text=outcome.reply.text,
         model=outcome.model,
         reply=outcome.reply,
-        cache_models=[oracle.token],
         provider=oracle.provider,
     )

@@ -121,10 +121,10 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
         )
         return result
     if args.save:
-        from ask_fable.stores.answers import save_transcript
+        from ask_fable.stores.records import Transcript
 
-        path = await anyio.to_thread.run_sync(save_transcript, ctx.settings, key, turns, namespace)
-        result["saved"] = str(path)
+        transcript = Transcript(key=key, namespace=namespace, turns=turns)
+        result["saved"] = await anyio.to_thread.run_sync(ctx.app.answers.save_transcript, transcript)
     return result
 
 

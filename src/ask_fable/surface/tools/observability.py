@@ -150,13 +150,13 @@ class TracingResult(DataResult):
 
 async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
     """Usage and health figures from the audit log (rotated segments included)."""
-    from ask_fable.stores.stats import audit_stats, validate
+    from ask_fable.stores.stats import validate
 
     validate(args.window, args.by)
-    app = ctx.app
-    report = await anyio.to_thread.run_sync(
-        lambda: audit_stats(app.audit, args.window, args.by, args.model, args.session)
-    )
+    audit = ctx.app.audit
+    report: dict[str, Any] = dict(await anyio.to_thread.run_sync(
+        lambda: audit.stats(args.window, args.by, args.model, args.session)
+    ))
     report["filters"] = {k: v for k, v in (report.get("filters") or {}).items() if v is not None}
     return {"status": "ok", **report}
 
@@ -172,7 +172,7 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
         try:
             before = float(before)
         except ValueError:
-            from ask_fable.stores.traces import valid_trace_id
+            from ask_fable.stores.trace_ids import valid_trace_id
 
             if not valid_trace_id(before):
                 raise BadArgs("before must be a trace_id or epoch seconds") from None
@@ -193,7 +193,7 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
 async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
     """One trace's ordered events and artifacts; in full mode optionally a bounded content excerpt."""
     from ask_fable.errors import BadArgs
-    from ask_fable.stores.traces import valid_trace_id
+    from ask_fable.stores.trace_ids import valid_trace_id
 
     if not valid_trace_id(args.trace_id):
         raise BadArgs("trace_id must be letters, digits, '_' or '-' (as returned by a tool or trace_list)")

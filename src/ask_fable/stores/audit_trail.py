@@ -1,0 +1,62 @@
+"""The ``AuditStore`` of the embedded setup: the JSONL audit log, with stats from its SQLite index."""
+
+from __future__ import annotations
+
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ask_fable.stores.audit import AuditLog, audit_log_for
+from ask_fable.stores.audit_index import AuditIndex
+from ask_fable.stores.records import AuditRecord
+from ask_fable.stores.stats import validate
+from ask_fable.stores.views import StatsReport
+
+
+class AuditTrail:
+    """Appends records to an :class:`AuditLog` and answers ``stats`` through its summary index."""
+
+    def __init__(self, log: AuditLog) -> None:
+        self.log = log
+
+    def append(self, record: AuditRecord) -> None:
+        """Write ``record`` as one line of the log (redacted, rotated as configured)."""
+        self.log.append(record.line())
+
+    def iter_records(self, since_ts: float | None = None) -> Iterator[dict[str, Any]]:
+        """Every line as written, oldest first (rotated segments included)."""
+        return self.log.iter_records(since_ts)
+
+    def stats(
+        self,
+        window: str = "24h",
+        by: str = "model",
+        model: str | None = None,
+        session: str | None = None,
+        now: float | None = None,
+    ) -> StatsReport:
+        """Stats over the whole log, rotations included; only lines new since the last call are read.
+
+        When the index beside the log cannot be used (a read-only or broken state directory), a
+        throwaway one is built for this call instead. Arguments are validated first.
+        """
+        validate(window, by)
+        try:
+            index = AuditIndex(self.log)
+            index.refresh()
+            return index.stats(window=window, by=by, model=model, session=session, now=now)
+        except (sqlite3.Error, OSError):
+            with tempfile.TemporaryDirectory(prefix="ask-fable-index-") as scratch:
+                index = AuditIndex(self.log, Path(scratch) / "index.db")
+                try:
+                    index.refresh()
+                    return index.stats(window=window, by=by, model=model, session=session, now=now)
+                finally:
+                    index.db.close()
+
+
+def audit_trail_for(settings: Any) -> AuditTrail:
+    """The audit trail configured by ``settings`` (path, rotation size, backups, secrets)."""
+    return AuditTrail(audit_log_for(settings))

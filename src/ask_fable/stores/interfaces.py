@@ -1,0 +1,213 @@
+"""The interface of each store: what the pipeline and the tools may ask of it, and nothing more.
+
+Callers depend on these protocols, never on an implementation, so a second implementation
+(another database) plugs in without touching them. Methods are synchronous and may block: the
+callers run them in a worker thread. Writes take the records of ``stores/records.py``; reads
+return the views of ``stores/views.py``.
+
+| Protocol | Implementation today | Used by |
+|---|---|---|
+| ``ContextBus`` | ``context.ContextStore`` (SQLite) | pipeline (``context_ref``), context tools |
+| ``AnswerCacheStore`` | ``cache.AnswerCache`` (SQLite) | pipeline |
+| ``TraceRecordStore`` | ``traces.TraceStore`` (SQLite + bundle files) | recorders, server, trace tools |
+| ``HubStore`` | ``hub.SessionHub`` (SQLite) | recorders, hub tools |
+| ``AuditStore`` | ``audit_trail.AuditTrail`` (JSONL + SQLite index) | recorders, ``stats`` |
+| ``AnswerArchive`` | ``answers.MarkdownArchive`` (files) | recorders, ``reset_session`` |
+| ``ApiKeyStore`` | ``keys.KeyStore`` (SQLite) | ``ask-fable keys``, the HTTP surface |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # annotations only: the App imports this module at start, records load on use
+    from ask_fable.stores.records import (
+        ApiKey,
+        AuditRecord,
+        HubTurn,
+        SavedAnswer,
+        TraceBundle,
+        TraceRecord,
+        Transcript,
+    )
+    from ask_fable.stores.views import (
+        CachedAnswer,
+        ContextEntry,
+        ContextListed,
+        ContextMeta,
+        HubSession,
+        HubStats,
+        ResolvedContext,
+        StatsReport,
+        StoredHubTurn,
+        TraceDetail,
+        TraceSummary,
+    )
+
+
+class ContextBus(Protocol):
+    """Named chunks of context shared by every agent; values are stored redacted."""
+
+    def write(self, key: str, value: str, description: str = "") -> ContextMeta:
+        """Store ``value`` under ``key`` (overwriting, keeping ``created_at``)."""
+        ...
+
+    def read(self, key: str) -> ContextEntry | None:
+        """The value and metadata under ``key``, or ``None``."""
+        ...
+
+    def list(self) -> list[ContextListed]:
+        """Every entry's metadata, most recently updated first; never the values."""
+        ...
+
+    def delete(self, key: str) -> bool:
+        """Remove ``key``; ``True`` if it existed."""
+        ...
+
+    def resolve(self, keys: list[str]) -> ResolvedContext:
+        """The values of ``keys`` joined under headers, with which were found and which not."""
+        ...
+
+    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
+        """Stored keys that look like the ``missing`` ones, best first."""
+        ...
+
+
+class AnswerCacheStore(Protocol):
+    """Result payloads by cache key (``cache.cache_key``), fresh for a TTL."""
+
+    def get(self, key: str) -> CachedAnswer | None:
+        """The payload and its age when a fresh entry exists."""
+        ...
+
+    def put(self, key: str, tool: str, payload: dict[str, Any]) -> None:
+        """Store ``payload`` (redacted) under ``key``."""
+        ...
+
+
+class TraceRecordStore(Protocol):
+    """Finished calls' traces and, in full mode, their content bundles."""
+
+    def record(self, trace: TraceRecord) -> None:
+        """Store one trace (replacing one with the same id)."""
+        ...
+
+    def write_bundle(self, trace_id: str, content: TraceBundle) -> object:
+        """Keep the call's content (redacted, capped); returns where, or ``None`` if not kept."""
+        ...
+
+    def list(
+        self,
+        limit: int = 20,
+        tool: str | None = None,
+        status: str | None = None,
+        provider: str | None = None,
+        session: str | None = None,
+        project: str | None = None,
+        before: str | float | None = None,
+    ) -> list[TraceSummary]:
+        """Traces newest first; ``before`` (a trace id or epoch seconds) pages back."""
+        ...
+
+    def get(self, trace_id: str) -> TraceDetail | None:
+        """One trace with its events, or ``None``."""
+        ...
+
+    def bundle_excerpt(self, trace_id: str, max_chars: int) -> str | None:
+        """A redacted, bounded excerpt of the call's bundle, or ``None`` when there is none."""
+        ...
+
+
+class HubStore(Protocol):
+    """The session hub: successful turns of every server process, for visibility only."""
+
+    def record_turn(self, turn: HubTurn) -> None:
+        """Mirror one turn and refresh its session's heartbeat."""
+        ...
+
+    def list_sessions(
+        self, project: str | None, active_only: bool = True, limit: int = 50
+    ) -> list[HubSession]:
+        """One row per ``(session_key, agent_id)``, newest heartbeat first."""
+        ...
+
+    def peek(self, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
+        """Every retained turn of a session label, oldest first."""
+        ...
+
+    def stats(self, project: str | None, window_s: float = 86400) -> HubStats:
+        """Turn totals by oracle, agent and status."""
+        ...
+
+
+class AuditStore(Protocol):
+    """The audit trail, one record per call, and the statistics computed over it."""
+
+    def append(self, record: AuditRecord) -> None:
+        """Add one call's record (redacted), durably."""
+        ...
+
+    def stats(
+        self,
+        window: str = "24h",
+        by: str = "model",
+        model: str | None = None,
+        session: str | None = None,
+        now: float | None = None,
+    ) -> StatsReport:
+        """Calls counted by outcome, latency and errors per bucket over a window (``stores/stats.py``)."""
+        ...
+
+
+class AnswerArchive(Protocol):
+    """Answers and session transcripts kept for the user to read later."""
+
+    def save_answer(self, answer: SavedAnswer) -> str:
+        """Keep one answer; returns where it was kept."""
+        ...
+
+    def save_transcript(self, transcript: Transcript) -> str:
+        """Keep one session's transcript; returns where it was kept."""
+        ...
+
+
+class ApiKeyStore(Protocol):
+    """HTTP API keys, kept only as hashes."""
+
+    def create(self, name: str, scope: str) -> tuple[ApiKey, str]:
+        """A new key's record and its plain value (shown once)."""
+        ...
+
+    def list_keys(self, *, include_revoked: bool = True) -> list[ApiKey]:
+        """Every key, oldest first."""
+        ...
+
+    def get(self, key_id: int | str) -> ApiKey | None:
+        """One key by id or display prefix."""
+        ...
+
+    def revoke(self, key_id: int | str) -> ApiKey:
+        """Revoke a key by id or display prefix."""
+        ...
+
+    def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
+        """The active key matching ``presented``, or ``None``."""
+        ...
+
+
+@dataclass(frozen=True)
+class GivenStores:
+    """Store implementations handed to the ``App``; each one left ``None`` is opened from settings.
+
+    The switches still apply: a given cache or hub is not used while ``ASK_FABLE_CACHE`` or
+    ``ASK_FABLE_HUB`` is off.
+    """
+
+    context: ContextBus | None = None
+    cache: AnswerCacheStore | None = None
+    traces: TraceRecordStore | None = None
+    hub: HubStore | None = None
+    audit: AuditStore | None = None
+    answers: AnswerArchive | None = None
+    keys: ApiKeyStore | None = None

@@ -1,0 +1,117 @@
+"""Writing what a finished call leaves behind: one recorder per store, each failing on its own.
+
+    CallRecords ─▶ saved answer ─▶ audit ─▶ hub turn ─▶ trace bundle ─▶ trace
+                   (AnswerArchive)  (AuditStore) (HubStore) (TraceRecordStore) ──────┘
+
+The caller runs :func:`write_call_records` once, in one worker thread, before it returns the
+answer: every record is durable by then. A recorder that raises costs only its own record; the
+failure is reported through ``on_failure`` and noted in the trace (written last for that reason).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from ask_fable.stores.interfaces import AnswerArchive, AuditStore, HubStore, TraceRecordStore
+from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceEvent, TraceRecord
+
+
+class CallStores(Protocol):
+    """Where a call's records go (the ``App`` provides them, each opened on first use)."""
+
+    @property
+    def answers(self) -> AnswerArchive:
+        """Saved answers."""
+        ...
+
+    @property
+    def audit(self) -> AuditStore:
+        """The audit trail."""
+        ...
+
+    @property
+    def hub(self) -> HubStore | None:
+        """The session hub, ``None`` when off."""
+        ...
+
+    @property
+    def traces(self) -> TraceRecordStore:
+        """Traces and bundles."""
+        ...
+
+
+@dataclass
+class CallRecords:
+    """One finished call's records; ``None`` where that record is not kept for this call."""
+
+    audit: AuditRecord
+    trace: TraceRecord
+    bundle: TraceBundle | None = None
+    hub_turn: HubTurn | None = None
+    answer: SavedAnswer | None = None
+    #: Where the saved answer went, once written.
+    saved: str | None = None
+
+
+def _save_answer(stores: CallStores, records: CallRecords) -> None:
+    if records.answer is None:
+        return
+    records.saved = stores.answers.save_answer(records.answer)
+    if records.bundle is not None:
+        records.bundle.result["saved"] = records.saved
+
+
+def _append_audit(stores: CallStores, records: CallRecords) -> None:
+    stores.audit.append(records.audit)
+
+
+def _record_hub_turn(stores: CallStores, records: CallRecords) -> None:
+    if records.hub_turn is None:
+        return
+    hub = stores.hub
+    if hub is not None:
+        hub.record_turn(records.hub_turn)
+
+
+def _write_bundle(stores: CallStores, records: CallRecords) -> None:
+    if records.bundle is not None:
+        stores.traces.write_bundle(records.trace.trace_id, records.bundle)
+
+
+def _record_trace(stores: CallStores, records: CallRecords) -> None:
+    stores.traces.record(records.trace)
+
+
+@dataclass(frozen=True)
+class Recorder:
+    """Writes one record of a call to its store."""
+
+    name: str
+    write: Callable[[CallStores, CallRecords], None]
+
+
+#: In order: the saved answer first (the bundle shows where it went), the trace last (it notes
+#: which of the others failed).
+RECORDERS: tuple[Recorder, ...] = (
+    Recorder("saved answer", _save_answer),
+    Recorder("audit", _append_audit),
+    Recorder("hub", _record_hub_turn),
+    Recorder("trace bundle", _write_bundle),
+    Recorder("trace", _record_trace),
+)
+
+FailureFn = Callable[[str, Exception], None]
+
+
+def write_call_records(stores: CallStores, records: CallRecords, on_failure: FailureFn) -> None:
+    """Run every recorder; one that raises is reported with ``on_failure(name, error)`` and skipped."""
+    for recorder in RECORDERS:
+        try:
+            recorder.write(stores, records)
+        except Exception as exc:  # isolation is the point: the next store still gets its record
+            on_failure(recorder.name, exc)
+            events = records.trace.events
+            events.append(TraceEvent(t_ms=events[-1].t_ms if events else None, name="store.error",
+                                     attrs={"store": recorder.name, "error": type(exc).__name__}))

@@ -1,0 +1,207 @@
+"""The records stores take: one pydantic model per thing a finished call leaves behind.
+
+    AuditRecord ── members: MemberRecord…    one audit line (ModeAudit: what a mode adds to it)
+    TraceRecord ── events: TraceEvent…       one trace with its ordered timeline
+    TraceBundle ── members: BundleMember…    full-mode content of one call
+    HubTurn                                  one successful turn mirrored to the session hub
+    SavedAnswer                              one answer kept as a file
+    Transcript ── turns: TranscriptTurn…     one multi-turn session, saved on reset
+    ApiKey                                   one HTTP API key, without its secret
+
+The pipeline builds them, the recorders hand each to its store, and every store implementation
+(SQLite and files today) takes them as they are. Audit records are also read back from the log,
+so every audit field has a default: older and partial lines still read.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Scope = Literal["read", "write"]
+
+
+class Record(BaseModel):
+    """Base of the records written by the pipeline: an unknown field is a bug."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class _AuditPart(BaseModel):
+    # Lines are read back from the log, where older versions may have written other fields.
+    model_config = ConfigDict(extra="ignore")
+
+
+class MemberRecord(_AuditPart):
+    """One backend call of a call, as its audit line lists it (metadata only)."""
+
+    token: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    elapsed_ms: int | float | None = None
+    role: str | None = None
+
+
+class ModeAudit(_AuditPart):
+    """What a multi-model mode adds to its audit line; only the fields a mode sets are written."""
+
+    quorum: str | None = Field(None, description='council: "answered/asked"')
+    consensus: str | None = Field(None, description="council: agreement of the members' sidecars")
+    synth_fallback: bool | None = Field(None, description="council: the requested synthesizer failed")
+    answered: int | None = Field(None, description="chain: stages that answered")
+    requested: int | None = Field(None, description="chain: stages asked for")
+    fallback: bool | None = Field(None, description="chain: a fallback synthesizer decided")
+    resolution: str | None = Field(None, description="debate: how the ledger resolved")
+    turns: int | None = Field(None, description="debate: turns taken")
+
+
+class _CallAudit(_AuditPart):
+    ts: float | None = None
+    trace_id: str | None = None
+    tool: str | None = None
+    mode: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    allowed: bool | None = None
+    stage: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    session: str | None = None
+    project: str | None = None
+    agent_id: str | None = None
+    elapsed_ms: int | float | None = None
+    cached: bool = False
+    question_sha256: str | None = None
+    question_len: int | None = None
+    context_sha256: str | None = None
+    context_len: int | None = None
+    members: list[MemberRecord] = Field(default_factory=list)
+
+
+# Bases in this order put the call's fields first in each line (``ts`` leading, which lets
+# readers skip old lines unparsed), then the mode's, then the opt-in raw content.
+class AuditRecord(ModeAudit, _CallAudit):
+    """One call's line in the audit log: who asked what (hashed unless raw is on), and how it went."""
+
+    question: str | None = Field(None, description="the raw question (ASK_FABLE_AUDIT_RAW)")
+    context_raw: str | None = Field(None, description="the raw context (ASK_FABLE_AUDIT_RAW_CONTEXT)")
+
+    def line(self) -> dict[str, Any]:
+        """The JSON object written for this record: the fields it was given, in schema order."""
+        return self.model_dump(exclude_unset=True)
+
+
+class TraceEvent(Record):
+    """One step of a call's timeline: milliseconds since the call began, a name, metadata."""
+
+    t_ms: int | float | None = None
+    name: str
+    attrs: dict[str, Any] = Field(default_factory=dict)
+
+
+class TraceRecord(Record):
+    """One finished call's trace: what ran, how it ended, and its ordered events (no content)."""
+
+    trace_id: str
+    ts: float = Field(default_factory=time.time)
+    tool: str | None = None
+    mode: str | None = None
+    status: str | None = None
+    kind: str | None = None
+    session: str | None = None
+    project: str | None = None
+    agent_id: str | None = None
+    elapsed_ms: int | float | None = None
+    providers: list[str] = Field(default_factory=list)
+    models: list[str] = Field(default_factory=list)
+    cached: bool = False
+    events: list[TraceEvent] = Field(default_factory=list)
+
+
+class BundleMember(Record):
+    """One member's answer and reasoning in a full-mode bundle."""
+
+    token: str
+    answer: str | None = None
+    thinking: str | None = None
+
+
+class TraceBundle(Record):
+    """The content of one call, kept in full trace mode (redacted by the store)."""
+
+    question: str
+    context: str
+    result: dict[str, Any]
+    reasoning: str | None = None
+    members: list[BundleMember] = Field(default_factory=list)
+
+
+class HubTurn(Record):
+    """One successful turn as the session hub mirrors it."""
+
+    session_key: str
+    agent_id: str
+    project: str
+    oracle: str
+    status: str
+    question: str
+    answer: str
+    elapsed_ms: int | float | None = None
+    sdk_session_id: str | None = None
+
+
+class SavedAnswer(Record):
+    """One answer kept as a file when saving is on."""
+
+    tool: str
+    question: str
+    answer: str
+    thinking: str | None = None
+    trace_id: str | None = None
+    model: str | None = None
+    transcript: str | None = Field(None, description="a debate's full transcript, saved as its own section")
+
+
+class TranscriptTurn(Record):
+    """One turn of a multi-turn session."""
+
+    question: str = ""
+    answer: str = ""
+    thinking: str | None = None
+    model: str | None = None
+    ts: str | float | None = None
+
+
+class Transcript(Record):
+    """A multi-turn session's turns, saved when the session is reset."""
+
+    key: str
+    namespace: Literal["fable", "opus5"] = "fable"
+    turns: list[TranscriptTurn] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ApiKey:
+    """One stored HTTP API key, without its secret."""
+
+    id: int
+    name: str
+    scope: Scope
+    prefix: str
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+
+    @property
+    def active(self) -> bool:
+        """False once revoked."""
+        return self.revoked_at is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view (never contains the key)."""
+        return {**asdict(self), "active": self.active}

@@ -1,0 +1,150 @@
+"""What stores return to readers: JSON-shaped rows that tools put in their results as they are.
+
+Records (``stores/records.py``) are validated where they are built; these views come out of a
+store's own query and are validated once more by the tool's result model, so they are plain
+typed dicts, free to build in bulk (``trace_list`` and ``stats`` read thousands of rows).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, TypedDict
+
+
+class ContextMeta(TypedDict):
+    """A context entry without its value (``context_write``, ``context_list``)."""
+
+    key: str
+    description: str
+    size_chars: int
+    created_at: float
+    updated_at: float
+
+
+class ContextListed(ContextMeta):
+    """A listed context entry: its metadata and age."""
+
+    age_s: float
+
+
+class ContextEntry(ContextListed):
+    """A context entry read back: value, metadata and age."""
+
+    value: str
+
+
+class ResolvedContext(NamedTuple):
+    """``context_ref`` keys joined into one text, and which of them exist."""
+
+    text: str
+    resolved: list[str]
+    missing: list[str]
+
+
+class CachedAnswer(NamedTuple):
+    """A fresh cache entry: the stored result payload and its age in seconds."""
+
+    payload: dict[str, Any]
+    age_s: float
+
+
+class TraceSummary(TypedDict):
+    """One trace as ``trace_list`` shows it (no events, no content)."""
+
+    trace_id: str
+    ts: float
+    tool: str | None
+    mode: str | None
+    status: str | None
+    kind: str | None
+    session: str | None
+    project: str | None
+    agent_id: str | None
+    elapsed_ms: float | None
+    providers: list[str]
+    models: list[str]
+    cached: bool
+
+
+class TraceDetail(TraceSummary):
+    """One trace with its ordered events (bounded) and artifact references."""
+
+    events: list[dict[str, Any]]
+    events_truncated: bool
+    artifacts: dict[str, str | None]
+
+
+class HubSession(TypedDict):
+    """One ``(session_key, agent_id)`` heartbeat with its last question previewed."""
+
+    session_key: str
+    agent_id: str
+    project: str
+    first_seen: float
+    last_seen: float
+    turns: int
+    last_question: str
+    last_oracle: str | None
+    last_status: str | None
+    retained_turns: int
+    age_s: float
+    stale: bool
+
+
+class StoredHubTurn(TypedDict):
+    """One retained hub turn, with its row id and time."""
+
+    id: int
+    session_key: str
+    agent_id: str
+    project: str
+    oracle: str
+    status: str
+    question: str
+    answer: str
+    elapsed_ms: float | None
+    sdk_session_id: str | None
+    ts: float
+
+
+class HubStats(TypedDict):
+    """Turn totals of the session hub over a window."""
+
+    project: str | None
+    window_s: float
+    turns: int
+    by_oracle: dict[str, int]
+    by_agent: dict[str, int]
+    by_status: dict[str, int]
+    sessions: int
+    active_sessions: int
+    session_turns_total: int
+
+
+class BucketFigures(TypedDict):
+    """One ``stats`` bucket's figures (also the totals)."""
+
+    calls: int
+    ok: int
+    allowed: int
+    refused: int
+    errors: int
+    not_configured: int
+    circuit_open: int
+    needs_context: int
+    avg_ms: float | None
+    p95_ms: float | None
+    error_rate: float
+    degraded: int
+    synth_fallback: int
+
+
+class StatsReport(TypedDict):
+    """What ``stats`` returns: buckets (each ``{<by>: key, **BucketFigures}``) and totals."""
+
+    window: str
+    by: str
+    since: float | None
+    filters: dict[str, str | None]
+    records: int
+    buckets: list[dict[str, Any]]
+    totals: BucketFigures

@@ -1,0 +1,55 @@
+"""Every store implementation offers each method of its protocol, with the protocol's parameters."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from ask_fable.stores import interfaces
+from ask_fable.stores.answers import MarkdownArchive
+from ask_fable.stores.audit_trail import AuditTrail
+from ask_fable.stores.cache import AnswerCache
+from ask_fable.stores.context import ContextStore
+from ask_fable.stores.hub import SessionHub
+from ask_fable.stores.keys import KeyStore
+from ask_fable.stores.traces import TraceStore
+from tests.fakes.memory_stores import MemoryContextBus
+
+IMPLEMENTATIONS = [
+    (interfaces.ContextBus, ContextStore),
+    (interfaces.ContextBus, MemoryContextBus),
+    (interfaces.AnswerCacheStore, AnswerCache),
+    (interfaces.TraceRecordStore, TraceStore),
+    (interfaces.HubStore, SessionHub),
+    (interfaces.AuditStore, AuditTrail),
+    (interfaces.AnswerArchive, MarkdownArchive),
+    (interfaces.ApiKeyStore, KeyStore),
+]
+
+
+def _methods(protocol: type) -> dict[str, inspect.Signature]:
+    return {name: inspect.signature(member) for name, member in vars(protocol).items()
+            if inspect.isfunction(member) and not name.startswith("_")}
+
+
+@pytest.mark.parametrize(("protocol", "implementation"), IMPLEMENTATIONS,
+                         ids=[f"{p.__name__}-{i.__name__}" for p, i in IMPLEMENTATIONS])
+def test_implementation_offers_every_method_of_its_protocol(protocol: type, implementation: type) -> None:
+    methods = _methods(protocol)
+    assert methods
+    for name, wanted in methods.items():
+        offered = inspect.signature(getattr(implementation, name))
+        assert list(offered.parameters)[: len(wanted.parameters)] == list(wanted.parameters), name
+        for parameter in wanted.parameters.values():
+            found = offered.parameters[parameter.name]
+            assert found.kind == parameter.kind and found.default == parameter.default, (name, parameter.name)
+
+
+def test_every_store_the_app_can_be_given_has_a_protocol() -> None:
+    given = {field.name for field in interfaces.GivenStores.__dataclass_fields__.values()}
+    assert given == {"context", "cache", "traces", "hub", "audit", "answers", "keys"}
+    assert {p for p, _ in IMPLEMENTATIONS} == {
+        interfaces.ContextBus, interfaces.AnswerCacheStore, interfaces.TraceRecordStore, interfaces.HubStore,
+        interfaces.AuditStore, interfaces.AnswerArchive, interfaces.ApiKeyStore,
+    }
