@@ -67,6 +67,32 @@ def test_readme_configuration_table_is_the_generated_one() -> None:
     )
 
 
+def test_guide_backend_table_is_the_generated_one() -> None:
+    """The guide's backends table equals ``python -m ask_fable.backend_docs``: one row per backend."""
+    from ask_fable import backend_docs
+
+    text = _read(ROOT / "docs" / "GUIDE.md")
+    block = extract_block(text, backend_docs.START_MARKER, backend_docs.END_MARKER)
+    assert block == backend_docs.render_table(), (
+        "docs/GUIDE.md backends table is stale: run `python -m ask_fable.backend_docs --write docs/GUIDE.md`"
+    )
+
+
+def test_readme_names_every_model_token_and_alias() -> None:
+    """The README's model-token paragraph names each registered token, alias and prefix."""
+    from ask_fable.backends.registry import registered
+
+    text = _read(README)
+    start = text.index("### Model tokens")
+    section = text[start:text.index("\n## ", start)]
+    for backend in registered():
+        for form in backend.token_forms():
+            assert f"`{form}`" in section, form
+        for token in backend.tokens:
+            for alias in token.aliases:
+                assert f"`{alias}`" in section, alias
+
+
 def test_every_setting_has_a_row_with_a_description() -> None:
     from ask_fable.config import Settings, env_name
 
@@ -247,6 +273,13 @@ def test_server_json_matches_the_package_and_the_readme_marker() -> None:
 
 
 # --- architecture ---------------------------------------------------------------------------------
+
+
+def test_architecture_says_a_new_backend_is_one_descriptor() -> None:
+    text = _read(ROOT / "docs" / "architecture.md")
+    where = _between(text, "## Where to change what", "- A new setting")
+    backend_step = where[where.index("- A new backend"):]
+    assert "one descriptor" in backend_step and "backend_docs" in backend_step
 
 
 def test_architecture_names_only_modules_that_exist() -> None:

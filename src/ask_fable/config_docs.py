@@ -17,7 +17,7 @@ import argparse
 import inspect
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,32 +149,40 @@ def render_table() -> str:
     return "\n".join(lines)
 
 
-def replace_block(text: str, table: str) -> str:
-    """``text`` with the block between the config-table markers replaced by ``table``."""
-    start = text.index(START_MARKER) + len(START_MARKER)
-    end = text.index(END_MARKER)
+def replace_block(text: str, table: str, start_marker: str = START_MARKER,
+                  end_marker: str = END_MARKER) -> str:
+    """``text`` with the block between the markers (the config-table ones by default) replaced."""
+    start = text.index(start_marker) + len(start_marker)
+    end = text.index(end_marker)
     return f"{text[:start]}\n{table}\n{text[end:]}"
 
 
-def extract_block(text: str) -> str:
-    """The text between the config-table markers, without the surrounding newlines."""
-    start = text.index(START_MARKER) + len(START_MARKER)
-    end = text.index(END_MARKER)
+def extract_block(text: str, start_marker: str = START_MARKER, end_marker: str = END_MARKER) -> str:
+    """The text between the markers (the config-table ones by default), without the surrounding newlines."""
+    start = text.index(start_marker) + len(start_marker)
+    end = text.index(end_marker)
     return text[start:end].strip("\n")
+
+
+def render_cli(argv: Sequence[str] | None, render: Callable[[], str], what: str,
+               start_marker: str = START_MARKER, end_marker: str = END_MARKER) -> int:
+    """Print ``render()``, or ``--write FILE`` to replace the block between the markers in that file."""
+    parser = argparse.ArgumentParser(description=f"Render the ask-fable {what}.")
+    parser.add_argument("--write", metavar="FILE", help=f"replace the {what} block in FILE")
+    args = parser.parse_args(argv)
+    table = render()
+    if args.write:
+        path = Path(args.write)
+        text = replace_block(path.read_text(encoding="utf-8"), table, start_marker, end_marker)
+        path.write_text(text, encoding="utf-8")
+        return 0
+    sys.stdout.write(table + "\n")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the table, or ``--write FILE`` to replace the marked block in that file."""
-    parser = argparse.ArgumentParser(description="Render the ask-fable configuration reference table.")
-    parser.add_argument("--write", metavar="FILE", help="replace the config-table block in FILE")
-    args = parser.parse_args(argv)
-    table = render_table()
-    if args.write:
-        path = Path(args.write)
-        path.write_text(replace_block(path.read_text(encoding="utf-8"), table), encoding="utf-8")
-        return 0
-    sys.stdout.write(table + "\n")
-    return 0
+    return render_cli(argv, render_table, "configuration reference table")
 
 
 if __name__ == "__main__":

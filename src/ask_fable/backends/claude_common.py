@@ -11,6 +11,7 @@ conversations start on the step that worked instead of asking for the missing id
 from __future__ import annotations
 
 import os
+import platform
 import re
 import threading
 import time
@@ -238,6 +239,17 @@ def is_auth_failure(
     if assistant_error == "authentication_failed" or status in _AUTH_STATUSES or error_type in _AUTH_TYPES:
         return True
     return bool(_AUTH_TEXT.search(str(message or "")))
+
+
+def login_found() -> bool:
+    """Whether the server shows a Claude login: an API key or OAuth token in its environment, or
+    Claude Code's credentials file. macOS keeps the login in the keychain, which is not read, so
+    there a login is assumed."""
+    if os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("CLAUDE_CODE_OAUTH_TOKEN"):
+        return True
+    base = os.environ.get("CLAUDE_CONFIG_DIR")
+    home = Path(base).expanduser() if base else Path.home() / ".claude"
+    return (home / ".credentials.json").exists() or platform.system() == "Darwin"
 
 
 def login_hint() -> str:

@@ -29,14 +29,16 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.builtin import CODEX, GEMINI, GROK, KIMI, MINIMAX
 from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, ProcessResult, build_env, run_process
 from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, NotConfigured, UpstreamError
 from ask_fable.stores.redact import redact
 
 if TYPE_CHECKING:
+    from ask_fable.backends.descriptor import Backend
     from ask_fable.config import Settings
 
 #: Largest composed prompt (UTF-8 bytes) sent as a single argv value; the kernel caps one
@@ -235,20 +237,31 @@ def cli_installed(binary: str) -> bool:
 
 
 class CliOracle(Oracle):
-    """An oracle answered by one local CLI. Subclasses build the invocation only.
+    """An oracle answered by one local CLI. Subclasses name their ``backend`` and build the invocation.
 
-    Attributes beyond :class:`Oracle`: ``binary`` (the executable), ``install_hint`` (what to
-    install / log in to), ``login_fix`` (the command that fixes a missing or rejected login),
-    ``auth_phrases`` (this CLI's own wording of a login failure, beyond :data:`AUTH_PHRASES`),
-    ``env_allow`` (extra variable names or patterns the CLI may see) and ``timeout_s`` (this
-    backend's own timeout).
+    From the ``backend`` descriptor come ``token`` and ``provider`` (its name), ``family``,
+    ``binary`` (the executable), ``install_hint`` (what to install / log in to) and ``login_fix``
+    (the command that fixes a missing or rejected login). A subclass adds ``auth_phrases`` (this
+    CLI's own wording of a login failure, beyond :data:`AUTH_PHRASES`) and ``env_allow`` (extra
+    variable names or patterns the CLI may see); ``timeout_s`` is this backend's own timeout.
     """
 
+    backend: ClassVar[Backend]
     binary: str
     install_hint: str
     login_fix: str
     auth_phrases: tuple[str, ...] = ()
     env_allow: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        backend = cls.__dict__.get("backend")
+        if backend is not None:
+            cls.token = cls.provider = backend.name
+            cls.family = backend.family
+            cls.binary = backend.binary or backend.name
+            cls.install_hint = backend.enable
+            cls.login_fix = backend.login_fix or backend.binary or backend.name
 
     def __init__(self, settings: Settings, *, model: str, timeout_s: float) -> None:
         self.settings = settings
@@ -360,12 +373,7 @@ def _refuse_argv_prompt(binary: str, size: int, route: str) -> ContextTooLarge:
 class MiniMaxOracle(CliOracle):
     """MiniMax through ``mmx`` (token ``minimax``)."""
 
-    token = "minimax"
-    provider = "minimax"
-    family = "minimax"
-    binary = "mmx"
-    install_hint = "install the MiniMax CLI (npm install -g mmx-cli) and run `mmx auth login` once"
-    login_fix = "mmx auth login"
+    backend = MINIMAX
     env_allow = ("MMX_*", "MINIMAX_*")
 
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
@@ -382,12 +390,7 @@ class MiniMaxOracle(CliOracle):
 class GeminiOracle(CliOracle):
     """Gemini through ``agy`` (token ``gemini``)."""
 
-    token = "gemini"
-    provider = "gemini"
-    family = "google"
-    binary = "agy"
-    install_hint = "install the `agy` CLI and sign in once"
-    login_fix = "agy"
+    backend = GEMINI
     env_allow = ("AGY_*", "GEMINI_*")
 
     def login_hint(self) -> str:
@@ -409,12 +412,7 @@ class GeminiOracle(CliOracle):
 class CodexOracle(CliOracle):
     """OpenAI through ``codex exec`` (token ``codex``)."""
 
-    token = "codex"
-    provider = "codex"
-    family = "openai"
-    binary = "codex"
-    install_hint = "install OpenAI's codex CLI (npm install -g @openai/codex) and run `codex login` once"
-    login_fix = "codex login"
+    backend = CODEX
     env_allow = ("CODEX_*",)
 
     def effective_effort(self, request: OracleRequest) -> str | None:
@@ -430,12 +428,7 @@ class CodexOracle(CliOracle):
 class GrokOracle(CliOracle):
     """Grok through the ``grok`` CLI (token ``grok``)."""
 
-    token = "grok"
-    provider = "grok"
-    family = "xai"
-    binary = "grok"
-    install_hint = "install the `grok` CLI and log in once"
-    login_fix = "grok login"
+    backend = GROK
     env_allow = ("GROK_*",)
 
     def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
@@ -456,12 +449,7 @@ class GrokOracle(CliOracle):
 class KimiOracle(CliOracle):
     """Kimi through the ``kimi`` CLI, sandboxed to text (token ``kimi``)."""
 
-    token = "kimi"
-    provider = "kimi"
-    family = "moonshot"
-    binary = "kimi"
-    install_hint = "install the Kimi Code CLI (`kimi`) and log in once"
-    login_fix = "kimi login"
+    backend = KIMI
     auth_phrases = (r"llm not set", r"run /login")
     env_allow = ("KIMI_*",)
 
@@ -503,36 +491,34 @@ class KimiOracle(CliOracle):
 
 
 # --- factories --------------------------------------------------------------------------------
+# Each reads its model and timeout through its descriptor (``ASK_FABLE_<NAME>_MODEL`` / ``_TIMEOUT``).
 
 
 def make_minimax_oracle(settings: Settings) -> MiniMaxOracle:
-    """The ``minimax`` oracle (``mmx``, ``ASK_FABLE_MINIMAX_MODEL``)."""
-    return MiniMaxOracle(settings, model=settings.minimax_model, timeout_s=settings.backend_timeout(None))
+    """The ``minimax`` oracle (``mmx``)."""
+    return MiniMaxOracle(settings, model=MINIMAX.model(settings), timeout_s=MINIMAX.timeout(settings))
 
 
 def make_gemini_oracle(settings: Settings) -> GeminiOracle:
-    """The ``gemini`` oracle (``agy``, ``ASK_FABLE_GEMINI_MODEL`` / ``_TIMEOUT``)."""
-    return GeminiOracle(settings, model=settings.gemini_model,
-                        timeout_s=settings.backend_timeout(settings.gemini_timeout))
+    """The ``gemini`` oracle (``agy``)."""
+    return GeminiOracle(settings, model=GEMINI.model(settings), timeout_s=GEMINI.timeout(settings))
 
 
 def make_codex_oracle(settings: Settings) -> CodexOracle:
-    """The ``codex`` oracle (``codex exec``, ``ASK_FABLE_CODEX_MODEL`` / ``_REASONING`` / ``_TIMEOUT``)."""
-    return CodexOracle(settings, model=settings.codex_model,
-                       timeout_s=settings.backend_timeout(settings.codex_timeout))
+    """The ``codex`` oracle (``codex exec``, effort from ``ASK_FABLE_CODEX_REASONING``)."""
+    return CodexOracle(settings, model=CODEX.model(settings), timeout_s=CODEX.timeout(settings))
 
 
 def make_grok_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> GrokOracle:
     """The ``grok`` oracle; ``model`` may be an ``xai/`` or ``x-ai/`` id (the prefix is dropped)."""
-    chosen = (model or settings.grok_model).strip()
+    chosen = (model or GROK.model(settings)).strip()
     for prefix in ("xai/", "x-ai/"):
         if chosen.lower().startswith(prefix):
             chosen = chosen[len(prefix):]
-    return GrokOracle(settings, model=chosen, timeout_s=settings.backend_timeout(settings.grok_timeout),
-                      effort=effort)
+    return GrokOracle(settings, model=chosen, timeout_s=GROK.timeout(settings), effort=effort)
 
 
 def make_kimi_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> KimiOracle:
-    """The ``kimi`` oracle (``ASK_FABLE_KIMI_MODEL`` / ``_EFFORT`` / ``_TIMEOUT`` / ``_HOME``)."""
-    return KimiOracle(settings, model=model or settings.kimi_model,
-                      timeout_s=settings.backend_timeout(settings.kimi_timeout), effort=effort)
+    """The ``kimi`` oracle (also ``ASK_FABLE_KIMI_EFFORT`` / ``_HOME``)."""
+    return KimiOracle(settings, model=model or KIMI.model(settings), timeout_s=KIMI.timeout(settings),
+                      effort=effort)

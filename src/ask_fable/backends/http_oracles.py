@@ -11,14 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.builtin import ATLAS, DEEPSEEK, GLM, OLLAMA, OPENROUTER
 from ask_fable.backends.cli_oracles import cli_installed
 from ask_fable.backends.http_client import normalize_effort
-from ask_fable.core.tokens import family_of, strip_prefix
+from ask_fable.backends.model_ids import family_of, strip_prefix
 from ask_fable.errors import BadArgs
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
+    from ask_fable.backends.descriptor import Backend
     from ask_fable.backends.http_client import RetryPolicy
     from ask_fable.config import Settings
 
@@ -78,25 +80,24 @@ def _reroute(settings: Settings, token: str, model: str, effort: str | None,
 def make_glm_oracle(settings: Settings, *, retry: RetryPolicy | None = None,
                     transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
     """The ``glm`` oracle: Z.ai's Anthropic-compatible endpoint (``ASK_FABLE_GLM_*``)."""
-    from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
-
-    return AnthropicMessagesOracle(
-        token="glm", provider="glm", model=settings.glm_model, family="zhipu", label="GLM",
-        base_url=settings.glm_base_url, api_key=settings.glm_api_key, key_var="ASK_FABLE_GLM_API_KEY",
-        max_tokens=settings.max_tokens, secrets=settings.secret_values(), retry=retry, transport=transport,
-    )
+    return _anthropic_shaped(GLM, settings, retry=retry, transport=transport)
 
 
 def make_deepseek_oracle(settings: Settings, *, retry: RetryPolicy | None = None,
                          transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
     """The ``deepseek`` oracle: DeepSeek's Anthropic-compatible endpoint (``ASK_FABLE_DEEPSEEK_*``)."""
+    return _anthropic_shaped(DEEPSEEK, settings, retry=retry, transport=transport)
+
+
+def _anthropic_shaped(backend: Backend, settings: Settings, *, retry: RetryPolicy | None,
+                      transport: httpx2.AsyncBaseTransport | None) -> Oracle:
     from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
 
     return AnthropicMessagesOracle(
-        token="deepseek", provider="deepseek", model=settings.deepseek_model, family="deepseek",
-        label="DeepSeek", base_url=settings.deepseek_base_url, api_key=settings.deepseek_api_key,
-        key_var="ASK_FABLE_DEEPSEEK_API_KEY", max_tokens=settings.max_tokens,
-        secrets=settings.secret_values(), retry=retry, transport=transport,
+        token=backend.name, provider=backend.name, model=backend.model(settings), family=backend.family,
+        label=backend.label, base_url=backend.base_url(settings) or "", api_key=backend.key(settings),
+        key_var=backend.key_vars[0], max_tokens=settings.max_tokens, secrets=settings.secret_values(),
+        retry=retry, transport=transport,
     )
 
 
@@ -117,9 +118,9 @@ def make_atlas_oracle(settings: Settings, model: str | None = None, effort: str 
     if routed is not None:
         return routed
     return AtlasOracle(
-        token=token, provider="atlas", model=chosen, family=family_of(chosen), label="Atlas Cloud",
-        base_url=settings.atlas_base_url, api_key=settings.atlas_api_key, key_var="ASK_FABLE_ATLAS_API_KEY",
-        key_alias="ATLASCLOUD_API_KEY", effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
+        token=token, provider=ATLAS.name, model=chosen, family=family_of(chosen), label=ATLAS.label,
+        base_url=settings.atlas_base_url, api_key=settings.atlas_api_key, key_var=ATLAS.key_vars[0],
+        key_alias=ATLAS.key_vars[1], effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
         transport=transport,
     )
 
@@ -141,9 +142,9 @@ def make_openrouter_oracle(settings: Settings, model: str | None = None, effort:
     if routed is not None:
         return routed
     return OpenRouterOracle(
-        token=token, provider="openrouter", model=chosen, family=family_of(chosen), label="OpenRouter",
+        token=token, provider=OPENROUTER.name, model=chosen, family=family_of(chosen), label=OPENROUTER.label,
         base_url=settings.openrouter_base_url, api_key=settings.openrouter_api_key,
-        key_var="ASK_FABLE_OPENROUTER_API_KEY", key_alias="OPENROUTER_API_KEY", effort=chosen_effort,
+        key_var=OPENROUTER.key_vars[0], key_alias=OPENROUTER.key_vars[1], effort=chosen_effort,
         secrets=settings.secret_values(), retry=retry, transport=transport,
     )
 
@@ -155,7 +156,8 @@ def make_ollama_oracle(settings: Settings, model: str | None = None, *, retry: R
 
     chosen = strip_prefix(model or settings.ollama_model, "ollama")
     return OllamaOracle(
-        token=f"ollama:{chosen}", provider="ollama", model=chosen, family=family_of(chosen), label="Ollama",
+        token=f"{OLLAMA.prefix}:{chosen}", provider=OLLAMA.name, model=chosen, family=family_of(chosen),
+        label=OLLAMA.label,
         base_url=settings.ollama_base_url, api_key=settings.ollama_api_key, key_var=None,
         max_tokens=settings.max_tokens, secrets=settings.secret_values(), retry=retry, transport=transport,
     )

@@ -1,15 +1,19 @@
 """Model tokens in one place: aliases, the ``twin`` group, tiers, provider prefixes, and oracle building.
 
-A *token* names one oracle in the multi-model modes::
+A *token* names one oracle in the multi-model modes. The tokens, their aliases and the
+``<prefix>:<model id>`` forms are those of the registered backends
+(:mod:`ask_fable.backends.registry`)::
 
-    fable  fable51  opus (opus5, opus-5)  minimax (m3)  gemini  codex (gpt)  glm  deepseek  grok  kimi
-    ollama:<model id>   atlas:<model id>   openrouter:<model id>
+    fable  fable51  opus (opus5, opus-5)  minimax (m3)  gemini  codex (gpt)  grok  kimi  glm  deepseek
+    atlas:<model id>   openrouter:<model id>   ollama:<model id>
 
 The *group* ``twin`` (``twins``, ``twin flames``, ``twin-flame``, ``twin_flames``) stands for
 ``fable`` + ``opus``. A group expands in place wherever a list of models is taken and is refused
 with ``bad_args`` in a single-model slot (a synthesizer, a debate role). Tiers name whole panels.
 
-Backends are imported lazily inside :func:`build_oracle`, so importing this module stays cheap.
+Every oracle is built here, by :func:`build_oracle` (a token) or :func:`backend_oracle` (a
+single-model tool's backend and model), through the backend's own factory, which imports the
+backend on first use, so importing this module stays cheap.
 """
 
 from __future__ import annotations
@@ -18,29 +22,36 @@ import re
 from collections.abc import Callable, Sequence
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.model_ids import (
+    family_of,
+    normalize_atlas_model,
+    normalize_ollama_model,
+    normalize_openrouter_model,
+    strip_prefix,
+)
+from ask_fable.backends.registry import (
+    find_token,
+    get_backend,
+    prefixed_backend,
+    prefixes,
+    registered,
+    token_spellings,
+)
 from ask_fable.config import Settings
-from ask_fable.errors import AskFableError, BadArgs
+from ask_fable.errors import AskFableError, BadArgs, NotConfigured
+
+__all__ = [
+    "CLAUDE_FALLBACKS", "GROUPS", "GROUP_ALIASES", "PROVIDER_GPT_MODEL", "TIERS", "Resolver",
+    "UnavailableOracle", "backend_oracle", "build_oracle", "canonical", "dedupe", "default_resolver",
+    "expand_models", "family_of", "is_named_token", "known_tokens_text", "normalize_atlas_model",
+    "normalize_ollama_model", "normalize_openrouter_model", "normalize_synthesizer", "parse_pipeline",
+    "provider_council_tokens", "provider_synth_ladder", "resolve_oracle", "single_token", "strip_prefix",
+    "tier_models", "tiers_text", "tokens_text",
+]
 
 #: A resolver turns one canonical token into an oracle (tests pass fakes here).
 Resolver = Callable[[str], Oracle]
 
-ALIASES: dict[str, str] = {
-    "fable": "fable",
-    "fable51": "fable51",
-    "opus": "opus",
-    "opus5": "opus",
-    "opus-5": "opus",
-    "minimax": "minimax",
-    "m3": "minimax",
-    "gemini": "gemini",
-    "codex": "codex",
-    "gpt": "codex",
-    "glm": "glm",
-    "deepseek": "deepseek",
-    "grok": "grok",
-    "kimi": "kimi",
-}
-NAMED_TOKENS: tuple[str, ...] = tuple(dict.fromkeys(ALIASES.values()))
 GROUP_ALIASES: dict[str, str] = {
     "twin": "twin",
     "twins": "twin",
@@ -52,36 +63,12 @@ GROUP_ALIASES: dict[str, str] = {
     "twin_flames": "twin",
 }
 GROUPS: dict[str, tuple[str, ...]] = {"twin": ("fable", "opus")}
-PREFIXES: tuple[str, ...] = ("ollama", "atlas", "openrouter")
 TIERS: tuple[str, ...] = ("default", "twin", "middle", "full")
-
-#: Cheapest first: the order tiers list their members in.
-COST_ORDER: tuple[str, ...] = (
-    "minimax", "deepseek", "glm", "kimi", "grok", "gemini", "codex", "opus", "fable51", "fable",
-)
-
-FAMILIES: dict[str, str] = {
-    "fable": "anthropic",
-    "fable51": "anthropic",
-    "opus": "anthropic",
-    "minimax": "minimax",
-    "gemini": "google",
-    "codex": "openai",
-    "glm": "zhipu",
-    "deepseek": "deepseek",
-    "grok": "xai",
-    "kimi": "moonshot",
+#: The backend tiers each tier is made of (``full`` also takes the configured Ollama council).
+_TIER_LEVELS: dict[str, tuple[str, ...]] = {
+    "default": ("default",), "middle": ("default", "middle"), "full": ("default", "middle"),
 }
-# Substrings of a provider model id that reveal its lab (first match wins; the lab before a ``/``
-# is tried first).
-_FAMILY_HINTS: tuple[tuple[str, str], ...] = (
-    ("claude", "anthropic"), ("anthropic", "anthropic"), ("gpt", "openai"), ("openai", "openai"),
-    ("gemini", "google"), ("gemma", "google"), ("google", "google"), ("grok", "xai"), ("x-ai", "xai"),
-    ("xai", "xai"), ("kimi", "moonshot"), ("moonshot", "moonshot"), ("glm", "zhipu"), ("z-ai", "zhipu"),
-    ("zai", "zhipu"), ("thudm", "zhipu"), ("deepseek", "deepseek"), ("minimax", "minimax"),
-    ("qwen", "qwen"), ("alibaba", "qwen"), ("nemotron", "nvidia"), ("nvidia", "nvidia"),
-    ("llama", "meta"), ("meta", "meta"), ("mistral", "mistral"),
-)
+
 #: The Claude ladder every council, chain and debate falls back on for its final voice.
 CLAUDE_FALLBACKS: tuple[str, ...] = ("fable", "opus")
 
@@ -90,15 +77,37 @@ PROVIDER_GPT_MODEL = "openai/gpt-5.6-sol"
 
 def known_tokens_text() -> str:
     """The accepted tokens, for error messages."""
-    aliases = ", ".join(f"{alias}={target}" for alias, target in ALIASES.items() if alias != target)
+    spellings = token_spellings()
+    names = [name for name, target in spellings.items() if name == target]
+    aliases = ", ".join(f"{alias}={target}" for alias, target in spellings.items() if alias != target)
+    forms = ", ".join(f"{prefix}:<model>" for prefix in prefixes())
     return (
-        f"known tokens: {', '.join(NAMED_TOKENS)}; aliases: {aliases}; group: twin (= fable + opus); "
-        "prefixes: ollama:<model>, atlas:<model>, openrouter:<model>"
+        f"known tokens: {', '.join(names)}; aliases: {aliases}; group: twin (= fable + opus); "
+        f"prefixes: {forms}"
     )
+
+
+def tokens_text() -> str:
+    """Every registered backend's tokens, with their notes and aliases, for the manual."""
+    items: list[str] = []
+    for backend in registered():
+        if backend.prefix:
+            items.append(f"{backend.prefix}:<id>")
+        for token in backend.tokens:
+            notes = [token.about] if token.about else []
+            if token.aliases:
+                notes.append("also " + ", ".join(token.aliases))
+            items.append(f"{token.name} ({'; '.join(notes)})" if notes else token.name)
+    return ", ".join(items)
 
 
 def _key(token: str) -> str:
     return re.sub(r"\s+", " ", str(token).strip().lower())
+
+
+def is_named_token(name: str) -> bool:
+    """Whether ``name`` is a model token or one of its aliases (not a prefixed model id)."""
+    return find_token(name) is not None
 
 
 def canonical(token: str) -> str:
@@ -109,13 +118,14 @@ def canonical(token: str) -> str:
     """
     text = str(token).strip()
     key = _key(text)
-    if key in ALIASES:
-        return ALIASES[key]
+    named = find_token(key)
+    if named is not None:
+        return named[1]
     if key in GROUP_ALIASES:
         return GROUP_ALIASES[key]
     prefix, sep, model = text.partition(":")
     head = prefix.strip().lower()
-    if sep and head in PREFIXES:
+    if sep and prefixed_backend(head) is not None:
         model = model.strip()
         if not model:
             raise BadArgs(f"{head}: needs a model id, e.g. {head}:<model>")
@@ -165,8 +175,11 @@ def parse_pipeline(pipeline: str | Sequence[str]) -> list[str]:
     return expand_models(parts)
 
 
+# --- tiers --------------------------------------------------------------------------------------
+
+
 def _cheap_first(tokens: Sequence[str]) -> list[str]:
-    rank = {token: index for index, token in enumerate(COST_ORDER)}
+    rank = {backend.name: backend.cost_rank for backend in registered() if backend.cost_rank is not None}
     return sorted(dedupe(tokens), key=lambda token: rank.get(token, len(rank)))
 
 
@@ -179,69 +192,30 @@ def tier_models(tier: str, settings: Settings) -> list[str]:
         return list(GROUPS["twin"])
     if name not in TIERS:
         raise BadArgs(f"unknown tier {tier!r}; known tiers: {', '.join(TIERS)}")
-    members = ["fable", "minimax"]
-    if settings.deepseek_api_key:
-        members.append("deepseek")
-    if name in ("middle", "full"):
-        members += ["opus", "glm", "gemini", "codex", "grok", "kimi"]
+    members = [
+        backend.name for backend in registered()
+        if backend.tier in _TIER_LEVELS[name] and (not backend.tier_needs_key or backend.key(settings))
+    ]
     ordered = _cheap_first(members)
     if name == "full":
         ordered += dedupe(f"ollama:{normalize_ollama_model(m)}" for m in settings.ollama_council)
     return ordered
 
 
-def family_of(token: str) -> str:
-    """The model lab behind a token or a bare provider model id (used to order anonymized experts),
-    ``unknown`` if unclear."""
-    if token in FAMILIES:
-        return FAMILIES[token]
-    head, sep, rest = token.partition(":")
-    lowered = (rest if sep and head.strip().lower() in PREFIXES else token).lower()
-    lab = lowered.split("/", 1)[0] if "/" in lowered else ""
-    for hint, family in _FAMILY_HINTS:
-        if lab and hint in lab:
-            return family
-    for hint, family in _FAMILY_HINTS:
-        if hint in lowered:
-            return family
-    return "unknown"
+def tiers_text() -> str:
+    """The tiers and what each adds, for the manual."""
+
+    def level(tier: str, joiner: str) -> str:
+        members = [b for b in registered() if b.tier == tier]
+        always = joiner.join(b.name for b in members if not b.tier_needs_key)
+        keyed = "".join(f", + {b.name} when its key is set" for b in members if b.tier_needs_key)
+        return always + keyed
+
+    return (f"default ({level('default', ' + ')}), twin, middle (+ {level('middle', ', ')}), "
+            "full (+ the configured Ollama council)")
 
 
-# --- provider-council normalization ---------------------------------------------------------
-
-
-def strip_prefix(name: str, prefix: str) -> str:
-    """``name`` without a leading ``<prefix>:`` (case-insensitive), whitespace trimmed."""
-    text = str(name).strip()
-    head, sep, rest = text.partition(":")
-    if sep and head.strip().lower() == prefix:
-        return rest.strip()
-    return text
-
-
-def normalize_ollama_model(name: str) -> str:
-    """An Ollama model id: optional ``ollama:`` dropped; a bare name gets ``:cloud`` (``minimax-m3`` →
-    ``minimax-m3:cloud``); an explicit tag (``gpt-oss:120b-cloud``) is kept."""
-    model = strip_prefix(name, "ollama")
-    if not model:
-        raise BadArgs("an empty Ollama model name was given")
-    return model if ":" in model else f"{model}:cloud"
-
-
-def normalize_atlas_model(name: str) -> str:
-    """An Atlas model id with an optional ``atlas:`` prefix dropped."""
-    model = strip_prefix(name, "atlas")
-    if not model:
-        raise BadArgs("an empty Atlas model id was given")
-    return model
-
-
-def normalize_openrouter_model(name: str) -> str:
-    """An OpenRouter model id with an optional ``openrouter:`` prefix dropped."""
-    model = strip_prefix(name, "openrouter")
-    if not model:
-        raise BadArgs("an empty OpenRouter model id was given")
-    return model
+# --- provider councils ---------------------------------------------------------------------------
 
 
 def normalize_synthesizer(value: str, provider: str | None = None) -> str:
@@ -251,23 +225,23 @@ def normalize_synthesizer(value: str, provider: str | None = None) -> str:
     if not text:
         raise BadArgs("an empty synthesizer was given")
     key = _key(text)
-    if key in ALIASES or key in GROUP_ALIASES:
+    if is_named_token(key) or key in GROUP_ALIASES:
         return single_token(text)
     head, sep, _ = text.partition(":")
-    if sep and head.strip().lower() in PREFIXES:
+    if sep and prefixed_backend(head) is not None:
         return single_token(text)
-    if provider in PREFIXES:
+    if provider is not None and prefixed_backend(provider) is not None:
         return f"{provider}:{text}"
     return single_token(text)
 
 
 def provider_council_tokens(provider: str, models: Sequence[str]) -> list[str]:
-    """Member tokens of a provider council from bare or prefixed model ids."""
-    normalize = {
-        "ollama": normalize_ollama_model,
-        "atlas": normalize_atlas_model,
-        "openrouter": normalize_openrouter_model,
-    }[provider]
+    """Member tokens of a provider council from bare or prefixed model ids (``KeyError`` for a
+    provider that takes none)."""
+    backend = prefixed_backend(provider)
+    if backend is None or backend.normalize_model is None:
+        raise KeyError(provider)
+    normalize = backend.normalize_model
     return dedupe(f"{provider}:{normalize(model)}" for model in models if str(model).strip())
 
 
@@ -284,37 +258,29 @@ def provider_synth_ladder(provider: str, requested: str | None = None) -> list[s
 
 
 def build_oracle(token: str, settings: Settings, *, effort: str | None = None) -> Oracle:
-    """The real oracle for one single-model token (backends imported on first use)."""
+    """The real oracle for one single-model token (its backend imported on first use).
+
+    A prefixed token's model id is put in the provider's form first (``ollama:minimax-m3`` asks
+    ``minimax-m3:cloud``).
+    """
     name = single_token(token)
-    if name in ("fable", "fable51", "opus"):
-        from ask_fable.backends.claude import make_claude_oracle
+    named = find_token(name)
+    if named is not None:
+        backend, canonical_token = named
+        return backend.oracle(settings, token=canonical_token, effort=effort)
+    head, _, model = name.partition(":")
+    backend = prefixed_backend(head)
+    if backend is None:  # unregistered between parsing and building
+        raise BadArgs(f"unknown model token {token!r}; {known_tokens_text()}")
+    chosen = backend.normalize_model(model) if backend.normalize_model else model
+    return backend.oracle(settings, token=name, model=chosen, effort=effort)
 
-        return make_claude_oracle(settings, name)
-    if name in ("minimax", "gemini", "codex", "grok", "kimi"):
-        from ask_fable.backends import cli_oracles
 
-        if name == "grok":
-            return cli_oracles.make_grok_oracle(settings, effort=effort)
-        if name == "kimi":
-            return cli_oracles.make_kimi_oracle(settings, effort=effort)
-        factory = {
-            "minimax": cli_oracles.make_minimax_oracle,
-            "gemini": cli_oracles.make_gemini_oracle,
-            "codex": cli_oracles.make_codex_oracle,
-        }[name]
-        return factory(settings)
-    from ask_fable.backends import http_oracles
-
-    if name == "glm":
-        return http_oracles.make_glm_oracle(settings)
-    if name == "deepseek":
-        return http_oracles.make_deepseek_oracle(settings)
-    prefix, _, model = name.partition(":")
-    if prefix == "ollama":
-        return http_oracles.make_ollama_oracle(settings, model=normalize_ollama_model(model))
-    if prefix == "atlas":
-        return http_oracles.make_atlas_oracle(settings, model=model, effort=effort)
-    return http_oracles.make_openrouter_oracle(settings, model=model, effort=effort)
+def backend_oracle(name: str, settings: Settings, *, model: str | None = None,
+                   effort: str | None = None) -> Oracle:
+    """The oracle a single-model tool asks: backend ``name`` with ``model`` exactly as given (its
+    configured default when ``None``) and ``effort``."""
+    return get_backend(name).oracle(settings, model=model, effort=effort)
 
 
 def default_resolver(settings: Settings, *, effort: str | None = None) -> Resolver:
@@ -353,7 +319,5 @@ def resolve_oracle(token: str, resolver: Resolver) -> Oracle:
     except AskFableError as exc:
         return UnavailableOracle(token, exc)
     except ImportError as exc:
-        from ask_fable.errors import NotConfigured
-
         missing = NotConfigured(f"the backend for {token} is not available ({exc.name})")
         return UnavailableOracle(token, missing)

@@ -233,6 +233,9 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
     ``reserved`` holds command words already taken by built-in verbs; a tool whose command would
     collide keeps its raw tool name instead.
     """
+    from ask_fable.config import load_settings
+
+    settings = load_settings()
     groups: dict[str, Any] = {}
     table: dict[str, ToolSpec] = {}
     paths = command_paths(specs)
@@ -240,8 +243,8 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
         path = paths[spec.name]
         if path[0] in reserved:
             path = (spec.name,)
-        summary = _summary(spec.description or spec.name)
-        description = spec.description
+        description = spec.describe(settings)
+        summary = _summary(description or spec.name)
         if "reset" in spec.args.model_fields or spec.name == "reset_session":
             description += ONE_SHOT_NOTE
         if len(path) == 1:

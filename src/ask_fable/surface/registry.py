@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 if TYPE_CHECKING:  # the contract's models load with the tool modules, not at server start
+    from ask_fable.config import Settings
     from ask_fable.contract import ToolResult
 
 #: Tool families, in the order they are listed. Toolsets are built from them.
@@ -48,7 +49,9 @@ class ToolSpec:
 
     ``handler(args, ctx)`` receives the validated ``args`` model and a
     :class:`ask_fable.surface.context.ToolContext`; it returns a dict (or model) that validates
-    against ``result``.
+    against ``result``. A tool that asks one ``backend`` may name that backend's facts in its
+    ``description`` (``{label}``, ``{model}``, ``{binary}``, ``{login_fix}``, ``{key_vars}``,
+    ``{enable}``); :meth:`describe` fills them in from the current settings.
     """
 
     name: str
@@ -62,10 +65,21 @@ class ToolSpec:
     idempotent: bool = False
     open_world: bool = True
     title: str | None = None
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"tool {self.name!r} has unknown family {self.family!r}")
+
+    def describe(self, settings: Settings | None = None) -> str:
+        """The description as served: the backend's facts filled in from ``settings`` (loaded when
+        not given), so a changed model setting shows."""
+        if self.backend is None:
+            return self.description
+        from ask_fable.backends.registry import get_backend
+        from ask_fable.config import load_settings
+
+        return self.description.format(**get_backend(self.backend).facts(settings or load_settings()))
 
 
 def all_tools() -> list[ToolSpec]:

@@ -36,6 +36,7 @@ from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
 
 if TYPE_CHECKING:  # loaded with the first call, so the server answers initialize sooner
+    from ask_fable.config import Settings
     from ask_fable.contract import ToolResult
 
 INSTRUCTIONS = """\
@@ -144,6 +145,7 @@ class AskFableServer(MCPServer[Any]):
         self.families = families
         self._specs: dict[str, ToolSpec] | None = None
         self._listing: list[MCPTool] | None = None
+        self._listed_for: object = None
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
@@ -153,11 +155,11 @@ class AskFableServer(MCPServer[Any]):
         return self._specs
 
     @staticmethod
-    def _mcp_tool(spec: ToolSpec) -> MCPTool:
+    def _mcp_tool(spec: ToolSpec, settings: Settings) -> MCPTool:
         return MCPTool(
             name=spec.name,
             title=spec.title,
-            description=spec.description,
+            description=spec.describe(settings),
             input_schema=input_schema(spec),
             output_schema=output_schema(spec),
             annotations=ToolAnnotations(
@@ -169,9 +171,12 @@ class AskFableServer(MCPServer[Any]):
         )
 
     async def list_tools(self) -> list[MCPTool]:
-        """The served tools, straight from the registry (schemas built once, on the first listing)."""
-        if self._listing is None:
-            self._listing = [self._mcp_tool(spec) for spec in self.specs.values()]
+        """The served tools, straight from the registry (built on the first listing, and again when
+        the settings their descriptions name were reloaded)."""
+        settings = self.app.settings
+        if self._listing is None or self._listed_for is not settings:
+            self._listing = [self._mcp_tool(spec, settings) for spec in self.specs.values()]
+            self._listed_for = settings
         return list(self._listing)
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:

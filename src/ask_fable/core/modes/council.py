@@ -35,12 +35,12 @@ from ask_fable.core.modes.role_prompts import COUNCIL_SYNTHESIZER
 from ask_fable.core.modes.steps import step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import (
-    ALIASES,
     CLAUDE_FALLBACKS,
     Resolver,
     dedupe,
     default_resolver,
     expand_models,
+    is_named_token,
     resolve_oracle,
     single_token,
 )
@@ -108,7 +108,7 @@ def scrub_names(text: str, names: Sequence[str]) -> str:
     text = scrub_self_identification(text)
     for name in sorted({n for n in names if n and len(n) >= 3}, key=len, reverse=True):
         escaped = re.escape(name)
-        if name.lower() in ALIASES:
+        if is_named_token(name):
             text = re.sub(rf"\b(as|i am|i'm|this is|speaking as)\s+{escaped}(?![\w/-])", r"\1 [model]", text,
                           flags=re.IGNORECASE)
         else:

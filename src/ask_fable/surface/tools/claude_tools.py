@@ -137,17 +137,18 @@ TOOLS = [
     ToolSpec(
         name="ask",
         family="core",
-        description="Ask Claude Fable one hard engineering question. " + _SESSION_HELP,
+        description="Ask {label} one hard engineering question. " + _SESSION_HELP,
         args=SessionAskArgs,
         result=AnswerResult,
         handler=ask,
         read_only=True,
         open_world=True,
+        backend="fable",
     ),
     ToolSpec(
         name="ask_opus5",
         family="single",
-        description="The same as ask on Claude Opus 5 (claude-opus-5): about half Fable's price and faster.\n"
+        description="The same as ask on {label} ({model}): about half Fable's price and faster.\n"
         + _SESSION_HELP
         + " Sessions are separate from ask's.",
         args=SessionAskArgs,
@@ -155,6 +156,7 @@ TOOLS = [
         handler=ask_opus5,
         read_only=True,
         open_world=True,
+        backend="opus",
     ),
     ToolSpec(
         name="reset_session",

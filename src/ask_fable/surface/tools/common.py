@@ -1,18 +1,19 @@
-"""Argument models and the runner shared by every single-model tool."""
+"""Argument models, the runner and the declaration shared by every single-model tool."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.backends.base import Effort, Oracle
+from ask_fable.contract import AnswerResult
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call
 from ask_fable.errors import AskFableError
 from ask_fable.surface.context import ToolContext
+from ask_fable.surface.registry import ToolSpec
 
 QUESTION = Field(description="One focused engineering question.")
 CONTEXT = Field("", description="The real code, errors and constraints.")
@@ -46,20 +47,25 @@ async def run_single_tool(
     ctx: ToolContext,
     tool: str,
     args: AskArgs,
-    build_oracle: Callable[[Any], Oracle],
+    backend: str,
     *,
+    model: str | None = None,
     effort: str | None = None,
 ) -> dict[str, Any]:
-    """Run one oracle through the pipeline (guard, cache, audit, trace) and return its result.
+    """Ask ``backend`` once through the pipeline (guard, cache, audit, trace) and return its result.
 
-    An oracle that cannot even be built (a bad model id, a bad effort) still goes through the
-    pipeline, so its error is audited and carries a ``trace_id`` like every other outcome.
-    ``effort`` keys the cache; only a preset travels in the request, since a backend's own level
-    (grok's ``medium``, kimi's ``max``) is carried by the oracle it was built into.
+    The oracle comes from the token resolver (:func:`ask_fable.core.tokens.backend_oracle`), with
+    ``model`` exactly as the caller gave it. An oracle that cannot even be built (a bad model id, a
+    bad effort) still goes through the pipeline, so its error is audited and carries a ``trace_id``
+    like every other outcome. ``effort`` keys the cache; only a preset travels in the request,
+    since a backend's own level (grok's ``medium``, kimi's ``max``) is carried by the oracle it was
+    built into.
     """
+    from ask_fable.core.tokens import backend_oracle
+
     preset = effort if effort in get_args(Effort) else None
     try:
-        oracle: Oracle | None = build_oracle(ctx.settings)
+        oracle: Oracle | None = backend_oracle(backend, ctx.settings, model=model, effort=effort)
         failure: AskFableError | None = None
     except AskFableError as exc:
         oracle, failure = None, exc
@@ -80,3 +86,16 @@ async def run_single_tool(
         cache_extra={"model": oracle.model if oracle else None, "effort": effort},
     )
     return await ctx.run(call, runner)
+
+
+def single_model_tool(name: str, backend: str, description: str, args: type[AskArgs] = AskArgs) -> ToolSpec:
+    """A single-shot tool that asks ``backend`` once; its ``model`` and ``effort`` arguments, when
+    ``args`` has them, pass to the backend. ``description`` may name the backend's facts."""
+
+    async def handler(arguments: AskArgs, ctx: ToolContext) -> dict[str, Any]:
+        return await run_single_tool(ctx, name, arguments, backend, model=getattr(arguments, "model", None),
+                                     effort=getattr(arguments, "effort", None))
+
+    handler.__doc__ = f"One answer from the {backend} backend."
+    return ToolSpec(name=name, family="single", description=description, args=args, result=AnswerResult,
+                    handler=handler, read_only=True, open_world=True, backend=backend)

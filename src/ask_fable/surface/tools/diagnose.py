@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ask_fable.backends.descriptor import BackendReport
+from ask_fable.backends.registry import backend_names
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 
-Backend = Literal["fable", "opus", "minimax", "gemini", "codex", "grok", "kimi",
-                  "glm", "deepseek", "atlas", "openrouter", "ollama"]
+
+def _registered(name: str) -> str:
+    if name not in backend_names():
+        raise ValueError(f"unknown backend {name!r}; known: {', '.join(backend_names())}")
+    return name
+
+
+def _list_registered(schema: dict[str, Any]) -> None:
+    """Publish the registered backends as the allowed values, read when the schema is built."""
+    for arm in schema.get("anyOf", [schema]):
+        if arm.get("type") == "array":
+            arm["items"] = {"enum": backend_names(), "type": "string"}
 
 
 class DiagnoseArgs(BaseModel):
@@ -19,28 +31,12 @@ class DiagnoseArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backends: list[Backend] | None = Field(None, description="Only these backends (default: all).")
+    backends: list[Annotated[str, AfterValidator(_registered)]] | None = Field(
+        None, description="Only these backends (default: all).", json_schema_extra=_list_registered
+    )
     probe: bool = Field(
         True, description="Check reachability (CLI --version, TCP connect); false is instant."
     )
-
-
-class BackendState(BaseModel):
-    """One backend as diagnose reports it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    kind: str
-    configured: bool
-    reachable: bool | None = None
-    status: str
-    model: str | None = None
-    timeout_s: float | None = None
-    breaker: str | None = None
-    version: str | None = None
-    detail: str | None = None
-    enable: str | None = None
 
 
 class SettingIssue(BaseModel):
@@ -61,7 +57,7 @@ class DiagnoseResult(DataResult):
     version: str | None = None
     ready: list[str] | None = None
     missing: list[str] | None = None
-    backends: list[BackendState] | None = None
+    backends: list[BackendReport] | None = None
     settings_problems: list[SettingIssue] | None = None
 
 

@@ -7,7 +7,9 @@ about and gets ``unknown_tool``.
 
 from __future__ import annotations
 
-from typing import Literal
+import textwrap
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,11 +18,53 @@ from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
 from ask_fable.surface.toolsets import toolsets_adding
 
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+
+_WIDTH = 100
+
 Topic = Literal[
     "all", "tools", "modes", "tokens", "context", "refusals", "councils", "sidecar", "tracing", "config"
 ]
 
-TOPICS: dict[str, str] = {
+def tokens_topic() -> str:
+    """The model tokens, group and tiers of the registered backends."""
+    from ask_fable.core.tokens import tiers_text, tokens_text
+
+    return textwrap.fill(
+        f"Model tokens (councils, chains, debates): {tokens_text()}. The group `twin` (twins, "
+        "twin flames, twin-flame, twin_flames) means fable + opus and is accepted wherever a list is taken, "
+        f"never in a single slot. Tiers: {tiers_text()}.",
+        _WIDTH,
+    )
+
+
+def config_topic() -> str:
+    """Where settings come from, and what the registered backends need."""
+    from ask_fable.backends.registry import registered
+
+    backends = registered()
+    keys = ", ".join(b.key_vars[0] for b in backends if b.transport == "http" and b.key_vars)
+    logins = ", ".join(b.binary for b in backends if b.transport == "cli" and b.binary)
+    claude = " and ".join(b.label for b in backends if b.transport == "claude")
+    return textwrap.fill(
+        "Settings come from the config file (ASK_FABLE_CONFIG_FILE, default "
+        "~/.config/ask_fable/config.json), then ASK_FABLE_* environment variables, then defaults. "
+        f"Keys for HTTP backends: {keys}. CLI backends reuse their own logins ({logins}). {claude} "
+        "reuse Claude Code's login. A missing or rejected key and a logged-out CLI are status error, kind "
+        "not_configured, with `hint` naming the fix; they never trip the circuit breaker, whose "
+        "circuit_open results carry retry_after_s. A value that cannot be used (a word where a number "
+        "belongs, a file that is not valid JSON, an unknown key) never stops the server: it falls back to "
+        "the next source or the default, and the problem is named at start (stderr, the server "
+        "instructions), in `ask-fable doctor`, and in the `warnings` of each call that reads that "
+        "setting. `ask-fable doctor` (or the diagnose tool) shows each backend's state and the step that "
+        "enables it.",
+        _WIDTH,
+    )
+
+
+#: Each topic's text, or the function that writes it from the registered backends.
+TOPICS: dict[str, str | Callable[[], str]] = {
     "modes": """\
 Four ways to reason, cheapest first:
 - ask / ask_opus5: one model with memory. Reuse `session` for follow-ups; `reset=true` starts over.
@@ -30,13 +74,7 @@ Four ways to reason, cheapest first:
   the last decides. `recommendation_drift` shows whether later stages changed their minds.
 - ask_debate: a proposer states claims, an opponent contests each, the proposer revises, a third model
   rules. The most expensive mode: keep it for contentious, hard-to-reverse decisions.""",
-    "tokens": """\
-Model tokens (councils, chains, debates): fable (newest Fable), fable51 (pinned claude-fable-5-1),
-opus (also opus5, opus-5), minimax (m3), gemini, codex (gpt), glm, deepseek, grok, kimi,
-ollama:<id>, atlas:<id>, openrouter:<id>. The group `twin` (twins, twin flames, twin-flame,
-twin_flames) means fable + opus and is accepted wherever a list is taken, never in a single slot.
-Tiers: default (fable + minimax, + deepseek when its key is set), twin, middle (+ opus, glm, gemini,
-codex, grok, kimi), full (+ the configured Ollama council).""",
+    "tokens": tokens_topic,
     "context": """\
 Store large material once with context_write(key, value, description) — or context_pack(key, paths)
 to bundle files under ASK_FABLE_PROJECT_ROOT — then pass context_ref=<key> (or a list) to any ask
@@ -79,18 +117,14 @@ finds calls; trace_get(trace_id, include_content, max_chars) shows the ordered t
 content bundles and saves answers. stats(window, by) aggregates the audit log; diagnose shows which
 backends are configured and how to enable the rest. trace_list, trace_get, stats and diagnose come
 with the `observability` toolset; the trace_id of any result, help and errors included, is there.""",
-    "config": """\
-Settings come from the config file (ASK_FABLE_CONFIG_FILE, default ~/.config/ask_fable/config.json),
-then ASK_FABLE_* environment variables, then defaults. Keys for HTTP backends: ASK_FABLE_GLM_API_KEY,
-ASK_FABLE_DEEPSEEK_API_KEY, ASK_FABLE_ATLAS_API_KEY, ASK_FABLE_OPENROUTER_API_KEY. CLI backends reuse
-their own logins (mmx, agy, codex, grok, kimi). Fable and Opus reuse Claude Code's login. A missing or
-rejected key and a logged-out CLI are status error, kind not_configured, with `hint` naming the fix;
-they never trip the circuit breaker, whose circuit_open results carry retry_after_s.
-A value that cannot be used (a word where a number belongs, a file that is not valid JSON, an
-unknown key) never stops the server: it falls back to the next source or the default, and the
-problem is named at start (stderr, the server instructions), in `ask-fable doctor`, and in the
-`warnings` of each call that reads that setting.""",
+    "config": config_topic,
 }
+
+
+def topic_text(name: str) -> str:
+    """One topic's text as it reads now."""
+    text = TOPICS[name]
+    return text() if callable(text) else text
 
 
 class HelpArgs(BaseModel):
@@ -121,12 +155,14 @@ class HelpResult(DataResult):
     other_toolsets: list[OtherToolset] | None = None
 
 
-def tool_inventory(families: list[str] | None = None) -> dict[str, list[str]]:
+def tool_inventory(
+    families: list[str] | None = None, settings: Settings | None = None
+) -> dict[str, list[str]]:
     """Tools by family (only ``families`` when given), one ``name — first description line`` each."""
     inventory: dict[str, list[str]] = {family: [] for family in FAMILIES}
     for spec in all_tools():
         if families is None or spec.family in families:
-            inventory[spec.family].append(f"{spec.name} — {spec.description.splitlines()[0]}")
+            inventory[spec.family].append(f"{spec.name} — {spec.describe(settings).splitlines()[0]}")
     return {family: lines for family, lines in inventory.items() if lines}
 
 
@@ -158,12 +194,12 @@ async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> dict[str, object]:
     """Return one topic of the manual (or all); ``tools``/``all`` also list what is served and what is not."""
     served = ctx.served if ctx.served is not None else list(FAMILIES)
     names = [] if args.topic == "tools" else list(TOPICS) if args.topic == "all" else [args.topic]
-    sections = [f"## {name}\n{TOPICS[name]}" for name in names]
+    sections = [f"## {name}\n{topic_text(name)}" for name in names]
     result: dict[str, object] = {"status": "ok", "topic": args.topic, "topics": ["all", "tools", *TOPICS]}
     if args.topic in ("all", "tools"):
         others = other_toolsets(served)
         sections.insert(0, f"## tools\n{tools_text(served, others)}")
-        result["tools"] = tool_inventory(served)
+        result["tools"] = tool_inventory(served, ctx.settings)
         result["other_toolsets"] = [other.model_dump() for other in others]
     result["text"] = "\n\n".join(sections)
     if ctx.serving_problems:

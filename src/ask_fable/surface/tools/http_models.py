@@ -6,10 +6,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ask_fable.contract import AnswerResult, DataResult
+from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, run_single_tool
+from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, single_model_tool
 
 EFFORT_VALUES = ("quick", "standard", "deep")
 
@@ -88,53 +88,6 @@ class OllamaCatalogResult(DataResult):
     note: str | None = None
 
 
-# --- ask tools ---------------------------------------------------------------------------------------
-
-
-async def ask_glm(args: AskArgs, ctx: ToolContext) -> dict[str, Any]:
-    """GLM through Z.ai's Anthropic-compatible endpoint."""
-    from ask_fable.backends.http_oracles import make_glm_oracle
-
-    return await run_single_tool(ctx, "ask_glm", args, make_glm_oracle)
-
-
-async def ask_deepseek(args: AskArgs, ctx: ToolContext) -> dict[str, Any]:
-    """DeepSeek through its Anthropic-compatible endpoint."""
-    from ask_fable.backends.http_oracles import make_deepseek_oracle
-
-    return await run_single_tool(ctx, "ask_deepseek", args, make_deepseek_oracle)
-
-
-async def ask_atlas(args: AskWithModelArgs, ctx: ToolContext) -> dict[str, Any]:
-    """An Atlas Cloud model over the OpenAI chat shape (xai/grok-* → local grok CLI)."""
-    from ask_fable.backends.http_oracles import make_atlas_oracle
-
-    def build(settings: Any) -> Any:
-        return make_atlas_oracle(settings, model=args.model, effort=args.effort)
-
-    return await run_single_tool(ctx, "ask_atlas", args, build, effort=args.effort)
-
-
-async def ask_openrouter(args: AskWithModelArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Any OpenRouter model on one key, effort clamped to the model, real dollar cost reported."""
-    from ask_fable.backends.http_oracles import make_openrouter_oracle
-
-    def build(settings: Any) -> Any:
-        return make_openrouter_oracle(settings, model=args.model, effort=args.effort)
-
-    return await run_single_tool(ctx, "ask_openrouter", args, build, effort=args.effort)
-
-
-async def ask_ollama(args: OllamaArgs, ctx: ToolContext) -> dict[str, Any]:
-    """One Ollama model through the local daemon (or a remote endpoint with a key)."""
-    from ask_fable.backends.http_oracles import make_ollama_oracle
-
-    def build(settings: Any) -> Any:
-        return make_ollama_oracle(settings, model=args.model)
-
-    return await run_single_tool(ctx, "ask_ollama", args, build)
-
-
 # --- catalogs ----------------------------------------------------------------------------------------
 
 
@@ -204,11 +157,6 @@ async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[
     return await catalogs.list_ollama_models(ctx.settings, refresh=args.refresh)
 
 
-def _ask(name: str, description: str, args: type[BaseModel], handler: Any) -> ToolSpec:
-    return ToolSpec(name=name, family="single", description=description, args=args, result=AnswerResult,
-                    handler=handler, read_only=True, open_world=True)
-
-
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
              handler: Any) -> ToolSpec:
     return ToolSpec(name=name, family="catalogs", description=description, args=args, result=result,
@@ -216,46 +164,38 @@ def _catalog(name: str, description: str, args: type[BaseModel], result: type[Da
 
 
 TOOLS = [
-    _ask(
-        "ask_glm",
-        "One answer from GLM (glm-5.2) via Z.ai's Anthropic-compatible API. Single-turn.\n"
-        "Needs ASK_FABLE_GLM_API_KEY on the server (not_configured otherwise).",
-        AskArgs,
-        ask_glm,
+    single_model_tool(
+        "ask_glm", "glm",
+        "One answer from {label} ({model}) via Z.ai's Anthropic-compatible API. Single-turn.\n"
+        "Needs {key_vars} on the server (not_configured otherwise).",
     ),
-    _ask(
-        "ask_deepseek",
-        "One answer from DeepSeek (deepseek-v4-pro) via DeepSeek's Anthropic-compatible API. Single-turn.\n"
-        "A cheap direct API: a good quick independent opinion. Needs ASK_FABLE_DEEPSEEK_API_KEY "
-        "(not_configured otherwise).",
-        AskArgs,
-        ask_deepseek,
+    single_model_tool(
+        "ask_deepseek", "deepseek",
+        "One answer from {label} ({model}) via DeepSeek's Anthropic-compatible API. Single-turn.\n"
+        "A cheap direct API: a good quick independent opinion. Needs {key_vars} (not_configured otherwise).",
     ),
-    _ask(
-        "ask_atlas",
-        "One answer from an Atlas Cloud text model (e.g. openai/gpt-5.6-sol, deepseek-ai/deepseek-v4-pro) "
-        "over the OpenAI chat API. Single-turn; effort quick | standard | deep (default "
-        "ASK_FABLE_ATLAS_EFFORT). Needs ASK_FABLE_ATLAS_API_KEY or ATLASCLOUD_API_KEY, except xai/grok-* "
-        "models, which run on the local grok CLI when installed. Pick models with list_atlas_models.",
+    single_model_tool(
+        "ask_atlas", "atlas",
+        "One answer from an {label} text model (default {model}; e.g. openai/gpt-5.6-sol, "
+        "deepseek-ai/deepseek-v4-pro) over the OpenAI chat API. Single-turn; effort quick | standard | deep "
+        "(default ASK_FABLE_ATLAS_EFFORT). Needs {key_vars}, except xai/grok-* models, which run on the "
+        "local grok CLI when installed. Pick models with list_atlas_models.",
         AskWithModelArgs,
-        ask_atlas,
     ),
-    _ask(
-        "ask_openrouter",
-        "One answer from any of ~400 OpenRouter models on one key. Single-turn; effort is clamped to what "
-        "the chosen model supports, and the result reports the call's real dollar cost (cost_usd). Needs "
-        "ASK_FABLE_OPENROUTER_API_KEY or OPENROUTER_API_KEY; xai/grok-* and moonshotai/kimi-* ids run on "
-        "the local grok / kimi CLI when installed. Pick models with list_openrouter_models (free).",
+    single_model_tool(
+        "ask_openrouter", "openrouter",
+        "One answer from any of ~400 {label} models on one key (default {model}). Single-turn; effort is "
+        "clamped to what the chosen model supports, and the result reports the call's real dollar cost "
+        "(cost_usd). Needs {key_vars}; xai/grok-* and moonshotai/kimi-* ids run on the local grok / kimi "
+        "CLI when installed. Pick models with list_openrouter_models (free).",
         AskWithModelArgs,
-        ask_openrouter,
     ),
-    _ask(
-        "ask_ollama",
-        "One answer from an Ollama model (e.g. kimi-k2.7-code:cloud, gpt-oss:120b-cloud) through the local "
+    single_model_tool(
+        "ask_ollama", "ollama",
+        "One answer from an {label} model (default {model}; e.g. kimi-k2.7-code:cloud) through the local "
         "ollama daemon (after `ollama signin`, no key) or ASK_FABLE_OLLAMA_BASE_URL + _API_KEY for direct "
         "cloud. Single-turn. See list_ollama_models.",
         OllamaArgs,
-        ask_ollama,
     ),
     _catalog(
         "list_atlas_models",

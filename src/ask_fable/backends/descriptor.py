@@ -1,0 +1,175 @@
+"""What a backend is, in one record: its tokens, lab, transport, credentials, settings, factory and probe.
+
+A :class:`Backend` is all the server knows about one backend. Token resolution, ``doctor`` and
+``diagnose``, the single-model tools' descriptions, ``ask_fable_help`` and the docs all read it
+through :mod:`ask_fable.backends.registry`; nothing else names a backend's binary, key variable or
+install step. Settings are named by their field (``glm_model``), so a value the user changed shows
+wherever the descriptor is read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from ask_fable.backends.base import Oracle
+    from ask_fable.config import Settings
+
+Transport = Literal["claude", "cli", "http"]
+Tier = Literal["default", "middle"]
+
+
+class Factory(Protocol):
+    """Builds the oracle for one call: ``token`` as resolved, ``model`` (``None``: the configured
+    default) and ``effort`` (``None``: the configured default). A factory ignores what it does not take."""
+
+    def __call__(self, settings: Settings, *, token: str, model: str | None, effort: str | None) -> Oracle:
+        """The oracle; raises an ``AskFableError`` (a bad effort, a bad model id) when it cannot be built."""
+        ...
+
+
+class BackendReport(BaseModel):
+    """One backend's state, as ``ask-fable doctor`` and the ``diagnose`` tool report it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    kind: str  # the transport: claude | cli | http (unknown when diagnosis itself failed)
+    configured: bool
+    reachable: bool | None = None  # None: not probed
+    status: str  # ready | needs_login | unreachable | missing | not_checked
+    model: str | None = None
+    timeout_s: float | None = None
+    breaker: str | None = None
+    version: str | None = None
+    detail: str | None = None
+    enable: str | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready view."""
+        return self.model_dump()
+
+
+@dataclass(frozen=True)
+class ProbeOptions:
+    """How far a probe may go: ``reach`` false checks configuration only (instant); ``timeout``
+    bounds each check in seconds."""
+
+    reach: bool = True
+    timeout: float = 3.0
+
+
+#: Checks one backend without a model call and reports its state (never raises for the state).
+Probe = Callable[["Backend", "Settings", ProbeOptions], Awaitable[BackendReport]]
+
+
+@dataclass(frozen=True)
+class Token:
+    """A model token a backend answers to, its other spellings, and a short note for the token list."""
+
+    name: str
+    aliases: tuple[str, ...] = ()
+    about: str = ""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend, registered once.
+
+    ``name`` is what ``doctor`` and ``diagnose`` call it. A backend answers to its ``tokens``
+    (the first is ``name`` itself) or, with ``prefix``, to ``<prefix>:<model id>``, whose id
+    ``normalize_model`` puts in the provider's form. ``tier`` is the smallest tier it joins (with
+    ``tier_needs_key``, only once its key is set) and ``cost_rank`` orders tier members, cheapest
+    first. ``*_setting`` name :class:`~ask_fable.config.Settings` fields; ``model_fallback`` is
+    what the model reads as when its setting is unset (or when there is no setting).
+    """
+
+    name: str
+    label: str
+    family: str
+    transport: Transport
+    build: Factory
+    probe: Probe
+    enable: str
+    tokens: tuple[Token, ...] = ()
+    prefix: str | None = None
+    normalize_model: Callable[[str], str] | None = None
+    binary: str | None = None
+    login_fix: str | None = None
+    key_setting: str | None = None
+    base_url_setting: str | None = None
+    model_setting: str | None = None
+    model_fallback: str | None = None
+    timeout_setting: str | None = None
+    needs: str | None = None
+    tools: tuple[str, ...] = ()
+    tier: Tier | None = None
+    tier_needs_key: bool = False
+    cost_rank: int | None = None
+
+    def oracle(self, settings: Settings, *, token: str | None = None, model: str | None = None,
+               effort: str | None = None) -> Oracle:
+        """The oracle for ``token`` (default: this backend's name) with ``model`` and ``effort``."""
+        return self.build(settings, token=token or self.name, model=model, effort=effort)
+
+    def model(self, settings: Settings) -> str:
+        """The model this backend asks by default, as the user configured it."""
+        value = getattr(settings, self.model_setting) if self.model_setting else None
+        return str(value or self.model_fallback or "")
+
+    def timeout(self, settings: Settings) -> float:
+        """Seconds one call may take: the backend's own timeout setting, else the general one."""
+        specific = getattr(settings, self.timeout_setting) if self.timeout_setting else None
+        return settings.backend_timeout(specific)
+
+    def key(self, settings: Settings) -> str | None:
+        """The configured API key (``None`` when unset or when the backend takes none)."""
+        return getattr(settings, self.key_setting) if self.key_setting else None
+
+    def base_url(self, settings: Settings) -> str | None:
+        """The configured endpoint (``None`` for a backend without one)."""
+        return getattr(settings, self.base_url_setting) if self.base_url_setting else None
+
+    @property
+    def key_vars(self) -> tuple[str, ...]:
+        """The environment variables that set the key: the canonical one first, then its aliases."""
+        if not self.key_setting:
+            return ()
+        from ask_fable import config_sources
+        from ask_fable.config import ENV_PREFIX, Settings
+
+        field = Settings.model_fields[self.key_setting]
+        return tuple(config_sources.env_names(self.key_setting, field, ENV_PREFIX))
+
+    def default_token(self, settings: Settings) -> str:
+        """The token that names this backend with its default model (``atlas:<default id>``)."""
+        return f"{self.prefix}:{self.model(settings)}" if self.prefix else self.name
+
+    def token_forms(self) -> list[str]:
+        """How a token is written for this backend: its tokens, or ``<prefix>:<id>``."""
+        return [f"{self.prefix}:<id>"] if self.prefix else [token.name for token in self.tokens]
+
+    def requirement(self) -> str:
+        """What it needs, in a few words (the key variables, the logged-in CLI…)."""
+        if self.needs:
+            return self.needs
+        if self.key_vars:
+            return " or ".join(f"`{var}`" for var in self.key_vars)
+        if self.binary:
+            return f"`{self.binary}` CLI, logged in"
+        return "nothing to set up"
+
+    def facts(self, settings: Settings) -> dict[str, str]:
+        """The values a tool description may name, read from the current ``settings``."""
+        return {
+            "label": self.label,
+            "model": self.model(settings),
+            "binary": self.binary or "",
+            "login_fix": self.login_fix or "",
+            "key_vars": " or ".join(self.key_vars),
+            "enable": self.enable,
+        }

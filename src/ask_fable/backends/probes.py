@@ -1,0 +1,199 @@
+"""Probes: each backend's state without a model call, the cheapest way its transport allows.
+
+- Claude: a Claude Code CLI exists (bundled with claude-agent-sdk or on PATH) and answers
+  ``--version``, and a login is found;
+- CLI backends: the binary is on PATH and answers ``--version``;
+- HTTP backends with a key: the key is set, and a TCP connection to the endpoint opens (no request
+  is sent);
+- Ollama: the daemon answers ``GET /api/version`` (free, unauthenticated); ollama.com needs a key.
+
+Every binary is run through :func:`cli_version`, the one probe runner. A probe never raises for a
+backend's state: it reports it, with ``enable`` the exact step that fixes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from ask_fable.backends.descriptor import Backend, BackendReport, ProbeOptions
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+
+
+def new_report(backend: Backend) -> BackendReport:
+    """A report for ``backend`` that says missing until a probe finds otherwise."""
+    return BackendReport(name=backend.name, kind=backend.transport, configured=False, reachable=None,
+                         status="missing")
+
+
+# --- primitives -----------------------------------------------------------------------------------
+
+
+async def cli_version(binary: str, timeout: float) -> tuple[bool, str]:
+    """Run ``binary --version`` in its own process group; (succeeded, first output line or reason)."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            binary, "--version", stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT, start_new_session=True,
+        )
+    except OSError as exc:
+        return False, f"cannot start {binary}: {exc.strerror or exc}"
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+    except BaseException as exc:  # a timeout or a cancelled diagnose: never leave the probe running
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 1.0)
+        if not isinstance(exc, TimeoutError):
+            raise
+        return False, f"`{Path(binary).name} --version` did not answer within {timeout:g}s"
+    first = next((line.strip() for line in out.decode("utf-8", "replace").splitlines() if line.strip()), "")
+    if proc.returncode != 0:
+        return False, f"`{Path(binary).name} --version` exited {proc.returncode}: {first[:160]}"
+    return True, first[:120]
+
+
+async def tcp_reachable(url: str, timeout: float) -> tuple[bool, str]:
+    """Whether a TCP connection to ``url``'s host and port opens (nothing is sent)."""
+    parts = urlsplit(url)
+    host = parts.hostname
+    if not host:
+        return False, f"cannot read a host from {url!r}"
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except TimeoutError:
+        return False, f"{host}:{port} did not accept a connection within {timeout:g}s"
+    except OSError as exc:
+        return False, f"{host}:{port} unreachable ({exc.strerror or type(exc).__name__})"
+    writer.close()
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(writer.wait_closed(), 1.0)
+    return True, f"{host}:{port} accepts connections"
+
+
+async def ollama_version(base_url: str, timeout: float) -> tuple[bool, str]:
+    """``GET <base>/api/version`` (free, no key); (answered, version or reason)."""
+    import httpx2
+
+    url = base_url.rstrip("/") + "/api/version"
+    try:
+        async with httpx2.AsyncClient(timeout=timeout) as client:
+            response = await asyncio.wait_for(client.get(url), timeout)
+    except (TimeoutError, httpx2.HTTPError) as exc:
+        return False, f"no Ollama at {base_url} ({type(exc).__name__})"
+    if response.status_code != 200:
+        return False, f"{url} answered HTTP {response.status_code}"
+    try:
+        return True, str(response.json().get("version", "unknown"))
+    except ValueError:
+        return True, "unknown"
+
+
+async def _version(report: BackendReport, binary: str, options: ProbeOptions) -> bool:
+    """Run the version probe into ``report``; whether it answered."""
+    ok, text = await cli_version(binary, options.timeout)
+    report.reachable = ok
+    report.version = text if ok else None
+    if not ok:
+        report.detail = text
+    return ok
+
+
+# --- probes by transport ----------------------------------------------------------------------------
+
+
+async def probe_claude(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
+    """A Claude backend: the CLI the Agent SDK would run, its ``--version``, and a login."""
+    import anyio
+
+    from ask_fable.backends.claude_common import login_found, login_hint
+
+    report = new_report(backend)
+    try:
+        from ask_fable.backends.claude_sdk import choose_cli_path
+
+        cli = await anyio.to_thread.run_sync(choose_cli_path, settings)
+    except Exception as exc:  # BinaryMissing, or the backend not installed at all
+        report.detail = getattr(exc, "detail", None) or str(exc)
+        report.enable = backend.enable
+        return report
+    report.configured = True
+    report.detail = f"Claude Code CLI: {cli}"
+    if options.reach:
+        await _version(report, cli, options)
+    if not login_found():
+        report.detail = f"{report.detail}; no Claude login found"
+        report.enable = login_hint()
+        report.status = "needs_login"
+    return report
+
+
+async def probe_cli(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
+    """A CLI backend: its binary is on PATH and answers ``--version``."""
+    binary = backend.binary or backend.name
+    report = new_report(backend)
+    path = shutil.which(binary)
+    if path is None:
+        report.detail = f"`{binary}` is not on PATH"
+        report.enable = backend.enable
+        return report
+    report.configured = True
+    report.detail = f"{binary}: {path}"
+    if options.reach and not await _version(report, path, options):
+        report.enable = f"check that `{binary} --version` works; {backend.enable}"
+    return report
+
+
+async def probe_key(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
+    """An HTTP backend with a key: the key is set and the endpoint accepts a connection."""
+    report = new_report(backend)
+    base_url = backend.base_url(settings) or ""
+    report.configured = bool(backend.key(settings))
+    if not report.configured:
+        report.detail = f"{backend.key_vars[0]} is not set"
+        report.enable = backend.enable
+        return report
+    report.detail = f"key set; endpoint {base_url}"
+    if options.reach:
+        ok, text = await tcp_reachable(base_url, options.timeout)
+        report.reachable = ok
+        if not ok:
+            report.detail = text
+            report.enable = f"check network access to {base_url} (or set the {backend.name} base URL)"
+    return report
+
+
+async def probe_ollama(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
+    """Ollama: a remote endpoint needs its key; a local daemon must answer ``/api/version``."""
+    base_url = backend.base_url(settings) or ""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "ollama.com" or host.endswith(".ollama.com"):
+        report = await probe_key(backend, settings, options)
+        if not report.configured:
+            report.detail = f"{base_url} needs {backend.key_vars[0]}"
+            report.enable = f"set {backend.key_vars[0]} to an ollama.com API key"
+        return report
+    report = new_report(backend)
+    if not options.reach:
+        report.configured = True
+        report.status = "not_checked"
+        report.detail = f"local daemon at {base_url}; only a probe tells whether it is running"
+        return report
+    ok, text = await ollama_version(base_url, options.timeout)
+    report.configured = ok
+    report.reachable = ok
+    report.version = text if ok else None
+    report.detail = f"daemon at {base_url}" if ok else text
+    if not ok:
+        report.enable = backend.enable
+    return report
