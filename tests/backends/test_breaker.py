@@ -9,18 +9,11 @@ import pytest
 from ask_fable.backends.breaker import CircuitBreaker
 from ask_fable.config import load_settings
 from ask_fable.errors import CircuitOpen
+from tests.fakes.clock import ManualClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def make(**kw: object) -> tuple[CircuitBreaker, Clock]:
-    clock = Clock()
+def make(**kw: object) -> tuple[CircuitBreaker, ManualClock]:
+    clock = ManualClock()
     return CircuitBreaker(clock=clock, **kw), clock  # type: ignore[arg-type]
 
 
@@ -69,10 +62,10 @@ def test_window_forgets_old_outcomes() -> None:
 def test_half_open_lets_exactly_one_probe_through() -> None:
     breaker, clock = make(cooldown=60)
     fail(breaker, "glm", 5)
-    clock.now += 59
+    clock.advance(59)
     with pytest.raises(CircuitOpen):
         breaker.before_call("glm")
-    clock.now += 1
+    clock.advance(1)
     breaker.before_call("glm")  # the probe
     assert breaker.state("glm") == "half_open"
     with pytest.raises(CircuitOpen):
@@ -82,7 +75,7 @@ def test_half_open_lets_exactly_one_probe_through() -> None:
 def test_probe_success_closes_and_clears_the_window() -> None:
     breaker, clock = make(cooldown=60)
     fail(breaker, "glm", 5)
-    clock.now += 60
+    clock.advance(60)
     breaker.before_call("glm")
     breaker.record("glm", True)
     assert breaker.state("glm") == "closed"
@@ -94,26 +87,26 @@ def test_probe_success_closes_and_clears_the_window() -> None:
 def test_probe_failure_reopens_for_another_cooldown() -> None:
     breaker, clock = make(cooldown=60)
     fail(breaker, "glm", 5)
-    clock.now += 60
+    clock.advance(60)
     breaker.before_call("glm")
     breaker.record("glm", False)
     assert breaker.state("glm") == "open"
-    assert breaker.snapshot()["glm"]["opened_at"] == clock.now
-    clock.now += 30
+    assert breaker.snapshot()["glm"]["opened_at"] == clock.mono
+    clock.advance(30)
     with pytest.raises(CircuitOpen):
         breaker.before_call("glm")
-    clock.now += 30
+    clock.advance(30)
     breaker.before_call("glm")
 
 
 def test_a_lost_probe_frees_its_slot_after_a_cooldown() -> None:
     breaker, clock = make(cooldown=60)
     fail(breaker, "glm", 5)
-    clock.now += 60
+    clock.advance(60)
     breaker.before_call("glm")  # probe never reports back (cancelled)
     with pytest.raises(CircuitOpen):
         breaker.before_call("glm")  # one probe at a time
-    clock.now += 60
+    clock.advance(60)
     breaker.before_call("glm")
 
 
@@ -152,7 +145,7 @@ def test_from_settings() -> None:
 def test_concurrent_callers_get_one_probe() -> None:
     breaker, clock = make(cooldown=1)
     fail(breaker, "glm", 5)
-    clock.now += 1
+    clock.advance(1)
     passed: list[int] = []
     barrier = threading.Barrier(8)
 
@@ -176,7 +169,7 @@ def test_released_probe_lets_the_next_caller_probe_at_once() -> None:
     """A half-open probe that ended without an outcome (refused, not configured, cancelled) frees its slot."""
     breaker, clock = make()
     fail(breaker, "glm", 5)
-    clock.now += 300
+    clock.advance(300)
     assert breaker.before_call("glm") is True  # the probe
     with pytest.raises(CircuitOpen):
         breaker.before_call("glm")  # one probe at a time

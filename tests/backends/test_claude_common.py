@@ -18,7 +18,7 @@ from ask_fable.backends.claude_common import (
     parse_version,
     run_ladder,
 )
-from ask_fable.backends.claude_sdk import _bundled_version, bundled_cli, choose_cli_path
+from ask_fable.backends.claude_sdk import ClaudeCliChoice, bundled_cli, bundled_version
 from ask_fable.config import load_settings
 from ask_fable.errors import BadArgs, BinaryMissing, OracleTimeout
 
@@ -67,21 +67,22 @@ def _fake_claude(directory: Path, version: str) -> Path:
 
 
 @pytest.mark.skipif(bundled_cli() is None, reason="claude-agent-sdk ships no CLI here")
-def test_a_strictly_newer_claude_on_path_wins_over_the_bundled_one(
+async def test_a_strictly_newer_claude_on_path_wins_over_the_bundled_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundled = bundled_cli()
     assert bundled is not None
-    major, minor, patch = _bundled_version(bundled) or (0, 0, 0)
+    major, minor, patch = await bundled_version(bundled) or (0, 0, 0)
     newer = _fake_claude(tmp_path / "newer", f"{major}.{minor}.{patch + 1}")
     same = _fake_claude(tmp_path / "same", f"{major}.{minor}.{patch}")
     monkeypatch.setenv("PATH", f"{newer.parent}{os.pathsep}{os.environ['PATH']}")
-    assert choose_cli_path(load_settings()) == str(newer)
+    assert await ClaudeCliChoice().path(load_settings()) == str(newer)
     monkeypatch.setenv("PATH", f"{same.parent}{os.pathsep}{os.environ['PATH']}")
-    assert choose_cli_path(load_settings()) == str(bundled)
-    assert choose_cli_path(load_settings(claude_cli=str(same))) == str(same)
+    choice = ClaudeCliChoice()
+    assert await choice.path(load_settings()) == str(bundled)
+    assert await choice.path(load_settings(claude_cli=str(same))) == str(same)
     with pytest.raises(BinaryMissing):
-        choose_cli_path(load_settings(claude_cli=str(tmp_path / "nope" / "claude")))
+        await choice.path(load_settings(claude_cli=str(tmp_path / "nope" / "claude")))
 
 
 def test_parse_version() -> None:
@@ -108,20 +109,21 @@ def test_cli_env_turns_traffic_off(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_sdk_env_is_the_bridges_allow_list(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The SDK route's CLI sees exactly what the bridge's does; everything else is blanked."""
+    """The SDK route's CLI sees what the bridge's does, plus what the SDK tells its CLI; nothing else."""
+    from ask_fable.backends.agent_sdk import _process_env
     from ask_fable.backends.claude_cli import bridge_env
-    from ask_fable.backends.claude_common import sdk_env
 
     monkeypatch.setenv("ASK_FABLE_GLM_API_KEY", "glm-secret-value")
     monkeypatch.setenv("SOME_UNRELATED_TOKEN", "other-secret-value")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret-value")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
-    env = sdk_env()
-    effective = {name: value for name, value in ({**os.environ, **env}).items() if value}
-    assert effective == {name: value for name, value in bridge_env().items() if value}
-    assert env["ASK_FABLE_GLM_API_KEY"] == env["SOME_UNRELATED_TOKEN"] == env["GITHUB_TOKEN"] == ""
+    env = _process_env("/work/dir")
+    added = {"CLAUDE_CODE_ENTRYPOINT", "CLAUDE_AGENT_SDK_VERSION", "CLAUDE_CODE_SDK_READS_SESSION_STATE",
+             "PWD"}
+    assert {k: v for k, v in env.items() if k not in added} == bridge_env()
+    assert not {"ASK_FABLE_GLM_API_KEY", "SOME_UNRELATED_TOKEN", "GITHUB_TOKEN"} & set(env)
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:9" and env["PATH"] == os.environ["PATH"]
-    assert env["DISABLE_TELEMETRY"] == "1"
+    assert env["DISABLE_TELEMETRY"] == "1" and env["PWD"] == "/work/dir"
 
 
 @pytest.mark.parametrize(("status", "error_type", "message", "expected"), [

@@ -231,14 +231,36 @@ async def test_sdk_route_waits_for_a_slot_of_the_claude_gate(
     fake_provider: FakeProvider, claude_home: Path
 ) -> None:
     """The SDK route takes a slot of the "claude" gate; time spent queued counts against the timeout."""
-    from ask_fable.backends.subprocess_runner import gate_slot
+    from ask_fable.backends.resources import Resources
 
-    oracle = make_claude_oracle(load_settings(cli_max_parallel=1), "opus")
+    resources = Resources()
+    oracle = make_claude_oracle(load_settings(cli_max_parallel=1), "opus", resources=resources)
     with anyio.fail_after(20):
-        async with gate_slot("claude", 1):
+        async with resources.gates.slot("claude", 1):
             with pytest.raises(OracleTimeout):
                 await oracle.ask(request(timeout=0.5), EventSink())
     assert fake_provider.requests_for("anthropic") == []
     fake_provider.enqueue("anthropic", text="REVIEWED after the slot freed.")
     reply = await oracle.ask(request(), EventSink())
     assert reply.text.startswith("REVIEWED")
+
+
+async def test_a_cli_leaving_a_child_behind_answers_promptly_and_the_child_is_ended(
+    fake_provider: FakeProvider, claude_home: Path, tmp_path: Path
+) -> None:
+    """A single SDK call whose CLI started a child holding its output returns the answer (well within
+    the deadline) and ends the child with the CLI's process group."""
+    from tests.fakes.fake_cli import is_alive
+    from tests.fakes.fixtures import child_pids, claude_with_a_child
+
+    cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
+    fake_provider.enqueue("anthropic", text="Answered despite the child.")
+    oracle = make_claude_oracle(load_settings(claude_cli=str(cli)), "opus")
+    with anyio.fail_after(20):
+        reply = await oracle.ask(request(timeout=60), EventSink())
+    assert reply.text == "Answered despite the child."
+    [child] = child_pids(pid_file)
+    with anyio.move_on_after(5):
+        while is_alive(child):
+            await anyio.sleep(0.02)
+    assert not is_alive(child)

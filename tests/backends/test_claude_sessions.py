@@ -291,7 +291,7 @@ async def test_a_dead_cli_is_resumed_within_the_same_turn(
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("fable", "dead", req("Before?"), EventSink(), "fable")
-        transport = sessions._sessions[("fable", "dead")].transport
+        transport = sessions._sessions[("fable", "dead")].client
         os.kill(transport.pid, signal.SIGKILL)
         if noticed:
             with anyio.fail_after(10):
@@ -305,3 +305,28 @@ async def test_a_dead_cli_is_resumed_within_the_same_turn(
         ]
     finally:
         await sessions.aclose()
+
+
+async def test_closing_a_warm_session_ends_what_its_cli_spawned(
+    fake_provider: FakeProvider, claude_home: Path, tmp_path: Path
+) -> None:
+    """The warm CLI runs in its own process group: closing the session ends the CLI and its child."""
+    from tests.fakes.fake_cli import is_alive
+    from tests.fakes.fixtures import child_pids, claude_with_a_child
+
+    cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
+    fake_provider.enqueue("anthropic", text="Answered with a child running.")
+    sessions = ClaudeSessions(load_settings(claude_cli=str(cli)))
+    try:
+        reply = await sessions.ask("fable", "kids", req("Anything running?"), EventSink(), "fable")
+        assert reply.text == "Answered with a child running."
+        leader = sessions.client_pid("fable", "kids")
+        [child] = child_pids(pid_file)
+        assert leader is not None and is_alive(leader) and is_alive(child)
+    finally:
+        with anyio.fail_after(20):
+            await sessions.aclose()
+    with anyio.move_on_after(5):
+        while is_alive(leader) or is_alive(child):
+            await anyio.sleep(0.02)
+    assert not is_alive(leader) and not is_alive(child)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import anyio
 import pytest
 
-from ask_fable.backends import catalogs
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest
 from ask_fable.backends.http_client import RetryPolicy
 from ask_fable.backends.http_oracles import (
@@ -33,13 +32,6 @@ BACKENDS: list[tuple[str, str, Callable[..., Oracle]]] = [
     ("ollama", "ollama", make_ollama_oracle),
 ]
 IDS = [b[0] for b in BACKENDS]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_catalogs() -> Iterator[None]:
-    catalogs.clear_cache()
-    yield
-    catalogs.clear_cache()
 
 
 

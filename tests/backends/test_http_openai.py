@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from ask_fable.backends import catalogs
 from ask_fable.backends.base import EventSink, OracleRequest
 from ask_fable.backends.http_oracles import make_atlas_oracle, make_openrouter_oracle
 from ask_fable.config import Settings, load_settings
@@ -15,13 +12,6 @@ from tests.fakes.fake_provider import FakeProvider
 
 ATLAS_KEY = "atlas-PLANTED-key-5151515151"
 OPENROUTER_KEY = "or-PLANTED-key-6262626262"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_catalogs() -> Iterator[None]:
-    catalogs.clear_cache()
-    yield
-    catalogs.clear_cache()
 
 
 

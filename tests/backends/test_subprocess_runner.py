@@ -9,7 +9,7 @@ import anyio
 import anyio.abc
 import pytest
 
-from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, build_env, run_process
+from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, ProcessGates, build_env, run_process
 from ask_fable.errors import BinaryMissing, OracleTimeout
 from tests.fakes.fake_cli import FakeCLIs, install_fake_clis, is_alive, sha256, stdin_bytes
 
@@ -139,9 +139,10 @@ async def test_stray_grandchild_after_exit_does_not_block(fakes: FakeCLIs) -> No
 async def test_gate_of_one_serializes(fakes: FakeCLIs) -> None:
     """With one slot, no run ever sees a peer running."""
     fakes.behave("kimi", sleep=0.2)
+    gates = ProcessGates()
     async with anyio.create_task_group() as tg:
         for _ in range(3):
-            tg.start_soon(lambda: _run(["kimi"], gate="kimi-serial", gate_limit=1))
+            tg.start_soon(lambda: _run(["kimi"], gates=gates, gate="kimi-serial", gate_limit=1))
     calls = fakes.calls("kimi")
     assert len(calls) == 3 and [c["peers"] for c in calls] == [0, 0, 0]
 
@@ -150,9 +151,10 @@ async def test_gate_of_two_runs_in_parallel(fakes: FakeCLIs) -> None:
     """With two slots, two runs that each wait for a peer both succeed."""
     fakes.behave("kimi", wait_for_peers=2)
     results: list[int] = []
+    gates = ProcessGates()
 
     async def one() -> None:
-        results.append((await _run(["kimi"], gate="kimi-pair", gate_limit=2)).returncode)
+        results.append((await _run(["kimi"], gates=gates, gate="kimi-pair", gate_limit=2)).returncode)
 
     with anyio.fail_after(15):
         async with anyio.create_task_group() as tg:
@@ -165,20 +167,22 @@ async def test_queued_time_counts_against_timeout(fakes: FakeCLIs) -> None:
     """A call parked behind a busy slot times out without ever spawning."""
     fakes.behave("mmx", hang=True)
     outcome: dict[str, str] = {}
+    gates = ProcessGates()
 
     async def parked(tg: anyio.abc.TaskGroup) -> None:
         with anyio.fail_after(10):
             while not fakes.calls("mmx"):
                 await anyio.sleep(0.02)
         try:
-            await _run(["mmx"], gate="mmx-q", gate_limit=1, timeout=0.5)
+            await _run(["mmx"], gates=gates, gate="mmx-q", gate_limit=1, timeout=0.5)
         except OracleTimeout as exc:
             outcome["parked"] = exc.detail
         tg.cancel_scope.cancel()
 
     with anyio.fail_after(15):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(lambda: _run(["mmx"], gate="mmx-q", gate_limit=1, timeout=20, kill_grace=0.2))
+            tg.start_soon(lambda: _run(["mmx"], gates=gates, gate="mmx-q", gate_limit=1, timeout=20,
+                                       kill_grace=0.2))
             tg.start_soon(parked, tg)
     assert "slot" in outcome["parked"]
     assert len(fakes.calls("mmx")) == 1

@@ -250,13 +250,14 @@ async def test_a_cache_hit_does_not_replay_the_first_calls_echo() -> None:
 async def test_a_refused_half_open_probe_frees_the_probe_slot() -> None:
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.core.tracing import Console, TraceRecorder
+    from tests.fakes.clock import ManualClock
 
-    now = [0.0]
-    breaker = CircuitBreaker(window=5, threshold=0.5, cooldown=10, clock=lambda: now[0])
+    clock = ManualClock()
+    breaker = CircuitBreaker(window=5, threshold=0.5, cooldown=10, clock=clock)
     oracle = ScriptedOracle("REFUSED: not a software question", answer())
     for _ in range(5):
         breaker.record(oracle.breaker_key, False)
-    now[0] += 11
+    clock.advance(11)
     mctx = ModeContext(load_settings(), TraceRecorder("t"), Console(True, False), breaker=breaker)
     first = await mctx.call_oracle(oracle, mctx.request("system", "prompt"))
     assert first.status == "refused"

@@ -16,6 +16,7 @@ from ask_fable.backends.base import Oracle
 from ask_fable.backends.descriptor import Backend, BackendReport, ProbeOptions, Token
 from ask_fable.backends.probes import new_report, tcp_reachable
 from ask_fable.backends.registry import register, unregister
+from ask_fable.backends.resources import Resources
 from ask_fable.config import Settings, load_settings
 from ask_fable.core.app import App
 from ask_fable.core.doctor import diagnose
@@ -35,13 +36,14 @@ def answer(text: str, rec: str = "apply") -> str:
 def parrot_backend(fp: FakeProvider) -> Backend:
     """A throwaway backend speaking the Anthropic Messages shape to the fake provider."""
 
-    def build(settings: Settings, *, token: str, model: str | None, effort: str | None) -> Oracle:
+    def build(settings: Settings, *, token: str, model: str | None, effort: str | None,
+              resources: Resources | None) -> Oracle:
         from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
 
         return AnthropicMessagesOracle(
             token="parrot", provider="parrot", model=model or "parrot-1", family="aviary", label="Parrot",
             base_url=f"{fp.base_url}/parrot", api_key=KEY, key_var=None, max_tokens=settings.max_tokens,
-            secrets=[KEY],
+            secrets=[KEY], resources=resources,
         )
 
     async def probe(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:

@@ -13,8 +13,8 @@ import mcp.types as mt
 import pytest
 from mcp import Client
 
-from ask_fable.backends import catalogs, http_client
 from ask_fable.backends.http_client import RetryPolicy
+from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
@@ -40,21 +40,18 @@ TOOLS: dict[str, tuple[str, str]] = {
     "ask_openrouter": ("openai", "deepseek/deepseek-v4-pro"),
     "ask_ollama": ("ollama", "gpt-oss:120b-cloud"),
 }
+#: Quick retries (model calls and catalog listings) for the server under test.
+FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
 KEY_VARS = {"ask_glm": "ASK_FABLE_GLM_API_KEY", "ask_deepseek": "ASK_FABLE_DEEPSEEK_API_KEY",
             "ask_atlas": "ASK_FABLE_ATLAS_API_KEY", "ask_openrouter": "ASK_FABLE_OPENROUTER_API_KEY"}
 
 
 @pytest.fixture(autouse=True)
-def _fast(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    catalogs.clear_cache()
-    fast = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
-    monkeypatch.setattr(http_client, "DEFAULT_RETRY", fast)
-    monkeypatch.setattr(catalogs, "CATALOG_RETRY", fast)
+def _no_clis(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     empty = tmp_path / "no-clis"
     empty.mkdir()
     monkeypatch.setenv("PATH", f"{empty}{os.pathsep}/usr/bin{os.pathsep}/bin")  # no grok / kimi
     yield
-    catalogs.clear_cache()
 
 
 @pytest.fixture
@@ -78,9 +75,13 @@ def _wired(fp: FakeProvider, keys: bool = True, **extra: Any) -> dict[str, Any]:
     return values
 
 
+def _app(settings: dict[str, Any]) -> App:
+    return App(load_settings(**settings), resources=Resources(retry=FAST, catalog_retry=FAST))
+
+
 async def _call(tool: str, arguments: dict[str, Any], settings: dict[str, Any], mode: str | None = None,
-                **client_kwargs: Any) -> dict[str, Any]:
-    server = build_server(App(load_settings(**settings)), toolsets=["single", "catalogs"])
+                app: App | None = None, **client_kwargs: Any) -> dict[str, Any]:
+    server = build_server(app or _app(settings), toolsets=["single", "catalogs"])
     kwargs = {"mode": mode} if mode else {}
     async with Client(server, **kwargs, **client_kwargs) as client:
         result = await client.call_tool(tool, arguments)
@@ -277,12 +278,14 @@ async def test_catalog_without_elicitation_returns_the_picker(fp: FakeProvider, 
 @pytest.mark.parametrize(("tool", "path"), [("list_atlas_models", "/v1/models"),
                                             ("list_openrouter_models", "/api/v1/models")])
 async def test_catalog_refresh_true_fetches_every_time(fp: FakeProvider, tool: str, path: str) -> None:
-    """Each refresh=true call fetches the live catalog; refresh=false then serves it without a request."""
+    """Each refresh=true call fetches the live catalog; refresh=false then serves the server's last one
+    without a request."""
     settings = _wired(fp)
-    fresh = [await _call(tool, {"refresh": True, "interactive": False}, settings) for _ in range(3)]
+    app = _app(settings)
+    fresh = [await _call(tool, {"refresh": True, "interactive": False}, settings, app=app) for _ in range(3)]
     assert [r.path for r in fp.requests] == [path] * 3
     assert all(r["fetched"] is True and r["models"] for r in fresh)
-    offline = await _call(tool, {"refresh": False, "interactive": False}, settings)
+    offline = await _call(tool, {"refresh": False, "interactive": False}, settings, app=app)
     assert len(fp.requests) == 3 and offline["cached"] is True and offline["models"]
 
 
@@ -291,11 +294,12 @@ async def test_ollama_listing_refresh_true_fetches_every_time(fp: FakeProvider) 
     fp.set_json("GET", "/cloud/api/tags", {"models": [{"name": "gpt-oss:120b"}]})
     fp.ollama_tags = {"models": [{"name": "gpt-oss:120b-cloud"}]}
     settings = _wired(fp)
+    app = _app(settings)
     for _ in range(3):
-        result = await _call("list_ollama_models", {"refresh": True}, settings)
+        result = await _call("list_ollama_models", {"refresh": True}, settings, app=app)
         assert result["reachable"] is True and result["available_cloud"] == ["gpt-oss:120b-cloud"]
     assert sorted(r.path for r in fp.requests) == ["/api/tags"] * 3 + ["/cloud/api/tags"] * 3
-    offline = await _call("list_ollama_models", {"refresh": False}, settings)
+    offline = await _call("list_ollama_models", {"refresh": False}, settings, app=app)
     assert len(fp.requests) == 6 and offline["pulled_local"] == ["gpt-oss:120b-cloud"]
 
 

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from ask_fable.backends import http_client
 from ask_fable.backends.http_client import RetryPolicy
+from ask_fable.backends.resources import Resources
 from ask_fable.config import config_file_path, state_dir
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
@@ -34,10 +34,8 @@ SIDECAR = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_
 
 
 
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    fast = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02)
-    monkeypatch.setattr(http_client, "DEFAULT_RETRY", fast)
+#: Quick retries for the server under test.
+FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02)
 
 
 def _leaks(text: str) -> list[str]:
@@ -72,7 +70,7 @@ async def _scenario(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.Monkey
     run = Run()
     echoed = f"Your key {CONFIGURED} and {SHAPED} and {OTHER} are fine.\n\n{SIDECAR}"
     thinking = f"the user pasted {CONFIGURED}; Authorization: Bearer {SHAPED}"
-    async with Client(build_server(App(), toolsets=["all"])) as c:
+    async with Client(build_server(App(resources=Resources(retry=FAST)), toolsets=["all"])) as c:
         async def call(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
             result = await c.call_tool(tool, arguments)
             assert result.structured_content is not None

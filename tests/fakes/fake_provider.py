@@ -21,7 +21,9 @@ Routes (matched on the path without its query string):
 - ``unknown``: anything else, answered 404 with a JSON body (and still recorded)
 
 Streaming follows each provider: Anthropic and OpenAI stream when the body has ``"stream": true``;
-Ollama streams NDJSON unless the body has ``"stream": false`` (the real daemon's default).
+Ollama streams NDJSON unless the body has ``"stream": false`` (the real daemon's default). A reply
+with ``endless=True`` streams text deltas forever, until the client closes the connection (then the
+recorded request's ``client_closed`` is set).
 
 Inspection: ``fp.requests`` (snapshot), ``fp.requests_for(route)``, ``fp.last_json(route)``,
 ``fp.wait_for(n, route)`` (block until n requests arrived, e.g. before stopping a hung call) and
@@ -98,6 +100,8 @@ class Reply:
     reset: bool = False
     #: Stream this many body chunks, then reset the connection.
     cut_after: int | None = None
+    #: Stream text deltas forever (never a final event) until the client goes away.
+    endless: bool = False
     #: OpenAI shape: the field carrying reasoning (``reasoning`` for OpenRouter, ``reasoning_content``).
     reasoning_key: str = "reasoning"
     #: Approximate characters per streamed text/thinking delta.
@@ -123,6 +127,8 @@ class RecordedRequest:
     #: ``time.monotonic()`` just before the last bytes of the answer were written (so it is set by the
     #: time a client holds the whole answer), or when the connection was dropped; ``None`` while pending.
     finished_at: float | None = None
+    #: The client closed the connection before the answer was fully written.
+    client_closed: bool = False
 
     @property
     def model(self) -> str | None:
@@ -402,6 +408,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._reset()
         except OSError:  # the client went away mid-answer, or the server is stopping
             self.close_connection = True
+            record.client_closed = not self.fake._stopping.is_set()
         finally:
             self._mark_finished()
 
@@ -445,7 +452,10 @@ class _Handler(BaseHTTPRequestHandler):
         model = reply.model or record.model or "fake-model"
         usage = _usage(reply, record)
         number = self.fake._next_id()
-        if route == "anthropic":
+        if reply.endless:
+            content_type = "application/x-ndjson" if route == "ollama" else "text/event-stream"
+            self._stream(content_type, _endless(route, reply, model, usage, number), reply, headers)
+        elif route == "anthropic":
             if request.get("stream") is True:
                 events = _anthropic_events(reply, model, usage, number)
                 self._stream("text/event-stream", events, reply, headers)
@@ -508,18 +518,22 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers.items():
             self.send_header(name, value)
         self.end_headers()
-        body = list(chunks)
-        for sent, chunk in enumerate(body):
+        items = iter(chunks)  # read lazily: an endless stream never ends
+        chunk = next(items, None)
+        sent = 0
+        while chunk is not None:
+            following = next(items, None)
             if reply.cut_after is not None and sent >= reply.cut_after:
                 raise _Reset
             if sent:
                 self._sleep(reply.chunk_delay)
             frame = b"%x\r\n%s\r\n" % (len(chunk), chunk)
-            if sent == len(body) - 1:
+            if following is None:
                 # the last event and the end of the chunked body leave in one write
                 self._mark_finished()
                 frame += b"0\r\n\r\n"
             self.wfile.write(frame)
+            chunk, sent = following, sent + 1
 
     def _reset(self) -> None:
         """Drop the connection with RST: linger 0, then close every reference to the socket."""
@@ -649,6 +663,26 @@ def _anthropic_events(reply: Reply, model: str, usage: Mapping[str, float], numb
                                  "delta": {"stop_reason": reply.stop_reason, "stop_sequence": None},
                                  "usage": {"output_tokens": int(usage["output_tokens"])}})
     yield _sse("message_stop", {"type": "message_stop"})
+
+
+def _endless(route: str, reply: Reply, model: str, usage: Mapping[str, float],
+             number: int) -> Iterator[bytes]:
+    """A stream that opens like ``route``'s and then sends text deltas forever."""
+    piece = (reply.text or "more ") * 4
+    if route == "anthropic":
+        opening = list(_anthropic_events(replace(reply, thinking=None), model, usage, number))[:3]
+        yield from opening  # message_start, ping, content_block_start
+        delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}
+        event = _sse("content_block_delta", delta)
+    elif route == "openai":
+        base = {"id": f"chatcmpl-fake{number:06d}", "object": "chat.completion.chunk", "model": model}
+        choice = {"index": 0, "delta": {"content": piece}, "finish_reason": None}
+        event = _sse(None, {**base, "choices": [choice]})
+    else:
+        event = (json.dumps({"model": model, "message": {"role": "assistant", "content": piece},
+                             "done": False}) + "\n").encode()
+    while True:
+        yield event
 
 
 # -- OpenAI chat completions -----------------------------------------------------------------------

@@ -49,3 +49,27 @@ def claude_cli_env(base_url: str, home: Path, api_key: str = "dummy") -> dict[st
         "DISABLE_AUTOUPDATER": "1",
         "CLAUDE_CODE_MAX_RETRIES": "0",
     }
+
+
+def claude_with_a_child(directory: Path) -> tuple[Path, Path]:
+    """A Claude Code CLI that first starts a child process (``sleep 3600``, holding the CLI's stdout
+    and stderr, its pid appended to the returned file) and then becomes the bundled CLI.
+
+    Returns (the executable to pin with ``ASK_FABLE_CLAUDE_CLI``, the pid file).
+    """
+    bundled = bundled_claude_cli()
+    if bundled is None:
+        raise RuntimeError("claude-agent-sdk ships no CLI here")
+    directory.mkdir(parents=True, exist_ok=True)
+    pids = directory / "children.pids"
+    script = directory / "claude"
+    script.write_text(f'#!/bin/sh\nsleep 3600 &\necho $! >> "{pids}"\nexec "{bundled}" "$@"\n')
+    script.chmod(0o755)
+    return script, pids
+
+
+def child_pids(pid_file: Path) -> list[int]:
+    """The pids a :func:`claude_with_a_child` CLI recorded."""
+    if not pid_file.exists():
+        return []
+    return [int(line) for line in pid_file.read_text().split()]

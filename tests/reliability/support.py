@@ -8,6 +8,8 @@ from typing import Any
 from mcp import Client
 from mcp.types import CallToolResult
 
+from ask_fable.backends.http_client import RetryPolicy
+from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import AskFableServer, build_server
@@ -37,9 +39,12 @@ def wired_settings(fp: FakeProvider, **extra: Any) -> dict[str, Any]:
     return values
 
 
-def make_server(toolsets: list[str] | None = None, **settings: Any) -> AskFableServer:
-    """A server over a fresh App with ``settings`` pinned (``toolsets`` default: all)."""
-    return build_server(App(load_settings(**settings)), toolsets=toolsets or ["all"])
+def make_server(toolsets: list[str] | None = None, *, retry: RetryPolicy | None = None,
+                **settings: Any) -> AskFableServer:
+    """A server over a fresh App with ``settings`` pinned, retrying HTTP calls (catalog listings too) by
+    ``retry`` when given (``toolsets`` default: all)."""
+    resources = Resources(retry=retry, catalog_retry=retry)  # None keeps each default
+    return build_server(App(load_settings(**settings), resources=resources), toolsets=toolsets or ["all"])
 
 
 def payload_of(result: CallToolResult) -> dict[str, Any]:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
 
-from ask_fable.backends import catalogs, http_client
 from ask_fable.backends.http_client import RetryPolicy
 from tests.fakes.fake_provider import FakeProvider
 from tests.reliability.support import (
@@ -26,14 +24,6 @@ FAST = RetryPolicy(attempts=3, base_delay=0.01, max_delay=0.02)
 QUESTION = "Should the session cache be write-through or write-back?"
 GOOD = "ollama:good-model:cloud"
 BAD = "ollama:bad-model:cloud"
-
-
-@pytest.fixture(autouse=True)
-def _fast_retries(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    catalogs.clear_cache()
-    monkeypatch.setattr(http_client, "DEFAULT_RETRY", FAST)
-    yield
-    catalogs.clear_cache()
 
 
 
@@ -72,7 +62,7 @@ async def test_fault_becomes_a_structured_error_after_bounded_retries(fp: FakePr
     replies, kind, requests = FAULTS[fault]
     for reply in replies:
         fp.enqueue("anthropic", match=GLM_MODEL, **reply)
-    async with Client(make_server(**wired_settings(fp, timeout=1.5))) as client:
+    async with Client(make_server(retry=FAST, **wired_settings(fp, timeout=1.5))) as client:
         with anyio.fail_after(20):
             result = await call(client, "ask_glm", {"question": QUESTION})
         sent = len(fp.requests_for("anthropic"))
@@ -90,7 +80,7 @@ async def test_429_retry_after_is_honoured_then_the_answer_arrives(fp: FakeProvi
     """A 429 with Retry-After: 0.3 is retried no sooner than 0.3 s later and the call succeeds."""
     fp.enqueue("anthropic", status=429, retry_after=0.3, error="slow down", match=GLM_MODEL)
     fp.enqueue("anthropic", text=f"After the wait.\n\n{SIDECAR}", match=GLM_MODEL)
-    async with Client(make_server(**wired_settings(fp))) as client:
+    async with Client(make_server(retry=FAST, **wired_settings(fp))) as client:
         with anyio.fail_after(10):
             result = await call(client, "ask_glm", {"question": QUESTION})
     first, second = fp.requests_for("anthropic")
@@ -133,7 +123,7 @@ async def test_council_degrades_with_the_right_quorum(
 ) -> None:
     """A council of glm, deepseek and two ollama models answers from the members that worked."""
     _panel(fp, deepseek, bad)
-    async with Client(make_server(**wired_settings(fp, timeout=2))) as client:
+    async with Client(make_server(retry=FAST, **wired_settings(fp, timeout=2))) as client:
         with anyio.fail_after(30):
             result = await call(
                 client,
@@ -154,7 +144,7 @@ async def test_council_with_every_member_failing_is_an_error_with_quorum_zero(fp
     """No member answered: a structured upstream_error carrying quorum 0/3 and every source."""
     fp.enqueue("anthropic", status=500, error="down", times=None)
     fp.enqueue("ollama", garbage=True, times=None)
-    async with Client(make_server(**wired_settings(fp, timeout=2))) as client:
+    async with Client(make_server(retry=FAST, **wired_settings(fp, timeout=2))) as client:
         with anyio.fail_after(30):
             result = await call(
                 client,

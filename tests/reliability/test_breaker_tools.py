@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
-from ask_fable.backends import catalogs, http_client
 from ask_fable.backends.http_client import RetryPolicy
 from ask_fable.surface.registry import all_tools
 from tests.fakes.fake_cli import install_fake_clis
@@ -20,14 +18,6 @@ ONE_TRY = RetryPolicy(attempts=1, base_delay=0.01, max_delay=0.01)
 QUESTION = "Is the lock ordering between the pool and the cache safe?"
 GOOD = "ollama:good-model:cloud"
 COOLDOWN = 3.0  # long enough that a loaded machine finishes the shed checks inside it
-
-
-@pytest.fixture(autouse=True)
-def _one_try(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    catalogs.clear_cache()
-    monkeypatch.setattr(http_client, "DEFAULT_RETRY", ONE_TRY)
-    yield
-    catalogs.clear_cache()
 
 
 
@@ -60,7 +50,7 @@ async def test_breaker_opens_sheds_half_opens_and_closes(fp: FakeProvider) -> No
         times=None,
     )
     settings = wired_settings(fp, breaker_cooldown=COOLDOWN, breaker_threshold=0.5, breaker_window=10)
-    async with Client(make_server(**settings)) as client:
+    async with Client(make_server(retry=ONE_TRY, **settings)) as client:
         kinds = [(await call(client, "ask_glm", {"question": QUESTION})).get("kind") for _ in range(5)]
         assert kinds == [None, None, "upstream_error", "upstream_error", "upstream_error"]
         sent = _glm_requests(fp)
@@ -113,7 +103,7 @@ async def test_an_open_breaker_says_why_and_when(fp: FakeProvider) -> None:
     fp.enqueue("anthropic", status=500, error=f"overloaded, key {KEY}", match=GLM_MODEL, times=None)
     fp.enqueue("ollama", text=f"Take the pool lock first.\n\n{SIDECAR}", match="good-model:cloud", times=None)
     settings = wired_settings(fp, breaker_cooldown=300, breaker_threshold=0.5, breaker_window=10)
-    async with Client(make_server(**settings)) as client:
+    async with Client(make_server(retry=ONE_TRY, **settings)) as client:
         failures = [await call(client, "ask_glm", {"question": QUESTION}) for _ in range(5)]
         assert {r["kind"] for r in failures} == {"upstream_error"}
         shed = await call(client, "ask_glm", {"question": QUESTION})
@@ -140,7 +130,7 @@ async def test_config_states_and_refusals_never_open_the_breaker(
     fp.enqueue("anthropic", text="REFUSED: not a software question", match=GLM_MODEL, times=8)
     fp.enqueue("anthropic", text=f"Fine.\n\n{SIDECAR}", match=GLM_MODEL)
     huge = "x" * 200_000  # over the argv limit kimi's prompt travels in
-    async with Client(make_server(**wired_settings(fp))) as client:
+    async with Client(make_server(retry=ONE_TRY, **wired_settings(fp))) as client:
         refused = [await call(client, "ask_glm", {"question": QUESTION}) for _ in range(8)]
         missing = [await call(client, "ask_codex", {"question": QUESTION}) for _ in range(8)]
         oversized = {"question": QUESTION, "context": huge}

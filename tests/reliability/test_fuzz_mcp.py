@@ -26,7 +26,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from ask_fable.backends import catalogs, http_client
 from ask_fable.backends.http_client import RetryPolicy
 from ask_fable.surface.registry import all_tools
 from tests.e2e.helpers import child_env
@@ -134,8 +133,6 @@ def calls(json_safe: bool) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
 @pytest.fixture
 def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeProvider, FakeCLIs]]:
     """The fake provider answering every model route, and fake CLIs (claude included) first on PATH."""
-    catalogs.clear_cache()
-    monkeypatch.setattr(http_client, "DEFAULT_RETRY", FAST)
     clis = install_fake_clis(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
@@ -143,7 +140,6 @@ def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[F
         fp.set_json("GET", "/api/v1/models", {"data": []})
         fp.set_json("GET", "/v1/models", {"data": []})
         yield fp, clis
-    catalogs.clear_cache()
 
 
 def offline_settings(fp: FakeProvider, clis: FakeCLIs) -> dict[str, Any]:
@@ -180,7 +176,7 @@ def memory_client(
 ) -> Iterator[tuple[BlockingPortal, Client]]:
     """One in-memory client on a server with every tool, usable from synchronous hypothesis tests."""
     fp, clis = offline
-    server = make_server(["all"], **offline_settings(fp, clis))
+    server = make_server(["all"], retry=FAST, **offline_settings(fp, clis))
     with (
         start_blocking_portal("asyncio") as portal,
         portal.wrap_async_context_manager(Client(server)) as client,

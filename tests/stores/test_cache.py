@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from ask_fable.config import load_settings
-from ask_fable.stores import cache as cache_mod
 from ask_fable.stores.cache import AnswerCache, answer_cache_for
+from tests.fakes.clock import ManualClock
 
 
 def test_key_normalizes_question_whitespace_and_case_only() -> None:
@@ -36,11 +34,11 @@ def test_put_then_get_returns_payload_and_age(tmp_path: Path) -> None:
     assert payload == {"status": "ok", "answer": "42"} and 0 <= age < 60
 
 
-def test_expired_rows_are_misses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100)
+def test_expired_rows_are_misses(tmp_path: Path) -> None:
+    clock = ManualClock()
+    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100, clock=clock)
     cache.put("k", "t", {"a": 1})
-    real = cache_mod.time.time
-    monkeypatch.setattr(cache_mod.time, "time", lambda: real() + 11)
+    clock.advance(11)
     assert cache.get("k") is None
 
 
@@ -59,11 +57,11 @@ def test_sweep_trims_to_ninety_percent_oldest_first(tmp_path: Path) -> None:
     assert cache.get("k7") is not None and cache.get("k24") is not None
 
 
-def test_sweep_deletes_expired_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100)
+def test_sweep_deletes_expired_rows(tmp_path: Path) -> None:
+    clock = ManualClock()
+    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100, clock=clock)
     cache.put("old", "t", {})
-    real = cache_mod.time.time
-    monkeypatch.setattr(cache_mod.time, "time", lambda: real() + 20)
+    clock.advance(20)
     cache.put("new", "t", {})
     assert cache.sweep() == 1
     assert cache.count() == 1 and cache.get("new") is not None

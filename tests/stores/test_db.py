@@ -133,11 +133,13 @@ def test_threads_share_one_database_object(tmp_path: Path) -> None:
 def test_a_thread_keeps_a_bounded_number_of_connections(tmp_path: Path) -> None:
     from ask_fable.stores import db as db_mod
 
-    dbs = [Database(tmp_path / f"many{i}.db", MIGRATIONS) for i in range(db_mod.MAX_THREAD_CONNECTIONS + 8)]
+    pool = db_mod.Connections()
+    dbs = [Database(tmp_path / f"many{i}.db", MIGRATIONS, connections=pool)
+           for i in range(db_mod.MAX_THREAD_CONNECTIONS + 8)]
     for db in dbs:
         with db.write() as conn:
             conn.execute("INSERT INTO a (v) VALUES ('x')")
-    assert len(db_mod._local.conns) <= db_mod.MAX_THREAD_CONNECTIONS
+    assert len(pool.thread_map()) <= db_mod.MAX_THREAD_CONNECTIONS
     for db in dbs:  # evicted ones reopen transparently
         with db.read() as conn:
             assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 1
@@ -152,3 +154,29 @@ def test_a_replaced_file_is_reopened(tmp_path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     with db.read() as conn:  # a fresh file, migrated again
         assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 0
+
+
+def test_closing_the_pool_closes_every_threads_connection(tmp_path: Path) -> None:
+    """The App's pool closes what each of its threads opened; the databases reopen on next use."""
+    from ask_fable.stores.db import Connections
+
+    pool = Connections()
+    db = Database(tmp_path / "pooled.db", MIGRATIONS, connections=pool)
+    opened: list[sqlite3.Connection] = []
+
+    def work() -> None:
+        with db.write() as conn:
+            conn.execute("INSERT INTO a (v) VALUES ('x')")
+            opened.append(conn)
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    work()
+    assert len(opened) == 2 and opened[0] is not opened[1]
+    pool.close()
+    for conn in opened:
+        with pytest.raises(sqlite3.ProgrammingError):
+            conn.execute("SELECT 1")
+    with db.read() as conn:
+        assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 2

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from ask_fable.config import Settings, load_settings
-from ask_fable.stores import hub as hub_mod
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn
+from tests.fakes.clock import ManualClock
 
 
 @pytest.fixture
@@ -46,12 +46,11 @@ def test_preview_is_capped(settings: Settings) -> None:
     assert len(preview) == 10 and preview.endswith("…")
 
 
-def test_stale_sessions_hidden_when_active_only(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    hub = SessionHub(settings)
-    real = hub_mod.time.time
-    monkeypatch.setattr(hub_mod.time, "time", lambda: real() - 1000)
+def test_stale_sessions_hidden_when_active_only(settings: Settings) -> None:
+    clock = ManualClock()
+    hub = SessionHub(settings, clock=clock)
     _turn(hub, "old")
-    monkeypatch.setattr(hub_mod.time, "time", real)
+    clock.advance(1000)
     _turn(hub, "new")
     assert [r["session_key"] for r in hub.list_sessions("p1")] == ["new"]
     rows = hub.list_sessions("p1", active_only=False)
@@ -73,12 +72,11 @@ def test_peek_returns_full_turns_across_projects_in_order(settings: Settings) ->
     assert hub.peek("nothing") == []
 
 
-def test_stats_totals_by_oracle_agent_status(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    hub = SessionHub(settings)
-    real = hub_mod.time.time
-    monkeypatch.setattr(hub_mod.time, "time", lambda: real() - 2 * 86400)
+def test_stats_totals_by_oracle_agent_status(settings: Settings) -> None:
+    clock = ManualClock()
+    hub = SessionHub(settings, clock=clock)
     _turn(hub, "s0", "a1", oracle="glm")
-    monkeypatch.setattr(hub_mod.time, "time", real)
+    clock.advance(2 * 86400)
     _turn(hub, "s1", "a1", oracle="fable")
     _turn(hub, "s1", "a2", oracle="fable")
     _turn(hub, "s2", "a2", oracle="kimi", status="context_exhausted")

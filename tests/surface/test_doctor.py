@@ -6,6 +6,7 @@ import json
 import os
 import socket
 import stat
+import subprocess
 from pathlib import Path
 
 import anyio
@@ -17,7 +18,12 @@ from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.core.doctor import BACKENDS, diagnose, format_report
 from ask_fable.surface.server import build_server
+from tests.e2e.helpers import ask_fable_command
+from tests.fakes.fake_cli import FakeCLIs, install_fake_clis
 from tests.fakes.fake_provider import FakeProvider
+
+#: The CLI backends doctor probes, by backend name.
+CLI_NAMES = ("minimax", "gemini", "codex", "grok", "kimi")
 
 
 def _script(bin_dir: Path, name: str, body: str) -> None:
@@ -127,3 +133,60 @@ async def test_the_diagnose_tool_is_read_only_and_reports_every_backend() -> Non
     assert set(payload["ready"]) | set(payload["missing"]) == set(BACKENDS)
     assert [b["name"] for b in narrowed.structured_content["backends"]] == ["glm"]
     assert bad.is_error and bad.structured_content["kind"] == "bad_args"
+
+
+#: Secrets in the server's environment that no ``--version`` probe may see.
+PLANTED = {
+    "ASK_FABLE_GLM_API_KEY": "glm-PLANTED-probe-0123456789",
+    "OPENROUTER_API_KEY": "sk-or-PLANTED-probe-0123456789",
+    "ANTHROPIC_API_KEY": "sk-ant-PLANTED-probe-0123456789",
+    "AWS_SECRET_ACCESS_KEY": "aws-PLANTED-probe-0123456789",
+    "GITHUB_TOKEN": "ghp-PLANTED-probe-0123456789",
+}
+PROBED = ("mmx", "agy", "codex", "grok", "kimi", "claude")
+
+
+@pytest.fixture
+def env_dumping_clis(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeCLIs:
+    """Every CLI on PATH logs the environment it was started with; the server holds planted secrets."""
+    fakes = install_fake_clis(tmp_path / "bin")
+    for name in PROBED:
+        fakes.behave(name, answer=f"{name} 9.9.9\n", report_env=list(PLANTED))
+    monkeypatch.setenv("PATH", f"{fakes.bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    for name, value in PLANTED.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("ASK_FABLE_GLM_BASE_URL", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("ASK_FABLE_CLAUDE_CLI", str(fakes.bin_dir / "claude"))
+    return fakes
+
+
+def _assert_probes_saw_no_secret(fakes: FakeCLIs) -> None:
+    for name in PROBED:
+        probes = fakes.calls(name)
+        assert probes, f"{name} was never probed"
+        for probe in probes:
+            assert probe["argv"] == ["--version"], name
+            assert not set(PLANTED) & set(probe["env_names"]), (name, probe["env_names"])
+            assert set(probe["env_values"].values()) == {None}, name
+            assert probe["sid"] == probe["pid"], f"{name} --version ran outside its own process session"
+
+
+async def test_the_diagnose_tools_version_probes_get_no_secret(env_dumping_clis: FakeCLIs) -> None:
+    """diagnose runs each CLI's --version in its own session with the base allow-list only."""
+    async with Client(build_server(App(), toolsets=["all"])) as client:
+        with anyio.fail_after(30):
+            result = await client.call_tool("diagnose", {"probe": True, "backends": ["fable", *CLI_NAMES]})
+    payload = result.structured_content
+    assert payload["status"] == "ok"
+    assert all(b["reachable"] for b in payload["backends"]), payload["backends"]
+    _assert_probes_saw_no_secret(env_dumping_clis)
+
+
+def test_the_doctor_commands_version_probes_get_no_secret(env_dumping_clis: FakeCLIs) -> None:
+    """`ask-fable doctor` probes the same way: no key of the server's environment reaches a CLI."""
+    done = subprocess.run([*ask_fable_command(), "doctor", "--json", "--timeout", "5"], env=dict(os.environ),
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    report = {b["name"]: b for b in json.loads(done.stdout)["backends"]}
+    assert all(report[name]["reachable"] for name in ("fable", *CLI_NAMES)), report
+    _assert_probes_saw_no_secret(env_dumping_clis)

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import anyio
 import pytest
 from mcp import Client
 
+from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import INSTRUCTIONS, build_server
+from tests.fakes.fake_cli import is_alive
+from tests.fakes.fake_provider import FakeProvider
+from tests.fakes.fixtures import (
+    bundled_claude_cli,
+    child_pids,
+    claude_cli_env,
+    claude_with_a_child,
+    fake_provider,
+)
+
+__all__ = ["fake_provider"]
 
 
 @pytest.mark.parametrize("mode", ["legacy", None])
@@ -49,10 +63,36 @@ def test_instructions_fit_in_two_kilobytes() -> None:
     assert len(INSTRUCTIONS.encode()) <= 2048
 
 
-async def test_the_server_shares_one_app_and_closes_it() -> None:
-    app = App()
-    async with Client(build_server(app, toolsets=["core"])) as client:
-        await client.call_tool("ask_fable_help", {})
+@pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
+async def test_the_servers_lifespan_closes_everything_the_app_opened(
+    fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the server ends: the pooled HTTP client is closed, the warm Claude CLI and what it
+    spawned are gone, and no SQLite connection is left open."""
+    cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
+    for name, value in claude_cli_env(fake_provider.base_url, tmp_path / "claude-home").items():
+        monkeypatch.setenv(name, value)
+    sidecar = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
+    fake_provider.enqueue("anthropic", text=f"Warm answer.\n\n{sidecar}", match="claude-fable-5-1")
+    fake_provider.enqueue("anthropic", text=f"GLM answer.\n\n{sidecar}", match="glm-5.2")
+    app = App(load_settings(claude_cli=str(cli), glm_api_key="glm-key-0123456789",
+                            glm_base_url=fake_provider.base_url, cache=False))
+    async with Client(build_server(app, toolsets=["default", "single"])) as client:
+        warm = await client.call_tool("ask", {"question": "Is the queue bounded?", "session": "s1"})
+        glm = await client.call_tool("ask_glm", {"question": "Is the queue bounded?"})
+        assert warm.structured_content["status"] == glm.structured_content["status"] == "ok"
+        async with app.resources.http.client(10) as pooled:
+            assert not pooled.is_closed
+        leader = app.claude_sessions.client_pid("fable", "s1")
+        [child] = child_pids(pid_file)
+        assert leader is not None and is_alive(leader) and is_alive(child)
+        assert app.resources.connections.open_count > 0
+    assert pooled.is_closed
+    with anyio.move_on_after(5):
+        while is_alive(leader) or is_alive(child):
+            await anyio.sleep(0.02)
+    assert not is_alive(leader) and not is_alive(child)
+    assert app.resources.connections.open_count == 0
     assert app._services == {}
 
 

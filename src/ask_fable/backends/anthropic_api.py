@@ -15,7 +15,7 @@ from ask_fable.backends.http_client import (
     HttpOracle,
     bad_body,
     is_event_stream,
-    iter_sse,
+    iter_events,
     loads_object,
     normalize_effort,
     provider_message,
@@ -108,7 +108,7 @@ class AnthropicMessagesOracle(HttpOracle):
         usage: dict[str, Any] = {}
         stop: str | None = None
         finished = False
-        async for event, data in iter_sse(response):
+        async for event, data in iter_events(response, self.label, self.secrets):
             obj = loads_object(data, self.label, self.secrets)
             kind = obj.get("type", event)
             if kind == "message_start":

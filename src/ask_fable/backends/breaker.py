@@ -18,12 +18,11 @@ thread-safe.
 from __future__ import annotations
 
 import threading
-import time
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import CircuitOpen
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
@@ -49,7 +48,7 @@ class CircuitBreaker:
         cooldown: float = 300,
         enabled: bool = True,
         min_samples: int = 5,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
         self.window = max(1, int(window))
         self.threshold = float(threshold)
@@ -61,13 +60,14 @@ class CircuitBreaker:
         self._circuits: dict[str, _Circuit] = {}
 
     @classmethod
-    def from_settings(cls, settings: Any) -> CircuitBreaker:
-        """A breaker configured by ``ASK_FABLE_CIRCUIT_BREAKER`` / ``_BREAKER_*``."""
+    def from_settings(cls, settings: Any, clock: Clock = SYSTEM_CLOCK) -> CircuitBreaker:
+        """A breaker configured by ``ASK_FABLE_CIRCUIT_BREAKER`` / ``_BREAKER_*``, on ``clock``."""
         return cls(
             window=settings.breaker_window,
             threshold=settings.breaker_threshold,
             cooldown=settings.breaker_cooldown,
             enabled=settings.circuit_breaker,
+            clock=clock,
         )
 
     def _circuit(self, key: str) -> _Circuit:
@@ -90,7 +90,7 @@ class CircuitBreaker:
             circuit = self._circuits.get(key)
             if circuit is None or circuit.state == CLOSED:
                 return False
-            now = self._clock()
+            now = self._clock.monotonic()
             if circuit.state == OPEN:
                 assert circuit.opened_at is not None
                 if now - circuit.opened_at >= self.cooldown:
@@ -134,7 +134,7 @@ class CircuitBreaker:
                     circuit.last_error = None
                 else:
                     circuit.state = OPEN
-                    circuit.opened_at = self._clock()
+                    circuit.opened_at = self._clock.monotonic()
                     circuit.outcomes.append(True)
                 circuit.probe_started = None
                 return
@@ -144,7 +144,7 @@ class CircuitBreaker:
             samples = len(circuit.outcomes)
             if samples >= self.min_samples and sum(circuit.outcomes) / samples >= self.threshold:
                 circuit.state = OPEN
-                circuit.opened_at = self._clock()
+                circuit.opened_at = self._clock.monotonic()
 
     def release(self, key: str) -> None:
         """Free ``key``'s half-open probe slot without an outcome: the probe ended in a way that says
@@ -161,7 +161,7 @@ class CircuitBreaker:
             return CLOSED if circuit is None else circuit.state
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
-        """Per key: ``state``, ``samples``, ``error_rate``, ``opened_at`` (the breaker's clock) and
+        """Per key: ``state``, ``samples``, ``error_rate``, ``opened_at`` (the clock's monotonic time) and
         ``last_error``."""
         with self._lock:
             out = {}

@@ -21,17 +21,19 @@ from ask_fable.backends.probes import probe_claude, probe_cli, probe_key, probe_
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import Oracle
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 
 def lazy_factory(module: str, function: str, *passes: str) -> Factory:
-    """A factory calling ``ask_fable.backends.<module>.<function>(settings, …)`` with the options in
-    ``passes`` (``token``, ``model``, ``effort``), importing the module on first use."""
+    """A factory calling ``ask_fable.backends.<module>.<function>(settings, …, resources=…)`` with the
+    options in ``passes`` (``token``, ``model``, ``effort``), importing the module on first use."""
 
-    def build(settings: Settings, *, token: str, model: str | None, effort: str | None) -> Oracle:
+    def build(settings: Settings, *, token: str, model: str | None, effort: str | None,
+              resources: Resources | None) -> Oracle:
         given = {"token": token, "model": model, "effort": effort}
         make = getattr(importlib.import_module(f"ask_fable.backends.{module}"), function)
-        return make(settings, **{name: given[name] for name in passes})
+        return make(settings, **{name: given[name] for name in passes}, resources=resources)
 
     return build
 

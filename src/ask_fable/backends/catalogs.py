@@ -2,9 +2,10 @@
 
 A listing with ``refresh=True`` always fetches (falling back to the last catalog fetched, marked
 ``stale``, when the provider cannot be reached); ``refresh=False`` makes no network call and serves
-only what an earlier fetch left in memory. Internal look-ups (OpenRouter effort clamping, a
-provider council's featured models) pass ``max_age`` to reuse a catalog fetched within
-:data:`CACHE_TTL` seconds.
+only what an earlier fetch left in the App's :class:`CatalogCache`. Internal look-ups (OpenRouter
+effort clamping, a provider council's featured models) pass ``max_age`` to reuse a catalog fetched
+within :data:`CACHE_TTL` seconds. Every function takes the App's resources (cache, HTTP client,
+retry policy, clock); without them it works standalone, with nothing kept between calls.
 
 Catalog endpoints are public, so no key is ever sent to them:
 
@@ -31,7 +32,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -44,11 +44,13 @@ from ask_fable.backends.http_client import (
     send,
     versioned_url,
 )
+from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import AskFableError
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 #: Seconds a fetched catalog may be reused by internal look-ups.
@@ -77,37 +79,52 @@ _STOPWORDS = frozenset({"the", "and", "for", "with", "from", "into", "that", "th
                         "find", "good"})
 _TEXT_TYPES = frozenset({"text", "llm", "chat", "language", "text-generation", "completion"})
 
-# url → (monotonic fetch time, wall fetch time, parsed payload)
-_CACHE: dict[str, tuple[float, float, Any]] = {}
+class CatalogCache:
+    """The catalogs one App fetched, by URL, aged on the App's clock."""
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
+        # url → (monotonic fetch time, parsed payload)
+        self._entries: dict[str, tuple[float, Any]] = {}
+
+    def get(self, url: str, max_age: float | None) -> tuple[Any, float] | None:
+        """``(payload, age in seconds)`` of the catalog at ``url`` unless older than ``max_age``."""
+        hit = self._entries.get(url)
+        if hit is None:
+            return None
+        age = self._clock.monotonic() - hit[0]
+        if max_age is not None and age > max_age:
+            return None
+        return hit[1], age
+
+    def put(self, url: str, payload: Any) -> None:
+        """Remember ``payload`` as the catalog at ``url``, fetched now."""
+        self._entries[url] = (self._clock.monotonic(), payload)
+
+    def clear(self) -> None:
+        """Forget every cached catalog."""
+        self._entries.clear()
 
 
-def clear_cache() -> None:
-    """Forget every cached catalog."""
-    _CACHE.clear()
+def _resources(resources: Resources | None) -> Resources:
+    from ask_fable.backends.resources import Resources
 
-
-def _cached(url: str, max_age: float | None) -> tuple[Any, float] | None:
-    hit = _CACHE.get(url)
-    if hit is None:
-        return None
-    age = time.monotonic() - hit[0]
-    if max_age is not None and age > max_age:
-        return None
-    return hit[2], age
+    return resources or Resources.standalone()
 
 
 async def fetch_json(url: str, *, label: str, timeout: float = FETCH_TIMEOUT,
                      headers: dict[str, str] | None = None,
                      transport: httpx2.AsyncBaseTransport | None = None,
-                     secrets: Iterable[str] = ()) -> Any:
-    """GET ``url`` through the shared retry loop and return its JSON object."""
+                     secrets: Iterable[str] = (), resources: Resources | None = None) -> Any:
+    """GET ``url`` through the shared retry loop (the catalog retry policy) and return its JSON object."""
 
     async def handle(response: httpx2.Response) -> Any:
         return loads_object(await response.aread(), label, secrets)
 
+    res = _resources(resources)
     return await send("GET", url, label=label, timeout=timeout, handle=handle,
                       headers={"accept": "application/json", **(headers or {})}, secrets=secrets,
-                      retry=CATALOG_RETRY, transport=transport)
+                      retry=res.catalog_retry, transport=transport, resources=res)
 
 
 # -- normalized entries ------------------------------------------------------------------------------
@@ -451,37 +468,40 @@ def atlas_catalog_url(base_url: str) -> str:
 
 
 async def _catalog(url: str, label: str, refresh: bool, timeout: float,
-                   transport: httpx2.AsyncBaseTransport | None,
+                   transport: httpx2.AsyncBaseTransport | None, resources: Resources,
                    max_age: float | None = None) -> tuple[list[CatalogModel] | None, dict]:
     """The parsed catalog at ``url`` and facts about where it came from.
 
     ``refresh`` fetches, unless ``max_age`` allows a catalog fetched that recently; without
     ``refresh`` only the cache is read.
     """
+    cache = resources.catalogs
     if not refresh or max_age is not None:
-        hit = _cached(url, max_age if refresh else None)
+        hit = cache.get(url, max_age if refresh else None)
         if hit is not None:
             return hit[0], {"cached": True, "age_s": round(hit[1], 1), "fetched": False}
         if not refresh:
             return None, {"cached": False, "fetched": False}
     try:
-        payload = await fetch_json(url, label=label, timeout=timeout, transport=transport)
+        payload = await fetch_json(url, label=label, timeout=timeout, transport=transport,
+                                   resources=resources)
     except AskFableError as exc:
-        stale = _cached(url, None)
+        stale = cache.get(url, None)
         if stale is None:
             raise
         return stale[0], {"cached": True, "age_s": round(stale[1], 1), "fetched": False, "stale": True,
                           "warning": exc.detail}
     models = parse_catalog(payload)
-    _CACHE[url] = (time.monotonic(), time.time(), models)
+    cache.put(url, models)
     return models, {"cached": False, "age_s": 0.0, "fetched": True}
 
 
 async def _list_models(provider: str, label: str, url: str, settings: Settings, *, refresh: bool,
                        task: str, limit: int, default_effort: str | None, max_age: float | None,
-                       transport: httpx2.AsyncBaseTransport | None) -> dict[str, Any]:
+                       transport: httpx2.AsyncBaseTransport | None,
+                       resources: Resources | None) -> dict[str, Any]:
     timeout = min(FETCH_TIMEOUT, settings.timeout)
-    models, origin = await _catalog(url, label, refresh, timeout, transport, max_age)
+    models, origin = await _catalog(url, label, refresh, timeout, transport, _resources(resources), max_age)
     limit = clamp_limit(limit)
     shortlist = rank(models, task, limit) if models else []
     result: dict[str, Any] = {
@@ -506,7 +526,8 @@ async def _list_models(provider: str, label: str, url: str, settings: Settings, 
 
 async def list_openrouter_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
                                  *, max_age: float | None = None,
-                                 transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
+                                 transport: httpx2.AsyncBaseTransport | None = None,
+                                 resources: Resources | None = None) -> dict[str, Any]:
     """The OpenRouter catalog ranked for ``task`` with a model + effort picker (no key needed).
 
     ``refresh`` fetches the live catalog (``max_age``: unless one was fetched that recently);
@@ -515,28 +536,30 @@ async def list_openrouter_models(settings: Settings, refresh: bool = True, task:
     url = openrouter_catalog_url(settings.openrouter_base_url)
     return await _list_models("openrouter", "OpenRouter", url, settings, refresh=refresh, task=task,
                               limit=limit, default_effort=settings.openrouter_effort, max_age=max_age,
-                              transport=transport)
+                              transport=transport, resources=resources)
 
 
 async def list_atlas_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
                             *, max_age: float | None = None,
-                            transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
+                            transport: httpx2.AsyncBaseTransport | None = None,
+                            resources: Resources | None = None) -> dict[str, Any]:
     """The Atlas Cloud catalog ranked for ``task`` with a model + effort picker (no key needed).
 
     ``refresh`` and ``max_age`` as in :func:`list_openrouter_models`.
     """
     return await _list_models("atlas", "Atlas Cloud", atlas_catalog_url(settings.atlas_base_url), settings,
                               refresh=refresh, task=task, limit=limit, default_effort=settings.atlas_effort,
-                              max_age=max_age, transport=transport)
+                              max_age=max_age, transport=transport, resources=resources)
 
 
 async def openrouter_entry(base_url: str, model: str, *, timeout: float = FETCH_TIMEOUT,
-                           transport: httpx2.AsyncBaseTransport | None = None) -> CatalogModel | None:
+                           transport: httpx2.AsyncBaseTransport | None = None,
+                           resources: Resources | None = None) -> CatalogModel | None:
     """The catalog entry of ``model`` (a catalog fetched within :data:`CACHE_TTL` first); ``None`` when
     unknown or unreachable."""
     try:
         models, _ = await _catalog(openrouter_catalog_url(base_url), "OpenRouter catalog", True, timeout,
-                                   transport, CACHE_TTL)
+                                   transport, _resources(resources), CACHE_TTL)
     except AskFableError:
         return None
     return next((m for m in models or [] if m.id == model), None)
@@ -565,23 +588,24 @@ def _tag_names(payload: Any) -> list[str]:
 
 
 async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, headers: dict[str, str],
-                       transport: httpx2.AsyncBaseTransport | None,
-                       secrets: Iterable[str]) -> tuple[list[str] | None, str | None]:
+                       transport: httpx2.AsyncBaseTransport | None, secrets: Iterable[str],
+                       resources: Resources) -> tuple[list[str] | None, str | None]:
     if not refresh:
-        hit = _cached(url, None)
+        hit = resources.catalogs.get(url, None)
         return (hit[0], None) if hit else (None, None)
     try:
         payload = await fetch_json(url, label=label, timeout=timeout, headers=headers, transport=transport,
-                                   secrets=secrets)
+                                   secrets=secrets, resources=resources)
     except AskFableError as exc:
         return None, exc.detail
     names = _tag_names(payload)
-    _CACHE[url] = (time.monotonic(), time.time(), names)
+    resources.catalogs.put(url, names)
     return names, None
 
 
 async def list_ollama_models(settings: Settings, refresh: bool = True,
-                             *, transport: httpx2.AsyncBaseTransport | None = None) -> dict[str, Any]:
+                             *, transport: httpx2.AsyncBaseTransport | None = None,
+                             resources: Resources | None = None) -> dict[str, Any]:
     """The ollama.com cloud catalog (as daemon-ready ids), the locally pulled models and the council."""
     timeout = min(FETCH_TIMEOUT, settings.timeout)
     catalog_url = join_url(settings.ollama_catalog_url, "api/tags")
@@ -590,10 +614,11 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
 
     local_headers = ollama_headers(settings.ollama_base_url, settings.ollama_api_key)
     secrets = settings.secret_values()
+    res = _resources(resources)
     cloud, cloud_error = await _ollama_tags(catalog_url, "Ollama catalog", refresh, timeout, {}, transport,
-                                            secrets)
+                                            secrets, res)
     local, local_error = await _ollama_tags(local_url, "Ollama", refresh, timeout, local_headers, transport,
-                                            secrets)
+                                            secrets, res)
     result: dict[str, Any] = {
         "status": "ok",
         "reachable": (local is not None) if refresh else (True if local is not None else None),

@@ -19,6 +19,7 @@ from ask_fable.backends.claude_sessions import ClaudeSessions
 from ask_fable.errors import OracleTimeout
 
 if TYPE_CHECKING:
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 __all__ = ["ClaudeOracle", "ClaudeSessions", "make_claude_oracle"]
@@ -30,8 +31,12 @@ class ClaudeOracle(Oracle):
     provider = "anthropic"
     family = "anthropic"
 
-    def __init__(self, settings: Settings, token: str) -> None:
+    def __init__(self, settings: Settings, token: str, *, resources: Resources | None = None) -> None:
+        from ask_fable.backends.resources import Resources
+
         self.settings = settings
+        #: The App's gates and chosen CLI (standalone when built outside an App).
+        self.resources = resources or Resources.standalone()
         self.plan: ModelPlan = model_plan(settings, token)
         self.token = self.plan.token
         self.model = self.plan.first
@@ -59,15 +64,15 @@ class ClaudeOracle(Oracle):
 
         if not self.settings.use_cli:
             try:
-                return await sdk_ask(self.settings, model, request, sink)
+                return await sdk_ask(self.settings, model, request, sink, self.resources)
             except SdkStartError as exc:
                 first_line = exc.detail.splitlines()[0]
                 await sink.note(f"Agent SDK could not start ({first_line}); using the claude CLI")
         # A little past our own deadline, so the enclosing fail_after reports the timeout.
         remaining = max(deadline - time.monotonic(), 0.01) + 1.0
-        return await cli_ask(self.settings, model, request, timeout=remaining)
+        return await cli_ask(self.settings, model, request, resources=self.resources, timeout=remaining)
 
 
-def make_claude_oracle(settings: Settings, token: str) -> ClaudeOracle:
+def make_claude_oracle(settings: Settings, token: str, *, resources: Resources | None = None) -> ClaudeOracle:
     """The oracle behind ``fable``, ``fable51`` or ``opus`` (aliases ``opus5``, ``opus-5``)."""
-    return ClaudeOracle(settings, token)
+    return ClaudeOracle(settings, token, resources=resources)

@@ -2,7 +2,7 @@
 
 Used when ``ASK_FABLE_USE_CLI`` is on, or when the Agent SDK cannot start a conversation. The
 process runs through the shared subprocess runner (own process group, allow-listed environment,
-per-binary gate, hard timeout). Single shots pass ``--no-session-persistence``; session turns keep
+the App's per-binary gate, hard timeout). Single shots pass ``--no-session-persistence``; session turns keep
 the transcript and continue it with ``--resume``. The JSON result carries no reasoning, so
 ``Reply.thinking`` is empty on this route.
 """
@@ -15,17 +15,19 @@ from typing import TYPE_CHECKING, Any
 from ask_fable.backends.base import OracleRequest, Reply
 from ask_fable.backends.claude_common import (
     CLAUDE_ENV_ALLOW,
+    PROVIDER,
     StderrTail,
     classify_failure,
     claude_cli_env,
     redact_text,
+    usage_from,
     with_stderr,
     workdir,
 )
-from ask_fable.backends.claude_sdk import PROVIDER, resolve_cli_path, usage_from
 from ask_fable.errors import AskFableError, UpstreamError
 
 if TYPE_CHECKING:
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 __all__ = ["CLAUDE_ENV_ALLOW", "bridge_argv", "bridge_env", "cli_ask"]
@@ -58,19 +60,22 @@ async def cli_ask(
     model: str,
     request: OracleRequest,
     *,
+    resources: Resources,
     timeout: float | None = None,
     resume: str | None = None,
     persist: bool = False,
 ) -> Reply:
     """One turn through ``claude -p``; ``resume`` continues a kept session, ``persist`` keeps this one."""
+    from ask_fable.backends.claude_sdk import resolve_cli_path
     from ask_fable.backends.subprocess_runner import run_process
 
-    cli = await resolve_cli_path(settings)
+    cli = await resolve_cli_path(settings, resources)
     result = await run_process(
         bridge_argv(cli, model, request.system, resume=resume, persist=persist),
         stdin=request.prompt.encode("utf-8"),
         env=bridge_env(),
         timeout=timeout if timeout is not None else request.timeout,
+        gates=resources.gates,
         gate="claude",
         gate_limit=settings.cli_max_parallel,
         max_output_bytes=MAX_OUTPUT_BYTES,

@@ -19,12 +19,12 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamError
 
 if TYPE_CHECKING:
-    from ask_fable.backends.base import EventSink, Reply
+    from ask_fable.backends.base import EventSink, Reply, Usage
     from ask_fable.config import Settings
 
 #: Newest first; an unpinned ``fable`` walks it until a model answers.
@@ -46,8 +46,6 @@ CLAUDE_ENV_ALLOW: tuple[str, ...] = (
     "ANTHROPIC_*", "CLAUDE_*", "DISABLE_*", "AWS_*", "GOOGLE_APPLICATION_CREDENTIALS",
     "CLOUD_ML_REGION", "VERTEX_REGION_*", "NODE_OPTIONS",
 )
-#: Dropped by the Agent SDK itself; blanking it would re-add it.
-_SDK_DROPPED = frozenset({"CLAUDECODE"})
 _NOT_FOUND = re.compile(r"not[ _]found|does not exist|not available|unknown model|no such model", re.I)
 #: What Claude Code says when it has no login, or the API refused the key or OAuth token it used.
 _AUTH_TEXT = re.compile(
@@ -64,8 +62,15 @@ _unavailable: dict[tuple[str, str], float] = {}
 _unavailable_lock = threading.Lock()
 
 
+PROVIDER = "anthropic"
+
+
 class ModelUnavailable(UpstreamError):
     """The endpoint answered that the model does not exist or is not available to this account."""
+
+
+class SdkStartError(UpstreamError):
+    """The Agent SDK could not start a CLI conversation at all (the ``claude -p`` bridge may still)."""
 
 
 @dataclass(frozen=True)
@@ -210,17 +215,6 @@ def claude_cli_env() -> dict[str, str]:
     return build_env((*BASE_ENV_ALLOW, *CLAUDE_ENV_ALLOW), claude_env_overrides())
 
 
-def sdk_env() -> dict[str, str]:
-    """``ClaudeAgentOptions.env`` for the Agent SDK route, equivalent to :func:`claude_cli_env`.
-
-    The SDK lays ``options.env`` over the server's whole environment, so every variable the
-    allow-list does not admit is overridden with an empty value.
-    """
-    allowed = claude_cli_env()
-    blanked = {name: "" for name in os.environ if name not in allowed and name not in _SDK_DROPPED}
-    return blanked | allowed
-
-
 def is_model_unavailable(status: object, error_type: object, message: object) -> bool:
     """Whether a Claude Code error result means "this model is not available" (the ladder steps
     down): HTTP 404, a ``not_found_error``, or an invalid request whose message says not found."""
@@ -296,3 +290,13 @@ def parse_version(text: str | None) -> tuple[int, int, int] | None:
         return None
     major, minor, patch = (int(part) for part in match.groups())
     return major, minor, patch
+
+
+def usage_from(raw: dict[str, Any] | None, cost: float | None) -> Usage | None:
+    """Our :class:`Usage` from the CLI's usage dict and total cost (numbers validated)."""
+    from ask_fable.backends.http_client import usage_from as validated_usage
+
+    raw = raw if isinstance(raw, dict) else {}
+    details = raw.get("output_tokens_details")
+    thinking = details.get("thinking_tokens") if isinstance(details, dict) else None
+    return validated_usage(raw.get("input_tokens"), raw.get("output_tokens"), thinking or None, cost)

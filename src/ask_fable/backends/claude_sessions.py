@@ -1,6 +1,7 @@
 """Multi-turn Fable / Opus 5 conversations that keep their Claude Code process warm.
 
-One open ``ClaudeSDKClient`` per ``(namespace, key)``: a follow-up turn is written to the running
+One open conversation (a warm Claude Code CLI, :class:`~ask_fable.backends.agent_sdk.Conversation`)
+per ``(namespace, key)``: a follow-up turn is written to the running
 CLI (tens of milliseconds) instead of starting a new one (about half a second). Namespaces keep
 tools apart (``fable`` for ``ask``, ``opus5`` for ``ask_opus5``). Turns of one session run one at a
 time; different sessions run in parallel.
@@ -24,7 +25,6 @@ total is kept beside it (:meth:`ClaudeSessions.cost`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,6 +38,8 @@ from ask_fable.backends.claude_common import ModelPlan, StderrTail, model_plan, 
 from ask_fable.errors import OracleTimeout
 
 if TYPE_CHECKING:
+    from ask_fable.backends.agent_sdk import Conversation
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 SessionKey = tuple[str, str]
@@ -53,8 +55,7 @@ class _Session:
     model: str | None = None
     session_id: str | None = None
     last_uuid: str | None = None
-    client: Any = None
-    transport: Any = None
+    client: Conversation | None = None
     tail: StderrTail | None = None
     #: The ``stream_reasoning`` the open client was started with.
     streaming: bool = False
@@ -91,11 +92,17 @@ class ClaudeSessions:
 
     ``settings`` is a :class:`Settings` or a zero-argument callable returning the current one; it
     is read at each turn, so runtime changes (``use_cli``, ``fable_model``, ``stream_reasoning``)
-    apply from the next turn on.
+    apply from the next turn on. ``resources`` are the App's (gates, chosen CLI); without them the
+    sessions keep their own.
     """
 
-    def __init__(self, settings: Settings | Callable[[], Settings]) -> None:
+    def __init__(
+        self, settings: Settings | Callable[[], Settings], resources: Resources | None = None
+    ) -> None:
+        from ask_fable.backends.resources import Resources
+
         self._settings_source = settings
+        self.resources = resources or Resources.standalone()
         self._sessions: dict[SessionKey, _Session] = {}
         self._timers: dict[SessionKey, asyncio.TimerHandle] = {}
         self._tasks: set[asyncio.Task[None]] = set()
@@ -196,7 +203,7 @@ class ClaudeSessions:
     def client_pid(self, namespace: str, key: str) -> int | None:
         """The pid of the session's open Claude Code process, if one is open."""
         session = self._sessions.get((namespace, key))
-        return session.transport.pid if session and session.transport is not None else None
+        return session.client.pid if session and session.client is not None else None
 
     def list_sessions(self) -> list[dict[str, Any]]:
         """One summary per known session: namespace, key, turns, model, whether a client is open."""
@@ -263,13 +270,11 @@ class ClaudeSessions:
     async def _sdk_turn(
         self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
-        from ask_fable.backends.subprocess_runner import gate_slot
-
         if session.client is not None and session.streaming != settings.stream_reasoning:
             await self._close_client(session)  # reopened below with the current streaming option
         # One slot of the per-binary "claude" gate per turn, as the bridge takes; queueing counts
         # against the turn's deadline.
-        async with gate_slot("claude", settings.cli_max_parallel):
+        async with self.resources.gates.slot("claude", settings.cli_max_parallel):
             return await self._exchange(session, model, request, sink, settings)
 
     async def _exchange(
@@ -280,9 +285,9 @@ class ClaudeSessions:
         A warm client whose CLI has died (killed, crashed, out of memory) is noticed, closed and
         resumed on a new CLI at the last good answer, once, within this same call.
         """
-        from ask_fable.backends.claude_sdk import TurnCollector, map_sdk_error
+        from ask_fable.backends.agent_sdk import TurnCollector, map_sdk_error
 
-        if session.client is not None and not session.transport.alive:
+        if session.client is not None and not session.client.alive:
             await self._close_client(session)
             await sink.note("the session's Claude Code process had ended; resuming the conversation")
         retried = False
@@ -290,11 +295,10 @@ class ClaudeSessions:
             warm = session.client is not None
             if not warm:
                 await self._open(session, model, request.system, settings)
-            assert session.tail is not None
+            assert session.client is not None and session.tail is not None
             collector = TurnCollector(model, sink, settings, session.tail)
             try:
-                await session.client.query(request.prompt)
-                async for message in session.client.receive_response():
+                async for message in session.client.turn(request.prompt):
                     await collector.feed(message)
                 reply = collector.reply()
             except BaseException as exc:
@@ -312,28 +316,20 @@ class ClaudeSessions:
             return reply
 
     async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
-        from claude_agent_sdk import ClaudeSDKClient
+        from ask_fable.backends.agent_sdk import Conversation, build_options, map_sdk_error
+        from ask_fable.backends.claude_sdk import resolve_cli_path
 
-        from ask_fable.backends.claude_sdk import (
-            build_options,
-            make_transport,
-            map_sdk_error,
-            resolve_cli_path,
-        )
-
-        cli = await resolve_cli_path(settings)
+        cli = await resolve_cli_path(settings, self.resources)
         tail = StderrTail(settings)
         options = build_options(
             settings, model=model, system=system, cli_path=cli, stderr=tail, persist=True,
             resume=session.session_id, resume_at=session.last_uuid,
         )
-        transport = make_transport(options)
-        client = ClaudeSDKClient(options, transport=transport)
         try:
-            await client.connect()
+            client = await Conversation.open(options)
         except Exception as exc:
             raise map_sdk_error(exc, model, tail, started=False) from exc
-        session.client, session.transport, session.tail = client, transport, tail
+        session.client, session.tail = client, tail
         session.streaming = settings.stream_reasoning
 
     async def _cli_turn(
@@ -341,16 +337,15 @@ class ClaudeSessions:
     ) -> Reply:
         from ask_fable.backends.claude_cli import cli_ask
 
-        reply = await cli_ask(settings, model, request, resume=session.session_id, persist=True)
+        reply = await cli_ask(settings, model, request, resources=self.resources, resume=session.session_id,
+                              persist=True)
         session.session_id = reply.session_id or session.session_id
         return reply
 
     async def _close_client(self, session: _Session) -> None:
-        client, session.client, session.transport = session.client, None, None
-        if client is None:
-            return
-        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-            await client.disconnect()
+        client, session.client = session.client, None
+        if client is not None:
+            await client.close()
 
     # --- idle timers ----------------------------------------------------------------------------
 

@@ -2,8 +2,8 @@
 
 Each oracle builds one invocation — argv, stdin, extra environment — in one small function per
 CLI, and runs it through :func:`ask_fable.backends.subprocess_runner.run_process` in an empty
-temporary working directory, with an environment allow-listed per CLI and the per-binary gate
-(``ASK_FABLE_CLI_MAX_PARALLEL``). The server sets no key: each CLI reuses its own login.
+temporary working directory, with an environment allow-listed per CLI and the App's per-binary
+gate (``ASK_FABLE_CLI_MAX_PARALLEL``). The server sets no key: each CLI reuses its own login.
 
 Prompt transport: the system text and the prompt are composed into one text (none of these CLIs
 gets a separate system prompt except ``mmx``, which takes a messages array). ``mmx``, ``codex``
@@ -39,6 +39,7 @@ from ask_fable.stores.redact import redact
 
 if TYPE_CHECKING:
     from ask_fable.backends.descriptor import Backend
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 #: Largest composed prompt (UTF-8 bytes) sent as a single argv value; the kernel caps one
@@ -243,7 +244,9 @@ class CliOracle(Oracle):
     ``binary`` (the executable), ``install_hint`` (what to install / log in to) and ``login_fix``
     (the command that fixes a missing or rejected login). A subclass adds ``auth_phrases`` (this
     CLI's own wording of a login failure, beyond :data:`AUTH_PHRASES`) and ``env_allow`` (extra
-    variable names or patterns the CLI may see); ``timeout_s`` is this backend's own timeout.
+    variable names or patterns the CLI may see); ``timeout_s`` is this backend's own timeout and
+    ``resources`` the App's (whose per-binary gates the runs take a slot of; standalone when built
+    outside an App).
     """
 
     backend: ClassVar[Backend]
@@ -263,10 +266,14 @@ class CliOracle(Oracle):
             cls.install_hint = backend.enable
             cls.login_fix = backend.login_fix or backend.binary or backend.name
 
-    def __init__(self, settings: Settings, *, model: str, timeout_s: float) -> None:
+    def __init__(self, settings: Settings, *, model: str, timeout_s: float,
+                 resources: Resources | None = None) -> None:
+        from ask_fable.backends.resources import Resources
+
         self.settings = settings
         self.model = model
         self.timeout_s = timeout_s
+        self.resources = resources or Resources.standalone()
 
     def ensure_available(self) -> None:
         """Raise :class:`BinaryMissing` naming what to install when the CLI is not on PATH."""
@@ -306,6 +313,7 @@ class CliOracle(Oracle):
                     stdin=call.stdin,
                     env=env,
                     timeout=timeout,
+                    gates=self.resources.gates,
                     gate=self.binary,
                     gate_limit=self.settings.cli_max_parallel,
                     cwd=str(work_dir),
@@ -431,8 +439,9 @@ class GrokOracle(CliOracle):
     backend = GROK
     env_allow = ("GROK_*",)
 
-    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
-        super().__init__(settings, model=model, timeout_s=timeout_s)
+    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None,
+                 resources: Resources | None = None) -> None:
+        super().__init__(settings, model=model, timeout_s=timeout_s, resources=resources)
         self.effort = effort
         grok_reasoning(effort, settings.grok_reasoning)  # reject a bad effort at construction
 
@@ -458,8 +467,9 @@ class KimiOracle(CliOracle):
         return (f"run `KIMI_HOME={self.settings.kimi_home} kimi login` as the user the ask-fable server runs "
                 "as (ask-fable runs kimi with that home; ASK_FABLE_KIMI_HOME changes it), then retry")
 
-    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None) -> None:
-        super().__init__(settings, model=model, timeout_s=timeout_s)
+    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None,
+                 resources: Resources | None = None) -> None:
+        super().__init__(settings, model=model, timeout_s=timeout_s, resources=resources)
         self.effort = effort
         kimi_effort(effort, settings.kimi_effort)  # reject a bad effort at construction
 
@@ -494,31 +504,37 @@ class KimiOracle(CliOracle):
 # Each reads its model and timeout through its descriptor (``ASK_FABLE_<NAME>_MODEL`` / ``_TIMEOUT``).
 
 
-def make_minimax_oracle(settings: Settings) -> MiniMaxOracle:
+def make_minimax_oracle(settings: Settings, *, resources: Resources | None = None) -> MiniMaxOracle:
     """The ``minimax`` oracle (``mmx``)."""
-    return MiniMaxOracle(settings, model=MINIMAX.model(settings), timeout_s=MINIMAX.timeout(settings))
+    return MiniMaxOracle(settings, model=MINIMAX.model(settings), timeout_s=MINIMAX.timeout(settings),
+                         resources=resources)
 
 
-def make_gemini_oracle(settings: Settings) -> GeminiOracle:
+def make_gemini_oracle(settings: Settings, *, resources: Resources | None = None) -> GeminiOracle:
     """The ``gemini`` oracle (``agy``)."""
-    return GeminiOracle(settings, model=GEMINI.model(settings), timeout_s=GEMINI.timeout(settings))
+    return GeminiOracle(settings, model=GEMINI.model(settings), timeout_s=GEMINI.timeout(settings),
+                        resources=resources)
 
 
-def make_codex_oracle(settings: Settings) -> CodexOracle:
+def make_codex_oracle(settings: Settings, *, resources: Resources | None = None) -> CodexOracle:
     """The ``codex`` oracle (``codex exec``, effort from ``ASK_FABLE_CODEX_REASONING``)."""
-    return CodexOracle(settings, model=CODEX.model(settings), timeout_s=CODEX.timeout(settings))
+    return CodexOracle(settings, model=CODEX.model(settings), timeout_s=CODEX.timeout(settings),
+                       resources=resources)
 
 
-def make_grok_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> GrokOracle:
+def make_grok_oracle(settings: Settings, effort: str | None = None, model: str | None = None, *,
+                     resources: Resources | None = None) -> GrokOracle:
     """The ``grok`` oracle; ``model`` may be an ``xai/`` or ``x-ai/`` id (the prefix is dropped)."""
     chosen = (model or GROK.model(settings)).strip()
     for prefix in ("xai/", "x-ai/"):
         if chosen.lower().startswith(prefix):
             chosen = chosen[len(prefix):]
-    return GrokOracle(settings, model=chosen, timeout_s=GROK.timeout(settings), effort=effort)
+    return GrokOracle(settings, model=chosen, timeout_s=GROK.timeout(settings), effort=effort,
+                      resources=resources)
 
 
-def make_kimi_oracle(settings: Settings, effort: str | None = None, model: str | None = None) -> KimiOracle:
+def make_kimi_oracle(settings: Settings, effort: str | None = None, model: str | None = None, *,
+                     resources: Resources | None = None) -> KimiOracle:
     """The ``kimi`` oracle (also ``ASK_FABLE_KIMI_EFFORT`` / ``_HOME``)."""
     return KimiOracle(settings, model=model or KIMI.model(settings), timeout_s=KIMI.timeout(settings),
-                      effort=effort)
+                      effort=effort, resources=resources)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import Oracle
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 Transport = Literal["claude", "cli", "http"]
@@ -25,9 +26,11 @@ Tier = Literal["default", "middle"]
 
 class Factory(Protocol):
     """Builds the oracle for one call: ``token`` as resolved, ``model`` (``None``: the configured
-    default) and ``effort`` (``None``: the configured default). A factory ignores what it does not take."""
+    default), ``effort`` (``None``: the configured default) and the App's ``resources`` (clients,
+    gates, retry policy; ``None``: standalone). A factory ignores what it does not take."""
 
-    def __call__(self, settings: Settings, *, token: str, model: str | None, effort: str | None) -> Oracle:
+    def __call__(self, settings: Settings, *, token: str, model: str | None, effort: str | None,
+                 resources: Resources | None) -> Oracle:
         """The oracle; raises an ``AskFableError`` (a bad effort, a bad model id) when it cannot be built."""
         ...
 
@@ -112,9 +115,10 @@ class Backend:
     cost_rank: int | None = None
 
     def oracle(self, settings: Settings, *, token: str | None = None, model: str | None = None,
-               effort: str | None = None) -> Oracle:
-        """The oracle for ``token`` (default: this backend's name) with ``model`` and ``effort``."""
-        return self.build(settings, token=token or self.name, model=model, effort=effort)
+               effort: str | None = None, resources: Resources | None = None) -> Oracle:
+        """The oracle for ``token`` (default: this backend's name) with ``model`` and ``effort``, on
+        the App's ``resources``."""
+        return self.build(settings, token=token or self.name, model=model, effort=effort, resources=resources)
 
     def model(self, settings: Settings) -> str:
         """The model this backend asks by default, as the user configured it."""

@@ -11,8 +11,12 @@ body is still streaming. Everything it raises is an :mod:`ask_fable.errors` erro
     other status ≥ 400                          ─▶ UpstreamError at once (provider message, redacted)
     deadline passed / read stalled               ─▶ OracleTimeout
     body that is not the expected JSON          ─▶ UpstreamError (raised by ``handle`` via ``bad_body``)
+    reply body past ``max_reply_bytes``          ─▶ ReplyTooLarge (an UpstreamError), connection closed
 
-Secrets never reach a message: every detail goes through :func:`scrub` first.
+Secrets never reach a message: every detail goes through :func:`scrub` first. Clients come from the
+App's :class:`HttpClients` (one pooled client per event loop, closed with the App); a reply body,
+streamed or not, is read under a byte bound like a CLI's output, and server-sent events are parsed
+by ``httpx2.EventSource``, which also bounds each event.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import httpx2
 
     from ask_fable.backends.base import EventSink
+    from ask_fable.backends.resources import Resources
+    from ask_fable.clock import Clock
 
 T = TypeVar("T")
 
@@ -51,7 +57,15 @@ AUTH_STATUS = frozenset({401, 403})
 ERROR_BODY_LIMIT = 16_384
 #: Longest provider message quoted in an error detail.
 MESSAGE_LIMIT = 400
+#: Bytes of one reply body read before the call fails as too large (the bound a CLI's output has).
+MAX_REPLY_BYTES = 8 * 1024 * 1024
+#: Bytes one server-sent event may hold.
+MAX_EVENT_BYTES = 1024 * 1024
 USER_AGENT = "ask-fable"
+
+
+class ReplyTooLarge(UpstreamError):
+    """The provider sent more than the reply bound; the connection was closed."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +82,7 @@ class RetryPolicy:
         return random.uniform(ceiling / 2, ceiling)
 
 
-#: The policy used when a caller passes none (tests swap it for a faster one).
+#: The policy used when a caller passes none (an App's resources may carry another).
 DEFAULT_RETRY = RetryPolicy()
 
 
@@ -145,37 +159,80 @@ def request_timeouts(timeout: float) -> httpx2.Timeout:
                           pool=min(10.0, timeout))
 
 
-#: One pooled client per event loop, so calls to a provider reuse its connections (and TLS).
-_SHARED_CLIENTS: weakref.WeakKeyDictionary[Any, httpx2.AsyncClient] = weakref.WeakKeyDictionary()
+class HttpClients:
+    """The HTTP clients one App opens: one pooled client per event loop, so calls to a provider
+    reuse its connections (and TLS), all closed by :meth:`aclose`.
+
+    ``pooled=False`` opens a private client per call instead (for code running outside an App,
+    where nobody would close a pool).
+    """
+
+    def __init__(self, *, pooled: bool = True) -> None:
+        self.pooled = pooled
+        self._clients: weakref.WeakKeyDictionary[Any, httpx2.AsyncClient] = weakref.WeakKeyDictionary()
+
+    @contextlib.asynccontextmanager
+    async def client(self, timeout: float,
+                     transport: httpx2.AsyncBaseTransport | None = None) -> AsyncIterator[httpx2.AsyncClient]:
+        """The loop's pooled client, or a private one (a test's ``transport``, no pool, no asyncio)."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on asyncio: no pool to share
+            loop = None
+        if transport is not None or loop is None or not self.pooled:
+            async with new_client(timeout, transport) as private:
+                yield private
+            return
+        client = self._clients.get(loop)
+        if client is None or client.is_closed:
+            client = self._clients[loop] = new_client(timeout)
+        yield client
+
+    async def aclose(self) -> None:
+        """Close every pooled client (one left on another, finished event loop is only dropped)."""
+        try:
+            loop: Any = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        clients, self._clients = dict(self._clients), weakref.WeakKeyDictionary()
+        for owner, client in clients.items():
+            if owner is loop:
+                await client.aclose()
 
 
-@contextlib.asynccontextmanager
-async def client_for(timeout: float, transport: httpx2.AsyncBaseTransport | None) -> AsyncIterator[Any]:
-    """The loop's shared pooled client, or a private one when a test injects a transport."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:  # not on asyncio: no pool to share
-        loop = None
-    if transport is not None or loop is None:
-        async with new_client(timeout, transport) as client:
-            yield client
-        return
-    client = _SHARED_CLIENTS.get(loop)
-    if client is None or client.is_closed:
-        client = new_client(timeout)
-        _SHARED_CLIENTS[loop] = client
-    yield client
+@functools.cache
+def _bounded_stream_class() -> type[Any]:
+    import httpx2
+
+    class BoundedStream(httpx2.AsyncByteStream):
+        """A response body that fails with :class:`ReplyTooLarge` past ``limit`` bytes."""
+
+        def __init__(self, inner: httpx2.AsyncByteStream, limit: int, label: str) -> None:
+            self._inner, self._limit, self._label = inner, limit, label
+
+        async def __aiter__(self) -> AsyncIterator[bytes]:
+            seen = 0
+            async for chunk in self._inner:
+                seen += len(chunk)
+                if seen > self._limit:
+                    # Raised mid-body: httpx closes the connection instead of returning it to the pool.
+                    raise ReplyTooLarge(f"{self._label} sent a reply larger than {_mib(self._limit)}; "
+                                        "the connection was closed")
+                yield chunk
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return BoundedStream
 
 
-async def aclose_shared_client() -> None:
-    """Close this event loop's pooled client (the server does it when it shuts down)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    client = _SHARED_CLIENTS.pop(loop, None)
-    if client is not None:
-        await client.aclose()
+def _mib(size: int) -> str:
+    return f"{size / (1024 * 1024):g} MiB" if size >= 1024 * 1024 else f"{size} bytes"
+
+
+def bound_reply(response: httpx2.Response, limit: int, label: str) -> None:
+    """Make every read of ``response``'s body raise :class:`ReplyTooLarge` past ``limit`` bytes."""
+    response.stream = _bounded_stream_class()(response.stream, limit, label)
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -241,25 +298,19 @@ def loads_object(text: str | bytes, label: str, secrets: Iterable[str] = ()) -> 
     return data
 
 
-async def iter_sse(response: httpx2.Response) -> AsyncIterator[tuple[str, str]]:
-    """``(event, data)`` pairs of a server-sent event stream; comments and keep-alives skipped."""
-    event, data_lines = "message", []
-    async for line in response.aiter_lines():
-        if line == "":
-            if data_lines:
-                yield event, "\n".join(data_lines)
-            event, data_lines = "message", []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if field == "event":
-            event = value
-        elif field == "data":
-            data_lines.append(value)
-    if data_lines:
-        yield event, "\n".join(data_lines)
+async def iter_events(response: httpx2.Response, label: str,
+                      secrets: Iterable[str] = ()) -> AsyncIterator[tuple[str, str]]:
+    """``(event, data)`` pairs of a server-sent event stream (``httpx2.EventSource``); comments,
+    keep-alives and events without data skipped. An event past :data:`MAX_EVENT_BYTES` is an
+    :class:`UpstreamError`."""
+    import httpx2
+
+    try:
+        async for event in httpx2.EventSource(response, max_event_size=MAX_EVENT_BYTES):
+            if event.data:
+                yield event.event, event.data
+    except httpx2.SSEError as exc:
+        raise UpstreamError(scrub(f"{label} sent an unreadable event stream ({exc})", secrets)) from exc
 
 
 def is_event_stream(response: httpx2.Response) -> bool:
@@ -282,6 +333,17 @@ def _is_retryable(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 
 
+@dataclass(frozen=True)
+class _Wire:
+    """How one :func:`send` reaches the network."""
+
+    clients: HttpClients
+    retry: RetryPolicy
+    transport: httpx2.AsyncBaseTransport | None
+    max_reply_bytes: int
+    clock: Clock
+
+
 async def send(
     method: str,
     url: str,
@@ -296,20 +358,27 @@ async def send(
     retry: RetryPolicy | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
     auth_hint: str | None = None,
+    resources: Resources | None = None,
 ) -> T:
     """Send one request with the retry loop and return ``await handle(response)`` for a 2xx.
 
     ``timeout`` bounds the whole call, retries and backoff included. ``label`` names the
     provider in messages. ``secrets`` are scrubbed from every detail raised. ``auth_hint`` is the
-    fix named when the provider rejects the credentials (401 / 403).
+    fix named when the provider rejects the credentials (401 / 403). The client, the retry policy
+    (unless ``retry`` is given) and the reply bound come from ``resources`` (the App's); without
+    them a private client is opened for this call.
     """
+    from ask_fable.backends.resources import Resources
+
+    res = resources or Resources.standalone()
+    wire = _Wire(clients=res.http, retry=retry or res.retry, transport=transport,
+                 max_reply_bytes=res.max_reply_bytes, clock=res.clock)
     secret_list = tuple(s for s in secrets if s)
     try:
         with anyio.fail_after(timeout):
             return await _send_with_retries(method, url, label=label, timeout=timeout, handle=handle,
                                             headers=headers, json=json, secrets=secret_list, sink=sink,
-                                            retry=retry or DEFAULT_RETRY, transport=transport,
-                                            auth_hint=auth_hint)
+                                            wire=wire, auth_hint=auth_hint)
     except TimeoutError as exc:
         raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
 
@@ -325,15 +394,15 @@ async def _send_with_retries(
     json: Any,
     secrets: tuple[str, ...],
     sink: EventSink | None,
-    retry: RetryPolicy,
-    transport: httpx2.AsyncBaseTransport | None,
+    wire: _Wire,
     auth_hint: str | None,
 ) -> T:
     import httpx2
 
+    retry = wire.retry
     deadline = anyio.current_time() + timeout
     attempt = 0
-    async with client_for(timeout, transport) as client:
+    async with wire.clients.client(timeout, wire.transport) as client:
         while True:
             attempt += 1
             failure: str
@@ -344,6 +413,7 @@ async def _send_with_retries(
                                          ) as response:
                     status = response.status_code
                     if status < 400:
+                        bound_reply(response, wire.max_reply_bytes, label)
                         try:
                             return await handle(response)
                         except AskFableError:
@@ -366,7 +436,7 @@ async def _send_with_retries(
                         raise NotConfigured(failure, hint=auth_hint or f"check the key sent to {label}")
                     if not _is_retryable(status):
                         raise UpstreamError(failure)
-                    wait = retry_after_seconds(response.headers.get("retry-after"))
+                    wait = retry_after_seconds(response.headers.get("retry-after"), wire.clock.now())
             except (httpx2.InvalidURL, httpx2.UnsupportedProtocol) as exc:
                 # A malformed base URL never gets better on retry: it is configuration.
                 raise NotConfigured(
@@ -415,10 +485,12 @@ def normalize_effort(value: str | None) -> str | None:
 
 
 class HttpOracle(Oracle):
-    """What every HTTP oracle shares: endpoint, key, defaults and the key check.
+    """What every HTTP oracle shares: endpoint, key, defaults, the key check and the App's resources.
 
     Subclasses (one per wire shape) implement :meth:`ask` by building the request body and
-    calling :func:`send` with a reply parser.
+    calling :func:`send` with a reply parser. ``resources`` (the App's) supply the pooled client,
+    the retry policy unless ``retry`` overrides it, and the reply bound; without them the oracle
+    works standalone (a private client per call).
     """
 
     def __init__(
@@ -438,7 +510,10 @@ class HttpOracle(Oracle):
         secrets: Iterable[str] = (),
         retry: RetryPolicy | None = None,
         transport: httpx2.AsyncBaseTransport | None = None,
+        resources: Resources | None = None,
     ) -> None:
+        from ask_fable.backends.resources import Resources
+
         self.token = token
         self.provider = provider
         self.model = model
@@ -454,6 +529,7 @@ class HttpOracle(Oracle):
         self.secrets = tuple({*(s for s in secrets if s), *own})
         self.retry = retry
         self.transport = transport
+        self.resources = resources or Resources.standalone()
 
     def ensure_available(self) -> None:
         """Raise ``NotConfigured`` naming the variable to set when the key is required and missing."""
@@ -472,11 +548,11 @@ class HttpOracle(Oracle):
 
     async def post(self, url: str, *, timeout: float, handle: Callable[[httpx2.Response], Awaitable[T]],
                    headers: Mapping[str, str], json: Any, sink: EventSink) -> T:
-        """POST through :func:`send` with this oracle's label, secrets, retry policy, transport and
-        auth hint."""
+        """POST through :func:`send` with this oracle's label, secrets, resources, retry policy,
+        transport and auth hint."""
         return await send("POST", url, label=self.label, timeout=timeout, handle=handle, headers=headers,
                           json=json, secrets=self.secrets, sink=sink, retry=self.retry,
-                          transport=self.transport, auth_hint=self.auth_hint())
+                          transport=self.transport, auth_hint=self.auth_hint(), resources=self.resources)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(token={self.token!r}, base_url={self.base_url!r})"

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ask_fable.backends.descriptor import Backend
     from ask_fable.backends.http_client import RetryPolicy
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
 #: Grok ids as Atlas (``xai/``) and OpenRouter (``x-ai/``) spell them.
@@ -63,47 +64,51 @@ class RoutedOracle(Oracle):
 
 
 def _reroute(settings: Settings, token: str, model: str, effort: str | None,
-             kimi: bool) -> Oracle | None:
+             kimi: bool, resources: Resources | None) -> Oracle | None:
     lowered = model.lower()
     if lowered.startswith(GROK_PREFIXES) and cli_installed("grok"):
         from ask_fable.backends.cli_oracles import make_grok_oracle
 
-        return RoutedOracle(make_grok_oracle(settings, effort=effort, model=model), token=token,
-                            routed_via="grok_cli")
+        return RoutedOracle(make_grok_oracle(settings, effort=effort, model=model, resources=resources),
+                            token=token, routed_via="grok_cli")
     if kimi and lowered.startswith("moonshotai/kimi") and cli_installed("kimi"):
         from ask_fable.backends.cli_oracles import make_kimi_oracle
 
-        return RoutedOracle(make_kimi_oracle(settings, effort=effort), token=token, routed_via="kimi_cli")
+        return RoutedOracle(make_kimi_oracle(settings, effort=effort, resources=resources), token=token,
+                            routed_via="kimi_cli")
     return None
 
 
 def make_glm_oracle(settings: Settings, *, retry: RetryPolicy | None = None,
-                    transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+                    transport: httpx2.AsyncBaseTransport | None = None,
+                    resources: Resources | None = None) -> Oracle:
     """The ``glm`` oracle: Z.ai's Anthropic-compatible endpoint (``ASK_FABLE_GLM_*``)."""
-    return _anthropic_shaped(GLM, settings, retry=retry, transport=transport)
+    return _anthropic_shaped(GLM, settings, retry=retry, transport=transport, resources=resources)
 
 
 def make_deepseek_oracle(settings: Settings, *, retry: RetryPolicy | None = None,
-                         transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+                         transport: httpx2.AsyncBaseTransport | None = None,
+                         resources: Resources | None = None) -> Oracle:
     """The ``deepseek`` oracle: DeepSeek's Anthropic-compatible endpoint (``ASK_FABLE_DEEPSEEK_*``)."""
-    return _anthropic_shaped(DEEPSEEK, settings, retry=retry, transport=transport)
+    return _anthropic_shaped(DEEPSEEK, settings, retry=retry, transport=transport, resources=resources)
 
 
 def _anthropic_shaped(backend: Backend, settings: Settings, *, retry: RetryPolicy | None,
-                      transport: httpx2.AsyncBaseTransport | None) -> Oracle:
+                      transport: httpx2.AsyncBaseTransport | None, resources: Resources | None) -> Oracle:
     from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
 
     return AnthropicMessagesOracle(
         token=backend.name, provider=backend.name, model=backend.model(settings), family=backend.family,
         label=backend.label, base_url=backend.base_url(settings) or "", api_key=backend.key(settings),
         key_var=backend.key_vars[0], max_tokens=settings.max_tokens, secrets=settings.secret_values(),
-        retry=retry, transport=transport,
+        retry=retry, transport=transport, resources=resources,
     )
 
 
 def make_atlas_oracle(settings: Settings, model: str | None = None, effort: str | None = None, *,
                       retry: RetryPolicy | None = None,
-                      transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+                      transport: httpx2.AsyncBaseTransport | None = None,
+                      resources: Resources | None = None) -> Oracle:
     """An ``atlas:<id>`` oracle (default ``ASK_FABLE_ATLAS_MODEL``); ``xai/grok-*`` → local grok CLI.
 
     Raises:
@@ -114,20 +119,21 @@ def make_atlas_oracle(settings: Settings, model: str | None = None, effort: str 
     chosen = strip_prefix(model or settings.atlas_model, "atlas")
     chosen_effort = normalize_effort(effort) or _default_effort(settings.atlas_effort)
     token = f"atlas:{chosen}"
-    routed = _reroute(settings, token, chosen, chosen_effort, kimi=False)
+    routed = _reroute(settings, token, chosen, chosen_effort, kimi=False, resources=resources)
     if routed is not None:
         return routed
     return AtlasOracle(
         token=token, provider=ATLAS.name, model=chosen, family=family_of(chosen), label=ATLAS.label,
         base_url=settings.atlas_base_url, api_key=settings.atlas_api_key, key_var=ATLAS.key_vars[0],
         key_alias=ATLAS.key_vars[1], effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
-        transport=transport,
+        transport=transport, resources=resources,
     )
 
 
 def make_openrouter_oracle(settings: Settings, model: str | None = None, effort: str | None = None, *,
                            retry: RetryPolicy | None = None,
-                           transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+                           transport: httpx2.AsyncBaseTransport | None = None,
+                           resources: Resources | None = None) -> Oracle:
     """An ``openrouter:<id>`` oracle; ``xai/grok-*`` / ``moonshotai/kimi-*`` → local CLI when installed.
 
     Raises:
@@ -138,19 +144,20 @@ def make_openrouter_oracle(settings: Settings, model: str | None = None, effort:
     chosen = strip_prefix(model or settings.openrouter_model, "openrouter")
     chosen_effort = normalize_effort(effort) or _default_effort(settings.openrouter_effort)
     token = f"openrouter:{chosen}"
-    routed = _reroute(settings, token, chosen, chosen_effort, kimi=True)
+    routed = _reroute(settings, token, chosen, chosen_effort, kimi=True, resources=resources)
     if routed is not None:
         return routed
     return OpenRouterOracle(
         token=token, provider=OPENROUTER.name, model=chosen, family=family_of(chosen), label=OPENROUTER.label,
         base_url=settings.openrouter_base_url, api_key=settings.openrouter_api_key,
         key_var=OPENROUTER.key_vars[0], key_alias=OPENROUTER.key_vars[1], effort=chosen_effort,
-        secrets=settings.secret_values(), retry=retry, transport=transport,
+        secrets=settings.secret_values(), retry=retry, transport=transport, resources=resources,
     )
 
 
 def make_ollama_oracle(settings: Settings, model: str | None = None, *, retry: RetryPolicy | None = None,
-                       transport: httpx2.AsyncBaseTransport | None = None) -> Oracle:
+                       transport: httpx2.AsyncBaseTransport | None = None,
+                       resources: Resources | None = None) -> Oracle:
     """An ``ollama:<id>`` oracle (default ``ASK_FABLE_OLLAMA_MODEL``) on ``ASK_FABLE_OLLAMA_BASE_URL``."""
     from ask_fable.backends.ollama import OllamaOracle
 
@@ -160,4 +167,5 @@ def make_ollama_oracle(settings: Settings, model: str | None = None, *, retry: R
         label=OLLAMA.label,
         base_url=settings.ollama_base_url, api_key=settings.ollama_api_key, key_var=None,
         max_tokens=settings.max_tokens, secrets=settings.secret_values(), retry=retry, transport=transport,
+        resources=resources,
     )

@@ -22,7 +22,7 @@ from ask_fable.backends.http_client import (
     HttpOracle,
     bad_body,
     is_event_stream,
-    iter_sse,
+    iter_events,
     loads_object,
     normalize_effort,
     provider_message,
@@ -118,7 +118,7 @@ class OpenAIChatOracle(HttpOracle):
         usage: Any = None
         finish: str | None = None
         done = False
-        async for _event, data in iter_sse(response):
+        async for _event, data in iter_events(response, self.label, self.secrets):
             if data.strip() == "[DONE]":
                 done = True
                 break
@@ -162,7 +162,8 @@ class OpenRouterOracle(OpenAIChatOracle):
             return None
         from ask_fable.backends.catalogs import clamp_effort, openrouter_entry
 
-        entry = await openrouter_entry(self.base_url, self.model, timeout=timeout, transport=self.transport)
+        entry = await openrouter_entry(self.base_url, self.model, timeout=timeout, transport=self.transport,
+                                       resources=self.resources)
         return clamp_effort(wanted, entry)
 
     def build_body(self, request: OracleRequest, wire: str | None) -> dict[str, Any]:

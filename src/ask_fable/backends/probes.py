@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
-import signal
-from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -38,28 +35,11 @@ def new_report(backend: Backend) -> BackendReport:
 
 
 async def cli_version(binary: str, timeout: float) -> tuple[bool, str]:
-    """Run ``binary --version`` in its own process group; (succeeded, first output line or reason)."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            binary, "--version", stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT, start_new_session=True,
-        )
-    except OSError as exc:
-        return False, f"cannot start {binary}: {exc.strerror or exc}"
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-    except BaseException as exc:  # a timeout or a cancelled diagnose: never leave the probe running
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(proc.wait(), 1.0)
-        if not isinstance(exc, TimeoutError):
-            raise
-        return False, f"`{Path(binary).name} --version` did not answer within {timeout:g}s"
-    first = next((line.strip() for line in out.decode("utf-8", "replace").splitlines() if line.strip()), "")
-    if proc.returncode != 0:
-        return False, f"`{Path(binary).name} --version` exited {proc.returncode}: {first[:160]}"
-    return True, first[:120]
+    """Run ``binary --version`` through the subprocess runner (own process session, base allow-list
+    only: no key of the server's environment); (succeeded, first output line or reason)."""
+    from ask_fable.backends.subprocess_runner import probe_version
+
+    return await probe_version(binary, timeout)
 
 
 async def tcp_reachable(url: str, timeout: float) -> tuple[bool, str]:
@@ -114,15 +94,13 @@ async def _version(report: BackendReport, binary: str, options: ProbeOptions) ->
 
 async def probe_claude(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
     """A Claude backend: the CLI the Agent SDK would run, its ``--version``, and a login."""
-    import anyio
-
     from ask_fable.backends.claude_common import login_found, login_hint
 
     report = new_report(backend)
     try:
-        from ask_fable.backends.claude_sdk import choose_cli_path
+        from ask_fable.backends.claude_sdk import ClaudeCliChoice
 
-        cli = await anyio.to_thread.run_sync(choose_cli_path, settings)
+        cli = await ClaudeCliChoice().path(settings)
     except Exception as exc:  # BinaryMissing, or the backend not installed at all
         report.detail = getattr(exc, "detail", None) or str(exc)
         report.enable = backend.enable

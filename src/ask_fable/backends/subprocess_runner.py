@@ -1,6 +1,6 @@
-"""The one way a CLI backend runs a local executable.
+"""The one way ask-fable runs a local executable: CLI calls, version probes and warm CLIs.
 
-Every call gets its own process session (so the CLI and anything it spawns share one process
+Every child gets its own process session (so the CLI and anything it spawns share one process
 group), an environment built from an allow-list, stdin from the given bytes or ``/dev/null``,
 and stdout/stderr pipes read concurrently under a byte bound. Whatever happens — normal exit,
 timeout, cancellation — the whole group is ended before :func:`run_process` returns:
@@ -8,13 +8,18 @@ timeout, cancellation — the whole group is ended before :func:`run_process` re
     timeout / cancel ─▶ SIGTERM to the group ─▶ grace ─▶ SIGKILL to the group ─▶ reap ─▶ drain
     normal exit      ─▶ SIGKILL to whatever is left in the group (stray grandchildren) ─▶ drain
 
-A per-binary gate bounds concurrent processes; the time a call spends queued counts against
-its own timeout, so a call parked behind busy slots fails as ``OracleTimeout``.
+The App's :class:`ProcessGates` bound concurrent processes per binary; the time a call spends
+queued counts against its own timeout, so a call parked behind busy slots fails as
+``OracleTimeout``. :func:`probe_version` runs ``--version`` probes the same way, with the base
+allow-list only. A long-lived child (a warm Claude Code CLI) is started by
+:func:`open_session_process` in its own session too, and :meth:`SessionProcess.end` ends its
+whole group.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import fnmatch
 import os
@@ -25,6 +30,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 import anyio.abc
@@ -93,33 +99,39 @@ def build_env(
 
 # --- per-binary concurrency gate -------------------------------------------------------------
 
-# Semaphores belong to one event loop; tests and embedders may run several loops in turn.
-_GATES: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, int], anyio.Semaphore]] = (
-    weakref.WeakKeyDictionary()
-)
+
+_Semaphores = dict[tuple[str, int], anyio.Semaphore]
 
 
-def _gate_for(gate: str, limit: int) -> anyio.Semaphore:
-    loop = asyncio.get_running_loop()
-    per_loop = _GATES.setdefault(loop, {})
-    key = (gate, limit)
-    if key not in per_loop:
-        per_loop[key] = anyio.Semaphore(limit)
-    return per_loop[key]
+class ProcessGates:
+    """The per-binary concurrency gates of one App: ``limit`` slots per binary name.
 
-
-@contextlib.asynccontextmanager
-async def gate_slot(gate: str, limit: int) -> AsyncIterator[None]:
-    """Hold one of ``limit`` slots of the per-binary ``gate`` (``limit <= 0``: no gate).
-
-    Waiting for a slot is an ordinary checkpoint, so an enclosing deadline bounds the queueing.
+    Semaphores belong to one event loop, so each loop that uses the gates gets its own set.
     """
-    if limit <= 0:
-        yield
-        return
-    async with _gate_for(gate, limit):
-        yield
 
+    def __init__(self) -> None:
+        self._per_loop: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Semaphores] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _semaphore(self, gate: str, limit: int) -> anyio.Semaphore:
+        per_loop = self._per_loop.setdefault(asyncio.get_running_loop(), {})
+        key = (gate, limit)
+        if key not in per_loop:
+            per_loop[key] = anyio.Semaphore(limit)
+        return per_loop[key]
+
+    @contextlib.asynccontextmanager
+    async def slot(self, gate: str, limit: int) -> AsyncIterator[None]:
+        """Hold one of ``limit`` slots of the per-binary ``gate`` (``limit <= 0``: no gate).
+
+        Waiting for a slot is an ordinary checkpoint, so an enclosing deadline bounds the queueing.
+        """
+        if limit <= 0:
+            yield
+            return
+        async with self._semaphore(gate, limit):
+            yield
 
 
 # --- bounded pipe reading -------------------------------------------------------------------
@@ -230,14 +242,43 @@ async def _run_spawned(
             tasks.cancel_scope.cancel()
 
 
+def _resolve(argv: list[str], env: Mapping[str, str]) -> str:
+    """``argv[0]`` as an executable path on ``env["PATH"]``; :class:`BinaryMissing` when it is not."""
+    if not argv:
+        raise ValueError("argv must name a program")
+    resolved = shutil.which(argv[0], path=env.get("PATH", ""))
+    if resolved is None:
+        raise BinaryMissing(f"`{argv[0]}` is not installed or not on PATH", binary=argv[0])
+    return resolved
+
+
+async def _spawn(
+    resolved: str, argv: list[str], *, stdin_pipe: bool, env: dict[str, str], cwd: str | None
+) -> anyio.abc.Process:
+    """Start ``argv`` (its program already resolved) as the leader of a new process session."""
+    try:
+        return await anyio.open_process(
+            [resolved, *argv[1:]],
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise UpstreamError(f"could not start `{argv[0]}`: {exc.strerror or exc}") from exc
+
+
 async def run_process(
     argv: list[str],
     *,
     stdin: bytes | None,
     env: dict[str, str],
     timeout: float,
-    gate: str,
-    gate_limit: int,
+    gates: ProcessGates | None = None,
+    gate: str = "",
+    gate_limit: int = 0,
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
     cwd: str | None = None,
     kill_grace: float = DEFAULT_KILL_GRACE,
@@ -246,41 +287,27 @@ async def run_process(
 
     ``argv[0]`` is resolved with ``shutil.which`` against ``env["PATH"]`` (missing →
     :class:`BinaryMissing`). ``env`` is used exactly as given. ``stdin`` bytes are written then
-    closed (``None`` → ``/dev/null``). ``timeout`` covers queueing at the ``gate`` (``gate_limit``
-    slots; ``<= 0`` disables it) plus the run; past it the group gets SIGTERM, ``kill_grace``
-    seconds, SIGKILL, and :class:`OracleTimeout` is raised. Cancellation ends the group the same way.
+    closed (``None`` → ``/dev/null``). ``timeout`` covers queueing for one of ``gate_limit`` slots
+    of ``gates``' ``gate`` (no ``gates`` or ``gate_limit <= 0``: not gated) plus the run; past it
+    the group gets SIGTERM, ``kill_grace`` seconds, SIGKILL, and :class:`OracleTimeout` is raised.
+    Cancellation ends the group the same way.
     """
-    if not argv:
-        raise ValueError("argv must name a program")
-    name = argv[0]
-    resolved = shutil.which(name, path=env.get("PATH", ""))
-    if resolved is None:
-        raise BinaryMissing(f"`{name}` is not installed or not on PATH", binary=name)
-
+    name = argv[0] if argv else ""
+    resolved = _resolve(argv, env)
     started = time.monotonic()
     queued_s = 0.0
     spawned: list[anyio.abc.Process] = []
     out = _Capture(max_output_bytes)
     err = _Capture(max_output_bytes)
     exit_code: list[int] = []
+    slot = gates.slot(gate or name, gate_limit) if gates is not None else contextlib.nullcontext()
 
     with anyio.move_on_after(timeout):
-        async with gate_slot(gate, gate_limit):
+        async with slot:
             queued_s = time.monotonic() - started
             # Shielded so a cancel arriving mid-spawn cannot leave a child nobody will kill.
             with anyio.CancelScope(shield=True):
-                try:
-                    process = await anyio.open_process(
-                        [resolved, *argv[1:]],
-                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.PIPE,
-                        cwd=cwd,
-                        env=env,
-                        start_new_session=True,
-                    )
-                except OSError as exc:
-                    raise UpstreamError(f"could not start `{name}`: {exc.strerror or exc}") from exc
+                process = await _spawn(resolved, argv, stdin_pipe=stdin is not None, env=env, cwd=cwd)
             spawned.append(process)
             try:
                 await _run_spawned(process, stdin, out, err, exit_code)
@@ -320,3 +347,106 @@ async def _close(process: anyio.abc.Process) -> None:
     # Also release the event loop's transport now, not at garbage collection after the loop is gone.
     with contextlib.suppress(Exception), anyio.move_on_after(2):
         await process.aclose()
+
+
+# --- version probes -------------------------------------------------------------------------
+
+#: Output of a ``--version`` probe kept (a version is one short line).
+_PROBE_OUTPUT_BYTES = 64 * 1024
+
+
+async def probe_version(binary: str, timeout: float) -> tuple[bool, str]:
+    """Run ``binary --version`` like any CLI call (base allow-list only: no key reaches it).
+
+    Returns (succeeded, first output line or the reason it failed); never raises for the probe's
+    own failure.
+    """
+    label = f"`{Path(binary).name} --version`"
+    try:
+        result = await run_process([binary, "--version"], stdin=None, env=build_env(BASE_ENV_ALLOW),
+                                   timeout=timeout, max_output_bytes=_PROBE_OUTPUT_BYTES, kill_grace=0.5)
+    except OracleTimeout:
+        return False, f"{label} did not answer within {timeout:g}s"
+    except (BinaryMissing, UpstreamError) as exc:
+        return False, f"cannot start {binary}: {exc.detail}"
+    output = result.stdout.decode("utf-8", "replace") + "\n" + result.stderr.decode("utf-8", "replace")
+    first = next((line.strip() for line in output.splitlines() if line.strip()), "")
+    if result.returncode != 0:
+        return False, f"{label} exited {result.returncode}: {first[:160]}"
+    return True, first[:120]
+
+
+# --- long-lived children ----------------------------------------------------------------------
+
+
+class SessionProcess:
+    """A long-lived child (a warm CLI) in its own process session, its pipes left to the caller.
+
+    :meth:`end` ends the whole group, so nothing the CLI spawned outlives it. Groups still alive
+    when the interpreter exits are killed then, as a last resort.
+    """
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        _LIVE_SESSIONS.add(self)
+
+    @property
+    def pid(self) -> int:
+        """The leader's pid (also the process group id)."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The leader's exit status, ``None`` while it runs."""
+        return self.process.returncode
+
+    async def wait(self) -> int:
+        """The leader's exit status, once it has exited (its pipes may still be open)."""
+        return await _leader_exit(self.process)
+
+    async def clear_group_on_exit(self) -> None:
+        """Once the leader exits, kill what is left of its group, so no descendant holds its pipes
+        open (the reader then sees the end of the output)."""
+        await _leader_exit(self.process)
+        _signal_group(self.pid, signal.SIGKILL)
+
+    async def end(self, *, graceful: float = 0.0, kill_grace: float = DEFAULT_KILL_GRACE) -> None:
+        """Close stdin, give the leader ``graceful`` seconds to exit on its own, then end the group.
+
+        Every wait is bounded and shielded: a cancelled caller still leaves no process behind.
+        """
+        with anyio.CancelScope(shield=True):
+            if self.process.stdin is not None:
+                with contextlib.suppress(Exception):
+                    await self.process.stdin.aclose()
+            if graceful > 0:
+                with anyio.move_on_after(graceful):
+                    await _leader_exit(self.process)
+            await _end_group(self.process, kill_grace)
+            await _close(self.process)
+        _LIVE_SESSIONS.discard(self)
+
+
+async def open_session_process(
+    argv: list[str], *, env: dict[str, str], cwd: str | None = None
+) -> SessionProcess:
+    """Start ``argv`` in a new process session with pipes on stdin, stdout and stderr.
+
+    ``argv[0]`` is resolved against ``env["PATH"]`` (missing → :class:`BinaryMissing`); a start
+    failure is :class:`UpstreamError`. The caller reads and writes the pipes and must
+    :meth:`SessionProcess.end` it.
+    """
+    resolved = _resolve(argv, env)
+    with anyio.CancelScope(shield=True):
+        return SessionProcess(await _spawn(resolved, argv, stdin_pipe=True, env=env, cwd=cwd))
+
+
+#: Session processes not ended yet (held even when their owner was dropped without ending them).
+_LIVE_SESSIONS: set[SessionProcess] = set()
+
+
+@atexit.register
+def _kill_live_sessions() -> None:
+    for session in list(_LIVE_SESSIONS):
+        if session.returncode is None:
+            _signal_group(session.pid, signal.SIGKILL)

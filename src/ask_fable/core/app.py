@@ -1,9 +1,12 @@
-"""The services one server process shares: settings, stores, breaker, console and sessions.
+"""The services one server process shares: settings, resources, stores, breaker, console and sessions.
 
 Owned by the server's lifespan; nothing is opened at import time and every store is created on
-first use. Settings are re-read when the config file changes, so ``configure_*`` tools apply on
-the next call; a value the new file gets wrong is replaced by its fallback and reported on stderr
-(and in the results of the calls that read it), never fatal.
+first use. The App's :class:`~ask_fable.backends.resources.Resources` (HTTP clients, CLI gates,
+catalog cache, the chosen Claude CLI, SQLite connections, clock, retry policy) are handed to the
+oracles, stores and breaker it makes, and :meth:`App.aclose` closes everything it opened.
+Settings are re-read when the config file changes, so ``configure_*`` tools apply on the next
+call; a value the new file gets wrong is replaced by its fallback and reported on stderr (and in
+the results of the calls that read it), never fatal.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ask_fable.backends.resources import Resources
+from ask_fable.clock import Clock
 from ask_fable.config import Settings, config_file_path, load_settings, problem_lines
 from ask_fable.core.tracing import Console
 from ask_fable.stores.interfaces import (
@@ -60,8 +65,11 @@ class App:
         client_name: str | None = None,
         quiet: bool = False,
         stores: GivenStores | None = None,
+        resources: Resources | None = None,
     ) -> None:
         self._pinned = settings
+        #: What the App opens for its backends and stores (a test may hand in its clock or retry policy).
+        self.resources = resources or Resources()
         #: ``--quiet`` on the command line: silence the console whatever the settings say.
         self._quiet = quiet
         self._given = stores or GivenStores()
@@ -123,6 +131,11 @@ class App:
 
     # --- services ---------------------------------------------------------------------------------
     @property
+    def clock(self) -> Clock:
+        """The clock the breaker, caches, stats windows and traces read."""
+        return self.resources.clock
+
+    @property
     def console(self) -> Console:
         """The stderr progress trace."""
         s = self.settings
@@ -142,7 +155,9 @@ class App:
 
         s = self.settings
         key = (s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
-        return self._store("audit", key, lambda: audit_trail_for(s))
+        res = self.resources
+        return self._store("audit", key,
+                           lambda: audit_trail_for(s, clock=res.clock, connections=res.connections))
 
     @property
     def traces(self) -> TraceRecordStore:
@@ -150,7 +165,9 @@ class App:
         from ask_fable.stores.traces import TraceStore
 
         s = self.settings
-        return self._store("traces", (s.traces_db, s.traces_dir), lambda: TraceStore(s))
+        connections = self.resources.connections
+        return self._store("traces", (s.traces_db, s.traces_dir),
+                           lambda: TraceStore(s, connections=connections))
 
     @property
     def context_store(self) -> ContextBus:
@@ -159,7 +176,9 @@ class App:
 
         s = self.settings
         key = (s.context_db, tuple(s.secret_values()))
-        return self._store("context", key, lambda: ContextStore(s.context_db, secrets=s))
+        connections = self.resources.connections
+        return self._store("context", key,
+                           lambda: ContextStore(s.context_db, secrets=s, connections=connections))
 
     @property
     def cache(self) -> AnswerCacheStore | None:
@@ -170,7 +189,9 @@ class App:
         from ask_fable.stores.cache import answer_cache_for
 
         key = (s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
-        return self._store("cache", key, lambda: answer_cache_for(s))
+        res = self.resources
+        return self._store("cache", key,
+                           lambda: answer_cache_for(s, clock=res.clock, connections=res.connections))
 
     @property
     def hub(self) -> HubStore | None:
@@ -180,7 +201,9 @@ class App:
             return None
         from ask_fable.stores.hub import SessionHub
 
-        return self._store("hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds), lambda: SessionHub(s))
+        res = self.resources
+        return self._store("hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds),
+                           lambda: SessionHub(s, clock=res.clock, connections=res.connections))
 
     @property
     def answers(self) -> AnswerArchive:
@@ -197,7 +220,8 @@ class App:
         from ask_fable.stores.keys import KeyStore
 
         s = self.settings
-        return self._store("keys", s.keys_db, lambda: KeyStore(s.keys_db))
+        connections = self.resources.connections
+        return self._store("keys", s.keys_db, lambda: KeyStore(s.keys_db, connections=connections))
 
     # --- other services -----------------------------------------------------------------------------
     @property
@@ -209,7 +233,7 @@ class App:
         from ask_fable.backends.breaker import CircuitBreaker
 
         key = (s.breaker_window, s.breaker_threshold, s.breaker_cooldown)
-        return self._service("breaker", key, lambda: CircuitBreaker.from_settings(s))
+        return self._service("breaker", key, lambda: CircuitBreaker.from_settings(s, self.clock))
 
     @property
     def claude_sessions(self) -> Any:
@@ -220,17 +244,19 @@ class App:
                 from ask_fable.backends.claude import ClaudeSessions
 
                 # A getter, so a config change (model pin, reasoning stream) applies on the next turn.
-                sessions = (None, ClaudeSessions(lambda: self.settings))
+                sessions = (None, ClaudeSessions(lambda: self.settings, self.resources))
                 self._services["claude_sessions"] = sessions
             return sessions[1]
 
     async def aclose(self) -> None:
-        """Close what holds processes or sockets (open Claude sessions, HTTP clients)."""
-        http = sys.modules.get("ask_fable.backends.http_client")
-        if http is not None:  # only if a call ever used HTTP
-            await http.aclose_shared_client()
-        for _, service in list(self._services.values()):
+        """Close everything the App opened: services holding processes (warm Claude sessions), then
+        the resources (HTTP clients, SQLite connections). The App stays usable; what is needed again
+        is reopened on first use."""
+        with self._lock:
+            services = list(self._services.values())
+            self._services.clear()
+        for _, service in services:
             closer = getattr(service, "aclose", None)
             if closer is not None:
                 await closer()
-        self._services.clear()
+        await self.resources.aclose()

@@ -106,7 +106,7 @@ class Pipeline:
         """Run one call end to end and return its structured result (never raises for a failure)."""
         app = self.app
         settings = app.settings
-        trace = TraceRecorder(new_trace_id())
+        trace = TraceRecorder(new_trace_id(), app.clock)
         trace.event(
             "request",
             tool=call.tool,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.model_ids import (
@@ -39,6 +40,9 @@ from ask_fable.backends.registry import (
 )
 from ask_fable.config import Settings
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured
+
+if TYPE_CHECKING:
+    from ask_fable.backends.resources import Resources
 
 __all__ = [
     "CLAUDE_FALLBACKS", "GROUPS", "GROUP_ALIASES", "PROVIDER_GPT_MODEL", "TIERS", "Resolver",
@@ -257,8 +261,10 @@ def provider_synth_ladder(provider: str, requested: str | None = None) -> list[s
 # --- building oracles --------------------------------------------------------------------------
 
 
-def build_oracle(token: str, settings: Settings, *, effort: str | None = None) -> Oracle:
-    """The real oracle for one single-model token (its backend imported on first use).
+def build_oracle(token: str, settings: Settings, *, effort: str | None = None,
+                 resources: Resources | None = None) -> Oracle:
+    """The real oracle for one single-model token (its backend imported on first use), on the App's
+    ``resources`` (standalone without them).
 
     A prefixed token's model id is put in the provider's form first (``ollama:minimax-m3`` asks
     ``minimax-m3:cloud``).
@@ -267,27 +273,28 @@ def build_oracle(token: str, settings: Settings, *, effort: str | None = None) -
     named = find_token(name)
     if named is not None:
         backend, canonical_token = named
-        return backend.oracle(settings, token=canonical_token, effort=effort)
+        return backend.oracle(settings, token=canonical_token, effort=effort, resources=resources)
     head, _, model = name.partition(":")
     backend = prefixed_backend(head)
     if backend is None:  # unregistered between parsing and building
         raise BadArgs(f"unknown model token {token!r}; {known_tokens_text()}")
     chosen = backend.normalize_model(model) if backend.normalize_model else model
-    return backend.oracle(settings, token=name, model=chosen, effort=effort)
+    return backend.oracle(settings, token=name, model=chosen, effort=effort, resources=resources)
 
 
 def backend_oracle(name: str, settings: Settings, *, model: str | None = None,
-                   effort: str | None = None) -> Oracle:
+                   effort: str | None = None, resources: Resources | None = None) -> Oracle:
     """The oracle a single-model tool asks: backend ``name`` with ``model`` exactly as given (its
-    configured default when ``None``) and ``effort``."""
-    return get_backend(name).oracle(settings, model=model, effort=effort)
+    configured default when ``None``) and ``effort``, on the App's ``resources``."""
+    return get_backend(name).oracle(settings, model=model, effort=effort, resources=resources)
 
 
-def default_resolver(settings: Settings, *, effort: str | None = None) -> Resolver:
-    """A resolver that builds real oracles from ``settings``."""
+def default_resolver(settings: Settings, *, effort: str | None = None,
+                     resources: Resources | None = None) -> Resolver:
+    """A resolver that builds real oracles from ``settings`` on the App's ``resources``."""
 
     def resolve(token: str) -> Oracle:
-        return build_oracle(token, settings, effort=effort)
+        return build_oracle(token, settings, effort=effort, resources=resources)
 
     return resolve
 

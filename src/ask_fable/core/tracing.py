@@ -3,20 +3,30 @@
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
+
+from ask_fable.clock import SYSTEM_CLOCK, Clock
 
 
 @dataclass
 class TraceRecorder:
-    """Collects ``(t_ms, name, attrs)`` events in order; attrs are metadata, never content."""
+    """Collects ``(t_ms, name, attrs)`` events in order; attrs are metadata, never content.
+
+    Times come from ``clock`` (the App's): ``wall_start`` is when the call began, ``t_ms`` counts
+    from then on the monotonic clock.
+    """
 
     trace_id: str
-    started: float = field(default_factory=time.monotonic)
-    wall_start: float = field(default_factory=time.time)
+    clock: Clock = SYSTEM_CLOCK
+    started: float = field(init=False)
+    wall_start: float = field(init=False)
     events: list[dict[str, Any]] = field(default_factory=list)
     content: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.started = self.clock.monotonic()
+        self.wall_start = self.clock.now()
 
     def event(self, name: str, **attrs: Any) -> None:
         """Append an event stamped with milliseconds since the call began."""
@@ -25,7 +35,7 @@ class TraceRecorder:
 
     def elapsed_ms(self) -> int:
         """Milliseconds since the call began."""
-        return int((time.monotonic() - self.started) * 1000)
+        return int((self.clock.monotonic() - self.started) * 1000)
 
     def capture(self, key: str, value: Any) -> None:
         """Keep content for a full-mode bundle (only written when trace_mode is full)."""

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
     ATTEMPTED,
@@ -131,10 +131,11 @@ def _rows(rec_id: int, ident: str, record: AuditRecord) -> tuple[tuple[Any, ...]
 class AuditIndex:
     """The summary index of one :class:`AuditLog` (default file: ``<stem>.index.db`` beside it)."""
 
-    def __init__(self, log: AuditLog, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, log: AuditLog, path: str | os.PathLike[str] | None = None, *,
+                 connections: Connections | None = None) -> None:
         self.log = log
         self.path = Path(path) if path else log.path.with_name(f"{log.path.stem}.index.db")
-        self.db = Database(self.path, MIGRATIONS)
+        self.db = Database(self.path, MIGRATIONS, connections=connections)
 
     def refresh(self) -> int:
         """Index whatever was appended since the last refresh; returns records added."""

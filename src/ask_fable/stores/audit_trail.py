@@ -8,18 +8,27 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.stores.audit import AuditLog, audit_log_for
 from ask_fable.stores.audit_index import AuditIndex
+from ask_fable.stores.db import Connections
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import validate
 from ask_fable.stores.views import StatsReport
 
 
 class AuditTrail:
-    """Appends records to an :class:`AuditLog` and answers ``stats`` through its summary index."""
+    """Appends records to an :class:`AuditLog` and answers ``stats`` through its summary index.
 
-    def __init__(self, log: AuditLog) -> None:
+    The stats window ends at ``clock``'s now unless a call names another; the index is read on the
+    App's SQLite ``connections`` when given.
+    """
+
+    def __init__(self, log: AuditLog, *, clock: Clock = SYSTEM_CLOCK,
+                 connections: Connections | None = None) -> None:
         self.log = log
+        self._clock = clock
+        self._connections = connections
 
     def append(self, record: AuditRecord) -> None:
         """Write ``record`` as one line of the log (redacted, rotated as configured)."""
@@ -43,8 +52,9 @@ class AuditTrail:
         throwaway one is built for this call instead. Arguments are validated first.
         """
         validate(window, by)
+        now = self._clock.now() if now is None else now
         try:
-            index = AuditIndex(self.log)
+            index = AuditIndex(self.log, connections=self._connections)
             index.refresh()
             return index.stats(window=window, by=by, model=model, session=session, now=now)
         except (sqlite3.Error, OSError):
@@ -57,6 +67,8 @@ class AuditTrail:
                     index.db.close()
 
 
-def audit_trail_for(settings: Any) -> AuditTrail:
-    """The audit trail configured by ``settings`` (path, rotation size, backups, secrets)."""
-    return AuditTrail(audit_log_for(settings))
+def audit_trail_for(settings: Any, *, clock: Clock = SYSTEM_CLOCK,
+                    connections: Connections | None = None) -> AuditTrail:
+    """The audit trail configured by ``settings`` (path, rotation size, backups, secrets), on the
+    App's clock and SQLite connections when given."""
+    return AuditTrail(audit_log_for(settings), clock=clock, connections=connections)

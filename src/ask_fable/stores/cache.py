@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from typing import Any
 
-from ask_fable.stores.db import Database
+from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.views import CachedAnswer
 
@@ -77,8 +77,11 @@ class AnswerCache:
         *,
         secrets: SecretSource = (),
         sweep_every: int = SWEEP_EVERY,
+        clock: Clock = SYSTEM_CLOCK,
+        connections: Connections | None = None,
     ) -> None:
-        self.db = Database(path, MIGRATIONS)
+        self.db = Database(path, MIGRATIONS, connections=connections)
+        self._clock = clock
         self.ttl = float(ttl)
         self.max_rows = int(max_rows)
         self.sweep_every = max(1, int(sweep_every))
@@ -92,7 +95,7 @@ class AnswerCache:
             row = conn.execute("SELECT payload, created_at FROM cache WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        age = max(0.0, time.time() - float(row["created_at"]))
+        age = max(0.0, self._clock.now() - float(row["created_at"]))
         if age >= self.ttl:
             return None
         try:
@@ -104,7 +107,7 @@ class AnswerCache:
     def put(self, key: str, tool: str, payload: dict[str, Any]) -> None:
         """Store ``payload`` under ``key`` (redacted); may run the periodic sweep."""
         text = json.dumps(redact_obj(payload, self._secrets), ensure_ascii=False, default=str)
-        now = time.time()
+        now = self._clock.now()
         with self.db.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO cache (key, tool, payload, created_at) VALUES (?, ?, ?, ?)",
@@ -116,7 +119,7 @@ class AnswerCache:
     def sweep(self) -> int:
         """Delete expired rows and trim to 90% of the cap now; returns rows deleted."""
         with self.db.write() as conn:
-            return self._sweep(conn, time.time())
+            return self._sweep(conn, self._clock.now())
 
     def _sweep(self, conn: Any, now: float) -> int:
         deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount
@@ -135,6 +138,8 @@ class AnswerCache:
             return int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
 
 
-def answer_cache_for(settings: Any) -> AnswerCache:
-    """The answer cache configured by ``settings``."""
-    return AnswerCache(settings.cache_db, settings.cache_ttl, settings.cache_max_rows, secrets=settings)
+def answer_cache_for(settings: Any, *, clock: Clock = SYSTEM_CLOCK,
+                     connections: Connections | None = None) -> AnswerCache:
+    """The answer cache configured by ``settings`` (on the App's clock and connections when given)."""
+    return AnswerCache(settings.cache_db, settings.cache_ttl, settings.cache_max_rows, secrets=settings,
+                       clock=clock, connections=connections)

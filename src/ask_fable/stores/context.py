@@ -12,7 +12,7 @@ import time
 from typing import cast
 
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.redact import SecretSource, redact, secret_list
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
 
@@ -49,8 +49,9 @@ def validate_key(key: object) -> str:
 class ContextStore:
     """Key → text store over SQLite (``settings.context_db``): the ``ContextBus``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, secrets: SecretSource = ()) -> None:
-        self.db = Database(path, MIGRATIONS)
+    def __init__(self, path: str | os.PathLike[str], *, secrets: SecretSource = (),
+                 connections: Connections | None = None) -> None:
+        self.db = Database(path, MIGRATIONS, connections=connections)
         self._secrets = secret_list(secrets)
 
     def write(self, key: str, value: str, description: str = "") -> ContextMeta:

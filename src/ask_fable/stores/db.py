@@ -1,11 +1,13 @@
 """SQLite with the settings every store needs: WAL, a busy timeout, numbered migrations, retries.
 
-Connections are per thread and per process: each thread keeps one connection per database file
-(re-opened if the file is replaced, dropped after a fork), so a ``Database`` object is safe to
-share across threads and server processes. Reusing connections matters: closing the last
-connection to a WAL database checkpoints and deletes the WAL, which made every short-lived
-connection cost milliseconds of disk syncs. Do not nest ``read()``/``write()`` of the same
-file on one thread (they share the thread's connection).
+Connections are per thread and per process: a :class:`Connections` pool keeps one connection per
+thread and database file (re-opened if the file is replaced, dropped after a fork), so a
+``Database`` object is safe to share across threads and server processes. The App hands one pool
+to all its stores and closes it when it ends; a ``Database`` given none keeps its own, closed by
+:meth:`Database.close`. Reusing connections matters: closing the last connection to a WAL
+database checkpoints and deletes the WAL, which made every short-lived connection cost
+milliseconds of disk syncs. Do not nest ``read()``/``write()`` of the same file on one thread
+(they share the thread's connection).
 
 Writes run inside ``BEGIN IMMEDIATE``: a deferred transaction that reads then writes gets
 "database is locked" at once under contention, whatever the busy timeout. Taking the write
@@ -33,11 +35,8 @@ from ask_fable.stores.files import FILE_MODE, ensure_private_dir
 
 T = TypeVar("T")
 
-_local = threading.local()
 #: Connections one thread keeps open (least recently used beyond this are closed).
 MAX_THREAD_CONNECTIONS = 16
-_ready: set[tuple[str, int, int]] = set()
-_ready_lock = threading.Lock()
 
 BUSY_TIMEOUT_MS = 5_000
 #: Upper bound on the whole wait for the write lock, busy timeout rounds included.
@@ -70,6 +69,82 @@ def split_statements(script: str) -> list[str]:
     return statements
 
 
+class Connections:
+    """Per-thread SQLite connections, by file, and which files have their migrations applied.
+
+    Each thread keeps up to :data:`MAX_THREAD_CONNECTIONS` connections (least recently used
+    beyond that are closed). :meth:`close` closes every connection any thread opened; the pool
+    stays usable and reopens on next use.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        # Every connection opened, from any thread, so close() can reach them all.
+        self._opened: set[sqlite3.Connection] = set()
+        self._ready: set[tuple[str, int, int]] = set()
+        # Held while a file's migrations run (which may drop a connection, taking _lock).
+        self._ready_lock = threading.Lock()
+        self._generation = 0
+
+    def thread_map(self) -> OrderedDict[str, tuple[sqlite3.Connection, int]]:
+        """This thread's connections by file key, with the inode each was opened on."""
+        local = self._local
+        current = (os.getpid(), self._generation)
+        if getattr(local, "owner", None) != current:
+            # After a fork, inherited connections must be abandoned, never used or closed; after
+            # close() they are gone.
+            local.owner = current
+            local.conns = OrderedDict()
+        conns: OrderedDict[str, tuple[sqlite3.Connection, int]] = local.conns
+        return conns
+
+    def track(self, conn: sqlite3.Connection) -> None:
+        """Remember ``conn`` so :meth:`close` closes it."""
+        with self._lock:
+            self._opened.add(conn)
+
+    def drop(self, conn: sqlite3.Connection) -> None:
+        """Close ``conn`` and stop tracking it."""
+        with self._lock:
+            self._opened.discard(conn)
+        with suppress(sqlite3.Error):
+            conn.close()
+
+    def is_ready(self, marker: tuple[str, int, int]) -> bool:
+        """Whether the file (key, inode, migration count) was prepared through this pool."""
+        return marker in self._ready
+
+    @contextmanager
+    def preparing(self) -> Iterator[set[tuple[str, int, int]]]:
+        """The set of prepared files, held under the pool's migration lock."""
+        with self._ready_lock:
+            yield self._ready
+
+    def forget_ready(self, key: str) -> None:
+        """Forget that ``key``'s file was prepared (it was replaced)."""
+        with self._ready_lock:
+            for marker in [m for m in self._ready if m[0] == key]:
+                self._ready.discard(marker)
+
+    @property
+    def open_count(self) -> int:
+        """Connections open now, across threads."""
+        with self._lock:
+            return len(self._opened)
+
+    def close(self) -> None:
+        """Close every connection opened through this pool, in any thread."""
+        with self._lock:
+            opened, self._opened = self._opened, set()
+            self._generation += 1
+        with self._ready_lock:
+            self._ready.clear()
+        for conn in opened:
+            with suppress(sqlite3.Error):
+                conn.close()
+
+
 class Database:
     """One SQLite file: private permissions, WAL, migrations applied on open, retried writes."""
 
@@ -81,8 +156,12 @@ class Database:
         busy_timeout_ms: int = BUSY_TIMEOUT_MS,
         lock_wait_s: float = LOCK_WAIT_S,
         synchronous: str = "NORMAL",
+        connections: Connections | None = None,
     ) -> None:
         self.path = Path(os.path.abspath(Path(path).expanduser()))
+        # The App's pool when given; otherwise this database owns its connections.
+        self._owns_pool = connections is None
+        self._pool = connections if connections is not None else Connections()
         self.migrations = list(migrations)
         self._busy_timeout_ms = busy_timeout_ms
         self._lock_wait_s = lock_wait_s
@@ -118,11 +197,8 @@ class Database:
 
     def _connection(self) -> sqlite3.Connection:
         """This thread's connection to the file, opened (and the schema migrated) on first use."""
-        if getattr(_local, "pid", None) != os.getpid():
-            # After a fork, inherited connections must be abandoned, never used or closed.
-            _local.pid = os.getpid()
-            _local.conns = OrderedDict()
-        conns: OrderedDict[str, tuple[sqlite3.Connection, int]] = _local.conns
+        pool = self._pool
+        conns = pool.thread_map()
         try:
             inode = os.stat(self.path).st_ino
         except FileNotFoundError:
@@ -134,48 +210,48 @@ class Database:
         else:
             if cached is not None:
                 conns.pop(self._key, None)
-                cached[0].close()
+                pool.drop(cached[0])
                 # Closing may free the old inode for a new file at this path: forget its schema.
                 self._forget_ready()
             conn = self._retry(self._raw_connect)
+            pool.track(conn)
             inode = os.stat(self.path).st_ino
             conns[self._key] = (conn, inode)
             if len(conns) > MAX_THREAD_CONNECTIONS:
                 idle = [k for k, (c, _i) in conns.items() if not c.in_transaction and k != self._key]
                 for key in idle[: len(conns) - MAX_THREAD_CONNECTIONS]:
-                    with suppress(sqlite3.Error):
-                        conns.pop(key)[0].close()
+                    pool.drop(conns.pop(key)[0])
         marker = (self._key, inode, len(self.migrations))
-        if marker not in _ready:
-            with _ready_lock:
-                if marker not in _ready:
+        if not pool.is_ready(marker):
+            with pool.preparing() as ready:
+                if marker not in ready:
                     try:
                         self._retry(lambda: self._prepare(conn))
                     except BaseException:
                         self._discard(conn)
                         raise
-                    _ready.add(marker)
+                    ready.add(marker)
         return conn
 
     def _forget_ready(self) -> None:
-        with _ready_lock:
-            for marker in [m for m in _ready if m[0] == self._key]:
-                _ready.discard(marker)
+        self._pool.forget_ready(self._key)
 
     def _discard(self, conn: sqlite3.Connection) -> None:
         """Forget a connection left in an unknown state."""
-        conns = getattr(_local, "conns", {})
+        conns = self._pool.thread_map()
         cached = conns.get(self._key)
         if cached is not None and cached[0] is conn:
             conns.pop(self._key, None)
-        with suppress(sqlite3.Error):
-            conn.close()
+        self._pool.drop(conn)
 
     def close(self) -> None:
-        """Close this thread's connection to the file (others close when their thread ends)."""
-        conns = getattr(_local, "conns", {})
-        if getattr(_local, "pid", None) == os.getpid() and self._key in conns:
-            conns.pop(self._key)[0].close()
+        """Close this database's connections: every thread's when it owns them, else this thread's."""
+        if self._owns_pool:
+            self._pool.close()
+            return
+        conns = self._pool.thread_map()
+        if self._key in conns:
+            self._pool.drop(conns.pop(self._key)[0])
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         """Switch to WAL and apply pending migrations in one transaction."""

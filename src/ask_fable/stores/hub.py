@@ -7,11 +7,11 @@ Every server process mirrors its successful turns here; ``session_list`` / ``ses
 
 from __future__ import annotations
 
-import time
 from typing import Any, cast
 
+from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import HubTurn
 from ask_fable.stores.redact import redact, secret_list
 from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
@@ -58,9 +58,11 @@ MIGRATIONS = [
 class SessionHub:
     """The ``HubStore`` over SQLite at ``settings.hub_db``; writes are no-ops when ``settings.hub`` is off."""
 
-    def __init__(self, settings: Any, *, sweep_every: int = SWEEP_EVERY) -> None:
+    def __init__(self, settings: Any, *, sweep_every: int = SWEEP_EVERY, clock: Clock = SYSTEM_CLOCK,
+                 connections: Connections | None = None) -> None:
         self.settings = settings
-        self.db = Database(settings.hub_db, MIGRATIONS)
+        self.db = Database(settings.hub_db, MIGRATIONS, connections=connections)
+        self._clock = clock
         self.sweep_every = max(1, int(sweep_every))
         self._secrets = secret_list(settings)
 
@@ -79,7 +81,7 @@ class SessionHub:
         session_key, agent_id, project = (
             redact(v, self._secrets) for v in (turn.session_key, turn.agent_id, turn.project)
         )
-        now = time.time()
+        now = self._clock.now()
         with self.db.write() as conn:
             conn.execute(
                 "INSERT INTO turns (session_key, agent_id, project, oracle, status, question, answer, "
@@ -122,7 +124,7 @@ class SessionHub:
 
         ``project=None`` spans every project; ``active_only`` hides stale heartbeats.
         """
-        now = time.time()
+        now = self._clock.now()
         stale_after = float(self.settings.hub_stale_seconds)
         preview = int(self.settings.hub_preview_chars)
         where: list[str] = []
@@ -170,7 +172,7 @@ class SessionHub:
 
         Session counts come from the heartbeat rows and are not limited to the window.
         """
-        now = time.time()
+        now = self._clock.now()
         where: list[str] = []
         params: list[Any] = []
         if project is not None:

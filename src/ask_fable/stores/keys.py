@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import ApiKey
 
 SCOPES: tuple[str, ...] = ("read", "write")
@@ -80,8 +80,8 @@ _COLUMNS = "id, name, scope, prefix, created_at, last_used_at, revoked_at"
 class KeyStore:
     """The API key table in its own SQLite file (``settings.keys_db``): the ``ApiKeyStore``."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.db = Database(path, MIGRATIONS)
+    def __init__(self, path: str | os.PathLike[str], *, connections: Connections | None = None) -> None:
+        self.db = Database(path, MIGRATIONS, connections=connections)
         self._touched: dict[int, float] = {}
 
     def create(self, name: str, scope: str) -> tuple[ApiKey, str]:

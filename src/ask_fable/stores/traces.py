@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.files import atomic_write_bytes
 from ask_fable.stores.records import TraceBundle, TraceRecord
 from ask_fable.stores.redact import redact, redact_obj, secret_list
@@ -78,9 +78,9 @@ class TraceStore:
     The ``TraceRecordStore`` of the embedded setup.
     """
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Any, *, connections: Connections | None = None) -> None:
         self.settings = settings
-        self.db = Database(settings.traces_db, MIGRATIONS)
+        self.db = Database(settings.traces_db, MIGRATIONS, connections=connections)
         self.bundle_dir = Path(settings.traces_dir)
         self._secrets = secret_list(settings)
 

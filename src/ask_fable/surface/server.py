@@ -191,7 +191,7 @@ class AskFableServer(MCPServer[Any]):
         The result carries a ``trace_id`` and, when a setting it read could not be used as
         written, ``warnings`` naming each problem and its fallback.
         """
-        trace = TraceRecorder(new_trace_id())
+        trace = TraceRecorder(new_trace_id(), self.app.clock)
         spec = self.specs.get(name)
         with tracking_reads() as reads:
             if spec is None:

@@ -65,7 +65,8 @@ async def run_single_tool(
 
     preset = effort if effort in get_args(Effort) else None
     try:
-        oracle: Oracle | None = backend_oracle(backend, ctx.settings, model=model, effort=effort)
+        oracle: Oracle | None = backend_oracle(backend, ctx.settings, model=model, effort=effort,
+                                               resources=ctx.app.resources)
         failure: AskFableError | None = None
     except AskFableError as exc:
         oracle, failure = None, exc

@@ -132,7 +132,8 @@ async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> d
     from ask_fable.backends import catalogs
 
     listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
-    result = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit)
+    result = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit,
+                           resources=ctx.app.resources)
     if args.interactive:
         selection = await _offer_picker(ctx, result["picker"])
         if selection is not None:
@@ -154,7 +155,7 @@ async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[
     """Cloud catalog, locally pulled models and the configured Ollama council."""
     from ask_fable.backends import catalogs
 
-    return await catalogs.list_ollama_models(ctx.settings, refresh=args.refresh)
+    return await catalogs.list_ollama_models(ctx.settings, refresh=args.refresh, resources=ctx.app.resources)
 
 
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],

@@ -177,7 +177,7 @@ async def _council(
     from ask_fable.core.tokens import default_resolver
 
     ladder = synth_ladder(synthesizer)
-    resolver = default_resolver(ctx.settings, effort=effort)
+    resolver = default_resolver(ctx.settings, effort=effort, resources=ctx.app.resources)
     call = Call(tool=tool, question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="council", cache_models=members,
                 cache_extra={"synthesizer": ladder, "effort": effort})
@@ -208,7 +208,7 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     if given is None:
         given = _given(args.pipeline, "pipeline")
     stages = parse_pipeline(DEFAULT_PIPELINE if given is None else given)
-    resolver = default_resolver(ctx.settings)
+    resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="chain", cache_models=stages)
     return await ctx.run(call, lambda q, c, m: run_chain(q, c, stages, m, resolver=resolver))
@@ -220,7 +220,7 @@ async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.tokens import default_resolver, single_token
 
     roles = {role: single_token(getattr(args, role)) for role in ("proposer", "opponent", "adjudicator")}
-    resolver = default_resolver(ctx.settings)
+    resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
     call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="debate")
     return await ctx.run(
@@ -249,7 +249,8 @@ async def _featured(provider: str, ctx: ToolContext) -> tuple[list[str], str | N
 
     listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
     try:
-        result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT, max_age=catalogs.CACHE_TTL)
+        result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT, max_age=catalogs.CACHE_TTL,
+                               resources=ctx.app.resources)
     except AskFableError as exc:
         why = f"the {provider} model catalog could not be reached ({exc.kind})"
     else:

@@ -1,0 +1,123 @@
+"""What one App opens for its backends and stores, and closes when it ends.
+
+The server's lifespan owns one :class:`Resources` (through its ``App``) and hands it to everything
+that needs it: HTTP oracles and catalogs take their pooled client, retry policy and reply bound
+from it, CLI oracles and the Claude routes their per-binary gates, the Claude routes the chosen
+Claude Code CLI, catalog look-ups the catalog cache, SQLite stores their per-thread connections,
+and the breaker, caches, stats and traces the clock. :meth:`Resources.aclose` closes what holds
+sockets or file handles. Nothing here is opened at import time, and each piece is made on first
+use, so a server that never calls a model opens nothing.
+
+Code running outside an App (a test, a one-off listing) gets :meth:`Resources.standalone`: no
+pooled client, so nothing is left open when it is done.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from ask_fable.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ask_fable.backends.catalogs import CatalogCache
+    from ask_fable.backends.claude_sdk import ClaudeCliChoice
+    from ask_fable.backends.http_client import HttpClients, RetryPolicy
+    from ask_fable.backends.subprocess_runner import ProcessGates
+    from ask_fable.stores.db import Connections
+
+
+class Resources:
+    """The App's clients, gates, caches, connections, clock and retry policies.
+
+    ``retry`` is the policy of model calls, ``catalog_retry`` the one of catalog listings (one
+    quick retry: a listing is interactive); ``max_reply_bytes`` bounds one HTTP reply body.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock = SYSTEM_CLOCK,
+        retry: RetryPolicy | None = None,
+        catalog_retry: RetryPolicy | None = None,
+        max_reply_bytes: int | None = None,
+        pooled: bool = True,
+    ) -> None:
+        from ask_fable.backends.http_client import DEFAULT_RETRY, MAX_REPLY_BYTES
+
+        self.clock = clock
+        self.retry = retry or DEFAULT_RETRY
+        self._catalog_retry = catalog_retry
+        self.max_reply_bytes = max_reply_bytes or MAX_REPLY_BYTES
+        self._pooled = pooled
+        self._lock = threading.Lock()
+        self._parts: dict[str, Any] = {}
+
+    @classmethod
+    def standalone(cls) -> Resources:
+        """Resources for code running outside an App: a private HTTP client per call, nothing to close."""
+        return cls(pooled=False)
+
+    def _part(self, name: str, factory: Any) -> Any:
+        with self._lock:
+            part = self._parts.get(name)
+            if part is None:
+                part = self._parts[name] = factory()
+            return part
+
+    @property
+    def catalog_retry(self) -> RetryPolicy:
+        """The retry policy of catalog listings."""
+        if self._catalog_retry is None:
+            from ask_fable.backends.catalogs import CATALOG_RETRY
+
+            return CATALOG_RETRY
+        return self._catalog_retry
+
+    @property
+    def http(self) -> HttpClients:
+        """The pooled HTTP clients (one per event loop)."""
+        from ask_fable.backends.http_client import HttpClients
+
+        return self._part("http", lambda: HttpClients(pooled=self._pooled))
+
+    @property
+    def gates(self) -> ProcessGates:
+        """The per-binary concurrency gates of CLI processes."""
+        from ask_fable.backends.subprocess_runner import ProcessGates
+
+        return self._part("gates", ProcessGates)
+
+    @property
+    def catalogs(self) -> CatalogCache:
+        """Catalogs fetched recently, by URL."""
+        from ask_fable.backends.catalogs import CatalogCache
+
+        return self._part("catalogs", lambda: CatalogCache(self.clock))
+
+    @property
+    def claude_cli(self) -> ClaudeCliChoice:
+        """Which Claude Code CLI runs (chosen once per bundled / PATH pair)."""
+        from ask_fable.backends.claude_sdk import ClaudeCliChoice
+
+        return self._part("claude_cli", ClaudeCliChoice)
+
+    @property
+    def connections(self) -> Connections:
+        """The SQLite connections the App's stores share (one per thread and file)."""
+        from ask_fable.stores.db import Connections
+
+        return self._part("connections", Connections)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients and the SQLite connections (caches, gates and choices hold nothing
+        open and are kept). The resources stay usable: a client or connection needed again is
+        reopened on first use.
+        """
+        with self._lock:
+            http = self._parts.get("http")
+            connections = self._parts.get("connections")
+        if http is not None:
+            await http.aclose()
+        if connections is not None:
+            connections.close()
