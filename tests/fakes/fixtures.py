@@ -7,7 +7,6 @@ Import what you need into a conftest or test module::
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,11 +24,9 @@ def fake_provider() -> Iterator[FakeProvider]:
 
 def bundled_claude_cli() -> Path | None:
     """Path of the Claude Code CLI shipped inside claude-agent-sdk, or ``None`` when absent."""
-    spec = importlib.util.find_spec("claude_agent_sdk")
-    if spec is None or spec.origin is None:
-        return None
-    cli = Path(spec.origin).parent / "_bundled" / "claude"
-    return cli if cli.is_file() else None
+    from ask_fable.backends.agent_sdk import bundled_cli
+
+    return bundled_cli()
 
 
 def claude_cli_env(base_url: str, home: Path, api_key: str = "dummy") -> dict[str, str]:
