@@ -15,7 +15,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn, TypedDict
 
 from ask_fable import __version__
 
@@ -44,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _HelpFormatter)
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> Any:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n")
 
@@ -355,7 +355,7 @@ def _setup_options(args: argparse.Namespace, client: str) -> dict[str, Any]:
 def _install_report(result: Any) -> list[str]:
     """What ``init`` tells the user it did (an ``InstallResult``), one line each; field names only,
     never values, except the kept server options, which pass through redaction."""
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     where = f"{result.path} (a link: wrote {result.target})" if result.target != result.path else str(
         result.path)
@@ -437,6 +437,16 @@ def doctor_command(args: argparse.Namespace) -> int:
     return 0
 
 
+class ToolRow(TypedDict):
+    """One row of ``ask-fable tools``."""
+
+    name: str
+    family: str
+    command: str
+    read_only: bool
+    default: bool
+
+
 def tools_command(args: argparse.Namespace) -> int:
     """``tools``: the tool table with families and the toolsets that include them."""
     from ask_fable.surface.human_cli import command_paths
@@ -445,7 +455,7 @@ def tools_command(args: argparse.Namespace) -> int:
 
     specs = all_tools()
     paths = command_paths(specs)
-    rows = [{"name": s.name, "family": s.family, "command": " ".join(paths[s.name]),
+    rows: list[ToolRow] = [{"name": s.name, "family": s.family, "command": " ".join(paths[s.name]),
              "read_only": s.read_only, "default": s.family in DEFAULT_FAMILIES} for s in specs]
     if args.json:
         print(json.dumps(rows, indent=2))

@@ -579,7 +579,7 @@ def update_config_file(updates: dict[str, Any]) -> Path:
     import fcntl
 
     from ask_fable.errors import BadArgs
-    from ask_fable.stores.files import atomic_write_text, ensure_private_dir
+    from ask_fable.files import atomic_write_text, ensure_private_dir
 
     path = config_file_path()
     ensure_private_dir(path.parent)

@@ -14,8 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ask_fable.backends.base import Usage
-from ask_fable.core.sidecar import Confidence, Recommendation, Sidecar
+from ask_fable.values import Confidence, Recommendation, Sidecar, Usage
 
 Status = Literal["ok", "refused", "error", "needs_context", "context_exhausted"]
 

@@ -8,13 +8,14 @@ from typing import Any
 import anyio
 import pytest
 
-from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply, Usage
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call, Pipeline
 from ask_fable.errors import AskFableError, NotConfigured, UpstreamError
+from ask_fable.values import Usage
 
 SIDE = '\n```sidecar\n{{"recommendation": "{rec}", "confidence": "high", "needs_context": {needs}}}\n```'
 

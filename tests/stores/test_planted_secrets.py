@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from ask_fable.config import load_settings
+from ask_fable.redact import redact
 from ask_fable.stores.answers import save_answer, save_transcript
 from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceEvent, TraceRecord
-from ask_fable.stores.redact import redact
 from ask_fable.stores.traces import TraceStore, new_trace_id
 
 SHAPED = "sk-ant-api03-PLANTEDplantedPLANTED0123456789abcdefXYZ"

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.values import Usage
+
 Effort = Literal["quick", "standard", "deep"]
 
 
@@ -26,17 +28,6 @@ class OracleRequest(BaseModel):
     timeout: float = Field(gt=0, description="seconds this call may take, queueing included")
     effort: Effort | None = None
     max_tokens: int | None = None
-
-
-class Usage(BaseModel):
-    """Token usage and cost as the provider reported them (absent fields were not reported)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    cost_usd: float | None = None
 
 
 class Reply(BaseModel):

@@ -15,7 +15,8 @@ pooled client, so nothing is left open when it is done.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ask_fable.backends.http_client import HttpClients, RetryPolicy
     from ask_fable.backends.subprocess_runner import ProcessGates
     from ask_fable.stores.db import Connections
+
+_Part = TypeVar("_Part")
 
 
 class Resources:
@@ -51,19 +54,20 @@ class Resources:
         self.max_reply_bytes = max_reply_bytes or MAX_REPLY_BYTES
         self._pooled = pooled
         self._lock = threading.Lock()
-        self._parts: dict[str, Any] = {}
+        self._parts: dict[str, object] = {}
 
     @classmethod
     def standalone(cls) -> Resources:
         """Resources for code running outside an App: a private HTTP client per call, nothing to close."""
         return cls(pooled=False)
 
-    def _part(self, name: str, factory: Any) -> Any:
+    def _part(self, name: str, factory: Callable[[], _Part]) -> _Part:
         with self._lock:
             part = self._parts.get(name)
             if part is None:
                 part = self._parts[name] = factory()
-            return part
+            # Each name is made by one property's factory, so it holds that factory's type.
+            return cast(_Part, part)
 
     @property
     def catalog_retry(self) -> RetryPolicy:
@@ -115,8 +119,8 @@ class Resources:
         reopened on first use.
         """
         with self._lock:
-            http = self._parts.get("http")
-            connections = self._parts.get("connections")
+            http = cast("HttpClients | None", self._parts.get("http"))
+            connections = cast("Connections | None", self._parts.get("connections"))
         if http is not None:
             await http.aclose()
         if connections is not None:

@@ -438,7 +438,8 @@ async def open_session_process(
     """
     resolved = _resolve(argv, env)
     with anyio.CancelScope(shield=True):
-        return SessionProcess(await _spawn(resolved, argv, stdin_pipe=True, env=env, cwd=cwd))
+        process = await _spawn(resolved, argv, stdin_pipe=True, env=env, cwd=cwd)
+    return SessionProcess(process)
 
 
 #: Session processes not ended yet (held even when their owner was dropped without ending them).

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ask_fable.core.modes.base import MemberOutcome, ModeOutcome
 from ask_fable.core.tracing import TraceRecorder
+from ask_fable.redact import redact
 from ask_fable.stores.recorders import CallRecords
 from ask_fable.stores.records import (
     AuditRecord,
@@ -21,7 +22,6 @@ from ask_fable.stores.records import (
     TraceBundle,
     TraceRecord,
 )
-from ask_fable.stores.redact import redact
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -52,7 +52,8 @@ class FinishedCall:
     @property
     def status(self) -> str:
         """The result's status (``error`` when it has none)."""
-        return self.result.get("status", "error")
+        status = self.result.get("status")
+        return status if isinstance(status, str) else "error"
 
     @property
     def answered(self) -> bool:
@@ -70,12 +71,19 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
+class RawContent(TypedDict, total=False):
+    """The raw text an audit line keeps when the operator opted in."""
+
+    question: str
+    context_raw: str
+
+
 def audit_record(done: FinishedCall, settings: Settings) -> AuditRecord:
     """The call's audit line: hashes of the question and context, raw text only when opted in."""
     call, result, outcome = done.call, done.result, done.outcome
     members = [m.audit_record() for m in done.members]
     provider = outcome.provider if outcome else (members[-1].provider if members else None)
-    raw: dict[str, str] = {}
+    raw: RawContent = {}
     if settings.audit_raw:
         raw["question"] = redact(call.question, settings.secret_values())
     if settings.audit_raw_context_effective:

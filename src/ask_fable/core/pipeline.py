@@ -20,13 +20,14 @@ from ask_fable.core import guard
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
-from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
+from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
+from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.recorders import write_call_records
-from ask_fable.stores.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.values import Sidecar
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 
@@ -116,7 +117,7 @@ class Pipeline:
             context_len=len(call.context),
         )
         # Completed once context_ref is resolved: context_len is what the model is given.
-        request = trace.events[-1]["attrs"]
+        request = trace.events[-1].attrs
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
         result: dict[str, Any]
         outcome: ModeOutcome | None = None

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ask_fable.stores.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable.redact import redact, secret_list
 from ask_fable.stores.records import SavedAnswer, Transcript
-from ask_fable.stores.redact import redact, secret_list
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"

@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ask_fable.stores.files import FILE_MODE, ensure_private_dir
-from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
+from ask_fable.files import FILE_MODE, ensure_private_dir
+from ask_fable.redact import SecretSource, redact_obj, secret_list
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 #: Rotated segments may hold records stamped slightly after the rotation time (clock skew

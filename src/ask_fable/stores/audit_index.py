@@ -224,7 +224,8 @@ class AuditIndex:
         """
         validate(window, by)
         since = window_start(window, now)
-        where, params = ["1"], []
+        where: list[str] = ["1"]
+        params: list[float | str] = []
         if since is not None:
             where.append("r.ts >= ?")
             params.append(since)

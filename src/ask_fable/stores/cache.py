@@ -14,8 +14,8 @@ import os
 from typing import Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.views import CachedAnswer
 
 SWEEP_EVERY = 100

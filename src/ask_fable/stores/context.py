@@ -6,14 +6,15 @@ Values are redacted before they are stored, so a key pasted by accident never re
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import os
 import time
 from typing import cast
 
 from ask_fable.errors import BadArgs
+from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.redact import SecretSource, redact, secret_list
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
 
 MAX_KEY_CHARS = 200
@@ -98,7 +99,7 @@ class ContextStore:
             out.append(data)
         return out
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         """Every stored key."""
         with self.db.read() as conn:
             return [r[0] for r in conn.execute("SELECT key FROM context ORDER BY key")]
@@ -109,7 +110,7 @@ class ContextStore:
         with self.db.write() as conn:
             return conn.execute("DELETE FROM context WHERE key = ?", (key,)).rowcount > 0
 
-    def resolve(self, keys: list[str]) -> ResolvedContext:
+    def resolve(self, keys: builtins.list[str]) -> ResolvedContext:
         """Join the values of ``keys`` (each under a header) → ``(text, resolved, missing)``.
 
         Duplicate keys are used once; order is preserved.
@@ -128,13 +129,13 @@ class ContextStore:
         text = "\n\n".join(f"### context: {k}\n{found[k]}" for k in resolved)
         return ResolvedContext(text, resolved, missing)
 
-    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
+    def suggest(self, missing: builtins.list[str], limit: int = 5) -> builtins.list[str]:
         """Stored keys that look like the ``missing`` ones (did-you-mean), best first."""
         stored = self.keys()
         if not stored:
             return []
         folded = {k.casefold(): k for k in stored}
-        out: list[str] = []
+        out: builtins.list[str] = []
         for want in missing:
             if not isinstance(want, str):
                 continue

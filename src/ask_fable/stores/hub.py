@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.redact import redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import HubTurn
-from ask_fable.stores.redact import redact, secret_list
 from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
 
 SWEEP_EVERY = 100

@@ -18,6 +18,7 @@ return the views of ``stores/views.py``.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -65,11 +66,11 @@ class ContextBus(Protocol):
         """Remove ``key``; ``True`` if it existed."""
         ...
 
-    def resolve(self, keys: list[str]) -> ResolvedContext:
+    def resolve(self, keys: builtins.list[str]) -> ResolvedContext:
         """The values of ``keys`` joined under headers, with which were found and which not."""
         ...
 
-    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
+    def suggest(self, missing: builtins.list[str], limit: int = 5) -> builtins.list[str]:
         """Stored keys that look like the ``missing`` ones, best first."""
         ...
 

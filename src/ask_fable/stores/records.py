@@ -22,6 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Scope = Literal["read", "write"]
+#: The multi-turn conversations: ``ask`` (Fable) and ``ask_opus5``.
+SessionNamespace = Literal["fable", "opus5"]
 
 
 class Record(BaseModel):
@@ -181,7 +183,7 @@ class Transcript(Record):
     """A multi-turn session's turns, saved when the session is reset."""
 
     key: str
-    namespace: Literal["fable", "opus5"] = "fable"
+    namespace: SessionNamespace = "fable"
     turns: list[TranscriptTurn] = Field(default_factory=list)
 
 

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
+from ask_fable.files import atomic_write_bytes
+from ask_fable.redact import redact, redact_obj, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.files import atomic_write_bytes
 from ask_fable.stores.records import TraceBundle, TraceRecord
-from ask_fable.stores.redact import redact, redact_obj, secret_list
 from ask_fable.stores.trace_ids import new_trace_id as new_trace_id
 from ask_fable.stores.trace_ids import valid_trace_id
 from ask_fable.stores.views import TraceDetail, TraceSummary
@@ -369,12 +370,12 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _trace_row(row: Any) -> TraceSummary:
-    data = cast(TraceSummary, dict(row))
+def _trace_row(row: sqlite3.Row) -> TraceSummary:
+    data = dict(row)
     data["providers"] = json.loads(data.get("providers") or "[]")
     data["models"] = json.loads(data.get("models") or "[]")
     data["cached"] = bool(data.get("cached"))
-    return data
+    return cast(TraceSummary, data)
 
 
 def _line(obj: dict[str, Any]) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
@@ -140,7 +140,8 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         }
         return _merge_simple_any_of(out)
 
-    return walk(schema)
+    # A JSON object walks to a JSON object.
+    return cast(dict[str, Any], walk(schema))
 
 
 def _lean_type(prop: dict[str, Any], nullable: bool) -> dict[str, Any]:
@@ -171,12 +172,10 @@ def lean_output_schema(model: type[ToolResult]) -> dict[str, Any]:
     model's ``UNLISTED_FIELDS`` (occasional diagnostics) are left out of it.
     """
     full = model.model_json_schema()
-    nullable = getattr(model, "NULLABLE_FIELDS", frozenset())
-    unlisted = getattr(model, "UNLISTED_FIELDS", frozenset())
     properties = {
-        name: _lean_type(prop, name in nullable)
+        name: _lean_type(prop, name in model.NULLABLE_FIELDS)
         for name, prop in full.get("properties", {}).items()
-        if name not in unlisted
+        if name not in model.UNLISTED_FIELDS
     }
     return {"type": "object", "properties": properties, "required": full.get("required", ["status"])}
 

@@ -30,7 +30,7 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
-from ask_fable.stores.redact import redact
+from ask_fable.redact import redact
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable

@@ -105,7 +105,7 @@ def _expected(exc: BaseException) -> bool:
 def describe(exc: BaseException) -> str:
     """One line for an exception: ours by their detail, settings by name, OS errors by reason."""
     from ask_fable.errors import AskFableError
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     problems = _settings_problems(exc)
     if isinstance(exc, AskFableError):

@@ -18,11 +18,12 @@ import anyio
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import Settings
-from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
+from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import Console, TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
+from ask_fable.redact import redact
 from ask_fable.stores.records import MemberRecord, ModeAudit
-from ask_fable.stores.redact import redact
+from ask_fable.values import Sidecar
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ask_fable.config import Settings
 from ask_fable.core.modes.base import MemberOutcome
-from ask_fable.stores.redact import bounded
+from ask_fable.redact import bounded
 
 #: Characters of a failed step's ``detail`` shown in a multi-model result.
 DETAIL_LIMIT = 1200

@@ -7,7 +7,7 @@ rest (guard, context_ref, sidecar, follow-up, context_exhausted, audit, trace, h
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,8 +21,11 @@ from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 from ask_fable.surface.tools.common import AskArgs
 
+if TYPE_CHECKING:
+    from ask_fable.stores.records import SessionNamespace
+
 #: reset_session's ``model`` → the namespace of the tool whose conversations it clears.
-NAMESPACES: dict[str, str] = {
+NAMESPACES: dict[str, SessionNamespace] = {
     "fable": "fable", "ask": "fable",
     "opus5": "opus5", "opus": "opus5", "opus-5": "opus5", "ask_opus5": "opus5",
 }
@@ -121,9 +124,10 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
         )
         return result
     if args.save:
-        from ask_fable.stores.records import Transcript
+        from ask_fable.stores.records import Transcript, TranscriptTurn
 
-        transcript = Transcript(key=key, namespace=namespace, turns=turns)
+        transcript = Transcript(key=key, namespace=namespace,
+                                turns=[TranscriptTurn.model_validate(turn) for turn in turns])
         result["saved"] = await anyio.to_thread.run_sync(ctx.app.answers.save_transcript, transcript)
     return result
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, single_model_tool
+
+if TYPE_CHECKING:
+    from ask_fable.backends.catalogs import Picker, PickerOption
 
 EFFORT_VALUES = ("quick", "standard", "deep")
 
@@ -91,14 +94,18 @@ class OllamaCatalogResult(DataResult):
 # --- catalogs ----------------------------------------------------------------------------------------
 
 
-def _choice_field(options: list[dict[str, Any]], default: str | None, title: str, description: str) -> Any:
-    one_of = [{"const": o["value"], "title": f"{o['label']} — {o['description']}" if o.get("description")
-               else o["label"]} for o in options]
+def _choice_field(options: list[PickerOption], default: str | None, title: str,
+                  description: str) -> tuple[type[str], object]:
+    one_of: list[JsonValue] = [
+        {"const": o["value"],
+         "title": f"{o['label']} — {o['description']}" if o["description"] else o["label"]}
+        for o in options
+    ]
     return (str, Field(default=default or options[0]["value"], title=title, description=description,
                        json_schema_extra={"oneOf": one_of}))
 
 
-def picker_form(picker: dict[str, Any]) -> type[BaseModel]:
+def picker_form(picker: Picker) -> type[BaseModel]:
     """The elicitation form for a picker: a model select (when there are models) and an effort select."""
     fields: dict[str, Any] = {}
     if picker.get("models"):
@@ -109,7 +116,7 @@ def picker_form(picker: dict[str, Any]) -> type[BaseModel]:
     return create_model("ModelPicker", **fields)
 
 
-async def _offer_picker(ctx: ToolContext, picker: dict[str, Any]) -> Selection | None:
+async def _offer_picker(ctx: ToolContext, picker: Picker) -> Selection | None:
     """Show the native picker; ``None`` when the client cannot elicit."""
     answer = await ctx.elicit(picker.get("title") or "Choose a model and effort", picker_form(picker))
     if answer is None:

@@ -154,8 +154,6 @@ async def session_stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
             "session_turns_total": report["session_turns_total"]}
 
 
-_READ = {"read_only": True, "idempotent": True, "open_world": False}
-
 TOOLS = [
     ToolSpec(
         name="session_list",
@@ -166,7 +164,9 @@ TOOLS = [
         args=ListArgs,
         result=HubResult,
         handler=session_list,
-        **_READ,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
     ),
     ToolSpec(
         name="session_peek",
@@ -176,7 +176,9 @@ TOOLS = [
         args=PeekArgs,
         result=HubResult,
         handler=session_peek,
-        **_READ,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
     ),
     ToolSpec(
         name="session_stats",
@@ -186,6 +188,8 @@ TOOLS = [
         args=StatsArgs,
         result=HubResult,
         handler=session_stats,
-        **_READ,
+        read_only=True,
+        idempotent=True,
+        open_world=False,
     ),
 ]

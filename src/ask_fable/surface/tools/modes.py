@@ -204,7 +204,7 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.modes.chain import run_chain
     from ask_fable.core.tokens import default_resolver, parse_pipeline
 
-    given = _given(args.models, "models")
+    given: str | list[str] | None = _given(args.models, "models")
     if given is None:
         given = _given(args.pipeline, "pipeline")
     stages = parse_pipeline(DEFAULT_PIPELINE if given is None else given)
@@ -219,13 +219,15 @@ async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.modes.debate import run_debate
     from ask_fable.core.tokens import default_resolver, single_token
 
-    roles = {role: single_token(getattr(args, role)) for role in ("proposer", "opponent", "adjudicator")}
+    proposer, opponent, adjudicator = (single_token(args.proposer), single_token(args.opponent),
+                                       single_token(args.adjudicator))
     resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
     call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="debate")
-    return await ctx.run(
-        call, lambda q, c, m: run_debate(q, c, m, rounds=args.rounds, resolver=resolver, **roles)
-    )
+    return await ctx.run(call, lambda q, c, m: run_debate(
+        q, c, m, proposer=proposer, opponent=opponent, adjudicator=adjudicator, rounds=args.rounds,
+        resolver=resolver,
+    ))
 
 
 async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dict[str, Any]:

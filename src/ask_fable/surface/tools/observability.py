@@ -29,12 +29,12 @@ class StatsArgs(_Args):
     """Arguments of stats."""
 
     # Plain strings (with an advertised enum) so a bad value gets a bad_args listing the allowed ones.
-    window: str = Field("24h", description="1h, 24h, 7d or all.", json_schema_extra={"enum": _WINDOWS})
+    window: str = Field("24h", description="1h, 24h, 7d or all.", json_schema_extra={"enum": [*_WINDOWS]})
     by: str = Field(
         "model",
         description="Bucket by model (a council counts under its synthesizer), provider (each backend "
         "call, council members one by one), tool, session, day, project, cache or mode.",
-        json_schema_extra={"enum": _BY},
+        json_schema_extra={"enum": [*_BY]},
     )
     model: str | None = Field(None, description="Only calls of this model or provider.")
     session: str | None = Field(None, description="Only calls of this session.")
@@ -167,16 +167,17 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
 
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
     store = ctx.app.traces
-    before: str | float | None = args.before.strip() if args.before else None
-    if before is not None:
+    given = args.before.strip() if args.before else None
+    before: str | float | None = given
+    if given is not None:
         try:
-            before = float(before)
+            before = float(given)
         except ValueError:
             from ask_fable.stores.trace_ids import valid_trace_id
 
-            if not valid_trace_id(before):
+            if not valid_trace_id(given):
                 raise BadArgs("before must be a trace_id or epoch seconds") from None
-            if await anyio.to_thread.run_sync(store.get, before) is None:
+            if await anyio.to_thread.run_sync(store.get, given) is None:
                 return {"status": "error", "kind": "not_found",
                         "detail": f"before names no stored trace ({before})",
                         "hint": "use next_before from the previous page, or epoch seconds"}
