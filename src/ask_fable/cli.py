@@ -15,9 +15,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import Any, NoReturn, TypedDict
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from ask_fable import __version__
+
+if TYPE_CHECKING:
+    from ask_fable.surface.client_setup import InstallResult
 
 BUILTIN_COMMANDS: tuple[str, ...] = ("serve", "keys", "init", "config", "doctor", "tools")
 CLIENT_CHOICES: tuple[str, ...] = ("claude", "cursor", "windsurf", "opencode", "codex")
@@ -352,7 +355,7 @@ def _setup_options(args: argparse.Namespace, client: str) -> dict[str, Any]:
             "key_env": args.key_env}
 
 
-def _install_report(result: Any) -> list[str]:
+def _install_report(result: InstallResult) -> list[str]:
     """What ``init`` tells the user it did (an ``InstallResult``), one line each; field names only,
     never values, except the kept server options, which pass through redaction."""
     from ask_fable.redact import redact

@@ -175,11 +175,16 @@ class CouncilResult(AnswerResult):
     recommended_next_action: str | None = None
 
 
+#: What a chain stage does: the first drafts, the middle ones critique, the last decides; a fallback
+#: synthesizer decides when the last stage failed.
+ChainRole = Literal["draft", "critique", "decide", "fallback"]
+
+
 class ChainStage(StepOutcome):
     """One stage of a chain."""
 
     stage: int
-    role: Literal["draft", "critique", "decide", "fallback"]
+    role: ChainRole
 
 
 class ChainResult(AnswerResult):

@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.values import Usage
 
 Effort = Literal["quick", "standard", "deep"]
+
+
+def is_effort(value: object) -> TypeGuard[Effort]:
+    """Whether ``value`` is one of the reasoning effort presets."""
+    return value in get_args(Effort)
 
 
 class OracleRequest(BaseModel):

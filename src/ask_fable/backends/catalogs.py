@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Required, TypedDict
 
+from ask_fable.backends.base import is_effort
 from ask_fable.backends.http_client import (
     RetryPolicy,
     join_url,
@@ -450,7 +451,7 @@ def build_picker(provider: str, shortlist: list[CatalogModel], default_effort: s
         "models": [{"value": m.id, "label": m.name, "description": m.describe()} for m in shortlist],
         "efforts": [PickerOption(**choice) for choice in EFFORT_CHOICES],
         "default_model": shortlist[0].id if shortlist else None,
-        "default_effort": default_effort if default_effort in ("quick", "standard", "deep") else "standard",
+        "default_effort": default_effort if is_effort(default_effort) else "standard",
     }
 
 

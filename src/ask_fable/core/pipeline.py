@@ -12,10 +12,11 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
+from ask_fable.contract import Followup
 from ask_fable.core import guard
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
@@ -30,6 +31,7 @@ from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
+_Done = TypeVar("_Done")
 
 DUPLICATE_NOTE = (
     "Served from cache: this exact question and context were answered {age:.0f}s ago. "
@@ -77,18 +79,18 @@ def _refs(value: str | list[str] | None) -> list[str]:
     return [item.strip() for item in items if isinstance(item, str) and item.strip()]
 
 
-def _followup(sidecar: Sidecar, question: str, context: str) -> dict[str, Any] | None:
+def _followup(sidecar: Sidecar, question: str, context: str) -> Followup | None:
     if sidecar.recommendation != "needs_more_context" and not sidecar.needs_context:
         return None
     haystack = f"{question}\n{context}".lower()
     pasted = [item for item in sidecar.needs_context if _mentioned(item, haystack)]
-    return {
-        "needs_context": list(sidecar.needs_context),
-        "how": "Paste exactly what is listed into `context` (or store it with context_write and pass "
+    return Followup(
+        needs_context=list(sidecar.needs_context),
+        how="Paste exactly what is listed into `context` (or store it with context_write and pass "
         "context_ref), then ask again on the same session. Check likely_already_pasted first: "
         "those items look present already, so re-read your paste before sending it again.",
-        "likely_already_pasted": pasted,
-    }
+        likely_already_pasted=pasted,
+    )
 
 
 def _mentioned(item: str, haystack: str) -> bool:
@@ -212,7 +214,8 @@ class Pipeline:
             }
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
 
-    async def _cache_op(self, trace: TraceRecorder, name: str, op: Any, *args: Any) -> Any:
+    async def _cache_op(self, trace: TraceRecorder, name: str, op: Callable[..., _Done],
+                        *args: object) -> _Done | None:
         """Run a cache read or write; a failing cache is a miss, never a lost answer."""
         try:
             return await anyio.to_thread.run_sync(op, *args)
@@ -238,7 +241,7 @@ class Pipeline:
         if sidecar is not None:
             followup = _followup(sidecar, call.question, context)
             if followup:
-                result["followup"] = followup
+                result["followup"] = followup.model_dump()
             if call.session_state is not None:
                 asked_more = sidecar.recommendation == "needs_more_context"
                 streak = call.session_state.get("needs_context_streak", 0) + 1 if asked_more else 0

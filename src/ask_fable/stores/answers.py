@@ -14,11 +14,14 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
 from ask_fable.redact import redact, secret_list
 from ask_fable.stores.records import SavedAnswer, Transcript
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
@@ -107,7 +110,7 @@ def _nest_headings(text: str) -> str:
 
 
 def save_answer(
-    settings: Any,
+    settings: Settings,
     tool: str,
     question: str,
     answer: str,
@@ -141,7 +144,8 @@ def save_answer(
     return path
 
 
-def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]], namespace: str = "fable") -> Path:
+def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]],
+                    namespace: str = "fable") -> Path:
     """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md``; returns its path.
 
     ``namespace`` is the tool's conversation space: ``fable`` (``ask``) files are ``<key>-<ts>.md``,
@@ -175,7 +179,7 @@ def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]], namesp
 class MarkdownArchive:
     """The ``AnswerArchive`` of the embedded setup: Markdown files under the configured directories."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
     def save_answer(self, answer: SavedAnswer) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +161,7 @@ class AuditIndex:
                 )
         return added
 
-    def _ingest(self, conn: Any, path: Path, ident: str, offset: int) -> tuple[int, int]:
+    def _ingest(self, conn: sqlite3.Connection, path: Path, ident: str, offset: int) -> tuple[int, int]:
         count = 0
         try:
             handle = open(path, "rb")  # noqa: SIM115 - closed below
@@ -277,7 +278,7 @@ class AuditIndex:
 
     @staticmethod
     def _aggregate(
-        conn: Any, base: str, params: list[Any]
+        conn: sqlite3.Connection, base: str, params: list[Any]
     ) -> tuple[dict[str, BucketFigures], BucketFigures]:
         """Per-bucket figures and totals: counts in SQL, latency percentiles in Python."""
         per_outcome = ", ".join(f"sum(outcome = '{name}')" for name in OUTCOMES)

@@ -6,7 +6,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.stores.audit import AuditLog, audit_log_for
@@ -15,6 +15,9 @@ from ask_fable.stores.db import Connections
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import validate
 from ask_fable.stores.views import StatsReport
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 
 class AuditTrail:
@@ -67,7 +70,7 @@ class AuditTrail:
                     index.db.close()
 
 
-def audit_trail_for(settings: Any, *, clock: Clock = SYSTEM_CLOCK,
+def audit_trail_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
                     connections: Connections | None = None) -> AuditTrail:
     """The audit trail configured by ``settings`` (path, rotation size, backups, secrets), on the
     App's clock and SQLite connections when given."""

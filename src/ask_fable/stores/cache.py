@@ -11,12 +11,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+import sqlite3
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.views import CachedAnswer
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 
@@ -57,7 +61,7 @@ def cache_key(
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def bump_write_counter(conn: Any, name: str = "writes") -> int:
+def bump_write_counter(conn: sqlite3.Connection, name: str = "writes") -> int:
     """Increment and return a counter in the ``meta`` table (inside the caller's transaction)."""
     conn.execute(
         "INSERT INTO meta (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
@@ -121,7 +125,7 @@ class AnswerCache:
         with self.db.write() as conn:
             return self._sweep(conn, self._clock.now())
 
-    def _sweep(self, conn: Any, now: float) -> int:
+    def _sweep(self, conn: sqlite3.Connection, now: float) -> int:
         deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount
         count = int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
         if count > self.max_rows:
@@ -138,7 +142,7 @@ class AnswerCache:
             return int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
 
 
-def answer_cache_for(settings: Any, *, clock: Clock = SYSTEM_CLOCK,
+def answer_cache_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
                      connections: Connections | None = None) -> AnswerCache:
     """The answer cache configured by ``settings`` (on the App's clock and connections when given)."""
     return AnswerCache(settings.cache_db, settings.cache_ttl, settings.cache_max_rows, secrets=settings,

@@ -7,7 +7,8 @@ Every server process mirrors its successful turns here; ``session_list`` / ``ses
 
 from __future__ import annotations
 
-from typing import Any, cast
+import sqlite3
+from typing import TYPE_CHECKING, Any, cast
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import redact, secret_list
@@ -15,6 +16,9 @@ from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import HubTurn
 from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 
@@ -58,7 +62,7 @@ MIGRATIONS = [
 class SessionHub:
     """The ``HubStore`` over SQLite at ``settings.hub_db``; writes are no-ops when ``settings.hub`` is off."""
 
-    def __init__(self, settings: Any, *, sweep_every: int = SWEEP_EVERY, clock: Clock = SYSTEM_CLOCK,
+    def __init__(self, settings: Settings, *, sweep_every: int = SWEEP_EVERY, clock: Clock = SYSTEM_CLOCK,
                  connections: Connections | None = None) -> None:
         self.settings = settings
         self.db = Database(settings.hub_db, MIGRATIONS, connections=connections)
@@ -102,7 +106,7 @@ class SessionHub:
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn)
 
-    def _sweep(self, conn: Any) -> int:
+    def _sweep(self, conn: sqlite3.Connection) -> int:
         cap = int(self.settings.hub_max_rows)
         count = int(conn.execute("SELECT count(*) FROM turns").fetchone()[0])
         if count <= cap:

@@ -17,7 +17,6 @@ import secrets
 import sqlite3
 import time
 from datetime import UTC, datetime
-from typing import Any
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.db import Connections, Database
@@ -67,7 +66,7 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-def _row(row: Any) -> ApiKey:
+def _row(row: sqlite3.Row) -> ApiKey:
     return ApiKey(
         id=int(row["id"]), name=row["name"], scope=row["scope"], prefix=row["prefix"],
         created_at=row["created_at"], last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
@@ -116,11 +115,14 @@ class KeyStore:
         return None if row is None else _row(row)
 
     @staticmethod
-    def _find(conn: Any, key_id: int | str) -> Any:
+    def _find(conn: sqlite3.Connection, key_id: int | str) -> sqlite3.Row | None:
         text = str(key_id).strip()
         if text.isdigit():
-            return conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
+            row: sqlite3.Row | None = conn.execute(
+                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
+            return row
+        rows: list[sqlite3.Row] = conn.execute(
+            f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
         if len(rows) > 1:
             raise BadArgs(f"{text!r} matches {len(rows)} keys; revoke by id instead")
         return rows[0] if rows else None

@@ -14,7 +14,7 @@ import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, secret_list
@@ -23,7 +23,7 @@ from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import TraceBundle, TraceRecord
 from ask_fable.stores.trace_ids import new_trace_id as new_trace_id
 from ask_fable.stores.trace_ids import valid_trace_id
-from ask_fable.stores.views import TraceDetail, TraceSummary
+from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
 
 MIGRATIONS = [
     """
@@ -70,6 +70,9 @@ _LIST_COLUMNS = (
     "trace_id, ts, tool, mode, status, kind, session, project, agent_id, elapsed_ms, "
     "providers, models, cached"
 )
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 _FILTERS = ("tool", "status", "session", "project")
 
 
@@ -79,7 +82,7 @@ class TraceStore:
     The ``TraceRecordStore`` of the embedded setup.
     """
 
-    def __init__(self, settings: Any, *, connections: Connections | None = None) -> None:
+    def __init__(self, settings: Settings, *, connections: Connections | None = None) -> None:
         self.settings = settings
         self.db = Database(settings.traces_db, MIGRATIONS, connections=connections)
         self.bundle_dir = Path(settings.traces_dir)
@@ -126,7 +129,7 @@ class TraceStore:
             swept = self._sweep(conn) if bump_write_counter(conn) % SWEEP_EVERY == 0 else []
         self._drop_bundles(swept)
 
-    def _sweep(self, conn: Any) -> list[str]:
+    def _sweep(self, conn: sqlite3.Connection) -> list[str]:
         """Delete the oldest traces beyond ``trace_max_rows`` (down to 90% of it); their ids."""
         cap = int(getattr(self.settings, "trace_max_rows", 0) or 0)
         if cap <= 0:
@@ -196,7 +199,7 @@ class TraceStore:
             rows = conn.execute(sql, [*params, limit]).fetchall()
         return [_trace_row(r) for r in rows]
 
-    def _cursor(self, conn: Any, before: str | float) -> tuple[float, str] | None:
+    def _cursor(self, conn: sqlite3.Connection, before: str | float) -> tuple[float, str] | None:
         if isinstance(before, int | float) and not isinstance(before, bool):
             return float(before), ""
         text = str(before).strip()
@@ -224,7 +227,7 @@ class TraceStore:
                 (trace_id, max_events + 1),
             ).fetchall()
         trace = cast(TraceDetail, _trace_row(row))
-        events: list[dict[str, Any]] = []
+        events: list[StoredTraceEvent] = []
         used = 0
         truncated = len(event_rows) > max_events
         for t_ms, name, attrs in event_rows[:max_events]:
@@ -427,7 +430,7 @@ def _cut_item(item: dict[str, Any], room: int) -> bytes | None:
     return None
 
 
-def _skip_rest_of_line(handle: Any) -> None:
+def _skip_rest_of_line(handle: BinaryIO) -> None:
     while True:
         rest = handle.readline(1 << 16)
         if not rest or rest.endswith(b"\n"):

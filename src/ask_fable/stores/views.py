@@ -65,10 +65,18 @@ class TraceSummary(TypedDict):
     cached: bool
 
 
+class StoredTraceEvent(TypedDict):
+    """One event of a stored trace: milliseconds since the call began, its name, its metadata."""
+
+    t_ms: float | None
+    name: str
+    attrs: dict[str, Any]
+
+
 class TraceDetail(TraceSummary):
     """One trace with its ordered events (bounded) and artifact references."""
 
-    events: list[dict[str, Any]]
+    events: list[StoredTraceEvent]
     events_truncated: bool
     artifacts: dict[str, str | None]
 

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
+from ask_fable.stores.records import ApiKey
+
+if TYPE_CHECKING:
+    from mcp.server.elicitation import ElicitationResult
+    from mcp.server.mcpserver import Context
+
+    from ask_fable.config import Settings
+
+_Form = TypeVar("_Form", bound=BaseModel)
 
 
 @dataclass
@@ -16,14 +27,14 @@ class ToolContext:
     """The shared services plus this request's MCP context (None when called outside MCP)."""
 
     app: App
-    mcp: Any | None = None
+    mcp: Context[Any, Any] | None = None
     #: The tool families this server serves (None: outside a server, where every tool counts).
     served: list[str] | None = None
     #: Problems with the toolsets setting the server fell back from.
     serving_problems: list[SettingProblem] = field(default_factory=list)
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         """Current settings."""
         return self.app.settings
 
@@ -37,14 +48,15 @@ class ToolContext:
             return
 
     @property
-    def api_key(self) -> Any | None:
+    def api_key(self) -> ApiKey | None:
         """The HTTP API key record this request authenticated with (None over stdio)."""
         try:
             request = self.mcp.request_context.request  # type: ignore[union-attr]
         except Exception:
             return None
         scope = getattr(request, "scope", None)
-        return scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
+        key = scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
+        return key if isinstance(key, ApiKey) else None
 
     def caller_scoped(self, label: str) -> str:
         """``label`` made private to this caller: HTTP keys never share conversations."""
@@ -58,7 +70,7 @@ class ToolContext:
             call.agent_id = f"key:{key.name}"
         return await Pipeline(self.app).run(call, runner, progress=self.progress)
 
-    async def elicit(self, message: str, schema: type) -> Any | None:
+    async def elicit(self, message: str, schema: type[_Form]) -> ElicitationResult[_Form] | None:
         """Ask the user through MCP form elicitation; None when the client cannot."""
         if self.mcp is None:
             return None

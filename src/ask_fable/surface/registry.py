@@ -30,6 +30,9 @@ FAMILIES: dict[str, str] = {
     "hub": "the cross-instance session hub",
 }
 
+#: A tool's handler: ``(validated args model, ToolContext) -> result``.
+Handler = Callable[[Any, Any], Awaitable[dict[str, Any] | BaseModel]]
+
 TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.help",
     "ask_fable.surface.tools.claude_tools",
@@ -59,7 +62,7 @@ class ToolSpec:
     description: str
     args: type[BaseModel]
     result: type[ToolResult]
-    handler: Callable[[Any, Any], Awaitable[dict[str, Any] | BaseModel]]
+    handler: Handler
     read_only: bool = False
     destructive: bool = False
     idempotent: bool = False

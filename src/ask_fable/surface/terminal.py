@@ -18,7 +18,11 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ask_fable.redact import SecretSource
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -144,7 +148,7 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
         yield exc
 
 
-def _secrets() -> Any:
+def _secrets() -> SecretSource:
     try:
         from ask_fable.config import load_settings
 
@@ -180,7 +184,7 @@ def interrupt_ends_input(end_input: Callable[[], None] | None) -> Iterator[Calla
     """
     pressed: list[int] = []
 
-    def on_interrupt(signum: int, frame: Any) -> None:
+    def on_interrupt(signum: int, frame: FrameType | None) -> None:
         pressed.append(signum)
         if len(pressed) == 1 and end_input is not None:
             end_input()

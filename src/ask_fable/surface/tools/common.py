@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ask_fable.backends.base import Effort, Oracle
+from ask_fable.backends.base import Effort, Oracle, is_effort
 from ask_fable.contract import AnswerResult
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
@@ -63,7 +63,7 @@ async def run_single_tool(
     """
     from ask_fable.core.tokens import backend_oracle
 
-    preset = effort if effort in get_args(Effort) else None
+    preset = effort if is_effort(effort) else None
     try:
         oracle: Oracle | None = backend_oracle(backend, ctx.settings, model=model, effort=effort,
                                                resources=ctx.app.resources)

@@ -9,7 +9,7 @@ under its key, so the next ask can pass ``context_ref`` at once.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
+
+if TYPE_CHECKING:
+    from ask_fable.stores.interfaces import ContextBus
 
 KEY = Field(description="The context key (printable text, at most 200 characters).")
 MAX_PACK_SPECS = 1000
@@ -111,7 +114,7 @@ class ContextResult(DataResult):
     note: str | None = None
 
 
-def _store(ctx: ToolContext) -> Any:
+def _store(ctx: ToolContext) -> ContextBus:
     return ctx.app.context_store
 
 

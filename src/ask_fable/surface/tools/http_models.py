@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from ask_fable.backends.base import is_effort
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
-from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.registry import Handler, ToolSpec
 from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, single_model_tool
 
 if TYPE_CHECKING:
     from ask_fable.backends.catalogs import Picker, PickerOption
-
-EFFORT_VALUES = ("quick", "standard", "deep")
 
 
 class OllamaArgs(AskArgs):
@@ -121,16 +120,15 @@ async def _offer_picker(ctx: ToolContext, picker: Picker) -> Selection | None:
     answer = await ctx.elicit(picker.get("title") or "Choose a model and effort", picker_form(picker))
     if answer is None:
         return None
-    action = getattr(answer, "action", "cancel")
-    if action != "accept":
-        return Selection(action=action)
+    if answer.action != "accept":
+        return Selection(action=answer.action)
     data = answer.data
     model = getattr(data, "model", None)
     effort = getattr(data, "effort", None)
     allowed_models = {o["value"] for o in picker.get("models", [])}
     if model is not None and model not in allowed_models:
         model = picker.get("default_model")
-    if effort not in EFFORT_VALUES:
+    if not is_effort(effort):
         effort = picker.get("default_effort")
     return Selection(action="accept", model=model, effort=effort)
 
@@ -166,7 +164,7 @@ async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[
 
 
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
-             handler: Any) -> ToolSpec:
+             handler: Handler) -> ToolSpec:
     return ToolSpec(name=name, family="catalogs", description=description, args=args, result=result,
                     handler=handler, read_only=True, idempotent=True, open_world=True)
 
