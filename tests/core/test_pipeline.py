@@ -238,13 +238,20 @@ async def test_a_broken_cache_costs_no_answer(monkeypatch: pytest.MonkeyPatch) -
 
 
 async def test_a_cache_hit_does_not_replay_the_first_calls_echo() -> None:
+    """The first call read its context through context_ref under one session; a repeat of the same
+    question and context pasted directly under another session is answered from the cache, with its
+    own session and trace and none of the first call's context_ref report."""
     app = App(load_settings())
     app.context_store.write("schema", "CREATE TABLE t (id int)", "")
     oracle = ScriptedOracle(answer())
-    first = await run(app, oracle, context="CREATE TABLE t (id int)", cache_models=["scripted"])
-    assert first["status"] == "ok"
-    second = await run(app, oracle, context="CREATE TABLE t (id int)", cache_models=["scripted"])
-    assert second["cached"] is True and "context_ref_resolved" not in second
+    first = await run(app, oracle, context_ref="schema", echo={"session": "first"}, cache_models=["scripted"])
+    assert first["status"] == "ok" and first["context_ref_resolved"] == ["schema"]
+    resolved = "### context: schema\nCREATE TABLE t (id int)"
+    second = await run(app, oracle, context=resolved, echo={"session": "second"}, cache_models=["scripted"])
+    assert second["cached"] is True and len(oracle.requests) == 1
+    assert second["answer"] == first["answer"] == "Use a mutex."
+    assert "context_ref_resolved" not in second and "context_ref_missing" not in second
+    assert second["session"] == "second"
     assert second["telemetry"]["status"] == "ok" and second["trace_id"] != first["trace_id"]
 
 

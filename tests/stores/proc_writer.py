@@ -18,7 +18,8 @@ from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceRecord
-from ask_fable.stores.traces import TraceStore, new_trace_id
+from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.stores.traces import TraceStore
 
 
 def main() -> int:

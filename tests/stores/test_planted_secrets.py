@@ -12,7 +12,8 @@ from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceEvent, TraceRecord
-from ask_fable.stores.traces import TraceStore, new_trace_id
+from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.stores.traces import TraceStore
 
 SHAPED = "sk-ant-api03-PLANTEDplantedPLANTED0123456789abcdefXYZ"
 CONFIGURED = "glm.PlantedConfiguredKey.4242"

@@ -10,7 +10,8 @@ import pytest
 
 from ask_fable.config import Settings, load_settings
 from ask_fable.stores.records import TraceRecord
-from ask_fable.stores.traces import TraceStore, new_trace_id, valid_trace_id
+from ask_fable.stores.trace_ids import new_trace_id, valid_trace_id
+from ask_fable.stores.traces import TraceStore
 
 
 @pytest.fixture

@@ -19,10 +19,7 @@ from tests.fakes.fixtures import (
     child_pids,
     claude_cli_env,
     claude_with_a_child,
-    fake_provider,
 )
-
-__all__ = ["fake_provider"]
 
 
 @pytest.mark.parametrize("mode", ["legacy", None])
@@ -65,18 +62,18 @@ def test_instructions_fit_in_two_kilobytes() -> None:
 
 @pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 async def test_the_servers_lifespan_closes_everything_the_app_opened(
-    fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the server ends: the pooled HTTP client is closed, the warm Claude CLI and what it
     spawned are gone, and no SQLite connection is left open."""
     cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
-    for name, value in claude_cli_env(fake_provider.base_url, tmp_path / "claude-home").items():
+    for name, value in claude_cli_env(fp.base_url, tmp_path / "claude-home").items():
         monkeypatch.setenv(name, value)
     sidecar = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
-    fake_provider.enqueue("anthropic", text=f"Warm answer.\n\n{sidecar}", match="claude-fable-5-1")
-    fake_provider.enqueue("anthropic", text=f"GLM answer.\n\n{sidecar}", match="glm-5.2")
+    fp.enqueue("anthropic", text=f"Warm answer.\n\n{sidecar}", match="claude-fable-5-1")
+    fp.enqueue("anthropic", text=f"GLM answer.\n\n{sidecar}", match="glm-5.2")
     app = App(load_settings(claude_cli=str(cli), glm_api_key="glm-key-0123456789",
-                            glm_base_url=fake_provider.base_url, cache=False))
+                            glm_base_url=fp.base_url, cache=False))
     async with Client(build_server(app, toolsets=["default", "single"])) as client:
         warm = await client.call_tool("ask", {"question": "Is the queue bounded?", "session": "s1"})
         glm = await client.call_tool("ask_glm", {"question": "Is the queue bounded?"})

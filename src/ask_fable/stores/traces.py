@@ -21,7 +21,6 @@ from ask_fable.redact import redact, redact_obj, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import TraceBundle, TraceRecord
-from ask_fable.stores.trace_ids import new_trace_id as new_trace_id
 from ask_fable.stores.trace_ids import valid_trace_id
 from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
 

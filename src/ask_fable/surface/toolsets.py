@@ -58,11 +58,6 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
 }
 
 
-def known_toolsets() -> list[str]:
-    """Every accepted toolset name: bundles, families, then aliases."""
-    return [*TOOLSETS, *ALIASES]
-
-
 def known_toolsets_text() -> str:
     """A one-line description of the accepted names, for error messages and ``--help``."""
     aliases = ", ".join(f"{alias}={family}" for alias, family in ALIASES.items())
