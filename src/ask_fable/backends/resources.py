@@ -46,12 +46,11 @@ class Resources:
         max_reply_bytes: int | None = None,
         pooled: bool = True,
     ) -> None:
-        from ask_fable.backends.http_client import DEFAULT_RETRY, MAX_REPLY_BYTES
-
         self.clock = clock
-        self.retry = retry or DEFAULT_RETRY
+        # The defaults live in the HTTP client module, imported when a call first needs them.
+        self._retry = retry
         self._catalog_retry = catalog_retry
-        self.max_reply_bytes = max_reply_bytes or MAX_REPLY_BYTES
+        self._max_reply_bytes = max_reply_bytes
         self._pooled = pooled
         self._lock = threading.Lock()
         self._parts: dict[str, object] = {}
@@ -68,6 +67,24 @@ class Resources:
                 part = self._parts[name] = factory()
             # Each name is made by one property's factory, so it holds that factory's type.
             return cast(_Part, part)
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of model calls."""
+        if self._retry is None:
+            from ask_fable.backends.http_client import DEFAULT_RETRY
+
+            return DEFAULT_RETRY
+        return self._retry
+
+    @property
+    def max_reply_bytes(self) -> int:
+        """The most bytes one HTTP reply body may hold."""
+        if not self._max_reply_bytes:
+            from ask_fable.backends.http_client import MAX_REPLY_BYTES
+
+            return MAX_REPLY_BYTES
+        return self._max_reply_bytes
 
     @property
     def catalog_retry(self) -> RetryPolicy:

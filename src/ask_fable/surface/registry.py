@@ -7,6 +7,7 @@ import nothing heavy at module level, so building the table is cheap.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -87,6 +88,12 @@ class ToolSpec:
 
 def all_tools() -> list[ToolSpec]:
     """Every declared tool, in family order then declaration order."""
+    return list(_declared_tools())
+
+
+@functools.cache
+def _declared_tools() -> tuple[ToolSpec, ...]:
+    # The declarations are module constants: collected once, on first use.
     specs: list[ToolSpec] = []
     for module_name in TOOL_MODULES:
         specs.extend(importlib.import_module(module_name).TOOLS)
@@ -96,7 +103,7 @@ def all_tools() -> list[ToolSpec]:
         if spec.name in names:
             raise ValueError(f"tool {spec.name!r} is declared twice")
         names.add(spec.name)
-    return sorted(specs, key=lambda s: order.index(s.family))
+    return tuple(sorted(specs, key=lambda s: order.index(s.family)))
 
 
 _SIMPLE_KEYS = {"type", "items", "enum"}
