@@ -118,18 +118,25 @@ async def over_client(client: Client, calls: int) -> dict[str, float]:
 
 
 async def backend_alone(base_url: str, calls: int) -> float:
-    """Median ms of the glm oracle's ``ask`` against the fake: the floor under ask_glm."""
+    """Median ms of the glm oracle's ``ask`` against the fake: the floor under ask_glm, on pooled
+    resources as a server's App has them."""
     from ask_fable.backends.base import EventSink, OracleRequest
     from ask_fable.backends.http_oracles import make_glm_oracle
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import load_settings
 
-    oracle = make_glm_oracle(load_settings(glm_base_url=base_url, glm_api_key="bench-key"))
+    resources = Resources()
+    settings = load_settings(glm_base_url=base_url, glm_api_key="bench-key")
+    oracle = make_glm_oracle(settings, resources=resources)
     request = OracleRequest(system="You review code.", prompt=QUESTION, timeout=30)
 
     async def call() -> None:
         await oracle.ask(request, EventSink())
 
-    return await median_ms(call, calls)
+    try:
+        return await median_ms(call, calls)
+    finally:
+        await resources.aclose()
 
 
 async def main() -> int:

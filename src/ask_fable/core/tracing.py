@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
-from ask_fable.stores.records import TraceEvent
+
+if TYPE_CHECKING:
+    from ask_fable.stores.records import TraceEvent
 
 
 @dataclass
@@ -30,6 +32,9 @@ class TraceRecorder:
 
     def event(self, name: str, **attrs: Any) -> None:
         """Append an event stamped with milliseconds since the call began."""
+        # The records load on a call's first event, not when the server starts.
+        from ask_fable.stores.records import TraceEvent
+
         clean = {k: v for k, v in attrs.items() if v is not None}
         # Built from values of known types on every step of every call: no validation needed.
         self.events.append(TraceEvent.model_construct(t_ms=self.elapsed_ms(), name=name, attrs=clean))
