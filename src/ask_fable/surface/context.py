@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -11,13 +11,13 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
-from ask_fable.stores.records import ApiKey
 
 if TYPE_CHECKING:
     from mcp.server.elicitation import ElicitationResult
     from mcp.server.mcpserver import Context
 
     from ask_fable.config import Settings
+    from ask_fable.stores.records import ApiKey
 
 _Form = TypeVar("_Form", bound=BaseModel)
 
@@ -55,8 +55,8 @@ class ToolContext:
         except Exception:
             return None
         scope = getattr(request, "scope", None)
-        key = scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
-        return key if isinstance(key, ApiKey) else None
+        # The HTTP surface puts the verified key's record there (``http_app.py``).
+        return cast("ApiKey | None", scope.get("ask_fable.api_key")) if isinstance(scope, dict) else None
 
     def caller_scoped(self, label: str) -> str:
         """``label`` made private to this caller: HTTP keys never share conversations."""
