@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:  # the records load with the first trace written, not at server start
+    from ask_fable.stores.records import TraceEvent
 
 
 @dataclass
@@ -32,6 +35,12 @@ class TraceRecorder:
         """Append an event stamped with milliseconds since the call began."""
         clean = {k: v for k, v in attrs.items() if v is not None}
         self.events.append({"t_ms": self.elapsed_ms(), "name": name, "attrs": clean})
+
+    def timeline(self) -> list[TraceEvent]:
+        """The events as the trace store takes them."""
+        from ask_fable.stores.records import TraceEvent
+
+        return [TraceEvent.model_validate(event) for event in self.events]
 
     def elapsed_ms(self) -> int:
         """Milliseconds since the call began."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from ask_fable.access import FETCHES
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
@@ -92,9 +93,13 @@ class OllamaCatalogResult(DataResult):
 
 
 def _choice_field(options: list[dict[str, Any]], default: str | None, title: str, description: str) -> Any:
-    one_of = [{"const": o["value"], "title": f"{o['label']} — {o['description']}" if o.get("description")
-               else o["label"]} for o in options]
-    return (str, Field(default=default or options[0]["value"], title=title, description=description,
+    one_of: list[JsonValue] = [
+        {"const": o["value"],
+         "title": f"{o['label']} — {o['description']}" if o.get("description") else o["label"]}
+        for o in options
+    ]
+    chosen: str = default or str(options[0]["value"])
+    return (str, Field(default=chosen, title=title, description=description,
                        json_schema_extra={"oneOf": one_of}))
 
 
@@ -161,7 +166,7 @@ async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
              handler: Any) -> ToolSpec:
     return ToolSpec(name=name, family="catalogs", description=description, args=args, result=result,
-                    handler=handler, read_only=True, idempotent=True, open_world=True)
+                    handler=handler, effects=FETCHES, idempotent=True)
 
 
 TOOLS = [
