@@ -3,14 +3,14 @@
 A tool declares what it can do, once, as a set of effects; the scope a key needs to call it and
 the MCP annotations are both derived from that set:
 
-    effect       what the tool can do                                        scope it needs
-    READ         look up the caller's own data (no model, CLI, network, write)  read
-    SPEND        call a model, a CLI or a provider's catalog                    ask
-    WRITE        change the caller's own data (context entries, sessions)       ask
-    ADMINISTER   change the server's settings                                   admin
+    effect       what the tool can do                                           scope it needs
+    READ         look up the caller's own data (no model, CLI, network or write)   read
+    SPEND        call a model, a CLI or a provider's catalog                       ask
+    WRITE        change the caller's own data (context entries, sessions)          ask
+    ADMINISTER   change the server's settings                                      admin
 
 Scopes are ordered ``read < ask < admin``: a key may do what its own scope and every lower one
-allow. Keys created before scopes meant money carry ``write``, which reads as ``ask``.
+allow. Keys of earlier versions may carry ``write``, which reads as ``ask``.
 
 Every stored item belongs to a tenant: an HTTP key's own, or :data:`LOCAL_TENANT` over stdio and
 on the command line (where the caller is the machine's operator, with admin scope). A caller sees
@@ -32,7 +32,7 @@ Scope = Literal["read", "ask", "admin"]
 SCOPES: tuple[Scope, ...] = ("read", "ask", "admin")
 #: Scopes of earlier versions and the scope they now read as.
 LEGACY_SCOPES: dict[str, Scope] = {"write": "ask"}
-#: What each scope adds to the ones below it, in the words refusals and help use.
+#: What a key of each scope may do (with what the scopes below it may), in the words refusals use.
 SCOPE_MEANS: dict[Scope, str] = {
     "read": "look up its own tenant's context entries, traces, stats and hub sessions",
     "ask": "call models, CLIs and provider catalogs (spending credit) and write its own tenant's "

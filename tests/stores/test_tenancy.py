@@ -174,5 +174,6 @@ def test_write_keys_become_ask_keys_in_the_local_tenant(tmp_path: Path) -> None:
     store = KeyStore(path)
     assert [(k.name, k.scope, k.tenant) for k in store.list_keys()] == [
         ("laptop", "ask", "local"), ("ci", "read", "local")]
+    assert store.create("new", "ask")[0].id == 3
     with sqlite3.connect(path) as conn, pytest.raises(sqlite3.IntegrityError):
         conn.execute("UPDATE api_keys SET scope = 'write'")
