@@ -23,12 +23,16 @@ def test_planted_keys_never_reach_disk() -> None:
     text = f"my keys are {SHAPED} and {CONFIGURED}; header Authorization: Bearer {CONFIGURED}"
     assert SHAPED not in redact(text, settings) and CONFIGURED not in redact(text, settings)
 
-    ContextStore(settings.context_db, secrets=settings).write("local", "ctx", text, description=text)
+    # Every store stays referenced until the files are read: a store collected mid-scan closes its
+    # last connection, which folds the WAL file into the database and deletes it.
+    context = ContextStore(settings.context_db, secrets=settings)
+    context.write("local", "ctx", text, description=text)
     cache = answer_cache_for(settings)
     key = cache.key_for("ask_glm", ["glm"], text, text)
     cache.put("local", key, "ask_glm", {"answer": text, "nested": [text]})
-    SessionHub(settings).record_turn(HubTurn(session_key="s", agent_id="a", project="p", oracle="glm",
-                                             status="ok", question=text, answer=text, elapsed_ms=1.0))
+    hub = SessionHub(settings)
+    hub.record_turn(HubTurn(session_key="s", agent_id="a", project="p", oracle="glm", status="ok",
+                            question=text, answer=text, elapsed_ms=1.0))
     traces = TraceStore(settings)
     trace_id = new_trace_id()
     note = TraceEvent(t_ms=0, name="note", attrs={"detail": text})
@@ -49,3 +53,4 @@ def test_planted_keys_never_reach_disk() -> None:
         assert SHAPED.encode() not in data, path
         assert CONFIGURED.encode() not in data, path
         assert b"PLANTEDplanted" not in data, path
+    assert context.db.path.exists() and hub.db.path.exists()
