@@ -25,6 +25,8 @@ RANK_OF_MODULE = {
     "values": BOTTOM,
     "redact": BOTTOM,
     "files": BOTTOM,
+    # Effects, scopes, tenants and the caller: read by the stores and every layer above.
+    "access": BOTTOM,
     "config_sources": SETTINGS,
     "config": SETTINGS,
     # The result models: built by the core's modes and pipeline, published by the surface.

@@ -63,6 +63,17 @@ def _port(value: str) -> int:
     return port
 
 
+def _scope(value: str) -> str:
+    """A key scope for argparse (``write``, the former name, reads as ``ask``)."""
+    from ask_fable.access import parse_scope
+    from ask_fable.errors import BadArgs
+
+    try:
+        return parse_scope(value)
+    except BadArgs as exc:
+        raise argparse.ArgumentTypeError(exc.detail) from None
+
+
 def _positive(value: str) -> int:
     """A whole number above zero."""
     try:
@@ -105,8 +116,13 @@ def _add_keys(sub: Any) -> None:
     actions = keys.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="create a key (printed once)")
     create.add_argument("--name", required=True, help="who or what uses the key")
-    create.add_argument("--scope", choices=("read", "write"), default="write",
-                        help="read: read-only tools only; write: every tool (default)")
+    create.add_argument("--scope", type=_scope, default="ask", metavar="{read,ask,admin}",
+                        help="read: look up its own tenant's data, no model calls; ask: also call models "
+                        "and write its tenant's context (default); admin: also configure_* and every "
+                        "tenant's data")
+    create.add_argument("--tenant", metavar="NAME",
+                        help="the tenant whose data the key sees and writes (default: made from --name; "
+                        "keys sharing a tenant share context, cache, traces and sessions)")
     create.add_argument("--json", action="store_true", help="print JSON")
     listing = actions.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -274,7 +290,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
           f"http://{options.host}:{options.port}/mcp", file=sys.stderr)
     if not active:
         print("ask-fable: no API key exists yet, so every request is refused; create one with "
-              "`ask-fable keys create --name NAME --scope write`", file=sys.stderr)
+              "`ask-fable keys create --name NAME --scope ask`", file=sys.stderr)
     if options.host not in ("127.0.0.1", "localhost", "::1") and not options.allowed_hosts:
         print(f"ask-fable: bound to {options.host}; clients must use a Host this server accepts "
               "(add yours with --allowed-host or ASK_FABLE_HTTP_ALLOWED_HOSTS)", file=sys.stderr)
@@ -290,13 +306,13 @@ def keys_command(args: argparse.Namespace) -> int:
     store = App().keys
     try:
         if args.keys_action == "create":
-            record, key = store.create(args.name, args.scope)
+            record, key = store.create(args.name, args.scope, args.tenant)
             if args.json:
                 print(json.dumps({**record.to_dict(), "key": key}, indent=2))
             else:
                 print(key)
-                print(f"created key {record.id} ({record.name!r}, {record.scope}); it is shown only once — "
-                      "store it now", file=sys.stderr)
+                print(f"created key {record.id} ({record.name!r}, {record.scope} scope, tenant "
+                      f"{record.tenant!r}); it is shown only once — store it now", file=sys.stderr)
             return 0
         if args.keys_action == "list":
             records = store.list_keys()
@@ -310,11 +326,12 @@ def keys_command(args: argparse.Namespace) -> int:
                 def when(value: str | None) -> str:
                     return local_time(value) if value else "-"
 
-                print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'PREFIX':<11} {'CREATED':<26} "
+                print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'TENANT':<16} {'PREFIX':<11} {'CREATED':<26} "
                       f"{'LAST USED':<26} REVOKED")
                 for r in records:
-                    print(f"{r.id:>4}  {r.name[:20]:<20} {r.scope:<6} {r.prefix + '…':<11} "
-                          f"{when(r.created_at):<26} {when(r.last_used_at):<26} {when(r.revoked_at)}")
+                    print(f"{r.id:>4}  {r.name[:20]:<20} {r.scope:<6} {r.tenant[:16]:<16} "
+                          f"{r.prefix + '…':<11} {when(r.created_at):<26} {when(r.last_used_at):<26} "
+                          f"{when(r.revoked_at)}")
             return 0
         record = store.revoke(args.id)
         if args.json:
@@ -447,6 +464,8 @@ class ToolRow(TypedDict):
     family: str
     command: str
     read_only: bool
+    scope: str
+    effects: list[str]
     default: bool
 
 
@@ -459,16 +478,19 @@ def tools_command(args: argparse.Namespace) -> int:
     specs = all_tools()
     paths = command_paths(specs)
     rows: list[ToolRow] = [{"name": s.name, "family": s.family, "command": " ".join(paths[s.name]),
-             "read_only": s.read_only, "default": s.family in DEFAULT_FAMILIES} for s in specs]
+             "read_only": s.read_only, "scope": s.scope, "effects": sorted(s.effects),
+             "default": s.family in DEFAULT_FAMILIES} for s in specs]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'TOOL':<30} {'FAMILY':<14} {'COMMAND':<38} NOTES")
+    print(f"{'TOOL':<30} {'FAMILY':<14} {'COMMAND':<38} {'SCOPE':<6} NOTES")
     for row in rows:
         flags = ("default " if row["default"] else "") + ("read-only" if row["read_only"] else "")
-        print(f"{row['name']:<30} {row['family']:<14} {'ask-fable ' + row['command']:<38} {flags}".rstrip())
-    print("\nNOTES: default = served without --toolsets; read-only = changes nothing you configured or "
-          "stored (allowed for read-scoped HTTP keys).")
+        print(f"{row['name']:<30} {row['family']:<14} {'ask-fable ' + row['command']:<38} {row['scope']:<6} "
+              f"{flags}".rstrip())
+    print("\nSCOPE: the HTTP key scope the tool needs (read: looks up your own data; ask: calls a model, "
+          "a CLI or a catalog, or writes your data; admin: changes the server's settings).\n"
+          "NOTES: default = served without --toolsets; read-only = changes nothing you configured or stored.")
     return 0
 
 

@@ -351,6 +351,12 @@ class Settings(BaseSettings):
         default_factory=list, description="Origins the HTTP server accepts from browsers."
     )
     http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
+    shared_context: bool = Field(
+        False, description="One team-wide context bus for every tenant (off: each tenant has its own)."
+    )
+    shared_cache: bool = Field(
+        False, description="One team-wide answer cache for every tenant (off: a tenant hits only its own)."
+    )
 
     @field_validator(
         "atlas_council",

@@ -74,7 +74,7 @@ async def test_ok_answer_is_normalized_and_persisted() -> None:
     assert record["trace_id"] == result["trace_id"] and record["allowed"] is True
     assert "question" not in record and len(record["question_sha256"]) == 64
     assert record["members"][0]["status"] == "ok"
-    trace = app.traces.get(result["trace_id"])
+    trace = app.traces.get("local", result["trace_id"])
     assert trace is not None
     names = [e["name"] for e in trace["events"]]
     assert names[0] == "request" and names[-1] == "response"
@@ -126,7 +126,7 @@ async def test_a_bug_in_a_mode_is_an_internal_error_without_traceback() -> None:
 
 async def test_all_missing_context_ref_asks_for_context_without_a_model_call() -> None:
     app = App(load_settings())
-    app.context_store.write("auth-module", "def login(): ...", "")
+    app.context_store.write("local", "auth-module", "def login(): ...", "")
     oracle = ScriptedOracle(answer())
     result = await run(app, oracle, context_ref="auth-modul")
     assert result["status"] == "needs_context"
@@ -137,7 +137,7 @@ async def test_all_missing_context_ref_asks_for_context_without_a_model_call() -
 
 async def test_context_ref_pulls_stored_context_in() -> None:
     app = App(load_settings())
-    app.context_store.write("schema", "CREATE TABLE users (id int)", "")
+    app.context_store.write("local", "schema", "CREATE TABLE users (id int)", "")
     oracle = ScriptedOracle(answer())
     result = await run(app, oracle, context_ref=["schema", "nope"])
     assert result["status"] == "ok"
@@ -219,7 +219,7 @@ async def test_a_crashing_backend_is_an_upstream_error_not_an_internal_one() -> 
 
 async def test_refs_are_echoed_when_the_call_fails() -> None:
     app = App(load_settings())
-    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    app.context_store.write("local", "schema", "CREATE TABLE t (id int)", "")
     result = await run(app, ScriptedOracle(UpstreamError("boom")), context_ref=["schema", "gone"])
     assert result["status"] == "error"
     assert result["context_ref_resolved"] == ["schema"] and result["context_ref_missing"] == ["gone"]
@@ -242,7 +242,7 @@ async def test_a_cache_hit_does_not_replay_the_first_calls_echo() -> None:
     question and context pasted directly under another session is answered from the cache, with its
     own session and trace and none of the first call's context_ref report."""
     app = App(load_settings())
-    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    app.context_store.write("local", "schema", "CREATE TABLE t (id int)", "")
     oracle = ScriptedOracle(answer())
     first = await run(app, oracle, context_ref="schema", echo={"session": "first"}, cache_models=["scripted"])
     assert first["status"] == "ok" and first["context_ref_resolved"] == ["schema"]

@@ -94,6 +94,7 @@ async def test_the_servers_lifespan_closes_everything_the_app_opened(
 
 
 async def test_an_error_carrying_extra_context_still_matches_the_schema() -> None:
+    from ask_fable.access import ASKS
     from ask_fable.errors import UpstreamError
     from ask_fable.surface.registry import ToolSpec
     from ask_fable.surface.server import AskFableServer
@@ -103,7 +104,7 @@ async def test_an_error_carrying_extra_context_still_matches_the_schema() -> Non
         raise UpstreamError("the CLI exited with status 3", binary="mmx", exit_code=3)
 
     server = AskFableServer(App(), ["core"])
-    server._specs = {"boom": ToolSpec("boom", "core", "fails", HelpArgs, HelpResult, failing)}
+    server._specs = {"boom": ToolSpec("boom", "core", "fails", HelpArgs, HelpResult, failing, ASKS)}
     async with Client(server) as client:
         result = await client.call_tool("boom", {})
     payload = dict(result.structured_content)

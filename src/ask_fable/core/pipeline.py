@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import anyio
 
+from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
 from ask_fable.core import guard
 from ask_fable.core.app import App
@@ -58,6 +59,8 @@ class Call:
     echo: dict[str, Any] = field(default_factory=dict)
     #: Who is calling when the process serves several callers (an HTTP API key's name).
     agent_id: str | None = None
+    #: The tenant the call's records belong to and whose context entries and cache it may use.
+    tenant: str = LOCAL_TENANT
 
     @property
     def hub_session(self) -> str | None:
@@ -130,12 +133,13 @@ class Pipeline:
         result_prefix: dict[str, Any] = dict(call.echo)
         try:
             if refs:
-                text, resolved, missing = await anyio.to_thread.run_sync(app.context_store.resolve, refs)
+                bus, bus_tenant = app.context_store, store_tenant(call.tenant, settings.shared_context)
+                text, resolved, missing = await anyio.to_thread.run_sync(bus.resolve, bus_tenant, refs)
                 trace.event("context.resolve", resolved=len(resolved), missing=len(missing))
                 result_prefix["context_ref_resolved"] = resolved
                 result_prefix["context_ref_missing"] = missing
                 if not resolved and not call.context.strip():
-                    suggestions = await anyio.to_thread.run_sync(app.context_store.suggest, missing)
+                    suggestions = await anyio.to_thread.run_sync(bus.suggest, bus_tenant, missing)
                     result = {
                         **result_prefix,
                         "status": "needs_context",
@@ -165,10 +169,11 @@ class Pipeline:
             allowed = True
 
             cache = app.cache if call.cache_models else None
+            cache_tenant = store_tenant(call.tenant, settings.shared_cache)
             key = None
             if cache is not None:
                 key = cache_key(call.tool, call.cache_models, call.question, context, call.cache_extra)
-                hit = await self._cache_op(trace, "get", cache.get, key)
+                hit = await self._cache_op(trace, "get", cache.get, cache_tenant, key)
                 trace.event("cache.lookup", hit=hit is not None)
                 if hit is not None:
                     payload, age = hit
@@ -194,7 +199,7 @@ class Pipeline:
                 and not result.get("degraded")
             ):
                 payload = {k: v for k, v in result.items() if k not in _PER_CALL_FIELDS}
-                await self._cache_op(trace, "put", cache.put, key, call.tool, payload)
+                await self._cache_op(trace, "put", cache.put, cache_tenant, key, call.tool, payload)
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
         except AskFableError as exc:
             result = {**result_prefix, **exc.to_result()}
@@ -308,7 +313,8 @@ class Pipeline:
             result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
         # A model may echo a key it was shown; nothing key-shaped leaves the server.
-        return redact_obj(result, settings)
+        safe: dict[str, Any] = redact_obj(result, settings)
+        return safe
 
     async def _persist(self, done: FinishedCall) -> str | None:
         """Write the call's records in one thread hop, durable before the caller sees the answer.

@@ -43,13 +43,15 @@ class AuditTrail:
 
     def stats(
         self,
+        tenant: str,
         window: str = "24h",
         by: str = "model",
         model: str | None = None,
         session: str | None = None,
         now: float | None = None,
     ) -> StatsReport:
-        """Stats over the whole log, rotations included; only lines new since the last call are read.
+        """The tenant's stats over the whole log, rotations included; only lines new since the last
+        call are read.
 
         When the index beside the log cannot be used (a read-only or broken state directory), a
         throwaway one is built for this call instead. Arguments are validated first.
@@ -59,13 +61,13 @@ class AuditTrail:
         try:
             index = AuditIndex(self.log, connections=self._connections)
             index.refresh()
-            return index.stats(window=window, by=by, model=model, session=session, now=now)
+            return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
         except (sqlite3.Error, OSError):
             with tempfile.TemporaryDirectory(prefix="ask-fable-index-") as scratch:
                 index = AuditIndex(self.log, Path(scratch) / "index.db")
                 try:
                     index.refresh()
-                    return index.stats(window=window, by=by, model=model, session=session, now=now)
+                    return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
                 finally:
                     index.db.close()
 

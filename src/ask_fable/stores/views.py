@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, TypedDict
 class ContextMeta(TypedDict):
     """A context entry without its value (``context_write``, ``context_list``)."""
 
+    tenant: str
     key: str
     description: str
     size_chars: int
@@ -51,6 +52,7 @@ class TraceSummary(TypedDict):
     """One trace as ``trace_list`` shows it (no events, no content)."""
 
     trace_id: str
+    tenant: str
     ts: float
     tool: str | None
     mode: str | None
@@ -82,8 +84,9 @@ class TraceDetail(TraceSummary):
 
 
 class HubSession(TypedDict):
-    """One ``(session_key, agent_id)`` heartbeat with its last question previewed."""
+    """One ``(session_key, agent_id)`` heartbeat of a tenant with its last question previewed."""
 
+    tenant: str
     session_key: str
     agent_id: str
     project: str
@@ -102,6 +105,7 @@ class StoredHubTurn(TypedDict):
     """One retained hub turn, with its row id and time."""
 
     id: int
+    tenant: str
     session_key: str
     agent_id: str
     project: str
@@ -117,6 +121,7 @@ class StoredHubTurn(TypedDict):
 class HubStats(TypedDict):
     """Turn totals of the session hub over a window."""
 
+    tenant: str
     project: str | None
     window_s: float
     turns: int
@@ -149,6 +154,7 @@ class BucketFigures(TypedDict):
 class StatsReport(TypedDict):
     """What ``stats`` returns: buckets (each ``{<by>: key, **BucketFigures}``) and totals."""
 
+    tenant: str
     window: str
     by: str
     since: float | None

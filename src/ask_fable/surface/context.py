@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel
 
+from ask_fable.access import LOCAL_TENANT, Caller, store_tenant
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
@@ -58,16 +59,37 @@ class ToolContext:
         # The HTTP surface puts the verified key's record there (``http_app.py``).
         return cast("ApiKey | None", scope.get("ask_fable.api_key")) if isinstance(scope, dict) else None
 
-    def caller_scoped(self, label: str) -> str:
-        """``label`` made private to this caller: HTTP keys never share conversations."""
+    @property
+    def caller(self) -> Caller:
+        """Who is calling: the HTTP key's tenant and scope, or the local operator (tenant ``local``,
+        admin scope) over stdio and on the command line."""
         key = self.api_key
-        return f"key{key.id}:{label}" if key is not None else label
+        if key is None:
+            return Caller()
+        return Caller(tenant=key.tenant, scope=key.scope, key_name=key.name)
+
+    @property
+    def tenant(self) -> str:
+        """The caller's tenant: every item it stores belongs to it."""
+        return self.caller.tenant
+
+    @property
+    def context_tenant(self) -> str:
+        """Whose context entries this caller uses: its tenant's, or the team-wide bus when shared."""
+        return store_tenant(self.tenant, self.settings.shared_context)
+
+    def session_space(self, namespace: str) -> str:
+        """The tenant's part of a conversation namespace: two tenants using one session label never
+        share a conversation (the local tenant keeps the bare namespace)."""
+        tenant = self.tenant
+        return namespace if tenant == LOCAL_TENANT else f"{namespace}@{tenant}"
 
     async def run(self, call: Call, runner: ModeRunner) -> dict[str, Any]:
-        """Run ``call`` through the pipeline with this request's progress reporting."""
-        key = self.api_key
-        if call.agent_id is None and key is not None:
-            call.agent_id = f"key:{key.name}"
+        """Run ``call`` through the pipeline, as this caller's tenant, with this request's progress
+        reporting."""
+        caller = self.caller
+        call.tenant = caller.tenant
+        call.agent_id = call.agent_id or caller.agent_id
         return await Pipeline(self.app).run(call, runner, progress=self.progress)
 
     async def elicit(self, message: str, schema: type[_Form]) -> ElicitationResult[_Form] | None:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
 
+from ask_fable.access import Effect, Scope, required_scope
+
 if TYPE_CHECKING:  # the contract's models load with the tool modules, not at server start
     from ask_fable.config import Settings
     from ask_fable.contract import ToolResult
@@ -56,6 +58,11 @@ class ToolSpec:
     against ``result``. A tool that asks one ``backend`` may name that backend's facts in its
     ``description`` (``{label}``, ``{model}``, ``{binary}``, ``{login_fix}``, ``{key_vars}``,
     ``{enable}``); :meth:`describe` fills them in from the current settings.
+
+    ``effects`` says what the tool can do (:class:`~ask_fable.access.Effect`); the scope an HTTP key
+    needs to call it and the MCP annotations ``readOnlyHint`` and ``openWorldHint`` are derived from
+    it. ``destructive`` (it may delete or replace data) and ``idempotent`` (repeating it changes
+    nothing more) describe how a writing tool writes.
     """
 
     name: str
@@ -64,16 +71,34 @@ class ToolSpec:
     args: type[BaseModel]
     result: type[ToolResult]
     handler: Handler
-    read_only: bool = False
+    effects: frozenset[Effect]
     destructive: bool = False
     idempotent: bool = False
-    open_world: bool = True
     title: str | None = None
     backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"tool {self.name!r} has unknown family {self.family!r}")
+        if not self.effects:
+            raise ValueError(f"tool {self.name!r} declares no effects")
+        if self.destructive and self.read_only:
+            raise ValueError(f"tool {self.name!r} is destructive but declares no write")
+
+    @property
+    def scope(self) -> Scope:
+        """The weakest key scope allowed to call this tool."""
+        return required_scope(self.effects)
+
+    @property
+    def read_only(self) -> bool:
+        """True when the tool changes no stored data and no setting (it may still spend)."""
+        return not self.effects & {Effect.WRITE, Effect.ADMINISTER}
+
+    @property
+    def open_world(self) -> bool:
+        """True when the tool reaches beyond this server: a model, a CLI or a provider's catalog."""
+        return Effect.SPEND in self.effects
 
     def describe(self, settings: Settings | None = None) -> str:
         """The description as served: the backend's facts filled in from ``settings`` (loaded when

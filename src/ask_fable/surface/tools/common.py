@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.access import ASKS
 from ask_fable.backends.base import Effort, Oracle, is_effort
 from ask_fable.contract import AnswerResult
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
@@ -19,6 +20,8 @@ QUESTION = Field(description="One focused engineering question.")
 CONTEXT = Field("", description="The real code, errors and constraints.")
 CONTEXT_REF = Field(None, description="context_write key(s) to add to the context.")
 EFFORT = Field(None, description="quick, standard or deep; default from the settings.")
+#: The ``tenant`` argument of the tools that read (or clean up) stored items.
+TENANT = Field(None, description='Admin keys only: another tenant\'s, or "*" for every tenant\'s.')
 
 
 class AskArgs(BaseModel):
@@ -99,4 +102,4 @@ def single_model_tool(name: str, backend: str, description: str, args: type[AskA
 
     handler.__doc__ = f"One answer from the {backend} backend."
     return ToolSpec(name=name, family="single", description=description, args=args, result=AnswerResult,
-                    handler=handler, read_only=True, open_world=True, backend=backend)
+                    handler=handler, effects=ASKS, backend=backend)

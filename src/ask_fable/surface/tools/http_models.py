@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from ask_fable.access import FETCHES
 from ask_fable.backends.base import is_effort
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
@@ -166,7 +167,7 @@ async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
              handler: Handler) -> ToolSpec:
     return ToolSpec(name=name, family="catalogs", description=description, args=args, result=result,
-                    handler=handler, read_only=True, idempotent=True, open_world=True)
+                    handler=handler, effects=FETCHES, idempotent=True)
 
 
 TOOLS = [
