@@ -24,6 +24,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from ask_fable.access import LOCAL_TENANT
 from ask_fable.config import config_file_path
 from ask_fable.core.app import App
 from ask_fable.files import atomic_write_text
@@ -102,8 +103,8 @@ def state_of(app: App) -> State:
     config = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     store = app.context_store
     context = {}
-    for listed in store.list():
-        entry = store.read(listed["key"])
+    for listed in store.list(LOCAL_TENANT):
+        entry = store.read(LOCAL_TENANT, listed["key"])
         assert entry is not None
         context[listed["key"]] = entry["value"]
     conversations = frozenset(
@@ -152,7 +153,7 @@ async def test_annotations_match_what_the_tool_does(name: str, fp: FakeProvider,
     server = make_server(["all"], **offline_settings(fp, clis))
     app = server.app
     atomic_write_text(config_file_path(), json.dumps({"trace_mode": "safe"}))
-    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    app.context_store.write(LOCAL_TENANT, "schema", "CREATE TABLE t (id int)", "")
     async with Client(server) as client:
         with anyio.fail_after(60):
             seeded = await call(client, "ask", {"question": QUESTION, "session": SEEDED_SESSION})

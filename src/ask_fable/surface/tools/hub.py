@@ -169,8 +169,6 @@ async def session_stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
             "session_turns_total": report["session_turns_total"]}
 
 
-_READ: dict[str, Any] = {"effects": READS, "idempotent": True}
-
 TOOLS = [
     ToolSpec(
         name="session_list",
@@ -181,9 +179,8 @@ TOOLS = [
         args=ListArgs,
         result=HubResult,
         handler=session_list,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="session_peek",
@@ -193,9 +190,8 @@ TOOLS = [
         args=PeekArgs,
         result=HubResult,
         handler=session_peek,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="session_stats",
@@ -205,8 +201,7 @@ TOOLS = [
         args=StatsArgs,
         result=HubResult,
         handler=session_stats,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
 ]
