@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from ask_fable import __version__
@@ -123,12 +123,48 @@ def _add_keys(sub: Any) -> None:
     create.add_argument("--tenant", metavar="NAME",
                         help="the tenant whose data the key sees and writes (default: made from --name; "
                         "keys sharing a tenant share context, cache, traces and sessions)")
+    _add_limits(create, "default: ")
     create.add_argument("--json", action="store_true", help="print JSON")
-    listing = actions.add_parser("list", help="list keys (never their secrets)")
+    listing = actions.add_parser("list", help="list keys (never their secrets), each with its use of its "
+                                 "limits")
     listing.add_argument("--json", action="store_true", help="print JSON")
+    update = actions.add_parser("update", help="change a key's limits (by id or display prefix)")
+    update.add_argument("id", help="the key's id from `keys list`")
+    _add_limits(update, "'default' follows ")
+    update.add_argument("--json", action="store_true", help="print JSON")
     revoke = actions.add_parser("revoke", help="revoke a key by id (or display prefix)")
     revoke.add_argument("id", help="the key's id from `keys list`")
     revoke.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _limit(number: type[int] | type[float]) -> Callable[[str], int | float | str]:
+    """An argparse type for a key limit: a number from 0 (0: unlimited), or ``default``."""
+
+    def parse(value: str) -> int | float | str:
+        if value.strip().lower() == "default":
+            return "default"
+        try:
+            parsed = number(value)
+        except ValueError:
+            parsed = -1
+        if parsed < 0:
+            kind = "whole number" if number is int else "number"
+            raise argparse.ArgumentTypeError(f"invalid value {value!r}: use a {kind} from 0 (0: unlimited) "
+                                             "or 'default'")
+        return parsed
+
+    return parse
+
+
+def _add_limits(parser: Any, default_text: str) -> None:
+    parser.add_argument("--rpm", type=_limit(int), metavar="N",
+                        help=f"model calls per minute, 0 unlimited ({default_text}ASK_FABLE_KEY_RPM)")
+    parser.add_argument("--concurrent", type=_limit(int), metavar="N",
+                        help=f"model calls in flight at once, 0 unlimited ({default_text}"
+                        "ASK_FABLE_KEY_CONCURRENT)")
+    parser.add_argument("--daily-usd", dest="daily_usd", type=_limit(float), metavar="X",
+                        help=f"dollars of reported cost per UTC day, 0 unlimited ({default_text}"
+                        "ASK_FABLE_KEY_DAILY_USD)")
 
 
 def _add_client_setup(sub: Any) -> None:
@@ -299,51 +335,10 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
 
 def keys_command(args: argparse.Namespace) -> int:
-    """``keys create|list|revoke``."""
-    from ask_fable.core.app import App
-    from ask_fable.errors import BadArgs
+    """``keys create|list|update|revoke``."""
+    from ask_fable.surface.key_admin import keys_command as run_keys
 
-    store = App().keys
-    try:
-        if args.keys_action == "create":
-            record, key = store.create(args.name, args.scope, args.tenant)
-            if args.json:
-                print(json.dumps({**record.to_dict(), "key": key}, indent=2))
-            else:
-                print(key)
-                print(f"created key {record.id} ({record.name!r}, {record.scope} scope, tenant "
-                      f"{record.tenant!r}); it is shown only once — store it now", file=sys.stderr)
-            return 0
-        if args.keys_action == "list":
-            records = store.list_keys()
-            if args.json:
-                print(json.dumps([r.to_dict() for r in records], indent=2))
-            elif not records:
-                print("no API keys; create one with `ask-fable keys create --name NAME`")
-            else:
-                from ask_fable.surface.human_cli import local_time
-
-                def when(value: str | None) -> str:
-                    return local_time(value) if value else "-"
-
-                print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'TENANT':<16} {'PREFIX':<11} {'CREATED':<26} "
-                      f"{'LAST USED':<26} REVOKED")
-                for r in records:
-                    print(f"{r.id:>4}  {r.name[:20]:<20} {r.scope:<6} {r.tenant[:16]:<16} "
-                          f"{r.prefix + '…':<11} {when(r.created_at):<26} {when(r.last_used_at):<26} "
-                          f"{when(r.revoked_at)}")
-            return 0
-        record = store.revoke(args.id)
-        if args.json:
-            print(json.dumps(record.to_dict(), indent=2))
-        else:
-            from ask_fable.surface.human_cli import local_time
-
-            revoked = local_time(record.revoked_at) if record.revoked_at else "now"
-            print(f"revoked key {record.id} ({record.name!r}) at {revoked}")
-        return 0
-    except BadArgs as exc:
-        return _fail(exc.detail, 1)
+    return run_keys(args)
 
 
 def _server_command(value: str | None) -> list[str] | None:

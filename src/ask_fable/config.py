@@ -358,6 +358,44 @@ class Settings(BaseSettings):
         False, description="One team-wide answer cache for every tenant (off: a tenant hits only its own)."
     )
 
+    # --- caps and quotas -------------------------------------------------------------------------
+    max_council_members: int = Field(
+        24, ge=1, description="Most members one council call may ask (every council tool); more is "
+        "bad_args before any model runs."
+    )
+    max_chain_stages: int = Field(
+        8, ge=1, description="Most stages one ask_chain pipeline may have; more is bad_args before any "
+        "model runs."
+    )
+    context_max_tenant_bytes: int = Field(
+        67_108_864, ge=0, description="Bytes of context entries one tenant may keep (0: unlimited); a "
+        "context_write over it is bad_args and stores nothing."
+    )
+    context_max_tenant_entries: int = Field(
+        2000, ge=0, description="Context entries one tenant may keep (0: unlimited); a new key over it is "
+        "bad_args."
+    )
+    key_rpm: int = Field(
+        60, ge=0, description="Model calls per minute per HTTP key (0: unlimited), unless the key sets its "
+        "own (ask-fable keys create/update --rpm)."
+    )
+    key_concurrent: int = Field(
+        8, ge=0, description="Model calls in flight at once per HTTP key (0: unlimited), unless the key sets "
+        "its own (--concurrent)."
+    )
+    key_daily_usd: float = Field(
+        50.0, ge=0, description="Dollars of reported cost per HTTP key per UTC day (0: unlimited), unless "
+        "the key sets its own (--daily-usd)."
+    )
+    quota_reserve_usd: float = Field(
+        0.25, ge=0, description="Dollars set aside from a key's daily budget while one of its calls runs, "
+        "replaced by the call's reported cost when it ends."
+    )
+    local_quota: bool = Field(
+        False, description="Apply the per-key defaults (key_rpm, key_concurrent, key_daily_usd) to the local "
+        "caller too (stdio and the command line); off: the local caller is unlimited."
+    )
+
     @field_validator(
         "atlas_council",
         "openrouter_council",
@@ -467,6 +505,11 @@ class Settings(BaseSettings):
     def keys_db(self) -> Path:
         """HTTP API keys (hashes only)."""
         return self.state_dir / "keys.db"
+
+    @property
+    def quotas_db(self) -> Path:
+        """Each key's calls per minute, calls in flight and spend per day."""
+        return self.state_dir / "quotas.db"
 
     @property
     def config_file(self) -> Path:

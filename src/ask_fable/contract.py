@@ -73,7 +73,8 @@ class ToolResult(Strict):
         None, description="settings this call read that could not be used as written, and the fallback used"
     )
     retry_after_s: float | None = Field(
-        None, description="circuit_open: seconds until the breaker lets the backend be tried again"
+        None, description="circuit_open: seconds until the breaker lets the backend be tried again; "
+        "quota_exceeded: seconds until the key's limit frees"
     )
 
 

@@ -3,6 +3,7 @@
     AskFableError                 status "error" unless overridden; carries ``kind`` and ``detail``
      ├── BadArgs                  kind "bad_args"          the caller's arguments are wrong
      ├── Forbidden                kind "forbidden"         the caller's key may not do this
+     ├── QuotaExceeded            kind "quota_exceeded"    the caller's key is over one of its quotas
      ├── NotConfigured            kind "not_configured"    a key / setting is missing (config state)
      ├── BinaryMissing            kind "binary_missing"    a CLI backend is not installed (config state)
      ├── ContextTooLarge          kind "context_too_large" the prompt cannot fit the backend's transport
@@ -48,6 +49,13 @@ class Forbidden(AskFableError):
     """The caller's key may not do what it asked (another tenant's data without admin scope)."""
 
     kind = "forbidden"
+    counts_as_failure = False
+
+
+class QuotaExceeded(AskFableError):
+    """The caller's key is over its calls per minute, calls in flight or daily budget."""
+
+    kind = "quota_exceeded"
     counts_as_failure = False
 
 

@@ -40,8 +40,9 @@ class Served:
 def served(tmp_path: Path) -> Iterator[Served]:
     """An HTTP server on an ephemeral loopback port serving every tool, GLM on the fake provider."""
     with FakeProvider() as fake:
+        # Loads beyond a key's default quota of calls in flight: the quota is off here.
         settings = load_settings(glm_api_key=BACKEND_KEY, glm_base_url=f"{fake.base_url}/api/anthropic",
-                                 cache=False, hub=False)
+                                 cache=False, hub=False, key_concurrent=0)
         keys = KeyStore(tmp_path / "keys.db")
         _, write_key = keys.create("writer", "ask", "team")
         _, read_key = keys.create("reader", "read", "team")

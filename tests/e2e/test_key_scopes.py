@@ -8,19 +8,15 @@ HTTP 403 and a JSON-RPC error naming the scope it needs.
 
 from __future__ import annotations
 
-import json
-import socket
-import subprocess
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import httpx2
 
 from ask_fable.surface.registry import all_tools
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.team_server import HEADERS, create_key, team_server
 from tests.spec_tools import ALL_SPEC_TOOLS
 
 #: The contract: what a read key may call (local look-ups of its own data), and what only an admin
@@ -33,7 +29,6 @@ SCOPES = ("read", "ask", "admin")
 #: The tools that take a ``tenant`` argument (another tenant's data, or "*" for every tenant's).
 TENANT_TOOLS = ("context_read", "context_list", "context_delete", "trace_list", "trace_get", "stats",
                 "session_list", "session_peek", "session_stats")
-HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 
 
 def expected_scope(tool: str) -> str:
@@ -50,48 +45,17 @@ class Server:
 
 
 def _create_key(scope: str) -> str:
-    created = subprocess.run(
-        [*ask_fable_command(), "keys", "create", "--name", f"{scope} key", "--scope", scope,
-         "--tenant", "team", "--json"],
-        env=child_env(), capture_output=True, text=True, timeout=60, check=True,
-    )
-    record = json.loads(created.stdout)
+    record = create_key(f"{scope} key", "--scope", scope, "--tenant", "team")
     assert (record["scope"], record["tenant"]) == (scope, "team")
     return str(record["key"])
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @asynccontextmanager
 async def serving() -> AsyncIterator[Server]:
     """``ask-fable serve --http --toolsets all`` on a free loopback port, with one key per scope."""
     keys = {scope: _create_key(scope) for scope in SCOPES}
-    port = _free_port()
-    process = await anyio.open_process(
-        [*ask_fable_command(), "serve", "--http", "--toolsets", "all", "--port", str(port)],
-        env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx2.AsyncClient(base_url=url) as http:
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        if (await http.get("/healthz")).status_code == 200:
-                            break
-                    except httpx2.TransportError:
-                        assert process.returncode is None, "the server exited before it answered"
-                    await anyio.sleep(0.05)
-        yield Server(url, keys)
-    finally:
-        process.terminate()
-        with anyio.fail_after(30):
-            await process.wait()
-        await process.aclose()
+    async with team_server() as server:
+        yield Server(server.url, keys)
 
 
 async def _call(http: httpx2.AsyncClient, key: str, tool: str, arguments: dict[str, Any]) -> httpx2.Response:

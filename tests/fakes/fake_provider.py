@@ -92,6 +92,8 @@ class Reply:
     chunk_delay: float = 0.0
     #: Never answer; the connection is dropped only when the server stops.
     hang: bool = False
+    #: Answer only once this event is set (or drop the connection when the server stops).
+    hold: threading.Event | None = None
     #: Status 200 with a body that is not JSON.
     garbage: bool = False
     #: Raw body bytes sent as-is (with ``status``), overriding every shape.
@@ -437,6 +439,9 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.hang:
             self.fake._stopping.wait()
             raise _Reset
+        while reply.hold is not None and not reply.hold.wait(0.05):
+            if self.fake._stopping.is_set():
+                raise _Reset
         self._sleep(reply.delay)
         headers = dict(reply.headers)
         if reply.retry_after is not None:

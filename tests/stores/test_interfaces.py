@@ -13,6 +13,7 @@ from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
+from ask_fable.stores.quotas import QuotaLedger
 from ask_fable.stores.traces import TraceStore
 from tests.fakes.memory_stores import MemoryContextBus
 
@@ -25,6 +26,7 @@ IMPLEMENTATIONS = [
     (interfaces.AuditStore, AuditTrail),
     (interfaces.AnswerArchive, MarkdownArchive),
     (interfaces.ApiKeyStore, KeyStore),
+    (interfaces.QuotaStore, QuotaLedger),
 ]
 
 
@@ -48,8 +50,8 @@ def test_implementation_offers_every_method_of_its_protocol(protocol: type, impl
 
 def test_every_store_the_app_can_be_given_has_a_protocol() -> None:
     given = {field.name for field in interfaces.GivenStores.__dataclass_fields__.values()}
-    assert given == {"context", "cache", "traces", "hub", "audit", "answers", "keys"}
+    assert given == {"context", "cache", "traces", "hub", "audit", "answers", "keys", "quotas"}
     assert {p for p, _ in IMPLEMENTATIONS} == {
         interfaces.ContextBus, interfaces.AnswerCacheStore, interfaces.TraceRecordStore, interfaces.HubStore,
-        interfaces.AuditStore, interfaces.AnswerArchive, interfaces.ApiKeyStore,
+        interfaces.AuditStore, interfaces.AnswerArchive, interfaces.ApiKeyStore, interfaces.QuotaStore,
     }

@@ -31,6 +31,7 @@ from ask_fable.stores.interfaces import (
     ContextBus,
     GivenStores,
     HubStore,
+    QuotaStore,
     TraceRecordStore,
 )
 
@@ -183,10 +184,13 @@ class App:
         from ask_fable.stores.context import ContextStore
 
         s = self.settings
-        key = (s.context_db, tuple(s.secret_values()))
+        key = (s.context_db, tuple(s.secret_values()), s.context_max_tenant_bytes,
+               s.context_max_tenant_entries)
         connections = self.resources.connections
         return self._store(self._given.context, "context", key,
-                           lambda: ContextStore(s.context_db, secrets=s, connections=connections))
+                           lambda: ContextStore(s.context_db, secrets=s, connections=connections,
+                                                max_tenant_bytes=s.context_max_tenant_bytes,
+                                                max_tenant_entries=s.context_max_tenant_entries))
 
     @property
     def cache(self) -> AnswerCacheStore | None:
@@ -231,6 +235,16 @@ class App:
         connections = self.resources.connections
         return self._store(self._given.keys, "keys", s.keys_db,
                            lambda: KeyStore(s.keys_db, connections=connections))
+
+    @property
+    def quotas(self) -> QuotaStore:
+        """Each key's quota use (calls per minute, in flight, spend per day)."""
+        from ask_fable.stores.quotas import QuotaLedger
+
+        s = self.settings
+        connections = self.resources.connections
+        return self._store(self._given.quotas, "quotas", s.quotas_db,
+                           lambda: QuotaLedger(s.quotas_db, connections=connections))
 
     # --- other services -----------------------------------------------------------------------------
     @property

@@ -1,9 +1,10 @@
 """The one request lifecycle every reasoning tool runs.
 
-    resolve context_ref ─▶ guard ─▶ cache lookup ─▶ mode ─▶ normalize ─▶ persist ─▶ result + trace_id
+    quota ─▶ resolve context_ref ─▶ guard ─▶ cache lookup ─▶ mode ─▶ normalize ─▶ persist ─▶ result + trace_id
 
 Tools build a :class:`Call` and hand it, with a mode runner, to :func:`run`. Everything that cuts
-across tools (guard, cache, timing, error mapping, audit, trace, hub, saved answers) lives here.
+across tools (per-key quotas, guard, cache, timing, error mapping, audit, trace, hub, saved
+answers) lives here.
 A failure of our own never escapes: it becomes ``{"status": "error", "kind": ..., "detail": ...}``.
 """
 
@@ -18,7 +19,7 @@ import anyio
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
-from ask_fable.core import guard
+from ask_fable.core import guard, quotas
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
@@ -61,6 +62,8 @@ class Call:
     agent_id: str | None = None
     #: The tenant the call's records belong to and whose context entries and cache it may use.
     tenant: str = LOCAL_TENANT
+    #: The caller's key quota the call is admitted against (None: unlimited).
+    quota: quotas.KeyQuota | None = None
 
     @property
     def hub_session(self) -> str | None:
@@ -124,6 +127,33 @@ class Pipeline:
         # Completed once context_ref is resolved: context_len is what the model is given.
         request = trace.events[-1].attrs
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
+        try:
+            hold = await quotas.admit(app, call.quota)
+        except AskFableError as exc:
+            trace.event("quota", admitted=False, kind=exc.kind)
+            return await self._finish(call, trace, {**call.echo, **exc.to_result()}, None, mctx, False,
+                                      call.context)
+        except Exception as exc:  # the quota store failed: refuse rather than spend unaccounted
+            app.console.line(trace.trace_id, f"quota check failed ({type(exc).__name__}); call refused")
+            result = {**call.echo, "status": "error", "kind": "internal",
+                      "detail": f"ask-fable could not check this key's quota ({type(exc).__name__}); no "
+                      f"model was called. See the server log for trace {trace.trace_id}."}
+            return await self._finish(call, trace, result, None, mctx, False, call.context)
+        try:
+            return await self._run(call, runner, trace, request, mctx)
+        finally:
+            if hold is not None:
+                try:
+                    await hold.settle(quotas.call_cost(mctx.members))
+                except Exception as exc:  # the call's place is freed when its lease ends
+                    app.console.line(trace.trace_id,
+                                     f"could not settle this call's quota ({type(exc).__name__})")
+
+    async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, Any],
+                   mctx: ModeContext) -> dict[str, Any]:
+        """The call after its admission: context, guard, cache, mode, normalize, persist."""
+        app = self.app
+        settings = app.settings
         result: dict[str, Any]
         outcome: ModeOutcome | None = None
         allowed = False

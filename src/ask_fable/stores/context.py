@@ -4,6 +4,10 @@ Every entry belongs to a tenant and every query names one: a key of one tenant i
 every other (no read, list, overwrite, delete, suggestion or ``context_ref`` hit). Only a listing
 accepts ``ALL_TENANTS``. Values are redacted before they are stored, so a key pasted by accident
 never reaches disk (or a model through ``context_ref``).
+
+A tenant may keep at most ``max_tenant_bytes`` of values in at most ``max_tenant_entries`` entries
+(0: unlimited): a write that would go over is ``BadArgs`` and changes nothing, checked inside the
+write's transaction so concurrent writers cannot pass the cap together.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import builtins
 import difflib
 import os
+import sqlite3
 import time
 from typing import cast
 
@@ -52,6 +57,11 @@ MIGRATIONS = [
     ALTER TABLE context_v2 RENAME TO context;
     CREATE INDEX context_tenant_updated ON context(tenant, updated_at);
     """,
+    # What each entry weighs in bytes, for the per-tenant cap.
+    """
+    ALTER TABLE context ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE context SET size_bytes = length(CAST(value AS BLOB));
+    """,
 ]
 
 _META = "tenant, key, description, size_chars, created_at, updated_at"
@@ -72,9 +82,12 @@ class ContextStore:
     """Key → text store over SQLite (``settings.context_db``): the ``ContextBus``."""
 
     def __init__(self, path: str | os.PathLike[str], *, secrets: SecretSource = (),
-                 connections: Connections | None = None) -> None:
+                 connections: Connections | None = None, max_tenant_bytes: int = 0,
+                 max_tenant_entries: int = 0) -> None:
         self.db = Database(path, MIGRATIONS, connections=connections)
         self._secrets = secret_list(secrets)
+        self.max_tenant_bytes = max_tenant_bytes
+        self.max_tenant_entries = max_tenant_entries
 
     def write(self, tenant: str, key: str, value: str, description: str = "") -> ContextMeta:
         """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``); returns its
@@ -88,17 +101,39 @@ class ContextStore:
         value = redact(value, self._secrets)
         description = redact(description, self._secrets)
         now = time.time()
+        size = len(value.encode("utf-8", "surrogatepass"))
         with self.db.write() as conn:
+            self._check_room(conn, tenant, key, size)
             conn.execute(
-                "INSERT INTO context (tenant, key, value, description, size_chars, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(tenant, key) DO UPDATE SET value = excluded.value, "
-                "description = excluded.description, size_chars = excluded.size_chars, "
+                "INSERT INTO context (tenant, key, value, description, size_chars, size_bytes, created_at, "
+                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(tenant, key) DO UPDATE SET "
+                "value = excluded.value, description = excluded.description, "
+                "size_chars = excluded.size_chars, size_bytes = excluded.size_bytes, "
                 "updated_at = excluded.updated_at",
-                (tenant, key, value, description, len(value), now, now),
+                (tenant, key, value, description, len(value), size, now, now),
             )
             row = conn.execute(f"SELECT {_META} FROM context WHERE tenant = ? AND key = ?",
                                (tenant, key)).fetchone()
         return cast(ContextMeta, dict(row))
+
+    def _check_room(self, conn: sqlite3.Connection, tenant: str, key: str, size: int) -> None:
+        """``BadArgs`` when storing ``size`` bytes under ``key`` would put the tenant over a cap."""
+        if not (self.max_tenant_bytes or self.max_tenant_entries):
+            return
+        others, stored = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(size_bytes), 0) FROM context WHERE tenant = ? AND key <> ?",
+            (tenant, key)).fetchone()
+        cap_entries, cap_bytes = self.max_tenant_entries, self.max_tenant_bytes
+        hint = "delete entries you no longer need (context_list, context_delete), or ask the operator"
+        if cap_entries and others + 1 > cap_entries:
+            raise BadArgs(f"tenant {tenant!r} already keeps {others} context entries, the most it may keep "
+                          f"({cap_entries}, ASK_FABLE_CONTEXT_MAX_TENANT_ENTRIES); {key!r} was not stored.",
+                          hint=f"{hint} to raise ASK_FABLE_CONTEXT_MAX_TENANT_ENTRIES")
+        if cap_bytes and stored + size > cap_bytes:
+            raise BadArgs(f"storing {key!r} ({size} bytes) would put tenant {tenant!r} at {stored + size} "
+                          f"bytes of context, over its cap of {cap_bytes} "
+                          "(ASK_FABLE_CONTEXT_MAX_TENANT_BYTES); nothing was stored.",
+                          hint=f"{hint} to raise ASK_FABLE_CONTEXT_MAX_TENANT_BYTES")
 
     def read(self, tenant: str, key: str) -> ContextEntry | None:
         """The value and metadata under the tenant's ``key`` (with ``age_s``), or ``None``."""

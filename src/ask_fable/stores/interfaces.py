@@ -19,6 +19,7 @@ and ``context_ref`` resolution always name one tenant.
 | ``AuditStore`` | ``audit_trail.AuditTrail`` (JSONL + SQLite index) | recorders, ``stats`` |
 | ``AnswerArchive`` | ``answers.MarkdownArchive`` (files) | recorders, ``reset_session`` |
 | ``ApiKeyStore`` | ``keys.KeyStore`` (SQLite) | ``ask-fable keys``, the HTTP surface |
+| ``QuotaStore`` | ``quotas.QuotaLedger`` (SQLite) | pipeline (per-key quotas), ``ask-fable keys list`` |
 """
 
 from __future__ import annotations
@@ -32,18 +33,21 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         ApiKey,
         AuditRecord,
         HubTurn,
+        QuotaLimits,
         SavedAnswer,
         TraceBundle,
         TraceRecord,
         Transcript,
     )
     from ask_fable.stores.views import (
+        Admission,
         CachedAnswer,
         ContextEntry,
         ContextListed,
         ContextMeta,
         HubSession,
         HubStats,
+        KeyUsage,
         ResolvedContext,
         StatsReport,
         StoredHubTurn,
@@ -56,7 +60,8 @@ class ContextBus(Protocol):
     """Named chunks of context, each tenant's apart; values are stored redacted."""
 
     def write(self, tenant: str, key: str, value: str, description: str = "") -> ContextMeta:
-        """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``)."""
+        """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``); ``BadArgs``,
+        changing nothing, when it would put the tenant over its entries or bytes cap."""
         ...
 
     def read(self, tenant: str, key: str) -> ContextEntry | None:
@@ -186,9 +191,15 @@ class AnswerArchive(Protocol):
 class ApiKeyStore(Protocol):
     """HTTP API keys, kept only as hashes."""
 
-    def create(self, name: str, scope: str, tenant: str | None = None) -> tuple[ApiKey, str]:
+    def create(self, name: str, scope: str, tenant: str | None = None,
+               limits: QuotaLimits | None = None) -> tuple[ApiKey, str]:
         """A new key's record and its plain value (shown once); the tenant defaults to one made from
-        the name."""
+        the name, each limit left ``None`` to the setting's default."""
+        ...
+
+    def set_limits(self, key_id: int | str, limits: QuotaLimits, *, clear: frozenset[str] = frozenset()
+                   ) -> ApiKey:
+        """Set the key's limits given in ``limits``; those named in ``clear`` follow the defaults again."""
         ...
 
     def list_keys(self, *, include_revoked: bool = True) -> list[ApiKey]:
@@ -208,6 +219,28 @@ class ApiKeyStore(Protocol):
         ...
 
 
+class QuotaStore(Protocol):
+    """Each key's calls per minute, calls in flight and spend per UTC day.
+
+    Keys are named by tenant and key id (the local caller is key 0 of its tenant). An admission and
+    a settlement are each atomic across every process sharing the store, so concurrent calls never
+    push a key past a limit (beyond what calls in flight cost over their reservation).
+    """
+
+    def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
+              now: float) -> Admission:
+        """Count one call of the key and hold ``reserve_usd`` of its budget, or say which limit it hit."""
+        ...
+
+    def settle(self, tenant: str, key_id: int, ticket: str, cost_usd: float, now: float) -> None:
+        """End an admitted call: free its place and replace its reservation by its real cost."""
+        ...
+
+    def usage(self, tenant: str, now: float) -> list[KeyUsage]:
+        """Each of the tenant's keys' use now (every tenant's for ``"*"``)."""
+        ...
+
+
 @dataclass(frozen=True)
 class GivenStores:
     """Store implementations handed to the ``App``; each one left ``None`` is opened from settings.
@@ -223,3 +256,4 @@ class GivenStores:
     audit: AuditStore | None = None
     answers: AnswerArchive | None = None
     keys: ApiKeyStore | None = None
+    quotas: QuotaStore | None = None

@@ -3,7 +3,8 @@
 A key is ``afk_`` + 32 URL-safe random characters. The plain key is returned once by
 :meth:`KeyStore.create`; the store keeps its hash, a display prefix, its scope (``read``, ``ask``
 or ``admin``, see :mod:`ask_fable.access`), the tenant its caller's data belongs to, and
-``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601).
+``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601), and the key's own
+quotas (calls per minute, calls in flight, dollars per UTC day; unset: the settings' defaults).
 
 Keys made before scopes meant money had ``write`` (every tool) or ``read``: migration 2 turns
 ``write`` into ``ask`` (which no longer includes ``configure_*``) and puts every existing key in
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.records import ApiKey
+from ask_fable.stores.records import ApiKey, QuotaLimits
 
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
@@ -68,6 +69,12 @@ MIGRATIONS = [
     DROP TABLE api_keys;
     ALTER TABLE api_keys_v2 RENAME TO api_keys;
     """,
+    # Each key's own quotas; NULL: the setting's default applies, 0: unlimited.
+    """
+    ALTER TABLE api_keys ADD COLUMN rpm INTEGER;
+    ALTER TABLE api_keys ADD COLUMN concurrent INTEGER;
+    ALTER TABLE api_keys ADD COLUMN daily_usd REAL;
+    """,
 ]
 
 
@@ -92,13 +99,26 @@ def looks_like_key(text: str) -> bool:
 
 
 def _row(row: sqlite3.Row) -> ApiKey:
+    daily = row["daily_usd"]
+    limits = QuotaLimits(rpm=row["rpm"], concurrent=row["concurrent"],
+                         daily_usd=None if daily is None else float(daily))
     return ApiKey(
         id=int(row["id"]), name=row["name"], scope=row["scope"], tenant=row["tenant"], prefix=row["prefix"],
         created_at=row["created_at"], last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
+        limits=limits,
     )
 
 
-_COLUMNS = "id, name, scope, tenant, prefix, created_at, last_used_at, revoked_at"
+_COLUMNS = "id, name, scope, tenant, prefix, created_at, last_used_at, revoked_at, rpm, concurrent, daily_usd"
+
+
+def check_limits(limits: QuotaLimits) -> QuotaLimits:
+    """``limits`` if none is negative, else ``BadArgs`` naming the one that is."""
+    for name in ("rpm", "concurrent", "daily_usd"):
+        value = getattr(limits, name)
+        if value is not None and value < 0:
+            raise BadArgs(f"--{name.replace('_', '-')} must be 0 (unlimited) or more, not {value}")
+    return limits
 
 
 def key_tenant(name: str, tenant: str | None) -> str:
@@ -118,23 +138,27 @@ class KeyStore:
         self.db = Database(path, MIGRATIONS, connections=connections)
         self._touched: dict[int, float] = {}
 
-    def create(self, name: str, scope: str, tenant: str | None = None) -> tuple[ApiKey, str]:
+    def create(self, name: str, scope: str, tenant: str | None = None,
+               limits: QuotaLimits | None = None) -> tuple[ApiKey, str]:
         """Store a new key; returns its record and the plain key (shown to the user once).
 
         ``scope`` is ``read``, ``ask`` or ``admin`` (``write`` reads as ``ask``); ``tenant`` defaults
-        to one made from ``name`` (``Alice Smith`` → ``alice-smith``).
+        to one made from ``name`` (``Alice Smith`` → ``alice-smith``); each of ``limits`` left
+        ``None`` follows the setting's default.
         """
         name = name.strip()
         if not name:
             raise BadArgs("a key needs a --name (who or what will use it)")
         granted: Scope = parse_scope(scope)
         owner = key_tenant(name, tenant)
+        limits = check_limits(limits or QuotaLimits())
         key = generate_key()
         with self.db.write() as conn:
             cursor = conn.execute(
-                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
+                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at, rpm, concurrent, "
+                "daily_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now(),
+                 limits.rpm, limits.concurrent, limits.daily_usd),
             )
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (cursor.lastrowid,)
@@ -164,7 +188,7 @@ class KeyStore:
         rows: list[sqlite3.Row] = conn.execute(
             f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
         if len(rows) > 1:
-            raise BadArgs(f"{text!r} matches {len(rows)} keys; revoke by id instead")
+            raise BadArgs(f"{text!r} matches {len(rows)} keys; use the key's id instead")
         return rows[0] if rows else None
 
     def revoke(self, key_id: int | str) -> ApiKey:
@@ -176,6 +200,22 @@ class KeyStore:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", (_now(), row["id"])
             )
+            row = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (row["id"],)).fetchone()
+        return _row(row)
+
+    def set_limits(self, key_id: int | str, limits: QuotaLimits, *, clear: frozenset[str] = frozenset()
+                   ) -> ApiKey:
+        """Change a key's own limits: each one given in ``limits`` is set, each named in ``clear``
+        goes back to the setting's default, the others stay as they are."""
+        check_limits(limits)
+        with self.db.write() as conn:
+            row = self._find(conn, key_id)
+            if row is None:
+                raise BadArgs(f"no API key with id {key_id!r}; see `ask-fable keys list`")
+            for name in ("rpm", "concurrent", "daily_usd"):
+                value = getattr(limits, name)
+                if name in clear or value is not None:
+                    conn.execute(f"UPDATE api_keys SET {name} = ? WHERE id = ?", (value, row["id"]))
             row = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (row["id"],)).fetchone()
         return _row(row)
 

@@ -6,7 +6,7 @@
     HubTurn                                  one successful turn mirrored to the session hub
     SavedAnswer                              one answer kept as a file
     Transcript ── turns: TranscriptTurn…     one multi-turn session, saved on reset
-    ApiKey                                   one HTTP API key, without its secret
+    ApiKey ── limits: QuotaLimits            one HTTP API key, without its secret, and its own limits
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
 (SQLite and files today) takes them as they are. Each names the tenant it belongs to (``local``
@@ -197,6 +197,19 @@ class Transcript(Record):
 
 
 @dataclass(frozen=True)
+class QuotaLimits:
+    """What one caller may use: calls per minute, calls in flight, dollars per UTC day.
+
+    ``None`` means no limit. On a key record, ``None`` means the setting's default applies
+    (``key_rpm``, ``key_concurrent``, ``key_daily_usd``), and 0 means unlimited.
+    """
+
+    rpm: int | None = None
+    concurrent: int | None = None
+    daily_usd: float | None = None
+
+
+@dataclass(frozen=True)
 class ApiKey:
     """One stored HTTP API key, without its secret."""
 
@@ -208,6 +221,8 @@ class ApiKey:
     created_at: str
     last_used_at: str | None
     revoked_at: str | None
+    #: The key's own limits; each ``None`` falls back to the setting's default.
+    limits: QuotaLimits = QuotaLimits()
 
     @property
     def active(self) -> bool:

@@ -162,3 +162,29 @@ class StatsReport(TypedDict):
     records: int
     buckets: list[dict[str, Any]]
     totals: BucketFigures
+
+
+class Admission(NamedTuple):
+    """The quota store's answer to one call: admitted with a ticket to settle, or the limit it hit."""
+
+    admitted: bool
+    #: What :meth:`QuotaStore.settle` takes when the call ends (admitted calls only).
+    ticket: str | None = None
+    #: ``rpm``, ``concurrent`` or ``daily_usd`` when refused.
+    limit: str | None = None
+    #: Seconds until the limit frees: the end of the minute or UTC day, or a short wait for a call in flight.
+    retry_after_s: float | None = None
+    #: What the key has used of the limit it hit (calls, or dollars with reservations).
+    used: float | None = None
+
+
+class KeyUsage(TypedDict):
+    """One key's use of its quotas now: calls this minute, calls in flight, dollars today."""
+
+    tenant: str
+    key_id: int
+    calls_this_minute: int
+    in_flight: int
+    calls_today: int
+    spent_usd_today: float
+    reserved_usd: float

@@ -12,6 +12,7 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
+from ask_fable.core.quotas import key_quota
 
 if TYPE_CHECKING:
     from mcp.server.elicitation import ElicitationResult
@@ -85,11 +86,12 @@ class ToolContext:
         return namespace if tenant == LOCAL_TENANT else f"{namespace}@{tenant}"
 
     async def run(self, call: Call, runner: ModeRunner) -> dict[str, Any]:
-        """Run ``call`` through the pipeline, as this caller's tenant, with this request's progress
-        reporting."""
+        """Run ``call`` through the pipeline, as this caller's tenant and against its key's quota, with
+        this request's progress reporting."""
         caller = self.caller
         call.tenant = caller.tenant
         call.agent_id = call.agent_id or caller.agent_id
+        call.quota = key_quota(self.api_key, caller.tenant, self.settings)
         return await Pipeline(self.app).run(call, runner, progress=self.progress)
 
     async def elicit(self, message: str, schema: type[_Form]) -> ElicitationResult[_Form] | None:

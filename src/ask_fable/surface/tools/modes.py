@@ -174,9 +174,11 @@ async def _council(
     *,
     effort: str | None = None,
 ) -> dict[str, Any]:
+    from ask_fable.core.caps import check_council
     from ask_fable.core.modes.council import run_council, synth_ladder
     from ask_fable.core.tokens import default_resolver
 
+    check_council(members, ctx.settings)
     ladder = synth_ladder(synthesizer)
     resolver = default_resolver(ctx.settings, effort=effort, resources=ctx.app.resources)
     call = Call(tool=tool, question=args.question, context=args.context, context_ref=args.context_ref,
@@ -202,13 +204,14 @@ async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
 
 async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     """Ordered draft → critique → decide pipeline."""
+    from ask_fable.core.caps import check_chain
     from ask_fable.core.modes.chain import run_chain
     from ask_fable.core.tokens import default_resolver, parse_pipeline
 
     given: str | list[str] | None = _given(args.models, "models")
     if given is None:
         given = _given(args.pipeline, "pipeline")
-    stages = parse_pipeline(DEFAULT_PIPELINE if given is None else given)
+    stages = check_chain(parse_pipeline(DEFAULT_PIPELINE if given is None else given), ctx.settings)
     resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="chain", cache_models=stages)

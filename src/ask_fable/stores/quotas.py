@@ -1,0 +1,179 @@
+"""Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in one SQLite file.
+
+Each admission and each settlement is one write transaction (``BEGIN IMMEDIATE`` takes the
+database's write lock), so server processes sharing the state directory count against the same
+limits and a limit is never overshot by a race:
+
+- **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
+- **calls in flight** are rows held from admission to settlement (a lease: a row whose process died
+  without settling stops counting after :data:`LEASE_S`);
+- **dollars per day**: a call is admitted while the key's settled spend plus what its calls in flight
+  reserve is below the budget. It reserves the configured amount (or what is left of the budget,
+  if less), and when it ends the reservation is replaced by the cost the providers reported. The
+  budget can therefore be exceeded only by what calls in flight cost beyond their reservations.
+
+Amounts are kept as integer millionths of a dollar, so sums are exact. The SQL is plain
+(``INSERT … ON CONFLICT … DO UPDATE``, no functions of one database), so another database can
+implement :class:`~ask_fable.stores.interfaces.QuotaStore` the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+from ask_fable.access import ALL_TENANTS, one_tenant
+from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import Admission, KeyUsage
+
+#: A call in flight whose process never settled it (killed mid-call) stops counting after this long.
+LEASE_S = 1800.0
+#: What a refusal for too many calls in flight suggests waiting: calls end at their own pace.
+IN_FLIGHT_RETRY_S = 2.0
+#: Days of per-day totals kept.
+KEEP_DAYS = 35
+MICRO = 1_000_000
+
+MIGRATIONS = [
+    """
+    CREATE TABLE quota_minutes (
+        tenant  TEXT NOT NULL,
+        key_id  INTEGER NOT NULL,
+        minute  INTEGER NOT NULL,
+        calls   INTEGER NOT NULL,
+        PRIMARY KEY (tenant, key_id, minute)
+    );
+    CREATE TABLE quota_days (
+        tenant         TEXT NOT NULL,
+        key_id         INTEGER NOT NULL,
+        day            TEXT NOT NULL,
+        calls          INTEGER NOT NULL,
+        spent_microusd INTEGER NOT NULL,
+        PRIMARY KEY (tenant, key_id, day)
+    );
+    CREATE TABLE quota_in_flight (
+        ticket            TEXT PRIMARY KEY,
+        tenant            TEXT NOT NULL,
+        key_id            INTEGER NOT NULL,
+        started_at        REAL NOT NULL,
+        expires_at        REAL NOT NULL,
+        reserved_microusd INTEGER NOT NULL
+    );
+    CREATE INDEX quota_in_flight_key ON quota_in_flight(tenant, key_id);
+    """,
+]
+
+
+def to_micro(dollars: float) -> int:
+    """Dollars as whole millionths."""
+    return round(dollars * MICRO)
+
+
+def utc_day(now: float) -> str:
+    """The UTC date of ``now`` (``YYYY-MM-DD``)."""
+    return datetime.fromtimestamp(now, UTC).date().isoformat()
+
+
+def seconds_to_next_day(now: float) -> float:
+    """Seconds from ``now`` to the next UTC midnight."""
+    moment = datetime.fromtimestamp(now, UTC)
+    midnight = datetime(moment.year, moment.month, moment.day, tzinfo=UTC) + timedelta(days=1)
+    return max(0.0, midnight.timestamp() - now)
+
+
+class QuotaLedger:
+    """The quota tables in their own SQLite file (``settings.quotas_db``): the ``QuotaStore``."""
+
+    def __init__(self, path: str | os.PathLike[str], *, connections: Connections | None = None) -> None:
+        self.db = Database(path, MIGRATIONS, connections=connections)
+
+    def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
+              now: float) -> Admission:
+        """Admit one call of the key (counting it and holding its reservation) or say which limit it hit."""
+        one_tenant(tenant)
+        minute, day = int(now // 60), utc_day(now)
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
+            in_flight, reserved = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
+                "WHERE tenant = ? AND key_id = ?", (tenant, key_id)).fetchone()
+            if limits.concurrent is not None and in_flight >= limits.concurrent:
+                return Admission(False, limit="concurrent", retry_after_s=IN_FLIGHT_RETRY_S, used=in_flight)
+            calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
+                                    "AND minute = ?", (tenant, key_id, minute))
+            if limits.rpm is not None and calls >= limits.rpm:
+                return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
+                                 used=calls)
+            reservation = 0
+            if limits.daily_usd is not None:
+                spent = self._one(conn, "SELECT spent_microusd FROM quota_days "
+                                        "WHERE tenant = ? AND key_id = ? AND day = ?", (tenant, key_id, day))
+                room = to_micro(limits.daily_usd) - spent - reserved
+                if room <= 0:
+                    return Admission(False, limit="daily_usd",
+                                     retry_after_s=round(seconds_to_next_day(now), 3),
+                                     used=(spent + reserved) / MICRO)
+                reservation = min(to_micro(reserve_usd), room)
+            ticket = secrets.token_hex(16)
+            conn.execute(
+                "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, 1) "
+                "ON CONFLICT (tenant, key_id, minute) DO UPDATE SET calls = quota_minutes.calls + 1",
+                (tenant, key_id, minute))
+            conn.execute("DELETE FROM quota_minutes WHERE tenant = ? AND key_id = ? AND minute < ?",
+                         (tenant, key_id, minute - 1))
+            conn.execute(
+                "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
+                "reserved_microusd) VALUES (?, ?, ?, ?, ?, ?)",
+                (ticket, tenant, key_id, now, now + LEASE_S, reservation))
+        return Admission(True, ticket=ticket)
+
+    def settle(self, tenant: str, key_id: int, ticket: str, cost_usd: float, now: float) -> None:
+        """End an admitted call: free its place in flight and add its real cost to today's spend."""
+        one_tenant(tenant)
+        day = utc_day(now)
+        with self.db.write() as conn:
+            conn.execute("DELETE FROM quota_in_flight WHERE ticket = ?", (ticket,))
+            conn.execute(
+                "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, 1, ?) "
+                "ON CONFLICT (tenant, key_id, day) DO UPDATE SET calls = quota_days.calls + 1, "
+                "spent_microusd = quota_days.spent_microusd + excluded.spent_microusd",
+                (tenant, key_id, day, max(0, to_micro(cost_usd))))
+            oldest = utc_day(now - KEEP_DAYS * 86400)
+            conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
+                         (tenant, key_id, oldest))
+
+    def usage(self, tenant: str, now: float) -> list[KeyUsage]:
+        """Each key's use now (every tenant's keys for ``"*"``): calls this minute, in flight, today."""
+        minute, day = int(now // 60), utc_day(now)
+        where, params = ("", ()) if tenant == ALL_TENANTS else (" AND tenant = ?", (one_tenant(tenant),))
+        rows: dict[tuple[str, int], KeyUsage] = {}
+
+        def row(owner: str, key_id: int) -> KeyUsage:
+            return rows.setdefault((owner, key_id), KeyUsage(
+                tenant=owner, key_id=key_id, calls_this_minute=0, in_flight=0, calls_today=0,
+                spent_usd_today=0.0, reserved_usd=0.0))
+
+        with self.db.read() as conn:
+            for owner, key_id, calls in conn.execute(
+                    f"SELECT tenant, key_id, calls FROM quota_minutes WHERE minute = ?{where}",
+                    (minute, *params)):
+                row(owner, key_id)["calls_this_minute"] = int(calls)
+            for owner, key_id, count, reserved in conn.execute(
+                    "SELECT tenant, key_id, COUNT(*), SUM(reserved_microusd) FROM quota_in_flight "
+                    f"WHERE expires_at > ?{where} GROUP BY tenant, key_id", (now, *params)):
+                usage = row(owner, key_id)
+                usage["in_flight"], usage["reserved_usd"] = int(count), int(reserved or 0) / MICRO
+            for owner, key_id, calls, spent in conn.execute(
+                    f"SELECT tenant, key_id, calls, spent_microusd FROM quota_days WHERE day = ?{where}",
+                    (day, *params)):
+                usage = row(owner, key_id)
+                usage["calls_today"], usage["spent_usd_today"] = int(calls), int(spent) / MICRO
+        return [rows[k] for k in sorted(rows, key=lambda k: (k[1], k[0]))]
+
+    @staticmethod
+    def _one(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> int:
+        found = conn.execute(sql, params).fetchone()
+        return int(found[0]) if found is not None else 0

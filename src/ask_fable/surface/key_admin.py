@@ -1,0 +1,142 @@
+"""``ask-fable keys``: create, list (with each key's quota use against its limits), update and revoke.
+
+A key's limits are its own where set (``--rpm``, ``--concurrent``, ``--daily-usd``; 0 is unlimited,
+``default`` follows the setting again) and the settings' defaults otherwise; the listing shows
+both what is in force and what the key has used of it: calls this minute, calls in flight, dollars
+spent today (UTC).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ask_fable.core.quotas import effective_limits
+from ask_fable.stores.records import QuotaLimits
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ask_fable.core.app import App
+    from ask_fable.stores.records import ApiKey
+    from ask_fable.stores.views import KeyUsage
+
+#: What a limit option takes to follow the setting's default again.
+DEFAULT_WORD = "default"
+LIMIT_NAMES = ("rpm", "concurrent", "daily_usd")
+
+
+def given_limits(args: argparse.Namespace) -> tuple[QuotaLimits, frozenset[str]]:
+    """The limits named on the command line, and those set back to ``default``."""
+    values: dict[str, Any] = {}
+    cleared = set()
+    for name in LIMIT_NAMES:
+        value = getattr(args, name, None)
+        if value == DEFAULT_WORD:
+            cleared.add(name)
+        elif value is not None:
+            values[name] = value
+    return QuotaLimits(**values), frozenset(cleared)
+
+
+def _no_usage(record: ApiKey) -> KeyUsage:
+    return {"tenant": record.tenant, "key_id": record.id, "calls_this_minute": 0, "in_flight": 0,
+            "calls_today": 0, "spent_usd_today": 0.0, "reserved_usd": 0.0}
+
+
+def key_report(app: App, records: list[ApiKey]) -> list[dict[str, Any]]:
+    """Each key as JSON: its record, its own limits, the limits in force and its use of them now."""
+    usage = {(u["tenant"], u["key_id"]): u for u in app.quotas.usage("*", app.clock.now())}
+    settings = app.settings
+    out = []
+    for record in records:
+        data = record.to_dict()
+        data["limits"] = _limits_dict(record.limits)
+        data["limits_in_force"] = _limits_dict(effective_limits(record.limits, settings))
+        data["usage"] = dict(usage.get((record.tenant, record.id)) or _no_usage(record))
+        out.append(data)
+    return out
+
+
+def _limits_dict(limits: QuotaLimits) -> dict[str, float | int | None]:
+    return {"rpm": limits.rpm, "concurrent": limits.concurrent, "daily_usd": limits.daily_usd}
+
+
+def _of(used: str, limit: object) -> str:
+    return f"{used}/{'∞' if limit is None else limit}"
+
+
+def print_table(report: list[dict[str, Any]]) -> None:
+    """The human listing: who, scope, tenant, then use against limits, then dates."""
+    from ask_fable.surface.human_cli import local_time
+
+    def when(value: str | None) -> str:
+        return local_time(value) if value else "-"
+
+    print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'TENANT':<16} {'PREFIX':<11} {'RPM':<9} {'IN FLIGHT':<9} "
+          f"{'TODAY USD':<17} {'CREATED':<26} {'LAST USED':<26} REVOKED")
+    for k in report:
+        force, use = k["limits_in_force"], k["usage"]
+        daily = force["daily_usd"]
+        spent = _of(f"{use['spent_usd_today']:.2f}", None if daily is None else f"{daily:.2f}")
+        print(f"{k['id']:>4}  {k['name'][:20]:<20} {k['scope']:<6} {k['tenant'][:16]:<16} "
+              f"{k['prefix'] + '…':<11} {_of(str(use['calls_this_minute']), force['rpm']):<9} "
+              f"{_of(str(use['in_flight']), force['concurrent']):<9} {spent:<17} "
+              f"{when(k['created_at']):<26} {when(k['last_used_at']):<26} {when(k['revoked_at'])}")
+
+
+def keys_command(args: argparse.Namespace) -> int:
+    """``keys create|list|update|revoke``; 1 with a one-line message when the arguments are wrong."""
+    from ask_fable.core.app import App
+    from ask_fable.errors import BadArgs
+
+    app = App()
+    store = app.keys
+    try:
+        if args.keys_action == "create":
+            limits, _ = given_limits(args)
+            record, key = store.create(args.name, args.scope, args.tenant, limits)
+            if args.json:
+                print(json.dumps({**key_report(app, [record])[0], "key": key}, indent=2))
+            else:
+                print(key)
+                print(f"created key {record.id} ({record.name!r}, {record.scope} scope, tenant "
+                      f"{record.tenant!r}); it is shown only once — store it now", file=sys.stderr)
+            return 0
+        if args.keys_action == "list":
+            report = key_report(app, store.list_keys())
+            if args.json:
+                print(json.dumps(report, indent=2))
+            elif not report:
+                print("no API keys; create one with `ask-fable keys create --name NAME`")
+            else:
+                print_table(report)
+            return 0
+        if args.keys_action == "update":
+            limits, cleared = given_limits(args)
+            if limits == QuotaLimits() and not cleared:
+                raise BadArgs("nothing to change: give --rpm, --concurrent or --daily-usd (a number, 0 for "
+                              "unlimited, or 'default')")
+            record = store.set_limits(args.id, limits, clear=cleared)
+            updated = key_report(app, [record])[0]
+            if args.json:
+                print(json.dumps(updated, indent=2))
+            else:
+                force = updated["limits_in_force"]
+                print(f"key {record.id} ({record.name!r}) now allows rpm={_of('', force['rpm'])[1:]}, "
+                      f"concurrent={_of('', force['concurrent'])[1:]}, "
+                      f"daily_usd={_of('', force['daily_usd'])[1:]}")
+            return 0
+        record = store.revoke(args.id)
+        if args.json:
+            print(json.dumps(record.to_dict(), indent=2))
+        else:
+            from ask_fable.surface.human_cli import local_time
+
+            revoked = local_time(record.revoked_at) if record.revoked_at else "now"
+            print(f"revoked key {record.id} ({record.name!r}) at {revoked}")
+        return 0
+    except BadArgs as exc:
+        print(f"ask-fable: {exc.detail}", file=sys.stderr)
+        return 1

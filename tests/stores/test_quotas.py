@@ -1,0 +1,80 @@
+"""The quota store: atomic admissions across store instances (as across server processes), the
+budget's reservation and settlement, leases of calls whose process died, and the day window."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from ask_fable.stores.quotas import LEASE_S, QuotaLedger
+from ask_fable.stores.records import QuotaLimits
+
+DAY_START = 1_800_057_600.0  # 00:00:00 UTC
+
+
+def test_two_stores_on_one_file_never_admit_more_calls_than_the_limit(tmp_path: Path) -> None:
+    """Two ledgers on one file (two server processes), 40 threads racing: exactly 5 calls in flight."""
+    ledgers = [QuotaLedger(tmp_path / "quotas.db"), QuotaLedger(tmp_path / "quotas.db")]
+    limits = QuotaLimits(concurrent=5)
+    admitted: list[bool] = []
+    start = threading.Barrier(40)
+
+    def race(number: int) -> None:
+        start.wait()
+        admitted.append(ledgers[number % 2].admit("team", 7, limits, 0.0, DAY_START).admitted)
+
+    threads = [threading.Thread(target=race, args=(n,)) for n in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert admitted.count(True) == 5
+    assert ledgers[0].usage("team", DAY_START)[0]["in_flight"] == 5
+
+
+def test_a_budget_is_reserved_while_calls_run_and_settled_to_their_real_cost(tmp_path: Path) -> None:
+    ledger = QuotaLedger(tmp_path / "quotas.db")
+    limits = QuotaLimits(daily_usd=1.0)
+    first = ledger.admit("team", 1, limits, 0.4, DAY_START)
+    second = ledger.admit("team", 1, limits, 0.4, DAY_START)
+    third = ledger.admit("team", 1, limits, 0.4, DAY_START)  # only $0.20 left: it reserves that
+    fourth = ledger.admit("team", 1, limits, 0.4, DAY_START)
+    assert [a.admitted for a in (first, second, third, fourth)] == [True, True, True, False]
+    assert fourth.limit == "daily_usd" and fourth.used == 1.0
+    for admission in (first, second, third):
+        assert admission.ticket is not None
+        ledger.settle("team", 1, admission.ticket, 0.1, DAY_START + 5)
+    usage = ledger.usage("team", DAY_START + 5)[0]
+    assert (usage["spent_usd_today"], usage["reserved_usd"], usage["in_flight"]) == (0.3, 0.0, 0)
+    assert ledger.admit("team", 1, limits, 0.4, DAY_START + 6).admitted
+
+
+def test_a_spent_budget_frees_at_the_next_utc_day(tmp_path: Path) -> None:
+    ledger = QuotaLedger(tmp_path / "quotas.db")
+    limits = QuotaLimits(daily_usd=0.5)
+    admission = ledger.admit("team", 1, limits, 0.5, DAY_START + 3600)
+    assert admission.ticket is not None
+    ledger.settle("team", 1, admission.ticket, 0.75, DAY_START + 3600)
+    refused = ledger.admit("team", 1, limits, 0.5, DAY_START + 3600)
+    assert (refused.admitted, refused.limit, refused.retry_after_s) == (False, "daily_usd", 86400 - 3600)
+    assert ledger.admit("team", 1, limits, 0.5, DAY_START + 86400).admitted
+
+
+def test_a_call_whose_process_died_stops_counting_when_its_lease_ends(tmp_path: Path) -> None:
+    ledger = QuotaLedger(tmp_path / "quotas.db")
+    limits = QuotaLimits(concurrent=1)
+    assert ledger.admit("team", 1, limits, 0.0, DAY_START).admitted  # never settled
+    assert ledger.admit("team", 1, limits, 0.0, DAY_START + 60).limit == "concurrent"
+    assert ledger.admit("team", 1, limits, 0.0, DAY_START + LEASE_S + 1).admitted
+
+
+def test_keys_and_tenants_count_apart(tmp_path: Path) -> None:
+    ledger = QuotaLedger(tmp_path / "quotas.db")
+    limits = QuotaLimits(rpm=1)
+    assert ledger.admit("team", 1, limits, 0.0, DAY_START).admitted
+    assert ledger.admit("team", 2, limits, 0.0, DAY_START).admitted
+    assert ledger.admit("other", 1, limits, 0.0, DAY_START).admitted
+    assert ledger.admit("team", 1, limits, 0.0, DAY_START).limit == "rpm"
+    assert {(u["tenant"], u["key_id"]) for u in ledger.usage("*", DAY_START)} == {
+        ("team", 1), ("team", 2), ("other", 1)}
+    assert [u["key_id"] for u in ledger.usage("other", DAY_START)] == [1]
