@@ -351,6 +351,22 @@ class Settings(BaseSettings):
         default_factory=list, description="Origins the HTTP server accepts from browsers."
     )
     http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
+    http_max_connections: int = Field(
+        512, ge=1, description="Open HTTP connections at most; past it the oldest idle one is closed "
+        "(lowered, with a warning at start, when the open-file limit cannot hold it)."
+    )
+    http_max_requests: int = Field(
+        256, ge=1, description="HTTP requests served at once; more get 503 (health checks always answer)."
+    )
+    http_header_timeout: float = Field(
+        5, gt=0, description="Seconds a connection has to send a request's headers before it is closed."
+    )
+    http_body_timeout: float = Field(
+        30, gt=0, description="Seconds a client has to send a request's body once its headers arrived (408)."
+    )
+    http_keepalive_timeout: int = Field(
+        5, ge=1, description="Seconds an idle keep-alive HTTP connection is kept open."
+    )
 
     @field_validator(
         "atlas_council",
