@@ -1,11 +1,13 @@
 """The context bus: named chunks of context shared by every agent and server process.
 
 Values are redacted before they are stored, so a key pasted by accident never reaches disk
-(or a model through ``context_ref``).
+(or a model through ``context_ref``). A secret used as a key *name* is refused outright: names are
+listed to every caller, and a redacted name could not be told from another.
 """
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import os
 import time
@@ -35,14 +37,20 @@ MIGRATIONS = [
 _META = "key, description, size_chars, created_at, updated_at"
 
 
-def validate_key(key: object) -> str:
-    """Return ``key`` if it is a usable context key, else raise :class:`BadArgs`."""
+def validate_key(key: object, secrets: SecretSource = ()) -> str:
+    """Return ``key`` if it is a usable context key, else raise :class:`BadArgs`.
+
+    A key holding a secret (one of ``secrets`` or a known key shape) is not usable.
+    """
     if not isinstance(key, str) or not key.strip():
         raise BadArgs("context key must be a non-empty string")
     if len(key) > MAX_KEY_CHARS:
         raise BadArgs(f"context key is {len(key)} characters; the limit is {MAX_KEY_CHARS}")
     if not key.isprintable():
         raise BadArgs("context key must contain printable characters only (no newlines or tabs)")
+    if redact(key, secrets) != key:
+        raise BadArgs("context key looks like a secret (an API key or token); name the entry after what "
+                      "it holds instead")
     return key
 
 
@@ -56,7 +64,7 @@ class ContextStore:
 
     def write(self, key: str, value: str, description: str = "") -> ContextMeta:
         """Store ``value`` under ``key`` (overwriting, keeping ``created_at``); returns its metadata."""
-        validate_key(key)
+        validate_key(key, self._secrets)
         if not isinstance(value, str):
             raise BadArgs("context value must be a string")
         if not isinstance(description, str):
@@ -77,7 +85,7 @@ class ContextStore:
 
     def read(self, key: str) -> ContextEntry | None:
         """The value and metadata under ``key`` (with ``age_s``), or ``None``."""
-        validate_key(key)
+        validate_key(key, self._secrets)
         with self.db.read() as conn:
             row = conn.execute(f"SELECT value, {_META} FROM context WHERE key = ?", (key,)).fetchone()
         if row is None:
@@ -98,23 +106,23 @@ class ContextStore:
             out.append(data)
         return out
 
-    def keys(self) -> list[str]:
+    def keys(self) -> builtins.list[str]:
         """Every stored key."""
         with self.db.read() as conn:
             return [r[0] for r in conn.execute("SELECT key FROM context ORDER BY key")]
 
     def delete(self, key: str) -> bool:
         """Remove ``key``; ``True`` if it existed."""
-        validate_key(key)
+        validate_key(key, self._secrets)
         with self.db.write() as conn:
             return conn.execute("DELETE FROM context WHERE key = ?", (key,)).rowcount > 0
 
-    def resolve(self, keys: list[str]) -> ResolvedContext:
+    def resolve(self, keys: builtins.list[str]) -> ResolvedContext:
         """Join the values of ``keys`` (each under a header) → ``(text, resolved, missing)``.
 
         Duplicate keys are used once; order is preserved.
         """
-        wanted = list(dict.fromkeys(validate_key(k) for k in keys))
+        wanted = list(dict.fromkeys(validate_key(k, self._secrets) for k in keys))
         if not wanted:
             return ResolvedContext("", [], [])
         with self.db.read() as conn:
@@ -128,13 +136,13 @@ class ContextStore:
         text = "\n\n".join(f"### context: {k}\n{found[k]}" for k in resolved)
         return ResolvedContext(text, resolved, missing)
 
-    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
+    def suggest(self, missing: builtins.list[str], limit: int = 5) -> builtins.list[str]:
         """Stored keys that look like the ``missing`` ones (did-you-mean), best first."""
         stored = self.keys()
         if not stored:
             return []
         folded = {k.casefold(): k for k in stored}
-        out: list[str] = []
+        out: builtins.list[str] = []
         for want in missing:
             if not isinstance(want, str):
                 continue

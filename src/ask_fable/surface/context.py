@@ -11,6 +11,16 @@ from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
 
 
+def api_key_of(mcp: Any | None) -> Any | None:
+    """The HTTP API key record a request authenticated with (None over stdio or outside MCP)."""
+    try:
+        request = mcp.request_context.request  # type: ignore[union-attr]
+    except Exception:
+        return None
+    scope = getattr(request, "scope", None)
+    return scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
+
+
 @dataclass
 class ToolContext:
     """The shared services plus this request's MCP context (None when called outside MCP)."""
@@ -39,12 +49,7 @@ class ToolContext:
     @property
     def api_key(self) -> Any | None:
         """The HTTP API key record this request authenticated with (None over stdio)."""
-        try:
-            request = self.mcp.request_context.request  # type: ignore[union-attr]
-        except Exception:
-            return None
-        scope = getattr(request, "scope", None)
-        return scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
+        return api_key_of(self.mcp)
 
     def caller_scoped(self, label: str) -> str:
         """``label`` made private to this caller: HTTP keys never share conversations."""
@@ -71,4 +76,4 @@ class ToolContext:
             return None
 
 
-__all__ = ["Call", "ModeContext", "ModeOutcome", "ToolContext"]
+__all__ = ["Call", "ModeContext", "ModeOutcome", "ToolContext", "api_key_of"]

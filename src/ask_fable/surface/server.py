@@ -9,6 +9,10 @@ other result (help, data tools, bad arguments, unknown tools) the server records
 trace (tool, status, kind; no content). Settings problems reach the user at start (a line per
 problem on stderr, a section of the instructions) and in the ``warnings`` of each call that
 read an affected setting.
+
+Every result passes through redaction on its way out, so no echo of the caller's input (a key
+name, a session label, a filter) returns a secret verbatim; a read-scoped HTTP key also gets the
+server's file paths relative to its directories (``surface/server_paths.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
-from ask_fable.stores.redact import redact
+from ask_fable.stores.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
@@ -207,7 +211,21 @@ class AskFableServer(MCPServer[Any]):
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload)
-        return _result(spec, payload)
+        return _result(spec, self._for_caller(payload, context))
+
+    def _for_caller(self, payload: dict[str, Any], context: Context[Any, Any] | None) -> dict[str, Any]:
+        """What the caller may see of ``payload``: secrets redacted, and for an HTTP key that may not
+        write, the server's paths relative to its directories."""
+        from ask_fable.surface.context import api_key_of
+
+        settings = self.app.settings
+        shown: dict[str, Any] = redact_obj(payload, settings)
+        key = api_key_of(context)
+        if key is not None and getattr(key, "scope", None) != "write":
+            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+
+            shown = hide_server_paths(shown, server_roots(settings))
+        return shown
 
     def _unknown_tool(self, name: str) -> dict[str, Any]:
         """``unknown_tool``, naming the toolset that has the tool, or the closest served names."""
@@ -270,12 +288,12 @@ class AskFableServer(MCPServer[Any]):
         trace.event("request", tool=tool[:80])
         trace.event("response", status=status, kind=kind)
         try:
-            from ask_fable.stores.records import TraceRecord
+            from ask_fable.stores.records import TraceEvent, TraceRecord
 
             record = TraceRecord(
                 trace_id=trace.trace_id, ts=trace.wall_start, tool=tool[:80], status=status, kind=kind,
                 project=app.project_id, agent_id=app.agent_id, elapsed_ms=trace.elapsed_ms(),
-                events=trace.events,
+                events=[TraceEvent.model_validate(event) for event in trace.events],
             )
             await anyio.to_thread.run_sync(app.traces.record, record)
         except Exception:  # a trace is best effort: the caller still gets the result
