@@ -246,7 +246,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     settings = load_settings()
     quiet = settings.quiet or bool(getattr(args, "quiet", False))
     try:
-        server = build_server(App(quiet=quiet), toolsets=toolsets)
+        server = build_server(App(quiet=quiet), toolsets=toolsets, remote=True)
     except BadArgs as exc:
         return _fail(exc.detail)
     connections, open_files = fit_open_file_limit(settings.http_max_connections)

@@ -1,6 +1,7 @@
 """A read-scoped key learns nothing of the server's file layout: the real ``ask-fable serve --http``
 returns paths relative to its directories (saved answers, trace bundles, the config file, settings
-warnings) to a read key, where a write key (the operator's) still gets them whole."""
+warnings, the standing instructions) to a read key, where a write key (the operator's) still gets
+the paths in its results whole."""
 
 from __future__ import annotations
 
@@ -24,6 +25,17 @@ async def _call(http: httpx2.AsyncClient, key: str, tool: str, arguments: dict[s
     response = await http.post("/mcp", json=body, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"})
     assert response.status_code == 200, response.text[:500]
     result = response.json()["result"]["structuredContent"]
+    assert isinstance(result, dict)
+    return result
+
+
+async def _initialize(http: httpx2.AsyncClient, key: str) -> dict[str, Any]:
+    """The initialize result: the standing instructions list the settings problems."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "paths", "version": "1"}}}
+    response = await http.post("/mcp", json=body, headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"})
+    result = response.json()["result"]
     assert isinstance(result, dict)
     return result
 
@@ -56,6 +68,7 @@ async def test_a_read_key_gets_no_absolute_server_path(tmp_path: Path) -> None:
         with http_server(env, tmp_path / "stderr.log") as server:
             async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
                 read = await _results_for(http, reader)
+                read["initialize"] = await _initialize(http, reader)
                 written = await _results_for(http, writer)
     home = str(Path.home())
     leaks = {tool: result for tool, result in read.items() if home in json.dumps(result)}
@@ -66,4 +79,5 @@ async def test_a_read_key_gets_no_absolute_server_path(tmp_path: Path) -> None:
     assert saved.startswith("answers/") and (state_dir() / saved).is_file()
     assert bundle.startswith("traces/") and (state_dir() / bundle).is_file()
     assert "config.json" in json.dumps(read["ask_glm"]["warnings"])
+    assert "config.json" in read["initialize"]["instructions"]
     assert written["ask_glm"]["saved"].startswith(str(state_dir()))

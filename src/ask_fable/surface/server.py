@@ -124,7 +124,8 @@ class AskFableServer(MCPServer[Any]):
     """An MCPServer whose tools come from the registry."""
 
     def __init__(
-        self, app: App, families: list[str], *, problems: Sequence[SettingProblem] = (), **kwargs: Any
+        self, app: App, families: list[str], *, problems: Sequence[SettingProblem] = (), remote: bool = False,
+        **kwargs: Any
     ) -> None:
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[App]:
@@ -135,11 +136,16 @@ class AskFableServer(MCPServer[Any]):
 
         #: Problems found while choosing what to serve (a bad toolsets setting).
         self.serving_problems = list(problems)
+        instructions = instructions_for([*app.settings.problems, *self.serving_problems])
+        if remote:  # every key holder reads them: name the server's files relative to its directories
+            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+
+            instructions = hide_server_paths(instructions, server_roots(app.settings))
         super().__init__(
             name="ask_fable",
             title="ask-fable",
             version=__version__,
-            instructions=instructions_for([*app.settings.problems, *self.serving_problems]),
+            instructions=instructions,
             lifespan=lifespan,
             # stderr carries our own progress trace; library request logs would only bury it.
             log_level="WARNING",
@@ -305,7 +311,8 @@ def build_server(app: App | None = None, toolsets: list[str] | None = None, **kw
 
     Explicit ``toolsets`` that are unknown or leave no tool raise ``BadArgs`` (an error at start);
     a bad toolsets setting falls back to ``default``. Settings problems are printed on stderr,
-    one line each.
+    one line each. ``remote=True`` (the HTTP server) keeps the server's absolute paths out of the
+    standing instructions.
     """
     app = app or App()
     problems: list[SettingProblem] = []
