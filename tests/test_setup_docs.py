@@ -131,7 +131,7 @@ def test_mcp_over_http_is_what_the_readme_says() -> None:
     assert "Each POST is answered with one JSON body" in text and "(no `Mcp-Session-Id`)" in text
     assert "Every other method on `/mcp` is refused (405, `Allow: POST`)" in text
     keys = KeyStore(load_settings().keys_db)
-    _, key = keys.create("docs", "write")
+    _, key = keys.create("docs", "ask")
     headers = {"Authorization": f"Bearer {key}", "MCP-Protocol-Version": "2025-11-25"}
     app = build_http_app(build_server(App()), keys, HttpOptions(port=0))
     with serve_in_thread(app) as base, httpx2.Client(base_url=base, headers=headers, timeout=30) as client:

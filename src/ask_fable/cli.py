@@ -16,11 +16,12 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from ask_fable import __version__
 
 if TYPE_CHECKING:
+    from ask_fable.surface.client_setup import InstallResult
     from ask_fable.surface.http_app import HttpOptions
 
 BUILTIN_COMMANDS: tuple[str, ...] = ("serve", "keys", "init", "config", "doctor", "tools")
@@ -63,6 +64,17 @@ def _port(value: str) -> int:
         raise argparse.ArgumentTypeError(f"invalid port {value!r}: use a number from 1 to 65535 "
                                          "(0: any free port)")
     return port
+
+
+def _scope(value: str) -> str:
+    """A key scope for argparse (``write``, the former name, reads as ``ask``)."""
+    from ask_fable.access import parse_scope
+    from ask_fable.errors import BadArgs
+
+    try:
+        return parse_scope(value)
+    except BadArgs as exc:
+        raise argparse.ArgumentTypeError(exc.detail) from None
 
 
 def _positive(value: str) -> int:
@@ -108,8 +120,13 @@ def _add_keys(sub: Any) -> None:
     actions = keys.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="create a key (printed once)")
     create.add_argument("--name", required=True, help="who or what uses the key")
-    create.add_argument("--scope", choices=("read", "write"), default="write",
-                        help="read: read-only tools only; write: every tool (default)")
+    create.add_argument("--scope", type=_scope, default="ask", metavar="{read,ask,admin}",
+                        help="read: look up its own tenant's data, no model calls; ask: also call models "
+                        "and write its tenant's context (default); admin: also configure_* and every "
+                        "tenant's data")
+    create.add_argument("--tenant", metavar="NAME",
+                        help="the tenant whose data the key sees and writes (default: made from --name; "
+                        "keys sharing a tenant share context, cache, traces and sessions)")
     create.add_argument("--json", action="store_true", help="print JSON")
     listing = actions.add_parser("list", help="list keys (never their secrets)")
     listing.add_argument("--json", action="store_true", help="print JSON")
@@ -299,7 +316,7 @@ def _serving_warnings(options: HttpOptions, wanted_connections: int, open_files:
     lines = []
     if not has_keys:
         lines.append("no API key exists yet, so every request is refused; create one with "
-                     "`ask-fable keys create --name NAME --scope write`")
+                     "`ask-fable keys create --name NAME --scope ask`")
     loopback = options.host in ("127.0.0.1", "localhost", "::1")
     if not loopback:
         lines.append(f"serving plain HTTP on {options.host}: keys and answers cross the network "
@@ -327,13 +344,13 @@ def keys_command(args: argparse.Namespace) -> int:
     store = App().keys
     try:
         if args.keys_action == "create":
-            record, key = store.create(args.name, args.scope)
+            record, key = store.create(args.name, args.scope, args.tenant)
             if args.json:
                 print(json.dumps({**record.to_dict(), "key": key}, indent=2))
             else:
                 print(key)
-                print(f"created key {record.id} ({record.name!r}, {record.scope}); it is shown only once — "
-                      "store it now", file=sys.stderr)
+                print(f"created key {record.id} ({record.name!r}, {record.scope} scope, tenant "
+                      f"{record.tenant!r}); it is shown only once — store it now", file=sys.stderr)
             return 0
         if args.keys_action == "list":
             records = store.list_keys()
@@ -347,11 +364,12 @@ def keys_command(args: argparse.Namespace) -> int:
                 def when(value: str | None) -> str:
                     return local_time(value) if value else "-"
 
-                print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'PREFIX':<11} {'CREATED':<26} "
+                print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'TENANT':<16} {'PREFIX':<11} {'CREATED':<26} "
                       f"{'LAST USED':<26} REVOKED")
                 for r in records:
-                    print(f"{r.id:>4}  {r.name[:20]:<20} {r.scope:<6} {r.prefix + '…':<11} "
-                          f"{when(r.created_at):<26} {when(r.last_used_at):<26} {when(r.revoked_at)}")
+                    print(f"{r.id:>4}  {r.name[:20]:<20} {r.scope:<6} {r.tenant[:16]:<16} "
+                          f"{r.prefix + '…':<11} {when(r.created_at):<26} {when(r.last_used_at):<26} "
+                          f"{when(r.revoked_at)}")
             return 0
         record = store.revoke(args.id)
         if args.json:
@@ -392,10 +410,10 @@ def _setup_options(args: argparse.Namespace, client: str) -> dict[str, Any]:
             "key_env": args.key_env}
 
 
-def _install_report(result: Any) -> list[str]:
+def _install_report(result: InstallResult) -> list[str]:
     """What ``init`` tells the user it did (an ``InstallResult``), one line each; field names only,
     never values, except the kept server options, which pass through redaction."""
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     where = f"{result.path} (a link: wrote {result.target})" if result.target != result.path else str(
         result.path)
@@ -477,6 +495,18 @@ def doctor_command(args: argparse.Namespace) -> int:
     return 0
 
 
+class ToolRow(TypedDict):
+    """One row of ``ask-fable tools``."""
+
+    name: str
+    family: str
+    command: str
+    read_only: bool
+    scope: str
+    effects: list[str]
+    default: bool
+
+
 def tools_command(args: argparse.Namespace) -> int:
     """``tools``: the tool table with families and the toolsets that include them."""
     from ask_fable.surface.human_cli import command_paths
@@ -485,18 +515,20 @@ def tools_command(args: argparse.Namespace) -> int:
 
     specs = all_tools()
     paths = command_paths(specs)
-    rows = [{"name": s.name, "family": s.family, "command": " ".join(paths[s.name]),
-             "read_only": s.read_only, "default": s.family in DEFAULT_FAMILIES} for s in specs]
+    rows: list[ToolRow] = [{"name": s.name, "family": s.family, "command": " ".join(paths[s.name]),
+             "read_only": s.read_only, "scope": s.scope, "effects": sorted(s.effects),
+             "default": s.family in DEFAULT_FAMILIES} for s in specs]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    print(f"{'TOOL':<30} {'FAMILY':<14} {'COMMAND':<38} NOTES")
+    print(f"{'TOOL':<30} {'FAMILY':<14} {'COMMAND':<38} {'SCOPE':<6} NOTES")
     for row in rows:
         flags = ("default " if row["default"] else "") + ("read-only" if row["read_only"] else "")
-        command = f"ask-fable {row['command']}"
-        print(f"{row['name']:<30} {row['family']:<14} {command:<38} {flags}".rstrip())
-    print("\nNOTES: default = served without --toolsets; read-only = changes nothing you configured or "
-          "stored (allowed for read-scoped HTTP keys).")
+        print(f"{row['name']:<30} {row['family']:<14} {'ask-fable ' + row['command']:<38} {row['scope']:<6} "
+              f"{flags}".rstrip())
+    print("\nSCOPE: the HTTP key scope the tool needs (read: looks up your own data; ask: calls a model, "
+          "a CLI or a catalog, or writes your data; admin: changes the server's settings).\n"
+          "NOTES: default = served without --toolsets; read-only = changes nothing you configured or stored.")
     return 0
 
 

@@ -367,6 +367,12 @@ class Settings(BaseSettings):
     http_keepalive_timeout: int = Field(
         5, ge=1, description="Seconds an idle keep-alive HTTP connection is kept open."
     )
+    shared_context: bool = Field(
+        False, description="One team-wide context bus for every tenant (off: each tenant has its own)."
+    )
+    shared_cache: bool = Field(
+        False, description="One team-wide answer cache for every tenant (off: a tenant hits only its own)."
+    )
 
     @field_validator(
         "atlas_council",
@@ -595,7 +601,7 @@ def update_config_file(updates: dict[str, Any]) -> Path:
     import fcntl
 
     from ask_fable.errors import BadArgs
-    from ask_fable.stores.files import atomic_write_text, ensure_private_dir
+    from ask_fable.files import atomic_write_text, ensure_private_dir
 
     path = config_file_path()
     ensure_private_dir(path.parent)

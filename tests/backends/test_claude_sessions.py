@@ -12,22 +12,10 @@ from ask_fable.backends.claude_sessions import ClaudeSessions
 from ask_fable.config import load_settings
 from ask_fable.errors import OracleTimeout, UpstreamError
 from tests.fakes.fake_provider import FakeProvider
-from tests.fakes.fixtures import bundled_claude_cli, fake_provider
+from tests.fakes.fixtures import bundled_claude_cli
 
 pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 
-__all__ = ["fake_provider"]
-
-
-@pytest.fixture
-def claude_home(fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point the Claude Code CLI at the fake provider with a throwaway config dir and a dummy key."""
-    config = tmp_path / "claude-config"
-    config.mkdir()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    return config
 
 
 def req(prompt: str, timeout: float = 30) -> OracleRequest:
@@ -51,10 +39,10 @@ def conversation(body: dict) -> list[tuple[str, str]]:
 
 
 async def test_follow_up_reuses_the_open_cli_and_carries_the_conversation(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    fake_provider.enqueue("anthropic", text="First answer.", thinking="Thinking about turn one.")
-    fake_provider.enqueue("anthropic", text="Second answer.")
+    fp.enqueue("anthropic", text="First answer.", thinking="Thinking about turn one.")
+    fp.enqueue("anthropic", text="Second answer.")
     sessions = ClaudeSessions(load_settings())
     try:
         first = await sessions.ask("fable", "k1", req("Turn one?"), EventSink(), "fable", question="Q1")
@@ -63,7 +51,7 @@ async def test_follow_up_reuses_the_open_cli_and_carries_the_conversation(
         assert (first.text, second.text) == ("First answer.", "Second answer.")
         assert pid is not None and sessions.client_pid("fable", "k1") == pid, "same CLI process"
         assert first.session_id == second.session_id
-        assert conversation(fake_provider.last_json("anthropic")) == [
+        assert conversation(fp.last_json("anthropic")) == [
             ("user", "Turn one?"), ("assistant", "First answer."), ("user", "Turn two?"),
         ]
         turns = sessions.transcript("fable", "k1")
@@ -77,13 +65,13 @@ async def test_follow_up_reuses_the_open_cli_and_carries_the_conversation(
 
 
 async def test_namespaces_and_keys_are_separate_conversations(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("fable", "shared", req("Fable question?"), EventSink(), "fable")
         await sessions.ask("opus5", "shared", req("Opus question?"), EventSink(), "opus")
-        body = fake_provider.last_json("anthropic")
+        body = fp.last_json("anthropic")
         assert body["model"] == "claude-opus-5"
         assert conversation(body) == [("user", "Opus question?")]
         assert sessions.client_pid("fable", "shared") != sessions.client_pid("opus5", "shared")
@@ -93,9 +81,9 @@ async def test_namespaces_and_keys_are_separate_conversations(
 
 
 async def test_reset_returns_the_transcript_and_the_next_turn_starts_fresh(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    fake_provider.enqueue("anthropic", text="Remembered.")
+    fp.enqueue("anthropic", text="Remembered.")
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("fable", "k", req("Remember blue."), EventSink(), "fable")
@@ -107,18 +95,18 @@ async def test_reset_returns_the_transcript_and_the_next_turn_starts_fresh(
         assert await sessions.reset("fable", "never-used") == []
 
         await sessions.ask("fable", "k", req("What colour?"), EventSink(), "fable")
-        assert conversation(fake_provider.last_json("anthropic")) == [("user", "What colour?")]
+        assert conversation(fp.last_json("anthropic")) == [("user", "What colour?")]
         await sessions.ask("fable", "k", req("Start over."), EventSink(), "fable", reset=True)
-        assert conversation(fake_provider.last_json("anthropic")) == [("user", "Start over.")]
+        assert conversation(fp.last_json("anthropic")) == [("user", "Start over.")]
         assert len(sessions.transcript("fable", "k")) == 1
     finally:
         await sessions.aclose()
 
 
 async def test_idle_client_is_closed_and_the_conversation_resumes(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    fake_provider.enqueue("anthropic", text="Kept answer.")
+    fp.enqueue("anthropic", text="Kept answer.")
     sessions = ClaudeSessions(load_settings(session_idle_seconds=0.2))
     try:
         await sessions.ask("fable", "idle", req("Before the pause?"), EventSink(), "fable")
@@ -128,7 +116,7 @@ async def test_idle_client_is_closed_and_the_conversation_resumes(
                 await anyio.sleep(0.05)
         await sessions.ask("fable", "idle", req("After the pause?"), EventSink(), "fable")
         assert sessions.client_pid("fable", "idle") not in (None, first_pid)
-        assert conversation(fake_provider.last_json("anthropic")) == [
+        assert conversation(fp.last_json("anthropic")) == [
             ("user", "Before the pause?"), ("assistant", "Kept answer."), ("user", "After the pause?"),
         ]
     finally:
@@ -136,21 +124,21 @@ async def test_idle_client_is_closed_and_the_conversation_resumes(
 
 
 async def test_failed_turn_closes_the_client_and_is_left_out_of_the_next_turn(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    fake_provider.enqueue("anthropic", text="Good answer.")
+    fp.enqueue("anthropic", text="Good answer.")
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("opus5", "k", req("Good question?"), EventSink(), "opus")
-        fake_provider.enqueue("anthropic", status=500, error="overloaded", times=3)
+        fp.enqueue("anthropic", status=500, error="overloaded", times=3)
         with pytest.raises(UpstreamError):
             await sessions.ask("opus5", "k", req("Unlucky question?"), EventSink(), "opus")
         assert sessions.client_pid("opus5", "k") is None
-        fake_provider.clear()
-        fake_provider.enqueue("anthropic", text="Recovered.")
+        fp.clear()
+        fp.enqueue("anthropic", text="Recovered.")
         reply = await sessions.ask("opus5", "k", req("Try again?"), EventSink(), "opus")
         assert reply.text == "Recovered."
-        assert conversation(fake_provider.last_json("anthropic")) == [
+        assert conversation(fp.last_json("anthropic")) == [
             ("user", "Good question?"), ("assistant", "Good answer."), ("user", "Try again?"),
         ]
         assert [t["answer"] for t in sessions.transcript("opus5", "k")] == ["Good answer.", "Recovered."]
@@ -159,11 +147,11 @@ async def test_failed_turn_closes_the_client_and_is_left_out_of_the_next_turn(
 
 
 async def test_hanging_turn_times_out_and_the_session_keeps_serving(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     sessions = ClaudeSessions(load_settings())
     try:
-        fake_provider.enqueue("anthropic", hang=True)
+        fp.enqueue("anthropic", hang=True)
         with anyio.fail_after(12), pytest.raises(OracleTimeout):
             await sessions.ask("fable", "slow", req("Hang?", timeout=3), EventSink(), "fable")
         assert sessions.client_pid("fable", "slow") is None
@@ -174,7 +162,7 @@ async def test_hanging_turn_times_out_and_the_session_keeps_serving(
 
 
 async def test_turns_from_different_tasks_share_one_client(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     """Tool calls arrive on different tasks; the open client must serve them all, one at a time."""
     sessions = ClaudeSessions(load_settings())
@@ -192,22 +180,22 @@ async def test_turns_from_different_tasks_share_one_client(
             tasks.start_soon(turn, "Three?")
         assert sessions.client_pid("fable", "tasks") == pid
         assert len(sessions.transcript("fable", "tasks")) == 3
-        assert len(conversation(fake_provider.last_json("anthropic"))) == 5
+        assert len(conversation(fp.last_json("anthropic"))) == 5
     finally:
         await sessions.aclose()
 
 
 async def test_cli_bridge_sessions_resume_the_conversation(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    fake_provider.enqueue("anthropic", text="Bridge one.")
-    fake_provider.enqueue("anthropic", text="Bridge two.")
+    fp.enqueue("anthropic", text="Bridge one.")
+    fp.enqueue("anthropic", text="Bridge two.")
     sessions = ClaudeSessions(load_settings(use_cli=True))
     try:
         first = await sessions.ask("opus5", "b", req("CLI one?"), EventSink(), "opus")
         second = await sessions.ask("opus5", "b", req("CLI two?"), EventSink(), "opus")
         assert (first.routed_via, second.text) == ("claude-cli", "Bridge two.")
-        assert conversation(fake_provider.last_json("anthropic")) == [
+        assert conversation(fp.last_json("anthropic")) == [
             ("user", "CLI one?"), ("assistant", "Bridge one."), ("user", "CLI two?"),
         ]
     finally:
@@ -279,14 +267,14 @@ async def test_settings_getter_applies_runtime_changes_on_the_next_turn() -> Non
 
 @pytest.mark.parametrize("noticed", [False, True], ids=["just-killed", "exit-already-seen"])
 async def test_a_dead_cli_is_resumed_within_the_same_turn(
-    fake_provider: FakeProvider, claude_home: Path, noticed: bool
+    fp: FakeProvider, claude_home: Path, noticed: bool
 ) -> None:
     """Whether or not the session already saw its CLI exit, the next turn resumes on a new one."""
     import os
     import signal
 
-    fake_provider.enqueue("anthropic", text="Before the crash.")
-    fake_provider.enqueue("anthropic", text="After the crash.")
+    fp.enqueue("anthropic", text="Before the crash.")
+    fp.enqueue("anthropic", text="After the crash.")
     notes: list[str] = []
     sessions = ClaudeSessions(load_settings())
     try:
@@ -300,7 +288,7 @@ async def test_a_dead_cli_is_resumed_within_the_same_turn(
         reply = await sessions.ask("fable", "dead", req("After?"), EventSink(on_note=notes.append), "fable")
         assert reply.text == "After the crash."
         assert any("resuming the conversation" in note for note in notes)
-        assert conversation(fake_provider.last_json("anthropic")) == [
+        assert conversation(fp.last_json("anthropic")) == [
             ("user", "Before?"), ("assistant", "Before the crash."), ("user", "After?"),
         ]
     finally:
@@ -308,14 +296,14 @@ async def test_a_dead_cli_is_resumed_within_the_same_turn(
 
 
 async def test_closing_a_warm_session_ends_what_its_cli_spawned(
-    fake_provider: FakeProvider, claude_home: Path, tmp_path: Path
+    fp: FakeProvider, claude_home: Path, tmp_path: Path
 ) -> None:
     """The warm CLI runs in its own process group: closing the session ends the CLI and its child."""
     from tests.fakes.fake_cli import is_alive
     from tests.fakes.fixtures import child_pids, claude_with_a_child
 
     cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
-    fake_provider.enqueue("anthropic", text="Answered with a child running.")
+    fp.enqueue("anthropic", text="Answered with a child running.")
     sessions = ClaudeSessions(load_settings(claude_cli=str(cli)))
     try:
         reply = await sessions.ask("fable", "kids", req("Anything running?"), EventSink(), "fable")

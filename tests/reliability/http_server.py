@@ -26,9 +26,12 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Ve
                "Content-Type": "application/json"}
 
 
-def create_key(env: dict[str, str], name: str, scope: str) -> str:
-    """A new API key made by the real ``ask-fable keys create``."""
+def create_key(env: dict[str, str], name: str, scope: str, tenant: str | None = None) -> str:
+    """A new API key made by the real ``ask-fable keys create`` (its tenant made from ``name`` unless
+    given)."""
     argv = [*ask_fable_command(), "keys", "create", "--name", name, "--scope", scope, "--json"]
+    if tenant is not None:
+        argv += ["--tenant", tenant]
     created = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=60)
     key = json.loads(created.stdout)["key"]
     assert isinstance(key, str)

@@ -28,7 +28,7 @@ import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -47,7 +47,7 @@ from ask_fable.backends.claude_common import (
 from ask_fable.errors import AskFableError, BinaryMissing, UpstreamError
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Message, ResultMessage
 
     from ask_fable.config import Settings
 
@@ -290,10 +290,28 @@ def make_transport(options: ClaudeAgentOptions) -> Any:
 # --- conversations ------------------------------------------------------------------------------
 
 
+class OwnTransport(Protocol):
+    """What a conversation reads of the transport :func:`make_transport` returns."""
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI's pid, None before it started."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """False once the CLI process is known to have exited."""
+        ...
+
+    async def close(self) -> None:
+        """End the CLI's process group."""
+        ...
+
+
 class Conversation:
     """One warm Claude Code CLI, kept open between turns."""
 
-    def __init__(self, client: Any, transport: Any) -> None:
+    def __init__(self, client: ClaudeSDKClient, transport: OwnTransport) -> None:
         self._client = client
         self._transport = transport
 
@@ -320,9 +338,9 @@ class Conversation:
     @property
     def alive(self) -> bool:
         """False once the CLI is known to have exited."""
-        return bool(self._transport.alive)
+        return self._transport.alive
 
-    async def turn(self, prompt: str) -> AsyncIterator[Any]:
+    async def turn(self, prompt: str) -> AsyncIterator[Message]:
         """Send ``prompt`` and yield the turn's messages up to its result."""
         await self._client.query(prompt)
         async for message in self._client.receive_response():
@@ -337,7 +355,8 @@ class Conversation:
                 await self._transport.close()
 
 
-async def run_query(prompt: str, options: ClaudeAgentOptions, feed: Callable[[Any], Awaitable[Any]]) -> None:
+async def run_query(prompt: str, options: ClaudeAgentOptions,
+                    feed: Callable[[Message], Awaitable[object]]) -> None:
     """One prompt on a fresh CLI through the SDK's ``query()``; each message goes to ``feed``.
 
     The stream is read to its natural end: the SDK's nested generators only close their CLI when
@@ -366,11 +385,11 @@ class TurnCollector:
         self.thinking: list[str] = []
         self.error: str | None = None
         self.error_text: str | None = None
-        self.result: Any = None
+        self.result: ResultMessage | None = None
         self.last_uuid: str | None = None
         self.answered_model: str | None = None
 
-    async def feed(self, message: Any) -> bool:
+    async def feed(self, message: Message) -> bool:
         """Take one message; ``True`` once the turn's ``ResultMessage`` arrived."""
         from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, TextBlock, ThinkingBlock
 
@@ -402,7 +421,7 @@ class TurnCollector:
     @property
     def session_id(self) -> str | None:
         """The CLI session the turn belongs to."""
-        return getattr(self.result, "session_id", None)
+        return self.result.session_id if self.result is not None else None
 
     def reply(self) -> Reply:
         """The turn's reply; raises the mapped error when the turn failed or never finished."""
@@ -423,7 +442,7 @@ class TurnCollector:
             session_id=result.session_id,
         )
 
-    def _result_error(self, result: Any) -> AskFableError:
+    def _result_error(self, result: ResultMessage) -> AskFableError:
         status = result.api_error_status
         message = result.result or "; ".join(result.errors or []) or self.error_text or result.subtype
         detail = redact_text(f"{self.model}: {message}", self._settings)

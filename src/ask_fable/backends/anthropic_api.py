@@ -18,6 +18,7 @@ from ask_fable.backends.http_client import (
     iter_events,
     loads_object,
     normalize_effort,
+    object_field,
     provider_message,
     scrub,
     usage_from,
@@ -99,7 +100,7 @@ class AnthropicMessagesOracle(HttpOracle):
         text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
         thinking = "".join(b.get("thinking", "") for b in content
                            if isinstance(b, dict) and b.get("type") == "thinking")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = object_field(data, "usage")
         return self._reply(text, thinking, usage, data.get("stop_reason"), effort)
 
     async def _read_stream(self, response: httpx2.Response, sink: EventSink, effort: str | None) -> Reply:

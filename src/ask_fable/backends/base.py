@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Awaitable, Callable
-from typing import Literal
+from typing import Literal, TypeGuard, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.values import Usage
+
 Effort = Literal["quick", "standard", "deep"]
+
+
+def is_effort(value: object) -> TypeGuard[Effort]:
+    """Whether ``value`` is one of the reasoning effort presets."""
+    return value in get_args(Effort)
 
 
 class OracleRequest(BaseModel):
@@ -26,17 +33,6 @@ class OracleRequest(BaseModel):
     timeout: float = Field(gt=0, description="seconds this call may take, queueing included")
     effort: Effort | None = None
     max_tokens: int | None = None
-
-
-class Usage(BaseModel):
-    """Token usage and cost as the provider reported them (absent fields were not reported)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
-    cost_usd: float | None = None
 
 
 class Reply(BaseModel):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import shutil
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ask_fable.backends.claude_common import FABLE51_MODEL, FABLE_LADDER
@@ -32,7 +33,8 @@ def lazy_factory(module: str, function: str, *passes: str) -> Factory:
     def build(settings: Settings, *, token: str, model: str | None, effort: str | None,
               resources: Resources | None) -> Oracle:
         given = {"token": token, "model": model, "effort": effort}
-        make = getattr(importlib.import_module(f"ask_fable.backends.{module}"), function)
+        implementation = importlib.import_module(f"ask_fable.backends.{module}")
+        make: Callable[..., Oracle] = getattr(implementation, function)
         return make(settings, **{name: given[name] for name in passes}, resources=resources)
 
     return build

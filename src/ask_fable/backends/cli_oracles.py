@@ -35,7 +35,7 @@ from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.builtin import CODEX, GEMINI, GROK, KIMI, MINIMAX
 from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, ProcessResult, build_env, run_process
 from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, NotConfigured, UpstreamError
-from ask_fable.stores.redact import redact
+from ask_fable.redact import redact
 
 if TYPE_CHECKING:
     from ask_fable.backends.descriptor import Backend

@@ -38,8 +38,9 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ask_fable.backends.base import Oracle, Usage
+from ask_fable.backends.base import Oracle
 from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
+from ask_fable.values import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -90,7 +91,7 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret value (and known key shapes) removed."""
     secret_list = [s for s in secrets if s]
     try:
-        from ask_fable.stores.redact import redact
+        from ask_fable.redact import redact
     except ImportError:  # pragma: no cover - the stores package ships with the server
         for secret in sorted(secret_list, key=len, reverse=True):
             text = text.replace(secret, "[REDACTED]")
@@ -274,7 +275,7 @@ def provider_message(body: bytes | str) -> str:
             message = data["message"]
     if not message:
         message = " ".join(text.split())
-    from ask_fable.stores.redact import bounded
+    from ask_fable.redact import bounded
 
     # Both ends kept: a provider's own cause often comes last (OpenRouter's metadata.raw).
     return bounded(str(message), MESSAGE_LIMIT)
@@ -296,6 +297,18 @@ def loads_object(text: str | bytes, label: str, secrets: Iterable[str] = ()) -> 
     if not isinstance(data, dict):
         raise bad_body(label, f"JSON {type(data).__name__} instead of an object", secrets)
     return data
+
+
+def text_field(obj: object, key: str) -> str:
+    """``obj[key]`` when ``obj`` is a JSON object holding a string there, else ``""``."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def object_field(obj: object, key: str) -> dict[str, Any]:
+    """``obj[key]`` when ``obj`` is a JSON object holding an object there, else ``{}``."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 async def iter_events(response: httpx2.Response, label: str,

@@ -20,6 +20,7 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
+    text_field,
     usage_from,
 )
 from ask_fable.errors import UpstreamError
@@ -123,9 +124,7 @@ class OllamaOracle(HttpOracle):
     def _finish(self, obj: dict[str, Any], effort: str | None) -> Reply:
         self._raise_for_error(obj)
         message = obj.get("message") or {}
-        text = message.get("content") if isinstance(message.get("content"), str) else ""
-        thinking = message.get("thinking") if isinstance(message.get("thinking"), str) else ""
-        return self._reply(text, thinking, obj, effort)
+        return self._reply(text_field(message, "content"), text_field(message, "thinking"), obj, effort)
 
     def _raise_for_error(self, obj: dict[str, Any]) -> None:
         if obj.get("error"):

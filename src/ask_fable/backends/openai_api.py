@@ -27,6 +27,7 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
+    text_field,
     usage_from,
     versioned_url,
 )
@@ -107,7 +108,7 @@ class OpenAIChatOracle(HttpOracle):
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise bad_body(self.label, "no choices in the completion", self.secrets)
         message = choices[0].get("message") or {}
-        text = message.get("content") if isinstance(message.get("content"), str) else ""
+        text = text_field(message, "content")
         thinking = message.get("reasoning") or message.get("reasoning_content") or ""
         return self._reply(text, thinking if isinstance(thinking, str) else "", data.get("usage"),
                            choices[0].get("finish_reason"), wire)

@@ -19,7 +19,7 @@ backend on first use, so importing this module stays cheap.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
@@ -160,7 +160,7 @@ def expand_models(tokens: Sequence[str]) -> list[str]:
     return out
 
 
-def dedupe(tokens: Sequence[str]) -> list[str]:
+def dedupe(tokens: Iterable[str]) -> list[str]:
     """Drop repeated tokens, keeping the first occurrence."""
     return list(dict.fromkeys(tokens))
 
@@ -275,11 +275,11 @@ def build_oracle(token: str, settings: Settings, *, effort: str | None = None,
         backend, canonical_token = named
         return backend.oracle(settings, token=canonical_token, effort=effort, resources=resources)
     head, _, model = name.partition(":")
-    backend = prefixed_backend(head)
-    if backend is None:  # unregistered between parsing and building
+    prefixed = prefixed_backend(head)
+    if prefixed is None:  # unregistered between parsing and building
         raise BadArgs(f"unknown model token {token!r}; {known_tokens_text()}")
-    chosen = backend.normalize_model(model) if backend.normalize_model else model
-    return backend.oracle(settings, token=name, model=chosen, effort=effort, resources=resources)
+    chosen = prefixed.normalize_model(model) if prefixed.normalize_model else model
+    return prefixed.oracle(settings, token=name, model=chosen, effort=effort, resources=resources)
 
 
 def backend_oracle(name: str, settings: Settings, *, model: str | None = None,

@@ -9,7 +9,8 @@
     ApiKey                                   one HTTP API key, without its secret
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
-(SQLite and files today) takes them as they are. Audit records are also read back from the log,
+(SQLite and files today) takes them as they are. Each names the tenant it belongs to (``local``
+unless an HTTP key's tenant made the call). Audit records are also read back from the log,
 so every audit field has a default: older and partial lines still read.
 """
 
@@ -21,7 +22,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Scope = Literal["read", "write"]
+from ask_fable.access import LOCAL_TENANT, Scope
+
+#: The multi-turn conversations: ``ask`` (Fable) and ``ask_opus5``.
+SessionNamespace = Literal["fable", "opus5"]
 
 
 class Record(BaseModel):
@@ -63,6 +67,8 @@ class ModeAudit(_AuditPart):
 class _CallAudit(_AuditPart):
     ts: float | None = None
     trace_id: str | None = None
+    #: Lines written before tenants belong to the local tenant.
+    tenant: str = LOCAL_TENANT
     tool: str | None = None
     mode: str | None = None
     status: str | None = None
@@ -108,6 +114,7 @@ class TraceRecord(Record):
     """One finished call's trace: what ran, how it ended, and its ordered events (no content)."""
 
     trace_id: str
+    tenant: str = LOCAL_TENANT
     ts: float = Field(default_factory=time.time)
     tool: str | None = None
     mode: str | None = None
@@ -134,6 +141,7 @@ class BundleMember(Record):
 class TraceBundle(Record):
     """The content of one call, kept in full trace mode (redacted by the store)."""
 
+    tenant: str = LOCAL_TENANT
     question: str
     context: str
     result: dict[str, Any]
@@ -144,6 +152,7 @@ class TraceBundle(Record):
 class HubTurn(Record):
     """One successful turn as the session hub mirrors it."""
 
+    tenant: str = LOCAL_TENANT
     session_key: str
     agent_id: str
     project: str
@@ -158,6 +167,7 @@ class HubTurn(Record):
 class SavedAnswer(Record):
     """One answer kept as a file when saving is on."""
 
+    tenant: str = LOCAL_TENANT
     tool: str
     question: str
     answer: str
@@ -181,7 +191,8 @@ class Transcript(Record):
     """A multi-turn session's turns, saved when the session is reset."""
 
     key: str
-    namespace: Literal["fable", "opus5"] = "fable"
+    tenant: str = LOCAL_TENANT
+    namespace: SessionNamespace = "fable"
     turns: list[TranscriptTurn] = Field(default_factory=list)
 
 
@@ -192,6 +203,7 @@ class ApiKey:
     id: int
     name: str
     scope: Scope
+    tenant: str
     prefix: str
     created_at: str
     last_used_at: str | None

@@ -14,7 +14,9 @@ One ASGI guard sits in front of the MCP app and checks, in order:
 7. the body arrives within ``body_timeout`` seconds (408) and fits ``max_body_bytes`` (413);
 8. the body nests JSON no deeper than :data:`~ask_fable.surface.http_limits.MAX_JSON_DEPTH`
    (400, measured before anything parses it);
-9. a ``read`` key calls only read-only tools (403 with a JSON-RPC error naming the rule).
+9. the key's scope allows every tool it calls (403 with a JSON-RPC error naming the scope needed):
+   each tool's scope comes from its declared effects (``ToolSpec.scope``), and a ``tenant``
+   argument naming anyone but the key's own tenant needs ``admin``.
 
 The ``Authorization`` header is removed before the request reaches the MCP app, so nothing
 downstream (tools, backends, traces) can see or forward the client's key. Access log lines carry
@@ -36,7 +38,9 @@ from urllib.parse import parse_qsl
 
 import anyio
 
-from ask_fable.stores.redact import redact
+from ask_fable.access import SCOPE_MEANS, scope_allows, stronger
+from ask_fable.access import Scope as KeyScope
+from ask_fable.redact import redact
 from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
 if TYPE_CHECKING:
@@ -181,21 +185,49 @@ async def _respond(send: Send, status: int, body: bytes, content_type: str,
     await send({"type": "http.response.body", "body": body})
 
 
-def _rpc_error(code: int, message: str, request_id: Any = None) -> bytes:
-    error = {"code": code, "message": message}
+def _rpc_error(code: int, message: str, request_id: Any = None, data: dict[str, Any] | None = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
 
 
-def tool_calls(payload: Any) -> list[tuple[Any, str]]:
-    """``(id, tool name)`` of every ``tools/call`` in a JSON-RPC message or batch."""
+@dataclass(frozen=True)
+class ToolCall:
+    """One ``tools/call`` of a request, as far as access is concerned."""
+
+    request_id: Any
+    name: str
+    #: The ``tenant`` argument, when the call names one.
+    tenant: str | None
+
+
+def tool_calls(payload: Any) -> list[ToolCall]:
+    """Every ``tools/call`` in a JSON-RPC message or batch."""
     messages = payload if isinstance(payload, list) else [payload]
     calls = []
     for message in messages:
         if isinstance(message, dict) and message.get("method") == "tools/call":
             params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            calls.append((message.get("id"), str(name)))
+            params = params if isinstance(params, dict) else {}
+            arguments = params.get("arguments")
+            tenant = arguments.get("tenant") if isinstance(arguments, dict) else None
+            calls.append(ToolCall(message.get("id"), str(params.get("name")),
+                                  None if tenant is None else str(tenant)))
     return calls
+
+
+def needed_scope(call: ToolCall, tool_scopes: dict[str, KeyScope], tenant: str) -> tuple[KeyScope, str]:
+    """The scope ``call`` needs from a key of ``tenant``, and why.
+
+    An unknown tool needs nothing here: the server answers it with ``unknown_tool`` and runs nothing.
+    """
+    needed: KeyScope = tool_scopes.get(call.name, "read")
+    why = f"{call.name!r} needs {needed} scope"
+    if call.tenant is not None and call.tenant.strip() not in ("", tenant):
+        needed = stronger(needed, "admin")
+        why = f"{call.name!r} with tenant={call.tenant!r} (another tenant's data) needs admin scope"
+    return needed, why
 
 
 class _BodyTooLarge(Exception):
@@ -209,11 +241,12 @@ class _ClientGone(Exception):
 class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
-    def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, read_only_tools: frozenset[str],
+    def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, tool_scopes: dict[str, KeyScope],
                  options: HttpOptions, mcp_path: str = MCP_PATH) -> None:
         self.app = app
         self.keys = keys
-        self.read_only_tools = read_only_tools
+        #: The scope each served tool needs (``ToolSpec.scope``).
+        self.tool_scopes = tool_scopes
         self.options = options
         self.allowed_hosts = options.host_allowlist()
         self.allowed_origins = options.origin_allowlist()
@@ -323,7 +356,7 @@ class HttpGuard:
             await _respond(send, 400, _rpc_error(-32700, f"parse error: JSON nested deeper than "
                                                          f"{MAX_JSON_DEPTH} levels"), "application/json")
             return
-        if record.scope != "write" and scope.get("method") == "POST":
+        if scope.get("method") == "POST":
             refusal = self._scope_refusal(body, record)
             if refusal is not None:
                 await _respond(send, 403, refusal, "application/json")
@@ -395,15 +428,18 @@ class HttpGuard:
             payload = json.loads(body)
         except ValueError:
             return None  # not a tool call; the MCP app answers the parse error
-        for request_id, name in tool_calls(payload):
-            if name not in self.read_only_tools:
-                allowed = ", ".join(sorted(self.read_only_tools)) or "none"
-                return _rpc_error(
-                    FORBIDDEN_CODE,
-                    f"API key {record.prefix}… ({record.name!r}) has read scope: it may call only "
-                    f"read-only tools ({allowed}); {name!r} is not read-only — use a write key",
-                    request_id,
-                )
+        for call in tool_calls(payload):
+            needed, why = needed_scope(call, self.tool_scopes, record.tenant)
+            if scope_allows(record.scope, needed):
+                continue
+            return _rpc_error(
+                FORBIDDEN_CODE,
+                f"API key {record.prefix}… ({record.name!r}, tenant {record.tenant!r}) has {record.scope} "
+                f"scope, which may {SCOPE_MEANS[record.scope]}; {why}, which may {SCOPE_MEANS[needed]}. "
+                f"Use a key made with `ask-fable keys create --scope {needed}`",
+                call.request_id,
+                data={"required_scope": needed, "key_scope": record.scope, "tool": call.name},
+            )
         return None
 
 
@@ -438,5 +474,5 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=options.host,
     )
-    read_only = frozenset(name for name, spec in server.specs.items() if spec.read_only)
-    return HttpGuard(inner, keys=keys, read_only_tools=read_only, options=options)
+    scopes = {name: spec.scope for name, spec in server.specs.items()}
+    return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options)

@@ -34,14 +34,16 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
-from ask_fable.stores.redact import redact, redact_obj
+from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
 
 if TYPE_CHECKING:  # loaded with the first call, so the server answers initialize sooner
+    from ask_fable.access import Caller
     from ask_fable.config import Settings
     from ask_fable.contract import ToolResult
+    from ask_fable.surface.context import ToolContext
 
 INSTRUCTIONS = """\
 ask-fable is a second opinion for the hard 5% of engineering work. Answer trivial things yourself.
@@ -201,13 +203,16 @@ class AskFableServer(MCPServer[Any]):
         The result carries a ``trace_id`` and, when a setting it read could not be used as
         written, ``warnings`` naming each problem and its fallback.
         """
+        from ask_fable.surface.context import ToolContext
+
         trace = TraceRecorder(new_trace_id(), self.app.clock)
         spec = self.specs.get(name)
+        ctx = ToolContext(self.app, context, served=self.families, serving_problems=self.serving_problems)
         with tracking_reads() as reads:
             if spec is None:
                 payload = self._unknown_tool(name)
             else:
-                payload = await self._run(spec, arguments, context)
+                payload = await self._run(spec, arguments, ctx)
         problems = self.app.settings.problems_for(reads)
         if spec is None:
             problems += self.serving_problems
@@ -216,18 +221,15 @@ class AskFableServer(MCPServer[Any]):
             payload["warnings"] = list(dict.fromkeys(warnings))
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
-            await self._record_trace(trace, spec.name if spec else name, payload)
-        return _result(spec, self._for_caller(payload, context))
+            await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
+        return _result(spec, self._for_caller(payload, ctx))
 
-    def _for_caller(self, payload: dict[str, Any], context: Context[Any, Any] | None) -> dict[str, Any]:
-        """What the caller may see of ``payload``: secrets redacted, and for an HTTP key that may not
-        write, the server's paths relative to its directories."""
-        from ask_fable.surface.context import api_key_of
-
+    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """What the caller may see of ``payload``: secrets redacted, and for an HTTP key without the
+        admin scope, the server's paths relative to its directories."""
         settings = self.app.settings
         shown: dict[str, Any] = redact_obj(payload, settings)
-        key = api_key_of(context)
-        if key is not None and getattr(key, "scope", None) != "write":
+        if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
             shown = hide_server_paths(shown, server_roots(settings))
@@ -256,18 +258,13 @@ class AskFableServer(MCPServer[Any]):
             "hint": 'ask_fable_help(topic="tools") lists what is served and the toolset of every other tool',
         }
 
-    async def _run(self, spec: ToolSpec, arguments: dict[str, Any], context: Context[Any, Any] | None
-                   ) -> dict[str, Any]:
+    async def _run(self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
         try:
             args = spec.args.model_validate(arguments or {})
         except ValidationError as exc:
             return BadArgs(_bad_args_detail(spec, exc)).to_result()
         if self.app.client_name is None:
-            self.app.client_name = _client_name(context)
-
-        from ask_fable.surface.context import ToolContext
-
-        ctx = ToolContext(self.app, context, served=self.families, serving_problems=self.serving_problems)
+            self.app.client_name = _client_name(ctx.mcp)
         try:
             outcome = await spec.handler(args, ctx)
         except AskFableError as exc:
@@ -285,8 +282,10 @@ class AskFableServer(MCPServer[Any]):
             return outcome.model_dump(mode="json", exclude_unset=True)
         return outcome
 
-    async def _record_trace(self, trace: TraceRecorder, tool: str, payload: dict[str, Any]) -> None:
-        """Store a minimal trace (tool, status, kind; no content) so trace_get finds the result's id."""
+    async def _record_trace(self, trace: TraceRecorder, tool: str, payload: dict[str, Any], caller: Caller
+                            ) -> None:
+        """Store a minimal trace (tool, status, kind; no content) under the caller's tenant, so
+        trace_get finds the result's id."""
         import anyio
 
         app = self.app
@@ -294,12 +293,13 @@ class AskFableServer(MCPServer[Any]):
         trace.event("request", tool=tool[:80])
         trace.event("response", status=status, kind=kind)
         try:
-            from ask_fable.stores.records import TraceEvent, TraceRecord
+            from ask_fable.stores.records import TraceRecord
 
+            agent = caller.agent_id or app.agent_id
             record = TraceRecord(
-                trace_id=trace.trace_id, ts=trace.wall_start, tool=tool[:80], status=status, kind=kind,
-                project=app.project_id, agent_id=app.agent_id, elapsed_ms=trace.elapsed_ms(),
-                events=[TraceEvent.model_validate(event) for event in trace.events],
+                trace_id=trace.trace_id, tenant=caller.tenant, ts=trace.wall_start, tool=tool[:80],
+                status=status, kind=kind, project=app.project_id, agent_id=agent,
+                elapsed_ms=trace.elapsed_ms(), events=trace.events,
             )
             await anyio.to_thread.run_sync(app.traces.record, record)
         except Exception:  # a trace is best effort: the caller still gets the result

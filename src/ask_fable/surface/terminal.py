@@ -20,7 +20,11 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from ask_fable.redact import SecretSource
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -107,7 +111,7 @@ def _expected(exc: BaseException) -> bool:
 def describe(exc: BaseException) -> str:
     """One line for an exception: ours by their detail, settings by name, OS errors by reason."""
     from ask_fable.errors import AskFableError
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     problems = _settings_problems(exc)
     if isinstance(exc, AskFableError):
@@ -146,7 +150,7 @@ def _leaves(exc: BaseException) -> Iterator[BaseException]:
         yield exc
 
 
-def _secrets() -> Any:
+def _secrets() -> SecretSource:
     try:
         from ask_fable.config import load_settings
 
@@ -226,7 +230,7 @@ def stop_on_signals(stop: Callable[[], None] | None, *,
     stopping = Stopping()
     timers: list[threading.Timer] = []
 
-    def on_signal(signum: int, frame: Any) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if stopping.signal_name is not None or stop is None:
             first = stopping.signal_name or name

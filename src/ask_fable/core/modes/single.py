@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ask_fable.backends.base import Oracle
+from ask_fable.backends.base import Effort, Oracle
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.prompts import system_prompt, user_prompt
 
@@ -13,7 +13,7 @@ async def run_single(
     context: str,
     mctx: ModeContext,
     *,
-    effort: str | None = None,
+    effort: Effort | None = None,
     timeout: float | None = None,
 ) -> ModeOutcome:
     """Ask ``oracle`` once; its failure becomes the call's structured error."""

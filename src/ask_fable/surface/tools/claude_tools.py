@@ -1,17 +1,19 @@
 """ask (Fable) and ask_opus5 (Opus 5) with multi-turn sessions, and reset_session.
 
-Each tool keeps its own conversations (namespace ``fable`` or ``opus5``) keyed by ``session``;
-a follow-up turn goes to the session's still-running Claude Code process. The pipeline does the
+Each tool keeps its own conversations (namespace ``fable`` or ``opus5``) keyed by ``session``, each
+tenant apart from the others; a follow-up turn goes to the session's still-running Claude Code
+process. The pipeline does the
 rest (guard, context_ref, sidecar, follow-up, context_exhausted, audit, trace, hub).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.access import ASKS, WRITES
 from ask_fable.contract import AnswerResult, DataResult
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
@@ -21,8 +23,11 @@ from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 from ask_fable.surface.tools.common import AskArgs
 
+if TYPE_CHECKING:
+    from ask_fable.stores.records import SessionNamespace
+
 #: reset_session's ``model`` → the namespace of the tool whose conversations it clears.
-NAMESPACES: dict[str, str] = {
+NAMESPACES: dict[str, SessionNamespace] = {
     "fable": "fable", "ask": "fable",
     "opus5": "opus5", "opus": "opus5", "opus-5": "opus5", "ask_opus5": "opus5",
 }
@@ -66,13 +71,13 @@ async def _ask_session(
 ) -> dict[str, Any]:
     sessions = ctx.app.claude_sessions
     label = args.session.strip() or "default"
-    key = ctx.caller_scoped(label)
+    space = ctx.session_space(namespace)
 
     async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
-        oracle = sessions.oracle(namespace, key, token, reset=args.reset, question=question)
+        oracle = sessions.oracle(space, label, token, reset=args.reset, question=question)
         outcome = await run_single(oracle, question, context, mctx)
-        outcome.fields["turn"] = len(sessions.transcript(namespace, key))
-        outcome.fields["session_cost_usd"] = sessions.cost(namespace, key)
+        outcome.fields["turn"] = len(sessions.transcript(space, label))
+        outcome.fields["session_cost_usd"] = sessions.cost(space, label)
         return outcome
 
     call = Call(
@@ -82,7 +87,7 @@ async def _ask_session(
         context_ref=args.context_ref,
         session=label,
         mode="ask",
-        session_state=sessions.session_state(namespace, key),
+        session_state=sessions.session_state(space, label),
         echo={"session": label},
     )
     return await ctx.run(call, runner)
@@ -105,25 +110,24 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
         raise BadArgs(f"model must be 'fable' (ask) or 'opus5' (ask_opus5), not {args.model!r}")
     sessions = ctx.app.claude_sessions
     label = args.session.strip() or "default"
-    key = ctx.caller_scoped(label)
-    turns = await sessions.reset(namespace, key)
+    space = ctx.session_space(namespace)
+    turns = await sessions.reset(space, label)
     result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
                               "cleared": bool(turns)}
     if not turns:
-        prefix = key[: len(key) - len(label)]  # this caller's sessions only
-        result["sessions"] = sorted(
-            s["key"][len(prefix):] for s in sessions.list_sessions()
-            if s["namespace"] == namespace and s["turns"] and s["key"].startswith(prefix)
-        )
+        # This tenant's sessions only.
+        result["sessions"] = sorted(s["key"] for s in sessions.list_sessions()
+                                    if s["namespace"] == space and s["turns"])
         result["note"] = (
             f"no {namespace} session named {label!r} has answered a turn in this server process; "
             "nothing was cleared. `sessions` lists the ones that have."
         )
         return result
     if args.save:
-        from ask_fable.stores.records import Transcript
+        from ask_fable.stores.records import Transcript, TranscriptTurn
 
-        transcript = Transcript(key=key, namespace=namespace, turns=turns)
+        transcript = Transcript(key=label, tenant=ctx.tenant, namespace=namespace,
+                                turns=[TranscriptTurn.model_validate(turn) for turn in turns])
         result["saved"] = await anyio.to_thread.run_sync(ctx.app.answers.save_transcript, transcript)
     return result
 
@@ -141,8 +145,7 @@ TOOLS = [
         args=SessionAskArgs,
         result=AnswerResult,
         handler=ask,
-        read_only=True,
-        open_world=True,
+        effects=ASKS,
         backend="fable",
     ),
     ToolSpec(
@@ -154,8 +157,7 @@ TOOLS = [
         args=SessionAskArgs,
         result=AnswerResult,
         handler=ask_opus5,
-        read_only=True,
-        open_world=True,
+        effects=ASKS,
         backend="opus",
     ),
     ToolSpec(
@@ -167,8 +169,7 @@ TOOLS = [
         args=ResetSessionArgs,
         result=ResetSessionResult,
         handler=reset_session,
+        effects=WRITES,
         destructive=True,
-        idempotent=False,
-        open_world=False,
     ),
 ]

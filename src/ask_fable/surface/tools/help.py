@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.access import READS
 from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
@@ -216,8 +217,7 @@ TOOLS = [
         args=HelpArgs,
         result=HelpResult,
         handler=ask_fable_help,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
 ]
