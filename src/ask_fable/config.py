@@ -169,7 +169,27 @@ class Settings(BaseSettings):
         description="Wall-clock bound on a chain or debate, in seconds "
         "(default: max(600, stages × timeout), at least 10).",
     )
-    max_parallel: int = Field(6, ge=1, description="How many council members run at once.")
+    council_cut_stragglers: bool = Field(
+        True,
+        description="Once a quorum of council members has answered (half of those still able to), cut "
+        "the ones still running after the straggler wait (kind straggler) and synthesize what is in; "
+        "0 waits for every member until two thirds of the council bound.",
+    )
+    council_straggler_factor: float = Field(
+        2.0,
+        gt=0,
+        description="The straggler wait after the quorum, as a multiple of the slowest answer so far "
+        "(2: a member may take three times as long as that answer).",
+    )
+    council_straggler_floor: float = Field(
+        2.0, ge=0, description="Shortest straggler wait, in seconds (for very fast answers)."
+    )
+    max_parallel: int = Field(
+        16,
+        ge=1,
+        description="How many council members run at once; larger councils queue the rest "
+        "(CLI members also share ASK_FABLE_CLI_MAX_PARALLEL per binary).",
+    )
     cli_max_parallel: int = Field(
         2,
         description="Concurrent processes per CLI binary; 0 or negative disables the gate, "

@@ -65,7 +65,8 @@ async def test_keys_without_admin_scope_get_no_absolute_server_path(tmp_path: Pa
         env = child_env(ASK_FABLE_TOOLSETS="all", ASK_FABLE_CACHE="false", ASK_FABLE_TRACE_MODE="full",
                         ASK_FABLE_SAVE="1", ASK_FABLE_GLM_API_KEY="sk-glm-paths-0123456789abcdef",
                         ASK_FABLE_GLM_BASE_URL=fp.base_url)
-        reader, asker, admin = (create_key(env, scope, scope, tenant="team") for scope in ("read", "ask", "admin"))
+        reader, asker, admin = (create_key(env, scope, scope, tenant="team")
+                                for scope in ("read", "ask", "admin"))
         with http_server(env, tmp_path / "stderr.log") as server:
             async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
                 seen = await _results_for(http, asker, reader)
