@@ -230,6 +230,20 @@ async def test_each_api_key_is_its_own_caller(served: Served) -> None:
     assert agents == {"key:writer", "key:reader"}
 
 
+async def test_two_api_keys_on_the_same_session_and_model_hold_two_conversations(served: Served) -> None:
+    """ask(model="glm", session="s") from two keys: a follow-up carries only its own key's turn."""
+    for key, who in ((served.write_key, "writer"), (served.read_key, "reader")):
+        async with connect(served.url, key) as client:
+            result = await client.call_tool("ask", {"question": f"Question from the {who}?", "model": "glm",
+                                                    "session": "s"})
+            assert (result.structured_content["status"], result.structured_content["turn"]) == ("ok", 1)
+    async with connect(served.url, served.write_key) as client:
+        again = await client.call_tool("ask", {"question": "A follow-up?", "model": "glm", "session": "s"})
+    assert again.structured_content["turn"] == 2
+    carried = str(served.fake.last_json("anthropic")["messages"])
+    assert "Question from the writer?" in carried and "Question from the reader?" not in carried
+
+
 def test_conversation_keys_are_private_to_an_api_key() -> None:
     from types import SimpleNamespace
 

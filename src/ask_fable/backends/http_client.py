@@ -38,7 +38,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ask_fable.backends.base import Oracle, Usage
+from ask_fable.backends.base import Oracle, OracleRequest, Usage
 from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -538,6 +538,10 @@ class HttpOracle(Oracle):
             raise NotConfigured(f"{self.label} needs an API key: set {self.key_var}{alias}",
                                 hint=f"set {self.key_var} in the server's environment or config file")
 
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """The answer's room: the request's ``max_tokens``, else this oracle's, else 8192."""
+        return request.max_tokens or self.max_tokens or 8192
+
     def auth_hint(self) -> str:
         """The fix named when the provider rejects the credentials (HTTP 401 / 403)."""
         if not self.key_var:
@@ -556,6 +560,11 @@ class HttpOracle(Oracle):
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(token={self.token!r}, base_url={self.base_url!r})"
+
+
+def as_text(value: object) -> str:
+    """A reply field that should be text, or ``""`` when the provider sent something else."""
+    return value if isinstance(value, str) else ""
 
 
 def usage_from(

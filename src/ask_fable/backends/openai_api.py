@@ -2,7 +2,8 @@
 
 ``POST {base}/v1/chat/completions`` — or ``{base}/chat/completions`` when the base URL already
 ends in a version, as OpenRouter's ``/api/v1`` does — with a bearer key, streamed as server-sent
-events. Reasoning deltas (``reasoning`` or ``reasoning_content``) go to the sink live.
+events. Reasoning deltas (``reasoning`` or ``reasoning_content``) go to the sink live. A
+conversation's earlier exchanges travel as user and assistant messages after the system message.
 
 Effort: Atlas takes ``reasoning_effort`` low/medium/high; OpenRouter takes ``reasoning.effort``,
 clamped to the efforts the model's catalog entry lists, and reports the call's dollar cost when
@@ -20,6 +21,7 @@ import anyio
 from ask_fable.backends.base import EventSink, OracleRequest, Reply
 from ask_fable.backends.http_client import (
     HttpOracle,
+    as_text,
     bad_body,
     is_event_stream,
     iter_events,
@@ -50,7 +52,7 @@ class OpenAIChatOracle(HttpOracle):
 
     def build_body(self, request: OracleRequest, wire: str | None) -> dict[str, Any]:
         """The JSON body sent for ``request`` at provider effort ``wire``."""
-        messages = [{"role": "user", "content": request.prompt}]
+        messages = request.chat_messages()
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
         body: dict[str, Any] = {
@@ -107,9 +109,9 @@ class OpenAIChatOracle(HttpOracle):
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise bad_body(self.label, "no choices in the completion", self.secrets)
         message = choices[0].get("message") or {}
-        text = message.get("content") if isinstance(message.get("content"), str) else ""
+        text = message.get("content")
         thinking = message.get("reasoning") or message.get("reasoning_content") or ""
-        return self._reply(text, thinking if isinstance(thinking, str) else "", data.get("usage"),
+        return self._reply(as_text(text), as_text(thinking), data.get("usage"),
                            choices[0].get("finish_reason"), wire)
 
     async def _read_stream(self, response: httpx2.Response, sink: EventSink, wire: str | None) -> Reply:

@@ -17,11 +17,12 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ask_fable.backends.resources import Resources
 from ask_fable.clock import Clock
 from ask_fable.config import Settings, config_file_path, load_settings, problem_lines
+from ask_fable.core.conversations import Conversations
 from ask_fable.core.tracing import Console
 from ask_fable.stores.interfaces import (
     AnswerArchive,
@@ -31,8 +32,14 @@ from ask_fable.stores.interfaces import (
     ContextBus,
     GivenStores,
     HubStore,
+    SessionTranscriptStore,
     TraceRecordStore,
 )
+
+if TYPE_CHECKING:
+    from ask_fable.backends.claude_sessions import ClaudeSessions
+
+T = TypeVar("T")
 
 
 def _file_stamp(path: Path) -> tuple[int, int, int] | None:
@@ -115,19 +122,19 @@ class App:
         """Who is calling, for the hub: the explicit setting, the MCP client name, or the pid."""
         return self.settings.agent_id or self.client_name or f"pid-{os.getpid()}"
 
-    def _service(self, name: str, key: Any, factory: Any) -> Any:
+    def _service(self, name: str, key: object, factory: Callable[[], T]) -> T:
         with self._lock:
             current = self._services.get(name)
             if current is not None and current[0] == key:
-                return current[1]
+                return cast(T, current[1])
             service = factory()
             self._services[name] = (key, service)
             return service
 
-    def _store(self, name: str, key: Any, factory: Callable[[], Any]) -> Any:
+    def _store(self, name: str, key: object, factory: Callable[[], T]) -> T:
         """The store given for ``name``, else the one opened from settings (again when ``key`` changes)."""
         given = getattr(self._given, name)
-        return given if given is not None else self._service(name, key, factory)
+        return cast(T, given) if given is not None else self._service(name, key, factory)
 
     # --- services ---------------------------------------------------------------------------------
     @property
@@ -223,6 +230,18 @@ class App:
         connections = self.resources.connections
         return self._store("keys", s.keys_db, lambda: KeyStore(s.keys_db, connections=connections))
 
+    @property
+    def transcripts(self) -> SessionTranscriptStore:
+        """Conversation transcripts: the turns every ``ask`` session continues from."""
+        from ask_fable.stores.transcripts import TranscriptStore
+
+        s = self.settings
+        key = (s.session_db, s.session_retention_days, tuple(s.secret_values()))
+        res = self.resources
+        return self._store("transcripts", key, lambda: TranscriptStore(
+            s.session_db, retention_days=s.session_retention_days, secrets=s, clock=res.clock,
+            connections=res.connections))
+
     # --- other services -----------------------------------------------------------------------------
     @property
     def breaker(self) -> Any | None:
@@ -236,17 +255,20 @@ class App:
         return self._service("breaker", key, lambda: CircuitBreaker.from_settings(s, self.clock))
 
     @property
-    def claude_sessions(self) -> Any:
-        """Open multi-turn Fable / Opus sessions (kept for the life of the process)."""
-        with self._lock:
-            sessions = self._services.get("claude_sessions")
-            if sessions is None:
-                from ask_fable.backends.claude import ClaudeSessions
+    def conversations(self) -> Conversations:
+        """The turn-at-a-time order of this process's conversations (their truth is ``transcripts``)."""
+        return self._service("conversations", None, Conversations)
 
-                # A getter, so a config change (model pin, reasoning stream) applies on the next turn.
-                sessions = (None, ClaudeSessions(lambda: self.settings, self.resources))
-                self._services["claude_sessions"] = sessions
-            return sessions[1]
+    @property
+    def claude_sessions(self) -> ClaudeSessions:
+        """The warm Claude Code processes of Fable / Opus conversations (a cache of the transcripts)."""
+        from ask_fable.backends.claude_sessions import ClaudeSessions
+
+        # A settings getter, so a config change (model pin, reasoning stream) applies on the next turn.
+        def start() -> ClaudeSessions:
+            return ClaudeSessions(lambda: self.settings, self.resources)
+
+        return self._service("claude_sessions", None, start)
 
     async def aclose(self) -> None:
         """Close everything the App opened: services holding processes (warm Claude sessions), then

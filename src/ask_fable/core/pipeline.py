@@ -19,6 +19,7 @@ import anyio
 from ask_fable.core import guard
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
+from ask_fable.core.conversations import advance_streak
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
@@ -49,7 +50,8 @@ class Call:
     #: Ordered model tokens the cache key is built from; empty disables caching.
     cache_models: list[str] = field(default_factory=list)
     cache_extra: dict[str, Any] = field(default_factory=dict)
-    #: Mutable per-session state for multi-turn tools (``needs_context_streak``).
+    #: Per-session state of a conversation turn (``needs_context_streak``, replayed from the stored
+    #: turns by :func:`ask_fable.core.modes.single.run_turn`); ``None`` for a single question.
     session_state: dict[str, Any] | None = None
     #: Fields echoed into the result whatever happens (e.g. ``session``).
     echo: dict[str, Any] = field(default_factory=dict)
@@ -240,16 +242,16 @@ class Pipeline:
                 result["followup"] = followup
             if call.session_state is not None:
                 asked_more = sidecar.recommendation == "needs_more_context"
-                streak = call.session_state.get("needs_context_streak", 0) + 1 if asked_more else 0
+                before = call.session_state.get("needs_context_streak", 0)
+                streak, exhausted = advance_streak(before, asked_more, settings.max_needs_context)
                 call.session_state["needs_context_streak"] = streak
-                if asked_more and streak > settings.max_needs_context:
+                if exhausted:
                     result["status"] = "context_exhausted"
                     result["detail"] = (
-                        f"The model asked for more context {streak} times in a row on this session; "
+                        f"The model asked for more context {before + 1} times in a row on this session; "
                         "this is its best-effort answer. Decide with what you have, or reset the session "
                         "with a sharper question."
                     )
-                    call.session_state["needs_context_streak"] = 0
         elif call.session_state is not None:
             call.session_state["needs_context_streak"] = 0
         if reply is not None:
@@ -304,7 +306,8 @@ class Pipeline:
             result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
         # A model may echo a key it was shown; nothing key-shaped leaves the server.
-        return redact_obj(result, settings)
+        redacted: dict[str, Any] = redact_obj(result, settings)
+        return redacted
 
     async def _persist(self, done: FinishedCall) -> str | None:
         """Write the call's records in one thread hop, durable before the caller sees the answer.

@@ -13,11 +13,13 @@ return the views of ``stores/views.py``.
 | ``HubStore`` | ``hub.SessionHub`` (SQLite) | recorders, hub tools |
 | ``AuditStore`` | ``audit_trail.AuditTrail`` (JSONL + SQLite index) | recorders, ``stats`` |
 | ``AnswerArchive`` | ``answers.MarkdownArchive`` (files) | recorders, ``reset_session`` |
+| ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` (SQLite) | ``ask``, ``reset_session`` |
 | ``ApiKeyStore`` | ``keys.KeyStore`` (SQLite) | ``ask-fable keys``, the HTTP surface |
 """
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         AuditRecord,
         HubTurn,
         SavedAnswer,
+        SessionTurn,
         TraceBundle,
         TraceRecord,
         Transcript,
@@ -41,6 +44,8 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         ResolvedContext,
         StatsReport,
         StoredHubTurn,
+        StoredSession,
+        StoredSessionTurn,
         TraceDetail,
         TraceSummary,
     )
@@ -65,11 +70,11 @@ class ContextBus(Protocol):
         """Remove ``key``; ``True`` if it existed."""
         ...
 
-    def resolve(self, keys: list[str]) -> ResolvedContext:
+    def resolve(self, keys: builtins.list[str]) -> ResolvedContext:
         """The values of ``keys`` joined under headers, with which were found and which not."""
         ...
 
-    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
+    def suggest(self, missing: builtins.list[str], limit: int = 5) -> builtins.list[str]:
         """Stored keys that look like the ``missing`` ones, best first."""
         ...
 
@@ -172,6 +177,30 @@ class AnswerArchive(Protocol):
         ...
 
 
+class SessionTranscriptStore(Protocol):
+    """Conversation transcripts by tenant, model namespace and session key: what a session continues from.
+
+    A warm model process is only a cache of a conversation; any server process (or replica) that
+    reads the same store continues it. Text is stored redacted.
+    """
+
+    def turns(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
+        """The session's turns, oldest first (empty when it has none or expired)."""
+        ...
+
+    def append(self, turn: SessionTurn) -> int:
+        """Add one answered turn; returns how many turns its session now has."""
+        ...
+
+    def clear(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
+        """Forget the session; returns the turns it had, oldest first."""
+        ...
+
+    def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
+        """The namespace's sessions with at least one turn, most recently used first."""
+        ...
+
+
 class ApiKeyStore(Protocol):
     """HTTP API keys, kept only as hashes."""
 
@@ -211,3 +240,4 @@ class GivenStores:
     audit: AuditStore | None = None
     answers: AnswerArchive | None = None
     keys: ApiKeyStore | None = None
+    transcripts: SessionTranscriptStore | None = None

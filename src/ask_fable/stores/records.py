@@ -5,7 +5,8 @@
     TraceBundle ── members: BundleMember…    full-mode content of one call
     HubTurn                                  one successful turn mirrored to the session hub
     SavedAnswer                              one answer kept as a file
-    Transcript ── turns: TranscriptTurn…     one multi-turn session, saved on reset
+    SessionTurn                              one answered turn of a conversation, kept to continue it
+    Transcript ── turns: TranscriptTurn…     one conversation, saved as a file on reset
     ApiKey                                   one HTTP API key, without its secret
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
@@ -167,6 +168,26 @@ class SavedAnswer(Record):
     transcript: str | None = Field(None, description="a debate's full transcript, saved as its own section")
 
 
+class SessionTurn(Record):
+    """One answered turn of a conversation (``ask`` with a ``session``), as the transcript store keeps it.
+
+    ``namespace`` is the model's conversation space (``fable``, ``opus5``, ``deepseek``,
+    ``openrouter:<id>``…), ``session`` the caller's session key; ``prompt`` is the user message as it
+    was sent (question and context), replayed to the model on later turns, ``question`` what the
+    transcript shows.
+    """
+
+    tenant: str = "local"
+    namespace: str
+    session: str
+    question: str
+    prompt: str
+    answer: str
+    thinking: str | None = None
+    model: str | None = None
+    cost_usd: float | None = None
+
+
 class TranscriptTurn(Record):
     """One turn of a multi-turn session."""
 
@@ -181,7 +202,7 @@ class Transcript(Record):
     """A multi-turn session's turns, saved when the session is reset."""
 
     key: str
-    namespace: Literal["fable", "opus5"] = "fable"
+    namespace: str = "fable"
     turns: list[TranscriptTurn] = Field(default_factory=list)
 
 

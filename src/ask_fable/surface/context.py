@@ -46,6 +46,11 @@ class ToolContext:
         scope = getattr(request, "scope", None)
         return scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
 
+    @property
+    def tenant(self) -> str:
+        """Whose stored items a call reads and writes: the API key's tenant over HTTP, else ``local``."""
+        return str(getattr(self.api_key, "tenant", None) or "local")
+
     def caller_scoped(self, label: str) -> str:
         """``label`` made private to this caller: HTTP keys never share conversations."""
         key = self.api_key

@@ -41,8 +41,8 @@ if TYPE_CHECKING:  # loaded with the first call, so the server answers initializ
 
 INSTRUCTIONS = """\
 ask-fable is a second opinion for the hard 5% of engineering work. Answer trivial things yourself.
-- Stuck on the same bug twice, or facing a real design trade-off: call `ask` (Claude Fable,
-  multi-turn; reuse `session` for follow-ups) with the real code and the exact error.
+- Stuck on the same bug twice, or facing a real design trade-off: call `ask` (Claude Fable, or
+  one other model with `model`; reuse `session` for follow-ups) with the real code and the exact error.
 - Contentious or hard-to-reverse decision (architecture, concurrency, data model, public API,
   migration): one `ask_council` call (parallel panel + synthesis; check `quorum` and `consensus`).
   Ordered refinement (cheap draft, strong finish): `ask_chain`. Stress-test one decision: `ask_debate`.
@@ -270,12 +270,12 @@ class AskFableServer(MCPServer[Any]):
         trace.event("request", tool=tool[:80])
         trace.event("response", status=status, kind=kind)
         try:
-            from ask_fable.stores.records import TraceRecord
+            from ask_fable.stores.records import TraceEvent, TraceRecord
 
             record = TraceRecord(
                 trace_id=trace.trace_id, ts=trace.wall_start, tool=tool[:80], status=status, kind=kind,
                 project=app.project_id, agent_id=app.agent_id, elapsed_ms=trace.elapsed_ms(),
-                events=trace.events,
+                events=[TraceEvent.model_validate(event) for event in trace.events],
             )
             await anyio.to_thread.run_sync(app.traces.record, record)
         except Exception:  # a trace is best effort: the caller still gets the result
