@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply, Usage
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.core.conversations import (
@@ -25,6 +25,7 @@ from ask_fable.stores.interfaces import GivenStores
 from ask_fable.stores.records import SessionTurn
 from ask_fable.stores.transcripts import TranscriptStore
 from ask_fable.stores.views import StoredSessionTurn
+from ask_fable.values import Usage
 
 SIDE = '\n\n```sidecar\n{{"recommendation": "{rec}", "confidence": "high", "needs_context": []}}\n```'
 
@@ -122,7 +123,7 @@ async def test_a_turn_is_sent_with_the_stored_turns_and_stored_after_it() -> Non
     assert oracle.requests[0].history == ()
     [earlier] = oracle.requests[1].history
     assert (earlier.prompt, earlier.answer) == ("## Question\nIs the queue bounded?", "answer 1")
-    events = [e for e in app.traces.get(second["trace_id"])["events"] if e["name"] == "session.history"]
+    events = [e for e in app.traces.get("local", second["trace_id"])["events"] if e["name"] == "session.history"]
     assert events and events[0]["attrs"]["sent"] == 1
 
 
@@ -177,7 +178,7 @@ async def test_a_failing_store_costs_the_conversation_not_the_answer(tmp_path: A
     result = await turn_call(app, Recorder("Still answered."), "Is the queue bounded?", store=store)
     assert (result["status"], result["answer"]) == ("ok", "Still answered.")
     assert ("without it" if fail == "read" else "will not remember") in result["note"]
-    events = [e["name"] for e in app.traces.get(result["trace_id"])["events"]]
+    events = [e["name"] for e in app.traces.get("local", result["trace_id"])["events"]]
     assert "store.error" in events
 
 
