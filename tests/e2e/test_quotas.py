@@ -17,7 +17,8 @@ from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.stores.keys import KeyStore
 from ask_fable.stores.records import QuotaLimits
-from ask_fable.surface.http_app import HttpOptions, build_http_app, serve_in_thread
+from ask_fable.surface.http_app import HttpOptions, build_http_app
+from ask_fable.surface.http_runner import serve_in_thread
 from ask_fable.surface.server import build_server
 from tests.e2e.team_server import HEADERS, TeamServer, create_key, list_keys, run_cli, team_server
 from tests.e2e.test_caps import BACKEND_KEY, provider_env
