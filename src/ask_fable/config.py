@@ -198,6 +198,14 @@ class Settings(BaseSettings):
     session_idle_seconds: float = Field(
         900, gt=0, description="Seconds the Claude Code process of an idle Fable/Opus session stays open."
     )
+    max_live_sessions: int = Field(
+        16, ge=0, description="Fable/Opus sessions with a Claude Code process open at once in one server (0: "
+        "unlimited); past it the least recently used one is closed, its conversation kept."
+    )
+    max_live_sessions_per_tenant: int = Field(
+        4, ge=0, description="The same, per tenant (0: unlimited): one tenant's sessions close its own least "
+        "recently used one."
+    )
 
     # --- conversations (ask with a session) ------------------------------------------------------
     session_store_path: Path | None = Field(

@@ -9,6 +9,7 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -279,3 +280,42 @@ async def test_claude_code_keeps_no_transcript_of_our_calls_in_the_users_home(
     assert leaked == []
     projects = isolated_env / ".claude" / "projects"
     assert not projects.exists() or not any(p.is_file() for p in projects.rglob("*"))
+
+
+def _ended(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("setting", ["max_live_sessions_per_tenant", "max_live_sessions"])
+async def test_past_the_live_session_cap_the_least_recently_used_process_ends_and_its_conversation_stays(
+    fp: FakeProvider, claude_home: Path, setting: str
+) -> None:
+    """One live session allowed: opening a second closes the first's Claude Code process (the call
+    that did it says so), and the first conversation's next turn continues from its stored turns."""
+    for answer in ("Take the lock first.", "Use a bounded queue.", "Release them in reverse order."):
+        fp.enqueue("anthropic", text=with_sidecar(answer))
+    app = App(load_settings(**{setting: 1}))
+    async with Client(build_server(app)) as client:
+        first = await call(client, "ask", {"question": "Which lock comes first?", "session": "locks"})
+        pid = app.claude_sessions.client_pid("fable", "locks")
+        second = await call(client, "ask", {"question": "How do I stop the producer?", "session": "queue"})
+        assert pid is not None and app.claude_sessions.client_pid("fable", "locks") is None
+        with anyio.fail_after(15):
+            while not _ended(pid):
+                await anyio.sleep(0.05)
+        third = await call(client, "ask", {"question": "And releasing them?", "session": "locks"})
+
+    assert [first["status"], second["status"], third["status"]] == ["ok", "ok", "ok"]
+    assert "note" not in first
+    assert f"ASK_FABLE_{setting.upper()} is 1" in second["note"]
+    assert "your least recently used other session" in second["note"]
+    assert (third["turn"], third["answer"]) == (2, "Release them in reverse order.")
+    assert "closed to make room" in third["note"] and "ASK_FABLE_" in third["note"]
+    [carried] = user_turns(fp.last_json("anthropic"))
+    for text in ("Which lock comes first?", "Take the lock first.", "And releasing them?"):
+        assert text in carried
+    assert stored_turns(app, "fable", "locks") == 2

@@ -201,13 +201,18 @@ async def test_sharing_the_context_bus_and_the_cache_is_an_explicit_setting(fp: 
         assert (await team.call("bob", "trace_get", trace_id=first["trace_id"]))["kind"] == "not_found"
 
 
+def _claude_on(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point the bundled Claude Code CLI at the fake provider (the server's own HOME is kept)."""
+    for name, value in claude_cli_env(fp.base_url, tmp_path / "claude-home").items():
+        if name != "HOME":
+            monkeypatch.setenv(name, value)
+
+
 @pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 async def test_two_tenants_using_one_session_label_never_share_a_conversation(
     fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in claude_cli_env(fp.base_url, tmp_path / "claude-home").items():
-        if name != "HOME":
-            monkeypatch.setenv(name, value)
+    _claude_on(fp, tmp_path, monkeypatch)
     for team in _serve(load_settings(timeout=60)):
         first = await team.call("alice", "ask", question="Alice: how do I bound this queue?", session="s")
         assert (first["status"], first["turn"]) == ("ok", 1)
@@ -223,6 +228,28 @@ async def test_two_tenants_using_one_session_label_never_share_a_conversation(
         assert Path(reset["saved"]).parent == Path("sessions") / "tenants" / "bob"
         third = await team.call("alice", "ask", question="Alice: one more?", session="s")
         assert third["turn"] == 3
+
+
+@pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
+async def test_a_tenant_past_its_live_session_cap_closes_its_own_process_never_another_tenants(
+    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One live Claude session per tenant: Alice's second session closes her first, Bob's stays open."""
+    _claude_on(fp, tmp_path, monkeypatch)
+    for team in _serve(load_settings(timeout=60, max_live_sessions_per_tenant=1)):
+        alice_first = await team.call("alice", "ask", question="Alice: how do I bound this queue?",
+                                      session="a1")
+        bob_first = await team.call("bob", "ask", question="Bob: is this index used?", session="b1")
+        alice_second = await team.call("alice", "ask", question="Alice: is this lock safe?", session="a2")
+        bob_again = await team.call("bob", "ask", question="Bob: and its size?", session="b1")
+        alice_back = await team.call("alice", "ask", question="Alice: and the queue's size?", session="a1")
+    assert [r["status"] for r in (alice_first, bob_first, alice_second, bob_again, alice_back)] == ["ok"] * 5
+    assert "note" not in bob_first and "note" not in bob_again
+    assert "your least recently used other session" in alice_second["note"]
+    assert alice_back["turn"] == 2 and "closed to make room" in alice_back["note"]
+    carried = fp.requests_for("anthropic")[-1].body.decode()
+    assert "Alice: how do I bound this queue?" in carried and "Alice: and the queue's size?" in carried
+    assert "Bob" not in carried
 
 
 def _user_turns(fp: FakeProvider) -> list[str]:

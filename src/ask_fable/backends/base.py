@@ -87,6 +87,8 @@ class Reply(BaseModel):
     effort: str | None = None
     #: Set when the call was served by another route than the one asked (e.g. grok CLI for xai/*).
     routed_via: str | None = None
+    #: Something the caller should know about how the answer came (e.g. a warm session closed for room).
+    note: str | None = None
 
 
 class EventSink:

@@ -20,6 +20,13 @@ the question (:meth:`~ask_fable.backends.base.OracleRequest.folded_prompt`). No 
 file: every one runs with ``--no-session-persistence``. With ``ASK_FABLE_USE_CLI`` every turn is a
 ``claude -p`` process with the exchanges folded into its prompt.
 
+Room: at most ``max_live_sessions`` sessions have a CLI open at once, and at most
+``max_live_sessions_per_tenant`` of one tenant's. A turn that must open a CLI past either cap first
+closes the least recently used open one that is not mid-turn (the tenant's own, for its cap); that
+conversation stays stored and continues on a new CLI at its next turn. Both turns' results say so
+in their ``note``. Sessions mid-turn are never closed, so with every open session busy the caps
+are passed by the turns running at once.
+
 Cost: Claude Code reports a CLI's running total with every turn, so each reply's
 ``usage.cost_usd`` is turned into that turn's own cost here.
 """
@@ -34,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from ask_fable.access import LOCAL_TENANT
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.claude_common import (
     CLAUDE_REPLY_TOKENS,
@@ -53,6 +61,17 @@ SessionKey = tuple[str, str]
 
 #: The note a turn gives when its conversation moves to a new Claude Code process.
 RESEEDED = "the session's Claude Code process had ended; continuing the conversation from the stored turns"
+#: The note of a turn that closed another session's process to make room for its own.
+MADE_ROOM = ("to open this session, ask-fable closed the Claude Code process of {which} ({setting} is "
+             "{limit}); that conversation is kept and continues from its stored turns at its next turn")
+#: The note of the next turn of a session whose process was closed to make room.
+WAS_CLOSED = ("this session's Claude Code process had been closed to make room for other sessions; the "
+              "conversation continued from its stored turns")
+
+
+def tenant_of(namespace: str) -> str:
+    """The tenant a session namespace belongs to (``fable@alice`` → ``alice``; a bare one is local)."""
+    return namespace.partition("@")[2] or LOCAL_TENANT
 
 
 @dataclass
@@ -73,6 +92,8 @@ class _Session:
     generation: int = 0
     #: The running total Claude Code last reported on the open client.
     reported_cost: float = 0.0
+    #: Its client was closed to make room for another session's (said at its next turn).
+    evicted: bool = False
 
     def charge(self, reply: Reply) -> Reply:
         """``reply`` with ``usage.cost_usd`` cut down from the client's running total to this turn's cost."""
@@ -252,9 +273,14 @@ class ClaudeSessions:
         if session.client is not None and not session.holds(request):
             await self._close_client(session)
         retried = False
+        notes: list[str] = []
         while True:
             fresh = session.client is None
             if fresh:
+                if session.evicted:
+                    session.evicted = False
+                    notes.append(WAS_CLOSED)
+                notes += await self._make_room(session, settings)
                 await self._open(session, model, request.system, settings)
             assert session.client is not None and session.tail is not None
             collector = TurnCollector(model, sink, settings, session.tail)
@@ -274,7 +300,42 @@ class ClaudeSessions:
                     continue
                 raise map_sdk_error(exc, model, session.tail, started=True) from exc
             session.held = len(request.history) + 1
-            return reply
+            return reply.model_copy(update={"note": "; ".join(notes)}) if notes else reply
+
+    async def _make_room(self, opening: _Session, settings: Settings) -> list[str]:
+        """Close the least recently used idle clients so that ``opening`` fits both caps; the notes
+        for its caller."""
+        notes = []
+        tenant = tenant_of(opening.namespace)
+        caps = ((settings.max_live_sessions_per_tenant, "ASK_FABLE_MAX_LIVE_SESSIONS_PER_TENANT", True),
+                (settings.max_live_sessions, "ASK_FABLE_MAX_LIVE_SESSIONS", False))
+        for limit, setting, own in caps:
+            if limit <= 0:
+                continue
+            live = [s for s in self._sessions.values() if s.client is not None and s is not opening
+                    and (not own or tenant_of(s.namespace) == tenant)]
+            for victim in sorted(live, key=lambda s: s.last_used)[: max(0, len(live) - limit + 1)]:
+                if await self._evict(victim):
+                    which = ("your least recently used other session" if tenant_of(victim.namespace) == tenant
+                             else "the least recently used session on this server")
+                    notes.append(MADE_ROOM.format(which=which, setting=setting, limit=limit))
+        return notes
+
+    async def _evict(self, victim: _Session) -> bool:
+        """Close ``victim``'s client unless it is mid-turn; whether it was closed."""
+        try:
+            victim.lock.acquire_nowait()
+        except anyio.WouldBlock:
+            return False
+        try:
+            if victim.client is None:
+                return False
+            await self._close_client(victim)
+            victim.evicted = True
+            self._cancel_timer((victim.namespace, victim.key))
+            return True
+        finally:
+            victim.lock.release()
 
     async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
         from ask_fable.backends.agent_sdk import Conversation, build_options, map_sdk_error

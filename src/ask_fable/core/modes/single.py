@@ -78,6 +78,8 @@ async def run_turn(
         reply = outcome.reply
         assert reply is not None
         cost = reply.usage.cost_usd if reply.usage is not None else None
+        if reply.note:
+            notes.append(reply.note)
         record = SessionTurn(tenant=ref.tenant, namespace=ref.namespace, session=ref.key, question=question,
                              prompt=prompt, answer=reply.text, thinking=reply.thinking, model=reply.model,
                              cost_usd=cost)
