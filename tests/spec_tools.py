@@ -26,7 +26,7 @@ SPEC_TOOLS: dict[str, list[str]] = {
         "configure_tracing",
     ],
     "context": ["context_write", "context_read", "context_list", "context_delete", "context_pack"],
-    "observability": ["stats", "trace_list", "trace_get", "diagnose"],
+    "observability": ["stats", "trace_list", "trace_get", "diagnose", "key_usage"],
     "hub": ["session_list", "session_peek", "session_stats"],
 }
 

@@ -22,13 +22,13 @@ from tests.spec_tools import ALL_SPEC_TOOLS
 #: The contract: what a read key may call (local look-ups of its own data), and what only an admin
 #: may. Every other tool spends (a model, a CLI, a catalog) or writes, and needs an ask key.
 READ_TOOLS = frozenset({"ask_fable_help", "context_read", "context_list", "trace_list", "trace_get", "stats",
-                        "session_list", "session_peek", "session_stats"})
+                        "session_list", "session_peek", "session_stats", "key_usage"})
 ADMIN_TOOLS = frozenset({"configure_ollama_council", "configure_atlas_council",
                          "configure_openrouter_council", "configure_tracing"})
 SCOPES = ("read", "ask", "admin")
 #: The tools that take a ``tenant`` argument (another tenant's data, or "*" for every tenant's).
 TENANT_TOOLS = ("context_read", "context_list", "context_delete", "trace_list", "trace_get", "stats",
-                "session_list", "session_peek", "session_stats")
+                "session_list", "session_peek", "session_stats", "key_usage")
 
 
 def expected_scope(tool: str) -> str:

@@ -26,9 +26,13 @@ from tests.fakes.clock import ManualClock
 from tests.fakes.fake_provider import FakeProvider, Reply
 
 
+def _tool(tool: str, arguments: dict[str, Any], call_id: int = 1) -> dict[str, Any]:
+    params = {"name": tool, "arguments": arguments}
+    return {"jsonrpc": "2.0", "id": call_id, "method": "tools/call", "params": params}
+
+
 def _ask(tool: str, question: str, call_id: int = 1) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": call_id, "method": "tools/call",
-            "params": {"name": tool, "arguments": {"question": question}}}
+    return _tool(tool, {"question": question}, call_id)
 
 
 async def _structured(server: TeamServer, key: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -166,3 +170,21 @@ async def test_the_local_caller_is_unlimited_unless_local_quota_is_on(fp: FakePr
                          for n in range(2)]
         outcomes[local_quota] = [c.structured_content["status"] for c in calls if c.structured_content]
     assert outcomes == {False: ["ok", "ok"], True: ["ok", "error"]}
+
+
+async def test_key_usage_shows_a_key_its_tenants_quotas_and_an_admin_every_keys(fp: FakeProvider) -> None:
+    asker = create_key("Alice", "--tenant", "alice", "--rpm", "10")
+    viewer = create_key("Alice viewer", "--tenant", "alice", "--scope", "read")
+    create_key("Bob", "--tenant", "bob")
+    admin = create_key("Ops", "--tenant", "ops", "--scope", "admin")
+    async with team_server(provider_env(fp)) as server:
+        with anyio.fail_after(60):
+            asked = await _structured(server, asker["key"], _ask("ask_glm", "Is this queue bounded?"))
+            mine = await _structured(server, viewer["key"], _tool("key_usage", {}))
+            every = await _structured(server, admin["key"], _tool("key_usage", {"tenant": "*"}))
+    assert asked["status"] == "ok" and mine["status"] == "ok"
+    assert sorted(k["name"] for k in mine["keys"]) == ["Alice", "Alice viewer"]
+    alice = next(k for k in mine["keys"] if k["name"] == "Alice")
+    assert alice["limits_in_force"] == {"rpm": 10, "concurrent": 8, "daily_usd": 50.0}
+    assert alice["usage"]["calls_today"] == 1 and alice["usage"]["in_flight"] == 0
+    assert {k["tenant"] for k in every["keys"]} == {"alice", "bob", "ops"}

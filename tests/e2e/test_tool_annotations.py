@@ -75,6 +75,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "trace_list": {},
     "trace_get": {"trace_id": "{trace_id}"},
     "diagnose": {},
+    "key_usage": {},
     "session_list": {},
     "session_peek": {"session_key": SEEDED_SESSION},
     "session_stats": {},

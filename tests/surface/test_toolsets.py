@@ -22,7 +22,7 @@ SPEC_TOOLS = frozenset({
     "list_openrouter_models", "list_ollama_models", "configure_ollama_council", "configure_atlas_council",
     "configure_openrouter_council", "configure_tracing", "context_write", "context_read", "context_list",
     "context_delete", "context_pack", "ask_fable_help", "reset_session", "stats", "trace_list", "trace_get",
-    "session_list", "session_peek", "session_stats", "diagnose",
+    "session_list", "session_peek", "session_stats", "diagnose", "key_usage",
 })
 REASONING_MODES = ("ask", "ask_council", "ask_chain", "ask_debate", "ask_fable_help")
 DEFAULT_BUDGET_BYTES = 12 * 1024

@@ -44,6 +44,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.http_models",
     "ask_fable.surface.tools.context",
     "ask_fable.surface.tools.observability",
+    "ask_fable.surface.tools.quotas",
     "ask_fable.surface.tools.hub",
     "ask_fable.surface.tools.diagnose",
 )
