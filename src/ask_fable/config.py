@@ -351,6 +351,9 @@ class Settings(BaseSettings):
         default_factory=list, description="Origins the HTTP server accepts from browsers."
     )
     http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
+    ui_session_ttl: float = Field(
+        28_800, gt=0, description="Seconds a login to the web view (/ui) lasts before it must be repeated."
+    )
 
     @field_validator(
         "atlas_council",

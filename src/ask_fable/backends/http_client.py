@@ -406,6 +406,7 @@ async def _send_with_retries(
         while True:
             attempt += 1
             failure: str
+            cause: str  # what went wrong as metadata only (no reply body), for the trace's retry event
             wait: float | None = None
             try:
                 async with client.stream(method, url, headers=headers, json=json,
@@ -432,6 +433,7 @@ async def _send_with_retries(
                     body = await _read_capped(response)
                     message = scrub(provider_message(body), secrets)
                     failure = f"{label} HTTP {status}: {message}"
+                    cause = f"HTTP {status}"
                     if status in AUTH_STATUS:
                         raise NotConfigured(failure, hint=auth_hint or f"check the key sent to {label}")
                     if not _is_retryable(status):
@@ -446,10 +448,12 @@ async def _send_with_retries(
             except httpx2.TimeoutException as exc:
                 if not isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
                     raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
-                failure = f"{label} connection timed out"
+                cause = "connection timed out"
+                failure = f"{label} {cause}"
             except httpx2.TransportError as exc:
                 # Connect failures and a reset before any response header: nothing was processed.
-                failure = f"{label} connection failed ({type(exc).__name__})"
+                cause = f"connection failed ({type(exc).__name__})"
+                failure = f"{label} {cause}"
             if attempt >= retry.attempts:
                 raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets))
             delay = retry.backoff(attempt) if wait is None else wait
@@ -459,6 +463,7 @@ async def _send_with_retries(
                     f"{failure} (retry in {delay:.1f}s would pass the {timeout:g}s deadline)", secrets
                 ))
             if sink is not None:
+                sink.retry(attempt, cause, delay)
                 await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
             await anyio.sleep(delay)
 

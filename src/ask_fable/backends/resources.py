@@ -15,7 +15,7 @@ pooled client, so nothing is left open when it is done.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 
@@ -31,7 +31,8 @@ class Resources:
     """The App's clients, gates, caches, connections, clock and retry policies.
 
     ``retry`` is the policy of model calls, ``catalog_retry`` the one of catalog listings (one
-    quick retry: a listing is interactive); ``max_reply_bytes`` bounds one HTTP reply body.
+    quick retry: a listing is interactive); ``max_reply_bytes`` bounds one HTTP reply body;
+    ``read_only_stores`` opens the SQLite stores read-only (a reader such as the web view).
     """
 
     def __init__(
@@ -42,6 +43,7 @@ class Resources:
         catalog_retry: RetryPolicy | None = None,
         max_reply_bytes: int | None = None,
         pooled: bool = True,
+        read_only_stores: bool = False,
     ) -> None:
         from ask_fable.backends.http_client import DEFAULT_RETRY, MAX_REPLY_BYTES
 
@@ -50,6 +52,7 @@ class Resources:
         self._catalog_retry = catalog_retry
         self.max_reply_bytes = max_reply_bytes or MAX_REPLY_BYTES
         self._pooled = pooled
+        self._read_only_stores = read_only_stores
         self._lock = threading.Lock()
         self._parts: dict[str, Any] = {}
 
@@ -79,35 +82,37 @@ class Resources:
         """The pooled HTTP clients (one per event loop)."""
         from ask_fable.backends.http_client import HttpClients
 
-        return self._part("http", lambda: HttpClients(pooled=self._pooled))
+        return cast("HttpClients", self._part("http", lambda: HttpClients(pooled=self._pooled)))
 
     @property
     def gates(self) -> ProcessGates:
         """The per-binary concurrency gates of CLI processes."""
         from ask_fable.backends.subprocess_runner import ProcessGates
 
-        return self._part("gates", ProcessGates)
+        return cast("ProcessGates", self._part("gates", ProcessGates))
 
     @property
     def catalogs(self) -> CatalogCache:
         """Catalogs fetched recently, by URL."""
         from ask_fable.backends.catalogs import CatalogCache
 
-        return self._part("catalogs", lambda: CatalogCache(self.clock))
+        return cast("CatalogCache", self._part("catalogs", lambda: CatalogCache(self.clock)))
 
     @property
     def claude_cli(self) -> ClaudeCliChoice:
         """Which Claude Code CLI runs (chosen once per bundled / PATH pair)."""
         from ask_fable.backends.claude_sdk import ClaudeCliChoice
 
-        return self._part("claude_cli", ClaudeCliChoice)
+        return cast("ClaudeCliChoice", self._part("claude_cli", ClaudeCliChoice))
 
     @property
     def connections(self) -> Connections:
-        """The SQLite connections the App's stores share (one per thread and file)."""
+        """The SQLite connections the App's stores share (one per thread and file); read-only ones
+        (never creating, migrating or writing a file) when made with ``read_only_stores``."""
         from ask_fable.stores.db import Connections
 
-        return self._part("connections", Connections)
+        return cast("Connections",
+                    self._part("connections", lambda: Connections(read_only=self._read_only_stores)))
 
     async def aclose(self) -> None:
         """Close the HTTP clients and the SQLite connections (caches, gates and choices hold nothing

@@ -13,6 +13,10 @@ One ASGI guard sits in front of the MCP app and checks, in order:
 The ``Authorization`` header is removed before the request reaches the MCP app, so nothing
 downstream (tools, backends, traces) can see or forward the client's key. Access log lines carry
 the path only, never the query string.
+
+``/ui`` is the web view of traces and stats (``surface/ui``), mounted by :func:`mount_ui` beside the
+guard: the same Host and Origin checks, then its own login form (a key of ``read`` scope or higher
+exchanged for a session cookie) instead of a bearer header.
 """
 
 from __future__ import annotations
@@ -336,7 +340,28 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptio
         host=options.host,
     )
     read_only = frozenset(name for name, spec in server.specs.items() if spec.read_only)
-    return HttpGuard(inner, keys=keys, read_only_tools=read_only, options=options)
+    guarded = HttpGuard(inner, keys=keys, read_only_tools=read_only, options=options)
+    return mount_ui(guarded, server, keys, options)
+
+
+def mount_ui(app: ASGIApp, server: AskFableServer, keys: ApiKeyStore, options: HttpOptions) -> ASGIApp:
+    """``app`` with the web view of traces and stats under ``/ui`` (``surface/ui``): its pages are
+    reached through a login form that takes a key of ``read`` scope or higher, not a bearer header,
+    and get the same Host and Origin checks."""
+    from ask_fable.surface.ui.app import KeyLogin, build_ui, checked_host, secure_headers
+    from ask_fable.surface.ui.pages import UI_PATH
+
+    ui = checked_host(secure_headers(build_ui(server.app, KeyLogin(keys))), options.host_allowlist(),
+                      options.origin_allowlist())
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        if scope["type"] == "http" and (path == UI_PATH or path.startswith(UI_PATH + "/")):
+            await ui(scope, receive, send)
+            return
+        await app(scope, receive, send)
+
+    return dispatch
 
 
 def _uvicorn_config(app: ASGIApp, options: HttpOptions) -> Any:

@@ -228,7 +228,7 @@ async def _run_members(
         )
         mctx.trace.event(
             "provider.end", token=oracle.token, provider=oracle.provider, model=oracle.model,
-            role="member", status="timeout", kind="timeout", elapsed_ms=late.elapsed_ms,
+            role="member", status="timeout", kind="timeout", elapsed_ms=late.elapsed_ms, cut=True,
         )
         mctx.members.append(late)
         members.append(late)

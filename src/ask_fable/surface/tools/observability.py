@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
@@ -17,8 +17,8 @@ from ask_fable.surface.registry import ToolSpec
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
-_WINDOWS = ["1h", "24h", "7d", "all"]
-_BY = ["model", "provider", "tool", "session", "day", "project", "cache", "mode"]
+_WINDOWS: list[JsonValue] = ["1h", "24h", "7d", "all"]
+_BY: list[JsonValue] = ["model", "provider", "tool", "session", "day", "project", "cache", "mode"]
 
 
 class _Args(BaseModel):
@@ -167,18 +167,19 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
 
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
     store = ctx.app.traces
-    before: str | float | None = args.before.strip() if args.before else None
-    if before is not None:
+    cursor = args.before.strip() if args.before else None
+    before: str | float | None = cursor
+    if cursor is not None:
         try:
-            before = float(before)
+            before = float(cursor)
         except ValueError:
             from ask_fable.stores.trace_ids import valid_trace_id
 
-            if not valid_trace_id(before):
+            if not valid_trace_id(cursor):
                 raise BadArgs("before must be a trace_id or epoch seconds") from None
-            if await anyio.to_thread.run_sync(store.get, before) is None:
+            if await anyio.to_thread.run_sync(store.get, cursor) is None:
                 return {"status": "error", "kind": "not_found",
-                        "detail": f"before names no stored trace ({before})",
+                        "detail": f"before names no stored trace ({cursor})",
                         "hint": "use next_before from the previous page, or epoch seconds"}
     rows = await anyio.to_thread.run_sync(
         lambda: store.list(limit=limit, tool=args.tool, status=args.status, provider=args.provider,
@@ -251,7 +252,8 @@ TOOLS = [
         family="observability",
         description="Usage and health from the audit log (rotations included), no model call, never "
         "cached. Per bucket, each call counted once as ok, refused, errors, not_configured (config "
-        "states), circuit_open or needs_context; plus allowed, avg and p95 latency, error rate, totals. "
+        "states), circuit_open or needs_context; plus allowed, avg/p50/p95 latency, error rate, reported "
+        "cost, totals. "
         "A failure counts under the model asked. window: 1h|24h|7d|all; "
         "by: model|provider|tool|session|day|project|cache|mode.",
         args=StatsArgs,
