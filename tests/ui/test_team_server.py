@@ -118,6 +118,22 @@ def test_logins_that_are_refused(team: Team, case: str) -> None:
         assert client.get("/ui/traces").status_code == 303
 
 
+def test_behind_a_proxy_the_pages_own_origin_may_post_without_being_listed(tmp_path: Path) -> None:
+    """Reached by a name the operator allowed (--allowed-host), the login form posts with that origin."""
+    app = App(load_settings(cache=False, hub=False))
+    _, key = app.keys.create("carol", "read")
+    options = HttpOptions(port=0, allowed_hosts=("ask-fable.internal.example",))
+    served = build_http_app(build_server(app, toolsets=["all"]), app.keys, options)
+    proxied = {"host": "ask-fable.internal.example"}
+    with serve_in_thread(served) as url, httpx2.Client(base_url=url, headers=proxied) as client:
+        token = csrf_of(client.get("/ui/login").text)
+        own = {"origin": "https://ask-fable.internal.example"}
+        foreign = {"origin": "https://attacker.example"}
+        assert client.post("/ui/login", data={"key": key, "csrf": token}, headers=foreign).status_code == 403
+        done = client.post("/ui/login", data={"key": key, "csrf": token}, headers=own)
+        assert done.status_code == 303 and client.get("/ui/traces").status_code == 200
+
+
 def test_a_revoked_key_and_an_old_session_end_the_login(team: Team) -> None:
     with httpx2.Client(base_url=team.url) as client:
         assert log_in(client, team.read_key).status_code == 303

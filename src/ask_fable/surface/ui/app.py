@@ -371,8 +371,9 @@ def _report(exc: Exception) -> None:
 
 def checked_host(app: ASGIApp, hosts: list[str], origins: list[str]) -> ASGIApp:
     """``app`` answering only requests whose ``Host`` is in ``hosts`` (421 otherwise) and whose
-    ``Origin``, when a browser sends one, is in ``origins`` (403 otherwise): DNS rebinding and other
-    sites' pages are turned away before any page is read."""
+    ``Origin``, when a browser sends one, is the page's own or in ``origins`` (403 otherwise): DNS
+    rebinding and other sites' pages are turned away before any page is read, while the web view's
+    own forms post behind a proxy without its address being listed."""
     from ask_fable.surface.http_app import host_allowed, origin_allowed
 
     async def checked(scope: Scope, receive: Receive, send: Send) -> None:
@@ -384,7 +385,10 @@ def checked_host(app: ASGIApp, hosts: list[str], origins: list[str]) -> ASGIApp:
             refusal = None
             if not host_allowed(headers.get("host"), hosts):
                 refusal = (421, b"Invalid Host header")
-            elif not origin_allowed(headers.get("origin"), origins):
+            elif not (
+                _origin_is_host(headers.get("origin"), headers.get("host"))
+                or origin_allowed(headers.get("origin"), origins)
+            ):
                 refusal = (403, b"Invalid Origin header")
             if refusal is not None:
                 status, body = refusal
@@ -402,12 +406,15 @@ def checked_host(app: ASGIApp, hosts: list[str], origins: list[str]) -> ASGIApp:
     return checked
 
 
+def _origin_is_host(origin: str | None, host: str | None) -> bool:
+    """Whether a browser's ``Origin`` names the host the request was sent to (the page's own)."""
+    return bool(origin and host) and urlsplit(origin or "").netloc.lower() == (host or "").lower()
+
+
 def _same_origin(request: Request) -> bool:
     """A POST from this web view's own page: no ``Origin`` (not a browser) or one naming this host."""
     origin = request.headers.get("origin")
-    if not origin:
-        return True
-    return urlsplit(origin).netloc.lower() == request.headers.get("host", "").lower()
+    return not origin or _origin_is_host(origin, request.headers.get("host"))
 
 
 async def _form(request: Request) -> dict[str, str] | None:
