@@ -1,11 +1,12 @@
 """Per-call overhead: an ``ask``-family call with an instant backend against a trivial tool.
 
-The trivial tool is ``ask_fable_help``. The ask call is ``ask_glm`` against the loopback fake
-provider answering at once (run in its own process, so its threads do not share our GIL), with the
-cache off so every call takes the full path: guard, mode, HTTP round trip, sidecar parsing, audit,
-trace. Both go through the same transport: in memory (``mcp.Client(server)``) and over stdio (the
-``ask-fable`` command). The ratio printed is median(ask_glm) / median(ask_fable_help) per
-transport; the target is ≤ 1.5.
+The trivial tool is ``ask_fable_help`` on one fixed topic (``sidecar``: constant text, not the
+manual built from the registries), which still records its trace like every result. The ask call
+is ``ask_glm`` against the loopback fake provider answering at once (run in its own process, so its
+threads do not share our GIL), with the cache off so every call takes the full path: guard, mode,
+HTTP round trip, sidecar parsing, audit, trace. Both go through the same transport: in memory
+(``mcp.Client(server)``) and over stdio (the ``ask-fable`` command). The ratio printed is
+median(ask_glm) / median(ask_fable_help) per transport; the target is ≤ 1.5.
 
 For where the time goes, the same ``ask_glm`` backend is also timed on its own (the oracle's
 ``ask`` straight against the fake, no MCP and no pipeline), and ``ask_m3`` with a fake ``mmx``
@@ -110,25 +111,32 @@ async def over_client(client: Client, calls: int) -> dict[str, float]:
         return call
 
     return {
-        "help": await median_ms(await tool("ask_fable_help", {}), calls),
+        "help": await median_ms(await tool("ask_fable_help", {"topic": "sidecar"}), calls),
         "ask_glm": await median_ms(await tool("ask_glm", {"question": QUESTION}), calls),
         "ask_m3": await median_ms(await tool("ask_m3", {"question": QUESTION}), max(10, calls // 4)),
     }
 
 
 async def backend_alone(base_url: str, calls: int) -> float:
-    """Median ms of the glm oracle's ``ask`` against the fake: the floor under ask_glm."""
+    """Median ms of the glm oracle's ``ask`` against the fake: the floor under ask_glm, on pooled
+    resources as a server's App has them."""
     from ask_fable.backends.base import EventSink, OracleRequest
     from ask_fable.backends.http_oracles import make_glm_oracle
+    from ask_fable.backends.resources import Resources
     from ask_fable.config import load_settings
 
-    oracle = make_glm_oracle(load_settings(glm_base_url=base_url, glm_api_key="bench-key"))
+    resources = Resources()
+    settings = load_settings(glm_base_url=base_url, glm_api_key="bench-key")
+    oracle = make_glm_oracle(settings, resources=resources)
     request = OracleRequest(system="You review code.", prompt=QUESTION, timeout=30)
 
     async def call() -> None:
         await oracle.ask(request, EventSink())
 
-    return await median_ms(call, calls)
+    try:
+        return await median_ms(call, calls)
+    finally:
+        await resources.aclose()
 
 
 async def main() -> int:

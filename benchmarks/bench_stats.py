@@ -86,13 +86,13 @@ def main() -> int:
         report("index build (cold, once)", cold, base)
         worst = 0.0
         for window, by in (("all", "model"), ("all", "provider"), ("all", "day"), ("24h", "model")):
-            took = best_of(lambda w=window, b=by: trail.stats(window=w, by=b))
+            took = best_of(lambda w=window, b=by: trail.stats("local", window=w, by=b))
             worst = max(worst, took)
             report(f"stats window={window:>3} by={by:<8}", took, base)
         for i in range(n, n + 1000):
             log.append(make_record(i, now, rng))
         started = time.perf_counter()
-        trail.stats(window="all", by="model")
+        trail.stats("local", window="all", by="model")
         fresh = time.perf_counter() - started
         worst = max(worst, fresh)
         report("stats after 1,000 new records", fresh, base)

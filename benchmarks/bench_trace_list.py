@@ -77,17 +77,18 @@ def main() -> int:
         base = best_of(baseline)
         print(f"traces={store.count()} baseline point lookup: {base * 1000:.3f} ms")
         cases = {
-            "newest 20": lambda: store.list(),
-            "limit 200": lambda: store.list(limit=200),
-            "tool": lambda: store.list(tool="ask_council"),
-            "status=error": lambda: store.list(status="error"),
-            "provider": lambda: store.list(provider="deepseek"),
-            "session": lambda: store.list(session="s17"),
-            "project+tool": lambda: store.list(project="p1", tool="ask_glm"),
-            "before (page)": lambda: store.list(before=middle),
-            "provider+before": lambda: store.list(provider="glm", before=middle),
-            "rare status+tool": lambda: store.list(status="error", tool="ask_chain", provider="ollama"),
-            "get (3 events)": lambda: store.get(middle),
+            "newest 20": lambda: store.list("local"),
+            "limit 200": lambda: store.list("local", limit=200),
+            "tool": lambda: store.list("local", tool="ask_council"),
+            "status=error": lambda: store.list("local", status="error"),
+            "provider": lambda: store.list("local", provider="deepseek"),
+            "session": lambda: store.list("local", session="s17"),
+            "project+tool": lambda: store.list("local", project="p1", tool="ask_glm"),
+            "before (page)": lambda: store.list("local", before=middle),
+            "provider+before": lambda: store.list("local", provider="glm", before=middle),
+            "rare status+tool": lambda: store.list("local", status="error", tool="ask_chain",
+                                                   provider="ollama"),
+            "get (3 events)": lambda: store.get("local", middle),
         }
         worst = 0.0
         for name, fn in cases.items():

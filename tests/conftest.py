@@ -5,9 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+
+from tests.fakes.fake_provider import FakeProvider
 
 # Variables a developer's shell may carry that would leak into a test run.
 _FOREIGN_VARS = (
@@ -51,9 +52,22 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def fp() -> Iterator[Any]:
-    """The loopback fake model provider, started for one test and stopped after it."""
-    from tests.fakes.fake_provider import FakeProvider
+def fp() -> Iterator[FakeProvider]:
+    """The loopback fake model provider, started for one test and stopped after it.
 
+    A module that needs it primed overrides it by name and asks for this one:
+    ``def fp(fp: FakeProvider) -> FakeProvider``.
+    """
     with FakeProvider() as fake:
         yield fake
+
+
+@pytest.fixture
+def claude_home(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point the Claude Code CLI at the fake provider with a throwaway config dir and a dummy key."""
+    config = tmp_path / "claude-config"
+    config.mkdir()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fp.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    return config

@@ -25,7 +25,8 @@ INSTALL_COMMAND = (
     "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -e . && .venv/bin/ask-fable doctor"
 )
 TEST_COMMAND = (
-    "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/python -m pytest"
+    "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -e '.[dev]'"
+    " && .venv/bin/ruff check src tests && .venv/bin/python -m mypy && .venv/bin/python -m pytest"
 )
 INVENTORY_START = "<!-- tool-inventory -->"
 INVENTORY_END = "<!-- /tool-inventory -->"

@@ -142,7 +142,7 @@ def read_file_layer(path: Path, fields: dict[str, FieldInfo], prefix: str) -> La
 
 def _unknown_key(source: str, key: str, fields: dict[str, FieldInfo], prefix: str) -> SettingProblem:
     """An unknown key, with the closest known setting in the spelling style the key used."""
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     key = redact(key[:_QUOTE_CHARS])
     bare = key.lower().removeprefix(prefix.lower())
@@ -163,7 +163,7 @@ def quote(name: str, value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     if len(text) > _QUOTE_CHARS:
         text = text[: _QUOTE_CHARS - 1] + "…"
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     return repr(redact(text))
 

@@ -14,8 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ask_fable.backends.base import Usage
-from ask_fable.core.sidecar import Confidence, Recommendation, Sidecar
+from ask_fable.values import Confidence, Recommendation, Sidecar, Usage
 
 Status = Literal["ok", "refused", "error", "needs_context", "context_exhausted"]
 
@@ -176,11 +175,16 @@ class CouncilResult(AnswerResult):
     recommended_next_action: str | None = None
 
 
+#: What a chain stage does: the first drafts, the middle ones critique, the last decides; a fallback
+#: synthesizer decides when the last stage failed.
+ChainRole = Literal["draft", "critique", "decide", "fallback"]
+
+
 class ChainStage(StepOutcome):
     """One stage of a chain."""
 
     stage: int
-    role: Literal["draft", "critique", "decide", "fallback"]
+    role: ChainRole
 
 
 class ChainResult(AnswerResult):

@@ -2,6 +2,7 @@
 
     AskFableError                 status "error" unless overridden; carries ``kind`` and ``detail``
      ├── BadArgs                  kind "bad_args"          the caller's arguments are wrong
+     ├── Forbidden                kind "forbidden"         the caller's key may not do this
      ├── NotConfigured            kind "not_configured"    a key / setting is missing (config state)
      ├── BinaryMissing            kind "binary_missing"    a CLI backend is not installed (config state)
      ├── ContextTooLarge          kind "context_too_large" the prompt cannot fit the backend's transport
@@ -40,6 +41,13 @@ class BadArgs(AskFableError):
     """The caller passed arguments the tool cannot use."""
 
     kind = "bad_args"
+    counts_as_failure = False
+
+
+class Forbidden(AskFableError):
+    """The caller's key may not do what it asked (another tenant's data without admin scope)."""
+
+    kind = "forbidden"
     counts_as_failure = False
 
 

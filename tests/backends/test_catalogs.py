@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -75,11 +74,11 @@ def res() -> Resources:
 
 
 @pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        fake.set_json("GET", "/api/v1/models", OPENROUTER)
-        fake.set_json("GET", "/v1/models", ATLAS)
-        yield fake
+def fp(fp: FakeProvider) -> FakeProvider:
+    """The fake provider serving the OpenRouter and Atlas catalogs."""
+    fp.set_json("GET", "/api/v1/models", OPENROUTER)
+    fp.set_json("GET", "/v1/models", ATLAS)
+    return fp
 
 
 def _settings(fp: FakeProvider, **extra: object) -> Settings:

@@ -73,16 +73,15 @@ def test_family_of(model: str, family: str) -> None:
     assert family_of(model) == family
 
 
-async def test_atlas_grok_reroutes_to_the_grok_cli(fake_clis: Path) -> None:
+async def test_atlas_grok_reroutes_to_the_grok_cli(fp: FakeProvider, fake_clis: Path) -> None:
     """xai/grok-* asked of Atlas runs on the local grok CLI, keyless, marked routed_via."""
-    with FakeProvider() as fp:
-        settings = load_settings(atlas_base_url=fp.base_url)  # no Atlas key at all
-        oracle = make_atlas_oracle(settings, model="xai/grok-4.6", effort="deep")
-        assert oracle.token == "atlas:xai/grok-4.6"
-        assert oracle.provider == "grok"
-        oracle.ensure_available()
-        reply = await oracle.ask(OracleRequest(system="s", prompt="q?", timeout=10), EventSink())
-        assert fp.requests == []
+    settings = load_settings(atlas_base_url=fp.base_url)  # no Atlas key at all
+    oracle = make_atlas_oracle(settings, model="xai/grok-4.6", effort="deep")
+    assert oracle.token == "atlas:xai/grok-4.6"
+    assert oracle.provider == "grok"
+    oracle.ensure_available()
+    reply = await oracle.ask(OracleRequest(system="s", prompt="q?", timeout=10), EventSink())
+    assert fp.requests == []
     assert reply.routed_via == "grok_cli"
     assert reply.text.startswith("grok cli answered:")
     assert "--model grok-4.6" in reply.text
@@ -122,22 +121,23 @@ async def test_openrouter_x_ai_grok_reroutes_with_the_prefix_stripped(fake_clis:
     assert reply.routed_via == "grok_cli" and "--model grok-4.6 " in reply.text
 
 
-async def test_backends_apply_max_tokens_but_openrouter_only_when_asked(no_clis: None) -> None:
+async def test_backends_apply_max_tokens_but_openrouter_only_when_asked(
+    fp: FakeProvider, no_clis: None
+) -> None:
     """GLM, DeepSeek and Ollama send ASK_FABLE_MAX_TOKENS themselves; OpenRouter sends none by default."""
-    with FakeProvider() as fp:
-        settings = load_settings(
-            max_tokens=1234, glm_base_url=fp.base_url, glm_api_key="k" * 12, deepseek_base_url=fp.base_url,
-            deepseek_api_key="d" * 12, ollama_base_url=fp.base_url, openrouter_base_url=fp.base_url,
-            openrouter_api_key="o" * 12,
-        )
-        request = OracleRequest(system="s", prompt="q?", timeout=10)
-        for oracle in (make_glm_oracle(settings), make_deepseek_oracle(settings)):
-            await oracle.ask(request, EventSink())
-            assert fp.requests[-1].json["max_tokens"] == 1234
-        await make_ollama_oracle(settings, model="qwen3:cloud").ask(request, EventSink())
-        assert fp.requests[-1].json["options"]["num_predict"] == 1234
-        router = make_openrouter_oracle(settings, model="qwen/qwen3-max")
-        await router.ask(request, EventSink())
-        assert "max_tokens" not in fp.requests[-1].json
-        await router.ask(request.model_copy(update={"max_tokens": 77}), EventSink())
-        assert fp.requests[-1].json["max_tokens"] == 77
+    settings = load_settings(
+        max_tokens=1234, glm_base_url=fp.base_url, glm_api_key="k" * 12, deepseek_base_url=fp.base_url,
+        deepseek_api_key="d" * 12, ollama_base_url=fp.base_url, openrouter_base_url=fp.base_url,
+        openrouter_api_key="o" * 12,
+    )
+    request = OracleRequest(system="s", prompt="q?", timeout=10)
+    for oracle in (make_glm_oracle(settings), make_deepseek_oracle(settings)):
+        await oracle.ask(request, EventSink())
+        assert fp.requests[-1].json["max_tokens"] == 1234
+    await make_ollama_oracle(settings, model="qwen3:cloud").ask(request, EventSink())
+    assert fp.requests[-1].json["options"]["num_predict"] == 1234
+    router = make_openrouter_oracle(settings, model="qwen/qwen3-max")
+    await router.ask(request, EventSink())
+    assert "max_tokens" not in fp.requests[-1].json
+    await router.ask(request.model_copy(update={"max_tokens": 77}), EventSink())
+    assert fp.requests[-1].json["max_tokens"] == 77

@@ -41,9 +41,9 @@ def _written(real: App, result: dict[str, Any]) -> dict[str, bool]:
     assert hub is not None
     return {
         "audit": trace_id in audit_ids,
-        "trace": real.traces.get(trace_id) is not None,
+        "trace": real.traces.get("local", trace_id) is not None,
         "trace bundle": real.traces.bundle_path(trace_id).is_file(),  # type: ignore[attr-defined]
-        "hub": [t["answer"] for t in hub.peek("locks")] == [ANSWER],
+        "hub": [t["answer"] for t in hub.peek("local", "locks")] == [ANSWER],
         "saved answer": "saved" in result and Path(result["saved"]).is_file(),
     }
 
@@ -85,7 +85,7 @@ async def test_a_failing_store_loses_only_its_own_record(
     assert f"the {lost} record" in lines[0] and result["trace_id"][-6:] in lines[0]
     assert "[REDACTED]" in lines[0] and SECRET not in lines[0] and "Traceback" not in lines[0]
     if lost != "trace":  # the trace, written last, says which store failed
-        trace = real.traces.get(result["trace_id"])
+        trace = real.traces.get("local", result["trace_id"])
         assert trace is not None
         errors = [e["attrs"] for e in trace["events"] if e["name"] == "store.error"]
         assert errors == [{"store": lost, "error": "OSError"}]
@@ -114,8 +114,9 @@ async def test_audit_lines_keep_their_shape() -> None:
     assert len(raw) == 1 and raw[0].startswith('{"ts":')
     line = json.loads(raw[0])
     assert line["trace_id"] == result["trace_id"] and line["kind"] is None and line["stage"] is None
+    assert line["tenant"] == "local"
     assert set(line) == {
-        "ts", "trace_id", "tool", "mode", "status", "kind", "allowed", "stage", "model", "provider",
+        "ts", "trace_id", "tenant", "tool", "mode", "status", "kind", "allowed", "stage", "model", "provider",
         "session", "project", "agent_id", "elapsed_ms", "cached", "question_sha256", "question_len",
         "context_sha256", "context_len", "members",
     }
@@ -139,4 +140,4 @@ async def test_records_that_cannot_be_built_cost_the_caller_nothing(
     assert result["status"] == "ok" and result["answer"] == ANSWER
     lines = [line for line in capsys.readouterr().err.splitlines() if "could not write" in line]
     assert len(lines) == 1 and "this call's records" in lines[0] and result["trace_id"][-6:] in lines[0]
-    assert app.traces.get(result["trace_id"]) is None
+    assert app.traces.get("local", result["trace_id"]) is None

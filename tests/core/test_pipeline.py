@@ -8,13 +8,14 @@ from typing import Any
 import anyio
 import pytest
 
-from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply, Usage
+from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call, Pipeline
 from ask_fable.errors import AskFableError, NotConfigured, UpstreamError
+from ask_fable.values import Usage
 
 SIDE = '\n```sidecar\n{{"recommendation": "{rec}", "confidence": "high", "needs_context": {needs}}}\n```'
 
@@ -73,7 +74,7 @@ async def test_ok_answer_is_normalized_and_persisted() -> None:
     assert record["trace_id"] == result["trace_id"] and record["allowed"] is True
     assert "question" not in record and len(record["question_sha256"]) == 64
     assert record["members"][0]["status"] == "ok"
-    trace = app.traces.get(result["trace_id"])
+    trace = app.traces.get("local", result["trace_id"])
     assert trace is not None
     names = [e["name"] for e in trace["events"]]
     assert names[0] == "request" and names[-1] == "response"
@@ -125,7 +126,7 @@ async def test_a_bug_in_a_mode_is_an_internal_error_without_traceback() -> None:
 
 async def test_all_missing_context_ref_asks_for_context_without_a_model_call() -> None:
     app = App(load_settings())
-    app.context_store.write("auth-module", "def login(): ...", "")
+    app.context_store.write("local", "auth-module", "def login(): ...", "")
     oracle = ScriptedOracle(answer())
     result = await run(app, oracle, context_ref="auth-modul")
     assert result["status"] == "needs_context"
@@ -136,7 +137,7 @@ async def test_all_missing_context_ref_asks_for_context_without_a_model_call() -
 
 async def test_context_ref_pulls_stored_context_in() -> None:
     app = App(load_settings())
-    app.context_store.write("schema", "CREATE TABLE users (id int)", "")
+    app.context_store.write("local", "schema", "CREATE TABLE users (id int)", "")
     oracle = ScriptedOracle(answer())
     result = await run(app, oracle, context_ref=["schema", "nope"])
     assert result["status"] == "ok"
@@ -218,7 +219,7 @@ async def test_a_crashing_backend_is_an_upstream_error_not_an_internal_one() -> 
 
 async def test_refs_are_echoed_when_the_call_fails() -> None:
     app = App(load_settings())
-    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    app.context_store.write("local", "schema", "CREATE TABLE t (id int)", "")
     result = await run(app, ScriptedOracle(UpstreamError("boom")), context_ref=["schema", "gone"])
     assert result["status"] == "error"
     assert result["context_ref_resolved"] == ["schema"] and result["context_ref_missing"] == ["gone"]
@@ -237,13 +238,20 @@ async def test_a_broken_cache_costs_no_answer(monkeypatch: pytest.MonkeyPatch) -
 
 
 async def test_a_cache_hit_does_not_replay_the_first_calls_echo() -> None:
+    """The first call read its context through context_ref under one session; a repeat of the same
+    question and context pasted directly under another session is answered from the cache, with its
+    own session and trace and none of the first call's context_ref report."""
     app = App(load_settings())
-    app.context_store.write("schema", "CREATE TABLE t (id int)", "")
+    app.context_store.write("local", "schema", "CREATE TABLE t (id int)", "")
     oracle = ScriptedOracle(answer())
-    first = await run(app, oracle, context="CREATE TABLE t (id int)", cache_models=["scripted"])
-    assert first["status"] == "ok"
-    second = await run(app, oracle, context="CREATE TABLE t (id int)", cache_models=["scripted"])
-    assert second["cached"] is True and "context_ref_resolved" not in second
+    first = await run(app, oracle, context_ref="schema", echo={"session": "first"}, cache_models=["scripted"])
+    assert first["status"] == "ok" and first["context_ref_resolved"] == ["schema"]
+    resolved = "### context: schema\nCREATE TABLE t (id int)"
+    second = await run(app, oracle, context=resolved, echo={"session": "second"}, cache_models=["scripted"])
+    assert second["cached"] is True and len(oracle.requests) == 1
+    assert second["answer"] == first["answer"] == "Use a mutex."
+    assert "context_ref_resolved" not in second and "context_ref_missing" not in second
+    assert second["session"] == "second"
     assert second["telemetry"]["status"] == "ok" and second["trace_id"] != first["trace_id"]
 
 

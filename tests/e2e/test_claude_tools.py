@@ -16,22 +16,10 @@ from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
 from tests.fakes.fake_provider import FakeProvider
-from tests.fakes.fixtures import bundled_claude_cli, fake_provider
+from tests.fakes.fixtures import bundled_claude_cli
 
 pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 
-__all__ = ["fake_provider"]
-
-
-@pytest.fixture
-def claude_home(fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Point the Claude Code CLI at the fake provider with a throwaway config dir and a dummy key."""
-    config = tmp_path / "claude-config"
-    config.mkdir()
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_provider.base_url)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
-    return config
 
 
 def with_sidecar(answer: str, recommendation: str = "apply", needs: list[str] | None = None) -> str:
@@ -53,6 +41,11 @@ def user_turns(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def stored_turns(app: App, namespace: str, session: str) -> int:
+    """How many turns the transcript store keeps for a conversation."""
+    return len(app.transcripts.turns("local", namespace, session))
+
+
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     payload = result.structured_content
@@ -62,10 +55,10 @@ async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any
 
 
 async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    fake_provider.enqueue("anthropic", text=with_sidecar("Use a bounded queue."), thinking="Queues first.")
-    fake_provider.enqueue("anthropic", text=with_sidecar("Size it at 2x the workers."))
+    fp.enqueue("anthropic", text=with_sidecar("Use a bounded queue."), thinking="Queues first.")
+    fp.enqueue("anthropic", text=with_sidecar("Size it at 2x the workers."))
     app = App(load_settings())
     async with Client(build_server(app)) as client:
         first = await call(client, "ask", {"question": "How do I stop the producer from running away?",
@@ -79,7 +72,7 @@ async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
         assert first["trace_id"] and first["telemetry"]["provider"] == "anthropic"
         assert (second["answer"], second["turn"]) == ("Size it at 2x the workers.", 2)
         assert app.claude_sessions.client_pid("fable", "queue") == pid, "the follow-up reused the open CLI"
-        carried = user_turns(fake_provider.last_json("anthropic"))
+        carried = user_turns(fp.last_json("anthropic"))
         assert len(carried) == 2 and "def produce(): ..." in carried[0] and "How big" in carried[1]
 
         reset = await call(client, "reset_session", {"session": "queue", "model": "fable"})
@@ -97,32 +90,32 @@ async def test_ask_keeps_a_warm_session_and_reset_session_dumps_it(
 
 
 async def test_ask_opus5_has_its_own_sessions_and_reset_true_starts_over(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     app = App(load_settings())
     async with Client(build_server(app, toolsets=["all"]), mode="legacy") as client:
         await call(client, "ask", {"question": "Fable question one?"})
         opus = await call(client, "ask_opus5", {"question": "Opus question one?"})
         assert (opus["status"], opus["model"], opus["session"]) == ("ok", "claude-opus-5", "default")
-        assert user_turns(fake_provider.last_json("anthropic")) == [
+        assert user_turns(fp.last_json("anthropic")) == [
             "## Question\nOpus question one?"
         ]
         fresh = await call(client, "ask_opus5", {"question": "Opus question two?", "reset": True})
         assert fresh["turn"] == 1
-        assert user_turns(fake_provider.last_json("anthropic")) == ["## Question\nOpus question two?"]
-        assert app.claude_sessions.exists("fable", "default")
+        assert user_turns(fp.last_json("anthropic")) == ["## Question\nOpus question two?"]
+        assert stored_turns(app, "fable", "default") == 1
         reset = await call(client, "reset_session", {"model": "opus5", "save": False})
         assert (reset["turns"], reset.get("saved")) == (1, None)
-        assert app.claude_sessions.exists("fable", "default")
-        bad = await call(client, "reset_session", {"model": "gpt"})
-        assert bad["kind"] == "bad_args"
+        assert stored_turns(app, "fable", "default") == 1
+        bad = await call(client, "reset_session", {"model": "gpt-99"})
+        assert bad["kind"] == "bad_args" and "deepseek" in bad["detail"]
 
 
 async def test_repeated_requests_for_context_end_in_context_exhausted(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     needs = with_sidecar("I need the lock code.", "needs_more_context", ["the Lock class in locks.py"])
-    fake_provider.enqueue("anthropic", text=needs, times=2)
+    fp.enqueue("anthropic", text=needs, times=2)
     app = App(load_settings(max_needs_context=1))
     async with Client(build_server(app)) as client:
         first = await call(client, "ask", {"question": "Why does this deadlock?", "session": "dl"})
@@ -133,12 +126,12 @@ async def test_repeated_requests_for_context_end_in_context_exhausted(
 
 
 async def test_provider_failures_come_back_as_structured_errors(
-    fake_provider: FakeProvider, claude_home: Path, monkeypatch: pytest.MonkeyPatch
+    fp: FakeProvider, claude_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # No CLI retries: the 500 fails at once, well inside the short timeout the hang needs.
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
-    fake_provider.enqueue("anthropic", status=500, error="upstream exploded")
-    fake_provider.enqueue("anthropic", hang=True)
+    fp.enqueue("anthropic", status=500, error="upstream exploded")
+    fp.enqueue("anthropic", hang=True)
     async with Client(build_server(App(load_settings(timeout=3)), toolsets=["core", "single"])) as client:
         failed = await call(client, "ask", {"question": "Is this safe?", "session": "e"})
         hung = await call(client, "ask_opus5", {"question": "Is this safe?", "session": "e"})
@@ -147,16 +140,16 @@ async def test_provider_failures_come_back_as_structured_errors(
         assert (hung["status"], hung["kind"]) == ("error", "timeout")
         refused = await call(client, "ask", {"question": "x"})
         assert (refused["status"], refused["stage"]) == ("refused", "guard")
-        assert len(fake_provider.requests) == 2, "the refused question reached no model"
+        assert len(fp.requests) == 2, "the refused question reached no model"
 
 
 @pytest.mark.parametrize("use_cli", [False, True], ids=["agent-sdk", "cli-bridge"])
 async def test_cost_usd_is_each_turns_cost_and_session_cost_usd_the_running_total(
-    fake_provider: FakeProvider, claude_home: Path, use_cli: bool
+    fp: FakeProvider, claude_home: Path, use_cli: bool
 ) -> None:
     """Three identical turns cost the same each; the conversation's total is its own field."""
     usage = {"input_tokens": 100, "output_tokens": 100}
-    fake_provider.enqueue("anthropic", text=with_sidecar("Same answer."), usage=usage, times=4)
+    fp.enqueue("anthropic", text=with_sidecar("Same answer."), usage=usage, times=4)
     async with Client(build_server(App(load_settings(use_cli=use_cli)), toolsets=["all"])) as client:
         turns = [
             await call(client, "ask_opus5", {"question": "Is this lock ordering safe?", "session": "cost"})
@@ -172,12 +165,12 @@ async def test_cost_usd_is_each_turns_cost_and_session_cost_usd_the_running_tota
 
 
 async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
-    """The session's Claude Code process is killed between turns: the next ask resumes the
-    conversation on a new process and answers, with the earlier turn still in the history."""
-    fake_provider.enqueue("anthropic", text=with_sidecar("Take the lock before the queue."))
-    fake_provider.enqueue("anthropic", text=with_sidecar("Yes, release them in reverse order."))
+    """The session's Claude Code process is killed between turns: the next ask continues the
+    conversation on a new process, seeded with the stored turn, and answers."""
+    fp.enqueue("anthropic", text=with_sidecar("Take the lock before the queue."))
+    fp.enqueue("anthropic", text=with_sidecar("Yes, release them in reverse order."))
     app = App(load_settings())
     async with Client(build_server(app)) as client:
         first = await call(client, "ask", {"question": "Which lock comes first?", "session": "crash"})
@@ -191,15 +184,15 @@ async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
         assert second["turn"] == 2
         assert second["answer"] == "Yes, release them in reverse order."
         assert app.claude_sessions.client_pid("fable", "crash") not in (None, pid)
-        carried = fake_provider.last_json("anthropic")
-        assert ["Which lock comes first?" in t for t in user_turns(carried)] == [True, False]
-        assert "And releasing them?" in user_turns(carried)[1]
-        assert "Take the lock before the queue." in json.dumps(carried["messages"])
+        [carried] = user_turns(fp.last_json("anthropic"))
+        assert carried.startswith("## Earlier in this conversation")
+        for text in ("Which lock comes first?", "Take the lock before the queue.", "And releasing them?"):
+            assert text in carried
 
 
 @pytest.mark.parametrize("model", ["fable", "opus5"])
 async def test_reset_session_on_a_session_never_used_is_a_no_op_that_says_so(
-    fake_provider: FakeProvider, claude_home: Path, model: str
+    fp: FakeProvider, claude_home: Path, model: str
 ) -> None:
     """Nothing to clear is not an error: ok, cleared false, a note, the sessions that do exist."""
     app = App(load_settings())
@@ -210,30 +203,30 @@ async def test_reset_session_on_a_session_never_used_is_a_no_op_that_says_so(
         assert (result["status"], result["cleared"], result["turns"]) == ("ok", False, 0)
         assert "never" in result["note"] and result.get("saved") is None
         assert result["sessions"] == ["used"]
-        assert app.claude_sessions.exists(model, "used"), "the other session was left alone"
+        assert stored_turns(app, model, "used") == 1, "the other session was left alone"
         assert list(app.settings.sessions_dir.glob("*.md")) == []
 
 
 async def test_a_new_conversation_starts_on_the_fable_step_that_worked(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     """The newest Fable id is "not found": the first conversation steps down once, the second one
     goes straight to the older id without asking for the missing one again."""
-    fake_provider.enqueue("anthropic", match="claude-fable-5-1", status=404, error="model: claude-fable-5-1",
+    fp.enqueue("anthropic", match="claude-fable-5-1", status=404, error="model: claude-fable-5-1",
                           times=None)
-    fake_provider.enqueue("anthropic", match="claude-fable-5", text=with_sidecar("Older Fable."), times=None)
+    fp.enqueue("anthropic", match="claude-fable-5", text=with_sidecar("Older Fable."), times=None)
     async with Client(build_server(App(load_settings()))) as client:
         first = await call(client, "ask", {"question": "Is the retry loop bounded?", "session": "one"})
-        before = len(fake_provider.requests_for("anthropic"))
+        before = len(fp.requests_for("anthropic"))
         second = await call(client, "ask", {"question": "Is the backoff jittered?", "session": "two"})
-    models = [r.model for r in fake_provider.requests_for("anthropic")]
+    models = [r.model for r in fp.requests_for("anthropic")]
     assert (first["model"], second["model"]) == ("claude-fable-5", "claude-fable-5")
     assert "claude-fable-5-1" in models[:before]
     assert models[before:] == ["claude-fable-5"]
 
 
 async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace_and_pruned_alone(
-    fake_provider: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path
 ) -> None:
     """ask dumps <key>-<ts>.md, ask_opus5 dumps opus5-<key>-<ts>.md; ASK_FABLE_MAX_SESSIONS prunes
     only files of those shapes, never a stranger's file in the same directory."""
@@ -257,3 +250,32 @@ async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace
     assert sorted(p.name for p in directory.iterdir()) == sorted(
         [saved[1].name, saved[2].name, *(s.name for s in strangers)]
     )
+
+
+async def test_claude_code_keeps_no_transcript_of_our_calls_in_the_users_home(
+    fp: FakeProvider, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code runs with its configuration directory where the user has it (``~/.claude``), yet
+    after conversation turns on a warm process, turns through the ``claude -p`` bridge and a
+    single-shot council member, no file in HOME outside ask-fable's own state holds a question or
+    an answer, and Claude Code's projects directory stays empty."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fp.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    fp.enqueue("anthropic", text=with_sidecar("ANSWER-MARK-7f3a kept private."), times=None)
+    questions = [f"QUESTION-MARK-7f3a number {n}: is this lock ordering safe?" for n in range(4)]
+    for use_cli in (False, True):
+        async with Client(build_server(App(load_settings(use_cli=use_cli)), toolsets=["all"])) as client:
+            for question in questions[:2] if not use_cli else questions[2:]:
+                result = await call(client, "ask", {"question": question, "session": f"private-{use_cli}"})
+                assert result["status"] == "ok", result
+            council = await call(client, "ask_council", {"question": questions[0], "models": ["fable"]})
+            assert council["status"] == "ok", council
+    own_state = isolated_env / ".local" / "state"
+    leaked = [
+        path for path in isolated_env.rglob("*")
+        if path.is_file() and own_state not in path.parents
+        and (b"MARK-7f3a" in path.read_bytes())
+    ]
+    assert leaked == []
+    projects = isolated_env / ".claude" / "projects"
+    assert not projects.exists() or not any(p.is_file() for p in projects.rglob("*"))

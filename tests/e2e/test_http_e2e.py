@@ -19,7 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 from ask_fable.config import config_file_path, load_settings
 from ask_fable.core.app import App
 from ask_fable.stores.keys import KeyStore
-from ask_fable.surface.http_app import HttpOptions, build_http_app, serve_in_thread
+from ask_fable.surface.http_app import HttpOptions, build_http_app
+from ask_fable.surface.http_runner import serve_in_thread
 from ask_fable.surface.server import build_server
 from tests.fakes.fake_provider import FakeProvider
 
@@ -43,8 +44,8 @@ def served(tmp_path: Path) -> Iterator[Served]:
         settings = load_settings(glm_api_key=BACKEND_KEY, glm_base_url=f"{fake.base_url}/api/anthropic",
                                  cache=False, hub=False)
         keys = KeyStore(tmp_path / "keys.db")
-        _, write_key = keys.create("writer", "write")
-        _, read_key = keys.create("reader", "read")
+        _, write_key = keys.create("writer", "ask", "team")
+        _, read_key = keys.create("reader", "read", "team")
         app = build_http_app(build_server(App(settings), toolsets=["all"]), keys,
                              HttpOptions(port=0, max_body_bytes=MAX_BODY))
         with serve_in_thread(app) as url:
@@ -79,7 +80,7 @@ async def test_a_write_key_lists_and_calls_tools(served: Served, mode: str) -> N
 
 async def test_requests_without_a_valid_key_get_401(served: Served) -> None:
     record = served.keys.get(1)
-    revoked_record, revoked = served.keys.create("gone", "write")
+    revoked_record, revoked = served.keys.create("gone", "ask")
     served.keys.revoke(revoked_record.id)
     body = _rpc("tools/list")
     async with httpx2.AsyncClient(base_url=served.url, headers=MCP_HEADERS) as http:
@@ -100,18 +101,21 @@ async def test_the_sdk_client_cannot_connect_without_a_key(served: Served) -> No
             await client.list_tools()
 
 
-async def test_a_read_key_lists_and_asks_but_cannot_call_a_write_tool(served: Served) -> None:
-    served.fake.enqueue("anthropic")
+async def test_a_read_key_cannot_spend_and_an_ask_key_cannot_configure(served: Served) -> None:
     async with connect(served.url, served.read_key) as client:
         listing = await client.list_tools()
-        allowed = await client.call_tool("ask_glm", {"question": "Is this lock ordering safe?"})
-        with pytest.raises(Exception, match="read scope") as info:
+        looked_up = await client.call_tool("trace_list", {})
+        with pytest.raises(Exception, match="needs ask scope") as asked:
+            await client.call_tool("ask_glm", {"question": "Is this lock ordering safe?"})
+    async with connect(served.url, served.write_key) as client:
+        with pytest.raises(Exception, match="needs admin scope") as configured:
             await client.call_tool("configure_ollama_council", {"models": ["glm-5.2"]})
     annotations = {tool.name: tool.annotations for tool in listing.tools}
-    assert annotations["ask_glm"].read_only_hint is True
+    assert annotations["ask_glm"].read_only_hint is True and annotations["ask_glm"].open_world_hint is True
     assert annotations["configure_ollama_council"].read_only_hint is False
-    assert not allowed.is_error and allowed.structured_content["status"] == "ok"
-    assert "configure_ollama_council" in str(info.value)
+    assert looked_up.structured_content["status"] == "ok"
+    assert "ask_glm" in str(asked.value) and "configure_ollama_council" in str(configured.value)
+    assert served.fake.requests_for("anthropic") == []
     assert not config_file_path().exists()
 
 
@@ -120,8 +124,10 @@ async def test_a_read_key_gets_http_403_with_a_clear_message(served: Served) -> 
     async with httpx2.AsyncClient(base_url=served.url, headers=MCP_HEADERS) as http:
         response = await http.post("/mcp", json=body, headers={"Authorization": f"Bearer {served.read_key}"})
     assert response.status_code == 403
-    message = response.json()["error"]["message"]
-    assert "read scope" in message and "context_write" in message and "write key" in message
+    error = response.json()["error"]
+    assert "read scope" in error["message"] and "'context_write' needs ask scope" in error["message"]
+    assert "keys create --scope ask" in error["message"]
+    assert error["data"] == {"required_scope": "ask", "key_scope": "read", "tool": "context_write"}
 
 
 async def test_hostile_host_and_origin_are_refused(served: Served) -> None:
@@ -194,10 +200,12 @@ async def test_fifty_concurrent_asks_on_the_fake_provider_never_leak_the_client_
 
 
 async def test_a_key_in_the_url_is_not_logged(served: Served, caplog: pytest.LogCaptureFixture) -> None:
+    """Neither in the query string nor in the path."""
     caplog.set_level(logging.DEBUG)
     async with httpx2.AsyncClient(base_url=served.url, headers=MCP_HEADERS) as http:
-        response = await http.post(f"/mcp?token={served.write_key}", json=_rpc("tools/list"))
-    assert response.status_code == 401
+        in_query = await http.post(f"/mcp?token={served.write_key}", json=_rpc("tools/list"))
+        in_path = await http.post(f"/mcp/{served.write_key}", json=_rpc("tools/list"))
+    assert (in_query.status_code, in_path.status_code) == (401, 401)
     server = ("ask_fable", "uvicorn", "mcp")
 
     def server_lines() -> list[str]:
@@ -205,7 +213,7 @@ async def test_a_key_in_the_url_is_not_logged(served: Served, caplog: pytest.Log
 
     # The access line is written once the response has gone out, on the server's thread.
     with anyio.fail_after(10):
-        while not any("/mcp" in line for line in server_lines()):
+        while sum("/mcp" in line for line in server_lines()) < 2:
             await anyio.sleep(0.01)
     assert all(served.write_key not in line for line in server_lines())
 
@@ -219,18 +227,37 @@ async def test_healthz(served: Served) -> None:
 
 
 async def test_each_api_key_is_its_own_caller(served: Served) -> None:
-    """Calls are attributed to the key that made them, not to whichever client came first."""
-    for key in (served.write_key, served.read_key):
+    """Calls are attributed to the key that made them, not to whichever client came first; a read key
+    of the same tenant sees them all."""
+    _, second_key = served.keys.create("second", "ask", "team")
+    for key in (served.write_key, second_key):
         async with connect(served.url, key) as client:
             result = await client.call_tool("ask_glm", {"question": "Is this retry loop bounded?"})
             assert result.structured_content["status"] == "ok"
     async with connect(served.url, served.read_key) as client:
         listed = (await client.call_tool("trace_list", {"tool": "ask_glm"})).structured_content
     agents = {trace["agent_id"] for trace in listed["traces"]}
-    assert agents == {"key:writer", "key:reader"}
+    assert agents == {"key:writer", "key:second"}
+    assert {trace["tenant"] for trace in listed["traces"]} == {"team"}
 
 
-def test_conversation_keys_are_private_to_an_api_key() -> None:
+async def test_two_tenants_on_the_same_session_and_model_hold_two_conversations(served: Served) -> None:
+    """ask(model="glm", session="s") from keys of two tenants: a follow-up carries only its own
+    tenant's turn."""
+    _, other_key = served.keys.create("outsider", "ask", "other")
+    for key, who in ((served.write_key, "writer"), (other_key, "outsider")):
+        async with connect(served.url, key) as client:
+            result = await client.call_tool("ask", {"question": f"Question from the {who}?", "model": "glm",
+                                                    "session": "s"})
+            assert (result.structured_content["status"], result.structured_content["turn"]) == ("ok", 1)
+    async with connect(served.url, served.write_key) as client:
+        again = await client.call_tool("ask", {"question": "A follow-up?", "model": "glm", "session": "s"})
+    assert again.structured_content["turn"] == 2
+    carried = str(served.fake.last_json("anthropic")["messages"])
+    assert "Question from the writer?" in carried and "Question from the outsider?" not in carried
+
+
+def test_conversations_are_private_to_a_tenant() -> None:
     from types import SimpleNamespace
 
     from ask_fable.surface.context import ToolContext
@@ -240,7 +267,10 @@ def test_conversation_keys_are_private_to_an_api_key() -> None:
         mcp = SimpleNamespace(request_context=SimpleNamespace(request=request))
         return ToolContext(App(load_settings()), mcp)
 
-    alice, bob = SimpleNamespace(id=1, name="alice"), SimpleNamespace(id=2, name="bob")
-    assert ctx_for(alice).caller_scoped("default") != ctx_for(bob).caller_scoped("default")
-    assert ctx_for(None).caller_scoped("default") == "default"
-    assert ToolContext(App(load_settings())).caller_scoped("default") == "default"
+    keys = ((1, "alice", "alice"), (2, "ci", "alice"), (3, "bob", "bob"))
+    alice, alice_ci, bob = (SimpleNamespace(id=n, name=name, tenant=tenant, scope="ask")
+                            for n, name, tenant in keys)
+    assert ctx_for(alice).session_space("fable") != ctx_for(bob).session_space("fable")
+    assert ctx_for(alice).session_space("fable") == ctx_for(alice_ci).session_space("fable")
+    assert ctx_for(None).session_space("fable") == "fable"
+    assert ToolContext(App(load_settings())).session_space("fable") == "fable"

@@ -55,11 +55,11 @@ def _no_clis(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
 
 
 @pytest.fixture
-def fp() -> Iterator[FakeProvider]:
-    with FakeProvider() as fake:
-        fake.set_json("GET", "/api/v1/models", OR_CATALOG)
-        fake.set_json("GET", "/v1/models", OR_CATALOG)
-        yield fake
+def fp(fp: FakeProvider) -> FakeProvider:
+    """The fake provider serving a model catalog on both catalog routes."""
+    fp.set_json("GET", "/api/v1/models", OR_CATALOG)
+    fp.set_json("GET", "/v1/models", OR_CATALOG)
+    return fp
 
 
 def _wired(fp: FakeProvider, keys: bool = True, **extra: Any) -> dict[str, Any]:

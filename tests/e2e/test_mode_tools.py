@@ -16,7 +16,6 @@ from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
 from tests.fakes.fake_cli import install_fake_clis
 from tests.fakes.fake_provider import FakeProvider
-from tests.fakes.fixtures import fake_provider  # noqa: F401  (pytest fixture)
 
 KEY = "sk-test-0123456789"
 
@@ -55,8 +54,7 @@ async def call(tool: str, arguments: dict[str, Any], settings: dict[str, Any],
     return payload
 
 
-async def test_council_over_http_members_synthesizes_anonymously(fake_provider: FakeProvider) -> None:  # noqa: F811
-    fp = fake_provider
+async def test_council_over_http_members_synthesizes_anonymously(fp: FakeProvider) -> None:
     fp.enqueue("anthropic", text=answer("As GLM, I say keep the lock.", "apply"), match="glm-5.2")
     fp.enqueue("anthropic", text=answer("deepseek-v4-pro here: drop it.", "reject"), match="deepseek-v4-pro")
     fp.enqueue("ollama", text=answer("Qwen says keep it.", "apply"))
@@ -86,9 +84,8 @@ async def test_council_over_http_members_synthesizes_anonymously(fake_provider: 
 
 
 async def test_council_degrades_to_one_opinion_when_a_member_is_unconfigured(
-    fake_provider: FakeProvider,  # noqa: F811
+    fp: FakeProvider,
 ) -> None:
-    fp = fake_provider
     fp.enqueue("anthropic", text=answer("Only GLM answered.", "investigate"), match="glm-5.2")
     args = {"question": "Is this retry loop bounded?", "models": ["glm", "deepseek"]}
     result = await call("ask_council", args, http_settings(fp, deepseek_api_key=None))
@@ -100,18 +97,17 @@ async def test_council_degrades_to_one_opinion_when_a_member_is_unconfigured(
     assert result["answer"] == "Only GLM answered."
 
 
-async def test_group_as_synthesizer_and_unknown_tokens_are_bad_args(fake_provider: FakeProvider) -> None:  # noqa: F811
-    settings = http_settings(fake_provider)
+async def test_group_as_synthesizer_and_unknown_tokens_are_bad_args(fp: FakeProvider) -> None:
+    settings = http_settings(fp)
     twin = await call("ask_council", {"question": "Is this safe?", "synthesizer": "twin"}, settings)
     unknown = await call("ask_chain", {"question": "Is this safe?", "pipeline": "m3 > gpt6"}, settings)
     debate = await call("ask_debate", {"question": "Is this safe?", "opponent": "twin flames"}, settings)
     assert twin["kind"] == unknown["kind"] == debate["kind"] == "bad_args"
     assert "gpt6" in unknown["detail"] and "minimax" in unknown["detail"]
-    assert not fake_provider.requests
+    assert not fp.requests
 
 
-async def test_chain_runs_stages_in_order_over_http(fake_provider: FakeProvider) -> None:  # noqa: F811
-    fp = fake_provider
+async def test_chain_runs_stages_in_order_over_http(fp: FakeProvider) -> None:
     fp.enqueue("anthropic", text=answer("Draft.", "investigate"), match="glm-5.2")
     fp.enqueue("ollama", text=answer("Critique and extension.", "apply"))
     fp.enqueue("anthropic", text=answer("Decision.", "apply"), match="deepseek-v4-pro")
@@ -126,8 +122,7 @@ async def test_chain_runs_stages_in_order_over_http(fake_provider: FakeProvider)
     assert result["answered"] == result["requested"] == 3
 
 
-async def test_debate_over_http_is_conceded(fake_provider: FakeProvider) -> None:  # noqa: F811
-    fp = fake_provider
+async def test_debate_over_http_is_conceded(fp: FakeProvider) -> None:
     claims = '```claims\n[{"id": "C1", "claim": "Reads dominate 100:1."}]\n```'
     dispositions = ('```dispositions\n[{"id": "C1", "disposition": "concede", '
                     '"reason": "the access log confirms a read-heavy workload"}]\n```')
@@ -144,9 +139,8 @@ async def test_debate_over_http_is_conceded(fake_provider: FakeProvider) -> None
 
 
 async def test_atlas_council_falls_back_from_missing_codex_to_atlas_gpt(
-    fake_provider: FakeProvider,  # noqa: F811
+    fp: FakeProvider,
 ) -> None:
-    fp = fake_provider
     fp.enqueue("openai", text=answer("Member one.", "apply"), match="zai-org/glm-5.2")
     fp.enqueue("openai", text=answer("Member two.", "apply"), match="deepseek-ai/deepseek-v4-pro")
     fp.enqueue("openai", text=answer("GPT ruling.", "apply"), match="openai/gpt-5.6-sol")
@@ -162,11 +156,10 @@ async def test_atlas_council_falls_back_from_missing_codex_to_atlas_gpt(
 
 
 async def test_atlas_council_uses_the_local_codex_cli_first(
-    fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     clis = install_fake_clis(tmp_path / "bin", names=("codex",))
     monkeypatch.setenv("PATH", f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}")
-    fp = fake_provider
     result = await call("ask_atlas_council", {"question": "Which queue?", "models": ["a/one", "b/two"]},
                         http_settings(fp, atlas_council=["ignored/model"]))
     assert result["status"] == "ok", result
@@ -175,8 +168,7 @@ async def test_atlas_council_uses_the_local_codex_cli_first(
     assert {r.json["model"] for r in fp.requests_for("openai")} == {"a/one", "b/two"}
 
 
-async def test_ollama_council_uses_the_configured_set(fake_provider: FakeProvider) -> None:  # noqa: F811
-    fp = fake_provider
+async def test_ollama_council_uses_the_configured_set(fp: FakeProvider) -> None:
     fp.enqueue("ollama", text=answer("Only one.", "apply"), match="minimax-m3:cloud")
     fp.enqueue("ollama", status=404, error="model not found", match="glm-5.2:cloud")
     result = await call("ask_ollama_council", {"question": "Is this index useful?"},
@@ -237,9 +229,8 @@ async def test_listing_declares_families_annotations_and_schemas() -> None:
 
 
 async def test_openrouter_council_uses_the_configured_panel_and_gpt_adjudicator(
-    fake_provider: FakeProvider,  # noqa: F811
+    fp: FakeProvider,
 ) -> None:
-    fp = fake_provider
     fp.enqueue("openai", text=answer("Ruling by GPT.", "reject"), match="openai/gpt-5.6-sol")
     settings = http_settings(fp, openrouter_api_key=KEY, openrouter_base_url=f"{fp.base_url}/api/v1",
                              openrouter_council=["qwen/qwen3-coder", "openrouter:z-ai/glm-5.2"])
@@ -254,9 +245,8 @@ async def test_openrouter_council_uses_the_configured_panel_and_gpt_adjudicator(
 
 
 async def test_openrouter_council_notes_the_built_in_panel_when_the_catalog_is_unreachable(
-    fake_provider: FakeProvider,  # noqa: F811
+    fp: FakeProvider,
 ) -> None:
-    fp = fake_provider
     fp.set_json("GET", "/api/v1/models", {"error": "down"}, status=503)
     fp.enqueue("openai", text=answer("Ruling by GPT.", "apply"), match="openai/gpt-5.6-sol")
     settings = http_settings(fp, openrouter_api_key=KEY, openrouter_base_url=f"{fp.base_url}/api/v1")

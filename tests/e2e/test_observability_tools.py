@@ -132,7 +132,7 @@ async def test_stats_counts_each_call_once_and_a_failure_under_the_model_asked(
 
 @pytest.mark.parametrize(("arguments", "allowed"), [
     ({"window": "2d"}, ["1h", "24h", "7d", "all"]),
-    ({"by": "color"}, ["model", "provider", "tool", "session", "day", "project", "cache", "mode"]),
+    ({"by": "color"}, ["model", "provider", "tool", "session", "day", "project", "cache", "mode", "tenant"]),
 ])
 async def test_stats_bad_values_list_the_allowed_ones(
     fp: FakeProvider, arguments: dict[str, str], allowed: list[str]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -93,6 +94,47 @@ def test_stdout_carries_only_json_rpc_messages() -> None:
     assert refused["status"] == "refused" and refused["stage"] == "guard"
     assert by_id[5]["result"]["structuredContent"]["kind"] == "unknown_tool"
     assert "refused by the guard" in stderr
+
+
+#: Loaded on first use only: a model SDK, the HTTP backends and catalogs, the CLI backends, SQLite.
+LOADED_ON_USE = (
+    "claude_agent_sdk",
+    "ask_fable.backends.http_client",
+    "ask_fable.backends.catalogs",
+    "ask_fable.backends.cli_oracles",
+    "ask_fable.backends.claude_sdk",
+    "ask_fable.stores.db",
+    "sqlite3",
+)
+
+
+def test_the_server_answers_initialize_before_loading_any_backend(tmp_path: Path) -> None:
+    """Start stays fast: when the stdio server answers ``initialize`` it has imported no model SDK,
+    HTTP or CLI backend, catalog or SQLite; each loads when a call needs it."""
+    log = tmp_path / "imports.log"
+    initialize = {
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "start-test", "version": "1"}},
+    }
+    with log.open("wb") as stderr:
+        proc = subprocess.Popen(ask_fable_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=stderr, env=child_env(PYTHONPROFILEIMPORTTIME="1"))
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(initialize).encode() + b"\n")
+            proc.stdin.flush()
+            assert json.loads(proc.stdout.readline())["id"] == 1
+            # Each import is logged as it completes, so the log now holds what start imported.
+            imported = {line.rsplit("|", 1)[1].strip() for line in log.read_text().splitlines()
+                        if line.startswith("import time:") and "|" in line}
+        finally:
+            if proc.stdin is not None:
+                proc.stdin.close()
+            proc.wait(timeout=30)
+    loaded = sorted(name for name in imported
+                    if any(name == heavy or name.startswith(heavy + ".") for heavy in LOADED_ON_USE))
+    assert len(imported) > 100 and loaded == []
 
 
 def test_unknown_toolset_is_refused_at_start() -> None:

@@ -1,25 +1,14 @@
-"""Pytest fixtures and environment builders around :class:`FakeProvider`.
+"""Environment builders around the bundled Claude Code CLI and :class:`FakeProvider`.
 
-Import what you need into a conftest or test module::
+The fake provider itself is the ``fp`` fixture of ``tests/conftest.py``; import what you need from
+here into a test module::
 
-    from tests.fakes.fixtures import fake_provider, claude_cli_env, bundled_claude_cli
+    from tests.fakes.fixtures import bundled_claude_cli, claude_cli_env
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
-
-from tests.fakes.fake_provider import FakeProvider
-
-
-@pytest.fixture
-def fake_provider() -> Iterator[FakeProvider]:
-    """A running :class:`FakeProvider`, stopped after the test."""
-    with FakeProvider() as fp:
-        yield fp
 
 
 def bundled_claude_cli() -> Path | None:

@@ -15,9 +15,7 @@ import httpx2
 import pytest
 
 from tests.fakes.fake_provider import DEFAULT_SIDECAR, DEFAULT_TEXT, FakeProvider, Reply
-from tests.fakes.fixtures import bundled_claude_cli, claude_cli_env, fake_provider
-
-__all__ = ["fake_provider"]  # the fixture is used by parameter name below
+from tests.fakes.fixtures import bundled_claude_cli, claude_cli_env
 
 
 @pytest.fixture
@@ -54,10 +52,10 @@ def openai_body(stream: bool = False, model: str = "z-ai/glm-5") -> dict[str, An
 
 # -- Anthropic Messages ----------------------------------------------------------------------------
 
-def test_anthropic_json_with_prefix_and_query(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("anthropic", text="plain answer", thinking="pondering",
+def test_anthropic_json_with_prefix_and_query(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("anthropic", text="plain answer", thinking="pondering",
                           usage={"input_tokens": 7, "output_tokens": 3})
-    url = f"{fake_provider.base_url}/api/anthropic/v1/messages?beta=true"
+    url = f"{fp.base_url}/api/anthropic/v1/messages?beta=true"
     headers = {"x-api-key": "sk-test", "anthropic-version": "2023-06-01"}
     r = client.post(url, json=anthropic_body(), headers=headers)
     assert r.status_code == 200
@@ -68,19 +66,19 @@ def test_anthropic_json_with_prefix_and_query(fake_provider: FakeProvider, clien
     assert msg["content"][1]["text"] == "plain answer"
     assert msg["stop_reason"] == "end_turn"
     assert msg["usage"]["input_tokens"] == 7 and msg["usage"]["output_tokens"] == 3
-    [rec] = fake_provider.requests_for("anthropic")
+    [rec] = fp.requests_for("anthropic")
     assert rec.path == "/api/anthropic/v1/messages?beta=true" and rec.method == "POST"
     assert rec.headers["x-api-key"] == "sk-test" and rec.headers["anthropic-version"] == "2023-06-01"
     assert rec.json == anthropic_body() and json.loads(rec.body) == rec.json and rec.model == "claude-fable-5"
     assert rec.finished_at is not None and rec.finished_at >= rec.received_at
 
 
-def test_anthropic_stream_events_match_the_real_api(fake_provider: FakeProvider,
+def test_anthropic_stream_events_match_the_real_api(fp: FakeProvider,
                                                     client: httpx2.Client) -> None:
     text = "A longer streamed answer that must arrive in several text deltas, in order."
-    fake_provider.enqueue("anthropic", text=text, thinking="first I think, then I answer carefully",
+    fp.enqueue("anthropic", text=text, thinking="first I think, then I answer carefully",
                           usage={"input_tokens": 11, "output_tokens": 22}, model="claude-fable-5-1")
-    r = client.post(f"{fake_provider.base_url}/v1/messages", json=anthropic_body(stream=True))
+    r = client.post(f"{fp.base_url}/v1/messages", json=anthropic_body(stream=True))
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
     events = sse_events(r.text)
     for name, data in events:
@@ -107,46 +105,46 @@ def test_anthropic_stream_events_match_the_real_api(fake_provider: FakeProvider,
     assert final["delta"]["stop_reason"] == "end_turn" and final["usage"]["output_tokens"] == 22
 
 
-def test_default_reply_carries_a_sidecar(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    r = client.post(f"{fake_provider.base_url}/v1/messages", json=anthropic_body())
+def test_default_reply_carries_a_sidecar(fp: FakeProvider, client: httpx2.Client) -> None:
+    r = client.post(f"{fp.base_url}/v1/messages", json=anthropic_body())
     text = r.json()["content"][-1]["text"]
     assert text == DEFAULT_TEXT
     fenced = text.split("```sidecar\n", 1)[1].split("\n```", 1)[0]
     assert json.loads(fenced) == DEFAULT_SIDECAR == {"recommendation": "apply", "confidence": "high",
                                                       "needs_context": []}
-    fake_provider.default_reply["anthropic"] = Reply(text="new default")
-    r = client.post(f"{fake_provider.base_url}/v1/messages", json=anthropic_body())
+    fp.default_reply["anthropic"] = Reply(text="new default")
+    r = client.post(f"{fp.base_url}/v1/messages", json=anthropic_body())
     assert r.json()["content"][-1]["text"] == "new default"
 
 
-def test_count_tokens_answers(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    r = client.post(f"{fake_provider.base_url}/v1/messages/count_tokens?beta=true", json=anthropic_body())
+def test_count_tokens_answers(fp: FakeProvider, client: httpx2.Client) -> None:
+    r = client.post(f"{fp.base_url}/v1/messages/count_tokens?beta=true", json=anthropic_body())
     assert r.status_code == 200 and r.json()["input_tokens"] > 0
-    assert fake_provider.requests[-1].route == "anthropic_count_tokens"
+    assert fp.requests[-1].route == "anthropic_count_tokens"
 
 
 # -- OpenAI chat -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/chat/completions", "/api/v1/chat/completions"])
-def test_openai_json(fake_provider: FakeProvider, client: httpx2.Client, path: str) -> None:
-    fake_provider.enqueue("openai", text="openai answer", thinking="why", reasoning_key="reasoning_content",
+def test_openai_json(fp: FakeProvider, client: httpx2.Client, path: str) -> None:
+    fp.enqueue("openai", text="openai answer", thinking="why", reasoning_key="reasoning_content",
                           usage={"input_tokens": 5, "output_tokens": 9, "cost": 0.00042})
-    r = client.post(fake_provider.base_url + path, json=openai_body(), headers={"authorization": "Bearer k"})
+    r = client.post(fp.base_url + path, json=openai_body(), headers={"authorization": "Bearer k"})
     body = r.json()
     assert body["object"] == "chat.completion" and body["model"] == "z-ai/glm-5"
     choice = body["choices"][0]
     assert choice["message"] == {"role": "assistant", "content": "openai answer", "reasoning_content": "why"}
     assert choice["finish_reason"] == "stop"
     assert body["usage"] == {"prompt_tokens": 5, "completion_tokens": 9, "total_tokens": 14, "cost": 0.00042}
-    assert fake_provider.requests_for("openai")[-1].headers["authorization"] == "Bearer k"
+    assert fp.requests_for("openai")[-1].headers["authorization"] == "Bearer k"
 
 
-def test_openai_stream(fake_provider: FakeProvider, client: httpx2.Client) -> None:
+def test_openai_stream(fp: FakeProvider, client: httpx2.Client) -> None:
     text = "Streaming over the OpenAI wire shape takes a few chunks of content."
-    fake_provider.enqueue("openai", text=text, thinking="short reasoning that also streams",
+    fp.enqueue("openai", text=text, thinking="short reasoning that also streams",
                           usage={"input_tokens": 4, "output_tokens": 6, "cost": 0.5},
                           stop_reason="max_tokens")
-    with client.stream("POST", f"{fake_provider.base_url}/v1/chat/completions",
+    with client.stream("POST", f"{fp.base_url}/v1/chat/completions",
                        json=openai_body(stream=True)) as r:
         raw = r.read().decode()
     events = sse_events(raw)
@@ -164,20 +162,20 @@ def test_openai_stream(fake_provider: FakeProvider, client: httpx2.Client) -> No
 
 # -- Ollama ----------------------------------------------------------------------------------------
 
-def test_ollama_json_and_ndjson(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("ollama", text="local answer", thinking="hmm", usage={"input_tokens": 3,
+def test_ollama_json_and_ndjson(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("ollama", text="local answer", thinking="hmm", usage={"input_tokens": 3,
                                                                                  "output_tokens": 2})
     body = {"model": "qwen3:8b", "stream": False, "messages": [{"role": "user", "content": "hi"}]}
-    r = client.post(f"{fake_provider.base_url}/api/chat", json=body)
+    r = client.post(f"{fp.base_url}/api/chat", json=body)
     reply = r.json()
     assert reply["message"] == {"role": "assistant", "content": "local answer", "thinking": "hmm"}
     assert reply["done"] is True and reply["prompt_eval_count"] == 3 and reply["eval_count"] == 2
     assert reply["model"] == "qwen3:8b"
 
     text = "Ollama streams newline-delimited JSON objects, one per delta."
-    fake_provider.enqueue("ollama", text=text, thinking="thinking streams too")
+    fp.enqueue("ollama", text=text, thinking="thinking streams too")
     del body["stream"]  # the daemon streams unless told not to
-    r = client.post(f"{fake_provider.base_url}/api/chat", json=body)
+    r = client.post(f"{fp.base_url}/api/chat", json=body)
     assert r.headers["content-type"] == "application/x-ndjson"
     lines = [json.loads(line) for line in r.text.splitlines()]
     assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
@@ -186,58 +184,58 @@ def test_ollama_json_and_ndjson(fake_provider: FakeProvider, client: httpx2.Clie
     assert lines[-1]["eval_count"] > 0 and lines[-1]["prompt_eval_count"] > 0
 
 
-def test_ollama_tags_default_and_override(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    names = [m["name"] for m in client.get(f"{fake_provider.base_url}/api/tags").json()["models"]]
+def test_ollama_tags_default_and_override(fp: FakeProvider, client: httpx2.Client) -> None:
+    names = [m["name"] for m in client.get(f"{fp.base_url}/api/tags").json()["models"]]
     assert names == ["llama3.2:latest"]
-    fake_provider.ollama_tags = {"models": [{"name": "qwen3:8b"}]}
-    assert client.get(f"{fake_provider.base_url}/api/tags").json() == {"models": [{"name": "qwen3:8b"}]}
-    fake_provider.set_json("GET", "/api/tags", {"models": [{"name": "gpt-oss:120b-cloud"}]})
-    tags = client.get(f"{fake_provider.base_url}/api/tags").json()
+    fp.ollama_tags = {"models": [{"name": "qwen3:8b"}]}
+    assert client.get(f"{fp.base_url}/api/tags").json() == {"models": [{"name": "qwen3:8b"}]}
+    fp.set_json("GET", "/api/tags", {"models": [{"name": "gpt-oss:120b-cloud"}]})
+    tags = client.get(f"{fp.base_url}/api/tags").json()
     assert tags["models"][0]["name"] == "gpt-oss:120b-cloud"
-    assert [r.route for r in fake_provider.requests] == ["ollama_tags", "ollama_tags", "json"]
+    assert [r.route for r in fp.requests] == ["ollama_tags", "ollama_tags", "json"]
 
 
 # -- catalogs and unknown paths ---------------------------------------------------------------------
 
-def test_set_json_and_unknown_paths(fake_provider: FakeProvider, client: httpx2.Client) -> None:
+def test_set_json_and_unknown_paths(fp: FakeProvider, client: httpx2.Client) -> None:
     catalog = {"data": [{"id": "z-ai/glm-5", "context_length": 200000}]}
-    fake_provider.set_json("GET", "/api/v1/models", catalog, headers={"x-catalog": "1"})
-    r = client.get(f"{fake_provider.base_url}/api/v1/models?supported_parameters=reasoning")
+    fp.set_json("GET", "/api/v1/models", catalog, headers={"x-catalog": "1"})
+    r = client.get(f"{fp.base_url}/api/v1/models?supported_parameters=reasoning")
     assert r.json() == catalog and r.headers["x-catalog"] == "1"
-    fake_provider.set_json("GET", "/broken", {"error": "down"}, status=503)
-    assert client.get(f"{fake_provider.base_url}/broken").status_code == 503
-    r = client.head(f"{fake_provider.base_url}/api/hello")
+    fp.set_json("GET", "/broken", {"error": "down"}, status=503)
+    assert client.get(f"{fp.base_url}/broken").status_code == 503
+    r = client.head(f"{fp.base_url}/api/hello")
     assert r.status_code == 404
-    r = client.post(f"{fake_provider.base_url}/v2/whatever", json={"a": 1})
+    r = client.post(f"{fp.base_url}/v2/whatever", json={"a": 1})
     assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
-    assert [(q.method, q.path, q.route) for q in fake_provider.requests] == [
+    assert [(q.method, q.path, q.route) for q in fp.requests] == [
         ("GET", "/api/v1/models?supported_parameters=reasoning", "json"), ("GET", "/broken", "json"),
         ("HEAD", "/api/hello", "unknown"), ("POST", "/v2/whatever", "unknown")]
-    assert fake_provider.last_json("unknown") == {"a": 1}
+    assert fp.last_json("unknown") == {"a": 1}
 
 
 # -- scripting -------------------------------------------------------------------------------------
 
-def test_queue_is_fifo_then_default(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("openai", text="one")
-    fake_provider.enqueue("openai", Reply(text="two"), times=2)
-    fake_provider.enqueue("anthropic", text="other route")
-    url = f"{fake_provider.base_url}/v1/chat/completions"
+def test_queue_is_fifo_then_default(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("openai", text="one")
+    fp.enqueue("openai", Reply(text="two"), times=2)
+    fp.enqueue("anthropic", text="other route")
+    url = f"{fp.base_url}/v1/chat/completions"
     answers = [client.post(url, json=openai_body()).json()["choices"][0]["message"]["content"]
                for _ in range(4)]
     assert answers == ["one", "two", "two", DEFAULT_TEXT]
-    assert fake_provider.pending("openai") == 0 and fake_provider.pending("anthropic") == 1
-    fake_provider.clear()
-    assert fake_provider.requests == [] and fake_provider.pending("anthropic") == 0
+    assert fp.pending("openai") == 0 and fp.pending("anthropic") == 1
+    fp.clear()
+    assert fp.requests == [] and fp.pending("anthropic") == 0
     with pytest.raises(LookupError):
-        fake_provider.last_json("openai")
+        fp.last_json("openai")
 
 
-def test_match_by_model_regardless_of_order(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("openai", text="for anyone")
-    fake_provider.enqueue("openai", text="for b", match="b")
-    fake_provider.enqueue("openai", text="always a", match="a", times=None)
-    url = f"{fake_provider.base_url}/v1/chat/completions"
+def test_match_by_model_regardless_of_order(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("openai", text="for anyone")
+    fp.enqueue("openai", text="for b", match="b")
+    fp.enqueue("openai", text="always a", match="a", times=None)
+    url = f"{fp.base_url}/v1/chat/completions"
 
     def ask(model: str) -> str:
         return client.post(url, json=openai_body(model=model)).json()["choices"][0]["message"]["content"]
@@ -253,18 +251,18 @@ def test_match_by_model_regardless_of_order(fake_provider: FakeProvider, client:
     ("openai", "/v1/chat/completions", 400, lambda b: b["error"]["type"] == "invalid_request_error"),
     ("ollama", "/api/chat", 500, lambda b: isinstance(b["error"], str)),
 ])
-def test_error_statuses(fake_provider: FakeProvider, client: httpx2.Client, route: Any, path: str,
+def test_error_statuses(fp: FakeProvider, client: httpx2.Client, route: Any, path: str,
                         status: int, check: Any) -> None:
-    fake_provider.enqueue(route, status=status, retry_after=2, error="nope: try later")
-    r = client.post(fake_provider.base_url + path, json={"model": "m", "stream": True})
+    fp.enqueue(route, status=status, retry_after=2, error="nope: try later")
+    r = client.post(fp.base_url + path, json={"model": "m", "stream": True})
     assert r.status_code == status and r.headers["retry-after"] == "2"
     assert check(r.json()) and "nope: try later" in r.text
 
 
-def test_garbage_and_raw_body(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("openai", garbage=True)
-    fake_provider.enqueue("openai", body=b"upstream exploded", status=502)
-    url = f"{fake_provider.base_url}/v1/chat/completions"
+def test_garbage_and_raw_body(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("openai", garbage=True)
+    fp.enqueue("openai", body=b"upstream exploded", status=502)
+    url = f"{fp.base_url}/v1/chat/completions"
     r = client.post(url, json=openai_body())
     assert r.status_code == 200
     with pytest.raises(ValueError):
@@ -273,30 +271,30 @@ def test_garbage_and_raw_body(fake_provider: FakeProvider, client: httpx2.Client
     assert r.status_code == 502 and r.content == b"upstream exploded"
 
 
-def test_reset_drops_the_connection(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("anthropic", reset=True)
+def test_reset_drops_the_connection(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("anthropic", reset=True)
     with pytest.raises(httpx2.TransportError):
-        client.post(f"{fake_provider.base_url}/v1/messages", json=anthropic_body())
+        client.post(f"{fp.base_url}/v1/messages", json=anthropic_body())
     # the server keeps serving afterwards
-    assert client.post(f"{fake_provider.base_url}/v1/messages", json=anthropic_body()).status_code == 200
+    assert client.post(f"{fp.base_url}/v1/messages", json=anthropic_body()).status_code == 200
 
 
-def test_cut_after_breaks_a_stream_midway(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("anthropic", cut_after=3)
+def test_cut_after_breaks_a_stream_midway(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("anthropic", cut_after=3)
     received = []
     with pytest.raises(httpx2.TransportError), client.stream(
-            "POST", f"{fake_provider.base_url}/v1/messages", json=anthropic_body(stream=True)) as r:
+            "POST", f"{fp.base_url}/v1/messages", json=anthropic_body(stream=True)) as r:
         assert r.status_code == 200
         for chunk in r.iter_text():
             received.append(chunk)
     assert "message_start" in "".join(received) and "message_stop" not in "".join(received)
 
 
-def test_slow_body_spaces_its_chunks(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("openai", text="a b c d e f", chunk_chars=1, chunk_delay=0.02, delay=0.05)
-    r = client.post(f"{fake_provider.base_url}/v1/chat/completions", json=openai_body(stream=True))
+def test_slow_body_spaces_its_chunks(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("openai", text="a b c d e f", chunk_chars=1, chunk_delay=0.02, delay=0.05)
+    r = client.post(f"{fp.base_url}/v1/chat/completions", json=openai_body(stream=True))
     chunks = [d for _, d in sse_events(r.text)]
-    rec = fake_provider.requests[-1]
+    rec = fp.requests[-1]
     assert rec.finished_at is not None
     # sleeps are lower bounds: the first byte waited `delay`, each later chunk `chunk_delay`
     # (the margin only absorbs timer rounding)
@@ -306,44 +304,64 @@ def test_slow_body_spaces_its_chunks(fake_provider: FakeProvider, client: httpx2
 def test_hang_never_answers_and_does_not_block_stop(client: httpx2.Client) -> None:
     fp = FakeProvider().start()
     fp.enqueue("anthropic", hang=True)
-    with pytest.raises(httpx2.ReadTimeout):
-        client.post(f"{fp.base_url}/v1/messages", json=anthropic_body(), timeout=0.3)
-    [rec] = fp.requests
-    assert rec.finished_at is None
+
+    def hung_call() -> None:
+        with pytest.raises(httpx2.TransportError):
+            client.post(f"{fp.base_url}/v1/messages", json=anthropic_body())
+
+    hung = threading.Thread(target=hung_call)
+    hung.start()
+    [rec] = fp.wait_for(1)
+    assert fp.open_requests() == [rec]
     stopper = threading.Thread(target=fp.stop)
     stopper.start()
     stopper.join(timeout=10)
     assert not stopper.is_alive()
+    hung.join(timeout=10)
+    assert not hung.is_alive()
     with pytest.raises(httpx2.ConnectError):
         client.get(f"http://127.0.0.1:{rec.headers['host'].split(':')[1]}/api/tags")
 
 
-def test_wait_for_blocks_until_requests_arrive(fake_provider: FakeProvider, client: httpx2.Client) -> None:
-    fake_provider.enqueue("anthropic", hang=True)
+@pytest.mark.parametrize("spec", [{"hang": True}, {"delay": 30.0}], ids=["hang", "delay"])
+def test_a_waiting_reply_ends_when_its_client_goes_away(
+    fp: FakeProvider, client: httpx2.Client, spec: dict[str, Any]
+) -> None:
+    """A client that gives up on a hung or slow reply leaves no open request behind."""
+    fp.enqueue("anthropic", **spec)
+    with pytest.raises(httpx2.ReadTimeout):
+        client.post(f"{fp.base_url}/v1/messages", json=anthropic_body(), timeout=0.3)
+    assert fp.wait_until_idle(timeout=5) == []
+    [rec] = fp.requests
+    assert rec.client_closed is True and rec.finished_at is not None
+
+
+def test_wait_for_blocks_until_requests_arrive(fp: FakeProvider, client: httpx2.Client) -> None:
+    fp.enqueue("anthropic", hang=True)
     def hung_call() -> None:
         with pytest.raises(httpx2.TransportError):
-            client.post(f"{fake_provider.base_url}/v1/messages", json=anthropic_body())
+            client.post(f"{fp.base_url}/v1/messages", json=anthropic_body())
 
     worker = threading.Thread(target=hung_call)
     worker.start()
-    [rec] = fake_provider.wait_for(1, route="anthropic")
+    [rec] = fp.wait_for(1, route="anthropic")
     assert rec.model == "claude-fable-5"
     with pytest.raises(TimeoutError):
-        fake_provider.wait_for(2, timeout=0.05)
-    fake_provider.stop()
+        fp.wait_for(2, timeout=0.05)
+    fp.stop()
     worker.join(timeout=10)
     assert not worker.is_alive()
 
 
-def test_concurrent_requests_are_served_in_parallel(fake_provider: FakeProvider) -> None:
-    fake_provider.default_reply["openai"] = Reply(text="slow", delay=0.2)
-    url = f"{fake_provider.base_url}/v1/chat/completions"
+def test_concurrent_requests_are_served_in_parallel(fp: FakeProvider) -> None:
+    fp.default_reply["openai"] = Reply(text="slow", delay=0.2)
+    url = f"{fp.base_url}/v1/chat/completions"
     count = 50
     with httpx2.Client(timeout=30, limits=httpx2.Limits(max_connections=count)) as c, \
             ThreadPoolExecutor(count) as pool:
         statuses = list(pool.map(lambda _: c.post(url, json=openai_body()).status_code, range(count)))
     assert statuses == [200] * count
-    spans = [(r.received_at, r.finished_at) for r in fake_provider.requests_for("openai")]
+    spans = [(r.received_at, r.finished_at) for r in fp.requests_for("openai")]
     assert len(spans) == count and all(end is not None for _, end in spans)
     # peak number of requests in flight at once, from the server's own receive/finish times
     edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])  # type: ignore[misc]
@@ -361,9 +379,9 @@ needs_cli = pytest.mark.skipif(CLI is None, reason="claude-agent-sdk bundled CLI
 
 
 @needs_cli
-def test_bundled_claude_cli_completes_a_turn(fake_provider: FakeProvider, tmp_path: Path) -> None:
-    fake_provider.enqueue("anthropic", text="pong from the fake", thinking="considering")
-    env = {**os.environ, **claude_cli_env(fake_provider.base_url, tmp_path / "claude")}
+def test_bundled_claude_cli_completes_a_turn(fp: FakeProvider, tmp_path: Path) -> None:
+    fp.enqueue("anthropic", text="pong from the fake", thinking="considering")
+    env = {**os.environ, **claude_cli_env(fp.base_url, tmp_path / "claude")}
     proc = subprocess.run(
         [str(CLI), "-p", "hi", "--output-format", "json", "--model", "claude-fable-5", "--tools", "",
          "--setting-sources", "", "--no-session-persistence", "--max-turns", "1"],
@@ -371,7 +389,7 @@ def test_bundled_claude_cli_completes_a_turn(fake_provider: FakeProvider, tmp_pa
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["is_error"] is False and result["result"] == "pong from the fake"
-    [rec] = fake_provider.requests
+    [rec] = fp.requests
     assert (rec.method, rec.path, rec.route) == ("POST", "/v1/messages?beta=true", "anthropic")
     assert rec.headers["x-api-key"] == "dummy" and rec.json["stream"] is True
     assert rec.json["model"] == "claude-fable-5"
@@ -379,13 +397,13 @@ def test_bundled_claude_cli_completes_a_turn(fake_provider: FakeProvider, tmp_pa
 
 
 @needs_cli
-async def test_agent_sdk_query_gets_the_fake_answer(fake_provider: FakeProvider, tmp_path: Path) -> None:
+async def test_agent_sdk_query_gets_the_fake_answer(fp: FakeProvider, tmp_path: Path) -> None:
     from claude_agent_sdk import AssistantMessage, ClaudeAgentOptions, ResultMessage, TextBlock, query
 
-    fake_provider.enqueue("anthropic", text="sdk pong", usage={"input_tokens": 40, "output_tokens": 2})
+    fp.enqueue("anthropic", text="sdk pong", usage={"input_tokens": 40, "output_tokens": 2})
     options = ClaudeAgentOptions(tools=[], setting_sources=[], max_turns=1, cwd=str(tmp_path),
                                  model="claude-fable-5",
-                                 env=claude_cli_env(fake_provider.base_url, tmp_path / "c"))
+                                 env=claude_cli_env(fp.base_url, tmp_path / "c"))
     texts, results = [], []
     async for message in query(prompt="hi", options=options):
         if isinstance(message, AssistantMessage):
@@ -394,5 +412,5 @@ async def test_agent_sdk_query_gets_the_fake_answer(fake_provider: FakeProvider,
             results.append(message)
     assert texts == ["sdk pong"]
     assert len(results) == 1 and results[0].is_error is False and results[0].result == "sdk pong"
-    [rec] = fake_provider.requests
+    [rec] = fp.requests
     assert rec.path == "/v1/messages?beta=true" and rec.json["stream"] is True

@@ -13,6 +13,7 @@ from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import AskFableServer, build_server
+from tests.fakes.fake_cli import FakeCLIs
 from tests.fakes.fake_provider import FakeProvider
 
 #: A key planted in every HTTP backend's settings; it must never come back to a caller.
@@ -37,6 +38,22 @@ def wired_settings(fp: FakeProvider, **extra: Any) -> dict[str, Any]:
     }
     values.update(extra)
     return values
+
+
+def offline_settings(fp: FakeProvider, clis: FakeCLIs) -> dict[str, Any]:
+    """Every backend on a loopback fake, short timeouts, the Claude CLI bridge on the fake claude."""
+    return wired_settings(
+        fp,
+        atlas_base_url=fp.base_url,
+        atlas_api_key=KEY,
+        openrouter_base_url=f"{fp.base_url}/api/v1",
+        openrouter_api_key=KEY,
+        use_cli=True,
+        claude_cli=str(clis.bin_dir / "claude"),
+        timeout=5,
+        council_timeout=8,
+        chain_timeout=10,
+    )
 
 
 def make_server(toolsets: list[str] | None = None, *, retry: RetryPolicy | None = None,

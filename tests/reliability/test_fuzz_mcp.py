@@ -32,7 +32,7 @@ from tests.e2e.helpers import child_env
 from tests.fakes.fake_cli import FakeCLIs, install_fake_clis
 from tests.fakes.fake_provider import FakeProvider
 from tests.reliability.stdio_peer import StdioPeer
-from tests.reliability.support import KEY, make_server, payload_of, wired_settings
+from tests.reliability.support import make_server, offline_settings, payload_of
 
 SPECS = {spec.name: spec for spec in all_tools()}
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.01)
@@ -131,31 +131,16 @@ def calls(json_safe: bool) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
 
 
 @pytest.fixture
-def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[FakeProvider, FakeCLIs]]:
+def offline(
+    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[FakeProvider, FakeCLIs]:
     """The fake provider answering every model route, and fake CLIs (claude included) first on PATH."""
     clis = install_fake_clis(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.chdir(tmp_path)
-    with FakeProvider() as fp:
-        fp.set_json("GET", "/api/v1/models", {"data": []})
-        fp.set_json("GET", "/v1/models", {"data": []})
-        yield fp, clis
-
-
-def offline_settings(fp: FakeProvider, clis: FakeCLIs) -> dict[str, Any]:
-    """Every backend on a loopback fake, short timeouts, the Claude CLI bridge on the fake claude."""
-    return wired_settings(
-        fp,
-        atlas_base_url=fp.base_url,
-        atlas_api_key=KEY,
-        openrouter_base_url=f"{fp.base_url}/api/v1",
-        openrouter_api_key=KEY,
-        use_cli=True,
-        claude_cli=str(clis.bin_dir / "claude"),
-        timeout=5,
-        council_timeout=8,
-        chain_timeout=10,
-    )
+    fp.set_json("GET", "/api/v1/models", {"data": []})
+    fp.set_json("GET", "/v1/models", {"data": []})
+    return fp, clis
 
 
 Tally = Counter[str]

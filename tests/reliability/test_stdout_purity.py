@@ -20,56 +20,59 @@ QUESTION = "Should the retry loop back off exponentially here?"
 
 
 @pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
-def test_every_stdout_line_is_json_rpc_while_clis_and_the_agent_sdk_run(tmp_path: Path) -> None:
+def test_every_stdout_line_is_json_rpc_while_clis_and_the_agent_sdk_run(
+    fp: FakeProvider, tmp_path: Path
+) -> None:
     """ask (bundled Claude Code CLI), noisy CLI tools, an HTTP tool and a council, with progress on."""
     clis = install_fake_clis(tmp_path / "bin", names=["mmx", "agy", "codex"])
     for name in ("mmx", "agy", "codex"):
         clis.behave(name, stderr=NOISE * 20, flood_stderr_bytes=256 * 1024)
-    with FakeProvider() as fp:
-        fp.enqueue(
-            "anthropic", text=f"Back off with jitter.\n\n{SIDECAR}", thinking="Retries first.", times=None
-        )
-        env = child_env(
-            PATH=f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}",
-            ASK_FABLE_TOOLSETS="all",
-            ASK_FABLE_CACHE="false",
-            ASK_FABLE_STREAM_REASONING="true",
-            ASK_FABLE_GLM_BASE_URL=fp.base_url,
-            ASK_FABLE_GLM_API_KEY="glm-test-key",
-            **claude_cli_env(fp.base_url, tmp_path / "claude-home"),
-        )
-        env.pop("ASK_FABLE_QUIET")  # progress lines must go to stderr, never stdout
-        peer = StdioPeer(env)
-        try:
-            peer.initialize()
-            calls = [
-                ("ask", {"question": QUESTION, "session": "purity"}),
-                ("ask", {"question": "And the cap on the delay?", "session": "purity"}),
-                ("ask_m3", {"question": QUESTION}),
-                ("ask_gemini", {"question": QUESTION}),
-                ("ask_codex", {"question": QUESTION}),
-                ("ask_glm", {"question": QUESTION}),
-                (
-                    "ask_council",
-                    {"question": QUESTION, "models": ["fable", "m3", "codex"], "synthesizer": "glm"},
-                ),
-                ("ghost_tool", {}),
-            ]
-            ids = []
-            for token, (name, arguments) in enumerate(calls, start=1):
-                ids.append(
-                    peer.request(
-                        "tools/call",
-                        {"name": name, "arguments": arguments, "_meta": {"progressToken": token}},
-                    )
+    fp.enqueue(
+        "anthropic", text=f"Back off with jitter.\n\n{SIDECAR}", thinking="Retries first.", times=None
+    )
+    env = child_env(
+        PATH=f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}",
+        ASK_FABLE_TOOLSETS="all",
+        ASK_FABLE_CACHE="false",
+        ASK_FABLE_STREAM_REASONING="true",
+        ASK_FABLE_GLM_BASE_URL=fp.base_url,
+        ASK_FABLE_GLM_API_KEY="glm-test-key",
+        # The fake CLIs answer at once; Fable's CLI start alone would otherwise look like straggling.
+        ASK_FABLE_COUNCIL_STRAGGLER_FLOOR="120",
+        **claude_cli_env(fp.base_url, tmp_path / "claude-home"),
+    )
+    env.pop("ASK_FABLE_QUIET")  # progress lines must go to stderr, never stdout
+    peer = StdioPeer(env)
+    try:
+        peer.initialize()
+        calls = [
+            ("ask", {"question": QUESTION, "session": "purity"}),
+            ("ask", {"question": "And the cap on the delay?", "session": "purity"}),
+            ("ask_m3", {"question": QUESTION}),
+            ("ask_gemini", {"question": QUESTION}),
+            ("ask_codex", {"question": QUESTION}),
+            ("ask_glm", {"question": QUESTION}),
+            (
+                "ask_council",
+                {"question": QUESTION, "models": ["fable", "m3", "codex"], "synthesizer": "glm"},
+            ),
+            ("ghost_tool", {}),
+        ]
+        ids = []
+        for token, (name, arguments) in enumerate(calls, start=1):
+            ids.append(
+                peer.request(
+                    "tools/call",
+                    {"name": name, "arguments": arguments, "_meta": {"progressToken": token}},
                 )
-                peer.wait_for(ids[-1], timeout=120)
-            answers = {
-                name: peer.wait_for(i)["result"]["structuredContent"]
-                for (name, _), i in zip(calls, ids, strict=True)
-            }
-        finally:
-            code = peer.close()
+            )
+            peer.wait_for(ids[-1], timeout=120)
+        answers = {
+            name: peer.wait_for(i)["result"]["structuredContent"]
+            for (name, _), i in zip(calls, ids, strict=True)
+        }
+    finally:
+        code = peer.close()
     lines = list(peer.lines)
     bad = []
     kinds = {"response": 0, "notification": 0}

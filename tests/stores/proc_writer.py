@@ -18,7 +18,8 @@ from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceRecord
-from ask_fable.stores.traces import TraceStore, new_trace_id
+from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.stores.traces import TraceStore
 
 
 def main() -> int:
@@ -34,13 +35,13 @@ def main() -> int:
     while count < 0 or i < count:
         key = f"{worker}-{i}"
         trace_id = new_trace_id()
-        context.write(key, f"value {key} " + "x" * 200)
+        context.write("local", key, f"value {key} " + "x" * 200)
         traces.record(TraceRecord.model_validate({
             "trace_id": trace_id, "ts": time.time(), "tool": "ask", "status": "ok", "session": worker,
             "providers": ["glm"], "events": [{"t_ms": 0, "name": "start", "attrs": {"key": key}}]}))
         hub.record_turn(HubTurn(session_key=worker, agent_id="agent", project="proj", oracle="glm",
                                 status="ok", question=f"q {key}", answer=f"a {key}", elapsed_ms=1.0))
-        cache.put(key, "ask_glm", {"answer": key})
+        cache.put("local", key, "ask_glm", {"answer": key})
         audit.append({"ts": time.time(), "worker": worker, "i": i, "trace_id": trace_id, "pad": "p" * 300})
         os.write(ack, f"{i} {trace_id}\n".encode())
         i += 1

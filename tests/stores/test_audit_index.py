@@ -69,11 +69,11 @@ def test_rotation_and_pruning_keep_the_index_equal_to_the_log(tmp_path: Path) ->
     assert len(log.segments()) == 3
     kept = list(log.iter_records())
     assert index.count() == len(kept)
-    by_day = index.stats(window="all", by="day", now=NOW)
+    by_day = index.stats("local", window="all", by="day", now=NOW)
     assert by_day["records"] == by_day["totals"]["calls"] == len(kept)
     assert sum(b["calls"] for b in by_day["buckets"]) == len(kept)
     backend_calls = sum(len(r.get("members") or []) or (1 if r.get("provider") else 0) for r in kept)
-    assert index.stats(window="all", by="provider", now=NOW)["totals"]["calls"] == backend_calls
+    assert index.stats("local", window="all", by="provider", now=NOW)["totals"]["calls"] == backend_calls
 
 
 def test_torn_tail_is_indexed_once_completed(tmp_path: Path) -> None:
@@ -86,7 +86,7 @@ def test_torn_tail_is_indexed_once_completed(tmp_path: Path) -> None:
     with open(log.path, "ab") as handle:
         handle.write(b'}\nnot json\n')
     assert index.refresh() == 1
-    late = index.stats(window="all", by="model", now=NOW)["buckets"]
+    late = index.stats("local", window="all", by="model", now=NOW)["buckets"]
     assert [b["calls"] for b in late if b["model"] == "late"] == [1]
 
 
@@ -103,10 +103,10 @@ def test_deleted_index_is_rebuilt(tmp_path: Path) -> None:
 def test_audit_stats_validates_arguments(tmp_path: Path) -> None:
     trail = AuditTrail(AuditLog(tmp_path / "decisions.jsonl", max_bytes=1000))
     with pytest.raises(BadArgs):
-        trail.stats(window="3d")
+        trail.stats("local", window="3d")
     with pytest.raises(BadArgs):
-        trail.stats(by="colour")
-    assert trail.stats()["totals"]["calls"] == 0
+        trail.stats("local", by="colour")
+    assert trail.stats("local")["totals"]["calls"] == 0
 
 
 def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> None:
@@ -126,5 +126,5 @@ def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> 
                      "VALUES (1, ?, ?, 'error', 'upstream_error', NULL, 'glm', 0, 5, 0, 0)",
                      (ident, NOW - 60))
     old.close()
-    stats = AuditTrail(log).stats(window="all", by="model", now=NOW)
+    stats = AuditTrail(log).stats("local", window="all", by="model", now=NOW)
     assert [(b["model"], b["errors"]) for b in stats["buckets"]] == [("glm-5.2", 1)]

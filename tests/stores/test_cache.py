@@ -26,9 +26,9 @@ def test_models_keep_their_order() -> None:
 def test_put_then_get_returns_payload_and_age(tmp_path: Path) -> None:
     cache = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=100)
     key = cache.key_for("ask_glm", ["glm"], "q", "")
-    assert cache.get(key) is None
-    cache.put(key, "ask_glm", {"status": "ok", "answer": "42"})
-    hit = cache.get(key)
+    assert cache.get("local", key) is None
+    cache.put("local", key, "ask_glm", {"status": "ok", "answer": "42"})
+    hit = cache.get("local", key)
     assert hit is not None
     payload, age = hit
     assert payload == {"status": "ok", "answer": "42"} and 0 <= age < 60
@@ -37,40 +37,40 @@ def test_put_then_get_returns_payload_and_age(tmp_path: Path) -> None:
 def test_expired_rows_are_misses(tmp_path: Path) -> None:
     clock = ManualClock()
     cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100, clock=clock)
-    cache.put("k", "t", {"a": 1})
+    cache.put("local", "k", "t", {"a": 1})
     clock.advance(11)
-    assert cache.get("k") is None
+    assert cache.get("local", "k") is None
 
 
 def test_ttl_zero_never_hits(tmp_path: Path) -> None:
     cache = AnswerCache(tmp_path / "cache.db", ttl=0, max_rows=100)
-    cache.put("k", "t", {"a": 1})
-    assert cache.get("k") is None
+    cache.put("local", "k", "t", {"a": 1})
+    assert cache.get("local", "k") is None
 
 
 def test_sweep_trims_to_ninety_percent_oldest_first(tmp_path: Path) -> None:
     cache = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=20, sweep_every=25)
     for i in range(25):
-        cache.put(f"k{i}", "t", {"i": i})
+        cache.put("local", f"k{i}", "t", {"i": i})
     assert cache.count() == 18
-    assert cache.get("k0") is None and cache.get("k6") is None
-    assert cache.get("k7") is not None and cache.get("k24") is not None
+    assert cache.get("local", "k0") is None and cache.get("local", "k6") is None
+    assert cache.get("local", "k7") is not None and cache.get("local", "k24") is not None
 
 
 def test_sweep_deletes_expired_rows(tmp_path: Path) -> None:
     clock = ManualClock()
     cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100, clock=clock)
-    cache.put("old", "t", {})
+    cache.put("local", "old", "t", {})
     clock.advance(20)
-    cache.put("new", "t", {})
+    cache.put("local", "new", "t", {})
     assert cache.sweep() == 1
-    assert cache.count() == 1 and cache.get("new") is not None
+    assert cache.count() == 1 and cache.get("local", "new") is not None
 
 
 def test_write_counter_is_shared_by_instances(tmp_path: Path) -> None:
     path = tmp_path / "cache.db"
     for i in range(12):
-        AnswerCache(path, ttl=3600, max_rows=5, sweep_every=6).put(f"k{i}", "t", {})
+        AnswerCache(path, ttl=3600, max_rows=5, sweep_every=6).put("local", f"k{i}", "t", {})
     assert AnswerCache(path, ttl=3600, max_rows=5).count() == 4
 
 

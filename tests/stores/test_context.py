@@ -16,84 +16,84 @@ def store(tmp_path: Path) -> ContextStore:
 
 
 def test_write_then_read_returns_value_and_metadata(store: ContextStore) -> None:
-    meta = store.write("trace-1", "Traceback: boom", "the failing run")
+    meta = store.write("local", "trace-1", "Traceback: boom", "the failing run")
     assert meta["key"] == "trace-1" and meta["size_chars"] == len("Traceback: boom")
     assert meta["description"] == "the failing run" and "value" not in meta
-    got = store.read("trace-1")
+    got = store.read("local", "trace-1")
     assert got is not None
     assert got["value"] == "Traceback: boom" and got["age_s"] >= 0
-    assert store.read("absent") is None
+    assert store.read("local", "absent") is None
 
 
 def test_overwrite_keeps_created_at_and_updates_value(store: ContextStore) -> None:
-    first = store.write("k", "one")
-    second = store.write("k", "two two")
+    first = store.write("local", "k", "one")
+    second = store.write("local", "k", "two two")
     assert second["created_at"] == first["created_at"]
     assert second["updated_at"] >= first["updated_at"]
-    got = store.read("k")
+    got = store.read("local", "k")
     assert got is not None and got["value"] == "two two" and got["size_chars"] == 7
 
 
 def test_list_never_returns_values(store: ContextStore) -> None:
-    store.write("a", "secret-ish body")
-    store.write("b", "another body", "desc")
-    listing = store.list()
+    store.write("local", "a", "secret-ish body")
+    store.write("local", "b", "another body", "desc")
+    listing = store.list("local")
     assert {row["key"] for row in listing} == {"a", "b"}
     assert all("value" not in row for row in listing)
     assert listing[0]["key"] == "b"  # most recently updated first
 
 
 def test_delete_reports_whether_the_key_existed(store: ContextStore) -> None:
-    store.write("gone", "x")
-    assert store.delete("gone") is True
-    assert store.delete("gone") is False
-    assert store.read("gone") is None
+    store.write("local", "gone", "x")
+    assert store.delete("local", "gone") is True
+    assert store.delete("local", "gone") is False
+    assert store.read("local", "gone") is None
 
 
 def test_resolve_joins_found_values_with_headers(store: ContextStore) -> None:
-    store.write("api", "def f(): ...")
-    store.write("log", "ERROR x")
-    text, resolved, missing = store.resolve(["api", "nope", "log", "api"])
+    store.write("local", "api", "def f(): ...")
+    store.write("local", "log", "ERROR x")
+    text, resolved, missing = store.resolve("local", ["api", "nope", "log", "api"])
     assert resolved == ["api", "log"] and missing == ["nope"]
     assert text == "### context: api\ndef f(): ...\n\n### context: log\nERROR x"
-    assert store.resolve([]) == ("", [], [])
+    assert store.resolve("local", []) == ("", [], [])
 
 
 def test_suggest_offers_close_keys(store: ContextStore) -> None:
     for key in ("auth-middleware", "db-schema", "stack-trace"):
-        store.write(key, "x")
-    assert store.suggest(["auth-midleware"])[0] == "auth-middleware"
-    assert "db-schema" in store.suggest(["schema"])
-    assert store.suggest(["zzzzzz"]) == []
+        store.write("local", key, "x")
+    assert store.suggest("local", ["auth-midleware"])[0] == "auth-middleware"
+    assert "db-schema" in store.suggest("local", ["schema"])
+    assert store.suggest("local", ["zzzzzz"]) == []
 
 
 @pytest.mark.parametrize("key", ["", "   ", "a" * 201, "line\nbreak", "tab\there", None, 5])
 def test_invalid_keys_are_bad_args(store: ContextStore, key: object) -> None:
     with pytest.raises(BadArgs):
-        store.write(key, "v")  # type: ignore[arg-type]
+        store.write("local", key, "v")  # type: ignore[arg-type]
     with pytest.raises(BadArgs):
-        store.read(key)  # type: ignore[arg-type]
+        store.read("local", key)  # type: ignore[arg-type]
 
 
 def test_key_of_exactly_200_chars_is_accepted(store: ContextStore) -> None:
-    store.write("k" * 200, "v")
-    assert store.read("k" * 200) is not None
+    store.write("local", "k" * 200, "v")
+    assert store.read("local", "k" * 200) is not None
 
 
 def test_non_string_value_is_bad_args(store: ContextStore) -> None:
     with pytest.raises(BadArgs):
-        store.write("k", 123)  # type: ignore[arg-type]
+        store.write("local", "k", 123)  # type: ignore[arg-type]
 
 
 def test_values_are_redacted_before_storage(tmp_path: Path) -> None:
     store = ContextStore(tmp_path / "c.db", secrets=["my-configured-secret"])
-    store.write("cfg", "key=my-configured-secret other=sk-proj-ABCDEFGHIJKLMNOPQRSTUV123")
-    got = store.read("cfg")
+    store.write("local", "cfg", "key=my-configured-secret other=sk-proj-ABCDEFGHIJKLMNOPQRSTUV123")
+    got = store.read("local", "cfg")
     assert got is not None
     assert got["value"] == "key=[REDACTED] other=[REDACTED]"
 
 
 def test_two_store_objects_see_the_same_file(tmp_path: Path) -> None:
-    ContextStore(tmp_path / "shared.db").write("k", "from one")
-    got = ContextStore(tmp_path / "shared.db").read("k")
+    ContextStore(tmp_path / "shared.db").write("local", "k", "from one")
+    got = ContextStore(tmp_path / "shared.db").read("local", "k")
     assert got is not None and got["value"] == "from one"

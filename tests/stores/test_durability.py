@@ -68,22 +68,22 @@ def _verify(settings: Settings, acked: dict[str, list[tuple[int, str]]]) -> None
     cache = answer_cache_for(settings)
     for store_db in (context.db, traces.db, hub.db, cache.db):
         assert store_db.integrity_check() == "ok", store_db.path
-    stored_keys = set(context.keys())
+    stored_keys = set(context.keys("local"))
     audit_records, bad_lines = _audit_lines(settings)
     assert bad_lines == 0
     audit_seen = {(r["worker"], r["i"]) for r in audit_records}
     assert len(audit_seen) == len(audit_records)  # no line written twice
     for worker, entries in acked.items():
-        turns = {t["question"] for t in hub.peek(worker)}
+        turns = {t["question"] for t in hub.peek("local", worker)}
         for i, trace_id in entries:
             key = f"{worker}-{i}"
             assert key in stored_keys
-            assert traces.get(trace_id) is not None
+            assert traces.get("local", trace_id) is not None
             assert f"q {key}" in turns
-            assert cache.get(key) is not None
+            assert cache.get("local", key) is not None
             assert (worker, i) in audit_seen
     # Every store still takes writes after the others crashed.
-    context.write("after", "ok")
+    context.write("local", "after", "ok")
     hub.record_turn(HubTurn(session_key="after", agent_id="agent", project="proj", oracle="glm", status="ok",
                             question="q", answer="a", elapsed_ms=1.0))
     audit_log_for(settings).append({"ts": 1.0, "worker": "after", "i": 0})
@@ -101,7 +101,7 @@ def test_concurrent_writers_lose_nothing_and_never_see_locked(tmp_path: Path) ->
         acked[f"w{n}"] = _acked(ack)
         assert len(acked[f"w{n}"]) == count
     _verify(settings, acked)
-    assert len(ContextStore(settings.context_db).keys()) == WORKERS * count + 1
+    assert len(ContextStore(settings.context_db).keys("local")) == WORKERS * count + 1
     assert TraceStore(settings).count() == WORKERS * count
     audit = audit_log_for(settings)
     assert len(audit.segments()) >= 2  # rotation happened under contention

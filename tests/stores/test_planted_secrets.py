@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from ask_fable.config import load_settings
+from ask_fable.redact import redact
 from ask_fable.stores.answers import save_answer, save_transcript
 from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceEvent, TraceRecord
-from ask_fable.stores.redact import redact
-from ask_fable.stores.traces import TraceStore, new_trace_id
+from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.stores.traces import TraceStore
 
 SHAPED = "sk-ant-api03-PLANTEDplantedPLANTED0123456789abcdefXYZ"
 CONFIGURED = "glm.PlantedConfiguredKey.4242"
@@ -23,11 +24,16 @@ def test_planted_keys_never_reach_disk() -> None:
     text = f"my keys are {SHAPED} and {CONFIGURED}; header Authorization: Bearer {CONFIGURED}"
     assert SHAPED not in redact(text, settings) and CONFIGURED not in redact(text, settings)
 
-    ContextStore(settings.context_db, secrets=settings).write("ctx", text, description=text)
+    # Every store stays referenced until the files are read: a store collected mid-scan closes its
+    # last connection, which folds the WAL file into the database and deletes it.
+    context = ContextStore(settings.context_db, secrets=settings)
+    context.write("local", "ctx", text, description=text)
     cache = answer_cache_for(settings)
-    cache.put(cache.key_for("ask_glm", ["glm"], text, text), "ask_glm", {"answer": text, "nested": [text]})
-    SessionHub(settings).record_turn(HubTurn(session_key="s", agent_id="a", project="p", oracle="glm",
-                                             status="ok", question=text, answer=text, elapsed_ms=1.0))
+    key = cache.key_for("ask_glm", ["glm"], text, text)
+    cache.put("local", key, "ask_glm", {"answer": text, "nested": [text]})
+    hub = SessionHub(settings)
+    hub.record_turn(HubTurn(session_key="s", agent_id="a", project="p", oracle="glm", status="ok",
+                            question=text, answer=text, elapsed_ms=1.0))
     traces = TraceStore(settings)
     trace_id = new_trace_id()
     note = TraceEvent(t_ms=0, name="note", attrs={"detail": text})
@@ -38,7 +44,7 @@ def test_planted_keys_never_reach_disk() -> None:
     audit_log_for(settings).append(
         {"ts": 1.0, "question": text, "context_raw": text, "members": [{"x": text}]}
     )
-    excerpt = traces.bundle_excerpt(trace_id, 100_000)
+    excerpt = traces.bundle_excerpt("local", trace_id, 100_000)
     assert excerpt is not None and SHAPED not in excerpt
 
     written = [p for p in Path(settings.state_dir).rglob("*") if p.is_file()]
@@ -48,3 +54,4 @@ def test_planted_keys_never_reach_disk() -> None:
         assert SHAPED.encode() not in data, path
         assert CONFIGURED.encode() not in data, path
         assert b"PLANTEDplanted" not in data, path
+    assert context.db.path.exists() and hub.db.path.exists()

@@ -28,7 +28,7 @@ def stats_of(tmp_path: Path) -> Stats:
         trail = AuditTrail(AuditLog(tmp_path / f"log{next(logs)}" / "decisions.jsonl", max_bytes=10_000_000))
         for record in records:
             trail.append(AuditRecord.model_validate(record))
-        return dict(trail.stats(**{"now": NOW, **query}))
+        return dict(trail.stats("local", **{"now": NOW, **query}))
 
     return compute
 
@@ -191,7 +191,7 @@ def test_lines_that_are_not_audit_records_are_skipped(tmp_path: Path) -> None:
     with open(log.path, "ab") as handle:
         handle.write(b"not json\n[1, 2]\n")
     log.append(rec(status="error", kind="timeout"))
-    totals = AuditTrail(log).stats(now=NOW)["totals"]
+    totals = AuditTrail(log).stats("local", now=NOW)["totals"]
     assert totals["calls"] == 2 and totals["ok"] == 1 and totals["errors"] == 1
 
 
@@ -199,7 +199,7 @@ def test_stats_still_answer_when_the_index_beside_the_log_cannot_be_opened(tmp_p
     log = AuditLog(tmp_path / "decisions.jsonl", max_bytes=10_000_000)
     log.append(rec())
     (tmp_path / "decisions.index.db").mkdir()  # no database can be opened at that path
-    out = AuditTrail(log).stats(now=NOW)
+    out = AuditTrail(log).stats("local", now=NOW)
     assert out["totals"]["calls"] == 1 and bucket(out, "glm-5.2")["ok"] == 1
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from ask_fable.config import Settings, load_settings
 from ask_fable.stores.records import TraceRecord
-from ask_fable.stores.traces import TraceStore, new_trace_id, valid_trace_id
+from ask_fable.stores.trace_ids import new_trace_id, valid_trace_id
+from ask_fable.stores.traces import TraceStore
 
 
 @pytest.fixture
@@ -45,21 +46,21 @@ def test_new_trace_ids_are_unique_sortable_and_valid() -> None:
 def test_record_then_get_returns_ordered_events_and_fields(settings: Settings) -> None:
     store = TraceStore(settings)
     store.record(_trace(1, cached=True, providers=["glm", "kimi"]))
-    got = store.get(_trace(1).trace_id)
+    got = store.get("local", _trace(1).trace_id)
     assert got is not None
     assert got["tool"] == "ask_glm" and got["cached"] is True and got["providers"] == ["glm", "kimi"]
     assert [e["name"] for e in got["events"]] == ["start", "end"]
     assert got["events"][0]["attrs"] == {"n": 1} and got["events"][1]["t_ms"] == 5.5
     assert got["artifacts"] == {"bundle": None}
-    assert store.get("ffffffffffffffffffffffff") is None
-    assert store.get("../x") is None
+    assert store.get("local", "ffffffffffffffffffffffff") is None
+    assert store.get("local", "../x") is None
 
 
 def test_record_twice_replaces_the_trace(settings: Settings) -> None:
     store = TraceStore(settings)
     store.record(_trace(1))
     store.record(_trace(1, status="error", events=[{"t_ms": 1, "name": "only", "attrs": {}}]))
-    got = store.get(_trace(1).trace_id)
+    got = store.get("local", _trace(1).trace_id)
     assert got is not None and got["status"] == "error" and [e["name"] for e in got["events"]] == ["only"]
     assert store.count() == 1
 
@@ -75,33 +76,35 @@ def test_list_is_newest_first_without_events_and_filters(settings: Settings) -> 
             session="s2" if i >= 8 else "s1",
             project="p2" if i == 3 else "p1",
         ))
-    rows = store.list()
+    rows = store.list("local")
     assert [r["trace_id"][:12] for r in rows] == [f"{i:012x}" for i in range(9, -1, -1)]
     assert all("events" not in r for r in rows)
-    assert [r["ts"] for r in store.list(tool="ask_kimi")] == [1_700_000_000.0 + i for i in (8, 6, 4, 2, 0)]
-    assert [r["status"] for r in store.list(status="error")] == ["error"]
-    kimi = [int(r["trace_id"][:12], 16) for r in store.list(provider="kimi")]
+    kimi_times = [r["ts"] for r in store.list("local", tool="ask_kimi")]
+    assert kimi_times == [1_700_000_000.0 + i for i in (8, 6, 4, 2, 0)]
+    assert [r["status"] for r in store.list("local", status="error")] == ["error"]
+    kimi = [int(r["trace_id"][:12], 16) for r in store.list("local", provider="kimi")]
     assert kimi == [8, 6, 4, 2, 0]
-    glm = [int(r["trace_id"][:12], 16) for r in store.list(provider="glm")]
+    glm = [int(r["trace_id"][:12], 16) for r in store.list("local", provider="glm")]
     assert glm == [9, 7, 5, 4, 3, 1]
-    assert len(store.list(session="s2")) == 2
-    assert [int(r["trace_id"][:12], 16) for r in store.list(project="p2")] == [3]
-    assert len(store.list(limit=3)) == 3
+    assert len(store.list("local", session="s2")) == 2
+    assert [int(r["trace_id"][:12], 16) for r in store.list("local", project="p2")] == [3]
+    assert len(store.list("local", limit=3)) == 3
 
 
 def test_before_pages_by_trace_id_or_timestamp(settings: Settings) -> None:
     store = TraceStore(settings)
     for i in range(6):
         store.record(_trace(i))
-    page1 = store.list(limit=2)
-    page2 = store.list(limit=2, before=page1[-1]["trace_id"])
-    page3 = store.list(limit=2, before=page2[-1]["trace_id"])
+    page1 = store.list("local", limit=2)
+    page2 = store.list("local", limit=2, before=page1[-1]["trace_id"])
+    page3 = store.list("local", limit=2, before=page2[-1]["trace_id"])
     ids = [r["trace_id"] for r in page1 + page2 + page3]
     assert len(set(ids)) == 6
-    assert [r["ts"] for r in store.list(before=1_700_000_002.0)] == [1_700_000_001.0, 1_700_000_000.0]
-    assert [r["ts"] for r in store.list(before="1700000001")] == [1_700_000_000.0]
-    assert store.list(before="ffffffffffffffffffffffff") == []
-    glm_page = store.list(provider="glm", limit=2, before=page1[-1]["trace_id"])
+    earlier = store.list("local", before=1_700_000_002.0)
+    assert [r["ts"] for r in earlier] == [1_700_000_001.0, 1_700_000_000.0]
+    assert [r["ts"] for r in store.list("local", before="1700000001")] == [1_700_000_000.0]
+    assert store.list("local", before="ffffffffffffffffffffffff") == []
+    glm_page = store.list("local", provider="glm", limit=2, before=page1[-1]["trace_id"])
     assert [r["trace_id"] for r in glm_page] == [r["trace_id"] for r in page2]
 
 
@@ -112,7 +115,7 @@ def test_same_timestamp_pages_without_loss(settings: Settings) -> None:
     seen: list[str] = []
     before = None
     while True:
-        page = store.list(limit=2, before=before)
+        page = store.list("local", limit=2, before=before)
         if not page:
             break
         seen += [r["trace_id"] for r in page]
@@ -124,7 +127,7 @@ def test_event_attrs_are_redacted(settings: Settings) -> None:
     store = TraceStore(settings)
     planted = "sk-ant-api03-" + "Z" * 40
     store.record(_trace(1, events=[{"t_ms": 0, "name": "note", "attrs": {"detail": f"bad key {planted}"}}]))
-    got = store.get(_trace(1).trace_id)
+    got = store.get("local", _trace(1).trace_id)
     assert got is not None and planted not in json.dumps(got)
 
 
@@ -146,14 +149,14 @@ def test_bundle_is_redacted_private_and_excerpted(settings: Settings) -> None:
         "type": "end", "truncated": False, "content_bytes": lines[-1]["content_bytes"],
         "original_bytes": lines[-1]["original_bytes"],
     }
-    excerpt = store.bundle_excerpt(trace_id, 4000)
+    excerpt = store.bundle_excerpt("local", trace_id, 4000)
     assert excerpt is not None
     assert "## question\nwhy?" in excerpt and "## answer\nbecause [REDACTED]" in excerpt
     assert "## members" in excerpt and "kimi" in excerpt
-    assert len(store.bundle_excerpt(trace_id, 10) or "") == 10
-    assert store.bundle_excerpt(new_trace_id(), 100) is None
+    assert len(store.bundle_excerpt("local", trace_id, 10) or "") == 10
+    assert store.bundle_excerpt("local", new_trace_id(), 100) is None
     store.record(_trace(1, trace_id=trace_id))
-    got = store.get(trace_id)
+    got = store.get("local", trace_id)
     assert got is not None and got["artifacts"]["bundle"] == str(path)
 
 
@@ -168,7 +171,7 @@ def test_bundle_cap_truncates_and_records_it() -> None:
     assert end["type"] == "end" and end["truncated"] is True
     assert end["content_bytes"] <= 2000 and end["original_bytes"] > 10_000
     assert all(len(json.dumps(line)) < 1000 for line in lines)  # long strings were chunked
-    excerpt = store.bundle_excerpt(trace_id, 100_000)
+    excerpt = store.bundle_excerpt("local", trace_id, 100_000)
     assert excerpt is not None and "truncated" in excerpt and "T" * 10 not in excerpt
 
 
@@ -178,7 +181,7 @@ def test_long_string_round_trips_through_chunks() -> None:
     trace_id = new_trace_id()
     text = "".join(chr(ord("a") + i % 26) for i in range(5000))
     store.write_bundle(trace_id, {"answer": text})
-    assert store.bundle_excerpt(trace_id, 100_000) == f"## answer\n{text}\n"
+    assert store.bundle_excerpt("local", trace_id, 100_000) == f"## answer\n{text}\n"
 
 
 def test_oversized_lines_are_skipped_when_reading() -> None:
@@ -189,8 +192,9 @@ def test_oversized_lines_are_skipped_when_reading() -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     huge = json.dumps({"type": "item", "field": "answer", "value": "X" * 50_000})
     small = json.dumps({"type": "item", "field": "question", "value": "fine"})
-    path.write_text(f"{huge}\n{small}\nnot json\n")
-    assert store.bundle_excerpt(trace_id, 1000) == "## question\nfine\n"
+    header = json.dumps({"type": "header", "trace_id": trace_id})
+    path.write_text(f"{header}\n{huge}\n{small}\nnot json\n")
+    assert store.bundle_excerpt("local", trace_id, 1000) == "## question\nfine\n"
 
 
 def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,10 +208,10 @@ def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.
         store.record(trace)
         store.write_bundle(trace.trace_id, {"question": f"q{i}"})
         ids.append(trace.trace_id)
-    kept = {t["trace_id"] for t in store.list(limit=200)}
+    kept = {t["trace_id"] for t in store.list("local", limit=200)}
     assert len(kept) <= 10 and ids[-1] in kept and ids[0] not in kept
     assert not store.bundle_path(ids[0]).exists() and store.bundle_path(ids[-1]).exists()
-    assert store.get(ids[0]) is None
+    assert store.get("local", ids[0]) is None
 
 
 def test_a_zero_cap_keeps_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -217,4 +221,4 @@ def test_a_zero_cap_keeps_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
     store = TraceStore(load_settings(trace_max_rows=0))
     for i in range(12):
         store.record(_trace(i))
-    assert len(store.list(limit=200)) == 12
+    assert len(store.list("local", limit=200)) == 12

@@ -60,13 +60,33 @@ def test_keys_lifecycle() -> None:
     assert "shown only once" in created.stderr
     listed = run("keys", "list", "--json")
     rows = json.loads(listed.stdout)
-    assert [(r["id"], r["name"], r["scope"], r["active"]) for r in rows] == [(1, "laptop", "read", True)]
+    assert [(r["id"], r["name"], r["scope"], r["tenant"], r["active"]) for r in rows] == [
+        (1, "laptop", "read", "laptop", True)]
     assert key not in listed.stdout and key[4:] not in listed.stdout
     assert run("keys", "revoke", "1").returncode == 0
     assert json.loads(run("keys", "list", "--json").stdout)[0]["revoked_at"]
     missing = run("keys", "revoke", "99")
     assert missing.returncode == 1 and "no API key" in missing.stderr
-    assert run("keys", "create", "--name", "x", "--scope", "admin").returncode == 2
+    bad = run("keys", "create", "--name", "x", "--scope", "root")
+    assert bad.returncode == 2 and "use read, ask or admin" in bad.stderr
+
+
+def test_keys_create_takes_a_scope_and_a_tenant() -> None:
+    """Scopes are read, ask and admin (the former write reads as ask); the tenant defaults to one made
+    from the name, and reserved or malformed tenants are refused."""
+    made = [json.loads(run("keys", "create", "--json", *args).stdout) for args in (
+        ("--name", "Alice Smith"),
+        ("--name", "ci bot", "--scope", "read", "--tenant", "platform"),
+        ("--name", "ops", "--scope", "admin", "--tenant", "platform"),
+        ("--name", "old script", "--scope", "write"),
+    )]
+    assert [(k["scope"], k["tenant"]) for k in made] == [
+        ("ask", "alice-smith"), ("read", "platform"), ("admin", "platform"), ("ask", "old-script")]
+    for tenant in ("*", "shared", "Has Spaces"):
+        refused = run("keys", "create", "--name", "x", "--tenant", tenant)
+        assert refused.returncode == 1 and tenant in refused.stderr
+    table = run("keys", "list").stdout
+    assert "TENANT" in table and "platform" in table
 
 
 def test_a_tool_command_prints_text_or_json() -> None:
@@ -354,5 +374,5 @@ def test_help_states_defaults_and_the_command_line_syntax() -> None:
 
 def test_the_tools_table_has_a_header() -> None:
     lines = run("tools").stdout.splitlines()
-    assert lines[0].split() == ["TOOL", "FAMILY", "COMMAND", "NOTES"]
-    assert lines[1].split()[:4] == ["ask_fable_help", "core", "ask-fable", "help"]
+    assert lines[0].split() == ["TOOL", "FAMILY", "COMMAND", "SCOPE", "NOTES"]
+    assert lines[1].split()[:5] == ["ask_fable_help", "core", "ask-fable", "help", "read"]

@@ -1,4 +1,4 @@
-"""The HTTP guard: Host/Origin checks, bearer keys, body cap and read scope, ahead of the MCP app."""
+"""The HTTP guard: Host/Origin checks, bearer keys, body cap and key scopes, ahead of the MCP app."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from ask_fable.stores.keys import KeyStore
 from ask_fable.surface.http_app import (
     HttpGuard,
     HttpOptions,
+    ToolCall,
     host_allowed,
     origin_allowed,
     query_has_credential,
@@ -47,18 +48,19 @@ def keys(tmp_path: Path) -> KeyStore:
 
 
 def _client(inner: Recorder, keys: KeyStore, **options: Any) -> httpx2.AsyncClient:
-    guard = HttpGuard(inner, keys=keys, read_only_tools=frozenset({"ask_fable_help", "trace_list"}),
-                      options=HttpOptions(**options))
+    scopes = {"ask_fable_help": "read", "trace_list": "read", "ask_council": "ask", "context_write": "ask",
+              "configure_tracing": "admin"}
+    guard = HttpGuard(inner, keys=keys, tool_scopes=scopes, options=HttpOptions(**options))
     return httpx2.AsyncClient(transport=httpx2.ASGITransport(app=guard), base_url="http://127.0.0.1:8765")
 
 
-def _call(name: str, request_id: int = 1) -> dict[str, Any]:
-    params = {"name": name, "arguments": {}}
+def _call(name: str, request_id: int = 1, **arguments: Any) -> dict[str, Any]:
+    params = {"name": name, "arguments": arguments}
     return {"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params}
 
 
 async def test_a_valid_key_reaches_the_mcp_app_without_its_authorization_header(keys: KeyStore) -> None:
-    _, key = keys.create("ci", "write")
+    _, key = keys.create("ci", "ask")
     inner = Recorder()
     async with _client(inner, keys) as client:
         response = await client.post("/mcp", json=_call("ask_council"),
@@ -74,7 +76,7 @@ async def test_a_valid_key_reaches_the_mcp_app_without_its_authorization_header(
 @pytest.mark.parametrize("authorization",
                          [None, "Bearer", "Basic abc", "Bearer afk_" + "z" * 32, "Bearer nope"])
 async def test_missing_or_wrong_keys_get_401(keys: KeyStore, authorization: str | None) -> None:
-    keys.create("ci", "write")
+    keys.create("ci", "ask")
     inner = Recorder()
     headers = {"Authorization": authorization} if authorization else {}
     async with _client(inner, keys) as client:
@@ -86,7 +88,7 @@ async def test_missing_or_wrong_keys_get_401(keys: KeyStore, authorization: str 
 
 
 async def test_a_revoked_key_gets_401(keys: KeyStore) -> None:
-    record, key = keys.create("ci", "write")
+    record, key = keys.create("ci", "ask")
     keys.revoke(record.id)
     async with _client(Recorder(), keys) as client:
         response = await client.post("/mcp", json=_call("ask_fable_help"),
@@ -97,7 +99,7 @@ async def test_a_revoked_key_gets_401(keys: KeyStore) -> None:
 
 @pytest.mark.parametrize("query", ["api_key={key}", "token={key}", "x={key}", "key=whatever"])
 async def test_a_key_in_the_query_string_is_never_accepted(keys: KeyStore, query: str) -> None:
-    _, key = keys.create("ci", "write")
+    _, key = keys.create("ci", "ask")
     inner = Recorder()
     async with _client(inner, keys) as client:
         alone = await client.post(f"/mcp?{query.format(key=key)}", json=_call("ask_fable_help"))
@@ -121,7 +123,7 @@ async def test_a_read_key_may_list_and_call_read_only_tools(keys: KeyStore) -> N
     assert len(inner.scopes) == 2
 
 
-async def test_a_read_key_on_a_write_tool_gets_403_naming_the_rule(keys: KeyStore) -> None:
+async def test_a_read_key_on_an_ask_tool_gets_403_naming_the_scope_needed(keys: KeyStore) -> None:
     _, key = keys.create("viewer", "read")
     inner = Recorder()
     headers = {"Authorization": f"Bearer {key}"}
@@ -132,15 +134,39 @@ async def test_a_read_key_on_a_write_tool_gets_403_naming_the_rule(keys: KeyStor
     assert single.status_code == 403
     error = single.json()
     assert error["id"] == 7
-    assert "read scope" in error["error"]["message"] and "ask_council" in error["error"]["message"]
+    message = error["error"]["message"]
+    assert "read scope" in message and "'ask_council' needs ask scope" in message
+    assert error["error"]["data"] == {"required_scope": "ask", "key_scope": "read", "tool": "ask_council"}
     assert batch.status_code == 403 and "context_write" in batch.json()["error"]["message"]
     assert inner.scopes == []
+
+
+async def test_only_an_admin_key_configures_or_names_another_tenant(keys: KeyStore) -> None:
+    _, asker = keys.create("alice", "ask")
+    _, admin = keys.create("ops", "admin")
+    inner = Recorder()
+    async with _client(inner, keys) as client:
+        async def post(key: str, body: dict[str, Any]) -> httpx2.Response:
+            return await client.post("/mcp", json=body, headers={"Authorization": f"Bearer {key}"})
+
+        configure = await post(asker, _call("configure_tracing"))
+        foreign = await post(asker, _call("trace_list", tenant="bob"))
+        every = await post(asker, _call("trace_list", tenant="*"))
+        own = await post(asker, _call("trace_list", tenant="alice"))
+        admin_calls = [await post(admin, body) for body in (
+            _call("configure_tracing"), _call("trace_list", tenant="bob"), _call("trace_list", tenant="*"))]
+    assert configure.status_code == 403 and configure.json()["error"]["data"]["required_scope"] == "admin"
+    for refused in (foreign, every):
+        assert refused.status_code == 403
+        assert "another tenant's data) needs admin scope" in refused.json()["error"]["message"]
+    assert own.status_code == 200
+    assert [r.status_code for r in admin_calls] == [200, 200, 200]
 
 
 @pytest.mark.parametrize("host",
                          ["evil.example", "evil.example:8765", "127.0.0.1.evil.example", "localhost.evil:80"])
 async def test_a_hostile_host_gets_421(keys: KeyStore, host: str) -> None:
-    _, key = keys.create("ci", "write")
+    _, key = keys.create("ci", "ask")
     async with _client(Recorder(), keys) as client:
         response = await client.post("/mcp", json=_call("ask_fable_help"),
                                      headers={"Authorization": f"Bearer {key}", "Host": host})
@@ -148,7 +174,7 @@ async def test_a_hostile_host_gets_421(keys: KeyStore, host: str) -> None:
 
 
 async def test_a_hostile_origin_gets_403(keys: KeyStore) -> None:
-    _, key = keys.create("ci", "write")
+    _, key = keys.create("ci", "ask")
     async with _client(Recorder(), keys) as client:
         response = await client.post("/mcp", json=_call("ask_fable_help"),
                                      headers={"Authorization": f"Bearer {key}", "Origin": "http://evil.example"})
@@ -159,10 +185,10 @@ async def test_a_hostile_origin_gets_403(keys: KeyStore) -> None:
 
 
 async def test_host_checks_apply_on_a_wildcard_bind_too(keys: KeyStore) -> None:
-    _, key = keys.create("ci", "write")
+    _, key = keys.create("ci", "ask")
     auth = {"Authorization": f"Bearer {key}"}
     inner = Recorder()
-    guard = HttpGuard(inner, keys=keys, read_only_tools=frozenset(),
+    guard = HttpGuard(inner, keys=keys, tool_scopes={},
                       options=HttpOptions(host="0.0.0.0", allowed_hosts=("mcp.example.com",),
                                           allowed_origins=("https://app.example.com",)))
     transport = httpx2.ASGITransport(app=guard)
@@ -176,7 +202,7 @@ async def test_host_checks_apply_on_a_wildcard_bind_too(keys: KeyStore) -> None:
 
 
 async def test_an_oversized_body_gets_413(keys: KeyStore) -> None:
-    _, key = keys.create("ci", "write")
+    _, key = keys.create("ci", "ask")
     inner = Recorder()
     auth = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
@@ -234,6 +260,8 @@ def test_credential_detection_in_query_strings() -> None:
 
 
 def test_tool_calls_reads_single_messages_and_batches() -> None:
-    assert tool_calls(_call("a", 3)) == [(3, "a")]
-    assert tool_calls([_call("a", 1), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]) == [(1, "a")]
-    assert tool_calls({"method": "tools/call", "params": "junk"}) == [(None, "None")]
+    assert tool_calls(_call("a", 3)) == [ToolCall(3, "a", None)]
+    assert tool_calls(_call("a", 3, tenant="bob")) == [ToolCall(3, "a", "bob")]
+    assert tool_calls([_call("a", 1), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]) == [
+        ToolCall(1, "a", None)]
+    assert tool_calls({"method": "tools/call", "params": "junk"}) == [ToolCall(None, "None", None)]

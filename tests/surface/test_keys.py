@@ -21,10 +21,10 @@ def store(tmp_path: Path) -> KeyStore:
 
 
 def test_a_new_key_has_the_documented_shape(store: KeyStore) -> None:
-    record, key = store.create("ci", "write")
+    record, key = store.create("ci", "ask")
     assert KEY_SHAPE.fullmatch(key)
     assert record.prefix == key[:10]
-    assert record.scope == "write" and record.name == "ci"
+    assert record.scope == "ask" and record.name == "ci" and record.tenant == "ci"
     assert record.created_at and record.last_used_at is None and record.revoked_at is None
 
 
@@ -90,9 +90,14 @@ def test_list_shows_every_key_without_secrets(store: KeyStore) -> None:
     assert b.active
 
 
+def test_the_former_write_scope_creates_an_ask_key(store: KeyStore) -> None:
+    record, _ = store.create("script", "write")
+    assert record.scope == "ask"
+
+
 def test_bad_scope_and_empty_name_are_refused(store: KeyStore) -> None:
     with pytest.raises(BadArgs, match="scope"):
-        store.create("ci", "admin")
+        store.create("ci", "root")
     with pytest.raises(BadArgs, match="name"):
         store.create("  ", "read")
 

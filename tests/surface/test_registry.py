@@ -34,6 +34,14 @@ def test_every_schema_is_a_valid_object_schema() -> None:
 
 
 def test_every_tool_has_a_description_and_consistent_annotations() -> None:
+    """Read-only tools are never destructive; a read-only tool that is not idempotent asks a model
+    (each call is a new answer), so it is open-world; a tool asking one backend is open-world.
+    Whether each tool does what its annotations say is checked by calling it
+    (``tests/e2e/test_tool_annotations.py``)."""
     for spec in all_tools():
         assert spec.description.strip()
         assert not (spec.read_only and spec.destructive), spec.name
+        if spec.read_only and not spec.idempotent:
+            assert spec.open_world, spec.name
+        if spec.backend is not None:
+            assert spec.open_world, spec.name

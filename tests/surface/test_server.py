@@ -19,10 +19,7 @@ from tests.fakes.fixtures import (
     child_pids,
     claude_cli_env,
     claude_with_a_child,
-    fake_provider,
 )
-
-__all__ = ["fake_provider"]
 
 
 @pytest.mark.parametrize("mode", ["legacy", None])
@@ -65,18 +62,18 @@ def test_instructions_fit_in_two_kilobytes() -> None:
 
 @pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 async def test_the_servers_lifespan_closes_everything_the_app_opened(
-    fake_provider: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """When the server ends: the pooled HTTP client is closed, the warm Claude CLI and what it
     spawned are gone, and no SQLite connection is left open."""
     cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
-    for name, value in claude_cli_env(fake_provider.base_url, tmp_path / "claude-home").items():
+    for name, value in claude_cli_env(fp.base_url, tmp_path / "claude-home").items():
         monkeypatch.setenv(name, value)
     sidecar = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
-    fake_provider.enqueue("anthropic", text=f"Warm answer.\n\n{sidecar}", match="claude-fable-5-1")
-    fake_provider.enqueue("anthropic", text=f"GLM answer.\n\n{sidecar}", match="glm-5.2")
+    fp.enqueue("anthropic", text=f"Warm answer.\n\n{sidecar}", match="claude-fable-5-1")
+    fp.enqueue("anthropic", text=f"GLM answer.\n\n{sidecar}", match="glm-5.2")
     app = App(load_settings(claude_cli=str(cli), glm_api_key="glm-key-0123456789",
-                            glm_base_url=fake_provider.base_url, cache=False))
+                            glm_base_url=fp.base_url, cache=False))
     async with Client(build_server(app, toolsets=["default", "single"])) as client:
         warm = await client.call_tool("ask", {"question": "Is the queue bounded?", "session": "s1"})
         glm = await client.call_tool("ask_glm", {"question": "Is the queue bounded?"})
@@ -97,6 +94,7 @@ async def test_the_servers_lifespan_closes_everything_the_app_opened(
 
 
 async def test_an_error_carrying_extra_context_still_matches_the_schema() -> None:
+    from ask_fable.access import ASKS
     from ask_fable.errors import UpstreamError
     from ask_fable.surface.registry import ToolSpec
     from ask_fable.surface.server import AskFableServer
@@ -106,7 +104,7 @@ async def test_an_error_carrying_extra_context_still_matches_the_schema() -> Non
         raise UpstreamError("the CLI exited with status 3", binary="mmx", exit_code=3)
 
     server = AskFableServer(App(), ["core"])
-    server._specs = {"boom": ToolSpec("boom", "core", "fails", HelpArgs, HelpResult, failing)}
+    server._specs = {"boom": ToolSpec("boom", "core", "fails", HelpArgs, HelpResult, failing, ASKS)}
     async with Client(server) as client:
         result = await client.call_tool("boom", {})
     payload = dict(result.structured_content)

@@ -4,13 +4,14 @@ Everything else (the single-shot route in :mod:`.claude_sdk`, the warm sessions 
 :mod:`.claude_sessions`) goes through what is here:
 
 - :func:`build_options`: no tools for the model, no user settings, one turn per prompt, a
-  private working directory;
+  private working directory, and no session persistence: Claude Code writes no transcript of our
+  calls under ``~/.claude/projects`` (conversations are kept in ask-fable's own store);
 - the transport: the Claude Code CLI started by the subprocess runner
   (:func:`~ask_fable.backends.subprocess_runner.open_session_process`), in its own process
   session with the allow-listed environment, its whole group ended on close (so nothing the
   CLI spawned outlives it). Closed mid-turn (a deadline, a cancelled call) the group is killed at
-  once; closed between turns the CLI first gets :data:`GRACEFUL_CLOSE_S` seconds to save its
-  session file;
+  once; closed between turns the CLI first gets :data:`GRACEFUL_CLOSE_S` seconds to exit on its
+  own;
 - :class:`Conversation` (a warm client) and :func:`run_query` (one prompt on a fresh CLI);
 - :class:`TurnCollector`, which folds one turn's messages into a :class:`Reply`, and
   :func:`map_sdk_error`, which translates the SDK's exceptions into :mod:`ask_fable.errors`.
@@ -28,7 +29,7 @@ import importlib.util
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
@@ -47,11 +48,11 @@ from ask_fable.backends.claude_common import (
 from ask_fable.errors import AskFableError, BinaryMissing, UpstreamError
 
 if TYPE_CHECKING:
-    from claude_agent_sdk import ClaudeAgentOptions
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Message, ResultMessage
 
     from ask_fable.config import Settings
 
-#: Seconds a CLI closed between turns may take to exit on its own (it saves its session file).
+#: Seconds a CLI closed between turns may take to exit on its own before its group is ended.
 GRACEFUL_CLOSE_S = 5.0
 #: Bytes one message line from the CLI may hold, unless the options set another bound.
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -73,11 +74,9 @@ def build_options(
     system: str,
     cli_path: str,
     stderr: StderrTail,
-    persist: bool = False,
-    resume: str | None = None,
-    resume_at: str | None = None,
 ) -> ClaudeAgentOptions:
-    """Agent SDK options for one conversation: no tools, no user settings, one turn per prompt."""
+    """Agent SDK options for one conversation: no tools, no user settings, one turn per prompt, no
+    transcript left on disk."""
     try:
         from claude_agent_sdk import ClaudeAgentOptions
     except ImportError as exc:  # pragma: no cover - claude-agent-sdk is a dependency
@@ -93,10 +92,9 @@ def build_options(
         cli_path=cli_path,
         stderr=stderr,
         include_partial_messages=settings.stream_reasoning,
-        # Single shots leave no transcript behind; sessions keep one so they can resume.
-        extra_args={} if persist else {"no-session-persistence": None},
-        resume=resume,
-        resume_session_at=resume_at if resume else None,
+        # Claude Code would otherwise keep an unredacted transcript of every call in the user's
+        # ~/.claude/projects; a conversation's truth is ask-fable's own store.
+        extra_args={"no-session-persistence": None},
     )
 
 
@@ -290,10 +288,28 @@ def make_transport(options: ClaudeAgentOptions) -> Any:
 # --- conversations ------------------------------------------------------------------------------
 
 
+class OwnTransport(Protocol):
+    """What a conversation reads of the transport :func:`make_transport` returns."""
+
+    @property
+    def pid(self) -> int | None:
+        """The CLI's pid, None before it started."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """False once the CLI process is known to have exited."""
+        ...
+
+    async def close(self) -> None:
+        """End the CLI's process group."""
+        ...
+
+
 class Conversation:
     """One warm Claude Code CLI, kept open between turns."""
 
-    def __init__(self, client: Any, transport: Any) -> None:
+    def __init__(self, client: ClaudeSDKClient, transport: OwnTransport) -> None:
         self._client = client
         self._transport = transport
 
@@ -315,14 +331,15 @@ class Conversation:
     @property
     def pid(self) -> int | None:
         """The CLI's pid (its process group id)."""
-        return self._transport.pid
+        pid: int | None = self._transport.pid
+        return pid
 
     @property
     def alive(self) -> bool:
         """False once the CLI is known to have exited."""
-        return bool(self._transport.alive)
+        return self._transport.alive
 
-    async def turn(self, prompt: str) -> AsyncIterator[Any]:
+    async def turn(self, prompt: str) -> AsyncIterator[Message]:
         """Send ``prompt`` and yield the turn's messages up to its result."""
         await self._client.query(prompt)
         async for message in self._client.receive_response():
@@ -337,7 +354,8 @@ class Conversation:
                 await self._transport.close()
 
 
-async def run_query(prompt: str, options: ClaudeAgentOptions, feed: Callable[[Any], Awaitable[Any]]) -> None:
+async def run_query(prompt: str, options: ClaudeAgentOptions,
+                    feed: Callable[[Message], Awaitable[object]]) -> None:
     """One prompt on a fresh CLI through the SDK's ``query()``; each message goes to ``feed``.
 
     The stream is read to its natural end: the SDK's nested generators only close their CLI when
@@ -366,11 +384,11 @@ class TurnCollector:
         self.thinking: list[str] = []
         self.error: str | None = None
         self.error_text: str | None = None
-        self.result: Any = None
+        self.result: ResultMessage | None = None
         self.last_uuid: str | None = None
         self.answered_model: str | None = None
 
-    async def feed(self, message: Any) -> bool:
+    async def feed(self, message: Message) -> bool:
         """Take one message; ``True`` once the turn's ``ResultMessage`` arrived."""
         from claude_agent_sdk import AssistantMessage, ResultMessage, StreamEvent, TextBlock, ThinkingBlock
 
@@ -402,7 +420,7 @@ class TurnCollector:
     @property
     def session_id(self) -> str | None:
         """The CLI session the turn belongs to."""
-        return getattr(self.result, "session_id", None)
+        return self.result.session_id if self.result is not None else None
 
     def reply(self) -> Reply:
         """The turn's reply; raises the mapped error when the turn failed or never finished."""
@@ -423,7 +441,7 @@ class TurnCollector:
             session_id=result.session_id,
         )
 
-    def _result_error(self, result: Any) -> AskFableError:
+    def _result_error(self, result: ResultMessage) -> AskFableError:
         status = result.api_error_status
         message = result.result or "; ".join(result.errors or []) or self.error_text or result.subtype
         detail = redact_text(f"{self.model}: {message}", self._settings)

@@ -2,7 +2,8 @@
 
 ``POST {base}/v1/messages`` with ``x-api-key`` and ``anthropic-version``, streamed as server-sent
 events so thinking is forwarded live and long answers never sit idle. Effort maps onto the
-extended-thinking budget; an unset effort leaves thinking to the provider's default.
+extended-thinking budget; an unset effort leaves thinking to the provider's default. A conversation's
+earlier exchanges travel as alternating user and assistant messages.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ask_fable.backends.http_client import (
     iter_events,
     loads_object,
     normalize_effort,
+    object_field,
     provider_message,
     scrub,
     usage_from,
@@ -52,7 +54,7 @@ class AnthropicMessagesOracle(HttpOracle):
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": request.chat_messages(),
             "stream": True,
         }
         if request.system:
@@ -99,7 +101,7 @@ class AnthropicMessagesOracle(HttpOracle):
         text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
         thinking = "".join(b.get("thinking", "") for b in content
                            if isinstance(b, dict) and b.get("type") == "thinking")
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = object_field(data, "usage")
         return self._reply(text, thinking, usage, data.get("stop_reason"), effort)
 
     async def _read_stream(self, response: httpx2.Response, sink: EventSink, effort: str | None) -> Reply:

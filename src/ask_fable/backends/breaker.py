@@ -20,10 +20,13 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import CircuitOpen
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half_open"
 
@@ -36,6 +39,17 @@ class _Circuit:
     probe_started: float | None = None
     #: ``kind: detail`` of the last recorded failure (already redacted by the caller).
     last_error: str | None = None
+
+
+class CircuitSnapshot(TypedDict):
+    """One key's circuit as :meth:`CircuitBreaker.snapshot` reports it."""
+
+    state: str
+    samples: int
+    error_rate: float
+    #: When it opened, on the clock's monotonic time.
+    opened_at: float | None
+    last_error: str | None
 
 
 class CircuitBreaker:
@@ -60,7 +74,7 @@ class CircuitBreaker:
         self._circuits: dict[str, _Circuit] = {}
 
     @classmethod
-    def from_settings(cls, settings: Any, clock: Clock = SYSTEM_CLOCK) -> CircuitBreaker:
+    def from_settings(cls, settings: Settings, clock: Clock = SYSTEM_CLOCK) -> CircuitBreaker:
         """A breaker configured by ``ASK_FABLE_CIRCUIT_BREAKER`` / ``_BREAKER_*``, on ``clock``."""
         return cls(
             window=settings.breaker_window,
@@ -160,11 +174,11 @@ class CircuitBreaker:
             circuit = self._circuits.get(key)
             return CLOSED if circuit is None else circuit.state
 
-    def snapshot(self) -> dict[str, dict[str, Any]]:
+    def snapshot(self) -> dict[str, CircuitSnapshot]:
         """Per key: ``state``, ``samples``, ``error_rate``, ``opened_at`` (the clock's monotonic time) and
         ``last_error``."""
         with self._lock:
-            out = {}
+            out: dict[str, CircuitSnapshot] = {}
             for key, circuit in self._circuits.items():
                 samples = len(circuit.outcomes)
                 out[key] = {

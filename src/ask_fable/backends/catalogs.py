@@ -35,13 +35,16 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict
 
+from ask_fable.backends.base import is_effort
 from ask_fable.backends.http_client import (
     RetryPolicy,
     join_url,
     loads_object,
+    object_field,
     send,
+    text_field,
     versioned_url,
 )
 from ask_fable.clock import SYSTEM_CLOCK, Clock
@@ -61,7 +64,25 @@ FETCH_TIMEOUT = 15.0
 CATALOG_RETRY = RetryPolicy(attempts=2, base_delay=0.25, max_delay=1.0)
 MIN_LIMIT, MAX_LIMIT = 2, 8
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-EFFORT_CHOICES = (
+class PickerOption(TypedDict):
+    """One choice of a picker: the value sent back, its label and a one-line description."""
+
+    value: str
+    label: str
+    description: str
+
+
+class Picker(TypedDict):
+    """A model + effort picker offered with a catalog listing."""
+
+    title: str
+    models: list[PickerOption]
+    efforts: list[PickerOption]
+    default_model: str | None
+    default_effort: str
+
+
+EFFORT_CHOICES: tuple[PickerOption, ...] = (
     {"value": "quick", "label": "Quick", "description": "Low reasoning effort: fastest and cheapest."},
     {"value": "standard", "label": "Standard", "description": "Medium reasoning effort: balanced."},
     {"value": "deep", "label": "Deep", "description": "High reasoning effort: slowest, most thorough."},
@@ -294,14 +315,14 @@ def parse_model(entry: Any) -> CatalogModel | None:
     model_id = _first(entry, "id", "model", "model_id", "name")
     if not isinstance(model_id, str) or not model_id.strip() or not _is_text_model(entry):
         return None
-    pricing = entry.get("pricing") if isinstance(entry.get("pricing"), dict) else {}
+    pricing = object_field(entry, "pricing")
     prompt = _per_million(_first(pricing, "prompt", "input", "input_price", "input_per_million")
                           if pricing else _first(entry, "input_price", "prompt_price"))
     completion = _per_million(_first(pricing, "completion", "output", "output_price", "output_per_million")
                               if pricing else _first(entry, "output_price", "completion_price"))
     if (prompt is not None and prompt < 0) or (completion is not None and completion < 0):
         return None  # dynamic routers price per call, not per token
-    top = entry.get("top_provider") if isinstance(entry.get("top_provider"), dict) else {}
+    top = object_field(entry, "top_provider")
     context = _number(_first(entry, "context_length", "context_window", "max_context_length",
                              "contextLength", "max_model_len", "context") or top.get("context_length"))
     params = _string_list(entry.get("supported_parameters"))
@@ -313,7 +334,7 @@ def parse_model(entry: Any) -> CatalogModel | None:
         efforts = [str(e) for e in listed] if isinstance(listed, list) and listed else None
     reasoning = bool(reasoning_info) or bool(entry.get("supports_reasoning")) or any(
         "reason" in item.lower() or "thinking" in item.lower() for item in [*params, *tags])
-    description = entry.get("description") if isinstance(entry.get("description"), str) else ""
+    description = text_field(entry, "description")
     return CatalogModel(
         id=model_id.strip(),
         name=str(_first(entry, "name", "display_name", "displayName") or model_id).strip(),
@@ -423,14 +444,14 @@ def rank(models: list[CatalogModel], task: str = "", limit: int = 5) -> list[Cat
     return chosen
 
 
-def build_picker(provider: str, shortlist: list[CatalogModel], default_effort: str | None) -> dict[str, Any]:
+def build_picker(provider: str, shortlist: list[CatalogModel], default_effort: str | None) -> Picker:
     """Model options (label + description) and the quick/standard/deep effort options."""
     return {
         "title": f"Choose the {provider} model and reasoning effort",
         "models": [{"value": m.id, "label": m.name, "description": m.describe()} for m in shortlist],
-        "efforts": [dict(choice) for choice in EFFORT_CHOICES],
+        "efforts": [PickerOption(**choice) for choice in EFFORT_CHOICES],
         "default_model": shortlist[0].id if shortlist else None,
-        "default_effort": default_effort if default_effort in ("quick", "standard", "deep") else "standard",
+        "default_effort": default_effort if is_effort(default_effort) else "standard",
     }
 
 
@@ -467,9 +488,19 @@ def atlas_catalog_url(base_url: str) -> str:
     return versioned_url(base_url, "models")
 
 
+class CatalogOrigin(TypedDict, total=False):
+    """Where a catalog came from: fetched now, or the cache (how old, and why a stale one)."""
+
+    cached: Required[bool]
+    fetched: Required[bool]
+    age_s: float
+    stale: bool
+    warning: str
+
+
 async def _catalog(url: str, label: str, refresh: bool, timeout: float,
                    transport: httpx2.AsyncBaseTransport | None, resources: Resources,
-                   max_age: float | None = None) -> tuple[list[CatalogModel] | None, dict]:
+                   max_age: float | None = None) -> tuple[list[CatalogModel] | None, CatalogOrigin]:
     """The parsed catalog at ``url`` and facts about where it came from.
 
     ``refresh`` fetches, unless ``max_age`` allows a catalog fetched that recently; without

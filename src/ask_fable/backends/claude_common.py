@@ -24,12 +24,15 @@ from typing import TYPE_CHECKING, Any
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamError
 
 if TYPE_CHECKING:
-    from ask_fable.backends.base import EventSink, Reply, Usage
+    from ask_fable.backends.base import EventSink, Reply
     from ask_fable.config import Settings
+    from ask_fable.values import Usage
 
 #: Newest first; an unpinned ``fable`` walks it until a model answers.
 FABLE_LADDER: tuple[str, ...] = ("claude-fable-5-1", "claude-fable-5")
 FABLE51_MODEL = "claude-fable-5-1"
+#: The ``max_tokens`` Claude Code asks for: the room a conversation leaves for each answer.
+CLAUDE_REPLY_TOKENS = 32_000
 TOKENS: tuple[str, ...] = ("fable", "fable51", "opus")
 
 #: Keep the CLI to the one model request: no update checks, telemetry, titles or hello pings.
@@ -163,10 +166,8 @@ async def run_ladder(
 
 def redact_text(text: str, settings: Settings | None = None) -> str:
     """Remove secrets from text headed for an error detail or a log."""
-    try:
-        from ask_fable.stores.redact import redact
-    except ImportError:  # pragma: no cover - the stores package ships with the project
-        return re.sub(r"sk-[A-Za-z0-9][A-Za-z0-9_\-]{15,}", "[REDACTED]", text)
+    from ask_fable.redact import redact
+
     return redact(text, settings)
 
 
@@ -275,7 +276,7 @@ def classify_failure(
 
 def workdir(settings: Settings) -> Path:
     """A private working directory for the CLI (0700 under the state dir): no project files in reach."""
-    from ask_fable.stores.files import ensure_private_dir
+    from ask_fable.files import ensure_private_dir
 
     return ensure_private_dir(settings.state_dir / "claude-cwd")
 

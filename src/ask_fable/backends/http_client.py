@@ -1,9 +1,11 @@
 """HTTP plumbing shared by every HTTP oracle and catalog: the client, the retry loop, error mapping.
 
 ``send`` is the one retry loop. It retries connect failures, 408, 409, 429 and 5xx with
-jittered exponential backoff (honouring ``Retry-After``), never sleeps past the call's
-deadline, and hands a successful response to the caller's ``handle`` coroutine while the
-body is still streaming. Everything it raises is an :mod:`ask_fable.errors` error:
+jittered exponential backoff (honouring ``Retry-After``), at most three attempts in all by
+default, never sleeps past the call's deadline nor past the shared deadline a mode may set (a
+council's straggler cut, :mod:`ask_fable.backends.deadline`), and hands a successful response to
+the caller's ``handle`` coroutine while the body is still streaming. Everything it raises is an
+:mod:`ask_fable.errors` error:
 
     httpx2.ConnectError / reset before headers ─▶ retried, then UpstreamError
     status 408 / 409 / 429 / ≥ 500             ─▶ retried, then UpstreamError
@@ -38,8 +40,10 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ask_fable.backends.base import Oracle, Usage
+from ask_fable.backends.base import Oracle, OracleRequest
+from ask_fable.backends.deadline import current_deadline
 from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
+from ask_fable.values import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -72,7 +76,8 @@ class ReplyTooLarge(UpstreamError):
 class RetryPolicy:
     """How often and how patiently the retry loop tries again."""
 
-    attempts: int = 4
+    #: Requests in all, the first included: a provider failing every time costs three.
+    attempts: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
 
@@ -90,7 +95,7 @@ def scrub(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every secret value (and known key shapes) removed."""
     secret_list = [s for s in secrets if s]
     try:
-        from ask_fable.stores.redact import redact
+        from ask_fable.redact import redact
     except ImportError:  # pragma: no cover - the stores package ships with the server
         for secret in sorted(secret_list, key=len, reverse=True):
             text = text.replace(secret, "[REDACTED]")
@@ -274,7 +279,7 @@ def provider_message(body: bytes | str) -> str:
             message = data["message"]
     if not message:
         message = " ".join(text.split())
-    from ask_fable.stores.redact import bounded
+    from ask_fable.redact import bounded
 
     # Both ends kept: a provider's own cause often comes last (OpenRouter's metadata.raw).
     return bounded(str(message), MESSAGE_LIMIT)
@@ -296,6 +301,18 @@ def loads_object(text: str | bytes, label: str, secrets: Iterable[str] = ()) -> 
     if not isinstance(data, dict):
         raise bad_body(label, f"JSON {type(data).__name__} instead of an object", secrets)
     return data
+
+
+def text_field(obj: object, key: str) -> str:
+    """``obj[key]`` when ``obj`` is a JSON object holding a string there, else ``""``."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, str) else ""
+
+
+def object_field(obj: object, key: str) -> dict[str, Any]:
+    """``obj[key]`` when ``obj`` is a JSON object holding an object there, else ``{}``."""
+    value = obj.get(key) if isinstance(obj, dict) else None
+    return value if isinstance(value, dict) else {}
 
 
 async def iter_events(response: httpx2.Response, label: str,
@@ -457,15 +474,35 @@ async def _send_with_retries(
             if attempt >= retry.attempts:
                 raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets))
             delay = retry.backoff(attempt) if wait is None else wait
-            remaining = deadline - anyio.current_time()
-            if delay >= remaining:
-                raise UpstreamError(scrub(
-                    f"{failure} (retry in {delay:.1f}s would pass the {timeout:g}s deadline)", secrets
-                ))
-            if sink is not None:
-                sink.retry(attempt, cause, delay)
-                await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
-            await anyio.sleep(delay)
+            await _back_off(delay, failure, cause, attempt, deadline, f"the {timeout:g}s deadline", label,
+                            secrets, sink)
+
+
+async def _back_off(delay: float, failure: str, cause: str, attempt: int, deadline: float,
+                    deadline_name: str, label: str, secrets: tuple[str, ...], sink: EventSink | None) -> None:
+    """Wait ``delay`` seconds before the next attempt, or raise the failure as an
+    :class:`UpstreamError` when the wait would end past the call's own deadline or past the
+    shared deadline a mode set (:mod:`ask_fable.backends.deadline`), also if that one moves
+    earlier during the wait."""
+    shared = current_deadline()
+
+    def give_up(passed: str) -> UpstreamError:
+        tries = "attempt" if attempt == 1 else "attempts"
+        return UpstreamError(scrub(
+            f"{failure} (after {attempt} {tries}; a retry in {delay:.1f}s would pass {passed})", secrets
+        ))
+
+    if delay >= deadline - anyio.current_time():
+        raise give_up(deadline_name)
+    if shared is not None and delay >= shared.remaining():
+        raise give_up(shared.reason)
+    if sink is not None:
+        sink.retry(attempt, cause, delay)
+        await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
+    if shared is None:
+        await anyio.sleep(delay)
+    elif not await shared.sleep(delay):
+        raise give_up(shared.reason)
 
 
 EFFORTS = ("quick", "standard", "deep")
@@ -542,6 +579,10 @@ class HttpOracle(Oracle):
             alias = f" (or {self.key_alias})" if self.key_alias else ""
             raise NotConfigured(f"{self.label} needs an API key: set {self.key_var}{alias}",
                                 hint=f"set {self.key_var} in the server's environment or config file")
+
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """The answer's room: the request's ``max_tokens``, else this oracle's, else 8192."""
+        return request.max_tokens or self.max_tokens or 8192
 
     def auth_hint(self) -> str:
         """The fix named when the provider rejects the credentials (HTTP 401 / 403)."""

@@ -3,7 +3,8 @@
 The local daemon (default ``http://localhost:11434``) needs no key and proxies ``:cloud`` models
 after ``ollama signin``; a remote endpoint such as ``https://ollama.com`` takes a bearer key.
 ``max_tokens`` travels as ``options.num_predict``. Effort becomes ``think`` levels only for the
-models that accept them (gpt-oss); other models keep their own thinking default.
+models that accept them (gpt-oss); other models keep their own thinking default. A conversation's
+earlier exchanges travel as user and assistant messages.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
+    text_field,
     usage_from,
 )
 from ask_fable.errors import UpstreamError
@@ -68,7 +70,7 @@ class OllamaOracle(HttpOracle):
 
     def build_body(self, request: OracleRequest) -> dict[str, Any]:
         """The JSON body sent for ``request``."""
-        messages = [{"role": "user", "content": request.prompt}]
+        messages = request.chat_messages()
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
         body: dict[str, Any] = {
@@ -123,9 +125,7 @@ class OllamaOracle(HttpOracle):
     def _finish(self, obj: dict[str, Any], effort: str | None) -> Reply:
         self._raise_for_error(obj)
         message = obj.get("message") or {}
-        text = message.get("content") if isinstance(message.get("content"), str) else ""
-        thinking = message.get("thinking") if isinstance(message.get("thinking"), str) else ""
-        return self._reply(text, thinking, obj, effort)
+        return self._reply(text_field(message, "content"), text_field(message, "thinking"), obj, effort)
 
     def _raise_for_error(self, obj: dict[str, Any]) -> None:
         if obj.get("error"):

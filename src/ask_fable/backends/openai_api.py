@@ -2,7 +2,8 @@
 
 ``POST {base}/v1/chat/completions`` — or ``{base}/chat/completions`` when the base URL already
 ends in a version, as OpenRouter's ``/api/v1`` does — with a bearer key, streamed as server-sent
-events. Reasoning deltas (``reasoning`` or ``reasoning_content``) go to the sink live.
+events. Reasoning deltas (``reasoning`` or ``reasoning_content``) go to the sink live. A
+conversation's earlier exchanges travel as user and assistant messages after the system message.
 
 Effort: Atlas takes ``reasoning_effort`` low/medium/high; OpenRouter takes ``reasoning.effort``,
 clamped to the efforts the model's catalog entry lists, and reports the call's dollar cost when
@@ -27,6 +28,7 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     provider_message,
     scrub,
+    text_field,
     usage_from,
     versioned_url,
 )
@@ -50,7 +52,7 @@ class OpenAIChatOracle(HttpOracle):
 
     def build_body(self, request: OracleRequest, wire: str | None) -> dict[str, Any]:
         """The JSON body sent for ``request`` at provider effort ``wire``."""
-        messages = [{"role": "user", "content": request.prompt}]
+        messages = request.chat_messages()
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
         body: dict[str, Any] = {
@@ -107,7 +109,7 @@ class OpenAIChatOracle(HttpOracle):
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise bad_body(self.label, "no choices in the completion", self.secrets)
         message = choices[0].get("message") or {}
-        text = message.get("content") if isinstance(message.get("content"), str) else ""
+        text = text_field(message, "content")
         thinking = message.get("reasoning") or message.get("reasoning_content") or ""
         return self._reply(text, thinking if isinstance(thinking, str) else "", data.get("usage"),
                            choices[0].get("finish_reason"), wire)

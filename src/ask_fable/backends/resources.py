@@ -15,7 +15,8 @@ pooled client, so nothing is left open when it is done.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 
@@ -25,6 +26,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ask_fable.backends.http_client import HttpClients, RetryPolicy
     from ask_fable.backends.subprocess_runner import ProcessGates
     from ask_fable.stores.db import Connections
+
+_Part = TypeVar("_Part")
 
 
 class Resources:
@@ -45,28 +48,46 @@ class Resources:
         pooled: bool = True,
         read_only_stores: bool = False,
     ) -> None:
-        from ask_fable.backends.http_client import DEFAULT_RETRY, MAX_REPLY_BYTES
-
         self.clock = clock
-        self.retry = retry or DEFAULT_RETRY
+        # The defaults live in the HTTP client module, imported when a call first needs them.
+        self._retry = retry
         self._catalog_retry = catalog_retry
-        self.max_reply_bytes = max_reply_bytes or MAX_REPLY_BYTES
+        self._max_reply_bytes = max_reply_bytes
         self._pooled = pooled
         self._read_only_stores = read_only_stores
         self._lock = threading.Lock()
-        self._parts: dict[str, Any] = {}
+        self._parts: dict[str, object] = {}
 
     @classmethod
     def standalone(cls) -> Resources:
         """Resources for code running outside an App: a private HTTP client per call, nothing to close."""
         return cls(pooled=False)
 
-    def _part(self, name: str, factory: Any) -> Any:
+    def _part(self, name: str, factory: Callable[[], _Part]) -> _Part:
         with self._lock:
             part = self._parts.get(name)
             if part is None:
                 part = self._parts[name] = factory()
-            return part
+            # Each name is made by one property's factory, so it holds that factory's type.
+            return cast(_Part, part)
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """The retry policy of model calls."""
+        if self._retry is None:
+            from ask_fable.backends.http_client import DEFAULT_RETRY
+
+            return DEFAULT_RETRY
+        return self._retry
+
+    @property
+    def max_reply_bytes(self) -> int:
+        """The most bytes one HTTP reply body may hold."""
+        if not self._max_reply_bytes:
+            from ask_fable.backends.http_client import MAX_REPLY_BYTES
+
+            return MAX_REPLY_BYTES
+        return self._max_reply_bytes
 
     @property
     def catalog_retry(self) -> RetryPolicy:
@@ -82,28 +103,28 @@ class Resources:
         """The pooled HTTP clients (one per event loop)."""
         from ask_fable.backends.http_client import HttpClients
 
-        return cast("HttpClients", self._part("http", lambda: HttpClients(pooled=self._pooled)))
+        return self._part("http", lambda: HttpClients(pooled=self._pooled))
 
     @property
     def gates(self) -> ProcessGates:
         """The per-binary concurrency gates of CLI processes."""
         from ask_fable.backends.subprocess_runner import ProcessGates
 
-        return cast("ProcessGates", self._part("gates", ProcessGates))
+        return self._part("gates", ProcessGates)
 
     @property
     def catalogs(self) -> CatalogCache:
         """Catalogs fetched recently, by URL."""
         from ask_fable.backends.catalogs import CatalogCache
 
-        return cast("CatalogCache", self._part("catalogs", lambda: CatalogCache(self.clock)))
+        return self._part("catalogs", lambda: CatalogCache(self.clock))
 
     @property
     def claude_cli(self) -> ClaudeCliChoice:
         """Which Claude Code CLI runs (chosen once per bundled / PATH pair)."""
         from ask_fable.backends.claude_sdk import ClaudeCliChoice
 
-        return cast("ClaudeCliChoice", self._part("claude_cli", ClaudeCliChoice))
+        return self._part("claude_cli", ClaudeCliChoice)
 
     @property
     def connections(self) -> Connections:
@@ -111,8 +132,7 @@ class Resources:
         (never creating, migrating or writing a file) when made with ``read_only_stores``."""
         from ask_fable.stores.db import Connections
 
-        return cast("Connections",
-                    self._part("connections", lambda: Connections(read_only=self._read_only_stores)))
+        return self._part("connections", lambda: Connections(read_only=self._read_only_stores))
 
     async def aclose(self) -> None:
         """Close the HTTP clients and the SQLite connections (caches, gates and choices hold nothing
@@ -120,8 +140,8 @@ class Resources:
         reopened on first use.
         """
         with self._lock:
-            http = self._parts.get("http")
-            connections = self._parts.get("connections")
+            http = cast("HttpClients | None", self._parts.get("http"))
+            connections = cast("Connections | None", self._parts.get("connections"))
         if http is not None:
             await http.aclose()
         if connections is not None:

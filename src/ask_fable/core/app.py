@@ -17,11 +17,12 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from ask_fable.backends.resources import Resources
 from ask_fable.clock import Clock
 from ask_fable.config import Settings, config_file_path, load_settings, problem_lines
+from ask_fable.core.conversations import Conversations
 from ask_fable.core.tracing import Console
 from ask_fable.stores.interfaces import (
     AnswerArchive,
@@ -31,8 +32,15 @@ from ask_fable.stores.interfaces import (
     ContextBus,
     GivenStores,
     HubStore,
+    SessionTranscriptStore,
     TraceRecordStore,
 )
+
+if TYPE_CHECKING:
+    from ask_fable.backends.breaker import CircuitBreaker
+    from ask_fable.backends.claude_sessions import ClaudeSessions
+
+_Service = TypeVar("_Service")
 
 
 def _file_stamp(path: Path) -> tuple[int, int, int] | None:
@@ -79,7 +87,8 @@ class App:
         self._stamp = _file_stamp(self._config_path)
         # Re-entrant: a service factory may read settings, which may reload them.
         self._lock = threading.RLock()
-        self._services: dict[str, Any] = {}
+        #: Each service by name, with the key (settings values) it was opened for.
+        self._services: dict[str, tuple[object, object]] = {}
         self.client_name = client_name
 
     # --- settings ---------------------------------------------------------------------------------
@@ -115,18 +124,19 @@ class App:
         """Who is calling, for the hub: the explicit setting, the MCP client name, or the pid."""
         return self.settings.agent_id or self.client_name or f"pid-{os.getpid()}"
 
-    def _service(self, name: str, key: Any, factory: Any) -> Any:
+    def _service(self, name: str, key: object, factory: Callable[[], _Service]) -> _Service:
         with self._lock:
             current = self._services.get(name)
             if current is not None and current[0] == key:
-                return current[1]
+                # Only ``factory`` fills ``name``, so the service there has its type.
+                return cast(_Service, current[1])
             service = factory()
             self._services[name] = (key, service)
             return service
 
-    def _store(self, name: str, key: Any, factory: Callable[[], Any]) -> Any:
-        """The store given for ``name``, else the one opened from settings (again when ``key`` changes)."""
-        given = getattr(self._given, name)
+    def _store(self, given: _Service | None, name: str, key: object,
+               factory: Callable[[], _Service]) -> _Service:
+        """The ``given`` store, else the one opened from settings (again when ``key`` changes)."""
         return given if given is not None else self._service(name, key, factory)
 
     # --- services ---------------------------------------------------------------------------------
@@ -156,7 +166,7 @@ class App:
         s = self.settings
         key = (s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
         res = self.resources
-        return self._store("audit", key,
+        return self._store(self._given.audit, "audit", key,
                            lambda: audit_trail_for(s, clock=res.clock, connections=res.connections))
 
     @property
@@ -166,7 +176,7 @@ class App:
 
         s = self.settings
         connections = self.resources.connections
-        return self._store("traces", (s.traces_db, s.traces_dir),
+        return self._store(self._given.traces, "traces", (s.traces_db, s.traces_dir),
                            lambda: TraceStore(s, connections=connections))
 
     @property
@@ -177,7 +187,7 @@ class App:
         s = self.settings
         key = (s.context_db, tuple(s.secret_values()))
         connections = self.resources.connections
-        return self._store("context", key,
+        return self._store(self._given.context, "context", key,
                            lambda: ContextStore(s.context_db, secrets=s, connections=connections))
 
     @property
@@ -190,7 +200,7 @@ class App:
 
         key = (s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
         res = self.resources
-        return self._store("cache", key,
+        return self._store(self._given.cache, "cache", key,
                            lambda: answer_cache_for(s, clock=res.clock, connections=res.connections))
 
     @property
@@ -202,7 +212,7 @@ class App:
         from ask_fable.stores.hub import SessionHub
 
         res = self.resources
-        return self._store("hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds),
+        return self._store(self._given.hub, "hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds),
                            lambda: SessionHub(s, clock=res.clock, connections=res.connections))
 
     @property
@@ -212,7 +222,7 @@ class App:
 
         s = self.settings
         key = (s.answers_dir, s.sessions_dir, s.max_answers, s.max_sessions, tuple(s.secret_values()))
-        return self._store("answers", key, lambda: MarkdownArchive(s))
+        return self._store(self._given.answers, "answers", key, lambda: MarkdownArchive(s))
 
     @property
     def keys(self) -> ApiKeyStore:
@@ -221,11 +231,24 @@ class App:
 
         s = self.settings
         connections = self.resources.connections
-        return self._store("keys", s.keys_db, lambda: KeyStore(s.keys_db, connections=connections))
+        return self._store(self._given.keys, "keys", s.keys_db,
+                           lambda: KeyStore(s.keys_db, connections=connections))
+
+    @property
+    def transcripts(self) -> SessionTranscriptStore:
+        """Conversation transcripts: the turns every ``ask`` session continues from."""
+        from ask_fable.stores.transcripts import TranscriptStore
+
+        s = self.settings
+        key = (s.session_db, s.session_retention_days, tuple(s.secret_values()))
+        res = self.resources
+        return self._store(self._given.transcripts, "transcripts", key, lambda: TranscriptStore(
+            s.session_db, retention_days=s.session_retention_days, secrets=s, clock=res.clock,
+            connections=res.connections))
 
     # --- other services -----------------------------------------------------------------------------
     @property
-    def breaker(self) -> Any | None:
+    def breaker(self) -> CircuitBreaker | None:
         """The per-oracle circuit breaker, or None when disabled."""
         s = self.settings
         if not s.circuit_breaker:
@@ -236,17 +259,20 @@ class App:
         return self._service("breaker", key, lambda: CircuitBreaker.from_settings(s, self.clock))
 
     @property
-    def claude_sessions(self) -> Any:
-        """Open multi-turn Fable / Opus sessions (kept for the life of the process)."""
-        with self._lock:
-            sessions = self._services.get("claude_sessions")
-            if sessions is None:
-                from ask_fable.backends.claude import ClaudeSessions
+    def conversations(self) -> Conversations:
+        """The turn-at-a-time order of this process's conversations (their truth is ``transcripts``)."""
+        return self._service("conversations", None, Conversations)
 
-                # A getter, so a config change (model pin, reasoning stream) applies on the next turn.
-                sessions = (None, ClaudeSessions(lambda: self.settings, self.resources))
-                self._services["claude_sessions"] = sessions
-            return sessions[1]
+    @property
+    def claude_sessions(self) -> ClaudeSessions:
+        """The warm Claude Code processes of Fable / Opus conversations (a cache of the transcripts)."""
+        from ask_fable.backends.claude_sessions import ClaudeSessions
+
+        # A settings getter, so a config change (model pin, reasoning stream) applies on the next turn.
+        def start() -> ClaudeSessions:
+            return ClaudeSessions(lambda: self.settings, self.resources)
+
+        return self._service("claude_sessions", None, start)
 
     async def aclose(self) -> None:
         """Close everything the App opened: services holding processes (warm Claude sessions), then

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from ask_fable.core.modes.base import MemberOutcome, ModeOutcome
 from ask_fable.core.tracing import TraceRecorder
+from ask_fable.redact import redact
 from ask_fable.stores.recorders import CallRecords
 from ask_fable.stores.records import (
     AuditRecord,
@@ -21,7 +22,6 @@ from ask_fable.stores.records import (
     TraceBundle,
     TraceRecord,
 )
-from ask_fable.stores.redact import redact
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -52,7 +52,8 @@ class FinishedCall:
     @property
     def status(self) -> str:
         """The result's status (``error`` when it has none)."""
-        return self.result.get("status", "error")
+        status = self.result.get("status")
+        return status if isinstance(status, str) else "error"
 
     @property
     def answered(self) -> bool:
@@ -70,22 +71,29 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
+class RawContent(TypedDict, total=False):
+    """The raw text an audit line keeps when the operator opted in."""
+
+    question: str
+    context_raw: str
+
+
 def audit_record(done: FinishedCall, settings: Settings) -> AuditRecord:
     """The call's audit line: hashes of the question and context, raw text only when opted in."""
     call, result, outcome = done.call, done.result, done.outcome
     members = [m.audit_record() for m in done.members]
     provider = outcome.provider if outcome else (members[-1].provider if members else None)
-    raw: dict[str, str] = {}
+    raw: RawContent = {}
     if settings.audit_raw:
         raw["question"] = redact(call.question, settings.secret_values())
     if settings.audit_raw_context_effective:
         raw["context_raw"] = redact(done.context, settings.secret_values())
     mode_fields = outcome.audit.model_dump(exclude_unset=True) if outcome else {}
     return AuditRecord(
-        ts=done.trace.wall_start, trace_id=done.trace.trace_id, tool=call.tool, mode=call.mode,
-        status=done.status, kind=result.get("kind"), allowed=done.allowed, stage=result.get("stage"),
-        model=result.get("model"), provider=provider, session=call.hub_session, project=done.project,
-        agent_id=done.agent_id, elapsed_ms=done.elapsed_ms, cached=done.cached,
+        ts=done.trace.wall_start, trace_id=done.trace.trace_id, tenant=call.tenant, tool=call.tool,
+        mode=call.mode, status=done.status, kind=result.get("kind"), allowed=done.allowed,
+        stage=result.get("stage"), model=result.get("model"), provider=provider, session=call.hub_session,
+        project=done.project, agent_id=done.agent_id, elapsed_ms=done.elapsed_ms, cached=done.cached,
         question_sha256=_sha(call.question), question_len=len(call.question),
         context_sha256=_sha(done.context), context_len=len(done.context), members=members,
         **mode_fields, **raw,
@@ -96,18 +104,20 @@ def trace_record(done: FinishedCall) -> TraceRecord:
     """The call's trace: metadata and its ordered events, never content."""
     call = done.call
     return TraceRecord(
-        trace_id=done.trace.trace_id, ts=done.trace.wall_start, tool=call.tool, mode=call.mode,
-        status=done.status, kind=done.result.get("kind"), session=call.hub_session, project=done.project,
+        trace_id=done.trace.trace_id, tenant=call.tenant, ts=done.trace.wall_start, tool=call.tool,
+        mode=call.mode, status=done.status, kind=done.result.get("kind"), session=call.hub_session,
+        project=done.project,
         agent_id=done.agent_id, elapsed_ms=done.elapsed_ms,
         providers=sorted({m.provider for m in done.members if m.provider}),
-        models=[m.model for m in done.members], cached=done.cached, events=done.trace.events,
+        models=[m.model for m in done.members], cached=done.cached,
+        events=done.trace.events,
     )
 
 
 def trace_bundle(done: FinishedCall) -> TraceBundle:
     """The call's content for a full-mode trace (the store redacts it)."""
     return TraceBundle(
-        question=done.call.question, context=done.context, result=dict(done.result),
+        tenant=done.call.tenant, question=done.call.question, context=done.context, result=dict(done.result),
         reasoning=done.reply_thinking,
         members=[BundleMember(token=m.token, answer=m.answer, thinking=m.reply.thinking if m.reply else None)
                  for m in done.members],
@@ -118,7 +128,8 @@ def hub_turn(done: FinishedCall) -> HubTurn:
     """The turn the session hub mirrors."""
     call, result, outcome = done.call, done.result, done.outcome
     return HubTurn(
-        session_key=call.hub_session or call.tool, agent_id=done.agent_id, project=done.project,
+        tenant=call.tenant, session_key=call.hub_session or call.tool, agent_id=done.agent_id,
+        project=done.project,
         oracle=result.get("model") or call.tool, status=done.status, question=call.question,
         answer=result.get("answer") or "", elapsed_ms=done.elapsed_ms,
         sdk_session_id=outcome.reply.session_id if outcome and outcome.reply else None,
@@ -128,7 +139,8 @@ def hub_turn(done: FinishedCall) -> HubTurn:
 def saved_answer(done: FinishedCall) -> SavedAnswer:
     """The answer as it is kept on file."""
     return SavedAnswer(
-        tool=done.call.tool, question=done.call.question, answer=done.result.get("answer") or "",
+        tenant=done.call.tenant, tool=done.call.tool, question=done.call.question,
+        answer=done.result.get("answer") or "",
         thinking=done.reply_thinking, trace_id=done.trace.trace_id, model=done.result.get("model"),
         transcript=done.outcome.transcript if done.outcome else None,
     )

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import platform
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ask_fable import __version__
 from ask_fable.backends.builtin import BUILTIN
 from ask_fable.backends.descriptor import Backend, BackendReport, ProbeOptions
 from ask_fable.backends.registry import registered
 from ask_fable.config import Settings
+
+if TYPE_CHECKING:
+    from ask_fable.backends.breaker import CircuitBreaker
 
 #: The built-in backends, in the order they are reported.
 BACKENDS: tuple[str, ...] = tuple(backend.name for backend in BUILTIN)
@@ -62,7 +65,7 @@ class DoctorReport:
         }
 
 
-def _breaker_state(breaker: Any, token: str, settings: Settings) -> str | None:
+def _breaker_state(breaker: CircuitBreaker | None, token: str, settings: Settings) -> str | None:
     """The breaker state of the oracle ``token`` builds, under the key the breaker tracks it by."""
     if breaker is None:
         return None
@@ -70,14 +73,12 @@ def _breaker_state(breaker: Any, token: str, settings: Settings) -> str | None:
 
     try:
         key = build_oracle(token, settings).breaker_key
-        snapshot = breaker.snapshot()
     except Exception:
         return None
-    entry = snapshot.get(key) if isinstance(snapshot, dict) else None
-    return str(entry.get("state", "closed")) if isinstance(entry, dict) else "closed"
+    return breaker.state(key)
 
 
-async def diagnose(settings: Settings, *, breaker: Any = None, probe: bool = True,
+async def diagnose(settings: Settings, *, breaker: CircuitBreaker | None = None, probe: bool = True,
                    timeout: float = DEFAULT_PROBE_TIMEOUT, only: list[str] | None = None) -> DoctorReport:
     """Diagnose every backend (or those in ``only``) concurrently; never raises for a backend's state."""
     import anyio

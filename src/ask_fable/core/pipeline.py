@@ -12,23 +12,28 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
+from ask_fable.access import LOCAL_TENANT, store_tenant
+from ask_fable.contract import Followup
 from ask_fable.core import guard
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
+from ask_fable.core.conversations import advance_streak
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
-from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
+from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
+from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.recorders import write_call_records
-from ask_fable.stores.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.values import Sidecar
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
+_Done = TypeVar("_Done")
 
 DUPLICATE_NOTE = (
     "Served from cache: this exact question and context were answered {age:.0f}s ago. "
@@ -49,12 +54,15 @@ class Call:
     #: Ordered model tokens the cache key is built from; empty disables caching.
     cache_models: list[str] = field(default_factory=list)
     cache_extra: dict[str, Any] = field(default_factory=dict)
-    #: Mutable per-session state for multi-turn tools (``needs_context_streak``).
+    #: Per-session state of a conversation turn (``needs_context_streak``, replayed from the stored
+    #: turns by :func:`ask_fable.core.modes.single.run_turn`); ``None`` for a single question.
     session_state: dict[str, Any] | None = None
     #: Fields echoed into the result whatever happens (e.g. ``session``).
     echo: dict[str, Any] = field(default_factory=dict)
     #: Who is calling when the process serves several callers (an HTTP API key's name).
     agent_id: str | None = None
+    #: The tenant the call's records belong to and whose context entries and cache it may use.
+    tenant: str = LOCAL_TENANT
 
     @property
     def hub_session(self) -> str | None:
@@ -76,18 +84,18 @@ def _refs(value: str | list[str] | None) -> list[str]:
     return [item.strip() for item in items if isinstance(item, str) and item.strip()]
 
 
-def _followup(sidecar: Sidecar, question: str, context: str) -> dict[str, Any] | None:
+def _followup(sidecar: Sidecar, question: str, context: str) -> Followup | None:
     if sidecar.recommendation != "needs_more_context" and not sidecar.needs_context:
         return None
     haystack = f"{question}\n{context}".lower()
     pasted = [item for item in sidecar.needs_context if _mentioned(item, haystack)]
-    return {
-        "needs_context": list(sidecar.needs_context),
-        "how": "Paste exactly what is listed into `context` (or store it with context_write and pass "
+    return Followup(
+        needs_context=list(sidecar.needs_context),
+        how="Paste exactly what is listed into `context` (or store it with context_write and pass "
         "context_ref), then ask again on the same session. Check likely_already_pasted first: "
         "those items look present already, so re-read your paste before sending it again.",
-        "likely_already_pasted": pasted,
-    }
+        likely_already_pasted=pasted,
+    )
 
 
 def _mentioned(item: str, haystack: str) -> bool:
@@ -116,7 +124,7 @@ class Pipeline:
             context_len=len(call.context),
         )
         # Completed once context_ref is resolved: context_len is what the model is given.
-        request = trace.events[-1]["attrs"]
+        request = trace.events[-1].attrs
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
         result: dict[str, Any]
         outcome: ModeOutcome | None = None
@@ -127,12 +135,13 @@ class Pipeline:
         result_prefix: dict[str, Any] = dict(call.echo)
         try:
             if refs:
-                text, resolved, missing = await anyio.to_thread.run_sync(app.context_store.resolve, refs)
+                bus, bus_tenant = app.context_store, store_tenant(call.tenant, settings.shared_context)
+                text, resolved, missing = await anyio.to_thread.run_sync(bus.resolve, bus_tenant, refs)
                 trace.event("context.resolve", resolved=len(resolved), missing=len(missing))
                 result_prefix["context_ref_resolved"] = resolved
                 result_prefix["context_ref_missing"] = missing
                 if not resolved and not call.context.strip():
-                    suggestions = await anyio.to_thread.run_sync(app.context_store.suggest, missing)
+                    suggestions = await anyio.to_thread.run_sync(bus.suggest, bus_tenant, missing)
                     result = {
                         **result_prefix,
                         "status": "needs_context",
@@ -162,10 +171,11 @@ class Pipeline:
             allowed = True
 
             cache = app.cache if call.cache_models else None
+            cache_tenant = store_tenant(call.tenant, settings.shared_cache)
             key = None
             if cache is not None:
                 key = cache_key(call.tool, call.cache_models, call.question, context, call.cache_extra)
-                hit = await self._cache_op(trace, "get", cache.get, key)
+                hit = await self._cache_op(trace, "get", cache.get, cache_tenant, key)
                 trace.event("cache.lookup", hit=hit is not None)
                 if hit is not None:
                     payload, age = hit
@@ -193,7 +203,7 @@ class Pipeline:
                 and not result.get("degraded")
             ):
                 payload = {k: v for k, v in result.items() if k not in _PER_CALL_FIELDS}
-                await self._cache_op(trace, "put", cache.put, key, call.tool, payload)
+                await self._cache_op(trace, "put", cache.put, cache_tenant, key, call.tool, payload)
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
         except AskFableError as exc:
             result = {**result_prefix, **exc.to_result()}
@@ -213,7 +223,8 @@ class Pipeline:
             }
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
 
-    async def _cache_op(self, trace: TraceRecorder, name: str, op: Any, *args: Any) -> Any:
+    async def _cache_op(self, trace: TraceRecorder, name: str, op: Callable[..., _Done],
+                        *args: object) -> _Done | None:
         """Run a cache read or write; a failing cache is a miss, never a lost answer."""
         try:
             return await anyio.to_thread.run_sync(op, *args)
@@ -239,19 +250,19 @@ class Pipeline:
         if sidecar is not None:
             followup = _followup(sidecar, call.question, context)
             if followup:
-                result["followup"] = followup
+                result["followup"] = followup.model_dump()
             if call.session_state is not None:
                 asked_more = sidecar.recommendation == "needs_more_context"
-                streak = call.session_state.get("needs_context_streak", 0) + 1 if asked_more else 0
+                before = call.session_state.get("needs_context_streak", 0)
+                streak, exhausted = advance_streak(before, asked_more, settings.max_needs_context)
                 call.session_state["needs_context_streak"] = streak
-                if asked_more and streak > settings.max_needs_context:
+                if exhausted:
                     result["status"] = "context_exhausted"
                     result["detail"] = (
-                        f"The model asked for more context {streak} times in a row on this session; "
+                        f"The model asked for more context {before + 1} times in a row on this session; "
                         "this is its best-effort answer. Decide with what you have, or reset the session "
                         "with a sharper question."
                     )
-                    call.session_state["needs_context_streak"] = 0
         elif call.session_state is not None:
             call.session_state["needs_context_streak"] = 0
         if reply is not None:
@@ -309,8 +320,8 @@ class Pipeline:
             result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
         # A model may echo a key it was shown; nothing key-shaped leaves the server.
-        redacted: dict[str, Any] = redact_obj(result, settings)
-        return redacted
+        safe: dict[str, Any] = redact_obj(result, settings)
+        return safe
 
     async def _persist(self, done: FinishedCall) -> str | None:
         """Write the call's records in one thread hop, durable before the caller sees the answer.

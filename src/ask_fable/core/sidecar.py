@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
-Recommendation = Literal["apply", "investigate", "reject", "needs_more_context"]
-Confidence = Literal["high", "medium", "low"]
+from ask_fable.values import Sidecar
 
 # The closing block may be tagged ``json`` instead (a common slip); mid-answer only ``sidecar`` counts.
 _FENCED = re.compile(
@@ -27,30 +25,6 @@ _FENCED = re.compile(
 )
 _ANY_FENCED = re.compile(r"```[ \t]*sidecar[ \t]*\n(?P<body>(?:(?!```).)*?)\n?```", re.DOTALL | re.IGNORECASE)
 _REFUSED = re.compile(r"^\s*(?:\*\*)?REFUSED(?:\*\*)?\s*:\s*(?P<reason>.+)", re.IGNORECASE)
-
-
-class Sidecar(BaseModel):
-    """What the model recommends, how sure it is, and what it still needs to see."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    recommendation: Recommendation
-    confidence: Confidence = "medium"
-    needs_context: list[str] = Field(default_factory=list)
-
-    @field_validator("recommendation", "confidence", mode="before")
-    @classmethod
-    def _lower(cls, value: Any) -> Any:
-        return value.strip().lower().replace("-", "_").replace(" ", "_") if isinstance(value, str) else value
-
-    @field_validator("needs_context", mode="before")
-    @classmethod
-    def _listify(cls, value: Any) -> Any:
-        if value is None:
-            return []
-        if isinstance(value, str):
-            return [value] if value.strip() else []
-        return [str(v) for v in value if str(v).strip()]
 
 
 def _parse_object(text: str) -> Sidecar | None:

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from ask_fable.stores.records import TraceEvent
 
 
 @dataclass
@@ -21,8 +24,7 @@ class TraceRecorder:
     clock: Clock = SYSTEM_CLOCK
     started: float = field(init=False)
     wall_start: float = field(init=False)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    content: dict[str, Any] = field(default_factory=dict)
+    events: list[TraceEvent] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.started = self.clock.monotonic()
@@ -30,16 +32,16 @@ class TraceRecorder:
 
     def event(self, name: str, **attrs: Any) -> None:
         """Append an event stamped with milliseconds since the call began."""
+        # The records load on a call's first event, not when the server starts.
+        from ask_fable.stores.records import TraceEvent
+
         clean = {k: v for k, v in attrs.items() if v is not None}
-        self.events.append({"t_ms": self.elapsed_ms(), "name": name, "attrs": clean})
+        # Built from values of known types on every step of every call: no validation needed.
+        self.events.append(TraceEvent.model_construct(t_ms=self.elapsed_ms(), name=name, attrs=clean))
 
     def elapsed_ms(self) -> int:
         """Milliseconds since the call began."""
         return int((self.clock.monotonic() - self.started) * 1000)
-
-    def capture(self, key: str, value: Any) -> None:
-        """Keep content for a full-mode bundle (only written when trace_mode is full)."""
-        self.content[key] = value
 
 
 class Console:
@@ -73,7 +75,7 @@ class Console:
         """Print one progress line tagged with the trace id."""
         if self.quiet:
             return
-        from ask_fable.stores.redact import redact
+        from ask_fable.redact import redact
 
         message = redact(message, self._secrets)
         tag = self._paint(f"[ask-fable {trace_id[-6:]}]", "36")

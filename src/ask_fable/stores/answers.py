@@ -4,9 +4,15 @@ Retention only ever deletes files of our own name shapes, because the default di
 shared by every agent of the user:
 
 - answers: ``<UTC timestamp>-<tool>-<slug>.md`` (``20261202T085300123456Z-ask_glm-why-is-x.md``)
-- transcripts: ``<key>-<UTC timestamp>.md`` for ``ask`` (``default-20261202T085300123456Z.md``),
-  ``opus5-<key>-<UTC timestamp>.md`` for ``ask_opus5``. Keys keep letters, digits, ``.`` and ``_``
-  (anything else becomes ``_``), so a key never contains ``-`` and the namespace cannot be faked.
+- transcripts: ``<key>-<UTC timestamp>.md`` for Fable (``default-20261202T085300123456Z.md``),
+  ``opus5-<key>-<UTC timestamp>.md`` for Opus 5 and ``<model>+<key>-<UTC timestamp>.md`` for every
+  other model (``deepseek+default-…``, ``openrouter_openai_gpt_5.6_sol+default-…``). Keys keep
+  letters, digits, ``.`` and ``_`` and models lower-case letters, digits, ``.`` and ``_`` (anything
+  else becomes ``_``), so neither contains ``-`` or ``+`` and the model cannot be faked.
+
+Each tenant keeps its files apart: the local tenant's in those directories, every other tenant's
+in ``tenants/<tenant>/`` beneath them, each pruned on its own (one tenant's answers never push out
+another's).
 """
 
 from __future__ import annotations
@@ -14,18 +20,22 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ask_fable.stores.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable.access import LOCAL_TENANT, one_tenant, validate_tenant
+from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable.redact import redact, secret_list
 from ask_fable.stores.records import SavedAnswer, Transcript
-from ask_fable.stores.redact import redact, secret_list
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
-#: Namespaces whose transcripts carry a ``<namespace>-`` prefix; ``ask`` (``fable``) has none.
-TRANSCRIPT_PREFIXES: dict[str, str] = {"fable": "", "opus5": "opus5-"}
-TRANSCRIPT_NAME_RE = re.compile(rf"(?:opus5-)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md")
+TRANSCRIPT_NAME_RE = re.compile(
+    rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md"
+)
 
 
 def _stamp() -> str:
@@ -52,6 +62,23 @@ def _safe_tool(tool: str) -> str:
 def _safe_key(key: str) -> str:
     cleaned = re.sub(r"[^A-Za-z0-9._]+", "_", key).strip("._")
     return cleaned[:80] or "session"
+
+
+def tenant_dir(base: Path | str, tenant: str) -> Path:
+    """Where ``tenant``'s files live under ``base``: ``base`` itself for the local tenant."""
+    base = Path(base)
+    if tenant == LOCAL_TENANT:
+        return base
+    return base / "tenants" / validate_tenant(one_tenant(tenant))
+
+
+def transcript_prefix(namespace: str) -> str:
+    """The file-name prefix of a model's transcripts: none for Fable, ``opus5-`` for Opus 5,
+    ``<model>+`` for the others."""
+    if namespace in ("fable", "opus5"):
+        return "" if namespace == "fable" else "opus5-"
+    cleaned = re.sub(r"[^a-z0-9._]+", "_", namespace.lower()).strip("._")
+    return f"{cleaned[:80] or 'model'}+"
 
 
 def _free_path(directory: Path, stem: str) -> Path:
@@ -107,21 +134,23 @@ def _nest_headings(text: str) -> str:
 
 
 def save_answer(
-    settings: Any,
+    settings: Settings,
     tool: str,
     question: str,
     answer: str,
     thinking: str | None = None,
     meta: dict[str, Any] | None = None,
+    tenant: str = LOCAL_TENANT,
 ) -> Path:
-    """Write one answer as Markdown under ``settings.answers_dir``; returns its path.
+    """Write one answer as Markdown under ``settings.answers_dir`` (the tenant's part of it); returns
+    its path.
 
     A ``## Thinking`` section appears only when ``thinking`` is non-empty; ``meta`` values that are
     ``None`` are dropped, and a ``transcript`` (or any multi-line text) gets its own section after
     the answer instead of a header line. Older files of our own name shape beyond
     ``settings.max_answers`` (0 = unlimited) are pruned.
     """
-    directory = ensure_private_dir(settings.answers_dir)
+    directory = ensure_private_dir(tenant_dir(settings.answers_dir, tenant))
     stamp = _stamp()
     tool_name = _safe_tool(tool)
     # The name is built from the redacted question: a key in the question must not become a file name.
@@ -141,17 +170,19 @@ def save_answer(
     return path
 
 
-def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]], namespace: str = "fable") -> Path:
-    """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md``; returns its path.
+def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]], namespace: str = "fable",
+                    tenant: str = LOCAL_TENANT) -> Path:
+    """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md`` (the tenant's part of it);
+    returns its path.
 
-    ``namespace`` is the tool's conversation space: ``fable`` (``ask``) files are ``<key>-<ts>.md``,
-    ``opus5`` (``ask_opus5``) files ``opus5-<key>-<ts>.md``. Each turn may carry ``question``,
+    ``namespace`` is the model's conversation space: ``fable`` files are ``<key>-<ts>.md``, ``opus5``
+    files ``opus5-<key>-<ts>.md``, the others' ``<model>+<key>-<ts>.md``. Each turn may carry ``question``,
     ``answer``, ``thinking``, ``model`` and ``ts``. Older dumps of our own name shapes beyond
     ``settings.max_sessions`` (0 = unlimited) are pruned.
     """
-    directory = ensure_private_dir(settings.sessions_dir)
+    directory = ensure_private_dir(tenant_dir(settings.sessions_dir, tenant))
     secrets = secret_list(settings)
-    prefix = TRANSCRIPT_PREFIXES[namespace]
+    prefix = transcript_prefix(namespace)
     path = _free_path(directory, f"{prefix}{_safe_key(redact(key, secrets))}-{_stamp()}")
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]
@@ -175,16 +206,18 @@ def save_transcript(settings: Any, key: str, turns: list[dict[str, Any]], namesp
 class MarkdownArchive:
     """The ``AnswerArchive`` of the embedded setup: Markdown files under the configured directories."""
 
-    def __init__(self, settings: Any) -> None:
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
 
     def save_answer(self, answer: SavedAnswer) -> str:
         """Write ``answer`` as Markdown (see :func:`save_answer`); returns its path."""
         meta = {"trace_id": answer.trace_id, "model": answer.model, "transcript": answer.transcript}
-        path = save_answer(self.settings, answer.tool, answer.question, answer.answer, answer.thinking, meta)
+        path = save_answer(self.settings, answer.tool, answer.question, answer.answer, answer.thinking, meta,
+                           tenant=answer.tenant)
         return str(path)
 
     def save_transcript(self, transcript: Transcript) -> str:
         """Write a session's turns as Markdown (see :func:`save_transcript`); returns its path."""
         turns = [turn.model_dump() for turn in transcript.turns]
-        return str(save_transcript(self.settings, transcript.key, turns, transcript.namespace))
+        return str(save_transcript(self.settings, transcript.key, turns, transcript.namespace,
+                                   tenant=transcript.tenant))

@@ -17,10 +17,13 @@ import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ask_fable.stores.files import FILE_MODE, ensure_private_dir
-from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
+from ask_fable.files import FILE_MODE, ensure_private_dir
+from ask_fable.redact import SecretSource, redact_obj, secret_list
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 #: Rotated segments may hold records stamped slightly after the rotation time (clock skew
@@ -222,7 +225,7 @@ def parse_lines(lines: list[bytes], since_ts: float | None = None) -> list[dict[
     return out
 
 
-def audit_log_for(settings: Any) -> AuditLog:
+def audit_log_for(settings: Settings) -> AuditLog:
     """The audit log configured by ``settings`` (path, rotation size, backups, secrets)."""
     return AuditLog(
         settings.audit_file, settings.audit_max_bytes, settings.audit_backups, secrets=settings

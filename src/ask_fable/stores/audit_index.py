@@ -7,17 +7,21 @@ rotated segment; a pruned or discarded file disappears from the log and its rows
 refresh therefore parses only what was appended since the last one, by any process.
 
 The JSONL log stays the source of truth: the index can be deleted at any time and is rebuilt.
+Each row keeps its record's tenant (``local`` for lines written before tenants), and every
+``stats`` query names the tenant it counts (``ALL_TENANTS`` for an admin's view).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from ask_fable.access import ALL_TENANTS
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import AuditRecord
@@ -65,8 +69,21 @@ MIGRATIONS = [
     ALTER TABLE recs ADD COLUMN outcome TEXT NOT NULL DEFAULT 'errors';
     ALTER TABLE members ADD COLUMN outcome TEXT NOT NULL DEFAULT 'errors';
     """,
-    # What each backend call cost (as its provider reported it), and a record's total.
+    # Each record keeps its tenant: forget what was read so every record is indexed again with it.
+    # No index leads with the tenant: stats read most of a window's rows, and a scan (or the ts
+    # range) that checks each row's tenant beats looking every row up through such an index.
     """
+    DELETE FROM members;
+    DELETE FROM recs;
+    DELETE FROM files;
+    ALTER TABLE recs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
+    """,
+    # What each backend call cost (as its provider reported it), and a record's total: every record
+    # is indexed again to fill them in.
+    """
+    DELETE FROM members;
+    DELETE FROM recs;
+    DELETE FROM files;
     ALTER TABLE recs ADD COLUMN cost_usd REAL;
     ALTER TABLE members ADD COLUMN cost_usd REAL;
     """,
@@ -120,6 +137,7 @@ def _rows(rec_id: int, ident: str, record: AuditRecord) -> tuple[tuple[Any, ...]
         record.session, record.project, record.tool, record.mode, 1 if record.cached else 0,
         record.elapsed_ms, 1 if is_degraded(record.quorum) else 0, 1 if record.synth_fallback else 0,
         None if allowed is None else (1 if allowed else 0), outcome, sum(costs) if costs else None,
+        record.tenant,
     )
     if record.members:
         member_rows = [
@@ -168,7 +186,7 @@ class AuditIndex:
                 )
         return added
 
-    def _ingest(self, conn: Any, path: Path, ident: str, offset: int) -> tuple[int, int]:
+    def _ingest(self, conn: sqlite3.Connection, path: Path, ident: str, offset: int) -> tuple[int, int]:
         count = 0
         try:
             handle = open(path, "rb")  # noqa: SIM115 - closed below
@@ -197,8 +215,8 @@ class AuditIndex:
                     member_rows.extend(members)
                 conn.executemany(
                     "INSERT INTO recs (id, ident, ts, model, status, kind, provider, session, project, tool, "
-                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed, outcome, cost_usd) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed, outcome, cost_usd, tenant) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     rows,
                 )
                 conn.executemany(
@@ -218,13 +236,15 @@ class AuditIndex:
 
     def stats(
         self,
+        tenant: str,
         window: str = "24h",
         by: str = "model",
         model: str | None = None,
         session: str | None = None,
         now: float | None = None,
     ) -> StatsReport:
-        """Calls per bucket over ``window`` (see ``stores/stats.py`` for what is counted), in SQL.
+        """The tenant's calls (every tenant's for ``ALL_TENANTS``) per bucket over ``window`` (see
+        ``stores/stats.py`` for what is counted), in SQL.
 
         ``model`` keeps records whose model or provider (or one of whose members') matches, and
         in the provider view only the matching member calls; ``session`` keeps one session.
@@ -233,7 +253,10 @@ class AuditIndex:
         validate(window, by)
         since = window_start(window, now)
         where: list[str] = ["1"]
-        params: list[Any] = []
+        params: list[float | str] = []
+        if tenant != ALL_TENANTS:
+            where.append("r.tenant = ?")
+            params.append(tenant)
         if since is not None:
             where.append("r.ts >= ?")
             params.append(since)
@@ -276,6 +299,7 @@ class AuditIndex:
             ).fetchone()[0])
             buckets, totals = self._aggregate(conn, base, rows_params)
         return {
+            "tenant": tenant,
             "window": window,
             "by": by,
             "since": since,
@@ -287,7 +311,7 @@ class AuditIndex:
 
     @staticmethod
     def _aggregate(
-        conn: Any, base: str, params: list[Any]
+        conn: sqlite3.Connection, base: str, params: list[Any]
     ) -> tuple[dict[str, BucketFigures], BucketFigures]:
         """Per-bucket figures and totals: counts and cost in SQL, latency percentiles in Python."""
         per_outcome = ", ".join(f"sum(outcome = '{name}')" for name in OUTCOMES)
@@ -346,4 +370,5 @@ _BUCKETS = {
     "mode": f"coalesce(nullif(r.mode, ''), '{UNKNOWN}')",
     "day": f"coalesce(strftime('%Y-%m-%d', r.ts, 'unixepoch'), '{UNKNOWN}')",
     "cache": "CASE WHEN r.cached THEN 'hit' ELSE 'miss' END",
+    "tenant": "r.tenant",
 }

@@ -7,7 +7,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.stores.audit import AuditLog, audit_log_for
@@ -16,6 +16,9 @@ from ask_fable.stores.db import Connections
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import validate
 from ask_fable.stores.views import StatsReport
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 
 class AuditTrail:
@@ -43,13 +46,15 @@ class AuditTrail:
 
     def stats(
         self,
+        tenant: str,
         window: str = "24h",
         by: str = "model",
         model: str | None = None,
         session: str | None = None,
         now: float | None = None,
     ) -> StatsReport:
-        """Stats over the whole log, rotations included; only lines new since the last call are read.
+        """The tenant's stats over the whole log, rotations included; only lines new since the last
+        call are read.
 
         When the index beside the log cannot be written (a read-only state directory or reader, a
         broken file), a private one in a temporary directory is used instead, kept for this trail's
@@ -60,11 +65,11 @@ class AuditTrail:
         try:
             index = AuditIndex(self.log, connections=self._connections)
             index.refresh()
-            return index.stats(window=window, by=by, model=model, session=session, now=now)
+            return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
         except (sqlite3.Error, OSError):
             index = self._scratch_index()
             index.refresh()
-            return index.stats(window=window, by=by, model=model, session=session, now=now)
+            return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
 
     def _scratch_index(self) -> AuditIndex:
         """The private index used when the one beside the log cannot be written (made on first use)."""
@@ -75,7 +80,7 @@ class AuditTrail:
             return self._scratch[1]
 
 
-def audit_trail_for(settings: Any, *, clock: Clock = SYSTEM_CLOCK,
+def audit_trail_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
                     connections: Connections | None = None) -> AuditTrail:
     """The audit trail configured by ``settings`` (path, rotation size, backups, secrets), on the
     App's clock and SQLite connections when given."""

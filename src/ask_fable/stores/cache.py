@@ -2,8 +2,10 @@
 
 The key is ``sha256(tool + models + normalized question + context + extra)``; models keep the
 order the caller passes (callers sort them when order does not matter, e.g. councils, and keep
-it for chains). Rows older than the TTL are misses. Every ~100 writes (counted in the database,
-so across processes) a sweep deletes expired rows and trims the table to 90% of its cap.
+it for chains). Entries belong to a tenant, and a tenant hits only its own (a team-wide cache is
+the shared tenant, chosen by the caller). Rows older than the TTL are misses. Every ~100 writes
+(counted in the database, so across processes) a sweep deletes expired rows and trims the table to
+90% of its cap.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+import sqlite3
+from typing import TYPE_CHECKING, Any
 
+from ask_fable.access import one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.views import CachedAnswer
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 
@@ -30,6 +37,22 @@ MIGRATIONS = [
     );
     CREATE INDEX cache_created ON cache(created_at);
     CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+    """,
+    # Tenants: existing entries belong to the local tenant; a key is unique within its tenant.
+    """
+    CREATE TABLE cache_v2 (
+        tenant TEXT NOT NULL DEFAULT 'local',
+        key TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        payload TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (tenant, key)
+    );
+    INSERT INTO cache_v2 (tenant, key, tool, payload, created_at)
+        SELECT 'local', key, tool, payload, created_at FROM cache;
+    DROP TABLE cache;
+    ALTER TABLE cache_v2 RENAME TO cache;
+    CREATE INDEX cache_created ON cache(created_at);
     """,
 ]
 
@@ -57,7 +80,7 @@ def cache_key(
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def bump_write_counter(conn: Any, name: str = "writes") -> int:
+def bump_write_counter(conn: sqlite3.Connection, name: str = "writes") -> int:
     """Increment and return a counter in the ``meta`` table (inside the caller's transaction)."""
     conn.execute(
         "INSERT INTO meta (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
@@ -89,10 +112,11 @@ class AnswerCache:
 
     key_for = staticmethod(cache_key)
 
-    def get(self, key: str) -> CachedAnswer | None:
-        """``(payload, age_s)`` for a fresh entry, else ``None`` (expired rows are misses)."""
+    def get(self, tenant: str, key: str) -> CachedAnswer | None:
+        """``(payload, age_s)`` for the tenant's fresh entry, else ``None`` (expired rows are misses)."""
         with self.db.read() as conn:
-            row = conn.execute("SELECT payload, created_at FROM cache WHERE key = ?", (key,)).fetchone()
+            row = conn.execute("SELECT payload, created_at FROM cache WHERE tenant = ? AND key = ?",
+                               (one_tenant(tenant), key)).fetchone()
         if row is None:
             return None
         age = max(0.0, self._clock.now() - float(row["created_at"]))
@@ -104,14 +128,16 @@ class AnswerCache:
             return None
         return CachedAnswer(payload, round(age, 3)) if isinstance(payload, dict) else None
 
-    def put(self, key: str, tool: str, payload: dict[str, Any]) -> None:
-        """Store ``payload`` under ``key`` (redacted); may run the periodic sweep."""
+    def put(self, tenant: str, key: str, tool: str, payload: dict[str, Any]) -> None:
+        """Store ``payload`` under the tenant's ``key`` (redacted); may run the periodic sweep."""
+        one_tenant(tenant)
         text = json.dumps(redact_obj(payload, self._secrets), ensure_ascii=False, default=str)
         now = self._clock.now()
         with self.db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO cache (key, tool, payload, created_at) VALUES (?, ?, ?, ?)",
-                (key, tool, text, now),
+                "INSERT OR REPLACE INTO cache (tenant, key, tool, payload, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (tenant, key, tool, text, now),
             )
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn, now)
@@ -121,13 +147,13 @@ class AnswerCache:
         with self.db.write() as conn:
             return self._sweep(conn, self._clock.now())
 
-    def _sweep(self, conn: Any, now: float) -> int:
+    def _sweep(self, conn: sqlite3.Connection, now: float) -> int:
         deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount
         count = int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
         if count > self.max_rows:
             excess = count - int(self.max_rows * 0.9)
             deleted += conn.execute(
-                "DELETE FROM cache WHERE key IN (SELECT key FROM cache ORDER BY created_at LIMIT ?)",
+                "DELETE FROM cache WHERE rowid IN (SELECT rowid FROM cache ORDER BY created_at LIMIT ?)",
                 (excess,),
             ).rowcount
         return int(deleted)
@@ -138,7 +164,7 @@ class AnswerCache:
             return int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
 
 
-def answer_cache_for(settings: Any, *, clock: Clock = SYSTEM_CLOCK,
+def answer_cache_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
                      connections: Connections | None = None) -> AnswerCache:
     """The answer cache configured by ``settings`` (on the App's clock and connections when given)."""
     return AnswerCache(settings.cache_db, settings.cache_ttl, settings.cache_max_rows, secrets=settings,

@@ -1,19 +1,24 @@
-"""The context bus: named chunks of context shared by every agent and server process.
+"""The context bus: named chunks of context shared by the agents and server processes of a tenant.
 
-Values are redacted before they are stored, so a key pasted by accident never reaches disk
-(or a model through ``context_ref``).
+Every entry belongs to a tenant and every query names one: a key of one tenant is invisible to
+every other (no read, list, overwrite, delete, suggestion or ``context_ref`` hit). Only a listing
+accepts ``ALL_TENANTS``. Values are redacted before they are stored, so a key pasted by accident
+never reaches disk (or a model through ``context_ref``). A secret used as a key *name* is refused
+outright: names are listed, and a redacted name could not be told from another.
 """
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import os
 import time
 from typing import cast
 
+from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.errors import BadArgs
+from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.redact import SecretSource, redact, secret_list
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
 
 MAX_KEY_CHARS = 200
@@ -30,19 +35,43 @@ MIGRATIONS = [
     );
     CREATE INDEX context_updated ON context(updated_at);
     """,
+    # Tenants: existing entries belong to the local tenant; a key is unique within its tenant.
+    """
+    CREATE TABLE context_v2 (
+        tenant TEXT NOT NULL DEFAULT 'local',
+        key TEXT NOT NULL,
+        value TEXT NOT NULL,
+        description TEXT NOT NULL DEFAULT '',
+        size_chars INTEGER NOT NULL,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        PRIMARY KEY (tenant, key)
+    );
+    INSERT INTO context_v2 (tenant, key, value, description, size_chars, created_at, updated_at)
+        SELECT 'local', key, value, description, size_chars, created_at, updated_at FROM context;
+    DROP TABLE context;
+    ALTER TABLE context_v2 RENAME TO context;
+    CREATE INDEX context_tenant_updated ON context(tenant, updated_at);
+    """,
 ]
 
-_META = "key, description, size_chars, created_at, updated_at"
+_META = "tenant, key, description, size_chars, created_at, updated_at"
 
 
-def validate_key(key: object) -> str:
-    """Return ``key`` if it is a usable context key, else raise :class:`BadArgs`."""
+def validate_key(key: object, secrets: SecretSource = ()) -> str:
+    """Return ``key`` if it is a usable context key, else raise :class:`BadArgs`.
+
+    A key holding a secret (one of ``secrets`` or a known key shape) is not usable.
+    """
     if not isinstance(key, str) or not key.strip():
         raise BadArgs("context key must be a non-empty string")
     if len(key) > MAX_KEY_CHARS:
         raise BadArgs(f"context key is {len(key)} characters; the limit is {MAX_KEY_CHARS}")
     if not key.isprintable():
         raise BadArgs("context key must contain printable characters only (no newlines or tabs)")
+    if redact(key, secrets) != key:
+        raise BadArgs("context key looks like a secret (an API key or token); name the entry after what "
+                      "it holds instead")
     return key
 
 
@@ -54,9 +83,11 @@ class ContextStore:
         self.db = Database(path, MIGRATIONS, connections=connections)
         self._secrets = secret_list(secrets)
 
-    def write(self, key: str, value: str, description: str = "") -> ContextMeta:
-        """Store ``value`` under ``key`` (overwriting, keeping ``created_at``); returns its metadata."""
-        validate_key(key)
+    def write(self, tenant: str, key: str, value: str, description: str = "") -> ContextMeta:
+        """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``); returns its
+        metadata."""
+        one_tenant(tenant)
+        validate_key(key, self._secrets)
         if not isinstance(value, str):
             raise BadArgs("context value must be a string")
         if not isinstance(description, str):
@@ -66,31 +97,38 @@ class ContextStore:
         now = time.time()
         with self.db.write() as conn:
             conn.execute(
-                "INSERT INTO context (key, value, description, size_chars, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                "INSERT INTO context (tenant, key, value, description, size_chars, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(tenant, key) DO UPDATE SET value = excluded.value, "
                 "description = excluded.description, size_chars = excluded.size_chars, "
                 "updated_at = excluded.updated_at",
-                (key, value, description, len(value), now, now),
+                (tenant, key, value, description, len(value), now, now),
             )
-            row = conn.execute(f"SELECT {_META} FROM context WHERE key = ?", (key,)).fetchone()
+            row = conn.execute(f"SELECT {_META} FROM context WHERE tenant = ? AND key = ?",
+                               (tenant, key)).fetchone()
         return cast(ContextMeta, dict(row))
 
-    def read(self, key: str) -> ContextEntry | None:
-        """The value and metadata under ``key`` (with ``age_s``), or ``None``."""
-        validate_key(key)
+    def read(self, tenant: str, key: str) -> ContextEntry | None:
+        """The value and metadata under the tenant's ``key`` (with ``age_s``), or ``None``."""
+        one_tenant(tenant)
+        validate_key(key, self._secrets)
         with self.db.read() as conn:
-            row = conn.execute(f"SELECT value, {_META} FROM context WHERE key = ?", (key,)).fetchone()
+            row = conn.execute(f"SELECT value, {_META} FROM context WHERE tenant = ? AND key = ?",
+                               (tenant, key)).fetchone()
         if row is None:
             return None
         data = cast(ContextEntry, dict(row))
         data["age_s"] = round(max(0.0, time.time() - data["updated_at"]), 3)
         return data
 
-    def list(self) -> list[ContextListed]:
-        """Metadata of every entry, most recently updated first; never the values."""
+    def list(self, tenant: str) -> list[ContextListed]:
+        """Metadata of the tenant's entries (every tenant's for ``ALL_TENANTS``), most recently
+        updated first; never the values."""
         now = time.time()
+        where, params = ("", ()) if tenant == ALL_TENANTS else (" WHERE tenant = ?", (one_tenant(tenant),))
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT {_META} FROM context ORDER BY updated_at DESC, key").fetchall()
+            rows = conn.execute(
+                f"SELECT {_META} FROM context{where} ORDER BY updated_at DESC, tenant, key", params
+            ).fetchall()
         out = []
         for row in rows:
             data = cast(ContextListed, dict(row))
@@ -98,43 +136,48 @@ class ContextStore:
             out.append(data)
         return out
 
-    def keys(self) -> list[str]:
-        """Every stored key."""
+    def keys(self, tenant: str) -> builtins.list[str]:
+        """The tenant's stored keys."""
         with self.db.read() as conn:
-            return [r[0] for r in conn.execute("SELECT key FROM context ORDER BY key")]
+            return [r[0] for r in conn.execute("SELECT key FROM context WHERE tenant = ? ORDER BY key",
+                                               (one_tenant(tenant),))]
 
-    def delete(self, key: str) -> bool:
-        """Remove ``key``; ``True`` if it existed."""
-        validate_key(key)
+    def delete(self, tenant: str, key: str) -> bool:
+        """Remove the tenant's ``key``; ``True`` if it existed."""
+        one_tenant(tenant)
+        validate_key(key, self._secrets)
         with self.db.write() as conn:
-            return conn.execute("DELETE FROM context WHERE key = ?", (key,)).rowcount > 0
+            deleted = conn.execute("DELETE FROM context WHERE tenant = ? AND key = ?", (tenant, key))
+            return deleted.rowcount > 0
 
-    def resolve(self, keys: list[str]) -> ResolvedContext:
-        """Join the values of ``keys`` (each under a header) → ``(text, resolved, missing)``.
+    def resolve(self, tenant: str, keys: builtins.list[str]) -> ResolvedContext:
+        """Join the values of the tenant's ``keys`` (each under a header) → ``(text, resolved, missing)``.
 
         Duplicate keys are used once; order is preserved.
         """
-        wanted = list(dict.fromkeys(validate_key(k) for k in keys))
+        one_tenant(tenant)
+        wanted = list(dict.fromkeys(validate_key(k, self._secrets) for k in keys))
         if not wanted:
             return ResolvedContext("", [], [])
         with self.db.read() as conn:
             marks = ",".join("?" * len(wanted))
             found = {
                 r[0]: r[1]
-                for r in conn.execute(f"SELECT key, value FROM context WHERE key IN ({marks})", wanted)
+                for r in conn.execute(f"SELECT key, value FROM context WHERE tenant = ? AND key IN ({marks})",
+                                      [tenant, *wanted])
             }
         resolved = [k for k in wanted if k in found]
         missing = [k for k in wanted if k not in found]
         text = "\n\n".join(f"### context: {k}\n{found[k]}" for k in resolved)
         return ResolvedContext(text, resolved, missing)
 
-    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
-        """Stored keys that look like the ``missing`` ones (did-you-mean), best first."""
-        stored = self.keys()
+    def suggest(self, tenant: str, missing: builtins.list[str], limit: int = 5) -> builtins.list[str]:
+        """The tenant's stored keys that look like the ``missing`` ones (did-you-mean), best first."""
+        stored = self.keys(tenant)
         if not stored:
             return []
         folded = {k.casefold(): k for k in stored}
-        out: list[str] = []
+        out: builtins.list[str] = []
         for want in missing:
             if not isinstance(want, str):
                 continue

@@ -36,7 +36,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TypeVar
 
-from ask_fable.stores.files import FILE_MODE, ensure_private_dir
+from ask_fable.files import FILE_MODE, ensure_private_dir
 
 T = TypeVar("T")
 

@@ -5,6 +5,11 @@ Callers depend on these protocols, never on an implementation, so a second imple
 callers run them in a worker thread. Writes take the records of ``stores/records.py``; reads
 return the views of ``stores/views.py``.
 
+Every stored item belongs to a tenant (``ask_fable.access``): records carry theirs, and every
+query takes the tenant it covers as its first argument. Only listings and look-ups by id accept
+``ALL_TENANTS`` (``"*"``), which the tools pass for admin keys alone; writes, deletes, cache hits
+and ``context_ref`` resolution always name one tenant.
+
 | Protocol | Implementation today | Used by |
 |---|---|---|
 | ``ContextBus`` | ``context.ContextStore`` (SQLite) | pipeline (``context_ref``), context tools |
@@ -13,11 +18,13 @@ return the views of ``stores/views.py``.
 | ``HubStore`` | ``hub.SessionHub`` (SQLite) | recorders, hub tools |
 | ``AuditStore`` | ``audit_trail.AuditTrail`` (JSONL + SQLite index) | recorders, ``stats`` |
 | ``AnswerArchive`` | ``answers.MarkdownArchive`` (files) | recorders, ``reset_session`` |
+| ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` (SQLite) | ``ask``, ``reset_session`` |
 | ``ApiKeyStore`` | ``keys.KeyStore`` (SQLite) | ``ask-fable keys``, the HTTP surface |
 """
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -27,6 +34,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         AuditRecord,
         HubTurn,
         SavedAnswer,
+        SessionTurn,
         TraceBundle,
         TraceRecord,
         Transcript,
@@ -41,48 +49,51 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         ResolvedContext,
         StatsReport,
         StoredHubTurn,
+        StoredSession,
+        StoredSessionTurn,
         TraceDetail,
         TraceSummary,
     )
 
 
 class ContextBus(Protocol):
-    """Named chunks of context shared by every agent; values are stored redacted."""
+    """Named chunks of context, each tenant's apart; values are stored redacted."""
 
-    def write(self, key: str, value: str, description: str = "") -> ContextMeta:
-        """Store ``value`` under ``key`` (overwriting, keeping ``created_at``)."""
+    def write(self, tenant: str, key: str, value: str, description: str = "") -> ContextMeta:
+        """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``)."""
         ...
 
-    def read(self, key: str) -> ContextEntry | None:
-        """The value and metadata under ``key``, or ``None``."""
+    def read(self, tenant: str, key: str) -> ContextEntry | None:
+        """The value and metadata under the tenant's ``key``, or ``None``."""
         ...
 
-    def list(self) -> list[ContextListed]:
-        """Every entry's metadata, most recently updated first; never the values."""
+    def list(self, tenant: str) -> list[ContextListed]:
+        """The tenant's entries (every tenant's for ``"*"``), most recently updated first; never
+        the values."""
         ...
 
-    def delete(self, key: str) -> bool:
-        """Remove ``key``; ``True`` if it existed."""
+    def delete(self, tenant: str, key: str) -> bool:
+        """Remove the tenant's ``key``; ``True`` if it existed."""
         ...
 
-    def resolve(self, keys: list[str]) -> ResolvedContext:
-        """The values of ``keys`` joined under headers, with which were found and which not."""
+    def resolve(self, tenant: str, keys: builtins.list[str]) -> ResolvedContext:
+        """The values of the tenant's ``keys`` joined under headers, with which were found and which not."""
         ...
 
-    def suggest(self, missing: list[str], limit: int = 5) -> list[str]:
-        """Stored keys that look like the ``missing`` ones, best first."""
+    def suggest(self, tenant: str, missing: builtins.list[str], limit: int = 5) -> builtins.list[str]:
+        """The tenant's stored keys that look like the ``missing`` ones, best first."""
         ...
 
 
 class AnswerCacheStore(Protocol):
     """Result payloads by cache key (``cache.cache_key``), fresh for a TTL."""
 
-    def get(self, key: str) -> CachedAnswer | None:
-        """The payload and its age when a fresh entry exists."""
+    def get(self, tenant: str, key: str) -> CachedAnswer | None:
+        """The payload and its age when the tenant has a fresh entry under ``key``."""
         ...
 
-    def put(self, key: str, tool: str, payload: dict[str, Any]) -> None:
-        """Store ``payload`` (redacted) under ``key``."""
+    def put(self, tenant: str, key: str, tool: str, payload: dict[str, Any]) -> None:
+        """Store ``payload`` (redacted) under the tenant's ``key``."""
         ...
 
 
@@ -90,15 +101,16 @@ class TraceRecordStore(Protocol):
     """Finished calls' traces and, in full mode, their content bundles."""
 
     def record(self, trace: TraceRecord) -> None:
-        """Store one trace (replacing one with the same id)."""
+        """Store one trace under its tenant (replacing one with the same id)."""
         ...
 
     def write_bundle(self, trace_id: str, content: TraceBundle) -> object:
-        """Keep the call's content (redacted, capped); returns where, or ``None`` if not kept."""
+        """Keep the call's content (redacted, capped) under its tenant; returns where, or ``None``."""
         ...
 
     def list(
         self,
+        tenant: str,
         limit: int = 20,
         tool: str | None = None,
         status: str | None = None,
@@ -107,15 +119,16 @@ class TraceRecordStore(Protocol):
         project: str | None = None,
         before: str | float | None = None,
     ) -> list[TraceSummary]:
-        """Traces newest first; ``before`` (a trace id or epoch seconds) pages back."""
+        """The tenant's traces (every tenant's for ``"*"``) newest first; ``before`` (a trace id or
+        epoch seconds) pages back."""
         ...
 
-    def get(self, trace_id: str) -> TraceDetail | None:
-        """One trace with its events, or ``None``."""
+    def get(self, tenant: str, trace_id: str) -> TraceDetail | None:
+        """One of the tenant's traces with its events (any tenant's for ``"*"``), or ``None``."""
         ...
 
-    def bundle_excerpt(self, trace_id: str, max_chars: int) -> str | None:
-        """A redacted, bounded excerpt of the call's bundle, or ``None`` when there is none."""
+    def bundle_excerpt(self, tenant: str, trace_id: str, max_chars: int) -> str | None:
+        """A redacted, bounded excerpt of the bundle of one of the tenant's traces, or ``None``."""
         ...
 
 
@@ -123,21 +136,21 @@ class HubStore(Protocol):
     """The session hub: successful turns of every server process, for visibility only."""
 
     def record_turn(self, turn: HubTurn) -> None:
-        """Mirror one turn and refresh its session's heartbeat."""
+        """Mirror one turn and refresh its session's heartbeat, under the turn's tenant."""
         ...
 
     def list_sessions(
-        self, project: str | None, active_only: bool = True, limit: int = 50
+        self, tenant: str, project: str | None, active_only: bool = True, limit: int = 50
     ) -> list[HubSession]:
-        """One row per ``(session_key, agent_id)``, newest heartbeat first."""
+        """One row per ``(tenant, session_key, agent_id)``, newest heartbeat first."""
         ...
 
-    def peek(self, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
-        """Every retained turn of a session label, oldest first."""
+    def peek(self, tenant: str, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
+        """Every retained turn of one of the tenant's session labels, oldest first."""
         ...
 
-    def stats(self, project: str | None, window_s: float = 86400) -> HubStats:
-        """Turn totals by oracle, agent and status."""
+    def stats(self, tenant: str, project: str | None, window_s: float = 86400) -> HubStats:
+        """The tenant's turn totals by oracle, agent and status."""
         ...
 
 
@@ -145,18 +158,20 @@ class AuditStore(Protocol):
     """The audit trail, one record per call, and the statistics computed over it."""
 
     def append(self, record: AuditRecord) -> None:
-        """Add one call's record (redacted), durably."""
+        """Add one call's record (redacted, with its tenant), durably."""
         ...
 
     def stats(
         self,
+        tenant: str,
         window: str = "24h",
         by: str = "model",
         model: str | None = None,
         session: str | None = None,
         now: float | None = None,
     ) -> StatsReport:
-        """Calls counted by outcome, latency and errors per bucket over a window (``stores/stats.py``)."""
+        """The tenant's calls counted by outcome, latency and errors per bucket over a window
+        (``stores/stats.py``)."""
         ...
 
 
@@ -164,19 +179,44 @@ class AnswerArchive(Protocol):
     """Answers and session transcripts kept for the user to read later."""
 
     def save_answer(self, answer: SavedAnswer) -> str:
-        """Keep one answer; returns where it was kept."""
+        """Keep one answer with its tenant's; returns where it was kept."""
         ...
 
     def save_transcript(self, transcript: Transcript) -> str:
-        """Keep one session's transcript; returns where it was kept."""
+        """Keep one session's transcript with its tenant's; returns where it was kept."""
+        ...
+
+
+class SessionTranscriptStore(Protocol):
+    """Conversation transcripts by tenant, model namespace and session key: what a session continues from.
+
+    A warm model process is only a cache of a conversation; any server process (or replica) that
+    reads the same store continues it. Text is stored redacted.
+    """
+
+    def turns(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
+        """The session's turns, oldest first (empty when it has none or expired)."""
+        ...
+
+    def append(self, turn: SessionTurn) -> int:
+        """Add one answered turn; returns how many turns its session now has."""
+        ...
+
+    def clear(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
+        """Forget the session; returns the turns it had, oldest first."""
+        ...
+
+    def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
+        """The namespace's sessions with at least one turn, most recently used first."""
         ...
 
 
 class ApiKeyStore(Protocol):
     """HTTP API keys, kept only as hashes."""
 
-    def create(self, name: str, scope: str) -> tuple[ApiKey, str]:
-        """A new key's record and its plain value (shown once)."""
+    def create(self, name: str, scope: str, tenant: str | None = None) -> tuple[ApiKey, str]:
+        """A new key's record and its plain value (shown once); the tenant defaults to one made from
+        the name."""
         ...
 
     def list_keys(self, *, include_revoked: bool = True) -> list[ApiKey]:
@@ -211,3 +251,4 @@ class GivenStores:
     audit: AuditStore | None = None
     answers: AnswerArchive | None = None
     keys: ApiKeyStore | None = None
+    transcripts: SessionTranscriptStore | None = None

@@ -1,9 +1,13 @@
 """API keys for the HTTP surface: created once, stored only as SHA-256 hashes.
 
 A key is ``afk_`` + 32 URL-safe random characters. The plain key is returned once by
-:meth:`KeyStore.create`; the store keeps its hash, a display prefix, its scope (``read`` may call
-only read-only tools, ``write`` may call every tool), and ``created_at`` / ``last_used_at`` /
-``revoked_at`` timestamps (UTC, ISO 8601).
+:meth:`KeyStore.create`; the store keeps its hash, a display prefix, its scope (``read``, ``ask``
+or ``admin``, see :mod:`ask_fable.access`), the tenant its caller's data belongs to, and
+``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601).
+
+Keys made before scopes meant money had ``write`` (every tool) or ``read``: migration 2 turns
+``write`` into ``ask`` (which no longer includes ``configure_*``) and puts every existing key in
+the ``local`` tenant, beside the data they saw before.
 """
 
 from __future__ import annotations
@@ -17,13 +21,12 @@ import secrets
 import sqlite3
 import time
 from datetime import UTC, datetime
-from typing import Any
 
+from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import ApiKey
 
-SCOPES: tuple[str, ...] = ("read", "write")
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
 DISPLAY_CHARS = 6
@@ -43,6 +46,27 @@ MIGRATIONS = [
         last_used_at TEXT,
         revoked_at   TEXT
     );
+    """,
+    # Scopes by what a call can do, and a tenant per key: write keys become ask keys, and every
+    # key made so far joins the local tenant.
+    """
+    CREATE TABLE api_keys_v2 (
+        id           INTEGER PRIMARY KEY AUTOINCREMENT,
+        name         TEXT NOT NULL,
+        scope        TEXT NOT NULL CHECK (scope IN ('read', 'ask', 'admin')),
+        tenant       TEXT NOT NULL DEFAULT 'local',
+        prefix       TEXT NOT NULL,
+        key_hash     TEXT NOT NULL UNIQUE,
+        created_at   TEXT NOT NULL,
+        last_used_at TEXT,
+        revoked_at   TEXT
+    );
+    INSERT INTO api_keys_v2 (id, name, scope, tenant, prefix, key_hash, created_at, last_used_at, revoked_at)
+        SELECT id, name, CASE scope WHEN 'write' THEN 'ask' ELSE scope END, 'local', prefix, key_hash,
+               created_at, last_used_at, revoked_at
+        FROM api_keys;
+    DROP TABLE api_keys;
+    ALTER TABLE api_keys_v2 RENAME TO api_keys;
     """,
 ]
 
@@ -67,14 +91,24 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-def _row(row: Any) -> ApiKey:
+def _row(row: sqlite3.Row) -> ApiKey:
     return ApiKey(
-        id=int(row["id"]), name=row["name"], scope=row["scope"], prefix=row["prefix"],
+        id=int(row["id"]), name=row["name"], scope=row["scope"], tenant=row["tenant"], prefix=row["prefix"],
         created_at=row["created_at"], last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
     )
 
 
-_COLUMNS = "id, name, scope, prefix, created_at, last_used_at, revoked_at"
+_COLUMNS = "id, name, scope, tenant, prefix, created_at, last_used_at, revoked_at"
+
+
+def key_tenant(name: str, tenant: str | None) -> str:
+    """The tenant a new key joins: ``tenant`` when given, else one made from the key's name."""
+    chosen = tenant.strip() if tenant is not None else tenant_from_name(name)
+    if not chosen:
+        raise BadArgs(f"no tenant can be made from the name {name!r}; give one with --tenant")
+    if chosen in (ALL_TENANTS, SHARED_TENANT):
+        raise BadArgs(f"tenant {chosen!r} is reserved (for every tenant / team-wide items); choose another")
+    return validate_tenant(chosen)
 
 
 class KeyStore:
@@ -84,18 +118,23 @@ class KeyStore:
         self.db = Database(path, MIGRATIONS, connections=connections)
         self._touched: dict[int, float] = {}
 
-    def create(self, name: str, scope: str) -> tuple[ApiKey, str]:
-        """Store a new key; returns its record and the plain key (shown to the user once)."""
+    def create(self, name: str, scope: str, tenant: str | None = None) -> tuple[ApiKey, str]:
+        """Store a new key; returns its record and the plain key (shown to the user once).
+
+        ``scope`` is ``read``, ``ask`` or ``admin`` (``write`` reads as ``ask``); ``tenant`` defaults
+        to one made from ``name`` (``Alice Smith`` → ``alice-smith``).
+        """
         name = name.strip()
         if not name:
             raise BadArgs("a key needs a --name (who or what will use it)")
-        if scope not in SCOPES:
-            raise BadArgs(f"unknown scope {scope!r}; use read or write")
+        granted: Scope = parse_scope(scope)
+        owner = key_tenant(name, tenant)
         key = generate_key()
         with self.db.write() as conn:
             cursor = conn.execute(
-                "INSERT INTO api_keys (name, scope, prefix, key_hash, created_at) VALUES (?, ?, ?, ?, ?)",
-                (name, scope, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
+                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
             )
             row = conn.execute(
                 f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (cursor.lastrowid,)
@@ -116,11 +155,14 @@ class KeyStore:
         return None if row is None else _row(row)
 
     @staticmethod
-    def _find(conn: Any, key_id: int | str) -> Any:
+    def _find(conn: sqlite3.Connection, key_id: int | str) -> sqlite3.Row | None:
         text = str(key_id).strip()
         if text.isdigit():
-            return conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
-        rows = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
+            row: sqlite3.Row | None = conn.execute(
+                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
+            return row
+        rows: list[sqlite3.Row] = conn.execute(
+            f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
         if len(rows) > 1:
             raise BadArgs(f"{text!r} matches {len(rows)} keys; revoke by id instead")
         return rows[0] if rows else None

@@ -5,11 +5,13 @@
     TraceBundle ── members: BundleMember…    full-mode content of one call
     HubTurn                                  one successful turn mirrored to the session hub
     SavedAnswer                              one answer kept as a file
-    Transcript ── turns: TranscriptTurn…     one multi-turn session, saved on reset
+    SessionTurn                              one answered turn of a conversation, kept to continue it
+    Transcript ── turns: TranscriptTurn…     one conversation, saved as a file on reset
     ApiKey                                   one HTTP API key, without its secret
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
-(SQLite and files today) takes them as they are. Audit records are also read back from the log,
+(SQLite and files today) takes them as they are. Each names the tenant it belongs to (``local``
+unless an HTTP key's tenant made the call). Audit records are also read back from the log,
 so every audit field has a default: older and partial lines still read.
 """
 
@@ -17,11 +19,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Scope = Literal["read", "write"]
+from ask_fable.access import LOCAL_TENANT, Scope
 
 
 class Record(BaseModel):
@@ -64,6 +66,8 @@ class ModeAudit(_AuditPart):
 class _CallAudit(_AuditPart):
     ts: float | None = None
     trace_id: str | None = None
+    #: Lines written before tenants belong to the local tenant.
+    tenant: str = LOCAL_TENANT
     tool: str | None = None
     mode: str | None = None
     status: str | None = None
@@ -109,6 +113,7 @@ class TraceRecord(Record):
     """One finished call's trace: what ran, how it ended, and its ordered events (no content)."""
 
     trace_id: str
+    tenant: str = LOCAL_TENANT
     ts: float = Field(default_factory=time.time)
     tool: str | None = None
     mode: str | None = None
@@ -135,6 +140,7 @@ class BundleMember(Record):
 class TraceBundle(Record):
     """The content of one call, kept in full trace mode (redacted by the store)."""
 
+    tenant: str = LOCAL_TENANT
     question: str
     context: str
     result: dict[str, Any]
@@ -145,6 +151,7 @@ class TraceBundle(Record):
 class HubTurn(Record):
     """One successful turn as the session hub mirrors it."""
 
+    tenant: str = LOCAL_TENANT
     session_key: str
     agent_id: str
     project: str
@@ -159,6 +166,7 @@ class HubTurn(Record):
 class SavedAnswer(Record):
     """One answer kept as a file when saving is on."""
 
+    tenant: str = LOCAL_TENANT
     tool: str
     question: str
     answer: str
@@ -166,6 +174,26 @@ class SavedAnswer(Record):
     trace_id: str | None = None
     model: str | None = None
     transcript: str | None = Field(None, description="a debate's full transcript, saved as its own section")
+
+
+class SessionTurn(Record):
+    """One answered turn of a conversation (``ask`` with a ``session``), as the transcript store keeps it.
+
+    ``namespace`` is the model's conversation space (``fable``, ``opus5``, ``deepseek``,
+    ``openrouter:<id>``…), ``session`` the caller's session key; ``prompt`` is the user message as it
+    was sent (question and context), replayed to the model on later turns, ``question`` what the
+    transcript shows.
+    """
+
+    tenant: str = "local"
+    namespace: str
+    session: str
+    question: str
+    prompt: str
+    answer: str
+    thinking: str | None = None
+    model: str | None = None
+    cost_usd: float | None = None
 
 
 class TranscriptTurn(Record):
@@ -182,7 +210,8 @@ class Transcript(Record):
     """A multi-turn session's turns, saved when the session is reset."""
 
     key: str
-    namespace: Literal["fable", "opus5"] = "fable"
+    tenant: str = LOCAL_TENANT
+    namespace: str = "fable"
     turns: list[TranscriptTurn] = Field(default_factory=list)
 
 
@@ -193,6 +222,7 @@ class ApiKey:
     id: int
     name: str
     scope: Scope
+    tenant: str
     prefix: str
     created_at: str
     last_used_at: str | None

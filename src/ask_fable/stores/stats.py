@@ -33,7 +33,7 @@ from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.views import BucketFigures
 
 WINDOWS: dict[str, float | None] = {"1h": 3600.0, "24h": 86400.0, "7d": 604800.0, "all": None}
-BY_VALUES = ("model", "provider", "tool", "session", "day", "project", "cache", "mode")
+BY_VALUES = ("model", "provider", "tool", "session", "day", "project", "cache", "mode", "tenant")
 UNKNOWN = "unknown"
 
 

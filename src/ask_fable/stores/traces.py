@@ -4,25 +4,30 @@ Safe mode stores metadata only (``record``). Full mode adds a bundle per trace
 (``write_bundle``): a JSONL file under ``settings.traces_dir`` whose lines are a header, one
 ``item`` line per content field (long strings split into chunks), and an ``end`` line that
 records whether the size cap truncated anything. Every string is redacted before it is written.
+
+Every trace belongs to a tenant, and so does its bundle: a listing, a look-up or an excerpt names
+the tenant it covers (``ALL_TENANTS`` for an admin's view), so one tenant never sees, pages
+through or reads the content of another's calls.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
+from ask_fable.files import atomic_write_bytes
+from ask_fable.redact import redact, redact_obj, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connections, Database
-from ask_fable.stores.files import atomic_write_bytes
 from ask_fable.stores.records import TraceBundle, TraceRecord
-from ask_fable.stores.redact import redact, redact_obj, secret_list
-from ask_fable.stores.trace_ids import new_trace_id as new_trace_id
 from ask_fable.stores.trace_ids import valid_trace_id
-from ask_fable.stores.views import TraceDetail, TraceSummary
+from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
 
 MIGRATIONS = [
     """
@@ -60,15 +65,28 @@ MIGRATIONS = [
     """
     CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
     """,
+    # Tenants: existing traces belong to the local tenant. Every listing but an admin's names one
+    # tenant, so each filter has an index that leads with it.
+    """
+    ALTER TABLE traces ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
+    CREATE INDEX traces_tenant_ts ON traces(tenant, ts, trace_id);
+    CREATE INDEX traces_tenant_tool_ts ON traces(tenant, tool, ts, trace_id);
+    CREATE INDEX traces_tenant_status_ts ON traces(tenant, status, ts, trace_id);
+    CREATE INDEX traces_tenant_session_ts ON traces(tenant, session, ts, trace_id);
+    CREATE INDEX traces_tenant_project_ts ON traces(tenant, project, ts, trace_id);
+    """,
 ]
 #: Every this many recorded traces, the oldest beyond ``trace_max_rows`` are swept with their bundles.
 SWEEP_EVERY = 100
 
 SCHEMA_VERSION = 2
 _LIST_COLUMNS = (
-    "trace_id, ts, tool, mode, status, kind, session, project, agent_id, elapsed_ms, "
+    "trace_id, tenant, ts, tool, mode, status, kind, session, project, agent_id, elapsed_ms, "
     "providers, models, cached"
 )
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 _FILTERS = ("tool", "status", "session", "project")
 
 
@@ -78,7 +96,7 @@ class TraceStore:
     The ``TraceRecordStore`` of the embedded setup.
     """
 
-    def __init__(self, settings: Any, *, connections: Connections | None = None) -> None:
+    def __init__(self, settings: Settings, *, connections: Connections | None = None) -> None:
         self.settings = settings
         self.db = Database(settings.traces_db, MIGRATIONS, connections=connections)
         self.bundle_dir = Path(settings.traces_dir)
@@ -98,8 +116,9 @@ class TraceStore:
         providers = [p for p in trace.providers if p]
         models = [m for m in trace.models if m]
         row = (
-            trace_id, ts, trace.tool, trace.mode, trace.status, trace.kind, self._label(trace.session),
-            self._label(trace.project), self._label(trace.agent_id), _number(trace.elapsed_ms),
+            trace_id, trace.tenant, ts, trace.tool, trace.mode, trace.status, trace.kind,
+            self._label(trace.session), self._label(trace.project), self._label(trace.agent_id),
+            _number(trace.elapsed_ms),
             json.dumps(providers), json.dumps(models), 1 if trace.cached else 0,
         )
         event_rows = [
@@ -111,7 +130,7 @@ class TraceStore:
             conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
             conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
             conn.execute(
-                f"INSERT OR REPLACE INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT OR REPLACE INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 row,
             )
             conn.executemany(
@@ -125,7 +144,7 @@ class TraceStore:
             swept = self._sweep(conn) if bump_write_counter(conn) % SWEEP_EVERY == 0 else []
         self._drop_bundles(swept)
 
-    def _sweep(self, conn: Any) -> list[str]:
+    def _sweep(self, conn: sqlite3.Connection) -> list[str]:
         """Delete the oldest traces beyond ``trace_max_rows`` (down to 90% of it); their ids."""
         cap = int(getattr(self.settings, "trace_max_rows", 0) or 0)
         if cap <= 0:
@@ -154,6 +173,7 @@ class TraceStore:
     # --- reading ------------------------------------------------------------------------------
     def list(
         self,
+        tenant: str,
         limit: int = 20,
         tool: str | None = None,
         status: str | None = None,
@@ -162,18 +182,20 @@ class TraceStore:
         project: str | None = None,
         before: str | float | None = None,
     ) -> list[TraceSummary]:
-        """Traces newest first, without events; ``before`` (a trace_id or epoch seconds) pages back."""
+        """The tenant's traces (every tenant's for ``ALL_TENANTS``) newest first, without events;
+        ``before`` (one of those traces' id, or epoch seconds) pages back."""
         limit = max(1, min(int(limit), int(self.settings.trace_query_max_events)))
         where: list[str] = []
         params: list[Any] = []
-        values = {"tool": tool, "status": status, "session": session, "project": project}
-        for name in _FILTERS:
+        values = {"tenant": None if tenant == ALL_TENANTS else tenant,
+                  "tool": tool, "status": status, "session": session, "project": project}
+        for name in ("tenant", *_FILTERS):
             if values[name] is not None:
                 where.append(f"t.{name} = ?")
                 params.append(values[name])
         with self.db.read() as conn:
             if before is not None:
-                cursor = self._cursor(conn, before)
+                cursor = self._cursor(conn, tenant, before)
                 if cursor is None:
                     return []
                 where.append("(t.ts, t.trace_id) < (?, ?)")
@@ -195,7 +217,7 @@ class TraceStore:
             rows = conn.execute(sql, [*params, limit]).fetchall()
         return [_trace_row(r) for r in rows]
 
-    def _cursor(self, conn: Any, before: str | float) -> tuple[float, str] | None:
+    def _cursor(self, conn: sqlite3.Connection, tenant: str, before: str | float) -> tuple[float, str] | None:
         if isinstance(before, int | float) and not isinstance(before, bool):
             return float(before), ""
         text = str(before).strip()
@@ -203,19 +225,26 @@ class TraceStore:
             return float(text), ""
         except ValueError:
             pass
-        row = conn.execute("SELECT ts FROM traces WHERE trace_id = ?", (text,)).fetchone()
+        row = self._row(conn, tenant, text, "ts")
         return None if row is None else (float(row[0]), text)
 
-    def get(self, trace_id: str) -> TraceDetail | None:
-        """One trace with its ordered events and artifact references, or ``None``."""
+    @staticmethod
+    def _row(conn: Any, tenant: str, trace_id: str, columns: str) -> Any:
+        """``columns`` of the trace ``trace_id`` when it belongs to ``tenant`` (any, for ``ALL_TENANTS``)."""
+        if tenant == ALL_TENANTS:
+            return conn.execute(f"SELECT {columns} FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
+        return conn.execute(f"SELECT {columns} FROM traces WHERE trace_id = ? AND tenant = ?",
+                            (trace_id, tenant)).fetchone()
+
+    def get(self, tenant: str, trace_id: str) -> TraceDetail | None:
+        """One of the tenant's traces (anyone's for ``ALL_TENANTS``) with its ordered events and
+        artifact references, or ``None``."""
         if not valid_trace_id(trace_id):
             return None
         max_events = int(self.settings.trace_query_max_events)
         max_bytes = int(self.settings.trace_query_max_bytes)
         with self.db.read() as conn:
-            row = conn.execute(
-                f"SELECT {_LIST_COLUMNS} FROM traces WHERE trace_id = ?", (trace_id,)
-            ).fetchone()
+            row = self._row(conn, tenant, trace_id, _LIST_COLUMNS)
             if row is None:
                 return None
             event_rows = conn.execute(
@@ -223,7 +252,7 @@ class TraceStore:
                 (trace_id, max_events + 1),
             ).fetchall()
         trace = cast(TraceDetail, _trace_row(row))
-        events: list[dict[str, Any]] = []
+        events: list[StoredTraceEvent] = []
         used = 0
         truncated = len(event_rows) > max_events
         for t_ms, name, attrs in event_rows[:max_events]:
@@ -266,9 +295,13 @@ class TraceStore:
             return None
         cap = int(self.settings.trace_max_content_bytes)
         chunk_chars = max(256, int(self.settings.trace_max_event_bytes) // 8)
-        fields = content.model_dump() if isinstance(content, TraceBundle) else dict(content)
+        if isinstance(content, TraceBundle):
+            fields, tenant = content.model_dump(exclude={"tenant"}), content.tenant
+        else:
+            fields = dict(content)
+            tenant = str(fields.pop("tenant", LOCAL_TENANT))
         safe = redact_obj(fields, self._secrets)
-        lines = [_line({"type": "header", "trace_id": trace_id, "schema": SCHEMA_VERSION,
+        lines = [_line({"type": "header", "trace_id": trace_id, "tenant": tenant, "schema": SCHEMA_VERSION,
                         "ts": time.time(), "cap_bytes": cap})]
         written = 0
         original = 0
@@ -296,8 +329,9 @@ class TraceStore:
         except OSError:
             return None
 
-    def bundle_excerpt(self, trace_id: str, max_chars: int) -> str | None:
-        """A redacted, bounded text excerpt of the bundle, or ``None`` when there is none.
+    def bundle_excerpt(self, tenant: str, trace_id: str, max_chars: int) -> str | None:
+        """A redacted, bounded text excerpt of the bundle of one of the tenant's traces (anyone's for
+        ``ALL_TENANTS``), or ``None`` when there is none.
 
         Lines longer than ``settings.trace_max_event_bytes`` are skipped without being loaded
         whole; at most ``settings.trace_query_max_bytes`` are scanned.
@@ -317,6 +351,8 @@ class TraceStore:
         except OSError:
             return None
         with handle:
+            if not _bundle_of(handle.readline(max_line + 1), tenant):
+                return None
             scanned = 0
             while size <= max_chars and scanned < budget:
                 raw = handle.readline(max_line + 1)
@@ -369,11 +405,12 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _trace_row(row: Any) -> TraceSummary:
-    data = cast(TraceSummary, dict(row))
-    data["providers"] = json.loads(data.get("providers") or "[]")
-    data["models"] = json.loads(data.get("models") or "[]")
-    data["cached"] = bool(data.get("cached"))
+def _trace_row(row: sqlite3.Row) -> TraceSummary:
+    raw = dict(row)
+    data = cast(TraceSummary, raw)
+    data["providers"] = json.loads(raw.get("providers") or "[]")
+    data["models"] = json.loads(raw.get("models") or "[]")
+    data["cached"] = bool(raw.get("cached"))
     return data
 
 
@@ -426,7 +463,21 @@ def _cut_item(item: dict[str, Any], room: int) -> bytes | None:
     return None
 
 
-def _skip_rest_of_line(handle: Any) -> None:
+def _bundle_of(header: bytes, tenant: str) -> bool:
+    """Whether a bundle whose first line is ``header`` belongs to ``tenant`` (every bundle does to
+    ``ALL_TENANTS``; one written before tenants belongs to the local tenant)."""
+    if tenant == ALL_TENANTS:
+        return True
+    try:
+        entry = json.loads(header)
+    except ValueError:
+        return False
+    if not isinstance(entry, dict) or entry.get("type") != "header":
+        return False
+    return bool(entry.get("tenant", LOCAL_TENANT) == tenant)
+
+
+def _skip_rest_of_line(handle: BinaryIO) -> None:
     while True:
         rest = handle.readline(1 << 16)
         if not rest or rest.endswith(b"\n"):

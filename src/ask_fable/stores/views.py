@@ -13,6 +13,7 @@ from typing import Any, NamedTuple, TypedDict
 class ContextMeta(TypedDict):
     """A context entry without its value (``context_write``, ``context_list``)."""
 
+    tenant: str
     key: str
     description: str
     size_chars: int
@@ -51,6 +52,7 @@ class TraceSummary(TypedDict):
     """One trace as ``trace_list`` shows it (no events, no content)."""
 
     trace_id: str
+    tenant: str
     ts: float
     tool: str | None
     mode: str | None
@@ -65,17 +67,26 @@ class TraceSummary(TypedDict):
     cached: bool
 
 
+class StoredTraceEvent(TypedDict):
+    """One event of a stored trace: milliseconds since the call began, its name, its metadata."""
+
+    t_ms: float | None
+    name: str
+    attrs: dict[str, Any]
+
+
 class TraceDetail(TraceSummary):
     """One trace with its ordered events (bounded) and artifact references."""
 
-    events: list[dict[str, Any]]
+    events: list[StoredTraceEvent]
     events_truncated: bool
     artifacts: dict[str, str | None]
 
 
 class HubSession(TypedDict):
-    """One ``(session_key, agent_id)`` heartbeat with its last question previewed."""
+    """One ``(session_key, agent_id)`` heartbeat of a tenant with its last question previewed."""
 
+    tenant: str
     session_key: str
     agent_id: str
     project: str
@@ -94,6 +105,7 @@ class StoredHubTurn(TypedDict):
     """One retained hub turn, with its row id and time."""
 
     id: int
+    tenant: str
     session_key: str
     agent_id: str
     project: str
@@ -106,9 +118,32 @@ class StoredHubTurn(TypedDict):
     ts: float
 
 
+class StoredSessionTurn(TypedDict):
+    """One stored turn of a conversation, numbered from 1 within its session."""
+
+    number: int
+    question: str
+    prompt: str
+    answer: str
+    thinking: str | None
+    model: str | None
+    cost_usd: float | None
+    ts: float
+
+
+class StoredSession(TypedDict):
+    """One stored conversation of a model: its session key, turns and last activity."""
+
+    session: str
+    turns: int
+    last_ts: float
+    model: str | None
+
+
 class HubStats(TypedDict):
     """Turn totals of the session hub over a window."""
 
+    tenant: str
     project: str | None
     window_s: float
     turns: int
@@ -143,6 +178,7 @@ class BucketFigures(TypedDict):
 class StatsReport(TypedDict):
     """What ``stats`` returns: buckets (each ``{<by>: key, **BucketFigures}``) and totals."""
 
+    tenant: str
     window: str
     by: str
     since: float | None

@@ -60,7 +60,7 @@ def backup_pattern(path: Path) -> re.Pattern[str]:
 
 
 def _backup(path: Path, data: bytes) -> Path:
-    from ask_fable.stores.files import atomic_write_bytes, prune_own_files
+    from ask_fable.files import atomic_write_bytes, prune_own_files
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = path.with_name(f"{path.name}.{stamp}.bak")
@@ -75,7 +75,7 @@ def replace(path: Path, target: Path, read: bytes | None, text: str) -> tuple[bo
     Returns ``(written, backup)``: ``written`` is false when the file changed since it was read, so
     the caller can merge again from the new content. The previous content, if any, is backed up first.
     """
-    from ask_fable.stores.files import atomic_write_text
+    from ask_fable.files import atomic_write_text
 
     if read_bytes(target) != read:
         return False, None

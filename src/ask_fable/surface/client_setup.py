@@ -203,7 +203,7 @@ def _json_document(client: str, text: str, where: Path, name: str,
     if text.strip():
         try:
             data = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise ConfigFileError(
                 f"{where} is not plain JSON ({exc.msg} at line {exc.lineno}); it may have comments. "
                 f"Add this entry by hand:\n{_json_snippet(client, name, entry)}"

@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from pydantic import BaseModel
+
+from ask_fable.access import LOCAL_TENANT, Caller, store_tenant
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
+
+if TYPE_CHECKING:
+    from mcp.server.elicitation import ElicitationResult
+    from mcp.server.mcpserver import Context
+
+    from ask_fable.config import Settings
+    from ask_fable.stores.records import ApiKey
+
+_Form = TypeVar("_Form", bound=BaseModel)
 
 
 @dataclass
@@ -16,14 +28,14 @@ class ToolContext:
     """The shared services plus this request's MCP context (None when called outside MCP)."""
 
     app: App
-    mcp: Any | None = None
+    mcp: Context[Any, Any] | None = None
     #: The tool families this server serves (None: outside a server, where every tool counts).
     served: list[str] | None = None
     #: Problems with the toolsets setting the server fell back from.
     serving_problems: list[SettingProblem] = field(default_factory=list)
 
     @property
-    def settings(self) -> Any:
+    def settings(self) -> Settings:
         """Current settings."""
         return self.app.settings
 
@@ -37,28 +49,50 @@ class ToolContext:
             return
 
     @property
-    def api_key(self) -> Any | None:
+    def api_key(self) -> ApiKey | None:
         """The HTTP API key record this request authenticated with (None over stdio)."""
         try:
             request = self.mcp.request_context.request  # type: ignore[union-attr]
         except Exception:
             return None
         scope = getattr(request, "scope", None)
-        return scope.get("ask_fable.api_key") if isinstance(scope, dict) else None
+        # The HTTP surface puts the verified key's record there (``http_app.py``).
+        return cast("ApiKey | None", scope.get("ask_fable.api_key")) if isinstance(scope, dict) else None
 
-    def caller_scoped(self, label: str) -> str:
-        """``label`` made private to this caller: HTTP keys never share conversations."""
+    @property
+    def caller(self) -> Caller:
+        """Who is calling: the HTTP key's tenant and scope, or the local operator (tenant ``local``,
+        admin scope) over stdio and on the command line."""
         key = self.api_key
-        return f"key{key.id}:{label}" if key is not None else label
+        if key is None:
+            return Caller()
+        return Caller(tenant=key.tenant, scope=key.scope, key_name=key.name)
+
+    @property
+    def tenant(self) -> str:
+        """The caller's tenant: every item it stores belongs to it."""
+        return self.caller.tenant
+
+    @property
+    def context_tenant(self) -> str:
+        """Whose context entries this caller uses: its tenant's, or the team-wide bus when shared."""
+        return store_tenant(self.tenant, self.settings.shared_context)
+
+    def session_space(self, namespace: str) -> str:
+        """The tenant's part of a conversation namespace: two tenants using one session label never
+        share a conversation (the local tenant keeps the bare namespace)."""
+        tenant = self.tenant
+        return namespace if tenant == LOCAL_TENANT else f"{namespace}@{tenant}"
 
     async def run(self, call: Call, runner: ModeRunner) -> dict[str, Any]:
-        """Run ``call`` through the pipeline with this request's progress reporting."""
-        key = self.api_key
-        if call.agent_id is None and key is not None:
-            call.agent_id = f"key:{key.name}"
+        """Run ``call`` through the pipeline, as this caller's tenant, with this request's progress
+        reporting."""
+        caller = self.caller
+        call.tenant = caller.tenant
+        call.agent_id = call.agent_id or caller.agent_id
         return await Pipeline(self.app).run(call, runner, progress=self.progress)
 
-    async def elicit(self, message: str, schema: type) -> Any | None:
+    async def elicit(self, message: str, schema: type[_Form]) -> ElicitationResult[_Form] | None:
         """Ask the user through MCP form elicitation; None when the client cannot."""
         if self.mcp is None:
             return None

@@ -4,33 +4,48 @@ One ASGI guard sits in front of the MCP app and checks, in order:
 
 1. ``Host`` against the allowed hosts (421) and ``Origin`` against the allowed origins (403), on
    every bind address — DNS rebinding does not care which interface we listen on;
-2. ``/healthz`` answers ``{"status": "ok"}`` (no key, nothing else disclosed);
+2. ``/healthz`` answers ``{"status": "ok"}`` (no key, nothing else disclosed, never counted
+   against the request bound);
 3. no credential in the query string (401: keys travel only in ``Authorization``);
 4. ``Authorization: Bearer <key>`` names an active key (401 otherwise);
-5. the body fits ``max_body_bytes`` (413);
-6. a ``read`` key calls only read-only tools (403 with a JSON-RPC error naming the rule).
+5. ``/mcp`` takes POST only (405): the server is stateless and answers in JSON, so it never has a
+   message of its own to send on a GET event stream, which would only hold a connection open;
+6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise);
+7. the body arrives within ``body_timeout`` seconds (408) and fits ``max_body_bytes`` (413);
+8. the body nests JSON no deeper than :data:`~ask_fable.surface.http_limits.MAX_JSON_DEPTH`
+   (400, measured before anything parses it);
+9. the key's scope allows every tool it calls (403 with a JSON-RPC error naming the scope needed):
+   each tool's scope comes from its declared effects (``ToolSpec.scope``), and a ``tenant``
+   argument naming anyone but the key's own tenant needs ``admin``.
 
 The ``Authorization`` header is removed before the request reaches the MCP app, so nothing
 downstream (tools, backends, traces) can see or forward the client's key. Access log lines carry
 the path only, never the query string.
 
-``/ui`` is the web view of traces and stats (``surface/ui``), mounted by :func:`mount_ui` beside the
-guard: the same Host and Origin checks, then its own login form (a key of ``read`` scope or higher
-exchanged for a session cookie) instead of a bearer header.
+A request in flight runs in its own cancel scope: a client that hangs up cancels it at once (its
+CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
+cancels every one when the server stops, answering each caller 503.
+
+``/ui`` is the web view of traces and stats (``surface/ui``), served by the guard (:func:`ui_app`)
+after the same Host and Origin checks, then its own login form (a key of ``read`` scope or
+higher exchanged for a session cookie) instead of a bearer header.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
+
+import anyio
+
+from ask_fable.access import SCOPE_MEANS, scope_allows, stronger
+from ask_fable.access import Scope as KeyScope
+from ask_fable.redact import redact
+from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -43,6 +58,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
+#: Where the web view of traces and stats lives (``surface/ui`` builds its links from it).
+UI_PATH = "/ui"
 LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]")
 LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 WILDCARD_BINDS: frozenset[str] = frozenset({"0.0.0.0", "::", ""})
@@ -56,15 +73,32 @@ UNAUTHORIZED_CODE = -32001
 log = logging.getLogger("ask_fable.http")
 
 
+def _setting_default(name: str) -> Any:
+    """The default of setting ``name``: the limits below default to what the settings say."""
+    from ask_fable.config import Settings
+
+    return Settings.model_fields[name].default
+
+
 @dataclass(frozen=True)
 class HttpOptions:
-    """How the HTTP surface binds and what it accepts."""
+    """How the HTTP surface binds and what it accepts (limits default to their settings' defaults)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    max_body_bytes: int = 4_194_304
+    max_body_bytes: int = field(default_factory=lambda: _setting_default("http_max_body_bytes"))
+    #: Open connections at most (the oldest idle one is closed past it).
+    max_connections: int = field(default_factory=lambda: _setting_default("http_max_connections"))
+    #: Requests in flight at most (503 past it; health checks excepted).
+    max_requests: int = field(default_factory=lambda: _setting_default("http_max_requests"))
+    #: Seconds a connection has to deliver a request's headers.
+    header_timeout: float = field(default_factory=lambda: _setting_default("http_header_timeout"))
+    #: Seconds a client has to deliver a request's body once its headers arrived.
+    body_timeout: float = field(default_factory=lambda: _setting_default("http_body_timeout"))
+    #: Seconds an idle kept-alive connection stays open.
+    keepalive_timeout: int = field(default_factory=lambda: _setting_default("http_keepalive_timeout"))
 
     def host_allowlist(self) -> list[str]:
         """Loopback names, the bind address when it is a specific one, then the configured hosts."""
@@ -157,39 +191,83 @@ async def _respond(send: Send, status: int, body: bytes, content_type: str,
     await send({"type": "http.response.body", "body": body})
 
 
-def _rpc_error(code: int, message: str, request_id: Any = None) -> bytes:
-    error = {"code": code, "message": message}
+def _rpc_error(code: int, message: str, request_id: Any = None, data: dict[str, Any] | None = None) -> bytes:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
     return json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode()
 
 
-def tool_calls(payload: Any) -> list[tuple[Any, str]]:
-    """``(id, tool name)`` of every ``tools/call`` in a JSON-RPC message or batch."""
+@dataclass(frozen=True)
+class ToolCall:
+    """One ``tools/call`` of a request, as far as access is concerned."""
+
+    request_id: Any
+    name: str
+    #: The ``tenant`` argument, when the call names one.
+    tenant: str | None
+
+
+def tool_calls(payload: Any) -> list[ToolCall]:
+    """Every ``tools/call`` in a JSON-RPC message or batch."""
     messages = payload if isinstance(payload, list) else [payload]
     calls = []
     for message in messages:
         if isinstance(message, dict) and message.get("method") == "tools/call":
             params = message.get("params")
-            name = params.get("name") if isinstance(params, dict) else None
-            calls.append((message.get("id"), str(name)))
+            params = params if isinstance(params, dict) else {}
+            arguments = params.get("arguments")
+            tenant = arguments.get("tenant") if isinstance(arguments, dict) else None
+            calls.append(ToolCall(message.get("id"), str(params.get("name")),
+                                  None if tenant is None else str(tenant)))
     return calls
+
+
+def needed_scope(call: ToolCall, tool_scopes: dict[str, KeyScope], tenant: str) -> tuple[KeyScope, str]:
+    """The scope ``call`` needs from a key of ``tenant``, and why.
+
+    An unknown tool needs nothing here: the server answers it with ``unknown_tool`` and runs nothing.
+    """
+    needed: KeyScope = tool_scopes.get(call.name, "read")
+    why = f"{call.name!r} needs {needed} scope"
+    if call.tenant is not None and call.tenant.strip() not in ("", tenant):
+        needed = stronger(needed, "admin")
+        why = f"{call.name!r} with tenant={call.tenant!r} (another tenant's data) needs admin scope"
+    return needed, why
 
 
 class _BodyTooLarge(Exception):
     pass
 
 
+class _ClientGone(Exception):
+    pass
+
+
 class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
-    def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, read_only_tools: frozenset[str],
-                 options: HttpOptions, mcp_path: str = MCP_PATH) -> None:
+    def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, tool_scopes: dict[str, KeyScope],
+                 options: HttpOptions, mcp_path: str = MCP_PATH, ui: ASGIApp | None = None) -> None:
         self.app = app
+        #: The web view under :data:`UI_PATH`, which logs its users in by itself.
+        self.ui = ui
         self.keys = keys
-        self.read_only_tools = read_only_tools
+        #: The scope each served tool needs (``ToolSpec.scope``).
+        self.tool_scopes = tool_scopes
         self.options = options
         self.allowed_hosts = options.host_allowlist()
         self.allowed_origins = options.origin_allowlist()
         self.mcp_path = mcp_path
+        #: The cancel scope of every request being served (health checks aside).
+        self._in_flight: set[anyio.CancelScope] = set()
+        self.stopping = False
+
+    def stop(self) -> None:
+        """Stop serving: cancel every request in flight (each caller gets 503) and refuse new ones."""
+        self.stopping = True
+        for request in list(self._in_flight):
+            request.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request, then hand it (without its Authorization header) to the MCP app."""
@@ -210,8 +288,8 @@ class HttpGuard:
         try:
             await self._handle(scope, receive, logged_send)
         finally:
-            # The path only: a query string could carry a credential someone pasted into a URL.
-            log.info("%s %s %s %.0fms", scope.get("method"), scope.get("path"),
+            # The path only, redacted: a URL could carry a credential someone pasted into it.
+            log.info("%s %s %s %.0fms", scope.get("method"), redact(str(scope.get("path", ""))),
                      status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -226,6 +304,9 @@ class HttpGuard:
         if path.rstrip("/") == HEALTH_PATH:
             await self._health(scope, send)
             return
+        if self.ui is not None and (path == UI_PATH or path.startswith(UI_PATH + "/")):
+            await self.ui(scope, receive, send)
+            return
         if query_has_credential(scope.get("query_string", b"")):
             await self._unauthorized(send, "API keys are accepted only in the Authorization header, never in "
                                            "the URL; send `Authorization: Bearer <key>`")
@@ -235,20 +316,58 @@ class HttpGuard:
             await self._unauthorized(send, "missing bearer token: send `Authorization: Bearer <key>` "
                                            "(create one with `ask-fable keys create`)")
             return
-        import anyio
-
         record = await anyio.to_thread.run_sync(self.keys.verify, presented)
         if record is None:
             await self._unauthorized(send, "invalid or revoked API key", error="invalid_token")
             return
+        if path.rstrip("/") == self.mcp_path and scope.get("method") != "POST":
+            await _respond(send, 405, _rpc_error(-32600, "this server answers POST only: it keeps no session "
+                                                         "and sends no messages of its own"),
+                           "application/json", [(b"allow", b"POST")])
+            return
+        if self.stopping or len(self._in_flight) >= self.options.max_requests:
+            await self._unavailable(send)
+            return
+        started: list[bool] = []
+
+        async def tracked_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(True)
+            await send(message)
+
+        with anyio.CancelScope() as request:
+            self._in_flight.add(request)
+            try:
+                await self._serve(scope, headers, record, receive, tracked_send, request)
+            finally:
+                self._in_flight.discard(request)
+        if request.cancelled_caught and self.stopping and not started:
+            await self._unavailable(send)
+
+    async def _serve(self, scope: Scope, headers: list[tuple[bytes, bytes]], record: ApiKey, receive: Receive,
+                     send: Send, request: anyio.CancelScope) -> None:
+        """Read the body under its limits, check it, then run the MCP app until it answers or the
+        client hangs up (which cancels ``request``)."""
         try:
-            body = await self._read_body(headers, receive)
+            with anyio.fail_after(self.options.body_timeout):
+                body = await self._read_body(headers, receive)
         except _BodyTooLarge:
             await _respond(send, 413, _rpc_error(-32600, f"request body larger than "
                                                          f"{self.options.max_body_bytes} bytes"),
                            "application/json")
             return
-        if record.scope != "write" and scope.get("method") == "POST":
+        except TimeoutError:
+            await _respond(send, 408, _rpc_error(-32600, f"the request body did not arrive within "
+                                                         f"{self.options.body_timeout:g}s"),
+                           "application/json", [(b"connection", b"close")])
+            return
+        except _ClientGone:
+            return
+        if nesting_exceeds(body):
+            await _respond(send, 400, _rpc_error(-32700, f"parse error: JSON nested deeper than "
+                                                         f"{MAX_JSON_DEPTH} levels"), "application/json")
+            return
+        if scope.get("method") == "POST":
             refusal = self._scope_refusal(body, record)
             if refusal is not None:
                 await _respond(send, 403, refusal, "application/json")
@@ -256,7 +375,28 @@ class HttpGuard:
         inner_scope = dict(scope)
         inner_scope["headers"] = [(n, v) for n, v in headers if n.lower() != b"authorization"]
         inner_scope["ask_fable.api_key"] = record
-        await self.app(inner_scope, _replay(body, receive), send)
+        gone = anyio.Event()
+
+        async def watch() -> None:
+            # The body is read: what uvicorn delivers next is the end of the exchange, either the
+            # client hanging up or our own response completing.
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            request.cancel()
+
+        async with anyio.create_task_group() as watcher:
+            watcher.start_soon(watch)
+            await self.app(inner_scope, _replay(body, gone), send)
+            watcher.cancel_scope.cancel()
+
+    async def _unavailable(self, send: Send) -> None:
+        if self.stopping:
+            message = "the server is stopping; retry in a moment"
+        else:
+            message = (f"{self.options.max_requests} requests at once are being served "
+                       "(ASK_FABLE_HTTP_MAX_REQUESTS); retry in a moment")
+        await _respond(send, 503, _rpc_error(-32603, message), "application/json", [(b"retry-after", b"1")])
 
     async def _health(self, scope: Scope, send: Send) -> None:
         if scope.get("method") not in ("GET", "HEAD"):
@@ -284,7 +424,7 @@ class HttpGuard:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                raise _ClientGone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
@@ -299,20 +439,24 @@ class HttpGuard:
             payload = json.loads(body)
         except ValueError:
             return None  # not a tool call; the MCP app answers the parse error
-        for request_id, name in tool_calls(payload):
-            if name not in self.read_only_tools:
-                allowed = ", ".join(sorted(self.read_only_tools)) or "none"
-                return _rpc_error(
-                    FORBIDDEN_CODE,
-                    f"API key {record.prefix}… ({record.name!r}) has read scope: it may call only "
-                    f"read-only tools ({allowed}); {name!r} is not read-only — use a write key",
-                    request_id,
-                )
+        for call in tool_calls(payload):
+            needed, why = needed_scope(call, self.tool_scopes, record.tenant)
+            if scope_allows(record.scope, needed):
+                continue
+            return _rpc_error(
+                FORBIDDEN_CODE,
+                f"API key {record.prefix}… ({record.name!r}, tenant {record.tenant!r}) has {record.scope} "
+                f"scope, which may {SCOPE_MEANS[record.scope]}; {why}, which may {SCOPE_MEANS[needed]}. "
+                f"Use a key made with `ask-fable keys create --scope {needed}`",
+                call.request_id,
+                data={"required_scope": needed, "key_scope": record.scope, "tool": call.name},
+            )
         return None
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that yields the already-read body once, then defers to the real one."""
+def _replay(body: bytes, gone: anyio.Event) -> Receive:
+    """A ``receive`` that yields the already-read body once, then the disconnect once ``gone`` is set
+    (the guard's watcher is the only reader of the real ``receive``)."""
     sent = False
 
     async def replay() -> Message:
@@ -320,12 +464,14 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        await gone.wait()
+        return {"type": "http.disconnect"}
 
     return replay
 
 
-def build_http_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions | None = None) -> ASGIApp:
+def build_http_app(server: AskFableServer, keys: ApiKeyStore,
+                   options: HttpOptions | None = None) -> HttpGuard:
     """The guarded ASGI app serving ``server`` at ``/mcp`` (its lifespan runs the session manager)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -339,83 +485,15 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptio
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=options.host,
     )
-    read_only = frozenset(name for name, spec in server.specs.items() if spec.read_only)
-    guarded = HttpGuard(inner, keys=keys, read_only_tools=read_only, options=options)
-    return mount_ui(guarded, server, keys, options)
+    scopes = {name: spec.scope for name, spec in server.specs.items()}
+    return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options,
+                     ui=ui_app(server, keys, options))
 
 
-def mount_ui(app: ASGIApp, server: AskFableServer, keys: ApiKeyStore, options: HttpOptions) -> ASGIApp:
-    """``app`` with the web view of traces and stats under ``/ui`` (``surface/ui``): its pages are
-    reached through a login form that takes a key of ``read`` scope or higher, not a bearer header,
-    and get the same Host and Origin checks."""
+def ui_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions) -> ASGIApp:
+    """The web view of traces and stats served under ``/ui`` (``surface/ui``): its pages are
+    reached through a login form that takes a key of ``read`` scope or higher, not a bearer header."""
     from ask_fable.surface.ui.app import KeyLogin, build_ui, checked_host, secure_headers
-    from ask_fable.surface.ui.pages import UI_PATH
 
-    ui = checked_host(secure_headers(build_ui(server.app, KeyLogin(keys))), options.host_allowlist(),
-                      options.origin_allowlist())
-
-    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
-        path = str(scope.get("path", ""))
-        if scope["type"] == "http" and (path == UI_PATH or path.startswith(UI_PATH + "/")):
-            await ui(scope, receive, send)
-            return
-        await app(scope, receive, send)
-
-    return dispatch
-
-
-def _uvicorn_config(app: ASGIApp, options: HttpOptions) -> Any:
-    import uvicorn
-
-    return uvicorn.Config(
-        app, host=options.host, port=options.port, access_log=False, log_level="warning",
-        lifespan="on", timeout_graceful_shutdown=5, server_header=False,
-        limit_concurrency=None, backlog=2048,
-    )
-
-
-def bind_socket(options: HttpOptions) -> socket.socket:
-    """A socket bound to the options' host and port; OSError (with its reason) when it cannot be."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        options.host or None, options.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def serve(app: ASGIApp, options: HttpOptions, sock: socket.socket | None = None) -> None:
-    """Run ``app`` with uvicorn until interrupted (on ``sock`` when already bound)."""
-    import uvicorn
-
-    uvicorn.Server(_uvicorn_config(app, options)).run(sockets=[sock] if sock is not None else None)
-
-
-@contextmanager
-def serve_in_thread(app: ASGIApp, options: HttpOptions | None = None) -> Iterator[str]:
-    """Serve ``app`` on an ephemeral loopback port in a background thread; yields the base URL."""
-    import uvicorn
-
-    options = options or HttpOptions(port=0)
-    sock = bind_socket(options)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(_uvicorn_config(app, options))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            sock.close()
-            raise RuntimeError("the HTTP server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://{options.host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
+    return checked_host(secure_headers(build_ui(server.app, KeyLogin(keys))), options.host_allowlist(),
+                        options.origin_allowlist())

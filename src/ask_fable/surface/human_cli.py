@@ -436,7 +436,7 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
     server = build_server(App(quiet=quiet), toolsets=list(toolsets))
     display = progress or ProgressDisplay(enabled=False)
     stderr = contextlib.redirect_stderr(display) if display.tty else contextlib.nullcontext()
-    with stderr:  # type: ignore[attr-defined]
+    with stderr:
         async with Client(server) as client, anyio.create_task_group() as group:
             group.start_soon(display.tick)
             try:

@@ -7,12 +7,15 @@ import nothing heavy at module level, so building the table is cheap.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel
+
+from ask_fable.access import Effect, Scope, required_scope
 
 if TYPE_CHECKING:  # the contract's models load with the tool modules, not at server start
     from ask_fable.config import Settings
@@ -29,6 +32,9 @@ FAMILIES: dict[str, str] = {
     "observability": "traces, stats and backend diagnosis",
     "hub": "the cross-instance session hub",
 }
+
+#: A tool's handler: ``(validated args model, ToolContext) -> result``.
+Handler = Callable[[Any, Any], Awaitable[dict[str, Any] | BaseModel]]
 
 TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.help",
@@ -52,6 +58,11 @@ class ToolSpec:
     against ``result``. A tool that asks one ``backend`` may name that backend's facts in its
     ``description`` (``{label}``, ``{model}``, ``{binary}``, ``{login_fix}``, ``{key_vars}``,
     ``{enable}``); :meth:`describe` fills them in from the current settings.
+
+    ``effects`` says what the tool can do (:class:`~ask_fable.access.Effect`); the scope an HTTP key
+    needs to call it and the MCP annotations ``readOnlyHint`` and ``openWorldHint`` are derived from
+    it. ``destructive`` (it may delete or replace data) and ``idempotent`` (repeating it changes
+    nothing more) describe how a writing tool writes.
     """
 
     name: str
@@ -59,17 +70,35 @@ class ToolSpec:
     description: str
     args: type[BaseModel]
     result: type[ToolResult]
-    handler: Callable[[Any, Any], Awaitable[dict[str, Any] | BaseModel]]
-    read_only: bool = False
+    handler: Handler
+    effects: frozenset[Effect]
     destructive: bool = False
     idempotent: bool = False
-    open_world: bool = True
     title: str | None = None
     backend: str | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"tool {self.name!r} has unknown family {self.family!r}")
+        if not self.effects:
+            raise ValueError(f"tool {self.name!r} declares no effects")
+        if self.destructive and self.read_only:
+            raise ValueError(f"tool {self.name!r} is destructive but declares no write")
+
+    @property
+    def scope(self) -> Scope:
+        """The weakest key scope allowed to call this tool."""
+        return required_scope(self.effects)
+
+    @property
+    def read_only(self) -> bool:
+        """True when the tool changes no stored data and no setting (it may still spend)."""
+        return not self.effects & {Effect.WRITE, Effect.ADMINISTER}
+
+    @property
+    def open_world(self) -> bool:
+        """True when the tool reaches beyond this server: a model, a CLI or a provider's catalog."""
+        return Effect.SPEND in self.effects
 
     def describe(self, settings: Settings | None = None) -> str:
         """The description as served: the backend's facts filled in from ``settings`` (loaded when
@@ -84,6 +113,12 @@ class ToolSpec:
 
 def all_tools() -> list[ToolSpec]:
     """Every declared tool, in family order then declaration order."""
+    return list(_declared_tools())
+
+
+@functools.cache
+def _declared_tools() -> tuple[ToolSpec, ...]:
+    # The declarations are module constants: collected once, on first use.
     specs: list[ToolSpec] = []
     for module_name in TOOL_MODULES:
         specs.extend(importlib.import_module(module_name).TOOLS)
@@ -93,7 +128,7 @@ def all_tools() -> list[ToolSpec]:
         if spec.name in names:
             raise ValueError(f"tool {spec.name!r} is declared twice")
         names.add(spec.name)
-    return sorted(specs, key=lambda s: order.index(s.family))
+    return tuple(sorted(specs, key=lambda s: order.index(s.family)))
 
 
 _SIMPLE_KEYS = {"type", "items", "enum"}
@@ -140,7 +175,8 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         }
         return _merge_simple_any_of(out)
 
-    return walk(schema)
+    # A JSON object walks to a JSON object.
+    return cast(dict[str, Any], walk(schema))
 
 
 def _lean_type(prop: dict[str, Any], nullable: bool) -> dict[str, Any]:
@@ -171,12 +207,10 @@ def lean_output_schema(model: type[ToolResult]) -> dict[str, Any]:
     model's ``UNLISTED_FIELDS`` (occasional diagnostics) are left out of it.
     """
     full = model.model_json_schema()
-    nullable = getattr(model, "NULLABLE_FIELDS", frozenset())
-    unlisted = getattr(model, "UNLISTED_FIELDS", frozenset())
     properties = {
-        name: _lean_type(prop, name in nullable)
+        name: _lean_type(prop, name in model.NULLABLE_FIELDS)
         for name, prop in full.get("properties", {}).items()
-        if name not in unlisted
+        if name not in model.UNLISTED_FIELDS
     }
     return {"type": "object", "properties": properties, "required": full.get("required", ["status"])}
 

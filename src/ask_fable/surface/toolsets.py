@@ -15,11 +15,14 @@ input and output schemas, in under 12 KB of tools/list. Everything else is one n
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ask_fable.config_sources import SettingProblem
 from ask_fable.errors import BadArgs
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 #: The default keeps every reasoning mode reachable at a small context cost.
 DEFAULT_FAMILIES: tuple[str, ...] = ("core",)
@@ -53,11 +56,6 @@ TOOLSETS: dict[str, tuple[str, ...]] = {
     "all": tuple(FAMILIES),
     **{family: (family,) for family in FAMILIES},
 }
-
-
-def known_toolsets() -> list[str]:
-    """Every accepted toolset name: bundles, families, then aliases."""
-    return [*TOOLSETS, *ALIASES]
 
 
 def known_toolsets_text() -> str:
@@ -108,7 +106,7 @@ def families_for(names: str | Iterable[str] | None) -> list[str]:
     return sorted(chosen, key=order.index)
 
 
-def configured_families(settings: Any) -> tuple[list[str], list[SettingProblem]]:
+def configured_families(settings: Settings) -> tuple[list[str], list[SettingProblem]]:
     """The families the ``toolsets`` setting selects; a bad value falls back to ``default``, reported."""
     try:
         return families_for(settings.toolsets), []

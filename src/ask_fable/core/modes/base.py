@@ -12,17 +12,21 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.base import Effort, EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import Settings
-from ask_fable.core.sidecar import Sidecar, parse_sidecar, refusal_reason
+from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import Console, TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
+from ask_fable.redact import redact
 from ask_fable.stores.records import MemberRecord, ModeAudit
-from ask_fable.stores.redact import redact
+from ask_fable.values import Sidecar
+
+if TYPE_CHECKING:
+    from ask_fable.backends.breaker import CircuitBreaker
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
 
@@ -34,7 +38,9 @@ class MemberOutcome:
     token: str
     model: str
     provider: str
-    status: str  # ok | refused | error | not_configured | binary_missing | circuit_open | timeout
+    #: ok | refused | error | not_configured | binary_missing | circuit_open | timeout | straggler
+    #: (a council member still running after the quorum's straggler wait, cancelled)
+    status: str
     elapsed_ms: int = 0
     kind: str | None = None
     detail: str | None = None
@@ -112,7 +118,7 @@ class ModeContext:
         trace: TraceRecorder,
         console: Console,
         *,
-        breaker: Any | None = None,
+        breaker: CircuitBreaker | None = None,
         progress: ProgressFn | None = None,
     ) -> None:
         self.settings = settings
@@ -147,10 +153,11 @@ class ModeContext:
         return EventSink(on_reasoning=on_reasoning, on_note=on_note, on_retry=on_retry)
 
     def request(
-        self, system: str, prompt: str, *, timeout: float | None = None, **kwargs: Any
+        self, system: str, prompt: str, *, timeout: float | None = None, effort: Effort | None = None
     ) -> OracleRequest:
         """An OracleRequest with the configured timeout unless one is given."""
-        return OracleRequest(system=system, prompt=prompt, timeout=timeout or self.settings.timeout, **kwargs)
+        return OracleRequest(system=system, prompt=prompt, timeout=timeout or self.settings.timeout,
+                             effort=effort)
 
     async def call_oracle(
         self, oracle: Oracle, request: OracleRequest, *, role: str | None = None

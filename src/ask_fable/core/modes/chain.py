@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from ask_fable.config import Settings
-from ask_fable.contract import ChainStage
+from ask_fable.contract import ChainRole, ChainStage
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.modes.consensus import material_split
 from ask_fable.core.modes.council import identity_names, panel_text, scrub_names
@@ -33,15 +33,15 @@ def _stage_label(index: int) -> str:
 
 
 def stage_entry(
-    stage: int, token: str, role: str, outcome: MemberOutcome, settings: Settings
+    stage: int, token: str, role: ChainRole, outcome: MemberOutcome, settings: Settings
 ) -> dict[str, Any]:
     """The lean ``stages`` entry for one stage."""
-    entry = ChainStage(stage=stage, model=token, role=role, **step_fields(outcome, settings))  # type: ignore[arg-type]
+    entry = ChainStage(stage=stage, model=token, role=role, **step_fields(outcome, settings))
     return entry.model_dump(exclude_none=True)
 
 
 def _stage_prompt(
-    question: str, context: str, role: str, survivors: list[MemberOutcome], names: list[str]
+    question: str, context: str, role: ChainRole, survivors: list[MemberOutcome], names: list[str]
 ) -> tuple[str, str]:
     """``(system, prompt)`` for a stage given the answers that survived so far."""
     base = user_prompt(question, context)
@@ -55,7 +55,7 @@ def _stage_prompt(
     return system_prompt(instructions), f"{base}\n\n## Earlier stages (anonymized, in order)\n{peers}"
 
 
-def _role_for(index: int, count: int) -> str:
+def _role_for(index: int, count: int) -> ChainRole:
     if index == count - 1:
         return "decide"
     return "draft" if index == 0 else "critique"

@@ -7,17 +7,29 @@ end (often why: a provider's nested message, a traceback's last line) stay visib
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from ask_fable.config import Settings
 from ask_fable.core.modes.base import MemberOutcome
-from ask_fable.stores.redact import bounded
+from ask_fable.redact import bounded
+from ask_fable.values import Confidence, Recommendation
 
 #: Characters of a failed step's ``detail`` shown in a multi-model result.
 DETAIL_LIMIT = 1200
 
 
-def step_fields(outcome: MemberOutcome, settings: Settings) -> dict[str, Any]:
+class StepFields(TypedDict):
+    """The fields of :class:`~ask_fable.contract.StepOutcome` that come from the member's outcome."""
+
+    status: str
+    recommendation: Recommendation | None
+    confidence: Confidence | None
+    kind: str | None
+    detail: str | None
+    elapsed_ms: int
+
+
+def step_fields(outcome: MemberOutcome, settings: Settings) -> StepFields:
     """The :class:`~ask_fable.contract.StepOutcome` fields every council source, chain stage and
     debate turn carries."""
     side = outcome.sidecar

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ask_fable.backends.base import Effort, Oracle
+from ask_fable.access import ASKS
+from ask_fable.backends.base import Effort, Oracle, is_effort
 from ask_fable.contract import AnswerResult
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
@@ -19,6 +20,8 @@ QUESTION = Field(description="One focused engineering question.")
 CONTEXT = Field("", description="The real code, errors and constraints.")
 CONTEXT_REF = Field(None, description="context_write key(s) to add to the context.")
 EFFORT = Field(None, description="quick, standard or deep; default from the settings.")
+#: The ``tenant`` argument of the tools that read (or clean up) stored items.
+TENANT = Field(None, description='Admin keys only: another tenant\'s, or "*" for every tenant\'s.')
 
 
 class AskArgs(BaseModel):
@@ -63,7 +66,7 @@ async def run_single_tool(
     """
     from ask_fable.core.tokens import backend_oracle
 
-    preset = effort if effort in get_args(Effort) else None
+    preset = effort if is_effort(effort) else None
     try:
         oracle: Oracle | None = backend_oracle(backend, ctx.settings, model=model, effort=effort,
                                                resources=ctx.app.resources)
@@ -99,4 +102,4 @@ def single_model_tool(name: str, backend: str, description: str, args: type[AskA
 
     handler.__doc__ = f"One answer from the {backend} backend."
     return ToolSpec(name=name, family="single", description=description, args=args, result=AnswerResult,
-                    handler=handler, read_only=True, open_world=True, backend=backend)
+                    handler=handler, effects=ASKS, backend=backend)

@@ -1,22 +1,30 @@
 """The context bus tools: write, read, list, delete and pack named context for ``context_ref``.
 
 The bus is the SQLite store at ``ASK_FABLE_CONTEXT_PATH``, shared by every server process of
-the user; values are redacted before they are stored. ``context_pack`` reads files under
-``ASK_FABLE_PROJECT_ROOT`` (see :mod:`ask_fable.core.context_pack`) and stores the bundle
-under its key, so the next ask can pass ``context_ref`` at once.
+the user; each tenant has its own entries (one team-wide bus with ``ASK_FABLE_SHARED_CONTEXT``),
+and an admin may name another tenant's. Values are redacted before they are stored.
+``context_pack`` reads files under ``ASK_FABLE_PROJECT_ROOT`` (see
+:mod:`ask_fable.core.context_pack`) and stores the bundle under its key, so the next ask can pass
+``context_ref`` at once.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.access import READS, WRITES
 from ask_fable.contract import DataResult, Strict
+from ask_fable.stores.interfaces import ContextBus
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.common import TENANT
+
+if TYPE_CHECKING:
+    from ask_fable.stores.interfaces import ContextBus
 
 KEY = Field(description="The context key (printable text, at most 200 characters).")
 MAX_PACK_SPECS = 1000
@@ -38,10 +46,13 @@ class KeyArgs(_Args):
     """Arguments of context_read and context_delete."""
 
     key: str = KEY
+    tenant: str | None = TENANT
 
 
 class ListArgs(_Args):
-    """context_list takes no arguments."""
+    """Arguments of context_list."""
+
+    tenant: str | None = TENANT
 
 
 class PackArgs(_Args):
@@ -64,6 +75,7 @@ class PackArgs(_Args):
 class ContextEntry(Strict):
     """One stored key's metadata (never its value)."""
 
+    tenant: str | None = None
     key: str
     description: str = ""
     size_chars: int
@@ -91,6 +103,7 @@ class SkippedPath(Strict):
 class ContextResult(DataResult):
     """The result of every context tool: a key's metadata, its value, a listing or a pack report."""
 
+    tenant: str | None = None
     key: str | None = None
     value: str | None = None
     description: str | None = None
@@ -111,14 +124,20 @@ class ContextResult(DataResult):
     note: str | None = None
 
 
-def _store(ctx: ToolContext) -> Any:
+def _store(ctx: ToolContext) -> ContextBus:
     return ctx.app.context_store
+
+
+def _tenant(ctx: ToolContext, requested: str | None, *, every: bool = False) -> str:
+    """Whose entries a call covers: the caller's (or the team-wide bus), unless an admin names others."""
+    return ctx.context_tenant if requested is None else ctx.caller.view(requested, every=every)
 
 
 async def context_write(args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
     """Store ``value`` under ``key`` and return its metadata."""
     store = _store(ctx)
-    meta = await anyio.to_thread.run_sync(store.write, args.key, args.value, args.description)
+    meta = await anyio.to_thread.run_sync(store.write, ctx.context_tenant, args.key, args.value,
+                                          args.description)
     return {"status": "ok", **meta,
             "note": f"pass context_ref=\"{args.key}\" to any ask tool to use it"}
 
@@ -128,10 +147,11 @@ async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.stores.context import validate_key
 
     validate_key(args.key)
+    tenant = _tenant(ctx, args.tenant)
     store = _store(ctx)
-    data = await anyio.to_thread.run_sync(store.read, args.key)
+    data = await anyio.to_thread.run_sync(store.read, tenant, args.key)
     if data is None:
-        suggestions = await anyio.to_thread.run_sync(store.suggest, [args.key])
+        suggestions = await anyio.to_thread.run_sync(store.suggest, tenant, [args.key])
         return {"status": "error", "kind": "not_found", "key": args.key, "did_you_mean": suggestions,
                 "detail": f"no context is stored under {args.key!r}",
                 "hint": "context_list shows the stored keys"}
@@ -141,14 +161,15 @@ async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
 async def context_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
     """Every stored key with its metadata, most recently updated first (values are never listed)."""
     store = _store(ctx)
-    entries = await anyio.to_thread.run_sync(store.list)
+    entries = await anyio.to_thread.run_sync(store.list, _tenant(ctx, args.tenant, every=True))
     return {"status": "ok", "count": len(entries), "entries": entries}
 
 
 async def context_delete(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
     """Delete ``key``; ``existed`` says whether there was anything to delete."""
+    tenant = _tenant(ctx, args.tenant)
     store = _store(ctx)
-    existed = await anyio.to_thread.run_sync(store.delete, args.key)
+    existed = await anyio.to_thread.run_sync(store.delete, tenant, args.key)
     return {"status": "ok", "key": args.key, "existed": existed, "deleted": existed}
 
 
@@ -188,7 +209,8 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
         )
     description = args.description or _default_description(outcome.files)
     store = _store(ctx)
-    meta = await anyio.to_thread.run_sync(store.write, args.key, outcome.text, description)
+    meta = await anyio.to_thread.run_sync(store.write, ctx.context_tenant, args.key, outcome.text,
+                                          description)
     note = f"pass context_ref=\"{args.key}\" to any ask tool to use it"
     if outcome.skipped:
         note = f"{len(outcome.skipped)} path(s) were skipped (see skipped); " + note
@@ -200,13 +222,13 @@ TOOLS = [
         name="context_write",
         family="context",
         description="Store a chunk of context (code, a stack trace, design notes) under a key, then pass "
-        "context_ref=<key> to any ask tool instead of pasting it again. Shared by every agent on this "
-        "machine; reusing a key overwrites it.",
+        "context_ref=<key> to any ask tool instead of pasting it again. Shared by every agent of your "
+        "tenant; reusing a key overwrites it.",
         args=WriteArgs,
         result=ContextResult,
         handler=context_write,
+        effects=WRITES,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="context_read",
@@ -215,9 +237,8 @@ TOOLS = [
         args=KeyArgs,
         result=ContextResult,
         handler=context_read,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="context_list",
@@ -227,9 +248,8 @@ TOOLS = [
         args=ListArgs,
         result=ContextResult,
         handler=context_list,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="context_delete",
@@ -238,9 +258,9 @@ TOOLS = [
         args=KeyArgs,
         result=ContextResult,
         handler=context_delete,
+        effects=WRITES,
         destructive=True,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="context_pack",
@@ -251,7 +271,7 @@ TOOLS = [
         args=PackArgs,
         result=ContextResult,
         handler=context_pack,
+        effects=WRITES,
         idempotent=True,
-        open_world=False,
     ),
 ]

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from ask_fable.access import FETCHES
 from ask_fable.backends.descriptor import BackendReport
 from ask_fable.backends.registry import backend_names
 from ask_fable.contract import DataResult
@@ -87,8 +88,7 @@ TOOLS = [
         args=DiagnoseArgs,
         result=DiagnoseResult,
         handler=diagnose,
-        read_only=True,
+        effects=FETCHES,
         idempotent=True,
-        open_world=True,
     ),
 ]

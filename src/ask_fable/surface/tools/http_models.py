@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
+from ask_fable.access import FETCHES
+from ask_fable.backends.base import is_effort
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
-from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.registry import Handler, ToolSpec
 from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, single_model_tool
 
-EFFORT_VALUES = ("quick", "standard", "deep")
+if TYPE_CHECKING:
+    from ask_fable.backends.catalogs import Picker, PickerOption
 
 
 class OllamaArgs(AskArgs):
@@ -91,14 +94,18 @@ class OllamaCatalogResult(DataResult):
 # --- catalogs ----------------------------------------------------------------------------------------
 
 
-def _choice_field(options: list[dict[str, Any]], default: str | None, title: str, description: str) -> Any:
-    one_of = [{"const": o["value"], "title": f"{o['label']} — {o['description']}" if o.get("description")
-               else o["label"]} for o in options]
+def _choice_field(options: list[PickerOption], default: str | None, title: str,
+                  description: str) -> tuple[type[str], object]:
+    one_of: list[JsonValue] = [
+        {"const": o["value"],
+         "title": f"{o['label']} — {o['description']}" if o["description"] else o["label"]}
+        for o in options
+    ]
     return (str, Field(default=default or options[0]["value"], title=title, description=description,
                        json_schema_extra={"oneOf": one_of}))
 
 
-def picker_form(picker: dict[str, Any]) -> type[BaseModel]:
+def picker_form(picker: Picker) -> type[BaseModel]:
     """The elicitation form for a picker: a model select (when there are models) and an effort select."""
     fields: dict[str, Any] = {}
     if picker.get("models"):
@@ -109,21 +116,20 @@ def picker_form(picker: dict[str, Any]) -> type[BaseModel]:
     return create_model("ModelPicker", **fields)
 
 
-async def _offer_picker(ctx: ToolContext, picker: dict[str, Any]) -> Selection | None:
+async def _offer_picker(ctx: ToolContext, picker: Picker) -> Selection | None:
     """Show the native picker; ``None`` when the client cannot elicit."""
     answer = await ctx.elicit(picker.get("title") or "Choose a model and effort", picker_form(picker))
     if answer is None:
         return None
-    action = getattr(answer, "action", "cancel")
-    if action != "accept":
-        return Selection(action=action)
+    if answer.action != "accept":
+        return Selection(action=answer.action)
     data = answer.data
     model = getattr(data, "model", None)
     effort = getattr(data, "effort", None)
     allowed_models = {o["value"] for o in picker.get("models", [])}
     if model is not None and model not in allowed_models:
         model = picker.get("default_model")
-    if effort not in EFFORT_VALUES:
+    if not is_effort(effort):
         effort = picker.get("default_effort")
     return Selection(action="accept", model=model, effort=effort)
 
@@ -159,9 +165,9 @@ async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[
 
 
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
-             handler: Any) -> ToolSpec:
+             handler: Handler) -> ToolSpec:
     return ToolSpec(name=name, family="catalogs", description=description, args=args, result=result,
-                    handler=handler, read_only=True, idempotent=True, open_world=True)
+                    handler=handler, effects=FETCHES, idempotent=True)
 
 
 TOOLS = [

@@ -1,7 +1,8 @@
 """The session hub tools: what several local agents asked and were told, for people to look at.
 
 The hub is visibility-only: these tools read it, nothing reads it back into a model. The project
-is this server's (``ASK_FABLE_PROJECT_ID`` or one derived from the working directory).
+is this server's (``ASK_FABLE_PROJECT_ID`` or one derived from the working directory). Each tool
+covers the caller's tenant; an admin may name another, or ``"*"`` for every tenant.
 """
 
 from __future__ import annotations
@@ -11,14 +12,17 @@ from typing import Any
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.access import READS
 from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.common import TENANT
 
 DISABLED = (
     "the session hub is disabled (ASK_FABLE_HUB=0): nothing is recorded or read; "
     "stored data is kept and reappears when the hub is turned back on"
 )
+
 
 
 class _Args(BaseModel):
@@ -33,6 +37,7 @@ class ListArgs(_Args):
         True, description="Hide sessions whose heartbeat is older than ASK_FABLE_HUB_STALE_SECONDS."
     )
     limit: int = Field(50, ge=1, le=200, description="How many rows, newest first (1–200).")
+    tenant: str | None = TENANT
 
 
 class PeekArgs(_Args):
@@ -40,6 +45,7 @@ class PeekArgs(_Args):
 
     session_key: str = Field(min_length=1, description="The session label (spans every project).")
     agent_id: str | None = Field(None, description="Only this agent's turns.")
+    tenant: str | None = TENANT
 
 
 class StatsArgs(_Args):
@@ -47,11 +53,13 @@ class StatsArgs(_Args):
 
     all_projects: bool = Field(False, description="Every project in the hub, not only this one.")
     window_s: float = Field(86400, ge=0, description="Turns of the last N seconds (0 = all retained turns).")
+    tenant: str | None = TENANT
 
 
 class HubSession(Strict):
     """One (session, agent) row."""
 
+    tenant: str | None = None
     session_key: str
     agent_id: str
     project: str
@@ -70,6 +78,7 @@ class HubTurn(Strict):
     """One retained question and answer."""
 
     id: int
+    tenant: str | None = None
     session_key: str
     agent_id: str
     project: str
@@ -86,6 +95,7 @@ class HubResult(DataResult):
     """Sessions, one session's turns, or turn totals, with the scope they cover."""
 
     enabled: bool | None = None
+    tenant: str | None = None
     project: str | None = None
     all_projects: bool | None = None
     session_key: str | None = None
@@ -117,13 +127,14 @@ async def session_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
     hub, disabled = _hub_or_disabled(ctx)
     if disabled:
         return disabled
+    tenant = ctx.caller.view(args.tenant)
     project = ctx.app.project_id
     scope = None if args.all_projects else project
     rows = await anyio.to_thread.run_sync(
-        lambda: hub.list_sessions(scope, active_only=args.active_only, limit=args.limit)
+        lambda: hub.list_sessions(tenant, scope, active_only=args.active_only, limit=args.limit)
     )
-    return {"status": "ok", "enabled": True, "project": project, "all_projects": args.all_projects,
-            "count": len(rows), "sessions": rows}
+    return {"status": "ok", "enabled": True, "tenant": tenant, "project": project,
+            "all_projects": args.all_projects, "count": len(rows), "sessions": rows}
 
 
 async def session_peek(args: PeekArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -131,9 +142,11 @@ async def session_peek(args: PeekArgs, ctx: ToolContext) -> dict[str, Any]:
     hub, disabled = _hub_or_disabled(ctx)
     if disabled:
         return disabled
-    turns = await anyio.to_thread.run_sync(lambda: hub.peek(args.session_key, args.agent_id))
-    result: dict[str, Any] = {"status": "ok", "enabled": True, "session_key": args.session_key,
-                              "agent_id": args.agent_id, "count": len(turns), "turns": turns}
+    tenant = ctx.caller.view(args.tenant)
+    turns = await anyio.to_thread.run_sync(lambda: hub.peek(tenant, args.session_key, args.agent_id))
+    result: dict[str, Any] = {"status": "ok", "enabled": True, "tenant": tenant,
+                              "session_key": args.session_key, "agent_id": args.agent_id, "count": len(turns),
+                              "turns": turns}
     if not turns:
         result["note"] = "no retained turns for this session label; session_list shows the known ones"
     return result
@@ -144,17 +157,17 @@ async def session_stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
     hub, disabled = _hub_or_disabled(ctx)
     if disabled:
         return disabled
+    tenant = ctx.caller.view(args.tenant)
     project = ctx.app.project_id
     scope = None if args.all_projects else project
-    report = await anyio.to_thread.run_sync(lambda: hub.stats(scope, window_s=args.window_s))
-    return {"status": "ok", "enabled": True, "project": project, "all_projects": args.all_projects,
+    report = await anyio.to_thread.run_sync(lambda: hub.stats(tenant, scope, window_s=args.window_s))
+    return {"status": "ok", "enabled": True, "tenant": tenant, "project": project,
+            "all_projects": args.all_projects,
             "window_s": args.window_s, "turn_count": report["turns"], "by_oracle": report["by_oracle"],
             "by_agent": report["by_agent"], "by_status": report["by_status"],
             "session_count": report["sessions"], "active_sessions": report["active_sessions"],
             "session_turns_total": report["session_turns_total"]}
 
-
-_READ = {"read_only": True, "idempotent": True, "open_world": False}
 
 TOOLS = [
     ToolSpec(
@@ -166,7 +179,8 @@ TOOLS = [
         args=ListArgs,
         result=HubResult,
         handler=session_list,
-        **_READ,
+        effects=READS,
+        idempotent=True,
     ),
     ToolSpec(
         name="session_peek",
@@ -176,7 +190,8 @@ TOOLS = [
         args=PeekArgs,
         result=HubResult,
         handler=session_peek,
-        **_READ,
+        effects=READS,
+        idempotent=True,
     ),
     ToolSpec(
         name="session_stats",
@@ -186,6 +201,7 @@ TOOLS = [
         args=StatsArgs,
         result=HubResult,
         handler=session_stats,
-        **_READ,
+        effects=READS,
+        idempotent=True,
     ),
 ]

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ask_fable.access import ADMINISTERS, ASKS
 from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateResult
 from ask_fable.core.pipeline import Call
 from ask_fable.surface.context import ToolContext
@@ -204,7 +205,7 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.modes.chain import run_chain
     from ask_fable.core.tokens import default_resolver, parse_pipeline
 
-    given = _given(args.models, "models")
+    given: str | list[str] | None = _given(args.models, "models")
     if given is None:
         given = _given(args.pipeline, "pipeline")
     stages = parse_pipeline(DEFAULT_PIPELINE if given is None else given)
@@ -219,13 +220,15 @@ async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.modes.debate import run_debate
     from ask_fable.core.tokens import default_resolver, single_token
 
-    roles = {role: single_token(getattr(args, role)) for role in ("proposer", "opponent", "adjudicator")}
+    proposer, opponent, adjudicator = (single_token(args.proposer), single_token(args.opponent),
+                                       single_token(args.adjudicator))
     resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
     call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="debate")
-    return await ctx.run(
-        call, lambda q, c, m: run_debate(q, c, m, rounds=args.rounds, resolver=resolver, **roles)
-    )
+    return await ctx.run(call, lambda q, c, m: run_debate(
+        q, c, m, proposer=proposer, opponent=opponent, adjudicator=adjudicator, rounds=args.rounds,
+        resolver=resolver,
+    ))
 
 
 async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -307,7 +310,7 @@ async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) 
     from ask_fable.core.tokens import dedupe, normalize_ollama_model
 
     _require_names(args.models, "give at least one Ollama model id")
-    council = dedupe(normalize_ollama_model(m) for m in args.models if str(m).strip())
+    council = dedupe([normalize_ollama_model(m) for m in args.models if str(m).strip()])
     updates: dict[str, Any] = {"ollama_council": council}
     if args.default_model:
         updates["ollama_model"] = normalize_ollama_model(args.default_model)
@@ -320,7 +323,7 @@ async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) ->
 
     _require_names(args.models, "give at least one Atlas model id")
     updates: dict[str, Any] = {
-        "atlas_council": dedupe(normalize_atlas_model(m) for m in args.models if str(m).strip()),
+        "atlas_council": dedupe([normalize_atlas_model(m) for m in args.models if str(m).strip()]),
     }
     if args.synthesizer:
         updates["atlas_synthesizer"] = normalize_synthesizer(args.synthesizer, "atlas")
@@ -334,7 +337,7 @@ async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolC
 
     _require_names(args.models, "give at least one OpenRouter model id")
     updates: dict[str, Any] = {
-        "openrouter_council": dedupe(normalize_openrouter_model(m) for m in args.models if str(m).strip()),
+        "openrouter_council": dedupe([normalize_openrouter_model(m) for m in args.models if str(m).strip()]),
     }
     if args.synthesizer:
         updates["openrouter_synthesizer"] = normalize_synthesizer(args.synthesizer, "openrouter")
@@ -351,15 +354,15 @@ TOOLS = [
         name="ask_council",
         family="core",
         description=(
-            "Several models answer in parallel; a synthesizer reconciles their anonymized answers "
-            "(synthesizer null: none ran). Unavailable or late members are reported in sources and "
-            "skipped. Check quorum, degraded and consensus before acting: 1/M is one opinion. "
-            "Tokens: ask_fable_help(topic='tokens')."
+            "Several models answer at once; a synthesizer reconciles their anonymized answers "
+            "(synthesizer null: none ran). Unavailable members, and stragglers cut once a quorum "
+            "answered, are reported in sources and skipped. Check quorum, degraded and consensus "
+            "before acting: 1/M is one opinion. Tokens: ask_fable_help(topic='tokens')."
         ),
         args=CouncilArgs,
         result=CouncilResult,
         handler=ask_council,
-        read_only=True,
+        effects=ASKS,
         title="Council",
     ),
     ToolSpec(
@@ -373,7 +376,7 @@ TOOLS = [
         args=ChainArgs,
         result=ChainResult,
         handler=ask_chain,
-        read_only=True,
+        effects=ASKS,
         title="Chain",
     ),
     ToolSpec(
@@ -387,7 +390,7 @@ TOOLS = [
         args=DebateArgs,
         result=DebateResult,
         handler=ask_debate,
-        read_only=True,
+        effects=ASKS,
         title="Debate",
     ),
     ToolSpec(
@@ -401,7 +404,7 @@ TOOLS = [
         args=ProviderCouncilArgs,
         result=CouncilResult,
         handler=ask_ollama_council,
-        read_only=True,
+        effects=ASKS,
     ),
     ToolSpec(
         name="ask_atlas_council",
@@ -414,7 +417,7 @@ TOOLS = [
         args=AdjudicatedCouncilArgs,
         result=CouncilResult,
         handler=ask_atlas_council,
-        read_only=True,
+        effects=ASKS,
     ),
     ToolSpec(
         name="ask_openrouter_council",
@@ -427,7 +430,7 @@ TOOLS = [
         args=AdjudicatedCouncilArgs,
         result=CouncilResult,
         handler=ask_openrouter_council,
-        read_only=True,
+        effects=ASKS,
     ),
     ToolSpec(
         name="configure_ollama_council",
@@ -440,8 +443,8 @@ TOOLS = [
         args=ConfigureOllamaArgs,
         result=ConfigureResult,
         handler=configure_ollama_council,
+        effects=ADMINISTERS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="configure_atlas_council",
@@ -454,8 +457,8 @@ TOOLS = [
         args=ConfigureAtlasArgs,
         result=ConfigureResult,
         handler=configure_atlas_council,
+        effects=ADMINISTERS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="configure_openrouter_council",
@@ -467,7 +470,7 @@ TOOLS = [
         args=ConfigureOpenRouterArgs,
         result=ConfigureResult,
         handler=configure_openrouter_council,
+        effects=ADMINISTERS,
         idempotent=True,
-        open_world=False,
     ),
 ]

@@ -1,7 +1,8 @@
 """Operations tools: ``stats`` over the audit log, ``trace_list`` / ``trace_get`` over the trace
 index, and ``configure_tracing`` (persisted to the config file, applied on the next call).
 
-None of them calls a model or goes through the answer cache.
+None of them calls a model or goes through the answer cache. Each reading tool covers the caller's
+tenant; an admin may name another, or ``"*"`` for every tenant.
 """
 
 from __future__ import annotations
@@ -11,14 +12,18 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from ask_fable.access import ADMINISTERS, READS
 from ask_fable.contract import DataResult, Strict
+from ask_fable.stores.stats import BY_VALUES, WINDOWS
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.common import TENANT
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
-_WINDOWS: list[JsonValue] = ["1h", "24h", "7d", "all"]
-_BY: list[JsonValue] = ["model", "provider", "tool", "session", "day", "project", "cache", "mode"]
+#: The allowed values of stats' ``window`` and ``by``, as the schema advertises them.
+_WINDOWS: list[JsonValue] = list(WINDOWS)
+_BY: list[JsonValue] = list(BY_VALUES)
 
 
 class _Args(BaseModel):
@@ -29,15 +34,16 @@ class StatsArgs(_Args):
     """Arguments of stats."""
 
     # Plain strings (with an advertised enum) so a bad value gets a bad_args listing the allowed ones.
-    window: str = Field("24h", description="1h, 24h, 7d or all.", json_schema_extra={"enum": _WINDOWS})
+    window: str = Field("24h", description="1h, 24h, 7d or all.", json_schema_extra={"enum": [*_WINDOWS]})
     by: str = Field(
         "model",
         description="Bucket by model (a council counts under its synthesizer), provider (each backend "
-        "call, council members one by one), tool, session, day, project, cache or mode.",
+        "call, council members one by one), tool, session, day, project, cache, mode or tenant.",
         json_schema_extra={"enum": _BY},
     )
     model: str | None = Field(None, description="Only calls of this model or provider.")
     session: str | None = Field(None, description="Only calls of this session.")
+    tenant: str | None = TENANT
 
 
 class TraceListArgs(_Args):
@@ -52,6 +58,7 @@ class TraceListArgs(_Args):
     before: str | None = Field(
         None, description="Page back: traces older than this trace_id (or epoch seconds); use next_before."
     )
+    tenant: str | None = TENANT
 
 
 class TraceGetArgs(_Args):
@@ -64,6 +71,7 @@ class TraceGetArgs(_Args):
     max_chars: int = Field(
         4000, ge=1, description=f"Cap on the content excerpt (at most {MAX_EXCERPT_CHARS})."
     )
+    tenant: str | None = TENANT
 
 
 class TracingArgs(_Args):
@@ -81,6 +89,7 @@ class TraceSummary(Strict):
     """One trace as trace_list shows it (no content)."""
 
     trace_id: str
+    tenant: str | None = None
     ts: float
     tool: str | None = None
     mode: str | None = None
@@ -114,6 +123,7 @@ class TraceDetail(TraceSummary):
 class StatsResult(DataResult):
     """Buckets and totals of calls, outcomes and latency over a window."""
 
+    tenant: str | None = None
     window: str | None = None
     by: str | None = None
     since: float | None = None
@@ -153,9 +163,10 @@ async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.stores.stats import validate
 
     validate(args.window, args.by)
+    tenant = ctx.caller.view(args.tenant)
     audit = ctx.app.audit
     report: dict[str, Any] = dict(await anyio.to_thread.run_sync(
-        lambda: audit.stats(args.window, args.by, args.model, args.session)
+        lambda: audit.stats(tenant, args.window, args.by, args.model, args.session)
     ))
     report["filters"] = {k: v for k, v in (report.get("filters") or {}).items() if v is not None}
     return {"status": "ok", **report}
@@ -166,6 +177,7 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.errors import BadArgs
 
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
+    tenant = ctx.caller.view(args.tenant)
     store = ctx.app.traces
     cursor = args.before.strip() if args.before else None
     before: str | float | None = cursor
@@ -177,12 +189,12 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
 
             if not valid_trace_id(cursor):
                 raise BadArgs("before must be a trace_id or epoch seconds") from None
-            if await anyio.to_thread.run_sync(store.get, cursor) is None:
+            if await anyio.to_thread.run_sync(store.get, tenant, cursor) is None:
                 return {"status": "error", "kind": "not_found",
                         "detail": f"before names no stored trace ({cursor})",
                         "hint": "use next_before from the previous page, or epoch seconds"}
     rows = await anyio.to_thread.run_sync(
-        lambda: store.list(limit=limit, tool=args.tool, status=args.status, provider=args.provider,
+        lambda: store.list(tenant, limit=limit, tool=args.tool, status=args.status, provider=args.provider,
                            session=args.session, project=args.project, before=before)
     )
     result: dict[str, Any] = {"status": "ok", "count": len(rows), "limit": limit, "traces": rows}
@@ -198,8 +210,9 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
 
     if not valid_trace_id(args.trace_id):
         raise BadArgs("trace_id must be letters, digits, '_' or '-' (as returned by a tool or trace_list)")
+    tenant = ctx.caller.view(args.tenant)
     store = ctx.app.traces
-    trace = await anyio.to_thread.run_sync(store.get, args.trace_id)
+    trace = await anyio.to_thread.run_sync(store.get, tenant, args.trace_id)
     if trace is None:
         return {"status": "error", "kind": "not_found", "detail": f"no trace {args.trace_id!r} is stored",
                 "hint": "trace_list shows the stored traces"}
@@ -210,7 +223,7 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
         return result
     # A bundle written while full mode was on stays readable after switching back to safe mode.
     cap = min(int(args.max_chars), MAX_EXCERPT_CHARS)
-    excerpt = await anyio.to_thread.run_sync(store.bundle_excerpt, args.trace_id, cap + 1)
+    excerpt = await anyio.to_thread.run_sync(store.bundle_excerpt, tenant, args.trace_id, cap + 1)
     if excerpt is None:
         result["content_note"] = (
             "no content bundle was captured for this trace (it ran in safe mode: metadata only); "
@@ -255,13 +268,12 @@ TOOLS = [
         "states), circuit_open or needs_context; plus allowed, avg/p50/p95 latency, error rate, reported "
         "cost, totals. "
         "A failure counts under the model asked. window: 1h|24h|7d|all; "
-        "by: model|provider|tool|session|day|project|cache|mode.",
+        "by: model|provider|tool|session|day|project|cache|mode|tenant.",
         args=StatsArgs,
         result=StatsResult,
         handler=stats,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="trace_list",
@@ -271,9 +283,8 @@ TOOLS = [
         args=TraceListArgs,
         result=TraceResult,
         handler=trace_list,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="trace_get",
@@ -284,9 +295,8 @@ TOOLS = [
         args=TraceGetArgs,
         result=TraceResult,
         handler=trace_get,
-        read_only=True,
+        effects=READS,
         idempotent=True,
-        open_world=False,
     ),
     ToolSpec(
         name="configure_tracing",
@@ -298,7 +308,7 @@ TOOLS = [
         args=TracingArgs,
         result=TracingResult,
         handler=configure_tracing,
+        effects=ADMINISTERS,
         idempotent=True,
-        open_world=False,
     ),
 ]

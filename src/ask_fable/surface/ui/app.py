@@ -25,9 +25,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 
+from ask_fable.access import SCOPES
+from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui import data, pages
 from ask_fable.surface.ui.markup import Html
-from ask_fable.surface.ui.pages import UI_PATH, Chrome, url
+from ask_fable.surface.ui.pages import Chrome, url
 from ask_fable.surface.ui.sessions import COOKIE, Session, Sessions, Viewer
 from ask_fable.surface.ui.style import STYLESHEET, STYLESHEET_VERSION
 from ask_fable.surface.ui.timeline import build_timeline
@@ -54,8 +56,8 @@ SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),
 )
-#: Key scopes that may open the web view: ``read`` or higher.
-VIEW_SCOPES = frozenset({"read", "write"})
+#: Key scopes that may open the web view: ``read`` or higher (every scope there is).
+VIEW_SCOPES = frozenset(SCOPES)
 #: Largest login or logout form accepted.
 MAX_FORM_BYTES = 8192
 ICON = (
@@ -88,8 +90,8 @@ def may_view(scope: str) -> bool:
 
 
 def tenant_of(key: ApiKey) -> str:
-    """The tenant a key's viewer sees: the key's own, ``local`` for a key that names none."""
-    return str(getattr(key, "tenant", None) or "local")
+    """The tenant a key's viewer sees: the key's own."""
+    return key.tenant
 
 
 def secure_headers(app: ASGIApp) -> ASGIApp:
@@ -360,7 +362,7 @@ def _report(exc: Exception) -> None:
     """One redacted line on the server's stderr for a page that could not be rendered."""
     import sys
 
-    from ask_fable.stores.redact import redact
+    from ask_fable.redact import redact
 
     print(
         f"ask-fable ui: a page failed: {redact(f'{type(exc).__name__}: {exc}')[:500]}",

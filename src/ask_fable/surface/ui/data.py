@@ -1,9 +1,8 @@
 """What the web view reads, and only through the store protocols (``stores/interfaces.py``).
 
 Every read takes the viewer's ``tenant`` (``local`` for ``ask-fable ui``, the key's on the team
-server). The stores do not keep tenants apart yet, so today it narrows nothing; it is threaded
-through every read so the stores only have to accept it. Reads block: callers run them in a
-worker thread.
+server) and passes it to the stores, which return that tenant's items only. Reads block: callers
+run them in a worker thread.
 """
 
 from __future__ import annotations
@@ -127,6 +126,7 @@ def list_traces(store: TraceRecordStore, tenant: str, query: TraceQuery) -> Trac
     """A page of traces matching ``query``: newest first, paged with ``before``, within the time range."""
     before: str | float | None = query.before or query.until
     rows = store.list(
+        tenant,
         limit=query.limit + 1,
         tool=query.tool,
         status=query.status,
@@ -147,12 +147,12 @@ def read_trace(store: TraceRecordStore, tenant: str, trace_id: str) -> TraceDeta
     """One trace with its events, or ``None`` when there is none by that id."""
     if not valid_trace_id(trace_id):
         return None
-    return store.get(trace_id)
+    return store.get(tenant, trace_id)
 
 
 def read_content(store: TraceRecordStore, tenant: str, trace_id: str) -> str | None:
     """The redacted content kept for a trace recorded in full mode, or ``None`` (safe mode)."""
-    return store.bundle_excerpt(trace_id, CONTENT_CHARS)
+    return store.bundle_excerpt(tenant, trace_id, CONTENT_CHARS)
 
 
 @dataclass(frozen=True)
@@ -173,5 +173,6 @@ def read_stats(audit: AuditStore, tenant: str, window: str) -> StatsView:
     """Calls, error rate, p50/p95 latency and cost per provider and per mode over ``window``."""
     window = stats_window(window)
     return StatsView(
-        window=window, by_provider=audit.stats(window, "provider"), by_mode=audit.stats(window, "mode")
+        window=window, by_provider=audit.stats(tenant, window, "provider"),
+        by_mode=audit.stats(tenant, window, "mode")
     )

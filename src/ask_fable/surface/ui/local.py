@@ -16,8 +16,8 @@ import threading
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
+from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui.app import LocalLogin, build_ui, checked_host, secure_headers
-from ask_fable.surface.ui.pages import UI_PATH
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
@@ -86,9 +86,12 @@ def open_in_browser(address: str) -> bool:
 
 def serve_local(port: int = 0, *, open_browser: bool = True) -> int:
     """Serve the web view until interrupted; prints its address on stdout. 1 when the port is taken."""
+    import uvicorn
+
     from ask_fable.backends.resources import Resources
     from ask_fable.core.app import App
-    from ask_fable.surface.http_app import HttpOptions, bind_socket, serve
+    from ask_fable.surface.http_app import HttpOptions
+    from ask_fable.surface.http_runner import bind_socket
 
     options = HttpOptions(host=LOOPBACK, port=port)
     try:
@@ -111,5 +114,7 @@ def serve_local(port: int = 0, *, open_browser: bool = True) -> int:
         file=sys.stderr,
         flush=True,
     )
-    serve(local_ui(app, token, port), HttpOptions(host=LOOPBACK, port=port), sock)
+    config = uvicorn.Config(local_ui(app, token, port), host=LOOPBACK, port=port, access_log=False,
+                            log_level="warning", lifespan="on", server_header=False)
+    uvicorn.Server(config).run(sockets=[sock])
     return 0

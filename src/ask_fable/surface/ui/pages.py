@@ -13,14 +13,14 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ask_fable.stores.views import StatsReport, TraceDetail, TraceSummary
+from ask_fable.stores.views import StatsReport, StoredTraceEvent, TraceDetail, TraceSummary
+from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui.data import PAGE_SIZES, STATUSES, StatsView, TracePage, TraceQuery
 from ask_fable.surface.ui.markup import Html, el, join
 from ask_fable.surface.ui.style import STYLESHEET_VERSION
 from ask_fable.surface.ui.svg import BarPart, BarRow, bar_chart, timeline_svg
 from ask_fable.surface.ui.timeline import OUTCOME_LABELS, Timeline, dollars, outcome_of, seconds
 
-UI_PATH = "/ui"
 #: Recorded events listed on a trace page (the timeline reads them all).
 MAX_EVENT_ROWS = 2000
 WINDOW_LABELS = {"1h": "last hour", "24h": "last 24 hours", "7d": "last 7 days", "all": "all time"}
@@ -301,19 +301,15 @@ def _lanes_table(timeline: Timeline) -> Html:
     )
 
 
-def _events_table(events: Sequence[dict[str, Any]]) -> Html:
+def _events_table(events: Sequence[StoredTraceEvent]) -> Html:
     rows = [
         el(
             "tr",
             None,
             [
-                el("td", {"class": "num mono"}, f"{event.get('t_ms') or 0:.0f}"),
-                el("td", {"class": "mono"}, event.get("name") or ""),
-                el(
-                    "td",
-                    {"class": "mono"},
-                    json.dumps(event.get("attrs") or {}, ensure_ascii=False, default=str),
-                ),
+                el("td", {"class": "num mono"}, f"{event['t_ms'] or 0:.0f}"),
+                el("td", {"class": "mono"}, event["name"]),
+                el("td", {"class": "mono"}, json.dumps(event["attrs"], ensure_ascii=False, default=str)),
             ],
         )
         for event in events[:MAX_EVENT_ROWS]

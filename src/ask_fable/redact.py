@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 MARKER = "[REDACTED]"
 
@@ -25,6 +25,7 @@ class HasSecrets(Protocol):
 
 
 SecretSource = Iterable[str] | HasSecrets | None
+_Shape = TypeVar("_Shape")
 
 _B = r"(?<![A-Za-z0-9_\-])"  # token start: not glued to a preceding identifier character
 
@@ -174,13 +175,16 @@ def bounded(text: str, limit: int, secrets: SecretSource = ()) -> str:
     return text[:head].rstrip() + marker.format(cut) + (text[-tail:].lstrip() if tail else "")
 
 
-def redact_obj(obj: Any, secrets: SecretSource = ()) -> Any:
-    """Redact every string inside ``obj`` (dicts, lists, tuples, nested); other values pass through."""
+def redact_obj(obj: _Shape, secrets: SecretSource = ()) -> _Shape:
+    """Redact every string inside ``obj`` (dicts, lists, tuples, nested); other values pass through.
+
+    The result has the shape of ``obj``: strings stay strings, containers the same containers.
+    """
     exact = secret_list(secrets)
-    return _walk(obj, exact)
+    return cast(_Shape, _walk(obj, exact))
 
 
-def _walk(obj: Any, exact: list[str]) -> Any:
+def _walk(obj: object, exact: list[str]) -> object:
     if isinstance(obj, str):
         return _redact_with(obj, exact) if obj else obj
     if isinstance(obj, dict):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ask_fable.config import load_settings
-from ask_fable.stores.redact import MARKER, bounded, redact, redact_obj
+from ask_fable.redact import MARKER, bounded, redact, redact_obj
 
 SHAPES = {
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ask_fable.stores import files
-from ask_fable.stores.files import atomic_write_text, ensure_private_dir, prune_own_files
+from ask_fable import files
+from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
 
 
 def _mode(path: Path) -> int:
