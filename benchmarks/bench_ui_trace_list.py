@@ -37,7 +37,8 @@ def main() -> int:
         from ask_fable.config import load_settings
         from ask_fable.core.app import App
         from ask_fable.stores.traces import TraceStore
-        from ask_fable.surface.http_app import HttpOptions, serve_in_thread
+        from ask_fable.surface.http_app import HttpOptions
+        from ask_fable.surface.http_runner import serve_in_thread
         from ask_fable.surface.ui.app import LocalLogin, build_ui, secure_headers
         from ask_fable.surface.ui.style import STYLESHEET_VERSION
 

@@ -238,8 +238,8 @@ def test_a_read_only_reader_counts_the_log_without_writing_beside_it(tmp_path: P
     writer.append(AuditRecord.model_validate(rec(elapsed_ms=100)))
     before = sorted(p.name for p in log.path.parent.iterdir())
     reader = AuditTrail(log, connections=Connections(read_only=True))
-    assert reader.stats(window="all", now=NOW)["totals"]["calls"] == 1
+    assert reader.stats("local", window="all", now=NOW)["totals"]["calls"] == 1
     writer.append(AuditRecord.model_validate(rec(elapsed_ms=300)))
-    after = reader.stats(window="all", now=NOW)["totals"]
+    after = reader.stats("local", window="all", now=NOW)["totals"]
     assert after["calls"] == 2 and after["p50_ms"] == 100.0
     assert sorted(p.name for p in log.path.parent.iterdir()) == before

@@ -16,7 +16,8 @@ import pytest
 from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
-from ask_fable.surface.http_app import HttpOptions, build_http_app, serve_in_thread
+from ask_fable.surface.http_app import HttpOptions, build_http_app
+from ask_fable.surface.http_runner import serve_in_thread
 from ask_fable.surface.server import build_server
 from ask_fable.surface.ui.sessions import COOKIE
 from tests.fakes.clock import ManualClock
@@ -37,11 +38,11 @@ class Team:
 
 @pytest.fixture
 def team() -> Iterator[Team]:
-    """A team server on a loopback port with a read and a write key, and two calls in its traces."""
+    """A team server on a loopback port with a read and an ask key of one tenant, and two calls in its traces."""
     clock = ManualClock()
     app = App(load_settings(cache=False, hub=False), resources=Resources(clock=clock))
-    read, read_key = app.keys.create("alice", "read")
-    _, write_key = app.keys.create("bob", "write")
+    read, read_key = app.keys.create("alice", "read", "team")
+    _, write_key = app.keys.create("bob", "ask", "team")
     served = build_http_app(build_server(app, toolsets=["all"]), app.keys, HttpOptions(port=0))
     with serve_in_thread(served) as url:
         with httpx2.Client(
@@ -95,8 +96,26 @@ def test_a_read_key_is_exchanged_for_an_http_only_strict_session_cookie(team: Te
         assert cookie.split(";")[0] != before.split(";")[0]  # a new session id, never the form's
         listing = client.get("/ui/traces")
     assert listing.status_code == 200
-    assert "alice · tenant local" in listing.text
+    assert "alice · tenant team" in listing.text
     assert listing.text.count('data-trace="') == 2
+
+
+def test_a_key_of_another_tenant_sees_none_of_its_traces_or_stats(team: Team) -> None:
+    """The pages read the logged-in key's tenant only: another tenant's key lists no trace, cannot
+    open one by its id, and counts no call in the stats."""
+    _, outsider = team.app.keys.create("mallory", "read", "elsewhere")
+    with httpx2.Client(base_url=team.url) as insider:
+        log_in(insider, team.read_key)
+        listed = insider.get("/ui/traces").text
+    trace_id = re.findall(r'data-trace="([^"]+)"', listed)[0]
+    with httpx2.Client(base_url=team.url) as client:
+        assert log_in(client, outsider).status_code == 303
+        listing = client.get("/ui/traces")
+        assert "mallory · tenant elsewhere" in listing.text
+        assert listing.text.count('data-trace="') == 0
+        assert client.get(f"/ui/traces/{trace_id}").status_code == 404
+        stats = client.get("/ui/stats", params={"window": "all"}).text
+        assert "ask_fable_help" not in stats
 
 
 @pytest.mark.parametrize("case", ["wrong key", "no token", "another form's token", "other origin"])

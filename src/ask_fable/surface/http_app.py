@@ -26,9 +26,10 @@ A request in flight runs in its own cancel scope: a client that hangs up cancels
 CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
 cancels every one when the server stops, answering each caller 503.
 
-``/ui`` is the web view of traces and stats (``surface/ui``), served by the guard (:func:`ui_app`)
-after the same Host and Origin checks, then its own login form (a key of ``read`` scope or
-higher exchanged for a session cookie) instead of a bearer header.
+``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
+:func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
+pages' origin behind a proxy) and logs users in with a form (a key of ``read`` scope or higher
+exchanged for a session cookie) instead of a bearer header.
 """
 
 from __future__ import annotations
@@ -293,6 +294,11 @@ class HttpGuard:
                      status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if self.ui is not None and (path == UI_PATH or path.startswith(UI_PATH + "/")):
+            # The web view checks Host and Origin itself, accepting its own pages' origin behind a proxy.
+            await self.ui(scope, receive, send)
+            return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         if not host_allowed(_header(headers, b"host"), self.allowed_hosts):
             await _respond(send, 421, b"Invalid Host header (add it with --allowed-host)", "text/plain")
@@ -303,9 +309,6 @@ class HttpGuard:
         path = scope.get("path", "")
         if path.rstrip("/") == HEALTH_PATH:
             await self._health(scope, send)
-            return
-        if self.ui is not None and (path == UI_PATH or path.startswith(UI_PATH + "/")):
-            await self.ui(scope, receive, send)
             return
         if query_has_credential(scope.get("query_string", b"")):
             await self._unauthorized(send, "API keys are accepted only in the Authorization header, never in "
