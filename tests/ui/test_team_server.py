@@ -38,7 +38,8 @@ class Team:
 
 @pytest.fixture
 def team() -> Iterator[Team]:
-    """A team server on a loopback port with a read and an ask key of one tenant, and two calls in its traces."""
+    """A team server on a loopback port with a read and an ask key of one tenant, and two calls
+    in its traces."""
     clock = ManualClock()
     app = App(load_settings(cache=False, hub=False), resources=Resources(clock=clock))
     read, read_key = app.keys.create("alice", "read", "team")
