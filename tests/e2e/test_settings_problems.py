@@ -15,6 +15,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.e2e.helpers import TEST_KEY, ask_fable_command, child_env
 from tests.fakes.fake_provider import FakeProvider
+from tests.spec_tools import ALL_SPEC_TOOLS
 
 SECRET = "sk-live-abcdefghijklmnopqrstuvwx0123"
 
@@ -138,7 +139,7 @@ async def test_help_names_what_is_served_and_the_toolset_of_every_other_tool(tmp
     assert named == listed and len(listed) == 6
     others = {other["toolset"]: other for other in helped["other_toolsets"]}
     assert listed.isdisjoint(name for other in others.values() for name in other["tools"])
-    assert len(listed) + sum(len(other["tools"]) for other in others.values()) == 39
+    assert len(listed) + sum(len(other["tools"]) for other in others.values()) == len(ALL_SPEC_TOOLS)
     assert others["context"]["flag"] == "--toolsets default,context"
     assert others["context"]["env"] == "ASK_FABLE_TOOLSETS=default,context"
     assert "context_write" in others["context"]["tools"]

@@ -54,13 +54,13 @@ def config_topic() -> str:
         f"Keys for HTTP backends: {keys}. CLI backends reuse their own logins ({logins}). {claude} "
         "reuse Claude Code's login. A missing or rejected key and a logged-out CLI are status error, kind "
         "not_configured, with `hint` naming the fix; they never trip the circuit breaker, whose "
-        "circuit_open results carry retry_after_s, as do quota_exceeded results (a team server key over its "
-        "calls per minute, calls at once or daily budget; no model was called). A value that cannot be used (a word where a number "
-        "belongs, a file that is not valid JSON, an unknown key) never stops the server: it falls back to "
-        "the next source or the default, and the problem is named at start (stderr, the server "
-        "instructions), in `ask-fable doctor`, and in the `warnings` of each call that reads that "
-        "setting. `ask-fable doctor` (or the diagnose tool) shows each backend's state and the step that "
-        "enables it.",
+        "circuit_open results carry retry_after_s, as do quota_exceeded results (a team server key "
+        "over its calls per minute, calls at once or daily budget; no model was called). A value that "
+        "cannot be used (a word where a number belongs, a file that is not valid JSON, an unknown key) "
+        "never stops the server: it falls back to the next source or the default, and the problem is "
+        "named at start (stderr, the server instructions), in `ask-fable doctor`, and in the `warnings` "
+        "of each call that reads that setting. `ask-fable doctor` (or the diagnose tool) shows each "
+        "backend's state and the step that enables it.",
         _WIDTH,
     )
 
