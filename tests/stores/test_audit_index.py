@@ -11,7 +11,7 @@ from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, _ident
 from ask_fable.stores.audit_trail import AuditTrail
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import SqliteDatabase as Database
 
 NOW = 1_800_000_000.0
 

@@ -17,7 +17,7 @@ from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.audit_trail import AuditTrail
 from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import SqliteDatabase as Database
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
 from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceRecord, Transcript
