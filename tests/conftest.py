@@ -80,13 +80,15 @@ def claude_home(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+def pg_server() -> Iterator[PostgresServer]:
     """One real PostgreSQL (the ``pgserver`` wheel's) for the whole session, skipped with the reason
     when it cannot start."""
-    try:
-        from tests.fakes.postgres import running_server
+    from tests.fakes.postgres import running_server
 
-        started = running_server(tmp_path_factory.mktemp("pg"))
+    # Not under pytest's base temp: pytest keeps that 0700 for its own user, and as root pgserver
+    # runs PostgreSQL as another one, which must reach its data directory.
+    started = running_server()
+    try:
         server = started.__enter__()
     except Exception as exc:  # no pgserver wheel, no shared memory, …: the reason is the skip message
         pytest.skip(f"PostgreSQL could not start here: {type(exc).__name__}: {exc}")

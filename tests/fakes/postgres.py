@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ _numbers = itertools.count()
 
 
 def database_url(server_url: str, name: str) -> str:
-    """``server_url`` (pgserver's ``postgresql://postgres:@/postgres?host=…``) pointed at database ``name``."""
+    """``server_url`` (``postgresql://postgres:@/postgres?host=…``) pointed at database ``name``."""
     head, _, query = server_url.partition("?")
     base = head.rsplit("/", 1)[0]
     return f"{base}/{name}" + (f"?{query}" if query else "")
@@ -61,8 +63,10 @@ class PostgresServer:
 
 
 @contextmanager
-def running_server(directory: Path) -> Iterator[PostgresServer]:
-    """Start pgserver in ``directory`` with a migrated template database; stop it after."""
+def running_server() -> Iterator[PostgresServer]:
+    """Start pgserver in a new temporary directory with a migrated template database; stop it and
+    remove the directory after."""
+    directory = Path(tempfile.mkdtemp(prefix="ask-fable-pg-"))
     # pgserver asks platformdirs for a runtime directory when it is imported.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(directory))
     import pgserver
@@ -80,3 +84,4 @@ def running_server(directory: Path) -> Iterator[PostgresServer]:
         yield server
     finally:
         handle.cleanup()
+        shutil.rmtree(directory, ignore_errors=True)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ask_fable.stores.db import SqliteDatabase as Database, split_statements
+from ask_fable.stores.db import SqliteDatabase as Database
+from ask_fable.stores.db import split_statements
 
 MIGRATIONS = [
     "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); CREATE INDEX a_v ON a(v);",

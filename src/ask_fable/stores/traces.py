@@ -361,6 +361,14 @@ class TraceStore:
         except OSError:
             return None
 
+    def bundle_bytes(self, trace_id: str) -> bytes | None:
+        """The bundle of ``trace_id`` as stored (redacted JSONL), wherever it lives; ``None`` without one."""
+        handle = self._open_bundle(trace_id) if valid_trace_id(trace_id) else None
+        if handle is None:
+            return None
+        with handle:
+            return handle.read()
+
     def _open_bundle(self, trace_id: str) -> BinaryIO | None:
         """The bundle of ``trace_id`` to read, or ``None``."""
         if self._in_db:
