@@ -50,7 +50,8 @@ def test_ttl_zero_never_hits(store_backend: StoreBackend, tmp_path: Path) -> Non
 
 
 def test_sweep_trims_to_ninety_percent_oldest_first(store_backend: StoreBackend, tmp_path: Path) -> None:
-    cache = AnswerCache(store_backend.open("cache", tmp_path / "cache.db"), ttl=3600, max_rows=20, sweep_every=25)
+    database = store_backend.open("cache", tmp_path / "cache.db")
+    cache = AnswerCache(database, ttl=3600, max_rows=20, sweep_every=25)
     for i in range(25):
         cache.put("local", f"k{i}", "t", {"i": i})
     assert cache.count() == 18
@@ -71,7 +72,8 @@ def test_sweep_deletes_expired_rows(store_backend: StoreBackend, tmp_path: Path)
 def test_write_counter_is_shared_by_instances(store_backend: StoreBackend, tmp_path: Path) -> None:
     path = tmp_path / "cache.db"
     for i in range(12):
-        AnswerCache(store_backend.open("cache", path), ttl=3600, max_rows=5, sweep_every=6).put("local", f"k{i}", "t", {})
+        cache = AnswerCache(store_backend.open("cache", path), ttl=3600, max_rows=5, sweep_every=6)
+        cache.put("local", f"k{i}", "t", {})
     assert AnswerCache(store_backend.open("cache", path), ttl=3600, max_rows=5).count() == 4
 
 

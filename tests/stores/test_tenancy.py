@@ -89,7 +89,8 @@ def test_hub_turns_and_heartbeats_are_per_tenant(store_backend: StoreBackend) ->
     assert {t["tenant"] for t in store.peek(ALL_TENANTS, "s")} == {A, B}
 
 
-def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreBackend, tmp_path: Path) -> None:
+def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreBackend,
+                                                           tmp_path: Path) -> None:
     trail = audit_trail_for(load_settings(audit_path=tmp_path / "decisions.jsonl"),
                             connections=store_backend.connections)
     for tenant, count in ((A, 2), (B, 3)):
