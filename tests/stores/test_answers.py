@@ -107,13 +107,15 @@ def test_the_archive_keeps_redacted_markdown_where_it_says_and_prunes_each_tenan
         store_backend: StoreBackend) -> None:
     settings = load_settings(max_answers=2, max_sessions=1, deepseek_api_key="ds-exact-secret-5555")
     archive = archive_for(settings, connections=store_backend.connections)
-    first = archive.save_answer(SavedAnswer(tool="ask_glm", question="first ds-exact-secret-5555?", answer="a1"))
-    kept = [archive.save_answer(SavedAnswer(tool="ask_glm", question=f"q{i}", answer=f"a{i}")) for i in (2, 3)]
+    first = archive.save_answer(SavedAnswer(tool="ask_glm", question="first?", answer="a1"))
+    kept = [archive.save_answer(SavedAnswer(tool="ask_glm", question=f"q{i}", answer=f"a{i}"))
+            for i in (2, 3)]
     other = archive.save_answer(SavedAnswer(tenant="bob", tool="ask_glm", question="bob asks", answer="b"))
     assert _kept(archive, "local", first) is None  # pruned: two answers kept per tenant
     assert all("## Answer" in (_kept(archive, "local", where) or "") for where in kept)
     assert "bob asks" in (_kept(archive, "bob", other) or "")
-    dump = archive.save_transcript(Transcript(key="default", turns=[TranscriptTurn(question="q", answer="a")]))
+    turns = [TranscriptTurn(question="q", answer="a")]
+    dump = archive.save_transcript(Transcript(key="default", turns=turns))
     body = _kept(archive, "local", dump) or ""
     assert "# Session default" in body and "### Question" in body
     if store_backend.name == "postgres":

@@ -98,7 +98,8 @@ def test_planted_keys_never_reach_a_postgresql_row(store_backend: StoreBackend) 
             for row in conn.execute(f'SELECT * FROM "{schema}"."{table}"'):
                 seen += 1
                 # Bundles are bytes: read them as the text they hold.
-                shown = " ".join(bytes(v).decode() if isinstance(v, bytes | memoryview) else str(v) for v in row)
+                shown = " ".join(bytes(v).decode() if isinstance(v, bytes | memoryview) else str(v)
+                                 for v in row)
                 assert SHAPED not in shown and CONFIGURED not in shown, (schema, table)
                 assert "PLANTEDplanted" not in shown, (schema, table)
     assert seen >= 8

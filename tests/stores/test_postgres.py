@@ -84,13 +84,14 @@ def test_a_store_refuses_a_schema_behind_or_ahead_of_this_release(empty_url: str
 
 
 def test_the_server_refuses_to_start_on_a_schema_it_does_not_serve(empty_url: str) -> None:
-    """``ask-fable serve`` exits non-zero naming ``ask-fable db upgrade``; after it, ``db status`` says current."""
+    """``ask-fable serve`` exits non-zero naming ``ask-fable db upgrade``; after that upgrade,
+    ``db status`` says current."""
     env = child_env(ASK_FABLE_DATABASE_URL=empty_url)
     refused = subprocess.run([*ask_fable_command(), "serve"], env=env, capture_output=True, text=True,
                              timeout=60, stdin=subprocess.DEVNULL)
     assert refused.returncode == 1 and "ask-fable db upgrade" in refused.stderr and refused.stdout == ""
-    upgraded = subprocess.run([*ask_fable_command(), "db", "upgrade"], env=env, capture_output=True, text=True,
-                              timeout=60)
+    upgraded = subprocess.run([*ask_fable_command(), "db", "upgrade"], env=env, capture_output=True,
+                              text=True, timeout=60)
     assert upgraded.returncode == 0 and "context" in upgraded.stdout and "upgraded 0 →" in upgraded.stdout
     status = subprocess.run([*ask_fable_command(), "db", "status", "--json"], env=env, capture_output=True,
                             text=True, timeout=60)
@@ -111,7 +112,8 @@ def test_an_unreachable_database_is_unavailable_then_reconnected_without_a_resta
     try:
         with pg_server.admin() as admin:
             admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (name,))
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                          (name,))
         with pytest.raises(Unavailable) as down:
             store.read("local", "before")
         assert down.value.to_result()["kind"] == "unavailable" and down.value.to_result()["hint"]
