@@ -19,13 +19,14 @@ async def test_a_context_write_ask_trace_and_stats_round_trip_lands_in_postgresq
         fp: FakeProvider, pg_server: PostgresServer, tmp_path: Path) -> None:
     url = pg_server.fresh_database()
     command, *rest = ask_fable_command()
-    env = child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_GLM_API_KEY=TEST_KEY, ASK_FABLE_GLM_BASE_URL=fp.base_url,
-                    ASK_FABLE_TRACE_MODE="full", ASK_FABLE_SAVE="1")
+    env = child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_GLM_API_KEY=TEST_KEY,
+                    ASK_FABLE_GLM_BASE_URL=fp.base_url, ASK_FABLE_TRACE_MODE="full", ASK_FABLE_SAVE="1")
     params = StdioServerParameters(command=command, args=[*rest, "--toolsets", "all"], env=env)
     try:
         with open(tmp_path / "stderr.txt", "w+") as errlog, anyio.fail_after(90):
             async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
-                written = await structured(client, "context_write", {"key": "schema", "value": "CREATE TABLE t"})
+                written = await structured(client, "context_write",
+                                           {"key": "schema", "value": "CREATE TABLE t"})
                 answered = await structured(client, "ask_glm", {"question": "Is this schema sound?",
                                                                 "context_ref": ["schema"]})
                 trace = await structured(client, "trace_get", {"trace_id": answered["trace_id"]})
