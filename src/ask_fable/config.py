@@ -169,14 +169,50 @@ class Settings(BaseSettings):
         description="Wall-clock bound on a chain or debate, in seconds "
         "(default: max(600, stages × timeout), at least 10).",
     )
-    max_parallel: int = Field(6, ge=1, description="How many council members run at once.")
+    council_cut_stragglers: bool = Field(
+        True,
+        description="Once a quorum of council members has answered (half of those still able to), cut "
+        "the ones still running after the straggler wait (kind straggler) and synthesize what is in; "
+        "0 waits for every member until two thirds of the council bound.",
+    )
+    council_straggler_factor: float = Field(
+        2.0,
+        gt=0,
+        description="The straggler wait after the quorum, as a multiple of the slowest answer so far "
+        "(2: a member may take three times as long as that answer).",
+    )
+    council_straggler_floor: float = Field(
+        2.0, ge=0, description="Shortest straggler wait, in seconds (for very fast answers)."
+    )
+    max_parallel: int = Field(
+        16,
+        ge=1,
+        description="How many council members run at once; larger councils queue the rest "
+        "(CLI members also share ASK_FABLE_CLI_MAX_PARALLEL per binary).",
+    )
     cli_max_parallel: int = Field(
         2,
         description="Concurrent processes per CLI binary; 0 or negative disables the gate, "
         "1 serializes each CLI.",
     )
     session_idle_seconds: float = Field(
-        900, gt=0, description="Seconds an idle multi-turn Fable/Opus session stays open."
+        900, gt=0, description="Seconds the Claude Code process of an idle Fable/Opus session stays open."
+    )
+
+    # --- conversations (ask with a session) ------------------------------------------------------
+    session_store_path: Path | None = Field(
+        None, description="SQLite store of conversation transcripts (default: <state>/sessions.db)."
+    )
+    session_retention_days: float = Field(
+        30, ge=0,
+        description="Days a stored conversation is kept after its last turn (0: until reset_session).",
+    )
+    session_context_tokens: int = Field(
+        0,
+        ge=0,
+        description="Most tokens one conversation turn may send (earlier turns, question and room for the "
+        "answer, estimated at 3 bytes a token); 0 means the model's context window. Older turns beyond it "
+        "are left out with a note.",
     )
 
     # --- Claude (Fable, Opus 5) ----------------------------------------------------------------
@@ -364,6 +400,22 @@ class Settings(BaseSettings):
         default_factory=list, description="Origins the HTTP server accepts from browsers."
     )
     http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
+    http_max_connections: int = Field(
+        512, ge=1, description="Open HTTP connections at most; past it the oldest idle one is closed "
+        "(lowered, with a warning at start, when the open-file limit cannot hold it)."
+    )
+    http_max_requests: int = Field(
+        256, ge=1, description="HTTP requests served at once; more get 503 (health checks always answer)."
+    )
+    http_header_timeout: float = Field(
+        5, gt=0, description="Seconds a connection has to send a request's headers before it is closed."
+    )
+    http_body_timeout: float = Field(
+        30, gt=0, description="Seconds a client has to send a request's body once its headers arrived (408)."
+    )
+    http_keepalive_timeout: int = Field(
+        5, ge=1, description="Seconds an idle keep-alive HTTP connection is kept open."
+    )
     shared_context: bool = Field(
         False, description="One team-wide context bus for every tenant (off: each tenant has its own)."
     )
@@ -475,6 +527,11 @@ class Settings(BaseSettings):
     def sessions_dir(self) -> Path:
         """Where reset_session transcript dumps go."""
         return self.state_dir / "sessions"
+
+    @property
+    def session_db(self) -> Path:
+        """The conversation transcript store."""
+        return self._under_state(self.session_store_path, "sessions.db")
 
     @property
     def keys_db(self) -> Path:

@@ -123,3 +123,13 @@ def test_the_archive_keeps_redacted_markdown_where_it_says_and_prunes_each_tenan
         assert not settings.answers_dir.exists() and not settings.sessions_dir.exists()
         secret = archive.save_answer(SavedAnswer(tool="ask_glm", question="ds-exact-secret-5555", answer="x"))
         assert "ds-exact-secret-5555" not in (_kept(archive, "local", secret) or "x")
+
+
+def test_other_models_transcripts_are_named_by_model_and_pruned_with_the_rest() -> None:
+    settings = load_settings(max_sessions=2)
+    turns = [{"question": "q1", "answer": "a1"}]
+    names = [save_transcript(settings, "k", turns, namespace).name
+             for namespace in ("openrouter:openai/gpt-5.6-sol", "deepseek", "ollama:qwen3:32b")]
+    assert re.fullmatch(r"openrouter_openai_gpt_5\.6_sol\+k-\d{8}T\d{12}Z\.md", names[0])
+    assert names[1].startswith("deepseek+k-") and names[2].startswith("ollama_qwen3_32b+k-")
+    assert sorted(p.name for p in settings.sessions_dir.iterdir()) == sorted(names[1:])

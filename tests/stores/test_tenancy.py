@@ -17,7 +17,7 @@ from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.audit_trail import AuditTrail, audit_trail_for
 from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
-from ask_fable.stores.db import SqliteDatabase as Database
+from ask_fable.stores.db import SqliteDatabase
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
 from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceRecord, Transcript
@@ -122,7 +122,7 @@ def test_saved_answers_and_transcripts_are_kept_with_their_tenants(store_backend
 
 def _old(path: Path, migrations: list[str], *statements: str) -> None:
     """A database as the version before tenants left it, with some rows."""
-    database = Database(path, migrations)
+    database = SqliteDatabase(path, migrations)
     with database.write() as conn:
         for statement in statements:
             conn.execute(statement)

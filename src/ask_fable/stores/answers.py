@@ -4,9 +4,11 @@ Retention only ever deletes files of our own name shapes, because the default di
 shared by every agent of the user:
 
 - answers: ``<UTC timestamp>-<tool>-<slug>.md`` (``20261202T085300123456Z-ask_glm-why-is-x.md``)
-- transcripts: ``<key>-<UTC timestamp>.md`` for ``ask`` (``default-20261202T085300123456Z.md``),
-  ``opus5-<key>-<UTC timestamp>.md`` for ``ask_opus5``. Keys keep letters, digits, ``.`` and ``_``
-  (anything else becomes ``_``), so a key never contains ``-`` and the namespace cannot be faked.
+- transcripts: ``<key>-<UTC timestamp>.md`` for Fable (``default-20261202T085300123456Z.md``),
+  ``opus5-<key>-<UTC timestamp>.md`` for Opus 5 and ``<model>+<key>-<UTC timestamp>.md`` for every
+  other model (``deepseek+default-…``, ``openrouter_openai_gpt_5.6_sol+default-…``). Keys keep
+  letters, digits, ``.`` and ``_`` and models lower-case letters, digits, ``.`` and ``_`` (anything
+  else becomes ``_``), so neither contains ``-`` or ``+`` and the model cannot be faked.
 
 Each tenant keeps its files apart: the local tenant's in those directories, every other tenant's
 in ``tenants/<tenant>/`` beneath them, each pruned on its own (one tenant's answers never push out
@@ -50,9 +52,9 @@ MIGRATIONS = [
     """,
 ]
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
-#: Namespaces whose transcripts carry a ``<namespace>-`` prefix; ``ask`` (``fable``) has none.
-TRANSCRIPT_PREFIXES: dict[str, str] = {"fable": "", "opus5": "opus5-"}
-TRANSCRIPT_NAME_RE = re.compile(rf"(?:opus5-)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md")
+TRANSCRIPT_NAME_RE = re.compile(
+    rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md"
+)
 
 
 def _stamp() -> str:
@@ -87,6 +89,15 @@ def tenant_dir(base: Path | str, tenant: str) -> Path:
     if tenant == LOCAL_TENANT:
         return base
     return base / "tenants" / validate_tenant(one_tenant(tenant))
+
+
+def transcript_prefix(namespace: str) -> str:
+    """The file-name prefix of a model's transcripts: none for Fable, ``opus5-`` for Opus 5,
+    ``<model>+`` for the others."""
+    if namespace in ("fable", "opus5"):
+        return "" if namespace == "fable" else "opus5-"
+    cleaned = re.sub(r"[^a-z0-9._]+", "_", namespace.lower()).strip("._")
+    return f"{cleaned[:80] or 'model'}+"
 
 
 def _free_path(directory: Path, stem: str) -> Path:
@@ -196,12 +207,12 @@ def render_transcript(settings: Settings, key: str, turns: list[dict[str, Any]],
                       namespace: str = "fable") -> tuple[str, str]:
     """A session's turns as a name stem and redacted Markdown.
 
-    ``namespace`` is the tool's conversation space: ``fable`` (``ask``) stems are ``<key>-<ts>``,
-    ``opus5`` (``ask_opus5``) ones ``opus5-<key>-<ts>``. Each turn may carry ``question``,
+    ``namespace`` is the model's conversation space: ``fable`` stems are ``<key>-<ts>``, ``opus5``
+    ones ``opus5-<key>-<ts>``, the others' ``<model>+<key>-<ts>``. Each turn may carry ``question``,
     ``answer``, ``thinking``, ``model`` and ``ts``.
     """
     secrets = secret_list(settings)
-    stem = f"{TRANSCRIPT_PREFIXES[namespace]}{_safe_key(redact(key, secrets))}-{_stamp()}"
+    stem = f"{transcript_prefix(namespace)}{_safe_key(redact(key, secrets))}-{_stamp()}"
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]
     for number, turn in enumerate(turns, start=1):

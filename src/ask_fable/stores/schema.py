@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores import answers, audit_index, cache, context, hub, keys, traces
+from ask_fable.stores import answers, audit_index, cache, context, hub, keys, traces, transcripts
 from ask_fable.stores.db import SqliteDatabase, split_statements
 
 if TYPE_CHECKING:
@@ -35,6 +35,7 @@ STORES: dict[str, list[str]] = {
     "audit": audit_index.MIGRATIONS,
     "keys": keys.MIGRATIONS,
     "answers": answers.MIGRATIONS,
+    "transcripts": transcripts.MIGRATIONS,
 }
 PING_TIMEOUT_S = 1.0
 
@@ -65,6 +66,7 @@ def _sqlite_files(settings: Settings) -> dict[str, Path]:
         "traces": settings.traces_db,
         "audit": audit.with_name(f"{audit.stem}.index.db"),
         "keys": settings.keys_db,
+        "transcripts": settings.session_db,
     }
 
 
