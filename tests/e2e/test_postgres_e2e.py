@@ -50,3 +50,44 @@ async def test_a_context_write_ask_trace_and_stats_round_trip_lands_in_postgresq
         assert not [p for p in files if p.suffix in (".db", ".jsonl", ".md") or "traces" in p.parts], files
     finally:
         pg_server.drop(url)
+
+
+def test_an_http_replica_answers_503_while_its_database_is_down_and_recovers(
+        pg_server: PostgresServer) -> None:
+    """Keys live in PostgreSQL: while connections are refused a request gets a JSON 503 (no traceback,
+    no hang); once they are allowed again the same server answers."""
+    import httpx2
+
+    from ask_fable.core.app import App
+    from ask_fable.surface.http_app import HttpOptions, build_http_app
+    from ask_fable.surface.http_runner import serve_in_thread
+    from ask_fable.surface.server import build_server
+
+    url = pg_server.fresh_database()
+    name = url.partition("?")[0].rsplit("/", 1)[1]
+    app = App(load_settings(database_url=url, database_connect_timeout=1, cache=False))
+    _, key = app.keys.create("replica-user", "ask", "team")
+    http_app = build_http_app(build_server(app, toolsets=["all"]), app.keys, HttpOptions(port=0))
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    headers = {"Authorization": f"Bearer {key}", "Accept": "application/json, text/event-stream",
+               "MCP-Protocol-Version": "2025-11-25"}
+    try:
+        with serve_in_thread(http_app) as base, \
+                httpx2.Client(base_url=base, headers=headers, timeout=30) as http:
+            assert http.post("/mcp", json=listing).status_code == 200
+            with pg_server.admin() as admin:
+                admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                              (name,))
+            down = http.post("/mcp", json=listing)
+            assert down.status_code == 503 and "unavailable" in down.json()["error"]["message"]
+            with pg_server.admin() as admin:
+                admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+            for _ in range(300):  # the pool reconnects in the background, with backoff
+                if http.post("/mcp", json=listing).status_code == 200:
+                    break
+            else:
+                raise AssertionError("the server never reconnected to its database")
+    finally:
+        anyio.run(app.aclose)
+        pg_server.drop(url)
