@@ -17,7 +17,7 @@ and ``context_ref`` resolution always name one tenant.
 | ``TraceRecordStore`` | ``traces.TraceStore`` (bundles: files, or a table) | recorders, server, trace tools |
 | ``HubStore`` | ``hub.SessionHub`` | recorders, hub tools |
 | ``AuditStore`` | ``audit_trail.AuditTrail``; ``audit_index.AuditTable`` | recorders, ``stats`` |
-| ``AnswerArchive`` | ``answers.MarkdownArchive``; ``answers.DatabaseArchive`` | recorders, reset |
+| ``AnswerArchive`` | ``answers.MarkdownArchive``, ``.DatabaseArchive`` | recorders, ``reset_session`` |
 | ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` | ``ask``, ``reset_session`` |
 | ``ApiKeyStore`` | ``keys.KeyStore`` | ``ask-fable keys``, the HTTP surface |
 """
