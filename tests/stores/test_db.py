@@ -194,3 +194,26 @@ def test_a_file_written_by_a_newer_release_is_refused_and_left_alone(tmp_path: P
     older.close()
     assert refused.value.to_result()["kind"] == "unavailable"
     assert SqliteDatabase(path, [*MIGRATIONS, "CREATE TABLE later (x)"]).schema_version == 3
+
+
+def test_a_read_only_pool_reads_without_creating_migrating_or_writing(tmp_path: Path) -> None:
+    """Read-only connections see a file not created yet as empty (and create nothing), see what a
+    writer stored once it exists, refuse every write, and leave the database file's bytes as they were."""
+    from ask_fable.stores.db import Connections
+
+    path = tmp_path / "state" / "s.db"
+    reader = SqliteDatabase(path, MIGRATIONS, connections=Connections(read_only=True))
+    with reader.read() as conn:
+        assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 0
+    assert not path.parent.exists()
+    writer = SqliteDatabase(path, MIGRATIONS)
+    with writer.write() as conn:
+        conn.execute("INSERT INTO a (v) VALUES ('kept')")
+    writer.close()
+    stored = path.read_bytes()
+    with reader.read() as conn:
+        assert [r[0] for r in conn.execute("SELECT v FROM a")] == ["kept"]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"), reader.write() as conn:
+        conn.execute("INSERT INTO a (v) VALUES ('lost')")
+    reader.close()
+    assert path.read_bytes() == stored

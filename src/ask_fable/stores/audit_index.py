@@ -37,6 +37,7 @@ from ask_fable.stores.stats import (
     is_degraded,
     order_buckets,
     outcome_of,
+    p50_rank,
     p95_rank,
     validate,
     window_start,
@@ -79,6 +80,15 @@ MIGRATIONS = [
     DELETE FROM recs;
     DELETE FROM files;
     ALTER TABLE recs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
+    """,
+    # What each backend call cost (as its provider reported it), and a record's total: every record
+    # is indexed again to fill them in.
+    """
+    DELETE FROM members;
+    DELETE FROM recs;
+    DELETE FROM files;
+    ALTER TABLE recs ADD COLUMN cost_usd REAL;
+    ALTER TABLE members ADD COLUMN cost_usd REAL;
     """,
     # The whole record as written, for a database that is the audit log itself (PostgreSQL); an
     # index of a JSONL log leaves it empty.
@@ -131,21 +141,23 @@ def _rows(ident: str, record: AuditRecord) -> tuple[tuple[Any, ...], list[tuple[
     call, without the record's id)."""
     allowed = record.allowed
     outcome = outcome_of(record.status, record.kind)
+    costs = [m.cost_usd for m in record.members if m.cost_usd is not None]
     row = (
         ident, record.ts, attributed_model(record), record.status, record.kind, record.provider,
         record.session, record.project, record.tool, record.mode, 1 if record.cached else 0,
         record.elapsed_ms, 1 if is_degraded(record.quorum) else 0, 1 if record.synth_fallback else 0,
-        None if allowed is None else (1 if allowed else 0), outcome, record.tenant,
+        None if allowed is None else (1 if allowed else 0), outcome, sum(costs) if costs else None,
+        record.tenant,
     )
     if record.members:
         member_rows = [
-            (m.provider, m.model, m.status, m.kind, m.elapsed_ms, outcome_of(m.status, m.kind))
+            (m.provider, m.model, m.status, m.kind, m.elapsed_ms, outcome_of(m.status, m.kind), m.cost_usd)
             for m in record.members
         ]
     elif record.provider:
         # A single-shot record is one backend call of its own provider (none when refused early).
         member_rows = [
-            (record.provider, record.model, record.status, record.kind, record.elapsed_ms, outcome)
+            (record.provider, record.model, record.status, record.kind, record.elapsed_ms, outcome, None)
         ]
     else:
         member_rows = []
@@ -153,13 +165,13 @@ def _rows(ident: str, record: AuditRecord) -> tuple[tuple[Any, ...], list[tuple[
 
 
 _REC_COLUMNS = ("ident, ts, model, status, kind, provider, session, project, tool, mode, cached, elapsed_ms, "
-                "degraded, synth_fallback, allowed, outcome, tenant")
+                "degraded, synth_fallback, allowed, outcome, cost_usd, tenant")
 def _marks(count: int) -> str:
     return ",".join("?" * count)
 
 
-_MEMBER_INSERT = ("INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms, outcome) "
-                  "VALUES (?,?,?,?,?,?,?)")
+_MEMBER_INSERT = ("INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms, outcome, "
+                  "cost_usd) VALUES (?,?,?,?,?,?,?,?)")
 
 
 class AuditIndex:
@@ -223,7 +235,7 @@ class AuditIndex:
                     rows.append((next_id + n, *row))
                     member_rows.extend((next_id + n, *member) for member in members)
                 conn.executemany(
-                    f"INSERT INTO recs (id, {_REC_COLUMNS}) VALUES ({_marks(18)})", rows
+                    f"INSERT INTO recs (id, {_REC_COLUMNS}) VALUES ({_marks(19)})", rows
                 )
                 conn.executemany(_MEMBER_INSERT, member_rows)
                 count += len(rows)
@@ -266,7 +278,7 @@ class AuditTable:
         row, members = _rows("db", AuditRecord.model_validate(written))
         with self.db.write() as conn:
             rec_id = conn.execute(
-                f"INSERT INTO recs ({_REC_COLUMNS}, line) VALUES ({_marks(18)}) RETURNING id",
+                f"INSERT INTO recs ({_REC_COLUMNS}, line) VALUES ({_marks(19)}) RETURNING id",
                 (*row, line),
             ).fetchone()[0]
             conn.executemany(_MEMBER_INSERT, [(rec_id, *member) for member in members])
@@ -333,6 +345,7 @@ def audit_stats(
         source = "members m JOIN recs r ON r.id = m.rec_id"
         bucket = f"coalesce(nullif(m.provider, ''), '{UNKNOWN}')"
         outcome, elapsed, allowed = "m.outcome", "m.elapsed_ms", "coalesce(r.allowed, 1)"
+        cost = "m.cost_usd"
         degraded = synth = "0"
         rows_where, rows_params = list(where), list(params)
         if model is not None:
@@ -342,11 +355,12 @@ def audit_stats(
         source = "recs r"
         bucket = _BUCKETS[by] if by != "day" else _DAY[db.dialect]
         outcome, elapsed, allowed = "r.outcome", "r.elapsed_ms", "coalesce(r.allowed, 0)"
+        cost = "r.cost_usd"
         degraded, synth = "r.degraded", "r.synth_fallback"
         rows_where, rows_params = record_where, record_params
     base = (
         f"SELECT {bucket} AS bucket, {outcome} AS outcome, {allowed} AS allowed, "
-        f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth "
+        f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth, {cost} AS cost "
         f"FROM {source} WHERE {' AND '.join(rows_where)}"
     )
     with db.read() as conn:
@@ -368,10 +382,11 @@ def audit_stats(
 def _aggregate(
     conn: Connection, base: str, params: list[Any]
 ) -> tuple[dict[str, BucketFigures], BucketFigures]:
-    """Per-bucket figures and totals: counts in SQL, latency percentiles in Python."""
+    """Per-bucket figures and totals: counts and cost in SQL, latency percentiles in Python."""
     per_outcome = ", ".join(f"sum(CASE WHEN outcome = '{name}' THEN 1 ELSE 0 END)" for name in OUTCOMES)
     rows = conn.execute(
-        f"SELECT bucket, {per_outcome}, sum(allowed), sum(degraded), sum(synth) FROM ({base}) GROUP BY 1",
+        f"SELECT bucket, sum(cost), {per_outcome}, sum(allowed), sum(degraded), sum(synth) "
+        f"FROM ({base}) GROUP BY 1",
         params,
     ).fetchall()
     # Latencies are summed and ranked in Python (SQLite's window functions were several times
@@ -393,22 +408,27 @@ def _aggregate(
     every: list[float] = []
     buckets = {}
     sums = [0] * (len(OUTCOMES) + 3)
-    for name, *figures in rows:
+    total_cost: float | None = None
+    for name, cost, *figures in rows:
         figures = [int(v or 0) for v in figures]
         sums = [a + b for a, b in zip(sums, figures, strict=True)]
+        if cost is not None:
+            total_cost = (total_cost or 0.0) + float(cost)
         values = sorted(latencies.get(name, []))
         every.extend(values)
-        buckets[name] = _result(figures, values)
+        buckets[name] = _result(figures, values, None if cost is None else float(cost))
     every.sort()
-    return buckets, _result(sums, every)
+    return buckets, _result(sums, every, total_cost)
 
 
-def _result(figures: list[int], values: list[float]) -> BucketFigures:
+def _result(figures: list[int], values: list[float], cost: float | None) -> BucketFigures:
     counts = dict(zip(OUTCOMES, figures, strict=False))
     allowed, degraded, synth = figures[len(OUTCOMES):]
     return bucket_result(
         counts, allowed=allowed, latency_sum=sum(values), latency_count=len(values),
+        p50=values[p50_rank(len(values)) - 1] if values else None,
         p95=values[p95_rank(len(values)) - 1] if values else None, degraded=degraded, synth_fallback=synth,
+        cost_usd=cost,
     )
 
 
