@@ -1,20 +1,31 @@
-"""The quota store: atomic admissions across store instances (as across server processes), the
-budget's reservation and settlement, leases of calls whose process died, and the day window."""
+"""The quota store, on SQLite and on PostgreSQL: atomic admissions across store instances (as across
+server processes), the budget's reservation and settlement, leases of calls whose process died, and
+the day window."""
 
 from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ask_fable.stores.quotas import LEASE_S, QuotaLedger
 from ask_fable.stores.records import QuotaLimits
+from tests.conftest import StoreBackend
 
 DAY_START = 1_800_057_600.0  # 00:00:00 UTC
 
 
-def test_two_stores_on_one_file_never_admit_more_calls_than_the_limit(tmp_path: Path) -> None:
-    """Two ledgers on one file (two server processes), 40 threads racing: exactly 5 calls in flight."""
-    ledgers = [QuotaLedger(tmp_path / "quotas.db"), QuotaLedger(tmp_path / "quotas.db")]
+@pytest.fixture
+def open_ledger(store_backend: StoreBackend, tmp_path: Path) -> Any:
+    """Opens a ledger on the test's database (each call a new store instance on the same data)."""
+    return lambda: QuotaLedger(store_backend.open("quotas", tmp_path / "quotas.db"))
+
+
+def test_two_stores_on_one_database_never_admit_more_calls_than_the_limit(open_ledger: Any) -> None:
+    """Two ledgers on one database (two server processes), 40 threads racing: exactly 5 calls in flight."""
+    ledgers = [open_ledger(), open_ledger()]
     limits = QuotaLimits(concurrent=5)
     admitted: list[bool] = []
     start = threading.Barrier(40)
@@ -32,8 +43,8 @@ def test_two_stores_on_one_file_never_admit_more_calls_than_the_limit(tmp_path: 
     assert ledgers[0].usage("team", DAY_START)[0]["in_flight"] == 5
 
 
-def test_a_budget_is_reserved_while_calls_run_and_settled_to_their_real_cost(tmp_path: Path) -> None:
-    ledger = QuotaLedger(tmp_path / "quotas.db")
+def test_a_budget_is_reserved_while_calls_run_and_settled_to_their_real_cost(open_ledger: Any) -> None:
+    ledger = open_ledger()
     limits = QuotaLimits(daily_usd=1.0)
     first = ledger.admit("team", 1, limits, 0.4, DAY_START)
     second = ledger.admit("team", 1, limits, 0.4, DAY_START)
@@ -49,8 +60,8 @@ def test_a_budget_is_reserved_while_calls_run_and_settled_to_their_real_cost(tmp
     assert ledger.admit("team", 1, limits, 0.4, DAY_START + 6).admitted
 
 
-def test_a_spent_budget_frees_at_the_next_utc_day(tmp_path: Path) -> None:
-    ledger = QuotaLedger(tmp_path / "quotas.db")
+def test_a_spent_budget_frees_at_the_next_utc_day(open_ledger: Any) -> None:
+    ledger = open_ledger()
     limits = QuotaLimits(daily_usd=0.5)
     admission = ledger.admit("team", 1, limits, 0.5, DAY_START + 3600)
     assert admission.ticket is not None
@@ -60,16 +71,16 @@ def test_a_spent_budget_frees_at_the_next_utc_day(tmp_path: Path) -> None:
     assert ledger.admit("team", 1, limits, 0.5, DAY_START + 86400).admitted
 
 
-def test_a_call_whose_process_died_stops_counting_when_its_lease_ends(tmp_path: Path) -> None:
-    ledger = QuotaLedger(tmp_path / "quotas.db")
+def test_a_call_whose_process_died_stops_counting_when_its_lease_ends(open_ledger: Any) -> None:
+    ledger = open_ledger()
     limits = QuotaLimits(concurrent=1)
     assert ledger.admit("team", 1, limits, 0.0, DAY_START).admitted  # never settled
     assert ledger.admit("team", 1, limits, 0.0, DAY_START + 60).limit == "concurrent"
     assert ledger.admit("team", 1, limits, 0.0, DAY_START + LEASE_S + 1).admitted
 
 
-def test_keys_and_tenants_count_apart(tmp_path: Path) -> None:
-    ledger = QuotaLedger(tmp_path / "quotas.db")
+def test_keys_and_tenants_count_apart(open_ledger: Any) -> None:
+    ledger = open_ledger()
     limits = QuotaLimits(rpm=1)
     assert ledger.admit("team", 1, limits, 0.0, DAY_START).admitted
     assert ledger.admit("team", 2, limits, 0.0, DAY_START).admitted

@@ -16,15 +16,17 @@ from __future__ import annotations
 import builtins
 import difflib
 import os
-import sqlite3
 import time
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.redact import SecretSource, redact, secret_list
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 MAX_KEY_CHARS = 200
 
@@ -86,12 +88,12 @@ def validate_key(key: object, secrets: SecretSource = ()) -> str:
 
 
 class ContextStore:
-    """Key → text store over SQLite (``settings.context_db``): the ``ContextBus``."""
+    """Key → text store over a SQLite file or PostgreSQL: the ``ContextBus``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, secrets: SecretSource = (),
+    def __init__(self, location: str | os.PathLike[str] | Database, *, secrets: SecretSource = (),
                  connections: Connections | None = None, max_tenant_bytes: int = 0,
                  max_tenant_entries: int = 0) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+        self.db = open_database(location, MIGRATIONS, connections=connections)
         self._secrets = secret_list(secrets)
         self.max_tenant_bytes = max_tenant_bytes
         self.max_tenant_entries = max_tenant_entries
@@ -123,7 +125,7 @@ class ContextStore:
                                (tenant, key)).fetchone()
         return cast(ContextMeta, dict(row))
 
-    def _check_room(self, conn: sqlite3.Connection, tenant: str, key: str, size: int) -> None:
+    def _check_room(self, conn: Connection, tenant: str, key: str, size: int) -> None:
         """``BadArgs`` when storing ``size`` bytes under ``key`` would put the tenant over a cap."""
         if not (self.max_tenant_bytes or self.max_tenant_entries):
             return
@@ -224,3 +226,10 @@ class ContextStore:
                 if original not in out:
                     out.append(original)
         return out[:limit]
+
+
+def context_store_for(settings: Settings, *, connections: Connections | None = None) -> ContextStore:
+    """The context bus configured by ``settings`` (on the App's connections when given)."""
+    database = database_for(settings, "context", settings.context_db, MIGRATIONS, connections=connections)
+    return ContextStore(database, secrets=settings, max_tenant_bytes=settings.context_max_tenant_bytes,
+                        max_tenant_entries=settings.context_max_tenant_entries)

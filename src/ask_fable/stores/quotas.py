@@ -1,8 +1,10 @@
 """Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in one SQLite file.
 
-Each admission and each settlement is one write transaction (``BEGIN IMMEDIATE`` takes the
-database's write lock), so server processes sharing the state directory count against the same
-limits and a limit is never overshot by a race:
+Each admission and each settlement is one write transaction, and an admission starts by
+upserting its key's row in ``quota_keys``, which holds that row until it commits (on SQLite,
+``BEGIN IMMEDIATE`` already holds the whole file), so server processes sharing the state
+directory or one PostgreSQL database count against the same limits and a limit is never
+overshot by a race:
 
 - **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
 - **calls in flight** are rows held from admission to settlement (a lease: a row whose process died
@@ -21,13 +23,16 @@ from __future__ import annotations
 
 import os
 import secrets
-import sqlite3
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 from ask_fable.access import ALL_TENANTS, one_tenant
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.records import QuotaLimits
 from ask_fable.stores.views import Admission, KeyUsage
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 #: A call in flight whose process never settled it (killed mid-call) stops counting after this long.
 LEASE_S = 1800.0
@@ -39,6 +44,12 @@ MICRO = 1_000_000
 
 MIGRATIONS = [
     """
+    CREATE TABLE quota_keys (
+        tenant     TEXT NOT NULL,
+        key_id     INTEGER NOT NULL,
+        admissions INTEGER NOT NULL,
+        PRIMARY KEY (tenant, key_id)
+    );
     CREATE TABLE quota_minutes (
         tenant  TEXT NOT NULL,
         key_id  INTEGER NOT NULL,
@@ -85,10 +96,12 @@ def seconds_to_next_day(now: float) -> float:
 
 
 class QuotaLedger:
-    """The quota tables in their own SQLite file (``settings.quotas_db``): the ``QuotaStore``."""
+    """The quota tables, in their own SQLite file (``settings.quotas_db``) or PostgreSQL: the
+    ``QuotaStore``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, connections: Connections | None = None) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+    def __init__(self, location: str | os.PathLike[str] | Database, *,
+                 connections: Connections | None = None) -> None:
+        self.db = open_database(location, MIGRATIONS, connections=connections)
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
               now: float) -> Admission:
@@ -96,10 +109,17 @@ class QuotaLedger:
         one_tenant(tenant)
         minute, day = int(now // 60), utc_day(now)
         with self.db.write() as conn:
+            # Taken first, this upsert holds the key's row until the transaction ends, so on a database
+            # whose writes run concurrently (PostgreSQL) the key's admissions still run one at a time.
+            conn.execute("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES (?, ?, 1) "
+                         "ON CONFLICT (tenant, key_id) DO UPDATE SET admissions = quota_keys.admissions + 1",
+                         (tenant, key_id))
             conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
-            in_flight, reserved = conn.execute(
+            counted = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
                 "WHERE tenant = ? AND key_id = ?", (tenant, key_id)).fetchone()
+            # PostgreSQL sums integers as numeric: whole numbers either way.
+            in_flight, reserved = int(counted[0]), int(counted[1])
             if limits.concurrent is not None and in_flight >= limits.concurrent:
                 return Admission(False, limit="concurrent", retry_after_s=IN_FLIGHT_RETRY_S, used=in_flight)
             calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
@@ -174,6 +194,12 @@ class QuotaLedger:
         return [rows[k] for k in sorted(rows, key=lambda k: (k[1], k[0]))]
 
     @staticmethod
-    def _one(conn: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> int:
+    def _one(conn: Connection, sql: str, params: tuple[object, ...]) -> int:
         found = conn.execute(sql, params).fetchone()
         return int(found[0]) if found is not None else 0
+
+
+def quota_store_for(settings: Settings, *, connections: Connections | None = None) -> QuotaLedger:
+    """The quota store configured by ``settings`` (on the App's connections when given)."""
+    database = database_for(settings, "quotas", settings.quotas_db, MIGRATIONS, connections=connections)
+    return QuotaLedger(database)

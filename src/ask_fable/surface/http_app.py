@@ -45,6 +45,7 @@ import anyio
 
 from ask_fable.access import SCOPE_MEANS, scope_allows, stronger
 from ask_fable.access import Scope as KeyScope
+from ask_fable.errors import AskFableError
 from ask_fable.redact import redact
 from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
@@ -319,7 +320,12 @@ class HttpGuard:
             await self._unauthorized(send, "missing bearer token: send `Authorization: Bearer <key>` "
                                            "(create one with `ask-fable keys create`)")
             return
-        record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+        try:
+            record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+        except AskFableError as exc:  # the key store's database is unreachable: say so, retryable
+            await _respond(send, 503, _rpc_error(-32603, redact(exc.detail)), "application/json",
+                           [(b"retry-after", b"1")])
+            return
         if record is None:
             await self._unauthorized(send, "invalid or revoked API key", error="invalid_token")
             return
