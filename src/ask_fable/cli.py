@@ -285,10 +285,15 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
         access.addHandler(handler)
         access.setLevel(logging.INFO)
         access.propagate = False
-    active = [k for k in keys.list_keys() if k.active]
     print(f"ask-fable {__version__}: serving {len(server.specs)} tools at "
           f"http://{options.host}:{options.port}/mcp", file=sys.stderr)
-    if not active:
+    try:
+        any_active: bool | None = any(k.active for k in keys.list_keys())
+    except Exception:  # the database is down: serve anyway; /healthz says 503 until it answers
+        any_active = None
+        print("ask-fable: the database is not answering; /healthz reports 503 and calls are refused "
+              "until it does", file=sys.stderr)
+    if any_active is False:
         print("ask-fable: no API key exists yet, so every request is refused; create one with "
               "`ask-fable keys create --name NAME --scope ask`", file=sys.stderr)
     if options.host not in ("127.0.0.1", "localhost", "::1") and not options.allowed_hosts:

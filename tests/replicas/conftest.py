@@ -1,0 +1,45 @@
+"""One cluster of three replicas per shared store, kept for the module (starting one costs seconds)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.fake_provider import FakeProvider
+from tests.replicas.harness import Cluster, postgres_available, running_cluster
+
+STORES = ["sqlite", "postgres"]
+REPLICAS = 3
+
+
+@pytest.fixture(scope="module")
+def provider() -> Iterator[FakeProvider]:
+    """The fake model provider every replica of the module's clusters talks to."""
+    with FakeProvider() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module", params=STORES)
+def cluster(request: pytest.FixtureRequest, provider: FakeProvider,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Three ready replicas on one shared store (SQLite state directory, or PostgreSQL)."""
+    store: str = request.param
+    if store == "postgres" and (reason := postgres_available()) is not None:
+        pytest.skip(reason)
+    with running_cluster(tmp_path_factory.mktemp(f"replicas-{store}"), store, provider.base_url,
+                         REPLICAS) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def team_key(cluster: Cluster) -> str:
+    """An ask key of tenant ``team``, made with ``ask-fable keys create``."""
+    return cluster.create_key("team member")[1]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A private directory for a test that starts its own replicas."""
+    return tmp_path
