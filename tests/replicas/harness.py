@@ -38,6 +38,8 @@ FOREIGN_VARS = ("ATLASCLOUD_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
                 "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 START_TIMEOUT_S = 60.0
+#: The name clients reach the replicas by (deploy/nginx.conf's server_name), accepted by every replica.
+PUBLIC_HOST = "ask-fable.example.com"
 
 
 class SharedStore(Protocol):
@@ -221,6 +223,8 @@ class Cluster:
                 "ASK_FABLE_GLM_BASE_URL": f"{self.provider_url}/api/anthropic",
                 "ASK_FABLE_DEEPSEEK_API_KEY": BACKEND_KEY,
                 "ASK_FABLE_DEEPSEEK_BASE_URL": f"{self.provider_url}/api/anthropic",
+                "ASK_FABLE_HTTP_ALLOWED_HOSTS": PUBLIC_HOST,
+                "ASK_FABLE_HTTP_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}",
                 **self.extra_env}
 
     def start(self, count: int) -> list[Replica]:
