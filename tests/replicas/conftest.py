@@ -1,4 +1,5 @@
-"""One cluster of three replicas per shared store, kept for the module (starting one costs seconds)."""
+"""One cluster of three replicas per shared store, kept for the whole run (starting one costs seconds);
+every test leaves it as it found it."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ STORES = ["sqlite", "postgres"]
 REPLICAS = 3
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def provider() -> Iterator[FakeProvider]:
-    """The fake model provider every replica of the module's clusters talks to."""
+    """The fake model provider every replica talks to."""
     with FakeProvider() as fake:
         yield fake
 
 
-@pytest.fixture(scope="module", params=STORES)
+@pytest.fixture(scope="session", params=STORES)
 def cluster(request: pytest.FixtureRequest, provider: FakeProvider,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three ready replicas on one shared store (SQLite state directory, or PostgreSQL)."""
@@ -33,7 +34,7 @@ def cluster(request: pytest.FixtureRequest, provider: FakeProvider,
         yield started
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def team_key(cluster: Cluster) -> str:
     """An ask key of tenant ``team``, made with ``ask-fable keys create``."""
     return cluster.create_key("team member")[1]

@@ -22,12 +22,13 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Any, Protocol, TypeVar
 
+import anyio
 import httpx2
 
 from tests.e2e.helpers import ask_fable_command
@@ -38,6 +39,7 @@ FOREIGN_VARS = ("ATLASCLOUD_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
                 "CLAUDE_CONFIG_DIR", "XDG_CONFIG_HOME", "XDG_STATE_HOME")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 START_TIMEOUT_S = 60.0
+T = TypeVar("T")
 #: The name clients reach the replicas by (deploy/nginx.conf's server_name), accepted by every replica.
 PUBLIC_HOST = "ask-fable.example.com"
 
@@ -227,6 +229,11 @@ class Cluster:
                 "ASK_FABLE_HTTP_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}",
                 **self.extra_env}
 
+    @property
+    def live(self) -> list[Replica]:
+        """The replicas still running (tests kill some)."""
+        return [r for r in self.replicas if r.alive()]
+
     def start(self, count: int) -> list[Replica]:
         """Start ``count`` replicas at once and wait until each is ready."""
         started = [self.spawn() for _ in range(count)]
@@ -299,13 +306,13 @@ class Cluster:
 
     @asynccontextmanager
     async def clients(self, key: str, replicas: list[Replica] | None = None) -> AsyncIterator[RoundRobin]:
-        """One MCP Streamable HTTP client per replica (all of them unless named), as a round robin."""
+        """One MCP Streamable HTTP client per replica (every live one unless named), as a round robin."""
         from mcp import Client
         from mcp.client.streamable_http import streamable_http_client
 
         async with AsyncExitStack() as stack:
             connected = []
-            for replica in replicas if replicas is not None else self.replicas:
+            for replica in replicas if replicas is not None else self.live:
                 http = await stack.enter_async_context(
                     httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60))
                 client = await stack.enter_async_context(
@@ -335,6 +342,20 @@ class RoundRobin:
         assert payload is not None, result
         assert result.is_error is (payload["status"] == "error")
         return payload
+
+
+async def at_once(count: int, call: Callable[[int], Awaitable[T]], timeout: float = 60) -> list[T]:
+    """``call(0)`` … ``call(count - 1)`` all at once (bounded by ``timeout``); their results in order."""
+    results: dict[int, T] = {}
+
+    async def one(i: int) -> None:
+        results[i] = await call(i)
+
+    with anyio.fail_after(timeout):
+        async with anyio.create_task_group() as group:
+            for i in range(count):
+                group.start_soon(one, i)
+    return [results[i] for i in range(count)]
 
 
 async def post_call(http: httpx2.AsyncClient, replica: Replica, tool: str,

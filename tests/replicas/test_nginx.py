@@ -17,13 +17,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import anyio
 import httpx2
 import pytest
 
-from tests.replicas.harness import MCP_HEADERS, PUBLIC_HOST, Cluster, Replica, free_port
+from tests.replicas.harness import MCP_HEADERS, PUBLIC_HOST, Cluster, Replica, RoundRobin, at_once, free_port
 
 SHIPPED = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 TEMP_DIRS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -95,7 +93,7 @@ def running_nginx(replicas: list[Replica], root: Path) -> Iterator[Proxy]:
 @pytest.fixture
 def nginx(cluster: Cluster, tmp_path: Path) -> Iterator[Proxy]:
     """nginx in front of the cluster's live replicas."""
-    with running_nginx([r for r in cluster.replicas if r.alive()], tmp_path) as proxy:
+    with running_nginx(cluster.live, tmp_path) as proxy:
         yield proxy
 
 
@@ -109,18 +107,12 @@ async def test_mcp_calls_through_nginx_reach_every_replica(cluster: Cluster, tea
     from mcp.client.streamable_http import streamable_http_client
 
     tag = uuid.uuid4().hex[:8]
-    results: list[Any] = []
     async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {team_key}"}, timeout=60) as http, \
             Client(streamable_http_client(f"{nginx.url}/mcp", http_client=http), mode="legacy") as client:
-        async def ask(i: int) -> None:
-            results.append(await client.call_tool("ask_glm", {"question": f"{tag} via nginx {i}: safe?"}))
-
-        with anyio.fail_after(60):
-            async with anyio.create_task_group() as group:
-                for i in range(24):
-                    group.start_soon(ask, i)
-    assert [r.structured_content["status"] for r in results] == ["ok"] * 24
-    assert _upstreams(nginx) == {f"127.0.0.1:{r.port}" for r in cluster.replicas if r.alive()}
+        robin = RoundRobin([client])
+        results = await at_once(24, lambda i: robin.call("ask_glm", {"question": f"{tag} via nginx {i}"}))
+    assert [r["status"] for r in results] == ["ok"] * 24
+    assert _upstreams(nginx) == {f"127.0.0.1:{r.port}" for r in cluster.live}
     assert team_key not in nginx.access_log.read_text()
 
 
@@ -150,7 +142,7 @@ async def test_nginx_skips_a_dead_replica_and_no_call_fails(cluster: Cluster, te
     doomed.kill()
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "ask_fable_help", "arguments": {"topic": "modes"}}}
-    with running_nginx([*(r for r in cluster.replicas if r.alive()), doomed], tmp_path) as proxy:
+    with running_nginx([*cluster.live, doomed], tmp_path) as proxy:
         async with httpx2.AsyncClient(base_url=proxy.url, timeout=30,
                                       headers={**MCP_HEADERS, "Authorization": f"Bearer {team_key}"}) as http:
             statuses = [(await http.post("/mcp", json=body)).status_code for _ in range(12)]

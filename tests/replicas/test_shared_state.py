@@ -4,14 +4,12 @@ sees at once (keys, context, cache, traces), wherever the load balancer sends th
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-import anyio
 import httpx2
 import pytest
 
 from tests.fakes.fake_provider import FakeProvider
-from tests.replicas.harness import MCP_HEADERS, Cluster
+from tests.replicas.harness import MCP_HEADERS, Cluster, at_once
 
 
 def _tag() -> str:
@@ -28,16 +26,9 @@ async def test_calls_spread_round_robin_all_answer_and_every_trace_is_seen_from_
 ) -> None:
     tenant = f"spread-{_tag()}"
     _, key = cluster.create_key("spread", tenant=tenant)
-    results: list[dict[str, Any]] = []
     async with cluster.clients(key) as robin:
-        async def ask(i: int) -> None:
-            results.append(await robin.call("ask_glm", {"question": f"{tenant} question {i}: is this safe?"}))
-
-        with anyio.fail_after(60):
-            async with anyio.create_task_group() as group:
-                for i in range(30):
-                    group.start_soon(ask, i)
-            listed = await robin.call("trace_list", {"tool": "ask_glm", "limit": 50}, on=0)
+        results = await at_once(30, lambda i: robin.call("ask_glm", {"question": f"{tenant} question {i}"}))
+        listed = await robin.call("trace_list", {"tool": "ask_glm", "limit": 50}, on=0)
     assert [r["status"] for r in results] == ["ok"] * 30
     assert listed["count"] == 30
     assert _asked(provider, tenant) == 30
@@ -48,11 +39,11 @@ async def test_a_key_revoked_with_the_cli_is_refused_by_every_replica_at_once(cl
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
     async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        before = [(await http.post(f"{r.url}/mcp", json=body)).status_code for r in cluster.replicas]
+        before = [(await http.post(f"{r.url}/mcp", json=body)).status_code for r in cluster.live]
         cluster.revoke_key(key_id)
-        after = [(await http.post(f"{r.url}/mcp", json=body)).status_code for r in cluster.replicas]
-    assert before == [200] * len(cluster.replicas)
-    assert after == [401] * len(cluster.replicas)
+        after = [(await http.post(f"{r.url}/mcp", json=body)).status_code for r in cluster.live]
+    assert before == [200] * len(cluster.live)
+    assert after == [401] * len(cluster.live)
 
 
 async def test_a_context_entry_written_through_one_replica_is_read_and_deleted_through_others(
@@ -102,3 +93,25 @@ async def test_another_tenants_key_sees_nothing_another_replica_stored(cluster: 
     assert seen["status"] == "ok"
     assert secret not in str(seen)
     assert seen["count"] == 0
+
+
+async def test_a_conversation_continues_on_whichever_replica_gets_the_next_turn(
+    cluster: Cluster, team_key: str, provider: FakeProvider
+) -> None:
+    """Each turn lands on another replica; each follow-up still carries every earlier turn."""
+    tag = _tag()
+    replies = ["Use a bounded queue.", "Twice the worker count.", "Drop the oldest."]
+    for reply in replies:
+        provider.enqueue("anthropic", text=reply)
+    questions = [f"{tag}: how do I stop the producer running away?", "How big should the queue be?",
+                 "And when it is full?"]
+    async with cluster.clients(team_key) as robin:
+        turns = [await robin.call("ask", {"question": q, "model": "deepseek", "session": f"s-{tag}"}, on=i)
+                 for i, q in enumerate(questions)]
+    assert [(t["status"], t["turn"]) for t in turns] == [("ok", 1), ("ok", 2), ("ok", 3)]
+    assert [t["answer"] for t in turns] == replies
+    sent = [r.body.decode() for r in provider.requests_for("anthropic") if tag in r.body.decode()]
+    assert len(sent) == 3
+    assert "Use a bounded queue." in sent[1] and questions[1] in sent[1]
+    assert all(earlier in sent[2] for earlier in (questions[0], "Use a bounded queue.", questions[1],
+                                                  "Twice the worker count."))
