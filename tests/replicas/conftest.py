@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.fakes.fake_provider import FakeProvider
-from tests.replicas.harness import Cluster, postgres_available, running_cluster
+from tests.replicas.harness import (
+    Cluster,
+    PostgresStore,
+    SharedStore,
+    SqliteStore,
+    postgres_available,
+    running_cluster,
+)
 
 STORES = ["sqlite", "postgres"]
 REPLICAS = 3
@@ -26,11 +33,15 @@ def provider() -> Iterator[FakeProvider]:
 def cluster(request: pytest.FixtureRequest, provider: FakeProvider,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three ready replicas on one shared store (SQLite state directory, or PostgreSQL)."""
-    store: str = request.param
-    if store == "postgres" and (reason := postgres_available()) is not None:
-        pytest.skip(reason)
-    with running_cluster(tmp_path_factory.mktemp(f"replicas-{store}"), store, provider.base_url,
-                         REPLICAS) as started:
+    root = tmp_path_factory.mktemp(f"replicas-{request.param}")
+    store: SharedStore
+    if request.param == "sqlite":
+        store = SqliteStore(root)
+    else:
+        if (reason := postgres_available()) is not None:
+            pytest.skip(reason)
+        store = PostgresStore(request.getfixturevalue("pg_server"))
+    with running_cluster(root, store, provider.base_url, REPLICAS) as started:
         yield started
 
 

@@ -8,8 +8,10 @@ replica and hands each call to the next replica in turn.
 
 Where the shared state lives is a :class:`SharedStore`: :class:`SqliteStore` (one state
 directory shared by every replica, SQLite in WAL mode across processes) and, when the build has
-PostgreSQL stores and ``pgserver`` is installed, :class:`PostgresStore`. Each can be stopped and
-started under the replicas, to see what they do while the database is gone.
+PostgreSQL stores and ``pgserver`` is installed, :class:`PostgresStore` (one database; each
+replica keeps a state directory of its own, so nothing can pass between them but through the
+database). Each can be stopped and started under the replicas, to see what they do while the
+database is gone.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ class SharedStore(Protocol):
     """Where every replica keeps its state, and a way to take it away and bring it back."""
 
     name: str
+    #: Whether the replicas share one state directory (else each has its own).
+    shares_state_dir: bool
 
     def env(self) -> dict[str, str]:
         """The settings that point a replica (or the ``ask-fable`` command) at this store."""
@@ -74,6 +78,7 @@ class SqliteStore:
     """
 
     name = "sqlite"
+    shares_state_dir = True
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -110,54 +115,51 @@ def postgres_available() -> str | None:
     if importlib.util.find_spec("ask_fable.stores.schema") is None:
         return "this build has no PostgreSQL stores (ask_fable.stores.schema)"
     if importlib.util.find_spec("pgserver") is None or importlib.util.find_spec("psycopg") is None:
-        return "pgserver and psycopg are not installed (pip install -e '.[dev,postgres]')"
+        return "pgserver and psycopg are not installed (pip install -e '.[dev]')"
     return None
 
 
 class PostgresStore:
-    """A real PostgreSQL server (from the ``pgserver`` wheel) in a private directory.
+    """A database of its own on the test run's PostgreSQL server (``tests.fakes.postgres``), with the
+    current schema, as ``ask-fable db upgrade`` leaves it before a release starts its replicas.
 
-    ``stop``/``start`` run ``pg_ctl`` on its data directory: the server goes away and comes back
-    with its data, on the same socket.
+    ``stop``/``start`` take the whole server down (``pg_ctl stop -m fast``: open sessions are cut,
+    new ones refused) and bring it back on the same socket with the same data.
     """
 
     name = "postgres"
+    #: Each replica keeps its own state directory: whatever it needs of another's must be in the
+    #: database.
+    shares_state_dir = False
 
-    def __init__(self, root: Path) -> None:
-        import pgserver  # type: ignore[import-not-found, unused-ignore]
-
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(root))
-        self.root = root
-        self.data = root / "pgdata"
-        self.server = pgserver.get_server(self.data, cleanup_mode="stop")
-        self.uri: str = self.server.get_uri()
-        self._pg_ctl = Path(pgserver.__file__).parent / "pginstall" / "bin" / "pg_ctl"
-        self.upgrade()
+    def __init__(self, server: Any) -> None:
+        self.server = server
+        self.url: str = server.fresh_database()
+        self._stopped = False
 
     def env(self) -> dict[str, str]:
-        """The database URL every replica shares."""
-        return {"ASK_FABLE_DATABASE_URL": self.uri}
-
-    def upgrade(self) -> None:
-        """``ask-fable db upgrade``, once, before any replica starts (as a release does)."""
-        subprocess.run([*ask_fable_command(), "db", "upgrade"], env={**base_env(self.root), **self.env()},
-                       capture_output=True, text=True, timeout=120, check=True)
-
-    def _ctl(self, *args: str) -> None:
-        subprocess.run([str(self._pg_ctl), "-D", str(self.data), "-w", *args],
-                       capture_output=True, timeout=60, check=True)
+        """The database URL every replica shares; a store call gives up on a database that does not
+        answer after a second (an operator's choice; the default is 2 s)."""
+        return {"ASK_FABLE_DATABASE_URL": self.url, "ASK_FABLE_DATABASE_CONNECT_TIMEOUT": "1"}
 
     def stop(self) -> None:
-        """``pg_ctl stop -m fast``: open sessions are cut, new ones refused."""
-        self._ctl("stop", "-m", "fast")
+        """Stop the PostgreSQL server."""
+        from pgserver._commands import pg_ctl  # type: ignore[import-not-found, unused-ignore]
+
+        handle = self.server.handle
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=handle.pgdata, user=handle.system_user, timeout=60)
+        self._stopped = True
 
     def start(self) -> None:
-        """``pg_ctl start`` on the same data directory (same socket, same data)."""
-        self._ctl("start", "-o", f"-k {self.data}", "-l", str(self.root / "postgres.log"))
+        """Start it again on the same data directory and socket."""
+        self.server.handle.ensure_postgres_running()
+        self._stopped = False
 
     def close(self) -> None:
-        """Stop the server for good."""
-        self.server.cleanup()
+        """Leave the server running (the test run owns it) and drop this database."""
+        if self._stopped:
+            self.start()
+        self.server.drop(self.url)
 
 
 def base_env(root: Path) -> dict[str, str]:
@@ -247,9 +249,12 @@ class Cluster:
         log_path = self.root / f"replica-{port}.log"
         log = log_path.open("wb")
         self._logs.append(log)
+        env = self.env
+        if not self.store.shares_state_dir:
+            env["XDG_STATE_HOME"] = str(self.root / f"state-{port}")
         process = subprocess.Popen(
             [*ask_fable_command(), "serve", "--http", "--toolsets", "all", "--port", str(port)],
-            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
         )
         replica = Replica(port, process, log_path)
         self.replicas.append(replica)
@@ -374,11 +379,10 @@ async def post_call(http: httpx2.AsyncClient, replica: Replica, tool: str,
 
 
 @contextmanager
-def running_cluster(root: Path, store_name: str, provider_url: str, count: int,
+def running_cluster(root: Path, store: SharedStore, provider_url: str, count: int,
                     **extra_env: str) -> Iterator[Cluster]:
-    """A cluster of ``count`` ready replicas on a fresh ``store_name`` store, stopped afterwards."""
-    make: Callable[[Path], SharedStore] = SqliteStore if store_name == "sqlite" else PostgresStore
-    store = make(root)
+    """A cluster of ``count`` ready replicas on ``store``; the replicas are stopped and the store
+    closed afterwards."""
     cluster = Cluster(root, store, provider_url, dict(extra_env))
     try:
         cluster.start(count)
