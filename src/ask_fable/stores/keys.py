@@ -12,20 +12,22 @@ the ``local`` tenant, beside the data they saw before.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import os
 import re
 import secrets
-import sqlite3
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, is_unreachable, open_database
 from ask_fable.stores.records import ApiKey
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
@@ -91,7 +93,7 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-def _row(row: sqlite3.Row) -> ApiKey:
+def _row(row: Any) -> ApiKey:
     return ApiKey(
         id=int(row["id"]), name=row["name"], scope=row["scope"], tenant=row["tenant"], prefix=row["prefix"],
         created_at=row["created_at"], last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
@@ -112,10 +114,11 @@ def key_tenant(name: str, tenant: str | None) -> str:
 
 
 class KeyStore:
-    """The API key table in its own SQLite file (``settings.keys_db``): the ``ApiKeyStore``."""
+    """The API key table, in its own SQLite file (``settings.keys_db``) or PostgreSQL: the ``ApiKeyStore``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, connections: Connections | None = None) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+    def __init__(self, location: str | os.PathLike[str] | Database, *,
+                 connections: Connections | None = None) -> None:
+        self.db = open_database(location, MIGRATIONS, connections=connections)
         self._touched: dict[int, float] = {}
 
     def create(self, name: str, scope: str, tenant: str | None = None) -> tuple[ApiKey, str]:
@@ -131,13 +134,10 @@ class KeyStore:
         owner = key_tenant(name, tenant)
         key = generate_key()
         with self.db.write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
-            )
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (cursor.lastrowid,)
+                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at) "
+                f"VALUES (?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
+                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
             ).fetchone()
         return _row(row), key
 
@@ -155,13 +155,11 @@ class KeyStore:
         return None if row is None else _row(row)
 
     @staticmethod
-    def _find(conn: sqlite3.Connection, key_id: int | str) -> sqlite3.Row | None:
+    def _find(conn: Connection, key_id: int | str) -> Any:
         text = str(key_id).strip()
         if text.isdigit():
-            row: sqlite3.Row | None = conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
-            return row
-        rows: list[sqlite3.Row] = conn.execute(
+            return conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
+        rows = conn.execute(
             f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
         if len(rows) > 1:
             raise BadArgs(f"{text!r} matches {len(rows)} keys; revoke by id instead")
@@ -206,5 +204,14 @@ class KeyStore:
             return
         self._touched[key_id] = now
         # Bookkeeping only: a busy or read-only database must not fail the request it belongs to.
-        with contextlib.suppress(sqlite3.Error, OSError), self.db.write() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (_now(), key_id))
+        try:
+            with self.db.write() as conn:
+                conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (_now(), key_id))
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
+
+
+def key_store_for(settings: Settings, *, connections: Connections | None = None) -> KeyStore:
+    """The API key store configured by ``settings`` (on the App's connections when given)."""
+    return KeyStore(database_for(settings, "keys", settings.keys_db, MIGRATIONS, connections=connections))
