@@ -113,14 +113,14 @@ async def test_a_replica_killed_mid_call_loses_only_that_call(cluster: Cluster, 
 
 
 async def test_the_database_going_away_under_load_is_unavailable_everywhere_and_nothing_restarts(
-    cluster: Cluster, team_key: str
+    outage_cluster: Cluster, outage_key: str
 ) -> None:
-    replicas = cluster.live
+    replicas = outage_cluster.live
     pids = [r.pid for r in replicas]
     tag = _tag()
     outcomes: list[str] = []
     stop_load = anyio.Event()
-    async with cluster.clients(team_key, replicas) as robin:
+    async with outage_cluster.clients(outage_key, replicas) as robin:
 
         async def load(worker: int) -> None:
             i = 0
@@ -137,7 +137,7 @@ async def test_the_database_going_away_under_load_is_unavailable_everywhere_and_
                 for worker in range(6):
                     group.start_soon(load, worker)
                 await _until(lambda: outcomes.count("ok") >= 20)
-                cluster.store.stop()
+                outage_cluster.store.stop()
                 try:
                     down = await _wait_health(replicas, 503)
                     refused: list[BaseException] = []
@@ -149,7 +149,7 @@ async def test_the_database_going_away_under_load_is_unavailable_everywhere_and_
                     during = len(outcomes)
                     await _until(lambda: len(outcomes) >= during + 20)
                 finally:
-                    cluster.store.start()
+                    outage_cluster.store.start()
                 after = len(outcomes)
                 burst = await _every_replica_serves(robin, replicas, tag)
                 await _until(lambda: outcomes[after:].count("ok") >= 20)
@@ -164,24 +164,24 @@ async def test_the_database_going_away_under_load_is_unavailable_everywhere_and_
 
 
 async def test_a_replica_started_while_the_database_is_down_comes_up_and_becomes_ready(
-    cluster: Cluster, team_key: str
+    outage_cluster: Cluster, outage_key: str
 ) -> None:
-    cluster.store.stop()
+    outage_cluster.store.stop()
     try:
-        late = cluster.spawn()
-        not_ready = cluster.wait_health(late, 503)
+        late = outage_cluster.spawn()
+        not_ready = outage_cluster.wait_health(late, 503)
         async with httpx2.AsyncClient(timeout=10) as http:
             listing = {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
             call = await http.post(f"{late.url}/mcp", json=listing,
-                                   headers={**MCP_HEADERS, "Authorization": f"Bearer {team_key}"})
+                                   headers={**MCP_HEADERS, "Authorization": f"Bearer {outage_key}"})
     finally:
-        cluster.store.start()
-    ready = cluster.wait_health(late, 200)
-    async with cluster.clients(team_key) as robin:
-        burst = await _every_replica_serves(robin, cluster.live, _tag())
+        outage_cluster.store.start()
+    ready = outage_cluster.wait_health(late, 200)
+    async with outage_cluster.clients(outage_key) as robin:
+        burst = await _every_replica_serves(robin, outage_cluster.live, _tag())
     assert not_ready.json() == UNAVAILABLE
     assert call.status_code == 503
     assert call.json()["error"]["data"]["kind"] == "unavailable"
     assert ready.json() == {"status": "ok"}
     assert [b["status"] for b in burst] == ["ok"] * len(burst)
-    assert late in cluster.live
+    assert late in outage_cluster.live
