@@ -91,3 +91,32 @@ def test_an_http_replica_answers_503_while_its_database_is_down_and_recovers(
     finally:
         anyio.run(app.aclose)
         pg_server.drop(url)
+
+
+async def test_an_answer_whose_records_cannot_be_written_is_still_returned(
+        fp: FakeProvider, pg_server: PostgresServer) -> None:
+    """The database goes away after the server started: the model's answer still reaches the caller
+    (status ok), its records fail each on its own, and the context tools say ``unavailable``."""
+    from ask_fable.surface.server import build_server
+    from tests.e2e.helpers import wired_app
+
+    url = pg_server.fresh_database()
+    name = url.partition("?")[0].rsplit("/", 1)[1]
+    app = wired_app(fp, database_url=url, database_connect_timeout=1, cache=True)
+    try:
+        async with Client(build_server(app, toolsets=["all"])) as client:
+            assert (await structured(client, "context_write", {"key": "k", "value": "v"}))["status"] == "ok"
+            with pg_server.admin() as admin:
+                admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
+                admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                              (name,))
+            with anyio.fail_after(60):
+                answered = await structured(client, "ask_glm", {"question": "Is the retry loop bounded?"})
+                refused = await structured(client, "context_read", {"key": "k"})
+        assert answered["status"] == "ok" and answered["answer"]
+        assert refused["status"] == "error" and refused["kind"] == "unavailable" and refused["hint"]
+    finally:
+        with pg_server.admin() as admin:
+            admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+        await app.aclose()
+        pg_server.drop(url)

@@ -169,3 +169,15 @@ def test_without_the_driver_a_database_url_names_the_extra(monkeypatch: pytest.M
 def test_store_errors_are_part_of_the_error_tree() -> None:
     assert issubclass(SchemaMismatch, Unavailable) and issubclass(Unavailable, AskFableError)
     assert Unavailable("x").counts_as_failure is False
+
+
+def test_doctor_and_a_refused_start_never_print_the_database_password(tmp_path: Path) -> None:
+    url = f"postgresql://team:s3cret-pass-word@/askfable?host={tmp_path}"
+    env = child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
+    for argv in (["doctor", "--no-probe", "--json"], ["db", "status"], ["keys", "list"]):
+        done = subprocess.run([*ask_fable_command(), *argv], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert "s3cret-pass-word" not in done.stdout + done.stderr, argv
+    down = subprocess.run([*ask_fable_command(), "db", "status"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr
