@@ -37,13 +37,14 @@ def nginx_binary() -> str | None:
 
 def render(shipped: str, replicas: list[Replica], port: int, root: Path) -> str:
     """The shipped config pointed at ``replicas``, listening on ``port``, writing under ``root``."""
-    servers = re.findall(r"^\s*server 127\.0\.0\.1:\d+ [^;]*;\n", shipped, flags=re.M)
-    assert len(servers) >= 1, "the shipped config has no upstream server lines"
-    options = re.match(r"^\s*server 127\.0\.0\.1:\d+ ([^;]*);", servers[0])
-    assert options is not None
-    upstream = "".join(f"        server 127.0.0.1:{r.port} {options.group(1)};\n" for r in replicas)
-    text = shipped.replace("".join(servers), upstream)
-    assert upstream in text, "the upstream's server lines are not consecutive"
+    blocks = re.findall(r"(?:^ *server 127\.0\.0\.1:\d+ [^;]*;\n)+", shipped, flags=re.M)
+    assert blocks, "the shipped config has no upstream server lines"
+    text = shipped
+    for block in blocks:
+        options = re.match(r"^ *server 127\.0\.0\.1:\d+ ([^;]*);", block)
+        assert options is not None
+        text = text.replace(block, "".join(f"        server 127.0.0.1:{r.port} {options.group(1)};\n"
+                                           for r in replicas), 1)
     text, listens = re.subn(r"^(\s*)listen \d+;", rf"\g<1>listen 127.0.0.1:{port};", text, flags=re.M)
     assert listens == 1
     text = text.replace("/var/log/nginx/", f"{root}/logs/")
@@ -149,3 +150,18 @@ async def test_nginx_skips_a_dead_replica_and_no_call_fails(cluster: Cluster, te
         errors = proxy.error_log.read_text()
     assert statuses == [200] * 12
     assert f"127.0.0.1:{doomed.port}" in errors and "connect() failed" in errors
+
+
+def test_a_web_view_login_through_nginx_holds_on_every_page(cluster: Cluster, nginx: Proxy) -> None:
+    """A login lives on the replica that made it: nginx keeps the browser on that replica."""
+    _, key = cluster.create_key(f"viewer {uuid.uuid4().hex[:6]}", scope="read")
+    with httpx2.Client(base_url=nginx.url, timeout=30) as browser:
+        form = browser.get("/ui/login")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+        assert form.status_code == 200 and csrf is not None
+        login = browser.post("/ui/login", data={"key": key, "csrf": csrf.group(1)})
+        pages = [browser.get("/ui/traces") for _ in range(9)]
+    assert login.status_code == 303 and login.headers["location"] == "/ui/traces"
+    assert [page.status_code for page in pages] == [200] * 9
+    assert all("tenant team" in page.text for page in pages)
+    assert key not in nginx.access_log.read_text()
