@@ -358,8 +358,11 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     shown = f"[{options.host}]" if ":" in options.host else options.host
     print(f"ask-fable {__version__}: serving {len(server.specs)} tools at http://{shown}:{port}/mcp",
           file=sys.stderr)
-    for line in _serving_warnings(options, settings.http_max_connections, open_files,
-                                  has_keys=any(k.active for k in keys.list_keys())):
+    try:
+        has_keys: bool | None = any(k.active for k in keys.list_keys())
+    except Exception:  # the database is down: serve anyway; /healthz says 503 until it answers
+        has_keys = None
+    for line in _serving_warnings(options, settings.http_max_connections, open_files, has_keys=has_keys):
         say(line)
     runner = HttpRunner(app, options, sock)
     with stop_on_signals(runner.stop) as stopping:
@@ -369,12 +372,16 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
 
 def _serving_warnings(options: HttpOptions, wanted_connections: int, open_files: int | None, *,
-                      has_keys: bool) -> list[str]:
-    """One line for each thing about to be served that the operator should know about."""
+                      has_keys: bool | None) -> list[str]:
+    """One line for each thing about to be served that the operator should know about
+    (``has_keys`` None: the database did not answer)."""
     from ask_fable.surface.http_app import LOCAL_HOSTS
 
     lines = []
-    if not has_keys:
+    if has_keys is None:
+        lines.append("the database is not answering; /healthz reports 503 and calls are refused "
+                     "until it does")
+    elif not has_keys:
         lines.append("no API key exists yet, so every request is refused; create one with "
                      "`ask-fable keys create --name NAME --scope ask`")
     loopback = options.host in ("127.0.0.1", "localhost", "::1")
