@@ -119,17 +119,17 @@ def test_an_older_python_is_told_at_once_which_python_it_needs(tmp_path: Path) -
 
 
 def test_mcp_over_http_is_what_the_readme_says() -> None:
-    """POST: one JSON body and no session; GET: an event stream that is held open; DELETE: 405."""
+    """POST: one JSON body and no session; GET and DELETE: 405, only POST is allowed."""
     from ask_fable.config import load_settings
     from ask_fable.core.app import App
     from ask_fable.stores.keys import KeyStore
-    from ask_fable.surface.http_app import HttpOptions, build_http_app, serve_in_thread
+    from ask_fable.surface.http_app import HttpOptions, build_http_app
+    from ask_fable.surface.http_runner import serve_in_thread
     from ask_fable.surface.server import build_server
 
     text = " ".join(_readme().split())
     assert "Each POST is answered with one JSON body" in text and "(no `Mcp-Session-Id`)" in text
-    assert "A GET on `/mcp` opens the server-to-client event stream" in text
-    assert "DELETE is refused (405)" in text
+    assert "Every other method on `/mcp` is refused (405, `Allow: POST`)" in text
     keys = KeyStore(load_settings().keys_db)
     _, key = keys.create("docs", "ask")
     headers = {"Authorization": f"Bearer {key}", "MCP-Protocol-Version": "2025-11-25"}
@@ -137,13 +137,12 @@ def test_mcp_over_http_is_what_the_readme_says() -> None:
     with serve_in_thread(app) as base, httpx2.Client(base_url=base, headers=headers, timeout=30) as client:
         posted = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
                              headers={"Accept": "application/json, text/event-stream"})
-        with client.stream("GET", "/mcp", headers={"Accept": "text/event-stream"}) as stream:
-            stream_status, stream_type = stream.status_code, stream.headers["content-type"]
+        got = client.get("/mcp", headers={"Accept": "text/event-stream"})
         deleted = client.delete("/mcp")
     assert posted.status_code == 200 and posted.headers["content-type"] == "application/json"
     assert "mcp-session-id" not in posted.headers and posted.json()["result"]["tools"]
-    assert stream_status == 200 and stream_type.startswith("text/event-stream")
-    assert deleted.status_code == 405
+    assert (got.status_code, got.headers["allow"]) == (405, "POST")
+    assert (deleted.status_code, deleted.headers["allow"]) == (405, "POST")
 
 
 def test_the_architecture_map_names_every_module() -> None:

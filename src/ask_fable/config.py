@@ -169,7 +169,27 @@ class Settings(BaseSettings):
         description="Wall-clock bound on a chain or debate, in seconds "
         "(default: max(600, stages × timeout), at least 10).",
     )
-    max_parallel: int = Field(6, ge=1, description="How many council members run at once.")
+    council_cut_stragglers: bool = Field(
+        True,
+        description="Once a quorum of council members has answered (half of those still able to), cut "
+        "the ones still running after the straggler wait (kind straggler) and synthesize what is in; "
+        "0 waits for every member until two thirds of the council bound.",
+    )
+    council_straggler_factor: float = Field(
+        2.0,
+        gt=0,
+        description="The straggler wait after the quorum, as a multiple of the slowest answer so far "
+        "(2: a member may take three times as long as that answer).",
+    )
+    council_straggler_floor: float = Field(
+        2.0, ge=0, description="Shortest straggler wait, in seconds (for very fast answers)."
+    )
+    max_parallel: int = Field(
+        16,
+        ge=1,
+        description="How many council members run at once; larger councils queue the rest "
+        "(CLI members also share ASK_FABLE_CLI_MAX_PARALLEL per binary).",
+    )
     cli_max_parallel: int = Field(
         2,
         description="Concurrent processes per CLI binary; 0 or negative disables the gate, "
@@ -351,6 +371,22 @@ class Settings(BaseSettings):
         default_factory=list, description="Origins the HTTP server accepts from browsers."
     )
     http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
+    http_max_connections: int = Field(
+        512, ge=1, description="Open HTTP connections at most; past it the oldest idle one is closed "
+        "(lowered, with a warning at start, when the open-file limit cannot hold it)."
+    )
+    http_max_requests: int = Field(
+        256, ge=1, description="HTTP requests served at once; more get 503 (health checks always answer)."
+    )
+    http_header_timeout: float = Field(
+        5, gt=0, description="Seconds a connection has to send a request's headers before it is closed."
+    )
+    http_body_timeout: float = Field(
+        30, gt=0, description="Seconds a client has to send a request's body once its headers arrived (408)."
+    )
+    http_keepalive_timeout: int = Field(
+        5, ge=1, description="Seconds an idle keep-alive HTTP connection is kept open."
+    )
     shared_context: bool = Field(
         False, description="One team-wide context bus for every tenant (off: each tenant has its own)."
     )

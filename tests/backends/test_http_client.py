@@ -10,6 +10,7 @@ import httpx2
 import pytest
 
 from ask_fable.backends import http_client
+from ask_fable.backends.deadline import SharedDeadline, bounded_by
 from ask_fable.backends.http_client import (
     RetryPolicy,
     is_loopback,
@@ -107,6 +108,41 @@ async def test_retry_after_longer_than_the_deadline_fails_at_once() -> None:
                    transport=transport)
     assert len(seen) == 1
     assert "429" in info.value.detail and "deadline" in info.value.detail
+
+
+@pytest.mark.parametrize("moves", [False, True], ids=["already-short", "moves-during-the-wait"])
+async def test_a_retry_never_waits_past_the_shared_deadline(moves: bool) -> None:
+    """Under a mode's shared deadline, a retry that would end past it is not waited for: at once when
+    the deadline is already too close, or the moment it moves closer during the wait."""
+    slow = httpx2.Response(503, headers={"retry-after": "5"}, json={"error": "overloaded"})
+    transport, seen = _transport(slow)
+    shared = SharedDeadline(anyio.current_time() + (60 if moves else 1), "the test's cut")
+
+    async def move_it() -> None:
+        await anyio.sleep(0.2)
+        shared.tighten(anyio.current_time() + 1, "the test's cut")
+
+    failures: list[UpstreamError] = []
+
+    async def ask() -> None:
+        with bounded_by(shared), pytest.raises(UpstreamError) as info:
+            await send("GET", "https://p.example/x", label="P", timeout=30, handle=_json, retry=FAST,
+                       transport=transport)
+        failures.append(info.value)
+
+    with anyio.fail_after(4):
+        async with anyio.create_task_group() as group:
+            if moves:
+                group.start_soon(move_it)
+            group.start_soon(ask)
+    assert len(seen) == 1
+    [failure] = failures
+    assert "503" in failure.detail and "would pass the test's cut" in failure.detail
+
+
+def test_a_failing_provider_costs_three_requests_by_default() -> None:
+    """The default policy makes three requests in all, the first included."""
+    assert http_client.DEFAULT_RETRY.attempts == 3
 
 
 async def test_connect_errors_are_retried_then_reported() -> None:

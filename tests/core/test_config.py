@@ -14,7 +14,11 @@ from ask_fable.config import config_file_path, load_settings, update_config_file
 def test_defaults_match_the_contract() -> None:
     s = load_settings()
     assert (s.min_len, s.max_len, s.timeout, s.max_needs_context) == (3, 65536, 240, 2)
-    assert s.cache_ttl == 3600 and s.max_parallel == 6 and s.cli_max_parallel == 2
+    assert s.cache_ttl == 3600 and s.cli_max_parallel == 2
+    # Every member of the full tier at once: the contract's 6 split larger councils into waves.
+    assert s.max_parallel == 16
+    stragglers = (s.council_cut_stragglers, s.council_straggler_factor, s.council_straggler_floor)
+    assert stragglers == (True, 2.0, 2.0)
     assert s.council_deadline == 240 + 120
     assert s.chain_deadline(4) == 960 and s.chain_deadline(1) == 600
     assert s.ollama_council[0] == "minimax-m3:cloud"

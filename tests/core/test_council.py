@@ -251,7 +251,9 @@ async def test_twin_group_expands_and_progress_is_reported() -> None:
     assert outcome.fields["consensus"] == "strong" and outcome.fields["confidence"] == "high"
     totals = {total for _, total, _ in progress.events}
     assert totals == {3}
-    assert [done for done, _, _ in progress.events] == [0, 1, 2, 2, 3]
+    # start, first answer, the quorum (1 of 2) starting the straggler wait, second answer, synthesis
+    assert [done for done, _, _ in progress.events] == [0, 1, 1, 2, 2, 3]
+    assert progress.events[2][2].startswith("quorum 1/2: waiting up to")
 
 
 async def test_all_members_refusing_is_the_councils_refusal() -> None:

@@ -1,9 +1,10 @@
 """Planted keys, end to end: full trace mode, saved answers and raw audit on, then zero hits anywhere.
 
-A configured key (``ASK_FABLE_GLM_API_KEY``) and an unconfigured key-shaped string travel through
-prompts, context, the context bus, a packed file, model answers and reasoning, a provider error
-body and provider response headers. Afterwards every file under the state and config directories
-(names and bytes), every tool result and the server's stderr are searched for them.
+A configured key (``ASK_FABLE_GLM_API_KEY``) and key-shaped strings (an Anthropic key, an ask-fable
+API key) travel through prompts, context, the context bus, a packed file, model answers and
+reasoning, a provider error body and provider response headers, and are used as context key names,
+session labels and filters. Afterwards every file under HOME (state, config and whatever else was
+written there; names and bytes), every tool result and the server's stderr are searched for them.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from tests.fakes.fake_provider import FakeProvider
 CONFIGURED = "glmPLANTEDconfiguredKey9f8e7d6c5b4a"
 OTHER = "dsPLANTEDotherKey1a2b3c4d5e6f"
 SHAPED = "sk-ant-api03-PLANTEDshaped0123456789abcdefXYZ"
-NEEDLES = [CONFIGURED, OTHER, SHAPED]
+API_KEY = "afk_PLANTEDapiKey0123456789abcdefghijklmnop"
+NEEDLES = [CONFIGURED, OTHER, SHAPED, API_KEY]
 #: Pieces that would survive a lower-casing or slugging of the keys (file names are slugs).
-FRAGMENTS = ["plantedconfiguredkey", "plantedotherkey", "plantedshaped"]
+FRAGMENTS = ["plantedconfiguredkey", "plantedotherkey", "plantedshaped", "plantedapikey"]
 SIDECAR = '```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
 
 
@@ -84,7 +86,17 @@ async def _scenario(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.Monkey
         assert packed["status"] == "ok"
         await call("context_read", {"key": "creds"})
         await call("context_read", {"key": "settings"})
+        for secret in (SHAPED, API_KEY, CONFIGURED):  # a secret used as a key name is refused, never echoed
+            named = await call("context_write", {"key": secret, "value": "rotation notes"})
+            assert (named["status"], named["kind"]) == ("error", "bad_args"), named
+            await call("context_read", {"key": secret})
+            await call("context_delete", {"key": secret})
         await call("context_list", {})
+        for secret in (SHAPED, API_KEY):  # and as session labels and filters
+            await call("reset_session", {"session": f"rotate {secret}"})
+            await call("trace_list", {"session": f"rotate {secret}"})
+            await call("stats", {"session": secret})
+            await call("session_peek", {"session_key": secret})
 
         fp.enqueue("anthropic", text=echoed, thinking=thinking)
         ok = await call("ask_glm", {
@@ -136,10 +148,12 @@ async def _scenario(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def _file_leaks() -> list[tuple[str, list[str]]]:
-    """Every file or directory under the state and config dirs whose name or bytes hold a key."""
+    """Every file or directory under HOME (the state and config dirs are in it) whose name or bytes
+    hold a key."""
     found: list[tuple[str, list[str]]] = []
     files = 0
-    for base in (state_dir(), config_file_path().parent):
+    assert state_dir().is_relative_to(Path.home()) and config_file_path().is_relative_to(Path.home())
+    for base in (Path.home(),):
         for dirpath, dirnames, filenames in os.walk(base):
             for name in [*dirnames, *filenames]:
                 if _leaks(name):

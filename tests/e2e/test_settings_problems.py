@@ -120,7 +120,7 @@ def test_doctor_reports_a_bad_secret_without_printing_it(tmp_path: Path) -> None
     problems = {p["setting"]: p for p in json.loads(done.stdout)["settings_problems"]}
     assert problems["deepseek_api_key"]["source"] == f"config file {config}"
     assert "not shown" in problems["deepseek_api_key"]["problem"]
-    assert problems["max_parallel"]["using"] == "using the default (6)"
+    assert problems["max_parallel"]["using"] == "using the default (16)"
     assert SECRET not in done.stdout + done.stderr
     text = _run("doctor", "--no-probe", ASK_FABLE_CONFIG_FILE=str(config))
     assert "deepseek_api_key from config file" in text.stdout and SECRET not in text.stdout + text.stderr

@@ -21,7 +21,8 @@ import pytest
 from ask_fable.config import Settings, load_settings
 from ask_fable.core.app import App
 from ask_fable.stores.keys import KeyStore
-from ask_fable.surface.http_app import HttpOptions, build_http_app, serve_in_thread
+from ask_fable.surface.http_app import HttpOptions, build_http_app
+from ask_fable.surface.http_runner import serve_in_thread
 from ask_fable.surface.server import build_server
 from tests.fakes.fake_provider import FakeProvider
 from tests.fakes.fixtures import bundled_claude_cli, claude_cli_env
@@ -160,7 +161,8 @@ async def test_cache_traces_hub_stats_and_saved_answers_are_private_to_their_ten
     totals = alice_stats["totals"]
     assert (alice_stats["records"], totals["ok"], totals["needs_context"]) == (2, 2, 0)
 
-    answers = team.settings.answers_dir / "tenants"
+    # Keys without the admin scope see the server's paths relative to its state directory.
+    answers = Path("answers") / "tenants"
     assert Path(alice_first["saved"]).parent == answers / "alice"
     assert Path(bob_first["saved"]).parent == answers / "bob"
 
@@ -218,7 +220,7 @@ async def test_two_tenants_using_one_session_label_never_share_a_conversation(
 
         reset = await team.call("bob", "reset_session", session="s")
         assert (reset["cleared"], reset["turns"]) == (True, 1)
-        assert Path(reset["saved"]).parent == team.settings.sessions_dir / "tenants" / "bob"
+        assert Path(reset["saved"]).parent == Path("sessions") / "tenants" / "bob"
         third = await team.call("alice", "ask", question="Alice: one more?", session="s")
         assert third["turn"] == 3
 

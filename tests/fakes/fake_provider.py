@@ -25,9 +25,14 @@ Ollama streams NDJSON unless the body has ``"stream": false`` (the real daemon's
 with ``endless=True`` streams text deltas forever, until the client closes the connection (then the
 recorded request's ``client_closed`` is set).
 
+A reply that waits (``hang``, ``delay``, ``chunk_delay``) watches its connection meanwhile: when the
+client closes it first, the request ends there with ``client_closed`` set, as a real server would
+notice. So a client that abandons a call (a cancelled council member) leaves no open request.
+
 Inspection: ``fp.requests`` (snapshot), ``fp.requests_for(route)``, ``fp.last_json(route)``,
-``fp.wait_for(n, route)`` (block until n requests arrived, e.g. before stopping a hung call) and
-``fp.clear()``. The pytest fixture and a Claude Code CLI environment builder live in
+``fp.wait_for(n, route)`` (block until n requests arrived, e.g. before stopping a hung call),
+``fp.open_requests()`` and ``fp.wait_until_idle()`` (requests neither answered nor abandoned by
+their client) and ``fp.clear()``. The pytest fixture and a Claude Code CLI environment builder live in
 ``tests.fakes.fixtures``.
 """
 
@@ -36,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import select
 import socket
 import struct
 import threading
@@ -291,7 +297,29 @@ class FakeProvider:
                     raise TimeoutError(f"{len(found)} of {count} requests arrived within {timeout}s")
                 self._lock.wait(remaining)
 
+    def open_requests(self) -> list[RecordedRequest]:
+        """Requests still open: not fully answered, and their client still connected."""
+        with self._lock:
+            return [r for r in self._requests if r.finished_at is None]
+
+    def wait_until_idle(self, timeout: float = 10.0) -> list[RecordedRequest]:
+        """Block until no request is open or ``timeout`` passed; return the ones still open."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while True:
+                still_open = [r for r in self._requests if r.finished_at is None]
+                remaining = deadline - time.monotonic()
+                if not still_open or remaining <= 0:
+                    return still_open
+                self._lock.wait(remaining)
+
     # -- internals used by the handler -----------------------------------------------------------
+
+    def _finish(self, request: RecordedRequest) -> None:
+        with self._lock:
+            if request.finished_at is None:
+                request.finished_at = time.monotonic()
+            self._lock.notify_all()
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -334,6 +362,13 @@ class FakeProvider:
 
 class _Reset(Exception):
     """Raised inside the handler to drop the connection with a TCP reset."""
+
+
+class _ClientGone(Exception):
+    """Raised inside the handler when the client closed the connection while the reply waited."""
+
+#: How often a waiting reply looks at its connection.
+_WATCH_INTERVAL = 0.02
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -406,6 +441,9 @@ class _Handler(BaseHTTPRequestHandler):
                     "type": "not_found_error", "message": f"{method} {path} is not served here"}})
         except _Reset:
             self._reset()
+        except _ClientGone:
+            self.close_connection = True
+            record.client_closed = True
         except OSError:  # the client went away mid-answer, or the server is stopping
             self.close_connection = True
             record.client_closed = not self.fake._stopping.is_set()
@@ -413,8 +451,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._mark_finished()
 
     def _mark_finished(self) -> None:
-        if self._current.finished_at is None:
-            self._current.finished_at = time.monotonic()
+        self.fake._finish(self._current)
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -435,8 +472,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.reset:
             raise _Reset
         if reply.hang:
-            self.fake._stopping.wait()
-            raise _Reset
+            self._wait(None)
         self._sleep(reply.delay)
         headers = dict(reply.headers)
         if reply.retry_after is not None:
@@ -477,8 +513,32 @@ class _Handler(BaseHTTPRequestHandler):
     # -- writing ---------------------------------------------------------------------------------
 
     def _sleep(self, seconds: float) -> None:
-        if seconds > 0 and self.fake._stopping.wait(seconds):
-            raise _Reset
+        if seconds > 0:
+            self._wait(seconds)
+
+    def _wait(self, seconds: float | None) -> None:
+        """Wait ``seconds`` (``None``: until the server stops) watching the connection: :class:`_Reset`
+        when the server stops first, :class:`_ClientGone` when the client closes the connection."""
+        until = None if seconds is None else time.monotonic() + seconds
+        watching = True
+        while True:
+            left = _WATCH_INTERVAL if until is None else min(_WATCH_INTERVAL, until - time.monotonic())
+            if left <= 0:
+                return
+            if not watching:
+                if self.fake._stopping.wait(left):
+                    raise _Reset
+                continue
+            if self.fake._stopping.is_set():
+                raise _Reset
+            try:
+                readable, _, _ = select.select([self.connection], [], [], left)
+                if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                    raise _ClientGone
+            except OSError as exc:
+                raise _ClientGone from exc
+            # Bytes from a client that is still there (a pipelined request): stop watching.
+            watching = not readable
 
     def _send_json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None,
                    chunk_delay: float = 0.0) -> None:

@@ -304,16 +304,36 @@ def test_slow_body_spaces_its_chunks(fp: FakeProvider, client: httpx2.Client) ->
 def test_hang_never_answers_and_does_not_block_stop(client: httpx2.Client) -> None:
     fp = FakeProvider().start()
     fp.enqueue("anthropic", hang=True)
-    with pytest.raises(httpx2.ReadTimeout):
-        client.post(f"{fp.base_url}/v1/messages", json=anthropic_body(), timeout=0.3)
-    [rec] = fp.requests
-    assert rec.finished_at is None
+
+    def hung_call() -> None:
+        with pytest.raises(httpx2.TransportError):
+            client.post(f"{fp.base_url}/v1/messages", json=anthropic_body())
+
+    hung = threading.Thread(target=hung_call)
+    hung.start()
+    [rec] = fp.wait_for(1)
+    assert fp.open_requests() == [rec]
     stopper = threading.Thread(target=fp.stop)
     stopper.start()
     stopper.join(timeout=10)
     assert not stopper.is_alive()
+    hung.join(timeout=10)
+    assert not hung.is_alive()
     with pytest.raises(httpx2.ConnectError):
         client.get(f"http://127.0.0.1:{rec.headers['host'].split(':')[1]}/api/tags")
+
+
+@pytest.mark.parametrize("spec", [{"hang": True}, {"delay": 30.0}], ids=["hang", "delay"])
+def test_a_waiting_reply_ends_when_its_client_goes_away(
+    fp: FakeProvider, client: httpx2.Client, spec: dict[str, Any]
+) -> None:
+    """A client that gives up on a hung or slow reply leaves no open request behind."""
+    fp.enqueue("anthropic", **spec)
+    with pytest.raises(httpx2.ReadTimeout):
+        client.post(f"{fp.base_url}/v1/messages", json=anthropic_body(), timeout=0.3)
+    assert fp.wait_until_idle(timeout=5) == []
+    [rec] = fp.requests
+    assert rec.client_closed is True and rec.finished_at is not None
 
 
 def test_wait_for_blocks_until_requests_arrive(fp: FakeProvider, client: httpx2.Client) -> None:

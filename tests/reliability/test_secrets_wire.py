@@ -1,4 +1,5 @@
-"""A key echoed by a provider (error body, headers) or a CLI (stderr) never reaches a result or stderr."""
+"""A key echoed by a provider (error body, headers) or a CLI (stderr), or used by the caller as a
+context key name or a session label, never reaches a result, stderr or any file under HOME."""
 
 from __future__ import annotations
 
@@ -84,6 +85,12 @@ def test_echoed_keys_never_reach_results_or_stderr(fp: FakeProvider, tmp_path: P
                 ),
                 ("trace_list", {"limit": 20}),
                 ("stats", {"window": "all"}),
+                ("context_write", {"key": KEY, "value": "rotation notes"}),
+                ("context_read", {"key": KEY}),
+                ("context_list", {}),
+                ("reset_session", {"session": f"rotate {KEY}"}),
+                ("session_peek", {"session_key": f"rotate {KEY}"}),
+                ("trace_list", {"session": f"rotate {KEY}"}),
             ]
         ]
     finally:
@@ -95,14 +102,26 @@ def test_echoed_keys_never_reach_results_or_stderr(fp: FakeProvider, tmp_path: P
         r["result"]["structuredContent"].get("kind") or r["result"]["structuredContent"]["status"]
         for r in results
     ]
+    written = "".join(_files_under(Path.home()))
     hits = {
         where: text.count(KEY) + text.count(OLLAMA_KEY)
-        for where, text in (("stdout", stdout), ("stderr", stderr))
+        for where, text in (("stdout", stdout), ("stderr", stderr), ("files under HOME", written))
     }
     print(f"outcomes {kinds}; key hits {hits}; stderr {len(stderr)} bytes")
     # glm's 401 and ollama's 403 are rejected credentials: a configuration state with a fix.
     assert kinds[:4] == ["not_configured", "upstream_error", "ok", "upstream_error"]
     assert kinds[5] == "not_configured"
     assert "auth failed" in stdout  # the CLI's stderr was quoted, minus the key
-    assert hits == {"stdout": 0, "stderr": 0}
+    assert kinds[-6] == "bad_args"  # a secret as a context key name is refused
+    assert hits == {"stdout": 0, "stderr": 0, "files under HOME": 0}
     assert echoed == 0  # and the key never travelled in a request body either
+
+
+def _files_under(base: Path) -> list[str]:
+    """The name and text of every file and directory under ``base``."""
+    texts = []
+    for path in base.rglob("*"):
+        texts.append(path.name)
+        if path.is_file():
+            texts.append(path.read_bytes().decode("utf-8", "replace"))
+    return texts

@@ -37,6 +37,8 @@ def test_every_stdout_line_is_json_rpc_while_clis_and_the_agent_sdk_run(
         ASK_FABLE_STREAM_REASONING="true",
         ASK_FABLE_GLM_BASE_URL=fp.base_url,
         ASK_FABLE_GLM_API_KEY="glm-test-key",
+        # The fake CLIs answer at once; Fable's CLI start alone would otherwise look like straggling.
+        ASK_FABLE_COUNCIL_STRAGGLER_FLOOR="120",
         **claude_cli_env(fp.base_url, tmp_path / "claude-home"),
     )
     env.pop("ASK_FABLE_QUIET")  # progress lines must go to stderr, never stdout

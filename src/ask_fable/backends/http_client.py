@@ -1,9 +1,11 @@
 """HTTP plumbing shared by every HTTP oracle and catalog: the client, the retry loop, error mapping.
 
 ``send`` is the one retry loop. It retries connect failures, 408, 409, 429 and 5xx with
-jittered exponential backoff (honouring ``Retry-After``), never sleeps past the call's
-deadline, and hands a successful response to the caller's ``handle`` coroutine while the
-body is still streaming. Everything it raises is an :mod:`ask_fable.errors` error:
+jittered exponential backoff (honouring ``Retry-After``), at most three attempts in all by
+default, never sleeps past the call's deadline nor past the shared deadline a mode may set (a
+council's straggler cut, :mod:`ask_fable.backends.deadline`), and hands a successful response to
+the caller's ``handle`` coroutine while the body is still streaming. Everything it raises is an
+:mod:`ask_fable.errors` error:
 
     httpx2.ConnectError / reset before headers ─▶ retried, then UpstreamError
     status 408 / 409 / 429 / ≥ 500             ─▶ retried, then UpstreamError
@@ -39,6 +41,7 @@ from urllib.parse import urlsplit
 import anyio
 
 from ask_fable.backends.base import Oracle
+from ask_fable.backends.deadline import current_deadline
 from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
 from ask_fable.values import Usage
 
@@ -73,7 +76,8 @@ class ReplyTooLarge(UpstreamError):
 class RetryPolicy:
     """How often and how patiently the retry loop tries again."""
 
-    attempts: int = 4
+    #: Requests in all, the first included: a provider failing every time costs three.
+    attempts: int = 3
     base_delay: float = 0.5
     max_delay: float = 8.0
 
@@ -466,14 +470,34 @@ async def _send_with_retries(
             if attempt >= retry.attempts:
                 raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets))
             delay = retry.backoff(attempt) if wait is None else wait
-            remaining = deadline - anyio.current_time()
-            if delay >= remaining:
-                raise UpstreamError(scrub(
-                    f"{failure} (retry in {delay:.1f}s would pass the {timeout:g}s deadline)", secrets
-                ))
-            if sink is not None:
-                await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
-            await anyio.sleep(delay)
+            await _back_off(delay, failure, attempt, deadline, f"the {timeout:g}s deadline", label, secrets,
+                            sink)
+
+
+async def _back_off(delay: float, failure: str, attempt: int, deadline: float, deadline_name: str,
+                    label: str, secrets: tuple[str, ...], sink: EventSink | None) -> None:
+    """Wait ``delay`` seconds before the next attempt, or raise the failure as an
+    :class:`UpstreamError` when the wait would end past the call's own deadline or past the
+    shared deadline a mode set (:mod:`ask_fable.backends.deadline`), also if that one moves
+    earlier during the wait."""
+    shared = current_deadline()
+
+    def give_up(passed: str) -> UpstreamError:
+        tries = "attempt" if attempt == 1 else "attempts"
+        return UpstreamError(scrub(
+            f"{failure} (after {attempt} {tries}; a retry in {delay:.1f}s would pass {passed})", secrets
+        ))
+
+    if delay >= deadline - anyio.current_time():
+        raise give_up(deadline_name)
+    if shared is not None and delay >= shared.remaining():
+        raise give_up(shared.reason)
+    if sink is not None:
+        await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
+    if shared is None:
+        await anyio.sleep(delay)
+    elif not await shared.sleep(delay):
+        raise give_up(shared.reason)
 
 
 EFFORTS = ("quick", "standard", "deep")

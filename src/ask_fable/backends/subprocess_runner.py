@@ -14,6 +14,11 @@ queued counts against its own timeout, so a call parked behind busy slots fails 
 allow-list only. A long-lived child (a warm Claude Code CLI) is started by
 :func:`open_session_process` in its own session too, and :meth:`SessionProcess.end` ends its
 whole group.
+
+Every group still running is known to the process: :func:`kill_all_groups` ends them all at once.
+A server stopping on a signal cancels its calls, whose groups end as above; when it cannot wait
+any longer (a second signal, its deadline) it calls :func:`kill_all_groups` before exiting, and the
+interpreter's exit does the same as a last resort.
 """
 
 from __future__ import annotations
@@ -175,6 +180,22 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+#: Process groups of :func:`run_process` children not ended yet (their leaders' pids).
+_LIVE_GROUPS: set[int] = set()
+
+
+def kill_all_groups() -> int:
+    """SIGKILL every child process group still running (calls and warm CLIs); returns how many.
+
+    Safe from a signal handler or another thread: it only reads copies of the live sets and sends
+    signals.
+    """
+    groups = {*_LIVE_GROUPS, *(session.pid for session in list(_LIVE_SESSIONS) if session.returncode is None)}
+    for pgid in groups:
+        _signal_group(pgid, signal.SIGKILL)
+    return len(groups)
+
+
 async def _leader_exit(process: anyio.abc.Process) -> int:
     """The leader's exit status, without waiting for its pipes.
 
@@ -309,11 +330,13 @@ async def run_process(
             with anyio.CancelScope(shield=True):
                 process = await _spawn(resolved, argv, stdin_pipe=stdin is not None, env=env, cwd=cwd)
             spawned.append(process)
+            _LIVE_GROUPS.add(process.pid)
             try:
                 await _run_spawned(process, stdin, out, err, exit_code)
             finally:
                 with anyio.CancelScope(shield=True):
                     await _end_group(process, kill_grace)
+                    _LIVE_GROUPS.discard(process.pid)
                     await _close(process)
 
     elapsed = time.monotonic() - started
@@ -446,8 +469,4 @@ async def open_session_process(
 _LIVE_SESSIONS: set[SessionProcess] = set()
 
 
-@atexit.register
-def _kill_live_sessions() -> None:
-    for session in list(_LIVE_SESSIONS):
-        if session.returncode is None:
-            _signal_group(session.pid, signal.SIGKILL)
+atexit.register(kill_all_groups)

@@ -3,7 +3,8 @@
 Every entry belongs to a tenant and every query names one: a key of one tenant is invisible to
 every other (no read, list, overwrite, delete, suggestion or ``context_ref`` hit). Only a listing
 accepts ``ALL_TENANTS``. Values are redacted before they are stored, so a key pasted by accident
-never reaches disk (or a model through ``context_ref``).
+never reaches disk (or a model through ``context_ref``). A secret used as a key *name* is refused
+outright: names are listed, and a redacted name could not be told from another.
 """
 
 from __future__ import annotations
@@ -57,14 +58,20 @@ MIGRATIONS = [
 _META = "tenant, key, description, size_chars, created_at, updated_at"
 
 
-def validate_key(key: object) -> str:
-    """Return ``key`` if it is a usable context key, else raise :class:`BadArgs`."""
+def validate_key(key: object, secrets: SecretSource = ()) -> str:
+    """Return ``key`` if it is a usable context key, else raise :class:`BadArgs`.
+
+    A key holding a secret (one of ``secrets`` or a known key shape) is not usable.
+    """
     if not isinstance(key, str) or not key.strip():
         raise BadArgs("context key must be a non-empty string")
     if len(key) > MAX_KEY_CHARS:
         raise BadArgs(f"context key is {len(key)} characters; the limit is {MAX_KEY_CHARS}")
     if not key.isprintable():
         raise BadArgs("context key must contain printable characters only (no newlines or tabs)")
+    if redact(key, secrets) != key:
+        raise BadArgs("context key looks like a secret (an API key or token); name the entry after what "
+                      "it holds instead")
     return key
 
 
@@ -80,7 +87,7 @@ class ContextStore:
         """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``); returns its
         metadata."""
         one_tenant(tenant)
-        validate_key(key)
+        validate_key(key, self._secrets)
         if not isinstance(value, str):
             raise BadArgs("context value must be a string")
         if not isinstance(description, str):
@@ -103,7 +110,7 @@ class ContextStore:
     def read(self, tenant: str, key: str) -> ContextEntry | None:
         """The value and metadata under the tenant's ``key`` (with ``age_s``), or ``None``."""
         one_tenant(tenant)
-        validate_key(key)
+        validate_key(key, self._secrets)
         with self.db.read() as conn:
             row = conn.execute(f"SELECT value, {_META} FROM context WHERE tenant = ? AND key = ?",
                                (tenant, key)).fetchone()
@@ -138,7 +145,7 @@ class ContextStore:
     def delete(self, tenant: str, key: str) -> bool:
         """Remove the tenant's ``key``; ``True`` if it existed."""
         one_tenant(tenant)
-        validate_key(key)
+        validate_key(key, self._secrets)
         with self.db.write() as conn:
             deleted = conn.execute("DELETE FROM context WHERE tenant = ? AND key = ?", (tenant, key))
             return deleted.rowcount > 0
@@ -149,7 +156,7 @@ class ContextStore:
         Duplicate keys are used once; order is preserved.
         """
         one_tenant(tenant)
-        wanted = list(dict.fromkeys(validate_key(k) for k in keys))
+        wanted = list(dict.fromkeys(validate_key(k, self._secrets) for k in keys))
         if not wanted:
             return ResolvedContext("", [], [])
         with self.db.read() as conn:

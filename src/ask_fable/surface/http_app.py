@@ -4,34 +4,44 @@ One ASGI guard sits in front of the MCP app and checks, in order:
 
 1. ``Host`` against the allowed hosts (421) and ``Origin`` against the allowed origins (403), on
    every bind address — DNS rebinding does not care which interface we listen on;
-2. ``/healthz`` answers ``{"status": "ok"}`` (no key, nothing else disclosed);
+2. ``/healthz`` answers ``{"status": "ok"}`` (no key, nothing else disclosed, never counted
+   against the request bound);
 3. no credential in the query string (401: keys travel only in ``Authorization``);
 4. ``Authorization: Bearer <key>`` names an active key (401 otherwise);
-5. the body fits ``max_body_bytes`` (413);
-6. the key's scope allows every tool it calls (403 with a JSON-RPC error naming the scope needed):
+5. ``/mcp`` takes POST only (405): the server is stateless and answers in JSON, so it never has a
+   message of its own to send on a GET event stream, which would only hold a connection open;
+6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise);
+7. the body arrives within ``body_timeout`` seconds (408) and fits ``max_body_bytes`` (413);
+8. the body nests JSON no deeper than :data:`~ask_fable.surface.http_limits.MAX_JSON_DEPTH`
+   (400, measured before anything parses it);
+9. the key's scope allows every tool it calls (403 with a JSON-RPC error naming the scope needed):
    each tool's scope comes from its declared effects (``ToolSpec.scope``), and a ``tenant``
    argument naming anyone but the key's own tenant needs ``admin``.
 
 The ``Authorization`` header is removed before the request reaches the MCP app, so nothing
 downstream (tools, backends, traces) can see or forward the client's key. Access log lines carry
 the path only, never the query string.
+
+A request in flight runs in its own cancel scope: a client that hangs up cancels it at once (its
+CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
+cancels every one when the server stops, answering each caller 503.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+import anyio
+
 from ask_fable.access import SCOPE_MEANS, scope_allows, stronger
 from ask_fable.access import Scope as KeyScope
+from ask_fable.redact import redact
+from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -57,15 +67,32 @@ UNAUTHORIZED_CODE = -32001
 log = logging.getLogger("ask_fable.http")
 
 
+def _setting_default(name: str) -> Any:
+    """The default of setting ``name``: the limits below default to what the settings say."""
+    from ask_fable.config import Settings
+
+    return Settings.model_fields[name].default
+
+
 @dataclass(frozen=True)
 class HttpOptions:
-    """How the HTTP surface binds and what it accepts."""
+    """How the HTTP surface binds and what it accepts (limits default to their settings' defaults)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    max_body_bytes: int = 4_194_304
+    max_body_bytes: int = field(default_factory=lambda: _setting_default("http_max_body_bytes"))
+    #: Open connections at most (the oldest idle one is closed past it).
+    max_connections: int = field(default_factory=lambda: _setting_default("http_max_connections"))
+    #: Requests in flight at most (503 past it; health checks excepted).
+    max_requests: int = field(default_factory=lambda: _setting_default("http_max_requests"))
+    #: Seconds a connection has to deliver a request's headers.
+    header_timeout: float = field(default_factory=lambda: _setting_default("http_header_timeout"))
+    #: Seconds a client has to deliver a request's body once its headers arrived.
+    body_timeout: float = field(default_factory=lambda: _setting_default("http_body_timeout"))
+    #: Seconds an idle kept-alive connection stays open.
+    keepalive_timeout: int = field(default_factory=lambda: _setting_default("http_keepalive_timeout"))
 
     def host_allowlist(self) -> list[str]:
         """Loopback names, the bind address when it is a specific one, then the configured hosts."""
@@ -207,6 +234,10 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _ClientGone(Exception):
+    pass
+
+
 class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
@@ -220,6 +251,15 @@ class HttpGuard:
         self.allowed_hosts = options.host_allowlist()
         self.allowed_origins = options.origin_allowlist()
         self.mcp_path = mcp_path
+        #: The cancel scope of every request being served (health checks aside).
+        self._in_flight: set[anyio.CancelScope] = set()
+        self.stopping = False
+
+    def stop(self) -> None:
+        """Stop serving: cancel every request in flight (each caller gets 503) and refuse new ones."""
+        self.stopping = True
+        for request in list(self._in_flight):
+            request.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request, then hand it (without its Authorization header) to the MCP app."""
@@ -240,8 +280,8 @@ class HttpGuard:
         try:
             await self._handle(scope, receive, logged_send)
         finally:
-            # The path only: a query string could carry a credential someone pasted into a URL.
-            log.info("%s %s %s %.0fms", scope.get("method"), scope.get("path"),
+            # The path only, redacted: a URL could carry a credential someone pasted into it.
+            log.info("%s %s %s %.0fms", scope.get("method"), redact(str(scope.get("path", ""))),
                      status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -265,18 +305,56 @@ class HttpGuard:
             await self._unauthorized(send, "missing bearer token: send `Authorization: Bearer <key>` "
                                            "(create one with `ask-fable keys create`)")
             return
-        import anyio
-
         record = await anyio.to_thread.run_sync(self.keys.verify, presented)
         if record is None:
             await self._unauthorized(send, "invalid or revoked API key", error="invalid_token")
             return
+        if path.rstrip("/") == self.mcp_path and scope.get("method") != "POST":
+            await _respond(send, 405, _rpc_error(-32600, "this server answers POST only: it keeps no session "
+                                                         "and sends no messages of its own"),
+                           "application/json", [(b"allow", b"POST")])
+            return
+        if self.stopping or len(self._in_flight) >= self.options.max_requests:
+            await self._unavailable(send)
+            return
+        started: list[bool] = []
+
+        async def tracked_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                started.append(True)
+            await send(message)
+
+        with anyio.CancelScope() as request:
+            self._in_flight.add(request)
+            try:
+                await self._serve(scope, headers, record, receive, tracked_send, request)
+            finally:
+                self._in_flight.discard(request)
+        if request.cancelled_caught and self.stopping and not started:
+            await self._unavailable(send)
+
+    async def _serve(self, scope: Scope, headers: list[tuple[bytes, bytes]], record: ApiKey, receive: Receive,
+                     send: Send, request: anyio.CancelScope) -> None:
+        """Read the body under its limits, check it, then run the MCP app until it answers or the
+        client hangs up (which cancels ``request``)."""
         try:
-            body = await self._read_body(headers, receive)
+            with anyio.fail_after(self.options.body_timeout):
+                body = await self._read_body(headers, receive)
         except _BodyTooLarge:
             await _respond(send, 413, _rpc_error(-32600, f"request body larger than "
                                                          f"{self.options.max_body_bytes} bytes"),
                            "application/json")
+            return
+        except TimeoutError:
+            await _respond(send, 408, _rpc_error(-32600, f"the request body did not arrive within "
+                                                         f"{self.options.body_timeout:g}s"),
+                           "application/json", [(b"connection", b"close")])
+            return
+        except _ClientGone:
+            return
+        if nesting_exceeds(body):
+            await _respond(send, 400, _rpc_error(-32700, f"parse error: JSON nested deeper than "
+                                                         f"{MAX_JSON_DEPTH} levels"), "application/json")
             return
         if scope.get("method") == "POST":
             refusal = self._scope_refusal(body, record)
@@ -286,7 +364,28 @@ class HttpGuard:
         inner_scope = dict(scope)
         inner_scope["headers"] = [(n, v) for n, v in headers if n.lower() != b"authorization"]
         inner_scope["ask_fable.api_key"] = record
-        await self.app(inner_scope, _replay(body, receive), send)
+        gone = anyio.Event()
+
+        async def watch() -> None:
+            # The body is read: what uvicorn delivers next is the end of the exchange, either the
+            # client hanging up or our own response completing.
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            request.cancel()
+
+        async with anyio.create_task_group() as watcher:
+            watcher.start_soon(watch)
+            await self.app(inner_scope, _replay(body, gone), send)
+            watcher.cancel_scope.cancel()
+
+    async def _unavailable(self, send: Send) -> None:
+        if self.stopping:
+            message = "the server is stopping; retry in a moment"
+        else:
+            message = (f"{self.options.max_requests} requests at once are being served "
+                       "(ASK_FABLE_HTTP_MAX_REQUESTS); retry in a moment")
+        await _respond(send, 503, _rpc_error(-32603, message), "application/json", [(b"retry-after", b"1")])
 
     async def _health(self, scope: Scope, send: Send) -> None:
         if scope.get("method") not in ("GET", "HEAD"):
@@ -314,7 +413,7 @@ class HttpGuard:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                break
+                raise _ClientGone
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
@@ -344,8 +443,9 @@ class HttpGuard:
         return None
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that yields the already-read body once, then defers to the real one."""
+def _replay(body: bytes, gone: anyio.Event) -> Receive:
+    """A ``receive`` that yields the already-read body once, then the disconnect once ``gone`` is set
+    (the guard's watcher is the only reader of the real ``receive``)."""
     sent = False
 
     async def replay() -> Message:
@@ -353,12 +453,14 @@ def _replay(body: bytes, receive: Receive) -> Receive:
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+        await gone.wait()
+        return {"type": "http.disconnect"}
 
     return replay
 
 
-def build_http_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions | None = None) -> ASGIApp:
+def build_http_app(server: AskFableServer, keys: ApiKeyStore,
+                   options: HttpOptions | None = None) -> HttpGuard:
     """The guarded ASGI app serving ``server`` at ``/mcp`` (its lifespan runs the session manager)."""
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -374,60 +476,3 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptio
     )
     scopes = {name: spec.scope for name, spec in server.specs.items()}
     return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options)
-
-
-def _uvicorn_config(app: ASGIApp, options: HttpOptions) -> Any:
-    import uvicorn
-
-    return uvicorn.Config(
-        app, host=options.host, port=options.port, access_log=False, log_level="warning",
-        lifespan="on", timeout_graceful_shutdown=5, server_header=False,
-        limit_concurrency=None, backlog=2048,
-    )
-
-
-def bind_socket(options: HttpOptions) -> socket.socket:
-    """A socket bound to the options' host and port; OSError (with its reason) when it cannot be."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        options.host or None, options.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def serve(app: ASGIApp, options: HttpOptions, sock: socket.socket | None = None) -> None:
-    """Run ``app`` with uvicorn until interrupted (on ``sock`` when already bound)."""
-    import uvicorn
-
-    uvicorn.Server(_uvicorn_config(app, options)).run(sockets=[sock] if sock is not None else None)
-
-
-@contextmanager
-def serve_in_thread(app: ASGIApp, options: HttpOptions | None = None) -> Iterator[str]:
-    """Serve ``app`` on an ephemeral loopback port in a background thread; yields the base URL."""
-    import uvicorn
-
-    options = options or HttpOptions(port=0)
-    sock = bind_socket(options)
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(_uvicorn_config(app, options))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            sock.close()
-            raise RuntimeError("the HTTP server did not start")
-        time.sleep(0.01)
-    try:
-        yield f"http://{options.host}:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()

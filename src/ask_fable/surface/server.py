@@ -9,6 +9,10 @@ other result (help, data tools, bad arguments, unknown tools) the server records
 trace (tool, status, kind; no content). Settings problems reach the user at start (a line per
 problem on stderr, a section of the instructions) and in the ``warnings`` of each call that
 read an affected setting.
+
+Every result passes through redaction on its way out, so no echo of the caller's input (a key
+name, a session label, a filter) returns a secret verbatim; a read-scoped HTTP key also gets the
+server's file paths relative to its directories (``surface/server_paths.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
-from ask_fable.redact import redact
+from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
@@ -122,7 +126,8 @@ class AskFableServer(MCPServer[Any]):
     """An MCPServer whose tools come from the registry."""
 
     def __init__(
-        self, app: App, families: list[str], *, problems: Sequence[SettingProblem] = (), **kwargs: Any
+        self, app: App, families: list[str], *, problems: Sequence[SettingProblem] = (), remote: bool = False,
+        **kwargs: Any
     ) -> None:
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[App]:
@@ -133,11 +138,16 @@ class AskFableServer(MCPServer[Any]):
 
         #: Problems found while choosing what to serve (a bad toolsets setting).
         self.serving_problems = list(problems)
+        instructions = instructions_for([*app.settings.problems, *self.serving_problems])
+        if remote:  # every key holder reads them: name the server's files relative to its directories
+            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+
+            instructions = hide_server_paths(instructions, server_roots(app.settings))
         super().__init__(
             name="ask_fable",
             title="ask-fable",
             version=__version__,
-            instructions=instructions_for([*app.settings.problems, *self.serving_problems]),
+            instructions=instructions,
             lifespan=lifespan,
             # stderr carries our own progress trace; library request logs would only bury it.
             log_level="WARNING",
@@ -212,7 +222,18 @@ class AskFableServer(MCPServer[Any]):
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
-        return _result(spec, payload)
+        return _result(spec, self._for_caller(payload, ctx))
+
+    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """What the caller may see of ``payload``: secrets redacted, and for an HTTP key without the
+        admin scope, the server's paths relative to its directories."""
+        settings = self.app.settings
+        shown: dict[str, Any] = redact_obj(payload, settings)
+        if ctx.api_key is not None and ctx.caller.scope != "admin":
+            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+
+            shown = hide_server_paths(shown, server_roots(settings))
+        return shown
 
     def _unknown_tool(self, name: str) -> dict[str, Any]:
         """``unknown_tool``, naming the toolset that has the tool, or the closest served names."""
@@ -290,7 +311,8 @@ def build_server(app: App | None = None, toolsets: list[str] | None = None, **kw
 
     Explicit ``toolsets`` that are unknown or leave no tool raise ``BadArgs`` (an error at start);
     a bad toolsets setting falls back to ``default``. Settings problems are printed on stderr,
-    one line each.
+    one line each. ``remote=True`` (the HTTP server) keeps the server's absolute paths out of the
+    standing instructions.
     """
     app = app or App()
     problems: list[SettingProblem] = []

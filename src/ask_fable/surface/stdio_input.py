@@ -6,7 +6,8 @@ rejects the whole line: the request vanishes with no reply and the client waits 
 the server starts, :func:`sanitize_stdin` puts a pipe in front of file descriptor 0 and a thread
 (:class:`StdinRelay`) copies the client's lines through :func:`repair_line`, which turns each lone
 surrogate escape into ``\\ufffd`` (the replacement character) and leaves everything else
-byte-identical. The relay can also be told to stop, which is how Ctrl-C ends a stdio server.
+byte-identical. The relay can also be told to stop, which is how a stop signal (SIGTERM, SIGHUP,
+Ctrl-C) ends a stdio server.
 """
 
 from __future__ import annotations

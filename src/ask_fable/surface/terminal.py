@@ -7,8 +7,10 @@
 - :func:`undecodable_argument` finds a command-line argument that is not valid UTF-8 text.
 - :data:`TERMINAL_USAGE` is what a bare ``ask-fable`` prints on a terminal, where no MCP client
   is listening to a stdio server.
-- :func:`interrupt_ends_input` makes Ctrl-C stop a stdio server: the first one ends the server's
-  input, as a client closing its end would; a second one exits at once.
+- :func:`stop_on_signals` makes SIGTERM, SIGHUP and Ctrl-C (SIGINT) stop a server in order: its
+  calls are cancelled, their child processes ended and its stores closed; a second signal, or a
+  server that has not stopped within :data:`STOP_DEADLINE` seconds, kills every child process
+  group and exits at once.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from ask_fable.redact import SecretSource
@@ -175,30 +177,84 @@ def _silence_stdout() -> None:
         os.close(devnull)
 
 
+#: Signals that stop a server, by name, with the exit status the server then returns: Ctrl-C is an
+#: interruption (130, as for any shell tool); SIGTERM and SIGHUP ask for an orderly stop (0).
+STOP_SIGNALS: dict[str, int] = {"SIGINT": EXIT_INTERRUPTED, "SIGTERM": 0, "SIGHUP": 0}
+#: Seconds a stopping server gets to cancel its calls and close its stores before its child
+#: processes are killed and it exits at once.
+STOP_DEADLINE = 8.0
+
+
+class Stopping:
+    """Which stop signal a server received (None until one arrives) and the exit status it implies."""
+
+    def __init__(self) -> None:
+        self.signal_name: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The status to exit with: the signal's (see :data:`STOP_SIGNALS`), else 0."""
+        return STOP_SIGNALS.get(self.signal_name or "", 0)
+
+    def report(self) -> None:
+        """Say on stderr why the server stopped (nothing when no signal arrived)."""
+        if self.signal_name == "SIGINT":
+            say("interrupted")
+        elif self.signal_name is not None:
+            say(f"stopped on {self.signal_name}")
+
+
+def _exit_now(code: int, why: str, kill_children: Callable[[], object]) -> NoReturn:
+    """Kill every child process group, say ``why`` and exit with ``code`` without any clean-up."""
+    kill_children()
+    with contextlib.suppress(OSError):
+        os.write(2, f"ask-fable: {why}\n".encode())
+    os._exit(code)
+
+
 @contextlib.contextmanager
-def interrupt_ends_input(end_input: Callable[[], None] | None) -> Iterator[Callable[[], bool]]:
-    """While serving stdio, Ctrl-C ends the server's input; a second Ctrl-C exits at once.
+def stop_on_signals(stop: Callable[[], None] | None, *,
+                    deadline: float = STOP_DEADLINE) -> Iterator[Stopping]:
+    """While serving, SIGTERM, SIGHUP and SIGINT stop the server; yields what was received.
 
-    Yields a function telling whether Ctrl-C was pressed. Without ``end_input`` (no stdin to
-    end) or outside the main thread, Ctrl-C keeps its usual KeyboardInterrupt.
+    The first one calls ``stop`` (it runs in a signal handler, so it may only set a flag or write
+    to a pipe), which must make the server cancel its calls, close its stores and return. If the
+    server has not returned ``deadline`` seconds later, or a second signal arrives, every child
+    process group is killed and the process exits at once. Without ``stop`` the first signal does
+    that. Outside the main thread nothing is installed.
     """
-    pressed: list[int] = []
+    import threading
 
-    def on_interrupt(signum: int, frame: FrameType | None) -> None:
-        pressed.append(signum)
-        if len(pressed) == 1 and end_input is not None:
-            end_input()
-            return
+    from ask_fable.backends.subprocess_runner import kill_all_groups  # never import in a handler
+
+    stopping = Stopping()
+    timers: list[threading.Timer] = []
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if stopping.signal_name is not None or stop is None:
+            first = stopping.signal_name or name
+            _exit_now(STOP_SIGNALS.get(first, 0), f"{name}: stopped at once", kill_all_groups)
+        stopping.signal_name = name
         with contextlib.suppress(OSError):
-            os.write(2, b"ask-fable: interrupted\n")
-        os._exit(EXIT_INTERRUPTED)  # the server did not stop on the first Ctrl-C: do not wait for it
+            os.write(2, f"ask-fable: {name}: cancelling calls in flight and stopping\n".encode())
+        why = f"did not stop within {deadline:g}s: ended its child processes and exited"
+        timer = threading.Timer(deadline, _exit_now, (stopping.exit_code, why, kill_all_groups))
+        timer.daemon = True
+        timers.append(timer)
+        timer.start()
+        stop()
 
-    previous: Any = None
-    if end_input is not None:
-        with contextlib.suppress(ValueError):  # not the main thread
-            previous = signal.signal(signal.SIGINT, on_interrupt)
+    previous: dict[int, Any] = {}
+    if threading.current_thread() is threading.main_thread():
+        for name in STOP_SIGNALS:
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                previous[signum] = signal.signal(signum, on_signal)
     try:
-        yield lambda: bool(pressed)
+        yield stopping
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for timer in timers:
+            timer.cancel()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -38,7 +38,9 @@ class MemberOutcome:
     token: str
     model: str
     provider: str
-    status: str  # ok | refused | error | not_configured | binary_missing | circuit_open | timeout
+    #: ok | refused | error | not_configured | binary_missing | circuit_open | timeout | straggler
+    #: (a council member still running after the quorum's straggler wait, cancelled)
+    status: str
     elapsed_ms: int = 0
     kind: str | None = None
     detail: str | None = None

@@ -1,10 +1,11 @@
-"""The council: the same question to several models in parallel, then one anonymized synthesis.
+"""The council: the same question to several models at once, then one anonymized synthesis.
 
-Members run concurrently (at most ``max_parallel`` at once) and each sees only the question and
+Members all run at the same time (``core/modes/fan_out.py``) and each sees only the question and
 its context. One wall-clock bound (``council_deadline``) covers the whole council, and the last
-third of it (:data:`SYNTHESIS_SHARE`) is kept for the synthesis: members still running at two
-thirds of the bound are cancelled and reported as ``kind: timeout``, and the answers already in are
-synthesized in the time that is left (at least that third, more when the members finished early).
+third of it is kept for the synthesis: members still running at two thirds of the bound are
+cancelled as ``kind: timeout``. Once a quorum has answered, the members still running get a
+straggler wait derived from the slowest answer, then are cancelled as ``kind: straggler``. The
+answers already in are synthesized in the time that is left (at least that third).
 The synthesizer sees the answers as Expert A, B, … with no model names, its own lab's answers
 towards the end and Fable's last whoever judges, and is told to pick a side on a material split.
 Synthesizers are tried down a ladder (the requested one, then ``fable``, then ``opus``); when every
@@ -15,13 +16,11 @@ from __future__ import annotations
 
 import re
 import string
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 
-from ask_fable.backends.base import Oracle
 from ask_fable.config import Settings
 from ask_fable.contract import SourceEntry, SynthesisInfo
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
@@ -31,6 +30,7 @@ from ask_fable.core.modes.consensus import (
     council_next_action,
     majority_recommendation,
 )
+from ask_fable.core.modes.fan_out import run_members
 from ask_fable.core.modes.role_prompts import COUNCIL_SYNTHESIZER
 from ask_fable.core.modes.steps import step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
@@ -48,16 +48,8 @@ from ask_fable.errors import AskFableError, BadArgs, NotConfigured, OracleTimeou
 from ask_fable.stores.records import ModeAudit
 
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
-#: Share of the council's wall-clock bound reserved for the synthesis. With the default bound
-#: (timeout + 120 s) and timeout 240 s, members keep their whole 240 s and the synthesis has 120 s.
-SYNTHESIS_SHARE = 1 / 3
 #: Tokens whose answers go last in the panel whoever synthesizes (the contract's "Fable last").
 FABLE_TOKENS = frozenset({"fable", "fable51"})
-
-
-def member_window(bound: float) -> float:
-    """Seconds council members may run inside a council ``bound``; the rest is the synthesis's."""
-    return bound * (1 - SYNTHESIS_SHARE)
 
 
 def expert_label(index: int) -> str:
@@ -188,53 +180,6 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
     return max(members, key=score)
 
 
-async def _run_members(
-    question: str, context: str, oracles: list[Oracle], mctx: ModeContext, total_steps: int,
-    started_at: float,
-) -> list[MemberOutcome]:
-    """Ask every oracle concurrently until the members' share of the council bound runs out;
-    the ones still running then are cancelled and become timeouts."""
-    settings = mctx.settings
-    results: dict[int, MemberOutcome] = {}
-    limiter = anyio.CapacityLimiter(settings.max_parallel)
-    request = mctx.request(system_prompt(), user_prompt(question, context))
-    done = 0
-
-    async def ask(index: int, oracle: Oracle) -> None:
-        nonlocal done
-        async with limiter:
-            outcome = await mctx.call_oracle(oracle, request, role="member")
-        results[index] = outcome
-        done += 1
-        await mctx.progress(done, total_steps, f"{oracle.token}: {outcome.status} ({done}/{len(oracles)})")
-
-    bound = settings.council_deadline
-    window = member_window(bound)
-    with anyio.move_on_after(max(0.0, started_at + window - time.monotonic())):
-        async with anyio.create_task_group() as group:
-            for index, oracle in enumerate(oracles):
-                group.start_soon(ask, index, oracle)
-
-    members: list[MemberOutcome] = []
-    for index, oracle in enumerate(oracles):
-        if index in results:
-            members.append(results[index])
-            continue
-        late = MemberOutcome(
-            oracle.token, oracle.model, oracle.provider, "timeout", elapsed_ms=int(window * 1000),
-            kind="timeout", role="member",
-            detail=f"still running after {window:.1f}s, the members' share of the council's {bound:.0f}s "
-            "wall-clock bound; cancelled so the answers in could be synthesized",
-        )
-        mctx.trace.event(
-            "provider.end", token=oracle.token, provider=oracle.provider, model=oracle.model,
-            role="member", status="timeout", kind="timeout", elapsed_ms=late.elapsed_ms,
-        )
-        mctx.members.append(late)
-        members.append(late)
-    return members
-
-
 def _all_failed(members: list[MemberOutcome], sources: list[dict[str, Any]]) -> AskFableError:
     """The council's error when no member answered."""
     kinds = {m.kind for m in members}
@@ -262,11 +207,11 @@ async def _synthesize(
     consensus_note: str,
     deadline_at: float,
 ) -> tuple[MemberOutcome | None, list[dict[str, Any]]]:
-    """Try each synthesizer down the ladder until ``deadline_at`` (``time.monotonic()``); return the
-    first usable outcome and what was tried."""
+    """Try each synthesizer down the ladder until ``deadline_at`` (``anyio.current_time()``); return
+    the first usable outcome and what was tried."""
     tried: list[dict[str, Any]] = []
     for token in ladder:
-        remaining = deadline_at - time.monotonic()
+        remaining = deadline_at - anyio.current_time()
         if remaining <= 0:
             tried.append({"token": token, "status": "timeout", "kind": "timeout"})
             break
@@ -325,12 +270,13 @@ async def run_council(
     oracles = [resolve_oracle(token, resolver) for token in members_tokens]
     families = {oracle.token: oracle.family for oracle in oracles}
     total_steps = len(oracles) + 1
-    # One wall-clock bound for the whole council, synthesis included (see member_window).
-    started_at = time.monotonic()
+    # One wall-clock bound for the whole council, synthesis included (see fan_out.member_window).
+    started_at = anyio.current_time()
     deadline_at = started_at + mctx.settings.council_deadline
     await mctx.progress(0, total_steps, f"council of {len(oracles)}: {', '.join(members_tokens)}")
 
-    members = await _run_members(question, context, oracles, mctx, total_steps, started_at)
+    request = mctx.request(system_prompt(), user_prompt(question, context))
+    members = await run_members(oracles, request, mctx, total_steps, started_at)
     sources = [source_entry(m, mctx.settings) for m in members]
     answered = [m for m in members if m.ok]
     asked = len(members)

@@ -69,8 +69,11 @@ TOPICS: dict[str, str | Callable[[], str]] = {
     "modes": """\
 Four ways to reason, cheapest first:
 - ask / ask_opus5: one model with memory. Reuse `session` for follow-ups; `reset=true` starts over.
-- ask_council: several models answer in parallel, a synthesizer reconciles them. Check `quorum`
+- ask_council: several models answer at once, a synthesizer reconciles them. Check `quorum`
   (answered/asked), `degraded` and `consensus` (strong|partial|divergent|unknown) before trusting it.
+  Once a quorum answered (half of those able to), members still running after twice the slowest
+  answer's time (ASK_FABLE_COUNCIL_STRAGGLER_FACTOR, at least ASK_FABLE_COUNCIL_STRAGGLER_FLOOR s)
+  are cut: status straggler in `sources`. ASK_FABLE_COUNCIL_CUT_STRAGGLERS=0 waits for everyone.
 - ask_chain: an ordered pipeline ("m3 > glm > fable"): the first stage drafts, middle stages critique,
   the last decides. `recommendation_drift` shows whether later stages changed their minds.
 - ask_debate: a proposer states claims, an opponent contests each, the proposer revises, a third model

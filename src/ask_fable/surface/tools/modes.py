@@ -354,10 +354,10 @@ TOOLS = [
         name="ask_council",
         family="core",
         description=(
-            "Several models answer in parallel; a synthesizer reconciles their anonymized answers "
-            "(synthesizer null: none ran). Unavailable or late members are reported in sources and "
-            "skipped. Check quorum, degraded and consensus before acting: 1/M is one opinion. "
-            "Tokens: ask_fable_help(topic='tokens')."
+            "Several models answer at once; a synthesizer reconciles their anonymized answers "
+            "(synthesizer null: none ran). Unavailable members, and stragglers cut once a quorum "
+            "answered, are reported in sources and skipped. Check quorum, degraded and consensus "
+            "before acting: 1/M is one opinion. Tokens: ask_fable_help(topic='tokens')."
         ),
         args=CouncilArgs,
         result=CouncilResult,
