@@ -244,7 +244,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 EVENT_LOOP = "event loop, sockets, thread hand-offs, other"
 #: Innermost frames of a thread that waits: py-spy without blocking the process may still sample them.
-_WAITING = ("Condition.wait (threading.py", "Event.wait (threading.py", "Queue.get (queue.py")
+_WAITING = ("Condition.wait (threading.py", "Event.wait (threading.py", "Queue.get (queue.py",
+            "EpollSelector.select (selectors.py")
 #: The frame an asyncio callback or task step runs under: what lies below it is the task's work.
 _LOOP_STEP = "Handle._run (asyncio/events.py"
 
@@ -282,7 +283,7 @@ def categorize(folded: str) -> Counter[str]:
 def _profiling(pid: int, out: Path) -> Iterator[None]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     recorder = subprocess.Popen([spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(PROFILE_RATE),
-                                 "--nonblocking", "--threads", "--output", str(out)],
+                                 "--gil", "--nonblocking", "--threads", "--output", str(out)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # py-spy attaches before the load starts
     try:

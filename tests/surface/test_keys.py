@@ -55,10 +55,24 @@ def test_verify_accepts_the_key_and_rejects_others(store: KeyStore) -> None:
     assert store.verify(key + "x") is None
 
 
-def test_verify_records_last_use(store: KeyStore) -> None:
+def test_verify_notes_last_use_and_flush_writes_it(store: KeyStore) -> None:
     record, key = store.create("ci", "write")
     store.verify(key)
+    assert store.get(record.id).last_used_at is None  # verifying writes nothing
+    store.flush_usage()
     assert store.get(record.id).last_used_at is not None
+
+
+def test_a_key_revoked_through_another_store_is_refused_at_once(store: KeyStore) -> None:
+    """A key verified before is reused only while nobody changed the table, in this process or another."""
+    record, key = store.create("ci", "ask")
+    assert store.verify(key) is not None
+    other = KeyStore(store.db.path)  # its own connections, as another process has
+    try:
+        other.revoke(record.id)
+    finally:
+        other.db.close()
+    assert store.verify(key) is None
 
 
 def test_a_revoked_key_no_longer_verifies(store: KeyStore) -> None:

@@ -27,7 +27,6 @@ from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
 from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.cache import cache_key
-from ask_fable.stores.recorders import write_call_records
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
 
@@ -317,7 +316,8 @@ class Pipeline:
         return safe
 
     async def _persist(self, done: FinishedCall) -> str | None:
-        """Write the call's records in one thread hop, durable before the caller sees the answer.
+        """Write the call's records (grouped with those of calls finishing meanwhile, one thread hop
+        per group), durable before the caller sees the answer.
 
         Each store fails on its own: its failure is one console line, the other records are
         still written, and the caller keeps the answer. Returns where the answer was saved.
@@ -330,9 +330,7 @@ class Pipeline:
 
         try:
             records = call_records(done, self.app.settings)
-            await anyio.to_thread.run_sync(
-                write_call_records, self.app, records, lambda store, exc: failed(f"the {store} record", exc)
-            )
+            await self.app.record_writer.write(records, lambda store, exc: failed(f"the {store} record", exc))
         except Exception as exc:  # a bug in building or writing records: still not the caller's loss
             failed("this call's records", exc)
             return None

@@ -5,6 +5,14 @@ A key is ``afk_`` + 32 URL-safe random characters. The plain key is returned onc
 or ``admin``, see :mod:`ask_fable.access`), the tenant its caller's data belongs to, and
 ``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601).
 
+Checking a key costs no write and, for a key seen before, no lookup: :meth:`KeyStore.verify` keeps
+the keys it verified and reuses them while the table is unchanged, which SQLite tells at the price
+of one ``PRAGMA data_version`` (it changes when any other connection, in this process or another,
+commits to the file); a change of our own connection shows in its ``total_changes``. Revoking a
+key from another process therefore refuses it on the very next request. Last use is noted in
+memory and written by :meth:`KeyStore.flush_usage`, which the HTTP server calls periodically and
+when it stops.
+
 Keys made before scopes meant money had ``write`` (every tool) or ``read``: migration 2 turns
 ``write`` into ``ask`` (which no longer includes ``configure_*``) and puts every existing key in
 the ``local`` tenant, beside the data they saw before.
@@ -12,14 +20,13 @@ the ``local`` tenant, beside the data they saw before.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import os
 import re
 import secrets
 import sqlite3
-import time
+import threading
 from datetime import UTC, datetime
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
@@ -30,8 +37,8 @@ from ask_fable.stores.records import ApiKey
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
 DISPLAY_CHARS = 6
-#: ``last_used_at`` is written at most this often per key, so busy clients cost no write per request.
-TOUCH_INTERVAL_S = 60.0
+#: Verified keys kept for reuse (beyond this many, the cache starts over).
+MAX_KNOWN_KEYS = 1024
 _KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
 
 MIGRATIONS = [
@@ -116,7 +123,14 @@ class KeyStore:
 
     def __init__(self, path: str | os.PathLike[str], *, connections: Connections | None = None) -> None:
         self.db = Database(path, MIGRATIONS, connections=connections)
-        self._touched: dict[int, float] = {}
+        self._lock = threading.Lock()
+        #: What the verified keys below were read under: the connection, its ``data_version`` and
+        #: its ``total_changes`` (any commit to the file since changes one of them).
+        self._read_under: tuple[sqlite3.Connection, int, int] | None = None
+        #: Active keys verified under ``_read_under``, by hash.
+        self._known: dict[str, ApiKey] = {}
+        #: Last use of each key since the last flush (UTC, ISO 8601), by id.
+        self._used: dict[int, str] = {}
 
     def create(self, name: str, scope: str, tenant: str | None = None) -> tuple[ApiKey, str]:
         """Store a new key; returns its record and the plain key (shown to the user once).
@@ -182,29 +196,50 @@ class KeyStore:
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
         """The active key matching ``presented``, or None (unknown, malformed or revoked).
 
-        The stored and computed hashes are compared in constant time; ``last_used_at`` is updated
-        at most every :data:`TOUCH_INTERVAL_S` seconds per key.
+        The stored and computed hashes are compared in constant time. A key verified before is
+        reused while the table is unchanged (see the module docstring); ``touch`` notes its use,
+        written by :meth:`flush_usage`.
         """
         if not looks_like_key(presented):
             return None
         digest = hash_key(presented)
         with self.db.read() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
-            ).fetchone()
-        if row is None or not hmac.compare_digest(row["key_hash"], digest) or row["revoked_at"] is not None:
-            return None
-        record = _row(row)
+            stamp = (conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
+            with self._lock:
+                if self._read_under != stamp:
+                    self._read_under, self._known = stamp, {}
+                record = self._known.get(digest)
+            if record is None:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
+                ).fetchone()
+                if row is None or row["revoked_at"] is not None:
+                    return None
+                if not hmac.compare_digest(row["key_hash"], digest):
+                    return None
+                record = _row(row)
+                with self._lock:
+                    if self._read_under == stamp and len(self._known) < MAX_KNOWN_KEYS:
+                        self._known[digest] = record
         if touch:
-            self._touch(record.id)
+            with self._lock:
+                self._used[record.id] = _now()
         return record
 
-    def _touch(self, key_id: int) -> None:
-        now = time.monotonic()
-        last = self._touched.get(key_id)
-        if last is not None and now - last < TOUCH_INTERVAL_S:
+    def flush_usage(self) -> None:
+        """Write the last use noted for each key since the previous flush.
+
+        Bookkeeping only: when the database is busy or read-only the times are kept for the next
+        flush, and nothing is raised.
+        """
+        with self._lock:
+            used, self._used = self._used, {}
+        if not used:
             return
-        self._touched[key_id] = now
-        # Bookkeeping only: a busy or read-only database must not fail the request it belongs to.
-        with contextlib.suppress(sqlite3.Error, OSError), self.db.write() as conn:
-            conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (_now(), key_id))
+        try:
+            with self.db.write() as conn:
+                conn.executemany("UPDATE api_keys SET last_used_at = ? WHERE id = ?",
+                                 [(when, key_id) for key_id, when in used.items()])
+        except (sqlite3.Error, OSError):
+            with self._lock:
+                self._used = {**used, **self._used}

@@ -158,6 +158,8 @@ class AskFableServer(MCPServer[Any]):
         self._specs: dict[str, ToolSpec] | None = None
         self._listing: list[MCPTool] | None = None
         self._listed_for: object = None
+        #: The server's directories a result may name, for the settings they were found in.
+        self._roots: tuple[Settings, list[tuple[str, str]]] | None = None
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
@@ -232,7 +234,9 @@ class AskFableServer(MCPServer[Any]):
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
-            shown = hide_server_paths(shown, server_roots(settings))
+            if self._roots is None or self._roots[0] is not settings:
+                self._roots = (settings, server_roots(settings))
+            shown = hide_server_paths(shown, self._roots[1])
         return shown
 
     def _unknown_tool(self, name: str) -> dict[str, Any]:

@@ -1,0 +1,79 @@
+"""Writing finished calls' records in groups: one worker-thread hop for every call that finished meanwhile.
+
+    call A ─▶ write ─▶ (writes A's records) ─────────────▶ returns
+    call B ─▶ write ─▶ waits ─▶ (writes B, C and D's records) ─▶ returns
+    calls C, D ─▶ write ─▶ wait ─────────────────────────────────▶ return
+
+Each call awaits :meth:`RecordWriter.write` and returns only once its own records are written, so
+an answer the caller has seen is never missing from the audit log. While one group is being
+written, the calls that finish meanwhile queue up; when it is done, the first of them writes the
+whole queue, and so on. The stores of this process thus see one writer at a time: no SQLite write
+waits on another thread's lock, and many concurrent calls cost a few thread hops instead of one each.
+Each call's records still fail on their own (``stores/recorders.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.lowlevel
+
+from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write_call_records
+
+
+@dataclass(eq=False)
+class _Pending:
+    """One call's records, waiting for their turn."""
+
+    records: CallRecords
+    on_failure: FailureFn
+    #: Set when the records are written, or when this call is to write the queue.
+    turn: anyio.Event = field(default_factory=anyio.Event)
+    written: bool = False
+
+
+class RecordWriter:
+    """Writes call records to ``stores``, grouping the calls that finish while a group is written."""
+
+    def __init__(self, stores: CallStores) -> None:
+        self._stores = stores
+        self._queue: list[_Pending] = []
+        self._writing = False
+        #: The event loop the queue belongs to (a process may run several, one after another).
+        self._loop: object = None
+
+    async def write(self, records: CallRecords, on_failure: FailureFn) -> None:
+        """Write one call's records (with those of the calls queued meanwhile); returns once they are
+        written. Not cancellable: records of a call that was answered are written in any case."""
+        loop = anyio.lowlevel.current_token()
+        if loop is not self._loop:
+            self._loop, self._queue, self._writing = loop, [], False
+        pending = _Pending(records, on_failure)
+        self._queue.append(pending)
+        with anyio.CancelScope(shield=True):
+            if self._writing:
+                await pending.turn.wait()
+                if pending.written:
+                    return
+            self._writing = True
+            group, self._queue = self._queue, []
+            try:
+                await anyio.to_thread.run_sync(self._write_group, group)
+            finally:
+                for item in group:
+                    item.written = True
+                    item.turn.set()
+                if self._queue:
+                    self._queue[0].turn.set()  # the next call writes what queued meanwhile
+                else:
+                    self._writing = False
+
+    def _write_group(self, group: list[_Pending]) -> None:
+        for item in group:
+            try:
+                write_call_records(self._stores, item.records, item.on_failure)
+            except Exception as exc:  # a failing callback must not cost the other calls their records
+                with contextlib.suppress(Exception):
+                    item.on_failure("records", exc)
