@@ -196,7 +196,23 @@ class Settings(BaseSettings):
         "1 serializes each CLI.",
     )
     session_idle_seconds: float = Field(
-        900, gt=0, description="Seconds an idle multi-turn Fable/Opus session stays open."
+        900, gt=0, description="Seconds the Claude Code process of an idle Fable/Opus session stays open."
+    )
+
+    # --- conversations (ask with a session) ------------------------------------------------------
+    session_store_path: Path | None = Field(
+        None, description="SQLite store of conversation transcripts (default: <state>/sessions.db)."
+    )
+    session_retention_days: float = Field(
+        30, ge=0,
+        description="Days a stored conversation is kept after its last turn (0: until reset_session).",
+    )
+    session_context_tokens: int = Field(
+        0,
+        ge=0,
+        description="Most tokens one conversation turn may send (earlier turns, question and room for the "
+        "answer, estimated at 3 bytes a token); 0 means the model's context window. Older turns beyond it "
+        "are left out with a note.",
     )
 
     # --- Claude (Fable, Opus 5) ----------------------------------------------------------------
@@ -498,6 +514,11 @@ class Settings(BaseSettings):
     def sessions_dir(self) -> Path:
         """Where reset_session transcript dumps go."""
         return self.state_dir / "sessions"
+
+    @property
+    def session_db(self) -> Path:
+        """The conversation transcript store."""
+        return self._under_state(self.session_store_path, "sessions.db")
 
     @property
     def keys_db(self) -> Path:

@@ -172,13 +172,11 @@ def test_login_failures_are_config_states_with_a_fix(
         assert isinstance(found, ModelUnavailable)
 
 
-def test_bridge_command_line() -> None:
+def test_bridge_command_line_never_keeps_a_session_file() -> None:
     argv = bridge_argv("/bin/claude", "claude-opus-5", "SYS")
     assert argv == ["/bin/claude", "-p", "--output-format", "json", "--model", "claude-opus-5",
                     "--system-prompt", "SYS", "--max-turns", "1", "--tools", "", "--setting-sources", "",
                     "--no-session-persistence"]
-    resumed = bridge_argv("/bin/claude", "claude-opus-5", "SYS", resume="abc")
-    assert resumed[-1] == "--resume=abc" and "--no-session-persistence" not in resumed
 
 
 def test_sdk_result_with_not_found_error_steps_down_the_ladder() -> None:

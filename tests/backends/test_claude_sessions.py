@@ -1,4 +1,7 @@
-"""Multi-turn Claude sessions on the real bundled Claude Code CLI against the fake provider."""
+"""Warm Claude Code processes of Fable / Opus conversations: the real bundled CLI, the fake provider.
+
+Each turn arrives with the conversation so far (``request.history``), as the transcript store holds it.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +10,8 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.claude_sessions import ClaudeSessions
+from ask_fable.backends.base import HISTORY_HEADING, EventSink, Exchange, OracleRequest
+from ask_fable.backends.claude_sessions import RESEEDED, ClaudeSessions
 from ask_fable.config import load_settings
 from ask_fable.errors import OracleTimeout, UpstreamError
 from tests.fakes.fake_provider import FakeProvider
@@ -18,8 +21,20 @@ pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-age
 
 
 
-def req(prompt: str, timeout: float = 30) -> OracleRequest:
-    return OracleRequest(system="Session system prompt.", prompt=prompt, timeout=timeout)
+def req(prompt: str, timeout: float = 30, history: tuple[tuple[str, str], ...] = ()) -> OracleRequest:
+    earlier = tuple(Exchange(prompt=p, answer=a) for p, a in history)
+    return OracleRequest(system="Session system prompt.", prompt=prompt, timeout=timeout, history=earlier)
+
+
+def last(fake: FakeProvider) -> dict:
+    """The body of the last request the CLI sent."""
+    return fake.last_json("anthropic")
+
+
+def seeded(body: dict, *texts: str) -> bool:
+    """Whether the request is one user message that folds the earlier exchanges before the new prompt."""
+    [(role, text)] = conversation(body)
+    return role == "user" and text.startswith(HISTORY_HEADING) and all(t in text for t in texts)
 
 
 def conversation(body: dict) -> list[tuple[str, str]]:
@@ -45,23 +60,61 @@ async def test_follow_up_reuses_the_open_cli_and_carries_the_conversation(
     fp.enqueue("anthropic", text="Second answer.")
     sessions = ClaudeSessions(load_settings())
     try:
-        first = await sessions.ask("fable", "k1", req("Turn one?"), EventSink(), "fable", question="Q1")
+        first = await sessions.ask("fable", "k1", req("Turn one?"), EventSink(), "fable")
         pid = sessions.client_pid("fable", "k1")
-        second = await sessions.ask("fable", "k1", req("Turn two?"), EventSink(), "fable")
+        history = (("Turn one?", "First answer."),)
+        second = await sessions.ask("fable", "k1", req("Turn two?", history=history), EventSink(), "fable")
         assert (first.text, second.text) == ("First answer.", "Second answer.")
+        assert first.thinking == "Thinking about turn one."
         assert pid is not None and sessions.client_pid("fable", "k1") == pid, "same CLI process"
-        assert first.session_id == second.session_id
+        assert sessions.model("fable", "k1") == "claude-fable-5-1"
         assert conversation(fp.last_json("anthropic")) == [
             ("user", "Turn one?"), ("assistant", "First answer."), ("user", "Turn two?"),
         ]
-        turns = sessions.transcript("fable", "k1")
-        assert [(t["question"], t["answer"], t["model"]) for t in turns] == [
-            ("Q1", "First answer.", "claude-fable-5-1"), ("Turn two?", "Second answer.", "claude-fable-5-1"),
-        ]
-        assert turns[0]["thinking"] == "Thinking about turn one." and turns[0]["ts"]
     finally:
         await sessions.aclose()
     assert sessions.client_pid("fable", "k1") is None
+
+
+async def test_a_first_turn_with_stored_history_seeds_a_new_cli(
+    fp: FakeProvider, claude_home: Path
+) -> None:
+    """After a restart the store still has the conversation: the new CLI starts from it."""
+    fp.enqueue("anthropic", text="Continued.")
+    fp.enqueue("anthropic", text="And on.")
+    sessions = ClaudeSessions(load_settings())
+    try:
+        history = (("Earlier question?", "Earlier answer."),)
+        await sessions.ask("fable", "k", req("Next question?", history=history), EventSink(), "fable")
+        assert seeded(last(fp), "Earlier question?", "Earlier answer.", "Next question?")
+        pid = sessions.client_pid("fable", "k")
+        history += (("Next question?", "Continued."),)
+        await sessions.ask("fable", "k", req("Third?", history=history), EventSink(), "fable")
+        assert sessions.client_pid("fable", "k") == pid, "the seeded CLI serves the follow-up"
+        assert conversation(fp.last_json("anthropic"))[1:] == [
+            ("assistant", "Continued."), ("user", "Third?"),
+        ]
+    finally:
+        await sessions.aclose()
+
+
+async def test_a_cli_holding_another_conversation_is_replaced(
+    fp: FakeProvider, claude_home: Path
+) -> None:
+    """When the stored history is not what the warm CLI holds (another process moved the session on,
+    or old turns were left out), the CLI is replaced by one seeded with the history given."""
+    fp.enqueue("anthropic", text="One.")
+    fp.enqueue("anthropic", text="Two.")
+    sessions = ClaudeSessions(load_settings())
+    try:
+        await sessions.ask("opus5", "k", req("First?"), EventSink(), "opus")
+        pid = sessions.client_pid("opus5", "k")
+        moved_on = (("First?", "One."), ("Asked elsewhere?", "Answered elsewhere."))
+        await sessions.ask("opus5", "k", req("Here again?", history=moved_on), EventSink(), "opus")
+        assert sessions.client_pid("opus5", "k") not in (None, pid)
+        assert seeded(last(fp), "Asked elsewhere?", "Answered elsewhere.", "Here again?")
+    finally:
+        await sessions.aclose()
 
 
 async def test_namespaces_and_keys_are_separate_conversations(
@@ -75,35 +128,31 @@ async def test_namespaces_and_keys_are_separate_conversations(
         assert body["model"] == "claude-opus-5"
         assert conversation(body) == [("user", "Opus question?")]
         assert sessions.client_pid("fable", "shared") != sessions.client_pid("opus5", "shared")
-        assert sessions.exists("opus5", "shared") and not sessions.exists("opus5", "other")
+        assert sessions.client_pid("opus5", "other") is None
     finally:
         await sessions.aclose()
 
 
-async def test_reset_returns_the_transcript_and_the_next_turn_starts_fresh(
+async def test_reset_closes_the_cli_and_the_next_turn_starts_fresh(
     fp: FakeProvider, claude_home: Path
 ) -> None:
     fp.enqueue("anthropic", text="Remembered.")
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("fable", "k", req("Remember blue."), EventSink(), "fable")
-        sessions.session_state("fable", "k")["needs_context_streak"] = 2
-        turns = await sessions.reset("fable", "k")
-        assert [t["answer"] for t in turns] == ["Remembered."]
-        assert sessions.client_pid("fable", "k") is None and sessions.transcript("fable", "k") == []
-        assert sessions.session_state("fable", "k")["needs_context_streak"] == 0
-        assert await sessions.reset("fable", "never-used") == []
+        pid = sessions.client_pid("fable", "k")
+        assert await sessions.reset("fable", "k") is True
+        assert sessions.client_pid("fable", "k") is None and sessions.model("fable", "k") is None
+        assert await sessions.reset("fable", "never-used") is False
 
         await sessions.ask("fable", "k", req("What colour?"), EventSink(), "fable")
+        assert sessions.client_pid("fable", "k") not in (None, pid)
         assert conversation(fp.last_json("anthropic")) == [("user", "What colour?")]
-        await sessions.ask("fable", "k", req("Start over."), EventSink(), "fable", reset=True)
-        assert conversation(fp.last_json("anthropic")) == [("user", "Start over.")]
-        assert len(sessions.transcript("fable", "k")) == 1
     finally:
         await sessions.aclose()
 
 
-async def test_idle_client_is_closed_and_the_conversation_resumes(
+async def test_idle_client_is_closed_and_the_conversation_continues_on_a_new_one(
     fp: FakeProvider, claude_home: Path
 ) -> None:
     fp.enqueue("anthropic", text="Kept answer.")
@@ -114,34 +163,33 @@ async def test_idle_client_is_closed_and_the_conversation_resumes(
         with anyio.fail_after(10):
             while sessions.client_pid("fable", "idle") is not None:
                 await anyio.sleep(0.05)
-        await sessions.ask("fable", "idle", req("After the pause?"), EventSink(), "fable")
+        history = (("Before the pause?", "Kept answer."),)
+        await sessions.ask("fable", "idle", req("After the pause?", history=history), EventSink(), "fable")
         assert sessions.client_pid("fable", "idle") not in (None, first_pid)
-        assert conversation(fp.last_json("anthropic")) == [
-            ("user", "Before the pause?"), ("assistant", "Kept answer."), ("user", "After the pause?"),
-        ]
+        assert seeded(last(fp), "Before the pause?", "Kept answer.", "After the pause?")
     finally:
         await sessions.aclose()
 
 
-async def test_failed_turn_closes_the_client_and_is_left_out_of_the_next_turn(
+async def test_failed_turn_closes_the_client_and_the_next_turn_starts_from_the_history(
     fp: FakeProvider, claude_home: Path
 ) -> None:
     fp.enqueue("anthropic", text="Good answer.")
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("opus5", "k", req("Good question?"), EventSink(), "opus")
+        good = (("Good question?", "Good answer."),)
         fp.enqueue("anthropic", status=500, error="overloaded", times=3)
         with pytest.raises(UpstreamError):
-            await sessions.ask("opus5", "k", req("Unlucky question?"), EventSink(), "opus")
+            await sessions.ask("opus5", "k", req("Unlucky question?", history=good), EventSink(), "opus")
         assert sessions.client_pid("opus5", "k") is None
         fp.clear()
         fp.enqueue("anthropic", text="Recovered.")
-        reply = await sessions.ask("opus5", "k", req("Try again?"), EventSink(), "opus")
+        reply = await sessions.ask("opus5", "k", req("Try again?", history=good), EventSink(), "opus")
         assert reply.text == "Recovered."
-        assert conversation(fp.last_json("anthropic")) == [
-            ("user", "Good question?"), ("assistant", "Good answer."), ("user", "Try again?"),
-        ]
-        assert [t["answer"] for t in sessions.transcript("opus5", "k")] == ["Good answer.", "Recovered."]
+        body = fp.last_json("anthropic")
+        assert seeded(body, "Good question?", "Good answer.", "Try again?")
+        assert "Unlucky question?" not in str(body["messages"])
     finally:
         await sessions.aclose()
 
@@ -164,28 +212,28 @@ async def test_hanging_turn_times_out_and_the_session_keeps_serving(
 async def test_turns_from_different_tasks_share_one_client(
     fp: FakeProvider, claude_home: Path
 ) -> None:
-    """Tool calls arrive on different tasks; the open client must serve them all, one at a time."""
+    """Tool calls arrive on different tasks; the open client must serve them all."""
     sessions = ClaudeSessions(load_settings())
-    replies = []
+    history: list[tuple[str, str]] = []
 
     async def turn(prompt: str) -> None:
-        replies.append(await sessions.ask("fable", "tasks", req(prompt), EventSink(), "fable"))
+        request = req(prompt, history=tuple(history))
+        reply = await sessions.ask("fable", "tasks", request, EventSink(), "fable")
+        history.append((prompt, reply.text))
 
     try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(turn, "One?")
-        pid = sessions.client_pid("fable", "tasks")
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(turn, "Two?")
-            tasks.start_soon(turn, "Three?")
-        assert sessions.client_pid("fable", "tasks") == pid
-        assert len(sessions.transcript("fable", "tasks")) == 3
+        pids = []
+        for prompt in ("One?", "Two?", "Three?"):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(turn, prompt)
+            pids.append(sessions.client_pid("fable", "tasks"))
+        assert len(set(pids)) == 1 and pids[0] is not None
         assert len(conversation(fp.last_json("anthropic"))) == 5
     finally:
         await sessions.aclose()
 
 
-async def test_cli_bridge_sessions_resume_the_conversation(
+async def test_cli_bridge_turns_carry_the_conversation_folded_into_the_prompt(
     fp: FakeProvider, claude_home: Path
 ) -> None:
     fp.enqueue("anthropic", text="Bridge one.")
@@ -193,11 +241,10 @@ async def test_cli_bridge_sessions_resume_the_conversation(
     sessions = ClaudeSessions(load_settings(use_cli=True))
     try:
         first = await sessions.ask("opus5", "b", req("CLI one?"), EventSink(), "opus")
-        second = await sessions.ask("opus5", "b", req("CLI two?"), EventSink(), "opus")
+        second = await sessions.ask("opus5", "b", req("CLI two?", history=(("CLI one?", "Bridge one."),)),
+                                    EventSink(), "opus")
         assert (first.routed_via, second.text) == ("claude-cli", "Bridge two.")
-        assert conversation(fp.last_json("anthropic")) == [
-            ("user", "CLI one?"), ("assistant", "Bridge one."), ("user", "CLI two?"),
-        ]
+        assert seeded(last(fp), "CLI one?", "Bridge one.", "CLI two?")
     finally:
         await sessions.aclose()
 
@@ -215,7 +262,6 @@ async def test_reset_racing_a_waiting_turn_never_runs_it_on_the_dropped_session(
 
     sessions._turn = fake_turn  # type: ignore[method-assign]
     old = sessions._session("fable", "k")
-    old.turns.append({"question": "q0", "answer": "a0"})
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tasks:
             await old.lock.acquire()
@@ -232,10 +278,9 @@ async def test_reset_racing_a_waiting_turn_never_runs_it_on_the_dropped_session(
             tasks.start_soon(do_ask)
             await anyio.wait_all_tasks_blocked()
             old.lock.release()
-    assert results["reset"] == [{"question": "q0", "answer": "a0"}]
+    assert results["reset"] is True
     live = sessions._sessions[("fable", "k")]
     assert ran_on == [live] and live is not old
-    assert [t["answer"] for t in sessions.transcript("fable", "k")] == ["answer"]
 
 
 async def test_settings_getter_applies_runtime_changes_on_the_next_turn() -> None:
@@ -266,10 +311,10 @@ async def test_settings_getter_applies_runtime_changes_on_the_next_turn() -> Non
 
 
 @pytest.mark.parametrize("noticed", [False, True], ids=["just-killed", "exit-already-seen"])
-async def test_a_dead_cli_is_resumed_within_the_same_turn(
+async def test_a_dead_cli_is_replaced_within_the_same_turn(
     fp: FakeProvider, claude_home: Path, noticed: bool
 ) -> None:
-    """Whether or not the session already saw its CLI exit, the next turn resumes on a new one."""
+    """Whether or not the session already saw its CLI exit, the next turn runs on a new one, seeded."""
     import os
     import signal
 
@@ -285,12 +330,12 @@ async def test_a_dead_cli_is_resumed_within_the_same_turn(
             with anyio.fail_after(10):
                 while transport.alive:
                     await anyio.sleep(0.02)
-        reply = await sessions.ask("fable", "dead", req("After?"), EventSink(on_note=notes.append), "fable")
+        history = (("Before?", "Before the crash."),)
+        reply = await sessions.ask("fable", "dead", req("After?", history=history),
+                                   EventSink(on_note=notes.append), "fable")
         assert reply.text == "After the crash."
-        assert any("resuming the conversation" in note for note in notes)
-        assert conversation(fp.last_json("anthropic")) == [
-            ("user", "Before?"), ("assistant", "Before the crash."), ("user", "After?"),
-        ]
+        assert RESEEDED in notes
+        assert seeded(last(fp), "Before?", "Before the crash.", "After?")
     finally:
         await sessions.aclose()
 

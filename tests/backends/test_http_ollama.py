@@ -41,6 +41,22 @@ async def test_local_daemon_request(fp: FakeProvider) -> None:
     assert reply.provider == "ollama"
 
 
+async def test_a_conversations_earlier_exchanges_travel_as_messages(fp: FakeProvider) -> None:
+    """system, then each earlier user prompt and answer, then this prompt."""
+    from ask_fable.backends.base import Exchange
+
+    fp.enqueue("ollama", text="Pin the base image.")
+    oracle = make_ollama_oracle(load_settings(ollama_base_url=fp.base_url), model="qwen3-coder:480b-cloud")
+    earlier = (Exchange(prompt="Why is the build slow?", answer="The deps are fetched every time."),)
+    await oracle.ask(_request(history=earlier).model_copy(update={"prompt": "What next?"}), EventSink())
+    assert fp.last_json("ollama")["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Why is the build slow?"},
+        {"role": "assistant", "content": "The deps are fetched every time."},
+        {"role": "user", "content": "What next?"},
+    ]
+
+
 async def test_default_model_and_think_level_for_gpt_oss(fp: FakeProvider) -> None:
     """The default model is ASK_FABLE_OLLAMA_MODEL; gpt-oss takes effort as a think level."""
     fp.enqueue("ollama", text="ok")

@@ -58,7 +58,7 @@ async def test_a_member_without_an_answer_shrinks_the_quorum(without_answer: str
     assert outcome.fields["quorum"] == "1/3"
     assert any(message == "cut as stragglers: deepseek (still running 0.2s after 1/3 had answered)"
                for _, _, message in progress.events)
-    assert [e["attrs"] for e in mctx.trace.events if e["name"] == "council.quorum"] == [
+    assert [e.attrs for e in mctx.trace.events if e.name == "council.quorum"] == [
         {"answered": 1, "asked": 3, "straggler_wait_s": 0.2}]
 
 

@@ -41,6 +41,11 @@ def user_turns(body: dict[str, Any]) -> list[str]:
     return out
 
 
+def stored_turns(app: App, namespace: str, session: str) -> int:
+    """How many turns the transcript store keeps for a conversation."""
+    return len(app.transcripts.turns("local", namespace, session))
+
+
 async def call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
     payload = result.structured_content
@@ -98,12 +103,12 @@ async def test_ask_opus5_has_its_own_sessions_and_reset_true_starts_over(
         fresh = await call(client, "ask_opus5", {"question": "Opus question two?", "reset": True})
         assert fresh["turn"] == 1
         assert user_turns(fp.last_json("anthropic")) == ["## Question\nOpus question two?"]
-        assert app.claude_sessions.exists("fable", "default")
+        assert stored_turns(app, "fable", "default") == 1
         reset = await call(client, "reset_session", {"model": "opus5", "save": False})
         assert (reset["turns"], reset.get("saved")) == (1, None)
-        assert app.claude_sessions.exists("fable", "default")
-        bad = await call(client, "reset_session", {"model": "gpt"})
-        assert bad["kind"] == "bad_args"
+        assert stored_turns(app, "fable", "default") == 1
+        bad = await call(client, "reset_session", {"model": "gpt-99"})
+        assert bad["kind"] == "bad_args" and "deepseek" in bad["detail"]
 
 
 async def test_repeated_requests_for_context_end_in_context_exhausted(
@@ -162,8 +167,8 @@ async def test_cost_usd_is_each_turns_cost_and_session_cost_usd_the_running_tota
 async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
     fp: FakeProvider, claude_home: Path
 ) -> None:
-    """The session's Claude Code process is killed between turns: the next ask resumes the
-    conversation on a new process and answers, with the earlier turn still in the history."""
+    """The session's Claude Code process is killed between turns: the next ask continues the
+    conversation on a new process, seeded with the stored turn, and answers."""
     fp.enqueue("anthropic", text=with_sidecar("Take the lock before the queue."))
     fp.enqueue("anthropic", text=with_sidecar("Yes, release them in reverse order."))
     app = App(load_settings())
@@ -179,10 +184,10 @@ async def test_a_warm_session_whose_cli_died_reconnects_within_the_same_call(
         assert second["turn"] == 2
         assert second["answer"] == "Yes, release them in reverse order."
         assert app.claude_sessions.client_pid("fable", "crash") not in (None, pid)
-        carried = fp.last_json("anthropic")
-        assert ["Which lock comes first?" in t for t in user_turns(carried)] == [True, False]
-        assert "And releasing them?" in user_turns(carried)[1]
-        assert "Take the lock before the queue." in json.dumps(carried["messages"])
+        [carried] = user_turns(fp.last_json("anthropic"))
+        assert carried.startswith("## Earlier in this conversation")
+        for text in ("Which lock comes first?", "Take the lock before the queue.", "And releasing them?"):
+            assert text in carried
 
 
 @pytest.mark.parametrize("model", ["fable", "opus5"])
@@ -198,7 +203,7 @@ async def test_reset_session_on_a_session_never_used_is_a_no_op_that_says_so(
         assert (result["status"], result["cleared"], result["turns"]) == ("ok", False, 0)
         assert "never" in result["note"] and result.get("saved") is None
         assert result["sessions"] == ["used"]
-        assert app.claude_sessions.exists(model, "used"), "the other session was left alone"
+        assert stored_turns(app, model, "used") == 1, "the other session was left alone"
         assert list(app.settings.sessions_dir.glob("*.md")) == []
 
 
@@ -245,3 +250,32 @@ async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace
     assert sorted(p.name for p in directory.iterdir()) == sorted(
         [saved[1].name, saved[2].name, *(s.name for s in strangers)]
     )
+
+
+async def test_claude_code_keeps_no_transcript_of_our_calls_in_the_users_home(
+    fp: FakeProvider, isolated_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code runs with its configuration directory where the user has it (``~/.claude``), yet
+    after conversation turns on a warm process, turns through the ``claude -p`` bridge and a
+    single-shot council member, no file in HOME outside ask-fable's own state holds a question or
+    an answer, and Claude Code's projects directory stays empty."""
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", fp.base_url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
+    fp.enqueue("anthropic", text=with_sidecar("ANSWER-MARK-7f3a kept private."), times=None)
+    questions = [f"QUESTION-MARK-7f3a number {n}: is this lock ordering safe?" for n in range(4)]
+    for use_cli in (False, True):
+        async with Client(build_server(App(load_settings(use_cli=use_cli)), toolsets=["all"])) as client:
+            for question in questions[:2] if not use_cli else questions[2:]:
+                result = await call(client, "ask", {"question": question, "session": f"private-{use_cli}"})
+                assert result["status"] == "ok", result
+            council = await call(client, "ask_council", {"question": questions[0], "models": ["fable"]})
+            assert council["status"] == "ok", council
+    own_state = isolated_env / ".local" / "state"
+    leaked = [
+        path for path in isolated_env.rglob("*")
+        if path.is_file() and own_state not in path.parents
+        and (b"MARK-7f3a" in path.read_bytes())
+    ]
+    assert leaked == []
+    projects = isolated_env / ".claude" / "projects"
+    assert not projects.exists() or not any(p.is_file() for p in projects.rglob("*"))

@@ -241,6 +241,22 @@ async def test_each_api_key_is_its_own_caller(served: Served) -> None:
     assert {trace["tenant"] for trace in listed["traces"]} == {"team"}
 
 
+async def test_two_tenants_on_the_same_session_and_model_hold_two_conversations(served: Served) -> None:
+    """ask(model="glm", session="s") from keys of two tenants: a follow-up carries only its own
+    tenant's turn."""
+    _, other_key = served.keys.create("outsider", "ask", "other")
+    for key, who in ((served.write_key, "writer"), (other_key, "outsider")):
+        async with connect(served.url, key) as client:
+            result = await client.call_tool("ask", {"question": f"Question from the {who}?", "model": "glm",
+                                                    "session": "s"})
+            assert (result.structured_content["status"], result.structured_content["turn"]) == ("ok", 1)
+    async with connect(served.url, served.write_key) as client:
+        again = await client.call_tool("ask", {"question": "A follow-up?", "model": "glm", "session": "s"})
+    assert again.structured_content["turn"] == 2
+    carried = str(served.fake.last_json("anthropic")["messages"])
+    assert "Question from the writer?" in carried and "Question from the outsider?" not in carried
+
+
 def test_conversations_are_private_to_a_tenant() -> None:
     from types import SimpleNamespace
 

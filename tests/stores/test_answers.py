@@ -82,3 +82,13 @@ def test_transcript_dump_and_retention() -> None:
     assert save_transcript(settings, "retry-storm/1", turns).name.startswith("retry_storm_1-")
     for stranger in ("notes.md", "opus5-notes.md", "my-plan-20261202T085300123456Z.md"):
         assert not TRANSCRIPT_NAME_RE.fullmatch(stranger)
+
+
+def test_other_models_transcripts_are_named_by_model_and_pruned_with_the_rest() -> None:
+    settings = load_settings(max_sessions=2)
+    turns = [{"question": "q1", "answer": "a1"}]
+    names = [save_transcript(settings, "k", turns, namespace).name
+             for namespace in ("openrouter:openai/gpt-5.6-sol", "deepseek", "ollama:qwen3:32b")]
+    assert re.fullmatch(r"openrouter_openai_gpt_5\.6_sol\+k-\d{8}T\d{12}Z\.md", names[0])
+    assert names[1].startswith("deepseek+k-") and names[2].startswith("ollama_qwen3_32b+k-")
+    assert sorted(p.name for p in settings.sessions_dir.iterdir()) == sorted(names[1:])

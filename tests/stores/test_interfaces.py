@@ -14,6 +14,7 @@ from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
 from ask_fable.stores.traces import TraceStore
+from ask_fable.stores.transcripts import TranscriptStore
 from tests.fakes.memory_stores import MemoryContextBus
 
 IMPLEMENTATIONS = [
@@ -25,6 +26,7 @@ IMPLEMENTATIONS = [
     (interfaces.AuditStore, AuditTrail),
     (interfaces.AnswerArchive, MarkdownArchive),
     (interfaces.ApiKeyStore, KeyStore),
+    (interfaces.SessionTranscriptStore, TranscriptStore),
 ]
 
 
@@ -48,8 +50,9 @@ def test_implementation_offers_every_method_of_its_protocol(protocol: type, impl
 
 def test_every_store_the_app_can_be_given_has_a_protocol() -> None:
     given = {field.name for field in interfaces.GivenStores.__dataclass_fields__.values()}
-    assert given == {"context", "cache", "traces", "hub", "audit", "answers", "keys"}
+    assert given == {"context", "cache", "traces", "hub", "audit", "answers", "keys", "transcripts"}
     assert {p for p, _ in IMPLEMENTATIONS} == {
         interfaces.ContextBus, interfaces.AnswerCacheStore, interfaces.TraceRecordStore, interfaces.HubStore,
         interfaces.AuditStore, interfaces.AnswerArchive, interfaces.ApiKeyStore,
+        interfaces.SessionTranscriptStore,
     }

@@ -4,13 +4,14 @@ Everything else (the single-shot route in :mod:`.claude_sdk`, the warm sessions 
 :mod:`.claude_sessions`) goes through what is here:
 
 - :func:`build_options`: no tools for the model, no user settings, one turn per prompt, a
-  private working directory;
+  private working directory, and no session persistence: Claude Code writes no transcript of our
+  calls under ``~/.claude/projects`` (conversations are kept in ask-fable's own store);
 - the transport: the Claude Code CLI started by the subprocess runner
   (:func:`~ask_fable.backends.subprocess_runner.open_session_process`), in its own process
   session with the allow-listed environment, its whole group ended on close (so nothing the
   CLI spawned outlives it). Closed mid-turn (a deadline, a cancelled call) the group is killed at
-  once; closed between turns the CLI first gets :data:`GRACEFUL_CLOSE_S` seconds to save its
-  session file;
+  once; closed between turns the CLI first gets :data:`GRACEFUL_CLOSE_S` seconds to exit on its
+  own;
 - :class:`Conversation` (a warm client) and :func:`run_query` (one prompt on a fresh CLI);
 - :class:`TurnCollector`, which folds one turn's messages into a :class:`Reply`, and
   :func:`map_sdk_error`, which translates the SDK's exceptions into :mod:`ask_fable.errors`.
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
     from ask_fable.config import Settings
 
-#: Seconds a CLI closed between turns may take to exit on its own (it saves its session file).
+#: Seconds a CLI closed between turns may take to exit on its own before its group is ended.
 GRACEFUL_CLOSE_S = 5.0
 #: Bytes one message line from the CLI may hold, unless the options set another bound.
 MAX_MESSAGE_BYTES = 1024 * 1024
@@ -73,11 +74,9 @@ def build_options(
     system: str,
     cli_path: str,
     stderr: StderrTail,
-    persist: bool = False,
-    resume: str | None = None,
-    resume_at: str | None = None,
 ) -> ClaudeAgentOptions:
-    """Agent SDK options for one conversation: no tools, no user settings, one turn per prompt."""
+    """Agent SDK options for one conversation: no tools, no user settings, one turn per prompt, no
+    transcript left on disk."""
     try:
         from claude_agent_sdk import ClaudeAgentOptions
     except ImportError as exc:  # pragma: no cover - claude-agent-sdk is a dependency
@@ -93,10 +92,9 @@ def build_options(
         cli_path=cli_path,
         stderr=stderr,
         include_partial_messages=settings.stream_reasoning,
-        # Single shots leave no transcript behind; sessions keep one so they can resume.
-        extra_args={} if persist else {"no-session-persistence": None},
-        resume=resume,
-        resume_session_at=resume_at if resume else None,
+        # Claude Code would otherwise keep an unredacted transcript of every call in the user's
+        # ~/.claude/projects; a conversation's truth is ask-fable's own store.
+        extra_args={"no-session-persistence": None},
     )
 
 
@@ -333,7 +331,8 @@ class Conversation:
     @property
     def pid(self) -> int | None:
         """The CLI's pid (its process group id)."""
-        return self._transport.pid
+        pid: int | None = self._transport.pid
+        return pid
 
     @property
     def alive(self) -> bool:

@@ -2,7 +2,8 @@
 
 ``POST {base}/v1/messages`` with ``x-api-key`` and ``anthropic-version``, streamed as server-sent
 events so thinking is forwarded live and long answers never sit idle. Effort maps onto the
-extended-thinking budget; an unset effort leaves thinking to the provider's default.
+extended-thinking budget; an unset effort leaves thinking to the provider's default. A conversation's
+earlier exchanges travel as alternating user and assistant messages.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class AnthropicMessagesOracle(HttpOracle):
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": request.chat_messages(),
             "stream": True,
         }
         if request.system:

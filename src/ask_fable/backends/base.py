@@ -1,8 +1,11 @@
 """The one oracle interface every backend implements.
 
-An oracle answers one prompt: ``await oracle.ask(request, sink) -> Reply``. Backends translate
-their own failures into :mod:`ask_fable.errors` at their boundary, so callers only ever see
-``AskFableError`` subclasses. Capabilities are plain attributes; nothing here does I/O.
+An oracle answers one prompt: ``await oracle.ask(request, sink) -> Reply``. A request may carry
+the earlier exchanges of a conversation (``history``): a backend that speaks in messages sends them
+as messages (:meth:`OracleRequest.chat_messages`), one that takes a single text gets them folded
+into it (:meth:`OracleRequest.folded_prompt`). Backends translate their own failures into
+:mod:`ask_fable.errors` at their boundary, so callers only ever see ``AskFableError`` subclasses.
+Capabilities are plain attributes; nothing here does I/O.
 """
 
 from __future__ import annotations
@@ -23,8 +26,21 @@ def is_effort(value: object) -> TypeGuard[Effort]:
     return value in get_args(Effort)
 
 
+#: Opens the earlier exchanges folded into a single-text prompt (see ``OracleRequest.folded_prompt``).
+HISTORY_HEADING = "## Earlier in this conversation"
+
+
+class Exchange(BaseModel):
+    """One earlier exchange of a conversation: the user prompt as it was sent, and the answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: str
+    answer: str
+
+
 class OracleRequest(BaseModel):
-    """What a mode asks an oracle: a system prompt, the composed user prompt and limits."""
+    """What a mode asks an oracle: a system prompt, the composed user prompt, earlier exchanges and limits."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -33,6 +49,28 @@ class OracleRequest(BaseModel):
     timeout: float = Field(gt=0, description="seconds this call may take, queueing included")
     effort: Effort | None = None
     max_tokens: int | None = None
+    #: The conversation so far, oldest first (empty for a single question).
+    history: tuple[Exchange, ...] = ()
+
+    def chat_messages(self) -> list[dict[str, str]]:
+        """The user and assistant messages of the conversation, ending with this prompt (no system)."""
+        messages: list[dict[str, str]] = []
+        for exchange in self.history:
+            messages.append({"role": "user", "content": exchange.prompt})
+            messages.append({"role": "assistant", "content": exchange.answer})
+        messages.append({"role": "user", "content": self.prompt})
+        return messages
+
+    def folded_prompt(self) -> str:
+        """This prompt with the earlier exchanges written before it, for a route that takes one text."""
+        if not self.history:
+            return self.prompt
+        parts = [HISTORY_HEADING, "<conversation>"]
+        for number, exchange in enumerate(self.history, start=1):
+            parts += [f"### Turn {number}: you were asked", exchange.prompt.strip(),
+                      f"### Turn {number}: you answered", exchange.answer.strip()]
+        parts += ["</conversation>", "", "## This turn", self.prompt]
+        return "\n".join(parts)
 
 
 class Reply(BaseModel):
@@ -87,12 +125,19 @@ class Oracle(abc.ABC):
         provider: the backend family used for stats and breaker keys (``anthropic``, ``glm``…).
         model: the model id the oracle will ask for.
         family: the model lab, used to order anonymized experts (a synthesizer's own family late).
+        prompt_limit_bytes: the transport's bound on one composed prompt, or ``None``.
     """
 
     token: str
     provider: str
     model: str
     family: str
+    #: The most bytes one composed prompt may take on this route (an argv value), when bounded.
+    prompt_limit_bytes: int | None = None
+
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """Tokens a conversation leaves free for the answer when it is fitted into the context window."""
+        return request.max_tokens or 8192
 
     def ensure_available(self) -> None:  # noqa: B027 - optional hook, most oracles are always available
         """Raise ``NotConfigured`` / ``BinaryMissing`` when this oracle cannot run; no network."""

@@ -59,20 +59,20 @@ FABLE = Backend(
     build=lazy_factory("claude", "make_claude_oracle", "token"), probe=probe_claude, enable=_CLAUDE_STEP,
     tokens=(Token("fable", about="newest Fable"), Token("fable51", about=f"pinned {FABLE51_MODEL}")),
     model_setting="fable_model", model_fallback=f"{FABLE_LADDER[0]} (falls back to {FABLE_LADDER[-1]})",
-    needs=_CLAUDE_NEEDS, tools=("ask",), tier="default", cost_rank=9,
+    needs=_CLAUDE_NEEDS, tools=("ask",), tier="default", cost_rank=9, context_tokens=200_000,
 )
 OPUS = Backend(
     name="opus", label="Claude Opus 5", family="anthropic", transport="claude",
     build=lazy_factory("claude", "make_claude_oracle", "token"), probe=probe_claude, enable=_CLAUDE_STEP,
     tokens=(Token("opus", aliases=("opus5", "opus-5")),), model_setting="opus_model",
-    needs=_CLAUDE_NEEDS, tools=("ask_opus5",), tier="middle", cost_rank=7,
+    needs=_CLAUDE_NEEDS, tools=("ask_opus5",), tier="middle", cost_rank=7, context_tokens=200_000,
 )
 MINIMAX = Backend(
     name="minimax", label="MiniMax", family="minimax", transport="cli",
     build=lazy_factory("cli_oracles", "make_minimax_oracle"), probe=probe_cli,
     enable="install the MiniMax CLI (npm install -g mmx-cli) and run `mmx auth login` once",
     tokens=(Token("minimax", aliases=("m3",)),), binary="mmx", login_fix="mmx auth login",
-    model_setting="minimax_model", tools=("ask_m3",), tier="default", cost_rank=0,
+    model_setting="minimax_model", tools=("ask_m3",), tier="default", cost_rank=0, context_tokens=200_000,
 )
 GEMINI = Backend(
     name="gemini", label="Gemini", family="google", transport="cli",
@@ -80,7 +80,7 @@ GEMINI = Backend(
     enable="install the `agy` CLI and sign in once (run `agy` interactively)",
     tokens=(Token("gemini"),), binary="agy", login_fix="agy", model_setting="gemini_model",
     timeout_setting="gemini_timeout", needs="`agy` CLI, signed in", tools=("ask_gemini",), tier="middle",
-    cost_rank=5,
+    cost_rank=5, context_tokens=1_000_000,
 )
 CODEX = Backend(
     name="codex", label="OpenAI", family="openai", transport="cli",
@@ -88,21 +88,21 @@ CODEX = Backend(
     enable="install OpenAI's codex CLI (npm install -g @openai/codex) and run `codex login` once",
     tokens=(Token("codex", aliases=("gpt",)),), binary="codex", login_fix="codex login",
     model_setting="codex_model", timeout_setting="codex_timeout", tools=("ask_codex",), tier="middle",
-    cost_rank=6,
+    cost_rank=6, context_tokens=272_000,
 )
 GROK = Backend(
     name="grok", label="Grok", family="xai", transport="cli",
     build=lazy_factory("cli_oracles", "make_grok_oracle", "effort"), probe=probe_cli,
     enable="install the `grok` CLI and run `grok login` once",
     tokens=(Token("grok"),), binary="grok", login_fix="grok login", model_setting="grok_model",
-    timeout_setting="grok_timeout", tools=("ask_grok",), tier="middle", cost_rank=4,
+    timeout_setting="grok_timeout", tools=("ask_grok",), tier="middle", cost_rank=4, context_tokens=256_000,
 )
 KIMI = Backend(
     name="kimi", label="Kimi", family="moonshot", transport="cli",
     build=lazy_factory("cli_oracles", "make_kimi_oracle", "effort"), probe=probe_cli,
     enable="install the Kimi Code CLI (`kimi`) and run `kimi login` once",
     tokens=(Token("kimi"),), binary="kimi", login_fix="kimi login", model_setting="kimi_model",
-    timeout_setting="kimi_timeout", tools=("ask_kimi",), tier="middle", cost_rank=3,
+    timeout_setting="kimi_timeout", tools=("ask_kimi",), tier="middle", cost_rank=3, context_tokens=256_000,
 )
 GLM = Backend(
     name="glm", label="GLM", family="zhipu", transport="http",
@@ -143,7 +143,7 @@ OLLAMA = Backend(
     prefix="ollama", normalize_model=normalize_ollama_model, key_setting="ollama_api_key",
     base_url_setting="ollama_base_url", model_setting="ollama_model",
     needs="a local `ollama` daemon, signed in; or `ASK_FABLE_OLLAMA_BASE_URL` and `ASK_FABLE_OLLAMA_API_KEY`",
-    tools=("ask_ollama", "ask_ollama_council"),
+    tools=("ask_ollama", "ask_ollama_council"), context_tokens=32_768,
 )
 
 BUILTIN: tuple[Backend, ...] = (

@@ -3,7 +3,7 @@
 Tokens: ``fable`` (newest-first ladder ``claude-fable-5-1`` → ``claude-fable-5``, or the exact id in
 ``ASK_FABLE_FABLE_MODEL``, which never falls back), ``fable51`` (``claude-fable-5-1`` only) and
 ``opus`` (``ASK_FABLE_OPUS_MODEL``, default ``claude-opus-5``). A single call's whole ladder runs
-within ``request.timeout``; multi-turn conversations live in :mod:`.claude_sessions`.
+within ``request.timeout``; conversations keep a warm process in :mod:`.claude_sessions`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
-from ask_fable.backends.claude_common import ModelPlan, model_plan, run_ladder
+from ask_fable.backends.claude_common import CLAUDE_REPLY_TOKENS, ModelPlan, model_plan, run_ladder
 from ask_fable.backends.claude_sessions import ClaudeSessions
 from ask_fable.errors import OracleTimeout
 
@@ -46,6 +46,10 @@ class ClaudeOracle(Oracle):
         from ask_fable.backends.claude_sdk import cli_exists
 
         cli_exists(self.settings)
+
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """Claude Code's own room for the answer."""
+        return CLAUDE_REPLY_TOKENS
 
     async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
         """Answer one prompt, walking the model ladder within ``request.timeout``."""

@@ -2,9 +2,10 @@
 
 Used when ``ASK_FABLE_USE_CLI`` is on, or when the Agent SDK cannot start a conversation. The
 process runs through the shared subprocess runner (own process group, allow-listed environment,
-the App's per-binary gate, hard timeout). Single shots pass ``--no-session-persistence``; session turns keep
-the transcript and continue it with ``--resume``. The JSON result carries no reasoning, so
-``Reply.thinking`` is empty on this route.
+the App's per-binary gate, hard timeout). Every run passes ``--no-session-persistence``, so Claude
+Code keeps no transcript of it: a conversation's earlier exchanges, kept in ask-fable's own store,
+are folded into the prompt instead. The JSON result carries no reasoning, so ``Reply.thinking`` is
+empty on this route.
 """
 
 from __future__ import annotations
@@ -35,19 +36,12 @@ __all__ = ["CLAUDE_ENV_ALLOW", "bridge_argv", "bridge_env", "cli_ask"]
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 
 
-def bridge_argv(
-    cli: str, model: str, system: str, *, resume: str | None = None, persist: bool = False
-) -> list[str]:
+def bridge_argv(cli: str, model: str, system: str) -> list[str]:
     """The ``claude -p`` command line for one turn (the prompt itself goes to stdin)."""
-    argv = [
+    return [
         cli, "-p", "--output-format", "json", "--model", model, "--system-prompt", system,
-        "--max-turns", "1", "--tools", "", "--setting-sources", "",
+        "--max-turns", "1", "--tools", "", "--setting-sources", "", "--no-session-persistence",
     ]
-    if resume:
-        argv.append(f"--resume={resume}")
-    if not (persist or resume):
-        argv.append("--no-session-persistence")
-    return argv
 
 
 def bridge_env() -> dict[str, str]:
@@ -62,17 +56,15 @@ async def cli_ask(
     *,
     resources: Resources,
     timeout: float | None = None,
-    resume: str | None = None,
-    persist: bool = False,
 ) -> Reply:
-    """One turn through ``claude -p``; ``resume`` continues a kept session, ``persist`` keeps this one."""
+    """One turn through ``claude -p``, the request's earlier exchanges folded into its prompt."""
     from ask_fable.backends.claude_sdk import resolve_cli_path
     from ask_fable.backends.subprocess_runner import run_process
 
     cli = await resolve_cli_path(settings, resources)
     result = await run_process(
-        bridge_argv(cli, model, request.system, resume=resume, persist=persist),
-        stdin=request.prompt.encode("utf-8"),
+        bridge_argv(cli, model, request.system),
+        stdin=request.folded_prompt().encode("utf-8"),
         env=bridge_env(),
         timeout=timeout if timeout is not None else request.timeout,
         gates=resources.gates,

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 #: Newest first; an unpinned ``fable`` walks it until a model answers.
 FABLE_LADDER: tuple[str, ...] = ("claude-fable-5-1", "claude-fable-5")
 FABLE51_MODEL = "claude-fable-5-1"
+#: The ``max_tokens`` Claude Code asks for: the room a conversation leaves for each answer.
+CLAUDE_REPLY_TOKENS = 32_000
 TOKENS: tuple[str, ...] = ("fable", "fable51", "opus")
 
 #: Keep the CLI to the one model request: no update checks, telemetry, titles or hello pings.

@@ -143,7 +143,7 @@ async def resolve_cli_path(settings: Settings, resources: Resources) -> str:
 async def sdk_ask(
     settings: Settings, model: str, request: OracleRequest, sink: EventSink, resources: Resources
 ) -> Reply:
-    """One prompt through ``query()`` on a fresh CLI; no transcript is kept."""
+    """One prompt (earlier exchanges folded in) through ``query()`` on a fresh CLI; no transcript is kept."""
     cli_path = await resolve_cli_path(settings, resources)
     tail = StderrTail(settings)
     options = build_options(settings, model=model, system=request.system, cli_path=cli_path, stderr=tail)
@@ -152,7 +152,7 @@ async def sdk_ask(
         # One slot of the per-binary "claude" gate, as the bridge takes; the caller's deadline
         # encloses this, so time spent queued counts against the timeout.
         async with resources.gates.slot("claude", settings.cli_max_parallel):
-            await run_query(request.prompt, options, collector.feed)
+            await run_query(request.folded_prompt(), options, collector.feed)
     except Exception as exc:
         # After an error result the CLI exits non-zero on purpose; the result says why.
         if collector.result is None:

@@ -1,25 +1,27 @@
-"""Multi-turn Fable / Opus 5 conversations that keep their Claude Code process warm.
+"""Warm Claude Code processes for Fable / Opus 5 conversations: a cache of the stored transcript.
 
-One open conversation (a warm Claude Code CLI, :class:`~ask_fable.backends.agent_sdk.Conversation`)
-per ``(namespace, key)``: a follow-up turn is written to the running
-CLI (tens of milliseconds) instead of starting a new one (about half a second). Namespaces keep
-tools apart (``fable`` for ``ask``, ``opus5`` for ``ask_opus5``). Turns of one session run one at a
-time; different sessions run in parallel.
+A conversation's truth is its stored transcript (:mod:`ask_fable.stores.transcripts`); each turn
+arrives with the exchanges the store holds as ``request.history``. What is kept here is one open
+Claude Code CLI (:class:`~ask_fable.backends.agent_sdk.Conversation`) per ``(namespace, key)``, so
+a follow-up is written to the running CLI (tens of milliseconds) instead of starting a new one
+(about half a second). Namespaces keep tools apart (``fable`` for ``ask``, ``opus5`` for
+``ask_opus5`` and ``ask(model="opus5")``). Turns of one session run one at a time; different
+sessions run in parallel.
 
-Lifecycle of a session's client::
+Lifecycle of a session's CLI::
 
-    first turn ─▶ connect (model ladder) ─▶ turn ─▶ … ─▶ idle past session_idle_seconds ─▶ closed
-    failed turn ─▶ closed                      next turn ─▶ reconnect with --resume at the last good
-                                                            answer (the conversation continues)
-    CLI died between turns ─▶ noticed by the next turn, which resumes on a new CLI and answers
+    first turn ─▶ connect (model ladder), seeded with the stored exchanges ─▶ turn ─▶ … ─▶ idle
+    past session_idle_seconds, a failed turn, a dead CLI, a restart, or a history that no longer
+    matches what the CLI holds ─▶ closed; the next turn opens a new CLI seeded from the store
 
-The conversation itself (transcript, CLI session id, the counter the pipeline keeps) outlives
-its client until :meth:`ClaudeSessions.reset` or :meth:`ClaudeSessions.aclose`. With
-``ASK_FABLE_USE_CLI`` every turn is a ``claude -p --resume <session>`` process instead.
+A CLI is reused only while it holds exactly the exchanges the turn arrives with (same count, same
+system prompt); otherwise a new one starts, its first prompt the earlier exchanges folded before
+the question (:meth:`~ask_fable.backends.base.OracleRequest.folded_prompt`). No CLI keeps a session
+file: every one runs with ``--no-session-persistence``. With ``ASK_FABLE_USE_CLI`` every turn is a
+``claude -p`` process with the exchanges folded into its prompt.
 
-Cost: Claude Code reports a conversation's running total with every turn (also after a resume), so
-each reply's ``usage.cost_usd`` is turned into that turn's own cost here, and the conversation's
-total is kept beside it (:meth:`ClaudeSessions.cost`).
+Cost: Claude Code reports a CLI's running total with every turn, so each reply's
+``usage.cost_usd`` is turned into that turn's own cost here.
 """
 
 from __future__ import annotations
@@ -28,13 +30,18 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
-from ask_fable.backends.claude_common import ModelPlan, StderrTail, model_plan, run_ladder
+from ask_fable.backends.claude_common import (
+    CLAUDE_REPLY_TOKENS,
+    ModelPlan,
+    StderrTail,
+    model_plan,
+    run_ladder,
+)
 from ask_fable.errors import OracleTimeout
 
 if TYPE_CHECKING:
@@ -44,51 +51,47 @@ if TYPE_CHECKING:
 
 SessionKey = tuple[str, str]
 
+#: The note a turn gives when its conversation moves to a new Claude Code process.
+RESEEDED = "the session's Claude Code process had ended; continuing the conversation from the stored turns"
+
 
 @dataclass
 class _Session:
     namespace: str
     key: str
     lock: anyio.Lock = field(default_factory=anyio.Lock)
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
+    #: The model the conversation runs on, once a turn answered.
     model: str | None = None
-    session_id: str | None = None
-    last_uuid: str | None = None
     client: Conversation | None = None
     tail: StderrTail | None = None
-    #: The ``stream_reasoning`` the open client was started with.
+    #: The ``stream_reasoning`` and system prompt the open client was started with.
     streaming: bool = False
+    system: str | None = None
+    #: Exchanges the open client's conversation holds.
+    held: int = 0
     last_used: float = field(default_factory=time.monotonic)
     generation: int = 0
-    #: The running total Claude Code last reported for this conversation, and our own sum of turns.
+    #: The running total Claude Code last reported on the open client.
     reported_cost: float = 0.0
-    cost_usd: float | None = None
-
-    def forget(self) -> None:
-        self.turns = []
-        # Cleared in place: a caller may hold this dict for the turn under way.
-        self.state.clear()
-        self.state["needs_context_streak"] = 0
-        self.model = self.session_id = self.last_uuid = None
-        self.reported_cost, self.cost_usd = 0.0, None
 
     def charge(self, reply: Reply) -> Reply:
-        """``reply`` with ``usage.cost_usd`` cut down from the conversation's total to this turn's cost."""
+        """``reply`` with ``usage.cost_usd`` cut down from the client's running total to this turn's cost."""
         usage = reply.usage
         if usage is None or usage.cost_usd is None:
             return reply
         total = usage.cost_usd
         # A total below the last one means the CLI started counting afresh: all of it is this turn's.
         turn = total - self.reported_cost if total >= self.reported_cost else total
-        turn = round(turn, 10)
         self.reported_cost = total
-        self.cost_usd = round((self.cost_usd or 0.0) + turn, 10)
-        return reply.model_copy(update={"usage": usage.model_copy(update={"cost_usd": turn})})
+        return reply.model_copy(update={"usage": usage.model_copy(update={"cost_usd": round(turn, 10)})})
+
+    def holds(self, request: OracleRequest) -> bool:
+        """Whether the open client's conversation is exactly the one ``request`` continues."""
+        return self.held == len(request.history) and self.system == request.system
 
 
 class ClaudeSessions:
-    """The open multi-turn Claude conversations of one server process.
+    """The warm Claude Code processes of one server process's conversations.
 
     ``settings`` is a :class:`Settings` or a zero-argument callable returning the current one; it
     is read at each turn, so runtime changes (``use_cli``, ``fable_model``, ``stream_reasoning``)
@@ -116,20 +119,12 @@ class ClaudeSessions:
     # --- public API -----------------------------------------------------------------------------
 
     async def ask(
-        self,
-        namespace: str,
-        key: str,
-        request: OracleRequest,
-        sink: EventSink,
-        model_token: str,
-        reset: bool = False,
-        *,
-        question: str | None = None,
+        self, namespace: str, key: str, request: OracleRequest, sink: EventSink, model_token: str
     ) -> Reply:
-        """Run one turn of session ``key`` in ``namespace`` (``reset`` starts it over first).
+        """Run one turn of session ``key`` in ``namespace``; ``request.history`` is the conversation so far.
 
-        ``question`` is what the transcript records (default: the composed prompt). Raises the
-        :mod:`ask_fable.errors` tree; a failed turn leaves the transcript as it was.
+        Raises the :mod:`ask_fable.errors` tree; a failed turn closes the session's CLI (the next
+        turn starts a new one from the history it is given).
         """
         settings = self.settings
         plan = model_plan(settings, model_token)
@@ -143,18 +138,7 @@ class ClaudeSessions:
                             # A reset dropped this session while we waited: use the current one.
                             session = self._session(namespace, key)
                             continue
-                        if reset:
-                            self._cancel_timer((namespace, key))
-                            await self._close_client(session)
-                            session.forget()
                         reply = await self._turn(session, plan, request, sink, settings)
-                        session.turns.append({
-                            "question": request.prompt if question is None else question,
-                            "answer": reply.text,
-                            "thinking": reply.thinking,
-                            "model": reply.model,
-                            "ts": datetime.now(UTC).isoformat(timespec="seconds"),
-                        })
                         self._touch(session)
                         break
         except TimeoutError as exc:
@@ -162,59 +146,33 @@ class ClaudeSessions:
             raise OracleTimeout(f"{model} did not answer within {request.timeout:g}s") from exc
         return reply
 
-    async def reset(self, namespace: str, key: str) -> list[dict[str, Any]]:
-        """Close and forget session ``key``; returns its transcript turns (empty when unknown)."""
+    async def reset(self, namespace: str, key: str) -> bool:
+        """Close and forget session ``key``'s process and model; whether there was one to forget."""
         session = self._sessions.get((namespace, key))
         if session is None:
-            return []
+            return False
         async with session.lock:
             await self._close_client(session)
-            turns = session.turns
-            session.forget()
             self._sessions.pop((namespace, key), None)
             self._cancel_timer((namespace, key))
-        return turns
+        return True
 
-    def transcript(self, namespace: str, key: str) -> list[dict[str, Any]]:
-        """A copy of the session's turns ``{question, answer, thinking, model, ts}``, oldest first."""
-        session = self._sessions.get((namespace, key))
-        return [dict(turn) for turn in session.turns] if session else []
-
-    def cost(self, namespace: str, key: str) -> float | None:
-        """The conversation's total cost in dollars so far (``None`` when no turn reported one)."""
-        session = self._sessions.get((namespace, key))
-        return session.cost_usd if session else None
-
-    def exists(self, namespace: str, key: str) -> bool:
-        """Whether the session has at least one answered turn."""
-        session = self._sessions.get((namespace, key))
-        return bool(session and session.turns)
-
-    def session_state(self, namespace: str, key: str) -> dict[str, Any]:
-        """The session's mutable state for the pipeline (``needs_context_streak``); reset clears it."""
-        return self._session(namespace, key).state
-
-    def oracle(
-        self, namespace: str, key: str, model_token: str, *, reset: bool = False, question: str | None = None
-    ) -> Oracle:
+    def oracle(self, namespace: str, key: str, model_token: str) -> Oracle:
         """The session's next turn as an :class:`Oracle`, so a mode can call it like any other."""
-        return SessionOracle(self, namespace, key, model_token, reset=reset, question=question)
+        return SessionOracle(self, namespace, key, model_token)
+
+    def model(self, namespace: str, key: str) -> str | None:
+        """The model the session's conversation runs on in this process, once a turn answered."""
+        session = self._sessions.get((namespace, key))
+        return session.model if session else None
 
     def client_pid(self, namespace: str, key: str) -> int | None:
         """The pid of the session's open Claude Code process, if one is open."""
         session = self._sessions.get((namespace, key))
         return session.client.pid if session and session.client is not None else None
 
-    def list_sessions(self) -> list[dict[str, Any]]:
-        """One summary per known session: namespace, key, turns, model, whether a client is open."""
-        return [
-            {"namespace": s.namespace, "key": s.key, "turns": len(s.turns), "model": s.model,
-             "open": s.client is not None}
-            for s in self._sessions.values()
-        ]
-
     async def close_idle(self) -> int:
-        """Close clients idle longer than ``session_idle_seconds`` (their conversations stay)."""
+        """Close clients idle longer than ``session_idle_seconds`` (their conversations stay stored)."""
         cutoff = time.monotonic() - self.settings.session_idle_seconds
         closed = 0
         for session in list(self._sessions.values()):
@@ -280,39 +238,42 @@ class ClaudeSessions:
     async def _exchange(
         self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
-        """Send the turn on the session's client, opening (or resuming) one when none is open.
+        """Send the turn on the session's client, opening one seeded with the history when needed.
 
         A warm client whose CLI has died (killed, crashed, out of memory) is noticed, closed and
-        resumed on a new CLI at the last good answer, once, within this same call.
+        replaced, once, within this same call; so is one holding another conversation than the
+        request's.
         """
         from ask_fable.backends.agent_sdk import TurnCollector, map_sdk_error
 
         if session.client is not None and not session.client.alive:
             await self._close_client(session)
-            await sink.note("the session's Claude Code process had ended; resuming the conversation")
+            await sink.note(RESEEDED)
+        if session.client is not None and not session.holds(request):
+            await self._close_client(session)
         retried = False
         while True:
-            warm = session.client is not None
-            if not warm:
+            fresh = session.client is None
+            if fresh:
                 await self._open(session, model, request.system, settings)
             assert session.client is not None and session.tail is not None
             collector = TurnCollector(model, sink, settings, session.tail)
+            prompt = request.folded_prompt() if fresh else request.prompt
             try:
-                async for message in session.client.turn(request.prompt):
+                async for message in session.client.turn(prompt):
                     await collector.feed(message)
                 reply = collector.reply()
             except BaseException as exc:
                 await self._close_client(session)
                 if not isinstance(exc, Exception):
                     raise
-                if warm and not retried and collector.seen == 0:
+                if not fresh and not retried and collector.seen == 0:
                     # Nothing came back from a process that served the last turn: it died in between.
                     retried = True
-                    await sink.note("the session's Claude Code process had ended; resuming the conversation")
+                    await sink.note(RESEEDED)
                     continue
                 raise map_sdk_error(exc, model, session.tail, started=True) from exc
-            session.session_id = collector.session_id or session.session_id
-            session.last_uuid = collector.last_uuid or session.last_uuid
+            session.held = len(request.history) + 1
             return reply
 
     async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
@@ -321,29 +282,26 @@ class ClaudeSessions:
 
         cli = await resolve_cli_path(settings, self.resources)
         tail = StderrTail(settings)
-        options = build_options(
-            settings, model=model, system=system, cli_path=cli, stderr=tail, persist=True,
-            resume=session.session_id, resume_at=session.last_uuid,
-        )
+        options = build_options(settings, model=model, system=system, cli_path=cli, stderr=tail)
         try:
             client = await Conversation.open(options)
         except Exception as exc:
             raise map_sdk_error(exc, model, tail, started=False) from exc
         session.client, session.tail = client, tail
-        session.streaming = settings.stream_reasoning
+        session.streaming, session.system = settings.stream_reasoning, system
+        session.held, session.reported_cost = 0, 0.0
 
     async def _cli_turn(
         self, session: _Session, model: str, request: OracleRequest, settings: Settings
     ) -> Reply:
         from ask_fable.backends.claude_cli import cli_ask
 
-        reply = await cli_ask(settings, model, request, resources=self.resources, resume=session.session_id,
-                              persist=True)
-        session.session_id = reply.session_id or session.session_id
-        return reply
+        session.reported_cost = 0.0  # each bridge run is a new CLI, counting from zero
+        return await cli_ask(settings, model, request, resources=self.resources)
 
     async def _close_client(self, session: _Session) -> None:
         client, session.client = session.client, None
+        session.held = 0
         if client is not None:
             await client.close()
 
@@ -385,27 +343,16 @@ class ClaudeSessions:
 
 
 class SessionOracle(Oracle):
-    """One turn of a kept conversation behind the ordinary oracle interface."""
+    """One turn of a Claude conversation, on the session's warm process, behind the oracle interface."""
 
     provider = "anthropic"
     family = "anthropic"
 
-    def __init__(
-        self,
-        sessions: ClaudeSessions,
-        namespace: str,
-        key: str,
-        model_token: str,
-        *,
-        reset: bool = False,
-        question: str | None = None,
-    ) -> None:
+    def __init__(self, sessions: ClaudeSessions, namespace: str, key: str, model_token: str) -> None:
         plan = model_plan(sessions.settings, model_token)
-        current = sessions._sessions.get((namespace, key))
         self._sessions, self._namespace, self._key = sessions, namespace, key
-        self._reset, self._question = reset, question
         self.token = plan.token
-        self.model = current.model if current and current.model and not reset else plan.first
+        self.model = sessions.model(namespace, key) or plan.first
 
     def ensure_available(self) -> None:
         """Raise ``BinaryMissing`` when no Claude Code CLI exists (a file check)."""
@@ -413,8 +360,10 @@ class SessionOracle(Oracle):
 
         cli_exists(self._sessions.settings)
 
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """Claude Code's own room for the answer."""
+        return CLAUDE_REPLY_TOKENS
+
     async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
         """Run the turn on the session (see :meth:`ClaudeSessions.ask`)."""
-        return await self._sessions.ask(
-            self._namespace, self._key, request, sink, self.token, self._reset, question=self._question
-        )
+        return await self._sessions.ask(self._namespace, self._key, request, sink, self.token)

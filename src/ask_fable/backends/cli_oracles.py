@@ -6,10 +6,12 @@ temporary working directory, with an environment allow-listed per CLI and the Ap
 gate (``ASK_FABLE_CLI_MAX_PARALLEL``). The server sets no key: each CLI reuses its own login.
 
 Prompt transport: the system text and the prompt are composed into one text (none of these CLIs
-gets a separate system prompt except ``mmx``, which takes a messages array). ``mmx``, ``codex``
-and ``grok`` read it from stdin. ``agy`` and ``kimi`` take it as one argv value, which the kernel
-caps at 128 KiB, so prompts over :data:`ARGV_PROMPT_LIMIT` bytes are refused up front with
-``ContextTooLarge`` pointing at an HTTP route, without spawning anything.
+gets a separate system prompt except ``mmx``, which takes a messages array); a conversation's
+earlier exchanges are folded into that text before the prompt (``mmx`` gets them as messages).
+``mmx``, ``codex`` and ``grok`` read it from stdin. ``agy`` and ``kimi`` take it as one argv
+value, which the kernel caps at 128 KiB, so prompts over :data:`ARGV_PROMPT_LIMIT` bytes are
+refused up front with ``ContextTooLarge`` pointing at an HTTP route, without spawning anything
+(a conversation's earlier exchanges are fitted under that bound first).
 
 Outcomes: exit 0 with text → :class:`Reply`; a non-zero exit → ``UpstreamError`` carrying the
 CLI's redacted stderr tail; exit 0 with no text → ``UpstreamError``. A failure whose output says the
@@ -107,6 +109,11 @@ class Invocation:
 def compose_prompt(system: str, prompt: str) -> str:
     """The single text a CLI without a system-prompt flag receives: system first, then prompt."""
     return f"{system.strip()}\n\n{prompt}" if system.strip() else prompt
+
+
+def request_text(request: OracleRequest) -> str:
+    """The whole request as one text: system, the conversation's earlier exchanges, then the prompt."""
+    return compose_prompt(request.system, request.folded_prompt())
 
 
 # --- argv builders: one per CLI ---------------------------------------------------------------
@@ -329,7 +336,7 @@ class CliOracle(Oracle):
                 f"`{self.binary}` wrote more than {MAX_ANSWER_BYTES >> 20} MiB of output; it was discarded",
                 binary=self.binary,
             )
-        return self._reply(result, effort, compose_prompt(request.system, request.prompt))
+        return self._reply(result, effort, request_text(request))
 
     def _reply(self, result: ProcessResult, effort: str | None, prompt: str) -> Reply:
         text = result.stdout.decode("utf-8", errors="replace").strip()
@@ -384,12 +391,15 @@ class MiniMaxOracle(CliOracle):
     backend = MINIMAX
     env_allow = ("MMX_*", "MINIMAX_*")
 
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """The ``--max-tokens`` this call passes."""
+        return request.max_tokens or self.settings.max_tokens
+
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
-        """``mmx text chat`` with a messages array (system + user) on stdin."""
-        messages = []
+        """``mmx text chat`` with a messages array (system, the conversation, the prompt) on stdin."""
+        messages = request.chat_messages()
         if request.system.strip():
-            messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+            messages.insert(0, {"role": "system", "content": request.system})
         max_tokens = request.max_tokens or self.settings.max_tokens
         stdin = json.dumps(messages, ensure_ascii=False).encode("utf-8")
         return Invocation(mmx_argv(self.model, max_tokens), stdin)
@@ -400,6 +410,7 @@ class GeminiOracle(CliOracle):
 
     backend = GEMINI
     env_allow = ("AGY_*", "GEMINI_*")
+    prompt_limit_bytes = ARGV_PROMPT_LIMIT
 
     def login_hint(self) -> str:
         """Print mode cannot sign in by itself: one interactive run does."""
@@ -408,13 +419,13 @@ class GeminiOracle(CliOracle):
 
     def check_size(self, request: OracleRequest) -> None:
         """Refuse a composed prompt over the argv limit."""
-        size = len(compose_prompt(request.system, request.prompt).encode("utf-8"))
+        size = len(request_text(request).encode("utf-8"))
         if size > ARGV_PROMPT_LIMIT:
             raise _refuse_argv_prompt(self.binary, size, "ask_openrouter with a google/gemini-* model")
 
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
         """``agy --model <m> -p <system + prompt>``, stdin closed."""
-        return Invocation(agy_argv(self.model, compose_prompt(request.system, request.prompt)), None)
+        return Invocation(agy_argv(self.model, request_text(request)), None)
 
 
 class CodexOracle(CliOracle):
@@ -429,7 +440,7 @@ class CodexOracle(CliOracle):
 
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
         """Hermetic read-only ``codex exec -`` with system + prompt on stdin."""
-        stdin = compose_prompt(request.system, request.prompt).encode("utf-8")
+        stdin = request_text(request).encode("utf-8")
         return Invocation(codex_argv(self.model, self.settings.codex_reasoning), stdin)
 
 
@@ -451,7 +462,7 @@ class GrokOracle(CliOracle):
 
     def invocation(self, request: OracleRequest, work_dir: Path) -> Invocation:
         """``grok --prompt -`` with system + prompt on stdin."""
-        stdin = compose_prompt(request.system, request.prompt).encode("utf-8")
+        stdin = request_text(request).encode("utf-8")
         return Invocation(grok_argv(self.model, self.effective_effort(request) or "low"), stdin)
 
 
@@ -461,6 +472,7 @@ class KimiOracle(CliOracle):
     backend = KIMI
     auth_phrases = (r"llm not set", r"run /login")
     env_allow = ("KIMI_*",)
+    prompt_limit_bytes = ARGV_PROMPT_LIMIT
 
     def login_hint(self) -> str:
         """``kimi login`` into the home ask-fable hands the CLI (``ASK_FABLE_KIMI_HOME``)."""
@@ -479,7 +491,7 @@ class KimiOracle(CliOracle):
 
     def check_size(self, request: OracleRequest) -> None:
         """Refuse a composed prompt over the argv limit."""
-        size = len(compose_prompt(request.system, request.prompt).encode("utf-8"))
+        size = len(request_text(request).encode("utf-8"))
         if size > ARGV_PROMPT_LIMIT:
             raise _refuse_argv_prompt(
                 self.binary, size, "ask_atlas (or ask_openrouter) with model moonshotai/kimi-k3"
@@ -495,7 +507,7 @@ class KimiOracle(CliOracle):
         sandbox = work_dir / "work"
         sandbox.mkdir()
         argv = kimi_argv(self.model, self.effective_effort(request) or "high", str(agent_file),
-                         str(sandbox), compose_prompt(request.system, request.prompt))
+                         str(sandbox), request_text(request))
         home = str(Path(self.settings.kimi_home).expanduser())
         return Invocation(argv, None, {"KIMI_HOME": home})
 

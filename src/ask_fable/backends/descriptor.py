@@ -89,6 +89,8 @@ class Backend:
     ``tier_needs_key``, only once its key is set) and ``cost_rank`` orders tier members, cheapest
     first. ``*_setting`` name :class:`~ask_fable.config.Settings` fields; ``model_fallback`` is
     what the model reads as when its setting is unset (or when there is no setting).
+    ``context_tokens`` is the context window a conversation with its models is fitted into (for a
+    prefixed backend, a window its models commonly have).
     """
 
     name: str
@@ -113,6 +115,7 @@ class Backend:
     tier: Tier | None = None
     tier_needs_key: bool = False
     cost_rank: int | None = None
+    context_tokens: int = 128_000
 
     def oracle(self, settings: Settings, *, token: str | None = None, model: str | None = None,
                effort: str | None = None, resources: Resources | None = None) -> Oracle:

@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
-from ask_fable.backends.base import Oracle
+from ask_fable.backends.base import Oracle, OracleRequest
 from ask_fable.backends.deadline import current_deadline
 from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
 from ask_fable.values import Usage
@@ -574,6 +574,10 @@ class HttpOracle(Oracle):
             alias = f" (or {self.key_alias})" if self.key_alias else ""
             raise NotConfigured(f"{self.label} needs an API key: set {self.key_var}{alias}",
                                 hint=f"set {self.key_var} in the server's environment or config file")
+
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """The answer's room: the request's ``max_tokens``, else this oracle's, else 8192."""
+        return request.max_tokens or self.max_tokens or 8192
 
     def auth_hint(self) -> str:
         """The fix named when the provider rejects the credentials (HTTP 401 / 403)."""

@@ -47,6 +47,11 @@ class RoutedOracle(Oracle):
         self.model = inner.model
         self.family = inner.family
         self.routed_via = routed_via
+        self.prompt_limit_bytes = inner.prompt_limit_bytes
+
+    def reply_tokens(self, request: OracleRequest) -> int:
+        """The inner route's room for the answer."""
+        return self.inner.reply_tokens(request)
 
     def ensure_available(self) -> None:
         """The inner route's availability (e.g. the CLI is on PATH)."""

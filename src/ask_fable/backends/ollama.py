@@ -3,7 +3,8 @@
 The local daemon (default ``http://localhost:11434``) needs no key and proxies ``:cloud`` models
 after ``ollama signin``; a remote endpoint such as ``https://ollama.com`` takes a bearer key.
 ``max_tokens`` travels as ``options.num_predict``. Effort becomes ``think`` levels only for the
-models that accept them (gpt-oss); other models keep their own thinking default.
+models that accept them (gpt-oss); other models keep their own thinking default. A conversation's
+earlier exchanges travel as user and assistant messages.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ class OllamaOracle(HttpOracle):
 
     def build_body(self, request: OracleRequest) -> dict[str, Any]:
         """The JSON body sent for ``request``."""
-        messages = [{"role": "user", "content": request.prompt}]
+        messages = request.chat_messages()
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
         body: dict[str, Any] = {

@@ -2,7 +2,8 @@
 
 ``POST {base}/v1/chat/completions`` — or ``{base}/chat/completions`` when the base URL already
 ends in a version, as OpenRouter's ``/api/v1`` does — with a bearer key, streamed as server-sent
-events. Reasoning deltas (``reasoning`` or ``reasoning_content``) go to the sink live.
+events. Reasoning deltas (``reasoning`` or ``reasoning_content``) go to the sink live. A
+conversation's earlier exchanges travel as user and assistant messages after the system message.
 
 Effort: Atlas takes ``reasoning_effort`` low/medium/high; OpenRouter takes ``reasoning.effort``,
 clamped to the efforts the model's catalog entry lists, and reports the call's dollar cost when
@@ -52,7 +53,7 @@ class OpenAIChatOracle(HttpOracle):
 
     def build_body(self, request: OracleRequest, wire: str | None) -> dict[str, Any]:
         """The JSON body sent for ``request`` at provider effort ``wire``."""
-        messages = [{"role": "user", "content": request.prompt}]
+        messages = request.chat_messages()
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
         body: dict[str, Any] = {

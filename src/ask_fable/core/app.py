@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 from ask_fable.backends.resources import Resources
 from ask_fable.clock import Clock
 from ask_fable.config import Settings, config_file_path, load_settings, problem_lines
+from ask_fable.core.conversations import Conversations
 from ask_fable.core.tracing import Console
 from ask_fable.stores.interfaces import (
     AnswerArchive,
@@ -31,12 +32,13 @@ from ask_fable.stores.interfaces import (
     ContextBus,
     GivenStores,
     HubStore,
+    SessionTranscriptStore,
     TraceRecordStore,
 )
 
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
-    from ask_fable.backends.claude import ClaudeSessions
+    from ask_fable.backends.claude_sessions import ClaudeSessions
     from ask_fable.core.record_writer import RecordWriter
 
 _Service = TypeVar("_Service")
@@ -246,6 +248,18 @@ class App:
 
         return self._service("record_writer", None, lambda: RecordWriter(self))
 
+    @property
+    def transcripts(self) -> SessionTranscriptStore:
+        """Conversation transcripts: the turns every ``ask`` session continues from."""
+        from ask_fable.stores.transcripts import TranscriptStore
+
+        s = self.settings
+        key = (s.session_db, s.session_retention_days, tuple(s.secret_values()))
+        res = self.resources
+        return self._store(self._given.transcripts, "transcripts", key, lambda: TranscriptStore(
+            s.session_db, retention_days=s.session_retention_days, secrets=s, clock=res.clock,
+            connections=res.connections))
+
     # --- other services -----------------------------------------------------------------------------
     @property
     def breaker(self) -> CircuitBreaker | None:
@@ -259,13 +273,20 @@ class App:
         return self._service("breaker", key, lambda: CircuitBreaker.from_settings(s, self.clock))
 
     @property
-    def claude_sessions(self) -> ClaudeSessions:
-        """Open multi-turn Fable / Opus sessions (kept for the life of the process)."""
-        from ask_fable.backends.claude import ClaudeSessions
+    def conversations(self) -> Conversations:
+        """The turn-at-a-time order of this process's conversations (their truth is ``transcripts``)."""
+        return self._service("conversations", None, Conversations)
 
-        # A getter, so a config change (model pin, reasoning stream) applies on the next turn.
-        return self._service("claude_sessions", None,
-                             lambda: ClaudeSessions(lambda: self.settings, self.resources))
+    @property
+    def claude_sessions(self) -> ClaudeSessions:
+        """The warm Claude Code processes of Fable / Opus conversations (a cache of the transcripts)."""
+        from ask_fable.backends.claude_sessions import ClaudeSessions
+
+        # A settings getter, so a config change (model pin, reasoning stream) applies on the next turn.
+        def start() -> ClaudeSessions:
+            return ClaudeSessions(lambda: self.settings, self.resources)
+
+        return self._service("claude_sessions", None, start)
 
     async def aclose(self) -> None:
         """Close everything the App opened: services holding processes (warm Claude sessions), then

@@ -21,6 +21,7 @@ from ask_fable.contract import Followup
 from ask_fable.core import guard
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
+from ask_fable.core.conversations import advance_streak
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
@@ -52,7 +53,8 @@ class Call:
     #: Ordered model tokens the cache key is built from; empty disables caching.
     cache_models: list[str] = field(default_factory=list)
     cache_extra: dict[str, Any] = field(default_factory=dict)
-    #: Mutable per-session state for multi-turn tools (``needs_context_streak``).
+    #: Per-session state of a conversation turn (``needs_context_streak``, replayed from the stored
+    #: turns by :func:`ask_fable.core.modes.single.run_turn`); ``None`` for a single question.
     session_state: dict[str, Any] | None = None
     #: Fields echoed into the result whatever happens (e.g. ``session``).
     echo: dict[str, Any] = field(default_factory=dict)
@@ -248,16 +250,16 @@ class Pipeline:
                 result["followup"] = followup.model_dump()
             if call.session_state is not None:
                 asked_more = sidecar.recommendation == "needs_more_context"
-                streak = call.session_state.get("needs_context_streak", 0) + 1 if asked_more else 0
+                before = call.session_state.get("needs_context_streak", 0)
+                streak, exhausted = advance_streak(before, asked_more, settings.max_needs_context)
                 call.session_state["needs_context_streak"] = streak
-                if asked_more and streak > settings.max_needs_context:
+                if exhausted:
                     result["status"] = "context_exhausted"
                     result["detail"] = (
-                        f"The model asked for more context {streak} times in a row on this session; "
+                        f"The model asked for more context {before + 1} times in a row on this session; "
                         "this is its best-effort answer. Decide with what you have, or reset the session "
                         "with a sharper question."
                     )
-                    call.session_state["needs_context_streak"] = 0
         elif call.session_state is not None:
             call.session_state["needs_context_streak"] = 0
         if reply is not None:

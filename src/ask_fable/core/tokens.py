@@ -42,15 +42,16 @@ from ask_fable.config import Settings
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured
 
 if TYPE_CHECKING:
+    from ask_fable.backends.descriptor import Backend
     from ask_fable.backends.resources import Resources
 
 __all__ = [
     "CLAUDE_FALLBACKS", "GROUPS", "GROUP_ALIASES", "PROVIDER_GPT_MODEL", "TIERS", "Resolver",
-    "UnavailableOracle", "backend_oracle", "build_oracle", "canonical", "dedupe", "default_resolver",
-    "expand_models", "family_of", "is_named_token", "known_tokens_text", "normalize_atlas_model",
-    "normalize_ollama_model", "normalize_openrouter_model", "normalize_synthesizer", "parse_pipeline",
-    "provider_council_tokens", "provider_synth_ladder", "resolve_oracle", "single_token", "strip_prefix",
-    "tier_models", "tiers_text", "tokens_text",
+    "UnavailableOracle", "backend_for", "backend_oracle", "build_oracle", "canonical", "dedupe",
+    "default_resolver", "expand_models", "family_of", "is_named_token", "known_tokens_text",
+    "normalize_atlas_model", "normalize_ollama_model", "normalize_openrouter_model", "normalize_synthesizer",
+    "parse_pipeline", "provider_council_tokens", "provider_synth_ladder", "resolve_oracle", "single_token",
+    "strip_prefix", "tier_models", "tiers_text", "tokens_text",
 ]
 
 #: A resolver turns one canonical token into an oracle (tests pass fakes here).
@@ -270,16 +271,23 @@ def build_oracle(token: str, settings: Settings, *, effort: str | None = None,
     ``minimax-m3:cloud``).
     """
     name = single_token(token)
+    backend = backend_for(name)
     named = find_token(name)
     if named is not None:
-        backend, canonical_token = named
-        return backend.oracle(settings, token=canonical_token, effort=effort, resources=resources)
-    head, _, model = name.partition(":")
-    prefixed = prefixed_backend(head)
-    if prefixed is None:  # unregistered between parsing and building
+        return backend.oracle(settings, token=named[1], effort=effort, resources=resources)
+    model = name.partition(":")[2]
+    chosen = backend.normalize_model(model) if backend.normalize_model else model
+    return backend.oracle(settings, token=name, model=chosen, effort=effort, resources=resources)
+
+
+def backend_for(token: str) -> Backend:
+    """The backend a single-model token belongs to (``BadArgs`` for an unknown token or a group)."""
+    name = single_token(token)
+    named = find_token(name)
+    backend = named[0] if named is not None else prefixed_backend(name.partition(":")[0])
+    if backend is None:  # unregistered between parsing and looking up
         raise BadArgs(f"unknown model token {token!r}; {known_tokens_text()}")
-    chosen = prefixed.normalize_model(model) if prefixed.normalize_model else model
-    return prefixed.oracle(settings, token=name, model=chosen, effort=effort, resources=resources)
+    return backend
 
 
 def backend_oracle(name: str, settings: Settings, *, model: str | None = None,

@@ -4,9 +4,11 @@ Retention only ever deletes files of our own name shapes, because the default di
 shared by every agent of the user:
 
 - answers: ``<UTC timestamp>-<tool>-<slug>.md`` (``20261202T085300123456Z-ask_glm-why-is-x.md``)
-- transcripts: ``<key>-<UTC timestamp>.md`` for ``ask`` (``default-20261202T085300123456Z.md``),
-  ``opus5-<key>-<UTC timestamp>.md`` for ``ask_opus5``. Keys keep letters, digits, ``.`` and ``_``
-  (anything else becomes ``_``), so a key never contains ``-`` and the namespace cannot be faked.
+- transcripts: ``<key>-<UTC timestamp>.md`` for Fable (``default-20261202T085300123456Z.md``),
+  ``opus5-<key>-<UTC timestamp>.md`` for Opus 5 and ``<model>+<key>-<UTC timestamp>.md`` for every
+  other model (``deepseek+default-…``, ``openrouter_openai_gpt_5.6_sol+default-…``). Keys keep
+  letters, digits, ``.`` and ``_`` and models lower-case letters, digits, ``.`` and ``_`` (anything
+  else becomes ``_``), so neither contains ``-`` or ``+`` and the model cannot be faked.
 
 Each tenant keeps its files apart: the local tenant's in those directories, every other tenant's
 in ``tenants/<tenant>/`` beneath them, each pruned on its own (one tenant's answers never push out
@@ -31,9 +33,9 @@ if TYPE_CHECKING:
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
-#: Namespaces whose transcripts carry a ``<namespace>-`` prefix; ``ask`` (``fable``) has none.
-TRANSCRIPT_PREFIXES: dict[str, str] = {"fable": "", "opus5": "opus5-"}
-TRANSCRIPT_NAME_RE = re.compile(rf"(?:opus5-)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md")
+TRANSCRIPT_NAME_RE = re.compile(
+    rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md"
+)
 
 
 def _stamp() -> str:
@@ -68,6 +70,15 @@ def tenant_dir(base: Path | str, tenant: str) -> Path:
     if tenant == LOCAL_TENANT:
         return base
     return base / "tenants" / validate_tenant(one_tenant(tenant))
+
+
+def transcript_prefix(namespace: str) -> str:
+    """The file-name prefix of a model's transcripts: none for Fable, ``opus5-`` for Opus 5,
+    ``<model>+`` for the others."""
+    if namespace in ("fable", "opus5"):
+        return "" if namespace == "fable" else "opus5-"
+    cleaned = re.sub(r"[^a-z0-9._]+", "_", namespace.lower()).strip("._")
+    return f"{cleaned[:80] or 'model'}+"
 
 
 def _free_path(directory: Path, stem: str) -> Path:
@@ -164,14 +175,14 @@ def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]], n
     """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md`` (the tenant's part of it);
     returns its path.
 
-    ``namespace`` is the tool's conversation space: ``fable`` (``ask``) files are ``<key>-<ts>.md``,
-    ``opus5`` (``ask_opus5``) files ``opus5-<key>-<ts>.md``. Each turn may carry ``question``,
+    ``namespace`` is the model's conversation space: ``fable`` files are ``<key>-<ts>.md``, ``opus5``
+    files ``opus5-<key>-<ts>.md``, the others' ``<model>+<key>-<ts>.md``. Each turn may carry ``question``,
     ``answer``, ``thinking``, ``model`` and ``ts``. Older dumps of our own name shapes beyond
     ``settings.max_sessions`` (0 = unlimited) are pruned.
     """
     directory = ensure_private_dir(tenant_dir(settings.sessions_dir, tenant))
     secrets = secret_list(settings)
-    prefix = TRANSCRIPT_PREFIXES[namespace]
+    prefix = transcript_prefix(namespace)
     path = _free_path(directory, f"{prefix}{_safe_key(redact(key, secrets))}-{_stamp()}")
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]

@@ -18,6 +18,7 @@ and ``context_ref`` resolution always name one tenant.
 | ``HubStore`` | ``hub.SessionHub`` (SQLite) | recorders, hub tools |
 | ``AuditStore`` | ``audit_trail.AuditTrail`` (JSONL + SQLite index) | recorders, ``stats`` |
 | ``AnswerArchive`` | ``answers.MarkdownArchive`` (files) | recorders, ``reset_session`` |
+| ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` (SQLite) | ``ask``, ``reset_session`` |
 | ``ApiKeyStore`` | ``keys.KeyStore`` (SQLite) | ``ask-fable keys``, the HTTP surface |
 """
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         AuditRecord,
         HubTurn,
         SavedAnswer,
+        SessionTurn,
         TraceBundle,
         TraceRecord,
         Transcript,
@@ -47,6 +49,8 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         ResolvedContext,
         StatsReport,
         StoredHubTurn,
+        StoredSession,
+        StoredSessionTurn,
         TraceDetail,
         TraceSummary,
     )
@@ -183,6 +187,30 @@ class AnswerArchive(Protocol):
         ...
 
 
+class SessionTranscriptStore(Protocol):
+    """Conversation transcripts by tenant, model namespace and session key: what a session continues from.
+
+    A warm model process is only a cache of a conversation; any server process (or replica) that
+    reads the same store continues it. Text is stored redacted.
+    """
+
+    def turns(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
+        """The session's turns, oldest first (empty when it has none or expired)."""
+        ...
+
+    def append(self, turn: SessionTurn) -> int:
+        """Add one answered turn; returns how many turns its session now has."""
+        ...
+
+    def clear(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
+        """Forget the session; returns the turns it had, oldest first."""
+        ...
+
+    def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
+        """The namespace's sessions with at least one turn, most recently used first."""
+        ...
+
+
 class ApiKeyStore(Protocol):
     """HTTP API keys, kept only as hashes."""
 
@@ -228,3 +256,4 @@ class GivenStores:
     audit: AuditStore | None = None
     answers: AnswerArchive | None = None
     keys: ApiKeyStore | None = None
+    transcripts: SessionTranscriptStore | None = None

@@ -5,7 +5,8 @@
     TraceBundle ── members: BundleMember…    full-mode content of one call
     HubTurn                                  one successful turn mirrored to the session hub
     SavedAnswer                              one answer kept as a file
-    Transcript ── turns: TranscriptTurn…     one multi-turn session, saved on reset
+    SessionTurn                              one answered turn of a conversation, kept to continue it
+    Transcript ── turns: TranscriptTurn…     one conversation, saved as a file on reset
     ApiKey                                   one HTTP API key, without its secret
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
@@ -18,14 +19,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.access import LOCAL_TENANT, Scope
-
-#: The multi-turn conversations: ``ask`` (Fable) and ``ask_opus5``.
-SessionNamespace = Literal["fable", "opus5"]
 
 
 class Record(BaseModel):
@@ -177,6 +175,26 @@ class SavedAnswer(Record):
     transcript: str | None = Field(None, description="a debate's full transcript, saved as its own section")
 
 
+class SessionTurn(Record):
+    """One answered turn of a conversation (``ask`` with a ``session``), as the transcript store keeps it.
+
+    ``namespace`` is the model's conversation space (``fable``, ``opus5``, ``deepseek``,
+    ``openrouter:<id>``…), ``session`` the caller's session key; ``prompt`` is the user message as it
+    was sent (question and context), replayed to the model on later turns, ``question`` what the
+    transcript shows.
+    """
+
+    tenant: str = "local"
+    namespace: str
+    session: str
+    question: str
+    prompt: str
+    answer: str
+    thinking: str | None = None
+    model: str | None = None
+    cost_usd: float | None = None
+
+
 class TranscriptTurn(Record):
     """One turn of a multi-turn session."""
 
@@ -192,7 +210,7 @@ class Transcript(Record):
 
     key: str
     tenant: str = LOCAL_TENANT
-    namespace: SessionNamespace = "fable"
+    namespace: str = "fable"
     turns: list[TranscriptTurn] = Field(default_factory=list)
 
 

@@ -118,6 +118,28 @@ class StoredHubTurn(TypedDict):
     ts: float
 
 
+class StoredSessionTurn(TypedDict):
+    """One stored turn of a conversation, numbered from 1 within its session."""
+
+    number: int
+    question: str
+    prompt: str
+    answer: str
+    thinking: str | None
+    model: str | None
+    cost_usd: float | None
+    ts: float
+
+
+class StoredSession(TypedDict):
+    """One stored conversation of a model: its session key, turns and last activity."""
+
+    session: str
+    turns: int
+    last_ts: float
+    model: str | None
+
+
 class HubStats(TypedDict):
     """Turn totals of the session hub over a window."""
 

@@ -47,8 +47,8 @@ if TYPE_CHECKING:  # loaded with the first call, so the server answers initializ
 
 INSTRUCTIONS = """\
 ask-fable is a second opinion for the hard 5% of engineering work. Answer trivial things yourself.
-- Stuck on the same bug twice, or facing a real design trade-off: call `ask` (Claude Fable,
-  multi-turn; reuse `session` for follow-ups) with the real code and the exact error.
+- Stuck on the same bug twice, or facing a real design trade-off: call `ask` (Claude Fable, or
+  one other model with `model`; reuse `session` for follow-ups) with the real code and the exact error.
 - Contentious or hard-to-reverse decision (architecture, concurrency, data model, public API,
   migration): one `ask_council` call (parallel panel + synthesis; check `quorum` and `consensus`).
   Ordered refinement (cheap draft, strong finish): `ask_chain`. Stress-test one decision: `ask_debate`.

@@ -1,10 +1,22 @@
-"""The single-model mode: one oracle, one answer."""
+"""The single-model modes: one oracle, one answer; or one turn of a kept conversation with it."""
 
 from __future__ import annotations
 
-from ask_fable.backends.base import Effort, Oracle
+import functools
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
+import anyio
+
+from ask_fable.backends.base import Effort, Oracle, OracleRequest
+from ask_fable.core.conversations import Conversation, fit_history, streak_of
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.prompts import system_prompt, user_prompt
+from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.views import StoredSessionTurn
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 async def run_single(
@@ -17,13 +29,12 @@ async def run_single(
     timeout: float | None = None,
 ) -> ModeOutcome:
     """Ask ``oracle`` once; its failure becomes the call's structured error."""
+    request = mctx.request(system_prompt(), user_prompt(question, context), timeout=timeout, effort=effort)
+    return await _answer(oracle, request, mctx)
+
+
+async def _answer(oracle: Oracle, request: OracleRequest, mctx: ModeContext) -> ModeOutcome:
     await mctx.progress(0, 1, f"asking {oracle.token}")
-    request = mctx.request(
-        system_prompt(),
-        user_prompt(question, context),
-        timeout=timeout,
-        effort=effort,
-    )
     outcome = await mctx.call_oracle(oracle, request)
     await mctx.progress(1, 1, f"{oracle.token} {outcome.status}")
     if outcome.status not in ("ok", "refused") or outcome.reply is None:
@@ -34,3 +45,68 @@ async def run_single(
         reply=outcome.reply,
         provider=oracle.provider,
     )
+
+
+async def run_turn(
+    oracle: Oracle, question: str, context: str, mctx: ModeContext, conversation: Conversation
+) -> ModeOutcome:
+    """One turn of ``conversation`` with ``oracle``: its stored turns, fitted into the model's window,
+    go with the question, and the answer is stored as the session's next turn.
+
+    Turns of one session run one at a time. The result adds ``turn`` (the session's turn count),
+    ``session_cost_usd`` (when a cost was reported) and a ``note`` when earlier turns were left out
+    or the store failed; a store that fails never costs the caller the answer.
+    """
+    store, ref = conversation.store, conversation.ref
+    notes: list[str] = []
+    async with conversation.lock:
+        if conversation.reset:
+            await _store_op(mctx, notes, "clear", store.clear, ref.tenant, ref.namespace, ref.key)
+            if conversation.forget_warm is not None:
+                await conversation.forget_warm()
+        turns: list[StoredSessionTurn] = await _store_op(
+            mctx, notes, "read", store.turns, ref.tenant, ref.namespace, ref.key) or []
+        conversation.state["needs_context_streak"] = streak_of(turns, mctx.settings.max_needs_context)
+        prompt, system = user_prompt(question, context), system_prompt()
+        request = mctx.request(system, prompt)
+        fitted = fit_history(turns, system=system, prompt=prompt, window_tokens=conversation.window_tokens,
+                             reply_tokens=oracle.reply_tokens(request), limit_bytes=oracle.prompt_limit_bytes)
+        mctx.trace.event("session.history", turns=len(turns), sent=len(fitted.history),
+                         omitted=fitted.omitted)
+        request = request.model_copy(update={"history": fitted.history, "system": system + fitted.digest})
+        outcome = await _answer(oracle, request, mctx)
+        reply = outcome.reply
+        assert reply is not None
+        cost = reply.usage.cost_usd if reply.usage is not None else None
+        record = SessionTurn(tenant=ref.tenant, namespace=ref.namespace, session=ref.key, question=question,
+                             prompt=prompt, answer=reply.text, thinking=reply.thinking, model=reply.model,
+                             cost_usd=cost)
+        count = await _store_op(mctx, notes, "write", store.append, record)
+    costs = [turn["cost_usd"] for turn in turns if turn["cost_usd"] is not None]
+    if cost is not None:
+        costs.append(cost)
+    note = fitted.note(conversation.label, conversation.window_tokens)
+    outcome.fields["turn"] = count if count is not None else len(turns) + 1
+    if costs:
+        outcome.fields["session_cost_usd"] = round(sum(costs), 10)
+    if note or notes:
+        outcome.fields["note"] = " ".join([*([note] if note else []), *notes])
+    return outcome
+
+
+async def _store_op(mctx: ModeContext, notes: list[str], what: str, op: Callable[P, T],
+                    *args: P.args, **kwargs: P.kwargs) -> T | None:
+    """Run one transcript store operation in a worker thread; a failure becomes a note, never the
+    caller's loss (``None`` is returned)."""
+    try:
+        return await anyio.to_thread.run_sync(functools.partial(op, *args, **kwargs))
+    except Exception as exc:
+        mctx.trace.event("store.error", store="transcripts", op=what, error=type(exc).__name__)
+        mctx.console.line(mctx.trace.trace_id,
+                          f"could not {what} the session transcript ({type(exc).__name__})")
+        notes.append({
+            "read": "The stored conversation could not be read, so this turn was answered without it.",
+            "write": "This turn could not be stored: the next turn of this session will not remember it.",
+            "clear": "The stored conversation could not be cleared before this turn.",
+        }[what])
+        return None

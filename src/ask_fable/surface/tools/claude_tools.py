@@ -1,45 +1,56 @@
-"""ask (Fable) and ask_opus5 (Opus 5) with multi-turn sessions, and reset_session.
+"""ask (Fable, or any one model by ``model``) and ask_opus5 as conversations, and reset_session.
 
-Each tool keeps its own conversations (namespace ``fable`` or ``opus5``) keyed by ``session``, each
-tenant apart from the others; a follow-up turn goes to the session's still-running Claude Code
-process. The pipeline does the
-rest (guard, context_ref, sidecar, follow-up, context_exhausted, audit, trace, hub).
+Every ask is a turn of a conversation keyed by ``session``, one per model namespace (``fable``,
+``opus5``, ``deepseek``, ``openrouter:<id>``…) and tenant: its turns are kept in the transcript
+store and sent with each follow-up (:mod:`ask_fable.core.conversations`), so a conversation
+survives a restart. Fable and Opus 5 also keep a warm Claude Code process per session. The
+pipeline does the rest (guard, context_ref, sidecar, follow-up, context_exhausted, audit, trace,
+hub); a conversation turn is never cached.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.access import ASKS, WRITES
+from ask_fable.backends.base import Oracle
 from ask_fable.contract import AnswerResult, DataResult
+from ask_fable.core.conversations import Conversation, SessionRef, context_window, namespace_for
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
-from ask_fable.core.modes.single import run_single
+from ask_fable.core.modes.single import run_turn
 from ask_fable.core.pipeline import Call
-from ask_fable.errors import BadArgs
+from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 from ask_fable.surface.tools.common import AskArgs
 
-if TYPE_CHECKING:
-    from ask_fable.stores.records import SessionNamespace
-
-#: reset_session's ``model`` → the namespace of the tool whose conversations it clears.
-NAMESPACES: dict[str, SessionNamespace] = {
-    "fable": "fable", "ask": "fable",
-    "opus5": "opus5", "opus": "opus5", "opus-5": "opus5", "ask_opus5": "opus5",
-}
+#: reset_session's ``model`` may also name the tool whose conversations it clears.
+TOOL_NAMESPACES: dict[str, str] = {"ask": "fable", "ask_opus5": "opus5"}
 
 
 class SessionAskArgs(AskArgs):
-    """Arguments of ask and ask_opus5."""
+    """Arguments of ask_opus5 (and ask, which adds ``model``)."""
 
     session: str = Field(
         "default", min_length=1, max_length=200, description="Conversation key.",
     )
     reset: bool = Field(False, description="Start this session over before asking.")
+
+
+class ModelAskArgs(SessionAskArgs):
+    """Arguments of ask."""
+
+    model: str = Field(
+        "fable",
+        description="Who answers: fable, or a token councils take (opus5, deepseek, glm, m3, gemini, codex, "
+        "grok, kimi, atlas:<id>, openrouter:<id>, ollama:<id>).",
+    )
 
 
 class ResetSessionArgs(BaseModel):
@@ -48,7 +59,7 @@ class ResetSessionArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session: str = Field("default", min_length=1, max_length=200, description="The session key to clear.")
-    model: str = Field("fable", description='Whose conversation: "fable" (ask) or "opus5" (ask_opus5).')
+    model: str = Field("fable", description="Whose conversation: the model ask was given (opus5, deepseek…).")
     save: bool = Field(True, description="Dump the transcript to the sessions directory before clearing.")
 
 
@@ -66,19 +77,44 @@ class ResetSessionResult(DataResult):
     note: str | None = Field(None, description="why nothing was cleared")
 
 
-async def _ask_session(
-    ctx: ToolContext, tool: str, namespace: str, token: str, args: SessionAskArgs
-) -> dict[str, Any]:
-    sessions = ctx.app.claude_sessions
-    label = args.session.strip() or "default"
-    space = ctx.session_space(namespace)
+def _session_oracle(
+    ctx: ToolContext, token: str, namespace: str, key: str
+) -> tuple[Oracle, Callable[[], Awaitable[object]] | None]:
+    """The oracle a conversation turn asks, and what closes its warm process on reset: Fable and
+    Opus answer on the session's warm Claude Code process, every other model through its backend."""
+    from ask_fable.core.tokens import backend_for, build_oracle
+
+    if backend_for(token).transport == "claude":
+        warm, space = ctx.app.claude_sessions, ctx.session_space(namespace)
+        return warm.oracle(space, key, token), functools.partial(warm.reset, space, key)
+    return build_oracle(token, ctx.settings, resources=ctx.app.resources), None
+
+
+async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> dict[str, Any]:
+    from ask_fable.core.tokens import single_token
+
+    key = label = args.session.strip() or "default"
+    state: dict[str, Any] = {"needs_context_streak": 0}
+    turn: tuple[Oracle, Conversation] | None = None
+    failure: AskFableError | None = None
+    try:
+        token = single_token(model)
+        namespace = namespace_for(token)
+        oracle, forget_warm = _session_oracle(ctx, token, namespace, key)
+        ref = SessionRef(ctx.tenant, namespace, key)
+        turn = oracle, Conversation(
+            store=ctx.app.transcripts, ref=ref, lock=ctx.app.conversations.lock(ref),
+            window_tokens=context_window(token, ctx.settings), label=oracle.model, reset=args.reset,
+            state=state, forget_warm=forget_warm,
+        )
+    except AskFableError as exc:  # an unknown token, a bad model id: audited like any other outcome
+        failure = exc
 
     async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
-        oracle = sessions.oracle(space, label, token, reset=args.reset, question=question)
-        outcome = await run_single(oracle, question, context, mctx)
-        outcome.fields["turn"] = len(sessions.transcript(space, label))
-        outcome.fields["session_cost_usd"] = sessions.cost(space, label)
-        return outcome
+        if turn is None:
+            assert failure is not None
+            raise failure
+        return await run_turn(turn[0], question, context, mctx, turn[1])
 
     call = Call(
         tool=tool,
@@ -87,47 +123,62 @@ async def _ask_session(
         context_ref=args.context_ref,
         session=label,
         mode="ask",
-        session_state=sessions.session_state(space, label),
+        session_state=state,
         echo={"session": label},
     )
     return await ctx.run(call, runner)
 
 
-async def ask(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Fable, multi-turn."""
-    return await _ask_session(ctx, "ask", "fable", "fable", args)
+async def ask(args: ModelAskArgs, ctx: ToolContext) -> dict[str, Any]:
+    """One turn with ``model`` (Fable by default)."""
+    return await _ask_session(ctx, "ask", args.model, args)
 
 
 async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Opus 5, multi-turn."""
-    return await _ask_session(ctx, "ask_opus5", "opus5", "opus", args)
+    """One turn with Opus 5."""
+    return await _ask_session(ctx, "ask_opus5", "opus", args)
+
+
+def _namespace(model: str) -> str:
+    from ask_fable.core.tokens import known_tokens_text, single_token
+
+    text = model.strip()
+    if text.lower() in TOOL_NAMESPACES:
+        return TOOL_NAMESPACES[text.lower()]
+    try:
+        return namespace_for(single_token(text))
+    except BadArgs as exc:
+        raise BadArgs(f"model must name the model whose conversation to clear (the `model` given to ask, "
+                      f"or ask / ask_opus5), not {model!r}; {known_tokens_text()}") from exc
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
 async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, Any]:
-    """Dump (when ``save``) and clear one conversation of ask or ask_opus5."""
-    namespace = NAMESPACES.get(args.model.strip().lower())
-    if namespace is None:
-        raise BadArgs(f"model must be 'fable' (ask) or 'opus5' (ask_opus5), not {args.model!r}")
-    sessions = ctx.app.claude_sessions
-    label = args.session.strip() or "default"
-    space = ctx.session_space(namespace)
-    turns = await sessions.reset(space, label)
+    """Dump (when ``save``) and clear one conversation of one model."""
+    from ask_fable.stores.records import Transcript, TranscriptTurn
+
+    namespace = _namespace(args.model)
+    key = label = args.session.strip() or "default"
+    ref = SessionRef(ctx.tenant, namespace, key)
+    store = ctx.app.transcripts
+    async with ctx.app.conversations.lock(ref):
+        turns = await anyio.to_thread.run_sync(store.clear, ref.tenant, namespace, key)
+        await ctx.app.claude_sessions.reset(ctx.session_space(namespace), key)
     result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
                               "cleared": bool(turns)}
     if not turns:
-        # This tenant's sessions only.
-        result["sessions"] = sorted(s["key"] for s in sessions.list_sessions()
-                                    if s["namespace"] == space and s["turns"])
-        result["note"] = (
-            f"no {namespace} session named {label!r} has answered a turn in this server process; "
-            "nothing was cleared. `sessions` lists the ones that have."
-        )
+        stored = await anyio.to_thread.run_sync(store.sessions, ref.tenant, namespace)  # this tenant's
+        result["sessions"] = sorted(s["session"] for s in stored)
+        result["note"] = (f"no stored {namespace} conversation is named {label!r}; nothing was cleared. "
+                          "`sessions` lists the ones there are.")
         return result
     if args.save:
-        from ask_fable.stores.records import Transcript, TranscriptTurn
-
-        transcript = Transcript(key=label, tenant=ctx.tenant, namespace=namespace,
-                                turns=[TranscriptTurn.model_validate(turn) for turn in turns])
+        kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],
+                               model=t["model"], ts=_iso(t["ts"])) for t in turns]
+        transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=kept)
         result["saved"] = await anyio.to_thread.run_sync(ctx.app.answers.save_transcript, transcript)
     return result
 
@@ -141,8 +192,9 @@ TOOLS = [
     ToolSpec(
         name="ask",
         family="core",
-        description="Ask {label} one hard engineering question. " + _SESSION_HELP,
-        args=SessionAskArgs,
+        description="Ask {label} one hard engineering question, or any one model with `model`. "
+        + _SESSION_HELP,
+        args=ModelAskArgs,
         result=AnswerResult,
         handler=ask,
         effects=ASKS,
@@ -153,7 +205,7 @@ TOOLS = [
         family="single",
         description="The same as ask on {label} ({model}): about half Fable's price and faster.\n"
         + _SESSION_HELP
-        + " Sessions are separate from ask's.",
+        + ' Its sessions are ask(model="opus5")\'s.',
         args=SessionAskArgs,
         result=AnswerResult,
         handler=ask_opus5,
@@ -163,9 +215,9 @@ TOOLS = [
     ToolSpec(
         name="reset_session",
         family="core",
-        description="Clear one ask / ask_opus5 conversation, saving its transcript first when save=true: "
-        "sessions/<key>-<ts>.md for ask, sessions/opus5-<key>-<ts>.md for ask_opus5. A session with no "
-        "turns is left as it is (cleared=false).",
+        description="Clear one conversation of one model (`model` as given to ask), saving its transcript "
+        "first when save=true: sessions/<key>-<ts>.md for Fable, opus5-<key>-… or <model>+<key>-… for "
+        "others. A session with no turns is left as it is (cleared=false).",
         args=ResetSessionArgs,
         result=ResetSessionResult,
         handler=reset_session,

@@ -33,7 +33,7 @@ def tokens_topic() -> str:
     from ask_fable.core.tokens import tiers_text, tokens_text
 
     return textwrap.fill(
-        f"Model tokens (councils, chains, debates): {tokens_text()}. The group `twin` (twins, "
+        f"Model tokens (ask's `model`, councils, chains, debates): {tokens_text()}. The group `twin` (twins, "
         "twin flames, twin-flame, twin_flames) means fable + opus and is accepted wherever a list is taken, "
         f"never in a single slot. Tiers: {tiers_text()}.",
         _WIDTH,
@@ -68,7 +68,12 @@ def config_topic() -> str:
 TOPICS: dict[str, str | Callable[[], str]] = {
     "modes": """\
 Four ways to reason, cheapest first:
-- ask / ask_opus5: one model with memory. Reuse `session` for follow-ups; `reset=true` starts over.
+- ask: one model with memory: Fable, or any one model with `model` (a token below: opus5, deepseek,
+  m3, openrouter:<id>…), no restart needed. Each model keeps its own conversations: reuse `session`
+  for follow-ups; `reset=true` or reset_session(session, model) starts over. Conversations are
+  stored, so they survive a restart; one that outgrows the model's context window leaves its oldest
+  turns out, with a `note`. ask_opus5 is ask(model="opus5"); ask_deepseek and the other one-model
+  tools (toolset `single`) answer one question without memory.
 - ask_council: several models answer at once, a synthesizer reconciles them. Check `quorum`
   (answered/asked), `degraded` and `consensus` (strong|partial|divergent|unknown) before trusting it.
   Once a quorum answered (half of those able to), members still running after twice the slowest
@@ -188,8 +193,9 @@ def tools_text(served: list[str], others: list[OtherToolset]) -> str:
     names = [spec.name for spec in all_tools() if spec.family in served]
     lines = [f"This server serves {len(names)} tools (toolsets: {', '.join(served)}): {', '.join(names)}."]
     if others:
-        lines.append("Other tools are not served here; calling one returns unknown_tool. Restart the server "
-                     "with their toolset added (or use --toolsets all):")
+        lines.append("ask(model=…) reaches any one model from here. Other tools are not served here; calling "
+                     "one returns unknown_tool. Restart the server with their toolset added (or use "
+                     "--toolsets all):")
         lines += [f"- {o.toolset} ({o.about}): {', '.join(o.tools)} → {o.flag} or {o.env}" for o in others]
     return "\n".join(lines)
 

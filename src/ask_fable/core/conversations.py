@@ -1,0 +1,210 @@
+"""Conversations with any model: a session's turns live in the transcript store, and each new turn
+is sent with as many of them as the model's context window holds.
+
+    ask(model=…, session=…) ─▶ namespace of the model (fable, opus5, deepseek, openrouter:<id>…)
+      ─▶ under the session's lock: stored turns ─▶ fitted into the window (oldest left out, with a
+         note and their questions listed for the model) ─▶ the oracle gets them as history
+      ─▶ the answered turn is stored
+
+The store is the truth: a restarted server, or another process reading the same store, continues
+the conversation; a warm Claude Code process is only a cache of it. A session belongs to a tenant
+(``local`` until the server tells tenants apart), a model namespace and the caller's session key.
+Sizes are estimated at :data:`BYTES_PER_TOKEN` UTF-8 bytes a token, a count that overestimates
+code and prose, so a fitted request stays inside the real window.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from ask_fable.backends.base import Exchange
+from ask_fable.core.sidecar import parse_sidecar
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+    from ask_fable.stores.interfaces import SessionTranscriptStore
+    from ask_fable.stores.views import StoredSessionTurn
+
+#: UTF-8 bytes counted as one token when sizing a conversation (real tokens average more).
+BYTES_PER_TOKEN = 3
+#: The share of a context window a conversation may fill; the rest absorbs estimation error.
+WINDOW_SHARE = 0.9
+#: Bytes one exchange adds around its text (message framing, or the headings of a folded prompt).
+EXCHANGE_OVERHEAD_BYTES = 96
+#: Bytes kept for the list of questions of the turns left out.
+DIGEST_BYTES = 2_000
+#: Characters of each left-out question shown in that list.
+DIGEST_QUESTION_CHARS = 160
+
+#: The two Claude tokens whose conversations keep the namespaces ``ask`` and ``ask_opus5`` had.
+CLAUDE_NAMESPACES: dict[str, str] = {"fable": "fable", "opus": "opus5"}
+
+
+def namespace_for(token: str) -> str:
+    """The conversation space of a canonical model token: ``opus`` → ``opus5``, others as they are."""
+    return CLAUDE_NAMESPACES.get(token, token)
+
+
+def context_window(token: str, settings: Settings) -> int:
+    """Tokens a conversation with ``token`` may fill: its backend's window, capped by
+    ``ASK_FABLE_SESSION_CONTEXT_TOKENS`` when that is set."""
+    from ask_fable.core.tokens import backend_for
+
+    window = backend_for(token).context_tokens
+    cap = settings.session_context_tokens
+    return min(window, cap) if cap else window
+
+
+@dataclass(frozen=True)
+class SessionRef:
+    """Which conversation: tenant, model namespace and the caller's session key."""
+
+    tenant: str
+    namespace: str
+    key: str
+
+
+class Conversations:
+    """This process's per-session locks: one turn of a conversation at a time, sessions in parallel."""
+
+    def __init__(self) -> None:
+        # Weak values: a session's lock lives while a turn holds or waits for it.
+        self._locks: weakref.WeakValueDictionary[SessionRef, anyio.Lock] = weakref.WeakValueDictionary()
+
+    def lock(self, ref: SessionRef) -> anyio.Lock:
+        """The lock that orders the turns of ``ref``."""
+        found = self._locks.get(ref)
+        if found is None:
+            found = anyio.Lock()
+            self._locks[ref] = found
+        return found
+
+
+@dataclass
+class Conversation:
+    """One call's view of a session: where its turns are kept, how much of them fits, what to reset.
+
+    ``state`` is the pipeline's per-session state (the needs-more-context streak), filled from the
+    stored turns when the turn runs; ``forget_warm`` closes a warm model process on reset.
+    """
+
+    store: SessionTranscriptStore
+    ref: SessionRef
+    lock: anyio.Lock
+    window_tokens: int
+    label: str
+    reset: bool = False
+    state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
+    forget_warm: Callable[[], Awaitable[object]] | None = None
+
+
+def estimate_tokens(text: str) -> int:
+    """The tokens ``text`` is counted as (see :data:`BYTES_PER_TOKEN`)."""
+    return math.ceil(len(text.encode("utf-8")) / BYTES_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class FittedHistory:
+    """The earlier exchanges a turn is sent with, and what was left out for space."""
+
+    history: tuple[Exchange, ...]
+    omitted: int
+    #: Appended to the system prompt when turns were left out: their questions, for the model.
+    digest: str = ""
+
+    def note(self, label: str, window_tokens: int) -> str | None:
+        """What the caller is told when turns were left out (``None`` when all were sent)."""
+        if not self.omitted:
+            return None
+        turns = "turn" if self.omitted == 1 else f"{self.omitted} turns"
+        return (f"This session's oldest {turns} no longer fit {label}'s context window (about "
+                f"{window_tokens:,} tokens) and were left out of this request; the model was given their "
+                "questions only. The stored transcript keeps every turn; reset_session starts afresh.")
+
+
+def fit_history(
+    turns: Sequence[StoredSessionTurn],
+    *,
+    system: str,
+    prompt: str,
+    window_tokens: int,
+    reply_tokens: int,
+    limit_bytes: int | None = None,
+) -> FittedHistory:
+    """The most recent stored turns that fit beside ``system``, ``prompt`` and the answer's room.
+
+    Two bounds apply: the context window (less the room kept for the answer, at most half of it)
+    and, for a route that carries the whole prompt in one argument, ``limit_bytes``. Turns are
+    kept newest first and without gaps; when some are left out, room is kept for a list of their
+    questions (:attr:`FittedHistory.digest`).
+    """
+    exchanges = [Exchange(prompt=turn["prompt"], answer=turn["answer"]) for turn in turns]
+    fixed_bytes = len(system.encode("utf-8")) + len(prompt.encode("utf-8"))
+    token_room = (int(window_tokens * WINDOW_SHARE) - min(reply_tokens, window_tokens // 2)
+                  - math.ceil(fixed_bytes / BYTES_PER_TOKEN))
+    byte_room = limit_bytes - fixed_bytes if limit_bytes is not None else None
+
+    def keep(reserve: int) -> int:
+        tokens, size, kept = 0, 0, 0
+        for exchange in reversed(exchanges):
+            cost = len(exchange.prompt.encode("utf-8")) + len(exchange.answer.encode("utf-8"))
+            cost += EXCHANGE_OVERHEAD_BYTES
+            tokens += math.ceil(cost / BYTES_PER_TOKEN)
+            size += cost
+            if tokens + math.ceil(reserve / BYTES_PER_TOKEN) > token_room:
+                break
+            if byte_room is not None and size + reserve > byte_room:
+                break
+            kept += 1
+        return kept
+
+    kept = keep(0)
+    if kept == len(exchanges):
+        return FittedHistory(tuple(exchanges), 0)
+    kept = keep(DIGEST_BYTES)
+    omitted = len(exchanges) - kept
+    return FittedHistory(tuple(exchanges[omitted:]), omitted, _digest(turns[:omitted]))
+
+
+def _digest(left_out: Sequence[StoredSessionTurn]) -> str:
+    """The questions of the turns left out, newest kept when they do not all fit in :data:`DIGEST_BYTES`."""
+    head = (f"\n\nThis conversation began earlier than what you are given here: its {len(left_out)} oldest "
+            "turn(s) are left out for space. Their questions, oldest first:")
+    lines: list[str] = []
+    size = len(head.encode("utf-8"))
+    for turn in reversed(left_out):
+        question = " ".join(turn["question"].split())
+        if len(question) > DIGEST_QUESTION_CHARS:
+            question = question[: DIGEST_QUESTION_CHARS - 1] + "…"
+        line = f"\n- {question}"
+        size += len(line.encode("utf-8"))
+        if size > DIGEST_BYTES - 40:
+            lines.append(f"\n- (and {len(left_out) - len(lines)} earlier)")
+            break
+        lines.append(line)
+    return head + "".join(reversed(lines))
+
+
+def advance_streak(streak: int, asked_more: bool, limit: int) -> tuple[int, bool]:
+    """The needs-more-context streak after one answer, and whether it ran past ``limit`` (the turn is
+    then ``context_exhausted`` and the streak starts over)."""
+    if not asked_more:
+        return 0, False
+    streak += 1
+    return (0, True) if streak > limit else (streak, False)
+
+
+def streak_of(turns: Sequence[StoredSessionTurn], limit: int) -> int:
+    """The streak a session's stored answers leave behind, replayed with :func:`advance_streak`."""
+    streak = 0
+    for turn in turns:
+        _, sidecar = parse_sidecar(turn["answer"])
+        asked_more = sidecar is not None and sidecar.recommendation == "needs_more_context"
+        streak, _ = advance_streak(streak, asked_more, limit)
+    return streak
