@@ -75,7 +75,9 @@ def serve_bare(port: int, upstream: str) -> None:
     from mcp.server.transport_security import TransportSecuritySettings
 
     server = MCPServer("bare-forwarder", log_level="WARNING")
-    client = httpx2.AsyncClient(timeout=120, limits=httpx2.Limits(max_connections=256, max_keepalive_connections=32))
+    # The pool ask-fable's HTTP backends use (backends/http_client.py).
+    limits = httpx2.Limits(max_connections=256, max_keepalive_connections=32)
+    client = httpx2.AsyncClient(timeout=120, limits=limits)
     url = f"{upstream}/v1/messages"
     headers = {"x-api-key": GLM_KEY, "anthropic-version": "2023-06-01"}
 
@@ -202,10 +204,17 @@ class Server:
         """The server's figures, one line."""
         p50 = statistics.median(self.latencies) if self.latencies else float("nan")
         p95 = statistics.quantiles(self.latencies, n=20)[18] if len(self.latencies) >= 20 else float("nan")
-        cpu_ms = self.cpu * 1000 / self.calls if self.calls else float("nan")
-        return (f"  {self.name:<5} wall median {statistics.median(self.walls) * 1000:5.0f} ms "
-                f"(rounds {', '.join(f'{w * 1000:.0f}' for w in self.walls)}); per call p50 {p50 * 1000:.0f} ms, "
-                f"p95 {p95 * 1000:.0f} ms; server CPU {cpu_ms:.2f} ms/call; errors {len(self.failures)}")
+        cpu_ms = self.cpu_per_call * 1000
+        rounds = ", ".join(f"{w * 1000:.0f}" for w in self.walls)
+        wall = statistics.median(self.walls) * 1000
+        return (f"  {self.name:<5} wall median {wall:5.0f} ms (rounds {rounds}); "
+                f"per call p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms; "
+                f"server CPU {cpu_ms:.2f} ms/call; errors {len(self.failures)}")
+
+    @property
+    def cpu_per_call(self) -> float:
+        """Server CPU seconds per measured call."""
+        return self.cpu / self.calls if self.calls else float("nan")
 
 
 @contextmanager
@@ -232,7 +241,8 @@ DUTIES: tuple[tuple[str, tuple[str, ...]], ...] = (
                                             "_record_trace (", "_persist (ask_fable/core/pipeline.py")),
     ("guard", ("ask_fable/core/guard",)),
     ("redaction", ("ask_fable/redact.py",)),
-    ("result validation and serialization", ("_result (ask_fable/surface/server.py", "ask_fable/contract.py")),
+    ("result validation and serialization", ("_result (ask_fable/surface/server.py",
+                                             "ask_fable/contract.py")),
     ("settings reads", ("ask_fable/config", "App.settings (", "_file_stamp (")),
     ("backend client (request, stream, parse)", ("ask_fable/backends/", "serve_bare.<locals>.ask_glm")),
 )
@@ -282,9 +292,9 @@ def categorize(folded: str) -> Counter[str]:
 @contextmanager
 def _profiling(pid: int, out: Path) -> Iterator[None]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    recorder = subprocess.Popen([spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(PROFILE_RATE),
-                                 "--gil", "--nonblocking", "--threads", "--output", str(out)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(PROFILE_RATE),
+               "--nonblocking", "--threads", "--output", str(out)]
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # py-spy attaches before the load starts
     try:
         yield
@@ -353,7 +363,8 @@ def main(argv: list[str]) -> int:
           f"{LATENCY * 1000:.0f} ms, {rounds} rounds after a warm-up")
     print(ours.line())
     print(bare.line())
-    print(f"  upstream requests {upstream_calls}")
+    print(f"  upstream requests {upstream_calls}; server CPU per call, ours / bare "
+          f"{ours.cpu_per_call / bare.cpu_per_call:.2f}")
     for failure in (ours.failures + bare.failures)[:5]:
         print(f"    {failure}")
     if profile_dir is not None:

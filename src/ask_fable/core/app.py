@@ -150,10 +150,12 @@ class App:
     @property
     def console(self) -> Console:
         """The stderr progress trace."""
-        s = self.settings
         known = self._console
-        if known is not None and known[0] is s:  # read several times a call
+        # Read several times a call: reuse it for the settings last loaded (a call's first settings
+        # read has already reloaded them if the file changed).
+        if known is not None and known[0] is (self._pinned or self._settings):
             return known[1]
+        s = self.settings
         secrets = tuple(s.secret_values())
         quiet = s.quiet or self._quiet
         console = self._service(

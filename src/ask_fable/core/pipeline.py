@@ -12,7 +12,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -30,6 +30,9 @@ from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 _Done = TypeVar("_Done")
@@ -191,7 +194,7 @@ class Pipeline:
             trace.event("mode.start", mode=call.mode)
             outcome = await runner(call.question, context, mctx)
             trace.event("mode.end", mode=call.mode, model=outcome.model)
-            result = {**result_prefix, **self._normalize(call, outcome, context)}
+            result = {**result_prefix, **self._normalize(call, outcome, context, settings)}
             # A degraded council is not worth replaying: the missing members may be back next time.
             if (
                 cache is not None
@@ -231,8 +234,8 @@ class Pipeline:
             return None
 
     # --- normalize ---------------------------------------------------------------------------------
-    def _normalize(self, call: Call, outcome: ModeOutcome, context: str) -> dict[str, Any]:
-        settings = self.app.settings
+    def _normalize(self, call: Call, outcome: ModeOutcome, context: str,
+                   settings: Settings) -> dict[str, Any]:
         answer, sidecar = parse_sidecar(outcome.text)
         reply = outcome.reply
         result: dict[str, Any] = {"model": outcome.model}
@@ -293,7 +296,7 @@ class Pipeline:
         cached: bool = False,
     ) -> dict[str, Any]:
         app = self.app
-        settings = app.settings
+        settings = mctx.settings  # the call's settings, read once when it started
         elapsed_ms = trace.elapsed_ms()
         status = result.get("status", "error")
         result["trace_id"] = trace.trace_id
@@ -309,7 +312,7 @@ class Pipeline:
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)
-        saved = await self._persist(done)
+        saved = await self._persist(done, settings)
         if saved is not None:
             result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
@@ -317,7 +320,7 @@ class Pipeline:
         safe: dict[str, Any] = redact_obj(result, settings)
         return safe
 
-    async def _persist(self, done: FinishedCall) -> str | None:
+    async def _persist(self, done: FinishedCall, settings: Settings) -> str | None:
         """Write the call's records (grouped with those of calls finishing meanwhile, one thread hop
         per group), durable before the caller sees the answer.
 
@@ -331,7 +334,7 @@ class Pipeline:
                          f"{self._redact(str(exc))[:300]}); the answer is not affected")
 
         try:
-            records = call_records(done, self.app.settings)
+            records = call_records(done, settings)
             await self.app.record_writer.write(records, lambda store, exc: failed(f"the {store} record", exc))
         except Exception as exc:  # a bug in building or writing records: still not the caller's loss
             failed("this call's records", exc)

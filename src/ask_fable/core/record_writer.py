@@ -9,12 +9,14 @@ an answer the caller has seen is never missing from the audit log. While one gro
 written, the calls that finish meanwhile queue up; when it is done, the first of them writes the
 whole queue, and so on. The stores of this process thus see one writer at a time: no SQLite write
 waits on another thread's lock, and many concurrent calls cost a few thread hops instead of one each.
-Each call's records still fail on their own (``stores/recorders.py``).
+Each call's records still fail on their own (``stores/recorders.py``); the server's minimal trace of
+a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
@@ -25,17 +27,17 @@ from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write
 
 @dataclass(eq=False)
 class _Pending:
-    """One call's records, waiting for their turn."""
+    """One call's write, waiting for its turn."""
 
-    records: CallRecords
-    on_failure: FailureFn
-    #: Set when the records are written, or when this call is to write the queue.
+    job: Callable[[], None]
+    #: Set when the write is done, or when this call is to write the queue.
     turn: anyio.Event = field(default_factory=anyio.Event)
     written: bool = False
+    failure: Exception | None = None
 
 
 class RecordWriter:
-    """Writes call records to ``stores``, grouping the calls that finish while a group is written."""
+    """Runs the record writes of calls, grouping those that finish while a group is written."""
 
     def __init__(self, stores: CallStores) -> None:
         self._stores = stores
@@ -45,35 +47,45 @@ class RecordWriter:
         self._loop: object = None
 
     async def write(self, records: CallRecords, on_failure: FailureFn) -> None:
-        """Write one call's records (with those of the calls queued meanwhile); returns once they are
-        written. Not cancellable: records of a call that was answered are written in any case."""
+        """Write one call's records (each store failing on its own, reported to ``on_failure``);
+        returns once they are written."""
+        await self.run(functools.partial(write_call_records, self._stores, records, on_failure))
+
+    async def run(self, job: Callable[[], None]) -> None:
+        """Run the blocking write ``job`` in a worker thread, grouped with the writes queued meanwhile;
+        returns once it is done and raises what it raised. Not cancellable: a call that was answered
+        has its records written in any case."""
         loop = anyio.lowlevel.current_token()
         if loop is not self._loop:
             self._loop, self._queue, self._writing = loop, [], False
-        pending = _Pending(records, on_failure)
+        pending = _Pending(job)
         self._queue.append(pending)
         with anyio.CancelScope(shield=True):
             if self._writing:
                 await pending.turn.wait()
-                if pending.written:
-                    return
-            self._writing = True
-            group, self._queue = self._queue, []
-            try:
-                await anyio.to_thread.run_sync(self._write_group, group)
-            finally:
-                for item in group:
-                    item.written = True
-                    item.turn.set()
-                if self._queue:
-                    self._queue[0].turn.set()  # the next call writes what queued meanwhile
-                else:
-                    self._writing = False
+            if not pending.written:
+                await self._write_queue()
+        if pending.failure is not None:
+            raise pending.failure
 
-    def _write_group(self, group: list[_Pending]) -> None:
-        for item in group:
-            try:
-                write_call_records(self._stores, item.records, item.on_failure)
-            except Exception as exc:  # a failing callback must not cost the other calls their records
-                with contextlib.suppress(Exception):
-                    item.on_failure("records", exc)
+    async def _write_queue(self) -> None:
+        self._writing = True
+        group, self._queue = self._queue, []
+        try:
+            await anyio.to_thread.run_sync(_run_group, group)
+        finally:
+            for item in group:
+                item.written = True
+                item.turn.set()
+            if self._queue:
+                self._queue[0].turn.set()  # the next call writes what queued meanwhile
+            else:
+                self._writing = False
+
+
+def _run_group(group: list[_Pending]) -> None:
+    for item in group:
+        try:
+            item.job()
+        except Exception as exc:  # it is its caller's failure, not the group's
+            item.failure = exc

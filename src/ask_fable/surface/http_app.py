@@ -284,9 +284,10 @@ class HttpGuard:
         try:
             await self._handle(scope, receive, logged_send)
         finally:
-            # The path only, redacted: a URL could carry a credential someone pasted into it.
-            log.info("%s %s %s %.0fms", scope.get("method"), redact(str(scope.get("path", ""))),
-                     status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
+            if log.isEnabledFor(logging.INFO):
+                # The path only, redacted: a URL could carry a credential someone pasted into it.
+                log.info("%s %s %s %.0fms", scope.get("method"), redact(str(scope.get("path", ""))),
+                         status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
 
     async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The MCP app's lifespan, with the keys' last use written every ``key_use_flush_seconds``

@@ -290,8 +290,6 @@ class AskFableServer(MCPServer[Any]):
                             ) -> None:
         """Store a minimal trace (tool, status, kind; no content) under the caller's tenant, so
         trace_get finds the result's id."""
-        import anyio
-
         app = self.app
         status, kind = payload.get("status", "error"), payload.get("kind")
         trace.event("request", tool=tool[:80])
@@ -305,7 +303,8 @@ class AskFableServer(MCPServer[Any]):
                 status=status, kind=kind, project=app.project_id, agent_id=agent,
                 elapsed_ms=trace.elapsed_ms(), events=trace.events,
             )
-            await anyio.to_thread.run_sync(app.traces.record, record)
+            traces = app.traces
+            await app.record_writer.run(lambda: traces.record(record))
         except Exception:  # a trace is best effort: the caller still gets the result
             app.console.line(trace.trace_id, f"could not record the trace of {tool[:80]}")
 
