@@ -224,6 +224,16 @@ def test_every_picture_has_its_source_and_every_source_its_picture() -> None:
         assert required in sources
 
 
+def test_every_screenshot_is_shown_and_says_how_it_is_taken() -> None:
+    """Pictures of real pages live in images/screenshots/ (no Graphviz source); the README shows each."""
+    readme = _read(ROOT / "README.md")
+    shots = sorted((ROOT / "images" / "screenshots").glob("*.png"))
+    assert shots
+    for shot in shots:
+        assert f"images/screenshots/{shot.name}" in readme, f"{shot.name} is not shown in the README"
+    assert "python -m tests.ui.readme_picture" in readme
+
+
 @pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
 def test_sources_render_without_error(tmp_path: Path) -> None:
     for source in sorted((ROOT / "images" / "src").glob("*.dot")):

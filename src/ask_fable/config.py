@@ -409,6 +409,9 @@ class Settings(BaseSettings):
     shared_cache: bool = Field(
         False, description="One team-wide answer cache for every tenant (off: a tenant hits only its own)."
     )
+    ui_session_ttl: float = Field(
+        28_800, gt=0, description="Seconds a login to the web view (/ui) lasts before it must be repeated."
+    )
 
     @field_validator(
         "atlas_council",

@@ -123,7 +123,8 @@ async def test_a_turn_is_sent_with_the_stored_turns_and_stored_after_it() -> Non
     assert oracle.requests[0].history == ()
     [earlier] = oracle.requests[1].history
     assert (earlier.prompt, earlier.answer) == ("## Question\nIs the queue bounded?", "answer 1")
-    events = [e for e in app.traces.get("local", second["trace_id"])["events"] if e["name"] == "session.history"]
+    stored = app.traces.get("local", second["trace_id"])
+    events = [e for e in stored["events"] if e["name"] == "session.history"]
     assert events and events[0]["attrs"]["sent"] == 1
 
 

@@ -108,7 +108,8 @@ def state_of(app: App) -> State:
         assert entry is not None
         context[listed["key"]] = entry["value"]
     conversations = frozenset(
-        (s["namespace"], s["key"]) for s in app.claude_sessions.list_sessions() if s["turns"]
+        (namespace, s["session"]) for namespace in ("fable", "opus5")
+        for s in app.transcripts.sessions(LOCAL_TENANT, namespace) if s["turns"]
     )
     return State(config, context, conversations)
 

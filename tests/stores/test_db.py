@@ -180,3 +180,26 @@ def test_closing_the_pool_closes_every_threads_connection(tmp_path: Path) -> Non
             conn.execute("SELECT 1")
     with db.read() as conn:
         assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 2
+
+
+def test_a_read_only_pool_reads_without_creating_migrating_or_writing(tmp_path: Path) -> None:
+    """Read-only connections see a file not created yet as empty (and create nothing), see what a
+    writer stored once it exists, refuse every write, and leave the database file's bytes as they were."""
+    from ask_fable.stores.db import Connections
+
+    path = tmp_path / "state" / "s.db"
+    reader = Database(path, MIGRATIONS, connections=Connections(read_only=True))
+    with reader.read() as conn:
+        assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 0
+    assert not path.parent.exists()
+    writer = Database(path, MIGRATIONS)
+    with writer.write() as conn:
+        conn.execute("INSERT INTO a (v) VALUES ('kept')")
+    writer.close()
+    stored = path.read_bytes()
+    with reader.read() as conn:
+        assert [r[0] for r in conn.execute("SELECT v FROM a")] == ["kept"]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"), reader.write() as conn:
+        conn.execute("INSERT INTO a (v) VALUES ('lost')")
+    reader.close()
+    assert path.read_bytes() == stored

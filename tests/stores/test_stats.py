@@ -201,3 +201,45 @@ def test_stats_still_answer_when_the_index_beside_the_log_cannot_be_opened(tmp_p
     (tmp_path / "decisions.index.db").mkdir()  # no database can be opened at that path
     out = AuditTrail(log).stats("local", now=NOW)
     assert out["totals"]["calls"] == 1 and bucket(out, "glm-5.2")["ok"] == 1
+
+
+def test_p50_uses_nearest_rank_beside_p95(stats_of: Stats) -> None:
+    """The median is the nearest-rank value too: 50 of 1..100, 2 of 1..3, the value itself of one."""
+    assert stats_of([rec(elapsed_ms=v) for v in range(1, 101)])["totals"]["p50_ms"] == 50.0
+    assert stats_of([rec(elapsed_ms=v) for v in (3, 1, 2)])["totals"]["p50_ms"] == 2.0
+    assert stats_of([rec(elapsed_ms=7)])["totals"]["p50_ms"] == 7.0
+
+
+def test_cost_adds_up_what_providers_reported_per_call_and_per_member(stats_of: Stats) -> None:
+    """A council's cost is its members' sum; a provider's, its own calls'; unknown stays ``None``."""
+    def member(provider: str, model: str, cost: float | None = None) -> dict[str, Any]:
+        return {"token": model, "provider": provider, "model": model, "status": "ok", "elapsed_ms": 100,
+                "cost_usd": cost}
+
+    council = rec(tool="ask_council", mode="council", model="deepseek-v4-pro", provider="deepseek",
+                  members=[member("atlas", "a", 0.25), member("atlas", "b", 0.5), member("glm", "glm-5.2")])
+    single = rec(members=[member("glm", "glm-5.2")])
+    by_mode = stats_of([council, single], by="mode")
+    assert bucket(by_mode, "council")["cost_usd"] == 0.75
+    assert bucket(by_mode, "single")["cost_usd"] is None
+    assert by_mode["totals"]["cost_usd"] == 0.75
+    by_provider = stats_of([council, single], by="provider")
+    assert bucket(by_provider, "atlas")["cost_usd"] == 0.75 and bucket(by_provider, "atlas")["calls"] == 2
+    assert bucket(by_provider, "glm")["cost_usd"] is None
+
+
+def test_a_read_only_reader_counts_the_log_without_writing_beside_it(tmp_path: Path) -> None:
+    """Stats on read-only connections (the web view's) read a log whose index was never built, and
+    again after lines were added, without creating or changing any file next to the log."""
+    from ask_fable.stores.db import Connections
+
+    log = AuditLog(tmp_path / "state" / "decisions.jsonl", max_bytes=10_000_000)
+    writer = AuditTrail(log)
+    writer.append(AuditRecord.model_validate(rec(elapsed_ms=100)))
+    before = sorted(p.name for p in log.path.parent.iterdir())
+    reader = AuditTrail(log, connections=Connections(read_only=True))
+    assert reader.stats("local", window="all", now=NOW)["totals"]["calls"] == 1
+    writer.append(AuditRecord.model_validate(rec(elapsed_ms=300)))
+    after = reader.stats("local", window="all", now=NOW)["totals"]
+    assert after["calls"] == 2 and after["p50_ms"] == 100.0
+    assert sorted(p.name for p in log.path.parent.iterdir()) == before

@@ -89,16 +89,23 @@ class Reply(BaseModel):
     routed_via: str | None = None
 
 
+#: Told of a retry: the attempt that failed (1-based), its cause as metadata (``HTTP 503``,
+#: ``connection failed``; never a reply body) and the seconds waited before the next attempt.
+RetryFn = Callable[[int, str, float], None]
+
+
 class EventSink:
-    """Where a backend reports live progress: reasoning deltas and notes. Default: discard."""
+    """Where a backend reports live progress: reasoning deltas, notes and retries. Default: discard."""
 
     def __init__(
         self,
         on_reasoning: Callable[[str], Awaitable[None] | None] | None = None,
         on_note: Callable[[str], Awaitable[None] | None] | None = None,
+        on_retry: RetryFn | None = None,
     ) -> None:
         self._on_reasoning = on_reasoning
         self._on_note = on_note
+        self._on_retry = on_retry
 
     async def reasoning(self, text: str) -> None:
         """Forward a chunk of model reasoning as it arrives."""
@@ -107,6 +114,11 @@ class EventSink:
     async def note(self, text: str) -> None:
         """Forward a short human-readable progress note (retry, fallback, queueing)."""
         await _maybe_await(self._on_note, text)
+
+    def retry(self, attempt: int, cause: str, delay_s: float) -> None:
+        """Report that attempt ``attempt`` failed with ``cause`` and the next comes in ``delay_s``."""
+        if self._on_retry is not None:
+            self._on_retry(attempt, cause, delay_s)
 
 
 async def _maybe_await(fn: Callable[[str], Awaitable[None] | None] | None, text: str) -> None:

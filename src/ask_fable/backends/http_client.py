@@ -423,6 +423,7 @@ async def _send_with_retries(
         while True:
             attempt += 1
             failure: str
+            cause: str  # what went wrong as metadata only (no reply body), for the trace's retry event
             wait: float | None = None
             try:
                 async with client.stream(method, url, headers=headers, json=json,
@@ -449,6 +450,7 @@ async def _send_with_retries(
                     body = await _read_capped(response)
                     message = scrub(provider_message(body), secrets)
                     failure = f"{label} HTTP {status}: {message}"
+                    cause = f"HTTP {status}"
                     if status in AUTH_STATUS:
                         raise NotConfigured(failure, hint=auth_hint or f"check the key sent to {label}")
                     if not _is_retryable(status):
@@ -463,19 +465,21 @@ async def _send_with_retries(
             except httpx2.TimeoutException as exc:
                 if not isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
                     raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
-                failure = f"{label} connection timed out"
+                cause = "connection timed out"
+                failure = f"{label} {cause}"
             except httpx2.TransportError as exc:
                 # Connect failures and a reset before any response header: nothing was processed.
-                failure = f"{label} connection failed ({type(exc).__name__})"
+                cause = f"connection failed ({type(exc).__name__})"
+                failure = f"{label} {cause}"
             if attempt >= retry.attempts:
                 raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets))
             delay = retry.backoff(attempt) if wait is None else wait
-            await _back_off(delay, failure, attempt, deadline, f"the {timeout:g}s deadline", label, secrets,
-                            sink)
+            await _back_off(delay, failure, cause, attempt, deadline, f"the {timeout:g}s deadline", label,
+                            secrets, sink)
 
 
-async def _back_off(delay: float, failure: str, attempt: int, deadline: float, deadline_name: str,
-                    label: str, secrets: tuple[str, ...], sink: EventSink | None) -> None:
+async def _back_off(delay: float, failure: str, cause: str, attempt: int, deadline: float,
+                    deadline_name: str, label: str, secrets: tuple[str, ...], sink: EventSink | None) -> None:
     """Wait ``delay`` seconds before the next attempt, or raise the failure as an
     :class:`UpstreamError` when the wait would end past the call's own deadline or past the
     shared deadline a mode set (:mod:`ask_fable.backends.deadline`), also if that one moves
@@ -493,6 +497,7 @@ async def _back_off(delay: float, failure: str, attempt: int, deadline: float, d
     if shared is not None and delay >= shared.remaining():
         raise give_up(shared.reason)
     if sink is not None:
+        sink.retry(attempt, cause, delay)
         await sink.note(f"{label}: {failure.removeprefix(label + ' ')}; retrying in {delay:.1f}s")
     if shared is None:
         await anyio.sleep(delay)

@@ -34,7 +34,8 @@ class Resources:
     """The App's clients, gates, caches, connections, clock and retry policies.
 
     ``retry`` is the policy of model calls, ``catalog_retry`` the one of catalog listings (one
-    quick retry: a listing is interactive); ``max_reply_bytes`` bounds one HTTP reply body.
+    quick retry: a listing is interactive); ``max_reply_bytes`` bounds one HTTP reply body;
+    ``read_only_stores`` opens the SQLite stores read-only (a reader such as the web view).
     """
 
     def __init__(
@@ -45,6 +46,7 @@ class Resources:
         catalog_retry: RetryPolicy | None = None,
         max_reply_bytes: int | None = None,
         pooled: bool = True,
+        read_only_stores: bool = False,
     ) -> None:
         self.clock = clock
         # The defaults live in the HTTP client module, imported when a call first needs them.
@@ -52,6 +54,7 @@ class Resources:
         self._catalog_retry = catalog_retry
         self._max_reply_bytes = max_reply_bytes
         self._pooled = pooled
+        self._read_only_stores = read_only_stores
         self._lock = threading.Lock()
         self._parts: dict[str, object] = {}
 
@@ -125,10 +128,11 @@ class Resources:
 
     @property
     def connections(self) -> Connections:
-        """The SQLite connections the App's stores share (one per thread and file)."""
+        """The SQLite connections the App's stores share (one per thread and file); read-only ones
+        (never creating, migrating or writing a file) when made with ``read_only_stores``."""
         from ask_fable.stores.db import Connections
 
-        return self._part("connections", Connections)
+        return self._part("connections", lambda: Connections(read_only=self._read_only_stores))
 
     async def aclose(self) -> None:
         """Close the HTTP clients and the SQLite connections (caches, gates and choices hold nothing

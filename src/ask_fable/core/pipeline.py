@@ -193,7 +193,9 @@ class Pipeline:
             app.console.line(trace.trace_id, f"{call.tool}: running {call.mode}")
             trace.event("mode.start", mode=call.mode)
             outcome = await runner(call.question, context, mctx)
-            trace.event("mode.end", mode=call.mode, model=outcome.model)
+            # The mode's summary (quorum, consensus, fallbacks, resolution) is metadata: kept in the trace.
+            trace.event("mode.end", mode=call.mode, model=outcome.model,
+                        **outcome.audit.model_dump(exclude_none=True))
             result = {**result_prefix, **self._normalize(call, outcome, context, settings)}
             # A degraded council is not worth replaying: the missing members may be back next time.
             if (
@@ -308,7 +310,10 @@ class Pipeline:
                 "model": result.get("model"),
             }
             result["telemetry"] = {k: v for k, v in result["telemetry"].items() if v is not None}
-        trace.event("response", status=status, kind=result.get("kind"), cached=cached or None)
+        found = result.get("sidecar")
+        sidecar: dict[str, Any] = found if isinstance(found, dict) else {}
+        trace.event("response", status=status, kind=result.get("kind"), cached=cached or None,
+                    recommendation=sidecar.get("recommendation"), confidence=sidecar.get("confidence"))
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)

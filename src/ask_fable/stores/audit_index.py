@@ -34,6 +34,7 @@ from ask_fable.stores.stats import (
     is_degraded,
     order_buckets,
     outcome_of,
+    p50_rank,
     p95_rank,
     validate,
     window_start,
@@ -76,6 +77,15 @@ MIGRATIONS = [
     DELETE FROM recs;
     DELETE FROM files;
     ALTER TABLE recs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
+    """,
+    # What each backend call cost (as its provider reported it), and a record's total: every record
+    # is indexed again to fill them in.
+    """
+    DELETE FROM members;
+    DELETE FROM recs;
+    DELETE FROM files;
+    ALTER TABLE recs ADD COLUMN cost_usd REAL;
+    ALTER TABLE members ADD COLUMN cost_usd REAL;
     """,
 ]
 
@@ -121,21 +131,24 @@ def _rows(rec_id: int, ident: str, record: AuditRecord) -> tuple[tuple[Any, ...]
     """The ``recs`` row of one record and its ``members`` rows (one per backend call)."""
     allowed = record.allowed
     outcome = outcome_of(record.status, record.kind)
+    costs = [m.cost_usd for m in record.members if m.cost_usd is not None]
     row = (
         rec_id, ident, record.ts, attributed_model(record), record.status, record.kind, record.provider,
         record.session, record.project, record.tool, record.mode, 1 if record.cached else 0,
         record.elapsed_ms, 1 if is_degraded(record.quorum) else 0, 1 if record.synth_fallback else 0,
-        None if allowed is None else (1 if allowed else 0), outcome, record.tenant,
+        None if allowed is None else (1 if allowed else 0), outcome, sum(costs) if costs else None,
+        record.tenant,
     )
     if record.members:
         member_rows = [
-            (rec_id, m.provider, m.model, m.status, m.kind, m.elapsed_ms, outcome_of(m.status, m.kind))
+            (rec_id, m.provider, m.model, m.status, m.kind, m.elapsed_ms, outcome_of(m.status, m.kind),
+             m.cost_usd)
             for m in record.members
         ]
     elif record.provider:
         # A single-shot record is one backend call of its own provider (none when refused early).
         member_rows = [(rec_id, record.provider, record.model, record.status, record.kind, record.elapsed_ms,
-                        outcome)]
+                        outcome, None)]
     else:
         member_rows = []
     return row, member_rows
@@ -202,13 +215,13 @@ class AuditIndex:
                     member_rows.extend(members)
                 conn.executemany(
                     "INSERT INTO recs (id, ident, ts, model, status, kind, provider, session, project, tool, "
-                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed, outcome, tenant) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "mode, cached, elapsed_ms, degraded, synth_fallback, allowed, outcome, cost_usd, tenant) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     rows,
                 )
                 conn.executemany(
-                    "INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms, outcome) "
-                    "VALUES (?,?,?,?,?,?,?)",
+                    "INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms, outcome, "
+                    "cost_usd) VALUES (?,?,?,?,?,?,?,?)",
                     member_rows,
                 )
                 count += len(rows)
@@ -262,6 +275,7 @@ class AuditIndex:
             source = "members m JOIN recs r ON r.id = m.rec_id"
             bucket = f"coalesce(nullif(m.provider, ''), '{UNKNOWN}')"
             outcome, elapsed, allowed = "m.outcome", "m.elapsed_ms", "coalesce(r.allowed, 1)"
+            cost = "m.cost_usd"
             degraded = synth = "0"
             rows_where, rows_params = list(where), list(params)
             if model is not None:
@@ -271,11 +285,12 @@ class AuditIndex:
             source = "recs r"
             bucket = _BUCKETS[by]
             outcome, elapsed, allowed = "r.outcome", "r.elapsed_ms", "coalesce(r.allowed, 0)"
+            cost = "r.cost_usd"
             degraded, synth = "r.degraded", "r.synth_fallback"
             rows_where, rows_params = record_where, record_params
         base = (
             f"SELECT {bucket} AS bucket, {outcome} AS outcome, {allowed} AS allowed, "
-            f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth "
+            f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth, {cost} AS cost "
             f"FROM {source} WHERE {' AND '.join(rows_where)}"
         )
         with self.db.read() as conn:
@@ -298,10 +313,11 @@ class AuditIndex:
     def _aggregate(
         conn: sqlite3.Connection, base: str, params: list[Any]
     ) -> tuple[dict[str, BucketFigures], BucketFigures]:
-        """Per-bucket figures and totals: counts in SQL, latency percentiles in Python."""
+        """Per-bucket figures and totals: counts and cost in SQL, latency percentiles in Python."""
         per_outcome = ", ".join(f"sum(outcome = '{name}')" for name in OUTCOMES)
         rows = conn.execute(
-            f"SELECT bucket, {per_outcome}, sum(allowed), sum(degraded), sum(synth) FROM ({base}) GROUP BY 1",
+            f"SELECT bucket, sum(cost), {per_outcome}, sum(allowed), sum(degraded), sum(synth) "
+            f"FROM ({base}) GROUP BY 1",
             params,
         ).fetchall()
         # Latencies are summed and ranked in Python (SQLite's window functions were several times
@@ -322,22 +338,27 @@ class AuditIndex:
         every: list[float] = []
         buckets = {}
         sums = [0] * (len(OUTCOMES) + 3)
-        for name, *figures in rows:
+        total_cost: float | None = None
+        for name, cost, *figures in rows:
             figures = [int(v or 0) for v in figures]
             sums = [a + b for a, b in zip(sums, figures, strict=True)]
+            if cost is not None:
+                total_cost = (total_cost or 0.0) + cost
             values = sorted(latencies.get(name, []))
             every.extend(values)
-            buckets[name] = _result(figures, values)
+            buckets[name] = _result(figures, values, cost)
         every.sort()
-        return buckets, _result(sums, every)
+        return buckets, _result(sums, every, total_cost)
 
 
-def _result(figures: list[int], values: list[float]) -> BucketFigures:
+def _result(figures: list[int], values: list[float], cost: float | None) -> BucketFigures:
     counts = dict(zip(OUTCOMES, figures, strict=False))
     allowed, degraded, synth = figures[len(OUTCOMES):]
     return bucket_result(
         counts, allowed=allowed, latency_sum=sum(values), latency_count=len(values),
+        p50=values[p50_rank(len(values)) - 1] if values else None,
         p95=values[p95_rank(len(values)) - 1] if values else None, degraded=degraded, synth_fallback=synth,
+        cost_usd=cost,
     )
 
 

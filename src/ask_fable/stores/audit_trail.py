@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ class AuditTrail:
         self.log = log
         self._clock = clock
         self._connections = connections
+        self._scratch: tuple[tempfile.TemporaryDirectory[str], AuditIndex] | None = None
+        self._scratch_lock = threading.Lock()
 
     def append(self, record: AuditRecord) -> None:
         """Write ``record`` as one line of the log (redacted, rotated as configured)."""
@@ -53,8 +56,9 @@ class AuditTrail:
         """The tenant's stats over the whole log, rotations included; only lines new since the last
         call are read.
 
-        When the index beside the log cannot be used (a read-only or broken state directory), a
-        throwaway one is built for this call instead. Arguments are validated first.
+        When the index beside the log cannot be written (a read-only state directory or reader, a
+        broken file), a private one in a temporary directory is used instead, kept for this trail's
+        life and brought up to date on each call. Arguments are validated first.
         """
         validate(window, by)
         now = self._clock.now() if now is None else now
@@ -63,13 +67,17 @@ class AuditTrail:
             index.refresh()
             return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
         except (sqlite3.Error, OSError):
-            with tempfile.TemporaryDirectory(prefix="ask-fable-index-") as scratch:
-                index = AuditIndex(self.log, Path(scratch) / "index.db")
-                try:
-                    index.refresh()
-                    return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
-                finally:
-                    index.db.close()
+            index = self._scratch_index()
+            index.refresh()
+            return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
+
+    def _scratch_index(self) -> AuditIndex:
+        """The private index used when the one beside the log cannot be written (made on first use)."""
+        with self._scratch_lock:
+            if self._scratch is None:
+                directory = tempfile.TemporaryDirectory(prefix="ask-fable-index-")
+                self._scratch = (directory, AuditIndex(self.log, Path(directory.name) / "index.db"))
+            return self._scratch[1]
 
 
 def audit_trail_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,

@@ -16,6 +16,11 @@ reaches a caller as an error.
 
 Migrations are a list of SQL scripts; script ``i`` moves ``PRAGMA user_version`` from ``i`` to
 ``i + 1``. Pending ones are applied on first use, together, in one transaction.
+
+A read-only pool (``Connections(read_only=True)``) opens existing files with ``mode=ro`` and never
+creates, migrates or writes one: a file that does not exist yet reads as an empty database of the
+current schema (in memory), and every write fails with SQLite's read-only error. It serves readers
+that must leave the state as they found it.
 """
 
 from __future__ import annotations
@@ -77,7 +82,9 @@ class Connections:
     stays usable and reopens on next use.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, read_only: bool = False) -> None:
+        #: Open existing files read-only; never create, migrate or write one.
+        self.read_only = read_only
         self._local = threading.local()
         self._lock = threading.Lock()
         # Every connection opened, from any thread, so close() can reach them all.
@@ -172,6 +179,8 @@ class Database:
 
     # --- connections -------------------------------------------------------------------------
     def _raw_connect(self) -> sqlite3.Connection:
+        if self._pool.read_only:
+            return self._configure(self._read_only_connect())
         if not self.path.exists():
             ensure_private_dir(self.path.parent)
             # Create the file ourselves so it is 0600 from the first byte; SQLite gives its
@@ -185,6 +194,27 @@ class Database:
             isolation_level=None,
             check_same_thread=False,
         )
+        return self._configure(conn)
+
+    def _read_only_connect(self) -> sqlite3.Connection:
+        if self.path.exists():
+            conn = sqlite3.connect(
+                f"{self.path.as_uri()}?mode=ro",
+                uri=True,
+                timeout=self._busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        else:
+            # Nothing stored yet: read an empty database of the current schema, created nowhere.
+            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+            for script in self.migrations:
+                for statement in split_statements(script):
+                    conn.execute(statement)
+        conn.execute("PRAGMA query_only = ON")
+        return conn
+
+    def _configure(self, conn: sqlite3.Connection) -> sqlite3.Connection:
         try:
             conn.row_factory = sqlite3.Row
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
@@ -215,7 +245,10 @@ class Database:
                 self._forget_ready()
             conn = self._retry(self._raw_connect)
             pool.track(conn)
-            inode = os.stat(self.path).st_ino
+            try:
+                inode = os.stat(self.path).st_ino
+            except FileNotFoundError:  # a read-only pool reading a file not created yet
+                inode = -1
             conns[self._key] = (conn, inode)
             if len(conns) > MAX_THREAD_CONNECTIONS:
                 idle = [k for k, (c, _i) in conns.items() if not c.in_transaction and k != self._key]
@@ -254,7 +287,9 @@ class Database:
             self._pool.drop(conns.pop(self._key)[0])
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
-        """Switch to WAL and apply pending migrations in one transaction."""
+        """Switch to WAL and apply pending migrations in one transaction (a read-only pool: neither)."""
+        if self._pool.read_only:
+            return
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
             conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("BEGIN IMMEDIATE")

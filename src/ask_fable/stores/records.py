@@ -47,6 +47,7 @@ class MemberRecord(_AuditPart):
     kind: str | None = None
     elapsed_ms: int | float | None = None
     role: str | None = None
+    cost_usd: float | None = Field(None, description="what the provider reported this call cost, in dollars")
 
 
 class ModeAudit(_AuditPart):

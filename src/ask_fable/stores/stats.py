@@ -12,8 +12,9 @@ Every counted call lands in exactly one outcome (:data:`OUTCOMES`), so ``calls``
     circuit_open    the circuit breaker shed the call
     needs_context   no model was called: the ``context_ref`` keys did not exist
 
-Only ok, refused and errors are attempts: they alone give latency samples, and ``error_rate`` is
-``errors / (ok + refused + errors)``. Council degradation counters (``degraded``,
+Only ok, refused and errors are attempts: they alone give latency samples (``avg_ms``, ``p50_ms``,
+``p95_ms``), and ``error_rate`` is ``errors / (ok + refused + errors)``. ``cost_usd`` adds up what
+the providers reported (a bucket where none did has ``None``). Council degradation counters (``degraded``,
 ``synth_fallback``) ride along.
 
 ``by="provider"`` is the per-backend view: one call per entry of a record's ``members`` (a
@@ -77,16 +78,24 @@ def attributed_model(record: AuditRecord) -> str | None:
     return None
 
 
+def p50_rank(count: int) -> int:
+    """1-based nearest rank of the median among ``count`` sorted values (exact integers)."""
+    return max(1, (count + 1) // 2)
+
+
 def p95_rank(count: int) -> int:
     """1-based nearest rank of the 95th percentile among ``count`` sorted values (exact integers)."""
     return max(1, (95 * count + 99) // 100)
 
 
 def bucket_result(
-    counts: dict[str, int], *, allowed: int, latency_sum: float, latency_count: int, p95: float | None,
-    degraded: int, synth_fallback: int,
+    counts: dict[str, int], *, allowed: int, latency_sum: float, latency_count: int, p50: float | None,
+    p95: float | None, degraded: int, synth_fallback: int, cost_usd: float | None,
 ) -> BucketFigures:
-    """One bucket's figures in the shape ``stats`` returns; ``counts`` maps each outcome to its calls."""
+    """One bucket's figures in the shape ``stats`` returns; ``counts`` maps each outcome to its calls.
+
+    ``cost_usd`` is the sum of the costs providers reported (``None`` when none reported one).
+    """
     attempted = sum(counts[name] for name in ATTEMPTED)
     return {
         "calls": sum(counts.values()),
@@ -98,10 +107,12 @@ def bucket_result(
         "circuit_open": counts["circuit_open"],
         "needs_context": counts["needs_context"],
         "avg_ms": round(latency_sum / latency_count, 1) if latency_count else None,
+        "p50_ms": round(p50, 1) if p50 is not None and latency_count else None,
         "p95_ms": round(p95, 1) if p95 is not None and latency_count else None,
         "error_rate": round(counts["errors"] / attempted, 4) if attempted else 0.0,
         "degraded": degraded,
         "synth_fallback": synth_fallback,
+        "cost_usd": round(cost_usd, 6) if cost_usd is not None else None,
     }
 
 

@@ -13,10 +13,10 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connections, Database
 from ask_fable.stores.records import SessionTurn
-from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.views import StoredSession, StoredSessionTurn
 
 if TYPE_CHECKING:

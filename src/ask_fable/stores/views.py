@@ -167,10 +167,12 @@ class BucketFigures(TypedDict):
     circuit_open: int
     needs_context: int
     avg_ms: float | None
+    p50_ms: float | None
     p95_ms: float | None
     error_rate: float
     degraded: int
     synth_fallback: int
+    cost_usd: float | None
 
 
 class StatsReport(TypedDict):

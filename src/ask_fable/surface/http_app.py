@@ -25,6 +25,11 @@ the path only, never the query string.
 A request in flight runs in its own cancel scope: a client that hangs up cancels it at once (its
 CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
 cancels every one when the server stops, answering each caller 503.
+
+``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
+:func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
+pages' origin behind a proxy) and logs users in with a form (a key of ``read`` scope or higher
+exchanged for a session cookie) instead of a bearer header.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
+#: Where the web view of traces and stats lives (``surface/ui`` builds its links from it).
+UI_PATH = "/ui"
 LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]")
 LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 WILDCARD_BINDS: frozenset[str] = frozenset({"0.0.0.0", "::", ""})
@@ -246,8 +253,10 @@ class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
     def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, tool_scopes: dict[str, KeyScope],
-                 options: HttpOptions, mcp_path: str = MCP_PATH) -> None:
+                 options: HttpOptions, mcp_path: str = MCP_PATH, ui: ASGIApp | None = None) -> None:
         self.app = app
+        #: The web view under :data:`UI_PATH`, which logs its users in by itself.
+        self.ui = ui
         self.keys = keys
         #: The scope each served tool needs (``ToolSpec.scope``).
         self.tool_scopes = tool_scopes
@@ -315,6 +324,11 @@ class HttpGuard:
                 flusher.cancel_scope.cancel()
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if self.ui is not None and (path == UI_PATH or path.startswith(UI_PATH + "/")):
+            # The web view checks Host and Origin itself, accepting its own pages' origin behind a proxy.
+            await self.ui(scope, receive, send)
+            return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         if not host_allowed(_header(headers, b"host"), self.allowed_hosts):
             await _respond(send, 421, b"Invalid Host header (add it with --allowed-host)", "text/plain")
@@ -506,4 +520,14 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore,
         host=options.host,
     )
     scopes = {name: spec.scope for name, spec in server.specs.items()}
-    return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options)
+    return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options,
+                     ui=ui_app(server, keys, options))
+
+
+def ui_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions) -> ASGIApp:
+    """The web view of traces and stats served under ``/ui`` (``surface/ui``): its pages are
+    reached through a login form that takes a key of ``read`` scope or higher, not a bearer header."""
+    from ask_fable.surface.ui.app import KeyLogin, build_ui, checked_host, secure_headers
+
+    return checked_host(secure_headers(build_ui(server.app, KeyLogin(keys))), options.host_allowlist(),
+                        options.origin_allowlist())

@@ -64,10 +64,30 @@ class MemberOutcome:
         value = self.error.extra.get("retry_after_s") if self.error is not None else None
         return float(value) if isinstance(value, int | float) else None
 
+    @property
+    def cost_usd(self) -> float | None:
+        """What this call cost in dollars, when the provider reported it."""
+        usage = self.reply.usage if self.reply is not None else None
+        return usage.cost_usd if usage is not None else None
+
     def audit_record(self) -> MemberRecord:
         """The member's entry in the call's audit record (metadata only)."""
         return MemberRecord(token=self.token, provider=self.provider, model=self.model, status=self.status,
-                            kind=self.kind, elapsed_ms=self.elapsed_ms, role=self.role)
+                            kind=self.kind, elapsed_ms=self.elapsed_ms, role=self.role,
+                            cost_usd=self.cost_usd)
+
+    def trace_attrs(self) -> dict[str, Any]:
+        """What the trace's ``provider.end`` event adds about the reply: sidecar, tokens, cost, route."""
+        reply, side = self.reply, self.sidecar
+        usage = reply.usage if reply is not None else None
+        return {
+            "recommendation": side.recommendation if side else None,
+            "confidence": side.confidence if side else None,
+            "input_tokens": usage.input_tokens if usage else None,
+            "output_tokens": usage.output_tokens if usage else None,
+            "cost_usd": self.cost_usd,
+            "routed_via": reply.routed_via if reply else None,
+        }
 
 
 @dataclass
@@ -114,8 +134,9 @@ class ModeContext:
         if self._progress is not None:
             await self._progress(done, total, message)
 
-    def sink_for(self, oracle: Oracle) -> EventSink:
-        """An event sink that streams this oracle's reasoning to the console when enabled."""
+    def sink_for(self, oracle: Oracle, role: str | None = None) -> EventSink:
+        """An event sink that streams this oracle's reasoning to the console when enabled and records
+        each retry in the trace."""
         trace_id = self.trace.trace_id
 
         def on_reasoning(text: str) -> None:
@@ -125,7 +146,11 @@ class ModeContext:
         def on_note(text: str) -> None:
             self.console.line(trace_id, f"{oracle.token}: {text}", dim=True)
 
-        return EventSink(on_reasoning=on_reasoning, on_note=on_note)
+        def on_retry(attempt: int, cause: str, delay_s: float) -> None:
+            self.trace.event("provider.retry", token=oracle.token, role=role, attempt=attempt, cause=cause,
+                             delay_ms=int(delay_s * 1000))
+
+        return EventSink(on_reasoning=on_reasoning, on_note=on_note, on_retry=on_retry)
 
     def request(
         self, system: str, prompt: str, *, timeout: float | None = None, effort: Effort | None = None
@@ -171,7 +196,7 @@ class ModeContext:
             status=outcome.status,
             kind=outcome.kind,
             elapsed_ms=outcome.elapsed_ms,
-            routed_via=outcome.reply.routed_via if outcome.reply else None,
+            **outcome.trace_attrs(),
         )
         self.console.line(
             self.trace.trace_id,
@@ -188,7 +213,7 @@ class ModeContext:
             # A grace second over the request's own timeout: the backend should give up first
             # and say why; this bound only catches a backend that swallowed its own deadline.
             with anyio.fail_after(request.timeout + 1.0):
-                reply = await oracle.ask(request, self.sink_for(oracle))
+                reply = await oracle.ask(request, self.sink_for(oracle, outcome.role))
             if not reply.text.strip():
                 raise UpstreamError(f"{oracle.token} returned an empty answer")
         except TimeoutError:

@@ -167,7 +167,7 @@ class _MemberRun:
                                 elapsed_ms=int(elapsed * 1000), detail=detail)
         self.mctx.trace.event(
             "provider.end", token=oracle.token, provider=oracle.provider, model=oracle.model,
-            role="member", status=kind, kind=kind, elapsed_ms=outcome.elapsed_ms,
+            role="member", status=kind, kind=kind, elapsed_ms=outcome.elapsed_ms, cut=True,
         )
         self.mctx.members.append(outcome)
         return outcome

@@ -179,19 +179,19 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
     tenant = ctx.caller.view(args.tenant)
     store = ctx.app.traces
-    given = args.before.strip() if args.before else None
-    before: str | float | None = given
-    if given is not None:
+    cursor = args.before.strip() if args.before else None
+    before: str | float | None = cursor
+    if cursor is not None:
         try:
-            before = float(given)
+            before = float(cursor)
         except ValueError:
             from ask_fable.stores.trace_ids import valid_trace_id
 
-            if not valid_trace_id(given):
+            if not valid_trace_id(cursor):
                 raise BadArgs("before must be a trace_id or epoch seconds") from None
-            if await anyio.to_thread.run_sync(store.get, tenant, given) is None:
+            if await anyio.to_thread.run_sync(store.get, tenant, cursor) is None:
                 return {"status": "error", "kind": "not_found",
-                        "detail": f"before names no stored trace ({before})",
+                        "detail": f"before names no stored trace ({cursor})",
                         "hint": "use next_before from the previous page, or epoch seconds"}
     rows = await anyio.to_thread.run_sync(
         lambda: store.list(tenant, limit=limit, tool=args.tool, status=args.status, provider=args.provider,
@@ -265,7 +265,8 @@ TOOLS = [
         family="observability",
         description="Usage and health from the audit log (rotations included), no model call, never "
         "cached. Per bucket, each call counted once as ok, refused, errors, not_configured (config "
-        "states), circuit_open or needs_context; plus allowed, avg and p95 latency, error rate, totals. "
+        "states), circuit_open or needs_context; plus allowed, avg/p50/p95 latency, error rate, reported "
+        "cost, totals. "
         "A failure counts under the model asked. window: 1h|24h|7d|all; "
         "by: model|provider|tool|session|day|project|cache|mode|tenant.",
         args=StatsArgs,

@@ -1,0 +1,449 @@
+"""The web view as an ASGI app: read-only pages under ``/ui`` behind a session login.
+
+Pages are GET only and change nothing: the App's stores are only read (``data.py``). The only
+POSTs are the login and logout forms, which touch the in-memory sessions and nothing else. Two
+ways in:
+
+- :class:`LocalLogin` (``ask-fable ui``): the address the command prints carries a start-up token;
+  opening it starts a session and drops the token from the address bar.
+- :class:`KeyLogin` (the team server): a form takes an API key of ``read`` scope or higher, checks
+  it once and starts a session; every later page checks the key is still active.
+
+Either way the browser holds only a random session id, in an ``HttpOnly``, ``SameSite=Strict``
+cookie scoped to ``/ui``; forms carry the session's CSRF token, and a POST from another origin is
+refused. Every response carries a strict Content-Security-Policy (no script at all, styles only
+from the style sheet) and headers that keep the pages out of frames, referrers and caches.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import parse_qsl, urlsplit
+
+import anyio
+
+from ask_fable.access import SCOPES
+from ask_fable.surface.http_app import UI_PATH
+from ask_fable.surface.ui import data, pages
+from ask_fable.surface.ui.markup import Html
+from ask_fable.surface.ui.pages import Chrome, url
+from ask_fable.surface.ui.sessions import COOKIE, Session, Sessions, Viewer
+from ask_fable.surface.ui.style import STYLESHEET, STYLESHEET_VERSION
+from ask_fable.surface.ui.timeline import build_timeline
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from ask_fable.core.app import App
+    from ask_fable.stores.interfaces import ApiKeyStore
+    from ask_fable.stores.records import ApiKey
+
+CSP = (
+    "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
+    "base-uri 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),  # "no-referrer" would send "Origin: null" on forms
+    (b"x-frame-options", b"DENY"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+)
+#: Key scopes that may open the web view: ``read`` or higher (every scope there is).
+VIEW_SCOPES = frozenset(SCOPES)
+#: Largest login or logout form accepted.
+MAX_FORM_BYTES = 8192
+ICON = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect width="16" height="16" rx="3" '
+    b'fill="#1d2733"/><rect x="3" y="4" width="9" height="2" fill="#2f9e5a"/><rect x="5" y="7" width="8" '
+    b'height="2" fill="#e8891c"/><rect x="3" y="10" width="6" height="2" fill="#d9453b"/></svg>'
+)
+
+
+@dataclass(frozen=True)
+class LocalLogin:
+    """``ask-fable ui``: the start-up ``token`` in the printed address starts a session."""
+
+    token: str
+
+
+@dataclass(frozen=True)
+class KeyLogin:
+    """The team server: an API key of ``read`` scope or higher, entered in the login form."""
+
+    keys: ApiKeyStore
+
+
+Login = LocalLogin | KeyLogin
+
+
+def may_view(scope: str) -> bool:
+    """Whether a key of ``scope`` may open the web view (``read`` scope or higher)."""
+    return scope in VIEW_SCOPES
+
+
+def tenant_of(key: ApiKey) -> str:
+    """The tenant a key's viewer sees: the key's own."""
+    return key.tenant
+
+
+def secure_headers(app: ASGIApp) -> ASGIApp:
+    """``app`` with the security headers added to every HTTP response."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def send_secure(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(n, v) for n, v in SECURITY_HEADERS if n not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await app(scope, receive, send_secure)
+
+    return wrapped
+
+
+class _Ui:
+    """The handlers, sharing the App (whose stores are read), the login method and the sessions."""
+
+    def __init__(self, app: App, login: Login, sessions: Sessions) -> None:
+        self.app = app
+        self.login = login
+        self.sessions = sessions
+        self._tools: list[str] | None = None
+
+    # --- responses -------------------------------------------------------------------------------
+    @staticmethod
+    def html(page: Html, status: int = 200) -> Response:
+        from starlette.responses import Response
+
+        return Response(
+            page.encode("utf-8"),
+            status_code=status,
+            media_type="text/html; charset=utf-8",
+            headers={"cache-control": "no-store"},
+        )
+
+    @staticmethod
+    def redirect(path: str) -> Response:
+        from starlette.responses import RedirectResponse
+
+        return RedirectResponse(path, status_code=303, headers={"cache-control": "no-store"})
+
+    def with_cookie(self, response: Response, request: Request, session_id: str, ttl: float) -> Response:
+        response.set_cookie(
+            COOKIE,
+            session_id,
+            max_age=int(ttl),
+            path=UI_PATH,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    @staticmethod
+    def without_cookie(response: Response, request: Request) -> Response:
+        response.delete_cookie(
+            COOKIE, path=UI_PATH, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+        )
+        return response
+
+    # --- who is looking --------------------------------------------------------------------------
+    async def session(self, request: Request) -> Session | None:
+        """The request's logged-in session; a team key revoked or narrowed since ends it."""
+        session_id = request.cookies.get(COOKIE)
+        session = self.sessions.get(session_id)
+        if session is None or session.viewer is None:
+            return None
+        if isinstance(self.login, KeyLogin) and session.viewer.key_id is not None:
+            key = await anyio.to_thread.run_sync(self.login.keys.get, session.viewer.key_id)
+            if key is None or not key.active or not may_view(key.scope):
+                self.sessions.end(session_id)
+                return None
+        return session
+
+    def not_logged_in(self, request: Request) -> Response:
+        if isinstance(self.login, KeyLogin):
+            return self.redirect(url("/login"))
+        return self.html(
+            pages.message_page(
+                "Open the address ask-fable ui printed",
+                "This page needs the address that ask-fable ui printed when it started (it carries a "
+                "start-up token); open that address once and this browser stays logged in.",
+                Chrome(),
+            ),
+            401,
+        )
+
+    @staticmethod
+    def chrome(session: Session) -> Chrome:
+        viewer = session.viewer
+        return Chrome(
+            viewer=viewer.name if viewer else None,
+            tenant=viewer.tenant if viewer else None,
+            csrf=session.csrf,
+        )
+
+    def tools(self) -> list[str]:
+        if self._tools is None:
+            from ask_fable.surface.registry import all_tools
+
+            self._tools = sorted(spec.name for spec in all_tools())
+        return self._tools
+
+    # --- pages -----------------------------------------------------------------------------------
+    async def page(
+        self, request: Request, render: Callable[[Request, Session, str], Awaitable[Response]]
+    ) -> Response:
+        """Render a page for a logged-in viewer (its tenant passed on), else send them to log in."""
+        session = await self.session(request)
+        if session is None or session.viewer is None:
+            return self.not_logged_in(request)
+        try:
+            return await render(request, session, session.viewer.tenant)
+        except Exception as exc:  # a store that cannot be read: say so, never a stack trace
+            _report(exc)
+            return self.html(
+                pages.message_page(
+                    "The stores could not be read",
+                    f"Reading the stored traces or statistics failed ({type(exc).__name__}). The server's "
+                    "own log has the details; the page works again once the state directory is readable.",
+                    self.chrome(session),
+                ),
+                503,
+            )
+
+    async def home(self, request: Request) -> Response:
+        return self.redirect(url("/traces"))
+
+    async def traces(self, request: Request) -> Response:
+        return await self.page(request, self._traces)
+
+    async def _traces(self, request: Request, session: Session, tenant: str) -> Response:
+        query, problems = data.TraceQuery.from_params(request.query_params)
+        store = self.app.traces
+        found = await anyio.to_thread.run_sync(lambda: data.list_traces(store, tenant, query))
+        return self.html(pages.trace_list_page(found, query, problems, self.tools(), self.chrome(session)))
+
+    async def trace(self, request: Request) -> Response:
+        return await self.page(request, self._trace)
+
+    async def _trace(self, request: Request, session: Session, tenant: str) -> Response:
+        trace_id = str(request.path_params.get("trace_id", ""))
+        store = self.app.traces
+        trace = await anyio.to_thread.run_sync(lambda: data.read_trace(store, tenant, trace_id))
+        if trace is None:
+            return self.html(
+                pages.message_page(
+                    "No such trace",
+                    f"No trace {trace_id!r} is stored (old traces are swept once there are too many).",
+                    self.chrome(session),
+                ),
+                404,
+            )
+        content = None
+        if (trace.get("artifacts") or {}).get("bundle"):
+            content = await anyio.to_thread.run_sync(lambda: data.read_content(store, tenant, trace_id))
+        timeline = build_timeline(
+            trace["events"], tool=trace["tool"], elapsed_ms=trace["elapsed_ms"], cached=trace["cached"]
+        )
+        return self.html(pages.trace_page(trace, timeline, content, self.chrome(session)))
+
+    async def stats(self, request: Request) -> Response:
+        return await self.page(request, self._stats)
+
+    async def _stats(self, request: Request, session: Session, tenant: str) -> Response:
+        window = data.stats_window(request.query_params.get("window"))
+        audit = self.app.audit
+        view = await anyio.to_thread.run_sync(lambda: data.read_stats(audit, tenant, window))
+        return self.html(pages.stats_page(view, self.chrome(session)))
+
+    async def stylesheet(self, request: Request) -> Response:
+        from starlette.responses import Response
+
+        return Response(
+            STYLESHEET,
+            media_type="text/css; charset=utf-8",
+            headers={"cache-control": "public, max-age=31536000, immutable"},
+        )
+
+    async def icon(self, request: Request) -> Response:
+        from starlette.responses import Response
+
+        return Response(ICON, media_type="image/svg+xml", headers={"cache-control": "public, max-age=86400"})
+
+    async def not_found(self, request: Request, exc: Exception) -> Response:
+        session = await self.session(request)
+        chrome = self.chrome(session) if session is not None else Chrome()
+        return self.html(pages.message_page("Not found", "There is no page at this address.", chrome), 404)
+
+    # --- login and logout ----------------------------------------------------------------------------
+    async def login_form(self, request: Request) -> Response:
+        if isinstance(self.login, LocalLogin):
+            return await self._local_login(request, self.login)
+        if await self.session(request) is not None:
+            return self.redirect(url("/traces"))
+        return self._fresh_login_form(request)
+
+    def _fresh_login_form(self, request: Request, problem: str | None = None, status: int = 200) -> Response:
+        session_id, session = self.sessions.start(None)
+        response = self.html(pages.login_page(session.csrf, problem), status)
+        return self.with_cookie(response, request, session_id, session.expires_at - self._now())
+
+    def _now(self) -> float:
+        return self.app.clock.now()
+
+    async def _local_login(self, request: Request, login: LocalLogin) -> Response:
+        presented = request.query_params.get("token", "")
+        if presented and hmac.compare_digest(presented.encode(), login.token.encode()):
+            self.sessions.end(request.cookies.get(COOKIE))
+            session_id, _ = self.sessions.start(Viewer(name="local", tenant="local"))
+            return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
+        if await self.session(request) is not None:
+            return self.redirect(url("/traces"))
+        return self.not_logged_in(request)
+
+    async def login_submit(self, request: Request) -> Response:
+        if not isinstance(self.login, KeyLogin) or not _same_origin(request):
+            return self.html(
+                pages.message_page("Not allowed", "This form cannot be posted from here.", Chrome()), 403
+            )
+        form = await _form(request)
+        if form is None:
+            return self._fresh_login_form(request, "The form was too large.", 413)
+        pending = self.sessions.get(request.cookies.get(COOKIE))
+        if pending is None or not pending.csrf_matches(form.get("csrf")):
+            return self._fresh_login_form(request, "The login form had expired; enter the key again.", 400)
+        presented = form.get("key", "").strip()
+        key = await anyio.to_thread.run_sync(self.login.keys.verify, presented) if presented else None
+        if key is None:
+            return self._fresh_login_form(request, "That key is not valid, or it was revoked.", 401)
+        if not may_view(key.scope):
+            return self._fresh_login_form(
+                request,
+                f"Key {key.prefix}… has scope {key.scope!r}; the web view needs read scope or higher.",
+                403,
+            )
+        self.sessions.end(request.cookies.get(COOKIE))
+        session_id, _ = self.sessions.start(Viewer(name=key.name, tenant=tenant_of(key), key_id=key.id))
+        return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
+
+    async def logout(self, request: Request) -> Response:
+        form = await _form(request) if _same_origin(request) else None
+        session_id = request.cookies.get(COOKIE)
+        session = self.sessions.get(session_id)
+        if form is None or session is None or not session.csrf_matches(form.get("csrf")):
+            return self.html(
+                pages.message_page(
+                    "Not logged out",
+                    "This logout did not come from this web view's own page; nothing changed.",
+                    Chrome(),
+                ),
+                403,
+            )
+        self.sessions.end(session_id)
+        target = url("/login") if isinstance(self.login, KeyLogin) else url("/traces")
+        return self.without_cookie(self.redirect(target), request)
+
+
+def _report(exc: Exception) -> None:
+    """One redacted line on the server's stderr for a page that could not be rendered."""
+    import sys
+
+    from ask_fable.redact import redact
+
+    print(
+        f"ask-fable ui: a page failed: {redact(f'{type(exc).__name__}: {exc}')[:500]}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def checked_host(app: ASGIApp, hosts: list[str], origins: list[str]) -> ASGIApp:
+    """``app`` answering only requests whose ``Host`` is in ``hosts`` (421 otherwise) and whose
+    ``Origin``, when a browser sends one, is the page's own or in ``origins`` (403 otherwise): DNS
+    rebinding and other sites' pages are turned away before any page is read, while the web view's
+    own forms post behind a proxy without its address being listed."""
+    from ask_fable.surface.http_app import host_allowed, origin_allowed
+
+    async def checked(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {
+                name.decode("latin-1").lower(): value.decode("latin-1")
+                for name, value in scope.get("headers", [])
+            }
+            refusal = None
+            if not host_allowed(headers.get("host"), hosts):
+                refusal = (421, b"Invalid Host header")
+            elif not (
+                _origin_is_host(headers.get("origin"), headers.get("host"))
+                or origin_allowed(headers.get("origin"), origins)
+            ):
+                refusal = (403, b"Invalid Origin header")
+            if refusal is not None:
+                status, body = refusal
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": status,
+                        "headers": [(b"content-type", b"text/plain"), (b"content-length", b"%d" % len(body))],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return checked
+
+
+def _origin_is_host(origin: str | None, host: str | None) -> bool:
+    """Whether a browser's ``Origin`` names the host the request was sent to (the page's own)."""
+    return bool(origin and host) and urlsplit(origin or "").netloc.lower() == (host or "").lower()
+
+
+def _same_origin(request: Request) -> bool:
+    """A POST from this web view's own page: no ``Origin`` (not a browser) or one naming this host."""
+    origin = request.headers.get("origin")
+    return not origin or _origin_is_host(origin, request.headers.get("host"))
+
+
+async def _form(request: Request) -> dict[str, str] | None:
+    """A small urlencoded form's fields, or ``None`` when it is larger than :data:`MAX_FORM_BYTES`."""
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return None
+    return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
+
+
+def build_ui(app: App, login: Login, sessions: Sessions | None = None) -> Starlette:
+    """The web view's ASGI app, serving every page under ``/ui`` from ``app``'s stores."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount, Route
+
+    ui = _Ui(app, login, sessions or Sessions(app.settings.ui_session_ttl, clock=app.clock))
+    routes = [
+        Route("/", ui.home, methods=["GET"]),
+        Route("/traces", ui.traces, methods=["GET"]),
+        Route("/traces/{trace_id}", ui.trace, methods=["GET"]),
+        Route("/stats", ui.stats, methods=["GET"]),
+        Route(f"/static/ui-{STYLESHEET_VERSION}.css", ui.stylesheet, methods=["GET"]),
+        Route("/static/icon.svg", ui.icon, methods=["GET"]),
+        Route("/login", ui.login_form, methods=["GET"]),
+        Route("/login", ui.login_submit, methods=["POST"]),
+        Route("/logout", ui.logout, methods=["POST"]),
+    ]
+    return Starlette(routes=[Mount(UI_PATH, routes=routes)], exception_handlers={404: ui.not_found})
