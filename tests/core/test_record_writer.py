@@ -4,6 +4,7 @@ write that fails costs only its own call."""
 from __future__ import annotations
 
 import threading
+import time
 
 import anyio
 
@@ -25,6 +26,7 @@ async def test_concurrent_writes_all_finish_one_at_a_time_and_a_failure_stays_wi
             running += 1
             overlap = overlap or running > 1
         try:
+            time.sleep(0.002)  # long enough for a second writer, if there were one, to overlap
             if i == 7:
                 raise OSError("disk full")
             done.append(i)

@@ -55,7 +55,7 @@ class RecordWriter:
         """Run the blocking write ``job`` in a worker thread, grouped with the writes queued meanwhile;
         returns once it is done and raises what it raised. Not cancellable: a call that was answered
         has its records written in any case."""
-        loop = anyio.lowlevel.current_token()
+        loop = anyio.lowlevel.current_token().native_token
         if loop is not self._loop:
             self._loop, self._queue, self._writing = loop, [], False
         pending = _Pending(job)
