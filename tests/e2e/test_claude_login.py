@@ -22,6 +22,9 @@ pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-age
 
 DUMMY_KEY = "sk-ant-api03-rejectedRejectedRejected0123456789"
 CALLS = 8
+#: Claude Code's own retries of a rejected request (two by default, with backoff) add seconds per
+#: call and change nothing about how the rejection is classified.
+NO_CLI_RETRIES = {"CLAUDE_CODE_MAX_RETRIES": "0"}
 
 
 def _server(tmp_path: Path, fp: FakeProvider, **env: str) -> StdioServerParameters:
@@ -67,7 +70,8 @@ async def test_rejected_api_key_is_not_configured_and_the_key_never_shows(
 ) -> None:
     """The provider answers 401 authentication_error to every request: a config state with a fix."""
     fp.enqueue("anthropic", status=401, error="invalid x-api-key", times=None)
-    results = await _ask_repeatedly(_server(tmp_path, fp, ANTHROPIC_API_KEY=DUMMY_KEY), "ask_opus5")
+    results = await _ask_repeatedly(_server(tmp_path, fp, ANTHROPIC_API_KEY=DUMMY_KEY, **NO_CLI_RETRIES),
+                                    "ask_opus5")
 
     assert [r["kind"] for r in results] == ["not_configured"] * CALLS
     assert all("ANTHROPIC_API_KEY" in r["hint"] for r in results)
@@ -78,7 +82,8 @@ async def test_rejected_api_key_is_not_configured_and_the_key_never_shows(
 async def test_revoked_oauth_token_is_not_configured(tmp_path: Path, fp: FakeProvider) -> None:
     """A 403 permission_error for a revoked login names the fix too."""
     fp.enqueue("anthropic", status=403, error="OAuth token has been revoked.", times=None)
-    results = await _ask_repeatedly(_server(tmp_path, fp, ANTHROPIC_API_KEY=DUMMY_KEY), "ask")
+    server = _server(tmp_path, fp, ANTHROPIC_API_KEY=DUMMY_KEY, **NO_CLI_RETRIES)
+    results = await _ask_repeatedly(server, "ask")
 
     assert {r["kind"] for r in results} == {"not_configured"}
     assert all(r.get("hint") for r in results)
