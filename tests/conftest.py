@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tests.fakes.fake_provider import FakeProvider
+
+if TYPE_CHECKING:
+    from ask_fable.stores.db import Connections, Database
+    from tests.fakes.postgres import PostgresServer
 
 # Variables a developer's shell may carry that would leak into a test run.
 _FOREIGN_VARS = (
@@ -71,3 +77,72 @@ def claude_home(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ANTHROPIC_API_KEY", "dummy-key")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
     return config
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PostgresServer]:
+    """One real PostgreSQL (the ``pgserver`` wheel's) for the whole session, skipped with the reason
+    when it cannot start."""
+    from tests.fakes.postgres import running_server
+
+    # Not under pytest's base temp: pytest keeps that 0700 for its own user, and as root pgserver
+    # runs PostgreSQL as another one, which must reach its data directory.
+    started = running_server()
+    try:
+        server = started.__enter__()
+    except Exception as exc:  # no pgserver wheel, no shared memory, …: the reason is the skip message
+        pytest.skip(f"PostgreSQL could not start here: {type(exc).__name__}: {exc}")
+    try:
+        yield server
+    finally:
+        started.__exit__(None, None, None)
+
+
+@dataclass
+class StoreBackend:
+    """Where a store test's stores live: ``sqlite`` files under the test's state dir, or a fresh
+    ``postgres`` database (``ASK_FABLE_DATABASE_URL`` is set, so ``load_settings()`` names it)."""
+
+    name: str
+    connections: Connections
+    url: str | None = None
+
+    def open(self, store: str, path: Path) -> Database:
+        """The database of ``store``: the SQLite file ``path``, or its schema in PostgreSQL."""
+        from ask_fable.config import load_settings
+        from ask_fable.stores.db import database_for
+        from ask_fable.stores.schema import STORES
+
+        return database_for(load_settings(), store, path, STORES[store], connections=self.connections)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[StoreBackend]:
+    """Run the test once on SQLite and once on a fresh PostgreSQL database of the session's server."""
+    from ask_fable.stores import postgres
+    from ask_fable.stores.db import Connections
+
+    connections = Connections()
+    if request.param == "sqlite":
+        yield StoreBackend("sqlite", connections)
+        connections.close()
+        return
+    server: PostgresServer = request.getfixturevalue("pg_server")
+    url = server.fresh_database()
+    monkeypatch.setenv("ASK_FABLE_DATABASE_URL", url)
+    # Stores a test opens without the shared connections get a pool of their own: close those too.
+    opened: list[postgres.PostgresPool] = []
+    original = postgres.PostgresPool.__init__
+
+    def tracked(self: postgres.PostgresPool, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        opened.append(self)
+
+    monkeypatch.setattr(postgres.PostgresPool, "__init__", tracked)
+    try:
+        yield StoreBackend("postgres", connections, url)
+    finally:
+        connections.close()
+        for pool in opened:
+            pool.close()
+        server.drop(url)

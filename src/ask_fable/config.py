@@ -376,6 +376,19 @@ class Settings(BaseSettings):
     max_answers: int = Field(0, ge=0, description="Saved answers kept (0: unlimited).")
     max_sessions: int = Field(0, ge=0, description="Session transcript dumps kept (0: unlimited).")
 
+    # --- shared database ------------------------------------------------------------------------
+    database_url: str | None = Field(
+        None, description="postgresql://… puts every store in PostgreSQL, shared by replicas (needs "
+        "ask-fable[postgres] and `ask-fable db upgrade`); unset: SQLite files under the state directory.",
+    )
+    database_connect_timeout: float = Field(
+        2.0, gt=0, le=60, description="Seconds a store call waits for a PostgreSQL connection before it "
+        "fails as unavailable.",
+    )
+    database_pool_size: int = Field(
+        10, gt=0, le=1000, description="PostgreSQL connections one server keeps at most."
+    )
+
     # --- surfaces ------------------------------------------------------------------------------
     toolsets: ModelList = Field(
         default_factory=lambda: ["default"], description="Tool groups served (see ask-fable --help)."
@@ -563,12 +576,26 @@ class Settings(BaseSettings):
         # Read without tracking: redacting is not depending on a key.
         values = vars(self)
         keys = [values[name] for name in _SECRET_FIELDS]
-        return [k for k in keys if k and len(k) >= 6]
+        password = url_password(values["database_url"])
+        return [k for k in [*keys, password] if k and len(k) >= 6]
 
 
 _FIELD_NAMES = frozenset(Settings.model_fields)
 _SECRET_FIELDS = ("glm_api_key", "deepseek_api_key", "atlas_api_key", "openrouter_api_key", "ollama_api_key")
 _ACCEPTED_NAMES = accepted_names(Settings.model_fields, ENV_PREFIX)
+
+
+def url_password(url: str | None) -> str | None:
+    """The password in a database URL's user part (``postgresql://user:PASSWORD@host/db``), if any."""
+    if not url:
+        return None
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
 
 
 def load_settings(**overrides: Any) -> Settings:

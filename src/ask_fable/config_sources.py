@@ -64,8 +64,9 @@ class Layer:
 
 
 def is_secret(name: str) -> bool:
-    """Whether a setting holds a credential whose value is never quoted."""
-    return name.endswith("_api_key")
+    """Whether a setting holds a credential whose value is never quoted (a key, or a database URL
+    that may carry a password)."""
+    return name.endswith("_api_key") or name == "database_url"
 
 
 def _alias_names(info: FieldInfo) -> list[str]:

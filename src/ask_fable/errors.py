@@ -8,7 +8,9 @@
      ├── ContextTooLarge          kind "context_too_large" the prompt cannot fit the backend's transport
      ├── CircuitOpen              kind "circuit_open"      the breaker is shedding calls to this oracle
      ├── OracleTimeout            kind "timeout"           a deadline passed
-     └── UpstreamError            kind "upstream_error"    the provider / CLI / SDK failed
+     ├── UpstreamError            kind "upstream_error"    the provider / CLI / SDK failed
+     └── Unavailable              kind "unavailable"       the shared database cannot be reached
+          └── SchemaMismatch                               its schema is not the one this release uses
 
 Backends raise these at their boundary (``raise UpstreamError(...) from exc``); the pipeline turns
 them into ``{"status": "error", "kind": ..., "detail": ...}``. Nothing else escapes a tool.
@@ -89,3 +91,30 @@ class UpstreamError(AskFableError):
     """The provider, CLI or SDK answered with a failure or an unusable reply."""
 
     kind = "upstream_error"
+
+
+class Unavailable(AskFableError):
+    """The database the stores live on cannot be reached now (down, restarting, out of connections)."""
+
+    kind = "unavailable"
+    counts_as_failure = False
+
+    def __init__(self, detail: str, **extra: Any) -> None:
+        extra.setdefault("hint", "the database is unreachable; the call can be retried once it is back")
+        super().__init__(detail, **extra)
+
+
+class SchemaMismatch(Unavailable):
+    """A store's schema is older or newer than the one this release of ask-fable uses."""
+
+    @classmethod
+    def behind(cls, where: str, found: int, wanted: int) -> SchemaMismatch:
+        """The schema at ``where`` still needs migrations: ``ask-fable db upgrade`` applies them."""
+        return cls(f"the {where} schema is at version {found}, this ask-fable needs {wanted}; "
+                   "run `ask-fable db upgrade`", hint="run `ask-fable db upgrade`, then start again")
+
+    @classmethod
+    def newer(cls, where: str, found: int, known: int) -> SchemaMismatch:
+        """The schema at ``where`` was written by a newer release."""
+        return cls(f"the {where} schema is at version {found}, newer than this ask-fable (which knows "
+                   f"{known}); upgrade ask-fable", hint="install the ask-fable release that wrote it")

@@ -2,7 +2,7 @@
 
 Two layers: the exact values of configured keys (``settings.secret_values()``), then known key
 shapes (Anthropic, OpenAI, OpenRouter, Google, GitHub, AWS, JWTs, PEM private keys, HTTP auth
-header values, our own ``afk_`` API keys). Each shape is tried only when a cheap literal
+header values, our own ``afk_`` API keys, passwords in URLs). Each shape is tried only when a cheap literal
 trigger occurs in the text, so large text without secrets costs a few substring scans.
 """
 
@@ -72,10 +72,13 @@ _RULES: list[tuple[tuple[str, ...], bool, re.Pattern[str], int]] = [
     ),
     (("x-api-key",), True, re.compile(r"(?i)(x-api-key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}\]]+"), 1),
     (("afk_",), False, re.compile(_B + r"afk_[A-Za-z0-9_\-]{32,}"), 0),
+    # The password of a URL's user part (postgresql://user:PASSWORD@host/db).
+    (("password=",), True, re.compile(r"(?i)(password=)[^\s&]+"), 1),
+    (("://",), False, re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s@/]+(?=@)"), 1),
 ]
 
 
-_UNANCHORED = frozenset({"PRIVATE KEY-----"})
+_UNANCHORED = frozenset({"PRIVATE KEY-----", "://"})
 
 # Every rule's triggers in one search, so text without any (nearly all of it) costs one scan. The
 # folded triggers match ignoring case; only ASCII text takes this shortcut, since for the rest

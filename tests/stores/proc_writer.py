@@ -1,7 +1,8 @@
 """A writer process for the durability tests: hammers every store and the audit log.
 
 Usage: python proc_writer.py WORKER_ID COUNT ACK_FILE   (COUNT < 0 writes until killed)
-State paths come from the environment (XDG_STATE_HOME, ASK_FABLE_*). After each iteration is
+State paths come from the environment (XDG_STATE_HOME, ASK_FABLE_*; with ASK_FABLE_DATABASE_URL
+the stores are in PostgreSQL and the JSONL audit log is left out). After each iteration is
 fully written the iteration number is appended to ACK_FILE, so the parent knows which writes
 were acknowledged.
 """
@@ -15,7 +16,7 @@ import time
 from ask_fable.config import load_settings
 from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
-from ask_fable.stores.context import ContextStore
+from ask_fable.stores.context import context_store_for
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceRecord
 from ask_fable.stores.trace_ids import new_trace_id
@@ -25,7 +26,7 @@ from ask_fable.stores.traces import TraceStore
 def main() -> int:
     worker, count, ack_path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     settings = load_settings()
-    context = ContextStore(settings.context_db, secrets=settings)
+    context = context_store_for(settings)
     traces = TraceStore(settings)
     hub = SessionHub(settings)
     cache = answer_cache_for(settings)
@@ -42,7 +43,9 @@ def main() -> int:
         hub.record_turn(HubTurn(session_key=worker, agent_id="agent", project="proj", oracle="glm",
                                 status="ok", question=f"q {key}", answer=f"a {key}", elapsed_ms=1.0))
         cache.put("local", key, "ask_glm", {"answer": key})
-        audit.append({"ts": time.time(), "worker": worker, "i": i, "trace_id": trace_id, "pad": "p" * 300})
+        if not settings.database_url:
+            audit.append({"ts": time.time(), "worker": worker, "i": i, "trace_id": trace_id,
+                          "pad": "p" * 300})
         os.write(ack, f"{i} {trace_id}\n".encode())
         i += 1
     return 0

@@ -5,9 +5,21 @@ from __future__ import annotations
 import os
 import re
 import stat
+from pathlib import Path
 
 from ask_fable.config import load_settings
-from ask_fable.stores.answers import ANSWER_NAME_RE, TRANSCRIPT_NAME_RE, save_answer, save_transcript, slugify
+from ask_fable.stores.answers import (
+    ANSWER_NAME_RE,
+    TRANSCRIPT_NAME_RE,
+    DatabaseArchive,
+    MarkdownArchive,
+    archive_for,
+    save_answer,
+    save_transcript,
+    slugify,
+)
+from ask_fable.stores.records import SavedAnswer, Transcript, TranscriptTurn
+from tests.conftest import StoreBackend
 
 
 def test_save_answer_writes_markdown_with_our_name_shape() -> None:
@@ -82,6 +94,35 @@ def test_transcript_dump_and_retention() -> None:
     assert save_transcript(settings, "retry-storm/1", turns).name.startswith("retry_storm_1-")
     for stranger in ("notes.md", "opus5-notes.md", "my-plan-20261202T085300123456Z.md"):
         assert not TRANSCRIPT_NAME_RE.fullmatch(stranger)
+
+
+def _kept(archive: MarkdownArchive | DatabaseArchive, tenant: str, location: str) -> str | None:
+    if isinstance(archive, DatabaseArchive):
+        return archive.read(tenant, location)
+    path = Path(location)
+    return path.read_text() if path.exists() else None
+
+
+def test_the_archive_keeps_redacted_markdown_where_it_says_and_prunes_each_tenant(
+        store_backend: StoreBackend) -> None:
+    settings = load_settings(max_answers=2, max_sessions=1, deepseek_api_key="ds-exact-secret-5555")
+    archive = archive_for(settings, connections=store_backend.connections)
+    first = archive.save_answer(SavedAnswer(tool="ask_glm", question="first?", answer="a1"))
+    kept = [archive.save_answer(SavedAnswer(tool="ask_glm", question=f"q{i}", answer=f"a{i}"))
+            for i in (2, 3)]
+    other = archive.save_answer(SavedAnswer(tenant="bob", tool="ask_glm", question="bob asks", answer="b"))
+    assert _kept(archive, "local", first) is None  # pruned: two answers kept per tenant
+    assert all("## Answer" in (_kept(archive, "local", where) or "") for where in kept)
+    assert "bob asks" in (_kept(archive, "bob", other) or "")
+    turns = [TranscriptTurn(question="q", answer="a")]
+    dump = archive.save_transcript(Transcript(key="default", turns=turns))
+    body = _kept(archive, "local", dump) or ""
+    assert "# Session default" in body and "### Question" in body
+    if store_backend.name == "postgres":
+        assert first.startswith("postgresql:answers/") and dump.startswith("postgresql:transcripts/")
+        assert not settings.answers_dir.exists() and not settings.sessions_dir.exists()
+        secret = archive.save_answer(SavedAnswer(tool="ask_glm", question="ds-exact-secret-5555", answer="x"))
+        assert "ds-exact-secret-5555" not in (_kept(archive, "local", secret) or "x")
 
 
 def test_other_models_transcripts_are_named_by_model_and_pruned_with_the_rest() -> None:

@@ -11,7 +11,7 @@ from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, _ident
 from ask_fable.stores.audit_trail import AuditTrail
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import SqliteDatabase
 
 NOW = 1_800_000_000.0
 
@@ -118,7 +118,7 @@ def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> 
                 "members": [asked]})
     path = AuditIndex(log).path
     ident, size = _ident(log.path) or ("", 0)
-    old = Database(path, MIGRATIONS[:1])  # the index as the first schema wrote that record
+    old = SqliteDatabase(path, MIGRATIONS[:1])  # the index as the first schema wrote that record
     with old.write() as conn:
         conn.execute("INSERT INTO files (ident, offset) VALUES (?, ?)", (ident, size))
         conn.execute("INSERT INTO recs (id, ident, ts, status, kind, model, provider, cached, elapsed_ms, "

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ask_fable.config import load_settings
 from ask_fable.stores.cache import AnswerCache, answer_cache_for
+from tests.conftest import StoreBackend
 from tests.fakes.clock import ManualClock
 
 
@@ -23,8 +24,8 @@ def test_models_keep_their_order() -> None:
     assert a != b and len(a) == 64
 
 
-def test_put_then_get_returns_payload_and_age(tmp_path: Path) -> None:
-    cache = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=100)
+def test_put_then_get_returns_payload_and_age(store_backend: StoreBackend, tmp_path: Path) -> None:
+    cache = AnswerCache(store_backend.open("cache", tmp_path / "cache.db"), ttl=3600, max_rows=100)
     key = cache.key_for("ask_glm", ["glm"], "q", "")
     assert cache.get("local", key) is None
     cache.put("local", key, "ask_glm", {"status": "ok", "answer": "42"})
@@ -34,22 +35,23 @@ def test_put_then_get_returns_payload_and_age(tmp_path: Path) -> None:
     assert payload == {"status": "ok", "answer": "42"} and 0 <= age < 60
 
 
-def test_expired_rows_are_misses(tmp_path: Path) -> None:
+def test_expired_rows_are_misses(store_backend: StoreBackend, tmp_path: Path) -> None:
     clock = ManualClock()
-    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100, clock=clock)
+    cache = AnswerCache(store_backend.open("cache", tmp_path / "cache.db"), ttl=10, max_rows=100, clock=clock)
     cache.put("local", "k", "t", {"a": 1})
     clock.advance(11)
     assert cache.get("local", "k") is None
 
 
-def test_ttl_zero_never_hits(tmp_path: Path) -> None:
-    cache = AnswerCache(tmp_path / "cache.db", ttl=0, max_rows=100)
+def test_ttl_zero_never_hits(store_backend: StoreBackend, tmp_path: Path) -> None:
+    cache = AnswerCache(store_backend.open("cache", tmp_path / "cache.db"), ttl=0, max_rows=100)
     cache.put("local", "k", "t", {"a": 1})
     assert cache.get("local", "k") is None
 
 
-def test_sweep_trims_to_ninety_percent_oldest_first(tmp_path: Path) -> None:
-    cache = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=20, sweep_every=25)
+def test_sweep_trims_to_ninety_percent_oldest_first(store_backend: StoreBackend, tmp_path: Path) -> None:
+    database = store_backend.open("cache", tmp_path / "cache.db")
+    cache = AnswerCache(database, ttl=3600, max_rows=20, sweep_every=25)
     for i in range(25):
         cache.put("local", f"k{i}", "t", {"i": i})
     assert cache.count() == 18
@@ -57,9 +59,9 @@ def test_sweep_trims_to_ninety_percent_oldest_first(tmp_path: Path) -> None:
     assert cache.get("local", "k7") is not None and cache.get("local", "k24") is not None
 
 
-def test_sweep_deletes_expired_rows(tmp_path: Path) -> None:
+def test_sweep_deletes_expired_rows(store_backend: StoreBackend, tmp_path: Path) -> None:
     clock = ManualClock()
-    cache = AnswerCache(tmp_path / "cache.db", ttl=10, max_rows=100, clock=clock)
+    cache = AnswerCache(store_backend.open("cache", tmp_path / "cache.db"), ttl=10, max_rows=100, clock=clock)
     cache.put("local", "old", "t", {})
     clock.advance(20)
     cache.put("local", "new", "t", {})
@@ -67,11 +69,12 @@ def test_sweep_deletes_expired_rows(tmp_path: Path) -> None:
     assert cache.count() == 1 and cache.get("local", "new") is not None
 
 
-def test_write_counter_is_shared_by_instances(tmp_path: Path) -> None:
+def test_write_counter_is_shared_by_instances(store_backend: StoreBackend, tmp_path: Path) -> None:
     path = tmp_path / "cache.db"
     for i in range(12):
-        AnswerCache(path, ttl=3600, max_rows=5, sweep_every=6).put("local", f"k{i}", "t", {})
-    assert AnswerCache(path, ttl=3600, max_rows=5).count() == 4
+        cache = AnswerCache(store_backend.open("cache", path), ttl=3600, max_rows=5, sweep_every=6)
+        cache.put("local", f"k{i}", "t", {})
+    assert AnswerCache(store_backend.open("cache", path), ttl=3600, max_rows=5).count() == 4
 
 
 def test_factory_reads_settings() -> None:

@@ -8,11 +8,12 @@ import pytest
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.context import ContextStore
+from tests.conftest import StoreBackend
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> ContextStore:
-    return ContextStore(tmp_path / "context.db")
+def store(store_backend: StoreBackend, tmp_path: Path) -> ContextStore:
+    return ContextStore(store_backend.open("context", tmp_path / "context.db"))
 
 
 def test_write_then_read_returns_value_and_metadata(store: ContextStore) -> None:
@@ -85,15 +86,15 @@ def test_non_string_value_is_bad_args(store: ContextStore) -> None:
         store.write("local", "k", 123)  # type: ignore[arg-type]
 
 
-def test_values_are_redacted_before_storage(tmp_path: Path) -> None:
-    store = ContextStore(tmp_path / "c.db", secrets=["my-configured-secret"])
+def test_values_are_redacted_before_storage(store_backend: StoreBackend, tmp_path: Path) -> None:
+    store = ContextStore(store_backend.open("context", tmp_path / "c.db"), secrets=["my-configured-secret"])
     store.write("local", "cfg", "key=my-configured-secret other=sk-proj-ABCDEFGHIJKLMNOPQRSTUV123")
     got = store.read("local", "cfg")
     assert got is not None
     assert got["value"] == "key=[REDACTED] other=[REDACTED]"
 
 
-def test_two_store_objects_see_the_same_file(tmp_path: Path) -> None:
-    ContextStore(tmp_path / "shared.db").write("local", "k", "from one")
-    got = ContextStore(tmp_path / "shared.db").read("local", "k")
+def test_two_store_objects_see_the_same_database(store_backend: StoreBackend, tmp_path: Path) -> None:
+    ContextStore(store_backend.open("context", tmp_path / "shared.db")).write("local", "k", "from one")
+    got = ContextStore(store_backend.open("context", tmp_path / "shared.db")).read("local", "k")
     assert got is not None and got["value"] == "from one"

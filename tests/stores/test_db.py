@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ask_fable.stores.db import Database, split_statements
+from ask_fable.errors import SchemaMismatch
+from ask_fable.stores.db import SqliteDatabase, split_statements
 
 MIGRATIONS = [
     "CREATE TABLE a (id INTEGER PRIMARY KEY, v TEXT); CREATE INDEX a_v ON a(v);",
@@ -18,7 +19,7 @@ MIGRATIONS = [
 
 
 def test_file_is_0600_in_a_0700_dir_with_wal(tmp_path: Path) -> None:
-    db = Database(tmp_path / "new" / "s.db", MIGRATIONS)
+    db = SqliteDatabase(tmp_path / "new" / "s.db", MIGRATIONS)
     with db.write() as conn:
         conn.execute("INSERT INTO a (v) VALUES ('1')")
     assert stat.S_IMODE(db.path.stat().st_mode) == 0o600
@@ -32,21 +33,21 @@ def test_file_is_0600_in_a_0700_dir_with_wal(tmp_path: Path) -> None:
 
 def test_migrations_apply_in_order_and_only_once(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    first = Database(path, MIGRATIONS[:1])
+    first = SqliteDatabase(path, MIGRATIONS[:1])
     with first.write() as conn:
         conn.execute("INSERT INTO a (v) VALUES ('kept')")
     assert first.schema_version == 1
-    second = Database(path, MIGRATIONS)
+    second = SqliteDatabase(path, MIGRATIONS)
     assert second.schema_version == 2
     with second.read() as conn:
         assert [tuple(r) for r in conn.execute("SELECT v, w FROM a")] == [("kept", "x;y")]
-    assert Database(path, MIGRATIONS).schema_version == 2  # re-open: nothing re-applied
+    assert SqliteDatabase(path, MIGRATIONS).schema_version == 2  # re-open: nothing re-applied
 
 
 def test_failed_migration_leaves_the_previous_schema(tmp_path: Path) -> None:
     path = tmp_path / "bad.db"
-    Database(path, MIGRATIONS[:1]).integrity_check()
-    broken = Database(path, [MIGRATIONS[0], "CREATE TABLE b (x); CREATE TABLE b (y);"])
+    SqliteDatabase(path, MIGRATIONS[:1]).integrity_check()
+    broken = SqliteDatabase(path, [MIGRATIONS[0], "CREATE TABLE b (x); CREATE TABLE b (y);"])
     with pytest.raises(sqlite3.OperationalError):
         broken.integrity_check()
     plain = sqlite3.connect(path)
@@ -56,7 +57,7 @@ def test_failed_migration_leaves_the_previous_schema(tmp_path: Path) -> None:
 
 
 def test_write_rolls_back_when_the_body_raises(tmp_path: Path) -> None:
-    db = Database(tmp_path / "r.db", MIGRATIONS)
+    db = SqliteDatabase(tmp_path / "r.db", MIGRATIONS)
     with pytest.raises(RuntimeError), db.write() as conn:
         conn.execute("INSERT INTO a (v) VALUES ('lost')")
         raise RuntimeError("stop")
@@ -73,7 +74,7 @@ def test_split_statements_keeps_semicolons_inside_literals() -> None:
 
 
 def test_write_waits_for_a_held_lock_instead_of_failing(tmp_path: Path) -> None:
-    db = Database(tmp_path / "busy.db", MIGRATIONS, busy_timeout_ms=50, lock_wait_s=10)
+    db = SqliteDatabase(tmp_path / "busy.db", MIGRATIONS, busy_timeout_ms=50, lock_wait_s=10)
     db.integrity_check()
     blocker = sqlite3.connect(db.path, isolation_level=None, check_same_thread=False)
     blocker.execute("BEGIN IMMEDIATE")
@@ -95,7 +96,7 @@ def test_write_waits_for_a_held_lock_instead_of_failing(tmp_path: Path) -> None:
 
 
 def test_a_lock_held_past_the_bound_surfaces_as_an_error(tmp_path: Path) -> None:
-    db = Database(tmp_path / "stuck.db", MIGRATIONS, busy_timeout_ms=20, lock_wait_s=0.2)
+    db = SqliteDatabase(tmp_path / "stuck.db", MIGRATIONS, busy_timeout_ms=20, lock_wait_s=0.2)
     db.integrity_check()
     blocker = sqlite3.connect(db.path, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
@@ -108,7 +109,7 @@ def test_a_lock_held_past_the_bound_surfaces_as_an_error(tmp_path: Path) -> None
 
 
 def test_threads_share_one_database_object(tmp_path: Path) -> None:
-    db = Database(tmp_path / "t.db", MIGRATIONS)
+    db = SqliteDatabase(tmp_path / "t.db", MIGRATIONS)
     errors: list[BaseException] = []
 
     def work(n: int) -> None:
@@ -134,7 +135,7 @@ def test_a_thread_keeps_a_bounded_number_of_connections(tmp_path: Path) -> None:
     from ask_fable.stores import db as db_mod
 
     pool = db_mod.Connections()
-    dbs = [Database(tmp_path / f"many{i}.db", MIGRATIONS, connections=pool)
+    dbs = [SqliteDatabase(tmp_path / f"many{i}.db", MIGRATIONS, connections=pool)
            for i in range(db_mod.MAX_THREAD_CONNECTIONS + 8)]
     for db in dbs:
         with db.write() as conn:
@@ -147,7 +148,7 @@ def test_a_thread_keeps_a_bounded_number_of_connections(tmp_path: Path) -> None:
 
 def test_a_replaced_file_is_reopened(tmp_path: Path) -> None:
     path = tmp_path / "replaced.db"
-    db = Database(path, MIGRATIONS)
+    db = SqliteDatabase(path, MIGRATIONS)
     with db.write() as conn:
         conn.execute("INSERT INTO a (v) VALUES ('old')")
     for suffix in ("", "-wal", "-shm"):
@@ -161,7 +162,7 @@ def test_closing_the_pool_closes_every_threads_connection(tmp_path: Path) -> Non
     from ask_fable.stores.db import Connections
 
     pool = Connections()
-    db = Database(tmp_path / "pooled.db", MIGRATIONS, connections=pool)
+    db = SqliteDatabase(tmp_path / "pooled.db", MIGRATIONS, connections=pool)
     opened: list[sqlite3.Connection] = []
 
     def work() -> None:
@@ -182,17 +183,30 @@ def test_closing_the_pool_closes_every_threads_connection(tmp_path: Path) -> Non
         assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 2
 
 
+def test_a_file_written_by_a_newer_release_is_refused_and_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "newer.db"
+    newer = SqliteDatabase(path, [*MIGRATIONS, "CREATE TABLE later (x)"])
+    assert newer.schema_version == 3
+    newer.close()
+    older = SqliteDatabase(path, MIGRATIONS)
+    with pytest.raises(SchemaMismatch, match="newer than this ask-fable") as refused, older.read():
+        pass
+    older.close()
+    assert refused.value.to_result()["kind"] == "unavailable"
+    assert SqliteDatabase(path, [*MIGRATIONS, "CREATE TABLE later (x)"]).schema_version == 3
+
+
 def test_a_read_only_pool_reads_without_creating_migrating_or_writing(tmp_path: Path) -> None:
     """Read-only connections see a file not created yet as empty (and create nothing), see what a
     writer stored once it exists, refuse every write, and leave the database file's bytes as they were."""
     from ask_fable.stores.db import Connections
 
     path = tmp_path / "state" / "s.db"
-    reader = Database(path, MIGRATIONS, connections=Connections(read_only=True))
+    reader = SqliteDatabase(path, MIGRATIONS, connections=Connections(read_only=True))
     with reader.read() as conn:
         assert conn.execute("SELECT count(*) FROM a").fetchone()[0] == 0
     assert not path.parent.exists()
-    writer = Database(path, MIGRATIONS)
+    writer = SqliteDatabase(path, MIGRATIONS)
     with writer.write() as conn:
         conn.execute("INSERT INTO a (v) VALUES ('kept')")
     writer.close()

@@ -16,10 +16,11 @@ import pytest
 from ask_fable.config import Settings, load_settings
 from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
-from ask_fable.stores.context import ContextStore
+from ask_fable.stores.context import ContextStore, context_store_for
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn
 from ask_fable.stores.traces import TraceStore
+from tests.conftest import StoreBackend
 
 WRITER = Path(__file__).with_name("proc_writer.py")
 WORKERS = 4
@@ -149,3 +150,34 @@ async def test_repeated_kill_rounds_with_more_writers(tmp_path: Path) -> None:
             assert proc.returncode == -signal.SIGKILL
             acked[f"r{round_no}w{n}"] = _acked(ack)
     _verify(settings, acked)
+
+
+def test_concurrent_writers_on_postgresql_lose_nothing_and_count_every_turn(
+        store_backend: StoreBackend, tmp_path: Path) -> None:
+    """Processes sharing one PostgreSQL database (replicas): every acknowledged write is there, and
+    the hub's per-session turn counter, an upsert, counted every turn of every process."""
+    if store_backend.name != "postgres":
+        pytest.skip("the SQLite side is the test above, with its file checks")
+    settings = load_settings()
+    count = 30
+    procs = [_spawn(tmp_path, f"w{n}", count) for n in range(WORKERS)]
+    acked = {}
+    for n, (proc, ack) in enumerate(procs):
+        _out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err.decode()
+        acked[f"w{n}"] = _acked(ack)
+        assert len(acked[f"w{n}"]) == count
+    pools = store_backend.connections
+    context = context_store_for(settings, connections=pools)
+    traces = TraceStore(settings, connections=pools)
+    hub = SessionHub(settings, connections=pools)
+    cache = answer_cache_for(settings, connections=pools)
+    assert len(context.keys("local")) == WORKERS * count
+    assert traces.count() == WORKERS * count
+    sessions = {s["session_key"]: s["turns"] for s in hub.list_sessions("local", None, active_only=False)}
+    assert sessions == {f"w{n}": count for n in range(WORKERS)}
+    for worker, entries in acked.items():
+        for i, trace_id in entries:
+            assert traces.get("local", trace_id) is not None
+            assert cache.get("local", f"{worker}-{i}") is not None
+    assert not [p for p in Path(settings.state_dir).rglob("*.db")]

@@ -9,7 +9,14 @@ import pytest
 from ask_fable.config import Settings, load_settings
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn
+from tests.conftest import StoreBackend
 from tests.fakes.clock import ManualClock
+
+
+@pytest.fixture(autouse=True)
+def backend(store_backend: StoreBackend) -> StoreBackend:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return store_backend
 
 
 @pytest.fixture

@@ -7,7 +7,8 @@ import inspect
 import pytest
 
 from ask_fable.stores import interfaces
-from ask_fable.stores.answers import MarkdownArchive
+from ask_fable.stores.answers import DatabaseArchive, MarkdownArchive
+from ask_fable.stores.audit_index import AuditTable
 from ask_fable.stores.audit_trail import AuditTrail
 from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
@@ -24,7 +25,9 @@ IMPLEMENTATIONS = [
     (interfaces.TraceRecordStore, TraceStore),
     (interfaces.HubStore, SessionHub),
     (interfaces.AuditStore, AuditTrail),
+    (interfaces.AuditStore, AuditTable),
     (interfaces.AnswerArchive, MarkdownArchive),
+    (interfaces.AnswerArchive, DatabaseArchive),
     (interfaces.ApiKeyStore, KeyStore),
     (interfaces.SessionTranscriptStore, TranscriptStore),
 ]

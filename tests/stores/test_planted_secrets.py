@@ -1,8 +1,11 @@
-"""A planted key goes through every writer and appears zero times in any file written."""
+"""A planted key goes through every writer and appears zero times in any file written or, on
+PostgreSQL, in any row."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from ask_fable.config import load_settings
 from ask_fable.redact import redact
@@ -14,6 +17,7 @@ from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import HubTurn, TraceEvent, TraceRecord
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.stores.traces import TraceStore
+from tests.conftest import StoreBackend
 
 SHAPED = "sk-ant-api03-PLANTEDplantedPLANTED0123456789abcdefXYZ"
 CONFIGURED = "glm.PlantedConfiguredKey.4242"
@@ -55,3 +59,47 @@ def test_planted_keys_never_reach_disk() -> None:
         assert CONFIGURED.encode() not in data, path
         assert b"PLANTEDplanted" not in data, path
     assert context.db.path.exists() and hub.db.path.exists()
+
+
+def test_planted_keys_never_reach_a_postgresql_row(store_backend: StoreBackend) -> None:
+    if store_backend.name != "postgres":
+        pytest.skip("the SQLite files are read by the test above")
+    import psycopg
+
+    from ask_fable.stores.answers import archive_for
+    from ask_fable.stores.audit_trail import audit_trail_for
+    from ask_fable.stores.context import context_store_for
+    from ask_fable.stores.records import AuditRecord, SavedAnswer, Transcript, TranscriptTurn
+
+    settings = load_settings(glm_api_key=CONFIGURED, trace_mode="full", audit_raw=True, save=True)
+    text = f"my keys are {SHAPED} and {CONFIGURED}; header Authorization: Bearer {CONFIGURED}"
+    pools = store_backend.connections
+    context_store_for(settings, connections=pools).write("local", "ctx", text, description=text)
+    cache = answer_cache_for(settings, connections=pools)
+    cache.put("local", cache.key_for("ask_glm", ["glm"], text, text), "ask_glm", {"answer": text})
+    SessionHub(settings, connections=pools).record_turn(HubTurn(
+        session_key=text, agent_id="a", project="p", oracle="glm", status="ok", question=text, answer=text))
+    traces = TraceStore(settings, connections=pools)
+    trace_id = new_trace_id()
+    note = TraceEvent(t_ms=0, name="note", attrs={"detail": text})
+    traces.record(TraceRecord(trace_id=trace_id, ts=1.0, tool="ask_glm", status="ok", events=[note]))
+    traces.write_bundle(trace_id, {"question": text, "answer": text})
+    archive = archive_for(settings, connections=pools)
+    archive.save_answer(SavedAnswer(tool="ask_glm", question=text, answer=text, thinking=text))
+    archive.save_transcript(Transcript(key="default", turns=[TranscriptTurn(question=text, answer=text)]))
+    audit_trail_for(settings, connections=pools).append(AuditRecord(ts=1.0, question=text, status="ok"))
+
+    assert not [p for p in Path(settings.state_dir).rglob("*") if p.is_file()]  # nothing on disk
+    seen = 0
+    with psycopg.connect(store_backend.url or "") as conn:
+        tables = conn.execute("SELECT table_schema, table_name FROM information_schema.tables "
+                              "WHERE table_schema LIKE 'ask_fable%'").fetchall()
+        for schema, table in tables:
+            for row in conn.execute(f'SELECT * FROM "{schema}"."{table}"'):
+                seen += 1
+                # Bundles are bytes: read them as the text they hold.
+                shown = " ".join(bytes(v).decode() if isinstance(v, bytes | memoryview) else str(v)
+                                 for v in row)
+                assert SHAPED not in shown and CONFIGURED not in shown, (schema, table)
+                assert "PLANTEDplanted" not in shown, (schema, table)
+    assert seen >= 8

@@ -9,23 +9,33 @@ from typing import Any
 
 import pytest
 
+from ask_fable.config import load_settings
 from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.audit_trail import AuditTrail
+from ask_fable.stores.audit_index import AuditTable
+from ask_fable.stores.audit_trail import AuditTrail, audit_trail_for
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import OUTCOMES, outcome_of
+from tests.conftest import StoreBackend
 
 NOW = 1_800_000_000.0
 Stats = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture
-def stats_of(tmp_path: Path) -> Stats:
-    """Stats over ``records``, each appended to a fresh audit trail (index and SQL included)."""
+def stats_of(store_backend: StoreBackend, tmp_path: Path) -> Stats:
+    """Stats over ``records``, each appended to a fresh audit trail (index and SQL included): a JSONL
+    log with its SQLite index, or the PostgreSQL table emptied first."""
     logs = itertools.count()
 
     def compute(records: list[dict[str, Any]], **query: Any) -> dict[str, Any]:
-        trail = AuditTrail(AuditLog(tmp_path / f"log{next(logs)}" / "decisions.jsonl", max_bytes=10_000_000))
+        settings = load_settings(audit_path=tmp_path / f"log{next(logs)}" / "decisions.jsonl",
+                                 audit_max_bytes=10_000_000)
+        trail = audit_trail_for(settings, connections=store_backend.connections)
+        if isinstance(trail, AuditTable):
+            with trail.db.write() as conn:
+                conn.execute("DELETE FROM members")
+                conn.execute("DELETE FROM recs")
         for record in records:
             trail.append(AuditRecord.model_validate(record))
         return dict(trail.stats("local", **{"now": NOW, **query}))

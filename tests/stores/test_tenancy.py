@@ -12,23 +12,24 @@ import pytest
 from ask_fable.access import ALL_TENANTS
 from ask_fable.config import load_settings
 from ask_fable.stores import cache, context, hub, keys, traces
-from ask_fable.stores.answers import MarkdownArchive
+from ask_fable.stores.answers import DatabaseArchive, archive_for
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.audit_trail import AuditTrail
+from ask_fable.stores.audit_trail import AuditTrail, audit_trail_for
 from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
-from ask_fable.stores.db import Database
+from ask_fable.stores.db import SqliteDatabase
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
 from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceRecord, Transcript
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.stores.traces import TraceStore
+from tests.conftest import StoreBackend
 
 A, B = "alice", "bob"
 
 
-def test_context_entries_are_invisible_across_tenants(tmp_path: Path) -> None:
-    store = ContextStore(tmp_path / "context.db")
+def test_context_entries_are_invisible_across_tenants(store_backend: StoreBackend, tmp_path: Path) -> None:
+    store = ContextStore(store_backend.open("context", tmp_path / "context.db"))
     store.write(A, "prod-db-notes", "alice's notes")
     store.write(B, "prod-db-notes", "bob's notes")
     store.write(A, "only-alice", "x")
@@ -47,8 +48,8 @@ def test_context_entries_are_invisible_across_tenants(tmp_path: Path) -> None:
         store.resolve(ALL_TENANTS, ["prod-db-notes"])
 
 
-def test_a_tenant_hits_only_its_own_cache_entries(tmp_path: Path) -> None:
-    store = AnswerCache(tmp_path / "cache.db", ttl=3600, max_rows=100)
+def test_a_tenant_hits_only_its_own_cache_entries(store_backend: StoreBackend, tmp_path: Path) -> None:
+    store = AnswerCache(store_backend.open("cache", tmp_path / "cache.db"), ttl=3600, max_rows=100)
     store.put(A, "k", "ask_glm", {"answer": "alice's"})
     assert store.get(B, "k") is None
     store.put(B, "k", "ask_glm", {"answer": "bob's"})
@@ -59,9 +60,9 @@ def test_a_tenant_hits_only_its_own_cache_entries(tmp_path: Path) -> None:
         store.get(ALL_TENANTS, "k")
 
 
-def test_traces_and_bundles_are_per_tenant() -> None:
+def test_traces_and_bundles_are_per_tenant(store_backend: StoreBackend) -> None:
     settings = load_settings(trace_mode="full")
-    store = TraceStore(settings)
+    store = TraceStore(settings, connections=store_backend.connections)
     mine, theirs = new_trace_id(), new_trace_id()
     store.record(TraceRecord(trace_id=mine, tenant=A, tool="ask_glm"))
     store.record(TraceRecord(trace_id=theirs, tenant=B, tool="ask_glm"))
@@ -76,8 +77,8 @@ def test_traces_and_bundles_are_per_tenant() -> None:
     assert "alice asks" in (store.bundle_excerpt(ALL_TENANTS, mine, 1000) or "")
 
 
-def test_hub_turns_and_heartbeats_are_per_tenant() -> None:
-    store = SessionHub(load_settings())
+def test_hub_turns_and_heartbeats_are_per_tenant(store_backend: StoreBackend) -> None:
+    store = SessionHub(load_settings(), connections=store_backend.connections)
     for tenant in (A, B):
         store.record_turn(HubTurn(tenant=tenant, session_key="s", agent_id="agent", project="p", oracle="glm",
                                   status="ok", question=f"{tenant} asks", answer="answer"))
@@ -88,8 +89,10 @@ def test_hub_turns_and_heartbeats_are_per_tenant() -> None:
     assert {t["tenant"] for t in store.peek(ALL_TENANTS, "s")} == {A, B}
 
 
-def test_audit_stats_count_one_tenant_unless_asked_for_all(tmp_path: Path) -> None:
-    trail = AuditTrail(AuditLog(tmp_path / "decisions.jsonl", max_bytes=1 << 20))
+def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreBackend,
+                                                           tmp_path: Path) -> None:
+    trail = audit_trail_for(load_settings(audit_path=tmp_path / "decisions.jsonl"),
+                            connections=store_backend.connections)
     for tenant, count in ((A, 2), (B, 3)):
         for _ in range(count):
             trail.append(AuditRecord(ts=1_800_000_000.0, tenant=tenant, status="ok", model="glm"))
@@ -99,20 +102,27 @@ def test_audit_stats_count_one_tenant_unless_asked_for_all(tmp_path: Path) -> No
     assert {b["tenant"]: b["calls"] for b in every["buckets"]} == {A: 2, B: 3}
 
 
-def test_saved_answers_and_transcripts_go_to_their_tenants_directories() -> None:
+def test_saved_answers_and_transcripts_are_kept_with_their_tenants(store_backend: StoreBackend) -> None:
     settings = load_settings(save=True)
-    archive = MarkdownArchive(settings)
-    local = Path(archive.save_answer(SavedAnswer(tool="ask_glm", question="q", answer="a")))
-    alice = Path(archive.save_answer(SavedAnswer(tenant=A, tool="ask_glm", question="q", answer="a")))
-    transcript = Path(archive.save_transcript(Transcript(key="s", tenant=A)))
-    assert local.parent == settings.answers_dir
-    assert alice.parent == settings.answers_dir / "tenants" / A
-    assert transcript.parent == settings.sessions_dir / "tenants" / A
+    archive = archive_for(settings, connections=store_backend.connections)
+    local = archive.save_answer(SavedAnswer(tool="ask_glm", question="local asks", answer="a"))
+    alice = archive.save_answer(SavedAnswer(tenant=A, tool="ask_glm", question="alice asks", answer="a"))
+    transcript = archive.save_transcript(Transcript(key="alices-session", tenant=A))
+    if isinstance(archive, DatabaseArchive):
+        assert local.startswith("postgresql:answers/") and transcript.startswith("postgresql:transcripts/")
+        assert "alice asks" in (archive.read(A, alice) or "")
+        assert archive.read(B, alice) is None and archive.read("local", alice) is None
+        assert "local asks" in (archive.read("local", local) or "")
+        assert "alices-session" in (archive.read(A, transcript) or "")
+        return
+    assert Path(local).parent == settings.answers_dir
+    assert Path(alice).parent == settings.answers_dir / "tenants" / A
+    assert Path(transcript).parent == settings.sessions_dir / "tenants" / A
 
 
 def _old(path: Path, migrations: list[str], *statements: str) -> None:
     """A database as the version before tenants left it, with some rows."""
-    database = Database(path, migrations)
+    database = SqliteDatabase(path, migrations)
     with database.write() as conn:
         for statement in statements:
             conn.execute(statement)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import stat
 import time
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,13 @@ from ask_fable.config import Settings, load_settings
 from ask_fable.stores.records import TraceRecord
 from ask_fable.stores.trace_ids import new_trace_id, valid_trace_id
 from ask_fable.stores.traces import TraceStore
+from tests.conftest import StoreBackend
+
+
+@pytest.fixture(autouse=True)
+def backend(store_backend: StoreBackend) -> StoreBackend:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return store_backend
 
 
 @pytest.fixture
@@ -139,10 +147,13 @@ def test_bundle_is_redacted_private_and_excerpted(settings: Settings) -> None:
         "question": "why?", "answer": f"because {planted}", "thinking": "step one",
         "members": [{"model": "glm", "answer": "a"}, {"model": "kimi", "answer": "b"}],
     })
-    assert path is not None and path.parent == settings.traces_dir
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    raw = path.read_text()
+    if isinstance(path, Path):
+        assert path.parent == settings.traces_dir
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    else:
+        assert path == f"postgresql:traces/{trace_id}" and not settings.traces_dir.exists()
+    raw = (store.bundle_bytes(trace_id) or b"").decode()
     assert planted not in raw and "[REDACTED]" in raw
     lines = [json.loads(line) for line in raw.splitlines()]
     assert lines[0]["type"] == "header" and lines[-1] == {
@@ -164,9 +175,8 @@ def test_bundle_cap_truncates_and_records_it() -> None:
     settings = load_settings(trace_max_content_bytes=2000, trace_max_event_bytes=1000)
     store = TraceStore(settings)
     trace_id = new_trace_id()
-    path = store.write_bundle(trace_id, {"question": "q", "answer": "A" * 10_000, "thinking": "T" * 500})
-    assert path is not None
-    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert store.write_bundle(trace_id, {"question": "q", "answer": "A" * 10_000, "thinking": "T" * 500})
+    lines = [json.loads(line) for line in (store.bundle_bytes(trace_id) or b"").splitlines()]
     end = lines[-1]
     assert end["type"] == "end" and end["truncated"] is True
     assert end["content_bytes"] <= 2000 and end["original_bytes"] > 10_000
@@ -184,7 +194,9 @@ def test_long_string_round_trips_through_chunks() -> None:
     assert store.bundle_excerpt("local", trace_id, 100_000) == f"## answer\n{text}\n"
 
 
-def test_oversized_lines_are_skipped_when_reading() -> None:
+def test_oversized_lines_are_skipped_when_reading(store_backend: StoreBackend) -> None:
+    if store_backend.name != "sqlite":
+        pytest.skip("writes a bundle file by hand; PostgreSQL keeps bundles in a table")
     settings = load_settings(trace_max_event_bytes=1024)
     store = TraceStore(settings)
     trace_id = new_trace_id()
@@ -210,7 +222,7 @@ def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.
         ids.append(trace.trace_id)
     kept = {t["trace_id"] for t in store.list("local", limit=200)}
     assert len(kept) <= 10 and ids[-1] in kept and ids[0] not in kept
-    assert not store.bundle_path(ids[0]).exists() and store.bundle_path(ids[-1]).exists()
+    assert store.bundle_bytes(ids[0]) is None and store.bundle_bytes(ids[-1]) is not None
     assert store.get("local", ids[0]) is None
 
 

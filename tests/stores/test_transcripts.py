@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+import pytest
+
+from ask_fable.stores.db import Database
 from ask_fable.stores.records import SessionTurn
 from ask_fable.stores.transcripts import TranscriptStore
+from tests.conftest import StoreBackend
 from tests.fakes.clock import ManualClock
 
 KEY = "sk-ant-PLANTEDtranscriptsecret0123456789"
+
+
+@pytest.fixture
+def db(store_backend: StoreBackend, tmp_path: Path) -> Database:
+    """The transcripts' database: a SQLite file, then a PostgreSQL database."""
+    return store_backend.open("transcripts", tmp_path / "sessions.db")
 
 
 def turn(question: str, *, session: str = "s", namespace: str = "deepseek", tenant: str = "local",
@@ -19,8 +28,8 @@ def turn(question: str, *, session: str = "s", namespace: str = "deepseek", tena
                        cost_usd=cost)
 
 
-def test_turns_come_back_in_order_with_their_numbers_and_the_count_grows(tmp_path: Path) -> None:
-    store = TranscriptStore(tmp_path / "sessions.db")
+def test_turns_come_back_in_order_with_their_numbers_and_the_count_grows(db: Database) -> None:
+    store = TranscriptStore(db)
     assert store.append(turn("one?", cost=0.5)) == 1
     assert store.append(turn("two?")) == 2
     turns = store.turns("local", "deepseek", "s")
@@ -31,8 +40,8 @@ def test_turns_come_back_in_order_with_their_numbers_and_the_count_grows(tmp_pat
     assert (turns[0]["model"], turns[0]["cost_usd"], turns[1]["cost_usd"]) == ("m-1", 0.5, None)
 
 
-def test_tenants_models_and_sessions_are_separate_conversations(tmp_path: Path) -> None:
-    store = TranscriptStore(tmp_path / "sessions.db")
+def test_tenants_models_and_sessions_are_separate_conversations(db: Database) -> None:
+    store = TranscriptStore(db)
     store.append(turn("local deepseek"))
     store.append(turn("other tenant", tenant="acme"))
     store.append(turn("other model", namespace="opus5"))
@@ -44,8 +53,8 @@ def test_tenants_models_and_sessions_are_separate_conversations(tmp_path: Path) 
     assert [s["session"] for s in store.sessions("acme", "deepseek")] == ["s"]
 
 
-def test_clear_returns_the_turns_and_forgets_only_that_session(tmp_path: Path) -> None:
-    store = TranscriptStore(tmp_path / "sessions.db")
+def test_clear_returns_the_turns_and_forgets_only_that_session(db: Database) -> None:
+    store = TranscriptStore(db)
     store.append(turn("one?"))
     store.append(turn("kept?", session="other"))
     assert [t["question"] for t in store.clear("local", "deepseek", "s")] == ["one?"]
@@ -54,29 +63,28 @@ def test_clear_returns_the_turns_and_forgets_only_that_session(tmp_path: Path) -
     assert [s["session"] for s in store.sessions("local", "deepseek")] == ["other"]
 
 
-def test_a_second_store_on_the_same_file_sees_every_turn(tmp_path: Path) -> None:
+def test_a_second_store_on_the_same_file_sees_every_turn(db: Database) -> None:
     """Two server processes (or a restarted one) continue the same conversation from the file."""
-    TranscriptStore(tmp_path / "sessions.db").append(turn("before the restart?"))
-    again = TranscriptStore(tmp_path / "sessions.db")
+    TranscriptStore(db).append(turn("before the restart?"))
+    again = TranscriptStore(db)
     assert again.append(turn("after it?")) == 2
     questions = [t["question"] for t in again.turns("local", "deepseek", "s")]
     assert questions == ["before the restart?", "after it?"]
 
 
-def test_secrets_are_stored_redacted_and_a_key_is_found_by_its_redacted_label(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.db"
-    store = TranscriptStore(path, secrets=[KEY])
+def test_secrets_are_stored_redacted_and_a_key_is_found_by_its_redacted_label(db: Database) -> None:
+    store = TranscriptStore(db, secrets=[KEY])
     store.append(SessionTurn(namespace="glm", session=f"label-{KEY}", question=f"why {KEY}?",
                              prompt=f"ctx {KEY}", answer=f"echo {KEY}", thinking=f"think {KEY}"))
     [stored] = store.turns("local", "glm", f"label-{KEY}")
     assert KEY not in str(stored) and "[REDACTED]" in stored["prompt"]
-    with sqlite3.connect(path) as conn:
-        assert KEY not in str(conn.execute("SELECT * FROM turns").fetchall())
+    with store.db.read() as conn:
+        assert KEY not in str([tuple(row) for row in conn.execute("SELECT * FROM turns").fetchall()])
 
 
-def test_a_session_past_its_retention_reads_as_empty_and_is_swept(tmp_path: Path) -> None:
+def test_a_session_past_its_retention_reads_as_empty_and_is_swept(db: Database) -> None:
     clock = ManualClock()
-    store = TranscriptStore(tmp_path / "sessions.db", retention_days=1, clock=clock)
+    store = TranscriptStore(db, retention_days=1, clock=clock)
     store.append(turn("old?"))
     store.append(turn("stale?", session="stale"))
     clock.advance(2 * 86_400)
@@ -87,9 +95,9 @@ def test_a_session_past_its_retention_reads_as_empty_and_is_swept(tmp_path: Path
     assert [t["question"] for t in store.turns("local", "deepseek", "fresh")] == ["fresh?"]
 
 
-def test_retention_zero_keeps_sessions_until_cleared(tmp_path: Path) -> None:
+def test_retention_zero_keeps_sessions_until_cleared(db: Database) -> None:
     clock = ManualClock()
-    store = TranscriptStore(tmp_path / "sessions.db", retention_days=0, clock=clock)
+    store = TranscriptStore(db, retention_days=0, clock=clock)
     store.append(turn("kept?"))
     clock.advance(10_000 * 86_400)
     assert [t["question"] for t in store.turns("local", "deepseek", "s")] == ["kept?"]

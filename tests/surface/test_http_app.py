@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 
@@ -13,10 +15,12 @@ from ask_fable.stores.keys import KeyStore
 from ask_fable.surface.http_app import (
     HttpGuard,
     HttpOptions,
+    Readiness,
     ToolCall,
     host_allowed,
     origin_allowed,
     query_has_credential,
+    store_probe,
     tool_calls,
 )
 
@@ -265,3 +269,53 @@ def test_tool_calls_reads_single_messages_and_batches() -> None:
     assert tool_calls([_call("a", 1), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]) == [
         ToolCall(1, "a", None)]
     assert tool_calls({"method": "tools/call", "params": "junk"}) == [ToolCall(None, "None", None)]
+
+
+class HangingKeys(KeyStore):
+    """A key store whose look-ups block until released, as a database that stopped answering."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.release = threading.Event()
+        self.lookups = 0
+
+    def get(self, key_id: int | str) -> Any:
+        self.lookups += 1
+        self.release.wait(30)
+        return super().get(key_id)
+
+
+async def test_healthz_is_503_while_the_store_hangs_and_200_once_it_answers(tmp_path: Path) -> None:
+    """A hung database makes the replica not ready within the health timeout; the probes that
+    follow start no second look-up while the first still hangs; ready again once it answers."""
+    keys = HangingKeys(tmp_path / "keys.db")
+    readiness = Readiness(store_probe(keys), timeout_s=0.2, fresh_s=0)
+    guard = HttpGuard(Recorder(), keys=keys, tool_scopes={}, options=HttpOptions(), readiness=readiness)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=guard),
+                                  base_url="http://127.0.0.1:8765") as client:
+        with anyio.fail_after(10):
+            hung = [await client.get("/healthz") for _ in range(3)]
+            head = await client.head("/healthz")
+        keys.release.set()
+        with anyio.fail_after(10):
+            while (await client.get("/healthz")).status_code != 200:
+                await anyio.sleep(0.01)
+    assert [r.status_code for r in hung] == [503, 503, 503]
+    assert hung[0].json() == {"status": "unavailable", "reason": "the database is not answering"}
+    assert hung[0].headers["retry-after"]
+    assert head.status_code == 503 and head.content == b""
+    assert keys.lookups <= 2
+
+
+async def test_a_call_the_key_store_cannot_check_is_503_unavailable_without_detail(tmp_path: Path) -> None:
+    class BrokenKeys(KeyStore):
+        def verify(self, presented: str, *, touch: bool = True) -> Any:
+            raise OSError("could not connect to db.internal:5432 as admin:hunter2")
+
+    async with _client(Recorder(), BrokenKeys(tmp_path / "keys.db")) as client:
+        response = await client.post("/mcp", json=_call("ask_fable_help"),
+                                     headers={"Authorization": "Bearer afk_" + "a" * 32})
+    assert response.status_code == 503 and response.headers["retry-after"]
+    error = response.json()["error"]
+    assert error["data"]["kind"] == "unavailable" and error["data"]["status"] == "error"
+    assert "db.internal" not in response.text and "hunter2" not in response.text

@@ -11,13 +11,15 @@ import pytest
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.keys import KeyStore, hash_key, looks_like_key
+from tests.conftest import StoreBackend
 
 KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> KeyStore:
-    return KeyStore(tmp_path / "keys.db")
+def store(store_backend: StoreBackend, tmp_path: Path) -> KeyStore:
+    """The key store on a SQLite file, then on PostgreSQL."""
+    return KeyStore(store_backend.open("keys", tmp_path / "keys.db"))
 
 
 def test_a_new_key_has_the_documented_shape(store: KeyStore) -> None:
@@ -35,7 +37,13 @@ def test_keys_are_unique(store: KeyStore) -> None:
 
 def test_only_the_hash_is_stored(store: KeyStore, tmp_path: Path) -> None:
     _, key = store.create("ci", "write")
+    with store.db.read() as conn:
+        rows = [tuple(row) for row in conn.execute("SELECT * FROM api_keys")]
+    assert key not in str(rows) and key[4:] not in str(rows)
+    assert [row for row in rows if hash_key(key) in row]
     path = tmp_path / "keys.db"
+    if not path.exists():
+        return  # PostgreSQL: the rows above are all there is
     raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("keys.db"))
     assert key.encode() not in raw
     assert key[4:].encode() not in raw

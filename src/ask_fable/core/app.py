@@ -173,7 +173,7 @@ class App:
         from ask_fable.stores.audit_trail import audit_trail_for
 
         s = self.settings
-        key = (s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
+        key = (s.database_url, s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
         res = self.resources
         return self._store(self._given.audit, "audit", key,
                            lambda: audit_trail_for(s, clock=res.clock, connections=res.connections))
@@ -185,19 +185,19 @@ class App:
 
         s = self.settings
         connections = self.resources.connections
-        return self._store(self._given.traces, "traces", (s.traces_db, s.traces_dir),
+        return self._store(self._given.traces, "traces", (s.database_url, s.traces_db, s.traces_dir),
                            lambda: TraceStore(s, connections=connections))
 
     @property
     def context_store(self) -> ContextBus:
         """The context bus."""
-        from ask_fable.stores.context import ContextStore
+        from ask_fable.stores.context import context_store_for
 
         s = self.settings
-        key = (s.context_db, tuple(s.secret_values()))
+        key = (s.database_url, s.context_db, tuple(s.secret_values()))
         connections = self.resources.connections
         return self._store(self._given.context, "context", key,
-                           lambda: ContextStore(s.context_db, secrets=s, connections=connections))
+                           lambda: context_store_for(s, connections=connections))
 
     @property
     def cache(self) -> AnswerCacheStore | None:
@@ -207,7 +207,7 @@ class App:
             return None
         from ask_fable.stores.cache import answer_cache_for
 
-        key = (s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
+        key = (s.database_url, s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
         res = self.resources
         return self._store(self._given.cache, "cache", key,
                            lambda: answer_cache_for(s, clock=res.clock, connections=res.connections))
@@ -221,27 +221,31 @@ class App:
         from ask_fable.stores.hub import SessionHub
 
         res = self.resources
-        return self._store(self._given.hub, "hub", (s.hub_db, s.hub_max_rows, s.hub_stale_seconds),
+        key = (s.database_url, s.hub_db, s.hub_max_rows, s.hub_stale_seconds)
+        return self._store(self._given.hub, "hub", key,
                            lambda: SessionHub(s, clock=res.clock, connections=res.connections))
 
     @property
     def answers(self) -> AnswerArchive:
         """Saved answers and session transcripts."""
-        from ask_fable.stores.answers import MarkdownArchive
+        from ask_fable.stores.answers import archive_for
 
         s = self.settings
-        key = (s.answers_dir, s.sessions_dir, s.max_answers, s.max_sessions, tuple(s.secret_values()))
-        return self._store(self._given.answers, "answers", key, lambda: MarkdownArchive(s))
+        key = (s.database_url, s.answers_dir, s.sessions_dir, s.max_answers, s.max_sessions,
+               tuple(s.secret_values()))
+        connections = self.resources.connections
+        return self._store(self._given.answers, "answers", key,
+                           lambda: archive_for(s, connections=connections))
 
     @property
     def keys(self) -> ApiKeyStore:
         """The HTTP API keys."""
-        from ask_fable.stores.keys import KeyStore
+        from ask_fable.stores.keys import key_store_for
 
         s = self.settings
         connections = self.resources.connections
-        return self._store(self._given.keys, "keys", s.keys_db,
-                           lambda: KeyStore(s.keys_db, connections=connections))
+        return self._store(self._given.keys, "keys", (s.database_url, s.keys_db),
+                           lambda: key_store_for(s, connections=connections))
 
     @property
     def record_writer(self) -> RecordWriter:
@@ -253,14 +257,13 @@ class App:
     @property
     def transcripts(self) -> SessionTranscriptStore:
         """Conversation transcripts: the turns every ``ask`` session continues from."""
-        from ask_fable.stores.transcripts import TranscriptStore
+        from ask_fable.stores.transcripts import transcript_store_for
 
         s = self.settings
-        key = (s.session_db, s.session_retention_days, tuple(s.secret_values()))
+        key = (s.database_url, s.session_db, s.session_retention_days, tuple(s.secret_values()))
         res = self.resources
-        return self._store(self._given.transcripts, "transcripts", key, lambda: TranscriptStore(
-            s.session_db, retention_days=s.session_retention_days, secrets=s, clock=res.clock,
-            connections=res.connections))
+        return self._store(self._given.transcripts, "transcripts", key, lambda: transcript_store_for(
+            s, clock=res.clock, connections=res.connections))
 
     # --- other services -----------------------------------------------------------------------------
     @property

@@ -13,11 +13,16 @@ shared by every agent of the user:
 Each tenant keeps its files apart: the local tenant's in those directories, every other tenant's
 in ``tenants/<tenant>/`` beneath them, each pruned on its own (one tenant's answers never push out
 another's).
+
+With ``database_url`` set there are no files: :class:`DatabaseArchive` keeps the same Markdown in the
+``documents`` table of PostgreSQL, pruned per tenant and kind the same way, and a save returns
+``postgresql:answers/<id>`` (or ``postgresql:transcripts/<id>``).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ask_fable.access import LOCAL_TENANT, one_tenant, validate_tenant
 from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
 from ask_fable.redact import redact, secret_list
+from ask_fable.stores.db import Connections, Database, database_for
 from ask_fable.stores.records import SavedAnswer, Transcript
 
 if TYPE_CHECKING:
@@ -32,6 +38,19 @@ if TYPE_CHECKING:
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
+MIGRATIONS = [
+    """
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        tenant TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created_at REAL NOT NULL
+    );
+    CREATE INDEX documents_tenant_kind ON documents(tenant, kind, id);
+    """,
+]
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
 TRANSCRIPT_NAME_RE = re.compile(
     rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md"
@@ -133,29 +152,23 @@ def _nest_headings(text: str) -> str:
     return "\n".join(out)
 
 
-def save_answer(
+def render_answer(
     settings: Settings,
     tool: str,
     question: str,
     answer: str,
     thinking: str | None = None,
     meta: dict[str, Any] | None = None,
-    tenant: str = LOCAL_TENANT,
-) -> Path:
-    """Write one answer as Markdown under ``settings.answers_dir`` (the tenant's part of it); returns
-    its path.
+) -> tuple[str, str]:
+    """One answer as a name stem and redacted Markdown.
 
     A ``## Thinking`` section appears only when ``thinking`` is non-empty; ``meta`` values that are
     ``None`` are dropped, and a ``transcript`` (or any multi-line text) gets its own section after
-    the answer instead of a header line. Older files of our own name shape beyond
-    ``settings.max_answers`` (0 = unlimited) are pruned.
+    the answer instead of a header line.
     """
-    directory = ensure_private_dir(tenant_dir(settings.answers_dir, tenant))
-    stamp = _stamp()
-    tool_name = _safe_tool(tool)
     # The name is built from the redacted question: a key in the question must not become a file name.
     secrets = secret_list(settings)
-    path = _free_path(directory, f"{stamp}-{tool_name}-{slugify(redact(question, secrets))}")
+    stem = f"{_stamp()}-{_safe_tool(tool)}-{slugify(redact(question, secrets))}"
     title = " ".join(question.split())[:80]
     lines_meta, sections = _split_meta(dict(meta or {}))
     parts = [f"# {tool}: {title}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}"]
@@ -165,25 +178,41 @@ def save_answer(
         parts += ["## Thinking", "", thinking.rstrip(), ""]
     for name, text in sections.items():
         parts += [f"## {name.replace('_', ' ').capitalize()}", "", _nest_headings(text.rstrip()), ""]
-    atomic_write_text(path, redact("\n".join(parts), secrets))
+    return stem, redact("\n".join(parts), secrets)
+
+
+def save_answer(
+    settings: Settings,
+    tool: str,
+    question: str,
+    answer: str,
+    thinking: str | None = None,
+    meta: dict[str, Any] | None = None,
+    tenant: str = LOCAL_TENANT,
+) -> Path:
+    """Write one answer as Markdown (:func:`render_answer`) under ``settings.answers_dir`` (the
+    tenant's part of it); returns its path.
+
+    Older files of our own name shape beyond ``settings.max_answers`` (0 = unlimited) are pruned.
+    """
+    directory = ensure_private_dir(tenant_dir(settings.answers_dir, tenant))
+    stem, text = render_answer(settings, tool, question, answer, thinking, meta)
+    path = _free_path(directory, stem)
+    atomic_write_text(path, text)
     prune_own_files(directory, ANSWER_NAME_RE, int(getattr(settings, "max_answers", 0) or 0))
     return path
 
 
-def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]], namespace: str = "fable",
-                    tenant: str = LOCAL_TENANT) -> Path:
-    """Dump a session's turns to ``settings.sessions_dir/<key>-<ts>.md`` (the tenant's part of it);
-    returns its path.
+def render_transcript(settings: Settings, key: str, turns: list[dict[str, Any]],
+                      namespace: str = "fable") -> tuple[str, str]:
+    """A session's turns as a name stem and redacted Markdown.
 
-    ``namespace`` is the model's conversation space: ``fable`` files are ``<key>-<ts>.md``, ``opus5``
-    files ``opus5-<key>-<ts>.md``, the others' ``<model>+<key>-<ts>.md``. Each turn may carry ``question``,
-    ``answer``, ``thinking``, ``model`` and ``ts``. Older dumps of our own name shapes beyond
-    ``settings.max_sessions`` (0 = unlimited) are pruned.
+    ``namespace`` is the model's conversation space: ``fable`` stems are ``<key>-<ts>``, ``opus5``
+    ones ``opus5-<key>-<ts>``, the others' ``<model>+<key>-<ts>``. Each turn may carry ``question``,
+    ``answer``, ``thinking``, ``model`` and ``ts``.
     """
-    directory = ensure_private_dir(tenant_dir(settings.sessions_dir, tenant))
     secrets = secret_list(settings)
-    prefix = transcript_prefix(namespace)
-    path = _free_path(directory, f"{prefix}{_safe_key(redact(key, secrets))}-{_stamp()}")
+    stem = f"{transcript_prefix(namespace)}{_safe_key(redact(key, secrets))}-{_stamp()}"
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]
     for number, turn in enumerate(turns, start=1):
@@ -198,7 +227,20 @@ def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]], n
         thinking = turn.get("thinking")
         if thinking and str(thinking).strip():
             parts += ["### Thinking", "", str(thinking).rstrip(), ""]
-    atomic_write_text(path, redact("\n".join(parts), secrets))
+    return stem, redact("\n".join(parts), secrets)
+
+
+def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]], namespace: str = "fable",
+                    tenant: str = LOCAL_TENANT) -> Path:
+    """Dump a session's turns (:func:`render_transcript`) to ``settings.sessions_dir/<stem>.md`` (the
+    tenant's part of it); returns its path.
+
+    Older dumps of our own name shapes beyond ``settings.max_sessions`` (0 = unlimited) are pruned.
+    """
+    directory = ensure_private_dir(tenant_dir(settings.sessions_dir, tenant))
+    stem, text = render_transcript(settings, key, turns, namespace)
+    path = _free_path(directory, stem)
+    atomic_write_text(path, text)
     prune_own_files(directory, TRANSCRIPT_NAME_RE, int(getattr(settings, "max_sessions", 0) or 0))
     return path
 
@@ -221,3 +263,60 @@ class MarkdownArchive:
         turns = [turn.model_dump() for turn in transcript.turns]
         return str(save_transcript(self.settings, transcript.key, turns, transcript.namespace,
                                    tenant=transcript.tenant))
+
+
+class DatabaseArchive:
+    """The ``AnswerArchive`` of a shared database: the same Markdown, one row of ``documents`` each."""
+
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.settings = settings
+        self.db = db
+
+    def _keep(self, tenant: str, kind: str, name: str, body: str, cap: int) -> str:
+        one_tenant(tenant)
+        with self.db.write() as conn:
+            doc_id = conn.execute(
+                "INSERT INTO documents (tenant, kind, name, body, created_at) VALUES (?, ?, ?, ?, ?) "
+                "RETURNING id",
+                (tenant, kind, name, body, time.time()),
+            ).fetchone()[0]
+            if cap > 0:
+                conn.execute(
+                    "DELETE FROM documents WHERE tenant = ? AND kind = ? AND id NOT IN "
+                    "(SELECT id FROM documents WHERE tenant = ? AND kind = ? ORDER BY id DESC LIMIT ?)",
+                    (tenant, kind, tenant, kind, cap),
+                )
+        return f"postgresql:{kind}/{doc_id}"
+
+    def save_answer(self, answer: SavedAnswer) -> str:
+        """Keep ``answer`` as Markdown (see :func:`render_answer`); returns ``postgresql:answers/<id>``."""
+        meta = {"trace_id": answer.trace_id, "model": answer.model, "transcript": answer.transcript}
+        name, body = render_answer(self.settings, answer.tool, answer.question, answer.answer,
+                                   answer.thinking, meta)
+        return self._keep(answer.tenant, "answers", name, body, int(self.settings.max_answers or 0))
+
+    def save_transcript(self, transcript: Transcript) -> str:
+        """Keep a session's turns as Markdown; returns ``postgresql:transcripts/<id>``."""
+        turns = [turn.model_dump() for turn in transcript.turns]
+        name, body = render_transcript(self.settings, transcript.key, turns, transcript.namespace)
+        return self._keep(transcript.tenant, "transcripts", name, body, int(self.settings.max_sessions or 0))
+
+    def read(self, tenant: str, location: str) -> str | None:
+        """The Markdown kept at ``location`` (as a save returned it) for ``tenant``, or ``None``."""
+        kind, _, number = location.removeprefix("postgresql:").partition("/")
+        if not number.isdigit():
+            return None
+        with self.db.read() as conn:
+            row = conn.execute("SELECT body FROM documents WHERE id = ? AND kind = ? AND tenant = ?",
+                               (int(number), kind, one_tenant(tenant))).fetchone()
+        return None if row is None else str(row[0])
+
+
+def archive_for(settings: Settings, *,
+                connections: Connections | None = None) -> MarkdownArchive | DatabaseArchive:
+    """The answer archive configured by ``settings``: Markdown files, or PostgreSQL rows when
+    ``database_url`` is set."""
+    if settings.database_url:
+        return DatabaseArchive(settings, database_for(settings, "answers", None,
+                                                       MIGRATIONS, connections=connections))
+    return MarkdownArchive(settings)

@@ -1,4 +1,5 @@
-"""The ``AuditStore`` of the embedded setup: the JSONL audit log, with stats from its SQLite index."""
+"""The ``AuditStore``: the JSONL audit log with stats from its SQLite index (embedded), or the
+``recs`` table of PostgreSQL (``audit_index.AuditTable``) when ``database_url`` is set."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.stores.audit import AuditLog, audit_log_for
-from ask_fable.stores.audit_index import AuditIndex
-from ask_fable.stores.db import Connections
+from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, AuditTable
+from ask_fable.stores.db import Connections, database_for
+from ask_fable.stores.interfaces import AuditStore
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import validate
 from ask_fable.stores.views import StatsReport
@@ -81,7 +83,10 @@ class AuditTrail:
 
 
 def audit_trail_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
-                    connections: Connections | None = None) -> AuditTrail:
-    """The audit trail configured by ``settings`` (path, rotation size, backups, secrets), on the
-    App's clock and SQLite connections when given."""
+                    connections: Connections | None = None) -> AuditStore:
+    """The audit trail configured by ``settings`` (path, rotation size, backups, secrets; or the
+    PostgreSQL table), on the App's clock and connections when given."""
+    if settings.database_url:
+        database = database_for(settings, "audit", settings.audit_file, MIGRATIONS, connections=connections)
+        return AuditTable(database, secrets=settings, clock=clock)
     return AuditTrail(audit_log_for(settings), clock=clock, connections=connections)

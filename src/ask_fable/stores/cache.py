@@ -13,13 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.access import one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.views import CachedAnswer
 
 if TYPE_CHECKING:
@@ -80,21 +79,22 @@ def cache_key(
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def bump_write_counter(conn: sqlite3.Connection, name: str = "writes") -> int:
+def bump_write_counter(conn: Connection, name: str = "writes") -> int:
     """Increment and return a counter in the ``meta`` table (inside the caller's transaction)."""
-    conn.execute(
-        "INSERT INTO meta (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1",
+    row = conn.execute(
+        "INSERT INTO meta (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = meta.value + 1 "
+        "RETURNING value",
         (name,),
-    )
-    return int(conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()[0])
+    ).fetchone()
+    return int(row[0])
 
 
 class AnswerCache:
-    """TTL cache of answer payloads over SQLite (``settings.cache_db``): an ``AnswerCacheStore``."""
+    """TTL cache of answer payloads over a SQLite file or PostgreSQL: an ``AnswerCacheStore``."""
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        location: str | os.PathLike[str] | Database,
         ttl: float,
         max_rows: int,
         *,
@@ -103,7 +103,7 @@ class AnswerCache:
         clock: Clock = SYSTEM_CLOCK,
         connections: Connections | None = None,
     ) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+        self.db = open_database(location, MIGRATIONS, connections=connections)
         self._clock = clock
         self.ttl = float(ttl)
         self.max_rows = int(max_rows)
@@ -135,8 +135,9 @@ class AnswerCache:
         now = self._clock.now()
         with self.db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO cache (tenant, key, tool, payload, created_at) "
-                "VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO cache (tenant, key, tool, payload, created_at) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(tenant, key) DO UPDATE SET tool = excluded.tool, payload = excluded.payload, "
+                "created_at = excluded.created_at",
                 (tenant, key, tool, text, now),
             )
             if bump_write_counter(conn) % self.sweep_every == 0:
@@ -147,13 +148,14 @@ class AnswerCache:
         with self.db.write() as conn:
             return self._sweep(conn, self._clock.now())
 
-    def _sweep(self, conn: sqlite3.Connection, now: float) -> int:
+    def _sweep(self, conn: Connection, now: float) -> int:
         deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount
         count = int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
         if count > self.max_rows:
             excess = count - int(self.max_rows * 0.9)
             deleted += conn.execute(
-                "DELETE FROM cache WHERE rowid IN (SELECT rowid FROM cache ORDER BY created_at LIMIT ?)",
+                "DELETE FROM cache WHERE (tenant, key) IN "
+                "(SELECT tenant, key FROM cache ORDER BY created_at LIMIT ?)",
                 (excess,),
             ).rowcount
         return int(deleted)
@@ -167,5 +169,6 @@ class AnswerCache:
 def answer_cache_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
                      connections: Connections | None = None) -> AnswerCache:
     """The answer cache configured by ``settings`` (on the App's clock and connections when given)."""
-    return AnswerCache(settings.cache_db, settings.cache_ttl, settings.cache_max_rows, secrets=settings,
+    database = database_for(settings, "cache", settings.cache_db, MIGRATIONS, connections=connections)
+    return AnswerCache(database, settings.cache_ttl, settings.cache_max_rows, secrets=settings,
                        clock=clock, connections=connections)

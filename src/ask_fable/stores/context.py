@@ -13,13 +13,16 @@ import builtins
 import difflib
 import os
 import time
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.redact import SecretSource, redact, secret_list
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connections, Database, database_for, open_database
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 MAX_KEY_CHARS = 200
 
@@ -76,11 +79,11 @@ def validate_key(key: object, secrets: SecretSource = ()) -> str:
 
 
 class ContextStore:
-    """Key → text store over SQLite (``settings.context_db``): the ``ContextBus``."""
+    """Key → text store over a SQLite file or PostgreSQL: the ``ContextBus``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, secrets: SecretSource = (),
+    def __init__(self, location: str | os.PathLike[str] | Database, *, secrets: SecretSource = (),
                  connections: Connections | None = None) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+        self.db = open_database(location, MIGRATIONS, connections=connections)
         self._secrets = secret_list(secrets)
 
     def write(self, tenant: str, key: str, value: str, description: str = "") -> ContextMeta:
@@ -189,3 +192,9 @@ class ContextStore:
                 if original not in out:
                     out.append(original)
         return out[:limit]
+
+
+def context_store_for(settings: Settings, *, connections: Connections | None = None) -> ContextStore:
+    """The context bus configured by ``settings`` (on the App's connections when given)."""
+    database = database_for(settings, "context", settings.context_db, MIGRATIONS, connections=connections)
+    return ContextStore(database, secrets=settings)

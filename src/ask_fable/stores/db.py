@@ -1,4 +1,10 @@
-"""SQLite with the settings every store needs: WAL, a busy timeout, numbered migrations, retries.
+"""The database every store runs on: the :class:`Database` protocol and its SQLite implementation.
+
+Each store writes its SQL once, in the subset SQLite and PostgreSQL share (``?`` placeholders,
+``INSERT … ON CONFLICT … DO UPDATE``, ``RETURNING``, no ``rowid`` or ``PRAGMA``), and runs it on
+whichever :class:`Database` :func:`database_for` opens: :class:`SqliteDatabase` (a file under the
+state directory, the embedded default) or, when ``database_url`` is set,
+``stores.postgres.PostgresDatabase`` (one schema per store in a shared PostgreSQL database).
 
 Connections are per thread and per process: a :class:`Connections` pool keeps one connection per
 thread and database file (re-opened if the file is replaced, dropped after a fork), so a
@@ -15,7 +21,8 @@ lock is retried with jittered backoff up to a bound, so ordinary multi-process c
 reaches a caller as an error.
 
 Migrations are a list of SQL scripts; script ``i`` moves ``PRAGMA user_version`` from ``i`` to
-``i + 1``. Pending ones are applied on first use, together, in one transaction.
+``i + 1``. Pending ones are applied on first use, together, in one transaction; a file whose
+version is beyond the scripts this release knows is refused (:class:`~ask_fable.errors.SchemaMismatch`).
 
 A read-only pool (``Connections(read_only=True)``) opens existing files with ``mode=ro`` and never
 creates, migrates or writes one: a file that does not exist yet reads as an empty database of the
@@ -31,14 +38,88 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
+from ask_fable.errors import SchemaMismatch
 from ask_fable.files import FILE_MODE, ensure_private_dir
 
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
+    from ask_fable.stores.postgres import PostgresPool
+
 T = TypeVar("T")
+
+Dialect = Literal["sqlite", "postgres"]
+
+
+class Cursor(Protocol):
+    """What a store reads back from a statement (``sqlite3.Cursor`` or a psycopg cursor)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed."""
+        ...
+
+    def fetchone(self) -> Any:
+        """The next row (indexable by position and by column name), or ``None``."""
+        ...
+
+    def fetchall(self) -> list[Any]:
+        """Every remaining row."""
+        ...
+
+    def __iter__(self) -> Iterator[Any]:
+        """The remaining rows, one by one."""
+        ...
+
+
+class Connection(Protocol):
+    """A connection inside one transaction, as a store's SQL sees it (``?`` placeholders)."""
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor:
+        """Run one statement."""
+        ...
+
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
+        """Run one statement once per parameter row."""
+        ...
+
+
+class Database(Protocol):
+    """One store's tables, on SQLite or PostgreSQL: transactions and the dialect they speak."""
+
+    dialect: Dialect
+
+    def read(self) -> AbstractContextManager[Connection]:
+        """A connection inside a read transaction (a consistent snapshot)."""
+        ...
+
+    def write(self) -> AbstractContextManager[Connection]:
+        """A connection inside a write transaction, committed when the body ends, rolled back if it raises."""
+        ...
+
+    def close(self) -> None:
+        """Close what this database opened for itself."""
+        ...
+
+
+def database_for(settings: Settings, store: str, path: str | os.PathLike[str] | None,
+                 migrations: Sequence[str], *, connections: Connections | None = None) -> Database:
+    """The database ``store`` runs on: PostgreSQL when ``settings.database_url`` is set, else the
+    SQLite file at ``path`` (a store without one, such as the answer archive, needs PostgreSQL)."""
+    url = settings.database_url
+    if url:
+        from ask_fable.stores.postgres import PostgresDatabase
+
+        pools = connections if connections is not None else Connections()
+        pool = pools.postgres(url, settings.database_connect_timeout, settings.database_pool_size)
+        return PostgresDatabase(pool, store, migrations, owned=connections is None)
+    if path is None:
+        raise ValueError(f"the {store} store keeps no SQLite file; it needs database_url")
+    return SqliteDatabase(path, migrations, connections=connections)
 
 #: Connections one thread keeps open (least recently used beyond this are closed).
 MAX_THREAD_CONNECTIONS = 16
@@ -74,12 +155,28 @@ def split_statements(script: str) -> list[str]:
     return statements
 
 
-class Connections:
-    """Per-thread SQLite connections, by file, and which files have their migrations applied.
+def open_database(location: str | os.PathLike[str] | Database, migrations: Sequence[str], *,
+                  connections: Connections | None = None) -> Database:
+    """``location`` itself when it is a :class:`Database`, else the SQLite file it names."""
+    if isinstance(location, str | os.PathLike):
+        return SqliteDatabase(location, migrations, connections=connections)
+    return location
 
-    Each thread keeps up to :data:`MAX_THREAD_CONNECTIONS` connections (least recently used
-    beyond that are closed). :meth:`close` closes every connection any thread opened; the pool
-    stays usable and reopens on next use.
+
+def is_unreachable(exc: BaseException) -> bool:
+    """Whether a store failed because its database could not be used (so a fallback may help)."""
+    from ask_fable.errors import Unavailable
+
+    return isinstance(exc, sqlite3.Error | OSError | Unavailable)
+
+
+class Connections:
+    """Per-thread SQLite connections, by file, and which files have their migrations applied; and
+    the PostgreSQL connection pool, by URL.
+
+    Each thread keeps up to :data:`MAX_THREAD_CONNECTIONS` SQLite connections (least recently used
+    beyond that are closed). :meth:`close` closes every connection any thread opened and every
+    PostgreSQL pool; the object stays usable and reopens on next use.
     """
 
     def __init__(self, *, read_only: bool = False) -> None:
@@ -93,6 +190,17 @@ class Connections:
         # Held while a file's migrations run (which may drop a connection, taking _lock).
         self._ready_lock = threading.Lock()
         self._generation = 0
+        self._pg_pools: dict[str, PostgresPool] = {}
+
+    def postgres(self, url: str, connect_timeout: float, size: int) -> PostgresPool:
+        """The PostgreSQL pool for ``url`` (opened on first use, shared by every store)."""
+        with self._lock:
+            pool = self._pg_pools.get(url)
+            if pool is None:
+                from ask_fable.stores.postgres import PostgresPool
+
+                pool = self._pg_pools[url] = PostgresPool(url, connect_timeout=connect_timeout, size=size)
+            return pool
 
     def thread_map(self) -> OrderedDict[str, tuple[sqlite3.Connection, int]]:
         """This thread's connections by file key, with the inode each was opened on."""
@@ -144,16 +252,21 @@ class Connections:
         """Close every connection opened through this pool, in any thread."""
         with self._lock:
             opened, self._opened = self._opened, set()
+            pools, self._pg_pools = list(self._pg_pools.values()), {}
             self._generation += 1
         with self._ready_lock:
             self._ready.clear()
+        for pool in pools:
+            pool.close()
         for conn in opened:
             with suppress(sqlite3.Error):
                 conn.close()
 
 
-class Database:
+class SqliteDatabase:
     """One SQLite file: private permissions, WAL, migrations applied on open, retried writes."""
+
+    dialect: Dialect = "sqlite"
 
     def __init__(
         self,
@@ -295,6 +408,8 @@ class Database:
         conn.execute("BEGIN IMMEDIATE")
         try:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(self.migrations):
+                raise SchemaMismatch.newer(str(self.path), version, len(self.migrations))
             for number in range(version, len(self.migrations)):
                 for statement in split_statements(self.migrations[number]):
                     conn.execute(statement)

@@ -9,14 +9,13 @@ turns. Every turn and heartbeat belongs to a tenant, and every read names the te
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING, Any, cast
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for
 from ask_fable.stores.records import HubTurn
 from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
 
@@ -96,12 +95,14 @@ def _tenant_clause(tenant: str, column: str = "tenant") -> tuple[list[str], list
 
 
 class SessionHub:
-    """The ``HubStore`` over SQLite at ``settings.hub_db``; writes are no-ops when ``settings.hub`` is off."""
+    """The ``HubStore`` over SQLite at ``settings.hub_db`` or PostgreSQL (``settings.database_url``);
+    writes are no-ops when ``settings.hub`` is off."""
 
     def __init__(self, settings: Settings, *, sweep_every: int = SWEEP_EVERY, clock: Clock = SYSTEM_CLOCK,
                  connections: Connections | None = None) -> None:
         self.settings = settings
-        self.db = Database(settings.hub_db, MIGRATIONS, connections=connections)
+        self.db: Database = database_for(settings, "hub", settings.hub_db, MIGRATIONS,
+                                         connections=connections)
         self._clock = clock
         self.sweep_every = max(1, int(sweep_every))
         self._secrets = secret_list(settings)
@@ -134,7 +135,7 @@ class SessionHub:
                 "INSERT INTO sessions (tenant, session_key, agent_id, project, first_seen, last_seen, turns, "
                 "last_question, last_oracle, last_status) VALUES (?,?,?,?,?,?,1,?,?,?) "
                 "ON CONFLICT(tenant, session_key, agent_id) DO UPDATE SET project = excluded.project, "
-                "last_seen = excluded.last_seen, turns = turns + 1, "
+                "last_seen = excluded.last_seen, turns = sessions.turns + 1, "
                 "last_question = excluded.last_question, last_oracle = excluded.last_oracle, "
                 "last_status = excluded.last_status",
                 (tenant, session_key, agent_id, project, now, now,
@@ -143,7 +144,7 @@ class SessionHub:
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn)
 
-    def _sweep(self, conn: sqlite3.Connection) -> int:
+    def _sweep(self, conn: Connection) -> int:
         cap = int(self.settings.hub_max_rows)
         count = int(conn.execute("SELECT count(*) FROM turns").fetchone()[0])
         if count <= cap:
@@ -242,7 +243,7 @@ class SessionHub:
                 }
             sessions = conn.execute(
                 "SELECT count(*), coalesce(sum(turns), 0), "
-                f"coalesce(sum(last_seen >= ?), 0) FROM sessions{session_clause}",
+                f"coalesce(sum(CASE WHEN last_seen >= ? THEN 1 ELSE 0 END), 0) FROM sessions{session_clause}",
                 [now - stale_after, *session_params],
             ).fetchone()
         return {

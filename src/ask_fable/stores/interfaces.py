@@ -10,16 +10,16 @@ query takes the tenant it covers as its first argument. Only listings and look-u
 ``ALL_TENANTS`` (``"*"``), which the tools pass for admin keys alone; writes, deletes, cache hits
 and ``context_ref`` resolution always name one tenant.
 
-| Protocol | Implementation today | Used by |
+| Protocol | Implementation (SQLite or PostgreSQL, ``db.database_for``) | Used by |
 |---|---|---|
-| ``ContextBus`` | ``context.ContextStore`` (SQLite) | pipeline (``context_ref``), context tools |
-| ``AnswerCacheStore`` | ``cache.AnswerCache`` (SQLite) | pipeline |
-| ``TraceRecordStore`` | ``traces.TraceStore`` (SQLite + bundle files) | recorders, server, trace tools |
-| ``HubStore`` | ``hub.SessionHub`` (SQLite) | recorders, hub tools |
-| ``AuditStore`` | ``audit_trail.AuditTrail`` (JSONL + SQLite index) | recorders, ``stats`` |
-| ``AnswerArchive`` | ``answers.MarkdownArchive`` (files) | recorders, ``reset_session`` |
-| ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` (SQLite) | ``ask``, ``reset_session`` |
-| ``ApiKeyStore`` | ``keys.KeyStore`` (SQLite) | ``ask-fable keys``, the HTTP surface |
+| ``ContextBus`` | ``context.ContextStore`` | pipeline (``context_ref``), context tools |
+| ``AnswerCacheStore`` | ``cache.AnswerCache`` | pipeline |
+| ``TraceRecordStore`` | ``traces.TraceStore`` (bundles: files, or a table) | recorders, server, trace tools |
+| ``HubStore`` | ``hub.SessionHub`` | recorders, hub tools |
+| ``AuditStore`` | ``audit_trail.AuditTrail``; ``audit_index.AuditTable`` | recorders, ``stats`` |
+| ``AnswerArchive`` | ``answers.MarkdownArchive``, ``.DatabaseArchive`` | recorders, ``reset_session`` |
+| ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` | ``ask``, ``reset_session`` |
+| ``ApiKeyStore`` | ``keys.KeyStore`` | ``ask-fable keys``, the HTTP surface |
 """
 
 from __future__ import annotations
@@ -231,9 +231,13 @@ class ApiKeyStore(Protocol):
         """Revoke a key by id or display prefix."""
         ...
 
+    #: Whether ``verify`` may wait on the network: callers on an event loop then run it in a
+    #: worker thread. When False it reads local state only and is cheap enough for the loop.
+    blocking: bool
+
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
-        """The active key matching ``presented``, or ``None``; a key revoked anywhere is refused at
-        once. Cheap enough to run on the event loop: no write, no lookup for a key seen before."""
+        """The active key matching ``presented``, or ``None``; a key revoked anywhere is refused on
+        the next check. Writes nothing (``flush_usage`` writes the last use)."""
         ...
 
     def flush_usage(self) -> None:

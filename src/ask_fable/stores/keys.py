@@ -5,13 +5,14 @@ A key is ``afk_`` + 32 URL-safe random characters. The plain key is returned onc
 or ``admin``, see :mod:`ask_fable.access`), the tenant its caller's data belongs to, and
 ``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601).
 
-Checking a key costs no write and, for a key seen before, no lookup: :meth:`KeyStore.verify` keeps
-the keys it verified and reuses them while the table is unchanged, which SQLite tells at the price
-of one ``PRAGMA data_version`` (it changes when any other connection, in this process or another,
-commits to the file); a change of our own connection shows in its ``total_changes``. Revoking a
-key from another process therefore refuses it on the very next request. Last use is noted in
-memory and written by :meth:`KeyStore.flush_usage`, which the HTTP server calls periodically and
-when it stops.
+Checking a key costs no write. On SQLite it costs no lookup either for a key seen before:
+:meth:`KeyStore.verify` keeps the keys it verified and reuses them while the file is unchanged,
+which SQLite tells at the price of one ``PRAGMA data_version`` (it changes when any other
+connection, in this process or another, commits to the file); a change made through our own
+connection shows in its ``total_changes``. A key revoked from another process is therefore refused
+on the very next request. On PostgreSQL every check is a lookup (and :attr:`KeyStore.blocking`
+tells callers on an event loop to make it in a worker thread). Last use is noted in memory and
+written by :meth:`KeyStore.flush_usage`, which the HTTP server calls periodically and when it stops.
 
 Keys made before scopes meant money had ``write`` (every tool) or ``read``: migration 2 turns
 ``write`` into ``ask`` (which no longer includes ``configure_*``) and puts every existing key in
@@ -28,17 +29,23 @@ import secrets
 import sqlite3
 import threading
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.records import ApiKey
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
 DISPLAY_CHARS = 6
 #: Verified keys kept for reuse (beyond this many, the cache starts over).
 MAX_KNOWN_KEYS = 1024
+#: A SQLite connection with its ``data_version`` and ``total_changes`` at one moment.
+_Stamp = tuple[sqlite3.Connection, int, int]
 _KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
 
 MIGRATIONS = [
@@ -98,7 +105,7 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-def _row(row: sqlite3.Row) -> ApiKey:
+def _row(row: Any) -> ApiKey:
     return ApiKey(
         id=int(row["id"]), name=row["name"], scope=row["scope"], tenant=row["tenant"], prefix=row["prefix"],
         created_at=row["created_at"], last_used_at=row["last_used_at"], revoked_at=row["revoked_at"],
@@ -119,14 +126,17 @@ def key_tenant(name: str, tenant: str | None) -> str:
 
 
 class KeyStore:
-    """The API key table in its own SQLite file (``settings.keys_db``): the ``ApiKeyStore``."""
+    """The API key table, in its own SQLite file (``settings.keys_db``) or PostgreSQL: the ``ApiKeyStore``."""
 
-    def __init__(self, path: str | os.PathLike[str], *, connections: Connections | None = None) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+    def __init__(self, location: str | os.PathLike[str] | Database, *,
+                 connections: Connections | None = None) -> None:
+        self.db = open_database(location, MIGRATIONS, connections=connections)
+        #: Whether :meth:`verify` may wait on the network (PostgreSQL) rather than read a local file.
+        self.blocking = self.db.dialect != "sqlite"
         self._lock = threading.Lock()
-        #: What the verified keys below were read under: the connection, its ``data_version`` and
-        #: its ``total_changes`` (any commit to the file since changes one of them).
-        self._read_under: tuple[sqlite3.Connection, int, int] | None = None
+        #: What the verified keys below were read under (SQLite only): the connection, its
+        #: ``data_version`` and its ``total_changes`` (any commit to the file changes one of them).
+        self._read_under: _Stamp | None = None
         #: Active keys verified under ``_read_under``, by hash.
         self._known: dict[str, ApiKey] = {}
         #: Last use of each key since the last flush (UTC, ISO 8601), by id.
@@ -145,13 +155,10 @@ class KeyStore:
         owner = key_tenant(name, tenant)
         key = generate_key()
         with self.db.write() as conn:
-            cursor = conn.execute(
-                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
-            )
             row = conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (cursor.lastrowid,)
+                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at) "
+                f"VALUES (?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
+                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now()),
             ).fetchone()
         return _row(row), key
 
@@ -169,13 +176,11 @@ class KeyStore:
         return None if row is None else _row(row)
 
     @staticmethod
-    def _find(conn: sqlite3.Connection, key_id: int | str) -> sqlite3.Row | None:
+    def _find(conn: Connection, key_id: int | str) -> Any:
         text = str(key_id).strip()
         if text.isdigit():
-            row: sqlite3.Row | None = conn.execute(
-                f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
-            return row
-        rows: list[sqlite3.Row] = conn.execute(
+            return conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
+        rows = conn.execute(
             f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
         if len(rows) > 1:
             raise BadArgs(f"{text!r} matches {len(rows)} keys; revoke by id instead")
@@ -196,19 +201,16 @@ class KeyStore:
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
         """The active key matching ``presented``, or None (unknown, malformed or revoked).
 
-        The stored and computed hashes are compared in constant time. A key verified before is
-        reused while the table is unchanged (see the module docstring); ``touch`` notes its use,
-        written by :meth:`flush_usage`.
+        The stored and computed hashes are compared in constant time. On SQLite a key verified
+        before is reused while the file is unchanged (see the module docstring); ``touch`` notes
+        its use, written by :meth:`flush_usage`.
         """
         if not looks_like_key(presented):
             return None
         digest = hash_key(presented)
         with self.db.read() as conn:
-            stamp = (conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes)
-            with self._lock:
-                if self._read_under != stamp:
-                    self._read_under, self._known = stamp, {}
-                record = self._known.get(digest)
+            stamp = self._stamp(conn)
+            record = self._reuse(stamp, digest)
             if record is None:
                 row = conn.execute(
                     f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
@@ -218,18 +220,36 @@ class KeyStore:
                 if not hmac.compare_digest(row["key_hash"], digest):
                     return None
                 record = _row(row)
-                with self._lock:
-                    if self._read_under == stamp and len(self._known) < MAX_KNOWN_KEYS:
-                        self._known[digest] = record
+                self._remember(stamp, digest, record)
         if touch:
             with self._lock:
                 self._used[record.id] = _now()
         return record
 
+    @staticmethod
+    def _stamp(conn: Connection) -> _Stamp | None:
+        """What tells whether the file changed since, or None where nothing cheap does (PostgreSQL)."""
+        if not isinstance(conn, sqlite3.Connection):
+            return None
+        return conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+    def _reuse(self, stamp: _Stamp | None, digest: str) -> ApiKey | None:
+        if stamp is None:
+            return None
+        with self._lock:
+            if self._read_under != stamp:
+                self._read_under, self._known = stamp, {}
+            return self._known.get(digest)
+
+    def _remember(self, stamp: _Stamp | None, digest: str, record: ApiKey) -> None:
+        with self._lock:
+            if stamp is not None and self._read_under == stamp and len(self._known) < MAX_KNOWN_KEYS:
+                self._known[digest] = record
+
     def flush_usage(self) -> None:
         """Write the last use noted for each key since the previous flush.
 
-        Bookkeeping only: when the database is busy or read-only the times are kept for the next
+        Bookkeeping only: when the database cannot be written the times are kept for the next
         flush, and nothing is raised.
         """
         with self._lock:
@@ -240,6 +260,11 @@ class KeyStore:
             with self.db.write() as conn:
                 conn.executemany("UPDATE api_keys SET last_used_at = ? WHERE id = ?",
                                  [(when, key_id) for key_id, when in used.items()])
-        except (sqlite3.Error, OSError):
+        except Exception:  # never the caller's failure: the times wait for the next flush
             with self._lock:
                 self._used = {**used, **self._used}
+
+
+def key_store_for(settings: Settings, *, connections: Connections | None = None) -> KeyStore:
+    """The API key store configured by ``settings`` (on the App's connections when given)."""
+    return KeyStore(database_for(settings, "keys", settings.keys_db, MIGRATIONS, connections=connections))

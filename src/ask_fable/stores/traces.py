@@ -1,9 +1,11 @@
-"""Request traces: a SQLite index of finished calls with ordered events, plus full-mode bundles.
+"""Request traces: an index of finished calls with ordered events, plus full-mode bundles.
 
 Safe mode stores metadata only (``record``). Full mode adds a bundle per trace
-(``write_bundle``): a JSONL file under ``settings.traces_dir`` whose lines are a header, one
+(``write_bundle``): JSONL whose lines are a header, one
 ``item`` line per content field (long strings split into chunks), and an ``end`` line that
 records whether the size cap truncated anything. Every string is redacted before it is written.
+On SQLite the index is ``settings.traces_db`` and a bundle a file under ``settings.traces_dir``;
+on PostgreSQL both live in the database (the ``bundles`` table), so any replica can read them.
 
 Every trace belongs to a tenant, and so does its bundle: a listing, a look-up or an excerpt names
 the tenant it covers (``ALL_TENANTS`` for an admin's view), so one tenant never sees, pages
@@ -13,8 +15,8 @@ through or reads the content of another's calls.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
-import sqlite3
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +26,7 @@ from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
 from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for
 from ask_fable.stores.records import TraceBundle, TraceRecord
 from ask_fable.stores.trace_ids import valid_trace_id
 from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
@@ -75,6 +77,15 @@ MIGRATIONS = [
     CREATE INDEX traces_tenant_session_ts ON traces(tenant, session, ts, trace_id);
     CREATE INDEX traces_tenant_project_ts ON traces(tenant, project, ts, trace_id);
     """,
+    # Bundles kept in the database (PostgreSQL, where replicas share no files); SQLite keeps them as
+    # files under traces_dir and leaves this table empty.
+    """
+    CREATE TABLE bundles (
+        trace_id TEXT PRIMARY KEY,
+        tenant TEXT NOT NULL,
+        content BLOB NOT NULL
+    );
+    """,
 ]
 #: Every this many recorded traces, the oldest beyond ``trace_max_rows`` are swept with their bundles.
 SWEEP_EVERY = 100
@@ -85,20 +96,22 @@ _LIST_COLUMNS = (
     "providers, models, cached"
 )
 
+_REPLACE = ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LIST_COLUMNS.split(",")[1:])
+
 if TYPE_CHECKING:
     from ask_fable.config import Settings
 _FILTERS = ("tool", "status", "session", "project")
 
 
 class TraceStore:
-    """Finished traces over SQLite at ``settings.traces_db``; bundles under ``settings.traces_dir``.
-
-    The ``TraceRecordStore`` of the embedded setup.
-    """
+    """Finished traces over SQLite at ``settings.traces_db`` (bundles under ``settings.traces_dir``) or
+    PostgreSQL (bundles in its ``bundles`` table): the ``TraceRecordStore``."""
 
     def __init__(self, settings: Settings, *, connections: Connections | None = None) -> None:
         self.settings = settings
-        self.db = Database(settings.traces_db, MIGRATIONS, connections=connections)
+        self.db: Database = database_for(settings, "traces", settings.traces_db, MIGRATIONS,
+                                         connections=connections)
+        self._in_db = self.db.dialect == "postgres"
         self.bundle_dir = Path(settings.traces_dir)
         self._secrets = secret_list(settings)
 
@@ -130,11 +143,12 @@ class TraceStore:
             conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
             conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
             conn.execute(
-                f"INSERT OR REPLACE INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}",
                 row,
             )
             conn.executemany(
-                "INSERT OR IGNORE INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?)",
+                "INSERT INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?) ON CONFLICT DO NOTHING",
                 [(p, ts, trace_id) for p in dict.fromkeys(providers)],
             )
             conn.executemany(
@@ -144,7 +158,7 @@ class TraceStore:
             swept = self._sweep(conn) if bump_write_counter(conn) % SWEEP_EVERY == 0 else []
         self._drop_bundles(swept)
 
-    def _sweep(self, conn: sqlite3.Connection) -> list[str]:
+    def _sweep(self, conn: Connection) -> list[str]:
         """Delete the oldest traces beyond ``trace_max_rows`` (down to 90% of it); their ids."""
         cap = int(getattr(self.settings, "trace_max_rows", 0) or 0)
         if cap <= 0:
@@ -156,6 +170,7 @@ class TraceStore:
             "SELECT trace_id FROM traces ORDER BY ts, trace_id LIMIT ?", (count - int(cap * 0.9),)
         )]
         conn.executemany("DELETE FROM traces WHERE trace_id = ?", [(t,) for t in doomed])
+        conn.executemany("DELETE FROM bundles WHERE trace_id = ?", [(t,) for t in doomed])
         return doomed
 
     def sweep(self) -> int:
@@ -166,6 +181,8 @@ class TraceStore:
         return len(swept)
 
     def _drop_bundles(self, trace_ids: list[str]) -> None:
+        if self._in_db:
+            return  # deleted with their traces
         for trace_id in trace_ids:
             with contextlib.suppress(OSError):
                 self.bundle_path(trace_id).unlink(missing_ok=True)
@@ -217,7 +234,7 @@ class TraceStore:
             rows = conn.execute(sql, [*params, limit]).fetchall()
         return [_trace_row(r) for r in rows]
 
-    def _cursor(self, conn: sqlite3.Connection, tenant: str, before: str | float) -> tuple[float, str] | None:
+    def _cursor(self, conn: Connection, tenant: str, before: str | float) -> tuple[float, str] | None:
         if isinstance(before, int | float) and not isinstance(before, bool):
             return float(before), ""
         text = str(before).strip()
@@ -267,9 +284,17 @@ class TraceStore:
             events.append({"t_ms": t_ms, "name": name, "attrs": parsed})
         trace["events"] = events
         trace["events_truncated"] = truncated
-        bundle = self.bundle_path(trace_id)
-        trace["artifacts"] = {"bundle": str(bundle) if bundle.exists() else None}
+        trace["artifacts"] = {"bundle": self._bundle_location(trace_id)}
         return trace
+
+    def _bundle_location(self, trace_id: str) -> str | None:
+        """Where the bundle of ``trace_id`` is, when it has one."""
+        if self._in_db:
+            with self.db.read() as conn:
+                found = conn.execute("SELECT 1 FROM bundles WHERE trace_id = ?", (trace_id,)).fetchone()
+            return f"postgresql:traces/{trace_id}" if found else None
+        bundle = self.bundle_path(trace_id)
+        return str(bundle) if bundle.exists() else None
 
     def count(self) -> int:
         """How many traces are stored."""
@@ -283,13 +308,13 @@ class TraceStore:
             raise ValueError(f"invalid trace_id: {trace_id!r}")
         return self.bundle_dir / f"{trace_id}.jsonl"
 
-    def write_bundle(self, trace_id: str, content: TraceBundle | Mapping[str, Any]) -> Path | None:
+    def write_bundle(self, trace_id: str, content: TraceBundle | Mapping[str, Any]) -> Path | str | None:
         """Write the full-mode bundle of ``trace_id``: redacted, capped, atomic, ``0600``.
 
         ``content`` is the call's ``TraceBundle`` or any mapping of field → content: each field
         becomes its own items, in order. The caller decides whether full mode is on. Returns the
-        path, or ``None`` when the id is invalid or the file could not be written (a bundle never
-        breaks an answer).
+        path (``postgresql:traces/<id>`` on PostgreSQL), or ``None`` when the id is invalid or the file
+        could not be written (a bundle never breaks an answer).
         """
         if not valid_trace_id(trace_id):
             return None
@@ -324,8 +349,34 @@ class TraceStore:
                 written += len(encoded)
         lines.append(_line({"type": "end", "truncated": truncated, "content_bytes": written,
                             "original_bytes": original}))
+        if self._in_db:
+            with self.db.write() as conn:
+                conn.execute("INSERT INTO bundles (trace_id, tenant, content) VALUES (?, ?, ?) "
+                             "ON CONFLICT(trace_id) DO UPDATE SET tenant = excluded.tenant, "
+                             "content = excluded.content",
+                             (trace_id, tenant, b"".join(lines)))
+            return f"postgresql:traces/{trace_id}"
         try:
             return atomic_write_bytes(self.bundle_path(trace_id), b"".join(lines))
+        except OSError:
+            return None
+
+    def bundle_bytes(self, trace_id: str) -> bytes | None:
+        """The bundle of ``trace_id`` as stored (redacted JSONL), wherever it lives; ``None`` without one."""
+        handle = self._open_bundle(trace_id) if valid_trace_id(trace_id) else None
+        if handle is None:
+            return None
+        with handle:
+            return handle.read()
+
+    def _open_bundle(self, trace_id: str) -> BinaryIO | None:
+        """The bundle of ``trace_id`` to read, or ``None``."""
+        if self._in_db:
+            with self.db.read() as conn:
+                row = conn.execute("SELECT content FROM bundles WHERE trace_id = ?", (trace_id,)).fetchone()
+            return None if row is None else io.BytesIO(bytes(row[0]))
+        try:
+            return open(self.bundle_path(trace_id), "rb")
         except OSError:
             return None
 
@@ -338,7 +389,6 @@ class TraceStore:
         """
         if not valid_trace_id(trace_id):
             return None
-        path = self.bundle_path(trace_id)
         max_line = int(self.settings.trace_max_event_bytes)
         budget = int(self.settings.trace_query_max_bytes)
         max_chars = max(0, int(max_chars))
@@ -346,9 +396,8 @@ class TraceStore:
         size = 0
         current: str | None = None
         truncated = False
-        try:
-            handle = open(path, "rb")  # noqa: SIM115 - closed below
-        except OSError:
+        handle = self._open_bundle(trace_id)
+        if handle is None:
             return None
         with handle:
             if not _bundle_of(handle.readline(max_line + 1), tenant):
@@ -405,7 +454,7 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _trace_row(row: sqlite3.Row) -> TraceSummary:
+def _trace_row(row: Any) -> TraceSummary:
     raw = dict(row)
     data = cast(TraceSummary, raw)
     data["providers"] = json.loads(raw.get("providers") or "[]")

@@ -1,4 +1,5 @@
-"""Conversation transcripts over SQLite: the turns a session continues from, on any server process.
+"""Conversation transcripts: the turns a session continues from, on any server process (and on any
+replica, when they live in PostgreSQL).
 
 One row per answered turn, keyed by ``(tenant, namespace, session)``: ``namespace`` is the model's
 conversation space (``fable``, ``opus5``, ``deepseek``, ``openrouter:<id>``…) and ``session`` the
@@ -9,18 +10,19 @@ deleted, on read and by a sweep every :data:`SWEEP_EVERY` writes.
 
 from __future__ import annotations
 
-import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Connections, Database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.records import SessionTurn
 from ask_fable.stores.views import StoredSession, StoredSessionTurn
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 _DAY_S = 86_400.0
@@ -52,12 +54,12 @@ _SELECT = f"SELECT {_COLUMNS} FROM turns WHERE {_SESSION} ORDER BY id"
 
 
 class TranscriptStore:
-    """The ``SessionTranscriptStore`` of the embedded setup: SQLite at ``settings.session_db``."""
+    """The ``SessionTranscriptStore``: SQLite at ``settings.session_db``, or PostgreSQL."""
 
-    def __init__(self, path: str | Path, *, retention_days: float = 30.0, secrets: SecretSource = (),
-                 clock: Clock = SYSTEM_CLOCK, connections: Connections | None = None,
-                 sweep_every: int = SWEEP_EVERY) -> None:
-        self.db = Database(path, MIGRATIONS, connections=connections)
+    def __init__(self, location: str | Path | Database, *, retention_days: float = 30.0,
+                 secrets: SecretSource = (), clock: Clock = SYSTEM_CLOCK,
+                 connections: Connections | None = None, sweep_every: int = SWEEP_EVERY) -> None:
+        self.db = open_database(location, MIGRATIONS, connections=connections)
         self.retention_s = max(0.0, float(retention_days)) * _DAY_S
         self._secrets = secret_list(secrets)
         self._clock = clock
@@ -113,7 +115,7 @@ class TranscriptStore:
                 "SELECT session, count(*) AS turns, max(ts) AS last_ts, "
                 "(SELECT model FROM turns l WHERE l.tenant = t.tenant AND l.namespace = t.namespace "
                 " AND l.session = t.session ORDER BY id DESC LIMIT 1) AS model "
-                "FROM turns t WHERE tenant = ? AND namespace = ? GROUP BY session "
+                "FROM turns t WHERE tenant = ? AND namespace = ? GROUP BY tenant, namespace, session "
                 "HAVING max(ts) >= ? ORDER BY last_ts DESC",
                 (tenant, namespace, cutoff if cutoff is not None else float("-inf")),
             ).fetchall()
@@ -125,7 +127,7 @@ class TranscriptStore:
         with self.db.write() as conn:
             return self._sweep(conn)
 
-    def _sweep(self, conn: sqlite3.Connection) -> int:
+    def _sweep(self, conn: Connection) -> int:
         cutoff = self._cutoff()
         if cutoff is None:
             return 0
@@ -136,7 +138,15 @@ class TranscriptStore:
         ).rowcount)
 
 
-def _turn(number: int, row: sqlite3.Row) -> StoredSessionTurn:
+def _turn(number: int, row: Any) -> StoredSessionTurn:
     return StoredSessionTurn(number=number, question=row["question"], prompt=row["prompt"],
                              answer=row["answer"], thinking=row["thinking"], model=row["model"],
                              cost_usd=row["cost_usd"], ts=float(row["ts"]))
+
+
+def transcript_store_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
+                         connections: Connections | None = None) -> TranscriptStore:
+    """The transcript store configured by ``settings`` (on the App's clock and connections when given)."""
+    database = database_for(settings, "transcripts", settings.session_db, MIGRATIONS, connections=connections)
+    return TranscriptStore(database, retention_days=settings.session_retention_days, secrets=settings,
+                           clock=clock)

@@ -4,10 +4,12 @@ One ASGI guard sits in front of the MCP app and checks, in order:
 
 1. ``Host`` against the allowed hosts (421) and ``Origin`` against the allowed origins (403), on
    every bind address — DNS rebinding does not care which interface we listen on;
-2. ``/healthz`` answers ``{"status": "ok"}`` (no key, nothing else disclosed, never counted
-   against the request bound);
+2. ``/healthz`` is the readiness check (no key, never counted against the request bound):
+   ``200 {"status": "ok"}`` while the store answers, ``503 {"status": "unavailable", "reason":
+   ...}`` while it does not (see :class:`Readiness`);
 3. no credential in the query string (401: keys travel only in ``Authorization``);
-4. ``Authorization: Bearer <key>`` names an active key (401 otherwise);
+4. ``Authorization: Bearer <key>`` names an active key (401 otherwise; 503 with ``kind:
+   "unavailable"`` when the key store does not answer);
 5. ``/mcp`` takes POST only (405): the server is stateless and answers in JSON, so it never has a
    message of its own to send on a GET event stream, which would only hold a connection open;
 6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise);
@@ -37,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -72,6 +75,14 @@ CREDENTIAL_PARAMS: frozenset[str] = frozenset(
 KEY_USE_FLUSH_SECONDS = 30.0
 FORBIDDEN_CODE = -32003
 UNAUTHORIZED_CODE = -32001
+UNAVAILABLE_CODE = -32002
+#: How long ``/healthz`` waits for the store before calling the replica not ready.
+HEALTH_TIMEOUT_S = 2.0
+#: A readiness answer is reused for this long, so frequent probes cost the store one query.
+HEALTH_FRESH_S = 0.5
+#: Seconds a client is asked to wait before retrying when the store does not answer.
+RETRY_AFTER_S = 2
+STORE_DOWN_REASON = "the database is not answering"
 
 log = logging.getLogger("ask_fable.http")
 
@@ -245,6 +256,59 @@ class _BodyTooLarge(Exception):
     pass
 
 
+def store_probe(keys: ApiKeyStore) -> Callable[[], bool]:
+    """A readiness probe: whether the key store answers a query (every request needs it first)."""
+
+    def probe() -> bool:
+        try:
+            keys.get(0)
+        except Exception:  # any failure to answer means not ready; the reason is not disclosed
+            return False
+        return True
+
+    return probe
+
+
+class Readiness:
+    """Whether the replica can serve: its store answers, within :data:`HEALTH_TIMEOUT_S`.
+
+    One probe runs at a time and its answer is shared for :data:`HEALTH_FRESH_S`; a probe that
+    outlives the timeout is left to finish on its own thread (the replica is not ready meanwhile),
+    and no second probe starts until it does, so a hung database cannot pile up threads.
+    """
+
+    def __init__(self, probe: Callable[[], bool], *, timeout_s: float = HEALTH_TIMEOUT_S,
+                 fresh_s: float = HEALTH_FRESH_S) -> None:
+        self.probe = probe
+        self.timeout_s = timeout_s
+        self.fresh_s = fresh_s
+        self._answer = False
+        self._answered_at = -float("inf")
+        self._in_flight = False
+        self._lock: anyio.Lock | None = None
+
+    def _run_probe(self) -> bool:
+        try:
+            return self.probe()
+        finally:
+            self._in_flight = False
+
+    async def ready(self) -> bool:
+        """The store's answer, probed afresh when the last one is older than ``fresh_s``."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
+        async with self._lock:
+            if time.monotonic() - self._answered_at < self.fresh_s:
+                return self._answer
+            answer = False
+            if not self._in_flight:
+                self._in_flight = True
+                with anyio.move_on_after(self.timeout_s):
+                    answer = await anyio.to_thread.run_sync(self._run_probe, abandon_on_cancel=True)
+            self._answer, self._answered_at = answer, time.monotonic()
+            return answer
+
+
 class _ClientGone(Exception):
     pass
 
@@ -253,11 +317,13 @@ class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
     def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, tool_scopes: dict[str, KeyScope],
-                 options: HttpOptions, mcp_path: str = MCP_PATH, ui: ASGIApp | None = None) -> None:
+                 options: HttpOptions, mcp_path: str = MCP_PATH, ui: ASGIApp | None = None,
+                 readiness: Readiness | None = None) -> None:
         self.app = app
         #: The web view under :data:`UI_PATH`, which logs its users in by itself.
         self.ui = ui
         self.keys = keys
+        self.readiness = readiness or Readiness(store_probe(keys))
         #: The scope each served tool needs (``ToolSpec.scope``).
         self.tool_scopes = tool_scopes
         self.options = options
@@ -349,8 +415,16 @@ class HttpGuard:
             await self._unauthorized(send, "missing bearer token: send `Authorization: Bearer <key>` "
                                            "(create one with `ask-fable keys create`)")
             return
-        # On the event loop: a key seen before costs one SQLite pragma, no thread hop (see KeyStore).
-        record = self.keys.verify(presented)
+        try:
+            # A local key store answers from memory or one SQLite pragma: no thread hop for that.
+            if self.keys.blocking:
+                record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+            else:
+                record = self.keys.verify(presented)
+        except Exception as exc:  # the store did not answer: say so, never how (it may name hosts)
+            log.warning("key check failed: the store did not answer (%s)", type(exc).__name__)
+            await self._unavailable(send, store_down=True)
+            return
         if record is None:
             await self._unauthorized(send, "invalid or revoked API key", error="invalid_token")
             return
@@ -424,24 +498,38 @@ class HttpGuard:
             await self.app(inner_scope, _replay(body, gone), send)
             watcher.cancel_scope.cancel()
 
-    async def _unavailable(self, send: Send) -> None:
-        if self.stopping:
-            message = "the server is stopping; retry in a moment"
-        else:
-            message = (f"{self.options.max_requests} requests at once are being served "
-                       "(ASK_FABLE_HTTP_MAX_REQUESTS); retry in a moment")
-        await _respond(send, 503, _rpc_error(-32603, message), "application/json", [(b"retry-after", b"1")])
-
     async def _health(self, scope: Scope, send: Send) -> None:
         if scope.get("method") not in ("GET", "HEAD"):
             await _respond(send, 405, b"method not allowed", "text/plain", [(b"allow", b"GET, HEAD")])
             return
+        ready = await self.readiness.ready()
+        status = 200 if ready else 503
+        body = (b'{"status":"ok"}' if ready
+                else json.dumps({"status": "unavailable", "reason": STORE_DOWN_REASON}).encode())
+        extra = [] if ready else [(b"retry-after", str(RETRY_AFTER_S).encode())]
         if scope.get("method") == "HEAD":
-            await send({"type": "http.response.start", "status": 200,
-                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.start", "status": status,
+                        "headers": [(b"content-type", b"application/json"), *extra]})
             await send({"type": "http.response.body", "body": b""})
             return
-        await _respond(send, 200, b'{"status":"ok"}', "application/json")
+        await _respond(send, status, body, "application/json", extra)
+
+    async def _unavailable(self, send: Send, *, store_down: bool = False) -> None:
+        """503 with ``Retry-After`` and a JSON-RPC error whose data is the structured
+        ``unavailable`` result: the store does not answer, the server is stopping, or it is full."""
+        if store_down:
+            detail = "the database is unavailable (not answering); the call was not run"
+            hint = "retry in a few seconds; /healthz says when this server is ready again"
+            retry_after = RETRY_AFTER_S
+        elif self.stopping:
+            detail, hint, retry_after = "the server is stopping", "retry in a moment", 1
+        else:
+            detail = (f"{self.options.max_requests} requests at once are being served "
+                      "(ASK_FABLE_HTTP_MAX_REQUESTS)")
+            hint, retry_after = "retry in a moment", 1
+        data = {"status": "error", "kind": "unavailable", "detail": detail, "hint": hint}
+        await _respond(send, 503, _rpc_error(UNAVAILABLE_CODE, f"{detail}; {hint}", data=data),
+                       "application/json", [(b"retry-after", str(retry_after).encode())])
 
     async def _unauthorized(self, send: Send, message: str, error: str | None = None) -> None:
         challenge = 'Bearer realm="ask-fable"' + (f', error="{error}"' if error else "")

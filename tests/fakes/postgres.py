@@ -1,0 +1,87 @@
+"""A real PostgreSQL for the tests: one ``pgserver`` per test session, a fresh database per test.
+
+The server is the PostgreSQL that the ``pgserver`` wheel ships, started in a temporary directory and
+reached over its Unix socket. A template database is migrated once (``ask-fable db upgrade``'s
+code); each test gets a copy of it, so it starts from the current schema with no rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TEMPLATE = "ask_fable_template"
+_numbers = itertools.count()
+
+
+def database_url(server_url: str, name: str) -> str:
+    """``server_url`` (``postgresql://postgres:@/postgres?host=…``) pointed at database ``name``."""
+    head, _, query = server_url.partition("?")
+    base = head.rsplit("/", 1)[0]
+    return f"{base}/{name}" + (f"?{query}" if query else "")
+
+
+@dataclass
+class PostgresServer:
+    """A running server: its admin URL and the template every test database is copied from."""
+
+    url: str
+    handle: Any
+    created: list[str] = field(default_factory=list)
+
+    def admin(self) -> Any:
+        import psycopg
+
+        return psycopg.connect(self.url, autocommit=True)
+
+    def fresh_database(self) -> str:
+        """A new database with the current schema and no rows; returns its URL."""
+        name = f"t_{os.getpid()}_{next(_numbers)}"
+        with self.admin() as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        return database_url(self.url, name)
+
+    def empty_database(self) -> str:
+        """A new database with no schema at all (for migration tests); returns its URL."""
+        name = f"e_{os.getpid()}_{next(_numbers)}"
+        with self.admin() as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return database_url(self.url, name)
+
+    def drop(self, url: str) -> None:
+        """Drop the database ``url`` names, ending its sessions."""
+        name = url.partition("?")[0].rsplit("/", 1)[1]
+        with self.admin() as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@contextmanager
+def running_server() -> Iterator[PostgresServer]:
+    """Start pgserver in a new temporary directory with a migrated template database; stop it and
+    remove the directory after."""
+    directory = Path(tempfile.mkdtemp(prefix="ask-fable-pg-"))
+    # pgserver asks platformdirs for a runtime directory when it is imported.
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(directory))
+    import pgserver
+
+    from ask_fable.config import load_settings
+    from ask_fable.stores.schema import upgrade
+
+    handle = pgserver.get_server(directory / "data", cleanup_mode="stop")
+    server = PostgresServer(handle.get_uri(), handle)
+    with server.admin() as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {TEMPLATE}")
+        conn.execute(f"CREATE DATABASE {TEMPLATE}")
+    upgrade(load_settings(database_url=database_url(server.url, TEMPLATE)))
+    try:
+        yield server
+    finally:
+        handle.cleanup()
+        shutil.rmtree(directory, ignore_errors=True)

@@ -1,0 +1,183 @@
+"""What only the PostgreSQL side has: migrations by ``db upgrade``, refusals, outages, the driver."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ask_fable.config import load_settings
+from ask_fable.config_sources import shown
+from ask_fable.errors import AskFableError, NotConfigured, SchemaMismatch, Unavailable
+from ask_fable.stores import schema
+from ask_fable.stores.context import context_store_for
+from ask_fable.stores.db import Connections
+from tests.e2e.helpers import ask_fable_command, child_env
+from tests.fakes.postgres import PostgresServer
+
+
+@pytest.fixture
+def empty_url(pg_server: PostgresServer) -> str:
+    """A database with no ask-fable schema at all."""
+    url = pg_server.empty_database()
+    yield url
+    pg_server.drop(url)
+
+
+def test_sql_written_once_runs_with_percent_signs_and_question_marks_in_values(
+        store_backend: object, tmp_path: Path) -> None:
+    pools = Connections()
+    store = context_store_for(load_settings(), connections=pools)
+    store.write("local", "100%-sure?", "is it 100% done? 'yes' ?", "a % b")
+    got = store.read("local", "100%-sure?")
+    assert got is not None and got["value"] == "is it 100% done? 'yes' ?" and got["description"] == "a % b"
+    assert store.resolve("local", ["100%-sure?", "nope?"]).missing == ["nope?"]
+    pools.close()
+
+
+def test_upgrade_from_nothing_is_idempotent_and_two_at_once_take_turns(empty_url: str) -> None:
+    settings = load_settings(database_url=empty_url)
+    assert {v.state for v in schema.status(settings)} == {"behind"}
+    with pytest.raises(SchemaMismatch, match="ask-fable db upgrade"):
+        schema.check(settings)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            schema.upgrade(settings)
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert {v.state for v in schema.status(settings)} == {"current"}
+    schema.check(settings)
+    again = schema.upgrade(settings)
+    assert all(v.found == v.wanted for v in again)
+
+
+def test_a_store_refuses_a_schema_behind_or_ahead_of_this_release(empty_url: str) -> None:
+    settings = load_settings(database_url=empty_url)
+    pools = Connections()
+    with pytest.raises(SchemaMismatch) as behind:
+        context_store_for(settings, connections=pools).list("local")
+    assert behind.value.kind == "unavailable" and "ask-fable db upgrade" in behind.value.detail
+    schema.upgrade(settings)
+    import psycopg
+
+    with psycopg.connect(empty_url, autocommit=True) as conn:
+        conn.execute("UPDATE ask_fable.schema_migrations SET version = version + 1 WHERE store = 'context'")
+    pools.close()
+    with pytest.raises(SchemaMismatch, match="newer than this ask-fable"):
+        context_store_for(settings, connections=pools).list("local")
+    with pytest.raises(SchemaMismatch, match="newer than this ask-fable"):
+        schema.check(settings)
+    pools.close()
+
+
+def test_the_server_refuses_to_start_on_a_schema_it_does_not_serve(empty_url: str) -> None:
+    """``ask-fable serve`` exits non-zero naming ``ask-fable db upgrade``; after that upgrade,
+    ``db status`` says current."""
+    env = child_env(ASK_FABLE_DATABASE_URL=empty_url)
+    refused = subprocess.run([*ask_fable_command(), "serve"], env=env, capture_output=True, text=True,
+                             timeout=60, stdin=subprocess.DEVNULL)
+    assert refused.returncode == 1 and "ask-fable db upgrade" in refused.stderr and refused.stdout == ""
+    upgraded = subprocess.run([*ask_fable_command(), "db", "upgrade"], env=env, capture_output=True,
+                              text=True, timeout=60)
+    assert upgraded.returncode == 0 and "context" in upgraded.stdout and "upgraded 0 →" in upgraded.stdout
+    status = subprocess.run([*ask_fable_command(), "db", "status", "--json"], env=env, capture_output=True,
+                            text=True, timeout=60)
+    assert status.returncode == 0 and '"state": "behind"' not in status.stdout
+    assert '"database": "postgresql"' in status.stdout
+
+
+def test_an_unreachable_database_is_unavailable_then_reconnected_without_a_restart(
+        pg_server: PostgresServer) -> None:
+    """Connections to the database are cut and refused: a store call fails as ``unavailable``; once
+    connections are allowed again the same store object works."""
+    url = pg_server.fresh_database()
+    name = url.partition("?")[0].rsplit("/", 1)[1]
+    settings = load_settings(database_url=url, database_connect_timeout=1)
+    pools = Connections()
+    store = context_store_for(settings, connections=pools)
+    store.write("local", "before", "v")
+    try:
+        with pg_server.admin() as admin:
+            admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS false")
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                          (name,))
+        with pytest.raises(Unavailable) as down:
+            store.read("local", "before")
+        assert down.value.to_result()["kind"] == "unavailable" and down.value.to_result()["hint"]
+        with pg_server.admin() as admin:
+            admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
+        # The pool retries in the background with backoff: calls fail fast until it is connected.
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                got = store.read("local", "before")
+                break
+            except Unavailable:
+                assert time.monotonic() < deadline, "the pool never reconnected"
+                time.sleep(0.2)
+        assert got is not None and got["value"] == "v"
+    finally:
+        pools.close()
+        pg_server.drop(url)
+
+
+def test_a_database_that_does_not_answer_is_unavailable_and_not_ready(tmp_path: Path) -> None:
+    url = f"postgresql://ask:pw-not-shown-123@/nowhere?host={tmp_path}"
+    settings = load_settings(database_url=url, database_connect_timeout=1)
+    pools = Connections()
+    with pytest.raises(Unavailable) as down:
+        context_store_for(settings, connections=pools).list("local")
+    pools.close()
+    assert "pw-not-shown-123" not in str(down.value.to_result())
+    assert schema.ping(settings) is False
+
+
+def test_the_database_password_is_never_shown() -> None:
+    url = "postgresql://team:s3cret-pass-word@db.internal:5432/askfable"
+    settings = load_settings(database_url=url)
+    assert "s3cret-pass-word" in settings.secret_values()
+    assert shown("database_url", url) == "set, not shown"
+    from ask_fable.redact import redact
+
+    assert "s3cret-pass-word" not in redact(f"could not connect to {url}")
+
+
+def test_without_the_driver_a_database_url_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # what an install without the extra looks like
+    settings = load_settings(database_url="postgresql://team@db/askfable")
+    with pytest.raises(NotConfigured, match=r"pip install 'ask-fable\[postgres\]'"):
+        context_store_for(settings, connections=Connections())
+    from ask_fable.cli import stores_refusal
+
+    monkeypatch.setenv("ASK_FABLE_DATABASE_URL", "postgresql://team@db/askfable")
+    assert "pip install 'ask-fable[postgres]'" in (stores_refusal() or "")
+
+
+def test_store_errors_are_part_of_the_error_tree() -> None:
+    assert issubclass(SchemaMismatch, Unavailable) and issubclass(Unavailable, AskFableError)
+    assert Unavailable("x").counts_as_failure is False
+
+
+def test_doctor_and_a_refused_start_never_print_the_database_password(tmp_path: Path) -> None:
+    url = f"postgresql://team:s3cret-pass-word@/askfable?host={tmp_path}"
+    env = child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
+    for argv in (["doctor", "--no-probe", "--json"], ["db", "status"], ["keys", "list"]):
+        done = subprocess.run([*ask_fable_command(), *argv], env=env, capture_output=True, text=True,
+                              timeout=60)
+        assert "s3cret-pass-word" not in done.stdout + done.stderr, argv
+    down = subprocess.run([*ask_fable_command(), "db", "status"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr
