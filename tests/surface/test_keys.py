@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ask_fable.errors import BadArgs
+from ask_fable.stores.db import Connections
 from ask_fable.stores.keys import KeyStore, hash_key, looks_like_key
 from tests.conftest import StoreBackend
 
@@ -71,15 +72,18 @@ def test_verify_notes_last_use_and_flush_writes_it(store: KeyStore) -> None:
     assert store.get(record.id).last_used_at is not None
 
 
-def test_a_key_revoked_through_another_store_is_refused_at_once(store: KeyStore) -> None:
+def test_a_key_revoked_through_another_store_is_refused_at_once(
+    store: KeyStore, store_backend: StoreBackend, tmp_path: Path
+) -> None:
     """A key verified before is reused only while nobody changed the table, in this process or another."""
     record, key = store.create("ci", "ask")
     assert store.verify(key) is not None
-    other = KeyStore(store.db.path)  # its own connections, as another process has
+    pool = Connections()  # connections of its own, as another process has
     try:
-        other.revoke(record.id)
+        elsewhere = StoreBackend(store_backend.name, pool, store_backend.url)
+        KeyStore(elsewhere.open("keys", tmp_path / "keys.db")).revoke(record.id)
     finally:
-        other.db.close()
+        pool.close()
     assert store.verify(key) is None
 
 
