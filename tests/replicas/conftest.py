@@ -24,14 +24,6 @@ from tests.replicas.harness import (
 )
 
 REPLICAS = 3
-#: After PostgreSQL comes back, a replica's connection pool can keep failing calls for seconds
-#: while it reports ready: a reconnection attempt started during the outage waits out its backoff
-#: and no other one starts meanwhile.
-POOL_RECOVERY = pytest.mark.xfail(
-    reason="after a PostgreSQL restart the stores' connection pool waits out the backoff of a "
-    "reconnection attempt begun during the outage, failing calls as unavailable meanwhile",
-    strict=False,
-)
 
 
 @pytest.fixture(scope="session")
@@ -69,7 +61,7 @@ def own_pg_server() -> Iterator[Any]:
 
 
 @pytest.fixture(scope="session", params=[
-    "sqlite", pytest.param("postgres", marks=[pytest.mark.slow, POOL_RECOVERY])])
+    "sqlite", pytest.param("postgres", marks=[pytest.mark.slow])])
 def outage_cluster(request: pytest.FixtureRequest, provider: FakeProvider,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three ready replicas whose database the test may stop and start (a server of its own)."""

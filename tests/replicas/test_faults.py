@@ -177,6 +177,7 @@ async def test_a_replica_started_while_the_database_is_down_comes_up_and_becomes
     finally:
         outage_cluster.store.start()
     ready = outage_cluster.wait_health(late, 200)
+    await _wait_health(outage_cluster.live, 200)  # the replicas that saw the outage too
     async with outage_cluster.clients(outage_key) as robin:
         burst = await _every_replica_serves(robin, outage_cluster.live, _tag())
     assert not_ready.json() == UNAVAILABLE

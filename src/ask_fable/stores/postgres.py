@@ -203,8 +203,23 @@ class PostgresPool:
                 conn.isolation_level = (psycopg.IsolationLevel.REPEATABLE_READ if read_only
                                         else psycopg.IsolationLevel.READ_COMMITTED)
                 yield conn
-        except psycopg.OperationalError as exc:
+        except psycopg.OperationalError as exc:  # PoolTimeout included
+            if not pool.get_stats().get("pool_size"):
+                self._discard(pool)  # not one connection could be made: not a pool merely busy
             raise unavailable(exc, self.url) from exc
+
+    def _discard(self, pool: ConnectionPool[Any]) -> None:
+        """Drop ``pool`` when it could not make a single connection: the next call opens a new one
+        that connects at once. A pool kept through an outage would wait out the backoff of a
+        reconnection attempt begun while the database was down, failing calls for seconds after
+        it is back."""
+        with self._lock:
+            if self._pool is not pool:
+                return
+            self._pool = None
+        # Closing waits for the pool's workers; the caller does not.
+        threading.Thread(target=pool.close, kwargs={"timeout": 1.0}, name="ask-fable-pool-close",
+                         daemon=True).start()
 
     def ping(self, timeout: float) -> bool:
         """Whether the database answers a trivial query within ``timeout`` seconds."""
