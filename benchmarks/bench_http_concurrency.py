@@ -1,14 +1,26 @@
-"""Streamable HTTP under load: 100 concurrent asks at 200 ms backend latency.
+"""Streamable HTTP under load: 100 concurrent asks at 200 ms backend latency, beside a bare forwarder.
 
-The installed ``ask-fable serve --http --toolsets single`` runs in its own process on a loopback
-port; ``ask_glm`` is pointed at the loopback fake provider, which answers each request after
-200 ms. Ten clients (each with its own API key header) connect and list the tools first, as MCP
-hosts do at start; then 100 calls (10 per client, every question distinct so the cache never
-answers) are released at once and timed. Printed: total wall, the ratio wall / 200 ms, per-call
-p50 / p95 latency and the error count. Targets: wall ≤ 1.5 s, no errors. Only errors fail the
-run: the wall depends on the machine (client and server share two cores here).
+Two servers run side by side, each in its own process on a loopback port, against one loopback
+fake provider that answers every request after 200 ms:
 
-Run: python benchmarks/bench_http_concurrency.py
+- **ours**: the installed ``ask-fable serve --http --toolsets single`` (cache and hub off, every
+  other per-call duty on: key check, guard, audit, trace, redaction, result validation);
+- **bare**: a bare ``MCPServer`` (stateless Streamable HTTP, JSON responses, on uvicorn) whose one
+  tool, ``ask_glm``, forwards the question to the same fake provider with a pooled ``httpx2``
+  client and returns the answer text — the floor the MCP SDK and the HTTP stack set.
+
+Each round, ten clients connect to a server and list its tools (as MCP hosts do at start); then
+100 calls (10 per client, every question distinct) are released at once and timed. A warm-up
+round on each server comes first; then rounds alternate between the two, so the machine's load
+falls on both alike. Printed: each server's median wall, per-call p50 / p95, server CPU time per
+call (all its threads), errors, and the ratio of the medians. Target: ours ≤ 1.2× bare, no errors.
+
+``--profile DIR`` attaches ``py-spy`` (``pip install py-spy``; root or ptrace rights) to our server
+and then to the bare forwarder, for as many extra rounds, writes the raw folded stacks to
+``DIR/ours.folded`` and ``DIR/bare.folded`` and prints, per category (key check, guard, records,
+redaction, result, settings, backend, SDK, HTTP server, event loop), each server's busy time per call.
+
+Run: python benchmarks/bench_http_concurrency.py [rounds] [--profile DIR]
 """
 
 from __future__ import annotations
@@ -16,17 +28,24 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
+from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -35,9 +54,51 @@ from tests.fakes.fake_provider import FakeProvider
 LATENCY = 0.2
 CLIENTS = 10
 CALLS_PER_CLIENT = 10
+ROUNDS = 5
+TARGET_RATIO = 1.2
+PROFILE_RATE = 250
+GLM_KEY = "sk-bench-0123456789"
 
 
-async def run_load(url: str, key: str) -> tuple[float, list[float], list[Any]]:
+# --- the bare forwarder (runs in its own process: ``--serve-bare PORT UPSTREAM``) -------------------
+class Answer(BaseModel):
+    """The bare tool's structured result."""
+
+    status: str
+    answer: str
+
+
+def serve_bare(port: int, upstream: str) -> None:
+    """A bare MCPServer with one tool forwarding to ``upstream``'s Anthropic Messages endpoint."""
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    server = MCPServer("bare-forwarder", log_level="WARNING")
+    # The pool ask-fable's HTTP backends use (backends/http_client.py).
+    limits = httpx2.Limits(max_connections=256, max_keepalive_connections=32)
+    client = httpx2.AsyncClient(timeout=120, limits=limits)
+    url = f"{upstream}/v1/messages"
+    headers = {"x-api-key": GLM_KEY, "anthropic-version": "2023-06-01"}
+
+    @server.tool()
+    async def ask_glm(question: str) -> Answer:
+        """Forward one question to the provider."""
+        body = {"model": "glm-bench", "max_tokens": 8192, "messages": [{"role": "user", "content": question}]}
+        response = await client.post(url, json=body, headers=headers)
+        response.raise_for_status()
+        text = "".join(part.get("text", "") for part in response.json()["content"])
+        return Answer(status="ok", answer=text)
+
+    app = server.streamable_http_app(
+        stateless_http=True, json_response=True,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    uvicorn.run(app, host="127.0.0.1", port=port, access_log=False, log_level="warning", backlog=2048)
+
+
+# --- load ----------------------------------------------------------------------------------------------
+async def run_load(url: str, key: str | None) -> tuple[float, list[float], list[Any]]:
     """Connect every client (initialize + tools/list, as any MCP host does at start), then fire all
     calls at once; returns the wall seconds of the calls, per-call latencies and the failures."""
     from mcp import Client
@@ -48,10 +109,11 @@ async def run_load(url: str, key: str) -> tuple[float, list[float], list[Any]]:
     ready = 0
     go = anyio.Event()
     all_ready = anyio.Event()
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
 
     async def one_client(index: int) -> None:
         nonlocal ready
-        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=120) as http, \
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as http, \
                 Client(streamable_http_client(f"{url}/mcp", http_client=http), mode="legacy") as client:
             await client.list_tools()
             ready += 1
@@ -75,7 +137,6 @@ async def run_load(url: str, key: str) -> tuple[float, list[float], list[Any]]:
                 for j in range(CALLS_PER_CLIENT):
                     group.start_soon(call, j)
 
-    wall = 0.0
     async with anyio.create_task_group() as group:
         for index in range(CLIENTS):
             group.start_soon(one_client, index)
@@ -86,67 +147,233 @@ async def run_load(url: str, key: str) -> tuple[float, list[float], list[Any]]:
     return wall, latencies, failures
 
 
+# --- servers -------------------------------------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def _wait_healthy(url: str, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError("the HTTP server exited at start")
+            raise RuntimeError("a server exited at start")
         try:
-            if httpx2.get(f"{url}/healthz", timeout=1).status_code == 200:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return
-        except httpx2.HTTPError:
+        except OSError:
             time.sleep(0.05)
-    raise RuntimeError("the HTTP server did not start")
+    raise RuntimeError("a server did not start")
 
 
-def main() -> int:
-    """Start the fake provider and `ask-fable serve --http` as its own process, run the load once."""
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far, all threads (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Server:
+    """One server under test and what its measured rounds gave."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    url: str
+    key: str | None
+    walls: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    failures: list[Any] = field(default_factory=list)
+    cpu: float = 0.0
+    calls: int = 0
+
+    def round(self, measured: bool) -> None:
+        """One round of load; recorded when ``measured``."""
+        cpu_before = _cpu_seconds(self.proc.pid)
+        wall, latencies, failures = anyio.run(run_load, self.url, self.key)
+        cpu_after = _cpu_seconds(self.proc.pid)
+        if measured:
+            self.walls.append(wall)
+            self.latencies += latencies
+            self.failures += failures
+            self.cpu += cpu_after - cpu_before
+            self.calls += CLIENTS * CALLS_PER_CLIENT
+
+    def line(self) -> str:
+        """The server's figures, one line."""
+        p50 = statistics.median(self.latencies) if self.latencies else float("nan")
+        p95 = statistics.quantiles(self.latencies, n=20)[18] if len(self.latencies) >= 20 else float("nan")
+        cpu_ms = self.cpu_per_call * 1000
+        rounds = ", ".join(f"{w * 1000:.0f}" for w in self.walls)
+        wall = statistics.median(self.walls) * 1000
+        return (f"  {self.name:<5} wall median {wall:5.0f} ms (rounds {rounds}); "
+                f"per call p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms; "
+                f"server CPU {cpu_ms:.2f} ms/call; errors {len(self.failures)}")
+
+    @property
+    def cpu_per_call(self) -> float:
+        """Server CPU seconds per measured call."""
+        return self.cpu / self.calls if self.calls else float("nan")
+
+
+@contextmanager
+def _running(command: list[str], env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(port, proc)
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# --- profile -------------------------------------------------------------------------------------------
+#: (category, frame markers) of our own per-call duties: a sample counts for the first of these
+#: whose marker occurs in a frame of the task (or worker thread) it was taken in.
+DUTIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("key verification (hash, lookup, last_used_at)", ("ask_fable/stores/keys.py",)),
+    ("records (audit, trace, stats, hub)", ("ask_fable/stores/recorders.py", "ask_fable/core/call_records.py",
+                                            "_record_trace (", "_persist (ask_fable/core/pipeline.py")),
+    ("guard", ("ask_fable/core/guard",)),
+    ("redaction", ("ask_fable/redact.py",)),
+    ("result validation and serialization", ("_result (ask_fable/surface/server.py",
+                                             "ask_fable/contract.py")),
+    ("settings reads", ("ask_fable/config", "App.settings (", "_file_stamp (")),
+    ("backend client (request, stream, parse)", ("ask_fable/backends/", "serve_bare.<locals>.ask_glm")),
+)
+#: Otherwise the innermost frame of one of these decides.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("pipeline, tools and server, other", ("ask_fable/",)),
+    ("MCP SDK", ("mcp/",)),
+    ("HTTP server (uvicorn, starlette)", ("uvicorn/", "starlette/")),
+)
+EVENT_LOOP = "event loop, sockets, thread hand-offs, other"
+#: Innermost frames of a thread that waits: py-spy without blocking the process may still sample them.
+_WAITING = ("Condition.wait (threading.py", "Event.wait (threading.py", "Queue.get (queue.py",
+            "EpollSelector.select (selectors.py")
+#: The frame an asyncio callback or task step runs under: what lies below it is the task's work.
+_LOOP_STEP = "Handle._run (asyncio/events.py"
+
+
+def _category(frames: list[str]) -> str:
+    steps = [i for i, frame in enumerate(frames) if frame.startswith(_LOOP_STEP)]
+    task = frames[steps[-1] + 1:] if steps else frames
+    for name, markers in DUTIES:
+        if any(marker in frame for frame in task for marker in markers):
+            return name
+    for frame in reversed(task):
+        for name, markers in LAYERS:
+            if any(marker in frame for marker in markers):
+                return name
+    return EVENT_LOOP
+
+
+def categorize(folded: str) -> Counter[str]:
+    """Samples per category in py-spy's raw output (``[thread;]frame;frame;... count`` lines)."""
+    counts: Counter[str] = Counter()
+    for line in folded.splitlines():
+        stack, _, number = line.rpartition(" ")
+        if not number.isdigit():
+            continue
+        frames = stack.split(";")
+        if frames and frames[0].startswith("thread "):
+            frames = frames[1:]
+        if not frames or frames[-1].startswith(_WAITING):
+            continue
+        counts[_category(frames)] += int(number)
+    return counts
+
+
+@contextmanager
+def _profiling(pid: int, out: Path) -> Iterator[None]:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(PROFILE_RATE),
+               "--nonblocking", "--threads", "--output", str(out)]
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(1.0)  # py-spy attaches before the load starts
+    try:
+        yield
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(timeout=30)
+
+
+def print_profile(directory: Path, calls: int) -> None:
+    """Where each server's busy samples fell, by category, as CPU milliseconds per call."""
+    ours, bare = (categorize((directory / f"{name}.folded").read_text()) for name in ("ours", "bare"))
+    per_call = 1000 / PROFILE_RATE / calls
+    print(f"  busy time per call by category, sampled at {PROFILE_RATE} Hz over {calls} calls "
+          f"(raw stacks in {directory}):")
+    print(f"    {'':<46} {'ours':>7} {'bare':>7}")
+    for name, _ in (ours + bare).most_common():
+        print(f"    {name:<46} {ours[name] * per_call:5.2f}ms {bare[name] * per_call:5.2f}ms")
+    print(f"    {'total':<46} {ours.total() * per_call:5.2f}ms {bare.total() * per_call:5.2f}ms")
+
+
+# --- main ----------------------------------------------------------------------------------------------
+def main(argv: list[str]) -> int:
+    """Start the fake provider, our server and the bare forwarder; run the rounds; print both."""
+    if argv[:1] == ["--serve-bare"]:
+        serve_bare(int(argv[1]), argv[2])
+        return 0
+    profile_dir = Path(argv[argv.index("--profile") + 1]) if "--profile" in argv else None
+    numbers = [a for a in argv if a.isdigit()]
+    rounds = int(numbers[0]) if numbers else ROUNDS
     logging.disable(logging.INFO)  # the SDK logs every request at INFO; that is not what is measured
     command = [str(Path(sys.executable).with_name("ask-fable"))]
     if not Path(command[0]).exists():
         command = [sys.executable, "-m", "ask_fable"]
     with tempfile.TemporaryDirectory(prefix="ask-fable-bench-") as tmp, FakeProvider() as fake:
         fake.enqueue("anthropic", times=None, delay=LATENCY)
+        upstream = f"{fake.base_url}/api/anthropic"
         env = {**os.environ, "HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state",
                "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1",
-               "ASK_FABLE_GLM_API_KEY": "sk-bench-0123456789",
-               "ASK_FABLE_GLM_BASE_URL": f"{fake.base_url}/api/anthropic", "ASK_FABLE_CACHE": "0",
-               "ASK_FABLE_HUB": "0"}
+               "ASK_FABLE_GLM_API_KEY": GLM_KEY, "ASK_FABLE_GLM_BASE_URL": upstream,
+               "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0"}
         created = subprocess.run(
-            [*command, "keys", "create", "--name", "bench", "--scope", "write", "--json"],
+            [*command, "keys", "create", "--name", "bench", "--scope", "ask", "--json"],
             env=env, capture_output=True, text=True, check=True,
         )
         key = json.loads(created.stdout)["key"]
-        port = _free_port()
-        url = f"http://127.0.0.1:{port}"
-        # The server runs in its own process, as in production; the load comes from this one.
-        server = subprocess.Popen([*command, "--toolsets", "single", "serve", "--http", "--port", str(port)],
-                                  env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            _wait_healthy(url, server)
-            wall, latencies, failures = anyio.run(run_load, url, key)
-        finally:
-            server.terminate()
-            server.wait(timeout=10)
-        upstream = len(fake.requests_for("anthropic"))
-    total = CLIENTS * CALLS_PER_CLIENT
-    ratio = wall / LATENCY
-    p50 = statistics.median(latencies) if latencies else float("nan")
-    p95 = statistics.quantiles(latencies, n=20)[18] if len(latencies) >= 20 else float("nan")
-    print(f"{total} concurrent ask_glm over Streamable HTTP, backend latency {LATENCY * 1000:.0f} ms")
-    print(f"  wall {wall * 1000:.0f} ms (ratio {ratio:.2f} of one backend call)")
-    print(f"  per call p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms")
-    print(f"  errors {len(failures)}, upstream requests {upstream}")
-    for failure in failures[:5]:
+        ours_port, bare_port = _free_port(), _free_port()
+        ours_cmd = [*command, "--toolsets", "single", "serve", "--http", "--port", str(ours_port)]
+        bare_cmd = [sys.executable, __file__, "--serve-bare", str(bare_port), upstream]
+        with _running(ours_cmd, env, ours_port) as ours_proc, _running(bare_cmd, env, bare_port) as bare_proc:
+            ours = Server("ours", ours_proc, f"http://127.0.0.1:{ours_port}", key)
+            bare = Server("bare", bare_proc, f"http://127.0.0.1:{bare_port}", None)
+            for server in (bare, ours):
+                server.round(measured=False)
+            for number in range(rounds):
+                for server in ((bare, ours) if number % 2 == 0 else (ours, bare)):
+                    server.round(measured=True)
+            if profile_dir is not None:
+                profile_dir.mkdir(parents=True, exist_ok=True)
+                for server in (ours, bare):
+                    with _profiling(server.proc.pid, profile_dir / f"{server.name}.folded"):
+                        for _ in range(rounds):
+                            server.round(measured=False)
+        upstream_calls = len(fake.requests_for("anthropic"))
+    ratio = statistics.median(ours.walls) / statistics.median(bare.walls)
+    print(f"{CLIENTS * CALLS_PER_CLIENT} concurrent ask_glm over Streamable HTTP, backend latency "
+          f"{LATENCY * 1000:.0f} ms, {rounds} rounds after a warm-up")
+    print(ours.line())
+    print(bare.line())
+    print(f"  upstream requests {upstream_calls}; server CPU per call, ours / bare "
+          f"{ours.cpu_per_call / bare.cpu_per_call:.2f}")
+    for failure in (ours.failures + bare.failures)[:5]:
         print(f"    {failure}")
-    return 0 if not failures else 1
+    if profile_dir is not None:
+        print_profile(profile_dir, rounds * CLIENTS * CALLS_PER_CLIENT)
+    errors = len(ours.failures) + len(bare.failures)
+    print(f"ratio ours / bare {ratio:.2f} (target ≤ {TARGET_RATIO}, 0 errors): "
+          f"{'met' if ratio <= TARGET_RATIO and not errors else 'missed'}")
+    return 0 if ratio <= TARGET_RATIO and not errors else 1
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -93,7 +93,7 @@ async def test_requests_without_a_valid_key_get_401(served: Served) -> None:
     assert [r.status_code for r in (none, wrong, gone, in_query)] == [401, 401, 401, 401]
     assert all(r.headers["www-authenticate"].startswith("Bearer") for r in (none, wrong, gone, in_query))
     assert good.status_code == 200
-    assert record is not None and served.keys.get(1).last_used_at is not None
+    assert record is not None
 
 
 async def test_the_sdk_client_cannot_connect_without_a_key(served: Served) -> None:

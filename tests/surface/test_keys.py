@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ask_fable.errors import BadArgs
+from ask_fable.stores.db import Connections
 from ask_fable.stores.keys import KeyStore, hash_key, looks_like_key
 from tests.conftest import StoreBackend
 
@@ -63,10 +64,27 @@ def test_verify_accepts_the_key_and_rejects_others(store: KeyStore) -> None:
     assert store.verify(key + "x") is None
 
 
-def test_verify_records_last_use(store: KeyStore) -> None:
+def test_verify_notes_last_use_and_flush_writes_it(store: KeyStore) -> None:
     record, key = store.create("ci", "write")
     store.verify(key)
+    assert store.get(record.id).last_used_at is None  # verifying writes nothing
+    store.flush_usage()
     assert store.get(record.id).last_used_at is not None
+
+
+def test_a_key_revoked_through_another_store_is_refused_at_once(
+    store: KeyStore, store_backend: StoreBackend, tmp_path: Path
+) -> None:
+    """A key verified before is reused only while nobody changed the table, in this process or another."""
+    record, key = store.create("ci", "ask")
+    assert store.verify(key) is not None
+    pool = Connections()  # connections of its own, as another process has
+    try:
+        elsewhere = StoreBackend(store_backend.name, pool, store_backend.url)
+        KeyStore(elsewhere.open("keys", tmp_path / "keys.db")).revoke(record.id)
+    finally:
+        pool.close()
+    assert store.verify(key) is None
 
 
 def test_a_revoked_key_no_longer_verifies(store: KeyStore) -> None:

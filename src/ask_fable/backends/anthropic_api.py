@@ -9,6 +9,7 @@ earlier exchanges travel as alternating user and assistant messages.
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.backends.base import EventSink, OracleRequest, Reply
@@ -110,35 +111,36 @@ class AnthropicMessagesOracle(HttpOracle):
         usage: dict[str, Any] = {}
         stop: str | None = None
         finished = False
-        async for event, data in iter_events(response, self.label, self.secrets):
-            obj = loads_object(data, self.label, self.secrets)
-            kind = obj.get("type", event)
-            if kind == "message_start":
-                message = obj.get("message") or {}
-                usage.update(message.get("usage") or {})
-            elif kind == "content_block_start":
-                block = obj.get("content_block") or {}
-                if block.get("type") == "text" and block.get("text"):
-                    text.append(block["text"])
-                elif block.get("type") == "thinking" and block.get("thinking"):
-                    thinking.append(block["thinking"])
-                    await sink.reasoning(block["thinking"])
-            elif kind == "content_block_delta":
-                delta = obj.get("delta") or {}
-                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-                    text.append(delta["text"])
-                elif delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
-                    thinking.append(delta["thinking"])
-                    await sink.reasoning(delta["thinking"])
-            elif kind == "message_delta":
-                usage.update(obj.get("usage") or {})
-                stop = (obj.get("delta") or {}).get("stop_reason") or stop
-            elif kind == "error":
-                detail = f"{self.label} stream error: {provider_message(data)}"
-                raise UpstreamError(scrub(detail, self.secrets))
-            elif kind == "message_stop":
-                finished = True
-                break
+        async with aclosing(iter_events(response, self.label, self.secrets)) as events:
+            async for event, data in events:
+                obj = loads_object(data, self.label, self.secrets)
+                kind = obj.get("type", event)
+                if kind == "message_start":
+                    message = obj.get("message") or {}
+                    usage.update(message.get("usage") or {})
+                elif kind == "content_block_start":
+                    block = obj.get("content_block") or {}
+                    if block.get("type") == "text" and block.get("text"):
+                        text.append(block["text"])
+                    elif block.get("type") == "thinking" and block.get("thinking"):
+                        thinking.append(block["thinking"])
+                        await sink.reasoning(block["thinking"])
+                elif kind == "content_block_delta":
+                    delta = obj.get("delta") or {}
+                    if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
+                        text.append(delta["text"])
+                    elif delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
+                        thinking.append(delta["thinking"])
+                        await sink.reasoning(delta["thinking"])
+                elif kind == "message_delta":
+                    usage.update(obj.get("usage") or {})
+                    stop = (obj.get("delta") or {}).get("stop_reason") or stop
+                elif kind == "error":
+                    detail = f"{self.label} stream error: {provider_message(data)}"
+                    raise UpstreamError(scrub(detail, self.secrets))
+                elif kind == "message_stop":
+                    finished = True
+                    break
         if not finished:
             # No message_stop: the connection dropped mid-answer; half an answer is no answer.
             raise UpstreamError(f"{self.label} stream ended before completion")

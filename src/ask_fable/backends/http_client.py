@@ -33,7 +33,7 @@ import random
 import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
@@ -316,7 +316,7 @@ def object_field(obj: object, key: str) -> dict[str, Any]:
 
 
 async def iter_events(response: httpx2.Response, label: str,
-                      secrets: Iterable[str] = ()) -> AsyncIterator[tuple[str, str]]:
+                      secrets: Iterable[str] = ()) -> AsyncGenerator[tuple[str, str], None]:
     """``(event, data)`` pairs of a server-sent event stream (``httpx2.EventSource``); comments,
     keep-alives and events without data skipped. An event past :data:`MAX_EVENT_BYTES` is an
     :class:`UpstreamError`."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import anyio
@@ -120,28 +121,29 @@ class OpenAIChatOracle(HttpOracle):
         usage: Any = None
         finish: str | None = None
         done = False
-        async for _event, data in iter_events(response, self.label, self.secrets):
-            if data.strip() == "[DONE]":
-                done = True
-                break
-            obj = loads_object(data, self.label, self.secrets)
-            if obj.get("error"):
-                detail = f"{self.label} stream error: {provider_message(data)}"
-                raise UpstreamError(scrub(detail, self.secrets))
-            if obj.get("usage"):
-                usage = obj["usage"]
-            for choice in obj.get("choices") or []:
-                if not isinstance(choice, dict):
-                    continue
-                delta = choice.get("delta") or {}
-                piece = delta.get("content")
-                if isinstance(piece, str):
-                    text.append(piece)
-                reasoning = delta.get("reasoning") or delta.get("reasoning_content")
-                if isinstance(reasoning, str) and reasoning:
-                    thinking.append(reasoning)
-                    await sink.reasoning(reasoning)
-                finish = choice.get("finish_reason") or finish
+        async with aclosing(iter_events(response, self.label, self.secrets)) as events:
+            async for _event, data in events:
+                if data.strip() == "[DONE]":
+                    done = True
+                    break
+                obj = loads_object(data, self.label, self.secrets)
+                if obj.get("error"):
+                    detail = f"{self.label} stream error: {provider_message(data)}"
+                    raise UpstreamError(scrub(detail, self.secrets))
+                if obj.get("usage"):
+                    usage = obj["usage"]
+                for choice in obj.get("choices") or []:
+                    if not isinstance(choice, dict):
+                        continue
+                    delta = choice.get("delta") or {}
+                    piece = delta.get("content")
+                    if isinstance(piece, str):
+                        text.append(piece)
+                    reasoning = delta.get("reasoning") or delta.get("reasoning_content")
+                    if isinstance(reasoning, str) and reasoning:
+                        thinking.append(reasoning)
+                        await sink.reasoning(reasoning)
+                    finish = choice.get("finish_reason") or finish
         if not done and finish is None:
             # Neither [DONE] nor a finish_reason: the connection dropped mid-answer.
             raise UpstreamError(f"{self.label} stream ended before completion")

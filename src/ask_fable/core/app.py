@@ -40,13 +40,14 @@ from ask_fable.stores.interfaces import (
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.backends.claude_sessions import ClaudeSessions
+    from ask_fable.core.record_writer import RecordWriter
 
 _Service = TypeVar("_Service")
 
 
-def _file_stamp(path: Path) -> tuple[int, int, int] | None:
+def _file_stamp(path: str) -> tuple[int, int, int] | None:
     try:
-        stat = path.stat()
+        stat = os.stat(path)
     except OSError:
         return None
     # Config writes replace the file, so the inode changes even within one mtime tick.
@@ -84,13 +85,14 @@ class App:
         self._given = stores or GivenStores()
         self._settings = settings or load_settings()
         # Resolved once: settings are read on every step of a call, the file's location rarely moves.
-        self._config_path = config_file_path()
+        self._config_path = str(config_file_path())
         self._stamp = _file_stamp(self._config_path)
         # Re-entrant: a service factory may read settings, which may reload them.
         self._lock = threading.RLock()
         #: Each service by name, with the key (settings values) it was opened for.
         self._services: dict[str, tuple[object, object]] = {}
         self.client_name = client_name
+        self._console: tuple[Settings, Console] | None = None
 
     # --- settings ---------------------------------------------------------------------------------
     @property
@@ -149,14 +151,21 @@ class App:
     @property
     def console(self) -> Console:
         """The stderr progress trace."""
+        known = self._console
+        # Read several times a call: reuse it for the settings last loaded (a call's first settings
+        # read has already reloaded them if the file changed).
+        if known is not None and known[0] is (self._pinned or self._settings):
+            return known[1]
         s = self.settings
         secrets = tuple(s.secret_values())
         quiet = s.quiet or self._quiet
-        return self._service(
+        console = self._service(
             "console",
             (quiet, s.show_reasoning, secrets),
             lambda: Console(quiet, s.show_reasoning, secrets=secrets),
         )
+        self._console = (s, console)
+        return console
 
     # --- stores -----------------------------------------------------------------------------------
     @property
@@ -249,6 +258,13 @@ class App:
         connections = self.resources.connections
         return self._store(self._given.quotas, "quotas", (s.database_url, s.quotas_db),
                            lambda: quota_store_for(s, connections=connections))
+
+    @property
+    def record_writer(self) -> RecordWriter:
+        """Writes finished calls' records to these stores, grouping calls that finish together."""
+        from ask_fable.core.record_writer import RecordWriter
+
+        return self._service("record_writer", None, lambda: RecordWriter(self))
 
     @property
     def transcripts(self) -> SessionTranscriptStore:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -29,9 +29,11 @@ from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
 from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.cache import cache_key
-from ask_fable.stores.recorders import write_call_records
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 _Done = TypeVar("_Done")
@@ -224,7 +226,7 @@ class Pipeline:
             # The mode's summary (quorum, consensus, fallbacks, resolution) is metadata: kept in the trace.
             trace.event("mode.end", mode=call.mode, model=outcome.model,
                         **outcome.audit.model_dump(exclude_none=True))
-            result = {**result_prefix, **self._normalize(call, outcome, context)}
+            result = {**result_prefix, **self._normalize(call, outcome, context, settings)}
             # A degraded council is not worth replaying: the missing members may be back next time.
             if (
                 cache is not None
@@ -264,8 +266,8 @@ class Pipeline:
             return None
 
     # --- normalize ---------------------------------------------------------------------------------
-    def _normalize(self, call: Call, outcome: ModeOutcome, context: str) -> dict[str, Any]:
-        settings = self.app.settings
+    def _normalize(self, call: Call, outcome: ModeOutcome, context: str,
+                   settings: Settings) -> dict[str, Any]:
         answer, sidecar = parse_sidecar(outcome.text)
         reply = outcome.reply
         result: dict[str, Any] = {"model": outcome.model}
@@ -326,7 +328,7 @@ class Pipeline:
         cached: bool = False,
     ) -> dict[str, Any]:
         app = self.app
-        settings = app.settings
+        settings = mctx.settings  # the call's settings, read once when it started
         elapsed_ms = trace.elapsed_ms()
         status = result.get("status", "error")
         result["trace_id"] = trace.trace_id
@@ -345,7 +347,7 @@ class Pipeline:
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)
-        saved = await self._persist(done)
+        saved = await self._persist(done, settings)
         if saved is not None:
             result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
@@ -353,8 +355,9 @@ class Pipeline:
         safe: dict[str, Any] = redact_obj(result, settings)
         return safe
 
-    async def _persist(self, done: FinishedCall) -> str | None:
-        """Write the call's records in one thread hop, durable before the caller sees the answer.
+    async def _persist(self, done: FinishedCall, settings: Settings) -> str | None:
+        """Write the call's records (grouped with those of calls finishing meanwhile, one thread hop
+        per group), durable before the caller sees the answer.
 
         Each store fails on its own: its failure is one console line, the other records are
         still written, and the caller keeps the answer. Returns where the answer was saved.
@@ -366,10 +369,8 @@ class Pipeline:
                          f"{self._redact(str(exc))[:300]}); the answer is not affected")
 
         try:
-            records = call_records(done, self.app.settings)
-            await anyio.to_thread.run_sync(
-                write_call_records, self.app, records, lambda store, exc: failed(f"the {store} record", exc)
-            )
+            records = call_records(done, settings)
+            await self.app.record_writer.write(records, lambda store, exc: failed(f"the {store} record", exc))
         except Exception as exc:  # a bug in building or writing records: still not the caller's loss
             failed("this call's records", exc)
             return None

@@ -242,8 +242,17 @@ class ApiKeyStore(Protocol):
         """Revoke a key by id or display prefix."""
         ...
 
+    #: Whether ``verify`` may wait on the network: callers on an event loop then run it in a
+    #: worker thread. When False it reads local state only and is cheap enough for the loop.
+    blocking: bool
+
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
-        """The active key matching ``presented``, or ``None``."""
+        """The active key matching ``presented``, or ``None``; a key revoked anywhere is refused on
+        the next check. Writes nothing (``flush_usage`` writes the last use)."""
+        ...
+
+    def flush_usage(self) -> None:
+        """Write the ``last_used_at`` noted by ``verify`` since the last flush (never raises)."""
         ...
 
 

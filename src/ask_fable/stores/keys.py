@@ -6,6 +6,15 @@ or ``admin``, see :mod:`ask_fable.access`), the tenant its caller's data belongs
 ``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601), and the key's own
 quotas (calls per minute, calls in flight, dollars per UTC day; unset: the settings' defaults).
 
+Checking a key costs no write. On SQLite it costs no lookup either for a key seen before:
+:meth:`KeyStore.verify` keeps the keys it verified and reuses them while the file is unchanged,
+which SQLite tells at the price of one ``PRAGMA data_version`` (it changes when any other
+connection, in this process or another, commits to the file); a change made through our own
+connection shows in its ``total_changes``. A key revoked from another process is therefore refused
+on the very next request. On PostgreSQL every check is a lookup (and :attr:`KeyStore.blocking`
+tells callers on an event loop to make it in a worker thread). Last use is noted in memory and
+written by :meth:`KeyStore.flush_usage`, which the HTTP server calls periodically and when it stops.
+
 Keys made before scopes meant money had ``write`` (every tool) or ``read``: migration 2 turns
 ``write`` into ``ask`` (which no longer includes ``configure_*``) and puts every existing key in
 the ``local`` tenant, beside the data they saw before.
@@ -18,13 +27,14 @@ import hmac
 import os
 import re
 import secrets
-import time
+import sqlite3
+import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Connection, Connections, Database, database_for, is_unreachable, open_database
+from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.records import ApiKey, QuotaLimits
 
 if TYPE_CHECKING:
@@ -33,8 +43,10 @@ if TYPE_CHECKING:
 KEY_PREFIX = "afk_"
 KEY_BODY_CHARS = 32
 DISPLAY_CHARS = 6
-#: ``last_used_at`` is written at most this often per key, so busy clients cost no write per request.
-TOUCH_INTERVAL_S = 60.0
+#: Verified keys kept for reuse (beyond this many, the cache starts over).
+MAX_KNOWN_KEYS = 1024
+#: A SQLite connection with its ``data_version`` and ``total_changes`` at one moment.
+_Stamp = tuple[sqlite3.Connection, int, int]
 _KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
 
 MIGRATIONS = [
@@ -139,7 +151,16 @@ class KeyStore:
     def __init__(self, location: str | os.PathLike[str] | Database, *,
                  connections: Connections | None = None) -> None:
         self.db = open_database(location, MIGRATIONS, connections=connections)
-        self._touched: dict[int, float] = {}
+        #: Whether :meth:`verify` may wait on the network (PostgreSQL) rather than read a local file.
+        self.blocking = self.db.dialect != "sqlite"
+        self._lock = threading.Lock()
+        #: What the verified keys below were read under (SQLite only): the connection, its
+        #: ``data_version`` and its ``total_changes`` (any commit to the file changes one of them).
+        self._read_under: _Stamp | None = None
+        #: Active keys verified under ``_read_under``, by hash.
+        self._known: dict[str, ApiKey] = {}
+        #: Last use of each key since the last flush (UTC, ISO 8601), by id.
+        self._used: dict[int, str] = {}
 
     def create(self, name: str, scope: str, tenant: str | None = None,
                limits: QuotaLimits | None = None) -> tuple[ApiKey, str]:
@@ -220,36 +241,68 @@ class KeyStore:
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
         """The active key matching ``presented``, or None (unknown, malformed or revoked).
 
-        The stored and computed hashes are compared in constant time; ``last_used_at`` is updated
-        at most every :data:`TOUCH_INTERVAL_S` seconds per key.
+        The stored and computed hashes are compared in constant time. On SQLite a key verified
+        before is reused while the file is unchanged (see the module docstring); ``touch`` notes
+        its use, written by :meth:`flush_usage`.
         """
         if not looks_like_key(presented):
             return None
         digest = hash_key(presented)
         with self.db.read() as conn:
-            row = conn.execute(
-                f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
-            ).fetchone()
-        if row is None or not hmac.compare_digest(row["key_hash"], digest) or row["revoked_at"] is not None:
-            return None
-        record = _row(row)
+            stamp = self._stamp(conn)
+            record = self._reuse(stamp, digest)
+            if record is None:
+                row = conn.execute(
+                    f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
+                ).fetchone()
+                if row is None or row["revoked_at"] is not None:
+                    return None
+                if not hmac.compare_digest(row["key_hash"], digest):
+                    return None
+                record = _row(row)
+                self._remember(stamp, digest, record)
         if touch:
-            self._touch(record.id)
+            with self._lock:
+                self._used[record.id] = _now()
         return record
 
-    def _touch(self, key_id: int) -> None:
-        now = time.monotonic()
-        last = self._touched.get(key_id)
-        if last is not None and now - last < TOUCH_INTERVAL_S:
+    @staticmethod
+    def _stamp(conn: Connection) -> _Stamp | None:
+        """What tells whether the file changed since, or None where nothing cheap does (PostgreSQL)."""
+        if not isinstance(conn, sqlite3.Connection):
+            return None
+        return conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+
+    def _reuse(self, stamp: _Stamp | None, digest: str) -> ApiKey | None:
+        if stamp is None:
+            return None
+        with self._lock:
+            if self._read_under != stamp:
+                self._read_under, self._known = stamp, {}
+            return self._known.get(digest)
+
+    def _remember(self, stamp: _Stamp | None, digest: str, record: ApiKey) -> None:
+        with self._lock:
+            if stamp is not None and self._read_under == stamp and len(self._known) < MAX_KNOWN_KEYS:
+                self._known[digest] = record
+
+    def flush_usage(self) -> None:
+        """Write the last use noted for each key since the previous flush.
+
+        Bookkeeping only: when the database cannot be written the times are kept for the next
+        flush, and nothing is raised.
+        """
+        with self._lock:
+            used, self._used = self._used, {}
+        if not used:
             return
-        self._touched[key_id] = now
-        # Bookkeeping only: a busy or read-only database must not fail the request it belongs to.
         try:
             with self.db.write() as conn:
-                conn.execute("UPDATE api_keys SET last_used_at = ? WHERE id = ?", (_now(), key_id))
-        except Exception as exc:
-            if not is_unreachable(exc):
-                raise
+                conn.executemany("UPDATE api_keys SET last_used_at = ? WHERE id = ?",
+                                 [(when, key_id) for key_id, when in used.items()])
+        except Exception:  # never the caller's failure: the times wait for the next flush
+            with self._lock:
+                self._used = {**used, **self._used}
 
 
 def key_store_for(settings: Settings, *, connections: Connections | None = None) -> KeyStore:

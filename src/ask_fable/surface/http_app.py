@@ -71,6 +71,8 @@ WILDCARD_BINDS: frozenset[str] = frozenset({"0.0.0.0", "::", ""})
 CREDENTIAL_PARAMS: frozenset[str] = frozenset(
     {"key", "api_key", "apikey", "api-key", "token", "access_token", "auth", "authorization", "bearer"}
 )
+#: How often the keys' last use is written by default: a request itself never writes.
+KEY_USE_FLUSH_SECONDS = 30.0
 FORBIDDEN_CODE = -32003
 UNAUTHORIZED_CODE = -32001
 UNAVAILABLE_CODE = -32002
@@ -111,6 +113,8 @@ class HttpOptions:
     body_timeout: float = field(default_factory=lambda: _setting_default("http_body_timeout"))
     #: Seconds an idle kept-alive connection stays open.
     keepalive_timeout: int = field(default_factory=lambda: _setting_default("http_keepalive_timeout"))
+    #: Seconds between writes of the keys' ``last_used_at`` (also written when the server stops).
+    key_use_flush_seconds: float = KEY_USE_FLUSH_SECONDS
 
     def host_allowlist(self) -> list[str]:
         """Loopback names, the bind address when it is a specific one, then the configured hosts."""
@@ -342,7 +346,7 @@ class HttpGuard:
             await send({"type": "websocket.close", "code": 1008})
             return
         if scope["type"] != "http":  # lifespan: runs the MCP session manager
-            await self.app(scope, receive, send)
+            await self._lifespan(scope, receive, send)
             return
         started = time.monotonic()
         status_seen: list[int] = []
@@ -355,9 +359,35 @@ class HttpGuard:
         try:
             await self._handle(scope, receive, logged_send)
         finally:
-            # The path only, redacted: a URL could carry a credential someone pasted into it.
-            log.info("%s %s %s %.0fms", scope.get("method"), redact(str(scope.get("path", ""))),
-                     status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
+            if log.isEnabledFor(logging.INFO):
+                # The path only, redacted: a URL could carry a credential someone pasted into it.
+                log.info("%s %s %s %.0fms", scope.get("method"), redact(str(scope.get("path", ""))),
+                         status_seen[0] if status_seen else "-", (time.monotonic() - started) * 1000)
+
+    async def _lifespan(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The MCP app's lifespan, with the keys' last use written every ``key_use_flush_seconds``
+        and once more when the server stops (before the app closes its stores)."""
+
+        async def flush_periodically() -> None:
+            while True:
+                await anyio.sleep(self.options.key_use_flush_seconds)
+                await anyio.to_thread.run_sync(self.keys.flush_usage)
+
+        async with anyio.create_task_group() as flusher:
+
+            async def flushing_receive() -> Message:
+                message = await receive()
+                if message["type"] == "lifespan.shutdown":
+                    flusher.cancel_scope.cancel()
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(self.keys.flush_usage)
+                return message
+
+            flusher.start_soon(flush_periodically)
+            try:
+                await self.app(scope, flushing_receive, send)
+            finally:
+                flusher.cancel_scope.cancel()
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -386,7 +416,11 @@ class HttpGuard:
                                            "(create one with `ask-fable keys create`)")
             return
         try:
-            record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+            # A local key store answers from memory or one SQLite pragma: no thread hop for that.
+            if self.keys.blocking:
+                record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+            else:
+                record = self.keys.verify(presented)
         except Exception as exc:  # the store did not answer: say so, never how (it may name hosts)
             log.warning("key check failed: the store did not answer (%s)", type(exc).__name__)
             await self._unavailable(send, store_down=True)

@@ -158,6 +158,8 @@ class AskFableServer(MCPServer[Any]):
         self._specs: dict[str, ToolSpec] | None = None
         self._listing: list[MCPTool] | None = None
         self._listed_for: object = None
+        #: The server's directories a result may name, for the settings they were found in.
+        self._roots: tuple[Settings, list[tuple[str, str]]] | None = None
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
@@ -232,7 +234,9 @@ class AskFableServer(MCPServer[Any]):
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
-            shown = hide_server_paths(shown, server_roots(settings))
+            if self._roots is None or self._roots[0] is not settings:
+                self._roots = (settings, server_roots(settings))
+            shown = hide_server_paths(shown, self._roots[1])
         return shown
 
     def _unknown_tool(self, name: str) -> dict[str, Any]:
@@ -286,8 +290,6 @@ class AskFableServer(MCPServer[Any]):
                             ) -> None:
         """Store a minimal trace (tool, status, kind; no content) under the caller's tenant, so
         trace_get finds the result's id."""
-        import anyio
-
         app = self.app
         status, kind = payload.get("status", "error"), payload.get("kind")
         trace.event("request", tool=tool[:80])
@@ -301,7 +303,8 @@ class AskFableServer(MCPServer[Any]):
                 status=status, kind=kind, project=app.project_id, agent_id=agent,
                 elapsed_ms=trace.elapsed_ms(), events=trace.events,
             )
-            await anyio.to_thread.run_sync(app.traces.record, record)
+            traces = app.traces
+            await app.record_writer.run(lambda: traces.record(record))
         except Exception:  # a trace is best effort: the caller still gets the result
             app.console.line(trace.trace_id, f"could not record the trace of {tool[:80]}")
 

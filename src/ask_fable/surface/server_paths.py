@@ -9,6 +9,7 @@ what is left under the server's home as ``~/…``.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,7 +38,8 @@ def server_roots(settings: Settings) -> list[tuple[str, str]]:
     return sorted(usable, key=lambda item: len(item[0]), reverse=True)
 
 
-def _rewriter(roots: list[tuple[str, str]]) -> tuple[re.Pattern[str], dict[str, str]]:
+@functools.lru_cache(maxsize=8)
+def _rewriter(roots: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], dict[str, str]]:
     # A root counts only as a whole path component: followed by "/" or by no path character.
     pattern = re.compile("|".join(f"({re.escape(root)})(/|(?![\\w.\\-]))" for root, _ in roots))
     return pattern, dict(roots)
@@ -47,7 +49,7 @@ def hide_server_paths(obj: Any, roots: list[tuple[str, str]]) -> Any:
     """``obj`` (a result: dicts, lists, strings) with every path under ``roots`` rewritten."""
     if not roots:
         return obj
-    pattern, shown = _rewriter(roots)
+    pattern, shown = _rewriter(tuple(roots))
 
     def replace(match: re.Match[str]) -> str:
         groups = match.groups()

@@ -1,0 +1,91 @@
+"""Writing finished calls' records in groups: one worker-thread hop for every call that finished meanwhile.
+
+    call A ─▶ write ─▶ (writes A's records) ─────────────▶ returns
+    call B ─▶ write ─▶ waits ─▶ (writes B, C and D's records) ─▶ returns
+    calls C, D ─▶ write ─▶ wait ─────────────────────────────────▶ return
+
+Each call awaits :meth:`RecordWriter.write` and returns only once its own records are written, so
+an answer the caller has seen is never missing from the audit log. While one group is being
+written, the calls that finish meanwhile queue up; when it is done, the first of them writes the
+whole queue, and so on. The stores of this process thus see one writer at a time: no SQLite write
+waits on another thread's lock, and many concurrent calls cost a few thread hops instead of one each.
+Each call's records still fail on their own (``stores/recorders.py``); the server's minimal trace of
+a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.lowlevel
+
+from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write_call_records
+
+
+@dataclass(eq=False)
+class _Pending:
+    """One call's write, waiting for its turn."""
+
+    job: Callable[[], None]
+    #: Set when the write is done, or when this call is to write the queue.
+    turn: anyio.Event = field(default_factory=anyio.Event)
+    written: bool = False
+    failure: Exception | None = None
+
+
+class RecordWriter:
+    """Runs the record writes of calls, grouping those that finish while a group is written."""
+
+    def __init__(self, stores: CallStores) -> None:
+        self._stores = stores
+        self._queue: list[_Pending] = []
+        self._writing = False
+        #: The event loop the queue belongs to (a process may run several, one after another).
+        self._loop: object = None
+
+    async def write(self, records: CallRecords, on_failure: FailureFn) -> None:
+        """Write one call's records (each store failing on its own, reported to ``on_failure``);
+        returns once they are written."""
+        await self.run(functools.partial(write_call_records, self._stores, records, on_failure))
+
+    async def run(self, job: Callable[[], None]) -> None:
+        """Run the blocking write ``job`` in a worker thread, grouped with the writes queued meanwhile;
+        returns once it is done and raises what it raised. Not cancellable: a call that was answered
+        has its records written in any case."""
+        loop = anyio.lowlevel.current_token().native_token
+        if loop is not self._loop:
+            self._loop, self._queue, self._writing = loop, [], False
+        pending = _Pending(job)
+        self._queue.append(pending)
+        with anyio.CancelScope(shield=True):
+            if self._writing:
+                await pending.turn.wait()
+            if not pending.written:
+                await self._write_queue()
+        if pending.failure is not None:
+            raise pending.failure
+
+    async def _write_queue(self) -> None:
+        self._writing = True
+        group, self._queue = self._queue, []
+        try:
+            await anyio.to_thread.run_sync(_run_group, group)
+        finally:
+            for item in group:
+                item.written = True
+                item.turn.set()
+            if self._queue:
+                self._queue[0].turn.set()  # the next call writes what queued meanwhile
+            else:
+                self._writing = False
+
+
+def _run_group(group: list[_Pending]) -> None:
+    for item in group:
+        try:
+            item.job()
+        except Exception as exc:  # it is its caller's failure, not the group's
+            item.failure = exc
