@@ -402,7 +402,6 @@ class HttpGuard:
         if not origin_allowed(_header(headers, b"origin"), self.allowed_origins):
             await _respond(send, 403, b"Invalid Origin header (add it with --allowed-origin)", "text/plain")
             return
-        path = scope.get("path", "")
         if path.rstrip("/") == HEALTH_PATH:
             await self._health(scope, send)
             return
