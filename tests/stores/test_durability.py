@@ -152,12 +152,12 @@ async def test_repeated_kill_rounds_with_more_writers(tmp_path: Path) -> None:
     _verify(settings, acked)
 
 
+# The SQLite side is the test above, with its file checks.
+@pytest.mark.parametrize("store_backend", ["postgres"], indirect=True)
 def test_concurrent_writers_on_postgresql_lose_nothing_and_count_every_turn(
         store_backend: StoreBackend, tmp_path: Path) -> None:
     """Processes sharing one PostgreSQL database (replicas): every acknowledged write is there, and
     the hub's per-session turn counter, an upsert, counted every turn of every process."""
-    if store_backend.name != "postgres":
-        pytest.skip("the SQLite side is the test above, with its file checks")
     settings = load_settings()
     count = 30
     procs = [_spawn(tmp_path, f"w{n}", count) for n in range(WORKERS)]

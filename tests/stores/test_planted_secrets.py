@@ -61,9 +61,9 @@ def test_planted_keys_never_reach_disk() -> None:
     assert context.db.path.exists() and hub.db.path.exists()
 
 
+# The SQLite files are read by the test above.
+@pytest.mark.parametrize("store_backend", ["postgres"], indirect=True)
 def test_planted_keys_never_reach_a_postgresql_row(store_backend: StoreBackend) -> None:
-    if store_backend.name != "postgres":
-        pytest.skip("the SQLite files are read by the test above")
     import psycopg
 
     from ask_fable.stores.answers import archive_for

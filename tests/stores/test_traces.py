@@ -194,9 +194,9 @@ def test_long_string_round_trips_through_chunks() -> None:
     assert store.bundle_excerpt("local", trace_id, 100_000) == f"## answer\n{text}\n"
 
 
+# Writes a bundle file by hand; PostgreSQL keeps bundles in a table.
+@pytest.mark.parametrize("store_backend", ["sqlite"], indirect=True)
 def test_oversized_lines_are_skipped_when_reading(store_backend: StoreBackend) -> None:
-    if store_backend.name != "sqlite":
-        pytest.skip("writes a bundle file by hand; PostgreSQL keeps bundles in a table")
     settings = load_settings(trace_max_event_bytes=1024)
     store = TraceStore(settings)
     trace_id = new_trace_id()
