@@ -11,19 +11,48 @@ milliseconds and ratios; exits non-zero when the slowest page is over the target
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_trace_list import best_of, fill
 
 TARGET_S = 0.150
+TOKEN = "bench-token"
+
+
+@contextlib.contextmanager
+def served_like_ask_fable_ui(app: Any) -> Iterator[str]:
+    """The web view over ``app`` on a free loopback port, served as ``ask-fable ui`` serves it (its
+    ASGI app under uvicorn), in a background thread; yields the base URL."""
+    from ask_fable.surface.http_app import HttpOptions
+    from ask_fable.surface.http_runner import bind_socket
+    from ask_fable.surface.ui.local import LOOPBACK, local_server
+
+    sock = bind_socket(HttpOptions(host=LOOPBACK, port=0))
+    port = int(sock.getsockname()[1])
+    server = local_server(app, TOKEN, port)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError("the web view did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{LOOPBACK}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
 
 
 def main() -> int:
@@ -37,9 +66,6 @@ def main() -> int:
         from ask_fable.config import load_settings
         from ask_fable.core.app import App
         from ask_fable.stores.traces import TraceStore
-        from ask_fable.surface.http_app import HttpOptions
-        from ask_fable.surface.http_runner import serve_in_thread
-        from ask_fable.surface.ui.app import LocalLogin, build_ui, secure_headers
         from ask_fable.surface.ui.style import STYLESHEET_VERSION
 
         writer = TraceStore(load_settings())
@@ -47,15 +73,13 @@ def main() -> int:
         writer.db.close()
         middle = ids[n // 2]
         app = App(quiet=True, resources=Resources(read_only_stores=True))
-        ui = secure_headers(build_ui(app, LocalLogin("bench-token")))
         mid_ts = time.time() - 15 * 86400
 
         def moment(ts: float) -> str:
             return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%dT%H:%M")
 
-        served = serve_in_thread(ui, HttpOptions(port=0))
-        with served as base, httpx2.Client(base_url=base, timeout=60) as client:
-            assert client.get("/ui/login", params={"token": "bench-token"}).status_code == 303
+        with served_like_ask_fable_ui(app) as base, httpx2.Client(base_url=base, timeout=60) as client:
+            assert client.get("/ui/login", params={"token": TOKEN}).status_code == 303
 
             def get(path: str, **params: str) -> Callable[[], None]:
                 def run() -> None:

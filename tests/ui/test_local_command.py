@@ -18,6 +18,9 @@ from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
 from ask_fable.surface.ui.app import CSP
+from tests.e2e.helpers import structured, wired_app
+from tests.fakes.fake_provider import FakeProvider
+from tests.fakes.postgres import PostgresServer
 from tests.ui.recorded import Recorded
 from tests.ui.server import ask_fable_ui, state_env
 
@@ -131,6 +134,31 @@ def test_a_fresh_install_serves_empty_pages_and_creates_no_state(tmp_path: Path)
     assert not state.exists() or not any(state.rglob("*"))
 
 
+def test_with_a_browser_the_printed_address_is_opened_in_it(tmp_path: Path) -> None:
+    """``$BROWSER`` names a browser: it is handed the printed address, which logs it in."""
+    handed = tmp_path / "handed.txt"
+    browser = tmp_path / "browser"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {handed}\n')
+    browser.chmod(0o755)
+    env = state_env(tmp_path / "home")
+    env["BROWSER"] = f"{browser} %s"
+    with ask_fable_ui(env, browser=True) as (address, proc):
+        with anyio.from_thread.start_blocking_portal() as portal:
+            portal.call(_until_written, handed)
+        assert handed.read_text() == address
+        with logged_in(handed.read_text()) as client:
+            assert client.get(f"{origin(address)}/ui/traces").status_code == 200
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=15)
+    assert "opened in your browser" in stderr
+
+
+async def _until_written(path: Path) -> None:
+    with anyio.fail_after(10):
+        while not path.exists() or not path.read_text():
+            await anyio.sleep(0.02)
+
+
 @pytest.mark.parametrize("browser", ["false", None])
 def test_without_a_browser_the_address_is_printed_and_served(tmp_path: Path, browser: str | None) -> None:
     """No display and no browser, or a browser command that fails: the command still serves."""
@@ -142,12 +170,69 @@ def test_without_a_browser_the_address_is_printed_and_served(tmp_path: Path, bro
         assert proc.poll() is None
 
 
-async def _help_calls(count: int) -> None:
+async def _help_calls(count: int) -> list[str]:
+    """Make ``count`` help calls through an MCP client; their trace ids."""
     app = App(load_settings())
+    ids: list[str] = []
     async with Client(build_server(app)) as client:
         for _ in range(count):
-            await client.call_tool("ask_fable_help", {})
+            result = await client.call_tool("ask_fable_help", {})
+            assert result.structured_content is not None
+            ids.append(result.structured_content["trace_id"])
     await app.aclose()
+    return ids
+
+
+async def _glm_calls(fp: FakeProvider, questions: list[str]) -> list[str]:
+    """Ask GLM (on the fake provider) each question through an MCP client; the calls' trace ids."""
+    app = wired_app(fp)
+    async with Client(build_server(app, toolsets=["all"])) as client:
+        ids = [(await structured(client, "ask_glm", {"question": q}))["trace_id"] for q in questions]
+    await app.aclose()
+    return ids
+
+
+def _rows(url: str) -> dict[str, str]:
+    """Every table of the database with all its rows, as text, to compare before and after."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        tables = conn.execute(
+            "SELECT table_schema, table_name FROM information_schema.tables "
+            "WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')"
+        ).fetchall()
+        return {
+            f"{schema}.{name}": str(sorted(map(str, conn.execute(f'SELECT * FROM "{schema}"."{name}"'))))
+            for schema, name in tables
+        }
+
+
+def test_with_postgresql_configured_it_shows_the_calls_stored_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pg_server: PostgresServer, fp: FakeProvider
+) -> None:
+    """ASK_FABLE_DATABASE_URL set: the calls the server stored in PostgreSQL are listed, drawn and
+    counted; no row of the database changes and no SQLite store appears under the state directory."""
+    env = state_env(tmp_path / "home")
+    env["ASK_FABLE_DATABASE_URL"] = pg_server.fresh_database()
+    for name in ("HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "ASK_FABLE_DATABASE_URL"):
+        monkeypatch.setenv(name, env[name])
+    fp.enqueue("anthropic", text="Keep the lock.", times=None)
+    ids = anyio.run(_glm_calls, fp, ["Should the cache keep its lock?", "Is this retry loop bounded?"])
+    before = _rows(env["ASK_FABLE_DATABASE_URL"])
+    assert any(ids[0] in rows for rows in before.values())
+    with ask_fable_ui(env) as (address, proc), logged_in(address) as client:
+        base = origin(address)
+        listing = client.get(f"{base}/ui/traces").text
+        assert re.findall(r'data-trace="(\w+)"', listing) == ids[::-1]
+        trace = client.get(f"{base}/ui/traces/{ids[0]}")
+        assert trace.status_code == 200 and 'data-lane="call"' in trace.text and "glm" in trace.text
+        stats = client.get(f"{base}/ui/stats", params={"window": "all"})
+        assert stats.status_code == 200 and "2 calls" in stats.text
+        proc.terminate()
+        _, stderr = proc.communicate(timeout=15)
+    assert "traces and stats of the PostgreSQL database" in stderr and "postgresql://" not in stderr
+    assert _rows(env["ASK_FABLE_DATABASE_URL"]) == before
+    assert not list(Path(env["XDG_STATE_HOME"]).rglob("*.db"))
 
 
 def test_the_trace_list_pages_back_through_older_calls(

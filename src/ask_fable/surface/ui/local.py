@@ -20,6 +20,7 @@ from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui.app import LocalLogin, build_ui, checked_host, secure_headers
 
 if TYPE_CHECKING:
+    import uvicorn
     from starlette.types import ASGIApp
 
     from ask_fable.core.app import App
@@ -86,8 +87,6 @@ def open_in_browser(address: str) -> bool:
 
 def serve_local(port: int = 0, *, open_browser: bool = True) -> int:
     """Serve the web view until interrupted; prints its address on stdout. 1 when the port is taken."""
-    import uvicorn
-
     from ask_fable.backends.resources import Resources
     from ask_fable.core.app import App
     from ask_fable.surface.http_app import HttpOptions
@@ -109,12 +108,26 @@ def serve_local(port: int = 0, *, open_browser: bool = True) -> int:
     opened = open_browser and open_in_browser(address)
     how = "opened in your browser" if opened else "open the address above in your browser"
     print(
-        f"ask-fable ui: traces and stats of {app.settings.state_dir} (read-only) at "
+        f"ask-fable ui: traces and stats of {_stores_named(app)} (read-only) at "
         f"http://{LOOPBACK}:{port}{UI_PATH}; {how}; Ctrl-C stops",
         file=sys.stderr,
         flush=True,
     )
+    local_server(app, token, port).run(sockets=[sock])
+    return 0
+
+
+def _stores_named(app: App) -> str:
+    """Where the stores the view reads are, in words (never the database URL: it may hold a password)."""
+    if app.settings.database_url:
+        return "the PostgreSQL database of ASK_FABLE_DATABASE_URL"
+    return str(app.settings.state_dir)
+
+
+def local_server(app: App, token: str, port: int) -> uvicorn.Server:
+    """The uvicorn server of ``ask-fable ui`` for ``port`` (run it on the socket bound to that port)."""
+    import uvicorn
+
     config = uvicorn.Config(local_ui(app, token, port), host=LOOPBACK, port=port, access_log=False,
                             log_level="warning", lifespan="on", server_header=False)
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+    return uvicorn.Server(config)
