@@ -246,3 +246,22 @@ def test_the_ask_command_continues_a_session_from_one_command_to_the_next(fp: Fa
     assert texts(fp.requests_for("anthropic")[-1].json)[:2] == [
         ("user", "## Question\nIs the queue bounded?"), ("assistant", answer("Bound it at 1,000.")),
     ]
+
+
+NEEDS = '```sidecar\n{"recommendation": "needs_more_context", "confidence": "low", "needs_context": ["locks.py"]}\n```'
+
+
+@pytest.mark.parametrize("model", ["deepseek", "codex"])
+async def test_asking_for_more_context_twice_ends_in_context_exhausted_on_any_model(
+    fp: FakeProvider, fakes: FakeCLIs, model: str
+) -> None:
+    """An HTTP model and a CLI model alike: a request for more context comes back as a `followup`,
+    and the request repeated on the next turn of the session ends as `context_exhausted`."""
+    reply = f"Send me locks.py.\n\n{NEEDS}"
+    fp.enqueue("anthropic", text=reply, times=None)
+    fakes.behave("codex", answer=reply)
+    async with stdio(server_env(fp, ASK_FABLE_MAX_NEEDS_CONTEXT="1")) as client:
+        first = await ask(client, question="Why does this deadlock under load?", model=model, session="dl")
+        second = await ask(client, question="Here is the caller: def run(): ...", model=model, session="dl")
+    assert (first["status"], first["followup"]["needs_context"]) == ("ok", ["locks.py"])
+    assert (second["status"], second["turn"], second["answer"]) == ("context_exhausted", 2, "Send me locks.py.")
