@@ -248,7 +248,8 @@ def test_the_ask_command_continues_a_session_from_one_command_to_the_next(fp: Fa
     ]
 
 
-NEEDS = '```sidecar\n{"recommendation": "needs_more_context", "confidence": "low", "needs_context": ["locks.py"]}\n```'
+NEEDS = ('```sidecar\n{"recommendation": "needs_more_context", "confidence": "low", '
+         '"needs_context": ["locks.py"]}\n```')
 
 
 @pytest.mark.parametrize("model", ["deepseek", "codex"])
@@ -264,4 +265,5 @@ async def test_asking_for_more_context_twice_ends_in_context_exhausted_on_any_mo
         first = await ask(client, question="Why does this deadlock under load?", model=model, session="dl")
         second = await ask(client, question="Here is the caller: def run(): ...", model=model, session="dl")
     assert (first["status"], first["followup"]["needs_context"]) == ("ok", ["locks.py"])
-    assert (second["status"], second["turn"], second["answer"]) == ("context_exhausted", 2, "Send me locks.py.")
+    assert (second["status"], second["turn"]) == ("context_exhausted", 2)
+    assert second["answer"] == "Send me locks.py."

@@ -101,6 +101,7 @@ CHEM_AGENT = _word(lx.CHEM_AGENT)
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
 WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
 WEAPON_IDIOM = _word(lx.WEAPON_IDIOM)
+MAKE_AN_AMOUNT = _c(lx.MAKE_AN_AMOUNT)
 GAME = _word(lx.GAME)
 SIMULATION = _word(lx.SIMULATION)
 PRACTICE = _word(lx.PRACTICE_TARGET)
@@ -135,6 +136,7 @@ class Behaviour:
 
 BEHAVIOURS = (
     Behaviour(_c(lx.RANSOM_ACT), "ransomware", (RANSOM_DEMAND,)),
+    Behaviour(_c(lx.RANSOM_ACT), "ransomware", (FOREIGN, COVERT, MALICE), (_c(r"\b" + lx.PAYMENT_UNLOCK),)),
     Behaviour(_c(lx.KEYLOG), "a keylogger or spyware", (COVERT, EXFIL, FOREIGN)),
     Behaviour(_c(lx.STEAL), "credential or data theft"),
     Behaviour(_c(lx.TAKE_CREDENTIALS), "a credential stealer", (COVERT, EXFIL, FOREIGN)),
@@ -145,6 +147,7 @@ BEHAVIOURS = (
     Behaviour(_c(lx.TRICK), "a phishing campaign", (CREDENTIAL,)),
     Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE)),
     Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "spyware", (COVERT, FOREIGN), (PERSONAL,)),
+    Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "covert data theft", (), (COVERT, FOREIGN)),
 )
 
 
@@ -326,6 +329,8 @@ def weapons_harm(question: Question) -> Finding | None:
     """Making explosives or weapons, outside a game or simulation."""
     if question.has(GAME) or not question.has(WEAPON_AGENT):
         return None
+    if question.has(MAKE_AN_AMOUNT) and WEAPON_AGENT.search(WEAPON_IDIOM.sub(" ", question.text)):
+        return Finding("weapons_harm")
     for clause in question.clauses:
         text = WEAPON_IDIOM.sub(" ", clause.text)
         for match in WEAPON_AGENT.finditer(text):

@@ -223,7 +223,8 @@ PERSONAL_DATA = alt(
 #: Data sent to the asker.
 EXFIL_TO_ME = alt(
     r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|e?mailing|post|"
-    r"posts|stream|streams|ship|ships|exfiltrat\w+)\b[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
+    r"posts|stream|streams|ship|ships|cop(?:y|ies|ying)|sync|syncs|syncing|exfiltrat\w+)\b"
+    r"[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
     r"to (?:a|my) (?:server|telegram|webhook|discord|ftp))",
     r"phones? home",
 )
@@ -369,7 +370,9 @@ ACCESS = alt(
     r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ )?passwords?",
     r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",
-    r"unlock(?:s|ing)?",
+    # "unlock" takes a device or an account: "unlock premium reports for a company's users" is billing.
+    r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?(?:phones?|iphones?|androids?|devices?|laptops?|computers?|pcs?|"
+    r"macs?|tablets?|ipads?|accounts?|icloud|sim|bootloaders?|wallets?|vaults?|password managers?)\b)",
     r"change (?:my )?grades",
 )
 
@@ -519,6 +522,11 @@ RANSOM_DEMAND = alt(
     r"get (?:them|it|their \w+) back",
     r"key back",
     r"(?:my|a) (?:bitcoin|btc|monero|xmr|crypto|wallet) (?:address|wallet)",
+)
+#: Access given back for payment: ransom when aimed at someone else's files, billing when at a customer's.
+PAYMENT_UNLOCK = (
+    r"(?:unlock|decrypt|restor|releas|return)\w* (?:\S+ ){0,3}?(?:after|once|when|until|for) (?:\S+ ){0,2}?"
+    r"(?:payment|paid|pays?|paying)\b"
 )
 KEYLOG = (
     r"\b(?:record|records|recording|capture|captures|capturing|log|logs|logging|grab|grabs|see|sees|watch|"
@@ -763,6 +771,13 @@ WEAPON_AGENT = alt(
     r"(?:explod\w*|detonat\w*|blows? up)",
     r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
     r"station|stadium|street|place)",
+)
+#: A request to make an amount of something named elsewhere in the question ("… TATP, and how do I make
+#: a kilogram"): the amount stands for the agent.
+MAKE_AN_AMOUNT = (
+    r"\bhow (?:do|can|could|would|should) (?:i|we|you|one) (?:make|build|synthesi[sz]e|produce|cook|mix|"
+    r"prepare|brew)\s+(?:(?:a|one|half a|\d+(?:\.\d+)?)\s*(?:kilo(?:gram)?s?|kgs?|pounds?|lbs?|grams?|g|"
+    r"litres?|liters?|batch(?:es)?)|some|more)(?=\s*(?:$|[.?!,;]|of (?:it|them|this|that)\b|at home\b))"
 )
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
