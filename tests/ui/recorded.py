@@ -1,6 +1,7 @@
 """Real calls that leave the traces the web view's tests look at, made through an MCP client against
 the loopback fake provider: a council of eight (one member retried twice, one failing, one cut at the
-deadline, the synthesis after the slowest), a chain, a debate, a cached repeat, hostile text, an error,
+deadline, the synthesis after the slowest), a council whose hung member is cut as a straggler, a
+chain, a debate, a cached repeat, hostile text, an error,
 a guard refusal, and one call in safe mode."""
 
 from __future__ import annotations
@@ -192,6 +193,22 @@ async def _calls(fp: FakeProvider) -> dict[str, str]:
         )
         assert refused["status"] == "refused", refused
     await app.aclose()
+
+    # A council under the default straggler rule: two members answer, the third never does and is cut.
+    stragglers_app = App(load_settings(**http_settings(fp, trace_mode="full", timeout=10)))
+    async with Client(build_server(stragglers_app, toolsets=["all"])) as client:
+        fp.enqueue("ollama", text=answer("Alpha: keep the lock.", "apply"), match="alpha:cloud")
+        fp.enqueue("ollama", text=answer("Bravo: keep the lock.", "apply"), match="bravo:cloud")
+        fp.enqueue("ollama", hang=True, match="hang:cloud")
+        fp.enqueue("anthropic", text=answer("Synthesis: keep the lock.", "apply"), match="glm-5.2")
+        result = await client.call_tool("ask_council", {
+            "question": "Should the queue keep its lock?", "session": "stragglers",
+            "models": ["ollama:alpha", "ollama:bravo", "ollama:hang"], "synthesizer": "glm",
+        })
+        payload = result.structured_content
+        assert payload is not None and payload["quorum"] == "2/3", payload
+        ids["stragglers"] = payload["trace_id"]
+    await stragglers_app.aclose()
 
     safe_app = App(load_settings(**http_settings(fp, trace_mode="safe", timeout=10)))
     async with Client(build_server(safe_app, toolsets=["all"])) as client:

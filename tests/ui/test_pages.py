@@ -13,13 +13,14 @@ import pytest
 from tests.ui import browser
 from tests.ui.recorded import COUNCIL_MEMBERS, HOSTILE_SESSION, Recorded
 
-GREEN, RED, ORANGE_CUT, AMBER, TEAL, PURPLE = (
+GREEN, RED, ORANGE_CUT, AMBER, TEAL, PURPLE, STRAGGLER = (
     "rgb(47, 158, 90)",
     "rgb(217, 69, 59)",
     "rgb(156, 79, 10)",
     "rgb(242, 193, 46)",
     "rgb(42, 155, 181)",
     "rgb(125, 91, 189)",
+    "rgb(196, 106, 43)",
 )
 
 
@@ -93,6 +94,7 @@ def test_the_trace_list_shows_every_call_newest_first_with_coloured_statuses(
     ("params", "expected"),
     [
         ({"tool": "ask_chain"}, {"chain", "hostile"}),
+        ({"tool": "ask_council"}, {"council", "stragglers"}),
         ({"status": "error"}, {"failed"}),
         ({"provider": "atlas"}, {"council", "chain"}),
         ({"session": "ask_council"}, {"council"}),
@@ -155,12 +157,30 @@ def test_a_council_timeline_shows_each_member_its_retries_the_cut_and_the_synthe
     assert summary["Retries"] == "4"
     assert summary["Cost reported"] == "$0.0356"
     assert summary["Recommendation"].startswith("apply")
+    assert summary["Consensus"] == "divergent"
     legend = {item.get_attribute("data-legend") for item in css(page, "ul.legend li")}
     assert {"ok", "error", "cut", "retried", "wait"} <= legend
     steps = {row.find_element("css selector", "td").text for row in css(page, "table.lanes tbody tr")}
     assert {"glm", "deepseek", "atlas:qwen/qwen3-max"} <= steps
     assert "Should the cache keep its global lock?" in page.find_element("css selector", "pre.content").text
     clean_page(page, screenshots, "council")
+
+
+def test_a_member_cut_as_a_straggler_is_told_apart_from_one_cut_at_the_deadline(
+    page: Any, ui_address: str, recorded: Recorded, screenshots: Path
+) -> None:
+    visit(page, ui_address, f"/ui/traces/{recorded.ids['stragglers']}")
+    hung = lane(page, "ollama:hang", "member")
+    assert hung.get_attribute("data-outcome") == "straggler"
+    assert "cut as a straggler" in hung.find_element("css selector", "text.lane-time").text
+    assert fill(hung.find_element("css selector", "rect.o-straggler")) == STRAGGLER
+    [quorum] = css(page, 'g.lane[data-lane="mode"] path.mark[data-mark="council.quorum"]')
+    assert quorum.find_element("css selector", "title").get_attribute("textContent").startswith("quorum 2/3")
+    legend = {item.get_attribute("data-legend"): item.text for item in css(page, "ul.legend li")}
+    assert legend["straggler"] == "cut as a straggler" and "cut" not in legend
+    notes = [row.text for row in css(page, "table.lanes tbody tr") if row.text.startswith("ollama:hang")]
+    assert notes and "after the straggler wait" in notes[0]
+    clean_page(page, screenshots, "stragglers")
 
 
 def test_chain_stages_and_debate_turns_run_one_after_another(

@@ -15,6 +15,7 @@ COLOURS: dict[str, str] = {
     "error": "#d9453b",
     "timeout": "#e8891c",
     "cut": "#9c4f0a",
+    "straggler": "#c46a2b",
     "config": "#9aa0a6",
     "shed": "#5f7d95",
     "retried": "#f2c12e",
@@ -77,7 +78,7 @@ svg .lane-label.call, svg .lane-label.mode { font-weight: 600; }
 svg .lane-time { fill: var(--muted); font-size: 11px; }
 svg .mark { stroke: #fff; stroke-width: 1; }
 svg .empty { fill: var(--muted); }
-svg rect.o-cut { stroke: #5a2d05; stroke-width: 1; stroke-dasharray: 3 2; }
+svg rect.o-cut, svg rect.o-straggler { stroke: #5a2d05; stroke-width: 1; stroke-dasharray: 3 2; }
 figure.chart { margin: 12px 0 20px; }
 figure.chart figcaption { font-weight: 600; margin-bottom: 4px; }
 .login { max-width: 420px; margin: 48px auto; padding: 24px; border: 1px solid var(--line);

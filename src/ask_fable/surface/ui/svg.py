@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ask_fable.surface.ui.markup import Html, el, join
-from ask_fable.surface.ui.timeline import Lane, Timeline, seconds
+from ask_fable.surface.ui.timeline import OUTCOME_LABELS, Lane, Timeline, seconds
 
 WIDTH = 1000
 LABEL_W = 230
@@ -108,8 +108,8 @@ def _lane_row(lane: Lane, y: float, scale: Callable[[float], float]) -> Html:
         )
     shown = lane.duration_ms if lane.duration_ms is not None else lane.end_ms - lane.start_ms
     caption = seconds(shown)
-    if lane.outcome == "cut":
-        caption += " · cut at the deadline"
+    if lane.outcome in ("cut", "straggler"):
+        caption += f" · {OUTCOME_LABELS[lane.outcome]}"
     elif lane.error_kind and lane.outcome != "ok":
         caption += f" · {lane.error_kind}"
     if lane.retries:

@@ -6,7 +6,9 @@ only. The pipeline records ``request``, ``context.resolve``, ``guard``, ``cache.
 (status, and the answer's recommendation); every backend call adds ``provider.start`` and
 ``provider.end`` (token, role, status, kind, duration, sidecar, tokens, cost) and a
 ``provider.retry`` per failed attempt that was tried again (its cause and the wait before the next).
-A council member cancelled at the council's deadline ends with ``cut``.
+A council member cancelled at the council's deadline ends with ``cut``; one cancelled by the
+straggler cut also has kind ``straggler``, and ``council.quorum`` marks when the quorum answered and
+how long the others were then given.
 
 :func:`build_timeline` pairs each ``provider.start`` with its ``provider.end`` (same token and
 role, first in first out: one token never runs twice at once in one role), splits a retried call
@@ -26,6 +28,7 @@ OUTCOME_LABELS: dict[str, str] = {
     "error": "failed",
     "timeout": "timed out",
     "cut": "cut at the deadline",
+    "straggler": "cut as a straggler",
     "config": "not configured",
     "shed": "skipped (circuit open)",
     "retried": "attempt that was retried",
@@ -34,6 +37,9 @@ OUTCOME_LABELS: dict[str, str] = {
     "unfinished": "no end recorded",
     "needs": "needs context",
 }
+
+#: Outcomes whose lane caption and segment carry no error kind (a cut says why on its own).
+CUT_OR_OK = ("ok", "cut", "straggler")
 
 _ROLE_ORDER = {"member": 1, "draft": 2, "critique": 2, "decide": 2, "fallback": 3, "synthesizer": 4}
 
@@ -54,6 +60,8 @@ def outcome_of(status: object, kind: object = None) -> str:
         return "config"
     if "timeout" in (status, kind):
         return "timeout"
+    if "straggler" in (status, kind):
+        return "straggler"
     return "error"
 
 
@@ -151,6 +159,7 @@ class _Builder:
         self.lanes: list[Lane] = []
         self.open: list[Lane] = []
         self.call_marks: list[Mark] = []
+        self.mode_marks: list[Mark] = []
         self.mode_start: float | None = None
         self.mode_end: Mapping[str, Any] | None = None
         self.mode_end_t: float | None = None
@@ -200,6 +209,13 @@ class _Builder:
 
     def on_mode_end(self, t: float, attrs: dict[str, Any]) -> None:
         self.mode_end, self.mode_end_t = attrs, t
+
+    def on_quorum(self, t: float, attrs: dict[str, Any]) -> None:
+        wait = _num(attrs.get("straggler_wait_s"))
+        label = f"quorum {attrs.get('answered', '?')}/{attrs.get('asked', '?')}"
+        if wait is not None:
+            label += f": the others given {seconds(wait * 1000)} more"
+        self.mode_marks.append(Mark(t, "council.quorum", label, "ok"))
 
     def on_response(self, t: float, attrs: dict[str, Any]) -> None:
         self.response, self.response_t = attrs, t
@@ -260,7 +276,9 @@ class _Builder:
         lane.model = _text(attrs.get("model")) or lane.model
         lane.duration_ms = _num(attrs.get("elapsed_ms"))
         lane.cost_usd = _num(attrs.get("cost_usd"))
-        lane.outcome = "cut" if attrs.get("cut") else outcome_of(lane.status, lane.error_kind)
+        lane.outcome = outcome_of(lane.status, lane.error_kind)
+        if attrs.get("cut") and lane.outcome != "straggler":
+            lane.outcome = "cut"
         self._finish_segments(lane)
         lane.notes.extend(_backend_notes(attrs, lane))
 
@@ -268,7 +286,7 @@ class _Builder:
         began = lane.segments[-1].end_ms if lane.segments else lane.start_ms
         attempt = f"attempt {lane.retries + 1}: " if lane.retries else ""
         what = OUTCOME_LABELS.get(lane.outcome, lane.outcome)
-        detail = f" ({lane.error_kind})" if lane.error_kind and lane.outcome not in ("ok", "cut") else ""
+        detail = f" ({lane.error_kind})" if lane.error_kind and lane.outcome not in CUT_OR_OK else ""
         lane.segments.append(
             Segment(
                 min(began, lane.end_ms),
@@ -321,6 +339,7 @@ class _Builder:
                 end_ms=mode_end,
                 outcome=mode_outcome,
                 duration_ms=mode_end - self.mode_start,
+                marks=self.mode_marks,
             )
             mode.segments.append(
                 Segment(
@@ -371,6 +390,8 @@ def _backend_notes(attrs: Mapping[str, Any], lane: Lane) -> list[str]:
     notes: list[str] = []
     if lane.outcome == "cut":
         notes.append("cut: still running at the council's deadline")
+    elif lane.outcome == "straggler":
+        notes.append("cut: still running after the straggler wait, once a quorum had answered")
     if lane.retries:
         notes.append(f"retried {lane.retries}×")
     rec = _text(attrs.get("recommendation"))
@@ -395,6 +416,7 @@ _HANDLERS = {
     "cache.lookup": _Builder.on_cache,
     "mode.start": _Builder.on_mode_start,
     "mode.end": _Builder.on_mode_end,
+    "council.quorum": _Builder.on_quorum,
     "response": _Builder.on_response,
     "provider.start": _Builder.on_provider_start,
     "provider.retry": _Builder.on_provider_retry,
