@@ -83,3 +83,15 @@ def test_the_operator_s_list_files_apply_to_the_installed_command(tmp_path: Path
     assert rescued["status"] == "ok"
     assert (unrescued["status"], unrescued["rule"]) == ("refused", "attack_tooling")
     assert reached == 1
+
+
+def test_the_length_floor_set_by_the_operator_refuses_with_its_own_advice() -> None:
+    """ASK_FABLE_MIN_LEN on the installed command: a shorter question is refused as too short, told
+    the length it needs, with no model called."""
+    with FakeProvider() as fake:
+        refused = _ask_glm("Why?", fake, ASK_FABLE_MIN_LEN="12")
+        reached = fake.requests_for("anthropic")
+    assert (refused["status"], refused["stage"]) == ("refused", "guard")
+    assert refused["rule"] == "question_too_short"
+    assert "at least 12 characters" in refused["how_to_reframe"]
+    assert reached == []
