@@ -101,7 +101,7 @@ CHEM_AGENT = _word(lx.CHEM_AGENT)
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
 WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
 WEAPON_IDIOM = _word(lx.WEAPON_IDIOM)
-MAKE_AN_AMOUNT = _c(lx.MAKE_AN_AMOUNT)
+MAKE_IT = _c(lx.MAKE_IT)
 GAME = _word(lx.GAME)
 SIMULATION = _word(lx.SIMULATION)
 PRACTICE = _word(lx.PRACTICE_TARGET)
@@ -291,13 +291,17 @@ def covert_surveillance(question: Question) -> Finding | None:
 
 
 def _agent_harm(
-    question: Question, agent: re.Pattern[str], acts: frozenset[str], right: re.Pattern[str]
+    question: Question, agent: re.Pattern[str], acts: frozenset[str], right: re.Pattern[str],
+    *, named_apart: bool = False,
 ) -> bool:
-    """True when a harmful agent is the object of a producing, enhancing or spreading verb."""
+    """True when a harmful agent is the object of a producing, enhancing or spreading verb; with
+    ``named_apart``, also when the question names it and asks elsewhere how to make "it"."""
     for clause, match in _matches(question, agent):
         text = clause.text
         if clause.has(SIMULATION) or neutral_head(text, match.end()):
             continue
+        if named_apart and question.has(MAKE_IT):
+            return True
         for word in reversed(words_before(text, match.start(), 8)):
             if word in acts:
                 return True
@@ -313,6 +317,7 @@ def _agent_harm(
 def biological_harm(question: Question) -> Finding | None:
     """Producing, enhancing or spreading a pathogen or biological toxin."""
     agent = BIO_AGENT_NOT_COMPUTER if question.has(COMPUTER) else BIO_AGENT
+    # Not named_apart: "disease", "virus" and "bacteria" name data sets and models as often as agents.
     if _agent_harm(question, agent, lx.BIO_ACT, BIO_RIGHT):
         return Finding("biological_harm")
     return None
@@ -320,7 +325,7 @@ def biological_harm(question: Question) -> Finding | None:
 
 def chemical_harm(question: Question) -> Finding | None:
     """Making or using a chemical agent or poison."""
-    if _agent_harm(question, CHEM_AGENT, lx.CHEM_ACT, CHEM_RIGHT):
+    if _agent_harm(question, CHEM_AGENT, lx.CHEM_ACT, CHEM_RIGHT, named_apart=True):
         return Finding("chemical_harm")
     return None
 
@@ -329,13 +334,13 @@ def weapons_harm(question: Question) -> Finding | None:
     """Making explosives or weapons, outside a game or simulation."""
     if question.has(GAME) or not question.has(WEAPON_AGENT):
         return None
-    if question.has(MAKE_AN_AMOUNT) and WEAPON_AGENT.search(WEAPON_IDIOM.sub(" ", question.text)):
-        return Finding("weapons_harm")
     for clause in question.clauses:
         text = WEAPON_IDIOM.sub(" ", clause.text)
         for match in WEAPON_AGENT.finditer(text):
             if neutral_head(text, match.end()):
                 continue
+            if question.has(MAKE_IT):
+                return Finding("weapons_harm")
             for word in reversed(words_before(text, match.start(), 8)):
                 if word in lx.WEAPON_ACT or word in lx.MAKE:
                     return Finding("weapons_harm")

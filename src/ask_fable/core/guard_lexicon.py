@@ -192,7 +192,8 @@ MALICE = alt(
     r"joins? them to",
     r"\bddos\b",
     r"\bfloods?\b",
-    r"my (?:ip|server|webhook|telegram|ftp|c2|panel)",
+    # Not "my server" or "my webhook": bots and services report to their owner's server every day.
+    r"my (?:ip|c2|panel)",
 )
 
 #: Something covert: done without the owner's knowledge.
@@ -424,6 +425,7 @@ EVADE_STRONG = alt(
     r"get(?:s|ting)? (?:\w+ ){0,3}?past",
     r"(?:slip|sneak)(?:s|ping)? (?:\w+ ){0,2}?past",
     r"get around",
+    r"(?:beat|beats|beating|fool|fools|fooling|dodg(?:e|es|ing)|outsmart\w*)",
     r"unhook\w*",
     r"blind(?:s|ing)?",
     r"invisible (?:to|from)",
@@ -554,6 +556,7 @@ REMOTE_CONTROL = alt(
     r"opens? a (?:reverse )?shell to my",
     r"(?:shell|connection) (?:back )?to my (?:ip|server|machine|vps|box|host)",
     r"waits? for (?:my )?commands",
+    r"waits? for (?:a |my )?commands? from my",
     r"keep control of",
 )
 SELF_SPREAD = alt(
@@ -772,12 +775,14 @@ WEAPON_AGENT = alt(
     r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
     r"station|stadium|street|place)",
 )
-#: A request to make an amount of something named elsewhere in the question ("… TATP, and how do I make
-#: a kilogram"): the amount stands for the agent.
-MAKE_AN_AMOUNT = (
-    r"\bhow (?:do|can|could|would|should) (?:i|we|you|one) (?:make|build|synthesi[sz]e|produce|cook|mix|"
-    r"prepare|brew)\s+(?:(?:a|one|half a|\d+(?:\.\d+)?)\s*(?:kilo(?:gram)?s?|kgs?|pounds?|lbs?|grams?|g|"
-    r"litres?|liters?|batch(?:es)?)|some|more)(?=\s*(?:$|[.?!,;]|of (?:it|them|this|that)\b|at home\b))"
+#: A request to make "it", "some" or an amount of something the question names elsewhere ("… ricin
+#: would be lethal, and how do I extract it", "… TATP, and how do I make a kilogram"): the words stand
+#: for the agent. Only at the end of a sentence, so "how do I make it faster" is not one.
+MAKE_IT = (
+    r"\bhow (?:(?:do|can|could|would|should) (?:i|we|you|one)|to) (?:make|build|synthesi[sz]e|produce|cook|"
+    r"mix|prepare|brew|extract|purify|assemble|weaponi[sz]e|aerosoli[sz]e)\s+"
+    r"(?:it|them|this|that|some|more|(?:a|one|half a|\d+(?:\.\d+)?)\s*(?:kilo(?:gram)?s?|kgs?|pounds?|lbs?|"
+    r"grams?|g|litres?|liters?|batch(?:es)?))(?=\s*(?:$|[.?!,;]|of (?:it|them|this|that)\b|at home\b))"
 )
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
