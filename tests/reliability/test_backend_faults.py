@@ -123,7 +123,9 @@ async def test_council_degrades_with_the_right_quorum(
 ) -> None:
     """A council of glm, deepseek and two ollama models answers from the members that worked."""
     _panel(fp, deepseek, bad)
-    async with Client(make_server(retry=FAST, **wired_settings(fp, timeout=2))) as client:
+    # The hung member ends at its own 2 s timeout: a straggler wait of at least 30 s never races it.
+    settings = wired_settings(fp, timeout=2, council_straggler_floor=30)
+    async with Client(make_server(retry=FAST, **settings)) as client:
         with anyio.fail_after(30):
             result = await call(
                 client,
