@@ -60,8 +60,7 @@ def own_pg_server() -> Iterator[Any]:
         yield server
 
 
-@pytest.fixture(scope="session", params=[
-    "sqlite", pytest.param("postgres", marks=[pytest.mark.slow])])
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def outage_cluster(request: pytest.FixtureRequest, provider: FakeProvider,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three ready replicas whose database the test may stop and start (a server of its own)."""
