@@ -137,15 +137,19 @@ class PostgresStore:
     #: database.
     shares_state_dir = False
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, connect_timeout: float | None = None) -> None:
         self.server = server
         self.url: str = server.fresh_database()
+        self.connect_timeout = connect_timeout
         self._stopped = False
 
     def env(self) -> dict[str, str]:
-        """The database URL every replica shares; a store call gives up on a database that does not
-        answer after a second (an operator's choice; the default is 2 s)."""
-        return {"ASK_FABLE_DATABASE_URL": self.url, "ASK_FABLE_DATABASE_CONNECT_TIMEOUT": "1"}
+        """The database URL every replica shares, and how long a store call waits for a database that
+        does not answer when it is not the setting's default (an operator's choice)."""
+        env = {"ASK_FABLE_DATABASE_URL": self.url}
+        if self.connect_timeout is not None:
+            env["ASK_FABLE_DATABASE_CONNECT_TIMEOUT"] = str(self.connect_timeout)
+        return env
 
     def stop(self) -> None:
         """Stop the PostgreSQL server."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,48 @@ def test_a_restarted_server_serves_the_first_call_after_it_is_back(pg_server: Po
         assert got is not None and got["value"] == "v"
         assert sorted(store.keys("local")) == ["after", "before"]
     finally:
+        pools.close()
+        pg_server.drop(url)
+
+
+def test_a_call_waits_for_a_busy_pool_past_the_connect_timeout_and_runs(pg_server: PostgresServer) -> None:
+    """One pooled connection, held by a long transaction: another call outwaits the connect timeout
+    (the database answers; the pool is only busy) and runs once the connection is free."""
+    url = pg_server.fresh_database()
+    settings = load_settings(database_url=url, database_connect_timeout=1, database_pool_size=1)
+    pools = Connections()
+    store = context_store_for(settings, connections=pools)
+    pool = pools.postgres(url, settings.database_connect_timeout, settings.database_pool_size)
+    store.write("local", "k", "v")
+    holding, release = threading.Event(), threading.Event()
+    got: list[object] = []
+
+    def hold() -> None:
+        with store.db.read():
+            holding.set()
+            release.wait(60)
+
+    def call() -> None:
+        try:
+            got.append(store.read("local", "k"))
+        except Exception as exc:  # collected for the assertion below
+            got.append(exc)
+
+    holder, caller = threading.Thread(target=hold), threading.Thread(target=call)
+    try:
+        holder.start()
+        assert holding.wait(30)
+        caller.start()
+        deadline = time.monotonic() + 30
+        while not pool.stats().get("requests_errors"):  # the call's first wait ran out
+            assert time.monotonic() < deadline and caller.is_alive(), got
+            time.sleep(0.02)
+        release.set()
+        holder.join(30)
+        caller.join(30)
+        assert len(got) == 1 and isinstance(got[0], dict) and got[0]["value"] == "v"
+    finally:
+        release.set()
         pools.close()
         pg_server.drop(url)
 

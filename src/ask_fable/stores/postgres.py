@@ -12,8 +12,9 @@ trip) before each use. A dead one means the server went away, taking every poole
 it, so the whole pool is dropped; until a direct connection succeeds again, each store call first
 tries one (refused at once while the server is down) and fails as
 :class:`~ask_fable.errors.Unavailable`, never waiting out the pool's reconnection backoff, and the
-first call after the database is back gets a fresh pool. A database that does not answer at all
-makes a call wait at most ``database_connect_timeout``.
+first call after the database is back gets a fresh pool. A pool that cannot connect fails a call
+within ``database_connect_timeout``; a pool merely busy (every connection in use, the database
+answering) makes it wait, up to :data:`POOL_BUSY_WAIT_S`.
 
 Writes whose transactions can conflict run through :meth:`PostgresDatabase.run_write`, which runs
 the whole body again when PostgreSQL aborts it with a deadlock (``40P01``) or a serialization
@@ -52,6 +53,9 @@ INSTALL_HINT = "pip install 'ask-fable[postgres]'"
 MIGRATIONS_TABLE = "ask_fable.schema_migrations"
 #: ``pg_advisory_xact_lock`` key held while migrations run, so two upgrades never interleave.
 MIGRATION_LOCK = 0x61736B66  # "askf"
+#: How long a store call waits for a connection while every one of a healthy pool's is in use
+#: (a database that refuses connections fails the call within ``database_connect_timeout``).
+POOL_BUSY_WAIT_S = 30.0
 #: SQLSTATEs of a transaction PostgreSQL aborted for a conflict with another one: serialization
 #: failure and deadlock. Running the transaction again is the documented remedy.
 CONFLICT_STATES = frozenset({"40001", "40P01"})
@@ -257,12 +261,7 @@ class PostgresPool:
         if self._down:
             self._reconnect(driver)
         pool = self._open()
-        try:
-            conn: psycopg.Connection[Any] = pool.getconn()
-        except driver.OperationalError as exc:  # PoolTimeout included
-            if pool.get_stats().get("pool_size", 0) < self.size:
-                self._lost(pool)  # the pool had room to connect and could not: not merely busy
-            raise unavailable(exc, self.url) from exc
+        conn = self._wait_for(pool, driver)
         try:
             pool.check_connection(conn)
         except driver.Error as exc:
@@ -272,6 +271,24 @@ class PostgresPool:
                 raise unavailable(exc, self.url) from exc
             return self._checkout(driver, again=False)
         return pool, conn
+
+    def _wait_for(self, pool: ConnectionPool[Any], driver: Any) -> psycopg.Connection[Any]:
+        """A connection from ``pool``. Waiting ``connect_timeout`` in vain means the database is gone
+        when the pool failed to connect meanwhile (:class:`Unavailable`, the pool dropped); a pool
+        merely busy, every connection in use, is waited on up to :data:`POOL_BUSY_WAIT_S`."""
+        failures = pool.get_stats().get("connections_errors", 0)
+        deadline = time.monotonic() + max(POOL_BUSY_WAIT_S, self.connect_timeout)
+        while True:
+            try:
+                conn: psycopg.Connection[Any] = pool.getconn()
+                return conn
+            except driver.OperationalError as exc:  # PoolTimeout included
+                stats = pool.get_stats()
+                if stats.get("connections_errors", 0) > failures or not stats.get("pool_size"):
+                    self._lost(pool)
+                    raise unavailable(exc, self.url) from exc
+                if time.monotonic() >= deadline:
+                    raise unavailable(exc, self.url) from exc
 
     def _reconnect(self, driver: Any) -> None:
         """One direct connection to a database found gone: :class:`Unavailable` at once while it is
@@ -295,6 +312,11 @@ class PostgresPool:
         # Closing waits for the pool's workers; the caller does not.
         threading.Thread(target=pool.close, kwargs={"timeout": 1.0}, name="ask-fable-pool-close",
                          daemon=True).start()
+
+    def stats(self) -> dict[str, int]:
+        """The open pool's counters and sizes (``psycopg_pool``'s ``get_stats``); empty when none is open."""
+        pool = self._pool
+        return {} if pool is None else pool.get_stats()
 
     def ping(self, timeout: float) -> bool:
         """Whether the database answers a trivial query within ``timeout`` seconds."""
