@@ -55,6 +55,17 @@ class PostgresServer:
             conn.execute(f"CREATE DATABASE {name}")
         return database_url(self.url, name)
 
+    def stop(self) -> None:
+        """Stop the server (``pg_ctl stop -m fast``: open sessions are cut, new ones refused)."""
+        from pgserver._commands import pg_ctl  # type: ignore[import-not-found, unused-ignore]
+
+        handle = self.handle
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=handle.pgdata, user=handle.system_user, timeout=60)
+
+    def start(self) -> None:
+        """Start it again on the same data directory and socket."""
+        self.handle.ensure_postgres_running()
+
     def drop(self, url: str) -> None:
         """Drop the database ``url`` names, ending its sessions."""
         name = url.partition("?")[0].rsplit("/", 1)[1]

@@ -33,12 +33,12 @@ def provider() -> Iterator[FakeProvider]:
         yield fake
 
 
-def _store(kind: str, root: Path, pg_server: Any) -> SharedStore:
+def _store(kind: str, root: Path, pg_server: Any, connect_timeout: float | None = None) -> SharedStore:
     if kind == "sqlite":
         return SqliteStore(root)
     if (reason := postgres_available()) is not None:
         pytest.skip(reason)
-    return PostgresStore(pg_server())
+    return PostgresStore(pg_server(), connect_timeout)
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])
@@ -60,13 +60,14 @@ def own_pg_server() -> Iterator[Any]:
         yield server
 
 
-@pytest.fixture(scope="session", params=[
-    "sqlite", pytest.param("postgres", marks=[pytest.mark.slow])])
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
 def outage_cluster(request: pytest.FixtureRequest, provider: FakeProvider,
                    tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Three ready replicas whose database the test may stop and start (a server of its own)."""
     root = tmp_path_factory.mktemp(f"outage-{request.param}")
-    store = _store(request.param, root, lambda: request.getfixturevalue("own_pg_server"))
+    # A store call gives up on a database that does not answer after a second, not the default 2 s:
+    # the outage is seen sooner.
+    store = _store(request.param, root, lambda: request.getfixturevalue("own_pg_server"), connect_timeout=1)
     with running_cluster(root, store, provider.base_url, REPLICAS) as started:
         yield started
 

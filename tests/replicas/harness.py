@@ -42,6 +42,11 @@ FOREIGN_VARS = ("ATLASCLOUD_API_KEY", "OPENROUTER_API_KEY", "ANTHROPIC_API_KEY",
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 START_TIMEOUT_S = 60.0
 T = TypeVar("T")
+#: What one answer of the fake provider's OpenAI-shaped route costs in the quota tests (its reported
+#: ``usage.cost``), and what every call sets aside from its key's budget while it runs.
+CALL_COST_USD = 0.01
+#: ``keys create`` options that switch off the per-key call limits.
+UNLIMITED_CALLS = ("--rpm", "0", "--concurrent", "0")
 #: The name clients reach the replicas by (deploy/nginx.conf's server_name), accepted by every replica.
 PUBLIC_HOST = "ask-fable.example.com"
 
@@ -132,27 +137,28 @@ class PostgresStore:
     #: database.
     shares_state_dir = False
 
-    def __init__(self, server: Any) -> None:
+    def __init__(self, server: Any, connect_timeout: float | None = None) -> None:
         self.server = server
         self.url: str = server.fresh_database()
+        self.connect_timeout = connect_timeout
         self._stopped = False
 
     def env(self) -> dict[str, str]:
-        """The database URL every replica shares; a store call gives up on a database that does not
-        answer after a second (an operator's choice; the default is 2 s)."""
-        return {"ASK_FABLE_DATABASE_URL": self.url, "ASK_FABLE_DATABASE_CONNECT_TIMEOUT": "1"}
+        """The database URL every replica shares, and how long a store call waits for a database that
+        does not answer when it is not the setting's default (an operator's choice)."""
+        env = {"ASK_FABLE_DATABASE_URL": self.url}
+        if self.connect_timeout is not None:
+            env["ASK_FABLE_DATABASE_CONNECT_TIMEOUT"] = str(self.connect_timeout)
+        return env
 
     def stop(self) -> None:
         """Stop the PostgreSQL server."""
-        from pgserver._commands import pg_ctl  # type: ignore[import-not-found, unused-ignore]
-
-        handle = self.server.handle
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=handle.pgdata, user=handle.system_user, timeout=60)
+        self.server.stop()
         self._stopped = True
 
     def start(self) -> None:
         """Start it again on the same data directory and socket."""
-        self.server.handle.ensure_postgres_running()
+        self.server.start()
         self._stopped = False
 
     def close(self) -> None:
@@ -227,6 +233,10 @@ class Cluster:
                 "ASK_FABLE_GLM_BASE_URL": f"{self.provider_url}/api/anthropic",
                 "ASK_FABLE_DEEPSEEK_API_KEY": BACKEND_KEY,
                 "ASK_FABLE_DEEPSEEK_BASE_URL": f"{self.provider_url}/api/anthropic",
+                "ASK_FABLE_OPENROUTER_API_KEY": BACKEND_KEY,
+                "ASK_FABLE_OPENROUTER_BASE_URL": f"{self.provider_url}/api/v1",
+                # A call sets aside what one fake answer costs, so a budget admits a known number.
+                "ASK_FABLE_QUOTA_RESERVE_USD": str(CALL_COST_USD),
                 "ASK_FABLE_HTTP_ALLOWED_HOSTS": PUBLIC_HOST,
                 "ASK_FABLE_HTTP_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}",
                 **self.extra_env}
@@ -286,13 +296,18 @@ class Cluster:
         return subprocess.run([*ask_fable_command(), *args], env=self.env, capture_output=True, text=True,
                               timeout=120, check=True)
 
-    def create_key(self, name: str, scope: str = "ask", tenant: str = "team") -> tuple[int, str]:
-        """``ask-fable keys create``: the new key's id and its secret (its call quotas off: these tests
-        load the replicas with bursts of calls on one key)."""
+    def create_key(self, name: str, scope: str = "ask", tenant: str = "team",
+                   limits: tuple[str, ...] = UNLIMITED_CALLS) -> tuple[int, str]:
+        """``ask-fable keys create``: the new key's id and its secret (by default its call quotas off:
+        most tests load the replicas with bursts of calls on one key)."""
         record = json.loads(self.command("keys", "create", "--name", name, "--scope", scope,
-                                         "--tenant", tenant, "--rpm", "0", "--concurrent", "0",
-                                         "--json").stdout)
+                                         "--tenant", tenant, *limits, "--json").stdout)
         return int(record["id"]), str(record["key"])
+
+    def key_record(self, key_id: int) -> dict[str, Any]:
+        """The key as ``ask-fable keys list --json`` shows it (with its use today)."""
+        listed: list[dict[str, Any]] = json.loads(self.command("keys", "list", "--json").stdout)
+        return next(k for k in listed if k["id"] == key_id)
 
     def revoke_key(self, key_id: int) -> None:
         """``ask-fable keys revoke``."""

@@ -133,15 +133,20 @@ class AnswerCache:
         one_tenant(tenant)
         text = json.dumps(redact_obj(payload, self._secrets), ensure_ascii=False, default=str)
         now = self._clock.now()
-        with self.db.write() as conn:
+
+        def store(conn: Connection) -> None:
             conn.execute(
                 "INSERT INTO cache (tenant, key, tool, payload, created_at) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT(tenant, key) DO UPDATE SET tool = excluded.tool, payload = excluded.payload, "
                 "created_at = excluded.created_at",
                 (tenant, key, tool, text, now),
             )
+            # The sweep may delete an entry another writer holds while it waits for the counter row
+            # this one holds: a deadlock PostgreSQL breaks by aborting one, which run_write runs again.
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn, now)
+
+        self.db.run_write(store)
 
     def sweep(self) -> int:
         """Delete expired rows and trim to 90% of the cap now; returns rows deleted."""

@@ -15,6 +15,10 @@ database checkpoints and deletes the WAL, which made every short-lived connectio
 milliseconds of disk syncs. Do not nest ``read()``/``write()`` of the same file on one thread
 (they share the thread's connection).
 
+A store whose write transaction could conflict with another runs it as
+:meth:`Database.run_write` (a function of the connection, run again whole when PostgreSQL aborts it
+for a deadlock or a serialization failure); :meth:`Database.write` is for the rest.
+
 Writes run inside ``BEGIN IMMEDIATE``: a deferred transaction that reads then writes gets
 "database is locked" at once under contention, whatever the busy timeout. Taking the write
 lock is retried with jittered backoff up to a bound, so ordinary multi-process contention never
@@ -99,6 +103,13 @@ class Database(Protocol):
 
     def write(self) -> AbstractContextManager[Connection]:
         """A connection inside a write transaction, committed when the body ends, rolled back if it raises."""
+        ...
+
+    def run_write(self, body: Callable[[Connection], T]) -> T:
+        """``body(conn)`` inside a write transaction, its result once committed; the whole transaction
+        runs again when the database aborts it for a conflict with another one (a deadlock or a
+        serialization failure on PostgreSQL; SQLite, whose writers take turns, runs it once).
+        ``body`` must do nothing but its SQL: it may run more than once."""
         ...
 
     def close(self) -> None:
@@ -469,6 +480,12 @@ class SqliteDatabase:
         except BaseException:
             self._end(conn, "ROLLBACK")
             raise
+
+    def run_write(self, body: Callable[[Connection], T]) -> T:
+        """``body`` inside :meth:`write`: SQLite's writers hold the file's one write lock in turn, so
+        no transaction is ever aborted for a conflict and there is nothing to run again."""
+        with self.write() as conn:
+            return body(conn)
 
     def _end(self, conn: sqlite3.Connection, statement: str) -> None:
         if not conn.in_transaction:

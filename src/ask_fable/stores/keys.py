@@ -296,10 +296,11 @@ class KeyStore:
             used, self._used = self._used, {}
         if not used:
             return
+        # In id order: replicas flushing the same keys at once then lock their rows in one order.
+        rows = [(used[key_id], key_id) for key_id in sorted(used)]
         try:
-            with self.db.write() as conn:
-                conn.executemany("UPDATE api_keys SET last_used_at = ? WHERE id = ?",
-                                 [(when, key_id) for key_id, when in used.items()])
+            self.db.run_write(lambda conn: conn.executemany(
+                "UPDATE api_keys SET last_used_at = ? WHERE id = ?", rows))
         except Exception:  # never the caller's failure: the times wait for the next flush
             with self._lock:
                 self._used = {**used, **self._used}

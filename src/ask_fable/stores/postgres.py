@@ -7,10 +7,18 @@ types their PostgreSQL equivalents (:func:`postgres_ddl`). Rows read back answer
 by column name, as ``sqlite3.Row`` does.
 
 One sync ``psycopg_pool.ConnectionPool`` per server (and URL) serves every store: the stores'
-methods are synchronous and already run in worker threads. A connection is checked before each
-use, so a restarted database is reconnected to without restarting the server; while it is down,
-a store call waits at most ``database_connect_timeout`` and fails as
-:class:`~ask_fable.errors.Unavailable`.
+methods are synchronous and already run in worker threads. A connection is checked (one round
+trip) before each use. A dead one means the server went away, taking every pooled connection with
+it, so the whole pool is dropped; until a direct connection succeeds again, each store call first
+tries one (refused at once while the server is down) and fails as
+:class:`~ask_fable.errors.Unavailable`, never waiting out the pool's reconnection backoff, and the
+first call after the database is back gets a fresh pool. A pool that cannot connect fails a call
+within ``database_connect_timeout``; a pool merely busy (every connection in use, the database
+answering) makes it wait, up to :data:`POOL_BUSY_WAIT_S`.
+
+Writes whose transactions can conflict run through :meth:`PostgresDatabase.run_write`, which runs
+the whole body again when PostgreSQL aborts it with a deadlock (``40P01``) or a serialization
+failure (``40001``), with a short jittered backoff, a bounded number of times.
 
 Migrations are never applied by a serving process: ``ask-fable db upgrade`` (``stores/schema.py``)
 applies them, and a store whose recorded version (``ask_fable.schema_migrations``) differs from
@@ -20,12 +28,14 @@ its migrations refuses to run (:class:`~ask_fable.errors.SchemaMismatch`).
 from __future__ import annotations
 
 import math
+import random
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from ask_fable.errors import NotConfigured, SchemaMismatch, Unavailable
 from ask_fable.redact import redact
@@ -34,13 +44,25 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
-    from ask_fable.stores.db import Dialect
+    from ask_fable.stores.db import Connection, Dialect
+
+T = TypeVar("T")
 
 INSTALL_HINT = "pip install 'ask-fable[postgres]'"
 #: Where the version of every store's schema is kept.
 MIGRATIONS_TABLE = "ask_fable.schema_migrations"
 #: ``pg_advisory_xact_lock`` key held while migrations run, so two upgrades never interleave.
 MIGRATION_LOCK = 0x61736B66  # "askf"
+#: How long a store call waits for a connection while every one of a healthy pool's is in use
+#: (a database that refuses connections fails the call within ``database_connect_timeout``).
+POOL_BUSY_WAIT_S = 30.0
+#: SQLSTATEs of a transaction PostgreSQL aborted for a conflict with another one: serialization
+#: failure and deadlock. Running the transaction again is the documented remedy.
+CONFLICT_STATES = frozenset({"40001", "40P01"})
+#: Attempts :meth:`PostgresDatabase.run_write` makes at a body that keeps conflicting.
+WRITE_ATTEMPTS = 6
+#: First and longest pause between attempts (jittered, doubling).
+RETRY_DELAY_S = (0.01, 0.2)
 
 
 def schema_name(store: str) -> str:
@@ -98,10 +120,20 @@ def _import_psycopg() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-def unavailable(exc: BaseException, url: str) -> Unavailable:
-    """The caller-facing error for a database that cannot be reached (the URL's password removed)."""
+def is_conflict(exc: BaseException) -> bool:
+    """Whether PostgreSQL aborted a transaction for a conflict with another (deadlock, serialization)."""
+    return getattr(exc, "sqlstate", None) in CONFLICT_STATES
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    """``exc`` in one line, for a caller (the URL's password removed)."""
     reason = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, [url])
-    return Unavailable(f"the PostgreSQL database is unavailable ({type(exc).__name__}: {reason[:300]})")
+    return f"{type(exc).__name__}: {reason[:300]}"
+
+
+def unavailable(exc: BaseException, url: str) -> Unavailable:
+    """The caller-facing error for a database that cannot be reached."""
+    return Unavailable(f"the PostgreSQL database is unavailable ({_reason(exc, url)})")
 
 
 class _Row(tuple[Any, ...]):
@@ -159,7 +191,8 @@ class PgConnection:
 
 class PostgresPool:
     """The server's connection pool to one PostgreSQL database, opened on first use, reopened after
-    :meth:`close`; remembers which stores' schema versions were checked."""
+    :meth:`close` or after the database went away; remembers which stores' schema versions were
+    checked."""
 
     def __init__(self, url: str, *, connect_timeout: float, size: int) -> None:
         self.url = url
@@ -167,6 +200,8 @@ class PostgresPool:
         self.size = int(size)
         self._lock = threading.Lock()
         self._pool: ConnectionPool[Any] | None = None
+        #: Set when the database was found gone; cleared by the next direct connection that succeeds.
+        self._down = False
         #: Stores whose schema version was found current through this pool.
         self.checked: set[str] = set()
         _import_psycopg()  # a missing driver is a start error, not a first-call surprise
@@ -182,8 +217,8 @@ class PostgresPool:
                     open=False,
                     timeout=self.connect_timeout,
                     kwargs={"connect_timeout": max(1, math.ceil(self.connect_timeout))},
-                    check=psycopg_pool.ConnectionPool.check_connection,
-                    # Reconnection keeps being tried in the background for as long as calls wait.
+                    # Checked here, not by the pool: its check sleeps with backoff between dead connections.
+                    check=None,
                     reconnect_timeout=max(30.0, self.connect_timeout),
                     name="ask-fable",
                 )
@@ -193,33 +228,95 @@ class PostgresPool:
 
     @contextmanager
     def connection(self, *, read_only: bool = False) -> Iterator[psycopg.Connection[Any]]:
-        """A connection inside a transaction, committed when the body ends (rolled back if it raises);
-        an unreachable database raises :class:`Unavailable` within the connect timeout."""
-        psycopg, _pool = _import_psycopg()
-        pool = self._open()
-        try:
-            with pool.connection() as conn:
-                conn.read_only = read_only
-                conn.isolation_level = (psycopg.IsolationLevel.REPEATABLE_READ if read_only
-                                        else psycopg.IsolationLevel.READ_COMMITTED)
-                yield conn
-        except psycopg.OperationalError as exc:  # PoolTimeout included
-            if not pool.get_stats().get("pool_size"):
-                self._discard(pool)  # not one connection could be made: not a pool merely busy
-            raise unavailable(exc, self.url) from exc
+        """A connection inside a transaction, committed when the body ends (rolled back if it raises).
 
-    def _discard(self, pool: ConnectionPool[Any]) -> None:
-        """Drop ``pool`` when it could not make a single connection: the next call opens a new one
-        that connects at once. A pool kept through an outage would wait out the backoff of a
-        reconnection attempt begun while the database was down, failing calls for seconds after
-        it is back."""
+        An unreachable database, or one lost mid-transaction, raises :class:`Unavailable` (within
+        the connect timeout); a conflict with another transaction (:func:`is_conflict`) is raised
+        as PostgreSQL reported it, for the caller to run the transaction again.
+        """
+        psycopg, _pool = _import_psycopg()
+        pool, conn = self._checkout(psycopg)
+        try:
+            conn.read_only = read_only
+            conn.isolation_level = (psycopg.IsolationLevel.REPEATABLE_READ if read_only
+                                    else psycopg.IsolationLevel.READ_COMMITTED)
+            yield conn
+            conn.commit()
+        except BaseException as exc:
+            if not conn.closed:
+                with suppress(psycopg.Error):
+                    conn.rollback()
+            if isinstance(exc, psycopg.Error) and conn.closed:
+                self._lost(pool)  # the server went away under this transaction
+                raise unavailable(exc, self.url) from exc
+            if isinstance(exc, psycopg.OperationalError) and not is_conflict(exc):
+                raise unavailable(exc, self.url) from exc
+            raise
+        finally:
+            pool.putconn(conn)
+
+    def _checkout(self, driver: Any, *,
+                  again: bool = True) -> tuple[ConnectionPool[Any], psycopg.Connection[Any]]:
+        """A live pooled connection and its pool, or :class:`Unavailable`."""
+        if self._down:
+            self._reconnect(driver)
+        pool = self._open()
+        conn = self._wait_for(pool, driver)
+        try:
+            pool.check_connection(conn)
+        except driver.Error as exc:
+            pool.putconn(conn)
+            self._lost(pool)
+            if not again:
+                raise unavailable(exc, self.url) from exc
+            return self._checkout(driver, again=False)
+        return pool, conn
+
+    def _wait_for(self, pool: ConnectionPool[Any], driver: Any) -> psycopg.Connection[Any]:
+        """A connection from ``pool``. Waiting ``connect_timeout`` in vain means the database is gone
+        when the pool failed to connect meanwhile (:class:`Unavailable`, the pool dropped); a pool
+        merely busy, every connection in use, is waited on up to :data:`POOL_BUSY_WAIT_S`."""
+        failures = pool.get_stats().get("connections_errors", 0)
+        deadline = time.monotonic() + max(POOL_BUSY_WAIT_S, self.connect_timeout)
+        while True:
+            try:
+                conn: psycopg.Connection[Any] = pool.getconn()
+                return conn
+            except driver.OperationalError as exc:  # PoolTimeout included
+                stats = pool.get_stats()
+                if stats.get("connections_errors", 0) > failures or not stats.get("pool_size"):
+                    self._lost(pool)
+                    raise unavailable(exc, self.url) from exc
+                if time.monotonic() >= deadline:
+                    raise unavailable(exc, self.url) from exc
+
+    def _reconnect(self, driver: Any) -> None:
+        """One direct connection to a database found gone: :class:`Unavailable` at once while it is
+        still refused; once it connects, calls go through a fresh pool again."""
+        try:
+            with driver.connect(self.url, connect_timeout=max(1, math.ceil(self.connect_timeout)),
+                                 autocommit=True):
+                pass
+        except driver.Error as exc:
+            raise unavailable(exc, self.url) from exc
+        self._down = False
+
+    def _lost(self, pool: ConnectionPool[Any]) -> None:
+        """Drop ``pool``, whose database went away (its connections are dead, and a pool kept through
+        an outage would wait out its reconnection backoff after the database is back)."""
         with self._lock:
+            self._down = True
             if self._pool is not pool:
                 return
             self._pool = None
         # Closing waits for the pool's workers; the caller does not.
         threading.Thread(target=pool.close, kwargs={"timeout": 1.0}, name="ask-fable-pool-close",
                          daemon=True).start()
+
+    def stats(self) -> dict[str, int]:
+        """The open pool's counters and sizes (``psycopg_pool``'s ``get_stats``); empty when none is open."""
+        pool = self._pool
+        return {} if pool is None else pool.get_stats()
 
     def ping(self, timeout: float) -> bool:
         """Whether the database answers a trivial query within ``timeout`` seconds."""
@@ -249,6 +346,12 @@ def store_version(conn: psycopg.Connection[Any], store: str) -> int:
         return 0
     found = conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE} WHERE store = %s", (store,)).fetchone()
     return int(found[0]) if found else 0
+
+
+def _conflicted(exc: BaseException, url: str) -> Unavailable:
+    """The caller-facing error for a write that kept conflicting with other transactions."""
+    return Unavailable(f"a PostgreSQL write kept conflicting with other writes ({_reason(exc, url)})",
+                       hint="the call can be retried")
 
 
 class PostgresDatabase:
@@ -297,11 +400,38 @@ class PostgresDatabase:
     def write(self) -> Iterator[PgConnection]:
         """A connection inside a read-committed transaction, committed when the body ends.
 
-        The stores' writes are single statements or upserts whose atomicity the database gives
-        (counters are ``value = value + 1`` in the row), so no retry loop is needed here.
+        A body that may conflict with another transaction belongs in :meth:`run_write`; here a
+        conflict fails the call as :class:`Unavailable`.
         """
-        with self._transaction(False) as conn:
-            yield conn
+        try:
+            with self._transaction(False) as conn:
+                yield conn
+        except Exception as exc:
+            if is_conflict(exc):
+                raise _conflicted(exc, self.pool.url) from exc
+            raise
+
+    def run_write(self, body: Callable[[Connection], T]) -> T:
+        """``body`` inside a write transaction, its result once committed; the whole transaction is
+        run again when PostgreSQL aborts it for a conflict with another (deadlock, serialization
+        failure), up to :data:`WRITE_ATTEMPTS` times with a short jittered backoff.
+
+        ``body`` must do nothing but its SQL (it may run more than once); a conflict that outlasts
+        the attempts fails as :class:`Unavailable`.
+        """
+        delay, longest = RETRY_DELAY_S
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self._transaction(False) as conn:
+                    return body(conn)
+            except Exception as exc:
+                if not is_conflict(exc):
+                    raise
+                if attempt == WRITE_ATTEMPTS:
+                    raise _conflicted(exc, self.pool.url) from exc
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, longest)
+        raise AssertionError("unreachable")  # the loop returns or raises
 
     def close(self) -> None:
         """Close the pool when this database opened its own; a shared pool is the App's to close."""

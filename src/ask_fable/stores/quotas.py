@@ -1,10 +1,12 @@
-"""Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in one SQLite file.
+"""Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in SQLite or PostgreSQL.
 
-Each admission and each settlement is one write transaction, and an admission starts by
-upserting its key's row in ``quota_keys``, which holds that row until it commits (on SQLite,
-``BEGIN IMMEDIATE`` already holds the whole file), so server processes sharing the state
-directory or one PostgreSQL database count against the same limits and a limit is never
-overshot by a race:
+Each admission and each settlement is one write transaction that starts by locking its key's row
+in ``quota_keys`` (an admission upserts it, a settlement updates it) and holds it until it commits
+(on SQLite, ``BEGIN IMMEDIATE`` already holds the whole file). A key's admissions and settlements
+therefore run one at a time, each seeing everything the previous one wrote, so server processes
+sharing the state directory or one PostgreSQL database count against the same limits and a limit
+is never overshot by a race. Both run through ``Database.run_write``: a transaction PostgreSQL
+aborts for a deadlock (an admission also clears other keys' expired leases) is run again.
 
 - **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
 - **calls in flight** are rows held from admission to settlement (a lease: a row whose process died
@@ -108,12 +110,15 @@ class QuotaLedger:
         """Admit one call of the key (counting it and holding its reservation) or say which limit it hit."""
         one_tenant(tenant)
         minute, day = int(now // 60), utc_day(now)
-        with self.db.write() as conn:
+
+        def admission(conn: Connection) -> Admission:
             # Taken first, this upsert holds the key's row until the transaction ends, so on a database
             # whose writes run concurrently (PostgreSQL) the key's admissions still run one at a time.
             conn.execute("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES (?, ?, 1) "
                          "ON CONFLICT (tenant, key_id) DO UPDATE SET admissions = quota_keys.admissions + 1",
                          (tenant, key_id))
+            # Other keys' expired leases too: two admissions may lock the same ones (run_write retries
+            # the one PostgreSQL aborts if they ever deadlock).
             conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
             counted = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
@@ -148,13 +153,20 @@ class QuotaLedger:
                 "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
                 "reserved_microusd) VALUES (?, ?, ?, ?, ?, ?)",
                 (ticket, tenant, key_id, now, now + LEASE_S, reservation))
-        return Admission(True, ticket=ticket)
+            return Admission(True, ticket=ticket)
+
+        return self.db.run_write(admission)
 
     def settle(self, tenant: str, key_id: int, ticket: str, cost_usd: float, now: float) -> None:
         """End an admitted call: free its place in flight and add its real cost to today's spend."""
         one_tenant(tenant)
         day = utc_day(now)
-        with self.db.write() as conn:
+
+        def settlement(conn: Connection) -> None:
+            # The key's row first, as an admission takes it: an admission reads the reservations in
+            # flight and the day's spend in two statements, and must not see this call in both.
+            conn.execute("UPDATE quota_keys SET admissions = admissions WHERE tenant = ? AND key_id = ?",
+                         (tenant, key_id))
             conn.execute("DELETE FROM quota_in_flight WHERE ticket = ?", (ticket,))
             conn.execute(
                 "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, 1, ?) "
@@ -164,6 +176,8 @@ class QuotaLedger:
             oldest = utc_day(now - KEEP_DAYS * 86400)
             conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
                          (tenant, key_id, oldest))
+
+        self.db.run_write(settlement)
 
     def usage(self, tenant: str, now: float) -> list[KeyUsage]:
         """Each key's use now (every tenant's keys for ``"*"``): calls this minute, in flight, today."""
