@@ -226,6 +226,36 @@ async def test_a_new_conversation_starts_on_the_fable_step_that_worked(
     assert models[before:] == ["claude-fable-5"]
 
 
+async def test_the_newest_fable_id_is_asked_again_once_the_apps_clock_passes_the_hour(
+    fp: FakeProvider, claude_home: Path
+) -> None:
+    """What the App remembers of a missing Fable id lasts an hour on the App's clock: within it a new
+    conversation skips the id, after it the next one asks for it again (and finds it back)."""
+    from ask_fable.backends.claude_common import UNAVAILABLE_MODEL_TTL_SECONDS
+    from ask_fable.backends.resources import Resources
+    from tests.fakes.clock import ManualClock
+
+    fp.enqueue("anthropic", match="claude-fable-5-1", status=404, error="model: claude-fable-5-1",
+               times=None)
+    fp.enqueue("anthropic", match="claude-fable-5", text=with_sidecar("Older Fable."), times=None)
+    clock = ManualClock()
+    app = App(load_settings(), resources=Resources(clock=clock))
+    async with Client(build_server(app)) as client:
+        first = await call(client, "ask", {"question": "Is the retry loop bounded?", "session": "one"})
+        clock.advance(UNAVAILABLE_MODEL_TTL_SECONDS - 60)
+        before = len(fp.requests_for("anthropic"))
+        second = await call(client, "ask", {"question": "Is the backoff jittered?", "session": "two"})
+        within_the_hour = [r.model for r in fp.requests_for("anthropic")[before:]]
+        fp.clear()
+        fp.enqueue("anthropic", match="claude-fable-5-1", text=with_sidecar("Newest Fable is back."))
+        clock.advance(120)
+        third = await call(client, "ask", {"question": "Is the queue bounded?", "session": "three"})
+    models = [r["model"] for r in (first, second, third)]
+    assert models == ["claude-fable-5", "claude-fable-5", "claude-fable-5-1"]
+    assert within_the_hour == ["claude-fable-5"]
+    assert third["answer"] == "Newest Fable is back."
+
+
 async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace_and_pruned_alone(
     fp: FakeProvider, claude_home: Path
 ) -> None:

@@ -4,8 +4,9 @@ The Agent SDK route (:mod:`.claude_sdk`), the ``claude -p`` bridge (:mod:`.claud
 multi-turn sessions (:mod:`.claude_sessions`) all resolve a token to model ids here and walk the
 same ladder: the next model is tried only when the current one is *not available*
 (:class:`ModelUnavailable`), never after a timeout or another failure. A Fable id found unavailable
-is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` (per process and endpoint), so new
-conversations start on the step that worked instead of asking for the missing id again.
+is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` on the App's clock (per App and endpoint,
+in its :class:`UnavailableModels`), so new conversations start on the step that worked instead of
+asking for the missing id again.
 """
 
 from __future__ import annotations
@@ -14,13 +15,13 @@ import os
 import platform
 import re
 import threading
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamError
 
 if TYPE_CHECKING:
@@ -61,8 +62,6 @@ _AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
 STDERR_TAIL_LINES = 40
 #: How long a Fable id that answered "not available" is skipped when a new conversation starts.
 UNAVAILABLE_MODEL_TTL_SECONDS = 3600.0
-_unavailable: dict[tuple[str, str], float] = {}
-_unavailable_lock = threading.Lock()
 
 
 PROVIDER = "anthropic"
@@ -93,13 +92,14 @@ class ModelPlan:
         return self.models[0]
 
 
-def model_plan(settings: Settings, token: str) -> ModelPlan:
-    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids."""
+def model_plan(settings: Settings, token: str, unavailable: UnavailableModels) -> ModelPlan:
+    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids, leaving
+    out the Fable steps ``unavailable`` knows of."""
     name = token.strip().lower()
     if name == "fable":
         if settings.fable_model:
             return ModelPlan("fable", (settings.fable_model,), pinned_by="ASK_FABLE_FABLE_MODEL")
-        usable = tuple(model for model in FABLE_LADDER if not known_unavailable(model))
+        usable = tuple(model for model in FABLE_LADDER if not unavailable.known(model))
         if not usable:  # every step failed lately: try them all again rather than none
             return ModelPlan("fable", FABLE_LADDER)
         return ModelPlan("fable", usable, skipped=tuple(m for m in FABLE_LADDER if m not in usable))
@@ -110,34 +110,45 @@ def model_plan(settings: Settings, token: str) -> ModelPlan:
     raise BadArgs(f"unknown Claude model token {token!r}; expected one of {', '.join(TOKENS)}")
 
 
-def _endpoint_key(model: str) -> tuple[str, str]:
-    # Availability belongs to an endpoint (and the account behind it), not to the id alone.
-    return os.environ.get("ANTHROPIC_BASE_URL", ""), model
+class UnavailableModels:
+    """Model ids that answered "not available" lately, per endpoint, each forgotten
+    :data:`UNAVAILABLE_MODEL_TTL_SECONDS` after it did on ``clock``. Thread-safe."""
 
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._until: dict[tuple[str, str], float] = {}
 
-def remember_unavailable(model: str) -> None:
-    """Record that ``model`` answered "not available", for :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
-    with _unavailable_lock:
-        _unavailable[_endpoint_key(model)] = time.monotonic() + UNAVAILABLE_MODEL_TTL_SECONDS
+    @staticmethod
+    def _key(model: str) -> tuple[str, str]:
+        # Availability belongs to an endpoint (and the account behind it), not to the id alone.
+        return os.environ.get("ANTHROPIC_BASE_URL", ""), model
 
+    def remember(self, model: str) -> None:
+        """Record that ``model`` answered "not available"."""
+        with self._lock:
+            self._until[self._key(model)] = self._clock.monotonic() + UNAVAILABLE_MODEL_TTL_SECONDS
 
-def known_unavailable(model: str) -> bool:
-    """Whether ``model`` answered "not available" within :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
-    key = _endpoint_key(model)
-    with _unavailable_lock:
-        until = _unavailable.get(key)
-        if until is not None and until <= time.monotonic():
-            del _unavailable[key]
-            until = None
-    return until is not None
+    def known(self, model: str) -> bool:
+        """Whether ``model`` answered "not available" within the last
+        :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
+        key = self._key(model)
+        with self._lock:
+            until = self._until.get(key)
+            if until is not None and until <= self._clock.monotonic():
+                del self._until[key]
+                until = None
+        return until is not None
 
 
 async def run_ladder(
     plan: ModelPlan,
     attempt: Callable[[str], Awaitable[Reply]],
     sink: EventSink,
+    unavailable: UnavailableModels,
 ) -> Reply:
-    """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``."""
+    """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``
+    (remembered in ``unavailable`` unless the plan is pinned)."""
     tried: list[str] = []
     if plan.skipped:
         await sink.note(f"{', '.join(plan.skipped)} was not available lately; starting with {plan.first}")
@@ -147,7 +158,7 @@ async def run_ladder(
         except ModelUnavailable as exc:
             tried.append(model)
             if not plan.pinned_by:
-                remember_unavailable(model)
+                unavailable.remember(model)
             if index + 1 < len(plan.models):
                 await sink.note(f"{model} is not available; trying {plan.models[index + 1]}")
                 continue
