@@ -27,28 +27,26 @@ from tests.fakes.clock import ManualClock
 
 def test_tokens_resolve_to_model_ids() -> None:
     settings = load_settings()
-    nothing = UnavailableModels()
-    assert model_plan(settings, "fable", nothing).models == ("claude-fable-5-1", "claude-fable-5")
-    assert model_plan(settings, "fable", nothing).pinned_by is None
-    assert model_plan(settings, "fable51", nothing).models == ("claude-fable-5-1",)
-    assert model_plan(settings, "opus5", nothing).models == ("claude-opus-5",)
-    pinned = model_plan(load_settings(fable_model="claude-fable-5"), "fable", nothing)
+    assert model_plan(settings, "fable").models == ("claude-fable-5-1", "claude-fable-5")
+    assert model_plan(settings, "fable").pinned_by is None
+    assert model_plan(settings, "fable51").models == ("claude-fable-5-1",)
+    assert model_plan(settings, "opus5").models == ("claude-opus-5",)
+    pinned = model_plan(load_settings(fable_model="claude-fable-5"), "fable")
     assert pinned.models == ("claude-fable-5",) and pinned.pinned_by == "ASK_FABLE_FABLE_MODEL"
-    assert model_plan(load_settings(opus_model="claude-opus-5-x"), "opus", nothing).first == "claude-opus-5-x"
+    assert model_plan(load_settings(opus_model="claude-opus-5-x"), "opus").first == "claude-opus-5-x"
     with pytest.raises(BadArgs):
-        model_plan(settings, "sonnet", nothing)
+        model_plan(settings, "sonnet")
 
 
 async def test_ladder_moves_on_only_when_the_model_is_unavailable() -> None:
     asked: list[str] = []
-    memory = UnavailableModels()
 
     async def timeout_first(model: str) -> Reply:
         asked.append(model)
         raise OracleTimeout("slow")
 
     with pytest.raises(OracleTimeout):
-        await run_ladder(model_plan(load_settings(), "fable", memory), timeout_first, EventSink(), memory)
+        await run_ladder(model_plan(load_settings(), "fable"), timeout_first, EventSink())
     assert asked == ["claude-fable-5-1"]
 
     async def missing_then_ok(model: str) -> Reply:
@@ -58,8 +56,7 @@ async def test_ladder_moves_on_only_when_the_model_is_unavailable() -> None:
         return Reply(text="ok", model=model, provider="anthropic")
 
     asked.clear()
-    plan = model_plan(load_settings(), "fable", memory)
-    reply = await run_ladder(plan, missing_then_ok, EventSink(), memory)
+    reply = await run_ladder(model_plan(load_settings(), "fable"), missing_then_ok, EventSink())
     assert (reply.model, asked) == ("claude-fable-5", ["claude-fable-5-1", "claude-fable-5"])
 
 
@@ -212,27 +209,27 @@ def test_sdk_usage_is_validated() -> None:
 
 
 def test_an_unavailable_fable_id_is_skipped_until_it_expires(monkeypatch: pytest.MonkeyPatch) -> None:
-    """New plans leave out a recently unavailable ladder step until the clock passes its hour; pinned
-    ids and other endpoints do not."""
-    from ask_fable.backends.claude_common import FABLE_LADDER, UNAVAILABLE_MODEL_TTL_SECONDS
+    """New plans leave out a recently unavailable ladder step; pinned ids and other endpoints do not."""
+    from ask_fable.backends import claude_common
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/memory-test")
     settings = load_settings()
     clock = ManualClock()
-    memory = UnavailableModels(clock)
-    memory.remember("claude-fable-5-1")
-    plan = model_plan(settings, "fable", memory)
+    unavailable = UnavailableModels(clock, ttl=60.0)
+    unavailable.remember("claude-fable-5-1")
+    plan = model_plan(settings, "fable", unavailable)
     assert (plan.models, plan.skipped) == (("claude-fable-5",), ("claude-fable-5-1",))
-    assert model_plan(settings, "fable51", memory).models == ("claude-fable-5-1",)
+    assert model_plan(settings, "fable51", unavailable).models == ("claude-fable-5-1",)
+    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER, "no memory, no skipping"
 
-    memory.remember("claude-fable-5")
-    assert model_plan(settings, "fable", memory).models == FABLE_LADDER, "never an empty ladder"
+    unavailable.remember("claude-fable-5")
+    assert model_plan(settings, "fable", unavailable).models == claude_common.FABLE_LADDER, "never empty"
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/another-endpoint")
-    assert model_plan(settings, "fable", memory).models == FABLE_LADDER
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/memory-test")
+    assert model_plan(settings, "fable", unavailable).models == claude_common.FABLE_LADDER
 
-    clock.advance(UNAVAILABLE_MODEL_TTL_SECONDS - 1)
-    assert memory.known("claude-fable-5-1")
-    clock.advance(1)
-    assert not memory.known("claude-fable-5-1"), "an expired entry is forgotten"
+    unavailable.remember("claude-fable-5-1")
+    clock.advance(59.0)
+    assert "claude-fable-5-1" in unavailable
+    clock.advance(1.0)
+    assert "claude-fable-5-1" not in unavailable, "an expired entry is forgotten"

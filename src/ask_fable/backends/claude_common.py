@@ -4,9 +4,9 @@ The Agent SDK route (:mod:`.claude_sdk`), the ``claude -p`` bridge (:mod:`.claud
 multi-turn sessions (:mod:`.claude_sessions`) all resolve a token to model ids here and walk the
 same ladder: the next model is tried only when the current one is *not available*
 (:class:`ModelUnavailable`), never after a timeout or another failure. A Fable id found unavailable
-is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` on the App's clock (per App and endpoint,
-in its :class:`UnavailableModels`), so new conversations start on the step that worked instead of
-asking for the missing id again.
+is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` on the App's clock (:class:`UnavailableModels`,
+one per App's resources, by endpoint), so new conversations start on the step that worked instead
+of asking for the missing id again.
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamError
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import EventSink, Reply
+    from ask_fable.clock import Clock
     from ask_fable.config import Settings
     from ask_fable.values import Usage
 
@@ -92,14 +92,46 @@ class ModelPlan:
         return self.models[0]
 
 
-def model_plan(settings: Settings, token: str, unavailable: UnavailableModels) -> ModelPlan:
-    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids, leaving
-    out the Fable steps ``unavailable`` knows of."""
+class UnavailableModels:
+    """Model ids an endpoint answered "not available" lately, each forgotten ``ttl`` seconds later."""
+
+    def __init__(self, clock: Clock, ttl: float = UNAVAILABLE_MODEL_TTL_SECONDS) -> None:
+        self._clock = clock
+        self._ttl = ttl
+        self._lock = threading.Lock()
+        self._until: dict[tuple[str, str], float] = {}
+
+    @staticmethod
+    def _key(model: str) -> tuple[str, str]:
+        # Availability belongs to an endpoint (and the account behind it), not to the id alone.
+        return os.environ.get("ANTHROPIC_BASE_URL", ""), model
+
+    def remember(self, model: str) -> None:
+        """Record that ``model`` answered "not available" just now."""
+        with self._lock:
+            self._until[self._key(model)] = self._clock.monotonic() + self._ttl
+
+    def __contains__(self, model: object) -> bool:
+        """Whether ``model`` answered "not available" within the last ``ttl`` seconds."""
+        if not isinstance(model, str):
+            return False
+        key = self._key(model)
+        with self._lock:
+            until = self._until.get(key)
+            if until is not None and until <= self._clock.monotonic():
+                del self._until[key]
+                until = None
+        return until is not None
+
+
+def model_plan(settings: Settings, token: str, unavailable: UnavailableModels | None = None) -> ModelPlan:
+    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids; an
+    unpinned ``fable`` leaves out the ladder steps in ``unavailable``."""
     name = token.strip().lower()
     if name == "fable":
         if settings.fable_model:
             return ModelPlan("fable", (settings.fable_model,), pinned_by="ASK_FABLE_FABLE_MODEL")
-        usable = tuple(model for model in FABLE_LADDER if not unavailable.known(model))
+        usable = tuple(model for model in FABLE_LADDER if unavailable is None or model not in unavailable)
         if not usable:  # every step failed lately: try them all again rather than none
             return ModelPlan("fable", FABLE_LADDER)
         return ModelPlan("fable", usable, skipped=tuple(m for m in FABLE_LADDER if m not in usable))
@@ -110,45 +142,14 @@ def model_plan(settings: Settings, token: str, unavailable: UnavailableModels) -
     raise BadArgs(f"unknown Claude model token {token!r}; expected one of {', '.join(TOKENS)}")
 
 
-class UnavailableModels:
-    """Model ids that answered "not available" lately, per endpoint, each forgotten
-    :data:`UNAVAILABLE_MODEL_TTL_SECONDS` after it did on ``clock``. Thread-safe."""
-
-    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._until: dict[tuple[str, str], float] = {}
-
-    @staticmethod
-    def _key(model: str) -> tuple[str, str]:
-        # Availability belongs to an endpoint (and the account behind it), not to the id alone.
-        return os.environ.get("ANTHROPIC_BASE_URL", ""), model
-
-    def remember(self, model: str) -> None:
-        """Record that ``model`` answered "not available"."""
-        with self._lock:
-            self._until[self._key(model)] = self._clock.monotonic() + UNAVAILABLE_MODEL_TTL_SECONDS
-
-    def known(self, model: str) -> bool:
-        """Whether ``model`` answered "not available" within the last
-        :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
-        key = self._key(model)
-        with self._lock:
-            until = self._until.get(key)
-            if until is not None and until <= self._clock.monotonic():
-                del self._until[key]
-                until = None
-        return until is not None
-
-
 async def run_ladder(
     plan: ModelPlan,
     attempt: Callable[[str], Awaitable[Reply]],
     sink: EventSink,
-    unavailable: UnavailableModels,
+    unavailable: UnavailableModels | None = None,
 ) -> Reply:
     """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``
-    (remembered in ``unavailable`` unless the plan is pinned)."""
+    (an unpinned step that fails so is remembered in ``unavailable``)."""
     tried: list[str] = []
     if plan.skipped:
         await sink.note(f"{', '.join(plan.skipped)} was not available lately; starting with {plan.first}")
@@ -157,7 +158,7 @@ async def run_ladder(
             return await attempt(model)
         except ModelUnavailable as exc:
             tried.append(model)
-            if not plan.pinned_by:
+            if unavailable is not None and not plan.pinned_by:
                 unavailable.remember(model)
             if index + 1 < len(plan.models):
                 await sink.note(f"{model} is not available; trying {plan.models[index + 1]}")

@@ -6,8 +6,7 @@ from it, CLI oracles and the Claude routes their per-binary gates, the Claude ro
 Claude Code CLI and the model ids found unavailable lately, catalog look-ups the catalog cache,
 SQLite stores their per-thread connections, and the breaker, caches, stats and traces the clock.
 :meth:`Resources.aclose` closes what holds sockets or file handles. Nothing here is opened at
-import time, and each piece is made on first use, so a server that never calls a model opens
-nothing.
+import time, and each piece is made on first use, so a server that never calls a model opens nothing.
 
 Code running outside an App (a test, a one-off listing) gets :meth:`Resources.standalone`: no
 pooled client, so nothing is left open when it is done.
@@ -130,7 +129,7 @@ class Resources:
 
     @property
     def unavailable_models(self) -> UnavailableModels:
-        """Claude model ids that answered "not available" lately (on this clock)."""
+        """Claude model ids found unavailable lately, skipped by new conversations for a while."""
         from ask_fable.backends.claude_common import UnavailableModels
 
         return self._part("unavailable_models", lambda: UnavailableModels(self.clock))
