@@ -23,6 +23,7 @@ from ask_fable import __version__
 if TYPE_CHECKING:
     from ask_fable.surface.client_setup import InstallResult
     from ask_fable.surface.http_app import HttpOptions
+    from ask_fable.surface.registry import ToolSpec
 
 BUILTIN_COMMANDS: tuple[str, ...] = ("serve", "keys", "db", "init", "config", "doctor", "tools", "ui")
 CLIENT_CHOICES: tuple[str, ...] = ("claude", "cursor", "windsurf", "opencode", "codex")
@@ -52,6 +53,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+if TYPE_CHECKING:
+    #: The sub-command table of a parser (``add_subparsers``); generic for the type checker only.
+    _Commands = argparse._SubParsersAction[_Parser]
 
 
 def _port(value: str) -> int:
@@ -97,7 +103,7 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-def _add_serve(sub: Any) -> None:
+def _add_serve(sub: _Commands) -> None:
     serve = sub.add_parser("serve", help="serve MCP over stdio, or Streamable HTTP with --http")
     serve.add_argument("--toolsets", dest="serve_toolsets", metavar="TOOLSETS",
                        help="comma-separated tool groups to serve (default: ASK_FABLE_TOOLSETS or 'default')")
@@ -115,7 +121,7 @@ def _add_serve(sub: Any) -> None:
                        help="largest request body accepted (default: ASK_FABLE_HTTP_MAX_BODY_BYTES, 4 MiB)")
 
 
-def _add_keys(sub: Any) -> None:
+def _add_keys(sub: _Commands) -> None:
     keys = sub.add_parser("keys", help="manage API keys for the HTTP server")
     actions = keys.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="create a key (printed once)")
@@ -160,7 +166,7 @@ def _limit(number: type[int] | type[float]) -> Callable[[str], int | float | str
     return parse
 
 
-def _add_limits(parser: Any, default_text: str) -> None:
+def _add_limits(parser: argparse.ArgumentParser, default_text: str) -> None:
     parser.add_argument("--rpm", type=_limit(int), metavar="N",
                         help=f"model calls per minute, 0 unlimited ({default_text}ASK_FABLE_KEY_RPM)")
     parser.add_argument("--concurrent", type=_limit(int), metavar="N",
@@ -171,7 +177,7 @@ def _add_limits(parser: Any, default_text: str) -> None:
                         "ASK_FABLE_KEY_DAILY_USD)")
 
 
-def _add_db(sub: Any) -> None:
+def _add_db(sub: _Commands) -> None:
     db = sub.add_parser("db", help="the stores' schema: apply migrations, show versions")
     actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     upgrade = actions.add_parser("upgrade", help="apply pending migrations (safe to run from several places)")
@@ -180,14 +186,14 @@ def _add_db(sub: Any) -> None:
     status.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _add_ui(sub: Any) -> None:
+def _add_ui(sub: _Commands) -> None:
     ui = sub.add_parser("ui", help="serve a read-only web view of traces and stats on this machine "
                         "(loopback only) and open it in the browser")
     ui.add_argument("--port", type=_port, default=None, help="port to listen on (default: a free one)")
     ui.add_argument("--no-browser", action="store_true", help="only print the address; do not open a browser")
 
 
-def _add_client_setup(sub: Any) -> None:
+def _add_client_setup(sub: _Commands) -> None:
     init = sub.add_parser("init", help="register ask-fable in a client's config file (merged into an "
                           "existing entry: your env, headers and server options are kept)")
     init.add_argument("client", choices=CLIENT_CHOICES)
@@ -206,7 +212,7 @@ def _add_client_setup(sub: Any) -> None:
     init.add_argument("--config-path", metavar="PATH", help="write this file instead of the client's default")
 
 
-def _parser(tool_specs: list[Any] | None) -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser, dict[str, ToolSpec]]:
     from ask_fable.surface.toolsets import known_toolsets_text
 
     parser = _Parser(
@@ -234,7 +240,7 @@ def _parser(tool_specs: list[Any] | None) -> tuple[argparse.ArgumentParser, dict
     tools = sub.add_parser("tools", help="list the tools, their families and toolsets")
     tools.add_argument("--json", action="store_true", help="print JSON")
     _add_ui(sub)
-    table: dict[str, Any] = {}
+    table: dict[str, ToolSpec] = {}
     if tool_specs is not None:
         from ask_fable.surface.human_cli import add_tool_commands
 

@@ -297,7 +297,11 @@ class Settings(BaseSettings):
     openrouter_council: ModelList = Field(
         default_factory=list, description="Default ask_openrouter_council members."
     )
-    openrouter_synthesizer: str | None = Field(None, description="Adjudicator for ask_openrouter_council.")
+    openrouter_synthesizer: str | None = Field(
+        None,
+        description="Adjudicator for ask_openrouter_council (unset: codex CLI, then "
+        "openrouter:openai/gpt-5.6-sol, then fable).",
+    )
     openrouter_effort: str | None = Field(None, description="Default OpenRouter effort.")
     ollama_api_key: str | None = Field(None, description="Key for a remote Ollama endpoint (ollama.com).")
     ollama_base_url: str = Field("http://localhost:11434", description="Ollama endpoint.")

@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from ask_fable.surface.registry import all_tools
-from tests.e2e.team_server import HEADERS, create_key, team_server
+from tests.e2e.team_server import HEADERS, create_key, list_keys, team_server
 from tests.spec_tools import ALL_SPEC_TOOLS
 
 #: The contract: what a read key may call (local look-ups of its own data), and what only an admin
@@ -123,3 +123,58 @@ async def test_only_an_admin_key_names_another_tenant() -> None:
                 assert _reached_the_tool(admin)
         own = await _call(http, server.keys["read"], "trace_list", {"tenant": "team", "probe": 1})
         assert _reached_the_tool(own)
+
+
+OLD_WRITE_KEY = "afk_" + "w" * 32
+OLD_READ_KEY = "afk_" + "r" * 32
+
+
+def _state_from_before_scopes() -> None:
+    """A key database and a context bus as ask-fable left them before scopes meant money and before
+    tenants: a ``write`` key, a ``read`` key, and one context entry."""
+    from ask_fable.config import load_settings
+    from ask_fable.stores import context, keys
+    from ask_fable.stores.db import SqliteDatabase
+
+    settings = load_settings()
+    old: list[tuple[Any, list[str], list[str]]] = [
+        (settings.keys_db, keys.MIGRATIONS[:1], [
+            f"INSERT INTO api_keys (name, scope, prefix, key_hash, created_at) VALUES "
+            f"('{name}', '{scope}', '{key[:10]}', '{keys.hash_key(key)}', '2026-01-01T00:00:00+00:00')"
+            for name, scope, key in (("laptop", "write", OLD_WRITE_KEY), ("dashboard", "read", OLD_READ_KEY))
+        ]),
+        (settings.context_db, context.MIGRATIONS[:1],
+         ["INSERT INTO context VALUES ('runbook', 'fail over to db-7', '', 17, 1.0, 1.0)"]),
+    ]
+    for path, migrations, statements in old:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        database = SqliteDatabase(path, migrations)
+        with database.write() as conn:
+            for statement in statements:
+                conn.execute(statement)
+        database.close()
+
+
+async def test_keys_made_before_scopes_keep_working_as_documented() -> None:
+    """A former ``write`` key is an ``ask`` key and a ``read`` key stays ``read``, both in the local
+    tenant: each still reads the entry written before, the former write key still writes, and
+    neither may now configure the server or (the read key) spend."""
+    _state_from_before_scopes()
+    async with team_server() as server, httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
+        async def structured(key: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+            response = await _call(http, key, tool, arguments)
+            assert response.status_code == 200, response.text
+            result: dict[str, Any] = response.json()["result"]["structuredContent"]
+            return result
+
+        for key in (OLD_WRITE_KEY, OLD_READ_KEY):
+            read = await structured(key, "context_read", {"key": "runbook"})
+            assert (read["status"], read["value"]) == ("ok", "fail over to db-7"), read
+        written = await structured(OLD_WRITE_KEY, "context_write", {"key": "notes", "value": "v"})
+        assert (written["status"], written["tenant"]) == ("ok", "local")
+        configure = await _call(http, OLD_WRITE_KEY, "configure_tracing", {"trace_mode": "full"})
+        _refused_for(configure, "admin", "ask", "configure_tracing")
+        diagnose = await _call(http, OLD_READ_KEY, "diagnose", {})
+        _refused_for(diagnose, "ask", "read", "diagnose")
+    listed = {k["name"]: (k["scope"], k["tenant"]) for k in list_keys()}
+    assert listed == {"laptop": ("ask", "local"), "dashboard": ("read", "local")}

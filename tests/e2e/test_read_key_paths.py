@@ -83,3 +83,45 @@ async def test_keys_without_admin_scope_get_no_absolute_server_path(tmp_path: Pa
     assert "config.json" in json.dumps(seen["ask_glm"]["warnings"])
     assert "config.json" in seen["initialize"]["instructions"]
     assert operator["ask_glm"]["saved"].startswith(str(state_dir()))
+
+
+def _web_view_trace_page(http: httpx2.Client, key: str, trace_id: str) -> str:
+    """The web view's page of one trace, as the browser of someone logged in with ``key`` sees it."""
+    import re
+
+    form = http.get("/ui/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text)
+    assert csrf is not None, form.text
+    assert http.post("/ui/login", data={"key": key, "csrf": csrf.group(1)}).status_code == 303
+    page = http.get(f"/ui/traces/{trace_id}")
+    assert page.status_code == 200, page.text[:500]
+    return page.text
+
+
+def test_the_web_view_shows_keys_without_admin_scope_no_absolute_server_path(tmp_path: Path) -> None:
+    """A full-mode trace whose answer was saved, opened in the web view: a read or ask key's login sees
+    the saved file relative to the state directory, where the operator's admin login sees it whole."""
+    with FakeProvider() as fp:
+        fp.enqueue("anthropic", text=f"Yes.\n\n{SIDECAR}", times=None)
+        env = child_env(ASK_FABLE_TOOLSETS="all", ASK_FABLE_CACHE="false", ASK_FABLE_TRACE_MODE="full",
+                        ASK_FABLE_SAVE="1", ASK_FABLE_GLM_API_KEY="sk-glm-paths-0123456789abcdef",
+                        ASK_FABLE_GLM_BASE_URL=fp.base_url)
+        keys = {scope: create_key(env, scope, scope, tenant="team") for scope in ("read", "ask", "admin")}
+        with http_server(env, tmp_path / "stderr.log") as server:
+            with httpx2.Client(base_url=server.url, timeout=60) as http:
+                question = {"question": "Is this lock ordering safe?"}
+                body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "ask_glm", "arguments": question}}
+                asked = http.post("/mcp", json=body, headers={**MCP_HEADERS,
+                                                              "Authorization": f"Bearer {keys['ask']}"})
+                result = asked.json()["result"]["structuredContent"]
+                assert result["status"] == "ok", result
+            pages = {}
+            for scope, key in keys.items():
+                with httpx2.Client(base_url=server.url, timeout=60) as browser:
+                    pages[scope] = _web_view_trace_page(browser, key, result["trace_id"])
+    home = str(Path.home())
+    relative = f"answers/tenants/team/{Path(result['saved']).name}"
+    shows_home = {scope: home in page for scope, page in pages.items()}
+    assert shows_home == {"read": False, "ask": False, "admin": True}
+    assert relative in pages["read"] and relative in pages["ask"]

@@ -1,5 +1,5 @@
-"""Tenants on the team server, over HTTP: every store probed with keys of two tenants, a read key
-and an admin key.
+"""Tenants on a real ``ask-fable serve --http``: every store probed with keys of two tenants, a read
+key and an admin key, all made with ``ask-fable keys create``.
 
 Alice and Bob each hold an ask key in their own tenant; Alice's viewer holds a read key in hers;
 ops holds an admin key. Bob cannot read, list, overwrite, delete, be offered or hit anything of
@@ -10,7 +10,8 @@ sessions); the viewer sees Alice's tenant only; ops sees both when it asks for e
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,12 +19,7 @@ from typing import Any
 import httpx2
 import pytest
 
-from ask_fable.config import Settings, load_settings
-from ask_fable.core.app import App
-from ask_fable.stores.keys import KeyStore
-from ask_fable.surface.http_app import HttpOptions, build_http_app
-from ask_fable.surface.http_runner import serve_in_thread
-from ask_fable.surface.server import build_server
+from tests.e2e.team_server import HEADERS, create_key, team_server
 from tests.fakes.fake_provider import FakeProvider
 from tests.fakes.fixtures import bundled_claude_cli, claude_cli_env
 
@@ -31,16 +27,14 @@ KEY = "glm-test-key-0123456789"
 ALICE_NOTES = "PRIMARY is db-7 behind pgbouncer; failover runbook lives in ops/alice-only.md"
 BOB_NOTES = "bob's own notes about the staging database"
 SHARED_QUESTION = "Should the retry budget be per request or per client?"
-HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 
 
 @dataclass
 class Team:
-    """The server's URL, one key per person, and the settings it runs with."""
+    """The server's URL and one key per person."""
 
     url: str
     keys: dict[str, str]
-    settings: Settings
 
     async def call(self, who: str, tool: str, **arguments: Any) -> dict[str, Any]:
         """``tool``'s structured result for ``who``'s key (the call must be allowed)."""
@@ -64,25 +58,37 @@ class Team:
                                    headers={**HEADERS, "Authorization": f"Bearer {self.keys[who]}"})
 
 
-def _serve(settings: Settings) -> Iterator[Team]:
-    store = KeyStore(settings.keys_db)
+def _key(name: str, scope: str, tenant: str, env: dict[str, str]) -> str:
+    record = create_key(name, "--scope", scope, "--tenant", tenant, env=env)
+    assert (record["scope"], record["tenant"]) == (scope, tenant)
+    return str(record["key"])
+
+
+@asynccontextmanager
+async def serving(env: dict[str, str]) -> AsyncIterator[Team]:
+    """``ask-fable serve --http`` with ``env``, and keys for Alice, Bob, Alice's viewer and ops."""
     keys = {
-        "alice": store.create("alice", "ask")[1],
-        "bob": store.create("bob", "ask")[1],
-        "viewer": store.create("alice's viewer", "read", "alice")[1],
-        "ops": store.create("ops", "admin")[1],
+        "alice": _key("alice", "ask", "alice", env),
+        "bob": _key("bob", "ask", "bob", env),
+        "viewer": _key("alice's viewer", "read", "alice", env),
+        "ops": _key("ops", "admin", "ops", env),
     }
-    app = build_http_app(build_server(App(settings), toolsets=["all"]), store, HttpOptions(port=0))
-    with serve_in_thread(app) as url:
-        yield Team(url, keys, settings)
+    async with team_server(env) as server:
+        yield Team(server.url, keys)
+
+
+def _glm(fp: FakeProvider, **extra: str) -> dict[str, str]:
+    """The server's environment: GLM on the fake provider, plus ``extra``."""
+    return {"ASK_FABLE_GLM_API_KEY": KEY, "ASK_FABLE_GLM_BASE_URL": fp.base_url, "ASK_FABLE_TIMEOUT": "30",
+            **extra}
 
 
 @pytest.fixture
-def team(fp: FakeProvider) -> Iterator[Team]:
+async def team(fp: FakeProvider) -> AsyncIterator[Team]:
     """A team server with GLM on the fake provider, the cache and hub on, full traces, answers saved."""
-    settings = load_settings(glm_api_key=KEY, glm_base_url=fp.base_url, cache=True, hub=True,
-                             trace_mode="full", save=True, timeout=30)
-    yield from _serve(settings)
+    env = _glm(fp, ASK_FABLE_CACHE="1", ASK_FABLE_HUB="1", ASK_FABLE_TRACE_MODE="full", ASK_FABLE_SAVE="1")
+    async with serving(env) as team:
+        yield team
 
 
 def _provider_saw(fp: FakeProvider, text: str) -> bool:
@@ -188,9 +194,8 @@ async def test_cache_traces_hub_stats_and_saved_answers_are_private_to_their_ten
 async def test_sharing_the_context_bus_and_the_cache_is_an_explicit_setting(fp: FakeProvider) -> None:
     """With ASK_FABLE_SHARED_CONTEXT and ASK_FABLE_SHARED_CACHE on, every tenant uses one team-wide bus
     and one cache; other stores stay private."""
-    settings = load_settings(glm_api_key=KEY, glm_base_url=fp.base_url, cache=True, shared_context=True,
-                             shared_cache=True, timeout=30)
-    for team in _serve(settings):
+    env = _glm(fp, ASK_FABLE_CACHE="1", ASK_FABLE_SHARED_CONTEXT="1", ASK_FABLE_SHARED_CACHE="1")
+    async with serving(env) as team:
         written = await team.call("alice", "context_write", key="runbook", value=ALICE_NOTES)
         assert written["tenant"] == "shared"
         assert (await team.call("bob", "context_read", key="runbook"))["value"] == ALICE_NOTES
@@ -201,19 +206,19 @@ async def test_sharing_the_context_bus_and_the_cache_is_an_explicit_setting(fp: 
         assert (await team.call("bob", "trace_get", trace_id=first["trace_id"]))["kind"] == "not_found"
 
 
-def _claude_on(fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point the bundled Claude Code CLI at the fake provider (the server's own HOME is kept)."""
-    for name, value in claude_cli_env(fp.base_url, tmp_path / "claude-home").items():
-        if name != "HOME":
-            monkeypatch.setenv(name, value)
+def _claude_on(fp: FakeProvider, tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The server's environment with the bundled Claude Code CLI pointed at the fake provider (the
+    server's own HOME is kept), plus ``extra``."""
+    env = {name: value for name, value in claude_cli_env(fp.base_url, tmp_path / "claude-home").items()
+           if name != "HOME"}
+    return {**env, "ASK_FABLE_TIMEOUT": "60", **extra}
 
 
 @pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 async def test_two_tenants_using_one_session_label_never_share_a_conversation(
-    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fp: FakeProvider, tmp_path: Path
 ) -> None:
-    _claude_on(fp, tmp_path, monkeypatch)
-    for team in _serve(load_settings(timeout=60)):
+    async with serving(_claude_on(fp, tmp_path)) as team:
         first = await team.call("alice", "ask", question="Alice: how do I bound this queue?", session="s")
         assert (first["status"], first["turn"]) == ("ok", 1)
         bob = await team.call("bob", "ask", question="Bob: is this index used?", session="s")
@@ -232,11 +237,10 @@ async def test_two_tenants_using_one_session_label_never_share_a_conversation(
 
 @pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 async def test_a_tenant_past_its_live_session_cap_closes_its_own_process_never_another_tenants(
-    fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fp: FakeProvider, tmp_path: Path
 ) -> None:
     """One live Claude session per tenant: Alice's second session closes her first, Bob's stays open."""
-    _claude_on(fp, tmp_path, monkeypatch)
-    for team in _serve(load_settings(timeout=60, max_live_sessions_per_tenant=1)):
+    async with serving(_claude_on(fp, tmp_path, ASK_FABLE_MAX_LIVE_SESSIONS_PER_TENANT="1")) as team:
         alice_first = await team.call("alice", "ask", question="Alice: how do I bound this queue?",
                                       session="a1")
         bob_first = await team.call("bob", "ask", question="Bob: is this index used?", session="b1")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 from mcp import Client
 from mcp.types import CallToolResult
@@ -11,6 +11,7 @@ from mcp.types import CallToolResult
 from ask_fable.backends.http_client import RetryPolicy
 from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
+from ask_fable.contract import Status
 from ask_fable.core.app import App
 from ask_fable.surface.server import AskFableServer, build_server
 from tests.fakes.fake_cli import FakeCLIs
@@ -68,7 +69,7 @@ def payload_of(result: CallToolResult) -> dict[str, Any]:
     """The structured result, checked to be well formed: a status, isError mirroring it, no traceback."""
     payload = result.structured_content
     assert isinstance(payload, dict), f"no structured content: {result}"
-    assert payload.get("status") in ("ok", "error", "refused", "context_exhausted"), payload
+    assert payload.get("status") in get_args(Status), payload
     assert result.is_error is (payload["status"] == "error"), payload
     text = json.dumps(payload) + "".join(getattr(c, "text", "") for c in result.content)
     assert "Traceback (most recent call last)" not in text, text[:2000]

@@ -367,3 +367,12 @@ def test_request_escaping_a_lone_surrogate_gets_an_answer(stdio_peer: StdioPeer)
     finally:
         _stdio_round(stdio_peer, "ask_fable_help", {})  # the server keeps serving either way
     assert "result" in answer or "error" in answer
+
+
+async def test_a_call_whose_only_context_is_missing_passes_the_well_formed_check() -> None:
+    """A case the fuzzer found: ``ask`` with an empty question and a ``context_ref`` that names nothing
+    stored is answered ``needs_context`` (a contract status), which the check must accept."""
+    async with Client(make_server()) as client:
+        result = await client.call_tool("ask", {"question": "",
+                                                "context_ref": "Is the retry loop in the fetcher bounded?"})
+    assert payload_of(result)["status"] == "needs_context"

@@ -106,12 +106,12 @@ ASK_FABLE_ALLOWLIST_FILE. A model may also answer `REFUSED: <reason>`, which com
 refused, stage model. Reframe around the engineering decision in front of you.""",
     "councils": """\
 Provider councils: ask_ollama_council (Ollama Cloud models), ask_atlas_council and
-ask_openrouter_council (one key, many labs; adjudicated by the local codex CLI, then the provider's
-GPT model, then Fable). Pick members with list_ollama_models / list_atlas_models(task=...) /
-list_openrouter_models(task=...), then persist them with configure_ollama_council,
-configure_atlas_council or configure_openrouter_council (written to the config file, which
-overrides environment variables). Toolsets: `councils` for the councils, `catalogs` for the
-list_* and configure_* tools.""",
+ask_openrouter_council (one key, many labs; adjudicated by the synthesizer given or configured,
+else by the local codex CLI, then the provider's GPT model, then Fable). Pick members with
+list_ollama_models / list_atlas_models(task=...) / list_openrouter_models(task=...), then persist
+them with configure_ollama_council, configure_atlas_council or configure_openrouter_council
+(written to the config file, which overrides environment variables). Toolsets: `councils` for
+the councils, `catalogs` for the list_* and configure_* tools.""",
     "sidecar": """\
 Every answer ends with a machine-readable sidecar: {recommendation: apply|investigate|reject|
 needs_more_context, confidence: high|medium|low, needs_context: [...]} (null when the model gave

@@ -414,9 +414,9 @@ TOOLS = [
         name="ask_atlas_council",
         family="councils",
         description=(
-            "A council of Atlas Cloud models adjudicated by GPT: the local codex CLI → Atlas-hosted "
-            "openai/gpt-5.6-sol → Fable; synthesis says which ran. Default members: the configured set, "
-            "else three featured catalog models (one per provider)."
+            "A council of Atlas Cloud models, adjudicated by the synthesizer given or configured, else by "
+            "GPT: the local codex CLI → Atlas-hosted openai/gpt-5.6-sol → Fable; synthesis says which ran. "
+            "Default members: the configured set, else three featured catalog models (one per provider)."
         ),
         args=AdjudicatedCouncilArgs,
         result=CouncilResult,
@@ -427,9 +427,9 @@ TOOLS = [
         name="ask_openrouter_council",
         family="councils",
         description=(
-            "A cross-lab council on one OpenRouter key, adjudicated by the local codex CLI → OpenRouter's "
-            "openai/gpt-5.6-sol → Fable. Default members: configure_openrouter_council / "
-            "ASK_FABLE_OPENROUTER_COUNCIL, else three featured catalog models."
+            "A cross-lab council on one OpenRouter key, adjudicated by the synthesizer given or configured, "
+            "else by the local codex CLI → OpenRouter's openai/gpt-5.6-sol → Fable. Default members: "
+            "configure_openrouter_council / ASK_FABLE_OPENROUTER_COUNCIL, else three featured catalog models."
         ),
         args=AdjudicatedCouncilArgs,
         result=CouncilResult,

@@ -256,6 +256,11 @@ class _Ui:
         content = None
         if (trace.get("artifacts") or {}).get("bundle"):
             content = await anyio.to_thread.run_sync(lambda: data.read_content(store, tenant, trace_id))
+        if session.viewer is not None and not session.viewer.sees_server_paths:
+            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+
+            roots = server_roots(self.app.settings)
+            trace, content = hide_server_paths(trace, roots), hide_server_paths(content, roots)
         timeline = build_timeline(
             trace["events"], tool=trace["tool"], elapsed_ms=trace["elapsed_ms"], cached=trace["cached"]
         )
@@ -337,7 +342,9 @@ class _Ui:
                 403,
             )
         self.sessions.end(request.cookies.get(COOKIE))
-        session_id, _ = self.sessions.start(Viewer(name=key.name, tenant=tenant_of(key), key_id=key.id))
+        viewer = Viewer(name=key.name, tenant=tenant_of(key), key_id=key.id,
+                        sees_server_paths=key.scope == "admin")
+        session_id, _ = self.sessions.start(viewer)
         return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
 
     async def logout(self, request: Request) -> Response:

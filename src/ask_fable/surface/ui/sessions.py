@@ -26,11 +26,13 @@ MAX_SESSIONS = 10_000
 
 @dataclass(frozen=True)
 class Viewer:
-    """Who a logged-in session belongs to."""
+    """Who a logged-in session belongs to; ``sees_server_paths`` is false for a team key without the
+    admin scope, who is shown the server's files relative to its directories."""
 
     name: str
     tenant: str
     key_id: int | None = None
+    sees_server_paths: bool = True
 
 
 @dataclass(frozen=True)
