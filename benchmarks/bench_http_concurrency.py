@@ -334,7 +334,10 @@ def main(argv: list[str]) -> int:
         env = {**os.environ, "HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state",
                "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1",
                "ASK_FABLE_GLM_API_KEY": GLM_KEY, "ASK_FABLE_GLM_BASE_URL": upstream,
-               "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0"}
+               "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0",
+               # 100 calls at once on one key: its call quotas (a per-tenant policy the bare
+               # forwarder has no counterpart for) are off, as in tests/e2e/test_http_call_duties.py.
+               "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0", "ASK_FABLE_KEY_DAILY_USD": "0"}
         created = subprocess.run(
             [*command, "keys", "create", "--name", "bench", "--scope", "ask", "--json"],
             env=env, capture_output=True, text=True, check=True,
