@@ -215,7 +215,8 @@ class AskFableServer(MCPServer[Any]):
                 payload = self._unknown_tool(name)
             else:
                 payload = await self._run(spec, arguments, ctx)
-        problems = self.app.settings.problems_for(reads)
+        settings = self.app.settings  # as the tool left them (a configure_* tool may have changed them)
+        problems = settings.problems_for(reads)
         if spec is None:
             problems += self.serving_problems
         warnings = [*payload.get("warnings", ()), *(p.message() for p in problems)]
@@ -224,12 +225,12 @@ class AskFableServer(MCPServer[Any]):
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
-        return _result(spec, self._for_caller(payload, ctx))
+        return _result(spec, self._for_caller(payload, ctx, settings))
 
-    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """What the caller may see of ``payload``: secrets redacted, and for an HTTP key without the
-        admin scope, the server's paths relative to its directories."""
-        settings = self.app.settings
+    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext, settings: Settings) -> dict[str, Any]:
+        """What the caller may see of ``payload``: secrets redacted (the one place every result is,
+        whatever made it), and for an HTTP key without the admin scope, the server's paths relative
+        to its directories."""
         shown: dict[str, Any] = redact_obj(payload, settings)
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
