@@ -43,14 +43,6 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     yield home
 
 
-@pytest.fixture(autouse=True)
-def fresh_fable_ladder(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Start every test with no Fable id remembered as unavailable (that memory is per process)."""
-    from ask_fable.backends import claude_common
-
-    monkeypatch.setattr(claude_common, "_unavailable", {})
-
-
 @pytest.fixture
 def anyio_backend() -> str:
     """Run anyio tests on asyncio only (the Agent SDK and subprocess code target asyncio)."""

@@ -13,6 +13,7 @@ from ask_fable.backends.claude_cli import bridge_argv
 from ask_fable.backends.claude_common import (
     ModelUnavailable,
     StderrTail,
+    UnavailableModels,
     claude_env_overrides,
     model_plan,
     parse_version,
@@ -21,6 +22,7 @@ from ask_fable.backends.claude_common import (
 from ask_fable.backends.claude_sdk import ClaudeCliChoice, bundled_cli, bundled_version
 from ask_fable.config import load_settings
 from ask_fable.errors import BadArgs, BinaryMissing, OracleTimeout
+from tests.fakes.clock import ManualClock
 
 
 def test_tokens_resolve_to_model_ids() -> None:
@@ -212,17 +214,22 @@ def test_an_unavailable_fable_id_is_skipped_until_it_expires(monkeypatch: pytest
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/memory-test")
     settings = load_settings()
-    claude_common.remember_unavailable("claude-fable-5-1")
-    plan = model_plan(settings, "fable")
+    clock = ManualClock()
+    unavailable = UnavailableModels(clock, ttl=60.0)
+    unavailable.remember("claude-fable-5-1")
+    plan = model_plan(settings, "fable", unavailable)
     assert (plan.models, plan.skipped) == (("claude-fable-5",), ("claude-fable-5-1",))
-    assert model_plan(settings, "fable51").models == ("claude-fable-5-1",)
+    assert model_plan(settings, "fable51", unavailable).models == ("claude-fable-5-1",)
+    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER, "no memory, no skipping"
 
-    claude_common.remember_unavailable("claude-fable-5")
-    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER, "never an empty ladder"
+    unavailable.remember("claude-fable-5")
+    assert model_plan(settings, "fable", unavailable).models == claude_common.FABLE_LADDER, "never empty"
 
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:1/another-endpoint")
-    assert model_plan(settings, "fable").models == claude_common.FABLE_LADDER
+    assert model_plan(settings, "fable", unavailable).models == claude_common.FABLE_LADDER
 
-    monkeypatch.setattr(claude_common, "UNAVAILABLE_MODEL_TTL_SECONDS", 0.0)
-    claude_common.remember_unavailable("claude-fable-5-1")
-    assert not claude_common.known_unavailable("claude-fable-5-1"), "an expired entry is forgotten"
+    unavailable.remember("claude-fable-5-1")
+    clock.advance(59.0)
+    assert "claude-fable-5-1" in unavailable
+    clock.advance(1.0)
+    assert "claude-fable-5-1" not in unavailable, "an expired entry is forgotten"

@@ -13,9 +13,12 @@ import anyio
 import pytest
 from mcp import Client
 
+from ask_fable.backends.claude_common import UNAVAILABLE_MODEL_TTL_SECONDS
+from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
+from tests.fakes.clock import ManualClock
 from tests.fakes.fake_provider import FakeProvider
 from tests.fakes.fixtures import bundled_claude_cli
 
@@ -224,6 +227,36 @@ async def test_a_new_conversation_starts_on_the_fable_step_that_worked(
     assert (first["model"], second["model"]) == ("claude-fable-5", "claude-fable-5")
     assert "claude-fable-5-1" in models[:before]
     assert models[before:] == ["claude-fable-5"]
+
+
+async def test_an_unavailable_fable_id_is_asked_for_again_once_its_memory_expires(
+    fp: FakeProvider, claude_home: Path
+) -> None:
+    """The server remembers a missing Fable id for an hour on its own clock: within it a new
+    conversation skips the id, after it the id is tried again; another server starts from scratch."""
+    fp.enqueue("anthropic", match="claude-fable-5-1", status=404, error="model: claude-fable-5-1",
+               times=None)
+    fp.enqueue("anthropic", match="claude-fable-5", text=with_sidecar("Older Fable."), times=None)
+    clock = ManualClock()
+    app = App(load_settings(), resources=Resources(clock=clock))
+
+    def asked_newest_since(before: int) -> bool:
+        return "claude-fable-5-1" in [r.model for r in fp.requests_for("anthropic")[before:]]
+
+    async with Client(build_server(app)) as client:
+        await call(client, "ask", {"question": "Is the retry loop bounded?", "session": "one"})
+        clock.advance(UNAVAILABLE_MODEL_TTL_SECONDS - 60)
+        before = len(fp.requests_for("anthropic"))
+        within = await call(client, "ask", {"question": "Is the backoff jittered?", "session": "two"})
+        assert within["status"] == "ok" and not asked_newest_since(before)
+        clock.advance(120)
+        before = len(fp.requests_for("anthropic"))
+        after = await call(client, "ask", {"question": "Is the queue bounded?", "session": "three"})
+        assert after["status"] == "ok" and asked_newest_since(before)
+    before = len(fp.requests_for("anthropic"))
+    async with Client(build_server(App(load_settings()))) as client:
+        other = await call(client, "ask", {"question": "Is the pool sized right?", "session": "four"})
+    assert other["model"] == "claude-fable-5" and asked_newest_since(before)
 
 
 async def test_transcript_dumps_are_named_by_key_with_opus5_in_its_own_namespace_and_pruned_alone(

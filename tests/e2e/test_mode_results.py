@@ -89,6 +89,8 @@ async def test_council_without_a_synthesis_says_so_in_every_field(fp: FakeProvid
 EMPTY_CASES = [
     ("ask_council", {"models": []}),
     ("ask_council", {"models": ["  "]}),
+    ("ask_council", {"tier": ""}),
+    ("ask_council", {"tier": " "}),
     ("ask_ollama_council", {"models": []}),
     ("ask_atlas_council", {"models": []}),
     ("ask_openrouter_council", {"models": []}),

@@ -312,14 +312,32 @@ def test_a_question_starting_with_at_is_asked_as_written(fp: FakeProvider, tmp_p
     assert "Why is @property slower here?" in second and "def x(self)" in second
 
 
-def test_each_progress_step_prints_once(fp: FakeProvider) -> None:
-    fp.enqueue("anthropic", text=SIDECAR_ANSWER)
-    result = run("glm", "Should this map be guarded by a lock?", env=glm_env(fp, ASK_FABLE_QUIET="0"))
-    assert result.returncode == 0, result.stderr
+def _steps(stderr: str) -> list[str]:
     # A step may show as a trace line ("[ask-fable 1a2b3c] asking glm") or a progress line ("… asking glm").
-    steps = [re.sub(r"^(\[ask-fable \w+\] |… )", "", line) for line in result.stderr.splitlines()]
-    assert "asking glm" in steps
+    return [re.sub(r"^(\[ask-fable \w+\] |… )", "", line) for line in stderr.splitlines()]
+
+
+@pytest.mark.parametrize("command", [
+    ["glm"],
+    ["council", "--models", "glm,ollama:alpha", "--synthesizer", "ollama:judge"],
+    ["chain", "--pipeline", "glm > ollama:alpha"],
+])
+def test_each_progress_step_prints_once(fp: FakeProvider, command: list[str]) -> None:
+    """Each model asked is announced once and its outcome told once, however the step is worded."""
+    fp.enqueue("anthropic", text=SIDECAR_ANSWER, times=None)
+    fp.enqueue("ollama", text=SIDECAR_ANSWER, times=None)
+    env = glm_env(fp, ASK_FABLE_QUIET="0", ASK_FABLE_OLLAMA_BASE_URL=fp.base_url,
+                  ASK_FABLE_CLAUDE_CLI="/nonexistent/claude")
+    result = run(*command, "Should this map be guarded by a lock?", env=env)
+    assert result.returncode == 0, result.stderr
+    steps = _steps(result.stderr)
     assert len(steps) == len(set(steps)), result.stderr
+    models = ["glm", *(["ollama:alpha:cloud"] if len(command) > 1 else []),
+              *(["ollama:judge:cloud"] if "council" in command else [])]
+    for model in models:
+        asked = [s for s in steps if s.startswith(f"asking {model}")]
+        told = [s for s in steps if re.search(rf"(^|: |\d )({re.escape(model)}):? ok\b", s)]
+        assert len(asked) == 1 and len(told) == 1, (model, result.stderr)
 
 
 def test_the_quiet_flag_and_the_quiet_setting_each_silence_the_trace(fp: FakeProvider) -> None:

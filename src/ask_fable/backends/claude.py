@@ -37,7 +37,7 @@ class ClaudeOracle(Oracle):
         self.settings = settings
         #: The App's gates and chosen CLI (standalone when built outside an App).
         self.resources = resources or Resources.standalone()
-        self.plan: ModelPlan = model_plan(settings, token)
+        self.plan: ModelPlan = model_plan(settings, token, self.resources.unavailable_models)
         self.token = self.plan.token
         self.model = self.plan.first
 
@@ -57,7 +57,8 @@ class ClaudeOracle(Oracle):
         try:
             with anyio.fail_after(request.timeout):
                 return await run_ladder(
-                    self.plan, lambda model: self._ask_model(model, request, sink, deadline), sink
+                    self.plan, lambda model: self._ask_model(model, request, sink, deadline), sink,
+                    self.resources.unavailable_models,
                 )
         except TimeoutError as exc:
             raise OracleTimeout(f"{self.model} did not answer within {request.timeout:g}s") from exc

@@ -4,8 +4,9 @@ The Agent SDK route (:mod:`.claude_sdk`), the ``claude -p`` bridge (:mod:`.claud
 multi-turn sessions (:mod:`.claude_sessions`) all resolve a token to model ids here and walk the
 same ladder: the next model is tried only when the current one is *not available*
 (:class:`ModelUnavailable`), never after a timeout or another failure. A Fable id found unavailable
-is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` (per process and endpoint), so new
-conversations start on the step that worked instead of asking for the missing id again.
+is remembered for :data:`UNAVAILABLE_MODEL_TTL_SECONDS` on the App's clock (:class:`UnavailableModels`,
+one per App's resources, by endpoint), so new conversations start on the step that worked instead
+of asking for the missing id again.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import os
 import platform
 import re
 import threading
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +25,7 @@ from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamErro
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import EventSink, Reply
+    from ask_fable.clock import Clock
     from ask_fable.config import Settings
     from ask_fable.values import Usage
 
@@ -61,8 +62,6 @@ _AUTH_TYPES = frozenset({"authentication_error", "permission_error"})
 STDERR_TAIL_LINES = 40
 #: How long a Fable id that answered "not available" is skipped when a new conversation starts.
 UNAVAILABLE_MODEL_TTL_SECONDS = 3600.0
-_unavailable: dict[tuple[str, str], float] = {}
-_unavailable_lock = threading.Lock()
 
 
 PROVIDER = "anthropic"
@@ -93,13 +92,46 @@ class ModelPlan:
         return self.models[0]
 
 
-def model_plan(settings: Settings, token: str) -> ModelPlan:
-    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids."""
+class UnavailableModels:
+    """Model ids an endpoint answered "not available" lately, each forgotten ``ttl`` seconds later."""
+
+    def __init__(self, clock: Clock, ttl: float = UNAVAILABLE_MODEL_TTL_SECONDS) -> None:
+        self._clock = clock
+        self._ttl = ttl
+        self._lock = threading.Lock()
+        self._until: dict[tuple[str, str], float] = {}
+
+    @staticmethod
+    def _key(model: str) -> tuple[str, str]:
+        # Availability belongs to an endpoint (and the account behind it), not to the id alone.
+        return os.environ.get("ANTHROPIC_BASE_URL", ""), model
+
+    def remember(self, model: str) -> None:
+        """Record that ``model`` answered "not available" just now."""
+        with self._lock:
+            self._until[self._key(model)] = self._clock.monotonic() + self._ttl
+
+    def __contains__(self, model: object) -> bool:
+        """Whether ``model`` answered "not available" within the last ``ttl`` seconds."""
+        if not isinstance(model, str):
+            return False
+        key = self._key(model)
+        with self._lock:
+            until = self._until.get(key)
+            if until is not None and until <= self._clock.monotonic():
+                del self._until[key]
+                until = None
+        return until is not None
+
+
+def model_plan(settings: Settings, token: str, unavailable: UnavailableModels | None = None) -> ModelPlan:
+    """Resolve ``fable`` / ``fable51`` / ``opus`` (aliases ``opus5``, ``opus-5``) to model ids; an
+    unpinned ``fable`` leaves out the ladder steps in ``unavailable``."""
     name = token.strip().lower()
     if name == "fable":
         if settings.fable_model:
             return ModelPlan("fable", (settings.fable_model,), pinned_by="ASK_FABLE_FABLE_MODEL")
-        usable = tuple(model for model in FABLE_LADDER if not known_unavailable(model))
+        usable = tuple(model for model in FABLE_LADDER if unavailable is None or model not in unavailable)
         if not usable:  # every step failed lately: try them all again rather than none
             return ModelPlan("fable", FABLE_LADDER)
         return ModelPlan("fable", usable, skipped=tuple(m for m in FABLE_LADDER if m not in usable))
@@ -110,34 +142,14 @@ def model_plan(settings: Settings, token: str) -> ModelPlan:
     raise BadArgs(f"unknown Claude model token {token!r}; expected one of {', '.join(TOKENS)}")
 
 
-def _endpoint_key(model: str) -> tuple[str, str]:
-    # Availability belongs to an endpoint (and the account behind it), not to the id alone.
-    return os.environ.get("ANTHROPIC_BASE_URL", ""), model
-
-
-def remember_unavailable(model: str) -> None:
-    """Record that ``model`` answered "not available", for :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
-    with _unavailable_lock:
-        _unavailable[_endpoint_key(model)] = time.monotonic() + UNAVAILABLE_MODEL_TTL_SECONDS
-
-
-def known_unavailable(model: str) -> bool:
-    """Whether ``model`` answered "not available" within :data:`UNAVAILABLE_MODEL_TTL_SECONDS`."""
-    key = _endpoint_key(model)
-    with _unavailable_lock:
-        until = _unavailable.get(key)
-        if until is not None and until <= time.monotonic():
-            del _unavailable[key]
-            until = None
-    return until is not None
-
-
 async def run_ladder(
     plan: ModelPlan,
     attempt: Callable[[str], Awaitable[Reply]],
     sink: EventSink,
+    unavailable: UnavailableModels | None = None,
 ) -> Reply:
-    """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``."""
+    """Call ``attempt(model)`` down the plan until one answers; fall through only on ``ModelUnavailable``
+    (an unpinned step that fails so is remembered in ``unavailable``)."""
     tried: list[str] = []
     if plan.skipped:
         await sink.note(f"{', '.join(plan.skipped)} was not available lately; starting with {plan.first}")
@@ -146,8 +158,8 @@ async def run_ladder(
             return await attempt(model)
         except ModelUnavailable as exc:
             tried.append(model)
-            if not plan.pinned_by:
-                remember_unavailable(model)
+            if unavailable is not None and not plan.pinned_by:
+                unavailable.remember(model)
             if index + 1 < len(plan.models):
                 await sink.note(f"{model} is not available; trying {plan.models[index + 1]}")
                 continue

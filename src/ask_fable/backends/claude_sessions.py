@@ -148,7 +148,7 @@ class ClaudeSessions:
         turn starts a new one from the history it is given).
         """
         settings = self.settings
-        plan = model_plan(settings, model_token)
+        plan = model_plan(settings, model_token, self.resources.unavailable_models)
         await self.close_idle()
         session = self._session(namespace, key)
         try:
@@ -244,7 +244,7 @@ class ClaudeSessions:
             session.model = model
             return session.charge(reply)
 
-        return await run_ladder(plan, attempt, sink)
+        return await run_ladder(plan, attempt, sink, self.resources.unavailable_models)
 
     async def _sdk_turn(
         self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
@@ -410,7 +410,7 @@ class SessionOracle(Oracle):
     family = "anthropic"
 
     def __init__(self, sessions: ClaudeSessions, namespace: str, key: str, model_token: str) -> None:
-        plan = model_plan(sessions.settings, model_token)
+        plan = model_plan(sessions.settings, model_token, sessions.resources.unavailable_models)
         self._sessions, self._namespace, self._key = sessions, namespace, key
         self.token = plan.token
         self.model = sessions.model(namespace, key) or plan.first

@@ -3,10 +3,10 @@
 The server's lifespan owns one :class:`Resources` (through its ``App``) and hands it to everything
 that needs it: HTTP oracles and catalogs take their pooled client, retry policy and reply bound
 from it, CLI oracles and the Claude routes their per-binary gates, the Claude routes the chosen
-Claude Code CLI, catalog look-ups the catalog cache, SQLite stores their per-thread connections,
-and the breaker, caches, stats and traces the clock. :meth:`Resources.aclose` closes what holds
-sockets or file handles. Nothing here is opened at import time, and each piece is made on first
-use, so a server that never calls a model opens nothing.
+Claude Code CLI and the model ids found unavailable lately, catalog look-ups the catalog cache,
+SQLite stores their per-thread connections, and the breaker, caches, stats and traces the clock.
+:meth:`Resources.aclose` closes what holds sockets or file handles. Nothing here is opened at
+import time, and each piece is made on first use, so a server that never calls a model opens nothing.
 
 Code running outside an App (a test, a one-off listing) gets :meth:`Resources.standalone`: no
 pooled client, so nothing is left open when it is done.
@@ -22,6 +22,7 @@ from ask_fable.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:  # pragma: no cover
     from ask_fable.backends.catalogs import CatalogCache
+    from ask_fable.backends.claude_common import UnavailableModels
     from ask_fable.backends.claude_sdk import ClaudeCliChoice
     from ask_fable.backends.http_client import HttpClients, RetryPolicy
     from ask_fable.backends.subprocess_runner import ProcessGates
@@ -125,6 +126,13 @@ class Resources:
         from ask_fable.backends.claude_sdk import ClaudeCliChoice
 
         return self._part("claude_cli", ClaudeCliChoice)
+
+    @property
+    def unavailable_models(self) -> UnavailableModels:
+        """Claude model ids found unavailable lately, skipped by new conversations for a while."""
+        from ask_fable.backends.claude_common import UnavailableModels
+
+        return self._part("unavailable_models", lambda: UnavailableModels(self.clock))
 
     @property
     def connections(self) -> Connections:

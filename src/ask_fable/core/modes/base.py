@@ -128,9 +128,12 @@ class ModeContext:
         self._progress = progress
         self.members: list[MemberOutcome] = []
 
-    async def progress(self, done: float, total: float | None, message: str) -> None:
-        """Report progress to the MCP client (when it asked for it) and the console."""
-        self.console.line(self.trace.trace_id, message)
+    async def progress(self, done: float, total: float | None, message: str, *, echo: bool = True) -> None:
+        """Report progress to the MCP client (when it asked for it) and, unless ``echo`` is off, the
+        console. A model's start and outcome reach the console from :meth:`call_oracle` already, so
+        progress that only repeats them is not echoed."""
+        if echo:
+            self.console.line(self.trace.trace_id, message)
         if self._progress is not None:
             await self._progress(done, total, message)
 

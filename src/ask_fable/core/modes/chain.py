@@ -100,7 +100,7 @@ async def run_chain(
             outcome = await mctx.call_oracle(oracle, request, role=role)
             stages.append(stage_entry(index + 1, token, role, outcome, mctx.settings))
             message = f"stage {index + 1}/{count} {token}: {outcome.status}"
-            await mctx.progress(index + 1, total_steps, message)
+            await mctx.progress(index + 1, total_steps, message, echo=False)
             if outcome.ok:
                 survivors.append(outcome)
                 drift.append(outcome.sidecar.recommendation if outcome.sidecar else None)

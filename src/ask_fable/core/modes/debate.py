@@ -317,7 +317,7 @@ class _Debate:
         body = outcome.reply.text if outcome.reply else f"({outcome.status}: {outcome.detail})"
         self.transcript.append(f"## {role} — {token} ({outcome.model}) — {outcome.status}\n\n{body.strip()}")
         self.step += 1
-        await self.mctx.progress(self.step, self.total, f"{role} ({token}): {outcome.status}")
+        await self.mctx.progress(self.step, self.total, f"{role} ({token}): {outcome.status}", echo=False)
         return outcome
 
     async def rule(self, ladder: list[str], instructions: str, extra: str, role: str) -> MemberOutcome | None:

@@ -123,7 +123,7 @@ class _MemberRun:
         self.results[index] = outcome
         done = len(self.results)
         await self.mctx.progress(done, self.total_steps,
-                                 f"{oracle.token}: {outcome.status} ({done}/{len(self.oracles)})")
+                                 f"{oracle.token}: {outcome.status} ({done}/{len(self.oracles)})", echo=False)
         await self._arm_cut()
 
     async def _arm_cut(self) -> None:

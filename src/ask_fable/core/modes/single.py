@@ -34,9 +34,9 @@ async def run_single(
 
 
 async def _answer(oracle: Oracle, request: OracleRequest, mctx: ModeContext) -> ModeOutcome:
-    await mctx.progress(0, 1, f"asking {oracle.token}")
+    await mctx.progress(0, 1, f"asking {oracle.token}", echo=False)
     outcome = await mctx.call_oracle(oracle, request)
-    await mctx.progress(1, 1, f"{oracle.token} {outcome.status}")
+    await mctx.progress(1, 1, f"{oracle.token} {outcome.status}", echo=False)
     if outcome.status not in ("ok", "refused") or outcome.reply is None:
         raise outcome_error(outcome)
     return ModeOutcome(

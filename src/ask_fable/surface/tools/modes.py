@@ -47,7 +47,7 @@ class CouncilArgs(_Args):
         "([] is bad_args).",
     )
     tier: str | None = Field(
-        None, description="default, twin, middle or full."
+        None, description="default, twin, middle or full; omit it for default (\"\" is bad_args)."
     )
     synthesizer: str | None = Field(
         None, description="The token that reconciles the answers (default fable)."
@@ -157,11 +157,11 @@ def _require_names(value: str | list[str], message: str) -> None:
         raise BadArgs(message)
 
 
-def _given(value: Given, name: str) -> Given:
+def _given(value: Given, name: str, wanted: str = "at least one model") -> Given:
     """``value`` as passed, ``None`` when omitted; an explicitly empty one is ``bad_args``, since
     only an omitted argument means the default."""
     if value is not None:
-        _require_names(value, f"{name} is empty; name at least one model, or omit {name} for the default")
+        _require_names(value, f"{name} is empty; name {wanted}, or omit {name} for the default")
     return value
 
 
@@ -191,13 +191,14 @@ async def _council(
 
 async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
     """Parallel panel plus an anonymized synthesis."""
-    from ask_fable.core.tokens import dedupe, expand_models, single_token, tier_models
+    from ask_fable.core.tokens import TIERS, dedupe, expand_models, single_token, tier_models
 
     models = _given(args.models, "models")
     if models is not None:
         members = dedupe(expand_models(models))
     else:
-        members = tier_models(args.tier or "default", ctx.settings)
+        tier = _given(args.tier, "tier", f"a tier ({', '.join(TIERS)})")
+        members = tier_models("default" if tier is None else tier, ctx.settings)
     synthesizer = single_token(args.synthesizer) if args.synthesizer else None
     return await _council(ctx, "ask_council", args, members, synthesizer)
 
