@@ -3,8 +3,9 @@
 Two servers run side by side, each in its own process on a loopback port, against one loopback
 fake provider that answers every request after 200 ms:
 
-- **ours**: the installed ``ask-fable serve --http --toolsets single`` (cache and hub off, every
-  other per-call duty on: key check, guard, audit, trace, redaction, result validation);
+- **ours**: the installed ``ask-fable serve --http --toolsets single`` (cache and hub off, and the
+  key's call quotas, since 100 calls at once on one key is the load itself; every other per-call
+  duty on: key check, guard, audit, trace, redaction, result validation);
 - **bare**: a bare ``MCPServer`` (stateless Streamable HTTP, JSON responses, on uvicorn) whose one
   tool, ``ask_glm``, forwards the question to the same fake provider with a pooled ``httpx2``
   client and returns the answer text — the floor the MCP SDK and the HTTP stack set.
@@ -16,7 +17,9 @@ falls on both alike. Printed: each server's median wall, per-call p50 / p95, ser
 call (all its threads), errors, and the ratio of the medians. Target: ours ≤ 1.2× bare, no errors.
 
 ``--profile DIR`` attaches ``py-spy`` (``pip install py-spy``; root or ptrace rights) to our server
-and then to the bare forwarder, for as many extra rounds, writes the raw folded stacks to
+and then to the bare forwarder, for as many extra rounds, sampling each thread only while it holds
+the GIL (so the sums come close to the CPU time; time in SQLite or socket calls that release the
+GIL is not counted), writes the raw folded stacks to
 ``DIR/ours.folded`` and ``DIR/bare.folded`` and prints, per category (key check, guard, records,
 redaction, result, settings, backend, SDK, HTTP server, event loop), each server's busy time per call.
 
@@ -292,8 +295,10 @@ def categorize(folded: str) -> Counter[str]:
 @contextmanager
 def _profiling(pid: int, out: Path) -> Iterator[None]:
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    # --gil: a thread is sampled only while it holds the GIL, so a thread waiting for it (the event
+    # loop while the record writer runs, or the reverse) is not counted twice.
     command = [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", str(PROFILE_RATE),
-               "--nonblocking", "--threads", "--output", str(out)]
+               "--nonblocking", "--gil", "--threads", "--output", str(out)]
     recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     time.sleep(1.0)  # py-spy attaches before the load starts
     try:
@@ -334,7 +339,10 @@ def main(argv: list[str]) -> int:
         env = {**os.environ, "HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state",
                "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1",
                "ASK_FABLE_GLM_API_KEY": GLM_KEY, "ASK_FABLE_GLM_BASE_URL": upstream,
-               "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0"}
+               "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0",
+               # 100 calls at once on one key: its call quotas (a per-tenant policy the bare
+               # forwarder has no counterpart for) are off, as in tests/e2e/test_http_call_duties.py.
+               "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0", "ASK_FABLE_KEY_DAILY_USD": "0"}
         created = subprocess.run(
             [*command, "keys", "create", "--name", "bench", "--scope", "ask", "--json"],
             env=env, capture_output=True, text=True, check=True,

@@ -97,6 +97,38 @@ def test_a_key_between_arbitrary_separated_text_never_survives(before: str, afte
     assert secret not in out
 
 
+_PIECES = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from([*SHAPES.values(), 'pa"ss\\wo\nrd-9', "plain-secret-1234",
+                     "Authorization: Bearer abc12345678", "postgresql://u:pw@h/db", "\u212aey"]),
+)
+_STRINGS = st.lists(_PIECES, max_size=4).map(" ".join)
+_SHAPED = st.recursive(
+    st.one_of(_STRINGS, st.integers(), st.none(), st.booleans()),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(_STRINGS, inner, max_size=4)),
+    max_leaves=12,
+)
+
+
+def _each_string_redacted(obj: object, secrets: list[str]) -> object:
+    if isinstance(obj, str):
+        return redact(obj, secrets)
+    if isinstance(obj, dict):
+        return {_each_string_redacted(k, secrets): _each_string_redacted(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_each_string_redacted(v, secrets) for v in obj]
+    return obj
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=_SHAPED)
+def test_redact_obj_redacts_every_string_inside_as_redact_does_it(obj: object) -> None:
+    """However deep, and whatever the strings hold (secrets JSON would escape, non-ASCII text, key
+    shapes), ``redact_obj`` gives what redacting each string on its own gives."""
+    secrets = ['pa"ss\\wo\nrd-9', "plain-secret-1234"]
+    assert redact_obj(obj, secrets) == _each_string_redacted(obj, secrets)
+
+
 @settings(max_examples=100, deadline=None)
 @given(text=st.text(max_size=300))
 def test_redaction_is_idempotent(text: str) -> None:

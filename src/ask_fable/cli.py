@@ -281,7 +281,7 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     if refusal is not None:
         return _fail(refusal, 1)
     try:
-        server = build_server(App(quiet=quiet), toolsets=toolsets)
+        server = build_server(App(quiet=quiet), toolsets=toolsets, settle_heap=True)
     except BadArgs as exc:
         return _fail(exc.detail)
     from ask_fable.surface.stdio_input import sanitize_stdin
@@ -329,7 +329,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     if refusal is not None:
         return _fail(refusal, 1)
     try:
-        server = build_server(App(quiet=quiet), toolsets=toolsets, remote=True)
+        server = build_server(App(quiet=quiet), toolsets=toolsets, remote=True, settle_heap=True)
     except BadArgs as exc:
         return _fail(exc.detail)
     connections, open_files = fit_open_file_limit(settings.http_max_connections)

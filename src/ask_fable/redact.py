@@ -8,6 +8,7 @@ trigger occurs in the text, so large text without secrets costs a few substring 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Protocol, TypeVar, cast, runtime_checkable
@@ -80,13 +81,20 @@ _RULES: list[tuple[tuple[str, ...], bool, re.Pattern[str], int]] = [
 
 _UNANCHORED = frozenset({"PRIVATE KEY-----", "://"})
 
-# Every rule's triggers in one search, so text without any (nearly all of it) costs one scan. The
-# folded triggers match ignoring case; only ASCII text takes this shortcut, since for the rest
-# ``str.lower`` and the regex's case folding could disagree.
-_ANY_TRIGGER = re.compile("|".join(
-    f"(?i:{re.escape(trigger)})" if folded else re.escape(trigger)
-    for triggers, folded, _pattern, _keep in _RULES for trigger in triggers
-))
+# Every rule's triggers, checked before any rule runs, so text without any (nearly all of it) costs
+# a few substring scans. Only ASCII text takes this shortcut: there, matching a folded trigger in
+# any case is finding it in the lowered text, while for other text ``str.lower`` and a regex's case
+# folding could disagree.
+_PLAIN_TRIGGERS = tuple(t for triggers, folded, _p, _k in _RULES if not folded for t in triggers)
+_FOLDED_TRIGGERS = tuple(t.lower() for triggers, folded, _p, _k in _RULES if folded for t in triggers)
+
+
+def _has_trigger(ascii_text: str) -> bool:
+    """Whether ASCII text holds any rule's trigger (folded ones in any case)."""
+    if any(trigger in ascii_text for trigger in _PLAIN_TRIGGERS):
+        return True
+    lowered = ascii_text.lower()
+    return any(trigger in lowered for trigger in _FOLDED_TRIGGERS)
 
 
 def secret_list(secrets: SecretSource) -> list[str]:
@@ -137,7 +145,7 @@ def _redact_with(text: str, exact: list[str]) -> str:
     for value in exact:
         if value in text:
             text = text.replace(value, MARKER)
-    if text.isascii() and _ANY_TRIGGER.search(text) is None:
+    if text.isascii() and not _has_trigger(text):
         return text
     lowered: str | None = None
     for triggers, folded, pattern, keep in _RULES:
@@ -191,10 +199,34 @@ def bounded(text: str, limit: int, secrets: SecretSource = ()) -> str:
 def redact_obj(obj: _Shape, secrets: SecretSource = ()) -> _Shape:
     """Redact every string inside ``obj`` (dicts, lists, tuples, nested); other values pass through.
 
-    The result has the shape of ``obj``: strings stay strings, containers the same containers.
+    The result has the shape of ``obj``: strings stay strings, containers the same containers. When
+    nothing inside needs redacting (nearly always), it is ``obj`` itself: treat it as read-only.
     """
     exact = secret_list(secrets)
+    if _nothing_to_redact(obj, exact):
+        return obj
     return cast(_Shape, _walk(obj, exact))
+
+
+#: Characters JSON escapes inside a string: a secret holding one would not show verbatim in a dump.
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def _nothing_to_redact(obj: object, exact: list[str]) -> bool:
+    """True when no string in ``obj`` holds a secret value or a rule's trigger, judged on one JSON
+    dump of it (one C-speed pass instead of visiting every string). Every string shows verbatim
+    in the dump, so whatever a string holds, the dump holds; a match spanning two strings or a
+    number only sends ``obj`` the long way. Non-ASCII text, secrets JSON would escape and objects
+    JSON cannot write always go the long way."""
+    if isinstance(obj, str) or any(_ESCAPED.search(value) for value in exact):
+        return False
+    try:
+        dumped = json.dumps(obj, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return False
+    if not dumped.isascii() or any(value in dumped for value in exact):
+        return False
+    return not _has_trigger(dumped)
 
 
 def _walk(obj: object, exact: list[str]) -> object:

@@ -222,3 +222,38 @@ async def test_stream_closed_cleanly_before_completion_is_upstream_error(
     oracle = factory(settings, retry=FAST, transport=httpx2.MockTransport(answer))
     with anyio.fail_after(5), pytest.raises(UpstreamError, match="stream ended before completion"):
         await oracle.ask(_request(), EventSink())
+
+
+@pytest.mark.parametrize(("name", "route", "factory"), BACKENDS, ids=IDS)
+async def test_streamed_answers_one_after_another_reuse_one_connection(
+    fp: FakeProvider, name: str, route: str, factory: Callable[..., Oracle]
+) -> None:
+    """Once a streamed answer is whole, the rest of its body is read, so the pooled connection serves
+    the next request instead of being closed and opened again."""
+    from ask_fable.backends.resources import Resources
+
+    fp.enqueue(route, text="A streamed answer, in many small deltas.", chunk_chars=4, times=None)
+    resources = Resources()
+    oracle = factory(_settings(fp), retry=FAST, resources=resources)
+    try:
+        with anyio.fail_after(10):
+            for _ in range(3):
+                reply = await oracle.ask(_request(), EventSink())
+                assert reply.text == "A streamed answer, in many small deltas."
+    finally:
+        await resources.aclose()
+    requests = fp.requests_for(route)
+    assert len(requests) == 3 and all(r.json.get("stream", True) is not False for r in requests)
+    assert len({r.client_port for r in requests}) == 1
+
+
+@pytest.mark.parametrize(("name", "route", "factory"), BACKENDS, ids=IDS)
+async def test_a_stream_held_open_after_its_final_event_still_answers_before_the_timeout(
+    fp: FakeProvider, name: str, route: str, factory: Callable[..., Oracle]
+) -> None:
+    """A provider that sends its final event but keeps the body open gets its answer returned within
+    the short grace for the body to end, not after the call's timeout."""
+    fp.enqueue(route, text="Whole answer, body left open.", linger=60)
+    with anyio.fail_after(5):
+        reply = await _oracle(fp, factory).ask(_request(timeout=30), EventSink())
+    assert reply.text == "Whole answer, body left open."

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from ask_fable.config import Settings, load_settings
@@ -141,3 +142,67 @@ async def test_records_that_cannot_be_built_cost_the_caller_nothing(
     lines = [line for line in capsys.readouterr().err.splitlines() if "could not write" in line]
     assert len(lines) == 1 and "this call's records" in lines[0] and result["trace_id"][-6:] in lines[0]
     assert app.traces.get("local", result["trace_id"]) is None
+
+
+class _RefusingAudit:
+    """A real audit trail that refuses one question's line, and so every group that holds it."""
+
+    def __init__(self, inner: Any, refused_sha: str) -> None:
+        self._inner, self._refused = inner, refused_sha
+        self.group_sizes: list[int] = []
+
+    def _check(self, records: Any) -> None:
+        if any(record.question_sha256 == self._refused for record in records):
+            raise OSError("audit volume refused a line")
+
+    def append(self, record: Any) -> None:
+        self._check([record])
+        self._inner.append(record)
+
+    def append_many(self, records: Any) -> None:
+        self.group_sizes.append(len(records))
+        self._check(records)
+        self._inner.append_many(records)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+async def test_calls_finishing_together_are_written_as_one_group_and_a_failure_stays_with_its_call(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Concurrent calls' audit lines go in grouped appends; when a group's append fails, each line is
+    written on its own, so only the call whose line fails loses it (one console line, its trace says
+    so) and every call still gets its answer."""
+    import hashlib
+
+    settings = load_settings(quiet=False, save=False)
+    real = App(settings)
+    questions = [f"Call {i}: why does this deadlock under load?" for i in range(12)]
+    refused = hashlib.sha256(questions[5].encode()).hexdigest()
+    audit = _RefusingAudit(real.audit, refused)
+    app = App(settings, stores=GivenStores(audit=audit))
+    results: dict[int, dict[str, Any]] = {}
+
+    async def one(i: int) -> None:
+        oracle = FakeOracle("glm")
+        oracle.enqueue(f"{ANSWER}\n\n{sidecar_block('apply')}")
+        call = Call(tool="ask_glm", question=questions[i])
+        results[i] = await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            for i in range(len(questions)):
+                group.start_soon(one, i)
+
+    assert all(r["status"] == "ok" and r["answer"] == ANSWER for r in results.values())
+    assert any(size > 1 for size in audit.group_sizes), audit.group_sizes  # calls were grouped
+    audited = {line["trace_id"] for line in real.audit.iter_records()}  # type: ignore[attr-defined]
+    assert audited == {r["trace_id"] for i, r in results.items() if i != 5}
+    lines = [line for line in capsys.readouterr().err.splitlines() if "could not write" in line]
+    assert len(lines) == 1 and "the audit record" in lines[0] and results[5]["trace_id"][-6:] in lines[0]
+    for i, result in results.items():
+        trace = real.traces.get("local", result["trace_id"])
+        assert trace is not None  # every trace written, in groups too
+        errors = [e["attrs"] for e in trace["events"] if e["name"] == "store.error"]
+        assert errors == ([{"store": "audit", "error": "OSError"}] if i == 5 else [])

@@ -272,3 +272,25 @@ async def test_a_refused_half_open_probe_frees_the_probe_slot() -> None:
     second = await mctx.call_oracle(oracle, mctx.request("system", "prompt"))
     assert second.status == "ok"
     assert breaker.state(oracle.breaker_key) == "closed"
+
+
+async def test_a_call_keeps_the_settings_it_started_with_and_a_config_change_applies_from_the_next() -> None:
+    """The config file changing while a call runs does not change that call halfway: its records
+    carry the settings it started with; the next call reads the new file."""
+    from ask_fable.config import update_config_file
+
+    update_config_file({"agent_id": "before"})
+    app = App()
+
+    class Reconfiguring(ScriptedOracle):
+        async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+            update_config_file({"agent_id": "after"})
+            return await super().ask(request, sink)
+
+    first = await run(app, Reconfiguring(answer()))
+    second = await run(app, ScriptedOracle(answer()))
+    assert first["status"] == second["status"] == "ok"
+    agents = {line["trace_id"]: line["agent_id"] for line in audit_lines(app)}
+    assert agents == {first["trace_id"]: "before", second["trace_id"]: "after"}
+    trace = app.traces.get("local", first["trace_id"])
+    assert trace is not None and trace["agent_id"] == "before"

@@ -225,6 +225,19 @@ async def test_planted_key_never_reaches_results_or_state(fp: FakeProvider, isol
         assert KEY not in req.body.decode()
 
 
+async def test_an_answer_that_echoes_a_configured_key_reaches_the_caller_redacted(fp: FakeProvider) -> None:
+    """A model that repeats the provider key in its answer: the result the caller gets, both its
+    structured content and its text, carries [REDACTED] in its place."""
+    fp.enqueue("anthropic", text=f"Your key {KEY} is fine.\n\n{SIDECAR}")
+    server = build_server(_app(_wired(fp)), toolsets=["single"])
+    async with Client(server) as client:
+        result = await client.call_tool("ask_glm", {"question": "Is the key valid?"})
+    assert result.structured_content is not None
+    assert result.structured_content["status"] == "ok"
+    assert result.structured_content["answer"] == "Your key [REDACTED] is fine."
+    assert KEY not in str(result.structured_content) and KEY not in str(result.content)
+
+
 def _accept(model_pick: str | None, effort: str) -> Any:
     async def callback(context: Any, params: Any) -> mt.ElicitResult:
         content: dict[str, Any] = {"effort": effort}

@@ -110,6 +110,8 @@ class Reply:
     cut_after: int | None = None
     #: Stream text deltas forever (never a final event) until the client goes away.
     endless: bool = False
+    #: Seconds a stream stays open after its final event before the body ends.
+    linger: float = 0.0
     #: OpenAI shape: the field carrying reasoning (``reasoning`` for OpenRouter, ``reasoning_content``).
     reasoning_key: str = "reasoning"
     #: Approximate characters per streamed text/thinking delta.
@@ -137,6 +139,8 @@ class RecordedRequest:
     finished_at: float | None = None
     #: The client closed the connection before the answer was fully written.
     client_closed: bool = False
+    #: The client's port: requests with the same one came over the same connection.
+    client_port: int = 0
 
     @property
     def model(self) -> str | None:
@@ -425,7 +429,8 @@ class _Handler(BaseHTTPRequestHandler):
         route = "json" if endpoint is not None else _route_for(method, path)
         record = RecordedRequest(method=method, path=self.path,
                                  headers={k.lower(): v for k, v in self.headers.items()},
-                                 body=body, json=parsed, route=route, received_at=time.monotonic())
+                                 body=body, json=parsed, route=route, received_at=time.monotonic(),
+                                 client_port=self.client_address[1])
         self.fake._record(record)
         self._current = record
         try:
@@ -592,7 +597,12 @@ class _Handler(BaseHTTPRequestHandler):
             if sent:
                 self._sleep(reply.chunk_delay)
             frame = b"%x\r\n%s\r\n" % (len(chunk), chunk)
-            if following is None:
+            if following is None and reply.linger:
+                self._mark_finished()
+                self.wfile.write(frame)
+                self._sleep(reply.linger)  # the answer is whole; the body has not ended
+                frame = b"0\r\n\r\n"
+            elif following is None:
                 # the last event and the end of the chunked body leave in one write
                 self._mark_finished()
                 frame += b"0\r\n\r\n"

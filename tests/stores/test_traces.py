@@ -226,6 +226,25 @@ def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.
     assert store.get("local", ids[0]) is None
 
 
+def test_traces_recorded_as_a_group_are_each_stored_and_still_swept_beyond_the_cap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A group of traces is stored as its traces one by one would be, and a group that carries the
+    count past a sweep point sweeps, however many traces it adds."""
+    from ask_fable.stores import traces as traces_module
+
+    monkeypatch.setattr(traces_module, "SWEEP_EVERY", 5)
+    store = TraceStore(load_settings(trace_max_rows=10))
+    groups = [[_trace(i) for i in range(start, start + 3)] for start in range(0, 15, 3)]
+    for group in groups:
+        store.record_many(group)
+    kept = [t["trace_id"] for t in store.list("local", limit=200)]
+    assert len(kept) <= 10 and groups[-1][-1].trace_id in kept and groups[0][0].trace_id not in kept
+    last = store.get("local", groups[-1][1].trace_id)
+    assert last is not None and [e["name"] for e in last["events"]] == ["start", "end"]
+    assert last["providers"] == ["glm"] and last["elapsed_ms"] == 113.0
+
+
 def test_a_zero_cap_keeps_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:
     from ask_fable.stores import traces as traces_module
 

@@ -117,3 +117,28 @@ async def test_an_unknown_tool_close_to_a_served_one_is_suggested() -> None:
         result = (await client.call_tool("ask_councl", {})).structured_content
     assert result["kind"] == "unknown_tool" and "did you mean ask_council" in result["detail"]
     assert "ask_fable_help" in result["hint"]
+
+
+async def test_a_serving_process_freezes_its_heap_after_each_tools_first_call_only() -> None:
+    """A server started to serve (stdio or HTTP) moves what it holds after a tool's first call out
+    of the garbage collector's way, once per tool; a server built in-process leaves the heap alone."""
+    import gc
+
+    async def freezes(server: object, calls: list[tuple[str, dict[str, str]]]) -> list[int]:
+        counts = []
+        async with Client(server) as client:  # type: ignore[arg-type]
+            for tool, arguments in calls:
+                gc.unfreeze()
+                await client.call_tool(tool, arguments)
+                counts.append(gc.get_freeze_count())
+        return counts
+
+    calls = [("ask_fable_help", {"topic": "sidecar"}), ("ask_fable_help", {"topic": "tools"}),
+             ("trace_list", {})]
+    try:
+        served = await freezes(build_server(App(load_settings()), toolsets=["all"], settle_heap=True), calls)
+        in_process = await freezes(build_server(App(load_settings()), toolsets=["all"]), calls)
+    finally:
+        gc.unfreeze()
+    assert served[0] > 0 and served[1] == 0 and served[2] > 0
+    assert in_process == [0, 0, 0]

@@ -22,6 +22,7 @@ from ask_fable.backends.http_client import (
     normalize_effort,
     object_field,
     provider_message,
+    read_to_end,
     scrub,
     usage_from,
     versioned_url,
@@ -140,6 +141,7 @@ class AnthropicMessagesOracle(HttpOracle):
                     raise UpstreamError(scrub(detail, self.secrets))
                 elif kind == "message_stop":
                     finished = True
+                    await read_to_end(events)
                     break
         if not finished:
             # No message_stop: the connection dropped mid-answer; half an answer is no answer.

@@ -65,6 +65,8 @@ MESSAGE_LIMIT = 400
 MAX_REPLY_BYTES = 8 * 1024 * 1024
 #: Bytes one server-sent event may hold.
 MAX_EVENT_BYTES = 1024 * 1024
+#: Seconds a streamed reply's body may take to end after its final event before it is dropped.
+BODY_END_GRACE_S = 1.0
 USER_AGENT = "ask-fable"
 
 
@@ -328,6 +330,22 @@ async def iter_events(response: httpx2.Response, label: str,
                 yield event.event, event.data
     except httpx2.SSEError as exc:
         raise UpstreamError(scrub(f"{label} sent an unreadable event stream ({exc})", secrets)) from exc
+
+
+async def read_to_end(rest: AsyncIterator[object]) -> None:
+    """Read what is left of a streamed reply once its final event is in (normally only the end of the
+    body, already received), so the connection goes back to the pool instead of being closed and
+    every reader of the body finishes rather than waiting for the garbage collector. A provider that
+    keeps the stream open longer than :data:`BODY_END_GRACE_S`, or breaks it now, costs only that
+    connection: the answer is complete and stands."""
+    import httpx2
+
+    with anyio.move_on_after(BODY_END_GRACE_S):
+        try:
+            async for _ in rest:
+                pass
+        except (httpx2.HTTPError, UpstreamError):
+            pass  # the answer is already whole; the connection is closed, not reused
 
 
 def is_event_stream(response: httpx2.Response) -> bool:

@@ -20,6 +20,7 @@ from ask_fable.backends.http_client import (
     loads_object,
     normalize_effort,
     provider_message,
+    read_to_end,
     scrub,
     text_field,
     usage_from,
@@ -103,7 +104,8 @@ class OllamaOracle(HttpOracle):
         text: list[str] = []
         thinking: list[str] = []
         final: dict[str, Any] = {}
-        async for line in response.aiter_lines():
+        lines = response.aiter_lines()
+        async for line in lines:
             if not line.strip():
                 continue
             obj = loads_object(line, self.label, self.secrets)
@@ -116,6 +118,7 @@ class OllamaOracle(HttpOracle):
                 text.append(message["content"])
             if obj.get("done"):
                 final = obj
+                await read_to_end(lines)
                 break
         if not final:
             # No done line: the connection dropped mid-answer.

@@ -28,6 +28,7 @@ from ask_fable.backends.http_client import (
     loads_object,
     normalize_effort,
     provider_message,
+    read_to_end,
     scrub,
     text_field,
     usage_from,
@@ -125,6 +126,7 @@ class OpenAIChatOracle(HttpOracle):
             async for _event, data in events:
                 if data.strip() == "[DONE]":
                     done = True
+                    await read_to_end(events)
                     break
                 obj = loads_object(data, self.label, self.secrets)
                 if obj.get("error"):

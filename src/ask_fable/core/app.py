@@ -15,7 +15,9 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar, cast
 
@@ -43,6 +45,9 @@ if TYPE_CHECKING:
     from ask_fable.core.record_writer import RecordWriter
 
 _Service = TypeVar("_Service")
+
+#: The settings a block of work holds (:meth:`App.holding_settings`), with the App they are for.
+_HELD: ContextVar[tuple[App, Settings] | None] = ContextVar("ask_fable_held_settings", default=None)
 
 
 def _file_stamp(path: str) -> tuple[int, int, int] | None:
@@ -100,6 +105,9 @@ class App:
         """Current settings; reloaded when the config file changed since the last read."""
         if self._pinned is not None:
             return self._pinned
+        held = _HELD.get()
+        if held is not None and held[0] is self:
+            return held[1]
         stamp = _file_stamp(self._config_path)
         if stamp != self._stamp:
             with self._lock:
@@ -112,6 +120,18 @@ class App:
                     for line in problem_lines(fresh):
                         print(line, file=sys.stderr, flush=True)
         return self._settings
+
+    @contextmanager
+    def holding_settings(self) -> Iterator[Settings]:
+        """Read the settings once and hold them for the block: every read inside it (a call's steps,
+        the tasks it starts, the record writes it hands to a worker thread) gets the same settings
+        without looking at the config file again. A change to the file applies from the next block."""
+        settings = self.settings
+        token = _HELD.set((self, settings))
+        try:
+            yield settings
+        finally:
+            _HELD.reset(token)
 
     @property
     def project_id(self) -> str:

@@ -27,7 +27,7 @@ from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
-from ask_fable.redact import redact, redact_obj
+from ask_fable.redact import redact
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
@@ -116,9 +116,16 @@ class Pipeline:
         self.app = app
 
     async def run(self, call: Call, runner: ModeRunner, progress: ProgressFn | None = None) -> dict[str, Any]:
-        """Run one call end to end and return its structured result (never raises for a failure)."""
+        """Run one call end to end and return its structured result (never raises for a failure).
+
+        The call reads the settings once: every step of it sees the same ones."""
+        with self.app.holding_settings() as settings:
+            return await self._admitted(call, runner, settings, progress)
+
+    async def _admitted(self, call: Call, runner: ModeRunner, settings: Settings,
+                        progress: ProgressFn | None) -> dict[str, Any]:
+        """The call under its key's quota: admitted, run, then settled with its real cost."""
         app = self.app
-        settings = app.settings
         trace = TraceRecorder(new_trace_id(), app.clock)
         trace.event(
             "request",
@@ -351,9 +358,9 @@ class Pipeline:
         if saved is not None:
             result["saved"] = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
-        # A model may echo a key it was shown; nothing key-shaped leaves the server.
-        safe: dict[str, Any] = redact_obj(result, settings)
-        return safe
+        # A model may echo a key it was shown: the server redacts every result on its way out
+        # (surface/server.py), this one included, so it is not redacted twice.
+        return result
 
     async def _persist(self, done: FinishedCall, settings: Settings) -> str | None:
         """Write the call's records (grouped with those of calls finishing meanwhile, one thread hop

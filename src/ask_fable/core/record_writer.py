@@ -9,27 +9,28 @@ an answer the caller has seen is never missing from the audit log. While one gro
 written, the calls that finish meanwhile queue up; when it is done, the first of them writes the
 whole queue, and so on. The stores of this process thus see one writer at a time: no SQLite write
 waits on another thread's lock, and many concurrent calls cost a few thread hops instead of one each.
-Each call's records still fail on their own (``stores/recorders.py``); the server's minimal trace of
-a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
+Within a group, the calls' audit lines are one append and their traces one transaction
+(``stores/recorders.write_call_groups``); each call's records still fail on their own. The server's
+minimal trace of a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import anyio
 import anyio.lowlevel
 
-from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write_call_records
+from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write_call_groups
 
 
 @dataclass(eq=False)
 class _Pending:
-    """One call's write, waiting for its turn."""
+    """One call's write, waiting for its turn: its records, or a job of its own."""
 
-    job: Callable[[], None]
+    job: Callable[[], None] | None = None
+    records: tuple[CallRecords, FailureFn] | None = None
     #: Set when the write is done, or when this call is to write the queue.
     turn: anyio.Event = field(default_factory=anyio.Event)
     written: bool = False
@@ -49,16 +50,19 @@ class RecordWriter:
     async def write(self, records: CallRecords, on_failure: FailureFn) -> None:
         """Write one call's records (each store failing on its own, reported to ``on_failure``);
         returns once they are written."""
-        await self.run(functools.partial(write_call_records, self._stores, records, on_failure))
+        await self._enqueue(_Pending(records=(records, on_failure)))
 
     async def run(self, job: Callable[[], None]) -> None:
         """Run the blocking write ``job`` in a worker thread, grouped with the writes queued meanwhile;
-        returns once it is done and raises what it raised. Not cancellable: a call that was answered
-        has its records written in any case."""
+        returns once it is done and raises what it raised."""
+        await self._enqueue(_Pending(job=job))
+
+    async def _enqueue(self, pending: _Pending) -> None:
+        """Queue one write and return once it is done. Not cancellable: a call that was answered has
+        its records written in any case."""
         loop = anyio.lowlevel.current_token().native_token
         if loop is not self._loop:
             self._loop, self._queue, self._writing = loop, [], False
-        pending = _Pending(job)
         self._queue.append(pending)
         with anyio.CancelScope(shield=True):
             if self._writing:
@@ -72,7 +76,7 @@ class RecordWriter:
         self._writing = True
         group, self._queue = self._queue, []
         try:
-            await anyio.to_thread.run_sync(_run_group, group)
+            await anyio.to_thread.run_sync(_run_group, self._stores, group)
         finally:
             for item in group:
                 item.written = True
@@ -83,9 +87,18 @@ class RecordWriter:
                 self._writing = False
 
 
-def _run_group(group: list[_Pending]) -> None:
-    for item in group:
+def _run_group(stores: CallStores, group: list[_Pending]) -> None:
+    writes = [item.records for item in group if item.records is not None]
+    if writes:
         try:
-            item.job()
-        except Exception as exc:  # it is its caller's failure, not the group's
-            item.failure = exc
+            write_call_groups(stores, writes)
+        except Exception as exc:  # a bug in writing records: each call of the group gets it
+            for item in group:
+                if item.records is not None:
+                    item.failure = exc
+    for item in group:
+        if item.job is not None:
+            try:
+                item.job()
+            except Exception as exc:  # it is its caller's failure, not the group's
+                item.failure = exc

@@ -14,7 +14,7 @@ import fcntl
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,11 +55,19 @@ class AuditLog:
     # --- writing --------------------------------------------------------------------------------
     def append(self, record: dict[str, Any]) -> None:
         """Write ``record`` as one JSON line (secrets redacted), rotating first if the file is full."""
-        safe = redact_obj(record, self._secrets)
-        line = json.dumps(safe, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
-        data = line.encode("utf-8")
-        ensure_private_dir(self.path.parent)
-        lock_fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        self.append_many([record])
+
+    def append_many(self, records: Sequence[dict[str, Any]]) -> None:
+        """Write ``records`` as JSON lines (secrets redacted) in one ``os.write``, rotating first if
+        the file is full; the lines of other writers never land between them."""
+        if not records:
+            return
+        data = b"".join(
+            (json.dumps(redact_obj(record, self._secrets), ensure_ascii=False, separators=(",", ":"),
+                        default=str) + "\n").encode("utf-8")
+            for record in records
+        )
+        lock_fd = self._open_lock()
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_SH)
             fd = self._open_active()
@@ -84,6 +92,15 @@ class AuditLog:
                     os.close(fd)
         finally:
             os.close(lock_fd)  # releases the flock
+
+    def _open_lock(self) -> int:
+        """The lock file's descriptor; the log's directory is created (private) only when missing."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+        try:
+            return os.open(self._lock_path, flags, FILE_MODE)
+        except FileNotFoundError:
+            ensure_private_dir(self.path.parent)
+            return os.open(self._lock_path, flags, FILE_MODE)
 
     def _open_active(self) -> int:
         return os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)

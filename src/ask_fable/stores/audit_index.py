@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,15 +274,25 @@ class AuditTable:
 
     def append(self, record: AuditRecord) -> None:
         """Insert ``record`` (redacted) and its member calls in one transaction."""
-        written = redact_obj(record.line(), self._secrets)
-        line = json.dumps(written, ensure_ascii=False, separators=(",", ":"), default=str)
-        row, members = _rows("db", AuditRecord.model_validate(written))
+        self.append_many([record])
+
+    def append_many(self, records: Sequence[AuditRecord]) -> None:
+        """Insert ``records`` (redacted) and their member calls in one transaction."""
+        rows: list[tuple[tuple[Any, ...], list[tuple[Any, ...]], str]] = []
+        for record in records:
+            written = redact_obj(record.line(), self._secrets)
+            line = json.dumps(written, ensure_ascii=False, separators=(",", ":"), default=str)
+            row, members = _rows("db", AuditRecord.model_validate(written))
+            rows.append((row, members, line))
+        if not rows:
+            return
         with self.db.write() as conn:
-            rec_id = conn.execute(
-                f"INSERT INTO recs ({_REC_COLUMNS}, line) VALUES ({_marks(19)}) RETURNING id",
-                (*row, line),
-            ).fetchone()[0]
-            conn.executemany(_MEMBER_INSERT, [(rec_id, *member) for member in members])
+            for row, members, line in rows:
+                rec_id = conn.execute(
+                    f"INSERT INTO recs ({_REC_COLUMNS}, line) VALUES ({_marks(19)}) RETURNING id",
+                    (*row, line),
+                ).fetchone()[0]
+                conn.executemany(_MEMBER_INSERT, [(rec_id, *member) for member in members])
 
     def iter_lines(self, tenant: str) -> list[dict[str, Any]]:
         """The tenant's records as written (every tenant's for ``ALL_TENANTS``), oldest first."""

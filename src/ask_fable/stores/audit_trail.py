@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,10 @@ class AuditTrail:
     def append(self, record: AuditRecord) -> None:
         """Write ``record`` as one line of the log (redacted, rotated as configured)."""
         self.log.append(record.line())
+
+    def append_many(self, records: Sequence[AuditRecord]) -> None:
+        """Write ``records`` as lines of the log in one append: all of them, or none if it fails."""
+        self.log.append_many([record.line() for record in records])
 
     def iter_records(self, since_ts: float | None = None) -> Iterator[dict[str, Any]]:
         """Every line as written, oldest first (rotated segments included)."""

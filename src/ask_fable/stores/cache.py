@@ -79,12 +79,12 @@ def cache_key(
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def bump_write_counter(conn: Connection, name: str = "writes") -> int:
-    """Increment and return a counter in the ``meta`` table (inside the caller's transaction)."""
+def bump_write_counter(conn: Connection, name: str = "writes", *, by: int = 1) -> int:
+    """Add ``by`` to a counter in the ``meta`` table and return it (inside the caller's transaction)."""
     row = conn.execute(
-        "INSERT INTO meta (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = meta.value + 1 "
+        "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = meta.value + ? "
         "RETURNING value",
-        (name,),
+        (name, by, by),
     ).fetchone()
     return int(row[0])
 

@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: the App imports this module at start, records load on use
+    from collections.abc import Sequence
+
     from ask_fable.stores.records import (
         ApiKey,
         AuditRecord,
@@ -109,6 +111,10 @@ class TraceRecordStore(Protocol):
         """Store one trace under its tenant (replacing one with the same id)."""
         ...
 
+    def record_many(self, traces: Sequence[TraceRecord]) -> None:
+        """Store several traces at once, as :meth:`record` each: all of them, or none if it fails."""
+        ...
+
     def write_bundle(self, trace_id: str, content: TraceBundle) -> object:
         """Keep the call's content (redacted, capped) under its tenant; returns where, or ``None``."""
         ...
@@ -164,6 +170,10 @@ class AuditStore(Protocol):
 
     def append(self, record: AuditRecord) -> None:
         """Add one call's record (redacted, with its tenant), durably."""
+        ...
+
+    def append_many(self, records: Sequence[AuditRecord]) -> None:
+        """Add several calls' records at once, as :meth:`append` each: all of them, or none if it fails."""
         ...
 
     def stats(

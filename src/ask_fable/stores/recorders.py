@@ -6,11 +6,14 @@
 The caller runs :func:`write_call_records` once, in one worker thread, before it returns the
 answer: every record is durable by then. A recorder that raises costs only its own record; the
 failure is reported through ``on_failure`` and noted in the trace (written last for that reason).
+Calls that finish together are written as a group (:func:`write_call_groups`): their audit lines go
+in one append and their traces in one transaction; if such a group write fails, each call's record
+is tried on its own, so a failure still costs only the record that caused it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -67,6 +70,10 @@ def _append_audit(stores: CallStores, records: CallRecords) -> None:
     stores.audit.append(records.audit)
 
 
+def _append_audits(stores: CallStores, group: list[CallRecords]) -> None:
+    stores.audit.append_many([records.audit for records in group])
+
+
 def _record_hub_turn(stores: CallStores, records: CallRecords) -> None:
     if records.hub_turn is None:
         return
@@ -84,22 +91,28 @@ def _record_trace(stores: CallStores, records: CallRecords) -> None:
     stores.traces.record(records.trace)
 
 
+def _record_traces(stores: CallStores, group: list[CallRecords]) -> None:
+    stores.traces.record_many([records.trace for records in group])
+
+
 @dataclass(frozen=True)
 class Recorder:
     """Writes one record of a call to its store."""
 
     name: str
     write: Callable[[CallStores, CallRecords], None]
+    #: Writes this record of several calls at once (all or none), where its store can.
+    write_many: Callable[[CallStores, list[CallRecords]], None] | None = None
 
 
 #: In order: the saved answer first (the bundle shows where it went), the trace last (it notes
 #: which of the others failed).
 RECORDERS: tuple[Recorder, ...] = (
     Recorder("saved answer", _save_answer),
-    Recorder("audit", _append_audit),
+    Recorder("audit", _append_audit, _append_audits),
     Recorder("hub", _record_hub_turn),
     Recorder("trace bundle", _write_bundle),
-    Recorder("trace", _record_trace),
+    Recorder("trace", _record_trace, _record_traces),
 )
 
 FailureFn = Callable[[str, Exception], None]
@@ -107,11 +120,26 @@ FailureFn = Callable[[str, Exception], None]
 
 def write_call_records(stores: CallStores, records: CallRecords, on_failure: FailureFn) -> None:
     """Run every recorder; one that raises is reported with ``on_failure(name, error)`` and skipped."""
+    write_call_groups(stores, [(records, on_failure)])
+
+
+def write_call_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]]) -> None:
+    """Write several calls' records, recorder by recorder, each call's failures reported to its own
+    ``on_failure``. A record its store takes in groups is written for every call at once; if that
+    write fails, it is written call by call, so only the records that fail on their own are lost."""
+    group = [records for records, _ in calls]
     for recorder in RECORDERS:
-        try:
-            recorder.write(stores, records)
-        except Exception as exc:  # isolation is the point: the next store still gets its record
-            on_failure(recorder.name, exc)
-            events = records.trace.events
-            events.append(TraceEvent(t_ms=events[-1].t_ms if events else None, name="store.error",
-                                     attrs={"store": recorder.name, "error": type(exc).__name__}))
+        if recorder.write_many is not None and len(group) > 1:
+            try:
+                recorder.write_many(stores, group)
+                continue
+            except Exception:  # retried one by one below, where each failure is reported
+                pass
+        for records, on_failure in calls:
+            try:
+                recorder.write(stores, records)
+            except Exception as exc:  # isolation is the point: the next store still gets its record
+                on_failure(recorder.name, exc)
+                events = records.trace.events
+                events.append(TraceEvent(t_ms=events[-1].t_ms if events else None, name="store.error",
+                                         attrs={"store": recorder.name, "error": type(exc).__name__}))

@@ -18,7 +18,7 @@ import contextlib
 import io
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
@@ -101,6 +101,8 @@ _REPLACE = ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LIST_COLUMN
 if TYPE_CHECKING:
     from ask_fable.config import Settings
 _FILTERS = ("tool", "status", "session", "project")
+#: One trace as rows: its id, time, ``traces`` row, providers and ``trace_events`` rows.
+_TraceRows = tuple[str, float, tuple[Any, ...], list[str], list[tuple[Any, ...]]]
 
 
 class TraceStore:
@@ -122,6 +124,40 @@ class TraceStore:
 
     def record(self, trace: TraceRecord) -> None:
         """Store one finished trace (replacing an earlier record with the same ``trace_id``)."""
+        self.record_many([trace])
+
+    def record_many(self, traces: Sequence[TraceRecord]) -> None:
+        """Store several finished traces in one transaction: all of them or, if it fails, none."""
+        rows = [self._rows(trace) for trace in traces]
+        if not rows:
+            return
+        with self.db.write() as conn:
+            for trace_id, ts, row, providers, event_rows in rows:
+                conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
+                conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
+                conn.execute(
+                    f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                    f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}",
+                    row,
+                )
+                if providers:
+                    conn.executemany(
+                        "INSERT INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?) "
+                        "ON CONFLICT DO NOTHING",
+                        [(p, ts, trace_id) for p in dict.fromkeys(providers)],
+                    )
+                conn.executemany(
+                    "INSERT INTO trace_events (trace_id, seq, t_ms, name, attrs) VALUES (?,?,?,?,?)",
+                    event_rows,
+                )
+            count = bump_write_counter(conn, by=len(rows))
+            # Swept when the count passes a multiple of SWEEP_EVERY, however many this group added.
+            due = count // SWEEP_EVERY > (count - len(rows)) // SWEEP_EVERY
+            swept = self._sweep(conn) if due else []
+        self._drop_bundles(swept)
+
+    def _rows(self, trace: TraceRecord) -> _TraceRows:
+        """One trace's id, time, ``traces`` row, providers and ``trace_events`` rows (labels redacted)."""
         trace_id = trace.trace_id
         if not valid_trace_id(trace_id):
             raise ValueError(f"invalid trace_id: {trace_id!r}")
@@ -134,29 +170,12 @@ class TraceStore:
             _number(trace.elapsed_ms),
             json.dumps(providers), json.dumps(models), 1 if trace.cached else 0,
         )
-        event_rows = [
+        event_rows: list[tuple[Any, ...]] = [
             (trace_id, seq, _number(event.t_ms), event.name or "event",
              json.dumps(redact_obj(event.attrs, self._secrets), ensure_ascii=False, default=str))
             for seq, event in enumerate(trace.events)
         ]
-        with self.db.write() as conn:
-            conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
-            conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
-            conn.execute(
-                f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}",
-                row,
-            )
-            conn.executemany(
-                "INSERT INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?) ON CONFLICT DO NOTHING",
-                [(p, ts, trace_id) for p in dict.fromkeys(providers)],
-            )
-            conn.executemany(
-                "INSERT INTO trace_events (trace_id, seq, t_ms, name, attrs) VALUES (?,?,?,?,?)",
-                event_rows,
-            )
-            swept = self._sweep(conn) if bump_write_counter(conn) % SWEEP_EVERY == 0 else []
-        self._drop_bundles(swept)
+        return trace_id, ts, row, providers, event_rows
 
     def _sweep(self, conn: Connection) -> list[str]:
         """Delete the oldest traces beyond ``trace_max_rows`` (down to 90% of it); their ids."""

@@ -127,7 +127,7 @@ class AskFableServer(MCPServer[Any]):
 
     def __init__(
         self, app: App, families: list[str], *, problems: Sequence[SettingProblem] = (), remote: bool = False,
-        **kwargs: Any
+        settle_heap: bool = False, **kwargs: Any
     ) -> None:
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[App]:
@@ -160,6 +160,8 @@ class AskFableServer(MCPServer[Any]):
         self._listed_for: object = None
         #: The server's directories a result may name, for the settings they were found in.
         self._roots: tuple[Settings, list[tuple[str, str]]] | None = None
+        #: Tools whose first call has settled the heap (see :meth:`_settle_heap`); ``None``: never.
+        self._settled: set[str] | None = set() if settle_heap else None
 
     @property
     def specs(self) -> dict[str, ToolSpec]:
@@ -215,7 +217,8 @@ class AskFableServer(MCPServer[Any]):
                 payload = self._unknown_tool(name)
             else:
                 payload = await self._run(spec, arguments, ctx)
-        problems = self.app.settings.problems_for(reads)
+        settings = self.app.settings  # as the tool left them (a configure_* tool may have changed them)
+        problems = settings.problems_for(reads)
         if spec is None:
             problems += self.serving_problems
         warnings = [*payload.get("warnings", ()), *(p.message() for p in problems)]
@@ -224,12 +227,30 @@ class AskFableServer(MCPServer[Any]):
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
-        return _result(spec, self._for_caller(payload, ctx))
+        if spec is not None:
+            self._settle_heap(spec.name)
+        return _result(spec, self._for_caller(payload, ctx, settings))
 
-    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-        """What the caller may see of ``payload``: secrets redacted, and for an HTTP key without the
-        admin scope, the server's paths relative to its directories."""
-        settings = self.app.settings
+    def _settle_heap(self, tool: str) -> None:
+        """After a tool's first call, freeze what the process holds then (``gc.freeze``).
+
+        A long-running server keeps what it imported and built for its whole life (modules, the
+        tool table, models, compiled patterns; a tool's backend is imported on its first call).
+        Left in the collected generations, every full collection walks all of it again, a large
+        share of each call's CPU; frozen, collections walk only what calls create. Frozen objects
+        are still freed when no longer referenced; only a cycle among them would be kept.
+        """
+        if self._settled is None or tool in self._settled:
+            return
+        import gc
+
+        self._settled.add(tool)
+        gc.freeze()
+
+    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext, settings: Settings) -> dict[str, Any]:
+        """What the caller may see of ``payload``: secrets redacted (the one place every result is,
+        whatever made it), and for an HTTP key without the admin scope, the server's paths relative
+        to its directories."""
         shown: dict[str, Any] = redact_obj(payload, settings)
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
