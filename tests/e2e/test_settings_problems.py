@@ -80,8 +80,8 @@ async def test_a_config_file_with_a_trailing_comma_is_reported_on_every_call(tmp
 
 
 async def test_a_misspelled_key_is_reported_with_the_setting_it_probably_meant(tmp_path: Path) -> None:
-    """deepseek_api_kye: named with its did-you-mean, on the DeepSeek call it leaves unconfigured;
-    the key's value is never echoed."""
+    """deepseek_api_kye: named with its did-you-mean, in the warnings and the detail of the DeepSeek
+    call it leaves unconfigured; the key's value is never echoed."""
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"deepseek_api_kye": SECRET}))
     with open(tmp_path / "stderr.txt", "w+") as errlog:
@@ -94,6 +94,7 @@ async def test_a_misspelled_key_is_reported_with_the_setting_it_probably_meant(t
     assert hint in instructions and hint in stderr.splitlines()[0]
     assert asked["kind"] == "not_configured"
     assert any(hint in warning for warning in asked["warnings"])
+    assert hint in asked["detail"]
     assert SECRET not in instructions + stderr + json.dumps(asked)
 
 

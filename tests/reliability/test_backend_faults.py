@@ -137,9 +137,7 @@ async def test_council_degrades_with_the_right_quorum(
     assert result["status"] == "ok" and result["quorum"] == quorum, result
     assert result["degraded"] is True
     assert statuses["glm"][0] == statuses[GOOD][0] == "ok"
-    # A hung member ends at its timeout, or earlier as a straggler once the others have answered,
-    # whichever comes first on a loaded machine.
-    assert statuses[BAD][0] != "ok" and statuses[BAD][1] in ("upstream_error", "timeout", "straggler")
+    assert statuses[BAD][0] != "ok" and statuses[BAD][1] in ("upstream_error", "timeout")
     assert result["synthesizer"] == "glm"
     assert KEY not in str(result)
 

@@ -205,7 +205,8 @@ class AskFableServer(MCPServer[Any]):
         """Validate arguments against the tool's model, run its handler, return a structured result.
 
         The result carries a ``trace_id`` and, when a setting it read could not be used as
-        written, ``warnings`` naming each problem and its fallback.
+        written, ``warnings`` naming each problem and its fallback (an error's ``detail`` names them
+        too).
         """
         from ask_fable.surface.context import ToolContext
 
@@ -224,6 +225,9 @@ class AskFableServer(MCPServer[Any]):
         warnings = [*payload.get("warnings", ()), *(p.message() for p in problems)]
         if warnings:
             payload["warnings"] = list(dict.fromkeys(warnings))
+        if problems and payload.get("status") == "error" and isinstance(payload.get("detail"), str):
+            # A failure may be the bad setting's doing: its detail names what the call read wrongly.
+            payload["detail"] += " (settings problem: " + "; ".join(p.message() for p in problems) + ")"
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
