@@ -97,6 +97,13 @@ EMPTY_CASES = [
     ("ask_chain", {"pipeline": ""}),
     ("ask_chain", {"pipeline": []}),
     ("ask_chain", {"models": []}),
+    ("ask_council", {"models": ["glm"], "synthesizer": ""}),
+    ("ask_openrouter_council", {"models": ["openai/gpt-5"], "synthesizer": " "}),
+    ("ask_atlas_council", {"models": ["deepseek-v4"], "synthesizer": ""}),
+    ("ask_ollama", {"model": ""}),
+    ("ask_openrouter", {"model": " "}),
+    ("ask_atlas", {"model": ""}),
+    ("ask", {"model": ""}),
 ]
 
 
@@ -104,7 +111,8 @@ EMPTY_CASES = [
 async def test_an_explicitly_empty_model_list_is_bad_args_and_calls_no_model(
     fp: FakeProvider, tool: str, arguments: dict[str, Any]
 ) -> None:
-    """Only an omitted argument means the default panel; an empty one is refused before any call."""
+    """Only an omitted argument means the default (panel, synthesizer or model); an empty one is
+    refused before any call."""
     settings = http_settings(fp, openrouter_api_key=KEY, openrouter_base_url=f"{fp.base_url}/api/v1",
                              ollama_council=["minimax-m3"], claude_cli=NO_CLAUDE)
     result = await call(tool, {"question": "Which queue should the workers use?", **arguments}, settings)

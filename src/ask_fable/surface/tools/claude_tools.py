@@ -28,7 +28,7 @@ from ask_fable.core.pipeline import Call
 from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import AskArgs
+from ask_fable.surface.tools.common import AskArgs, named_or_omitted
 
 #: reset_session's ``model`` may also name the tool whose conversations it clears.
 TOOL_NAMESPACES: dict[str, str] = {"ask": "fable", "ask_opus5": "opus5"}
@@ -131,7 +131,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
 
 async def ask(args: ModelAskArgs, ctx: ToolContext) -> dict[str, Any]:
     """One turn with ``model`` (Fable by default)."""
-    return await _ask_session(ctx, "ask", args.model, args)
+    return await _ask_session(ctx, "ask", named_or_omitted(args.model, "model", "a model token"), args)
 
 
 async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:

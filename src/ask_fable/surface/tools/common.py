@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -12,7 +12,7 @@ from ask_fable.contract import AnswerResult
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call
-from ask_fable.errors import AskFableError
+from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 
@@ -22,6 +22,23 @@ CONTEXT_REF = Field(None, description="context_write key(s) to add to the contex
 EFFORT = Field(None, description="quick, standard or deep; default from the settings.")
 #: The ``tenant`` argument of the tools that read (or clean up) stored items.
 TENANT = Field(None, description='Admin keys only: another tenant\'s, or "*" for every tenant\'s.')
+
+Given = TypeVar("Given", bound=str | list[str] | None)
+
+
+def require_names(value: str | list[str], message: str) -> None:
+    """Raise ``bad_args`` with ``message`` unless ``value`` names at least one non-blank item."""
+    items = [value] if isinstance(value, str) else value
+    if not any(str(item).strip() for item in items):
+        raise BadArgs(message)
+
+
+def named_or_omitted(value: Given, name: str, wanted: str = "at least one model") -> Given:
+    """``value`` as passed, ``None`` when omitted; an explicitly empty one is ``bad_args``, since
+    only an omitted argument means the default."""
+    if value is not None:
+        require_names(value, f"{name} is empty; name {wanted}, or omit {name} for the default")
+    return value
 
 
 class AskArgs(BaseModel):
@@ -97,7 +114,8 @@ def single_model_tool(name: str, backend: str, description: str, args: type[AskA
     ``args`` has them, pass to the backend. ``description`` may name the backend's facts."""
 
     async def handler(arguments: AskArgs, ctx: ToolContext) -> dict[str, Any]:
-        return await run_single_tool(ctx, name, arguments, backend, model=getattr(arguments, "model", None),
+        model = named_or_omitted(getattr(arguments, "model", None), "model", "a model id")
+        return await run_single_tool(ctx, name, arguments, backend, model=model,
                                      effort=getattr(arguments, "effort", None))
 
     handler.__doc__ = f"One answer from the {backend} backend."

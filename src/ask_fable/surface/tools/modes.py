@@ -6,7 +6,7 @@ then hands a mode runner to the pipeline, which does the guard, cache, audit, tr
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -15,7 +15,7 @@ from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateRes
 from ask_fable.core.pipeline import Call
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import CONTEXT, CONTEXT_REF, QUESTION
+from ask_fable.surface.tools.common import CONTEXT, CONTEXT_REF, QUESTION, named_or_omitted, require_names
 
 DEFAULT_PIPELINE = "m3 > glm > deepseek > fable"
 #: Used when a provider council has no configured panel and its catalog cannot be reached.
@@ -24,7 +24,6 @@ FALLBACK_PANELS: dict[str, list[str]] = {
     "openrouter": ["deepseek/deepseek-v4-pro", "z-ai/glm-5.2", "qwen/qwen3-coder"],
 }
 FEATURED_COUNT = 3
-Given = TypeVar("Given", bound=str | list[str] | None)
 
 SESSION = Field(
     None, description="Hub label for this call (not a model session)."
@@ -148,23 +147,6 @@ class ConfigureResult(DataResult):
 # --- handlers ------------------------------------------------------------------------------------------
 
 
-def _require_names(value: str | list[str], message: str) -> None:
-    """Raise ``bad_args`` with ``message`` unless ``value`` names at least one non-blank item."""
-    from ask_fable.errors import BadArgs
-
-    items = [value] if isinstance(value, str) else value
-    if not any(str(item).strip() for item in items):
-        raise BadArgs(message)
-
-
-def _given(value: Given, name: str, wanted: str = "at least one model") -> Given:
-    """``value`` as passed, ``None`` when omitted; an explicitly empty one is ``bad_args``, since
-    only an omitted argument means the default."""
-    if value is not None:
-        _require_names(value, f"{name} is empty; name {wanted}, or omit {name} for the default")
-    return value
-
-
 async def _council(
     ctx: ToolContext,
     tool: str,
@@ -193,13 +175,14 @@ async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
     """Parallel panel plus an anonymized synthesis."""
     from ask_fable.core.tokens import TIERS, dedupe, expand_models, single_token, tier_models
 
-    models = _given(args.models, "models")
+    models = named_or_omitted(args.models, "models")
     if models is not None:
         members = dedupe(expand_models(models))
     else:
-        tier = _given(args.tier, "tier", f"a tier ({', '.join(TIERS)})")
+        tier = named_or_omitted(args.tier, "tier", f"a tier ({', '.join(TIERS)})")
         members = tier_models("default" if tier is None else tier, ctx.settings)
-    synthesizer = single_token(args.synthesizer) if args.synthesizer else None
+    named = named_or_omitted(args.synthesizer, "synthesizer", "a model token")
+    synthesizer = single_token(named) if named is not None else None
     return await _council(ctx, "ask_council", args, members, synthesizer)
 
 
@@ -209,9 +192,9 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.core.modes.chain import run_chain
     from ask_fable.core.tokens import default_resolver, parse_pipeline
 
-    given: str | list[str] | None = _given(args.models, "models")
+    given: str | list[str] | None = named_or_omitted(args.models, "models")
     if given is None:
-        given = _given(args.pipeline, "pipeline")
+        given = named_or_omitted(args.pipeline, "pipeline")
     stages = check_chain(parse_pipeline(DEFAULT_PIPELINE if given is None else given), ctx.settings)
     resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
@@ -239,7 +222,7 @@ async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dic
     """An Ollama-only council, synthesized by Fable."""
     from ask_fable.core.tokens import provider_council_tokens
 
-    models = _given(args.models, "models")
+    models = named_or_omitted(args.models, "models")
     members = provider_council_tokens("ollama", ctx.settings.ollama_council if models is None else models)
     if not members:
         from ask_fable.errors import BadArgs
@@ -275,12 +258,13 @@ async def _adjudicated(
 ) -> dict[str, Any]:
     from ask_fable.core.tokens import provider_council_tokens, provider_synth_ladder
 
-    given = _given(args.models, "models")
+    given = named_or_omitted(args.models, "models")
     models, note = configured if given is None else given, None
     if not models:
         models, note = await _featured(provider, ctx)
     members = provider_council_tokens(provider, models)
-    ladder = provider_synth_ladder(provider, args.synthesizer or configured_synth)
+    named = named_or_omitted(args.synthesizer, "synthesizer", "a model id")
+    ladder = provider_synth_ladder(provider, named if named is not None else configured_synth)
     result = await _council(ctx, tool, args, members, ladder, effort=effort)
     if note and result.get("status") != "error":
         result["note"] = f"{result['note']}; {note}" if result.get("note") else note
@@ -313,7 +297,7 @@ async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) 
     """Persist the Ollama council (and optionally the ask_ollama default model)."""
     from ask_fable.core.tokens import dedupe, normalize_ollama_model
 
-    _require_names(args.models, "give at least one Ollama model id")
+    require_names(args.models, "give at least one Ollama model id")
     council = dedupe([normalize_ollama_model(m) for m in args.models if str(m).strip()])
     updates: dict[str, Any] = {"ollama_council": council}
     if args.default_model:
@@ -325,7 +309,7 @@ async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) ->
     """Persist the Atlas council and its adjudicator."""
     from ask_fable.core.tokens import dedupe, normalize_atlas_model, normalize_synthesizer
 
-    _require_names(args.models, "give at least one Atlas model id")
+    require_names(args.models, "give at least one Atlas model id")
     updates: dict[str, Any] = {
         "atlas_council": dedupe([normalize_atlas_model(m) for m in args.models if str(m).strip()]),
     }
@@ -339,7 +323,7 @@ async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolC
     from ask_fable.backends.http_client import normalize_effort
     from ask_fable.core.tokens import dedupe, normalize_openrouter_model, normalize_synthesizer
 
-    _require_names(args.models, "give at least one OpenRouter model id")
+    require_names(args.models, "give at least one OpenRouter model id")
     updates: dict[str, Any] = {
         "openrouter_council": dedupe([normalize_openrouter_model(m) for m in args.models if str(m).strip()]),
     }
