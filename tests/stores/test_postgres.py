@@ -252,3 +252,25 @@ def test_doctor_and_a_refused_start_never_print_the_database_password(tmp_path: 
     down = subprocess.run([*ask_fable_command(), "db", "status"], env=env, capture_output=True, text=True,
                           timeout=60)
     assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr
+
+
+def test_a_read_only_reader_sees_what_was_stored_and_the_database_refuses_its_writes(
+        store_backend: object) -> None:
+    """A reader on read-only connections (the web view's) reads the stores, and any write it tried
+    would be refused by the database itself, on PostgreSQL as on SQLite; nothing changes."""
+    import sqlite3
+
+    import psycopg
+
+    writer_pools = Connections()
+    writer = context_store_for(load_settings(), connections=writer_pools)
+    writer.write("local", "kept", "written by the server")
+    reader_pools = Connections(read_only=True)
+    reader = context_store_for(load_settings(), connections=reader_pools)
+    found = reader.read("local", "kept")
+    assert found is not None and found["value"] == "written by the server"
+    with pytest.raises((sqlite3.OperationalError, psycopg.errors.ReadOnlySqlTransaction)):
+        reader.write("local", "lost", "written by the reader")
+    assert writer.read("local", "lost") is None
+    reader_pools.close()
+    writer_pools.close()

@@ -127,7 +127,7 @@ def database_for(settings: Settings, store: str, path: str | os.PathLike[str] | 
 
         pools = connections if connections is not None else Connections()
         pool = pools.postgres(url, settings.database_connect_timeout, settings.database_pool_size)
-        return PostgresDatabase(pool, store, migrations, owned=connections is None)
+        return PostgresDatabase(pool, store, migrations, owned=connections is None, read_only=pools.read_only)
     if path is None:
         raise ValueError(f"the {store} store keeps no SQLite file; it needs database_url")
     return SqliteDatabase(path, migrations, connections=connections)

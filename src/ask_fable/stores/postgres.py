@@ -361,12 +361,14 @@ class PostgresDatabase:
     dialect: Dialect = "postgres"
 
     def __init__(self, pool: PostgresPool, store: str, migrations: Sequence[str], *,
-                 owned: bool = False) -> None:
+                 owned: bool = False, read_only: bool = False) -> None:
         self.pool = pool
         self.store = store
         self.schema = schema_name(store)
         self.migrations = list(migrations)
         self._owned = owned
+        #: Every transaction is ``READ ONLY`` (a reader such as the web view): PostgreSQL refuses writes.
+        self.read_only = read_only
 
     @property
     def location(self) -> str:
@@ -385,7 +387,7 @@ class PostgresDatabase:
 
     @contextmanager
     def _transaction(self, read_only: bool) -> Iterator[PgConnection]:
-        with self.pool.connection(read_only=read_only) as conn:
+        with self.pool.connection(read_only=read_only or self.read_only) as conn:
             self._check(conn)
             conn.execute(f"SET LOCAL search_path TO {self.schema}")
             yield PgConnection(conn)
