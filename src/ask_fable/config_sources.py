@@ -116,8 +116,12 @@ def read_file_layer(path: Path, fields: dict[str, FieldInfo], prefix: str) -> La
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return layer
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+    except UnicodeDecodeError as exc:
+        problem = f"is not UTF-8 text (invalid byte at offset {exc.start})"
+        layer.problems.append(SettingProblem(source, problem, ignored))
+        return layer
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
         layer.problems.append(SettingProblem(source, f"cannot be read ({reason})", ignored))
         return layer
     if not text.strip():

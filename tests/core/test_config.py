@@ -71,7 +71,7 @@ def test_a_broken_config_file_is_not_fatal_and_is_reported() -> None:
 
 @pytest.mark.parametrize(("content", "problem"), [
     (b"[1, 2]", "must hold a JSON object, not a list"),
-    (b"\xff\xfe", "cannot be read (UnicodeDecodeError)"),
+    (b"\xff\xfe", "is not UTF-8 text (invalid byte at offset 0)"),
 ])
 def test_a_config_file_that_is_not_an_object_or_not_text_is_reported(content: bytes, problem: str) -> None:
     path = config_file_path()
