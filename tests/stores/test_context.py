@@ -114,3 +114,29 @@ def test_a_tenants_caps_refuse_the_write_that_would_pass_them_and_keep_what_is_s
     capped.write("other", "c", "1234567890")  # another tenant has its own room
     assert [(e["key"], e["size_chars"]) for e in sorted(capped.list("team"), key=lambda e: e["key"])] == [
         ("a", 7), ("b", 3)]
+
+
+def test_a_tenants_entry_cap_holds_under_writers_racing_from_many_connections(
+        store_backend: StoreBackend, tmp_path: Path) -> None:
+    """24 writers of new keys released at once, as calls on several replicas would be: exactly the
+    cap's 5 are stored and every other write is refused, on SQLite as on PostgreSQL."""
+    import threading
+
+    capped = ContextStore(store_backend.open("context", tmp_path / "context.db"), max_tenant_entries=5)
+    start = threading.Barrier(24)
+    refused: list[BadArgs] = []
+
+    def write(number: int) -> None:
+        start.wait(timeout=30)
+        try:
+            capped.write("team", f"note-{number}", "x" * 100)
+        except BadArgs as exc:
+            refused.append(exc)
+
+    threads = [threading.Thread(target=write, args=(number,)) for number in range(24)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(capped.list("team")) == 5
+    assert len(refused) == 19

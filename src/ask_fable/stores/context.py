@@ -65,6 +65,14 @@ MIGRATIONS = [
     ALTER TABLE context ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
     UPDATE context SET size_bytes = length(CAST(value AS BLOB));
     """,
+    # One row per tenant that writes: a capped write locks it first, so two writers of one tenant
+    # (threads, processes or replicas) check its room one after the other.
+    """
+    CREATE TABLE context_tenants (
+        tenant TEXT PRIMARY KEY,
+        writes INTEGER NOT NULL DEFAULT 0
+    );
+    """,
 ]
 
 _META = "tenant, key, description, size_chars, created_at, updated_at"
@@ -129,6 +137,10 @@ class ContextStore:
         """``BadArgs`` when storing ``size`` bytes under ``key`` would put the tenant over a cap."""
         if not (self.max_tenant_bytes or self.max_tenant_entries):
             return
+        # Held to the end of the transaction: the tenant's other writers wait here, then count
+        # what this one stored (on SQLite the write transaction already serializes them).
+        conn.execute("INSERT INTO context_tenants (tenant, writes) VALUES (?, 1) ON CONFLICT (tenant) "
+                     "DO UPDATE SET writes = context_tenants.writes + 1", (tenant,))
         others, stored = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(size_bytes), 0) FROM context WHERE tenant = ? AND key <> ?",
             (tenant, key)).fetchone()
