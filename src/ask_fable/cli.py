@@ -168,9 +168,9 @@ def _limit(number: type[int] | type[float]) -> Callable[[str], int | float | str
 
 def _add_limits(parser: argparse.ArgumentParser, default_text: str) -> None:
     parser.add_argument("--rpm", type=_limit(int), metavar="N",
-                        help=f"model calls per minute, 0 unlimited ({default_text}ASK_FABLE_KEY_RPM)")
+                        help=f"calls per minute, 0 unlimited ({default_text}ASK_FABLE_KEY_RPM)")
     parser.add_argument("--concurrent", type=_limit(int), metavar="N",
-                        help=f"model calls in flight at once, 0 unlimited ({default_text}"
+                        help=f"calls in flight at once, 0 unlimited ({default_text}"
                         "ASK_FABLE_KEY_CONCURRENT)")
     parser.add_argument("--daily-usd", dest="daily_usd", type=_limit(float), metavar="X",
                         help=f"dollars of reported cost per UTC day, 0 unlimited ({default_text}"

@@ -456,11 +456,11 @@ class Settings(BaseSettings):
         "bad_args."
     )
     key_rpm: int = Field(
-        60, ge=0, description="Model calls per minute per HTTP key (0: unlimited), unless the key sets its "
-        "own (ask-fable keys create/update --rpm)."
+        60, ge=0, description="Calls per minute per HTTP key, model calls, catalog fetches and diagnose "
+        "alike (0: unlimited), unless the key sets its own (ask-fable keys create/update --rpm)."
     )
     key_concurrent: int = Field(
-        8, ge=0, description="Model calls in flight at once per HTTP key (0: unlimited), unless the key sets "
+        8, ge=0, description="Calls in flight at once per HTTP key (0: unlimited), unless the key sets "
         "its own (--concurrent)."
     )
     key_daily_usd: float = Field(

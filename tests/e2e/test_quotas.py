@@ -143,7 +143,7 @@ async def test_the_minute_window_frees_when_the_apps_clock_passes_it(
     assert [first["status"], second["status"], fourth["status"]] == ["ok", "ok", "ok"]
     assert (third["status"], third["kind"]) == ("error", "quota_exceeded")
     assert third["retry_after_s"] == 45.0
-    assert "model calls per minute" in third["detail"] and "no model was called" in third["detail"]
+    assert "calls per minute" in third["detail"] and "no model was called" in third["detail"]
     assert len(fp.requests_for("anthropic")) == 3
 
 
@@ -206,3 +206,22 @@ async def test_key_usage_shows_a_key_its_tenants_quotas_and_an_admin_every_keys(
     assert alice["limits_in_force"] == {"rpm": 10, "concurrent": 8, "daily_usd": 50.0}
     assert alice["usage"]["calls_today"] == 1 and alice["usage"]["in_flight"] == 0
     assert {k["tenant"] for k in every["keys"]} == {"alice", "bob", "ops"}
+
+
+async def test_catalog_fetches_count_against_a_keys_calls_per_minute(
+        fp: FakeProvider, store_env: dict[str, str]) -> None:
+    """A provider's catalog is fetched for the key like a model call is asked: a key allowed 2 calls
+    a minute gets two fresh listings, and the third is refused before any request reaches the provider."""
+    fp.set_json("GET", "/api/v1/models", {"data": [{"id": "openai/gpt-5", "name": "GPT-5"}]})
+    created = create_key("Lister", "--tenant", "team", "--rpm", "2", env=store_env)
+    async with team_server({**provider_env(fp), **store_env}) as server:
+        with anyio.fail_after(60):
+            listings = [await _structured(server, created["key"],
+                                          _tool("list_openrouter_models", {"refresh": True}, n))
+                        for n in range(3)]
+    assert [r["status"] for r in listings[:2]] == ["ok", "ok"]
+    assert (listings[2]["status"], listings[2]["kind"]) == ("error", "quota_exceeded")
+    assert 0 < listings[2]["retry_after_s"] <= 60
+    assert len([r for r in fp.requests if r.path.endswith("/models")]) == 2
+    usage = next(k for k in list_keys(store_env) if k["id"] == created["id"])["usage"]
+    assert usage["spent_usd_today"] == 0 and usage["in_flight"] == 0

@@ -27,8 +27,8 @@ LOCAL_KEY_ID = 0
 
 #: Each limit: what it counts, the key option that sets it, and the setting of its default.
 LIMITS: dict[str, tuple[str, str, str]] = {
-    "rpm": ("model calls per minute", "--rpm", "ASK_FABLE_KEY_RPM"),
-    "concurrent": ("model calls in flight at once", "--concurrent", "ASK_FABLE_KEY_CONCURRENT"),
+    "rpm": ("calls per minute", "--rpm", "ASK_FABLE_KEY_RPM"),
+    "concurrent": ("calls in flight at once", "--concurrent", "ASK_FABLE_KEY_CONCURRENT"),
     "daily_usd": ("dollars of reported cost per UTC day", "--daily-usd", "ASK_FABLE_KEY_DAILY_USD"),
 }
 
@@ -112,12 +112,14 @@ class QuotaHold:
                                            now)
 
 
-async def admit(app: App, quota: KeyQuota | None) -> QuotaHold | None:
+async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = None) -> QuotaHold | None:
     """Admit one call against ``quota`` (``None``: unlimited, nothing to hold), or raise
-    :class:`QuotaExceeded` naming the limit, with ``retry_after_s``."""
+    :class:`QuotaExceeded` naming the limit, with ``retry_after_s``. The call sets aside ``reserve``
+    dollars until it settles (default ``quota_reserve_usd``; 0 for a call that costs nothing)."""
     if quota is None:
         return None
-    reserve = app.settings.quota_reserve_usd
+    if reserve is None:
+        reserve = app.settings.quota_reserve_usd
     admission = await anyio.to_thread.run_sync(
         app.quotas.admit, quota.tenant, quota.key_id, quota.limits, reserve, app.clock.now())
     if not admission.admitted or admission.ticket is None:

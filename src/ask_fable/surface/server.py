@@ -29,6 +29,7 @@ from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
 from ask_fable import __version__
+from ask_fable.access import FETCHES
 from ask_fable.config import problem_lines, tracking_reads
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
@@ -295,7 +296,10 @@ class AskFableServer(MCPServer[Any]):
         if self.app.client_name is None:
             self.app.client_name = _client_name(ctx.mcp)
         try:
-            outcome = await spec.handler(args, ctx)
+            if spec.effects == FETCHES:
+                outcome = await self._metered(spec, args, ctx)
+            else:
+                outcome = await spec.handler(args, ctx)
         except AskFableError as exc:
             outcome = exc.to_result()
         except Exception as exc:  # a bug must not become a stack trace for the caller
@@ -310,6 +314,18 @@ class AskFableServer(MCPServer[Any]):
         if isinstance(outcome, BaseModel):
             return outcome.model_dump(mode="json", exclude_unset=True)
         return outcome
+
+    async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> dict[str, Any] | BaseModel:
+        """Run a tool that reaches a provider or a CLI without asking a model (a catalog, a probe)
+        as one of the key's calls: counted against its calls per minute and in flight, at no cost."""
+        from ask_fable.core.quotas import admit, key_quota
+
+        hold = await admit(self.app, key_quota(ctx.api_key, ctx.caller.tenant, ctx.settings), reserve=0.0)
+        try:
+            return await spec.handler(args, ctx)
+        finally:
+            if hold is not None:
+                await hold.settle(0.0)
 
     async def _record_trace(self, trace: TraceRecorder, tool: str, payload: dict[str, Any], caller: Caller
                             ) -> None:
