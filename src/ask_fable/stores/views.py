@@ -7,7 +7,11 @@ typed dicts, free to build in bulk (``trace_list`` and ``stats`` read thousands 
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, TypedDict
+from typing import Any, NamedTuple
+
+# typing_extensions' TypedDict, which pydantic reads on Python 3.11 too: a view may be a field of a
+# result model (``key_usage``'s ``usage``).
+from typing_extensions import TypedDict
 
 
 class ContextMeta(TypedDict):

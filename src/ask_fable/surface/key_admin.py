@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.core.quotas import effective_limits
@@ -52,15 +53,11 @@ def key_report(app: App, records: list[ApiKey]) -> list[dict[str, Any]]:
     out = []
     for record in records:
         data = record.to_dict()
-        data["limits"] = _limits_dict(record.limits)
-        data["limits_in_force"] = _limits_dict(effective_limits(record.limits, settings))
+        data["limits"] = asdict(record.limits)
+        data["limits_in_force"] = asdict(effective_limits(record.limits, settings))
         data["usage"] = dict(usage.get((record.tenant, record.id)) or _no_usage(record))
         out.append(data)
     return out
-
-
-def _limits_dict(limits: QuotaLimits) -> dict[str, float | int | None]:
-    return {"rpm": limits.rpm, "concurrent": limits.concurrent, "daily_usd": limits.daily_usd}
 
 
 def _of(used: str, limit: object) -> str:

@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ask_fable.access import ALL_TENANTS, READS
 from ask_fable.contract import DataResult, Strict
+from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import KeyUsage
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.key_admin import key_report
 from ask_fable.surface.registry import ToolSpec
@@ -27,27 +29,6 @@ class KeyUsageArgs(BaseModel):
     tenant: str | None = TENANT
 
 
-class Limits(Strict):
-    """Calls per minute, calls in flight, dollars per UTC day; null: unlimited (or, as the key's own,
-    the default)."""
-
-    rpm: int | None = None
-    concurrent: int | None = None
-    daily_usd: float | None = None
-
-
-class Usage(Strict):
-    """What a key has used now (the quota store's ``KeyUsage``, as the contract returns it)."""
-
-    tenant: str
-    key_id: int
-    calls_this_minute: int
-    in_flight: int
-    calls_today: int
-    spent_usd_today: float
-    reserved_usd: float
-
-
 class KeyQuota(Strict):
     """One key: who, its own limits, the limits in force and its use of them."""
 
@@ -60,9 +41,10 @@ class KeyQuota(Strict):
     created_at: str
     last_used_at: str | None = None
     revoked_at: str | None = None
-    limits: Limits
-    limits_in_force: Limits
-    usage: Usage
+    #: The key's own limits (null: the default applies) and those in force (null: unlimited).
+    limits: QuotaLimits
+    limits_in_force: QuotaLimits
+    usage: KeyUsage
 
 
 class KeyUsageResult(DataResult):
