@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from ask_fable.access import LOCAL_TENANT, one_tenant, validate_tenant
 from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
 from ask_fable.redact import redact, secret_list
-from ask_fable.stores.db import Connections, Database, database_for
+from ask_fable.stores.db import Connection, Connections, Database, database_for
 from ask_fable.stores.records import SavedAnswer, Transcript
 
 if TYPE_CHECKING:
@@ -274,19 +274,25 @@ class DatabaseArchive:
 
     def _keep(self, tenant: str, kind: str, name: str, body: str, cap: int) -> str:
         one_tenant(tenant)
-        with self.db.write() as conn:
-            doc_id = conn.execute(
+        now = time.time()
+
+        def keep(conn: Connection) -> int:
+            doc_id = int(conn.execute(
                 "INSERT INTO documents (tenant, kind, name, body, created_at) VALUES (?, ?, ?, ?, ?) "
                 "RETURNING id",
-                (tenant, kind, name, body, time.time()),
-            ).fetchone()[0]
+                (tenant, kind, name, body, now),
+            ).fetchone()[0])
             if cap > 0:
+                # Two replicas trimming one tenant's oldest documents at once may lock them in
+                # different orders: run_write runs the loser again.
                 conn.execute(
                     "DELETE FROM documents WHERE tenant = ? AND kind = ? AND id NOT IN "
                     "(SELECT id FROM documents WHERE tenant = ? AND kind = ? ORDER BY id DESC LIMIT ?)",
                     (tenant, kind, tenant, kind, cap),
                 )
-        return f"postgresql:{kind}/{doc_id}"
+            return doc_id
+
+        return f"postgresql:{kind}/{self.db.run_write(keep)}"
 
     def save_answer(self, answer: SavedAnswer) -> str:
         """Keep ``answer`` as Markdown (see :func:`render_answer`); returns ``postgresql:answers/<id>``."""

@@ -150,8 +150,8 @@ class AnswerCache:
 
     def sweep(self) -> int:
         """Delete expired rows and trim to 90% of the cap now; returns rows deleted."""
-        with self.db.write() as conn:
-            return self._sweep(conn, self._clock.now())
+        now = self._clock.now()
+        return self.db.run_write(lambda conn: self._sweep(conn, now))
 
     def _sweep(self, conn: Connection, now: float) -> int:
         deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount

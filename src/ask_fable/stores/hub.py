@@ -124,7 +124,9 @@ class SessionHub:
         )
         tenant = one_tenant(turn.tenant)
         now = self._clock.now()
-        with self.db.write() as conn:
+        preview = question[: max(1, int(self.settings.hub_preview_chars)) * 4]
+
+        def store(conn: Connection) -> None:
             conn.execute(
                 "INSERT INTO turns (tenant, session_key, agent_id, project, oracle, status, question, "
                 "answer, elapsed_ms, sdk_session_id, ts) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -138,11 +140,12 @@ class SessionHub:
                 "last_seen = excluded.last_seen, turns = sessions.turns + 1, "
                 "last_question = excluded.last_question, last_oracle = excluded.last_oracle, "
                 "last_status = excluded.last_status",
-                (tenant, session_key, agent_id, project, now, now,
-                 question[: max(1, int(self.settings.hub_preview_chars)) * 4], turn.oracle, turn.status),
+                (tenant, session_key, agent_id, project, now, now, preview, turn.oracle, turn.status),
             )
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn)
+
+        self.db.run_write(store)
 
     def _sweep(self, conn: Connection) -> int:
         cap = int(self.settings.hub_max_rows)
@@ -156,8 +159,7 @@ class SessionHub:
 
     def sweep(self) -> int:
         """Trim retained turns toward 90% of ``hub_max_rows`` now; returns turns deleted."""
-        with self.db.write() as conn:
-            return self._sweep(conn)
+        return self.db.run_write(self._sweep)
 
     def list_sessions(
         self, tenant: str, project: str | None, active_only: bool = True, limit: int = 50

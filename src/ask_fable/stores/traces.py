@@ -131,7 +131,7 @@ class TraceStore:
         rows = [self._rows(trace) for trace in traces]
         if not rows:
             return
-        with self.db.write() as conn:
+        def store(conn: Connection) -> list[str]:
             for trace_id, ts, row, providers, event_rows in rows:
                 conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
                 conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
@@ -153,8 +153,11 @@ class TraceStore:
             count = bump_write_counter(conn, by=len(rows))
             # Swept when the count passes a multiple of SWEEP_EVERY, however many this group added.
             due = count // SWEEP_EVERY > (count - len(rows)) // SWEEP_EVERY
-            swept = self._sweep(conn) if due else []
-        self._drop_bundles(swept)
+            return self._sweep(conn) if due else []
+
+        # A sweep may meet another replica's sweep or record on the same old rows: run_write runs the
+        # loser of such a deadlock again.
+        self._drop_bundles(self.db.run_write(store))
 
     def _rows(self, trace: TraceRecord) -> _TraceRows:
         """One trace's id, time, ``traces`` row, providers and ``trace_events`` rows (labels redacted)."""
@@ -194,8 +197,7 @@ class TraceStore:
 
     def sweep(self) -> int:
         """Apply the ``trace_max_rows`` cap now; returns how many traces were deleted."""
-        with self.db.write() as conn:
-            swept = self._sweep(conn)
+        swept = self.db.run_write(self._sweep)
         self._drop_bundles(swept)
         return len(swept)
 

@@ -79,8 +79,8 @@ class TranscriptStore:
             rows = conn.execute(_SELECT, where).fetchall()
         cutoff = self._cutoff()
         if rows and cutoff is not None and rows[-1]["ts"] < cutoff:
-            with self.db.write() as conn:
-                conn.execute(f"DELETE FROM turns WHERE {_SESSION} AND ts < ?", (*where, cutoff))
+            self.db.run_write(lambda conn: conn.execute(f"DELETE FROM turns WHERE {_SESSION} AND ts < ?",
+                                                        (*where, cutoff)))
             return []
         return [_turn(number, row) for number, row in enumerate(rows, start=1)]
 
@@ -89,22 +89,29 @@ class TranscriptStore:
         where = self._where(turn.tenant, turn.namespace, turn.session)
         text = [redact(value, self._secrets) if value else value
                 for value in (turn.question, turn.prompt, turn.answer, turn.thinking)]
-        with self.db.write() as conn:
+        now = self._clock.now()
+
+        def store(conn: Connection) -> int:
             conn.execute(
                 f"INSERT INTO turns (tenant, namespace, session, {_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (*where, *text, turn.model, turn.cost_usd, self._clock.now()),
+                (*where, *text, turn.model, turn.cost_usd, now),
             )
             count = int(conn.execute(f"SELECT count(*) FROM turns WHERE {_SESSION}", where).fetchone()[0])
             if bump_write_counter(conn) % self.sweep_every == 0:
                 self._sweep(conn)
-        return count
+            return count
+
+        return self.db.run_write(store)
 
     def clear(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
         """Delete the session's turns; returns them, oldest first."""
         where = self._where(tenant, namespace, session)
-        with self.db.write() as conn:
+        def take(conn: Connection) -> list[Any]:
             rows = conn.execute(_SELECT, where).fetchall()
             conn.execute(f"DELETE FROM turns WHERE {_SESSION}", where)
+            return rows
+
+        rows = self.db.run_write(take)
         return [_turn(number, row) for number, row in enumerate(rows, start=1)]
 
     def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
@@ -124,8 +131,7 @@ class TranscriptStore:
 
     def sweep(self) -> int:
         """Delete every expired session now; returns the turns deleted."""
-        with self.db.write() as conn:
-            return self._sweep(conn)
+        return self.db.run_write(self._sweep)
 
     def _sweep(self, conn: Connection) -> int:
         cutoff = self._cutoff()
