@@ -1,8 +1,10 @@
 """Settings in one object, and the state directory they point into.
 
-Precedence, highest first: the JSON config file (``ASK_FABLE_CONFIG_FILE``, default
-``${XDG_CONFIG_HOME:-~/.config}/ask_fable/config.json``) → ``ASK_FABLE_*`` environment
-variables → the defaults below. The config file accepts each setting under its field name
+Precedence, highest first: what the ``configure_*`` tools saved to the shared database (only
+with ``database_url``; see ``stores/saved_settings.py``) → the JSON config file
+(``ASK_FABLE_CONFIG_FILE``, default ``${XDG_CONFIG_HOME:-~/.config}/ask_fable/config.json``, where
+those tools save without a database) → ``ASK_FABLE_*`` environment variables → the defaults below.
+The config file accepts each setting under its field name
 (``ollama_council``), its variable name (``ASK_FABLE_OLLAMA_COUNCIL``) or another accepted name.
 
 Settings never stop the program: :func:`load_settings` drops a value that does not validate,
@@ -20,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cached_property
@@ -38,6 +40,7 @@ from pydantic_settings import (
 from ask_fable.config_sources import (
     SettingProblem,
     accepted_names,
+    mapping_layer,
     read_env_layer,
     read_file_layer,
     shown,
@@ -653,15 +656,22 @@ def url_password(url: str | None) -> str | None:
     return unquote(password) if password else None
 
 
-def load_settings(**overrides: Any) -> Settings:
-    """Settings from the config file, the environment and the defaults (``overrides`` win over all).
+#: Where settings saved to the shared database come from, as problems and origins name it.
+SAVED_SOURCE = "the database (saved by a configure tool)"
+
+
+def load_settings(*, saved: Mapping[str, Any] | None = None, **overrides: Any) -> Settings:
+    """Settings from ``saved`` (what the configure tools saved to the shared database), the config
+    file, the environment and the defaults (``overrides`` win over all).
 
     Never fails for what a user wrote: a value that does not validate is dropped and the next
-    layer's value (environment, then default) is used, with a :class:`SettingProblem` saying so.
-    A bad value in ``overrides`` (code, not a user) still raises ``ValidationError``.
+    layer's value (config file, environment, then default) is used, with a :class:`SettingProblem`
+    saying so. A bad value in ``overrides`` (code, not a user) still raises ``ValidationError``.
     """
     fields = Settings.model_fields
     layers = [read_file_layer(config_file_path(), fields, ENV_PREFIX), read_env_layer(fields, ENV_PREFIX)]
+    if saved:
+        layers.insert(0, mapping_layer(saved, SAVED_SOURCE, fields, ENV_PREFIX))
     candidates = {
         name: [(layer.origins[name], layer.values[name]) for layer in layers if name in layer.values]
         for name in fields

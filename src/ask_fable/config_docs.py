@@ -52,7 +52,8 @@ EXTRA_ROWS: tuple[tuple[str, str, str, str], ...] = (
         "Config file",
         f"{ENV_PREFIX}CONFIG_FILE",
         "`${XDG_CONFIG_HOME:-~/.config}/ask_fable/config.json`",
-        "JSON file whose values override the environment; the configure_* tools write to it.",
+        "JSON file whose values override the environment; the configure_* tools write to it (to the "
+        "shared database instead when ASK_FABLE_DATABASE_URL is set).",
     ),
 )
 

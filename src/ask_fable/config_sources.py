@@ -1,7 +1,8 @@
 """Where each setting's raw value comes from, and how a value that cannot be used is reported.
 
-:func:`ask_fable.config.load_settings` layers the config file over the environment over the
-defaults. This module reads the two outer layers key by key, remembering for each value the
+:func:`ask_fable.config.load_settings` layers the settings saved to a shared database (when there
+is one) over the config file over the environment over the defaults. This module reads the outer
+layers key by key, remembering for each value the
 place it came from (an environment variable, or the config file's path), so that a bad value
 can be dropped, replaced by the next layer, and described as a :class:`SettingProblem` instead
 of stopping the program. Nothing here raises for what a user wrote.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,6 +137,14 @@ def read_file_layer(path: Path, fields: dict[str, FieldInfo], prefix: str) -> La
         found = type(data).__name__
         layer.problems.append(SettingProblem(source, f"must hold a JSON object, not a {found}", ignored))
         return layer
+    return mapping_layer(data, source, fields, prefix, layer)
+
+
+def mapping_layer(data: Mapping[str, Any], source: str, fields: dict[str, FieldInfo], prefix: str,
+                  layer: Layer | None = None) -> Layer:
+    """The settings a mapping written at ``source`` supplies (keys by any accepted name; ``None``
+    values skipped), with a problem for each unknown key."""
+    layer = layer if layer is not None else Layer()
     keys = accepted_names(fields, prefix)
     for key, value in data.items():
         name = keys.get(str(key).lower())

@@ -9,9 +9,9 @@ replica and hands each call to the next replica in turn.
 Where the shared state lives is a :class:`SharedStore`: :class:`SqliteStore` (one state
 directory shared by every replica, SQLite in WAL mode across processes) and, when the build has
 PostgreSQL stores and ``pgserver`` is installed, :class:`PostgresStore` (one database; each
-replica keeps a state directory of its own, so nothing can pass between them but through the
-database). Each can be stopped and started under the replicas, to see what they do while the
-database is gone.
+replica keeps a state directory and a config file of its own, as on separate hosts, so nothing can
+pass between them but through the database). Each can be stopped and started under the replicas,
+to see what they do while the database is gone.
 """
 
 from __future__ import annotations
@@ -133,8 +133,8 @@ class PostgresStore:
     """
 
     name = "postgres"
-    #: Each replica keeps its own state directory: whatever it needs of another's must be in the
-    #: database.
+    #: Each replica keeps its own state directory and config file: whatever it needs of another's
+    #: must be in the database.
     shares_state_dir = False
 
     def __init__(self, server: Any, connect_timeout: float | None = None) -> None:
@@ -261,7 +261,9 @@ class Cluster:
         self._logs.append(log)
         env = self.env
         if not self.store.shares_state_dir:
+            # A host of its own: its own state directory and its own config file.
             env["XDG_STATE_HOME"] = str(self.root / f"state-{port}")
+            env["XDG_CONFIG_HOME"] = str(self.root / f"config-{port}")
         process = subprocess.Popen(
             [*ask_fable_command(), "serve", "--http", "--toolsets", "all", "--port", str(port)],
             env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,

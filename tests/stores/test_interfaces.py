@@ -15,6 +15,7 @@ from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
 from ask_fable.stores.quotas import QuotaLedger
+from ask_fable.stores.saved_settings import SettingsStore
 from ask_fable.stores.traces import TraceStore
 from ask_fable.stores.transcripts import TranscriptStore
 from tests.fakes.memory_stores import MemoryContextBus
@@ -32,6 +33,7 @@ IMPLEMENTATIONS = [
     (interfaces.ApiKeyStore, KeyStore),
     (interfaces.SessionTranscriptStore, TranscriptStore),
     (interfaces.QuotaStore, QuotaLedger),
+    (interfaces.SavedSettingsStore, SettingsStore),
 ]
 
 
@@ -59,5 +61,5 @@ def test_every_store_the_app_can_be_given_has_a_protocol() -> None:
     assert {p for p, _ in IMPLEMENTATIONS} == {
         interfaces.ContextBus, interfaces.AnswerCacheStore, interfaces.TraceRecordStore, interfaces.HubStore,
         interfaces.AuditStore, interfaces.AnswerArchive, interfaces.ApiKeyStore,
-        interfaces.SessionTranscriptStore, interfaces.QuotaStore,
+        interfaces.SessionTranscriptStore, interfaces.QuotaStore, interfaces.SavedSettingsStore,
     }

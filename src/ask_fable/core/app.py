@@ -4,9 +4,11 @@ Owned by the server's lifespan; nothing is opened at import time and every store
 first use. The App's :class:`~ask_fable.backends.resources.Resources` (HTTP clients, CLI gates,
 catalog cache, the chosen Claude CLI, SQLite connections, clock, retry policy) are handed to the
 oracles, stores and breaker it makes, and :meth:`App.aclose` closes everything it opened.
-Settings are re-read when the config file changes, so ``configure_*`` tools apply on the next
-call; a value the new file gets wrong is replaced by its fallback and reported on stderr (and in
-the results of the calls that read it), never fatal.
+Settings are re-read when the config file changes, or, with ``database_url``, when the settings
+the ``configure_*`` tools saved to the shared database change (a revision number held in memory,
+kept current by a listener: no round trip per call), so those tools apply from the next call on
+every server; a value the new settings get wrong is replaced by its fallback and reported on
+stderr (and in the results of the calls that read it), never fatal.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ask_fable.backends.resources import Resources
 from ask_fable.clock import Clock
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.backends.claude_sessions import ClaudeSessions
     from ask_fable.core.record_writer import RecordWriter
+    from ask_fable.stores.saved_settings import SharedSettings
 
 _Service = TypeVar("_Service")
 
@@ -92,6 +95,10 @@ class App:
         # Resolved once: settings are read on every step of a call, the file's location rarely moves.
         self._config_path = str(config_file_path())
         self._stamp = _file_stamp(self._config_path)
+        #: The settings saved to the shared database (with ``database_url``), opened on first read.
+        self._shared: tuple[str, SharedSettings] | None = None
+        #: The revision of those settings ``_settings`` was loaded with (None: not loaded with any).
+        self._revision: int | None = None
         # Re-entrant: a service factory may read settings, which may reload them.
         self._lock = threading.RLock()
         #: Each service by name, with the key (settings values) it was opened for.
@@ -109,17 +116,65 @@ class App:
         if held is not None and held[0] is self:
             return held[1]
         stamp = _file_stamp(self._config_path)
-        if stamp != self._stamp:
+        shared = self._shared_settings()
+        saved = None if shared is None else shared.latest()
+        revision = None if saved is None else saved.revision
+        if stamp != self._stamp or revision != self._revision:
             with self._lock:
-                if stamp != self._stamp:
-                    self._stamp = stamp
+                if stamp != self._stamp or revision != self._revision:
+                    self._stamp, self._revision = stamp, revision
                     known = set(self._settings.problems)
                     # Stores are keyed by path below, so a changed path opens a new one.
-                    self._settings = load_settings()
+                    self._settings = load_settings(saved=None if saved is None else saved.values)
                     fresh = [p for p in self._settings.problems if p not in known]
                     for line in problem_lines(fresh):
                         print(line, file=sys.stderr, flush=True)
         return self._settings
+
+    def _shared_settings(self) -> SharedSettings | None:
+        """The settings saved to the shared database, watched from first use; None without one."""
+        # Read untracked: every call reads this, and it is not a choice the call depends on.
+        url: str | None = vars(self._pinned or self._settings)["database_url"]
+        shared = self._shared
+        if shared is not None and shared[0] == url:
+            return shared[1]
+        if not url:
+            return None
+        with self._lock:
+            if self._shared is None or self._shared[0] != url:
+                old, self._shared = self._shared, (url, self._watch_shared(url))
+                if old is not None:
+                    old[1].close()
+            return self._shared[1]
+
+    def _watch_shared(self, url: str) -> SharedSettings:
+        from ask_fable.stores.db import database_for
+        from ask_fable.stores.postgres import Listener
+        from ask_fable.stores.saved_settings import CHANNEL, MIGRATIONS, SettingsStore, SharedSettings
+
+        s = self._pinned or self._settings
+        database = database_for(s, "settings", None, MIGRATIONS, connections=self.resources.connections)
+        store = SettingsStore(database)
+        shared = SharedSettings(store)
+        listener = Listener(url, CHANNEL, shared.refresh, connect_timeout=s.database_connect_timeout,
+                            on_notice=shared.announce)
+        shared.watch(listener)
+        listener.start()
+        return shared
+
+    def save_settings(self, updates: dict[str, Any], tenant: str) -> str:
+        """Save the settings a ``configure_*`` tool chose (``None`` removes one) where every server
+        reading these settings sees them: the shared database with ``database_url`` (this server
+        applies them at once, the others from their next call), else the config file. Returns where
+        they went: ``database`` or the file's path. Blocks: call it from a worker thread."""
+        from ask_fable.config import update_config_file
+        from ask_fable.stores.saved_settings import LOCATION
+
+        shared = self._shared_settings()
+        if shared is None:
+            return str(update_config_file(updates))
+        shared.save(updates, tenant)
+        return LOCATION
 
     @contextmanager
     def holding_settings(self) -> Iterator[Settings]:
@@ -332,6 +387,9 @@ class App:
         with self._lock:
             services = list(self._services.values())
             self._services.clear()
+            shared, self._shared, self._revision = self._shared, None, None
+        if shared is not None:
+            shared[1].close()
         for _, service in services:
             closer = getattr(service, "aclose", None)
             if closer is not None:

@@ -21,6 +21,7 @@ and ``context_ref`` resolution always name one tenant.
 | ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` | ``ask``, ``reset_session`` |
 | ``ApiKeyStore`` | ``keys.KeyStore`` | ``ask-fable keys``, the HTTP surface |
 | ``QuotaStore`` | ``quotas.QuotaLedger`` | pipeline (per-key quotas), ``keys list``, ``key_usage`` |
+| ``SavedSettingsStore`` | ``saved_settings.SettingsStore`` | the App (``configure_*`` on a shared database) |
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # annotations only: the App imports this module at start, records load on use
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from ask_fable.stores.records import (
         ApiKey,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         HubTurn,
         QuotaLimits,
         SavedAnswer,
+        SavedSettings,
         SessionTurn,
         TraceBundle,
         TraceRecord,
@@ -285,6 +287,26 @@ class QuotaStore(Protocol):
 
     def usage(self, tenant: str, now: float) -> list[KeyUsage]:
         """Each of the tenant's keys' use now (every tenant's for ``"*"``)."""
+        ...
+
+
+class SavedSettingsStore(Protocol):
+    """The settings ``configure_*`` tools saved for every server on a shared database.
+
+    The deployment's settings, not one tenant's: a save records the tenant of the caller who made
+    it, and only administering callers reach it.
+    """
+
+    def load(self) -> SavedSettings:
+        """Every saved setting and the revision they are at."""
+        ...
+
+    def save(self, updates: Mapping[str, Any], tenant: str) -> SavedSettings:
+        """Save ``updates`` (``None`` removes a setting), raise the revision; the snapshot committed."""
+        ...
+
+    def close(self) -> None:
+        """Close what the store opened."""
         ...
 
 

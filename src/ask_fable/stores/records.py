@@ -8,6 +8,7 @@
     SessionTurn                              one answered turn of a conversation, kept to continue it
     Transcript ── turns: TranscriptTurn…     one conversation, saved as a file on reset
     ApiKey ── limits: QuotaLimits            one HTTP API key, without its secret, and its own limits
+    SavedSettings                            the settings configure_* tools saved, at one revision
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
 (SQLite and files today) takes them as they are. Each names the tenant it belongs to (``local``
@@ -251,3 +252,13 @@ class ApiKey:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view (never contains the key)."""
         return {**asdict(self), "active": self.active}
+
+
+@dataclass(frozen=True)
+class SavedSettings:
+    """The settings the ``configure_*`` tools saved to a shared database, at one revision (raised by
+    every save), by setting name. They are the deployment's, not one tenant's: the store keeps with
+    each the tenant of the caller who saved it."""
+
+    revision: int
+    values: dict[str, Any]

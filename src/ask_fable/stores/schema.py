@@ -19,7 +19,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores import answers, audit_index, cache, context, hub, keys, quotas, traces, transcripts
+from ask_fable.stores import (
+    answers,
+    audit_index,
+    cache,
+    context,
+    hub,
+    keys,
+    quotas,
+    saved_settings,
+    traces,
+    transcripts,
+)
 from ask_fable.stores.db import SqliteDatabase, split_statements
 
 if TYPE_CHECKING:
@@ -37,6 +48,7 @@ STORES: dict[str, list[str]] = {
     "answers": answers.MIGRATIONS,
     "transcripts": transcripts.MIGRATIONS,
     "quotas": quotas.MIGRATIONS,
+    "settings": saved_settings.MIGRATIONS,
 }
 PING_TIMEOUT_S = 1.0
 

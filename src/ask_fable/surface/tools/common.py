@@ -26,6 +26,25 @@ TENANT = Field(None, description='Admin keys only: another tenant\'s, or "*" for
 Given = TypeVar("Given", bound=str | list[str] | None)
 
 
+async def save_settings(ctx: ToolContext, updates: dict[str, Any]) -> str:
+    """Save what a ``configure_*`` tool chose, for every server sharing this one's settings; returns
+    where it went (``database`` or the config file's path)."""
+    import anyio
+
+    app, tenant = ctx.app, ctx.tenant
+    return await anyio.to_thread.run_sync(lambda: app.save_settings(updates, tenant))
+
+
+def saved_note(where: str, overrides: str) -> str:
+    """What a ``configure_*`` result says about where its settings went and what they override."""
+    from ask_fable.stores.saved_settings import LOCATION
+
+    if where == LOCATION:
+        return (f"saved to the shared database, which overrides the config file and {overrides}; every "
+                "server on the database applies it from its next call")
+    return f"saved to the config file, which overrides {overrides}"
+
+
 def require_names(value: str | list[str], message: str) -> None:
     """Raise ``bad_args`` with ``message`` unless ``value`` names at least one non-blank item."""
     items = [value] if isinstance(value, str) else value

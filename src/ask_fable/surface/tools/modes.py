@@ -15,7 +15,15 @@ from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateRes
 from ask_fable.core.pipeline import Call
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import CONTEXT, CONTEXT_REF, QUESTION, named_or_omitted, require_names
+from ask_fable.surface.tools.common import (
+    CONTEXT,
+    CONTEXT_REF,
+    QUESTION,
+    named_or_omitted,
+    require_names,
+    save_settings,
+    saved_note,
+)
 
 DEFAULT_PIPELINE = "m3 > glm > deepseek > fable"
 #: Used when a provider council has no configured panel and its catalog cannot be reached.
@@ -285,12 +293,10 @@ async def ask_openrouter_council(args: AdjudicatedCouncilArgs, ctx: ToolContext)
                               settings.openrouter_synthesizer, settings.openrouter_effort)
 
 
-def _persist(updates: dict[str, Any]) -> dict[str, Any]:
-    from ask_fable.config import update_config_file
-
-    path = update_config_file(updates)
-    return {"status": "ok", "config_file": str(path), **{k: v for k, v in updates.items() if v is not None},
-            "note": "saved to the config file, which overrides the matching ASK_FABLE_* variables"}
+async def _persist(updates: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    where = await save_settings(ctx, updates)
+    return {"status": "ok", "config_file": where, **{k: v for k, v in updates.items() if v is not None},
+            "note": saved_note(where, "the matching ASK_FABLE_* variables")}
 
 
 async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -302,7 +308,7 @@ async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) 
     updates: dict[str, Any] = {"ollama_council": council}
     if args.default_model:
         updates["ollama_model"] = normalize_ollama_model(args.default_model)
-    return _persist(updates)
+    return await _persist(updates, ctx)
 
 
 async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -315,7 +321,7 @@ async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) ->
     }
     if args.synthesizer:
         updates["atlas_synthesizer"] = normalize_synthesizer(args.synthesizer, "atlas")
-    return _persist(updates)
+    return await _persist(updates, ctx)
 
 
 async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -332,7 +338,7 @@ async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolC
     effort = normalize_effort(args.effort)  # quick/standard/deep, or low/medium/high
     if effort:
         updates["openrouter_effort"] = effort
-    return _persist(updates)
+    return await _persist(updates, ctx)
 
 
 # --- declarations -----------------------------------------------------------------------------------
@@ -424,9 +430,9 @@ TOOLS = [
         name="configure_ollama_council",
         family="catalogs",
         description=(
-            "Save the Ollama council (and ask_ollama's default model) to the config file, which overrides "
-            "ASK_FABLE_OLLAMA_COUNCIL / ASK_FABLE_OLLAMA_MODEL. Call list_ollama_models first and ask the "
-            "user which models they want."
+            "Save the Ollama council (and ask_ollama's default model) to the config file (to the shared "
+            "database when there is one, for every replica), which overrides ASK_FABLE_OLLAMA_COUNCIL / "
+            "ASK_FABLE_OLLAMA_MODEL. Call list_ollama_models first and ask the user which models they want."
         ),
         args=ConfigureOllamaArgs,
         result=ConfigureResult,
@@ -438,9 +444,9 @@ TOOLS = [
         name="configure_atlas_council",
         family="catalogs",
         description=(
-            "Save the Atlas council members and adjudicator to the config file (overrides "
-            "ASK_FABLE_ATLAS_COUNCIL / ASK_FABLE_ATLAS_SYNTHESIZER). 'gpt' is saved as codex; a bare "
-            "openai/gpt-5.6-sol as atlas:openai/gpt-5.6-sol."
+            "Save the Atlas council members and adjudicator to the config file, or the shared database "
+            "when there is one (overrides ASK_FABLE_ATLAS_COUNCIL / ASK_FABLE_ATLAS_SYNTHESIZER). 'gpt' "
+            "is saved as codex; a bare openai/gpt-5.6-sol as atlas:openai/gpt-5.6-sol."
         ),
         args=ConfigureAtlasArgs,
         result=ConfigureResult,
@@ -452,8 +458,8 @@ TOOLS = [
         name="configure_openrouter_council",
         family="catalogs",
         description=(
-            "Save the OpenRouter council members, adjudicator and effort to the config file (overrides "
-            "ASK_FABLE_OPENROUTER_COUNCIL / _SYNTHESIZER / _EFFORT)."
+            "Save the OpenRouter council members, adjudicator and effort to the config file, or the shared "
+            "database when there is one (overrides ASK_FABLE_OPENROUTER_COUNCIL / _SYNTHESIZER / _EFFORT)."
         ),
         args=ConfigureOpenRouterArgs,
         result=ConfigureResult,

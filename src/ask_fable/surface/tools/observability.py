@@ -17,7 +17,7 @@ from ask_fable.contract import DataResult, Strict
 from ask_fable.stores.stats import BY_VALUES, WINDOWS
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT
+from ask_fable.surface.tools.common import TENANT, save_settings, saved_note
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
@@ -237,7 +237,6 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
 
 async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, Any]:
     """Persist the trace mode and/or live reasoning streaming; applied on the next call."""
-    from ask_fable.config import update_config_file
     from ask_fable.errors import BadArgs
 
     updates: dict[str, Any] = {}
@@ -247,14 +246,14 @@ async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, An
         updates["stream_reasoning"] = args.stream_reasoning
     if not updates:
         raise BadArgs("pass trace_mode (\"safe\" or \"full\"), stream_reasoning (true/false), or both")
-    path = await anyio.to_thread.run_sync(update_config_file, updates)
-    settings = ctx.settings  # re-read: the config file changed
-    note = "saved to the config file, which overrides ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING; "
+    where = await save_settings(ctx, updates)
+    settings = ctx.settings  # re-read: the saved settings changed
+    note = saved_note(where, "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING") + "; "
     if all(getattr(settings, name) == value for name, value in updates.items()):
         note += "applies from the next call"
     else:
         note += "this server runs with fixed settings, so it applies to servers started from now on"
-    return {"status": "ok", "config_file": str(path), "trace_mode": settings.trace_mode,
+    return {"status": "ok", "config_file": where, "trace_mode": settings.trace_mode,
             "stream_reasoning": settings.stream_reasoning, "save_answers": settings.save_answers,
             "note": note}
 
@@ -301,8 +300,9 @@ TOOLS = [
     ToolSpec(
         name="configure_tracing",
         family="catalogs",
-        description="Switch trace capture at runtime, saved to the config file (overrides "
-        "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING) and applied on the next call: "
+        description="Switch trace capture at runtime, saved to the config file or the shared database "
+        "when there is one (overrides ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING) and applied on "
+        "the next call, on every replica: "
         "trace_mode safe|full (full also stores redacted content bundles and saves answers), "
         "stream_reasoning true|false.",
         args=TracingArgs,

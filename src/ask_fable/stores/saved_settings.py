@@ -1,0 +1,173 @@
+"""Settings the ``configure_*`` tools save, kept in the shared database so every replica runs with them.
+
+With ``database_url`` set, servers share their stores, and a setting a tool saves must hold
+whichever server answers next; a config file belongs to one host. :class:`SettingsStore` keeps
+those settings (name → JSON value, the tenant of the caller who saved each, when) under a
+revision number that every save raises in the same transaction, which also serializes two saves.
+On PostgreSQL a save notifies :data:`CHANNEL` as it commits.
+
+:class:`SharedSettings` is what one server applies: the latest snapshot it has seen. It saves
+through the store (its own save applies at once) and is kept current by a PostgreSQL listener
+(``stores.postgres.Listener``, on a connection of its own), which reloads the snapshot when
+another server saves and after every (re)connection, so a save made while the link was down is
+picked up when it returns. A call therefore checks for news by comparing revision numbers held in
+memory: no database round trip. A notice carries the revision it announces, so a call arriving
+between the notice and the listener's reload loads the snapshot itself (once per save). SQLite
+(one machine) keeps these settings in the config file instead, as it always has; the store runs on
+both dialects all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from contextlib import suppress
+from typing import Any, Protocol
+
+from ask_fable.stores.db import Connection, Database
+from ask_fable.stores.interfaces import SavedSettingsStore
+from ask_fable.stores.records import SavedSettings
+
+#: Where a result says the settings went when they went to the database.
+LOCATION = "database"
+#: The PostgreSQL notification channel a save notifies, its payload the new revision.
+CHANNEL = "ask_fable_saved_settings"
+
+MIGRATIONS = [
+    """
+    CREATE TABLE saved_settings (
+        name     TEXT NOT NULL PRIMARY KEY,
+        value    TEXT NOT NULL,
+        tenant   TEXT NOT NULL,
+        saved_at REAL NOT NULL
+    );
+    CREATE TABLE saved_settings_revision (
+        one      INTEGER NOT NULL PRIMARY KEY CHECK (one = 1),
+        revision INTEGER NOT NULL
+    );
+    INSERT INTO saved_settings_revision (one, revision) VALUES (1, 0);
+    """,
+]
+
+#: A snapshot older than any stored one: what a server holds before its first load.
+UNLOADED = SavedSettings(revision=-1, values={})
+
+
+class SettingsStore:
+    """The saved settings on one :class:`~ask_fable.stores.db.Database` (SQLite or PostgreSQL)."""
+
+    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+        self.db = db
+        self._clock = clock
+
+    def load(self) -> SavedSettings:
+        """Every saved setting and the revision they are at."""
+        with self.db.read() as conn:
+            return _snapshot(conn)
+
+    def save(self, updates: Mapping[str, Any], tenant: str) -> SavedSettings:
+        """Save ``updates`` (a ``None`` value removes that setting) for ``tenant``'s caller, raise the
+        revision, and return the snapshot as committed."""
+        now = self._clock()
+        notify = self.db.dialect == "postgres"
+
+        def body(conn: Connection) -> SavedSettings:
+            # Taken first: the revision row's lock makes concurrent saves take turns.
+            revision = int(conn.execute("UPDATE saved_settings_revision SET revision = revision + 1 "
+                                        "WHERE one = 1 RETURNING revision").fetchone()[0])
+            for name, value in updates.items():
+                if value is None:
+                    conn.execute("DELETE FROM saved_settings WHERE name = ?", (name,))
+                else:
+                    conn.execute(
+                        "INSERT INTO saved_settings (name, value, tenant, saved_at) VALUES (?, ?, ?, ?) "
+                        "ON CONFLICT (name) DO UPDATE SET value = excluded.value, tenant = excluded.tenant, "
+                        "saved_at = excluded.saved_at",
+                        (name, json.dumps(value), tenant, now),
+                    )
+            if notify:
+                conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, str(revision)))
+            return _snapshot(conn)
+
+        return self.db.run_write(body)
+
+    def close(self) -> None:
+        """Close what the store's database opened for itself."""
+        self.db.close()
+
+
+def _snapshot(conn: Connection) -> SavedSettings:
+    revision = int(conn.execute("SELECT revision FROM saved_settings_revision WHERE one = 1").fetchone()[0])
+    rows = conn.execute("SELECT name, value FROM saved_settings ORDER BY name").fetchall()
+    return SavedSettings(revision=revision, values={row["name"]: json.loads(row["value"]) for row in rows})
+
+
+class Closeable(Protocol):
+    """What keeps a :class:`SharedSettings` current, stopped when the server closes."""
+
+    def close(self) -> None:
+        """Stop."""
+        ...
+
+
+class SharedSettings:
+    """The saved settings one server applies: the newest snapshot seen, from its own saves and loads."""
+
+    def __init__(self, store: SavedSettingsStore) -> None:
+        self.store = store
+        self._lock = threading.Lock()
+        self._snapshot = UNLOADED
+        #: The newest revision a notice announced, perhaps not loaded yet.
+        self._announced = UNLOADED.revision
+        self._watch: Closeable | None = None
+
+    @property
+    def snapshot(self) -> SavedSettings:
+        """The newest snapshot seen (:data:`UNLOADED` until the database first answered)."""
+        return self._snapshot
+
+    def latest(self) -> SavedSettings:
+        """The snapshot a call should run with: the one seen, loaded first when a notice announced a
+        newer revision that the listener has not loaded yet (so a call that follows a save on another
+        server runs with it). A load that fails keeps the snapshot seen."""
+        if self._announced > self._snapshot.revision:
+            with suppress(Exception):
+                self.refresh()
+        return self._snapshot
+
+    def announce(self, payload: str) -> None:
+        """A save's notice arrived: its payload is the revision it committed."""
+        with suppress(ValueError):
+            revision = int(payload)
+            with self._lock:
+                self._announced = max(self._announced, revision)
+
+    def offer(self, snapshot: SavedSettings) -> None:
+        """Apply ``snapshot`` unless a newer one is already applied (loads and saves may cross)."""
+        with self._lock:
+            if snapshot.revision > self._snapshot.revision:
+                self._snapshot = snapshot
+
+    def refresh(self) -> None:
+        """Load the stored snapshot and apply it (raises what the database raises)."""
+        self.offer(self.store.load())
+
+    def save(self, updates: Mapping[str, Any], tenant: str) -> SavedSettings:
+        """Save ``updates`` and apply the result here at once (other servers: on their next call)."""
+        snapshot = self.store.save(updates, tenant)
+        self.offer(snapshot)
+        return snapshot
+
+    def watch(self, watcher: Closeable) -> None:
+        """Keep ``watcher`` (which calls :meth:`announce` and :meth:`refresh` when the stored settings
+        change) until close."""
+        self._watch = watcher
+
+    def close(self) -> None:
+        """Stop watching and close the store."""
+        watcher, self._watch = self._watch, None
+        if watcher is not None:
+            watcher.close()
+        self.store.close()
