@@ -115,3 +115,22 @@ async def test_a_conversation_continues_on_whichever_replica_gets_the_next_turn(
     assert "Use a bounded queue." in sent[1] and questions[1] in sent[1]
     assert all(earlier in sent[2] for earlier in (questions[0], "Use a bounded queue.", questions[1],
                                                   "Twice the worker count."))
+
+
+async def test_audit_stats_and_hub_turns_of_calls_spread_over_replicas_are_all_seen_from_any_one(
+    cluster: Cluster, provider: FakeProvider
+) -> None:
+    """Each replica answers one turn of a session; a fourth call, on another replica, counts all three
+    in ``stats`` and finds all three in the session hub."""
+    tenant = f"hub-{_tag()}"
+    _, key = cluster.create_key("hub", tenant=tenant)
+    session = f"s-{tenant}"
+    async with cluster.clients(key) as robin:
+        answered = [await robin.call("ask", {"question": f"{tenant} turn {i}: is the lock fair?",
+                                             "model": "deepseek", "session": session}, on=i)
+                    for i in range(3)]
+        peeked = await robin.call("session_peek", {"session_key": session}, on=1)
+        counted = await robin.call("stats", {"window": "1h", "by": "tool"}, on=2)
+    assert [a["status"] for a in answered] == ["ok"] * 3, answered[0]
+    assert peeked["count"] == 3, peeked
+    assert counted["totals"]["calls"] == 3, counted
