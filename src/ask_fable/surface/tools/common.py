@@ -42,7 +42,7 @@ def saved_note(where: str, overrides: str) -> str:
     if where == LOCATION:
         return (f"saved to the shared database, which overrides the config file and {overrides}; every "
                 "server on the database applies it from its next call")
-    return f"saved to the config file, which overrides {overrides}"
+    return f"saved to the config file, which overrides {overrides}; applies from the next call"
 
 
 def require_names(value: str | list[str], message: str) -> None:

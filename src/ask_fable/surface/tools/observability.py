@@ -248,11 +248,9 @@ async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, An
         raise BadArgs("pass trace_mode (\"safe\" or \"full\"), stream_reasoning (true/false), or both")
     where = await save_settings(ctx, updates)
     settings = ctx.settings  # re-read: the saved settings changed
-    note = saved_note(where, "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING") + "; "
-    if all(getattr(settings, name) == value for name, value in updates.items()):
-        note += "applies from the next call"
-    else:
-        note += "this server runs with fixed settings, so it applies to servers started from now on"
+    note = saved_note(where, "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING")
+    if not all(getattr(settings, name) == value for name, value in updates.items()):
+        note += "; this server runs with fixed settings, so it applies to servers started from now on"
     return {"status": "ok", "config_file": where, "trace_mode": settings.trace_mode,
             "stream_reasoning": settings.stream_reasoning, "save_answers": settings.save_answers,
             "note": note}
