@@ -74,6 +74,8 @@ CREDENTIAL_PARAMS: frozenset[str] = frozenset(
 )
 #: How often the keys' last use is written by default: a request itself never writes.
 KEY_USE_FLUSH_SECONDS = 30.0
+#: Where the guard puts the verified key's record in the ASGI scope it hands the MCP app.
+API_KEY_SCOPE = "ask_fable.api_key"
 FORBIDDEN_CODE = -32003
 UNAUTHORIZED_CODE = -32001
 UNAVAILABLE_CODE = -32002
@@ -499,7 +501,7 @@ class HttpGuard:
                 return
         inner_scope = dict(scope)
         inner_scope["headers"] = [(n, v) for n, v in headers if n.lower() != b"authorization"]
-        inner_scope["ask_fable.api_key"] = record
+        inner_scope[API_KEY_SCOPE] = record
         gone = anyio.Event()
 
         async def watch() -> None:
