@@ -94,7 +94,7 @@ def _setting_default(name: str) -> Any:
     """The default of setting ``name``: the limits below default to what the settings say."""
     from ask_fable.config import Settings
 
-    return Settings.model_fields[name].default
+    return Settings.model_fields[name].get_default(call_default_factory=True)
 
 
 @dataclass(frozen=True)
@@ -105,6 +105,10 @@ class HttpOptions:
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    #: Peers whose ``X-Forwarded-Proto`` / ``X-Forwarded-For`` are believed (the request's scheme and
+    #: client then come from them: the web view's cookie is ``Secure`` behind a TLS proxy).
+    trusted_proxies: tuple[str, ...] = field(
+        default_factory=lambda: tuple(_setting_default("http_trusted_proxies")))
     max_body_bytes: int = field(default_factory=lambda: _setting_default("http_max_body_bytes"))
     #: Open connections at most (the oldest idle one is closed past it).
     max_connections: int = field(default_factory=lambda: _setting_default("http_max_connections"))
