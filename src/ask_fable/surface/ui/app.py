@@ -11,9 +11,10 @@ ways in:
 
 Either way the browser holds only a random session id, in an ``HttpOnly``, ``SameSite=Strict``
 cookie scoped to ``/ui``, also ``Secure`` when the request's scheme is https (on the team server
-behind a TLS proxy, as a trusted proxy's ``X-Forwarded-Proto`` says: ``http_runner.py``); forms carry the session's CSRF token, and a POST from another origin is
-refused. Every response carries a strict Content-Security-Policy (no script at all, styles only
-from the style sheet) and headers that keep the pages out of frames, referrers and caches.
+behind a TLS proxy, as a trusted proxy's ``X-Forwarded-Proto`` says: ``http_runner.py``); forms
+carry the session's CSRF token, and a POST from another origin is refused. Every response carries
+a strict Content-Security-Policy (no script at all, styles only from the style sheet) and headers
+that keep the pages out of frames, referrers and caches.
 """
 
 from __future__ import annotations
