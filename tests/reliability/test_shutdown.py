@@ -20,14 +20,15 @@ import httpx2
 import pytest
 
 from tests.e2e.helpers import ask_fable_command, child_env
-from tests.fakes.fake_cli import FakeCLIs, install_fake_clis
+from tests.fakes.fake_cli import FakeCLIs
 from tests.reliability.http_server import MCP_HEADERS, HttpServer, connect, create_key
-from tests.reliability.test_signals import QUESTION, _running, _survivors, _unflushed
+from tests.reliability.processes import cli_running, survivors_of, unflushed_logs
 
 #: A generous bound on the exit (the test asserts no timing: a server that waits out uvicorn's
 #: graceful-shutdown timeout or a backstop deadline fails it).
 EXIT_BOUND_S = 5
 CASES = ["idle", "mid-call", "half-sent login form"]
+QUESTION = "Why does the worker pool deadlock on shutdown?"
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -43,14 +44,6 @@ def store_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
         yield {"ASK_FABLE_DATABASE_URL": url}
     finally:
         server.drop(url)
-
-
-@pytest.fixture
-def fakes(tmp_path: Path) -> FakeCLIs:
-    """A fake mmx that forks a child holding its pipes, then sleeps for a minute."""
-    handle = install_fake_clis(tmp_path / "bin", names=["mmx"])
-    handle.behave("mmx", sleep=60, spawn_child=True)
-    return handle
 
 
 def _key_record(env: dict[str, str], name: str) -> dict[str, Any]:
@@ -99,7 +92,7 @@ async def test_a_stopped_team_server_exits_promptly_with_its_stores_flushed(
                     await http.post("/mcp", json=call, headers=headers)
 
                 group.start_soon(in_flight)
-                pids = await _running(fakes)
+                pids = await cli_running(fakes)
             elif case == "half-sent login form":
                 held.append(_half_sent_login(server.port))
                 await anyio.sleep(0.2)  # the server has read the headers and waits for the body
@@ -113,11 +106,11 @@ async def test_a_stopped_team_server_exits_promptly_with_its_stores_flushed(
         for sock in held:
             sock.close()
         server.close()
-    survivors = await _survivors(pids)
+    survivors = await survivors_of(pids)
     stderr = server.stderr()
     print(f"{case} on {'postgres' if store_env else 'sqlite'}: exit {code} after {took:.2f}s")
     assert code == 0, stderr
     assert survivors == []
     assert _key_record(env, "stopper")["last_used_at"] is not None
-    assert _unflushed() == []
+    assert unflushed_logs() == []
     assert "Traceback" not in stderr and "Exception in ASGI" not in stderr
