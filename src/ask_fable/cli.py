@@ -338,6 +338,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
         port=args.port if args.port is not None else DEFAULT_PORT,
         allowed_hosts=tuple(settings.http_allowed_hosts) + tuple(args.allowed_host),
         allowed_origins=tuple(settings.http_allowed_origins) + tuple(args.allowed_origin),
+        trusted_proxies=tuple(settings.http_trusted_proxies),
         max_body_bytes=args.max_body_bytes or settings.http_max_body_bytes,
         max_connections=connections,
         max_requests=settings.http_max_requests,

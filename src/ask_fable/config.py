@@ -414,6 +414,11 @@ class Settings(BaseSettings):
     http_allowed_origins: ModelList = Field(
         default_factory=list, description="Origins the HTTP server accepts from browsers."
     )
+    http_trusted_proxies: ModelList = Field(
+        default_factory=lambda: ["127.0.0.1", "::1"],
+        description="Addresses or networks of the proxies whose X-Forwarded-Proto and X-Forwarded-For "
+        "the HTTP server believes (the web view's cookie is Secure when one says https; '*': any peer).",
+    )
     http_max_body_bytes: int = Field(4_194_304, gt=0, description="Largest HTTP request body accepted.")
     http_max_connections: int = Field(
         512, ge=1, description="Open HTTP connections at most; past it the oldest idle one is closed "
@@ -486,6 +491,7 @@ class Settings(BaseSettings):
         "toolsets",
         "http_allowed_hosts",
         "http_allowed_origins",
+        "http_trusted_proxies",
         mode="before",
     )
     @classmethod

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+from mcp import Client
 
 from ask_fable.surface.registry import all_tools
-from tests.e2e.team_server import HEADERS, create_key, list_keys, team_server
+from ask_fable.surface.server import build_server
+from tests.e2e.team_server import HEADERS, TeamServer, create_key, list_keys, team_server
 from tests.spec_tools import ALL_SPEC_TOOLS
 
 #: The contract: what a read key may call (local look-ups of its own data), and what only an admin
@@ -107,6 +109,22 @@ async def test_every_tool_with_every_scope_over_http() -> None:
     assert reached["read"] == READ_TOOLS
     assert reached["ask"] == set(tools) - ADMIN_TOOLS
     assert reached["admin"] == set(tools)
+
+
+async def test_a_key_lists_only_the_tools_its_scope_may_call() -> None:
+    """Real MCP clients over HTTP: a read key lists the local look-ups only, an ask key every tool but
+    the admin ones, an admin key every tool; what each lists is exactly what it may call. (Before,
+    every key listed all 40, and a read key then had most of its calls refused.)"""
+    listed: dict[str, set[str]] = {}
+    async with serving() as server:
+        for held in SCOPES:
+            async with TeamServer(server.url).client(server.keys[held]) as client:
+                listed[held] = {tool.name for tool in (await client.list_tools()).tools}
+    assert listed["read"] == READ_TOOLS
+    assert listed["ask"] == set(ALL_SPEC_TOOLS) - ADMIN_TOOLS
+    assert listed["admin"] == set(ALL_SPEC_TOOLS)
+    async with Client(build_server(toolsets=["all"])) as local:  # no key: the local server lists all
+        assert {tool.name for tool in (await local.list_tools()).tools} == set(ALL_SPEC_TOOLS)
 
 
 async def test_only_an_admin_key_names_another_tenant() -> None:

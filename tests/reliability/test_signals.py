@@ -4,7 +4,6 @@ that hangs up cancels its backend work (CLI group killed, upstream request close
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -17,11 +16,11 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from ask_fable.config import state_dir
 from tests.e2e.helpers import child_env
-from tests.fakes.fake_cli import FakeCLIs, install_fake_clis, is_alive
+from tests.fakes.fake_cli import FakeCLIs
 from tests.fakes.fake_provider import FakeProvider
 from tests.reliability.http_server import MCP_HEADERS, HttpServer, connect, create_key, http_server
+from tests.reliability.processes import cli_running, survivors_of, unflushed_logs
 from tests.reliability.stdio_peer import StdioPeer
 
 QUESTION = "Why does the worker pool deadlock on shutdown?"
@@ -30,44 +29,9 @@ EXIT_WITHIN = 10
 SIGNALS = {"SIGTERM": (signal.SIGTERM, 0), "SIGHUP": (signal.SIGHUP, 0), "SIGINT": (signal.SIGINT, 130)}
 
 
-@pytest.fixture
-def fakes(tmp_path: Path) -> FakeCLIs:
-    """A fake mmx that forks a child holding its pipes, then sleeps for a minute."""
-    handle = install_fake_clis(tmp_path / "bin", names=["mmx"])
-    handle.behave("mmx", sleep=60, spawn_child=True)
-    return handle
-
-
 def _env(fakes: FakeCLIs, **extra: str) -> dict[str, str]:
     return child_env(PATH=f"{fakes.bin_dir}{os.pathsep}{os.environ['PATH']}", ASK_FABLE_TOOLSETS="all",
                      ASK_FABLE_CACHE="false", **extra)
-
-
-def _cli_pids(fakes: FakeCLIs) -> list[int]:
-    """The fake CLI's processes and the grandchildren they forked."""
-    return [c["pid"] for c in fakes.calls("mmx")] + fakes.child_pids("mmx")
-
-
-async def _running(fakes: FakeCLIs, count: int = 1) -> list[int]:
-    """Wait (bounded) until ``count`` CLI runs forked their child; returns every pid, all alive."""
-    with anyio.fail_after(30):
-        while len(fakes.child_pids("mmx")) < count:
-            await anyio.sleep(0.02)
-    pids = _cli_pids(fakes)
-    assert all(is_alive(pid) for pid in pids)
-    return pids
-
-
-async def _survivors(pids: list[int], within: float = 5) -> list[int]:
-    """The pids still alive after a bounded wait; they are killed, so no test leaves them behind."""
-    with anyio.move_on_after(within):
-        while any(is_alive(pid) for pid in pids):
-            await anyio.sleep(0.02)
-    alive = [pid for pid in pids if is_alive(pid)]
-    for pid in alive:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    return alive
 
 
 def _raw_call(key: str, tool: str) -> bytes:
@@ -87,11 +51,6 @@ async def _exit_code(proc: Any, within: float = EXIT_WITHIN) -> int | None:
     return proc.poll()  # type: ignore[no-any-return]
 
 
-def _unflushed() -> list[str]:
-    """SQLite write-ahead logs still holding pages under the state directory (a closed store has none)."""
-    return [str(path) for path in state_dir().rglob("*-wal") if path.stat().st_size > 0]
-
-
 @pytest.mark.parametrize("name", list(SIGNALS))
 async def test_a_signal_ends_the_stdio_server_mid_call_with_no_orphans(fakes: FakeCLIs, name: str) -> None:
     """Before: SIGTERM or SIGHUP mid-call left the CLI and its grandchild running (2 of 2). Now the call
@@ -103,10 +62,10 @@ async def test_a_signal_ends_the_stdio_server_mid_call_with_no_orphans(fakes: Fa
         helped = peer.call_tool("ask_fable_help", {"topic": "modes"})
         assert helped["result"]["structuredContent"]["status"] == "ok"
         peer.request("tools/call", {"name": "ask_m3", "arguments": {"question": QUESTION}})
-        pids = await _running(fakes)
+        pids = await cli_running(fakes)
         peer.proc.send_signal(sig)
         code = await _exit_code(peer.proc)
-        survivors = await _survivors(pids)
+        survivors = await survivors_of(pids)
     finally:
         if peer.proc.poll() is None:
             peer.proc.kill()
@@ -115,7 +74,7 @@ async def test_a_signal_ends_the_stdio_server_mid_call_with_no_orphans(fakes: Fa
     print(f"stdio {name} mid-call: exit {code}, {len(pids)} CLI processes before, {len(survivors)} after")
     assert code == expected, stderr
     assert len(pids) == 2 and survivors == []
-    assert _unflushed() == []
+    assert unflushed_logs() == []
     assert "Traceback" not in stderr
 
 
@@ -141,10 +100,10 @@ async def test_a_signal_ends_the_http_server_mid_call_with_no_orphans(
                 replies.append(await http.post("/mcp", json=call, headers=headers))
 
             group.start_soon(in_flight)
-            pids = await _running(fakes)
+            pids = await cli_running(fakes)
             server.signal(sig)
             code = await _exit_code(server.proc)
-        survivors = await _survivors(pids)
+        survivors = await survivors_of(pids)
     finally:
         server.close()
     stderr = server.stderr()
@@ -154,7 +113,7 @@ async def test_a_signal_ends_the_http_server_mid_call_with_no_orphans(
     assert len(pids) == 2 and survivors == []
     assert [r.status_code for r in replies] == [503]
     assert "stopping" in replies[0].json()["error"]["message"]
-    assert _unflushed() == []
+    assert unflushed_logs() == []
     assert "Traceback" not in stderr
 
 
@@ -168,9 +127,9 @@ async def test_an_http_client_that_hangs_up_mid_call_ends_its_cli_group(
     with http_server(env, tmp_path / "stderr.log") as server:
         sock = connect(server.port)
         sock.sendall(_raw_call(key, "ask_m3"))
-        pids = await _running(fakes)
+        pids = await cli_running(fakes)
         sock.close()
-        survivors = await _survivors(pids)
+        survivors = await survivors_of(pids)
         async with httpx2.AsyncClient(base_url=server.url, timeout=30) as http:
             after = await http.post("/mcp", headers={**MCP_HEADERS, "Authorization": f"Bearer {key}"},
                                     json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
@@ -198,9 +157,9 @@ async def test_an_sdk_client_that_gives_up_mid_call_ends_its_cli_group(
                         await client.call_tool("ask_m3", {"question": QUESTION})
 
             group.start_soon(call)
-            pids = await _running(fakes)
+            pids = await cli_running(fakes)
             group.cancel_scope.cancel()
-        survivors = await _survivors(pids)
+        survivors = await survivors_of(pids)
     assert len(pids) == 2 and survivors == []
 
 

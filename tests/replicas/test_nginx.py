@@ -13,15 +13,16 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import httpx2
 import pytest
 
-from tests.replicas.harness import MCP_HEADERS, PUBLIC_HOST, Cluster, Replica, RoundRobin, at_once, free_port
+from tests.replicas.harness import MCP_HEADERS, PUBLIC_HOST, Cluster, RoundRobin, at_once, free_port
 
 SHIPPED = Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf"
 TEMP_DIRS = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
@@ -35,7 +36,14 @@ def nginx_binary() -> str | None:
     return "/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None
 
 
-def render(shipped: str, replicas: list[Replica], port: int, root: Path) -> str:
+class Upstream(Protocol):
+    """What the config needs of a replica: the loopback port it serves on."""
+
+    @property
+    def port(self) -> int: ...
+
+
+def render(shipped: str, replicas: Sequence[Upstream], port: int, root: Path) -> str:
     """The shipped config pointed at ``replicas``, listening on ``port``, writing under ``root``."""
     blocks = re.findall(r"(?:^ *server 127\.0\.0\.1:\d+ [^;]*;\n)+", shipped, flags=re.M)
     assert blocks, "the shipped config has no upstream server lines"
@@ -60,15 +68,18 @@ class Proxy:
 
 
 @contextmanager
-def running_nginx(replicas: list[Replica], root: Path) -> Iterator[Proxy]:
-    """The real nginx with the shipped config in front of ``replicas`` (skips when absent)."""
+def running_nginx(replicas: Sequence[Upstream], root: Path,
+                  edit: Callable[[str], str] | None = None) -> Iterator[Proxy]:
+    """The real nginx with the shipped config (changed by ``edit`` once rendered) in front of
+    ``replicas`` (skips when absent)."""
     binary = nginx_binary()
     if binary is None:
         pytest.skip("nginx is not installed (apt-get install nginx)")
     (root / "logs").mkdir()
     port = free_port()
     conf = root / "nginx.conf"
-    conf.write_text(render(SHIPPED.read_text(), replicas, port, root))
+    rendered = render(SHIPPED.read_text(), replicas, port, root)
+    conf.write_text(edit(rendered) if edit is not None else rendered)
     main = f"daemon off; pid {root}/nginx.pid;" + (" user root;" if os.geteuid() == 0 else "")
     logs = root / "logs"
     proxy = Proxy(f"http://127.0.0.1:{port}", logs / "ask-fable.access.log", logs / "error.log")

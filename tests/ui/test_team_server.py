@@ -5,6 +5,7 @@ HttpOnly, SameSite=Strict cookie; logout needs the page's CSRF token; the MCP en
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,3 +210,18 @@ def test_a_browser_logs_in_with_the_form_and_sees_the_traces(
         browser.wait_for_path(driver, "/ui/login")
         driver.get(f"{team.url}/ui/traces")
         assert driver.current_url.endswith("/ui/login")
+
+
+def test_a_login_form_that_stops_arriving_is_answered_408_after_the_body_timeout() -> None:
+    """Before: a form whose body never finished arriving held its connection for as long as the client
+    liked. Now the web view gives a form the HTTP body timeout, as /mcp does, then answers 408."""
+    app = App(load_settings(cache=False, hub=False, http_body_timeout=0.5))
+    served = build_http_app(build_server(app, toolsets=["all"]), app.keys, HttpOptions(port=0))
+    with serve_in_thread(served) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            sock.sendall(b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n"
+                         b"Content-Type: application/x-www-form-urlencoded\r\n\r\nkey=")
+            reply = sock.recv(65536)
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+    assert b"did not arrive" in reply

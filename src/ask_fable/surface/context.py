@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -52,13 +52,13 @@ class ToolContext:
     @property
     def api_key(self) -> ApiKey | None:
         """The HTTP API key record this request authenticated with (None over stdio)."""
+        from ask_fable.surface.server import request_key
+
         try:
             request = self.mcp.request_context.request  # type: ignore[union-attr]
         except Exception:
             return None
-        scope = getattr(request, "scope", None)
-        # The HTTP surface puts the verified key's record there (``http_app.py``).
-        return cast("ApiKey | None", scope.get("ask_fable.api_key")) if isinstance(scope, dict) else None
+        return request_key(request)
 
     @property
     def caller(self) -> Caller:

@@ -26,7 +26,8 @@ the path only, never the query string.
 
 A request in flight runs in its own cancel scope: a client that hangs up cancels it at once (its
 CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
-cancels every one when the server stops, answering each caller 503.
+cancels every one when the server stops, web view pages included, answering each caller 503: no
+request holds a stopping server.
 
 ``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
 :func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
@@ -39,7 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
@@ -73,6 +74,8 @@ CREDENTIAL_PARAMS: frozenset[str] = frozenset(
 )
 #: How often the keys' last use is written by default: a request itself never writes.
 KEY_USE_FLUSH_SECONDS = 30.0
+#: Where the guard puts the verified key's record in the ASGI scope it hands the MCP app.
+API_KEY_SCOPE = "ask_fable.api_key"
 FORBIDDEN_CODE = -32003
 UNAUTHORIZED_CODE = -32001
 UNAVAILABLE_CODE = -32002
@@ -91,7 +94,7 @@ def _setting_default(name: str) -> Any:
     """The default of setting ``name``: the limits below default to what the settings say."""
     from ask_fable.config import Settings
 
-    return Settings.model_fields[name].default
+    return Settings.model_fields[name].get_default(call_default_factory=True)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,10 @@ class HttpOptions:
     port: int = DEFAULT_PORT
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
+    #: Peers whose ``X-Forwarded-Proto`` / ``X-Forwarded-For`` are believed (the request's scheme and
+    #: client then come from them: the web view's cookie is ``Secure`` behind a TLS proxy).
+    trusted_proxies: tuple[str, ...] = field(
+        default_factory=lambda: tuple(_setting_default("http_trusted_proxies")))
     max_body_bytes: int = field(default_factory=lambda: _setting_default("http_max_body_bytes"))
     #: Open connections at most (the oldest idle one is closed past it).
     max_connections: int = field(default_factory=lambda: _setting_default("http_max_connections"))
@@ -332,12 +339,14 @@ class HttpGuard:
         self.mcp_path = mcp_path
         #: The cancel scope of every request being served (health checks aside).
         self._in_flight: set[anyio.CancelScope] = set()
+        #: The cancel scope of every web view request being served (not counted against ``max_requests``).
+        self._pages: set[anyio.CancelScope] = set()
         self.stopping = False
 
     def stop(self) -> None:
         """Stop serving: cancel every request in flight (each caller gets 503) and refuse new ones."""
         self.stopping = True
-        for request in list(self._in_flight):
+        for request in [*self._in_flight, *self._pages]:
             request.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -393,7 +402,11 @@ class HttpGuard:
         path = scope.get("path", "")
         if self.ui is not None and (path == UI_PATH or path.startswith(UI_PATH + "/")):
             # The web view checks Host and Origin itself, accepting its own pages' origin behind a proxy.
-            await self.ui(scope, receive, send)
+            if self.stopping:
+                await self._unavailable(send)
+                return
+            ui = self.ui
+            await self._stoppable(self._pages, lambda tracked, _: ui(scope, receive, tracked), send)
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         if not host_allowed(_header(headers, b"host"), self.allowed_hosts):
@@ -435,6 +448,17 @@ class HttpGuard:
         if self.stopping or len(self._in_flight) >= self.options.max_requests:
             await self._unavailable(send)
             return
+
+        async def serve(tracked: Send, request: anyio.CancelScope) -> None:
+            await self._serve(scope, headers, record, receive, tracked, request)
+
+        await self._stoppable(self._in_flight, serve, send)
+
+    async def _stoppable(self, scopes: set[anyio.CancelScope],
+                         serve: Callable[[Send, anyio.CancelScope], Awaitable[None]], send: Send) -> None:
+        """Run ``serve`` (given the ``send`` to answer with and its cancel scope) in a cancel scope kept
+        in ``scopes`` while it runs, which :meth:`stop` cancels; a request the stop cancelled before it
+        answered gets 503."""
         started: list[bool] = []
 
         async def tracked_send(message: Message) -> None:
@@ -443,11 +467,11 @@ class HttpGuard:
             await send(message)
 
         with anyio.CancelScope() as request:
-            self._in_flight.add(request)
+            scopes.add(request)
             try:
-                await self._serve(scope, headers, record, receive, tracked_send, request)
+                await serve(tracked_send, request)
             finally:
-                self._in_flight.discard(request)
+                scopes.discard(request)
         if request.cancelled_caught and self.stopping and not started:
             await self._unavailable(send)
 
@@ -481,7 +505,7 @@ class HttpGuard:
                 return
         inner_scope = dict(scope)
         inner_scope["headers"] = [(n, v) for n, v in headers if n.lower() != b"authorization"]
-        inner_scope["ask_fable.api_key"] = record
+        inner_scope[API_KEY_SCOPE] = record
         gone = anyio.Event()
 
         async def watch() -> None:

@@ -3,15 +3,20 @@
 :class:`HttpRunner` serves one :class:`~ask_fable.surface.http_app.HttpGuard` with uvicorn's h11
 protocol bound to a :class:`~ask_fable.surface.http_limits.ConnectionTable` (header timeout,
 connection bound), uvicorn's own ``timeout_keep_alive`` for idle kept-alive connections and h11's
-cap on a request's head. What goes wrong below the application (``accept()`` out of descriptors,
-garbage instead of HTTP, connections shed) is printed through one
-:class:`~ask_fable.surface.log_limits.RateLimitedLog`: one line per kind and interval, with a count,
-never a traceback; an ``accept()`` out of descriptors also closes idle connections to free some.
+cap on a request's head. ``X-Forwarded-Proto`` and ``X-Forwarded-For`` are believed from the
+options' trusted proxies only (uvicorn's proxy headers): behind a TLS proxy the request's scheme is
+``https``, which makes the web view's session cookie ``Secure``.
+
+What goes wrong below the application (``accept()`` out of descriptors, garbage instead of HTTP,
+connections shed) is printed through one :class:`~ask_fable.surface.log_limits.RateLimitedLog`:
+one line per kind and interval, with a count, never a traceback; an ``accept()`` out of
+descriptors also closes idle connections to free some.
 
 :meth:`HttpRunner.stop` may be called from a signal handler. The server then stops listening,
-cancels every request in flight (each caller gets 503, each call's CLI process groups are ended and
-its upstream requests closed), closes its connections and runs the app's shutdown, which closes
-the stores.
+cancels every request in flight, web view pages included (each caller gets 503, each call's CLI
+process groups are ended and its upstream requests closed), closes its connections and runs the
+app's shutdown, which writes the keys' last use and closes the stores: an idle or busy server is
+gone within a second or so.
 """
 
 from __future__ import annotations
@@ -42,8 +47,10 @@ from ask_fable.surface.terminal import debug_requested, say
 MAX_HEAD_BYTES = 16 * 1024
 #: Connections the kernel queues before the server accepts them.
 BACKLOG = 2048
-#: Seconds a stopping server waits for its connections to finish their last response.
-GRACEFUL_SECONDS = 5
+#: Seconds a stopping server waits for its connections to finish their last response. By then the
+#: guard has cancelled every request it was serving (each answered 503), so this bounds only the
+#: writing of those answers; uvicorn cancels whatever is left after it.
+GRACEFUL_SECONDS = 1
 
 
 def bind_socket(options: HttpOptions) -> socket.socket:
@@ -111,6 +118,7 @@ class HttpRunner:
         config = uvicorn.Config(
             guard, host=options.host, port=options.port, access_log=False, log_level="warning",
             lifespan="on", timeout_graceful_shutdown=GRACEFUL_SECONDS, server_header=False,
+            proxy_headers=True, forwarded_allow_ips=list(options.trusted_proxies),
             limit_concurrency=None, backlog=BACKLOG, http=limited_protocol(self.table), ws="none",
             timeout_keep_alive=options.keepalive_timeout, h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         )

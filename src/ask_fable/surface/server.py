@@ -21,15 +21,16 @@ import json
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
 from ask_fable import __version__
-from ask_fable.access import FETCHES
+from ask_fable.access import FETCHES, scope_allows
 from ask_fable.config import problem_lines, tracking_reads
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
@@ -37,6 +38,7 @@ from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
+from ask_fable.surface.http_app import API_KEY_SCOPE
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
 
@@ -44,6 +46,7 @@ if TYPE_CHECKING:  # loaded with the first call, so the server answers initializ
     from ask_fable.access import Caller
     from ask_fable.config import Settings
     from ask_fable.contract import ToolResult
+    from ask_fable.stores.records import ApiKey
     from ask_fable.surface.context import ToolContext
 
 INSTRUCTIONS = """\
@@ -63,6 +66,13 @@ ask-fable is a second opinion for the hard 5% of engineering work. Answer trivia
 
 #: How many settings problems the instructions list before pointing at ``ask-fable doctor``.
 _INSTRUCTED_PROBLEMS = 4
+
+
+def request_key(request: object) -> ApiKey | None:
+    """The API key record the HTTP surface verified for ``request`` (``http_app.py`` puts it in the
+    ASGI scope); None without one (stdio, in memory)."""
+    scope = getattr(request, "scope", None)
+    return cast("ApiKey | None", scope.get(API_KEY_SCOPE)) if isinstance(scope, dict) else None
 
 
 def instructions_for(problems: Sequence[SettingProblem]) -> str:
@@ -195,6 +205,17 @@ class AskFableServer(MCPServer[Any]):
             self._listing = [self._mcp_tool(spec, settings) for spec in self.specs.values()]
             self._listed_for = settings
         return list(self._listing)
+
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """``tools/list``: over HTTP, only the tools the caller's key may call (each tool's scope comes
+        from its declared effects); without a key (stdio, in memory), every served tool."""
+        tools = await self.list_tools()
+        key = request_key(ctx.request)
+        if key is not None:
+            tools = [tool for tool in tools if scope_allows(key.scope, self.specs[tool.name].scope)]
+        return ListToolsResult(tools=tools)
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         spec = self.specs.get(name)

@@ -10,9 +10,11 @@ ways in:
   it once and starts a session; every later page checks the key is still active.
 
 Either way the browser holds only a random session id, in an ``HttpOnly``, ``SameSite=Strict``
-cookie scoped to ``/ui``; forms carry the session's CSRF token, and a POST from another origin is
-refused. Every response carries a strict Content-Security-Policy (no script at all, styles only
-from the style sheet) and headers that keep the pages out of frames, referrers and caches.
+cookie scoped to ``/ui``, also ``Secure`` when the request's scheme is https (on the team server
+behind a TLS proxy, as a trusted proxy's ``X-Forwarded-Proto`` says: ``http_runner.py``); forms
+carry the session's CSRF token, and a POST from another origin is refused. Every response carries
+a strict Content-Security-Policy (no script at all, styles only from the style sheet) and headers
+that keep the pages out of frames, referrers and caches.
 """
 
 from __future__ import annotations
@@ -325,7 +327,7 @@ class _Ui:
             return self.html(
                 pages.message_page("Not allowed", "This form cannot be posted from here.", Chrome()), 403
             )
-        form = await _form(request)
+        form = await _form(request, self.app.settings.http_body_timeout)
         if form is None:
             return self._fresh_login_form(request, "The form was too large.", 413)
         pending = self.sessions.get(request.cookies.get(COOKIE))
@@ -348,7 +350,7 @@ class _Ui:
         return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
 
     async def logout(self, request: Request) -> Response:
-        form = await _form(request) if _same_origin(request) else None
+        form = await _form(request, self.app.settings.http_body_timeout) if _same_origin(request) else None
         session_id = request.cookies.get(COOKIE)
         session = self.sessions.get(session_id)
         if form is None or session is None or not session.csrf_matches(form.get("csrf")):
@@ -426,13 +428,20 @@ def _same_origin(request: Request) -> bool:
     return not origin or _origin_is_host(origin, request.headers.get("host"))
 
 
-async def _form(request: Request) -> dict[str, str] | None:
-    """A small urlencoded form's fields, or ``None`` when it is larger than :data:`MAX_FORM_BYTES`."""
+async def _form(request: Request, timeout: float) -> dict[str, str] | None:
+    """A small urlencoded form's fields, or ``None`` when it is larger than :data:`MAX_FORM_BYTES`;
+    a form that has not arrived within ``timeout`` seconds is answered 408 and its connection closed."""
+    from starlette.exceptions import HTTPException
+
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            return None
+    with anyio.move_on_after(timeout) as waiting:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                return None
+    if waiting.cancelled_caught:
+        raise HTTPException(408, f"The form did not arrive within {timeout:g}s.",
+                            headers={"connection": "close"})
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
 

@@ -129,5 +129,5 @@ def local_server(app: App, token: str, port: int) -> uvicorn.Server:
     import uvicorn
 
     config = uvicorn.Config(local_ui(app, token, port), host=LOOPBACK, port=port, access_log=False,
-                            log_level="warning", lifespan="on", server_header=False)
+                            log_level="warning", lifespan="on", server_header=False, proxy_headers=False)
     return uvicorn.Server(config)
