@@ -103,6 +103,18 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
+def report_settings_problems() -> None:
+    """One stderr line for each setting that cannot be used as written (and what is used instead).
+
+    The servers (``serve``, a bare ``ask-fable``, every tool command) print these when they are
+    built; every other command calls this first, so no command runs on a fallback silently.
+    """
+    from ask_fable.config import load_settings, problem_lines
+
+    for line in problem_lines(load_settings().problems):
+        print(line, file=sys.stderr, flush=True)
+
+
 def _add_serve(sub: _Commands) -> None:
     serve = sub.add_parser("serve", help="serve MCP over stdio, or Streamable HTTP with --http")
     serve.add_argument("--toolsets", dest="serve_toolsets", metavar="TOOLSETS",
@@ -653,6 +665,8 @@ def _run(arguments: list[str]) -> int:
         return serve_stdio(toolsets, quiet=args.quiet)
     if command == "serve":
         return serve_http(args, toolsets)
+    if command in BUILTIN_COMMANDS:
+        report_settings_problems()
     if command == "keys":
         return keys_command(args)
     if command == "db":
