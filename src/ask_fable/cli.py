@@ -94,6 +94,19 @@ def _positive(value: str) -> int:
     return number
 
 
+def _seconds(value: str) -> float:
+    """A number of seconds above zero (``nan`` and ``inf`` are not)."""
+    import math
+
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: use a number of seconds above 0")
+    return number
+
+
 def _toolsets(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
@@ -248,7 +261,7 @@ def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser,
     doctor.add_argument("--json", action="store_true", help="print JSON")
     doctor.add_argument("--no-probe", action="store_true",
                         help="skip reachability checks (what only a check can tell is shown as not checked)")
-    doctor.add_argument("--timeout", type=float, default=3.0, help="seconds per probe (default 3)")
+    doctor.add_argument("--timeout", type=_seconds, default=3.0, help="seconds per probe (default 3)")
     tools = sub.add_parser("tools", help="list the tools, their families and toolsets")
     tools.add_argument("--json", action="store_true", help="print JSON")
     _add_ui(sub)
@@ -453,7 +466,9 @@ def db_command(args: argparse.Namespace) -> int:
     try:
         report = schema.upgrade(settings) if args.db_action == "upgrade" else schema.status(settings)
     except AskFableError as exc:
-        return _fail(exc.detail, 1)
+        from ask_fable.surface.terminal import describe
+
+        return _fail(describe(exc), 1)
     if args.json:
         print(json.dumps({"database": "postgresql" if settings.database_url else "sqlite", "stores": [
             {"store": v.store, "found": v.found, "wanted": v.wanted, "state": v.state, "location": v.location}
