@@ -57,3 +57,40 @@ def test_doctor_refuses_a_probe_timeout_that_is_not_a_positive_number(value: str
     assert done.returncode == 2
     assert f"invalid value {value!r}" in done.stderr
     assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("client", ["claude", "cursor", "windsurf", "opencode", "codex"])
+def test_init_merges_into_a_config_file_saved_with_a_byte_order_mark(client: str, tmp_path: Path) -> None:
+    """Editors on Windows save UTF-8 with a BOM: init merges into such a file, keeps the other
+    server and the BOM, instead of calling the file broken."""
+    if client == "codex":
+        body = '[mcp_servers.other]\ncommand = "other-server"\n'
+    elif client == "opencode":
+        body = '{"mcp": {"other": {"type": "local", "command": ["other-server"]}}}\n'
+    else:
+        body = '{"mcpServers": {"other": {"command": "other-server"}}}\n'
+    config = tmp_path / ("config.toml" if client == "codex" else "config.json")
+    config.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    done = _run("init", client, "--config-path", str(config))
+    assert done.returncode == 0, done.stderr
+    written = config.read_bytes()
+    assert written.startswith(b"\xef\xbb\xbf")
+    text = written[3:].decode()
+    assert "other-server" in text and "ask_fable" in text
+
+
+@pytest.mark.parametrize(("client", "body"), [
+    ("cursor", '{"mcpServers": []}'),
+    ("opencode", '{"mcp": "local"}'),
+    ("claude", '{"mcpServers": {"ask_fable": "on"}}'),
+    ("codex", '[mcp_servers]\nask_fable = "on"\n'),
+])
+def test_init_on_a_config_it_cannot_merge_names_the_file(client: str, body: str, tmp_path: Path) -> None:
+    """A config whose server table or entry has the wrong shape: exit 1, the file named, untouched."""
+    config = tmp_path / ("config.toml" if client == "codex" else "config.json")
+    config.write_text(body)
+    done = _run("init", client, "--config-path", str(config))
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"ask-fable: {config}"), done.stderr
+    assert "fix it first" in done.stderr and "Traceback" not in done.stderr
+    assert config.read_text() == body
