@@ -182,7 +182,7 @@ def _limit(number: type[int] | type[float]) -> Callable[[str], int | float | str
             parsed = number(value)
         except ValueError:
             parsed = -1
-        if parsed < 0:
+        if not 0 <= parsed < float("inf"):  # also refuses nan
             kind = "whole number" if number is int else "number"
             raise argparse.ArgumentTypeError(f"invalid value {value!r}: use a {kind} from 0 (0: unlimited) "
                                              "or 'default'")

@@ -94,3 +94,13 @@ def test_init_on_a_config_it_cannot_merge_names_the_file(client: str, body: str,
     assert done.stderr.startswith(f"ask-fable: {config}"), done.stderr
     assert "fix it first" in done.stderr and "Traceback" not in done.stderr
     assert config.read_text() == body
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "lots"])
+def test_a_key_limit_that_is_not_a_number_from_zero_is_refused(value: str) -> None:
+    """keys create --daily-usd nan once created a key whose limit silently became the default."""
+    done = _run("keys", "create", "--name", "alice", f"--daily-usd={value}")
+    assert done.returncode == 2
+    assert f"invalid value {value!r}" in done.stderr and done.stdout == ""
+    listed = _run("keys", "list")
+    assert "alice" not in listed.stdout
