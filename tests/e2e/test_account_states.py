@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -12,6 +13,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.e2e.helpers import ask_fable_command, child_env, structured
 from tests.fakes.fake_provider import DEFAULT_ANSWER, FakeProvider
+from tests.fakes.fixtures import bundled_claude_cli
 
 KEY = "sk-PLANTED-billing-5e6f7a8b9c0d1e2f3a4b"
 QUESTION = "Is the retry loop in the billing client bounded?"
@@ -118,3 +120,29 @@ async def test_a_council_member_out_of_credits_is_its_own_error_while_the_others
     assert by_token["deepseek"]["detail"] == "DeepSeek HTTP 402: Insufficient Balance"
     assert len(deepseek_requests) == 1
     assert result["quorum"] == "1/2"
+
+
+@pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
+@pytest.mark.parametrize("use_cli", ["0", "1"], ids=["agent-sdk", "cli-bridge"])
+async def test_a_claude_api_key_out_of_credits_is_not_configured_and_never_trips_the_breaker(
+    tmp_path: Path, use_cli: str
+) -> None:
+    """Claude Code on an API key whose credit balance is too low: every ask_opus5 call is
+    not_configured naming the credits fix, and every one reaches the provider (no circuit opened)."""
+    claude_dir = tmp_path / "claude-config"
+    claude_dir.mkdir()
+    with FakeProvider() as fp:
+        fp.enqueue("anthropic", status=400, body=_raw(ANTHROPIC_400_CREDIT), times=None,
+                   headers={"content-type": "application/json"})
+        params = _server(CLAUDE_CONFIG_DIR=str(claude_dir), ANTHROPIC_BASE_URL=fp.base_url,
+                         ANTHROPIC_API_KEY=KEY, CLAUDE_CODE_MAX_RETRIES="0", ASK_FABLE_USE_CLI=use_cli)
+        with anyio.fail_after(240):
+            async with Client(params) as client:
+                results = [await structured(client, "ask_opus5", {"question": f"{QUESTION} ({n})"})
+                           for n in range(CALLS)]
+        sent = len(fp.requests_for("anthropic"))
+    print(results[0])
+    assert [r["kind"] for r in results] == ["not_configured"] * CALLS
+    assert all("credits" in r["hint"] and "Anthropic" in r["hint"] for r in results)
+    assert sent >= CALLS
+    assert KEY not in json.dumps(results)

@@ -390,7 +390,11 @@ def is_account_refusal(status: int, body: bytes | str) -> bool:
         return True
     if status not in _ACCOUNT_STATUS:
         return False
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    return says_account_refused(body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+
+
+def says_account_refused(text: str) -> bool:
+    """Whether a provider's error text says the account's balance or plan does not cover the call."""
     return bool(_ACCOUNT_TEXT.search(text))
 
 
