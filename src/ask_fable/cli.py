@@ -273,6 +273,17 @@ def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser,
     return parser, table
 
 
+def _deepest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser ``args`` were parsed down to, so an error shows that command's usage."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            inner = action.choices.get(chosen) if isinstance(chosen, str) else None
+            if isinstance(inner, argparse.ArgumentParser):
+                return _deepest(inner, args)
+    return parser
+
+
 def _first_command(argv: Sequence[str]) -> str | None:
     skip_value = False
     for item in argv:
@@ -662,7 +673,9 @@ def _run(arguments: list[str]) -> int:
 
         specs = all_tools()
     parser, table = _parser(specs)
-    args = parser.parse_args(arguments)
+    args, extra = parser.parse_known_args(arguments)
+    if extra:
+        _deepest(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     toolsets = _toolsets(getattr(args, "serve_toolsets", None) or args.toolsets)
     if toolsets is not None:
         from ask_fable.errors import BadArgs

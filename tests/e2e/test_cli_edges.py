@@ -104,3 +104,18 @@ def test_a_key_limit_that_is_not_a_number_from_zero_is_refused(value: str) -> No
     assert f"invalid value {value!r}" in done.stderr and done.stdout == ""
     listed = _run("keys", "list")
     assert "alice" not in listed.stdout
+
+
+@pytest.mark.parametrize(("args", "command"), [
+    (["tools", "--json", "extra"], "ask-fable tools"),
+    (["stats", "--bucket", "x"], "ask-fable stats"),
+    (["keys", "list", "--bogus"], "ask-fable keys list"),
+    (["trace", "list", "--nope"], "ask-fable trace list"),
+])
+def test_an_unknown_option_is_reported_with_the_usage_of_its_command(args: list[str], command: str) -> None:
+    """Not the top-level usage (which lists every command): the one of the command that was given."""
+    done = _run(*args)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"usage: {command} ")
+    unknown = " ".join(args[len(command.split()) - 1:]).removeprefix("--json ")
+    assert f"{command}: error: unrecognized arguments: {unknown}\n" in done.stderr
