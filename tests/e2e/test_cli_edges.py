@@ -119,3 +119,28 @@ def test_an_unknown_option_is_reported_with_the_usage_of_its_command(args: list[
     assert done.stderr.startswith(f"usage: {command} ")
     unknown = " ".join(args[len(command.split()) - 1:]).removeprefix("--json ")
     assert f"{command}: error: unrecognized arguments: {unknown}\n" in done.stderr
+
+
+@pytest.mark.parametrize(("backend", "env"), [
+    ("glm", {"ASK_FABLE_GLM_API_KEY": "glm-key-0123456789", "ASK_FABLE_GLM_BASE_URL": "ftp://api.z.ai"}),
+    ("deepseek", {"ASK_FABLE_DEEPSEEK_API_KEY": "ds-key-0123456789",
+                  "ASK_FABLE_DEEPSEEK_BASE_URL": "api.deepseek"}),
+    ("ollama", {"ASK_FABLE_OLLAMA_BASE_URL": "http://[::1"}),
+])
+@pytest.mark.parametrize("probe", [True, False], ids=["probe", "no-probe"])
+def test_doctor_names_a_base_url_that_is_not_an_http_address_and_the_setting_to_fix(
+    backend: str, env: dict[str, str], probe: bool
+) -> None:
+    """A base URL with the wrong scheme, no scheme or a broken host: doctor says so and names the
+    variable to set, instead of a connection error or a Python exception."""
+    import json
+
+    done = _run("doctor", "--json", *([] if probe else ["--no-probe"]), "--timeout", "2", **env)
+    assert done.returncode == 0, done.stderr
+    report = {b["name"]: b for b in json.loads(done.stdout)["backends"]}[backend]
+    setting = f"ASK_FABLE_{backend.upper()}_BASE_URL"
+    print(report)
+    assert report["status"] == "missing"
+    assert "is not an http:// or https:// address" in report["detail"]
+    assert setting in report["enable"]
+    assert "could not diagnose" not in report["detail"]
