@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
@@ -486,13 +487,17 @@ def db_command(args: argparse.Namespace) -> int:
             for v in report]}, indent=2))
         return 0
     print(f"stores on {where}:")
+    width = max((len(v.store) for v in report), default=8)
     for v in report:
         if args.db_action == "upgrade":
             done = "up to date" if v.found == v.wanted else f"upgraded {v.found} → {v.wanted}"
+        elif not settings.database_url and not os.path.exists(v.location):
+            done = "not created yet (made on first use)"
         else:
             done = {"current": "current", "behind": "behind: run `ask-fable db upgrade`",
                     "newer": "newer than this ask-fable"}[v.state]
-        print(f"  {v.store:<8} version {v.found if args.db_action == 'status' else v.wanted:>2}  {done}")
+        version = v.found if args.db_action == "status" else v.wanted
+        print(f"  {v.store:<{width}} version {version:>2}  {done}")
     return 0
 
 

@@ -144,3 +144,15 @@ def test_doctor_names_a_base_url_that_is_not_an_http_address_and_the_setting_to_
     assert "is not an http:// or https:// address" in report["detail"]
     assert setting in report["enable"]
     assert "could not diagnose" not in report["detail"]
+
+
+def test_db_status_on_a_fresh_machine_says_the_stores_are_made_on_first_use(tmp_path: Path) -> None:
+    """No state directory yet: db status does not tell a new user every store is behind an upgrade
+    they do not need, and its columns line up."""
+    done = _run("db", "status", XDG_STATE_HOME=str(tmp_path / "fresh"))
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[1:]
+    assert rows and all("not created yet (made on first use)" in row for row in rows)
+    assert "behind" not in done.stdout
+    assert len({row.index("version") for row in rows}) == 1
+    assert not (tmp_path / "fresh" / "ask_fable").exists()
