@@ -281,8 +281,12 @@ def is_billing_failure(status: object, message: object, assistant_error: object 
     return assistant_error == "billing_error" or status == 402 or says_account_refused(str(message or ""))
 
 
-def billing_hint() -> str:
-    """The fix for an Anthropic account out of credits, for the server as it runs now."""
+def billing_hint(message: str = "") -> str:
+    """The fix for an Anthropic account out of credits, or a Claude plan at its usage limit (as
+    ``message`` says), for the server as it runs now."""
+    if "usage limit" in message.lower():
+        return ("the Claude plan's usage limit is reached: wait until it resets (the message says when) or "
+                "upgrade the plan; ask-fable does not retry it or count it as an outage")
     if os.environ.get("ANTHROPIC_API_KEY"):
         return ("add credits to the Anthropic account of the server's ANTHROPIC_API_KEY (Anthropic Console, "
                 "Plans & Billing), or remove the key to use your Claude Code login; ask-fable does not "
@@ -302,7 +306,7 @@ def classify_failure(
         return NotConfigured(f"Claude Code has no usable login ({detail})", hint=login_hint())
     if is_billing_failure(status, message, assistant_error):
         return NotConfigured(f"the Anthropic account refused the call for its balance or plan ({detail})",
-                             hint=billing_hint())
+                             hint=billing_hint(str(message or "")))
     if assistant_error == "model_not_found" or is_model_unavailable(status, error_type, message):
         return ModelUnavailable(detail)
     return None
