@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 from ask_fable import __version__
 
 if TYPE_CHECKING:
+    from ask_fable.config import Settings
     from ask_fable.surface.client_setup import InstallResult
     from ask_fable.surface.http_app import HttpOptions
     from ask_fable.surface.registry import ToolSpec
@@ -324,6 +325,9 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     from ask_fable.surface.stdio_input import sanitize_stdin
     from ask_fable.surface.terminal import say, stdin_is_terminal, stop_on_signals
 
+    unusable = state_dir_problem(server.app.settings)
+    if unusable is not None:
+        say(f"warning: {unusable}; answers still come, but no conversation, trace or record is kept")
     if stdin_is_terminal():
         say("serving MCP over stdio: waiting for an MCP client's messages on stdin "
             "(Ctrl-D or Ctrl-C stops)")
@@ -362,9 +366,9 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
     settings = load_settings()
     quiet = settings.quiet or bool(getattr(args, "quiet", False))
-    refusal = stores_refusal()
+    refusal = stores_refusal() or state_dir_problem(settings)  # no key store, no caller to serve
     if refusal is not None:
-        return _fail(refusal, 1)
+        return _fail(f"error: {refusal}", 1)
     try:
         server = build_server(App(quiet=quiet), toolsets=toolsets, remote=True, settle_heap=True)
     except BadArgs as exc:
@@ -444,6 +448,25 @@ def _serving_warnings(options: HttpOptions, wanted_connections: int, open_files:
                      f"(ASK_FABLE_HTTP_MAX_CONNECTIONS): serving at most {options.max_connections}; raise "
                      "it with `ulimit -n`")
     return lines
+
+
+def state_dir_problem(settings: Settings) -> str | None:
+    """Why the state directory cannot hold the SQLite stores (cannot be created or written), or
+    ``None`` (also with ``database_url`` set: the stores are not there)."""
+    if settings.database_url:
+        return None
+    from ask_fable.files import ensure_private_dir
+
+    try:
+        path = ensure_private_dir(settings.state_dir)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    else:
+        if os.access(path, os.W_OK | os.X_OK):
+            return None
+        reason = "not writable"
+    return (f"the state directory {settings.state_dir} cannot be used ({reason}): set XDG_STATE_HOME to a "
+            "directory this user can write")
 
 
 def stores_refusal() -> str | None:

@@ -156,3 +156,41 @@ def test_db_status_on_a_fresh_machine_says_the_stores_are_made_on_first_use(tmp_
     assert "behind" not in done.stdout
     assert len({row.index("version") for row in rows}) == 1
     assert not (tmp_path / "fresh" / "ask_fable").exists()
+
+
+def test_the_http_server_refuses_to_start_without_a_usable_state_directory(tmp_path: Path) -> None:
+    """Its keys live there: rather than serving and refusing every request as "database down",
+    serve --http exits 1 naming the directory and the fix."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    done = _run("serve", "--http", "--port", "0", XDG_STATE_HOME=str(blocker))
+    assert done.returncode == 1
+    state = blocker / "ask_fable"
+    assert done.stderr.startswith(f"ask-fable: error: the state directory {state} cannot be used")
+    assert "XDG_STATE_HOME" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_the_stdio_server_warns_once_without_a_usable_state_directory_and_still_answers(
+    tmp_path: Path,
+) -> None:
+    """The stdio server starts, says on stderr that nothing will be kept, and answers."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.e2e.helpers import structured
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    command, *rest = ask_fable_command()
+    params = StdioServerParameters(command=command, args=rest, env=child_env(XDG_STATE_HOME=str(blocker)))
+    with open(tmp_path / "stderr.txt", "w+") as errlog:
+        with anyio.fail_after(60):
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                helped = await structured(client, "ask_fable_help", {"topic": "modes"})
+        errlog.seek(0)
+        stderr = errlog.read()
+    assert helped["status"] == "ok"
+    warnings = [line for line in stderr.splitlines() if "state directory" in line]
+    assert len(warnings) == 1 and "no conversation, trace or record is kept" in warnings[0]
+    assert "Traceback" not in stderr
