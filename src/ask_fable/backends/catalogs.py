@@ -499,10 +499,10 @@ class CatalogOrigin(TypedDict, total=False):
     warning: str
 
 
-def unreachable_hint(label: str, settings: str) -> str:
-    """The fix named when a catalog cannot be fetched and none was fetched earlier."""
-    return (f"{label} could not be reached and this server has no earlier catalog to fall back on: "
-            f"check the network and {settings}, then list again")
+def unreachable_hint(what: str, settings: str) -> str:
+    """The fix named when a catalog cannot be fetched (``what`` went wrong) and none was fetched earlier."""
+    return (f"{what}, and this server has no earlier catalog to fall back on: check {settings} and the "
+            "network, then list again")
 
 
 async def _catalog(url: str, label: str, refresh: bool, timeout: float,
@@ -529,7 +529,7 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
         stale = cache.get(url, None)
         if stale is None:
             if setting:
-                exc.extra.setdefault("hint", unreachable_hint(label, setting))
+                exc.extra.setdefault("hint", unreachable_hint(f"{label} gave no usable catalog", setting))
             raise
         return stale[0], {"cached": True, "age_s": round(stale[1], 1), "fetched": False, "stale": True,
                           "warning": exc.detail}
@@ -678,7 +678,7 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
     if cloud.error and local.error and cloud.names is None and local.names is None:
         settings_named = ("ASK_FABLE_OLLAMA_BASE_URL (start the daemon with `ollama serve`) and "
                           "ASK_FABLE_OLLAMA_CATALOG_URL")
-        hint = unreachable_hint("Neither the Ollama catalog nor the Ollama daemon", settings_named)
+        hint = unreachable_hint("neither the Ollama catalog nor the Ollama daemon answered", settings_named)
         raise UpstreamError(f"{cloud.error}; {local.error}", hint=hint)
     fetched_local = local.names is not None and not local.stale
     result: dict[str, Any] = {
