@@ -543,7 +543,9 @@ async def _list_models(provider: str, label: str, url: str, settings: Settings, 
                        transport: httpx2.AsyncBaseTransport | None,
                        resources: Resources | None) -> dict[str, Any]:
     timeout = min(FETCH_TIMEOUT, settings.timeout)
-    setting = f"ASK_FABLE_{provider.upper()}_BASE_URL"
+    from ask_fable.config import env_name
+
+    setting = env_name(f"{provider}_base_url")
     models, origin = await _catalog(url, label, refresh, timeout, transport, _resources(resources), max_age,
                                     setting)
     limit = clamp_limit(limit)

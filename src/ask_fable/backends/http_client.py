@@ -10,7 +10,7 @@ the caller's ``handle`` coroutine while the body is still streaming. Everything 
     httpx2.ConnectError / reset before headers ─▶ retried, then UpstreamError
     status 408 / 409 / 429 / ≥ 500             ─▶ retried, then UpstreamError
     status 401 / 403                            ─▶ NotConfigured at once, with the caller's ``auth_hint``
-    402, or a balance / plan refusal (any status) ─▶ NotConfigured at once, with the caller's ``billing_hint``
+    402; 400 / 403 / 429 naming balance or plan ─▶ NotConfigured at once, with the caller's ``billing_hint``
     other status ≥ 400                          ─▶ UpstreamError at once (provider message, redacted)
     deadline passed / read stalled               ─▶ OracleTimeout
     body that is not the expected JSON          ─▶ UpstreamError (raised by ``handle`` via ``bad_body``)
