@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 from ask_fable import __version__
 
 if TYPE_CHECKING:
+    from ask_fable.config import Settings
     from ask_fable.surface.client_setup import InstallResult
     from ask_fable.surface.http_app import HttpOptions
     from ask_fable.surface.registry import ToolSpec
@@ -94,6 +96,19 @@ def _positive(value: str) -> int:
     return number
 
 
+def _seconds(value: str) -> float:
+    """A number of seconds above zero (``nan`` and ``inf`` are not)."""
+    import math
+
+    try:
+        number = float(value)
+    except ValueError:
+        number = math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"invalid value {value!r}: use a number of seconds above 0")
+    return number
+
+
 def _toolsets(value: str | None) -> list[str] | None:
     return [part.strip() for part in value.split(",") if part.strip()] if value else None
 
@@ -101,6 +116,18 @@ def _toolsets(value: str | None) -> list[str] | None:
 def _fail(message: str, code: int = 2) -> int:
     print(f"ask-fable: {message}", file=sys.stderr)
     return code
+
+
+def report_settings_problems() -> None:
+    """One stderr line for each setting that cannot be used as written (and what is used instead).
+
+    The servers (``serve``, a bare ``ask-fable``, every tool command) print these when they are
+    built; every other command calls this first, so no command runs on a fallback silently.
+    """
+    from ask_fable.config import load_settings, problem_lines
+
+    for line in problem_lines(load_settings().problems):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _add_serve(sub: _Commands) -> None:
@@ -157,7 +184,7 @@ def _limit(number: type[int] | type[float]) -> Callable[[str], int | float | str
             parsed = number(value)
         except ValueError:
             parsed = -1
-        if parsed < 0:
+        if not 0 <= parsed < float("inf"):  # also refuses nan
             kind = "whole number" if number is int else "number"
             raise argparse.ArgumentTypeError(f"invalid value {value!r}: use a {kind} from 0 (0: unlimited) "
                                              "or 'default'")
@@ -236,7 +263,7 @@ def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser,
     doctor.add_argument("--json", action="store_true", help="print JSON")
     doctor.add_argument("--no-probe", action="store_true",
                         help="skip reachability checks (what only a check can tell is shown as not checked)")
-    doctor.add_argument("--timeout", type=float, default=3.0, help="seconds per probe (default 3)")
+    doctor.add_argument("--timeout", type=_seconds, default=3.0, help="seconds per probe (default 3)")
     tools = sub.add_parser("tools", help="list the tools, their families and toolsets")
     tools.add_argument("--json", action="store_true", help="print JSON")
     _add_ui(sub)
@@ -246,6 +273,17 @@ def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser,
 
         table = add_tool_commands(sub, tool_specs, set(BUILTIN_COMMANDS))
     return parser, table
+
+
+def _deepest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser ``args`` were parsed down to, so an error shows that command's usage."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            inner = action.choices.get(chosen) if isinstance(chosen, str) else None
+            if isinstance(inner, argparse.ArgumentParser):
+                return _deepest(inner, args)
+    return parser
 
 
 def _first_command(argv: Sequence[str]) -> str | None:
@@ -287,6 +325,9 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     from ask_fable.surface.stdio_input import sanitize_stdin
     from ask_fable.surface.terminal import say, stdin_is_terminal, stop_on_signals
 
+    unusable = state_dir_problem(server.app.settings)
+    if unusable is not None:
+        say(f"warning: {unusable}; answers still come, but no conversation, trace or record is kept")
     if stdin_is_terminal():
         say("serving MCP over stdio: waiting for an MCP client's messages on stdin "
             "(Ctrl-D or Ctrl-C stops)")
@@ -325,9 +366,9 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
     settings = load_settings()
     quiet = settings.quiet or bool(getattr(args, "quiet", False))
-    refusal = stores_refusal()
+    refusal = stores_refusal() or state_dir_problem(settings)  # no key store, no caller to serve
     if refusal is not None:
-        return _fail(refusal, 1)
+        return _fail(f"error: {refusal}", 1)
     try:
         server = build_server(App(quiet=quiet), toolsets=toolsets, remote=True, settle_heap=True)
     except BadArgs as exc:
@@ -410,6 +451,25 @@ def _serving_warnings(options: HttpOptions, wanted_connections: int, open_files:
     return lines
 
 
+def state_dir_problem(settings: Settings) -> str | None:
+    """Why the state directory cannot hold the SQLite stores (cannot be created or written), or
+    ``None`` (also with ``database_url`` set: the stores are not there)."""
+    if settings.database_url:
+        return None
+    from ask_fable.files import ensure_private_dir
+
+    try:
+        path = ensure_private_dir(settings.state_dir)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+    else:
+        if os.access(path, os.W_OK | os.X_OK):
+            return None
+        reason = "not writable"
+    return (f"the state directory {settings.state_dir} cannot be used ({reason}): set XDG_STATE_HOME to a "
+            "directory this user can write")
+
+
 def stores_refusal() -> str | None:
     """Why the stores cannot be served on, or ``None``: with ``database_url`` set, a missing driver or a
     schema behind or ahead of this release (a database that is only unreachable is not a refusal:
@@ -442,20 +502,26 @@ def db_command(args: argparse.Namespace) -> int:
     try:
         report = schema.upgrade(settings) if args.db_action == "upgrade" else schema.status(settings)
     except AskFableError as exc:
-        return _fail(exc.detail, 1)
+        from ask_fable.surface.terminal import describe
+
+        return _fail(describe(exc), 1)
     if args.json:
         print(json.dumps({"database": "postgresql" if settings.database_url else "sqlite", "stores": [
             {"store": v.store, "found": v.found, "wanted": v.wanted, "state": v.state, "location": v.location}
             for v in report]}, indent=2))
         return 0
     print(f"stores on {where}:")
+    width = max((len(v.store) for v in report), default=8)
     for v in report:
         if args.db_action == "upgrade":
             done = "up to date" if v.found == v.wanted else f"upgraded {v.found} → {v.wanted}"
+        elif not settings.database_url and not os.path.exists(v.location):
+            done = "not created yet (made on first use)"
         else:
             done = {"current": "current", "behind": "behind: run `ask-fable db upgrade`",
                     "newer": "newer than this ask-fable"}[v.state]
-        print(f"  {v.store:<8} version {v.found if args.db_action == 'status' else v.wanted:>2}  {done}")
+        version = v.found if args.db_action == "status" else v.wanted
+        print(f"  {v.store:<{width}} version {version:>2}  {done}")
     return 0
 
 
@@ -636,7 +702,9 @@ def _run(arguments: list[str]) -> int:
 
         specs = all_tools()
     parser, table = _parser(specs)
-    args = parser.parse_args(arguments)
+    args, extra = parser.parse_known_args(arguments)
+    if extra:
+        _deepest(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     toolsets = _toolsets(getattr(args, "serve_toolsets", None) or args.toolsets)
     if toolsets is not None:
         from ask_fable.errors import BadArgs
@@ -654,6 +722,8 @@ def _run(arguments: list[str]) -> int:
         return serve_stdio(toolsets, quiet=args.quiet)
     if command == "serve":
         return serve_http(args, toolsets)
+    if command in BUILTIN_COMMANDS:
+        report_settings_problems()
     if command == "keys":
         return keys_command(args)
     if command == "db":

@@ -233,3 +233,19 @@ def test_an_unavailable_fable_id_is_skipped_until_it_expires(monkeypatch: pytest
     assert "claude-fable-5-1" in unavailable
     clock.advance(1.0)
     assert "claude-fable-5-1" not in unavailable, "an expired entry is forgotten"
+
+
+def test_an_account_out_of_credits_or_at_its_usage_limit_is_not_configured_with_its_own_fix() -> None:
+    """Credit balance too low names credits; a plan at its usage limit names waiting or upgrading;
+    a plain rate limit or server error stays an upstream failure."""
+    from ask_fable.backends.claude_common import classify_failure
+    from ask_fable.errors import NotConfigured
+
+    credits = classify_failure("x", status=400, error_type="invalid_request_error",
+                               message="Credit balance is too low")
+    limit = classify_failure("x", status=None, error_type=None,
+                             message="Claude AI usage limit reached|1790000000")
+    assert isinstance(credits, NotConfigured) and "add credits" in credits.extra["hint"]
+    assert isinstance(limit, NotConfigured) and "usage limit is reached" in limit.extra["hint"]
+    assert classify_failure("x", status=429, error_type="rate_limit_error", message="Rate limited") is None
+    assert classify_failure("x", status=529, error_type="overloaded_error", message="Overloaded") is None

@@ -186,6 +186,35 @@ async def test_rejected_credentials_are_not_configured_at_once(status: int) -> N
     assert result["hint"] == "set P_KEY"
 
 
+@pytest.mark.parametrize(("status", "body"), [
+    (402, {"error": {"message": "Insufficient Balance"}}),
+    (429, {"error": {"code": "1113", "message": "余额不足或无可用资源包,请充值。"}}),
+    (429, {"error": {"type": "insufficient_quota", "message": "You exceeded your current quota"}}),
+    (400, {"error": {"message": "Your credit balance is too low to access the Anthropic API."}}),
+    (403, {"error": "this model requires a subscription, upgrade for access"}),
+])
+async def test_an_account_out_of_credits_is_not_configured_at_once(status: int, body: dict) -> None:
+    """A refusal over the account's balance or plan is not retried and names the billing fix."""
+    transport, seen = _transport(httpx2.Response(status, json=body))
+    with pytest.raises(NotConfigured) as info:
+        await send("GET", "https://p.example/x", label="P", timeout=5, handle=_json, retry=FAST,
+                   transport=transport, auth_hint="set P_KEY")
+    assert len(seen) == 1
+    assert "add credits to the P account" in info.value.to_result()["hint"]
+
+
+@pytest.mark.parametrize("body", [
+    {"error": {"type": "rate_limit_error", "message": "Rate limit reached for requests per minute"}},
+    {"error": "too many concurrent requests"},
+])
+async def test_a_rate_limit_is_still_retried(body: dict) -> None:
+    """A 429 that says nothing of balance or plan is a rate limit: retried, not an account state."""
+    transport, seen = _transport(httpx2.Response(429, json=body), httpx2.Response(200, json={"a": 1}))
+    assert await send("GET", "https://p.example/x", label="P", timeout=5, handle=_json, retry=FAST,
+                      transport=transport) == {"a": 1}
+    assert len(seen) == 2
+
+
 @pytest.mark.parametrize("status", [400, 404, 422])
 async def test_other_client_errors_fail_at_once(status: int) -> None:
     """Non-retryable 4xx fail on the first answer, with the provider's message."""

@@ -127,12 +127,12 @@ def test_a_failure_of_ours_shows_its_traceback_only_when_asked() -> None:
     debug, debug_code = run("keys", "list", env=child_env(XDG_STATE_HOME="/proc/no-such-dir",
                                                           ASK_FABLE_DEBUG="1"))
     assert plain_code == debug_code == 1
-    assert plain.strip().splitlines() == [
-        "ask-fable: error: No such file or directory: /proc/no-such-dir (set ASK_FABLE_DEBUG=1 to see the "
-        "traceback)"
-    ]
+    line = ("ask-fable: error: cannot open /proc/no-such-dir/ask_fable/keys.db (No such file or "
+            "directory); ask-fable keeps its data in /proc/no-such-dir/ask_fable: make it a directory this "
+            "user can write, or set XDG_STATE_HOME to one")
+    assert plain.strip().splitlines() == [line]
     assert "Traceback (most recent call last)" in debug
-    assert debug.strip().splitlines()[-1] == "ask-fable: error: No such file or directory: /proc/no-such-dir"
+    assert debug.strip().splitlines()[-1] == line
 
 
 def test_a_bare_command_on_a_terminal_says_how_to_start_instead_of_waiting() -> None:

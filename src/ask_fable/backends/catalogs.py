@@ -1,7 +1,8 @@
 """Model catalogs (OpenRouter, Atlas Cloud, Ollama): fetch, cache briefly, rank for a task, offer a picker.
 
 A listing with ``refresh=True`` always fetches (falling back to the last catalog fetched, marked
-``stale``, when the provider cannot be reached); ``refresh=False`` makes no network call and serves
+``stale``, when the provider cannot be reached; with none fetched yet, the failure is raised with a
+hint naming the setting to check); ``refresh=False`` makes no network call and serves
 only what an earlier fetch left in the App's :class:`CatalogCache`. Internal look-ups (OpenRouter
 effort clamping, a provider council's featured models) pass ``max_age`` to reuse a catalog fetched
 within :data:`CACHE_TTL` seconds. Every function takes the App's resources (cache, HTTP client,
@@ -48,7 +49,7 @@ from ask_fable.backends.http_client import (
     versioned_url,
 )
 from ask_fable.clock import SYSTEM_CLOCK, Clock
-from ask_fable.errors import AskFableError
+from ask_fable.errors import AskFableError, UpstreamError
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -498,13 +499,21 @@ class CatalogOrigin(TypedDict, total=False):
     warning: str
 
 
+def unreachable_hint(what: str, settings: str) -> str:
+    """The fix named when a catalog cannot be fetched (``what`` went wrong) and none was fetched earlier."""
+    return (f"{what}, and this server has no earlier catalog to fall back on: check {settings} and the "
+            "network, then list again")
+
+
 async def _catalog(url: str, label: str, refresh: bool, timeout: float,
                    transport: httpx2.AsyncBaseTransport | None, resources: Resources,
-                   max_age: float | None = None) -> tuple[list[CatalogModel] | None, CatalogOrigin]:
+                   max_age: float | None = None,
+                   setting: str | None = None) -> tuple[list[CatalogModel] | None, CatalogOrigin]:
     """The parsed catalog at ``url`` and facts about where it came from.
 
     ``refresh`` fetches, unless ``max_age`` allows a catalog fetched that recently; without
-    ``refresh`` only the cache is read.
+    ``refresh`` only the cache is read. A failed fetch with nothing cached is raised, with a hint
+    naming ``setting`` unless the error already carries one.
     """
     cache = resources.catalogs
     if not refresh or max_age is not None:
@@ -519,6 +528,8 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
     except AskFableError as exc:
         stale = cache.get(url, None)
         if stale is None:
+            if setting:
+                exc.extra.setdefault("hint", unreachable_hint(f"{label} gave no usable catalog", setting))
             raise
         return stale[0], {"cached": True, "age_s": round(stale[1], 1), "fetched": False, "stale": True,
                           "warning": exc.detail}
@@ -532,7 +543,11 @@ async def _list_models(provider: str, label: str, url: str, settings: Settings, 
                        transport: httpx2.AsyncBaseTransport | None,
                        resources: Resources | None) -> dict[str, Any]:
     timeout = min(FETCH_TIMEOUT, settings.timeout)
-    models, origin = await _catalog(url, label, refresh, timeout, transport, _resources(resources), max_age)
+    from ask_fable.config import env_name
+
+    setting = env_name(f"{provider}_base_url")
+    models, origin = await _catalog(url, label, refresh, timeout, transport, _resources(resources), max_age,
+                                    setting)
     limit = clamp_limit(limit)
     shortlist = rank(models, task, limit) if models else []
     result: dict[str, Any] = {
@@ -618,26 +633,40 @@ def _tag_names(payload: Any) -> list[str]:
     return names
 
 
+@dataclass
+class _Tags:
+    """One Ollama model list: the names (``None``: none known), why a fetch failed, whether the names
+    are the last ones fetched before that failure."""
+
+    names: list[str] | None
+    error: str | None = None
+    stale: bool = False
+
+
 async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, headers: dict[str, str],
                        transport: httpx2.AsyncBaseTransport | None, secrets: Iterable[str],
-                       resources: Resources) -> tuple[list[str] | None, str | None]:
+                       resources: Resources) -> _Tags:
+    hit = resources.catalogs.get(url, None)
     if not refresh:
-        hit = resources.catalogs.get(url, None)
-        return (hit[0], None) if hit else (None, None)
+        return _Tags(hit[0] if hit else None)
     try:
         payload = await fetch_json(url, label=label, timeout=timeout, headers=headers, transport=transport,
                                    secrets=secrets, resources=resources)
     except AskFableError as exc:
-        return None, exc.detail
+        return _Tags(hit[0] if hit else None, exc.detail, stale=hit is not None)
     names = _tag_names(payload)
     resources.catalogs.put(url, names)
-    return names, None
+    return _Tags(names)
 
 
 async def list_ollama_models(settings: Settings, refresh: bool = True,
                              *, transport: httpx2.AsyncBaseTransport | None = None,
                              resources: Resources | None = None) -> dict[str, Any]:
-    """The ollama.com cloud catalog (as daemon-ready ids), the locally pulled models and the council."""
+    """The ollama.com cloud catalog (as daemon-ready ids), the locally pulled models and the council.
+
+    A list that cannot be fetched now is served as last fetched, with ``stale``; when neither can be
+    fetched and none was fetched before, the failure is raised with a hint.
+    """
     timeout = min(FETCH_TIMEOUT, settings.timeout)
     catalog_url = join_url(settings.ollama_catalog_url, "api/tags")
     local_url = join_url(settings.ollama_base_url, "api/tags")
@@ -646,24 +675,30 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
     local_headers = ollama_headers(settings.ollama_base_url, settings.ollama_api_key)
     secrets = settings.secret_values()
     res = _resources(resources)
-    cloud, cloud_error = await _ollama_tags(catalog_url, "Ollama catalog", refresh, timeout, {}, transport,
-                                            secrets, res)
-    local, local_error = await _ollama_tags(local_url, "Ollama", refresh, timeout, local_headers, transport,
-                                            secrets, res)
+    cloud = await _ollama_tags(catalog_url, "Ollama catalog", refresh, timeout, {}, transport, secrets, res)
+    local = await _ollama_tags(local_url, "Ollama", refresh, timeout, local_headers, transport, secrets, res)
+    if cloud.error and local.error and cloud.names is None and local.names is None:
+        settings_named = ("ASK_FABLE_OLLAMA_BASE_URL (start the daemon with `ollama serve`) and "
+                          "ASK_FABLE_OLLAMA_CATALOG_URL")
+        hint = unreachable_hint("neither the Ollama catalog nor the Ollama daemon answered", settings_named)
+        raise UpstreamError(f"{cloud.error}; {local.error}", hint=hint)
+    fetched_local = local.names is not None and not local.stale
     result: dict[str, Any] = {
         "status": "ok",
-        "reachable": (local is not None) if refresh else (True if local is not None else None),
-        "available_cloud": sorted({cloud_id(n) for n in cloud or []}),
-        "pulled_local": sorted(set(local or [])),
+        "reachable": fetched_local if refresh else (True if local.names is not None else None),
+        "available_cloud": sorted({cloud_id(n) for n in cloud.names or []}),
+        "pulled_local": sorted(set(local.names or [])),
         "configured_council": list(settings.ollama_council),
         "default_model": settings.ollama_model,
         "base_url": settings.ollama_base_url,
         "config_file": str(settings.config_file),
     }
-    if cloud_error:
-        result["catalog_error"] = cloud_error
-    if local_error:
-        result["local_error"] = local_error
+    if cloud.error:
+        result["catalog_error"] = cloud.error
+    if local.error:
+        result["local_error"] = local.error
+    if cloud.stale or local.stale:
+        result["stale"] = True
     if not refresh:
         result["note"] = "refresh=false: cached lists only, no network call"
     return result

@@ -273,14 +273,40 @@ def login_hint() -> str:
     )
 
 
+def is_billing_failure(status: object, message: object, assistant_error: object = None) -> bool:
+    """Whether a Claude Code error means the account cannot pay for the call (credit balance too low,
+    HTTP 402, the CLI's ``billing_error``): an account state, not an outage."""
+    from ask_fable.backends.http_client import says_account_refused
+
+    return assistant_error == "billing_error" or status == 402 or says_account_refused(str(message or ""))
+
+
+def billing_hint(message: str = "") -> str:
+    """The fix for an Anthropic account out of credits, or a Claude plan at its usage limit (as
+    ``message`` says), for the server as it runs now."""
+    if "usage limit" in message.lower():
+        return ("the Claude plan's usage limit is reached: wait until it resets (the message says when) or "
+                "upgrade the plan; ask-fable does not retry it or count it as an outage")
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return ("add credits to the Anthropic account of the server's ANTHROPIC_API_KEY (Anthropic Console, "
+                "Plans & Billing), or remove the key to use your Claude Code login; ask-fable does not "
+                "retry it or count it as an outage")
+    return ("add credits to the Anthropic account Claude Code is logged in with, or check its plan; "
+            "ask-fable does not retry it or count it as an outage")
+
+
 def classify_failure(
     detail: str, *, status: object, error_type: object, message: object, assistant_error: object = None
 ) -> AskFableError | None:
     """The error a failed Claude Code turn stands for when it is not a plain upstream failure:
-    :class:`NotConfigured` (with :func:`login_hint`) for a login problem, :class:`ModelUnavailable`
+    :class:`NotConfigured` (with :func:`login_hint`) for a login problem or (with
+    :func:`billing_hint`) an account out of credits, :class:`ModelUnavailable`
     when the model does not exist for this account; ``None`` otherwise. ``detail`` is redacted."""
     if is_auth_failure(status, error_type, message, assistant_error):
         return NotConfigured(f"Claude Code has no usable login ({detail})", hint=login_hint())
+    if is_billing_failure(status, message, assistant_error):
+        return NotConfigured(f"the Anthropic account refused the call for its balance or plan ({detail})",
+                             hint=billing_hint(str(message or "")))
     if assistant_error == "model_not_found" or is_model_unavailable(status, error_type, message):
         return ModelUnavailable(detail)
     return None

@@ -10,6 +10,7 @@ the caller's ``handle`` coroutine while the body is still streaming. Everything 
     httpx2.ConnectError / reset before headers ─▶ retried, then UpstreamError
     status 408 / 409 / 429 / ≥ 500             ─▶ retried, then UpstreamError
     status 401 / 403                            ─▶ NotConfigured at once, with the caller's ``auth_hint``
+    402; 400 / 403 / 429 naming balance or plan ─▶ NotConfigured at once, with the caller's ``billing_hint``
     other status ≥ 400                          ─▶ UpstreamError at once (provider message, redacted)
     deadline passed / read stalled               ─▶ OracleTimeout
     body that is not the expected JSON          ─▶ UpstreamError (raised by ``handle`` via ``bad_body``)
@@ -30,6 +31,7 @@ import functools
 import ipaddress
 import json as jsonlib
 import random
+import re
 import ssl
 import time
 import weakref
@@ -57,6 +59,19 @@ T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: The provider rejected the credentials: a configuration state, never retried.
 AUTH_STATUS = frozenset({401, 403})
+#: The provider asks for payment: the account is out of credits (OpenRouter, Atlas, DeepSeek).
+PAYMENT_STATUS = 402
+#: Statuses some providers use for an exhausted balance or a plan that does not cover the call,
+#: told apart from a rate limit or a bad request by the body: Z.ai answers 429 with code 1113,
+#: OpenAI-compatible APIs 429 ``insufficient_quota``, Anthropic-compatible ones 400 "credit balance is
+#: too low", Ollama's cloud 429 "usage limit" and 403 "requires a subscription".
+_ACCOUNT_STATUS = frozenset({400, 403, 429})
+_ACCOUNT_TEXT = re.compile(
+    r"insufficient[ _](?:balance|credits?|quota|funds)|credit balance is too low|no resource package"
+    r"|exceeded your current quota|requires a subscription|usage limit|purchase credits|余额不足"
+    r"|\"code\"\s*:\s*\"?1113\b",
+    re.IGNORECASE,
+)
 #: Bytes of an error body read to find the provider's message.
 ERROR_BODY_LIMIT = 16_384
 #: Longest provider message quoted in an error detail.
@@ -368,6 +383,27 @@ def _is_retryable(status: int) -> bool:
     return status in RETRYABLE_STATUS or status >= 500
 
 
+def is_account_refusal(status: int, body: bytes | str) -> bool:
+    """Whether an error reply means the account cannot pay for the call (no credits or balance left,
+    a plan or usage window that does not cover it): an account state, not an outage."""
+    if status == PAYMENT_STATUS:
+        return True
+    if status not in _ACCOUNT_STATUS:
+        return False
+    return says_account_refused(body.decode("utf-8", "replace") if isinstance(body, bytes) else body)
+
+
+def says_account_refused(text: str) -> bool:
+    """Whether a provider's error text says the account's balance or plan does not cover the call."""
+    return bool(_ACCOUNT_TEXT.search(text))
+
+
+def billing_fix(label: str) -> str:
+    """The fix for a provider refusing the call over the account's balance or plan."""
+    return (f"add credits to the {label} account or check its plan (the provider refused the call "
+            "for the account's balance or plan); ask-fable does not retry it or count it as an outage")
+
+
 @dataclass(frozen=True)
 class _Wire:
     """How one :func:`send` reaches the network."""
@@ -393,15 +429,17 @@ async def send(
     retry: RetryPolicy | None = None,
     transport: httpx2.AsyncBaseTransport | None = None,
     auth_hint: str | None = None,
+    billing_hint: str | None = None,
     resources: Resources | None = None,
 ) -> T:
     """Send one request with the retry loop and return ``await handle(response)`` for a 2xx.
 
     ``timeout`` bounds the whole call, retries and backoff included. ``label`` names the
     provider in messages. ``secrets`` are scrubbed from every detail raised. ``auth_hint`` is the
-    fix named when the provider rejects the credentials (401 / 403). The client, the retry policy
-    (unless ``retry`` is given) and the reply bound come from ``resources`` (the App's); without
-    them a private client is opened for this call.
+    fix named when the provider rejects the credentials (401 / 403), ``billing_hint`` the one named
+    when it refuses over the account's balance or plan (402, :func:`is_account_refusal`). The client,
+    the retry policy (unless ``retry`` is given) and the reply bound come from ``resources`` (the
+    App's); without them a private client is opened for this call.
     """
     from ask_fable.backends.resources import Resources
 
@@ -413,7 +451,7 @@ async def send(
         with anyio.fail_after(timeout):
             return await _send_with_retries(method, url, label=label, timeout=timeout, handle=handle,
                                             headers=headers, json=json, secrets=secret_list, sink=sink,
-                                            wire=wire, auth_hint=auth_hint)
+                                            wire=wire, auth_hint=auth_hint, billing_hint=billing_hint)
     except TimeoutError as exc:
         raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
 
@@ -431,6 +469,7 @@ async def _send_with_retries(
     sink: EventSink | None,
     wire: _Wire,
     auth_hint: str | None,
+    billing_hint: str | None,
 ) -> T:
     import httpx2
 
@@ -469,6 +508,8 @@ async def _send_with_retries(
                     message = scrub(provider_message(body), secrets)
                     failure = f"{label} HTTP {status}: {message}"
                     cause = f"HTTP {status}"
+                    if is_account_refusal(status, body):
+                        raise NotConfigured(failure, hint=billing_hint or billing_fix(label))
                     if status in AUTH_STATUS:
                         raise NotConfigured(failure, hint=auth_hint or f"check the key sent to {label}")
                     if not _is_retryable(status):
@@ -602,6 +643,10 @@ class HttpOracle(Oracle):
         """The answer's room: the request's ``max_tokens``, else this oracle's, else 8192."""
         return request.max_tokens or self.max_tokens or 8192
 
+    def billing_hint(self) -> str:
+        """The fix named when the provider refuses the call over the account's balance or plan."""
+        return billing_fix(self.label)
+
     def auth_hint(self) -> str:
         """The fix named when the provider rejects the credentials (HTTP 401 / 403)."""
         if not self.key_var:
@@ -613,10 +658,11 @@ class HttpOracle(Oracle):
     async def post(self, url: str, *, timeout: float, handle: Callable[[httpx2.Response], Awaitable[T]],
                    headers: Mapping[str, str], json: Any, sink: EventSink) -> T:
         """POST through :func:`send` with this oracle's label, secrets, resources, retry policy,
-        transport and auth hint."""
+        transport, auth hint and billing hint."""
         return await send("POST", url, label=self.label, timeout=timeout, handle=handle, headers=headers,
                           json=json, secrets=self.secrets, sink=sink, retry=self.retry,
-                          transport=self.transport, auth_hint=self.auth_hint(), resources=self.resources)
+                          transport=self.transport, auth_hint=self.auth_hint(),
+                          billing_hint=self.billing_hint(), resources=self.resources)
 
     def __repr__(self) -> str:  # never shows the key
         return f"{type(self).__name__}(token={self.token!r}, base_url={self.base_url!r})"

@@ -61,6 +61,13 @@ class OllamaOracle(HttpOracle):
                                 hint="set ASK_FABLE_OLLAMA_API_KEY, or point ASK_FABLE_OLLAMA_BASE_URL "
                                 "at the local daemon")
 
+    def billing_hint(self) -> str:
+        """Cloud models count against the ollama.com account's plan and its usage windows."""
+        return ("the ollama.com account's plan does not cover this call now (a usage limit was reached or "
+                "the model needs a subscription): wait for the usage window to reset or upgrade the Ollama "
+                "plan at https://ollama.com/upgrade, or ask for a model pulled locally; ask-fable does not "
+                "retry it or count it as an outage")
+
     def auth_hint(self) -> str:
         """The local daemon needs ``ollama signin`` for cloud models; a remote endpoint a valid key."""
         if is_loopback(self.base_url):

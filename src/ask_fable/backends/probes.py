@@ -61,6 +61,33 @@ async def tcp_reachable(url: str, timeout: float) -> tuple[bool, str]:
     return True, f"{host}:{port} accepts connections"
 
 
+def base_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be an HTTP backend's base URL (a scheme other than http/https, no host, a
+    malformed host or port), or ``None``."""
+    try:
+        parts = urlsplit(url)
+        host, _port = parts.hostname, parts.port
+    except ValueError as exc:
+        return f"{url!r} is not an http:// or https:// address ({exc})"
+    if parts.scheme not in ("http", "https") or not host:
+        return f"{url!r} is not an http:// or https:// address"
+    return None
+
+
+def _bad_base_url(backend: Backend, settings: Settings, report: BackendReport) -> bool:
+    """Report a base URL that cannot work, naming the variable that sets it; whether there was one."""
+    problem = base_url_problem(backend.base_url(settings) or "")
+    if problem is None:
+        return False
+    from ask_fable.config import env_name
+
+    setting = env_name(backend.base_url_setting) if backend.base_url_setting else "the base URL"
+    report.configured = False
+    report.detail = problem
+    report.enable = f"set {setting} to the provider's http:// or https:// address"
+    return True
+
+
 async def ollama_version(base_url: str, timeout: float) -> tuple[bool, str]:
     """``GET <base>/api/version`` (free, no key); (answered, version or reason)."""
     import httpx2
@@ -141,6 +168,8 @@ async def probe_key(backend: Backend, settings: Settings, options: ProbeOptions)
         report.detail = f"{backend.key_vars[0]} is not set"
         report.enable = backend.enable
         return report
+    if _bad_base_url(backend, settings, report):
+        return report
     report.detail = f"key set; endpoint {base_url}"
     if options.reach:
         ok, text = await tcp_reachable(base_url, options.timeout)
@@ -154,6 +183,9 @@ async def probe_key(backend: Backend, settings: Settings, options: ProbeOptions)
 async def probe_ollama(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
     """Ollama: a remote endpoint needs its key; a local daemon must answer ``/api/version``."""
     base_url = backend.base_url(settings) or ""
+    report = new_report(backend)
+    if _bad_base_url(backend, settings, report):
+        return report
     host = (urlsplit(base_url).hostname or "").lower()
     if host == "ollama.com" or host.endswith(".ollama.com"):
         report = await probe_key(backend, settings, options)
@@ -161,7 +193,6 @@ async def probe_ollama(backend: Backend, settings: Settings, options: ProbeOptio
             report.detail = f"{base_url} needs {backend.key_vars[0]}"
             report.enable = f"set {backend.key_vars[0]} to an ollama.com API key"
         return report
-    report = new_report(backend)
     if not options.reach:
         report.configured = True
         report.status = "not_checked"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.errors import Unavailable
 from ask_fable.stores.audit import AuditLog, audit_log_for
 from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, AuditTable
 from ask_fable.stores.db import Connections, database_for
@@ -72,7 +73,7 @@ class AuditTrail:
             index = AuditIndex(self.log, connections=self._connections)
             index.refresh()
             return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
-        except (sqlite3.Error, OSError):
+        except (sqlite3.Error, OSError, Unavailable):
             index = self._scratch_index()
             index.refresh()
             return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)

@@ -47,7 +47,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
-from ask_fable.errors import SchemaMismatch
+from ask_fable.errors import SchemaMismatch, Unavailable
 from ask_fable.files import FILE_MODE, ensure_private_dir
 
 if TYPE_CHECKING:
@@ -357,6 +357,8 @@ class SqliteDatabase:
             inode = os.stat(self.path).st_ino
         except FileNotFoundError:
             inode = -1
+        except OSError as exc:
+            raise self._unusable(exc) from exc
         cached = conns.get(self._key)
         if cached is not None and cached[1] == inode:
             conn = cached[0]
@@ -367,7 +369,10 @@ class SqliteDatabase:
                 pool.drop(cached[0])
                 # Closing may free the old inode for a new file at this path: forget its schema.
                 self._forget_ready()
-            conn = self._retry(self._raw_connect)
+            try:
+                conn = self._retry(self._raw_connect)
+            except OSError as exc:
+                raise self._unusable(exc) from exc
             pool.track(conn)
             try:
                 inode = os.stat(self.path).st_ino
@@ -430,6 +435,13 @@ class SqliteDatabase:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def _unusable(self, exc: OSError) -> Unavailable:
+        """The error for a file that cannot be opened where it should be (its directory is a file,
+        cannot be created or written)."""
+        return Unavailable(f"cannot open {self.path} ({exc.strerror or type(exc).__name__})",
+                           hint=f"ask-fable keeps its data in {self.path.parent}: make it a directory this "
+                           "user can write, or set XDG_STATE_HOME to one")
 
     def _retry(self, action: Callable[[], T]) -> T:
         """Run ``action`` until it stops failing with busy/locked, within the wait bound."""

@@ -44,12 +44,17 @@ def read_bytes(target: Path) -> bytes | None:
         raise ConfigFileError(f"cannot read {target}: {_reason(exc)}") from exc
 
 
+#: What some editors (Notepad, older Visual Studio) put before UTF-8 text.
+BOM = b"\xef\xbb\xbf"
+
+
 def decode(target: Path, data: bytes | None) -> str:
-    """``data`` as UTF-8 text (empty for a missing file)."""
+    """``data`` as UTF-8 text (empty for a missing file), without a leading byte order mark
+    (:func:`replace` writes it back)."""
     if data is None:
         return ""
     try:
-        return data.decode("utf-8")
+        return data.removeprefix(BOM).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigFileError(f"{target} is not UTF-8 text; fix it first") from exc
 
@@ -73,7 +78,8 @@ def replace(path: Path, target: Path, read: bytes | None, text: str) -> tuple[bo
     """Write ``text`` to ``target`` (the real file behind ``path``) if it still holds ``read``.
 
     Returns ``(written, backup)``: ``written`` is false when the file changed since it was read, so
-    the caller can merge again from the new content. The previous content, if any, is backed up first.
+    the caller can merge again from the new content. The previous content, if any, is backed up first;
+    a byte order mark it started with is kept.
     """
     from ask_fable.files import atomic_write_text
 
@@ -86,7 +92,7 @@ def replace(path: Path, target: Path, read: bytes | None, text: str) -> tuple[bo
         except OSError as exc:
             raise ConfigFileError(f"cannot save a backup next to {path}: {_reason(exc)}") from exc
     try:
-        atomic_write_text(target, text)
+        atomic_write_text(target, ("\ufeff" if read and read.startswith(BOM) else "") + text)
     except OSError as exc:
         raise ConfigFileError(f"cannot write {target}: {_reason(exc)}") from exc
     return True, backup

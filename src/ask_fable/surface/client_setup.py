@@ -267,10 +267,15 @@ def install(client: str, *, name: str = DEFAULT_NAME, http_url: str | None = Non
     for _ in range(_ATTEMPTS):
         read = client_files.read_bytes(target)
         text = client_files.decode(target, read)
-        if client == "codex":
-            new_text, merge = _codex_document(text, target, name, entry)
-        else:
-            new_text, merge = _json_document(client, text, target, name, entry)
+        try:
+            if client == "codex":
+                new_text, merge = _codex_document(text, target, name, entry)
+            else:
+                new_text, merge = _json_document(client, text, target, name, entry)
+        except ConfigFileError as exc:
+            if str(target) in exc.detail:
+                raise
+            raise ConfigFileError(f"{target}: {exc.detail}") from exc
         backup = None
         if merge.status != "unchanged":
             written, backup = client_files.replace(named, target, read, new_text)

@@ -472,6 +472,10 @@ def _shown(key: str, value: Any) -> Any:
     return value
 
 
+#: Fields printed whole: the fix a user must read to the end.
+WHOLE_FIELDS = frozenset({"hint", "how_to_reframe"})
+
+
 def _short(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     text = " ".join(text.split())
@@ -512,6 +516,8 @@ def render(payload: dict[str, Any]) -> str:
         elif isinstance(value, dict):
             details.append(f"{key}:")
             details += [f"  {k}: {_short(_shown(k, v))}" for k, v in value.items() if not _empty(v)]
+        elif key in WHOLE_FIELDS and isinstance(value, str):
+            details.append(f"{key}: {' '.join(value.split())}")
         else:
             details.append(f"{key}: {_short(_shown(key, value))}")
     if details:

@@ -86,7 +86,7 @@ def print_table(report: list[dict[str, Any]]) -> None:
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|update|revoke``; 1 with a one-line message when the arguments are wrong."""
     from ask_fable.core.app import App
-    from ask_fable.errors import AskFableError, BadArgs
+    from ask_fable.errors import AskFableError, BadArgs, Unavailable
 
     app = App()
     store = app.keys
@@ -134,6 +134,8 @@ def keys_command(args: argparse.Namespace) -> int:
             revoked = local_time(record.revoked_at) if record.revoked_at else "now"
             print(f"revoked key {record.id} ({record.name!r}) at {revoked}")
         return 0
+    except Unavailable:
+        raise  # the stores cannot be used: the command's one-line error (and its fix) says so
     except AskFableError as exc:
         print(f"ask-fable: {exc.detail}", file=sys.stderr)
         return 1

@@ -88,6 +88,8 @@ class OllamaCatalogResult(DataResult):
     config_file: str | None = None
     catalog_error: str | None = None
     local_error: str | None = None
+    #: A list that could not be fetched now is served as last fetched.
+    stale: bool | None = None
     note: str | None = None
 
 

@@ -1,0 +1,196 @@
+"""The installed ``ask-fable`` command on the edges a new user meets: a state directory it cannot use,
+odd option values. One clear line and a non-zero exit where it cannot proceed, never a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.helpers import ask_fable_command, child_env
+
+
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, env=child_env(**env))
+
+
+#: Commands that need the stores, and so cannot proceed without a usable state directory.
+NEEDS_STORES = [
+    ["keys", "list"],
+    ["keys", "create", "--name", "alice"],
+    ["db", "upgrade"],
+    ["trace", "list"],
+    ["context", "list"],
+]
+
+
+@pytest.mark.parametrize("args", NEEDS_STORES, ids=[" ".join(a) for a in NEEDS_STORES])
+def test_a_state_directory_that_cannot_be_used_is_one_clear_line(args: list[str], tmp_path: Path) -> None:
+    """XDG_STATE_HOME is a file: the command exits 1 with the path and the fix, no traceback."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the state directory should go\n")
+    done = _run(*args, XDG_STATE_HOME=str(blocker))
+    print(args, done.returncode, done.stdout[-400:], done.stderr[-1200:])
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr + done.stdout
+    shown = done.stderr + done.stdout
+    assert str(blocker / "ask_fable") in shown
+    assert "XDG_STATE_HOME" in shown
+
+
+def test_a_question_still_gets_its_answer_without_a_usable_state_directory(tmp_path: Path) -> None:
+    """help needs no store: it answers (exit 0) and says only that its trace could not be kept."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    done = _run("help", "--topic", "modes", XDG_STATE_HOME=str(blocker))
+    assert done.returncode == 0
+    assert "## modes" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+def test_doctor_refuses_a_probe_timeout_that_is_not_a_positive_number(value: str) -> None:
+    """doctor --timeout takes seconds above zero; anything else is a usage error naming the value."""
+    done = _run("doctor", f"--timeout={value}")
+    assert done.returncode == 2
+    assert f"invalid value {value!r}" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+@pytest.mark.parametrize("client", ["claude", "cursor", "windsurf", "opencode", "codex"])
+def test_init_merges_into_a_config_file_saved_with_a_byte_order_mark(client: str, tmp_path: Path) -> None:
+    """Editors on Windows save UTF-8 with a BOM: init merges into such a file, keeps the other
+    server and the BOM, instead of calling the file broken."""
+    if client == "codex":
+        body = '[mcp_servers.other]\ncommand = "other-server"\n'
+    elif client == "opencode":
+        body = '{"mcp": {"other": {"type": "local", "command": ["other-server"]}}}\n'
+    else:
+        body = '{"mcpServers": {"other": {"command": "other-server"}}}\n'
+    config = tmp_path / ("config.toml" if client == "codex" else "config.json")
+    config.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    done = _run("init", client, "--config-path", str(config))
+    assert done.returncode == 0, done.stderr
+    written = config.read_bytes()
+    assert written.startswith(b"\xef\xbb\xbf")
+    text = written[3:].decode()
+    assert "other-server" in text and "ask_fable" in text
+
+
+@pytest.mark.parametrize(("client", "body"), [
+    ("cursor", '{"mcpServers": []}'),
+    ("opencode", '{"mcp": "local"}'),
+    ("claude", '{"mcpServers": {"ask_fable": "on"}}'),
+    ("codex", '[mcp_servers]\nask_fable = "on"\n'),
+])
+def test_init_on_a_config_it_cannot_merge_names_the_file(client: str, body: str, tmp_path: Path) -> None:
+    """A config whose server table or entry has the wrong shape: exit 1, the file named, untouched."""
+    config = tmp_path / ("config.toml" if client == "codex" else "config.json")
+    config.write_text(body)
+    done = _run("init", client, "--config-path", str(config))
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"ask-fable: {config}"), done.stderr
+    assert "fix it first" in done.stderr and "Traceback" not in done.stderr
+    assert config.read_text() == body
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "lots"])
+def test_a_key_limit_that_is_not_a_number_from_zero_is_refused(value: str) -> None:
+    """keys create --daily-usd nan once created a key whose limit silently became the default."""
+    done = _run("keys", "create", "--name", "alice", f"--daily-usd={value}")
+    assert done.returncode == 2
+    assert f"invalid value {value!r}" in done.stderr and done.stdout == ""
+    listed = _run("keys", "list")
+    assert "alice" not in listed.stdout
+
+
+@pytest.mark.parametrize(("args", "command"), [
+    (["tools", "--json", "extra"], "ask-fable tools"),
+    (["stats", "--bucket", "x"], "ask-fable stats"),
+    (["keys", "list", "--bogus"], "ask-fable keys list"),
+    (["trace", "list", "--nope"], "ask-fable trace list"),
+])
+def test_an_unknown_option_is_reported_with_the_usage_of_its_command(args: list[str], command: str) -> None:
+    """Not the top-level usage (which lists every command): the one of the command that was given."""
+    done = _run(*args)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"usage: {command} ")
+    unknown = " ".join(args[len(command.split()) - 1:]).removeprefix("--json ")
+    assert f"{command}: error: unrecognized arguments: {unknown}\n" in done.stderr
+
+
+@pytest.mark.parametrize(("backend", "env"), [
+    ("glm", {"ASK_FABLE_GLM_API_KEY": "glm-key-0123456789", "ASK_FABLE_GLM_BASE_URL": "ftp://api.z.ai"}),
+    ("deepseek", {"ASK_FABLE_DEEPSEEK_API_KEY": "ds-key-0123456789",
+                  "ASK_FABLE_DEEPSEEK_BASE_URL": "api.deepseek"}),
+    ("ollama", {"ASK_FABLE_OLLAMA_BASE_URL": "http://[::1"}),
+])
+@pytest.mark.parametrize("probe", [True, False], ids=["probe", "no-probe"])
+def test_doctor_names_a_base_url_that_is_not_an_http_address_and_the_setting_to_fix(
+    backend: str, env: dict[str, str], probe: bool
+) -> None:
+    """A base URL with the wrong scheme, no scheme or a broken host: doctor says so and names the
+    variable to set, instead of a connection error or a Python exception."""
+    import json
+
+    done = _run("doctor", "--json", *([] if probe else ["--no-probe"]), "--timeout", "2", **env)
+    assert done.returncode == 0, done.stderr
+    report = {b["name"]: b for b in json.loads(done.stdout)["backends"]}[backend]
+    setting = f"ASK_FABLE_{backend.upper()}_BASE_URL"
+    print(report)
+    assert report["status"] == "missing"
+    assert "is not an http:// or https:// address" in report["detail"]
+    assert setting in report["enable"]
+    assert "could not diagnose" not in report["detail"]
+
+
+def test_db_status_on_a_fresh_machine_says_the_stores_are_made_on_first_use(tmp_path: Path) -> None:
+    """No state directory yet: db status does not tell a new user every store is behind an upgrade
+    they do not need, and its columns line up."""
+    done = _run("db", "status", XDG_STATE_HOME=str(tmp_path / "fresh"))
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.splitlines()[1:]
+    assert rows and all("not created yet (made on first use)" in row for row in rows)
+    assert "behind" not in done.stdout
+    assert len({row.index("version") for row in rows}) == 1
+    assert not (tmp_path / "fresh" / "ask_fable").exists()
+
+
+def test_the_http_server_refuses_to_start_without_a_usable_state_directory(tmp_path: Path) -> None:
+    """Its keys live there: rather than serving and refusing every request as "database down",
+    serve --http exits 1 naming the directory and the fix."""
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    done = _run("serve", "--http", "--port", "0", XDG_STATE_HOME=str(blocker))
+    assert done.returncode == 1
+    state = blocker / "ask_fable"
+    assert done.stderr.startswith(f"ask-fable: error: the state directory {state} cannot be used")
+    assert "XDG_STATE_HOME" in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_the_stdio_server_warns_once_without_a_usable_state_directory_and_still_answers(
+    tmp_path: Path,
+) -> None:
+    """The stdio server starts, says on stderr that nothing will be kept, and answers."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from tests.e2e.helpers import structured
+
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x\n")
+    command, *rest = ask_fable_command()
+    params = StdioServerParameters(command=command, args=rest, env=child_env(XDG_STATE_HOME=str(blocker)))
+    with open(tmp_path / "stderr.txt", "w+") as errlog:
+        with anyio.fail_after(60):
+            async with Client(stdio_client(params, errlog=errlog), mode="legacy") as client:
+                helped = await structured(client, "ask_fable_help", {"topic": "modes"})
+        errlog.seek(0)
+        stderr = errlog.read()
+    assert helped["status"] == "ok"
+    warnings = [line for line in stderr.splitlines() if "state directory" in line]
+    assert len(warnings) == 1 and "no conversation, trace or record is kept" in warnings[0]
+    assert "Traceback" not in stderr
