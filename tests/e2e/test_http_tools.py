@@ -267,6 +267,30 @@ async def test_a_key_changed_in_the_config_file_between_calls_is_redacted_from_t
     assert not [p for p in stored if old.encode() in p.read_bytes() or new.encode() in p.read_bytes()]
 
 
+async def test_glm_settings_changed_in_the_config_file_apply_from_the_next_call(
+        fp: FakeProvider, isolated_env: Path) -> None:
+    """One running server, the config file edited between calls (as the operator or a configure_*
+    tool does): each call asks with the model, key and endpoint the file names at that moment."""
+    from ask_fable.config import config_file_path
+
+    config = config_file_path()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    steps = [("glm-5.2", "glm-key-one-0123456789", "/one"), ("glm-6-air", "glm-key-two-9876543210", "/two"),
+             ("glm-6-air", "glm-key-two-9876543210", "/two")]
+    server = build_server(App(resources=Resources(retry=FAST)), toolsets=["single"])
+    async with Client(server) as client:
+        for model, key, prefix in steps:
+            config.write_text(json.dumps({"glm_base_url": fp.base_url + prefix, "glm_model": model,
+                                          "glm_api_key": key, "cache": False}))
+            fp.enqueue("anthropic", text=f"Fine.\n\n{SIDECAR}")
+            result = await client.call_tool("ask_glm", {"question": "Is the retry bounded?"})
+            assert result.structured_content is not None and result.structured_content["status"] == "ok"
+            assert result.structured_content["model"] == model
+    seen = [(json.loads(r.body)["model"], r.headers.get("x-api-key"), r.path.split("/v1/")[0])
+            for r in fp.requests_for("anthropic")]
+    assert seen == steps
+
+
 def _accept(model_pick: str | None, effort: str) -> Any:
     async def callback(context: Any, params: Any) -> mt.ElicitResult:
         content: dict[str, Any] = {"effort": effort}
