@@ -14,7 +14,8 @@ Each round, ten clients connect to a server and list its tools (as MCP hosts do 
 100 calls (10 per client, every question distinct) are released at once and timed. A warm-up
 round on each server comes first; then rounds alternate between the two, so the machine's load
 falls on both alike. Printed: each server's median wall, per-call p50 / p95, server CPU time per
-call (all its threads), errors, and the ratio of the medians. Target: ours ≤ 1.2× bare, no errors.
+call (all its threads, and how much of it the kernel spent), errors, and the ratio of the medians.
+Target: ours ≤ 1.2× bare, no errors.
 
 ``--profile DIR`` attaches ``py-spy`` (``pip install py-spy``; root or ptrace rights) to our server
 and then to the bare forwarder, for as many extra rounds, sampling each thread only while it holds
