@@ -14,7 +14,8 @@ Each round, ten clients connect to a server and list its tools (as MCP hosts do 
 100 calls (10 per client, every question distinct) are released at once and timed. A warm-up
 round on each server comes first; then rounds alternate between the two, so the machine's load
 falls on both alike. Printed: each server's median wall, per-call p50 / p95, server CPU time per
-call (all its threads), errors, and the ratio of the medians. Target: ours ≤ 1.2× bare, no errors.
+call (all its threads, and how much of it the kernel spent), its peak memory, errors, and the ratio
+of the medians. Target: ours ≤ 1.2× bare, no errors.
 
 ``--profile DIR`` attaches ``py-spy`` (``pip install py-spy``; root or ptrace rights) to our server
 and then to the bare forwarder, for as many extra rounds, sampling each thread only while it holds
@@ -171,10 +172,19 @@ def _wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 3
     raise RuntimeError("a server did not start")
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far, all threads (Linux ``/proc``)."""
+def _peak_rss_mb(pid: int) -> float:
+    """The most memory a process has held so far (``VmHWM``), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """User and system CPU time of a process so far, all threads (Linux ``/proc``)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 @dataclass
@@ -189,18 +199,23 @@ class Server:
     latencies: list[float] = field(default_factory=list)
     failures: list[Any] = field(default_factory=list)
     cpu: float = 0.0
+    #: The most memory the server held, read after the measured rounds.
+    peak_rss_mb: float = float("nan")
+    #: The part of ``cpu`` spent in the kernel (sockets, files, thread wake-ups).
+    system: float = 0.0
     calls: int = 0
 
     def round(self, measured: bool) -> None:
         """One round of load; recorded when ``measured``."""
-        cpu_before = _cpu_seconds(self.proc.pid)
+        user_before, system_before = _cpu_seconds(self.proc.pid)
         wall, latencies, failures = anyio.run(run_load, self.url, self.key)
-        cpu_after = _cpu_seconds(self.proc.pid)
+        user_after, system_after = _cpu_seconds(self.proc.pid)
         if measured:
             self.walls.append(wall)
             self.latencies += latencies
             self.failures += failures
-            self.cpu += cpu_after - cpu_before
+            self.cpu += user_after + system_after - user_before - system_before
+            self.system += system_after - system_before
             self.calls += CLIENTS * CALLS_PER_CLIENT
 
     def line(self) -> str:
@@ -208,11 +223,13 @@ class Server:
         p50 = statistics.median(self.latencies) if self.latencies else float("nan")
         p95 = statistics.quantiles(self.latencies, n=20)[18] if len(self.latencies) >= 20 else float("nan")
         cpu_ms = self.cpu_per_call * 1000
+        system_ms = self.system / self.calls * 1000 if self.calls else float("nan")
         rounds = ", ".join(f"{w * 1000:.0f}" for w in self.walls)
         wall = statistics.median(self.walls) * 1000
         return (f"  {self.name:<5} wall median {wall:5.0f} ms (rounds {rounds}); "
                 f"per call p50 {p50 * 1000:.0f} ms, p95 {p95 * 1000:.0f} ms; "
-                f"server CPU {cpu_ms:.2f} ms/call; errors {len(self.failures)}")
+                f"server CPU {cpu_ms:.2f} ms/call ({system_ms:.2f} in the kernel); "
+                f"peak RSS {self.peak_rss_mb:.0f} MB; errors {len(self.failures)}")
 
     @property
     def cpu_per_call(self) -> float:
@@ -359,6 +376,8 @@ def main(argv: list[str]) -> int:
             for number in range(rounds):
                 for server in ((bare, ours) if number % 2 == 0 else (ours, bare)):
                     server.round(measured=True)
+            for server in (ours, bare):
+                server.peak_rss_mb = _peak_rss_mb(server.proc.pid)
             if profile_dir is not None:
                 profile_dir.mkdir(parents=True, exist_ok=True)
                 for server in (ours, bare):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ask_fable.config import load_settings
-from ask_fable.redact import MARKER, bounded, redact, redact_obj
+from ask_fable.redact import MARKER, bounded, redact, redact_obj, secret_list
 
 SHAPES = {
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
@@ -68,6 +68,24 @@ def test_exact_configured_values_are_removed() -> None:
     out = redact("keys zai.custom-Key-value-42 and ds-plain-777777 here", settings)
     assert out == f"keys {MARKER} and {MARKER} here"
     assert redact("x my-exact-secret y", ["my-exact-secret"]) == f"x {MARKER} y"
+
+
+def test_redaction_follows_the_secrets_as_they_are_now_not_as_they_were_first_seen() -> None:
+    """Secret lists are prepared once per distinct set of values: a changed setting, or a list
+    changed in place between calls, redacts its new values (and no longer its old ones)."""
+    first = load_settings(glm_api_key="zai-first-value-1111")
+    rotated = load_settings(glm_api_key="zai-next-22222")
+    text = "zai-first-value-1111 then zai-next-22222"
+    assert redact(text, first) == f"{MARKER} then zai-next-22222"
+    assert redact(text, rotated) == f"zai-first-value-1111 then {MARKER}"
+    assert redact_obj({"a": [text]}, rotated) == {"a": [f"zai-first-value-1111 then {MARKER}"]}
+    secrets = ["zai-first-value-1111"]
+    assert redact_obj({"a": text}, secrets) == {"a": f"{MARKER} then zai-next-22222"}
+    secrets.append("zai-next-22222")
+    assert redact_obj({"a": text}, secrets) == {"a": f"{MARKER} then {MARKER}"}
+    assert secret_list(secrets) == ["zai-first-value-1111", "zai-next-22222"]
+    secret_list(secrets).clear()  # a caller's copy: the next one is whole
+    assert secret_list(secrets) == ["zai-first-value-1111", "zai-next-22222"]
 
 
 def test_ordinary_text_is_untouched() -> None:

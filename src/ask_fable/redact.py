@@ -99,16 +99,57 @@ def _has_trigger(ascii_text: str) -> bool:
 
 def secret_list(secrets: SecretSource) -> list[str]:
     """The exact secret values named by ``secrets`` (an iterable or a Settings), longest first."""
+    return list(_exact(secrets).values)
+
+
+#: Characters JSON escapes inside a string: a secret holding one would not show verbatim in a dump.
+_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+class _Exact:
+    """Secret values ready to search for: longest first, and whether JSON would escape any."""
+
+    __slots__ = ("escaped", "values")
+
+    def __init__(self, values: tuple[str, ...]) -> None:
+        self.values = values
+        self.escaped = any(_ESCAPED.search(value) for value in values)
+
+
+#: Prepared secret lists by the raw values they came from. Settings are read afresh on each call,
+#: so a secret set or changed between calls is a new key here, never a stale entry.
+_PREPARED: dict[tuple[object, ...], _Exact] = {}
+_PREPARED_MAX = 64
+_NONE = _Exact(())
+
+
+def _exact(secrets: SecretSource) -> _Exact:
     if secrets is None:
-        return []
-    if isinstance(secrets, HasSecrets):
-        values: Iterable[str] = secrets.secret_values()
-    elif isinstance(secrets, str):
-        values = [secrets]
+        return _NONE
+    raw: tuple[object, ...]
+    if isinstance(secrets, str):
+        raw = (secrets,)
+    elif isinstance(secrets, (list, tuple)):
+        raw = tuple(secrets)
     else:
-        values = secrets
+        # Not ``isinstance(secrets, HasSecrets)``: a runtime protocol check costs more than the rest.
+        read = getattr(secrets, "secret_values", None)
+        raw = tuple(read() if callable(read) else cast(Iterable[str], secrets))
+    try:
+        found = _PREPARED.get(raw)
+    except TypeError:  # an unhashable item: nothing to remember it by
+        return _prepare(raw)
+    if found is None:
+        if len(_PREPARED) >= _PREPARED_MAX:
+            _PREPARED.clear()
+        found = _PREPARED[raw] = _prepare(raw)
+    return found
+
+
+def _prepare(raw: tuple[object, ...]) -> _Exact:
     # Longest first, so a secret that contains another is removed whole.
-    return sorted({v for v in values if isinstance(v, str) and len(v) >= 4}, key=len, reverse=True)
+    unique = {v for v in raw if isinstance(v, str) and len(v) >= 4}
+    return _Exact(tuple(sorted(unique, key=len, reverse=True)))
 
 
 def _positions(haystack: str, triggers: tuple[str, ...]) -> list[int]:
@@ -141,7 +182,7 @@ def _apply_at(text: str, starts: list[int], pattern: re.Pattern[str], keep: int)
     return "".join(pieces)
 
 
-def _redact_with(text: str, exact: list[str]) -> str:
+def _redact_with(text: str, exact: tuple[str, ...]) -> str:
     for value in exact:
         if value in text:
             text = text.replace(value, MARKER)
@@ -176,7 +217,7 @@ def redact(text: str, secrets: SecretSource = ()) -> str:
     """
     if not text:
         return text
-    return _redact_with(text, secret_list(secrets))
+    return _redact_with(text, _exact(secrets).values)
 
 
 def bounded(text: str, limit: int, secrets: SecretSource = ()) -> str:
@@ -202,34 +243,30 @@ def redact_obj(obj: _Shape, secrets: SecretSource = ()) -> _Shape:
     The result has the shape of ``obj``: strings stay strings, containers the same containers. When
     nothing inside needs redacting (nearly always), it is ``obj`` itself: treat it as read-only.
     """
-    exact = secret_list(secrets)
+    exact = _exact(secrets)
     if _nothing_to_redact(obj, exact):
         return obj
-    return cast(_Shape, _walk(obj, exact))
+    return cast(_Shape, _walk(obj, exact.values))
 
 
-#: Characters JSON escapes inside a string: a secret holding one would not show verbatim in a dump.
-_ESCAPED = re.compile(r'["\\\x00-\x1f]')
-
-
-def _nothing_to_redact(obj: object, exact: list[str]) -> bool:
+def _nothing_to_redact(obj: object, exact: _Exact) -> bool:
     """True when no string in ``obj`` holds a secret value or a rule's trigger, judged on one JSON
     dump of it (one C-speed pass instead of visiting every string). Every string shows verbatim
     in the dump, so whatever a string holds, the dump holds; a match spanning two strings or a
     number only sends ``obj`` the long way. Non-ASCII text, secrets JSON would escape and objects
     JSON cannot write always go the long way."""
-    if isinstance(obj, str) or any(_ESCAPED.search(value) for value in exact):
+    if isinstance(obj, str) or exact.escaped:
         return False
     try:
         dumped = json.dumps(obj, ensure_ascii=False)
     except (TypeError, ValueError):
         return False
-    if not dumped.isascii() or any(value in dumped for value in exact):
+    if not dumped.isascii() or any(value in dumped for value in exact.values):
         return False
     return not _has_trigger(dumped)
 
 
-def _walk(obj: object, exact: list[str]) -> object:
+def _walk(obj: object, exact: tuple[str, ...]) -> object:
     if isinstance(obj, str):
         return _redact_with(obj, exact) if obj else obj
     if isinstance(obj, dict):

@@ -141,3 +141,20 @@ async def test_backends_apply_max_tokens_but_openrouter_only_when_asked(
     assert "max_tokens" not in fp.requests[-1].json
     await router.ask(request.model_copy(update={"max_tokens": 77}), EventSink())
     assert fp.requests[-1].json["max_tokens"] == 77
+
+
+def test_an_apps_glm_and_deepseek_oracles_are_built_once_per_settings_object() -> None:
+    """Calls on one App's settings share their oracle; settings loaded anew (a changed config file)
+    get one built from them, and another App never shares it."""
+    from ask_fable.backends.resources import Resources
+
+    resources, other = Resources(), Resources()
+    settings = load_settings(glm_model="glm-5.2", deepseek_api_key="ds-key-0123456789")
+    glm = make_glm_oracle(settings, resources=resources)
+    assert make_glm_oracle(settings, resources=resources) is glm
+    assert make_deepseek_oracle(settings, resources=resources) is not glm
+    assert make_glm_oracle(settings, resources=other) is not glm
+    reloaded = load_settings(glm_model="glm-6-air")
+    assert make_glm_oracle(reloaded, resources=resources).model == "glm-6-air"
+    assert make_glm_oracle(settings, resources=resources).model == "glm-5.2"
+    assert make_glm_oracle(settings) is not make_glm_oracle(settings)  # no App: nothing kept

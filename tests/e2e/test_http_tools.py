@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from collections.abc import Iterator
@@ -236,6 +237,58 @@ async def test_an_answer_that_echoes_a_configured_key_reaches_the_caller_redacte
     assert result.structured_content["status"] == "ok"
     assert result.structured_content["answer"] == "Your key [REDACTED] is fine."
     assert KEY not in str(result.structured_content) and KEY not in str(result.content)
+
+
+async def test_a_key_changed_in_the_config_file_between_calls_is_redacted_from_the_next_result(
+        fp: FakeProvider, isolated_env: Path) -> None:
+    """The server keeps running while the operator rotates the GLM key in the config file: the next
+    answer echoing the new key reaches the caller redacted, and no stored file keeps either key."""
+    from ask_fable.config import config_file_path
+
+    config = config_file_path()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    # Neither has a known key shape: only the configured values can redact them.
+    old, new = "glm-first-0f9e8d7c6b5a4", "glm-rotated-a1b2c3d4e5f6x"
+    config.write_text(json.dumps({"glm_base_url": fp.base_url, "glm_api_key": old, "cache": False}))
+    server = build_server(App(resources=Resources(retry=FAST)), toolsets=["single"])
+    answers = []
+    async with Client(server) as client:
+        for key in (old, new):
+            config.write_text(json.dumps({"glm_base_url": fp.base_url, "glm_api_key": key, "cache": False,
+                                          "audit_raw": True}))
+            fp.enqueue("anthropic", text=f"Your key {key} is fine.\n\n{SIDECAR}")
+            result = await client.call_tool("ask_glm", {"question": f"Is {key} still valid?"})
+            assert result.structured_content is not None
+            answers.append(result.structured_content.get("answer"))
+            assert key not in str(result.structured_content) and key not in str(result.content)
+    assert answers == ["Your key [REDACTED] is fine."] * 2
+    assert [req.headers.get("x-api-key") for req in fp.requests_for("anthropic")] == [old, new]
+    stored = [p for p in isolated_env.rglob("*") if p.is_file() and p != config]
+    assert not [p for p in stored if old.encode() in p.read_bytes() or new.encode() in p.read_bytes()]
+
+
+async def test_glm_settings_changed_in_the_config_file_apply_from_the_next_call(
+        fp: FakeProvider, isolated_env: Path) -> None:
+    """One running server, the config file edited between calls (as the operator or a configure_*
+    tool does): each call asks with the model, key and endpoint the file names at that moment."""
+    from ask_fable.config import config_file_path
+
+    config = config_file_path()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    steps = [("glm-5.2", "glm-key-one-0123456789", "/one"), ("glm-6-air", "glm-key-two-9876543210", "/two"),
+             ("glm-6-air", "glm-key-two-9876543210", "/two")]
+    server = build_server(App(resources=Resources(retry=FAST)), toolsets=["single"])
+    async with Client(server) as client:
+        for model, key, prefix in steps:
+            config.write_text(json.dumps({"glm_base_url": fp.base_url + prefix, "glm_model": model,
+                                          "glm_api_key": key, "cache": False}))
+            fp.enqueue("anthropic", text=f"Fine.\n\n{SIDECAR}")
+            result = await client.call_tool("ask_glm", {"question": "Is the retry bounded?"})
+            assert result.structured_content is not None and result.structured_content["status"] == "ok"
+            assert result.structured_content["model"] == model
+    seen = [(json.loads(r.body)["model"], r.headers.get("x-api-key"), r.path.split("/v1/")[0])
+            for r in fp.requests_for("anthropic")]
+    assert seen == steps
 
 
 def _accept(model_pick: str | None, effort: str) -> Any:

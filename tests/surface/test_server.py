@@ -121,8 +121,13 @@ async def test_an_unknown_tool_close_to_a_served_one_is_suggested() -> None:
 
 async def test_a_serving_process_freezes_its_heap_after_each_tools_first_call_only() -> None:
     """A server started to serve (stdio or HTTP) moves what it holds after a tool's first call out
-    of the garbage collector's way, once per tool; a server built in-process leaves the heap alone."""
+    of the garbage collector's way, once per tool, and collects its young objects less often; a
+    server built in-process leaves the heap and the collector alone."""
     import gc
+
+    from ask_fable.surface.server import SERVING_GC_THRESHOLDS
+
+    defaults = gc.get_threshold()
 
     async def freezes(server: object, calls: list[tuple[str, dict[str, str]]]) -> list[int]:
         counts = []
@@ -136,9 +141,13 @@ async def test_a_serving_process_freezes_its_heap_after_each_tools_first_call_on
     calls = [("ask_fable_help", {"topic": "sidecar"}), ("ask_fable_help", {"topic": "tools"}),
              ("trace_list", {})]
     try:
-        served = await freezes(build_server(App(load_settings()), toolsets=["all"], settle_heap=True), calls)
         in_process = await freezes(build_server(App(load_settings()), toolsets=["all"]), calls)
+        in_process_thresholds = gc.get_threshold()
+        served = await freezes(build_server(App(load_settings()), toolsets=["all"], settle_heap=True), calls)
+        served_thresholds = gc.get_threshold()
     finally:
         gc.unfreeze()
+        gc.set_threshold(*defaults)
     assert served[0] > 0 and served[1] == 0 and served[2] > 0
     assert in_process == [0, 0, 0]
+    assert in_process_thresholds == defaults and served_thresholds == SERVING_GC_THRESHOLDS != defaults

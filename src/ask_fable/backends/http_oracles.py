@@ -102,12 +102,18 @@ def _anthropic_shaped(backend: Backend, settings: Settings, *, retry: RetryPolic
                       transport: httpx2.AsyncBaseTransport | None, resources: Resources | None) -> Oracle:
     from ask_fable.backends.anthropic_api import AnthropicMessagesOracle
 
-    return AnthropicMessagesOracle(
-        token=backend.name, provider=backend.name, model=backend.model(settings), family=backend.family,
-        label=backend.label, base_url=backend.base_url(settings) or "", api_key=backend.key(settings),
-        key_var=backend.key_vars[0], max_tokens=settings.max_tokens, secrets=settings.secret_values(),
-        retry=retry, transport=transport, resources=resources,
-    )
+    def build() -> Oracle:
+        return AnthropicMessagesOracle(
+            token=backend.name, provider=backend.name, model=backend.model(settings), family=backend.family,
+            label=backend.label, base_url=backend.base_url(settings) or "", api_key=backend.key(settings),
+            key_var=backend.key_vars[0], max_tokens=settings.max_tokens, secrets=settings.secret_values(),
+            retry=retry, transport=transport, resources=resources,
+        )
+
+    if resources is None or retry is not None or transport is not None:
+        return build()
+    # The oracle holds only what these settings say: one per App and settings, not one per call.
+    return resources.remembered(("oracle", backend.name), settings, build)
 
 
 def make_atlas_oracle(settings: Settings, model: str | None = None, effort: str | None = None, *,

@@ -58,6 +58,7 @@ class Resources:
         self._read_only_stores = read_only_stores
         self._lock = threading.Lock()
         self._parts: dict[str, object] = {}
+        self._remembered: dict[tuple[str, ...], tuple[object, object]] = {}
 
     @classmethod
     def standalone(cls) -> Resources:
@@ -71,6 +72,22 @@ class Resources:
                 part = self._parts[name] = factory()
             # Each name is made by one property's factory, so it holds that factory's type.
             return cast(_Part, part)
+
+    def remembered(self, key: tuple[str, ...], settings: object, build: Callable[[], _Part]) -> _Part:
+        """What ``build`` made for ``key`` from these very ``settings``, made again for any other.
+
+        The App loads its settings as a new object whenever the config file changes, and a call
+        keeps the object it started with, so what is remembered never outlives the settings it was
+        built from (an oracle with its key, endpoint and model).
+        """
+        with self._lock:
+            found = self._remembered.get(key)
+            if found is not None and found[0] is settings:
+                return cast(_Part, found[1])
+        part = build()
+        with self._lock:
+            self._remembered[key] = (settings, part)
+        return part
 
     @property
     def retry(self) -> RetryPolicy:

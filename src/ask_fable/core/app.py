@@ -261,8 +261,9 @@ class App:
 
         s = self.settings
         connections = self.resources.connections
-        return self._store(self._given.traces, "traces", (s.database_url, s.traces_db, s.traces_dir),
-                           lambda: TraceStore(s, connections=connections))
+        # The secrets are part of the key: the store redacts with those it was opened with.
+        key = (s.database_url, s.traces_db, s.traces_dir, tuple(s.secret_values()))
+        return self._store(self._given.traces, "traces", key, lambda: TraceStore(s, connections=connections))
 
     @property
     def context_store(self) -> ContextBus:
@@ -298,7 +299,7 @@ class App:
         from ask_fable.stores.hub import SessionHub
 
         res = self.resources
-        key = (s.database_url, s.hub_db, s.hub_max_rows, s.hub_stale_seconds)
+        key = (s.database_url, s.hub_db, s.hub_max_rows, s.hub_stale_seconds, tuple(s.secret_values()))
         return self._store(self._given.hub, "hub", key,
                            lambda: SessionHub(s, clock=res.clock, connections=res.connections))
 

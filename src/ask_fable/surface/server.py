@@ -66,6 +66,11 @@ ask-fable is a second opinion for the hard 5% of engineering work. Answer trivia
 
 #: How many settings problems the instructions list before pointing at ``ask-fable doctor``.
 _INSTRUCTED_PROBLEMS = 4
+#: Garbage collection thresholds of a process serving calls (Python's defaults: 700, 10, 10): the
+#: young generation is collected every 50,000 allocations instead of every 700. Only reference
+#: cycles wait for a collection (anything else is freed with its last reference), so they are
+#: found later; under the HTTP benchmark's load the server's peak memory stayed at 101 MB.
+SERVING_GC_THRESHOLDS = (50_000, 10, 10)
 
 
 def request_key(request: object) -> ApiKey | None:
@@ -258,13 +263,18 @@ class AskFableServer(MCPServer[Any]):
         return _result(spec, self._for_caller(payload, ctx, settings))
 
     def _settle_heap(self, tool: str) -> None:
-        """After a tool's first call, freeze what the process holds then (``gc.freeze``).
+        """After a tool's first call, freeze what the process holds then (``gc.freeze``), and
+        collect the young generation less often (:data:`SERVING_GC_THRESHOLDS`).
 
         A long-running server keeps what it imported and built for its whole life (modules, the
         tool table, models, compiled patterns; a tool's backend is imported on its first call).
         Left in the collected generations, every full collection walks all of it again, a large
         share of each call's CPU; frozen, collections walk only what calls create. Frozen objects
         are still freed when no longer referenced; only a cycle among them would be kept.
+
+        What calls create is mostly freed by reference counting as each call ends; with the
+        default thresholds a young collection runs every 700 allocations, while many calls are in
+        flight, so it keeps walking (and promoting) the objects of calls still running.
         """
         if self._settled is None or tool in self._settled:
             return
@@ -272,6 +282,7 @@ class AskFableServer(MCPServer[Any]):
 
         self._settled.add(tool)
         gc.freeze()
+        gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
     def _for_caller(self, payload: dict[str, Any], ctx: ToolContext, settings: Settings) -> dict[str, Any]:
         """What the caller may see of ``payload``: secrets redacted (the one place every result is,
