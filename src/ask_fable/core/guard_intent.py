@@ -14,9 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core.guard_reading import (
+    CODE_REQUEST,
     REQUEST,
     Clause,
     Question,
@@ -25,6 +27,7 @@ from ask_fable.core.guard_reading import (
     role_before,
     words_before,
 )
+from ask_fable.core.guard_scan import Gates
 
 
 @dataclass(frozen=True)
@@ -379,9 +382,29 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
 )
 
 
-def judge(question: str) -> Finding | None:
-    """The first harmful intent found in ``question``, or None when it reads as engineering."""
-    read = Question(question)
+def watched() -> list[re.Pattern[str]]:
+    """Every pattern the judge searches a whole question or clause for."""
+    patterns: list[re.Pattern[str]] = [REQUEST, CODE_REQUEST]
+    for value in globals().values():
+        if isinstance(value, re.Pattern):
+            patterns.append(value)
+        elif isinstance(value, Terms):
+            patterns.append(value.any)
+    for behaviour in BEHAVIOURS:
+        patterns += (behaviour.cue, *behaviour.needs, *behaviour.also)
+    return patterns
+
+
+@cache
+def _gates() -> Gates:
+    """The literals every watched pattern needs, worked out on first use (not at import)."""
+    return Gates(watched())
+
+
+def judge(text: str) -> Finding | None:
+    """The first harmful intent found in ``text`` (a normalized question), or None when it reads as
+    engineering. Only the patterns whose literals occur in the question are ever run."""
+    read = Question(text, _gates().excluded(text))
     for check in CHECKS:
         finding = check(read)
         if finding is not None:
