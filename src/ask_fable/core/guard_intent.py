@@ -12,15 +12,18 @@ no network, and time linear in the question's length. The vocabulary lives in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core.guard_conduct import conduct
+from ask_fable.core.guard_conduct import watched as conduct_watched
 from ask_fable.core.guard_reading import (
     CODE_REQUEST,
     REQUEST,
     Clause,
+    Matches,
     Question,
     neutral_head,
     requested,
@@ -75,6 +78,7 @@ MALICE = _c(r"\b" + lx.MALICE)
 COVERT = _c(r"\b" + lx.COVERT)
 EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
 FOREIGN = _c(lx.FOREIGN)
+PEOPLE = _c(lx.PEOPLE)
 OWN = _c(lx.OWN)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
 ACCESS = _word(lx.ACCESS)
@@ -111,6 +115,7 @@ PRACTICE = _word(lx.PRACTICE_TARGET)
 CVE = _c(r"\bcve \d")
 HARM_PEOPLE = _c(lx.HARM_PEOPLE + "|" + lx.FOOD_TAMPERING)
 HARASS = _c(lx.HARASS)
+LETHAL_DOSE = _c(lx.LETHAL_DOSE)
 MASS_HARM = _c(r"\b" + lx.MASS_HARM)
 DELIVER = _word(lx.DELIVER)
 PERSONAL = _word(lx.PERSONAL_DATA)
@@ -162,22 +167,17 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
     return question.clauses_with(MALICE) > (1 if spans else 0)
 
 
-Matches = Iterator[tuple[Clause, re.Match[str]]]
-
-
-def _matches(question: Question, pattern: re.Pattern[str]) -> Matches:
-    """Each match of ``pattern`` with its clause; one search of the whole question when there is none."""
-    if question.has(pattern):
-        for clause in question.clauses:
-            for match in pattern.finditer(clause.text):
-                yield clause, match
-
-
 def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
-    for clause, match in _matches(question, pattern):
-        if role_before(clause.text, match.start()) != "defend":
+    for clause, match in question.matches(pattern):
+        if role_before(clause.text, match.start()) != "defend" and not _prevented(clause.text, match.start()):
             yield clause, match
+
+
+def _prevented(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what nobody can do ("so nobody can brute force accounts")."""
+    before = words_before(clause, start, 3)
+    return "nobody" in before or "never" in before or " ".join(before[-3:]).startswith("no one")
 
 
 # --- checks, each returning a Finding or None --------------------------------------------------
@@ -189,10 +189,10 @@ def exploit_development(question: Question) -> Finding | None:
         return Finding("exploit_development", "a working exploit")
     for _ in _undefended(question, WEAPONIZE):
         return Finding("exploit_development", "a weaponized exploit")
-    for clause, match in _matches(question, EXPLOIT_TERMS.any):
+    for clause, match in question.matches(EXPLOIT_TERMS.any):
         if not neutral_head(clause.text, match.end()) and role_before(clause.text, match.start()) == "make":
             return Finding("exploit_development", EXPLOIT_TERMS.label(match))
-    for clause, match in _matches(question, EXPLOIT_WORD):
+    for clause, match in question.matches(EXPLOIT_WORD):
         text = clause.text
         if _exploit_is_noun(text, match):
             practice = clause.has(PRACTICE) and not question.has(CVE)
@@ -215,7 +215,7 @@ def _exploit_is_noun(text: str, match: re.Match[str]) -> bool:
 
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
-    for clause, match in _matches(question, STRONG.any):
+    for clause, match in question.matches(STRONG.any):
         if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
             continue
         if neutral_head(clause.text, match.end()):
@@ -223,29 +223,44 @@ def attack_tooling(question: Question) -> Finding | None:
         role = role_before(clause.text, match.start())
         if role == "make" or (role is None and clause.bare_request()):
             return Finding("attack_tooling", STRONG.label(match))
-    for clause, match in _matches(question, WEAK.any):
+    for clause, match in question.matches(WEAK.any):
         if (
             not neutral_head(clause.text, match.end())
             and role_before(clause.text, match.start()) in ("make", "actor")
             and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
         ):
             return Finding("attack_tooling", WEAK.label(match))
-    for clause, match in _matches(question, OWNED_TOOLING):
+    for clause, match in question.matches(OWNED_TOOLING):
         if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
             return Finding("attack_tooling", "an implant or payload")
     for behaviour in BEHAVIOURS:
         if not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
-        for clause, match in _matches(question, behaviour.cue):
+        for clause, match in question.matches(behaviour.cue):
             if requested(clause.text, match.start()):
                 return Finding("attack_tooling", behaviour.label)
     return None
 
 
+_NEGATION = re.compile(r"(?:never|not|no|doesn'?t|don'?t|can'?t|cannot|won'?t|isn'?t|stop)\b")
+
+
+def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
+    """Each evasion the words before it do not put in a detected role. A negated one ("monitoring
+    never sees") is read from before its subject, which names the control, not a defending verb."""
+    for clause, match in question.matches(pattern):
+        start = match.start()
+        if _NEGATION.match(clause.text, start):
+            before = clause.text.rfind(" ", 0, max(0, start - 1))
+            start = before + 1 if before >= 0 else 0
+        if role_before(clause.text, start) != "defend":
+            yield clause, match
+
+
 def security_evasion(question: Question) -> Finding | None:
     """Evading, blinding or disabling security controls, or covering an intrusion's tracks."""
     for pattern, strong in ((EVADE_STRONG, True), (EVADE_WEAK, False)):
-        for clause, evade in _undefended(question, pattern):
+        for clause, evade in _evasions(question, pattern):
             begin, end = max(0, evade.start() - 60), evade.end() + 60
             strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
             if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
@@ -262,10 +277,13 @@ def security_evasion(question: Question) -> Finding | None:
 def unauthorized_access(question: Question) -> Finding | None:
     """Getting into accounts, devices or networks that belong to someone else."""
     for clause, match in _undefended(question, ACCESS):
+        aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
-        if FOREIGN.search(rest) or ACCOUNTS.match(rest) or question.has(UNAUTHORIZED):
+        if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
             return Finding("unauthorized_access")
-    for clause, match in _matches(question, LEAKED_LIST):
+        if question.has(UNAUTHORIZED):
+            return Finding("unauthorized_access")
+    for clause, match in question.matches(LEAKED_LIST):
         if clause.has(LIST_USE) and requested(clause.text, match.start()):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
@@ -287,7 +305,7 @@ def covert_surveillance(question: Question) -> Finding | None:
     """Monitoring a person without their knowledge."""
     if not question.has_any(COVERT, EXFIL):
         return None
-    for clause, match in _matches(question, MONITOR):
+    for clause, match in question.matches(MONITOR):
         if clause.has(FOREIGN) and requested(clause.text, match.start()):
             return Finding("covert_surveillance")
     return None
@@ -299,7 +317,7 @@ def _agent_harm(
 ) -> bool:
     """True when a harmful agent is the object of a producing, enhancing or spreading verb; with
     ``named_apart``, also when the question names it and asks elsewhere how to make "it"."""
-    for clause, match in _matches(question, agent):
+    for clause, match in question.matches(agent):
         text = clause.text
         if clause.has(SIMULATION) or neutral_head(text, match.end()):
             continue
@@ -355,17 +373,25 @@ def weapons_harm(question: Question) -> Finding | None:
 
 
 def harm_to_people(question: Question) -> Finding | None:
-    """Hurting people directly, or delivering anything onto a crowd."""
-    for clause, match in _matches(question, HARM_PEOPLE):
+    """Hurting people directly, asking for a lethal dose, or delivering anything onto a crowd."""
+    if question.has(LETHAL_DOSE):
+        return Finding("harm_to_people")
+    for clause, match in question.matches(HARM_PEOPLE):
         if requested(clause.text, match.start()):
             return Finding("harm_to_people")
-    for clause, match in _matches(question, HARASS):
+    for clause, match in question.matches(HARASS):
         if clause.has(FOREIGN) and requested(clause.text, match.start()):
             return Finding("harm_to_people", "harassment")
-    crowds = (clause for clause, _ in _matches(question, MASS_HARM))
+    crowds = (clause for clause, _ in question.matches(MASS_HARM))
     if any(clause.has(DELIVER) for clause in crowds):
         return Finding("harm_to_people")
     return None
+
+
+def conduct_toward_people(question: Question) -> Finding | None:
+    """Spyware, scams, harassment or stalking described by what it does rather than by name."""
+    found = conduct(question)
+    return Finding(*found) if found else None
 
 
 CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
@@ -373,12 +399,13 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     biological_harm,
     security_evasion,
     attack_tooling,
+    covert_surveillance,
     unauthorized_access,
     denial_of_service,
-    covert_surveillance,
     chemical_harm,
     weapons_harm,
     harm_to_people,
+    conduct_toward_people,
 )
 
 
@@ -392,7 +419,7 @@ def watched() -> list[re.Pattern[str]]:
             patterns.append(value.any)
     for behaviour in BEHAVIOURS:
         patterns += (behaviour.cue, *behaviour.needs, *behaviour.also)
-    return patterns
+    return patterns + conduct_watched()
 
 
 @cache

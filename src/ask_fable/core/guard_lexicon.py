@@ -49,7 +49,8 @@ DEFEND = words(
     describe describes describing difference compare comparing vs versus how why what what's
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
-    relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating"""
+    relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
+    educate"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -171,6 +172,7 @@ MALICE = alt(
     r"nobody (?:knows|notices)",
     r"no one (?:knows|notices)",
     r"(?:machines|computers|pcs|devices|hosts) (?:i'?m|i am) (?:putting|installing|deploying|dropping)",
+    r"(?:program|software|tool|app|script|thing)s? i (?:put|installed|planted|dropped|hid|snuck) on",
     r"secretly",
     r"silently",
     r"stealthily",
@@ -206,7 +208,7 @@ COVERT = alt(
     r"(?:without|w o) (?:\w+ ){0,3}?(?:knowing|noticing|finding out|seeing|a notification|consent|asking|"
     r"being noticed)",
     r"behind (?:his|her|their) backs?",
-    r"hid(?:e|es|den|ing) (?:itself|it|in the background|from)",
+    r"hid(?:e|es|den|ing) (?:itself|it|in the background|from|on)\b",
     r"hidden",
     r"invisible (?:to|from)",
     r"undetect(?:ed|able)",
@@ -228,6 +230,8 @@ EXFIL_TO_ME = alt(
     r"[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
     r"to (?:a|my) (?:server|telegram|webhook|discord|ftp))",
     r"phones? home",
+    r"(?:for|with|into) mine\b",
+    r"for me to (?:read|see|watch|check|review|look at)\b",
 )
 
 CREDENTIAL = alt(
@@ -271,6 +275,12 @@ PERSON = alt(
     r"brother",
     r"friends?",
     r"landlord",
+    r"cousin",
+    r"uncle",
+    r"aunt",
+    r"grand(?:mother|father|ma|pa)",
+    r"step ?(?:mom|mum|dad|father|mother|son|daughter)",
+    r"tenants?",
     r"mom",
     r"mum",
     r"dad",
@@ -285,6 +295,7 @@ PERSON = alt(
     r"college",
     r"employer",
     r"(?:former|old) (?:company|employer|job|school|workplace)",
+    r"(?:former|old|ex) (?:girlfriend|boyfriend|wife|husband|partner|roommate|flatmate|friend|colleague)",
 )
 
 FOREIGN = alt(
@@ -299,6 +310,7 @@ FOREIGN = alt(
     r"\banother (?:person|user)(?:'s)?",
     r"\bpeople's",
     r"\bstrangers?\b",
+    r"\bstolen (?:phones?|laptops?|devices?|cards?|accounts?|computers?|pcs?)\b",
     r"\banyone who\b",
     r"\bwhoever\b",
     r"\bvictims?(?:'s|')?",
@@ -338,6 +350,7 @@ OWN = alt(
 UNAUTHORIZED = alt(
     r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
     r"without asking",
+    r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
     r"network|box|host|system|laptop|phone|router)",
     r"(?:computer|pc|server|machine|network|box|host|system) i (?:got|broke|hacked) into",
@@ -356,7 +369,9 @@ ACCESS = alt(
     r"get (?:access|in)\b",
     r"gain(?:ing)? access",
     r"way into",
-    r"take(?:s)? over",
+    # "take over maintenance of her project" is a handover, not a takeover.
+    r"take(?:s)? over(?! (?:the )?(?:maintenance|maintainership|ownership|development|support|role|duties|"
+    r"responsibilit\w*|project|repo\w*|codebase|shift))",
     r"taking over",
     r"takeover",
     r"take control",
@@ -368,9 +383,20 @@ ACCESS = alt(
     r"get (?:admin|root)",
     r"brute ?forc\w*",
     r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
-    r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ )?passwords?",
+    r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
+    r"passcodes?|"
+    r"combinations?)",
+    r"reset(?:s|ting)? (?:\S+ ){0,3}?passwords?",
+    r"log(?:s|ging)? ?in as",
     r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",
+    r"(?:see|view|open|access)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|"
+    r"inbox|chats?|"
+    r"whatsapp|photos|icloud)",
+    r"get(?:ting)? past (?:the )?(?:login|log in|lock ?screen|passcode|password|pin|screen lock)",
+    r"guess(?:es|ing)? (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
+    r"passcodes?|"
+    r"combinations?)",
     # "unlock" takes a device or an account: "unlock premium reports for a company's users" is billing.
     r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?(?:phones?|iphones?|androids?|devices?|laptops?|computers?|pcs?|"
     r"macs?|tablets?|ipads?|accounts?|icloud|sim|bootloaders?|wallets?|vaults?|password managers?)\b)",
@@ -388,12 +414,20 @@ DOS = alt(
     r"knock(?:s|ing)? (?:\S+ ){0,6}?(?:offline|out)",
     r"crash(?:es|ing)?",
     r"swamp(?:s|ing)?",
+    r"(?:keep|keeps|keeping|make|makes|making) (?:\S+ ){0,4}?(?:so busy|so slow|unusable|unplayable|"
+    r"unreachable|"
+    r"unavailable)",
+    r"(?:junk|garbage|bogus) (?:packets|traffic|requests)",
 )
 
 DOS_OUTCOME = alt(
     r"(?:sites|websites|servers|services)\b",
     r"until (?:it|they|the \w+) (?:crash\w*|goes down|go down|dies|die|falls over|is down)",
     r"so (?:customers|users|players|people|nobody|no one) can'?t",
+    r"(?:customers|users|players|people|everyone|nobody|no one) (?:\S+ )?(?:can'?t|"
+    r"cannot) (?:get through|connect|"
+    r"play|use|reach|access)",
+    r"for everyone",
 )
 
 #: Words that ask for code when a tooling word stands with no verb ("keylogger in python pls").
@@ -431,7 +465,8 @@ EVADE_STRONG = alt(
     r"invisible (?:to|from)",
     r"undetect(?:able|ed)",
     r"(?:won'?t|not|isn'?t|never) be (?:flagged|detected|caught|seen)",
-    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never) (?:detect|flag|catch|see|notice|spot)",
+    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never) (?:detect|flag|catch|see|notice|spot)(?:s|es)?",
+    r"stop(?:s|ped)? (?:recogni[sz]\w*|detect\w*|flagg\w*|noticing|seeing|catching)",
     r"(?:zero|no|0) detections",
     r"fud",
     r"fully undetectable",
@@ -444,6 +479,7 @@ STEALTH = alt(
     r"(?:stay|stays|staying|remain|remaining|keep|keeping) (?:hidden|undetected|invisible|unnoticed)",
     r"avoid(?:s|ing)? (?:detection|being (?:detected|noticed|caught))",
     r"cover(?:ing)? (?:my|our) tracks",
+    r"(?:erase|remove|wipe|delete|clear|hide)\w* (?:\S+ ){0,2}?(?:traces?|evidence) (?:that|of)",
 )
 
 #: Own, legitimate software being flagged: a false positive to fix, not a control to evade.
@@ -490,6 +526,7 @@ CONTROL_STRONG = alt(
     r"\bsoc\b",
     r"siem",
     r"analysts?",
+    r"it (?:team|department|staff|admins?)(?:'s)?",
 )
 
 CONTROL_WEAK = alt(
@@ -503,6 +540,7 @@ CONTROL_WEAK = alt(
     r"\blogs\b",
     r"\bps\b",
     r"detection",
+    r"monitoring",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
@@ -558,6 +596,9 @@ REMOTE_CONTROL = alt(
     r"waits? for (?:my )?commands",
     r"waits? for (?:a |my )?commands? from my",
     r"keep control of",
+    r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:see|watch|use|type on|read|control|access) (?:his|her|"
+    r"their|"
+    r"someone's|my \w+'s)",
 )
 SELF_SPREAD = alt(
     r"self (?:replicating|spreading|propagating)",
@@ -694,6 +735,8 @@ BIO_AGENT = alt(
     r"measles",
     r"polio",
     r"norovirus",
+    r"(?:contagious|infectious) (?:illness|illnesses|diseases?|agents?)",
+    r"illness(?:es)?",
 )
 BIO_ACT = words(
     """culture culturing cultured grow grows growing cultivate cultivating synthesize synthesise synthesizing
@@ -701,7 +744,8 @@ BIO_ACT = words(
     enhance enhancing enhanced increase increasing boost boosting weaponize weaponise weaponizing
     weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
     extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
-    protocol function recipe steps instructions"""
+    protocol function recipe steps instructions bring bringing revive reviving resurrect resurrecting recreate
+    recreating reconstruct reconstructing"""
 )
 BIO_RIGHT = alt(
     r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant)",
@@ -732,11 +776,21 @@ CHEM_AGENT = alt(
     r"chemical (?:weapons?|agents?|release)",
     r"poisons?(?! (?:pill|pills|message|messages|queue|queues))",
     r"toxins?",
+    r"(?:gas|agent|chemical|poison|substance|toxin)s? (?:that was |which was )?used (?:in|during|"
+    r"for) (?:\S+ ){0,4}?"
+    r"(?:attacks?|assassinations?|massacres?|poisonings?|gassings?)",
+    r"(?:gas|vapou?rs?|fumes|smoke|mixture|chemical|substance|compound|liquid|powder|something) (?:that |"
+    r"which )?"
+    r"(?:would|will|could|can|to) (?:\S+ )?(?:knock (?:\S+ )?out|kill|poison|harm|hurt|incapacitate|sicken|"
+    r"suffocate)",
+    r"(?:something|gas|fumes|mixture|vapou?r) (?:\S+ )?(?:lethal|deadly|toxic|poisonous) to (?:breathe|"
+    r"inhale|"
+    r"people|humans)",
 )
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
-    aerosolize extract purify buy acquire create manufacture plan"""
+    aerosolize extract purify buy acquire create manufacture plan combine combined combining"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
@@ -758,7 +812,7 @@ WEAPON_AGENT = alt(
     r"detonators?",
     r"grenades?",
     r"molotovs?",
-    r"guns?",
+    r"(?:hand|ghost )?guns?",
     r"firearms?",
     r"rifles?",
     r"pistols?",
@@ -771,7 +825,7 @@ WEAPON_AGENT = alt(
     r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
     r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
     r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b"
-    r"(?:explod\w*|detonat\w*|blows? up)",
+    r"(?:explod\w*|detonat\w*|blows? up|goes off|go off)",
     r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
     r"station|stadium|street|place)",
 )
@@ -832,8 +886,16 @@ HARM_PEOPLE = (
     r"attack(?:s|ing)?)"
     r"\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
-    r"children|kids|civilians|passengers)\b"
-    r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:sick|ill)\b"
+    r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process))\b"
+    r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:very |really |seriously |"
+    r"violently )?"
+    r"(?:sick|ill)\b"
+)
+#: Asking what amount of something would kill.
+LETHAL_DOSE = (
+    r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:would|will|could|"
+    r"is enough to) "
+    r"(?:kill|be lethal|be fatal)"
 )
 #: Tampering with what a person eats or drinks.
 FOOD_TAMPERING = (
@@ -846,11 +908,213 @@ FOOD_TAMPERING = (
 HARASS = r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|bull(?:y|ies|ying)|intimidat\w*)\b"
 
 MASS_HARM = alt(
-    r"mass casualt\w+", r"(?:on|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
+    r"mass casualt\w+", r"(?:on|onto|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
     r"as many people",
 )
 #: Ways of delivering harm to a crowd.
 DELIVER = alt(
     r"releas\w*", r"drop\w*", r"spray\w*", r"dispers\w*", r"detonat\w*", r"set(?:ting)? off", r"throw\w*",
     r"driv\w* into", r"payloads?",
+)
+
+# --- conduct toward people: what the thing asked for does, how, and to whom --------------------
+# Each fragment names one facet of a request, in the asker's words rather than an attack's name:
+# an act (takes data, runs code on a machine, contacts, tracks, fakes), a manner (hidden, disguised,
+# at scale, around a block) and a target (a person, other people). The judge refuses a combination.
+
+#: One person or other people, beyond the relations in PERSON: whoever the act is aimed at.
+PEOPLE = alt(
+    r"\bwhoever\b",
+    r"\b(?:anyone|everyone|people) who\b",
+    r"\b(?:visitors|recipients|drivers|passers ?by|colleagues|coworkers|classmates|strangers)'?(?=\W|$)",
+    r"\bthe (?:recipient|owner|person using|user's contacts)\b",
+    r"\bone (?:person|user|streamer|woman|man|girl|guy|individual)(?:'s)?\b",
+    r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
+    r"\b(?:her|his) (?:phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
+    r"address|photos|posts|profile)\b",
+    r"\b(?:an|a|one|another|other) (?:student|employee|user|person|customer|member)(?:'s|s)?\b",
+    r"\bother people(?:'s)?\b",
+    r"\bpeople's\b",
+    r"\b(?:a|the) (?:brand|company|bank|delivery company|courier|ceo|boss)(?:'s)?\b",
+    r"\b(?:every|any) (?:computer|machine|pc|phone|device|one) (?:that|who) (?:opens|visits|clicks|runs|"
+    r"connects|"
+    r"downloads|plugs)",
+)
+
+#: A private person singled out.
+SINGLED_OUT = (
+    r"\b(?:a (?:specific|particular|certain) (?:woman|man|girl|guy|person)|one (?:woman|man|girl|guy|person|"
+    r"streamer))\b"
+)
+
+#: Done so the person cannot see it, beyond COVERT: no trace on screen, nothing they would find.
+UNSEEN = alt(
+    r"(?:with )?no (?:window|tray icon|icon|notification|visible \w+|sign)",
+    r"without (?:any |a )?(?:window|icon|notification|prompt|trace)",
+    r"(?:won'?t|will not|wouldn'?t|never|can'?t|cannot) (?:ever )?(?:find|notice|see|sees|know|knows|spot|"
+    r"finds|notices)(?: (?:it|them|anything))?",
+    r"without (?:him|her|them|anyone|the owner|the user|my \w+) (?:\w+ )?(?:seeing|noticing|knowing|finding)",
+    r"out of (?:sight|the process list|task manager)",
+    r"stays? out of (?:the )?(?:process list|task manager|logs)",
+)
+
+#: Passing one thing off as another: a disguise, an impersonation, a look-alike.
+DISGUISE = alt(
+    r"looks? like (?:a |an |the |their |his |her )?\w+(?: \w+)? (?:but|that|and)\b",
+    r"looks? like (?:it|they|this) (?:\w+ )?(?:is|are|was|were|came|comes|come) from",
+    r"look(?:s|ing)? like (?:their|his|her|the real|a real|the official) ",
+    r"disguised as",
+    r"pretend(?:s|ing)? to be",
+    r"pos(?:e|es|ing) as",
+    r"impersonat\w*",
+    r"spoof\w*",
+    r"\bas (?:him|her|them)\b",
+    r"voice clone of (?:my|a|his|her|their|the) ",
+    r"clone (?:of )?(?:a|the|their|his|her) \w+(?:'s)? (?:app|site|website|page|portal|login)",
+    r"\bfake (?:\w+ )?(?:update|login|log in|sign in|page|site|website|app|hotspot|wifi|wi fi|popup|pop up|"
+    r"alert|invoice|support|screen|form|store|shop|charity|notice)s?\b",
+    r"\bmy copy\b",
+    r"cop(?:y|ies|ying) (?:the )?(?:real|official|genuine) ",
+    r"(?:look|looks|seem|seems|appear|appears) (?:real|genuine|authentic|human|organic|like real)\b",
+    r"\bstickers? (?:for|on|over) ",
+)
+
+#: Money moved or secrets handed over, which a disguise exists to obtain.
+HAND_OVER = alt(
+    r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|(?:to |"
+    r"into )?my (?:bank )?account)",
+    r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
+    r"hand (?:over|in) (?:their |his |her |your )?",
+    r"(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
+    r"(?:asks?|ask\w*) (?:\S+ ){0,4}?for (?:their|his|her|your) ",
+    r"(?:takes?|collects?|captures?|saves?|steals?|records?|gets?) (?:\S+ ){0,2}?(?:the )?(?:logins?|"
+    r"passwords?|card (?:details|numbers?)|pins?|credentials|bank details)",
+    r"\b(?:card details|card numbers?|pins?|bank logins?)\b",
+)
+
+#: Identities or engagement faked in bulk: the thing a platform's rules exist to stop.
+FAKE_BULK = alt(
+    r"\bfake (?:\w+ )?(?:accounts|profiles|identities|reviews|residents?|submissions|followers|likes|votes|"
+    r"clicks|users|personas|comments)\b",
+    r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|"
+    r"ninety|"
+    r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,3}?(?:accounts|profiles|identities|"
+    r"reviews)\b",
+    r"\bbot farms?\b",
+    r"\bsock ?puppets?\b",
+    r"\bmade up identities\b",
+    r"\bgenerated (?:card numbers|identities|cards)\b",
+    r"\bfrom (?:different|many|multiple|separate|fresh) accounts\b",
+    r"\bdifferent (?:fingerprints|identities)\b",
+    r"\beach from a different account\b",
+    r"\b(?:\w+ ){0,2}?(?:thousands|hundreds) of times (?:through|from|via|with) (?:rotating|different)\b",
+)
+#: What faked identities are made to inflate or drain.
+ENGAGEMENT = alt(
+    r"reviews?", r"upvot\w*", r"votes?", r"likes", r"follows", r"followers", r"ratings?", r"comments?",
+    r"submissions", r"clicks?", r"free trials?", r"polls?", r"petitions?", r"\bads\b", r"popular",
+    r"signs? up", r"push\w*", r"promot\w*", r"boost\w*", r"candidates?", r"tickets?", r"resell\w*",
+    r"coupons?", r"promo codes?", r"referral\w*", r"bonus\w*", r"giveaways?", r"orders?", r"trend\w*",
+)
+#: Accounts made for one's own tests, not to deceive anyone.
+TEST_USE = alt(
+    r"\btest (?:accounts|users|profiles|data|identities)\b", r"\bstaging\b", r"\bqa\b", r"\bload test\w*",
+    r"\bsandbox\b", r"\bseed data\b",
+)
+
+#: Contact repeated at someone: the act of harassment, whatever its channel.
+BARRAGE = alt(
+    r"(?:send|sends|sending|text|texts|texting|message|messages|messaging|call|calls|calling|ring|rings|"
+    r"ringing|"
+    r"email|emails|emailing|repl(?:y|ies|ying)|post|posts|posting|dm|dms)\b[^.;?!]{0,50}?"
+    r"(?:thousands|hundreds|every (?:minute|hour|few)|all (?:day|night)|nonstop|non stop|over and over|"
+    r"again and again)",
+    r"keeps? (?:replying|messaging|calling|texting|posting|emailing|commenting)",
+    r"signs? (?:\S+ ){0,4}?up (?:to|for) (?:thousands|hundreds)",
+)
+#: Getting around a block or a ban.
+AROUND_BLOCK = alt(
+    r"rotating (?:\w+ )?(?:numbers|phone numbers|accounts|ips|proxies|addresses)",
+    r"different (?:numbers|phone numbers|accounts)",
+    r"new (?:account|number|profile)s? (?:every|each) time",
+    r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked)",
+    r"(?:can'?t|cannot|can not|unable to) block",
+    r"after (?:he|she|they) (?:blocked|banned) me",
+    r"after (?:the )?(?:\w+ )?(?:ban|bans|banned|block|blocks|blocked) (?:it|me|them|us)\b",
+    r"(?:they|he|she|the \w+) (?:can'?t|cannot) (?:stop|ban|block|remove) (?:it|me|us)\b",
+)
+
+#: Where a person is, goes or is online: what stalking follows.
+WHEREABOUTS = alt(
+    r"follow where",
+    r"where (?:he|she|they|my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
+    r"wait for (?:him|her|them) (?:there|at|outside)",
+    r"(?:kids'?|children's|daughter's|son's) school",
+    r"(?:gps|location|position|whereabouts)\b",
+    r"home address",
+    r"(?:is|are) (?:staying|living|sleeping|working) (?:at|in)\b",
+    r"comes? online|is online|goes online|last seen|is active",
+    r"keeps? finding",
+    r"find (?:her|him|them) (?:on|across|again)",
+    r"show up (?:there|at)",
+    r"\btracker\b",
+)
+#: Personal details gathered and made public.
+EXPOSE = (
+    r"\b(?:real name|home address|address|family|workplace|phone number)\b[^.;?!]{0,80}?"
+    r"\b(?:posts?|publish\w*|leak\w*|expos\w*|shares?)\b[^.;?!]{0,20}?\b(?:publicly|online|everywhere|it|"
+    r"them)\b"
+)
+
+#: The asker's program run on someone else's machine.
+PLANT = alt(
+    r"(?:downloads?|downloading) and (?:runs?|executes?|installs?)",
+    r"(?:runs?|installs?|executes?|launch\w*|drops?|loads?) my (?:program|code|script|app|tool|exe|binary|"
+    r"file|software|stuff)\b",
+    r"into (?:one|ones|machines?|computers?|bots?) i can (?:command|control|use)",
+    r"links? to my (?:program|app|file|tool|exe|software|installer|payload)",
+    r"gives? me (?:a )?(?:command prompt|shell|console|terminal|control)\b[^.;?!]{0,40}?\b(?:their|his|her|"
+    r"someone's|the \w+'s|from my)",
+)
+#: A program hidden on a device.
+HIDE_IT = (
+    r"\bhid(?:e|es|ing) (?:the |my |a |an )?(?:\w+ ){0,2}?(?:program|app|tool|software|file|process|"
+    r"extension|script)s?"
+    r"\b(?! icon)"
+)
+#: Payments or addresses swapped for the asker's.
+REDIRECT = (
+    r"\b(?:chang|swap|replac|alter|rewrit|edit)\w* (?:\S+ ){0,4}?(?:payee|iban|account numbers?|"
+    r"wallet address\w*|"
+    r"recipient|destination address\w*)"
+)
+TO_ME = r"\b(?:to|with|for|into) (?:my|mine)\b"
+#: Coming back after its owner removes it.
+PERSIST = alt(
+    r"keeps? coming back",
+    r"comes? back after (?:\S+ ){0,3}?(?:deletes?|removes?|uninstalls?)",
+    r"starts? (?:up )?again (?:every|each) time (?:the victim|they|he|she|the owner|the user)",
+    r"reinstalls? itself",
+    r"(?:after|even if|when|once) (?:the )?(?:admins?|owner|user|they|he|she|it team|"
+    r"it) (?:\w+ )?(?:deletes?|removes?|"
+    r"uninstalls?|kills?|wipes?)",
+)
+#: Moving from one machine to the next.
+HOP = r"\b(?:hops?|jumps?|moves?|spreads?|pivots?) from one (?:machine|computer|host|pc|server|device|box) to"
+#: Someone else's hardware made to earn for the asker.
+BORROWED_POWER = (
+    r"\b(?:uses?|using|borrows?) (?:other people's|someone's|their|strangers'|visitors') (?:\S+ ){0,2}?"
+    r"(?:computers?|pcs|machines|devices|gpus?|cpus?|processing power) to (?:earn|make|mine|generate)"
+)
+#: Data a program takes from its user.
+TAKES = (
+    r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|"
+    r"gathers?|"
+    r"forwards?|posts?|sends?|emails?|streams?)\b[^.;?!]{0,40}?\b(?:photos|chats|messages|documents|"
+    r"files|folders?|screen|screens|passwords?|logins?|everything|whatever|contacts|recording|sms|texts)\b"
+)
+#: Consent or visibility that make recording, tracking or contact ordinary.
+CONSENT = alt(
+    r"consent", r"opt(?:s|ed)? in", r"opt in", r"after they sign in", r"asks? (?:the user )?first",
+    r"(?:a )?(?:visible|banner|clear name)", r"their own", r"my own", r"who can see",
 )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 
 from ask_fable.core import guard_lexicon as lx
 
@@ -109,6 +109,9 @@ class Clause(_Facts):
         return fact
 
 
+Matches = Iterator[tuple[Clause, re.Match[str]]]
+
+
 class Question(_Facts):
     """A question, already normalized (:func:`normalize`), cut into clauses.
 
@@ -120,6 +123,14 @@ class Question(_Facts):
         super().__init__(text, excluded)
         self.clauses = [Clause(part, excluded) for part in _CLAUSES.split(text) if part.strip()]
         self._counts: dict[int, int] = {}
+
+    def matches(self, pattern: re.Pattern[str]) -> Matches:
+        """Each match of ``pattern`` with its clause; no clause is searched when the question has none."""
+        if self.has(pattern):
+            for clause in self.clauses:
+                if clause.has(pattern):
+                    for match in pattern.finditer(clause.text):
+                        yield clause, match
 
     def clauses_with(self, pattern: re.Pattern[str]) -> int:
         """How many clauses contain ``pattern``."""
