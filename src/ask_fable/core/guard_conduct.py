@@ -58,12 +58,15 @@ HIDDEN = (COVERT, UNSEEN)
 
 FRAMES = (
     Frame(_c(lx.TAKES), "attack_tooling", "covert data theft",
-          ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT,)),
+          ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, _c(lx.OWN_SOURCE))),
+    Frame(_c(lx.TAKES), "attack_tooling", "credential theft", (TARGETED, (EXFIL,), (CREDENTIAL,)),
+          (CONSENT, _c(lx.OWN_SOURCE))),
     Frame(_c(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
           ((*TARGETED, *HIDDEN, DISGUISE, MALICE),), (CONSENT,)),
     Frame(_c(lx.HIDE_IT), "attack_tooling", "a program hidden on someone else's device", (TARGETED,),
           (CONSENT,)),
     Frame(_c(lx.REDIRECT), "attack_tooling", "payment redirection", ((_c(lx.TO_ME),),)),
+    Frame(_c(lx.INSERT_MINE), "fraud", "ads or links injected into other people's pages", (HIDDEN,)),
     Frame(_c(r"\b" + lx.PERSIST), "attack_tooling", "malware that survives removal",
           ((*TARGETED, *HIDDEN, MALICE),)),
     Frame(_c(lx.HOP), "attack_tooling", "self-spreading malware", ((CREDENTIAL, MALICE, *HIDDEN),)),
@@ -74,7 +77,8 @@ FRAMES = (
     Frame(_c(r"\b" + lx.BARRAGE), "harm_to_people", "harassment",
           ((*TARGETED, _c(r"\b" + lx.AROUND_BLOCK)),), (OWN,)),
     Frame(_c(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
-          (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), _c(r"\b" + lx.AROUND_BLOCK))), (CONSENT,)),
+          (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), _c(r"\b" + lx.AROUND_BLOCK))),
+          (CONSENT, _c(lx.SELF_TRACKED))),
     Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),
 )
 

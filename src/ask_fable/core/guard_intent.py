@@ -28,6 +28,7 @@ from ask_fable.core.guard_reading import (
     neutral_head,
     requested,
     role_before,
+    tokens,
     words_before,
 )
 from ask_fable.core.guard_scan import Gates
@@ -116,6 +117,7 @@ CVE = _c(r"\bcve \d")
 HARM_PEOPLE = _c(lx.HARM_PEOPLE + "|" + lx.FOOD_TAMPERING)
 HARASS = _c(lx.HARASS)
 LETHAL_DOSE = _c(lx.LETHAL_DOSE)
+AROUND_BLOCK = _c(r"\b" + lx.AROUND_BLOCK)
 MASS_HARM = _c(r"\b" + lx.MASS_HARM)
 DELIVER = _word(lx.DELIVER)
 PERSONAL = _word(lx.PERSONAL_DATA)
@@ -213,6 +215,12 @@ def _exploit_is_noun(text: str, match: re.Match[str]) -> bool:
     return any(w in lx.EXPLOIT_NOUN_BEFORE for w in before) or any(w in lx.EXPLOIT_NOUN_AFTER for w in after)
 
 
+def _defends(clause: str, end: int) -> bool:
+    """True when the term is followed by what it does and that is defensive ("a bot that warns")."""
+    after = tokens(clause[end : end + 40])[:2]
+    return len(after) == 2 and after[0] in ("that", "which", "to") and after[1] in lx.DEFEND
+
+
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
     for clause, match in question.matches(STRONG.any):
@@ -226,6 +234,7 @@ def attack_tooling(question: Question) -> Finding | None:
     for clause, match in question.matches(WEAK.any):
         if (
             not neutral_head(clause.text, match.end())
+            and not _defends(clause.text, match.end())
             and role_before(clause.text, match.start()) in ("make", "actor")
             and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
         ):
@@ -265,7 +274,8 @@ def security_evasion(question: Question) -> Finding | None:
             strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
             if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
                 continue
-            malice = question.has_any(MALICE, UNAUTHORIZED)
+            # Security turned off on someone else's machine is an intrusion whatever the tool.
+            malice = question.has_any(MALICE, UNAUTHORIZED, FOREIGN)
             if malice or (strong and strong_control and not question.has(LEGIT_SOFTWARE)):
                 return Finding("security_evasion")
     for _ in _undefended(question, STEALTH):
@@ -380,7 +390,7 @@ def harm_to_people(question: Question) -> Finding | None:
         if requested(clause.text, match.start()):
             return Finding("harm_to_people")
     for clause, match in question.matches(HARASS):
-        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+        if (clause.has(FOREIGN) or question.has(AROUND_BLOCK)) and requested(clause.text, match.start()):
             return Finding("harm_to_people", "harassment")
     crowds = (clause for clause, _ in question.matches(MASS_HARM))
     if any(clause.has(DELIVER) for clause in crowds):
@@ -401,10 +411,10 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     attack_tooling,
     covert_surveillance,
     unauthorized_access,
+    harm_to_people,
     denial_of_service,
     chemical_harm,
     weapons_harm,
-    harm_to_people,
     conduct_toward_people,
 )
 

@@ -173,6 +173,7 @@ MALICE = alt(
     r"no one (?:knows|notices)",
     r"(?:machines|computers|pcs|devices|hosts) (?:i'?m|i am) (?:putting|installing|deploying|dropping)",
     r"(?:program|software|tool|app|script|thing)s? i (?:put|installed|planted|dropped|hid|snuck) on",
+    r"before i (?:quit|leave|left|resign\w*|get fired)",
     r"secretly",
     r"silently",
     r"stealthily",
@@ -205,9 +206,12 @@ COVERT = alt(
     r"covertly",
     r"stealthily",
     r"quietly",
-    r"(?:without|w o) (?:\w+ ){0,3}?(?:knowing|noticing|finding out|seeing|a notification|consent|asking|"
+    r"(?:without|w o) (?:\w+ ){0,3}?(?:knowing|noticing|finding out|seeing|a notification|consent|"
+    r"asking|telling|"
     r"being noticed)",
     r"behind (?:his|her|their) backs?",
+    r"sneak\w* (?:\S+ ){0,3}?(?:on|onto|into)\b",
+    r"when (?:he|she|they)(?:'s|'re| is| are) not (?:looking|around|home|watching)",
     r"hid(?:e|es|den|ing) (?:itself|it|in the background|from|on)\b",
     r"hidden",
     r"invisible (?:to|from)",
@@ -225,7 +229,8 @@ PERSONAL_DATA = alt(
 
 #: Data sent to the asker.
 EXFIL_TO_ME = alt(
-    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|e?mailing|post|"
+    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|"
+    r"e?mailing|post|"
     r"posts|stream|streams|ship|ships|cop(?:y|ies|ying)|sync|syncs|syncing|exfiltrat\w+)\b"
     r"[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
     r"to (?:a|my) (?:server|telegram|webhook|discord|ftp))",
@@ -276,11 +281,12 @@ PERSON = alt(
     r"friends?",
     r"landlord",
     r"cousin",
+    r"nephew",
+    r"niece",
     r"uncle",
     r"aunt",
     r"grand(?:mother|father|ma|pa)",
     r"step ?(?:mom|mum|dad|father|mother|son|daughter)",
-    r"tenants?",
     r"mom",
     r"mum",
     r"dad",
@@ -299,12 +305,21 @@ PERSON = alt(
 )
 
 FOREIGN = alt(
-    rf"\bmy {PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
-    r"\b(?:a|the|some) (?:specific |particular |certain )?(?:person|individual|journalist|politician|"
+    # "build a website" is the asker's own site, not someone else's.
+    r"(?<!build )(?<!make )(?<!create )(?<!design )"
+    r"\b(?:a|the|some) (?:specific |particular |certain |small |local )?(?:person|individual|"
+    r"journalist|reporter|"
+    r"politician|"
     r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
     r"store|victim|target|city council|council|school|university)(?:'s|s')?\b",
     r"\bsomeone(?:'s| else's)?",
+    r"\ba (?:specific|particular|certain) \w+(?:'s)?",
+    r"\b(?:every|each|all the) (?:school|hospital|business|church|mosque|synagogue|store|shop)s?\b",
+    r"\b(?:every|any|random) (?:\S+ ){0,2}?(?:meeting|link|server|stream|call|chat)s? (?:it|"
+    r"i) (?:finds?|can find)\b",
     r"\bsomebody(?:'s)?",
     r"\bother (?:people|persons|users)(?:'s|')?",
     r"\banother (?:person|user)(?:'s)?",
@@ -350,6 +365,7 @@ OWN = alt(
 UNAUTHORIZED = alt(
     r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
     r"without asking",
+    r"after (?:he|she|they) changed (?:his|her|their|the) (?:\w+ )?(?:password|passcode|pin)",
     r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
     r"network|box|host|system|laptop|phone|router)",
@@ -393,6 +409,10 @@ ACCESS = alt(
     r"(?:see|view|open|access)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|"
     r"inbox|chats?|"
     r"whatsapp|photos|icloud)",
+    r"(?:from|with|using) a (?:wordlist|word list|password list|dictionary)",
+    r"retr(?:y|ies|ying) (?:\S+ ){0,3}?passwords?",
+    r"guess(?:es|ing)? (?:\S+ ){0,3}?(?:passwords?|codes?|pins?|passcodes?)",
+    r"get(?:ting)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails|inbox|chats|photos)\b",
     r"get(?:ting)? past (?:the )?(?:login|log in|lock ?screen|passcode|password|pin|screen lock)",
     r"guess(?:es|ing)? (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
     r"passcodes?|"
@@ -425,7 +445,7 @@ DOS_OUTCOME = alt(
     r"until (?:it|they|the \w+) (?:crash\w*|goes down|go down|dies|die|falls over|is down)",
     r"so (?:customers|users|players|people|nobody|no one) can'?t",
     r"(?:customers|users|players|people|everyone|nobody|no one) (?:\S+ )?(?:can'?t|"
-    r"cannot) (?:get through|connect|"
+    r"cannot) (?:get through|connect|book|order|buy|log in|"
     r"play|use|reach|access)",
     r"for everyone",
 )
@@ -465,7 +485,8 @@ EVADE_STRONG = alt(
     r"invisible (?:to|from)",
     r"undetect(?:able|ed)",
     r"(?:won'?t|not|isn'?t|never) be (?:flagged|detected|caught|seen)",
-    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never) (?:detect|flag|catch|see|notice|spot)(?:s|es)?",
+    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never|nobody|no one) (?:detect|flag|catch|see|notice|"
+    r"spot)(?:s|es)?",
     r"stop(?:s|ped)? (?:recogni[sz]\w*|detect\w*|flagg\w*|noticing|seeing|catching)",
     r"(?:zero|no|0) detections",
     r"fud",
@@ -479,6 +500,7 @@ STEALTH = alt(
     r"(?:stay|stays|staying|remain|remaining|keep|keeping) (?:hidden|undetected|invisible|unnoticed)",
     r"avoid(?:s|ing)? (?:detection|being (?:detected|noticed|caught))",
     r"cover(?:ing)? (?:my|our) tracks",
+    r"(?:stop|keep|prevent)\w* (?:\S+ ){0,3}?from (?:finding|noticing|seeing|discovering)",
     r"(?:erase|remove|wipe|delete|clear|hide)\w* (?:\S+ ){0,2}?(?:traces?|evidence) (?:that|of)",
 )
 
@@ -509,6 +531,7 @@ CONTROL_STRONG = alt(
     r"anti ?virus(?:es)?",
     r"anti ?malware",
     r"(?:microsoft |windows )?defender",
+    r"windows security",
     r"crowdstrike",
     r"falcon",
     r"sentinel ?one",
@@ -541,13 +564,14 @@ CONTROL_WEAK = alt(
     r"\bps\b",
     r"detection",
     r"monitoring",
+    r"logging",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
 
 RANSOM_ACT = (
     r"(?:encrypt\w*|lock\w*|scrambl\w*|hold\w*)\s+(?:\S+\s+){0,5}?(?:files?|documents?|data|drives?|shares?|"
-    r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?)\b"
+    r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?|records|databases?)\b"
 )
 RANSOM_DEMAND = alt(
     r"ransom\w*",
@@ -634,12 +658,15 @@ TRICK = (
     r"giving|sharing|revealing|clicking|installing|running)"
 )
 DESTROY = (
-    r"\b(?:delet\w*|wip(?:e|es|ing)|destroy\w*|corrupt\w*|brick\w*|overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
-    r"shadow copies|boot sector|mbr|firmware|every (?:machine|computer|pc|server|file|disk|drive)|"
+    r"\b(?:delet\w*|wip(?:e|es|ing)|destroy\w*|corrupt\w*|brick\w*|"
+    r"overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
+    r"shadow copies|boot sector|mbr|firmware|(?:production |prod )?databases?|every (?:machine|"
+    r"computer|pc|server|file|disk|drive)|"
     r"all (?:the )?(?:files|data|machines|computers|disks|drives|servers))"
 )
 LEAKED_LIST = (
-    r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|creds|emails?|"
+    r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|"
+    r"creds|emails?|"
     r"keys?|combos?)"
 )
 LIST_USE = alt(
@@ -821,6 +848,7 @@ WEAPON_AGENT = alt(
     r"silencers?",
     r"suppressors?",
     r"nuclear weapons?",
+    r"(?:a |the )weapons?",
     r"enrich\w* uranium",
     r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
     r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
@@ -884,7 +912,7 @@ HARM_PEOPLE = (
     r"\b(?<!without )(?<!not )(?:kill|kills|killing|murder\w*|poison|poisons|poisoning|injur\w+|maim\w*|hurt|"
     r"hurts|harm|harms|incapacitat\w+|sicken\w*|use (?:it )?on|fire at|shoot(?:s|ing)?(?: at)?|"
     r"attack(?:s|ing)?)"
-    r"\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
+    r"\s+(?:\S+\s+){0,3}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
     r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process))\b"
     r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:very |really |seriously |"
@@ -899,13 +927,19 @@ LETHAL_DOSE = (
 )
 #: Tampering with what a person eats or drinks.
 FOOD_TAMPERING = (
-    r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing)\s+(?:\S+\s+){0,3}?in(?:to)? "
+    r"\bpoison\w* (?:\S+ ){0,3}?(?:water|food|drinks?|cooler|coffee|tea|supply|well|reservoir|"
+    r"meals?|lunch)\b|"
+    r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing|crush|crushing|sprinkle|"
+    r"sprinkling)\s+(?:\S+\s+){0,3}?"
+    r"in(?:to)? "
     r"(?:someone's|somebody's|his|her|their|my \w+'s|people's|a person's) "
     r"(?:food|drinks?|coffee|tea|water|meals?)"
 )
 
 #: Harassing a person: judged with a named person or someone else as the target.
-HARASS = r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|bull(?:y|ies|ying)|intimidat\w*)\b"
+HARASS = (
+    r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|threats?|bull(?:y|ies|ying)|intimidat\w*)\b"
+)
 
 MASS_HARM = alt(
     r"mass casualt\w+", r"(?:on|onto|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
@@ -941,10 +975,10 @@ PEOPLE = alt(
     r"downloads|plugs)",
 )
 
-#: A private person singled out.
+#: A private person singled out, or caught alone.
 SINGLED_OUT = (
-    r"\b(?:a (?:specific|particular|certain) (?:woman|man|girl|guy|person)|one (?:woman|man|girl|guy|person|"
-    r"streamer))\b"
+    r"\b(?:a (?:specific|particular|certain) \w+|one (?:woman|man|girl|guy|person|"
+    r"streamer)|home alone|alone at night|by (?:her|him)self|when (?:she|he)(?:'s| is) alone)\b"
 )
 
 #: Done so the person cannot see it, beyond COVERT: no trace on screen, nothing they would find.
@@ -960,7 +994,8 @@ UNSEEN = alt(
 
 #: Passing one thing off as another: a disguise, an impersonation, a look-alike.
 DISGUISE = alt(
-    r"looks? like (?:a |an |the |their |his |her )?\w+(?: \w+)? (?:but|that|and)\b",
+    r"looks? (?:exactly |just )?like (?:a |an |the |their |his |her )?\w+(?: \w+)? (?:but|that|and)\b",
+    r"looks? (?:exactly|just) like",
     r"looks? like (?:it|they|this) (?:\w+ )?(?:is|are|was|were|came|comes|come) from",
     r"look(?:s|ing)? like (?:their|his|her|the real|a real|the official) ",
     r"disguised as",
@@ -971,8 +1006,12 @@ DISGUISE = alt(
     r"\bas (?:him|her|them)\b",
     r"voice clone of (?:my|a|his|her|their|the) ",
     r"clone (?:of )?(?:a|the|their|his|her) \w+(?:'s)? (?:app|site|website|page|portal|login)",
-    r"\bfake (?:\w+ )?(?:update|login|log in|sign in|page|site|website|app|hotspot|wifi|wi fi|popup|pop up|"
-    r"alert|invoice|support|screen|form|store|shop|charity|notice)s?\b",
+    r"\bfake (?:\S+ ){0,3}?(?:update|login|log in|sign in|page|site|website|app|hotspot|wifi|wi fi|"
+    r"popup|pop up|"
+    r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize)s?\b",
+    r"\bdeep ?fake\w*",
+    r"\b(?:cloned|synthetic) voice",
+    r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
     r"\bmy copy\b",
     r"cop(?:y|ies|ying) (?:the )?(?:real|official|genuine) ",
     r"(?:look|looks|seem|seems|appear|appears) (?:real|genuine|authentic|human|organic|like real)\b",
@@ -984,27 +1023,40 @@ HAND_OVER = alt(
     r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|(?:to |"
     r"into )?my (?:bank )?account)",
     r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
+    r"(?:one time|verification|2fa|mfa|otp|security|sms) codes?",
+    r"(?:keeps?|steals?|captures?|takes?|grabs?) (?:their|his|her|the) (?:session|cookies?|tokens?)",
+    r"(?:records?|captures?|logs?|saves?|stores?) (?:what|whatever|"
+    r"everything) (?:\S+ ){0,2}?(?:types?|typed|enters?|"
+    r"entered)",
+    r"asks? (?:\S+ ){0,2}?to (?:log ?in|sign ?in|enter)",
+    r"gets? (?:\S+ ){0,3}?to (?:read out|enter|type|give|share|send|tell|hand)",
+    r"(?:get|take|extract|squeeze|move|moves|moving)\w* (?:\S+ ){0,3}?(?:money|cash|funds|savings|payments?) "
+    r"(?:from|out of|to my|into my)",
     r"hand (?:over|in) (?:their |his |her |your )?",
     r"(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
     r"(?:asks?|ask\w*) (?:\S+ ){0,4}?for (?:their|his|her|your) ",
-    r"(?:takes?|collects?|captures?|saves?|steals?|records?|gets?) (?:\S+ ){0,2}?(?:the )?(?:logins?|"
+    r"(?:takes?|keeps?|collects?|captures?|saves?|steals?|records?|gets?) (?:\S+ ){0,5}?(?:the )?(?:logins?|"
+    r"passports?|passport scans|id scans|ssns?|identity documents|"
     r"passwords?|card (?:details|numbers?)|pins?|credentials|bank details)",
     r"\b(?:card details|card numbers?|pins?|bank logins?)\b",
 )
 
 #: Identities or engagement faked in bulk: the thing a platform's rules exist to stop.
 FAKE_BULK = alt(
-    r"\bfake (?:\w+ )?(?:accounts|profiles|identities|reviews|residents?|submissions|followers|likes|votes|"
+    r"\bfake (?:\w+ )?(?:accounts|profiles|identities|reviews|residents?|locals|citizens|voters|"
+    r"people|customers|"
+    r"patients|submissions|followers|likes|votes|"
     r"clicks|users|personas|comments)\b",
     r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|"
     r"ninety|"
     r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,3}?(?:accounts|profiles|identities|"
-    r"reviews)\b",
+    r"reviews|ratings|comments|votes|likes)\b",
     r"\bbot farms?\b",
+    r"\b(?:burner|throwaway|sock ?puppet) accounts\b",
     r"\bsock ?puppets?\b",
     r"\bmade up identities\b",
     r"\bgenerated (?:card numbers|identities|cards)\b",
-    r"\bfrom (?:different|many|multiple|separate|fresh) accounts\b",
+    r"\bfrom (?:\S+ ){0,2}?(?:different|many|multiple|separate|fresh|fake) (?:\S+ )?accounts\b",
     r"\bdifferent (?:fingerprints|identities)\b",
     r"\beach from a different account\b",
     r"\b(?:\w+ ){0,2}?(?:thousands|hundreds) of times (?:through|from|via|with) (?:rotating|different)\b",
@@ -1012,7 +1064,8 @@ FAKE_BULK = alt(
 #: What faked identities are made to inflate or drain.
 ENGAGEMENT = alt(
     r"reviews?", r"upvot\w*", r"votes?", r"likes", r"follows", r"followers", r"ratings?", r"comments?",
-    r"submissions", r"clicks?", r"free trials?", r"polls?", r"petitions?", r"\bads\b", r"popular",
+    r"submissions", r"complaints?", r"posts?", r"clicks?", r"free trials?", r"polls?", r"petitions?",
+    r"\bads\b", r"popular",
     r"signs? up", r"push\w*", r"promot\w*", r"boost\w*", r"candidates?", r"tickets?", r"resell\w*",
     r"coupons?", r"promo codes?", r"referral\w*", r"bonus\w*", r"giveaways?", r"orders?", r"trend\w*",
 )
@@ -1024,12 +1077,13 @@ TEST_USE = alt(
 
 #: Contact repeated at someone: the act of harassment, whatever its channel.
 BARRAGE = alt(
-    r"(?:send|sends|sending|text|texts|texting|message|messages|messaging|call|calls|calling|ring|rings|"
+    r"(?:send|sends|sending|text|texts|texting|message|messages|messaging|call|calls|calling|dials?|dialing|"
+    r"ring|rings|"
     r"ringing|"
     r"email|emails|emailing|repl(?:y|ies|ying)|post|posts|posting|dm|dms)\b[^.;?!]{0,50}?"
     r"(?:thousands|hundreds|every (?:minute|hour|few)|all (?:day|night)|nonstop|non stop|over and over|"
     r"again and again)",
-    r"keeps? (?:replying|messaging|calling|texting|posting|emailing|commenting)",
+    r"keeps? (?:replying|messaging|calling|texting|posting|emailing|commenting|sending)",
     r"signs? (?:\S+ ){0,4}?up (?:to|for) (?:thousands|hundreds)",
 )
 #: Getting around a block or a ban.
@@ -1040,6 +1094,10 @@ AROUND_BLOCK = alt(
     r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked)",
     r"(?:can'?t|cannot|can not|unable to) block",
     r"after (?:he|she|they) (?:blocked|banned) me",
+    r"that (?:banned|blocked|kicked) me",
+    r"when (?:it|i|they|he|she) (?:gets?|is|am|are) (?:blocked|banned)",
+    r"spoofed (?:caller ids?|numbers?|senders?)",
+    r"keeps? (?:creating|making|opening|registering) (?:new |fresh )?(?:\S+ )?accounts",
     r"after (?:the )?(?:\w+ )?(?:ban|bans|banned|block|blocks|blocked) (?:it|me|them|us)\b",
     r"(?:they|he|she|the \w+) (?:can'?t|cannot) (?:stop|ban|block|remove) (?:it|me|us)\b",
 )
@@ -1047,7 +1105,9 @@ AROUND_BLOCK = alt(
 #: Where a person is, goes or is online: what stalking follows.
 WHEREABOUTS = alt(
     r"follow where",
-    r"where (?:he|she|they|my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
+    r"where(?:ver)? (?:he |she |they |my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
+    r"follow (?:her|him|them) home",
+    r"(?:car|licen[sc]e|number) plates?",
     r"wait for (?:him|her|them) (?:there|at|outside)",
     r"(?:kids'?|children's|daughter's|son's) school",
     r"(?:gps|location|position|whereabouts)\b",
@@ -1058,6 +1118,14 @@ WHEREABOUTS = alt(
     r"find (?:her|him|them) (?:on|across|again)",
     r"show up (?:there|at)",
     r"\btracker\b",
+    r"daily routine|(?:his|her|their) routine|(?:his|her|their) schedule|home alone|when (?:she|he|"
+    r"they)(?:'s|'re| is| are)"
+    r" (?:home|out|away|alone)",
+)
+#: The asker's own whereabouts: sharing them is not tracking anyone.
+SELF_TRACKED = (
+    r"\b(?:my (?:own )?(?:location|position|whereabouts|phone|car|laptop|keys|bag|luggage|bike)|where i am)\b"
+    r"(?!'s)"
 )
 #: Personal details gathered and made public.
 EXPOSE = (
@@ -1089,6 +1157,11 @@ REDIRECT = (
     r"recipient|destination address\w*)"
 )
 TO_ME = r"\b(?:to|with|for|into) (?:my|mine)\b"
+#: The asker's own links or ads put into pages other people see.
+INSERT_MINE = (
+    r"\b(?:insert|inject|add|swap|replac|rewrit)\w* (?:\S+ ){0,3}?my (?:own )?(?:affiliate|referral|ads?|"
+    r"links?|codes?|tags?|tracking)"
+)
 #: Coming back after its owner removes it.
 PERSIST = alt(
     r"keeps? coming back",
@@ -1110,9 +1183,13 @@ BORROWED_POWER = (
 TAKES = (
     r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|"
     r"gathers?|"
-    r"forwards?|posts?|sends?|emails?|streams?)\b[^.;?!]{0,40}?\b(?:photos|chats|messages|documents|"
-    r"files|folders?|screen|screens|passwords?|logins?|everything|whatever|contacts|recording|sms|texts)\b"
+    r"forwards?|posts?|sends?|emails?|streams?|keeps?)\b[^.;?!]{0,40}?\b(?:photos?|chats?|messages?|"
+    r"documents?|"
+    r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
+    r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio)\b"
 )
+#: Data taken from the asker's own device.
+OWN_SOURCE = r"\bfrom my (?:own )?(?:laptop|phone|computer|pc|machine|desktop|nas|account|drive)\b"
 #: Consent or visibility that make recording, tracking or contact ordinary.
 CONSENT = alt(
     r"consent", r"opt(?:s|ed)? in", r"opt in", r"after they sign in", r"asks? (?:the user )?first",
