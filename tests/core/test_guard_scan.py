@@ -8,7 +8,7 @@ import pytest
 
 from ask_fable.core import guard_intent
 from ask_fable.core.guard_reading import normalize
-from ask_fable.core.guard_scan import Gates, required_literals
+from ask_fable.core.guard_scan import Gates, LazyGates, required_literals
 from tests.guard_corpus import load
 
 
@@ -54,3 +54,11 @@ def test_no_pattern_that_matches_a_corpus_question_is_ever_ruled_out() -> None:
         excluded = gates.excluded(text)
         wrongly = [p.pattern[:60] for p in patterns if id(p) in excluded and p.search(text)]
         assert not wrongly, (question, wrongly)
+
+
+def test_gates_are_worked_out_off_the_first_question_s_path_and_rule_nothing_out_until_ready() -> None:
+    steal = re.compile(r"\bsteal\w*")
+    lazy = LazyGates(lambda: [steal])
+    assert lazy.excluded("nothing watched here") == frozenset()  # not ready: every pattern is searched
+    assert id(steal) in lazy.ready().excluded("nothing watched here")
+    assert lazy.excluded("nothing watched here") == {id(steal)}

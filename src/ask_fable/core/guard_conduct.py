@@ -71,7 +71,8 @@ FRAMES = (
           ((*TARGETED, *HIDDEN, MALICE),)),
     Frame(_c(lx.HOP), "attack_tooling", "self-spreading malware", ((CREDENTIAL, MALICE, *HIDDEN),)),
     Frame(_c(lx.BORROWED_POWER), "attack_tooling", "a cryptojacker", (), (CONSENT,)),
-    Frame(_c(r"\b" + lx.DISGUISE), "fraud", "impersonation", ((_c(r"\b" + lx.HAND_OVER),),)),
+    Frame(_c(r"\b" + lx.DISGUISE), "fraud", "impersonation",
+          ((_c(r"\b" + lx.HAND_OVER), _c(lx.EVERYONE_IN)),)),
     Frame(_c(lx.FAKE_BULK), "fraud", "fake accounts or engagement",
           ((_c(r"\b" + lx.ENGAGEMENT),),), (_c(lx.TEST_USE),)),
     Frame(_c(r"\b" + lx.BARRAGE), "harm_to_people", "harassment",
@@ -80,6 +81,11 @@ FRAMES = (
           (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), _c(r"\b" + lx.AROUND_BLOCK))),
           (CONSENT, _c(lx.SELF_TRACKED))),
     Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),
+    # The widest frame: anything done to a particular person that they are not to know of or agree to.
+    Frame(_c(lx.SOMEONE), "harm_to_people", "acting against a person without their knowledge or consent",
+          ((*HIDDEN, DISGUISE, _c(r"\b" + lx.UNAUTHORIZED), _c(r"\b" + lx.AROUND_BLOCK),
+            _c(r"\b" + lx.AGAINST_WILL)),),
+          (CONSENT,)),
 )
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core.guard_conduct import conduct
@@ -31,7 +30,7 @@ from ask_fable.core.guard_reading import (
     tokens,
     words_before,
 )
-from ask_fable.core.guard_scan import Gates
+from ask_fable.core.guard_scan import LazyGates
 
 
 @dataclass(frozen=True)
@@ -96,6 +95,7 @@ CONTROL_STRONG = _word(lx.CONTROL_STRONG)
 CONTROL_WEAK = _word(lx.CONTROL_WEAK)
 LEAKED_LIST = _c(lx.LEAKED_LIST)
 LIST_USE = _word(lx.LIST_USE)
+STILL_WORK = _c(lx.STILL_WORK)
 MASS_EXPLOIT = _c(lx.MASS_EXPLOIT)
 CHAIN_BUGS = _c(lx.CHAIN_BUGS)
 TURN_INTO_EXPLOIT = _c(lx.TURN_INTO_EXPLOIT)
@@ -294,7 +294,7 @@ def unauthorized_access(question: Question) -> Finding | None:
         if question.has(UNAUTHORIZED):
             return Finding("unauthorized_access")
     for clause, match in question.matches(LEAKED_LIST):
-        if clause.has(LIST_USE) and requested(clause.text, match.start()):
+        if clause.has(LIST_USE) and (requested(clause.text, match.start()) or clause.has(STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
 
@@ -432,16 +432,14 @@ def watched() -> list[re.Pattern[str]]:
     return patterns + conduct_watched()
 
 
-@cache
-def _gates() -> Gates:
-    """The literals every watched pattern needs, worked out on first use (not at import)."""
-    return Gates(watched())
+#: The literals every watched pattern needs, worked out in the background after the first question.
+GATES = LazyGates(watched)
 
 
 def judge(text: str) -> Finding | None:
     """The first harmful intent found in ``text`` (a normalized question), or None when it reads as
     engineering. Only the patterns whose literals occur in the question are ever run."""
-    read = Question(text, _gates().excluded(text))
+    read = Question(text, GATES.excluded(text))
     for check in CHECKS:
         finding = check(read)
         if finding is not None:

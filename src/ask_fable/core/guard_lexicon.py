@@ -669,6 +669,10 @@ LEAKED_LIST = (
     r"creds|emails?|"
     r"keys?|combos?)"
 )
+#: Testing which stolen items still work (cards, logins).
+STILL_WORK = (
+    r"\b(?:see|find out|test|check|know) which (?:ones? |of them )?(?:still )?(?:work|are valid|are live)"
+)
 LIST_USE = alt(
     r"against",
     r"log\w* (?:in ?to|onto)",
@@ -772,7 +776,7 @@ BIO_ACT = words(
     weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
     extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
     protocol function recipe steps instructions bring bringing revive reviving resurrect resurrecting recreate
-    recreating reconstruct reconstructing"""
+    recreating reconstruct reconstructing breed breeding"""
 )
 BIO_RIGHT = alt(
     r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant)",
@@ -798,7 +802,7 @@ CHEM_AGENT = alt(
     r"(?:hydrogen )?cyanide",
     r"ricin",
     r"abrin",
-    r"toxic gas",
+    r"toxic (?:gas|fumes|vapou?rs?|smoke)",
     r"poison(?:ous)? gas",
     r"chemical (?:weapons?|agents?|release)",
     r"poisons?(?! (?:pill|pills|message|messages|queue|queues))",
@@ -817,7 +821,7 @@ CHEM_AGENT = alt(
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
-    aerosolize extract purify buy acquire create manufacture plan combine combined combining"""
+    aerosolize extract purify buy acquire create manufacture plan combine combined combining fill"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
@@ -942,7 +946,7 @@ HARASS = (
 )
 
 MASS_HARM = alt(
-    r"mass casualt\w+", r"(?:on|onto|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
+    r"mass casualt\w+", r"(?:on|onto|into|in|over|at) (?:a |the )?(?:\w+ )?crowd(?:ed)?", r"crowded place",
     r"as many people",
 )
 #: Ways of delivering harm to a crowd.
@@ -1008,7 +1012,7 @@ DISGUISE = alt(
     r"clone (?:of )?(?:a|the|their|his|her) \w+(?:'s)? (?:app|site|website|page|portal|login)",
     r"\bfake (?:\S+ ){0,3}?(?:update|login|log in|sign in|page|site|website|app|hotspot|wifi|wi fi|"
     r"popup|pop up|"
-    r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize)s?\b",
+    r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize|campaign|fundraiser|crowdfunding|appeal)s?\b",
     r"\bdeep ?fake\w*",
     r"\b(?:cloned|synthetic) voice",
     r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
@@ -1024,6 +1028,7 @@ HAND_OVER = alt(
     r"into )?my (?:bank )?account)",
     r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
     r"(?:one time|verification|2fa|mfa|otp|security|sms) codes?",
+    r"(?:route|send|forward|divert|redirect)s? (?:\S+ ){0,2}?(?:donations|money|funds|payments) to me\b",
     r"(?:keeps?|steals?|captures?|takes?|grabs?) (?:their|his|her|the) (?:session|cookies?|tokens?)",
     r"(?:records?|captures?|logs?|saves?|stores?) (?:what|whatever|"
     r"everything) (?:\S+ ){0,2}?(?:types?|typed|enters?|"
@@ -1041,6 +1046,12 @@ HAND_OVER = alt(
     r"\b(?:card details|card numbers?|pins?|bank logins?)\b",
 )
 
+#: Everyone in a group, the recipients of a mass deception.
+EVERYONE_IN = (
+    r"\b(?:to|for) (?:every |each |all (?:the )?)(?:\w+ )?(?:tenants?|residents?|members?|customers?|"
+    r"employees?|"
+    r"students?|parents?|users?|neighbou?rs?|voters?|patients?)\b"
+)
 #: Identities or engagement faked in bulk: the thing a platform's rules exist to stop.
 FAKE_BULK = alt(
     r"\bfake (?:\w+ )?(?:accounts|profiles|identities|reviews|residents?|locals|citizens|voters|"
@@ -1084,6 +1095,7 @@ BARRAGE = alt(
     r"(?:thousands|hundreds|every (?:minute|hour|few)|all (?:day|night)|nonstop|non stop|over and over|"
     r"again and again)",
     r"keeps? (?:replying|messaging|calling|texting|posting|emailing|commenting|sending)",
+    r"(?:calls?|rings?|texts?|messages?|emails?) (?:\S+ ){0,5}?\w+ times an? (?:night|day|hour|minute)",
     r"signs? (?:\S+ ){0,4}?up (?:to|for) (?:thousands|hundreds)",
 )
 #: Getting around a block or a ban.
@@ -1097,6 +1109,8 @@ AROUND_BLOCK = alt(
     r"that (?:banned|blocked|kicked) me",
     r"when (?:it|i|they|he|she) (?:gets?|is|am|are) (?:blocked|banned)",
     r"spoofed (?:caller ids?|numbers?|senders?)",
+    r"random (?:numbers|phone numbers|accounts)",
+    r"(?:every|each) time (?:they|it) (?:gets?|are|is) (?:taken down|removed|deleted|reported)",
     r"keeps? (?:creating|making|opening|registering) (?:new |fresh )?(?:\S+ )?accounts",
     r"after (?:the )?(?:\w+ )?(?:ban|bans|banned|block|blocks|blocked) (?:it|me|them|us)\b",
     r"(?:they|he|she|the \w+) (?:can'?t|cannot) (?:stop|ban|block|remove) (?:it|me|us)\b",
@@ -1187,6 +1201,26 @@ TAKES = (
     r"documents?|"
     r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
     r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio)\b"
+)
+#: A particular person other than the asker, by relation or as one singled out.
+SOMEONE = alt(
+    rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
+    r"\ba (?:specific|particular|certain) \w+(?:'s)?",
+    r"\b(?:someone|somebody|another person|another user)(?:'s| else's)?",
+    r"\ba (?:woman|man|girl|guy|teen|child|kid)'s",
+)
+#: Done to a person without their knowing or agreeing, beyond COVERT and UNSEEN.
+AGAINST_WILL = alt(
+    r"while (?:he|she|they)(?:'s|'re| is| are)? (?:sleeps?|asleep|sleeping|away|out|at work|at lunch|"
+    r"not looking)",
+    r"unannounced",
+    r"lock(?:s|ing)? (?:\S+ ){1,3}?out\b",
+    r"without (?:his|her|their) (?:app|key|password|passcode|knowledge|permission|consent|say)",
+    r"(?:i|we) (?:don'?t|do not) own",
+    r"against (?:his|her|their) will",
+    r"(?:so|and) (?:he|she|they) (?:can'?t|cannot|won'?t|doesn'?t|don'?t) (?:know|tell|find|see|notice|stop|"
+    r"get)",
 )
 #: Data taken from the asker's own device.
 OWN_SOURCE = r"\bfrom my (?:own )?(?:laptop|phone|computer|pc|machine|desktop|nas|account|drive)\b"

@@ -5,13 +5,15 @@ question without ``steal`` in it. :class:`Gates` works those literals out from e
 pattern once, joins every literal into one prefix tree, and finds them all in a single scan of the
 question. A pattern whose literals are all absent is known not to match without running it, so a
 question costs one scan plus the few patterns it could trigger, and a question with no watched
-literal at all is let through after that scan alone.
+literal at all is let through after that scan alone. :class:`LazyGates` works them out off the
+caller's path.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the stubs keep the pre-3.11 names of the same modules
@@ -145,3 +147,38 @@ class Gates:
         if self._scan is None:
             return frozenset()
         return self._gated.difference(*(self._enables[literal] for literal in set(self._scan.findall(text))))
+
+
+class LazyGates:
+    """Gates worked out once, off the caller's path.
+
+    Working out what ~200 patterns need parses each of them (a tenth of a second or more), which a
+    one-shot command would pay for a single question. So the first question starts that work on a
+    background thread and is judged without gates, as is every question until they are ready:
+    gates only skip searches that cannot match, so the verdicts are the same either way.
+    """
+
+    def __init__(self, patterns: Callable[[], list[re.Pattern[str]]]) -> None:
+        self._patterns = patterns
+        self._gates: Gates | None = None
+        self._start = threading.Lock()
+        self._build = threading.Lock()
+        self._started = False
+
+    def excluded(self, text: str) -> frozenset[int]:
+        """What :meth:`Gates.excluded` says once the gates are ready; nothing before."""
+        gates = self._gates
+        if gates is not None:
+            return gates.excluded(text)
+        with self._start:
+            start, self._started = not self._started, True
+        if start:
+            threading.Thread(target=self.ready, name="guard-gates", daemon=True).start()
+        return frozenset()
+
+    def ready(self) -> Gates:
+        """The gates, worked out now on this thread if they are not yet."""
+        with self._build:
+            if self._gates is None:
+                self._gates = Gates(self._patterns())
+            return self._gates
