@@ -1200,7 +1200,8 @@ TAKES = (
     r"forwards?|posts?|sends?|emails?|streams?|keeps?)\b[^.;?!]{0,40}?\b(?:photos?|chats?|messages?|"
     r"documents?|"
     r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
-    r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio)\b"
+    r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio|"
+    r"what (?:people|they|users|he|she|someone|my \w+) (?:paste|type|copy|say|write|search|enter)(?:s|es)?)\b"
 )
 #: A particular person other than the asker, by relation or as one singled out.
 SOMEONE = alt(
