@@ -32,7 +32,12 @@ DISGUISE = _c(r"\b" + lx.DISGUISE)
 EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
 CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
 CONSENT = _c(r"\b" + lx.CONSENT)
-INTIMATE = _c(r"\bmy (?:(?:former|old|ex) )?(?:ex|wife|husband|girlfriend|boyfriend|partner|crush)\b")
+INTIMATE = _c(lx.INTIMATE)
+AROUND_BLOCK = _c(r"\b" + lx.AROUND_BLOCK)
+UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
+AGAINST_WILL = _c(r"\b" + lx.AGAINST_WILL)
+HAND_OVER = _c(r"\b" + lx.HAND_OVER)
+OWN_SOURCE = _c(lx.OWN_SOURCE)
 
 
 @dataclass(frozen=True)
@@ -58,9 +63,9 @@ HIDDEN = (COVERT, UNSEEN)
 
 FRAMES = (
     Frame(_c(lx.TAKES), "attack_tooling", "covert data theft",
-          ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, _c(lx.OWN_SOURCE))),
+          ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, OWN_SOURCE)),
     Frame(_c(lx.TAKES), "attack_tooling", "credential theft", (TARGETED, (EXFIL,), (CREDENTIAL,)),
-          (CONSENT, _c(lx.OWN_SOURCE))),
+          (CONSENT, OWN_SOURCE)),
     Frame(_c(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
           ((*TARGETED, *HIDDEN, DISGUISE, MALICE),), (CONSENT,)),
     Frame(_c(lx.HIDE_IT), "attack_tooling", "a program hidden on someone else's device", (TARGETED,),
@@ -71,21 +76,18 @@ FRAMES = (
           ((*TARGETED, *HIDDEN, MALICE),)),
     Frame(_c(lx.HOP), "attack_tooling", "self-spreading malware", ((CREDENTIAL, MALICE, *HIDDEN),)),
     Frame(_c(lx.BORROWED_POWER), "attack_tooling", "a cryptojacker", (), (CONSENT,)),
-    Frame(_c(r"\b" + lx.DISGUISE), "fraud", "impersonation",
-          ((_c(r"\b" + lx.HAND_OVER), _c(lx.EVERYONE_IN)),)),
+    Frame(DISGUISE, "fraud", "impersonation", ((HAND_OVER, _c(lx.EVERYONE_IN)),)),
     Frame(_c(lx.FAKE_BULK), "fraud", "fake accounts or engagement",
           ((_c(r"\b" + lx.ENGAGEMENT),),), (_c(lx.TEST_USE),)),
     Frame(_c(r"\b" + lx.BARRAGE), "harm_to_people", "harassment",
-          ((*TARGETED, _c(r"\b" + lx.AROUND_BLOCK)),), (OWN,)),
+          ((*TARGETED, AROUND_BLOCK),), (OWN,)),
     Frame(_c(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
-          (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), _c(r"\b" + lx.AROUND_BLOCK))),
+          (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), AROUND_BLOCK)),
           (CONSENT, _c(lx.SELF_TRACKED))),
     Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),
     # The widest frame: anything done to a particular person that they are not to know of or agree to.
     Frame(_c(lx.SOMEONE), "harm_to_people", "acting against a person without their knowledge or consent",
-          ((*HIDDEN, DISGUISE, _c(r"\b" + lx.UNAUTHORIZED), _c(r"\b" + lx.AROUND_BLOCK),
-            _c(r"\b" + lx.AGAINST_WILL)),),
-          (CONSENT,)),
+          ((*HIDDEN, DISGUISE, UNAUTHORIZED, AROUND_BLOCK, AGAINST_WILL),), (CONSENT,)),
 )
 
 
@@ -107,6 +109,8 @@ def asked(clause: str, start: int) -> bool:
         word = words[i]
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
+        if i + 1 < len(words) and words[i + 1] == "me":
+            continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
         if word in lx.DEFEND:
             return False
         if word in lx.MAKE or word in lx.FIRST_PERSON:
@@ -127,7 +131,7 @@ def conduct(question: Question) -> tuple[str, str] | None:
 
 def watched() -> list[re.Pattern[str]]:
     """Every pattern the frames search a question for."""
-    patterns = [FOREIGN, PEOPLE, OWN, MALICE, COVERT, UNSEEN, DISGUISE, EXFIL, CREDENTIAL, CONSENT, INTIMATE]
+    patterns: list[re.Pattern[str]] = []
     for frame in FRAMES:
         patterns += (frame.act, *frame.unless, *(p for group in frame.needs for p in group))
     return patterns

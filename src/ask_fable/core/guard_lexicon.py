@@ -314,7 +314,7 @@ FOREIGN = alt(
     r"journalist|reporter|"
     r"politician|"
     r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
-    r"store|victim|target|city council|council|school|university)(?:'s|s')?\b",
+    r"store|shop|victim|target|city council|council|school|university)(?:'s|s')?\b",
     r"\bsomeone(?:'s| else's)?",
     r"\ba (?:specific|particular|certain) \w+(?:'s)?",
     r"\b(?:every|each|all the) (?:school|hospital|business|church|mosque|synagogue|store|shop)s?\b",
@@ -434,6 +434,8 @@ DOS = alt(
     r"knock(?:s|ing)? (?:\S+ ){0,6}?(?:offline|out)",
     r"crash(?:es|ing)?",
     r"swamp(?:s|ing)?",
+    r"hammer(?:s|ing)?",
+    r"overload(?:s|ing)?",
     r"(?:keep|keeps|keeping|make|makes|making) (?:\S+ ){0,4}?(?:so busy|so slow|unusable|unplayable|"
     r"unreachable|"
     r"unavailable)",
@@ -444,6 +446,7 @@ DOS_OUTCOME = alt(
     r"(?:sites|websites|servers|services)\b",
     r"until (?:it|they|the \w+) (?:crash\w*|goes down|go down|dies|die|falls over|is down)",
     r"so (?:customers|users|players|people|nobody|no one) can'?t",
+    r"until (?:it|they|the \w+) stops? (?:taking|working|responding|accepting|loading)",
     r"(?:customers|users|players|people|everyone|nobody|no one) (?:\S+ )?(?:can'?t|"
     r"cannot) (?:get through|connect|book|order|buy|log in|"
     r"play|use|reach|access)",
@@ -810,10 +813,10 @@ CHEM_AGENT = alt(
     r"(?:gas|agent|chemical|poison|substance|toxin)s? (?:that was |which was )?used (?:in|during|"
     r"for) (?:\S+ ){0,4}?"
     r"(?:attacks?|assassinations?|massacres?|poisonings?|gassings?)",
-    r"(?:gas|vapou?rs?|fumes|smoke|mixture|chemical|substance|compound|liquid|powder|something) (?:that |"
-    r"which )?"
+    r"(?:gas|vapou?rs?|fumes|smoke|mixture|chemical|substance|compound|liquid|powder|spray|something) "
+    r"(?:\S+ ){0,3}?(?:that |which )?"
     r"(?:would|will|could|can|to) (?:\S+ )?(?:knock (?:\S+ )?out|kill|poison|harm|hurt|incapacitate|sicken|"
-    r"suffocate)",
+    r"suffocate|blind|burn)",
     r"(?:something|gas|fumes|mixture|vapou?r) (?:\S+ )?(?:lethal|deadly|toxic|poisonous) to (?:breathe|"
     r"inhale|"
     r"people|humans)",
@@ -935,9 +938,9 @@ FOOD_TAMPERING = (
     r"meals?|lunch)\b|"
     r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing|crush|crushing|sprinkle|"
     r"sprinkling)\s+(?:\S+\s+){0,3}?"
-    r"in(?:to)? "
+    r"(?:in|into|to) "
     r"(?:someone's|somebody's|his|her|their|my \w+'s|people's|a person's) "
-    r"(?:food|drinks?|coffee|tea|water|meals?)"
+    r"(?:food|drinks?|coffee|tea|water|meals?|shampoo|lotion|makeup|toothpaste|medicine|pills|inhaler)"
 )
 
 #: Harassing a person: judged with a named person or someone else as the target.
@@ -969,7 +972,7 @@ PEOPLE = alt(
     r"\bone (?:person|user|streamer|woman|man|girl|guy|individual)(?:'s)?\b",
     r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
     r"\b(?:her|his) (?:phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
-    r"address|photos|posts|profile)\b",
+    r"address|photos|posts|profile|videos|streams|channel|page)\b",
     r"\b(?:an|a|one|another|other) (?:student|employee|user|person|customer|member)(?:'s|s)?\b",
     r"\bother people(?:'s)?\b",
     r"\bpeople's\b",
@@ -979,10 +982,13 @@ PEOPLE = alt(
     r"downloads|plugs)",
 )
 
+#: A partner or former partner: someone whose whereabouts are never the asker's to follow unseen.
+INTIMATE = r"\bmy (?:(?:former|old|ex) )?(?:ex|wife|husband|girlfriend|boyfriend|partner|crush)\b"
 #: A private person singled out, or caught alone.
 SINGLED_OUT = (
     r"\b(?:a (?:specific|particular|certain) \w+|one (?:woman|man|girl|guy|person|"
-    r"streamer)|home alone|alone at night|by (?:her|him)self|when (?:she|he)(?:'s| is) alone)\b"
+    r"streamer)|home alone|alone at night|by (?:her|him)self|when (?:she|he)(?:'s| is) alone|"
+    r"when (?:her|his|their) parents are (?:away|out|gone))\b"
 )
 
 #: Done so the person cannot see it, beyond COVERT: no trace on screen, nothing they would find.
@@ -1001,6 +1007,7 @@ DISGUISE = alt(
     r"looks? (?:exactly |just )?like (?:a |an |the |their |his |her )?\w+(?: \w+)? (?:but|that|and)\b",
     r"looks? (?:exactly|just) like",
     r"looks? like (?:it|they|this) (?:\w+ )?(?:is|are|was|were|came|comes|come) from",
+    r"looks? like (?:it'?s|they'?re) (?:\w+ )?from",
     r"look(?:s|ing)? like (?:their|his|her|the real|a real|the official) ",
     r"disguised as",
     r"pretend(?:s|ing)? to be",
@@ -1017,8 +1024,10 @@ DISGUISE = alt(
     r"\b(?:cloned|synthetic) voice",
     r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
     r"\bmy copy\b",
+    r"\blook ?alike\b",
     r"cop(?:y|ies|ying) (?:the )?(?:real|official|genuine) ",
-    r"(?:look|looks|seem|seems|appear|appears) (?:real|genuine|authentic|human|organic|like real)\b",
+    r"(?:look|looks|seem|seems|appear|appears) (?:real|genuine|authentic|human|organic|like real|official|"
+    r"legit\w*)\b",
     r"\bstickers? (?:for|on|over) ",
 )
 
@@ -1026,6 +1035,8 @@ DISGUISE = alt(
 HAND_OVER = alt(
     r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|(?:to |"
     r"into )?my (?:bank )?account)",
+    r"(?:to|into) my (?:paypal|venmo|cash ?app|wallet|bank)\b",
+    r"(?:by|with|in) gift cards?\b",
     r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
     r"(?:one time|verification|2fa|mfa|otp|security|sms) codes?",
     r"(?:route|send|forward|divert|redirect)s? (?:\S+ ){0,2}?(?:donations|money|funds|payments) to me\b",
@@ -1054,11 +1065,14 @@ EVERYONE_IN = (
 )
 #: Identities or engagement faked in bulk: the thing a platform's rules exist to stop.
 FAKE_BULK = alt(
-    r"\bfake (?:\w+ )?(?:accounts|profiles|identities|reviews|residents?|locals|citizens|voters|"
+    r"\b(?:invented|made up|imaginary|fictional|fictitious) (?:customers|people|users|reviewers|accounts|"
+    r"identities|patients|residents)\b",
+    r"\bfake (?:\S+ ){0,2}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
     r"people|customers|"
-    r"patients|submissions|followers|likes|votes|"
+    r"patients|submissions|signatures|followers|likes|votes|"
     r"clicks|users|personas|comments)\b",
-    r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|"
+    r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|\w+ hundred|(?:twenty|thirty|forty|fifty|sixty|seventy|"
+    r"eighty|"
     r"ninety|"
     r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,3}?(?:accounts|profiles|identities|"
     r"reviews|ratings|comments|votes|likes)\b",
@@ -1095,6 +1109,7 @@ BARRAGE = alt(
     r"(?:thousands|hundreds|every (?:minute|hour|few)|all (?:day|night)|nonstop|non stop|over and over|"
     r"again and again)",
     r"keeps? (?:replying|messaging|calling|texting|posting|emailing|commenting|sending)",
+    r"comments? on (?:all|every) (?:of )?(?:her|his|their)\b",
     r"(?:calls?|rings?|texts?|messages?|emails?) (?:\S+ ){0,5}?\w+ times an? (?:night|day|hour|minute)",
     r"signs? (?:\S+ ){0,4}?up (?:to|for) (?:thousands|hundreds)",
 )
@@ -1107,6 +1122,8 @@ AROUND_BLOCK = alt(
     r"(?:can'?t|cannot|can not|unable to) block",
     r"after (?:he|she|they) (?:blocked|banned) me",
     r"that (?:banned|blocked|kicked) me",
+    r"(?:whenever|every time|each time|when|after) (?:he|she|they|my \w+|the \w+) (?:blocks?|bans?|reports?) "
+    r"(?:one|it|me|them)",
     r"when (?:it|i|they|he|she) (?:gets?|is|am|are) (?:blocked|banned)",
     r"spoofed (?:caller ids?|numbers?|senders?)",
     r"random (?:numbers|phone numbers|accounts)",
@@ -1120,7 +1137,9 @@ AROUND_BLOCK = alt(
 WHEREABOUTS = alt(
     r"follow where",
     r"where(?:ver)? (?:he |she |they |my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
+    r"where (?:\S+ ){1,6}?(?:lives|sleeps|stays)\b",
     r"follow (?:her|him|them) home",
+    r"checks? in at|so i can be there",
     r"(?:car|licen[sc]e|number) plates?",
     r"wait for (?:him|her|them) (?:there|at|outside)",
     r"(?:kids'?|children's|daughter's|son's) school",
@@ -1167,6 +1186,7 @@ HIDE_IT = (
 #: Payments or addresses swapped for the asker's.
 REDIRECT = (
     r"\b(?:chang|swap|replac|alter|rewrit|edit)\w* (?:\S+ ){0,4}?(?:payee|iban|account numbers?|"
+    r"(?:bitcoin|btc|crypto|eth|ethereum) address\w*|"
     r"wallet address\w*|"
     r"recipient|destination address\w*)"
 )
@@ -1190,8 +1210,9 @@ PERSIST = alt(
 HOP = r"\b(?:hops?|jumps?|moves?|spreads?|pivots?) from one (?:machine|computer|host|pc|server|device|box) to"
 #: Someone else's hardware made to earn for the asker.
 BORROWED_POWER = (
-    r"\b(?:uses?|using|borrows?) (?:other people's|someone's|their|strangers'|visitors') (?:\S+ ){0,2}?"
-    r"(?:computers?|pcs|machines|devices|gpus?|cpus?|processing power) to (?:earn|make|mine|generate)"
+    r"\b(?:uses?|using|borrows?) (?:other people's|someone's|their|strangers'|visitors'|the \w+s'|my \w+'s) "
+    r"(?:\S+ ){0,2}?(?:computers?|pcs|machines|devices|gpus?|cpus?|processing power|tvs?|phones|routers|"
+    r"cameras) to (?:earn|make|mine|generate)"
 )
 #: Data a program takes from its user.
 TAKES = (
