@@ -3,18 +3,21 @@
 Run: python benchmarks/bench_guard.py [repeats]
 Times ``guard.check`` (sanity floor, operator lists, intent judge) on every question of the labelled
 corpus in ``tests/guard_corpus/`` and, in the same run, a trivial baseline: one compiled regex of
-watched words searched over the same questions (what a word-matching guard costs). Then times the
-longest question the guard accepts (65,536 characters): the corpus run together, and questions
-that repeat one watched phrase thousands of times, the worst case for a judge that looks around
-every occurrence. Prints microseconds per question (best of the repeats, plus the slowest single
-question), the ratio, and the slowest long question; exits non-zero when a target is missed.
+watched words searched over the same questions (what a word-matching guard costs). Each question's
+time is the best of ``repeats`` runs (the least disturbed by other work on a shared machine); the
+report gives the median over the corpus, the 90th percentile and the slowest question, and the
+ratio of the medians. Then times the longest question the guard accepts (65,536 characters): the
+corpus run together, and questions that repeat one watched phrase thousands of times, the worst
+case for a judge that looks around every occurrence. Exits non-zero when a target is missed.
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,8 +27,9 @@ from tests.guard_corpus import load  # noqa: E402
 
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
+from ask_fable.core.guard_intent import GATES  # noqa: E402
 
-TARGET_US = 500.0
+TARGET_US = 100.0
 TARGET_LONG_S = 1.0
 #: Phrases repeated to the length limit: each occurrence makes the judge look around it.
 REPEATED = ("virus ", "rats ", "c2 ", "write a bot ", "hack into my ex's ", "evade edr ", "x. ", "kill it ",
@@ -37,22 +41,22 @@ BASELINE = re.compile(
 )
 
 
-def per_question(fn, questions: list[str], repeats: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
-    """(best µs per question over ``repeats`` passes, slowest single question in µs).
-
-    The best pass is the least disturbed by other work on a shared machine.
-    """
-    passes, slowest = [], 0.0
+def per_question(fn: Callable[[str], object], questions: list[str], repeats: int) -> list[float]:
+    """Each question's best time in µs over ``repeats`` runs, passes interleaved over the corpus."""
+    best = [float("inf")] * len(questions)
     for _ in range(repeats):
-        started = time.perf_counter()
-        for question in questions:
+        for index, question in enumerate(questions):
+            started = time.perf_counter()
             fn(question)
-        passes.append((time.perf_counter() - started) / len(questions) * 1e6)
-    for question in questions:
-        started = time.perf_counter()
-        fn(question)
-        slowest = max(slowest, (time.perf_counter() - started) * 1e6)
-    return min(passes), slowest
+            best[index] = min(best[index], time.perf_counter() - started)
+    return [seconds * 1e6 for seconds in best]
+
+
+def summary(times: list[float]) -> str:
+    """Median, 90th percentile and slowest of per-question times."""
+    ordered = sorted(times)
+    p90 = ordered[int(0.9 * (len(ordered) - 1))]
+    return f"median {statistics.median(ordered):7.1f} µs   p90 {p90:7.1f} µs   slowest {ordered[-1]:8.1f} µs"
 
 
 def main() -> int:
@@ -60,21 +64,27 @@ def main() -> int:
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     settings = load_settings()
     questions = load("benign") + load("harmful")
-    guard_us, guard_worst = per_question(lambda q: check(q, "", settings), questions, repeats)
-    base_us, base_worst = per_question(BASELINE.search, questions, repeats)
+
+    def guard(question: str) -> object:
+        return check(question, "", settings)
+
+    GATES.ready()  # worked out before timing; a process judges its first questions without them
+    guard_times = per_question(guard, questions, repeats)
+    base_times = per_question(BASELINE.search, questions, repeats)
     limit = settings.max_len
     prose = (" ".join(questions) + " ")[:limit]
-    prose_us, _ = per_question(lambda q: check(q, "", settings), [prose], 3)
+    prose_us = min(per_question(guard, [prose], 3))
     repeated = [(phrase * (limit // len(phrase) + 1))[:limit] for phrase in REPEATED]
-    _, long_worst = per_question(lambda q: check(q, "", settings), repeated, 1)
+    long_worst = max(per_question(guard, repeated, 1))
+    guard_median, base_median = statistics.median(guard_times), statistics.median(base_times)
     print(f"questions={len(questions)} repeats={repeats}")
-    print(f"baseline (one regex)   : {base_us:8.1f} µs/question   slowest {base_worst:8.1f} µs")
-    print(f"guard.check            : {guard_us:8.1f} µs/question   slowest {guard_worst:8.1f} µs")
+    print(f"baseline (one regex)   : {summary(base_times)}")
+    print(f"guard.check            : {summary(guard_times)}")
     print(f"{limit:,}-character question: corpus prose {prose_us / 1000:.1f} ms; slowest repeated phrase "
           f"{long_worst / 1000:.1f} ms (target ≤ {TARGET_LONG_S * 1000:.0f} ms)")
-    ratio = guard_us / base_us
-    print(f"ratio {ratio:.1f}x the baseline; mean {guard_us:.1f} µs (target ≤ {TARGET_US:.0f} µs)")
-    return 0 if guard_us <= TARGET_US and long_worst <= TARGET_LONG_S * 1e6 else 1
+    print(f"ratio {guard_median / base_median:.1f}x the baseline; median {guard_median:.1f} µs "
+          f"(target ≤ {TARGET_US:.0f} µs)")
+    return 0 if guard_median <= TARGET_US and long_worst <= TARGET_LONG_S * 1e6 else 1
 
 
 if __name__ == "__main__":

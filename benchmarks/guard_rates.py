@@ -1,6 +1,6 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [tuned|held_out|all]
+Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|all]
 Reads the labelled corpus in ``tests/guard_corpus/`` and runs every question through the guard with
 default settings (no model, no network). Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from tests.guard_corpus import load  # noqa: E402
+from tests.guard_corpus import SPLITS, load  # noqa: E402
 
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
@@ -39,8 +39,8 @@ def measure(split: str) -> bool:
 
 
 def main() -> int:
-    """Measure the splits named on the command line (default: tuned, held_out and all)."""
-    splits = sys.argv[1:] or ["tuned", "held_out", "all"]
+    """Measure the splits named on the command line (default: each split, then all)."""
+    splits = sys.argv[1:] or [*SPLITS, "all"]
     results = [measure(split) for split in splits]
     return 0 if all(results) else 1
 

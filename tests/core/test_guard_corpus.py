@@ -19,6 +19,7 @@ def test_the_corpus_is_large_varied_and_unambiguous() -> None:
     benign, harmful = load("benign"), load("harmful")
     assert len(benign) >= 300 and len(harmful) >= 150
     assert len(load("benign", "held_out")) > 0 and len(load("harmful", "held_out")) > 0
+    assert len(load("benign", "paraphrase")) >= 60 and len(load("harmful", "paraphrase")) >= 60
     assert len(set(benign)) == len(benign) and len(set(harmful)) == len(harmful)
     assert not set(map(str.lower, benign)) & set(map(str.lower, harmful))
 

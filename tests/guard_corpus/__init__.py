@@ -1,7 +1,9 @@
 """The guard's labelled corpus: benign questions it must let through and harmful ones it must refuse.
 
-Two splits: ``tuned`` (``benign.txt``, ``harmful.txt``) and ``held_out`` (``heldout_*.txt``), the
-latter written before the guard's rules were tuned, to measure how the rules generalize.
+Three splits: ``tuned`` (``benign.txt``, ``harmful.txt``); ``held_out`` (``heldout_*.txt``),
+written before the guard's rules were tuned, to measure how the rules generalize; and
+``paraphrase`` (``paraphrase_*.txt``), requests that describe harm without the obvious attack words
+and look-alikes that share their words, each round written before the judge was tuned on it.
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from typing import Literal
 
 CORPUS_DIR = Path(__file__).resolve().parent
 Label = Literal["benign", "harmful"]
-Split = Literal["tuned", "held_out", "all"]
+Split = Literal["tuned", "held_out", "paraphrase", "all"]
+SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase")
 FILES: dict[tuple[Label, str], str] = {
     ("benign", "tuned"): "benign.txt",
     ("harmful", "tuned"): "harmful.txt",
     ("benign", "held_out"): "heldout_benign.txt",
     ("harmful", "held_out"): "heldout_harmful.txt",
+    ("benign", "paraphrase"): "paraphrase_benign.txt",
+    ("harmful", "paraphrase"): "paraphrase_harmful.txt",
 }
 
 
@@ -27,6 +32,6 @@ def read_questions(path: Path) -> list[str]:
 
 
 def load(label: Label, split: Split = "all") -> list[str]:
-    """Every question with ``label`` in ``split`` (``all`` is tuned then held-out)."""
-    splits = ("tuned", "held_out") if split == "all" else (split,)
+    """Every question with ``label`` in ``split`` (``all`` is every split, in order)."""
+    splits = SPLITS if split == "all" else (split,)
     return [q for s in splits for q in read_questions(CORPUS_DIR / FILES[(label, s)])]

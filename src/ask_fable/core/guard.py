@@ -92,10 +92,12 @@ def _set_aside_allowed(question: str, settings: Settings) -> str:
 
 def custom_term(question: str, settings: Settings) -> str | None:
     """The ASK_FABLE_DENYLIST_FILE term ``question`` contains once allowed phrases are set aside."""
+    return _denied_term(_set_aside_allowed(question, settings), settings)
+
+
+def _denied_term(text: str, settings: Settings) -> str | None:
     pattern = _term_pattern(_read_lines(settings.denylist_file))
-    if pattern is None:
-        return None
-    match = pattern.search(_set_aside_allowed(question, settings))
+    match = pattern.search(text) if pattern is not None else None
     return match.group(0) if match else None
 
 
@@ -111,10 +113,11 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     if settings.max_context_len is not None and len(context) > settings.max_context_len:
         detail = f"{len(context)} > {settings.max_context_len} characters"
         return _refuse("context_too_long", detail, settings)
-    term = custom_term(stripped, settings)
+    text = _set_aside_allowed(stripped, settings)  # the one normalization of the question
+    term = _denied_term(text, settings)
     if term:
         return _refuse("custom_denylist", repr(term), settings)
-    finding = judge(_set_aside_allowed(stripped, settings))
+    finding = judge(text)
     if finding is not None:
         return _refuse(finding.rule, finding.label, settings)
     return GuardDecision(True)

@@ -12,19 +12,25 @@ no network, and time linear in the question's length. The vocabulary lives in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core.guard_conduct import conduct
+from ask_fable.core.guard_conduct import watched as conduct_watched
 from ask_fable.core.guard_reading import (
+    CODE_REQUEST,
     REQUEST,
     Clause,
+    Matches,
     Question,
     neutral_head,
     requested,
     role_before,
+    tokens,
     words_before,
 )
+from ask_fable.core.guard_scan import LazyGates
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,7 @@ MALICE = _c(r"\b" + lx.MALICE)
 COVERT = _c(r"\b" + lx.COVERT)
 EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
 FOREIGN = _c(lx.FOREIGN)
+PEOPLE = _c(lx.PEOPLE)
 OWN = _c(lx.OWN)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
 ACCESS = _word(lx.ACCESS)
@@ -88,6 +95,7 @@ CONTROL_STRONG = _word(lx.CONTROL_STRONG)
 CONTROL_WEAK = _word(lx.CONTROL_WEAK)
 LEAKED_LIST = _c(lx.LEAKED_LIST)
 LIST_USE = _word(lx.LIST_USE)
+STILL_WORK = _c(lx.STILL_WORK)
 MASS_EXPLOIT = _c(lx.MASS_EXPLOIT)
 CHAIN_BUGS = _c(lx.CHAIN_BUGS)
 TURN_INTO_EXPLOIT = _c(lx.TURN_INTO_EXPLOIT)
@@ -108,6 +116,8 @@ PRACTICE = _word(lx.PRACTICE_TARGET)
 CVE = _c(r"\bcve \d")
 HARM_PEOPLE = _c(lx.HARM_PEOPLE + "|" + lx.FOOD_TAMPERING)
 HARASS = _c(lx.HARASS)
+LETHAL_DOSE = _c(lx.LETHAL_DOSE)
+AROUND_BLOCK = _c(r"\b" + lx.AROUND_BLOCK)
 MASS_HARM = _c(r"\b" + lx.MASS_HARM)
 DELIVER = _word(lx.DELIVER)
 PERSONAL = _word(lx.PERSONAL_DATA)
@@ -159,22 +169,17 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
     return question.clauses_with(MALICE) > (1 if spans else 0)
 
 
-Matches = Iterator[tuple[Clause, re.Match[str]]]
-
-
-def _matches(question: Question, pattern: re.Pattern[str]) -> Matches:
-    """Each match of ``pattern`` with its clause; one search of the whole question when there is none."""
-    if question.has(pattern):
-        for clause in question.clauses:
-            for match in pattern.finditer(clause.text):
-                yield clause, match
-
-
 def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
-    for clause, match in _matches(question, pattern):
-        if role_before(clause.text, match.start()) != "defend":
+    for clause, match in question.matches(pattern):
+        if role_before(clause.text, match.start()) != "defend" and not _prevented(clause.text, match.start()):
             yield clause, match
+
+
+def _prevented(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what nobody can do ("so nobody can brute force accounts")."""
+    before = words_before(clause, start, 3)
+    return "nobody" in before or "never" in before or " ".join(before[-3:]).startswith("no one")
 
 
 # --- checks, each returning a Finding or None --------------------------------------------------
@@ -186,10 +191,10 @@ def exploit_development(question: Question) -> Finding | None:
         return Finding("exploit_development", "a working exploit")
     for _ in _undefended(question, WEAPONIZE):
         return Finding("exploit_development", "a weaponized exploit")
-    for clause, match in _matches(question, EXPLOIT_TERMS.any):
+    for clause, match in question.matches(EXPLOIT_TERMS.any):
         if not neutral_head(clause.text, match.end()) and role_before(clause.text, match.start()) == "make":
             return Finding("exploit_development", EXPLOIT_TERMS.label(match))
-    for clause, match in _matches(question, EXPLOIT_WORD):
+    for clause, match in question.matches(EXPLOIT_WORD):
         text = clause.text
         if _exploit_is_noun(text, match):
             practice = clause.has(PRACTICE) and not question.has(CVE)
@@ -210,9 +215,15 @@ def _exploit_is_noun(text: str, match: re.Match[str]) -> bool:
     return any(w in lx.EXPLOIT_NOUN_BEFORE for w in before) or any(w in lx.EXPLOIT_NOUN_AFTER for w in after)
 
 
+def _defends(clause: str, end: int) -> bool:
+    """True when the term is followed by what it does and that is defensive ("a bot that warns")."""
+    after = tokens(clause[end : end + 40])[:2]
+    return len(after) == 2 and after[0] in ("that", "which", "to") and after[1] in lx.DEFEND
+
+
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
-    for clause, match in _matches(question, STRONG.any):
+    for clause, match in question.matches(STRONG.any):
         if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
             continue
         if neutral_head(clause.text, match.end()):
@@ -220,34 +231,51 @@ def attack_tooling(question: Question) -> Finding | None:
         role = role_before(clause.text, match.start())
         if role == "make" or (role is None and clause.bare_request()):
             return Finding("attack_tooling", STRONG.label(match))
-    for clause, match in _matches(question, WEAK.any):
+    for clause, match in question.matches(WEAK.any):
         if (
             not neutral_head(clause.text, match.end())
+            and not _defends(clause.text, match.end())
             and role_before(clause.text, match.start()) in ("make", "actor")
             and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
         ):
             return Finding("attack_tooling", WEAK.label(match))
-    for clause, match in _matches(question, OWNED_TOOLING):
+    for clause, match in question.matches(OWNED_TOOLING):
         if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
             return Finding("attack_tooling", "an implant or payload")
     for behaviour in BEHAVIOURS:
         if not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
-        for clause, match in _matches(question, behaviour.cue):
+        for clause, match in question.matches(behaviour.cue):
             if requested(clause.text, match.start()):
                 return Finding("attack_tooling", behaviour.label)
     return None
 
 
+_NEGATION = re.compile(r"(?:never|not|no|doesn'?t|don'?t|can'?t|cannot|won'?t|isn'?t|stop)\b")
+
+
+def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
+    """Each evasion the words before it do not put in a detected role. A negated one ("monitoring
+    never sees") is read from before its subject, which names the control, not a defending verb."""
+    for clause, match in question.matches(pattern):
+        start = match.start()
+        if _NEGATION.match(clause.text, start):
+            before = clause.text.rfind(" ", 0, max(0, start - 1))
+            start = before + 1 if before >= 0 else 0
+        if role_before(clause.text, start) != "defend":
+            yield clause, match
+
+
 def security_evasion(question: Question) -> Finding | None:
     """Evading, blinding or disabling security controls, or covering an intrusion's tracks."""
     for pattern, strong in ((EVADE_STRONG, True), (EVADE_WEAK, False)):
-        for clause, evade in _undefended(question, pattern):
+        for clause, evade in _evasions(question, pattern):
             begin, end = max(0, evade.start() - 60), evade.end() + 60
             strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
             if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
                 continue
-            malice = question.has_any(MALICE, UNAUTHORIZED)
+            # Security turned off on someone else's machine is an intrusion whatever the tool.
+            malice = question.has_any(MALICE, UNAUTHORIZED, FOREIGN)
             if malice or (strong and strong_control and not question.has(LEGIT_SOFTWARE)):
                 return Finding("security_evasion")
     for _ in _undefended(question, STEALTH):
@@ -259,11 +287,14 @@ def security_evasion(question: Question) -> Finding | None:
 def unauthorized_access(question: Question) -> Finding | None:
     """Getting into accounts, devices or networks that belong to someone else."""
     for clause, match in _undefended(question, ACCESS):
+        aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
-        if FOREIGN.search(rest) or ACCOUNTS.match(rest) or question.has(UNAUTHORIZED):
+        if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
             return Finding("unauthorized_access")
-    for clause, match in _matches(question, LEAKED_LIST):
-        if clause.has(LIST_USE) and requested(clause.text, match.start()):
+        if question.has(UNAUTHORIZED):
+            return Finding("unauthorized_access")
+    for clause, match in question.matches(LEAKED_LIST):
+        if clause.has(LIST_USE) and (requested(clause.text, match.start()) or clause.has(STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
 
@@ -284,7 +315,7 @@ def covert_surveillance(question: Question) -> Finding | None:
     """Monitoring a person without their knowledge."""
     if not question.has_any(COVERT, EXFIL):
         return None
-    for clause, match in _matches(question, MONITOR):
+    for clause, match in question.matches(MONITOR):
         if clause.has(FOREIGN) and requested(clause.text, match.start()):
             return Finding("covert_surveillance")
     return None
@@ -296,7 +327,7 @@ def _agent_harm(
 ) -> bool:
     """True when a harmful agent is the object of a producing, enhancing or spreading verb; with
     ``named_apart``, also when the question names it and asks elsewhere how to make "it"."""
-    for clause, match in _matches(question, agent):
+    for clause, match in question.matches(agent):
         text = clause.text
         if clause.has(SIMULATION) or neutral_head(text, match.end()):
             continue
@@ -352,17 +383,25 @@ def weapons_harm(question: Question) -> Finding | None:
 
 
 def harm_to_people(question: Question) -> Finding | None:
-    """Hurting people directly, or delivering anything onto a crowd."""
-    for clause, match in _matches(question, HARM_PEOPLE):
+    """Hurting people directly, asking for a lethal dose, or delivering anything onto a crowd."""
+    if question.has(LETHAL_DOSE):
+        return Finding("harm_to_people")
+    for clause, match in question.matches(HARM_PEOPLE):
         if requested(clause.text, match.start()):
             return Finding("harm_to_people")
-    for clause, match in _matches(question, HARASS):
-        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+    for clause, match in question.matches(HARASS):
+        if (clause.has(FOREIGN) or question.has(AROUND_BLOCK)) and requested(clause.text, match.start()):
             return Finding("harm_to_people", "harassment")
-    crowds = (clause for clause, _ in _matches(question, MASS_HARM))
+    crowds = (clause for clause, _ in question.matches(MASS_HARM))
     if any(clause.has(DELIVER) for clause in crowds):
         return Finding("harm_to_people")
     return None
+
+
+def conduct_toward_people(question: Question) -> Finding | None:
+    """Spyware, scams, harassment or stalking described by what it does rather than by name."""
+    found = conduct(question)
+    return Finding(*found) if found else None
 
 
 CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
@@ -370,18 +409,37 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     biological_harm,
     security_evasion,
     attack_tooling,
-    unauthorized_access,
-    denial_of_service,
     covert_surveillance,
+    unauthorized_access,
+    harm_to_people,
+    denial_of_service,
     chemical_harm,
     weapons_harm,
-    harm_to_people,
+    conduct_toward_people,
 )
 
 
-def judge(question: str) -> Finding | None:
-    """The first harmful intent found in ``question``, or None when it reads as engineering."""
-    read = Question(question)
+def watched() -> list[re.Pattern[str]]:
+    """Every pattern the judge searches a whole question or clause for."""
+    patterns: list[re.Pattern[str]] = [REQUEST, CODE_REQUEST]
+    for value in globals().values():
+        if isinstance(value, re.Pattern):
+            patterns.append(value)
+        elif isinstance(value, Terms):
+            patterns.append(value.any)
+    for behaviour in BEHAVIOURS:
+        patterns += (behaviour.cue, *behaviour.needs, *behaviour.also)
+    return patterns + conduct_watched()
+
+
+#: The literals every watched pattern needs, worked out in the background after the first question.
+GATES = LazyGates(watched)
+
+
+def judge(text: str) -> Finding | None:
+    """The first harmful intent found in ``text`` (a normalized question), or None when it reads as
+    engineering. Only the patterns whose literals occur in the question are ever run."""
+    read = Question(text, GATES.excluded(text))
     for check in CHECKS:
         finding = check(read)
         if finding is not None:

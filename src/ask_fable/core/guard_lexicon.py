@@ -49,7 +49,8 @@ DEFEND = words(
     describe describes describing difference compare comparing vs versus how why what what's
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
-    relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating"""
+    relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
+    educate"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -171,6 +172,8 @@ MALICE = alt(
     r"nobody (?:knows|notices)",
     r"no one (?:knows|notices)",
     r"(?:machines|computers|pcs|devices|hosts) (?:i'?m|i am) (?:putting|installing|deploying|dropping)",
+    r"(?:program|software|tool|app|script|thing)s? i (?:put|installed|planted|dropped|hid|snuck) on",
+    r"before i (?:quit|leave|left|resign\w*|get fired)",
     r"secretly",
     r"silently",
     r"stealthily",
@@ -203,10 +206,13 @@ COVERT = alt(
     r"covertly",
     r"stealthily",
     r"quietly",
-    r"(?:without|w o) (?:\w+ ){0,3}?(?:knowing|noticing|finding out|seeing|a notification|consent|asking|"
+    r"(?:without|w o) (?:\w+ ){0,3}?(?:knowing|noticing|finding out|seeing|a notification|consent|"
+    r"asking|telling|"
     r"being noticed)",
     r"behind (?:his|her|their) backs?",
-    r"hid(?:e|es|den|ing) (?:itself|it|in the background|from)",
+    r"sneak\w* (?:\S+ ){0,3}?(?:on|onto|into)\b",
+    r"when (?:he|she|they)(?:'s|'re| is| are) not (?:looking|around|home|watching)",
+    r"hid(?:e|es|den|ing) (?:itself|it|in the background|from|on)\b",
     r"hidden",
     r"invisible (?:to|from)",
     r"undetect(?:ed|able)",
@@ -223,11 +229,14 @@ PERSONAL_DATA = alt(
 
 #: Data sent to the asker.
 EXFIL_TO_ME = alt(
-    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|e?mailing|post|"
+    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|"
+    r"e?mailing|post|"
     r"posts|stream|streams|ship|ships|cop(?:y|ies|ying)|sync|syncs|syncing|exfiltrat\w+)\b"
     r"[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
     r"to (?:a|my) (?:server|telegram|webhook|discord|ftp))",
     r"phones? home",
+    r"(?:for|with|into) mine\b",
+    r"for me to (?:read|see|watch|check|review|look at)\b",
 )
 
 CREDENTIAL = alt(
@@ -271,6 +280,13 @@ PERSON = alt(
     r"brother",
     r"friends?",
     r"landlord",
+    r"cousin",
+    r"nephew",
+    r"niece",
+    r"uncle",
+    r"aunt",
+    r"grand(?:mother|father|ma|pa)",
+    r"step ?(?:mom|mum|dad|father|mother|son|daughter)",
     r"mom",
     r"mum",
     r"dad",
@@ -285,20 +301,31 @@ PERSON = alt(
     r"college",
     r"employer",
     r"(?:former|old) (?:company|employer|job|school|workplace)",
+    r"(?:former|old|ex) (?:girlfriend|boyfriend|wife|husband|partner|roommate|flatmate|friend|colleague)",
 )
 
 FOREIGN = alt(
-    rf"\bmy {PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
-    r"\b(?:a|the|some) (?:specific |particular |certain )?(?:person|individual|journalist|politician|"
+    # "build a website" is the asker's own site, not someone else's.
+    r"(?<!build )(?<!make )(?<!create )(?<!design )"
+    r"\b(?:a|the|some) (?:specific |particular |certain |small |local )?(?:person|individual|"
+    r"journalist|reporter|"
+    r"politician|"
     r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
-    r"store|victim|target|city council|council|school|university)(?:'s|s')?\b",
+    r"store|shop|victim|target|city council|council|school|university)(?:'s|s')?\b",
     r"\bsomeone(?:'s| else's)?",
+    r"\ba (?:specific|particular|certain) \w+(?:'s)?",
+    r"\b(?:every|each|all the) (?:school|hospital|business|church|mosque|synagogue|store|shop)s?\b",
+    r"\b(?:every|any|random) (?:\S+ ){0,2}?(?:meeting|link|server|stream|call|chat)s? (?:it|"
+    r"i) (?:finds?|can find)\b",
     r"\bsomebody(?:'s)?",
     r"\bother (?:people|persons|users)(?:'s|')?",
     r"\banother (?:person|user)(?:'s)?",
     r"\bpeople's",
     r"\bstrangers?\b",
+    r"\bstolen (?:phones?|laptops?|devices?|cards?|accounts?|computers?|pcs?)\b",
     r"\banyone who\b",
     r"\bwhoever\b",
     r"\bvictims?(?:'s|')?",
@@ -338,6 +365,8 @@ OWN = alt(
 UNAUTHORIZED = alt(
     r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
     r"without asking",
+    r"after (?:he|she|they) changed (?:his|her|their|the) (?:\w+ )?(?:password|passcode|pin)",
+    r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
     r"network|box|host|system|laptop|phone|router)",
     r"(?:computer|pc|server|machine|network|box|host|system) i (?:got|broke|hacked) into",
@@ -356,7 +385,9 @@ ACCESS = alt(
     r"get (?:access|in)\b",
     r"gain(?:ing)? access",
     r"way into",
-    r"take(?:s)? over",
+    # "take over maintenance of her project" is a handover, not a takeover.
+    r"take(?:s)? over(?! (?:the )?(?:maintenance|maintainership|ownership|development|support|role|duties|"
+    r"responsibilit\w*|project|repo\w*|codebase|shift))",
     r"taking over",
     r"takeover",
     r"take control",
@@ -368,9 +399,24 @@ ACCESS = alt(
     r"get (?:admin|root)",
     r"brute ?forc\w*",
     r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
-    r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ )?passwords?",
+    r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
+    r"passcodes?|"
+    r"combinations?)",
+    r"reset(?:s|ting)? (?:\S+ ){0,3}?passwords?",
+    r"log(?:s|ging)? ?in as",
     r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",
+    r"(?:see|view|open|access)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|"
+    r"inbox|chats?|"
+    r"whatsapp|photos|icloud)",
+    r"(?:from|with|using) a (?:wordlist|word list|password list|dictionary)",
+    r"retr(?:y|ies|ying) (?:\S+ ){0,3}?passwords?",
+    r"guess(?:es|ing)? (?:\S+ ){0,3}?(?:passwords?|codes?|pins?|passcodes?)",
+    r"get(?:ting)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails|inbox|chats|photos)\b",
+    r"get(?:ting)? past (?:the )?(?:login|log in|lock ?screen|passcode|password|pin|screen lock)",
+    r"guess(?:es|ing)? (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
+    r"passcodes?|"
+    r"combinations?)",
     # "unlock" takes a device or an account: "unlock premium reports for a company's users" is billing.
     r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?(?:phones?|iphones?|androids?|devices?|laptops?|computers?|pcs?|"
     r"macs?|tablets?|ipads?|accounts?|icloud|sim|bootloaders?|wallets?|vaults?|password managers?)\b)",
@@ -388,12 +434,23 @@ DOS = alt(
     r"knock(?:s|ing)? (?:\S+ ){0,6}?(?:offline|out)",
     r"crash(?:es|ing)?",
     r"swamp(?:s|ing)?",
+    r"hammer(?:s|ing)?",
+    r"overload(?:s|ing)?",
+    r"(?:keep|keeps|keeping|make|makes|making) (?:\S+ ){0,4}?(?:so busy|so slow|unusable|unplayable|"
+    r"unreachable|"
+    r"unavailable)",
+    r"(?:junk|garbage|bogus) (?:packets|traffic|requests)",
 )
 
 DOS_OUTCOME = alt(
     r"(?:sites|websites|servers|services)\b",
     r"until (?:it|they|the \w+) (?:crash\w*|goes down|go down|dies|die|falls over|is down)",
     r"so (?:customers|users|players|people|nobody|no one) can'?t",
+    r"until (?:it|they|the \w+) stops? (?:taking|working|responding|accepting|loading)",
+    r"(?:customers|users|players|people|everyone|nobody|no one) (?:\S+ )?(?:can'?t|"
+    r"cannot) (?:get through|connect|book|order|buy|log in|"
+    r"play|use|reach|access)",
+    r"for everyone",
 )
 
 #: Words that ask for code when a tooling word stands with no verb ("keylogger in python pls").
@@ -431,7 +488,9 @@ EVADE_STRONG = alt(
     r"invisible (?:to|from)",
     r"undetect(?:able|ed)",
     r"(?:won'?t|not|isn'?t|never) be (?:flagged|detected|caught|seen)",
-    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never) (?:detect|flag|catch|see|notice|spot)",
+    r"(?:doesn'?t|don'?t|can'?t|cannot|won'?t|never|nobody|no one) (?:detect|flag|catch|see|notice|"
+    r"spot)(?:s|es)?",
+    r"stop(?:s|ped)? (?:recogni[sz]\w*|detect\w*|flagg\w*|noticing|seeing|catching)",
     r"(?:zero|no|0) detections",
     r"fud",
     r"fully undetectable",
@@ -444,6 +503,8 @@ STEALTH = alt(
     r"(?:stay|stays|staying|remain|remaining|keep|keeping) (?:hidden|undetected|invisible|unnoticed)",
     r"avoid(?:s|ing)? (?:detection|being (?:detected|noticed|caught))",
     r"cover(?:ing)? (?:my|our) tracks",
+    r"(?:stop|keep|prevent)\w* (?:\S+ ){0,3}?from (?:finding|noticing|seeing|discovering)",
+    r"(?:erase|remove|wipe|delete|clear|hide)\w* (?:\S+ ){0,2}?(?:traces?|evidence) (?:that|of)",
 )
 
 #: Own, legitimate software being flagged: a false positive to fix, not a control to evade.
@@ -473,6 +534,7 @@ CONTROL_STRONG = alt(
     r"anti ?virus(?:es)?",
     r"anti ?malware",
     r"(?:microsoft |windows )?defender",
+    r"windows security",
     r"crowdstrike",
     r"falcon",
     r"sentinel ?one",
@@ -490,6 +552,7 @@ CONTROL_STRONG = alt(
     r"\bsoc\b",
     r"siem",
     r"analysts?",
+    r"it (?:team|department|staff|admins?)(?:'s)?",
 )
 
 CONTROL_WEAK = alt(
@@ -503,13 +566,15 @@ CONTROL_WEAK = alt(
     r"\blogs\b",
     r"\bps\b",
     r"detection",
+    r"monitoring",
+    r"logging",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
 
 RANSOM_ACT = (
     r"(?:encrypt\w*|lock\w*|scrambl\w*|hold\w*)\s+(?:\S+\s+){0,5}?(?:files?|documents?|data|drives?|shares?|"
-    r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?)\b"
+    r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?|records|databases?)\b"
 )
 RANSOM_DEMAND = alt(
     r"ransom\w*",
@@ -558,6 +623,9 @@ REMOTE_CONTROL = alt(
     r"waits? for (?:my )?commands",
     r"waits? for (?:a |my )?commands? from my",
     r"keep control of",
+    r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:see|watch|use|type on|read|control|access) (?:his|her|"
+    r"their|"
+    r"someone's|my \w+'s)",
 )
 SELF_SPREAD = alt(
     r"self (?:replicating|spreading|propagating)",
@@ -593,13 +661,20 @@ TRICK = (
     r"giving|sharing|revealing|clicking|installing|running)"
 )
 DESTROY = (
-    r"\b(?:delet\w*|wip(?:e|es|ing)|destroy\w*|corrupt\w*|brick\w*|overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
-    r"shadow copies|boot sector|mbr|firmware|every (?:machine|computer|pc|server|file|disk|drive)|"
+    r"\b(?:delet\w*|wip(?:e|es|ing)|destroy\w*|corrupt\w*|brick\w*|"
+    r"overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
+    r"shadow copies|boot sector|mbr|firmware|(?:production |prod )?databases?|every (?:machine|"
+    r"computer|pc|server|file|disk|drive)|"
     r"all (?:the )?(?:files|data|machines|computers|disks|drives|servers))"
 )
 LEAKED_LIST = (
-    r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|creds|emails?|"
+    r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|"
+    r"creds|emails?|"
     r"keys?|combos?)"
+)
+#: Testing which stolen items still work (cards, logins).
+STILL_WORK = (
+    r"\b(?:see|find out|test|check|know) which (?:ones? |of them )?(?:still )?(?:work|are valid|are live)"
 )
 LIST_USE = alt(
     r"against",
@@ -694,6 +769,8 @@ BIO_AGENT = alt(
     r"measles",
     r"polio",
     r"norovirus",
+    r"(?:contagious|infectious) (?:illness|illnesses|diseases?|agents?)",
+    r"illness(?:es)?",
 )
 BIO_ACT = words(
     """culture culturing cultured grow grows growing cultivate cultivating synthesize synthesise synthesizing
@@ -701,7 +778,8 @@ BIO_ACT = words(
     enhance enhancing enhanced increase increasing boost boosting weaponize weaponise weaponizing
     weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
     extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
-    protocol function recipe steps instructions"""
+    protocol function recipe steps instructions bring bringing revive reviving resurrect resurrecting recreate
+    recreating reconstruct reconstructing breed breeding"""
 )
 BIO_RIGHT = alt(
     r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant)",
@@ -727,16 +805,26 @@ CHEM_AGENT = alt(
     r"(?:hydrogen )?cyanide",
     r"ricin",
     r"abrin",
-    r"toxic gas",
+    r"toxic (?:gas|fumes|vapou?rs?|smoke)",
     r"poison(?:ous)? gas",
     r"chemical (?:weapons?|agents?|release)",
     r"poisons?(?! (?:pill|pills|message|messages|queue|queues))",
     r"toxins?",
+    r"(?:gas|agent|chemical|poison|substance|toxin)s? (?:that was |which was )?used (?:in|during|"
+    r"for) (?:\S+ ){0,4}?"
+    r"(?:attacks?|assassinations?|massacres?|poisonings?|gassings?)",
+    r"(?:gas|vapou?rs?|fumes|smoke|mixture|chemical|substance|compound|liquid|powder|spray|something) "
+    r"(?:\S+ ){0,3}?(?:that |which )?"
+    r"(?:would|will|could|can|to) (?:\S+ )?(?:knock (?:\S+ )?out|kill|poison|harm|hurt|incapacitate|sicken|"
+    r"suffocate|blind|burn)",
+    r"(?:something|gas|fumes|mixture|vapou?r) (?:\S+ )?(?:lethal|deadly|toxic|poisonous) to (?:breathe|"
+    r"inhale|"
+    r"people|humans)",
 )
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
-    aerosolize extract purify buy acquire create manufacture plan"""
+    aerosolize extract purify buy acquire create manufacture plan combine combined combining fill"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
@@ -758,7 +846,7 @@ WEAPON_AGENT = alt(
     r"detonators?",
     r"grenades?",
     r"molotovs?",
-    r"guns?",
+    r"(?:hand|ghost )?guns?",
     r"firearms?",
     r"rifles?",
     r"pistols?",
@@ -767,11 +855,12 @@ WEAPON_AGENT = alt(
     r"silencers?",
     r"suppressors?",
     r"nuclear weapons?",
+    r"(?:a |the )weapons?",
     r"enrich\w* uranium",
     r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
     r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
     r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b"
-    r"(?:explod\w*|detonat\w*|blows? up)",
+    r"(?:explod\w*|detonat\w*|blows? up|goes off|go off)",
     r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
     r"station|stadium|street|place)",
 )
@@ -830,27 +919,335 @@ HARM_PEOPLE = (
     r"\b(?<!without )(?<!not )(?:kill|kills|killing|murder\w*|poison|poisons|poisoning|injur\w+|maim\w*|hurt|"
     r"hurts|harm|harms|incapacitat\w+|sicken\w*|use (?:it )?on|fire at|shoot(?:s|ing)?(?: at)?|"
     r"attack(?:s|ing)?)"
-    r"\s+(?:\S+\s+){0,2}?(?:(?:a|the) person|people|"
+    r"\s+(?:\S+\s+){0,3}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
-    r"children|kids|civilians|passengers)\b"
-    r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:sick|ill)\b"
+    r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process))\b"
+    r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:very |really |seriously |"
+    r"violently )?"
+    r"(?:sick|ill)\b"
+)
+#: Asking what amount of something would kill.
+LETHAL_DOSE = (
+    r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:would|will|could|"
+    r"is enough to) "
+    r"(?:kill|be lethal|be fatal)"
 )
 #: Tampering with what a person eats or drinks.
 FOOD_TAMPERING = (
-    r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing)\s+(?:\S+\s+){0,3}?in(?:to)? "
+    r"\bpoison\w* (?:\S+ ){0,3}?(?:water|food|drinks?|cooler|coffee|tea|supply|well|reservoir|"
+    r"meals?|lunch)\b|"
+    r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing|crush|crushing|sprinkle|"
+    r"sprinkling)\s+(?:\S+\s+){0,3}?"
+    r"(?:in|into|to) "
     r"(?:someone's|somebody's|his|her|their|my \w+'s|people's|a person's) "
-    r"(?:food|drinks?|coffee|tea|water|meals?)"
+    r"(?:food|drinks?|coffee|tea|water|meals?|shampoo|lotion|makeup|toothpaste|medicine|pills|inhaler)"
 )
 
 #: Harassing a person: judged with a named person or someone else as the target.
-HARASS = r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|bull(?:y|ies|ying)|intimidat\w*)\b"
+HARASS = (
+    r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|threats?|bull(?:y|ies|ying)|intimidat\w*)\b"
+)
 
 MASS_HARM = alt(
-    r"mass casualt\w+", r"(?:on|into|in|over|at) (?:a |the )?crowd(?:ed)?", r"crowded place",
+    r"mass casualt\w+", r"(?:on|onto|into|in|over|at) (?:a |the )?(?:\w+ )?crowd(?:ed)?", r"crowded place",
     r"as many people",
 )
 #: Ways of delivering harm to a crowd.
 DELIVER = alt(
     r"releas\w*", r"drop\w*", r"spray\w*", r"dispers\w*", r"detonat\w*", r"set(?:ting)? off", r"throw\w*",
     r"driv\w* into", r"payloads?",
+)
+
+# --- conduct toward people: what the thing asked for does, how, and to whom --------------------
+# Each fragment names one facet of a request, in the asker's words rather than an attack's name:
+# an act (takes data, runs code on a machine, contacts, tracks, fakes), a manner (hidden, disguised,
+# at scale, around a block) and a target (a person, other people). The judge refuses a combination.
+
+#: One person or other people, beyond the relations in PERSON: whoever the act is aimed at.
+PEOPLE = alt(
+    r"\bwhoever\b",
+    r"\b(?:anyone|everyone|people) who\b",
+    r"\b(?:visitors|recipients|drivers|passers ?by|colleagues|coworkers|classmates|strangers)'?(?=\W|$)",
+    r"\bthe (?:recipient|owner|person using|user's contacts)\b",
+    r"\bone (?:person|user|streamer|woman|man|girl|guy|individual)(?:'s)?\b",
+    r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
+    r"\b(?:her|his) (?:phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
+    r"address|photos|posts|profile|videos|streams|channel|page)\b",
+    r"\b(?:an|a|one|another|other) (?:student|employee|user|person|customer|member)(?:'s|s)?\b",
+    r"\bother people(?:'s)?\b",
+    r"\bpeople's\b",
+    r"\b(?:a|the) (?:brand|company|bank|delivery company|courier|ceo|boss)(?:'s)?\b",
+    r"\b(?:every|any) (?:computer|machine|pc|phone|device|one) (?:that|who) (?:opens|visits|clicks|runs|"
+    r"connects|"
+    r"downloads|plugs)",
+)
+
+#: A partner or former partner: someone whose whereabouts are never the asker's to follow unseen.
+INTIMATE = r"\bmy (?:(?:former|old|ex) )?(?:ex|wife|husband|girlfriend|boyfriend|partner|crush)\b"
+#: A private person singled out, or caught alone.
+SINGLED_OUT = (
+    r"\b(?:a (?:specific|particular|certain) \w+|one (?:woman|man|girl|guy|person|"
+    r"streamer)|home alone|alone at night|by (?:her|him)self|when (?:she|he)(?:'s| is) alone|"
+    r"when (?:her|his|their) parents are (?:away|out|gone))\b"
+)
+
+#: Done so the person cannot see it, beyond COVERT: no trace on screen, nothing they would find.
+UNSEEN = alt(
+    r"(?:with )?no (?:window|tray icon|icon|notification|visible \w+|sign)",
+    r"without (?:any |a )?(?:window|icon|notification|prompt|trace)",
+    r"(?:won'?t|will not|wouldn'?t|never|can'?t|cannot) (?:ever )?(?:find|notice|see|sees|know|knows|spot|"
+    r"finds|notices)(?: (?:it|them|anything))?",
+    r"without (?:him|her|them|anyone|the owner|the user|my \w+) (?:\w+ )?(?:seeing|noticing|knowing|finding)",
+    r"out of (?:sight|the process list|task manager)",
+    r"stays? out of (?:the )?(?:process list|task manager|logs)",
+)
+
+#: Passing one thing off as another: a disguise, an impersonation, a look-alike.
+DISGUISE = alt(
+    r"looks? (?:exactly |just )?like (?:a |an |the |their |his |her )?\w+(?: \w+)? (?:but|that|and)\b",
+    r"looks? (?:exactly|just) like",
+    r"looks? like (?:it|they|this) (?:\w+ )?(?:is|are|was|were|came|comes|come) from",
+    r"looks? like (?:it'?s|they'?re) (?:\w+ )?from",
+    r"look(?:s|ing)? like (?:their|his|her|the real|a real|the official) ",
+    r"disguised as",
+    r"pretend(?:s|ing)? to be",
+    r"pos(?:e|es|ing) as",
+    r"impersonat\w*",
+    r"spoof\w*",
+    r"\bas (?:him|her|them)\b",
+    r"voice clone of (?:my|a|his|her|their|the) ",
+    r"clone (?:of )?(?:a|the|their|his|her) \w+(?:'s)? (?:app|site|website|page|portal|login)",
+    r"\bfake (?:\S+ ){0,3}?(?:update|login|log in|sign in|page|site|website|app|hotspot|wifi|wi fi|"
+    r"popup|pop up|"
+    r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize|campaign|fundraiser|crowdfunding|appeal)s?\b",
+    r"\bdeep ?fake\w*",
+    r"\b(?:cloned|synthetic) voice",
+    r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
+    r"\bmy copy\b",
+    r"\blook ?alike\b",
+    r"cop(?:y|ies|ying) (?:the )?(?:real|official|genuine) ",
+    r"(?:look|looks|seem|seems|appear|appears) (?:real|genuine|authentic|human|organic|like real|official|"
+    r"legit\w*)\b",
+    r"\bstickers? (?:for|on|over) ",
+)
+
+#: Money moved or secrets handed over, which a disguise exists to obtain.
+HAND_OVER = alt(
+    r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|(?:to |"
+    r"into )?my (?:bank )?account)",
+    r"(?:to|into) my (?:paypal|venmo|cash ?app|wallet|bank)\b",
+    r"(?:by|with|in) gift cards?\b",
+    r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
+    r"(?:one time|verification|2fa|mfa|otp|security|sms) codes?",
+    r"(?:route|send|forward|divert|redirect)s? (?:\S+ ){0,2}?(?:donations|money|funds|payments) to me\b",
+    r"(?:keeps?|steals?|captures?|takes?|grabs?) (?:their|his|her|the) (?:session|cookies?|tokens?)",
+    r"(?:records?|captures?|logs?|saves?|stores?) (?:what|whatever|"
+    r"everything) (?:\S+ ){0,2}?(?:types?|typed|enters?|"
+    r"entered)",
+    r"asks? (?:\S+ ){0,2}?to (?:log ?in|sign ?in|enter)",
+    r"gets? (?:\S+ ){0,3}?to (?:read out|enter|type|give|share|send|tell|hand)",
+    r"(?:get|take|extract|squeeze|move|moves|moving)\w* (?:\S+ ){0,3}?(?:money|cash|funds|savings|payments?) "
+    r"(?:from|out of|to my|into my)",
+    r"hand (?:over|in) (?:their |his |her |your )?",
+    r"(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
+    r"(?:asks?|ask\w*) (?:\S+ ){0,4}?for (?:their|his|her|your) ",
+    r"(?:takes?|keeps?|collects?|captures?|saves?|steals?|records?|gets?) (?:\S+ ){0,5}?(?:the )?(?:logins?|"
+    r"passports?|passport scans|id scans|ssns?|identity documents|"
+    r"passwords?|card (?:details|numbers?)|pins?|credentials|bank details)",
+    r"\b(?:card details|card numbers?|pins?|bank logins?)\b",
+)
+
+#: Everyone in a group, the recipients of a mass deception.
+EVERYONE_IN = (
+    r"\b(?:to|for) (?:every |each |all (?:the )?)(?:\w+ )?(?:tenants?|residents?|members?|customers?|"
+    r"employees?|"
+    r"students?|parents?|users?|neighbou?rs?|voters?|patients?)\b"
+)
+#: Identities or engagement faked in bulk: the thing a platform's rules exist to stop.
+FAKE_BULK = alt(
+    r"\b(?:invented|made up|imaginary|fictional|fictitious) (?:customers|people|users|reviewers|accounts|"
+    r"identities|patients|residents)\b",
+    r"\bfake (?:\S+ ){0,2}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
+    r"people|customers|"
+    r"patients|submissions|signatures|followers|likes|votes|"
+    r"clicks|users|personas|comments)\b",
+    r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|\w+ hundred|(?:twenty|thirty|forty|fifty|sixty|seventy|"
+    r"eighty|"
+    r"ninety|"
+    r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,3}?(?:accounts|profiles|identities|"
+    r"reviews|ratings|comments|votes|likes)\b",
+    r"\bbot farms?\b",
+    r"\b(?:burner|throwaway|sock ?puppet) accounts\b",
+    r"\bsock ?puppets?\b",
+    r"\bmade up identities\b",
+    r"\bgenerated (?:card numbers|identities|cards)\b",
+    r"\bfrom (?:\S+ ){0,2}?(?:different|many|multiple|separate|fresh|fake) (?:\S+ )?accounts\b",
+    r"\bdifferent (?:fingerprints|identities)\b",
+    r"\beach from a different account\b",
+    r"\b(?:\w+ ){0,2}?(?:thousands|hundreds) of times (?:through|from|via|with) (?:rotating|different)\b",
+)
+#: What faked identities are made to inflate or drain.
+ENGAGEMENT = alt(
+    r"reviews?", r"upvot\w*", r"votes?", r"likes", r"follows", r"followers", r"ratings?", r"comments?",
+    r"submissions", r"complaints?", r"posts?", r"clicks?", r"free trials?", r"polls?", r"petitions?",
+    r"\bads\b", r"popular",
+    r"signs? up", r"push\w*", r"promot\w*", r"boost\w*", r"candidates?", r"tickets?", r"resell\w*",
+    r"coupons?", r"promo codes?", r"referral\w*", r"bonus\w*", r"giveaways?", r"orders?", r"trend\w*",
+)
+#: Accounts made for one's own tests, not to deceive anyone.
+TEST_USE = alt(
+    r"\btest (?:accounts|users|profiles|data|identities)\b", r"\bstaging\b", r"\bqa\b", r"\bload test\w*",
+    r"\bsandbox\b", r"\bseed data\b",
+)
+
+#: Contact repeated at someone: the act of harassment, whatever its channel.
+BARRAGE = alt(
+    r"(?:send|sends|sending|text|texts|texting|message|messages|messaging|call|calls|calling|dials?|dialing|"
+    r"ring|rings|"
+    r"ringing|"
+    r"email|emails|emailing|repl(?:y|ies|ying)|post|posts|posting|dm|dms)\b[^.;?!]{0,50}?"
+    r"(?:thousands|hundreds|every (?:minute|hour|few)|all (?:day|night)|nonstop|non stop|over and over|"
+    r"again and again)",
+    r"keeps? (?:replying|messaging|calling|texting|posting|emailing|commenting|sending)",
+    r"comments? on (?:all|every) (?:of )?(?:her|his|their)\b",
+    r"(?:calls?|rings?|texts?|messages?|emails?) (?:\S+ ){0,5}?\w+ times an? (?:night|day|hour|minute)",
+    r"signs? (?:\S+ ){0,4}?up (?:to|for) (?:thousands|hundreds)",
+)
+#: Getting around a block or a ban.
+AROUND_BLOCK = alt(
+    r"rotating (?:\w+ )?(?:numbers|phone numbers|accounts|ips|proxies|addresses)",
+    r"different (?:numbers|phone numbers|accounts)",
+    r"new (?:account|number|profile)s? (?:every|each) time",
+    r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked)",
+    r"(?:can'?t|cannot|can not|unable to) block",
+    r"after (?:he|she|they) (?:blocked|banned) me",
+    r"that (?:banned|blocked|kicked) me",
+    r"(?:whenever|every time|each time|when|after) (?:he|she|they|my \w+|the \w+) (?:blocks?|bans?|reports?) "
+    r"(?:one|it|me|them)",
+    r"when (?:it|i|they|he|she) (?:gets?|is|am|are) (?:blocked|banned)",
+    r"spoofed (?:caller ids?|numbers?|senders?)",
+    r"random (?:numbers|phone numbers|accounts)",
+    r"(?:every|each) time (?:they|it) (?:gets?|are|is) (?:taken down|removed|deleted|reported)",
+    r"keeps? (?:creating|making|opening|registering) (?:new |fresh )?(?:\S+ )?accounts",
+    r"after (?:the )?(?:\w+ )?(?:ban|bans|banned|block|blocks|blocked) (?:it|me|them|us)\b",
+    r"(?:they|he|she|the \w+) (?:can'?t|cannot) (?:stop|ban|block|remove) (?:it|me|us)\b",
+)
+
+#: Where a person is, goes or is online: what stalking follows.
+WHEREABOUTS = alt(
+    r"follow where",
+    r"where(?:ver)? (?:he |she |they |my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
+    r"where (?:\S+ ){1,6}?(?:lives|sleeps|stays)\b",
+    r"follow (?:her|him|them) home",
+    r"checks? in at|so i can be there",
+    r"(?:car|licen[sc]e|number) plates?",
+    r"wait for (?:him|her|them) (?:there|at|outside)",
+    r"(?:kids'?|children's|daughter's|son's) school",
+    r"(?:gps|location|position|whereabouts)\b",
+    r"home address",
+    r"(?:is|are) (?:staying|living|sleeping|working) (?:at|in)\b",
+    r"comes? online|is online|goes online|last seen|is active",
+    r"keeps? finding",
+    r"find (?:her|him|them) (?:on|across|again)",
+    r"show up (?:there|at)",
+    r"\btracker\b",
+    r"daily routine|(?:his|her|their) routine|(?:his|her|their) schedule|home alone|when (?:she|he|"
+    r"they)(?:'s|'re| is| are)"
+    r" (?:home|out|away|alone)",
+)
+#: The asker's own whereabouts: sharing them is not tracking anyone.
+SELF_TRACKED = (
+    r"\b(?:my (?:own )?(?:location|position|whereabouts|phone|car|laptop|keys|bag|luggage|bike)|where i am)\b"
+    r"(?!'s)"
+)
+#: Personal details gathered and made public.
+EXPOSE = (
+    r"\b(?:real name|home address|address|family|workplace|phone number)\b[^.;?!]{0,80}?"
+    r"\b(?:posts?|publish\w*|leak\w*|expos\w*|shares?)\b[^.;?!]{0,20}?\b(?:publicly|online|everywhere|it|"
+    r"them)\b"
+)
+
+#: The asker's program run on someone else's machine.
+PLANT = alt(
+    r"(?:downloads?|downloading) and (?:runs?|executes?|installs?)",
+    r"(?:runs?|installs?|executes?|launch\w*|drops?|loads?) my (?:program|code|script|app|tool|exe|binary|"
+    r"file|software|stuff)\b",
+    r"into (?:one|ones|machines?|computers?|bots?) i can (?:command|control|use)",
+    r"links? to my (?:program|app|file|tool|exe|software|installer|payload)",
+    r"gives? me (?:a )?(?:command prompt|shell|console|terminal|control)\b[^.;?!]{0,40}?\b(?:their|his|her|"
+    r"someone's|the \w+'s|from my)",
+)
+#: A program hidden on a device.
+HIDE_IT = (
+    r"\bhid(?:e|es|ing) (?:the |my |a |an )?(?:\w+ ){0,2}?(?:program|app|tool|software|file|process|"
+    r"extension|script)s?"
+    r"\b(?! icon)"
+)
+#: Payments or addresses swapped for the asker's.
+REDIRECT = (
+    r"\b(?:chang|swap|replac|alter|rewrit|edit)\w* (?:\S+ ){0,4}?(?:payee|iban|account numbers?|"
+    r"(?:bitcoin|btc|crypto|eth|ethereum) address\w*|"
+    r"wallet address\w*|"
+    r"recipient|destination address\w*)"
+)
+TO_ME = r"\b(?:to|with|for|into) (?:my|mine)\b"
+#: The asker's own links or ads put into pages other people see.
+INSERT_MINE = (
+    r"\b(?:insert|inject|add|swap|replac|rewrit)\w* (?:\S+ ){0,3}?my (?:own )?(?:affiliate|referral|ads?|"
+    r"links?|codes?|tags?|tracking)"
+)
+#: Coming back after its owner removes it.
+PERSIST = alt(
+    r"keeps? coming back",
+    r"comes? back after (?:\S+ ){0,3}?(?:deletes?|removes?|uninstalls?)",
+    r"starts? (?:up )?again (?:every|each) time (?:the victim|they|he|she|the owner|the user)",
+    r"reinstalls? itself",
+    r"(?:after|even if|when|once) (?:the )?(?:admins?|owner|user|they|he|she|it team|"
+    r"it) (?:\w+ )?(?:deletes?|removes?|"
+    r"uninstalls?|kills?|wipes?)",
+)
+#: Moving from one machine to the next.
+HOP = r"\b(?:hops?|jumps?|moves?|spreads?|pivots?) from one (?:machine|computer|host|pc|server|device|box) to"
+#: Someone else's hardware made to earn for the asker.
+BORROWED_POWER = (
+    r"\b(?:uses?|using|borrows?) (?:other people's|someone's|their|strangers'|visitors'|the \w+s'|my \w+'s) "
+    r"(?:\S+ ){0,2}?(?:computers?|pcs|machines|devices|gpus?|cpus?|processing power|tvs?|phones|routers|"
+    r"cameras) to (?:earn|make|mine|generate)"
+)
+#: Data a program takes from its user.
+TAKES = (
+    r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|"
+    r"gathers?|"
+    r"forwards?|posts?|sends?|emails?|streams?|keeps?)\b[^.;?!]{0,40}?\b(?:photos?|chats?|messages?|"
+    r"documents?|"
+    r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
+    r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio|"
+    r"what (?:people|they|users|he|she|someone|my \w+) (?:paste|type|copy|say|write|search|enter)(?:s|es)?)\b"
+)
+#: A particular person other than the asker, by relation or as one singled out.
+SOMEONE = alt(
+    rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
+    r"\ba (?:specific|particular|certain) \w+(?:'s)?",
+    r"\b(?:someone|somebody|another person|another user)(?:'s| else's)?",
+    r"\ba (?:woman|man|girl|guy|teen|child|kid)'s",
+)
+#: Done to a person without their knowing or agreeing, beyond COVERT and UNSEEN.
+AGAINST_WILL = alt(
+    r"while (?:he|she|they)(?:'s|'re| is| are)? (?:sleeps?|asleep|sleeping|away|out|at work|at lunch|"
+    r"not looking)",
+    r"unannounced",
+    r"lock(?:s|ing)? (?:\S+ ){1,3}?out\b",
+    r"without (?:his|her|their) (?:app|key|password|passcode|knowledge|permission|consent|say)",
+    r"(?:i|we) (?:don'?t|do not) own",
+    r"against (?:his|her|their) will",
+    r"(?:so|and) (?:he|she|they) (?:can'?t|cannot|won'?t|doesn'?t|don'?t) (?:know|tell|find|see|notice|stop|"
+    r"get)",
+)
+#: Data taken from the asker's own device.
+OWN_SOURCE = r"\bfrom my (?:own )?(?:laptop|phone|computer|pc|machine|desktop|nas|account|drive)\b"
+#: Consent or visibility that make recording, tracking or contact ordinary.
+CONSENT = alt(
+    r"consent", r"opt(?:s|ed)? in", r"opt in", r"after they sign in", r"asks? (?:the user )?first",
+    r"(?:a )?(?:visible|banner|clear name)", r"their own", r"my own", r"who can see",
 )

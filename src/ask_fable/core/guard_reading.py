@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Collection, Iterator
 
 from ask_fable.core import guard_lexicon as lx
 
@@ -53,18 +54,30 @@ def words_before(clause: str, start: int, count: int) -> list[str]:
 
 
 class _Facts:
-    """Searches over one text, each run at most once."""
+    """Searches over one text, each run at most once, and never for an ``excluded`` pattern (one
+    known not to occur in it, by ``id``).
 
-    def __init__(self, text: str) -> None:
+    Results are keyed by the pattern's ``id``: hashing a compiled pattern hashes its whole source
+    every time, which for the guard's long alternations costs more than most searches.
+    """
+
+    def __init__(self, text: str, excluded: Collection[int] = ()) -> None:
         self.text = text
-        self._facts: dict[object, bool] = {}
-        self._spans: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+        self.excluded = excluded
+        self._facts: dict[int | str, bool] = {}
+        self._spans: dict[int, list[tuple[int, int]]] = {}
+
+    def may_match(self, pattern: re.Pattern[str]) -> bool:
+        """False when ``pattern`` is known not to occur in the text without running it."""
+        return id(pattern) not in self.excluded
 
     def has(self, pattern: re.Pattern[str]) -> bool:
         """True when ``pattern`` occurs anywhere in the text."""
-        fact = self._facts.get(pattern)
+        key = id(pattern)
+        fact = self._facts.get(key)
         if fact is None:
-            fact = self._facts[pattern] = pattern.search(self.text) is not None
+            fact = key not in self.excluded and pattern.search(self.text) is not None
+            self._facts[key] = fact
         return fact
 
     def has_any(self, *patterns: re.Pattern[str]) -> bool:
@@ -73,10 +86,10 @@ class _Facts:
 
     def first_spans(self, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
         """Where ``pattern`` first occurs, up to two places (enough to tell one from another)."""
-        spans = self._spans.get(pattern)
+        spans = self._spans.get(id(pattern))
         if spans is None:
-            spans = self._spans[pattern] = []
-            for match in pattern.finditer(self.text):
+            spans = self._spans[id(pattern)] = []
+            for match in pattern.finditer(self.text) if self.may_match(pattern) else ():
                 spans.append(match.span())
                 if len(spans) == 2:
                     break
@@ -96,19 +109,34 @@ class Clause(_Facts):
         return fact
 
 
-class Question(_Facts):
-    """A normalized question cut into clauses."""
+Matches = Iterator[tuple[Clause, re.Match[str]]]
 
-    def __init__(self, question: str) -> None:
-        super().__init__(normalize(question))
-        self.clauses = [Clause(part) for part in _CLAUSES.split(self.text) if part.strip()]
-        self._counts: dict[re.Pattern[str], int] = {}
+
+class Question(_Facts):
+    """A question, already normalized (:func:`normalize`), cut into clauses.
+
+    ``excluded`` holds the ids of patterns known not to occur in the whole question; a clause,
+    being part of the question, shares it.
+    """
+
+    def __init__(self, text: str, excluded: Collection[int] = ()) -> None:
+        super().__init__(text, excluded)
+        self.clauses = [Clause(part, excluded) for part in _CLAUSES.split(text) if part.strip()]
+        self._counts: dict[int, int] = {}
+
+    def matches(self, pattern: re.Pattern[str]) -> Matches:
+        """Each match of ``pattern`` with its clause; no clause is searched when the question has none."""
+        if self.has(pattern):
+            for clause in self.clauses:
+                if clause.has(pattern):
+                    for match in pattern.finditer(clause.text):
+                        yield clause, match
 
     def clauses_with(self, pattern: re.Pattern[str]) -> int:
         """How many clauses contain ``pattern``."""
-        count = self._counts.get(pattern)
+        count = self._counts.get(id(pattern))
         if count is None:
-            count = self._counts[pattern] = sum(clause.has(pattern) for clause in self.clauses)
+            count = self._counts[id(pattern)] = sum(clause.has(pattern) for clause in self.clauses)
         return count
 
 

@@ -106,6 +106,13 @@ _RULES = (
         "see and consent to." + HELP,
     ),
     Rule(
+        "fraud",
+        "intent",
+        "The question asks to deceive people or a platform: impersonation, fake accounts, reviews or clicks",
+        "Ask how to detect or stop the fraud (fake accounts, review rings, click fraud, impersonation "
+        "emails), or how to create test accounts in your own staging environment." + HELP,
+    ),
+    Rule(
         "biological_harm",
         "intent",
         "The question asks how to produce, enhance or spread a pathogen or biological toxin",

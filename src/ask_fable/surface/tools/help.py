@@ -96,9 +96,10 @@ These tools come with the `context` toolset (--toolsets default,context).""",
 The guard refuses before any model call when a question is empty, shorter than ASK_FABLE_MIN_LEN or
 longer than ASK_FABLE_MAX_LEN, contains a term of ASK_FABLE_DENYLIST_FILE, or asks to produce harm:
 malware or attack tooling, a working exploit, evading security tools, getting into someone else's
-account or system, knocking someone else's service offline, covert monitoring of a person, or
-biological, chemical or weapons harm. The refusal's `rule` names which, `reason` says why and
-`how_to_reframe` gives advice for that rule. It judges what is asked and for whom, not words:
+account or system, knocking someone else's service offline, covert monitoring of a person, fraud
+(impersonation, fake accounts or reviews), harassment, or biological, chemical or weapons harm.
+The refusal's `rule` names which, `reason` says why and `how_to_reframe` gives advice for that
+rule. It judges what is asked and for whom, not words:
 "Build detection for reverse shell connections", "Create a rule to block ransomware", "exploit
 cache locality" and "kill the child process" all pass. Ask how to detect, block, analyse, fix,
 harden or test your own code. A benign phrase of yours that is still refused can be set aside with

@@ -1,0 +1,137 @@
+"""What the thing asked for would do to people, judged without the name of any attack.
+
+A request can describe spyware, a scam or harassment in plain words ("an extension that quietly
+posts what people paste to my endpoint"). Each :class:`Frame` here is one harmful combination of
+facets: an act the asker wants done (takes data, runs the asker's program elsewhere, contacts
+someone over and over, follows where someone is, fakes identities in bulk, passes itself off as
+someone), the manner that makes it harmful (hidden, disguised, around a block) and who bears it
+(a person, other people). The same act for the asker's own systems, with consent, in a test
+environment, or asked about in order to detect or stop it, is engineering and passes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ask_fable.core import guard_lexicon as lx
+from ask_fable.core.guard_reading import Question, words_before
+
+
+def _c(fragment: str) -> re.Pattern[str]:
+    return re.compile(fragment)
+
+
+FOREIGN = _c(lx.FOREIGN)
+PEOPLE = _c(lx.PEOPLE)
+OWN = _c(lx.OWN)
+MALICE = _c(r"\b" + lx.MALICE)
+COVERT = _c(r"\b" + lx.COVERT)
+UNSEEN = _c(r"\b" + lx.UNSEEN)
+DISGUISE = _c(r"\b" + lx.DISGUISE)
+EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
+CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
+CONSENT = _c(r"\b" + lx.CONSENT)
+INTIMATE = _c(lx.INTIMATE)
+AROUND_BLOCK = _c(r"\b" + lx.AROUND_BLOCK)
+UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
+AGAINST_WILL = _c(r"\b" + lx.AGAINST_WILL)
+HAND_OVER = _c(r"\b" + lx.HAND_OVER)
+OWN_SOURCE = _c(lx.OWN_SOURCE)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One harmful combination: an act, and facets of which the question must show one per group.
+
+    The act must be asked for (not detected, blocked or explained); no ``unless`` pattern may occur.
+    """
+
+    act: re.Pattern[str]
+    rule: str
+    label: str
+    needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
+    unless: tuple[re.Pattern[str], ...] = ()
+
+    def fits(self, question: Question) -> bool:
+        """True when the question shows a facet of every group and none of the exceptions."""
+        return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
+
+
+TARGETED = (FOREIGN, PEOPLE)
+HIDDEN = (COVERT, UNSEEN)
+
+FRAMES = (
+    Frame(_c(lx.TAKES), "attack_tooling", "covert data theft",
+          ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, OWN_SOURCE)),
+    Frame(_c(lx.TAKES), "attack_tooling", "credential theft", (TARGETED, (EXFIL,), (CREDENTIAL,)),
+          (CONSENT, OWN_SOURCE)),
+    Frame(_c(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
+          ((*TARGETED, *HIDDEN, DISGUISE, MALICE),), (CONSENT,)),
+    Frame(_c(lx.HIDE_IT), "attack_tooling", "a program hidden on someone else's device", (TARGETED,),
+          (CONSENT,)),
+    Frame(_c(lx.REDIRECT), "attack_tooling", "payment redirection", ((_c(lx.TO_ME),),)),
+    Frame(_c(lx.INSERT_MINE), "fraud", "ads or links injected into other people's pages", (HIDDEN,)),
+    Frame(_c(r"\b" + lx.PERSIST), "attack_tooling", "malware that survives removal",
+          ((*TARGETED, *HIDDEN, MALICE),)),
+    Frame(_c(lx.HOP), "attack_tooling", "self-spreading malware", ((CREDENTIAL, MALICE, *HIDDEN),)),
+    Frame(_c(lx.BORROWED_POWER), "attack_tooling", "a cryptojacker", (), (CONSENT,)),
+    Frame(DISGUISE, "fraud", "impersonation", ((HAND_OVER, _c(lx.EVERYONE_IN)),)),
+    Frame(_c(lx.FAKE_BULK), "fraud", "fake accounts or engagement",
+          ((_c(r"\b" + lx.ENGAGEMENT),),), (_c(lx.TEST_USE),)),
+    Frame(_c(r"\b" + lx.BARRAGE), "harm_to_people", "harassment",
+          ((*TARGETED, AROUND_BLOCK),), (OWN,)),
+    Frame(_c(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
+          (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), AROUND_BLOCK)),
+          (CONSENT, _c(lx.SELF_TRACKED))),
+    Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),
+    # The widest frame: anything done to a particular person that they are not to know of or agree to.
+    Frame(_c(lx.SOMEONE), "harm_to_people", "acting against a person without their knowledge or consent",
+          ((*HIDDEN, DISGUISE, UNAUTHORIZED, AROUND_BLOCK, AGAINST_WILL),), (CONSENT,)),
+)
+
+
+#: Defending words that are as often nouns: after a determiner they name a thing ("the document").
+_NOUNS = lx.words("document present report reports test tests score check alert rule rules")
+#: Words that ask or relate rather than govern ("how do I…", "everything about her").
+_NOT_GOVERNING = lx.words("how what what's which why whether about")
+_DETERMINERS = lx.words("a an the this that my our your their his her its")
+
+
+def asked(clause: str, start: int) -> bool:
+    """False when a detecting, blocking or explaining word governs the act at ``start``.
+
+    Unlike :func:`~ask_fable.core.guard_reading.requested`, an act with no governing word at all
+    counts as asked for: a frame's act is already the description of the thing wanted.
+    """
+    words = words_before(clause, start, 14)
+    for i in range(len(words) - 1, -1, -1):
+        word = words[i]
+        if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
+            continue
+        if i + 1 < len(words) and words[i + 1] == "me":
+            continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
+        if word in lx.DEFEND:
+            return False
+        if word in lx.MAKE or word in lx.FIRST_PERSON:
+            return True
+    return True
+
+
+def conduct(question: Question) -> tuple[str, str] | None:
+    """The rule and label of the first frame the question asks for, or None."""
+    for frame in FRAMES:
+        if not question.has(frame.act) or not frame.fits(question):
+            continue
+        for clause, match in question.matches(frame.act):
+            if asked(clause.text, match.start()):
+                return frame.rule, frame.label
+    return None
+
+
+def watched() -> list[re.Pattern[str]]:
+    """Every pattern the frames search a question for."""
+    patterns: list[re.Pattern[str]] = []
+    for frame in FRAMES:
+        patterns += (frame.act, *frame.unless, *(p for group in frame.needs for p in group))
+    return patterns
