@@ -22,6 +22,7 @@ from tests.guard_corpus import load
         (r"\w+\.(?:com|net)", {"com", "net"}),
         (r"(?:foo)?\w+", None),
         (r"x(?i:y)", {"x"}),
+        (r"(?i:steal)ing", {"ing"}),  # a scoped (?i:…) also matches STEAL: it requires nothing
     ],
 )
 def test_each_pattern_needs_the_literals_every_match_contains(

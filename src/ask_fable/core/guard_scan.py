@@ -69,7 +69,8 @@ def _required_item(op: object, arg: object) -> _Literals | None:
     if not isinstance(arg, tuple | list):
         return None
     if op is _const.SUBPATTERN:
-        return _of(arg[-1])
+        # (group, flags added, flags removed, body): a scoped (?i:…) matches other casings of its text.
+        return None if arg[1] & re.IGNORECASE else _of(arg[-1])
     if op is _const.BRANCH:
         union: set[str] = set()
         for alternative in arg[1]:
