@@ -38,6 +38,7 @@ async def test_a_council_saved_on_a_shared_database_applies_here_and_leaves_the_
     assert saved["status"] == "ok" and saved["config_file"] == "database"
     assert "shared database" in saved["note"]
     assert listed["configured_council"] == ["glm-5.2:cloud", "m3:cloud"]
+    assert listed["config_file"] == "database"  # where the council it lists was saved
     assert not config_file_path().exists()
 
 

@@ -50,6 +50,7 @@ from ask_fable.backends.http_client import (
 )
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import AskFableError, UpstreamError
+from ask_fable.stores.saved_settings import LOCATION as SAVED_LOCATION
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -691,7 +692,8 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
         "configured_council": list(settings.ollama_council),
         "default_model": settings.ollama_model,
         "base_url": settings.ollama_base_url,
-        "config_file": str(settings.config_file),
+        # Where configure_ollama_council saves: the shared database when there is one.
+        "config_file": SAVED_LOCATION if settings.database_url else str(settings.config_file),
     }
     if cloud.error:
         result["catalog_error"] = cloud.error
