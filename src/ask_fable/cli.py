@@ -444,6 +444,9 @@ def _serving_warnings(options: HttpOptions, wanted_connections: int, open_files:
                      f"clients use instead (loopback names {', '.join(LOCAL_HOSTS)} are always accepted)")
     if any(origin.strip() == "*" for origin in options.allowed_origins):
         lines.append("accepting any Origin ('*'): any web page a key holder opens can call this server")
+    if any(proxy.strip() == "*" for proxy in options.trusted_proxies):
+        lines.append("trusting any peer as a proxy ('*'): any client can claim https or another address "
+                     "in X-Forwarded-* headers; list the proxy's address in ASK_FABLE_HTTP_TRUSTED_PROXIES")
     if options.max_connections < wanted_connections:
         lines.append(f"the open-file limit ({open_files}) cannot hold {wanted_connections} connections "
                      f"(ASK_FABLE_HTTP_MAX_CONNECTIONS): serving at most {options.max_connections}; raise "

@@ -338,6 +338,19 @@ def test_start_warns_about_a_public_bind_and_any_host(tmp_path: Path) -> None:
     assert len(any_host) == 1 and "DNS rebinding" in any_host[0]
 
 
+def test_start_warns_when_any_peer_is_trusted_as_a_proxy(tmp_path: Path) -> None:
+    """Trusting every peer's X-Forwarded-Proto/-For ('*') lets any client claim https and any address:
+    one warning line at start names the setting to narrow."""
+    env = {**_env(), "ASK_FABLE_HTTP_TRUSTED_PROXIES": "*"}
+    server = HttpServer(env, tmp_path / "stderr.log")
+    try:
+        server.wait_started()
+    finally:
+        server.close()
+    trusted = [line for line in server.stderr().splitlines() if "any peer" in line]
+    assert len(trusted) == 1 and "ASK_FABLE_HTTP_TRUSTED_PROXIES" in trusted[0]
+
+
 def test_a_loopback_bind_has_no_warning(tmp_path: Path) -> None:
     """The default bind (127.0.0.1) with the default hosts prints the start line and no warning."""
     env = _env()
