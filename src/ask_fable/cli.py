@@ -480,6 +480,10 @@ def stores_refusal() -> str | None:
     from ask_fable.config import load_settings
 
     settings = load_settings()
+    for problem in settings.problems:
+        if problem.setting == "database_url":  # serving on SQLite instead would split a team's state
+            return (f"{problem.source}: {problem.problem}; not serving on this machine's SQLite files "
+                    "instead, which no other server would share")
     if not settings.database_url:
         return None  # SQLite files migrate themselves on first use
     from ask_fable.errors import NotConfigured, SchemaMismatch, Unavailable

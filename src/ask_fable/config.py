@@ -498,6 +498,15 @@ class Settings(BaseSettings):
     def _split_lists(cls, value: Any) -> list[str]:
         return split_model_list(value)
 
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _postgresql_only(cls, value: str | None) -> str | None:
+        # A libpq "key=value" string has no scheme; a URL must name PostgreSQL.
+        scheme = value.split("://", 1)[0].lower() if value and "://" in value else None
+        if scheme is not None and scheme not in ("postgresql", "postgres"):
+            raise ValueError(f"must be a postgresql:// URL, not {scheme}://")
+        return value
+
     @field_validator("max_context_len", mode="after")
     @classmethod
     def _floor_context_cap(cls, value: int | None) -> int | None:

@@ -194,3 +194,20 @@ async def test_the_stdio_server_warns_once_without_a_usable_state_directory_and_
     warnings = [line for line in stderr.splitlines() if "state directory" in line]
     assert len(warnings) == 1 and "no conversation, trace or record is kept" in warnings[0]
     assert "Traceback" not in stderr
+
+
+def test_a_database_url_that_is_not_postgresql_stops_the_http_server_and_is_reported_everywhere(
+    tmp_path: Path,
+) -> None:
+    """ASK_FABLE_DATABASE_URL=mysql://…: serve --http refuses to start (replicas on SQLite of their own
+    would each keep a different state) and db status reports it, naming the variable and the scheme
+    wanted, never the password in the URL."""
+    url = "mysql://team:hunter2-pass-word@db.internal/askfable"
+    served = _run("serve", "--http", "--port", "0", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
+    status = _run("db", "status", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
+    print(served.returncode, served.stderr[-800:], status.stderr[-800:])
+    assert served.returncode == 1
+    assert "ASK_FABLE_DATABASE_URL" in served.stderr and "postgresql://" in served.stderr
+    assert "ASK_FABLE_DATABASE_URL" in status.stderr and "postgresql://" in status.stderr
+    everything = served.stdout + served.stderr + status.stdout + status.stderr
+    assert "hunter2-pass-word" not in everything and "Traceback" not in everything
