@@ -127,6 +127,23 @@ async def test_a_key_lists_only_the_tools_its_scope_may_call() -> None:
         assert {tool.name for tool in (await local.list_tools()).tools} == set(ALL_SPEC_TOOLS)
 
 
+async def test_the_help_a_key_reads_names_only_the_tools_it_may_call() -> None:
+    """ask_fable_help(topic="tools") over HTTP agrees with tools/list: a read key is told of the tools
+    it may call and that its scope leaves the others out, an admin key of every tool."""
+    helped: dict[str, dict[str, Any]] = {}
+    async with serving() as server:
+        for held in ("read", "admin"):
+            async with TeamServer(server.url).client(server.keys[held]) as client:
+                result = await client.call_tool("ask_fable_help", {"topic": "tools"})
+                helped[held] = dict(result.structured_content or {})
+    named = {held: {line.split(" — ")[0] for lines in help_["tools"].values() for line in lines}
+             for held, help_ in helped.items()}
+    assert named["read"] == READ_TOOLS
+    assert "scope (read)" in helped["read"]["text"]
+    assert "ask_council" not in helped["read"]["text"] and "ask(model" not in helped["read"]["text"]
+    assert named["admin"] == set(ALL_SPEC_TOOLS)
+
+
 async def test_only_an_admin_key_names_another_tenant() -> None:
     """Reading or cleaning up another tenant's data (or every tenant's) needs admin scope, whatever
     the tool's own scope; naming one's own tenant needs nothing more."""

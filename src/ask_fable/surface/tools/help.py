@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ask_fable.access import READS
+from ask_fable.access import READS, scope_allows
 from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
@@ -166,38 +166,53 @@ class HelpResult(DataResult):
     other_toolsets: list[OtherToolset] | None = None
 
 
+#: Which tools the caller may call (all, without a key).
+MayCall = Callable[[ToolSpec], bool]
+
+
+def _any_tool(spec: ToolSpec) -> bool:
+    return True
+
+
 def tool_inventory(
-    families: list[str] | None = None, settings: Settings | None = None
+    families: list[str] | None = None, settings: Settings | None = None, may_call: MayCall = _any_tool
 ) -> dict[str, list[str]]:
-    """Tools by family (only ``families`` when given), one ``name — first description line`` each."""
+    """Tools by family (only ``families`` when given, only those ``may_call`` allows), one
+    ``name — first description line`` each."""
     inventory: dict[str, list[str]] = {family: [] for family in FAMILIES}
     for spec in all_tools():
-        if families is None or spec.family in families:
+        if (families is None or spec.family in families) and may_call(spec):
             inventory[spec.family].append(f"{spec.name} — {spec.describe(settings).splitlines()[0]}")
     return {family: lines for family, lines in inventory.items() if lines}
 
 
-def other_toolsets(served: list[str]) -> list[OtherToolset]:
-    """Each family not served, with its tools and the exact option that adds it."""
+def other_toolsets(served: list[str], may_call: MayCall = _any_tool) -> list[OtherToolset]:
+    """Each family not served that holds a tool ``may_call`` allows, with those tools and the exact
+    option that adds it."""
     others: list[OtherToolset] = []
     for family, about in FAMILIES.items():
-        if family in served:
+        tools = [spec.name for spec in all_tools() if spec.family == family and may_call(spec)]
+        if family in served or not tools:
             continue
         value = toolsets_adding(served, family)
-        others.append(OtherToolset(toolset=family, about=about,
-                                   tools=[spec.name for spec in all_tools() if spec.family == family],
+        others.append(OtherToolset(toolset=family, about=about, tools=tools,
                                    flag=f"--toolsets {value}", env=f"ASK_FABLE_TOOLSETS={value}"))
     return others
 
 
-def tools_text(served: list[str], others: list[OtherToolset]) -> str:
-    """The tools section: what is served, then where every other tool comes from."""
-    names = [spec.name for spec in all_tools() if spec.family in served]
+def tools_text(served: list[str], others: list[OtherToolset], may_call: MayCall = _any_tool,
+               scope: str | None = None) -> str:
+    """The tools section: what is served (to a key of ``scope``: what it may call), then where every
+    other tool comes from."""
+    names = [spec.name for spec in all_tools() if spec.family in served and may_call(spec)]
     lines = [f"This server serves {len(names)} tools (toolsets: {', '.join(served)}): {', '.join(names)}."]
+    if scope is not None:
+        lines[0] = (f"Your key's scope ({scope}) lets you call {len(names)} of the tools this server serves "
+                    f"(toolsets: {', '.join(served)}): {', '.join(names)}. The others need a stronger key.")
     if others:
-        lines.append("ask(model=…) reaches any one model from here. Other tools are not served here; calling "
-                     "one returns unknown_tool. Restart the server with their toolset added (or use "
-                     "--toolsets all):")
+        reach = "ask(model=…) reaches any one model from here. " if "ask" in names else ""
+        lines.append(f"{reach}Other tools are not served here; calling one returns unknown_tool. Restart the "
+                     "server with their toolset added (or use --toolsets all):")
         lines += [f"- {o.toolset} ({o.about}): {', '.join(o.tools)} → {o.flag} or {o.env}" for o in others]
     return "\n".join(lines)
 
@@ -205,13 +220,18 @@ def tools_text(served: list[str], others: list[OtherToolset]) -> str:
 async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> dict[str, object]:
     """Return one topic of the manual (or all); ``tools``/``all`` also list what is served and what is not."""
     served = ctx.served if ctx.served is not None else list(FAMILIES)
+    key = ctx.api_key
+
+    def may_call(spec: ToolSpec) -> bool:
+        return key is None or scope_allows(key.scope, spec.scope)
     names = [] if args.topic == "tools" else list(TOPICS) if args.topic == "all" else [args.topic]
     sections = [f"## {name}\n{topic_text(name)}" for name in names]
     result: dict[str, object] = {"status": "ok", "topic": args.topic, "topics": ["all", "tools", *TOPICS]}
     if args.topic in ("all", "tools"):
-        others = other_toolsets(served)
-        sections.insert(0, f"## tools\n{tools_text(served, others)}")
-        result["tools"] = tool_inventory(served, ctx.settings)
+        others = other_toolsets(served, may_call)
+        scope = None if key is None else key.scope
+        sections.insert(0, f"## tools\n{tools_text(served, others, may_call, scope)}")
+        result["tools"] = tool_inventory(served, ctx.settings, may_call)
         result["other_toolsets"] = [other.model_dump() for other in others]
     result["text"] = "\n\n".join(sections)
     if ctx.serving_problems:
