@@ -50,7 +50,6 @@ from ask_fable.backends.http_client import (
 )
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.errors import AskFableError, UpstreamError
-from ask_fable.stores.saved_settings import LOCATION as SAVED_LOCATION
 
 if TYPE_CHECKING:  # pragma: no cover
     import httpx2
@@ -668,6 +667,8 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
     A list that cannot be fetched now is served as last fetched, with ``stale``; when neither can be
     fetched and none was fetched before, the failure is raised with a hint.
     """
+    from ask_fable.stores.saved_settings import LOCATION as SAVED_LOCATION
+
     timeout = min(FETCH_TIMEOUT, settings.timeout)
     catalog_url = join_url(settings.ollama_catalog_url, "api/tags")
     local_url = join_url(settings.ollama_base_url, "api/tags")
