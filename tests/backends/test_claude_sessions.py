@@ -14,6 +14,7 @@ from ask_fable.backends.base import HISTORY_HEADING, EventSink, Exchange, Oracle
 from ask_fable.backends.claude_sessions import RESEEDED, ClaudeSessions
 from ask_fable.config import load_settings
 from ask_fable.errors import OracleTimeout, UpstreamError
+from ask_fable.redact import redact
 from tests.fakes.fake_provider import FakeProvider
 from tests.fakes.fixtures import bundled_claude_cli
 
@@ -98,21 +99,50 @@ async def test_a_first_turn_with_stored_history_seeds_a_new_cli(
         await sessions.aclose()
 
 
+@pytest.mark.parametrize("stored", [
+    # Another process answered a turn after this one: more exchanges than the CLI holds.
+    (("First?", "One."), ("Asked elsewhere?", "Answered elsewhere.")),
+    # Another process reset the session and answered a new first turn: as many, but other ones.
+    (("Asked elsewhere?", "Answered elsewhere."),),
+], ids=["moved-on", "reset-elsewhere"])
 async def test_a_cli_holding_another_conversation_is_replaced(
-    fp: FakeProvider, claude_home: Path
+    fp: FakeProvider, claude_home: Path, stored: tuple[tuple[str, str], ...]
 ) -> None:
-    """When the stored history is not what the warm CLI holds (another process moved the session on,
-    or old turns were left out), the CLI is replaced by one seeded with the history given."""
+    """When the stored history is not what the warm CLI holds (another process moved the session on
+    or reset it, or old turns were left out), the CLI is replaced by one seeded with the history
+    given, and nothing of what the old CLI held is sent."""
     fp.enqueue("anthropic", text="One.")
     fp.enqueue("anthropic", text="Two.")
     sessions = ClaudeSessions(load_settings())
     try:
         await sessions.ask("opus5", "k", req("First?"), EventSink(), "opus")
         pid = sessions.client_pid("opus5", "k")
-        moved_on = (("First?", "One."), ("Asked elsewhere?", "Answered elsewhere."))
-        await sessions.ask("opus5", "k", req("Here again?", history=moved_on), EventSink(), "opus")
+        await sessions.ask("opus5", "k", req("Here again?", history=stored), EventSink(), "opus")
         assert sessions.client_pid("opus5", "k") not in (None, pid)
-        assert seeded(last(fp), "Asked elsewhere?", "Answered elsewhere.", "Here again?")
+        assert seeded(last(fp), *(text for exchange in stored for text in exchange), "Here again?")
+        assert ("First?" in str(last(fp))) is (stored[0][0] == "First?")
+    finally:
+        await sessions.aclose()
+
+
+async def test_a_turn_whose_text_the_store_redacts_keeps_its_warm_cli(
+    fp: FakeProvider, claude_home: Path
+) -> None:
+    """The store keeps a configured secret redacted; the history it sends back still matches what the
+    warm CLI holds, so the follow-up is written to the same CLI."""
+    secret = "sk-glm-held-0123456789abcdef"
+    settings = load_settings(glm_api_key=secret)
+    fp.enqueue("anthropic", text=f"Rotate {secret} first.")
+    fp.enqueue("anthropic", text="Then restart.")
+    sessions = ClaudeSessions(settings)
+    try:
+        question = f"Is {secret} still valid?"
+        first = await sessions.ask("fable", "k", req(question), EventSink(), "fable")
+        pid = sessions.client_pid("fable", "k")
+        stored = ((redact(question, settings), redact(first.text, settings)),)
+        assert secret not in str(stored)
+        await sessions.ask("fable", "k", req("And then?", history=stored), EventSink(), "fable")
+        assert pid is not None and sessions.client_pid("fable", "k") == pid
     finally:
         await sessions.aclose()
 

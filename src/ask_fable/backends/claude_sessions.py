@@ -14,10 +14,13 @@ Lifecycle of a session's CLI::
     past session_idle_seconds, a failed turn, a dead CLI, a restart, or a history that no longer
     matches what the CLI holds ─▶ closed; the next turn opens a new CLI seeded from the store
 
-A CLI is reused only while it holds exactly the exchanges the turn arrives with (same count, same
-system prompt); otherwise a new one starts, its first prompt the earlier exchanges folded before
-the question (:meth:`~ask_fable.backends.base.OracleRequest.folded_prompt`). No CLI keeps a session
-file: every one runs with ``--no-session-persistence``. With ``ASK_FABLE_USE_CLI`` every turn is a
+A CLI is reused only while it holds exactly the exchanges the turn arrives with: the same system
+prompt, and the same text turn for turn, checked by a digest of the exchanges as the store keeps
+them, redacted (:func:`held_digest`). A turn or a reset made by another server process on the same
+store (another replica, another client's stdio server) changes the stored transcript, so a warm
+CLI here no longer matches it: a new one starts, its first prompt the earlier exchanges folded
+before the question (:meth:`~ask_fable.backends.base.OracleRequest.folded_prompt`). No CLI keeps a
+session file: every one runs with ``--no-session-persistence``. With ``ASK_FABLE_USE_CLI`` every turn is a
 ``claude -p`` process with the exchanges folded into its prompt.
 
 Room: at most ``max_live_sessions`` sessions have a CLI open at once, and at most
@@ -34,15 +37,16 @@ Cost: Claude Code reports a CLI's running total with every turn, so each reply's
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
 
 from ask_fable.access import LOCAL_TENANT
-from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.base import EventSink, Exchange, Oracle, OracleRequest, Reply
 from ask_fable.backends.claude_common import (
     CLAUDE_REPLY_TOKENS,
     ModelPlan,
@@ -51,6 +55,7 @@ from ask_fable.backends.claude_common import (
     run_ladder,
 )
 from ask_fable.errors import OracleTimeout
+from ask_fable.redact import redact
 
 if TYPE_CHECKING:
     from ask_fable.backends.agent_sdk import Conversation
@@ -67,6 +72,22 @@ MADE_ROOM = ("to open this session, ask-fable closed the Claude Code process of 
 #: The note of the next turn of a session whose process was closed to make room.
 WAS_CLOSED = ("this session's Claude Code process had been closed to make room for other sessions; the "
               "conversation continued from its stored turns")
+
+
+def held_digest(exchanges: Iterable[Exchange]) -> str:
+    """A digest of a conversation's exchanges: equal digests, equal conversations (each text is
+    length-prefixed, so no two different sequences of texts run together into the same bytes)."""
+    digest = hashlib.sha256()
+    for exchange in exchanges:
+        for text in (exchange.prompt, exchange.answer):
+            data = text.encode("utf-8")
+            digest.update(len(data).to_bytes(8, "big"))
+            digest.update(data)
+    return digest.hexdigest()
+
+
+#: The digest of a conversation with no exchanges yet.
+EMPTY = held_digest(())
 
 
 def tenant_of(namespace: str) -> str:
@@ -86,8 +107,8 @@ class _Session:
     #: The ``stream_reasoning`` and system prompt the open client was started with.
     streaming: bool = False
     system: str | None = None
-    #: Exchanges the open client's conversation holds.
-    held: int = 0
+    #: :func:`held_digest` of the exchanges the open client's conversation holds.
+    held: str = EMPTY
     last_used: float = field(default_factory=time.monotonic)
     generation: int = 0
     #: The running total Claude Code last reported on the open client.
@@ -108,7 +129,7 @@ class _Session:
 
     def holds(self, request: OracleRequest) -> bool:
         """Whether the open client's conversation is exactly the one ``request`` continues."""
-        return self.held == len(request.history) and self.system == request.system
+        return self.system == request.system and self.held == held_digest(request.history)
 
 
 class ClaudeSessions:
@@ -299,7 +320,10 @@ class ClaudeSessions:
                     await sink.note(RESEEDED)
                     continue
                 raise map_sdk_error(exc, model, session.tail, started=True) from exc
-            session.held = len(request.history) + 1
+            # What the store holds once this turn is written: the history as it came from there, and
+            # this exchange redacted as the store redacts it.
+            answered = Exchange(prompt=redact(request.prompt, settings), answer=redact(reply.text, settings))
+            session.held = held_digest((*request.history, answered))
             return reply.model_copy(update={"note": "; ".join(notes)}) if notes else reply
 
     async def _make_room(self, opening: _Session, settings: Settings) -> list[str]:
@@ -350,7 +374,7 @@ class ClaudeSessions:
             raise map_sdk_error(exc, model, tail, started=False) from exc
         session.client, session.tail = client, tail
         session.streaming, session.system = settings.stream_reasoning, system
-        session.held, session.reported_cost = 0, 0.0
+        session.held, session.reported_cost = EMPTY, 0.0
 
     async def _cli_turn(
         self, session: _Session, model: str, request: OracleRequest, settings: Settings
@@ -362,7 +386,7 @@ class ClaudeSessions:
 
     async def _close_client(self, session: _Session) -> None:
         client, session.client = session.client, None
-        session.held = 0
+        session.held = EMPTY
         if client is not None:
             await client.close()
 
