@@ -615,6 +615,11 @@ class Settings(BaseSettings):
         return self.state_dir / "quotas.db"
 
     @property
+    def ui_sessions_db(self) -> Path:
+        """The team server's web view logins (digests of their ids only)."""
+        return self.state_dir / "ui_sessions.db"
+
+    @property
     def config_file(self) -> Path:
         """The tool-writable config file."""
         return config_file_path()

@@ -163,8 +163,10 @@ async def test_nginx_skips_a_dead_replica_and_no_call_fails(cluster: Cluster, te
     assert f"127.0.0.1:{doomed.port}" in errors and "connect() failed" in errors
 
 
-def test_a_web_view_login_through_nginx_holds_on_every_page(cluster: Cluster, nginx: Proxy) -> None:
-    """A login lives on the replica that made it: nginx keeps the browser on that replica."""
+def test_a_web_view_login_through_nginx_holds_on_every_replica(cluster: Cluster, nginx: Proxy) -> None:
+    """nginx spreads a browser's web view requests over every replica like any other request (before,
+    a second upstream kept each browser on one replica, since a login lived there alone): the login
+    made through one replica holds on the pages the others serve, and the logout ends it on all."""
     _, key = cluster.create_key(f"viewer {uuid.uuid4().hex[:6]}", scope="read")
     with httpx2.Client(base_url=nginx.url, timeout=30) as browser:
         form = browser.get("/ui/login")
@@ -172,7 +174,15 @@ def test_a_web_view_login_through_nginx_holds_on_every_page(cluster: Cluster, ng
         assert form.status_code == 200 and csrf is not None
         login = browser.post("/ui/login", data={"key": key, "csrf": csrf.group(1)})
         pages = [browser.get("/ui/traces") for _ in range(9)]
+        page_csrf = re.search(r'name="csrf" value="([^"]+)"', pages[-1].text)
+        assert page_csrf is not None
+        logout = browser.post("/ui/logout", data={"csrf": page_csrf.group(1)})
+        after = [browser.get("/ui/traces") for _ in range(3)]
     assert login.status_code == 303 and login.headers["location"] == "/ui/traces"
     assert [page.status_code for page in pages] == [200] * 9
     assert all("tenant team" in page.text for page in pages)
+    assert logout.status_code == 303 and logout.headers["location"] == "/ui/login"
+    assert [(page.status_code, page.headers.get("location")) for page in after] == [(303, "/ui/login")] * 3
+    served = re.findall(r'"GET /ui/traces" 200 .* upstream=(127\.0\.0\.1:\d+)', nginx.access_log.read_text())
+    assert len(served) == 9 and set(served) == {f"127.0.0.1:{r.port}" for r in cluster.live}
     assert key not in nginx.access_log.read_text()

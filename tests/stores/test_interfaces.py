@@ -18,6 +18,7 @@ from ask_fable.stores.quotas import QuotaLedger
 from ask_fable.stores.saved_settings import SettingsStore
 from ask_fable.stores.traces import TraceStore
 from ask_fable.stores.transcripts import TranscriptStore
+from ask_fable.stores.ui_sessions import MemoryWebSessions, WebSessionTable
 from tests.fakes.memory_stores import MemoryContextBus
 
 IMPLEMENTATIONS = [
@@ -34,6 +35,8 @@ IMPLEMENTATIONS = [
     (interfaces.SessionTranscriptStore, TranscriptStore),
     (interfaces.QuotaStore, QuotaLedger),
     (interfaces.SavedSettingsStore, SettingsStore),
+    (interfaces.WebSessionStore, WebSessionTable),
+    (interfaces.WebSessionStore, MemoryWebSessions),
 ]
 
 
@@ -62,4 +65,5 @@ def test_every_store_the_app_can_be_given_has_a_protocol() -> None:
         interfaces.ContextBus, interfaces.AnswerCacheStore, interfaces.TraceRecordStore, interfaces.HubStore,
         interfaces.AuditStore, interfaces.AnswerArchive, interfaces.ApiKeyStore,
         interfaces.SessionTranscriptStore, interfaces.QuotaStore, interfaces.SavedSettingsStore,
+        interfaces.WebSessionStore,
     }

@@ -227,3 +227,38 @@ def test_a_login_form_that_stops_arriving_is_answered_408_after_the_body_timeout
                 reply += chunk
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
     assert b"did not arrive" in reply
+
+
+def test_a_login_outlives_the_server_process_that_made_it() -> None:
+    """Before, a login lived in the memory of the server that made it: a restart (or another server
+    on the same stores) sent the browser back to the login form. Now it is kept with the stores, so
+    another server on them honours it, and a logout there ends it everywhere."""
+    first = App(load_settings(cache=False, hub=False))
+    _, key = first.keys.create("dana", "read", "team")
+    with serve_in_thread(build_http_app(build_server(first, toolsets=["all"]), first.keys,
+                                        HttpOptions(port=0))) as url, httpx2.Client(base_url=url) as client:
+        assert log_in(client, key).status_code == 303
+        session = client.cookies[COOKIE]
+    second = App(load_settings(cache=False, hub=False))
+    with serve_in_thread(build_http_app(build_server(second, toolsets=["all"]), second.keys,
+                                        HttpOptions(port=0))) as url, \
+            httpx2.Client(base_url=url, cookies={COOKIE: session}) as client:
+        page = client.get("/ui/traces")
+        assert page.status_code == 200 and "dana · tenant team" in page.text
+        assert client.post("/ui/logout", data={"csrf": csrf_of(page.text)}).status_code == 303
+        assert client.get("/ui/traces").status_code == 303
+
+
+def test_when_the_session_store_cannot_be_opened_the_pages_say_so_with_503() -> None:
+    """A session store that cannot be used (its file cannot be opened; a database that is down)
+    answers the login form and every page with a plain 503 page, never a stack trace."""
+    app = App(load_settings(cache=False, hub=False))
+    app.settings.ui_sessions_db.mkdir(parents=True)  # a directory where the file should be
+    served = build_http_app(build_server(app, toolsets=["all"]), app.keys, HttpOptions(port=0))
+    with serve_in_thread(served) as url, httpx2.Client(base_url=url, cookies={COOKIE: "x" * 43}) as client:
+        answers = [client.get("/ui/login"), client.get("/ui/traces"), client.get("/ui/nowhere"),
+                   client.post("/ui/login", data={"key": "afk_x", "csrf": "y"})]
+    assert [a.status_code for a in answers] == [503] * 4
+    for answer in answers:
+        assert "The stores could not be read" in answer.text and "Traceback" not in answer.text
+        assert answer.headers["content-type"].startswith("text/html")

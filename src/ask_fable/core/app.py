@@ -39,6 +39,7 @@ from ask_fable.stores.interfaces import (
     QuotaStore,
     SessionTranscriptStore,
     TraceRecordStore,
+    WebSessionStore,
 )
 
 if TYPE_CHECKING:
@@ -334,6 +335,16 @@ class App:
         connections = self.resources.connections
         return self._store(self._given.quotas, "quotas", (s.database_url, s.quotas_db),
                            lambda: quota_store_for(s, connections=connections))
+
+    @property
+    def ui_sessions(self) -> WebSessionStore:
+        """The team server's web view logins, shared by every server reading these stores."""
+        from ask_fable.stores.ui_sessions import ui_session_store_for
+
+        s = self.settings
+        connections = self.resources.connections
+        return self._service("ui_sessions", (s.database_url, s.ui_sessions_db),
+                             lambda: ui_session_store_for(s, connections=connections))
 
     @property
     def record_writer(self) -> RecordWriter:

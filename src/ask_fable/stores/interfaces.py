@@ -22,6 +22,7 @@ and ``context_ref`` resolution always name one tenant.
 | ``ApiKeyStore`` | ``keys.KeyStore`` | ``ask-fable keys``, the HTTP surface |
 | ``QuotaStore`` | ``quotas.QuotaLedger`` | pipeline (per-key quotas), ``keys list``, ``key_usage`` |
 | ``SavedSettingsStore`` | ``saved_settings.SettingsStore`` | the App (``configure_*`` on a shared database) |
+| ``WebSessionStore`` | ``ui_sessions.WebSessionTable``; ``.MemoryWebSessions`` | the web view's logins |
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         TraceBundle,
         TraceRecord,
         Transcript,
+        WebSession,
     )
     from ask_fable.stores.views import (
         Admission,
@@ -303,6 +305,39 @@ class SavedSettingsStore(Protocol):
 
     def save(self, updates: Mapping[str, Any], tenant: str) -> SavedSettings:
         """Save ``updates`` (``None`` removes a setting), raise the revision; the snapshot committed."""
+        ...
+
+    def close(self) -> None:
+        """Close what the store opened."""
+        ...
+
+
+class WebSessionStore(Protocol):
+    """The web view's login sessions by the digest of their id, shared by every server reading the store.
+
+    A session names its tenant once logged in (``None`` before, on a login form). Look-ups are by
+    digest, never by tenant: a session is its own caller's.
+    """
+
+    #: Whether the methods may wait on a database: callers on an event loop then run them in a
+    #: worker thread.
+    blocking: bool
+
+    def add(self, session: WebSession, max_sessions: int) -> None:
+        """Keep ``session``; sessions expired by its ``created_at`` are dropped first and, with
+        ``max_sessions`` kept, the oldest (anonymous ones before logged-in ones)."""
+        ...
+
+    def get(self, digest: str, now: float) -> WebSession | None:
+        """The session under ``digest`` while it has not expired at ``now``, else ``None``."""
+        ...
+
+    def remove(self, digest: str) -> None:
+        """Forget the session under ``digest`` (nothing happens when there is none)."""
+        ...
+
+    def count(self, now: float) -> int:
+        """How many sessions have not expired at ``now``."""
         ...
 
     def close(self) -> None:

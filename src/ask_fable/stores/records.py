@@ -9,6 +9,7 @@
     Transcript ── turns: TranscriptTurn…     one conversation, saved as a file on reset
     ApiKey ── limits: QuotaLimits            one HTTP API key, without its secret, and its own limits
     SavedSettings                            the settings configure_* tools saved, at one revision
+    WebSession                               one login to the web view, by the digest of its id
 
 The pipeline builds them, the recorders hand each to its store, and every store implementation
 (SQLite and files today) takes them as they are. Each names the tenant it belongs to (``local``
@@ -262,3 +263,19 @@ class SavedSettings:
 
     revision: int
     values: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WebSession:
+    """One web view session, stored by the SHA-256 ``digest`` of its id (the id is the browser's
+    alone). Anonymous (a login form's, before the key is entered) while ``name`` is ``None``; then
+    ``tenant`` is ``None`` too. Times are wall-clock seconds."""
+
+    digest: str
+    tenant: str | None
+    name: str | None
+    key_id: int | None
+    sees_server_paths: bool
+    csrf: str
+    created_at: float
+    expires_at: float

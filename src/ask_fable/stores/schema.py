@@ -30,6 +30,7 @@ from ask_fable.stores import (
     saved_settings,
     traces,
     transcripts,
+    ui_sessions,
 )
 from ask_fable.stores.db import SqliteDatabase, split_statements
 
@@ -49,6 +50,7 @@ STORES: dict[str, list[str]] = {
     "transcripts": transcripts.MIGRATIONS,
     "quotas": quotas.MIGRATIONS,
     "settings": saved_settings.MIGRATIONS,
+    "ui_sessions": ui_sessions.MIGRATIONS,
 }
 PING_TIMEOUT_S = 1.0
 
@@ -81,6 +83,7 @@ def _sqlite_files(settings: Settings) -> dict[str, Path]:
         "keys": settings.keys_db,
         "transcripts": settings.session_db,
         "quotas": settings.quotas_db,
+        "ui_sessions": settings.ui_sessions_db,
     }
 
 

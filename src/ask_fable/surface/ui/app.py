@@ -1,13 +1,14 @@
 """The web view as an ASGI app: read-only pages under ``/ui`` behind a session login.
 
 Pages are GET only and change nothing: the App's stores are only read (``data.py``). The only
-POSTs are the login and logout forms, which touch the in-memory sessions and nothing else. Two
-ways in:
+POSTs are the login and logout forms, which touch the sessions (``sessions.py``) and nothing else.
+Two ways in:
 
 - :class:`LocalLogin` (``ask-fable ui``): the address the command prints carries a start-up token;
-  opening it starts a session and drops the token from the address bar.
+  opening it starts a session (kept in the process's memory) and drops the token from the address bar.
 - :class:`KeyLogin` (the team server): a form takes an API key of ``read`` scope or higher, checks
-  it once and starts a session; every later page checks the key is still active.
+  it once and starts a session, kept in the App's shared session store so that every replica
+  honours it; every later page checks the key is still active.
 
 Either way the browser holds only a random session id, in an ``HttpOnly``, ``SameSite=Strict``
 cookie scoped to ``/ui``, also ``Secure`` when the request's scheme is https (on the team server
@@ -22,12 +23,13 @@ from __future__ import annotations
 import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 
 from ask_fable.access import SCOPES
+from ask_fable.stores.ui_sessions import MemoryWebSessions
 from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui import data, pages
 from ask_fable.surface.ui.markup import Html
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     from ask_fable.stores.interfaces import ApiKeyStore
     from ask_fable.stores.records import ApiKey
 
+T = TypeVar("T")
+Handler = Callable[["Request"], Awaitable["Response"]]
 CSP = (
     "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; "
     "base-uri 'none'"
@@ -163,16 +167,35 @@ class _Ui:
         return response
 
     # --- who is looking --------------------------------------------------------------------------
+    async def stored(self, action: Callable[[], T]) -> T:
+        """``action`` on the sessions: in a worker thread when their store may wait on a database."""
+        if self.sessions.blocking:
+            return await anyio.to_thread.run_sync(action)
+        return action()
+
+    async def pending(self, request: Request) -> Session | None:
+        """The request's session, logged in or not (a login form's)."""
+        session_id = request.cookies.get(COOKIE)
+        return await self.stored(lambda: self.sessions.get(session_id))
+
+    async def start(self, viewer: Viewer | None) -> tuple[str, Session]:
+        """A new session for ``viewer`` (``None``: a login form's); its id and record."""
+        return await self.stored(lambda: self.sessions.start(viewer))
+
+    async def end(self, request: Request) -> None:
+        """End the request's session, if it has one."""
+        session_id = request.cookies.get(COOKIE)
+        await self.stored(lambda: self.sessions.end(session_id))
+
     async def session(self, request: Request) -> Session | None:
         """The request's logged-in session; a team key revoked or narrowed since ends it."""
-        session_id = request.cookies.get(COOKIE)
-        session = self.sessions.get(session_id)
+        session = await self.pending(request)
         if session is None or session.viewer is None:
             return None
         if isinstance(self.login, KeyLogin) and session.viewer.key_id is not None:
             key = await anyio.to_thread.run_sync(self.login.keys.get, session.viewer.key_id)
             if key is None or not key.active or not may_view(key.scope):
-                self.sessions.end(session_id)
+                await self.end(request)
                 return None
         return session
 
@@ -216,16 +239,35 @@ class _Ui:
         try:
             return await render(request, session, session.viewer.tenant)
         except Exception as exc:  # a store that cannot be read: say so, never a stack trace
-            _report(exc)
-            return self.html(
-                pages.message_page(
-                    "The stores could not be read",
-                    f"Reading the stored traces or statistics failed ({type(exc).__name__}). The server's "
-                    "own log has the details; the page works again once the state directory is readable.",
-                    self.chrome(session),
-                ),
-                503,
-            )
+            return self.unreadable(exc, self.chrome(session))
+
+    def unreadable(self, exc: Exception, chrome: Chrome) -> Response:
+        """The page for a store that could not be read (the error goes to the server's log)."""
+        _report(exc)
+        return self.html(
+            pages.message_page(
+                "The stores could not be read",
+                f"Reading the stored sessions, traces or statistics failed ({type(exc).__name__}). The "
+                "server's own log has the details; the page works again once the stores are readable.",
+                chrome,
+            ),
+            503,
+        )
+
+    def guarded(self, handler: Handler) -> Handler:
+        """``handler`` answering 503 with :meth:`unreadable` when a store fails under it (the
+        sessions' own, before any page is read)."""
+        from starlette.exceptions import HTTPException
+
+        async def run(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except HTTPException:
+                raise
+            except Exception as exc:
+                return self.unreadable(exc, Chrome())
+
+        return run
 
     async def home(self, request: Request) -> Response:
         return self.redirect(url("/traces"))
@@ -292,7 +334,10 @@ class _Ui:
         return Response(ICON, media_type="image/svg+xml", headers={"cache-control": "public, max-age=86400"})
 
     async def not_found(self, request: Request, exc: Exception) -> Response:
-        session = await self.session(request)
+        try:
+            session = await self.session(request)
+        except Exception as failed:  # the sessions cannot be read: the page says so
+            return self.unreadable(failed, Chrome())
         chrome = self.chrome(session) if session is not None else Chrome()
         return self.html(pages.message_page("Not found", "There is no page at this address.", chrome), 404)
 
@@ -302,10 +347,11 @@ class _Ui:
             return await self._local_login(request, self.login)
         if await self.session(request) is not None:
             return self.redirect(url("/traces"))
-        return self._fresh_login_form(request)
+        return await self._fresh_login_form(request)
 
-    def _fresh_login_form(self, request: Request, problem: str | None = None, status: int = 200) -> Response:
-        session_id, session = self.sessions.start(None)
+    async def _fresh_login_form(self, request: Request, problem: str | None = None,
+                                status: int = 200) -> Response:
+        session_id, session = await self.start(None)
         response = self.html(pages.login_page(session.csrf, problem), status)
         return self.with_cookie(response, request, session_id, session.expires_at - self._now())
 
@@ -315,8 +361,8 @@ class _Ui:
     async def _local_login(self, request: Request, login: LocalLogin) -> Response:
         presented = request.query_params.get("token", "")
         if presented and hmac.compare_digest(presented.encode(), login.token.encode()):
-            self.sessions.end(request.cookies.get(COOKIE))
-            session_id, _ = self.sessions.start(Viewer(name="local", tenant="local"))
+            await self.end(request)
+            session_id, _ = await self.start(Viewer(name="local", tenant="local"))
             return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
         if await self.session(request) is not None:
             return self.redirect(url("/traces"))
@@ -329,30 +375,30 @@ class _Ui:
             )
         form = await _form(request, self.app.settings.http_body_timeout)
         if form is None:
-            return self._fresh_login_form(request, "The form was too large.", 413)
-        pending = self.sessions.get(request.cookies.get(COOKIE))
+            return await self._fresh_login_form(request, "The form was too large.", 413)
+        pending = await self.pending(request)
         if pending is None or not pending.csrf_matches(form.get("csrf")):
-            return self._fresh_login_form(request, "The login form had expired; enter the key again.", 400)
+            return await self._fresh_login_form(request, "The login form had expired; enter the key again.",
+                                                400)
         presented = form.get("key", "").strip()
         key = await anyio.to_thread.run_sync(self.login.keys.verify, presented) if presented else None
         if key is None:
-            return self._fresh_login_form(request, "That key is not valid, or it was revoked.", 401)
+            return await self._fresh_login_form(request, "That key is not valid, or it was revoked.", 401)
         if not may_view(key.scope):
-            return self._fresh_login_form(
+            return await self._fresh_login_form(
                 request,
                 f"Key {key.prefix}… has scope {key.scope!r}; the web view needs read scope or higher.",
                 403,
             )
-        self.sessions.end(request.cookies.get(COOKIE))
+        await self.end(request)
         viewer = Viewer(name=key.name, tenant=tenant_of(key), key_id=key.id,
                         sees_server_paths=key.scope == "admin")
-        session_id, _ = self.sessions.start(viewer)
+        session_id, _ = await self.start(viewer)
         return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
 
     async def logout(self, request: Request) -> Response:
         form = await _form(request, self.app.settings.http_body_timeout) if _same_origin(request) else None
-        session_id = request.cookies.get(COOKIE)
-        session = self.sessions.get(session_id)
+        session = await self.pending(request)
         if form is None or session is None or not session.csrf_matches(form.get("csrf")):
             return self.html(
                 pages.message_page(
@@ -362,7 +408,7 @@ class _Ui:
                 ),
                 403,
             )
-        self.sessions.end(session_id)
+        await self.end(request)
         target = url("/login") if isinstance(self.login, KeyLogin) else url("/traces")
         return self.without_cookie(self.redirect(target), request)
 
@@ -446,20 +492,27 @@ async def _form(request: Request, timeout: float) -> dict[str, str] | None:
 
 
 def build_ui(app: App, login: Login, sessions: Sessions | None = None) -> Starlette:
-    """The web view's ASGI app, serving every page under ``/ui`` from ``app``'s stores."""
+    """The web view's ASGI app, serving every page under ``/ui`` from ``app``'s stores. Its sessions
+    are kept in the App's shared session store on the team server (``KeyLogin``), so any server
+    reading the same stores honours a login, and in memory for ``ask-fable ui``, whose stores are
+    read-only."""
     from starlette.applications import Starlette
     from starlette.routing import Mount, Route
 
-    ui = _Ui(app, login, sessions or Sessions(app.settings.ui_session_ttl, clock=app.clock))
+    if sessions is None:
+        store = app.ui_sessions if isinstance(login, KeyLogin) else MemoryWebSessions()
+        sessions = Sessions(store, app.settings.ui_session_ttl, clock=app.clock)
+    ui = _Ui(app, login, sessions)
+    guarded = ui.guarded
     routes = [
         Route("/", ui.home, methods=["GET"]),
-        Route("/traces", ui.traces, methods=["GET"]),
-        Route("/traces/{trace_id}", ui.trace, methods=["GET"]),
-        Route("/stats", ui.stats, methods=["GET"]),
+        Route("/traces", guarded(ui.traces), methods=["GET"]),
+        Route("/traces/{trace_id}", guarded(ui.trace), methods=["GET"]),
+        Route("/stats", guarded(ui.stats), methods=["GET"]),
         Route(f"/static/ui-{STYLESHEET_VERSION}.css", ui.stylesheet, methods=["GET"]),
         Route("/static/icon.svg", ui.icon, methods=["GET"]),
-        Route("/login", ui.login_form, methods=["GET"]),
-        Route("/login", ui.login_submit, methods=["POST"]),
-        Route("/logout", ui.logout, methods=["POST"]),
+        Route("/login", guarded(ui.login_form), methods=["GET"]),
+        Route("/login", guarded(ui.login_submit), methods=["POST"]),
+        Route("/logout", guarded(ui.logout), methods=["POST"]),
     ]
     return Starlette(routes=[Mount(UI_PATH, routes=routes)], exception_handlers={404: ui.not_found})

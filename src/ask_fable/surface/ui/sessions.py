@@ -3,9 +3,14 @@
 A session is started by a login (an API key of ``read`` scope or higher on the team server, the
 start-up token of ``ask-fable ui``) and remembers who logged in, their tenant and a CSRF token for
 the forms it posts. A login form gets an anonymous session first, whose CSRF token the form must
-send back, so no other site can log a browser in. Ids are stored hashed, sessions expire (logins
-after ``ttl_s``, anonymous ones after :data:`ANONYMOUS_TTL_S`) and their number is bounded: when
-full, the oldest is dropped. A login always starts a new session, never upgrading the old id.
+send back, so no other site can log a browser in. A login always starts a new session, never
+upgrading the old id.
+
+:class:`Sessions` makes the ids and tokens and keeps the sessions in a
+:class:`~ask_fable.stores.interfaces.WebSessionStore`, by the SHA-256 digest of their id: on the
+team server the shared store (``stores/ui_sessions.py``), so a login made through one replica is
+honoured by every replica; for ``ask-fable ui``, the process's memory. Sessions expire (logins
+after ``ttl_s``, anonymous ones after :data:`ANONYMOUS_TTL_S`) and their number is bounded.
 """
 
 from __future__ import annotations
@@ -13,11 +18,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.stores.records import WebSession
+
+if TYPE_CHECKING:
+    from ask_fable.stores.interfaces import WebSessionStore
 
 COOKIE = "ask_fable_ui"
 ANONYMOUS_TTL_S = 900.0
@@ -52,53 +60,58 @@ def _digest(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()
 
 
-class Sessions:
-    """The sessions of one server process (thread-safe)."""
+def _session(stored: WebSession) -> Session:
+    viewer = None
+    if stored.name is not None and stored.tenant is not None:
+        viewer = Viewer(name=stored.name, tenant=stored.tenant, key_id=stored.key_id,
+                        sees_server_paths=stored.sees_server_paths)
+    return Session(viewer=viewer, csrf=stored.csrf, expires_at=stored.expires_at)
 
-    def __init__(
-        self, ttl_s: float, *, clock: Clock = SYSTEM_CLOCK, max_sessions: int = MAX_SESSIONS
-    ) -> None:
+
+class Sessions:
+    """Sessions in ``store``; each method may block when the store does (``store.blocking``)."""
+
+    def __init__(self, store: WebSessionStore, ttl_s: float, *, clock: Clock = SYSTEM_CLOCK,
+                 max_sessions: int = MAX_SESSIONS) -> None:
+        self.store = store
         self.ttl_s = ttl_s
         self._clock = clock
         self._max = max_sessions
-        self._lock = threading.Lock()
-        self._by_digest: OrderedDict[str, Session] = OrderedDict()
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the methods may wait on a database (run them in a worker thread then)."""
+        return self.store.blocking
 
     def start(self, viewer: Viewer | None) -> tuple[str, Session]:
         """A new session for ``viewer`` (``None``: anonymous, for a login form); its id and record."""
         session_id = secrets.token_urlsafe(32)
         ttl = self.ttl_s if viewer is not None else min(self.ttl_s, ANONYMOUS_TTL_S)
-        session = Session(viewer=viewer, csrf=secrets.token_urlsafe(24), expires_at=self._clock.now() + ttl)
-        with self._lock:
-            self._sweep()
-            while len(self._by_digest) >= self._max:
-                self._by_digest.popitem(last=False)
-            self._by_digest[_digest(session_id)] = session
-        return session_id, session
+        now = self._clock.now()
+        stored = WebSession(
+            digest=_digest(session_id),
+            tenant=viewer.tenant if viewer is not None else None,
+            name=viewer.name if viewer is not None else None,
+            key_id=viewer.key_id if viewer is not None else None,
+            sees_server_paths=viewer.sees_server_paths if viewer is not None else False,
+            csrf=secrets.token_urlsafe(24),
+            created_at=now,
+            expires_at=now + ttl,
+        )
+        self.store.add(stored, self._max)
+        return session_id, _session(stored)
 
     def get(self, session_id: str | None) -> Session | None:
         """The live session with this id, or ``None`` (unknown or expired)."""
         if not session_id:
             return None
-        digest = _digest(session_id)
-        with self._lock:
-            session = self._by_digest.get(digest)
-            if session is not None and session.expires_at <= self._clock.now():
-                del self._by_digest[digest]
-                return None
-            return session
+        stored = self.store.get(_digest(session_id), self._clock.now())
+        return None if stored is None else _session(stored)
 
     def end(self, session_id: str | None) -> None:
         """Forget the session with this id (nothing happens when there is none)."""
         if session_id:
-            with self._lock:
-                self._by_digest.pop(_digest(session_id), None)
+            self.store.remove(_digest(session_id))
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._by_digest)
-
-    def _sweep(self) -> None:
-        now = self._clock.now()
-        for digest in [d for d, s in self._by_digest.items() if s.expires_at <= now]:
-            del self._by_digest[digest]
+        return self.store.count(self._clock.now())
