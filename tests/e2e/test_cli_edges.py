@@ -211,3 +211,19 @@ def test_a_database_url_that_is_not_postgresql_stops_the_http_server_and_is_repo
     assert "ASK_FABLE_DATABASE_URL" in status.stderr and "postgresql://" in status.stderr
     everything = served.stdout + served.stderr + status.stdout + status.stderr
     assert "hunter2-pass-word" not in everything and "Traceback" not in everything
+
+
+def test_db_status_json_says_which_store_files_are_not_created_yet_as_the_text_does() -> None:
+    """On a fresh machine every SQLite store is ``not_created`` in both forms; after ``db upgrade``
+    every one is ``current``."""
+    import json
+
+    fresh = _run("db", "status", "--json")
+    assert fresh.returncode == 0, fresh.stderr
+    stores = json.loads(fresh.stdout)["stores"]
+    assert stores and {store["state"] for store in stores} == {"not_created"}
+    text = _run("db", "status")
+    assert text.stdout.count("not created yet (made on first use)") == len(stores)
+    assert _run("db", "upgrade").returncode == 0
+    upgraded = json.loads(_run("db", "status", "--json").stdout)["stores"]
+    assert {store["state"] for store in upgraded} == {"current"}

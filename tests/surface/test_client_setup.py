@@ -409,7 +409,8 @@ def test_a_config_file_with_crlf_line_endings_keeps_them_after_init(client: str)
 
 @pytest.mark.parametrize("client", CLIENTS)
 @pytest.mark.parametrize("content", [b"", b"\n  \n"], ids=["empty", "blank"])
-def test_init_on_an_existing_empty_file_writes_the_entry_without_a_backup(client: str, content: bytes) -> None:
+def test_init_on_an_existing_empty_file_writes_the_entry_without_a_backup(client: str,
+                                                                         content: bytes) -> None:
     """An empty (or blank) config file holds nothing to restore: init fills it and keeps no backup."""
     path = config_path(client)
     path.parent.mkdir(parents=True, exist_ok=True)

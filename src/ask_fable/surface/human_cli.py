@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ask_fable.clock import local_time
 from ask_fable.surface.registry import ToolSpec, input_schema
 
 #: Explicit command names where the general rule reads badly.
@@ -455,14 +456,6 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
 
 
 # --- output --------------------------------------------------------------------------------------
-
-
-def local_time(value: float | str) -> str:
-    """A Unix time (or an ISO-8601 string) as local ISO-8601 with its UTC offset, to the second."""
-    from datetime import datetime
-
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else datetime.fromtimestamp(value)
-    return moment.astimezone().isoformat(timespec="seconds")
 
 
 def _shown(key: str, value: Any) -> Any:

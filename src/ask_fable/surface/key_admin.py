@@ -66,7 +66,7 @@ def _of(used: str, limit: object) -> str:
 
 def print_table(report: list[dict[str, Any]]) -> None:
     """The human listing: who, scope, tenant, then use against limits, then dates."""
-    from ask_fable.surface.human_cli import local_time
+    from ask_fable.clock import local_time
 
     def when(value: str | None) -> str:
         return local_time(value) if value else "-"
@@ -129,7 +129,7 @@ def keys_command(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(record.to_dict(), indent=2))
         else:
-            from ask_fable.surface.human_cli import local_time
+            from ask_fable.clock import local_time
 
             revoked = local_time(record.revoked_at) if record.revoked_at else "now"
             print(f"revoked key {record.id} ({record.name!r}) at {revoked}")
