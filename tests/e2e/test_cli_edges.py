@@ -227,3 +227,43 @@ def test_db_status_json_says_which_store_files_are_not_created_yet_as_the_text_d
     assert _run("db", "upgrade").returncode == 0
     upgraded = json.loads(_run("db", "status", "--json").stdout)["stores"]
     assert {store["state"] for store in upgraded} == {"current"}
+
+
+#: Numeric options the tool bounds (it refuses a value outside them), with a value outside.
+OUT_OF_BOUNDS = [
+    (["debate", "why", "--rounds", "5"], "--rounds 5: use a whole number from 1 to 2"),
+    (["debate", "why", "--rounds", "0"], "--rounds 0: use a whole number from 1 to 2"),
+    (["session", "list", "--limit", "0"], "--limit 0: use a whole number from 1 to 200"),
+    (["session", "list", "--limit", "-3"], "--limit -3: use a whole number from 1 to 200"),
+    (["trace", "get", "0123456789abcdef01234567", "--max-chars", "0"],
+     "--max-chars 0: use a whole number from 1"),
+    (["session", "stats", "--window-s", "-1"], "--window-s -1: use a number from 0"),
+    (["context", "pack", "k", "--paths", "x.py", "--max-chars", "0"],
+     "--max-chars 0: use a whole number above 0"),
+    (["session", "stats", "--window-s", "nan"], "--window-s nan: use a number from 0"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), OUT_OF_BOUNDS, ids=[" ".join(a) for a, _ in OUT_OF_BOUNDS])
+def test_a_number_outside_what_the_tool_takes_is_a_usage_error_naming_the_range(args: list[str],
+                                                                               said: str) -> None:
+    """The tool would refuse it (bad_args): the command says so before calling, as a usage error."""
+    done = _run(*args)
+    assert done.returncode == 2, done.stderr
+    assert f"ask-fable: {said}" in done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "500"])
+def test_a_trace_list_limit_the_tool_clamps_is_used_clamped_and_the_result_says_so(value: str) -> None:
+    """trace_list clamps its limit to 1–200, over MCP as on the command line: the result's note names
+    the value given and the one used."""
+    done = _run("trace", "list", "--limit", value, "--json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    result = json.loads(done.stdout)
+    used = 200 if value == "500" else 1
+    assert result["limit"] == used
+    assert result["note"] == f"limit {value} is outside 1–200: used {used}"
+    assert "note" not in json.loads(_run("trace", "list", "--limit", "20", "--json").stdout)

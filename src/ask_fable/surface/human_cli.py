@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -66,6 +67,8 @@ class Param:
     choices: tuple[Any, ...] | None
     help: str
     default: Any = _NO_DEFAULT
+    #: The schema's bounds on a number: inclusive low, exclusive low, inclusive high (None: unbounded).
+    bounds: tuple[float | None, float | None, float | None] = (None, None, None)
 
     @property
     def dest(self) -> str:
@@ -137,6 +140,17 @@ def _types(node: dict[str, Any], defs: dict[str, Any]) -> tuple[set[str], list[A
     return types, [value for value in enum if value is not None]
 
 
+def _bounds(node: dict[str, Any], defs: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """A number's ``minimum``, ``exclusiveMinimum`` and ``maximum`` in its schema (or an ``anyOf`` option)."""
+    found: list[float | None] = [None, None, None]
+    for option in [_resolve(node, defs), *node.get("anyOf", [])]:
+        for index, key in enumerate(("minimum", "exclusiveMinimum", "maximum")):
+            value = option.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                found[index] = value
+    return found[0], found[1], found[2]
+
+
 def _kind(types: set[str]) -> str:
     if types == {"boolean"}:
         return "bool"
@@ -170,6 +184,7 @@ def tool_params(spec: ToolSpec) -> list[Param]:
             choices=tuple(enum) if enum else None,
             help=description.replace("%", "%%"),
             default=node.get("default", _NO_DEFAULT),
+            bounds=_bounds(node, defs),
         ))
     return params
 
@@ -306,21 +321,42 @@ def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+class OutOfRange(ValueError):
+    """A number outside what the tool accepts; its message starts with the value given."""
+
+
+def _number(param: Param, text: str) -> int | float:
+    """``text`` as the whole number or number ``param`` takes, within the bounds its tool accepts
+    (outside them the tool would refuse the call, so the command refuses it first)."""
+    whole = param.kind == "int"
+    try:
+        value: int | float = int(text) if whole else float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a {'whole number' if whole else 'number'}") from None
+    low, above, high = param.bounds
+    inside = math.isfinite(value) and (low is None or value >= low) and (above is None or value > above) and (
+        high is None or value <= high)
+    if inside:
+        return value
+    kind = "whole number" if whole else "number"
+    if above is not None:
+        wanted = f"a {kind} above {above:g}"
+    elif low is not None:
+        wanted = f"a {kind} from {low:g}" + (f" to {high:g}" if high is not None else "")
+    elif high is not None:
+        wanted = f"a {kind} up to {high:g}"
+    else:
+        wanted = f"a finite {kind}"
+    raise OutOfRange(f"{text}: use {wanted}")
+
+
 def convert(param: Param, raw: Any) -> Any:
     """Turn one command-line value into the JSON value the tool expects."""
     if raw is None or param.kind == "bool":
         return raw
     text = str(raw)
-    if param.kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise ValueError(f"{text!r} is not a whole number") from None
-    if param.kind == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
+    if param.kind in ("int", "float"):
+        return _number(param, text)
     if param.kind == "list":
         stripped = text.strip()
         if stripped.startswith("["):
@@ -353,7 +389,8 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
             try:
                 out[param.field] = convert(param, raw)
             except ValueError as exc:  # int("abc"), malformed JSON lists…
-                raise UsageError(f"{name}: {exc}") from exc
+                said = f"{name} {exc}" if isinstance(exc, OutOfRange) else f"{name}: {exc}"
+                raise UsageError(said) from exc
         files = getattr(namespace, f"file__{param.field}", None) or []
         texts = [sources.read(source, f"{param.flag}-file") for source in files]
         if texts:
