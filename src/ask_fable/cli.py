@@ -278,12 +278,29 @@ def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser,
     tools = sub.add_parser("tools", help="list the tools, their families and toolsets")
     tools.add_argument("--json", action="store_true", help="print JSON")
     _add_ui(sub)
+    _quiet_everywhere([sub.choices[name] for name in BUILTIN_COMMANDS])
     table: dict[str, ToolSpec] = {}
     if tool_specs is not None:
         from ask_fable.surface.human_cli import add_tool_commands
 
         table = add_tool_commands(sub, tool_specs, set(BUILTIN_COMMANDS))
     return parser, table
+
+
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of ``parser``'s commands that take no further command (``parser`` itself if none)."""
+    nested = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not nested:
+        return [parser]
+    return [leaf for action in nested for inner in action.choices.values() for leaf in _leaves(inner)]
+
+
+def _quiet_everywhere(commands: list[argparse.ArgumentParser]) -> None:
+    """Accept ``--quiet`` after each of ``commands`` (and their actions) as well as before them."""
+    for command in commands:
+        for leaf in _leaves(command):
+            if "--quiet" not in leaf._option_string_actions:
+                leaf.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=QUIET_HELP)
 
 
 def _deepest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:

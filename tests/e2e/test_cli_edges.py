@@ -267,3 +267,16 @@ def test_a_trace_list_limit_the_tool_clamps_is_used_clamped_and_the_result_says_
     assert result["limit"] == used
     assert result["note"] == f"limit {value} is outside 1–200: used {used}"
     assert "note" not in json.loads(_run("trace", "list", "--limit", "20", "--json").stdout)
+
+
+QUIET_AFTER = [["tools", "--quiet"], ["keys", "list", "--quiet"], ["db", "status", "--quiet"],
+               ["doctor", "--no-probe", "--quiet"], ["config", "claude", "--quiet"]]
+
+
+@pytest.mark.parametrize("args", QUIET_AFTER, ids=[" ".join(a) for a in QUIET_AFTER])
+def test_quiet_is_accepted_after_every_command_as_before_it(args: list[str]) -> None:
+    """``--quiet`` works in either place (``ask-fable --quiet tools`` and ``ask-fable tools --quiet``),
+    as it already did for serve and the tool commands."""
+    done = _run(*args)
+    assert done.returncode == 0, done.stderr
+    assert "unrecognized arguments" not in done.stderr

@@ -16,6 +16,7 @@ import pytest
 from ask_fable.stores.db import Connections, database_for
 from ask_fable.stores.saved_settings import MIGRATIONS, SettingsStore
 from tests.conftest import StoreBackend
+from tests.fakes.postgres import PostgresServer
 from tests.e2e.helpers import ask_fable_command, child_env
 
 #: The tests that need a shared database run on a fresh PostgreSQL one.
@@ -226,3 +227,20 @@ def test_a_saved_value_that_cannot_be_used_is_reported_by_the_commands_that_read
     assert [p["setting"] for p in problems] == ["trace_mode"] and "database" in problems[0]["source"]
     saved = json.loads(done.stdout)["saved_settings"]
     assert saved[0]["setting"] == "trace_mode" and saved[0]["in_force"] is False
+
+
+def test_on_a_database_not_upgraded_yet_admin_commands_name_the_upgrade_once_and_nothing_else(
+    pg_server: PostgresServer, tmp_path: Path
+) -> None:
+    """A schema behind this release is not an unreachable database: ``db settings`` and ``keys list``
+    say to run ``ask-fable db upgrade`` (once), in one line, exit 1."""
+    url = pg_server.empty_database()
+    try:
+        for args in (["db", "settings"], ["keys", "list"]):
+            done = _run(url, tmp_path / "none.json", *args)
+            assert done.returncode == 1, done.stderr
+            lines = done.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].count("ask-fable db upgrade") == 1, done.stderr
+            assert "unreachable" not in done.stderr
+    finally:
+        pg_server.drop(url)

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.config import SAVED_SOURCE, Settings, load_settings
 from ask_fable.config_sources import shown
 from ask_fable.stores.saved_settings import SavedEntry
+
+if TYPE_CHECKING:
+    from ask_fable.errors import AskFableError
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,12 @@ class SettingsInForce:
     shared: bool
     saved: list[SavedValue]
     #: Why the saved settings could not be read (the settings are then the file's and environment's).
-    unread: str | None = None
+    error: AskFableError | None = None
+
+    @property
+    def unread(self) -> str | None:
+        """What kept the saved settings from being read, in one phrase; None when they were read."""
+        return None if self.error is None else self.error.detail
 
 
 def read_saved_entries(settings: Settings) -> list[SavedEntry]:
@@ -98,7 +106,7 @@ def settings_in_force() -> SettingsInForce:
     try:
         entries = read_saved_entries(base)
     except AskFableError as exc:
-        return SettingsInForce(base, shared=True, saved=[], unread=exc.detail)
+        return SettingsInForce(base, shared=True, saved=[], error=exc)
     if not entries:
         return SettingsInForce(base, shared=True, saved=[])
     settings = load_settings(saved={entry.name: entry.value for entry in entries})

@@ -102,7 +102,7 @@ def _setting_name(given: str, saved: list[str]) -> str:
 def settings_command(args: argparse.Namespace, in_force: SettingsInForce) -> int:
     """``db settings [--forget NAME… | --forget-all] [--json]``."""
     from ask_fable.config import config_file_path
-    from ask_fable.errors import BadArgs, Unavailable
+    from ask_fable.errors import BadArgs
 
     forgetting = bool(args.forget) or args.forget_all
     if not in_force.shared:
@@ -113,8 +113,8 @@ def settings_command(args: argparse.Namespace, in_force: SettingsInForce) -> int
         print(json.dumps({"database": None, "saved_settings": []}, indent=2) if args.json
               else f"{where}, not to a database; nothing is saved here")
         return 0
-    if in_force.unread is not None:
-        raise Unavailable(in_force.unread)
+    if in_force.error is not None:
+        raise in_force.error
     if not forgetting:
         _print_saved(in_force, args.json)
         return 0
