@@ -16,8 +16,8 @@ import pytest
 from ask_fable.stores.db import Connections, database_for
 from ask_fable.stores.saved_settings import MIGRATIONS, SettingsStore
 from tests.conftest import StoreBackend
-from tests.fakes.postgres import PostgresServer
 from tests.e2e.helpers import ask_fable_command, child_env
+from tests.fakes.postgres import PostgresServer
 
 #: The tests that need a shared database run on a fresh PostgreSQL one.
 ON_POSTGRES = pytest.mark.parametrize("store_backend", ["postgres"], indirect=True)
