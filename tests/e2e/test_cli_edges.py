@@ -280,3 +280,17 @@ def test_quiet_is_accepted_after_every_command_as_before_it(args: list[str]) -> 
     done = _run(*args)
     assert done.returncode == 0, done.stderr
     assert "unrecognized arguments" not in done.stderr
+
+
+def test_revoking_a_key_twice_says_it_was_already_revoked_and_when() -> None:
+    """The second revoke changes nothing and says so (exit 0), naming the first revocation's time;
+    changing a revoked key's limits says that it is refused whatever they are."""
+    assert _run("keys", "create", "--name", "alice").returncode == 0
+    first = _run("keys", "revoke", "1")
+    assert first.returncode == 0 and first.stdout.startswith("revoked key 1 ('alice') at ")
+    when = first.stdout.strip().rsplit(" at ", 1)[1]
+    again = _run("keys", "revoke", "1")
+    assert again.returncode == 0
+    assert again.stdout.strip() == f"key 1 ('alice') was already revoked at {when}; nothing changed"
+    update = _run("keys", "update", "1", "--rpm", "5")
+    assert update.returncode == 0 and "revoked" in update.stdout and "refused" in update.stdout
