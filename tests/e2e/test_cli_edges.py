@@ -294,3 +294,14 @@ def test_revoking_a_key_twice_says_it_was_already_revoked_and_when() -> None:
     assert again.stdout.strip() == f"key 1 ('alice') was already revoked at {when}; nothing changed"
     update = _run("keys", "update", "1", "--rpm", "5")
     assert update.returncode == 0 and "revoked" in update.stdout and "refused" in update.stdout
+
+
+def test_an_empty_stdin_for_a_stored_value_is_a_usage_error_that_keeps_the_stored_one() -> None:
+    """``cat missing | ask-fable context write k -`` must not replace k's value with nothing: an
+    empty stdin where a value was to be read is a usage error (exit 2) and k keeps its value."""
+    assert _run("context", "write", "k", "the real value").returncode == 0
+    done = subprocess.run([*ask_fable_command(), "context", "write", "k", "-"], capture_output=True,
+                          text=True, timeout=60, input="", env=child_env())
+    assert done.returncode == 2, done.stderr
+    assert "ask-fable: VALUE: stdin is empty" in done.stderr and "Traceback" not in done.stderr
+    assert "the real value" in _run("context", "read", "k").stdout

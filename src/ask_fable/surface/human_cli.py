@@ -385,6 +385,8 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
         raw = getattr(namespace, param.dest, None)
         if raw == "-" and param.positional and param.field in STDIN_FIELDS:
             raw = sources.read("-", name)
+            if not raw.strip():  # a failed command before the pipe: never store or ask nothing
+                raise UsageError(f"{name}: stdin is empty; pipe the text in, or give it as the argument")
         if raw is not None:
             try:
                 out[param.field] = convert(param, raw)
