@@ -724,6 +724,10 @@ def _run(arguments: list[str]) -> int:
         return serve_stdio(toolsets, quiet=args.quiet)
     if command == "serve":
         return serve_http(args, toolsets)
+    if command in BUILTIN_COMMANDS:
+        from ask_fable.surface.terminal import quiet_library_logs
+
+        quiet_library_logs()
     in_force = None
     if command == "doctor" or (command == "db" and args.db_action == "settings"):
         from ask_fable.core.settings_in_force import settings_in_force

@@ -194,9 +194,14 @@ def test_with_a_database_that_does_not_answer_doctor_says_saved_settings_are_unk
     doctor = _run(url, config, "doctor", "--no-probe", ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
     assert doctor.returncode == 0
     assert "saved settings: not read" in doctor.stdout and "unavailable" in doctor.stdout
+    assert doctor.stderr == ""  # the driver's own connection warnings stay out of a command's output
     listed = _run(url, config, "db", "settings", ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
     assert listed.returncode == 1 and "unavailable" in listed.stderr
     assert PASSWORD not in doctor.stdout + doctor.stderr + listed.stdout + listed.stderr
+    for args in (["db", "settings"], ["keys", "list"], ["trace", "list"]):
+        done = _run(url, config, *args, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
+        assert done.returncode == 1
+        assert "error connecting" not in done.stderr + done.stdout, args
 
 
 def test_without_a_shared_database_db_settings_points_at_the_config_file(tmp_path: Path) -> None:

@@ -580,14 +580,12 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
     ``quiet`` (``--quiet``) or the ``ASK_FABLE_QUIET`` setting silences the progress trace and the
     status line; either one is enough.
     """
-    import logging
-
     import anyio
 
     from ask_fable.config import load_settings
+    from ask_fable.surface.terminal import quiet_library_logs
 
-    for noisy in ("mcp", "httpx2", "httpx"):  # the server configures INFO logging; a shell wants results
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    quiet_library_logs()
     try:
         arguments = arguments_from(namespace, spec)
     except UsageError as exc:

@@ -267,3 +267,14 @@ def stop_on_signals(stop: Callable[[], None] | None, *,
             timer.cancel()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def quiet_library_logs() -> None:
+    """Keep libraries' own log lines out of a command's output: the server configures INFO logging
+    for the MCP and HTTP libraries, and the database driver warns of each failed connection, while
+    a command prints its result, or one line saying why it failed."""
+    import logging
+
+    for noisy in ("mcp", "httpx2", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("psycopg").setLevel(logging.ERROR)
