@@ -23,6 +23,7 @@ from ask_fable import __version__
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
+    from ask_fable.core.settings_in_force import SettingsInForce
     from ask_fable.surface.client_setup import InstallResult
     from ask_fable.surface.http_app import HttpOptions
     from ask_fable.surface.registry import ToolSpec
@@ -118,15 +119,16 @@ def _fail(message: str, code: int = 2) -> int:
     return code
 
 
-def report_settings_problems() -> None:
-    """One stderr line for each setting that cannot be used as written (and what is used instead).
+def report_settings_problems(settings: Settings | None = None) -> None:
+    """One stderr line for each setting that cannot be used as written (and what is used instead),
+    of ``settings`` (default: the config file's and environment's).
 
     The servers (``serve``, a bare ``ask-fable``, every tool command) print these when they are
     built; every other command calls this first, so no command runs on a fallback silently.
     """
     from ask_fable.config import load_settings, problem_lines
 
-    for line in problem_lines(load_settings().problems):
+    for line in problem_lines((settings or load_settings()).problems):
         print(line, file=sys.stderr, flush=True)
 
 
@@ -205,12 +207,21 @@ def _add_limits(parser: argparse.ArgumentParser, default_text: str) -> None:
 
 
 def _add_db(sub: _Commands) -> None:
-    db = sub.add_parser("db", help="the stores' schema: apply migrations, show versions")
+    db = sub.add_parser("db", help="the stores' schema (apply migrations, show versions) and the settings "
+                        "saved in a shared database")
     actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     upgrade = actions.add_parser("upgrade", help="apply pending migrations (safe to run from several places)")
     upgrade.add_argument("--json", action="store_true", help="print JSON")
     status = actions.add_parser("status", help="each store's schema version and the one this release uses")
     status.add_argument("--json", action="store_true", help="print JSON")
+    settings = actions.add_parser("settings", help="list the settings configure tools saved in the shared "
+                                  "database (who saved each, when, what it hides), or forget them")
+    forget = settings.add_mutually_exclusive_group()
+    forget.add_argument("--forget", action="append", default=[], metavar="NAME",
+                        help="remove this saved setting, so each server's config file or environment value "
+                        "applies again (repeatable; any name the config file accepts)")
+    forget.add_argument("--forget-all", action="store_true", help="remove every saved setting")
+    settings.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _add_ui(sub: _Commands) -> None:
@@ -267,12 +278,29 @@ def _parser(tool_specs: list[ToolSpec] | None) -> tuple[argparse.ArgumentParser,
     tools = sub.add_parser("tools", help="list the tools, their families and toolsets")
     tools.add_argument("--json", action="store_true", help="print JSON")
     _add_ui(sub)
+    _quiet_everywhere([sub.choices[name] for name in BUILTIN_COMMANDS])
     table: dict[str, ToolSpec] = {}
     if tool_specs is not None:
         from ask_fable.surface.human_cli import add_tool_commands
 
         table = add_tool_commands(sub, tool_specs, set(BUILTIN_COMMANDS))
     return parser, table
+
+
+def _leaves(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers of ``parser``'s commands that take no further command (``parser`` itself if none)."""
+    nested = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    if not nested:
+        return [parser]
+    return [leaf for action in nested for inner in action.choices.values() for leaf in _leaves(inner)]
+
+
+def _quiet_everywhere(commands: list[argparse.ArgumentParser]) -> None:
+    """Accept ``--quiet`` after each of ``commands`` (and their actions) as well as before them."""
+    for command in commands:
+        for leaf in _leaves(command):
+            if "--quiet" not in leaf._option_string_actions:
+                leaf.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS, help=QUIET_HELP)
 
 
 def _deepest(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -498,40 +526,6 @@ def stores_refusal() -> str | None:
     return None
 
 
-def db_command(args: argparse.Namespace) -> int:
-    """``db upgrade|status``."""
-    from ask_fable.config import load_settings
-    from ask_fable.errors import AskFableError
-    from ask_fable.stores import schema
-
-    settings = load_settings()
-    where = "PostgreSQL" if settings.database_url else f"SQLite files under {settings.state_dir}"
-    try:
-        report = schema.upgrade(settings) if args.db_action == "upgrade" else schema.status(settings)
-    except AskFableError as exc:
-        from ask_fable.surface.terminal import describe
-
-        return _fail(describe(exc), 1)
-    if args.json:
-        print(json.dumps({"database": "postgresql" if settings.database_url else "sqlite", "stores": [
-            {"store": v.store, "found": v.found, "wanted": v.wanted, "state": v.state, "location": v.location}
-            for v in report]}, indent=2))
-        return 0
-    print(f"stores on {where}:")
-    width = max((len(v.store) for v in report), default=8)
-    for v in report:
-        if args.db_action == "upgrade":
-            done = "up to date" if v.found == v.wanted else f"upgraded {v.found} → {v.wanted}"
-        elif not settings.database_url and not os.path.exists(v.location):
-            done = "not created yet (made on first use)"
-        else:
-            done = {"current": "current", "behind": "behind: run `ask-fable db upgrade`",
-                    "newer": "newer than this ask-fable"}[v.state]
-        version = v.found if args.db_action == "status" else v.wanted
-        print(f"  {v.store:<{width}} version {version:>2}  {done}")
-    return 0
-
-
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|update|revoke``."""
     from ask_fable.surface.key_admin import keys_command as run_keys
@@ -641,11 +635,12 @@ def config_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def doctor_command(args: argparse.Namespace) -> int:
-    """``doctor``: diagnose every backend; exits 0 whatever their state."""
+def doctor_command(args: argparse.Namespace, in_force: SettingsInForce | None = None) -> int:
+    """``doctor``: diagnose every backend with the settings the servers run with; exits 0 whatever
+    their state."""
     from ask_fable.core.doctor import format_report, run_doctor
 
-    report = run_doctor(probe=not args.no_probe, timeout=args.timeout)
+    report = run_doctor(in_force, probe=not args.no_probe, timeout=args.timeout)
     print(json.dumps(report.to_dict(), indent=2) if args.json else format_report(report))
     return 0
 
@@ -730,17 +725,28 @@ def _run(arguments: list[str]) -> int:
     if command == "serve":
         return serve_http(args, toolsets)
     if command in BUILTIN_COMMANDS:
-        report_settings_problems()
+        from ask_fable.surface.terminal import quiet_library_logs
+
+        quiet_library_logs()
+    in_force = None
+    if command == "doctor" or (command == "db" and args.db_action == "settings"):
+        from ask_fable.core.settings_in_force import settings_in_force
+
+        in_force = settings_in_force()  # with what a shared database saved: what the servers run with
+    if command in BUILTIN_COMMANDS:
+        report_settings_problems(in_force.settings if in_force else None)
     if command == "keys":
         return keys_command(args)
     if command == "db":
-        return db_command(args)
+        from ask_fable.surface.db_admin import db_command
+
+        return db_command(args, in_force)
     if command == "init":
         return init_command(args)
     if command == "config":
         return config_command(args)
     if command == "doctor":
-        return doctor_command(args)
+        return doctor_command(args, in_force)
     if command == "tools":
         return tools_command(args)
     if command == "ui":

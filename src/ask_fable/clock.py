@@ -37,3 +37,12 @@ class SystemClock:
 
 #: The clock used when none is handed in.
 SYSTEM_CLOCK: Clock = SystemClock()
+
+
+def local_time(value: float | str) -> str:
+    """A Unix time (or an ISO-8601 string) as local ISO-8601 with its UTC offset, to the second: how
+    a command shows a time to a person."""
+    from datetime import datetime
+
+    moment = datetime.fromisoformat(value) if isinstance(value, str) else datetime.fromtimestamp(value)
+    return moment.astimezone().isoformat(timespec="seconds")

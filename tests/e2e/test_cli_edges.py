@@ -211,3 +211,97 @@ def test_a_database_url_that_is_not_postgresql_stops_the_http_server_and_is_repo
     assert "ASK_FABLE_DATABASE_URL" in status.stderr and "postgresql://" in status.stderr
     everything = served.stdout + served.stderr + status.stdout + status.stderr
     assert "hunter2-pass-word" not in everything and "Traceback" not in everything
+
+
+def test_db_status_json_says_which_store_files_are_not_created_yet_as_the_text_does() -> None:
+    """On a fresh machine every SQLite store is ``not_created`` in both forms; after ``db upgrade``
+    every one is ``current``."""
+    import json
+
+    fresh = _run("db", "status", "--json")
+    assert fresh.returncode == 0, fresh.stderr
+    stores = json.loads(fresh.stdout)["stores"]
+    assert stores and {store["state"] for store in stores} == {"not_created"}
+    text = _run("db", "status")
+    assert text.stdout.count("not created yet (made on first use)") == len(stores)
+    assert _run("db", "upgrade").returncode == 0
+    upgraded = json.loads(_run("db", "status", "--json").stdout)["stores"]
+    assert {store["state"] for store in upgraded} == {"current"}
+
+
+#: Numeric options the tool bounds (it refuses a value outside them), with a value outside.
+OUT_OF_BOUNDS = [
+    (["debate", "why", "--rounds", "5"], "--rounds 5: use a whole number from 1 to 2"),
+    (["debate", "why", "--rounds", "0"], "--rounds 0: use a whole number from 1 to 2"),
+    (["session", "list", "--limit", "0"], "--limit 0: use a whole number from 1 to 200"),
+    (["session", "list", "--limit", "-3"], "--limit -3: use a whole number from 1 to 200"),
+    (["trace", "get", "0123456789abcdef01234567", "--max-chars", "0"],
+     "--max-chars 0: use a whole number from 1"),
+    (["session", "stats", "--window-s", "-1"], "--window-s -1: use a number from 0"),
+    (["context", "pack", "k", "--paths", "x.py", "--max-chars", "0"],
+     "--max-chars 0: use a whole number above 0"),
+    (["session", "stats", "--window-s", "nan"], "--window-s nan: use a number from 0"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), OUT_OF_BOUNDS, ids=[" ".join(a) for a, _ in OUT_OF_BOUNDS])
+def test_a_number_outside_what_the_tool_takes_is_a_usage_error_naming_the_range(args: list[str],
+                                                                               said: str) -> None:
+    """The tool would refuse it (bad_args): the command says so before calling, as a usage error."""
+    done = _run(*args)
+    assert done.returncode == 2, done.stderr
+    assert f"ask-fable: {said}" in done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("value", ["-5", "0", "500"])
+def test_a_trace_list_limit_the_tool_clamps_is_used_clamped_and_the_result_says_so(value: str) -> None:
+    """trace_list clamps its limit to 1–200, over MCP as on the command line: the result's note names
+    the value given and the one used."""
+    done = _run("trace", "list", "--limit", value, "--json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    result = json.loads(done.stdout)
+    used = 200 if value == "500" else 1
+    assert result["limit"] == used
+    assert result["note"] == f"limit {value} is outside 1–200: used {used}"
+    assert "note" not in json.loads(_run("trace", "list", "--limit", "20", "--json").stdout)
+
+
+QUIET_AFTER = [["tools", "--quiet"], ["keys", "list", "--quiet"], ["db", "status", "--quiet"],
+               ["doctor", "--no-probe", "--quiet"], ["config", "claude", "--quiet"]]
+
+
+@pytest.mark.parametrize("args", QUIET_AFTER, ids=[" ".join(a) for a in QUIET_AFTER])
+def test_quiet_is_accepted_after_every_command_as_before_it(args: list[str]) -> None:
+    """``--quiet`` works in either place (``ask-fable --quiet tools`` and ``ask-fable tools --quiet``),
+    as it already did for serve and the tool commands."""
+    done = _run(*args)
+    assert done.returncode == 0, done.stderr
+    assert "unrecognized arguments" not in done.stderr
+
+
+def test_revoking_a_key_twice_says_it_was_already_revoked_and_when() -> None:
+    """The second revoke changes nothing and says so (exit 0), naming the first revocation's time;
+    changing a revoked key's limits says that it is refused whatever they are."""
+    assert _run("keys", "create", "--name", "alice").returncode == 0
+    first = _run("keys", "revoke", "1")
+    assert first.returncode == 0 and first.stdout.startswith("revoked key 1 ('alice') at ")
+    when = first.stdout.strip().rsplit(" at ", 1)[1]
+    again = _run("keys", "revoke", "1")
+    assert again.returncode == 0
+    assert again.stdout.strip() == f"key 1 ('alice') was already revoked at {when}; nothing changed"
+    update = _run("keys", "update", "1", "--rpm", "5")
+    assert update.returncode == 0 and "revoked" in update.stdout and "refused" in update.stdout
+
+
+def test_an_empty_stdin_for_a_stored_value_is_a_usage_error_that_keeps_the_stored_one() -> None:
+    """``cat missing | ask-fable context write k -`` must not replace k's value with nothing: an
+    empty stdin where a value was to be read is a usage error (exit 2) and k keeps its value."""
+    assert _run("context", "write", "k", "the real value").returncode == 0
+    done = subprocess.run([*ask_fable_command(), "context", "write", "k", "-"], capture_output=True,
+                          text=True, timeout=60, input="", env=child_env())
+    assert done.returncode == 2, done.stderr
+    assert "ask-fable: VALUE: stdin is empty" in done.stderr and "Traceback" not in done.stderr
+    assert "the real value" in _run("context", "read", "k").stdout

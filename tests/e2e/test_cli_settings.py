@@ -20,6 +20,7 @@ COMMANDS = [
     ["keys", "list"],
     ["keys", "list", "--json"],
     ["db", "status"],
+    ["db", "settings"],
     ["doctor", "--no-probe"],
     ["doctor", "--no-probe", "--json"],
     ["config", "claude"],

@@ -111,3 +111,20 @@ def test_saved_settings_override_the_config_file_and_the_environment_and_leave_t
     assert (settings.trace_mode, settings.stream_reasoning, settings.ollama_model) == (
         "full", True, "glm-5.2:cloud")
     assert settings.origin("trace_mode") == SAVED_SOURCE
+
+
+def test_entries_say_who_saved_each_value_and_forget_removes_named_or_all_in_one_save(
+    store_backend: StoreBackend, tmp_path: Path
+) -> None:
+    """An admin reviews each saved value with its tenant and time, and forgetting raises the revision
+    once (so servers apply it as a save), returning only the names that were saved."""
+    when = 1_700_000_000.0
+    store = SettingsStore(store_backend.open("settings", tmp_path / "settings.db"), clock=lambda: when)
+    store.save({"trace_mode": "full", "ollama_model": "glm-5.2:cloud"}, "ops")
+    entries = store.entries()
+    assert [(e.name, e.value, e.tenant, e.saved_at) for e in entries] == [
+        ("ollama_model", "glm-5.2:cloud", "ops", when), ("trace_mode", "full", "ops", when)]
+    assert store.forget(["trace_mode", "not_saved"]) == ["trace_mode"]
+    assert store.load() == SavedSettings(revision=2, values={"ollama_model": "glm-5.2:cloud"})
+    assert store.forget() == ["ollama_model"]
+    assert store.load() == SavedSettings(revision=3, values={})

@@ -385,3 +385,37 @@ def test_default_paths_follow_each_client(isolated_env: Path, monkeypatch: pytes
     assert config_path("codex") == home / "ch" / "config.toml"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / "cc"))
     assert config_path("claude") == home / "cc" / ".claude.json"
+
+
+# --- line endings and empty files ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_config_file_with_crlf_line_endings_keeps_them_after_init(client: str) -> None:
+    """A file saved on Windows (CRLF) is merged and written back with CRLF on every line, never a
+    mix of CRLF and LF."""
+    original = ORIGINALS[client]
+    text = original if isinstance(original, str) else json.dumps(original, indent=2) + "\n"
+    path = config_path(client)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.replace("\n", "\r\n").encode())
+    ok(init(client))
+    written = path.read_bytes()
+    assert written.count(b"\n") == written.count(b"\r\n") > 3
+    assert entry_of(client, load(client, path))  # still parses, with the entry in it
+    ok(init(client))  # and a second run sees nothing to change
+    assert path.read_bytes() == written
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+@pytest.mark.parametrize("content", [b"", b"\n  \n"], ids=["empty", "blank"])
+def test_init_on_an_existing_empty_file_writes_the_entry_without_a_backup(client: str,
+                                                                         content: bytes) -> None:
+    """An empty (or blank) config file holds nothing to restore: init fills it and keeps no backup."""
+    path = config_path(client)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    out = ok(init(client))
+    assert "backup" not in out
+    assert backups(path) == []
+    assert entry_of(client, load(client, path))

@@ -22,6 +22,7 @@ from ask_fable.config import Settings
 
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
+    from ask_fable.core.settings_in_force import SavedValue, SettingsInForce
 
 #: The built-in backends, in the order they are reported.
 BACKENDS: tuple[str, ...] = tuple(backend.name for backend in BUILTIN)
@@ -39,6 +40,10 @@ class DoctorReport:
     backends: list[BackendReport] = field(default_factory=list)
     #: Settings that could not be used as written (``SettingProblem.to_dict()`` each).
     settings_problems: list[dict[str, Any]] = field(default_factory=list)
+    #: The settings saved to a shared database that the report's settings include.
+    saved: list[SavedValue] = field(default_factory=list)
+    #: Why a shared database's saved settings could not be read (the report then goes without them).
+    saved_unread: str | None = None
 
     @property
     def ready(self) -> list[str]:
@@ -62,6 +67,8 @@ class DoctorReport:
             "state_dir": self.state_dir, "ready": self.ready, "missing": self.missing,
             "not_checked": self.not_checked, "backends": [b.to_dict() for b in self.backends],
             "settings_problems": self.settings_problems,
+            "saved_settings": [value.to_dict() for value in self.saved],
+            "saved_settings_unread": self.saved_unread,
         }
 
 
@@ -123,15 +130,18 @@ async def diagnose(settings: Settings, *, breaker: CircuitBreaker | None = None,
     )
 
 
-def run_doctor(settings: Settings | None = None, *, probe: bool = True,
+def run_doctor(in_force: SettingsInForce | None = None, *, probe: bool = True,
                timeout: float = DEFAULT_PROBE_TIMEOUT) -> DoctorReport:
-    """Synchronous :func:`diagnose` for the command line."""
+    """Synchronous :func:`diagnose` for the command line, of the settings the servers run with (on a
+    shared database, the saved ones included: see :mod:`ask_fable.core.settings_in_force`)."""
     import anyio
 
-    from ask_fable.config import load_settings
+    from ask_fable.core.settings_in_force import settings_in_force
 
-    chosen = settings or load_settings()
-    return anyio.run(lambda: diagnose(chosen, probe=probe, timeout=timeout))
+    chosen = in_force or settings_in_force()
+    report = anyio.run(lambda: diagnose(chosen.settings, probe=probe, timeout=timeout))
+    report.saved, report.saved_unread = chosen.saved, chosen.unread
+    return report
 
 
 _MARK = {"ready": "✓", "needs_login": "?", "unreachable": "!", "missing": "✗", "not_checked": "·"}
@@ -142,6 +152,7 @@ def format_report(report: DoctorReport) -> str:
     lines = [f"ask-fable {report.version} (Python {report.python})",
              f"config file: {report.config_file}", f"state dir:   {report.state_dir}", ""]
     lines += settings_section(report.settings_problems)
+    lines += saved_section(report.saved, report.saved_unread)
     width = max(len(b.name) for b in report.backends) if report.backends else 8
     for b in report.backends:
         breaker = f", breaker {b.breaker}" if b.breaker and b.breaker != "closed" else ""
@@ -176,4 +187,21 @@ def settings_section(problems: list[dict[str, Any]]) -> list[str]:
         return []
     lines = [f"! settings: {len(problems)} could not be used as written (each falls back as stated)"]
     lines += [f"  {problem['message']}" for problem in problems]
+    return [*lines, ""]
+
+
+def saved_section(saved: list[SavedValue], unread: str | None) -> list[str]:
+    """The report's lines on a shared database's saved settings: each value with who saved it, and
+    the hand-set value it hides with the command that lets that one apply again."""
+    if unread is not None:
+        return [f"! saved settings: not read ({unread}); the values below are the config file's and the "
+                "environment's, which settings saved in the database may override", ""]
+    if not saved:
+        return []
+    lines = ["saved settings (in the shared database, above the config file and environment; every "
+             "server runs with them):"]
+    for value in saved:
+        lines.append(f"  {value.line()}")
+        if value.hides is not None:
+            lines.append(f"    → to use that value instead: `ask-fable db settings --forget {value.name}`")
     return [*lines, ""]

@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ask_fable.stores.db import Connection, Database
@@ -55,6 +56,16 @@ MIGRATIONS = [
 UNLOADED = SavedSettings(revision=-1, values={})
 
 
+@dataclass(frozen=True)
+class SavedEntry:
+    """One saved setting as an admin reviews it: its value, who saved it (the caller's tenant), when."""
+
+    name: str
+    value: Any
+    tenant: str
+    saved_at: float
+
+
 class SettingsStore:
     """The saved settings on one :class:`~ask_fable.stores.db.Database` (SQLite or PostgreSQL)."""
 
@@ -71,12 +82,9 @@ class SettingsStore:
         """Save ``updates`` (a ``None`` value removes that setting) for ``tenant``'s caller, raise the
         revision, and return the snapshot as committed."""
         now = self._clock()
-        notify = self.db.dialect == "postgres"
 
         def body(conn: Connection) -> SavedSettings:
-            # Taken first: the revision row's lock makes concurrent saves take turns.
-            revision = int(conn.execute("UPDATE saved_settings_revision SET revision = revision + 1 "
-                                        "WHERE one = 1 RETURNING revision").fetchone()[0])
+            revision = self._next_revision(conn)
             for name, value in updates.items():
                 if value is None:
                     conn.execute("DELETE FROM saved_settings WHERE name = ?", (name,))
@@ -87,11 +95,44 @@ class SettingsStore:
                         "saved_at = excluded.saved_at",
                         (name, json.dumps(value), tenant, now),
                     )
-            if notify:
-                conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, str(revision)))
+            self._announce(conn, revision)
             return _snapshot(conn)
 
         return self.db.run_write(body)
+
+    def entries(self) -> list[SavedEntry]:
+        """Every saved setting with who saved it and when, by name."""
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT name, value, tenant, saved_at FROM saved_settings "
+                                "ORDER BY name").fetchall()
+        return [SavedEntry(row["name"], json.loads(row["value"]), row["tenant"], float(row["saved_at"]))
+                for row in rows]
+
+    def forget(self, names: Collection[str] | None = None) -> list[str]:
+        """Remove the saved settings ``names`` (``None``: every one) in one save, so every server drops
+        them as it applies a save; returns the names that were saved and are now gone."""
+
+        def body(conn: Connection) -> list[str]:
+            revision = self._next_revision(conn)
+            saved = [row["name"] for row in conn.execute("SELECT name FROM saved_settings ORDER BY name")]
+            gone = [name for name in saved if names is None or name in names]
+            for name in gone:
+                conn.execute("DELETE FROM saved_settings WHERE name = ?", (name,))
+            self._announce(conn, revision)
+            return gone
+
+        return self.db.run_write(body)
+
+    @staticmethod
+    def _next_revision(conn: Connection) -> int:
+        """Raise the revision; taken first in a write, its row's lock makes concurrent writes take turns."""
+        return int(conn.execute("UPDATE saved_settings_revision SET revision = revision + 1 "
+                                "WHERE one = 1 RETURNING revision").fetchone()[0])
+
+    def _announce(self, conn: Connection, revision: int) -> None:
+        """On PostgreSQL, notify the listening servers of ``revision`` as the write commits."""
+        if self.db.dialect == "postgres":
+            conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, str(revision)))
 
     def close(self) -> None:
         """Close what the store's database opened for itself."""

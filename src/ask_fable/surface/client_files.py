@@ -49,12 +49,12 @@ BOM = b"\xef\xbb\xbf"
 
 
 def decode(target: Path, data: bytes | None) -> str:
-    """``data`` as UTF-8 text (empty for a missing file), without a leading byte order mark
-    (:func:`replace` writes it back)."""
+    """``data`` as UTF-8 text (empty for a missing file) with LF line ends, without a leading byte
+    order mark (:func:`replace` writes both back as the file had them)."""
     if data is None:
         return ""
     try:
-        return data.removeprefix(BOM).decode("utf-8")
+        return data.removeprefix(BOM).decode("utf-8").replace("\r\n", "\n")
     except UnicodeDecodeError as exc:
         raise ConfigFileError(f"{target} is not UTF-8 text; fix it first") from exc
 
@@ -78,20 +78,22 @@ def replace(path: Path, target: Path, read: bytes | None, text: str) -> tuple[bo
     """Write ``text`` to ``target`` (the real file behind ``path``) if it still holds ``read``.
 
     Returns ``(written, backup)``: ``written`` is false when the file changed since it was read, so
-    the caller can merge again from the new content. The previous content, if any, is backed up first;
-    a byte order mark it started with is kept.
+    the caller can merge again from the new content. The previous content, unless blank, is backed up
+    first; a byte order mark it started with and its CRLF line ends (a file saved on Windows) are kept.
     """
     from ask_fable.files import atomic_write_text
 
     if read_bytes(target) != read:
         return False, None
     backup = None
-    if read is not None:
+    if read is not None and read.removeprefix(BOM).strip():  # a blank file holds nothing to restore
         try:
             backup = _backup(path, read)
         except OSError as exc:
             raise ConfigFileError(f"cannot save a backup next to {path}: {_reason(exc)}") from exc
     try:
+        if read and b"\r\n" in read:
+            text = text.replace("\r\n", "\n").replace("\n", "\r\n")
         atomic_write_text(target, ("\ufeff" if read and read.startswith(BOM) else "") + text)
     except OSError as exc:
         raise ConfigFileError(f"cannot write {target}: {_reason(exc)}") from exc

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from ask_fable.clock import local_time
 from ask_fable.surface.registry import ToolSpec, input_schema
 
 #: Explicit command names where the general rule reads badly.
@@ -65,6 +67,8 @@ class Param:
     choices: tuple[Any, ...] | None
     help: str
     default: Any = _NO_DEFAULT
+    #: The schema's bounds on a number: inclusive low, exclusive low, inclusive high (None: unbounded).
+    bounds: tuple[float | None, float | None, float | None] = (None, None, None)
 
     @property
     def dest(self) -> str:
@@ -136,6 +140,17 @@ def _types(node: dict[str, Any], defs: dict[str, Any]) -> tuple[set[str], list[A
     return types, [value for value in enum if value is not None]
 
 
+def _bounds(node: dict[str, Any], defs: dict[str, Any]) -> tuple[float | None, float | None, float | None]:
+    """A number's ``minimum``, ``exclusiveMinimum`` and ``maximum`` in its schema (or an ``anyOf`` option)."""
+    found: list[float | None] = [None, None, None]
+    for option in [_resolve(node, defs), *node.get("anyOf", [])]:
+        for index, key in enumerate(("minimum", "exclusiveMinimum", "maximum")):
+            value = option.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                found[index] = value
+    return found[0], found[1], found[2]
+
+
 def _kind(types: set[str]) -> str:
     if types == {"boolean"}:
         return "bool"
@@ -169,6 +184,7 @@ def tool_params(spec: ToolSpec) -> list[Param]:
             choices=tuple(enum) if enum else None,
             help=description.replace("%", "%%"),
             default=node.get("default", _NO_DEFAULT),
+            bounds=_bounds(node, defs),
         ))
     return params
 
@@ -305,21 +321,42 @@ def _split(value: str) -> list[str]:
     return [part.strip() for part in value.split(",") if part.strip()]
 
 
+class OutOfRange(ValueError):
+    """A number outside what the tool accepts; its message starts with the value given."""
+
+
+def _number(param: Param, text: str) -> int | float:
+    """``text`` as the whole number or number ``param`` takes, within the bounds its tool accepts
+    (outside them the tool would refuse the call, so the command refuses it first)."""
+    whole = param.kind == "int"
+    try:
+        value: int | float = int(text) if whole else float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a {'whole number' if whole else 'number'}") from None
+    low, above, high = param.bounds
+    inside = math.isfinite(value) and (low is None or value >= low) and (above is None or value > above) and (
+        high is None or value <= high)
+    if inside:
+        return value
+    kind = "whole number" if whole else "number"
+    if above is not None:
+        wanted = f"a {kind} above {above:g}"
+    elif low is not None:
+        wanted = f"a {kind} from {low:g}" + (f" to {high:g}" if high is not None else "")
+    elif high is not None:
+        wanted = f"a {kind} up to {high:g}"
+    else:
+        wanted = f"a finite {kind}"
+    raise OutOfRange(f"{text}: use {wanted}")
+
+
 def convert(param: Param, raw: Any) -> Any:
     """Turn one command-line value into the JSON value the tool expects."""
     if raw is None or param.kind == "bool":
         return raw
     text = str(raw)
-    if param.kind == "int":
-        try:
-            return int(text)
-        except ValueError:
-            raise ValueError(f"{text!r} is not a whole number") from None
-    if param.kind == "float":
-        try:
-            return float(text)
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
+    if param.kind in ("int", "float"):
+        return _number(param, text)
     if param.kind == "list":
         stripped = text.strip()
         if stripped.startswith("["):
@@ -348,11 +385,14 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
         raw = getattr(namespace, param.dest, None)
         if raw == "-" and param.positional and param.field in STDIN_FIELDS:
             raw = sources.read("-", name)
+            if not raw.strip():  # a failed command before the pipe: never store or ask nothing
+                raise UsageError(f"{name}: stdin is empty; pipe the text in, or give it as the argument")
         if raw is not None:
             try:
                 out[param.field] = convert(param, raw)
             except ValueError as exc:  # int("abc"), malformed JSON lists…
-                raise UsageError(f"{name}: {exc}") from exc
+                said = f"{name} {exc}" if isinstance(exc, OutOfRange) else f"{name}: {exc}"
+                raise UsageError(said) from exc
         files = getattr(namespace, f"file__{param.field}", None) or []
         texts = [sources.read(source, f"{param.flag}-file") for source in files]
         if texts:
@@ -457,14 +497,6 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
 # --- output --------------------------------------------------------------------------------------
 
 
-def local_time(value: float | str) -> str:
-    """A Unix time (or an ISO-8601 string) as local ISO-8601 with its UTC offset, to the second."""
-    from datetime import datetime
-
-    moment = datetime.fromisoformat(value) if isinstance(value, str) else datetime.fromtimestamp(value)
-    return moment.astimezone().isoformat(timespec="seconds")
-
-
 def _shown(key: str, value: Any) -> Any:
     """``value`` as readable output shows it: Unix times become local ISO-8601."""
     if key in TIME_FIELDS and isinstance(value, int | float) and not isinstance(value, bool):
@@ -548,14 +580,12 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
     ``quiet`` (``--quiet``) or the ``ASK_FABLE_QUIET`` setting silences the progress trace and the
     status line; either one is enough.
     """
-    import logging
-
     import anyio
 
     from ask_fable.config import load_settings
+    from ask_fable.surface.terminal import quiet_library_logs
 
-    for noisy in ("mcp", "httpx2", "httpx"):  # the server configures INFO logging; a shell wants results
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    quiet_library_logs()
     try:
         arguments = arguments_from(namespace, spec)
     except UsageError as exc:

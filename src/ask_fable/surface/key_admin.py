@@ -66,7 +66,7 @@ def _of(used: str, limit: object) -> str:
 
 def print_table(report: list[dict[str, Any]]) -> None:
     """The human listing: who, scope, tenant, then use against limits, then dates."""
-    from ask_fable.surface.human_cli import local_time
+    from ask_fable.clock import local_time
 
     def when(value: str | None) -> str:
         return local_time(value) if value else "-"
@@ -121,18 +121,23 @@ def keys_command(args: argparse.Namespace) -> int:
                 print(json.dumps(updated, indent=2))
             else:
                 force = updated["limits_in_force"]
+                revoked = "; it is revoked, so it is refused whatever its limits" if record.revoked_at else ""
                 print(f"key {record.id} ({record.name!r}) now allows rpm={_of('', force['rpm'])[1:]}, "
                       f"concurrent={_of('', force['concurrent'])[1:]}, "
-                      f"daily_usd={_of('', force['daily_usd'])[1:]}")
+                      f"daily_usd={_of('', force['daily_usd'])[1:]}{revoked}")
             return 0
+        revoked_before = {key.id: key.revoked_at for key in store.list_keys()}
         record = store.revoke(args.id)
         if args.json:
             print(json.dumps(record.to_dict(), indent=2))
         else:
-            from ask_fable.surface.human_cli import local_time
+            from ask_fable.clock import local_time
 
             revoked = local_time(record.revoked_at) if record.revoked_at else "now"
-            print(f"revoked key {record.id} ({record.name!r}) at {revoked}")
+            if revoked_before.get(record.id):
+                print(f"key {record.id} ({record.name!r}) was already revoked at {revoked}; nothing changed")
+            else:
+                print(f"revoked key {record.id} ({record.name!r}) at {revoked}")
         return 0
     except Unavailable:
         raise  # the stores cannot be used: the command's one-line error (and its fix) says so

@@ -116,7 +116,7 @@ def describe(exc: BaseException) -> str:
     problems = _settings_problems(exc)
     if isinstance(exc, AskFableError):
         hint = exc.extra.get("hint")
-        text = exc.detail + (f"; {hint}" if hint else "")
+        text = exc.detail + (f"; {hint}" if hint and not _said(exc.detail, str(hint)) else "")
     elif problems is not None:
         from ask_fable.config import config_file_path
 
@@ -126,6 +126,15 @@ def describe(exc: BaseException) -> str:
     else:
         text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     return redact(" ".join(text.split()), _secrets())
+
+
+def _said(detail: str, hint: str) -> bool:
+    """Whether ``detail`` already gives every command ``hint`` names (`in backquotes`), so the hint
+    would only repeat it on the one line a command prints."""
+    import re
+
+    commands = re.findall(r"`[^`]+`", hint)
+    return bool(commands) and all(command in detail for command in commands)
 
 
 def _settings_problems(exc: BaseException) -> str | None:
@@ -258,3 +267,14 @@ def stop_on_signals(stop: Callable[[], None] | None, *,
             timer.cancel()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def quiet_library_logs() -> None:
+    """Keep libraries' own log lines out of a command's output: the server configures INFO logging
+    for the MCP and HTTP libraries, and the database driver warns of each failed connection, while
+    a command prints its result, or one line saying why it failed."""
+    import logging
+
+    for noisy in ("mcp", "httpx2", "httpx"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logging.getLogger("psycopg").setLevel(logging.ERROR)

@@ -45,6 +45,11 @@ def saved_note(where: str, overrides: str) -> str:
     return f"saved to the config file, which overrides {overrides}; applies from the next call"
 
 
+def clamped_note(name: str, given: int, used: int, low: int, high: int) -> str | None:
+    """What a result says when the tool clamped argument ``name`` from ``given`` into ``low``–``high``."""
+    return None if given == used else f"{name} {given} is outside {low}–{high}: used {used}"
+
+
 def require_names(value: str | list[str], message: str) -> None:
     """Raise ``bad_args`` with ``message`` unless ``value`` names at least one non-blank item."""
     items = [value] if isinstance(value, str) else value

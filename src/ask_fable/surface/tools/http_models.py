@@ -11,7 +11,7 @@ from ask_fable.backends.base import is_effort
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import Handler, ToolSpec
-from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, single_model_tool
+from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, clamped_note, single_model_tool
 
 if TYPE_CHECKING:
     from ask_fable.backends.catalogs import Picker, PickerOption
@@ -142,6 +142,11 @@ async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> d
     listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
     result = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit,
                            resources=ctx.app.resources)
+    used = result.get("limit")
+    clamped = isinstance(used, int) and clamped_note("limit", args.limit, used, catalogs.MIN_LIMIT,
+                                                     catalogs.MAX_LIMIT)
+    if clamped:
+        result["note"] = f"{result['note']}; {clamped}" if result.get("note") else clamped
     if args.interactive:
         selection = await _offer_picker(ctx, result["picker"])
         if selection is not None:

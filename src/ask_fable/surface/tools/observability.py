@@ -17,7 +17,7 @@ from ask_fable.contract import DataResult, Strict
 from ask_fable.stores.stats import BY_VALUES, WINDOWS
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT, save_settings, saved_note
+from ask_fable.surface.tools.common import TENANT, clamped_note, save_settings, saved_note
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
@@ -146,6 +146,8 @@ class TraceResult(DataResult):
     content: str | None = None
     content_truncated: bool | None = None
     content_note: str | None = None
+    #: Set when the limit given was outside 1–200 and the clamped one was used.
+    note: str | None = None
 
 
 class TracingResult(DataResult):
@@ -200,6 +202,9 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     result: dict[str, Any] = {"status": "ok", "count": len(rows), "limit": limit, "traces": rows}
     if len(rows) == limit:
         result["next_before"] = rows[-1]["trace_id"]
+    note = clamped_note("limit", args.limit, limit, 1, MAX_TRACE_LIST)
+    if note:
+        result["note"] = note
     return result
 
 
