@@ -261,9 +261,32 @@ def _nothing_to_redact(obj: object, exact: _Exact) -> bool:
         dumped = json.dumps(obj, ensure_ascii=False)
     except (TypeError, ValueError):
         return False
+    return _clean_dump(dumped, exact)
+
+
+def _clean_dump(dumped: str, exact: _Exact) -> bool:
+    """Whether a JSON dump shows nothing to redact: ASCII, no secret value, no rule's trigger."""
     if not dumped.isascii() or any(value in dumped for value in exact.values):
         return False
     return not _has_trigger(dumped)
+
+
+def redacted_json(obj: object, secrets: SecretSource = (), *,
+                  separators: tuple[str, str] | None = None) -> str:
+    """``obj`` as JSON text (``ensure_ascii=False``; a value JSON cannot write as its ``str``) with every
+    secret and key shape in its strings redacted.
+
+    One dump, searched as :func:`redact_obj` searches it, is the text itself when nothing needs
+    redacting (nearly always); otherwise the strings are redacted one by one (the ``str`` of a value
+    JSON cannot write included) and dumped again.
+    """
+    exact = _exact(secrets)
+    if not exact.escaped:
+        dumped = json.dumps(obj, ensure_ascii=False, separators=separators, default=str)
+        if _clean_dump(dumped, exact):
+            return dumped
+    return json.dumps(_walk(obj, exact.values), ensure_ascii=False, separators=separators,
+                      default=lambda value: _redact_with(str(value), exact.values))
 
 
 def _walk(obj: object, exact: tuple[str, ...]) -> object:

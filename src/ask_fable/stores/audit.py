@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.files import FILE_MODE, ensure_private_dir
-from ask_fable.redact import SecretSource, redact_obj, secret_list
+from ask_fable.redact import SecretSource, redacted_json, secret_list
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -63,8 +63,7 @@ class AuditLog:
         if not records:
             return
         data = b"".join(
-            (json.dumps(redact_obj(record, self._secrets), ensure_ascii=False, separators=(",", ":"),
-                        default=str) + "\n").encode("utf-8")
+            (redacted_json(record, self._secrets, separators=(",", ":")) + "\n").encode("utf-8")
             for record in records
         )
         lock_fd = self._open_lock()

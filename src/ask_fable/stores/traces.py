@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
 from ask_fable.files import atomic_write_bytes
-from ask_fable.redact import redact, redact_obj, secret_list
+from ask_fable.redact import redact, redact_obj, redacted_json, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connection, Connections, Database, database_for
 from ask_fable.stores.records import TraceBundle, TraceRecord
@@ -175,7 +175,7 @@ class TraceStore:
         )
         event_rows: list[tuple[Any, ...]] = [
             (trace_id, seq, _number(event.t_ms), event.name or "event",
-             json.dumps(redact_obj(event.attrs, self._secrets), ensure_ascii=False, default=str))
+             redacted_json(event.attrs, self._secrets))
             for seq, event in enumerate(trace.events)
         ]
         return trace_id, ts, row, providers, event_rows
