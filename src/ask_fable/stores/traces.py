@@ -97,6 +97,10 @@ _LIST_COLUMNS = (
 )
 
 _REPLACE = ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LIST_COLUMNS.split(",")[1:])
+_INSERT_NEW = (f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+               "ON CONFLICT(trace_id) DO NOTHING")
+_REPLACE_OLD = (f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}")
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -133,13 +137,11 @@ class TraceStore:
             return
         def store(conn: Connection) -> list[str]:
             for trace_id, ts, row, providers, event_rows in rows:
-                conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
-                conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
-                conn.execute(
-                    f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                    f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}",
-                    row,
-                )
+                # A new trace (nearly always) is one insert; one recorded before is replaced whole.
+                if not conn.execute(_INSERT_NEW, row).rowcount:
+                    conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
+                    conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
+                    conn.execute(_REPLACE_OLD, row)
                 if providers:
                     conn.executemany(
                         "INSERT INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?) "
