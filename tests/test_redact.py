@@ -9,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ask_fable.config import load_settings
-from ask_fable.redact import MARKER, bounded, redact, redact_obj, redacted_json, secret_list
+from ask_fable.redact import (
+    MARKER,
+    bounded,
+    redact,
+    redact_obj,
+    redacted_json,
+    redacted_json_all,
+    secret_list,
+)
 
 SHAPES = {
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
@@ -160,6 +168,19 @@ def test_redacted_json_is_the_dump_of_each_string_redacted(obj: object, compact:
     assert redacted_json(obj, secrets, separators=separators) == expected
     assert redacted_json(obj, ["plain-secret-1234"], separators=separators) == json.dumps(
         _each_string_redacted(obj, ["plain-secret-1234"]), ensure_ascii=False, separators=separators)
+
+
+@settings(max_examples=200, deadline=None)
+@given(objs=st.lists(_SHAPED, max_size=6))
+def test_redacted_json_of_several_objects_is_each_one_redacted_on_its_own(objs: list[object]) -> None:
+    """A trace's events are checked together, in one search over all their dumps; each is still
+    written exactly as it would be alone, a secret in one of them or split across two included."""
+    secrets = ['pa"ss\\wo\nrd-9', "plain-secret-1234"]
+    assert redacted_json_all(objs, secrets) == [redacted_json(obj, secrets) for obj in objs]
+    assert redacted_json_all(objs, ["plain-secret-1234"]) == [
+        json.dumps(_each_string_redacted(obj, ["plain-secret-1234"]), ensure_ascii=False) for obj in objs]
+    split = ["… plain-secret", "-1234 …"]  # the secret only exists across the two dumps
+    assert redacted_json_all(split, ["plain-secret-1234"]) == [json.dumps(p, ensure_ascii=False) for p in split]
 
 
 def test_redacted_json_redacts_what_json_writes_as_text() -> None:

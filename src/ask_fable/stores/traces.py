@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
 from ask_fable.files import atomic_write_bytes
-from ask_fable.redact import redact, redact_obj, redacted_json, secret_list
+from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connection, Connections, Database, database_for
 from ask_fable.stores.records import TraceBundle, TraceRecord
@@ -175,9 +175,9 @@ class TraceStore:
             _number(trace.elapsed_ms),
             json.dumps(providers), json.dumps(models), 1 if trace.cached else 0,
         )
+        attrs = redacted_json_all([event.attrs for event in trace.events], self._secrets)
         event_rows: list[tuple[Any, ...]] = [
-            (trace_id, seq, _number(event.t_ms), event.name or "event",
-             redacted_json(event.attrs, self._secrets))
+            (trace_id, seq, _number(event.t_ms), event.name or "event", attrs[seq])
             for seq, event in enumerate(trace.events)
         ]
         return trace_id, ts, row, providers, event_rows
