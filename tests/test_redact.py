@@ -180,7 +180,8 @@ def test_redacted_json_of_several_objects_is_each_one_redacted_on_its_own(objs: 
     assert redacted_json_all(objs, ["plain-secret-1234"]) == [
         json.dumps(_each_string_redacted(obj, ["plain-secret-1234"]), ensure_ascii=False) for obj in objs]
     split = ["… plain-secret", "-1234 …"]  # the secret only exists across the two dumps
-    assert redacted_json_all(split, ["plain-secret-1234"]) == [json.dumps(p, ensure_ascii=False) for p in split]
+    expected = [json.dumps(piece, ensure_ascii=False) for piece in split]
+    assert redacted_json_all(split, ["plain-secret-1234"]) == expected
 
 
 def test_redacted_json_redacts_what_json_writes_as_text() -> None:
