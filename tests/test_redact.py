@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ask_fable.config import load_settings
-from ask_fable.redact import MARKER, bounded, redact, redact_obj, secret_list
+from ask_fable.redact import (
+    MARKER,
+    bounded,
+    redact,
+    redact_obj,
+    redacted_json,
+    redacted_json_all,
+    secret_list,
+)
 
 SHAPES = {
     "anthropic": "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcdEFGH",
@@ -145,6 +155,45 @@ def test_redact_obj_redacts_every_string_inside_as_redact_does_it(obj: object) -
     shapes), ``redact_obj`` gives what redacting each string on its own gives."""
     secrets = ['pa"ss\\wo\nrd-9', "plain-secret-1234"]
     assert redact_obj(obj, secrets) == _each_string_redacted(obj, secrets)
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=_SHAPED, compact=st.booleans())
+def test_redacted_json_is_the_dump_of_each_string_redacted(obj: object, compact: bool) -> None:
+    """The JSON text a trace event or audit line is stored as is exactly the dump of the object with
+    each string redacted on its own, whether it took the one-dump way or the string-by-string way."""
+    secrets = ['pa"ss\\wo\nrd-9', "plain-secret-1234"]
+    separators = (",", ":") if compact else None
+    expected = json.dumps(_each_string_redacted(obj, secrets), ensure_ascii=False, separators=separators)
+    assert redacted_json(obj, secrets, separators=separators) == expected
+    assert redacted_json(obj, ["plain-secret-1234"], separators=separators) == json.dumps(
+        _each_string_redacted(obj, ["plain-secret-1234"]), ensure_ascii=False, separators=separators)
+
+
+@settings(max_examples=200, deadline=None)
+@given(objs=st.lists(_SHAPED, max_size=6))
+def test_redacted_json_of_several_objects_is_each_one_redacted_on_its_own(objs: list[object]) -> None:
+    """A trace's events are checked together, in one search over all their dumps; each is still
+    written exactly as it would be alone, a secret in one of them or split across two included."""
+    secrets = ['pa"ss\\wo\nrd-9', "plain-secret-1234"]
+    assert redacted_json_all(objs, secrets) == [redacted_json(obj, secrets) for obj in objs]
+    assert redacted_json_all(objs, ["plain-secret-1234"]) == [
+        json.dumps(_each_string_redacted(obj, ["plain-secret-1234"]), ensure_ascii=False) for obj in objs]
+    split = ["… plain-secret", "-1234 …"]  # the secret only exists across the two dumps
+    expected = [json.dumps(piece, ensure_ascii=False) for piece in split]
+    assert redacted_json_all(split, ["plain-secret-1234"]) == expected
+
+
+def test_redacted_json_redacts_what_json_writes_as_text() -> None:
+    """A value JSON cannot write (a path, an exception) is written as its text, and that text is
+    redacted like any string."""
+
+    class Holder:
+        def __str__(self) -> str:
+            return "token plain-secret-1234 and sk-AbCdEfGhIjKlMnOpQrStUvWx12345678"
+
+    text = redacted_json({"where": Holder(), "n": 3}, ["plain-secret-1234"])
+    assert json.loads(text) == {"where": f"token {MARKER} and {MARKER}", "n": 3}
 
 
 @settings(max_examples=100, deadline=None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol, TypeVar, cast, runtime_checkable
 
 MARKER = "[REDACTED]"
@@ -91,10 +91,16 @@ _FOLDED_TRIGGERS = tuple(t.lower() for triggers, folded, _p, _k in _RULES if fol
 
 def _has_trigger(ascii_text: str) -> bool:
     """Whether ASCII text holds any rule's trigger (folded ones in any case)."""
-    if any(trigger in ascii_text for trigger in _PLAIN_TRIGGERS):
-        return True
+    # Plain loops: this runs on every result, audit line and trace event, and ``any`` over a
+    # generator costs more than the searches themselves on short text.
+    for trigger in _PLAIN_TRIGGERS:
+        if trigger in ascii_text:
+            return True
     lowered = ascii_text.lower()
-    return any(trigger in lowered for trigger in _FOLDED_TRIGGERS)
+    for trigger in _FOLDED_TRIGGERS:  # noqa: SIM110 - see above
+        if trigger in lowered:
+            return True
+    return False
 
 
 def secret_list(secrets: SecretSource) -> list[str]:
@@ -261,9 +267,43 @@ def _nothing_to_redact(obj: object, exact: _Exact) -> bool:
         dumped = json.dumps(obj, ensure_ascii=False)
     except (TypeError, ValueError):
         return False
+    return _clean_dump(dumped, exact)
+
+
+def _clean_dump(dumped: str, exact: _Exact) -> bool:
+    """Whether a JSON dump shows nothing to redact: ASCII, no secret value, no rule's trigger."""
     if not dumped.isascii() or any(value in dumped for value in exact.values):
         return False
     return not _has_trigger(dumped)
+
+
+def redacted_json(obj: object, secrets: SecretSource = (), *,
+                  separators: tuple[str, str] | None = None) -> str:
+    """``obj`` as JSON text (``ensure_ascii=False``; a value JSON cannot write as its ``str``) with every
+    secret and key shape in its strings redacted.
+
+    One dump, searched as :func:`redact_obj` searches it, is the text itself when nothing needs
+    redacting (nearly always); otherwise the strings are redacted one by one (the ``str`` of a value
+    JSON cannot write included) and dumped again.
+    """
+    return redacted_json_all([obj], secrets, separators=separators)[0]
+
+
+def redacted_json_all(objs: Sequence[object], secrets: SecretSource = (), *,
+                      separators: tuple[str, str] | None = None) -> list[str]:
+    """Each of ``objs`` as :func:`redacted_json` writes it, their dumps searched together in one pass
+    when none needs redacting (a match found only across two dumps sends each the long way)."""
+    exact = _exact(secrets)
+    if not exact.escaped:
+        dumps = [json.dumps(obj, ensure_ascii=False, separators=separators, default=str) for obj in objs]
+        if _clean_dump(dumps[0] if len(dumps) == 1 else "\n".join(dumps), exact):
+            return dumps
+
+    def text_of(value: object) -> str:
+        return _redact_with(str(value), exact.values)
+
+    return [json.dumps(_walk(obj, exact.values), ensure_ascii=False, separators=separators, default=text_of)
+            for obj in objs]
 
 
 def _walk(obj: object, exact: tuple[str, ...]) -> object:

@@ -218,6 +218,16 @@ class FakeProvider:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
+    def hang_up_idle(self) -> int:
+        """End every open connection from the server's side, as a provider closing its idle
+        keep-alive connections does; returns how many were open."""
+        with self._lock:
+            connections = list(self._connections)
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        return len(connections)
+
     def __enter__(self) -> FakeProvider:
         return self.start()
 

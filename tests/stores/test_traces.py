@@ -65,12 +65,21 @@ def test_record_then_get_returns_ordered_events_and_fields(settings: Settings) -
 
 
 def test_record_twice_replaces_the_trace(settings: Settings) -> None:
+    """A trace recorded again keeps nothing of the first record: not its fields, events or providers,
+    alone or in a group with new traces."""
     store = TraceStore(settings)
     store.record(_trace(1))
-    store.record(_trace(1, status="error", events=[{"t_ms": 1, "name": "only", "attrs": {}}]))
+    store.record(_trace(1, status="error", providers=["kimi"],
+                        events=[{"t_ms": 1, "name": "only", "attrs": {}}]))
     got = store.get("local", _trace(1).trace_id)
     assert got is not None and got["status"] == "error" and [e["name"] for e in got["events"]] == ["only"]
-    assert store.count() == 1
+    assert got["providers"] == ["kimi"] and store.list("local", provider="glm") == []
+    store.record_many([_trace(2), _trace(1, status="ok"), _trace(3)])
+    got = store.get("local", _trace(1).trace_id)
+    assert got is not None and got["status"] == "ok"
+    assert [e["name"] for e in got["events"]] == ["start", "end"]
+    assert [r["trace_id"] for r in store.list("local", provider="kimi")] == []
+    assert store.count() == 3
 
 
 def test_list_is_newest_first_without_events_and_filters(settings: Settings) -> None:

@@ -167,10 +167,12 @@ def new_client(timeout: float, transport: httpx2.AsyncBaseTransport | None = Non
     """
     import httpx2
 
+    from ask_fable.backends.http_pool import quick_idle_checks
+
     limits = httpx2.Limits(max_connections=256, max_keepalive_connections=32)
-    return httpx2.AsyncClient(timeout=request_timeouts(timeout), transport=transport, follow_redirects=False,
-                              limits=limits, headers={"user-agent": USER_AGENT},
-                              verify=_ssl_context() if transport is None else True)
+    return quick_idle_checks(httpx2.AsyncClient(
+        timeout=request_timeouts(timeout), transport=transport, follow_redirects=False, limits=limits,
+        headers={"user-agent": USER_AGENT}, verify=_ssl_context() if transport is None else True))
 
 
 def request_timeouts(timeout: float) -> httpx2.Timeout:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.files import FILE_MODE, ensure_private_dir
-from ask_fable.redact import SecretSource, redact_obj, secret_list
+from ask_fable.redact import SecretSource, redacted_json_all, secret_list
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -62,11 +62,8 @@ class AuditLog:
         the file is full; the lines of other writers never land between them."""
         if not records:
             return
-        data = b"".join(
-            (json.dumps(redact_obj(record, self._secrets), ensure_ascii=False, separators=(",", ":"),
-                        default=str) + "\n").encode("utf-8")
-            for record in records
-        )
+        lines = redacted_json_all(records, self._secrets, separators=(",", ":"))
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
         lock_fd = self._open_lock()
         try:
             fcntl.flock(lock_fd, fcntl.LOCK_SH)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
 from ask_fable.files import atomic_write_bytes
-from ask_fable.redact import redact, redact_obj, secret_list
+from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Connection, Connections, Database, database_for
 from ask_fable.stores.records import TraceBundle, TraceRecord
@@ -97,6 +97,10 @@ _LIST_COLUMNS = (
 )
 
 _REPLACE = ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LIST_COLUMNS.split(",")[1:])
+_INSERT_NEW = (f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+               "ON CONFLICT(trace_id) DO NOTHING")
+_REPLACE_OLD = (f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}")
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -133,13 +137,11 @@ class TraceStore:
             return
         def store(conn: Connection) -> list[str]:
             for trace_id, ts, row, providers, event_rows in rows:
-                conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
-                conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
-                conn.execute(
-                    f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                    f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}",
-                    row,
-                )
+                # A new trace (nearly always) is one insert; one recorded before is replaced whole.
+                if not conn.execute(_INSERT_NEW, row).rowcount:
+                    conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
+                    conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
+                    conn.execute(_REPLACE_OLD, row)
                 if providers:
                     conn.executemany(
                         "INSERT INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?) "
@@ -173,9 +175,9 @@ class TraceStore:
             _number(trace.elapsed_ms),
             json.dumps(providers), json.dumps(models), 1 if trace.cached else 0,
         )
+        attrs = redacted_json_all([event.attrs for event in trace.events], self._secrets)
         event_rows: list[tuple[Any, ...]] = [
-            (trace_id, seq, _number(event.t_ms), event.name or "event",
-             json.dumps(redact_obj(event.attrs, self._secrets), ensure_ascii=False, default=str))
+            (trace_id, seq, _number(event.t_ms), event.name or "event", attrs[seq])
             for seq, event in enumerate(trace.events)
         ]
         return trace_id, ts, row, providers, event_rows
