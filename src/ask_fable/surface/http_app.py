@@ -26,8 +26,10 @@ the path only, never the query string.
 
 A request in flight runs in its own cancel scope: a client that hangs up cancels it at once (its
 CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
-cancels every one when the server stops, web view pages included, answering each caller 503: no
-request holds a stopping server.
+cancels every one when the server stops, web view pages, key checks and readiness probes waiting
+on the store included, answering each caller 503: no request holds a stopping server. Those waits
+run on daemon threads (``surface/daemon_workers.py``), so a database that never answers cannot
+hold the stopped process either.
 
 ``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
 :func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
@@ -43,14 +45,16 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
 
 from ask_fable.access import SCOPE_MEANS, scope_allows, stronger
 from ask_fable.access import Scope as KeyScope
+from ask_fable.errors import Unavailable
 from ask_fable.redact import redact
+from ask_fable.surface.daemon_workers import DaemonWorkers
 from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
 if TYPE_CHECKING:
@@ -87,8 +91,12 @@ HEALTH_FRESH_S = 0.5
 #: Seconds a client is asked to wait before retrying when the store does not answer.
 RETRY_AFTER_S = 2
 STORE_DOWN_REASON = "the database is not answering"
+STOPPING_REASON = "the server is stopping"
+#: Threads at most checking keys against a store that blocks (PostgreSQL); past it, checks queue.
+STORE_WORKERS = 32
 
 log = logging.getLogger("ask_fable.http")
+T = TypeVar("T")
 
 
 def _setting_default(name: str) -> Any:
@@ -282,7 +290,9 @@ class Readiness:
 
     One probe runs at a time and its answer is shared for :data:`HEALTH_FRESH_S`; a probe that
     outlives the timeout is left to finish on its own thread (the replica is not ready meanwhile),
-    and no second probe starts until it does, so a hung database cannot pile up threads.
+    and no second probe starts until it does, so a hung database cannot pile up threads. That thread
+    is a daemon (``surface/daemon_workers.py``): a database that never answers cannot keep a stopped
+    server's process alive.
     """
 
     def __init__(self, probe: Callable[[], bool], *, timeout_s: float = HEALTH_TIMEOUT_S,
@@ -294,6 +304,7 @@ class Readiness:
         self._answered_at = -float("inf")
         self._in_flight = False
         self._lock: anyio.Lock | None = None
+        self._worker = DaemonWorkers(1, "ask-fable-readiness")
 
     def _run_probe(self) -> bool:
         try:
@@ -312,13 +323,17 @@ class Readiness:
             if not self._in_flight:
                 self._in_flight = True
                 with anyio.move_on_after(self.timeout_s):
-                    answer = await anyio.to_thread.run_sync(self._run_probe, abandon_on_cancel=True)
+                    answer = await self._worker.run(self._run_probe)
             self._answer, self._answered_at = answer, time.monotonic()
             return answer
 
 
 class _ClientGone(Exception):
     pass
+
+
+class _Stopped(Exception):
+    """The server stopped while the request waited on the store."""
 
 
 class HttpGuard:
@@ -342,12 +357,18 @@ class HttpGuard:
         self._in_flight: set[anyio.CancelScope] = set()
         #: The cancel scope of every web view request being served (not counted against ``max_requests``).
         self._pages: set[anyio.CancelScope] = set()
+        #: The cancel scope of every request waiting on the store before it is served (its key
+        #: check, a readiness probe).
+        self._waiting: set[anyio.CancelScope] = set()
+        #: Where those waits run: daemon threads, so a store that never answers holds no stopped process.
+        self._store_workers = DaemonWorkers(STORE_WORKERS, "ask-fable-key-check")
         self.stopping = False
 
     def stop(self) -> None:
-        """Stop serving: cancel every request in flight (each caller gets 503) and refuse new ones."""
+        """Stop serving: cancel every request in flight, readiness probes included (each caller gets
+        503), and refuse new ones."""
         self.stopping = True
-        for request in [*self._in_flight, *self._pages]:
+        for request in [*self._in_flight, *self._pages, *self._waiting]:
             request.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -431,11 +452,15 @@ class HttpGuard:
         try:
             # A local key store answers from memory or one SQLite pragma: no thread hop for that.
             if self.keys.blocking:
-                record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+                record = await self._from_store(lambda: self.keys.verify(presented))
             else:
                 record = self.keys.verify(presented)
+        except _Stopped:
+            await self._unavailable(send)
+            return
         except Exception as exc:  # the store did not answer: say so, never how (it may name hosts)
-            log.warning("key check failed: the store did not answer (%s)", type(exc).__name__)
+            if not isinstance(exc, Unavailable):  # an outage is reported by the store, once
+                log.warning("key check failed: the store did not answer (%s)", type(exc).__name__)
             await self._unavailable(send, store_down=True)
             return
         if record is None:
@@ -454,6 +479,16 @@ class HttpGuard:
             await self._serve(scope, headers, record, receive, tracked, request)
 
         await self._stoppable(self._in_flight, serve, send)
+
+    async def _from_store(self, call: Callable[[], T]) -> T:
+        """``call()`` on a daemon thread, in a cancel scope :meth:`stop` cancels (then :class:`_Stopped`)."""
+        with anyio.CancelScope() as waiting:
+            self._waiting.add(waiting)
+            try:
+                return await self._store_workers.run(call)
+            finally:
+                self._waiting.discard(waiting)
+        raise _Stopped
 
     async def _stoppable(self, scopes: set[anyio.CancelScope],
                          serve: Callable[[Send, anyio.CancelScope], Awaitable[None]], send: Send) -> None:
@@ -527,13 +562,22 @@ class HttpGuard:
             watcher.cancel()
 
     async def _health(self, scope: Scope, send: Send) -> None:
+        """The readiness answer; a probe still waiting on the store when the server stops is cancelled
+        and answered 503 (the server is stopping), like every other request."""
         if scope.get("method") not in ("GET", "HEAD"):
             await _respond(send, 405, b"method not allowed", "text/plain", [(b"allow", b"GET, HEAD")])
             return
-        ready = await self.readiness.ready()
+        ready, reason = False, STOPPING_REASON
+        if not self.stopping:
+            with anyio.CancelScope() as probe:
+                self._waiting.add(probe)
+                try:
+                    ready, reason = await self.readiness.ready(), STORE_DOWN_REASON
+                finally:
+                    self._waiting.discard(probe)
         status = 200 if ready else 503
         body = (b'{"status":"ok"}' if ready
-                else json.dumps({"status": "unavailable", "reason": STORE_DOWN_REASON}).encode())
+                else json.dumps({"status": "unavailable", "reason": reason}).encode())
         extra = [] if ready else [(b"retry-after", str(RETRY_AFTER_S).encode())]
         if scope.get("method") == "HEAD":
             await send({"type": "http.response.start", "status": status,
