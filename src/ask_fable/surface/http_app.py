@@ -255,6 +255,37 @@ def tool_calls(payload: Any) -> list[ToolCall]:
     return calls
 
 
+def _valid_id(value: Any) -> bool:
+    """Whether ``value`` is a JSON-RPC id MCP accepts: a string or an integer."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def message_problem(payload: Any) -> str | None:
+    """What keeps ``payload`` (a parsed body) from being one JSON-RPC message this server can answer,
+    said so that a client author knows what to send; None when it is one."""
+    if isinstance(payload, list):
+        return ("a batch (a JSON array) is not accepted: send one JSON-RPC message per request, "
+                "as MCP asks")
+    if not isinstance(payload, dict):
+        return 'the body must be one JSON-RPC message: an object with "jsonrpc": "2.0" and a "method"'
+    if payload.get("jsonrpc") != "2.0":
+        return '"jsonrpc" must be "2.0"'
+    if "method" in payload and not isinstance(payload["method"], str):
+        return '"method" must be a string naming the MCP method (e.g. "tools/call")'
+    if "id" in payload and not _valid_id(payload["id"]):
+        return '"id" must be a string or an integer'
+    params = payload.get("params")
+    if params is not None and not isinstance(params, dict):
+        return '"params" must be an object'
+    if payload.get("method") == "tools/call" and isinstance(params, dict):
+        if not isinstance(params.get("name"), str):
+            return 'tools/call needs "params.name": the tool\'s name as a string'
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            return 'tools/call "params.arguments" must be an object of the tool\'s arguments'
+    return None
+
+
 def needed_scope(call: ToolCall, tool_scopes: dict[str, KeyScope], tenant: str) -> tuple[KeyScope, str]:
     """The scope ``call`` needs from a key of ``tenant``, and why.
 
@@ -353,6 +384,10 @@ class HttpGuard:
         self.allowed_hosts = options.host_allowlist()
         self.allowed_origins = options.origin_allowlist()
         self.mcp_path = mcp_path
+        from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+
+        #: The MCP versions the app speaks (an ``MCP-Protocol-Version`` header naming another is 400).
+        self.protocol_versions: tuple[str, ...] = tuple(SUPPORTED_PROTOCOL_VERSIONS)
         #: The cancel scope of every request being served (health checks aside).
         self._in_flight: set[anyio.CancelScope] = set()
         #: The cancel scope of every web view request being served (not counted against ``max_requests``).
@@ -536,9 +571,9 @@ class HttpGuard:
                                                          f"{MAX_JSON_DEPTH} levels"), "application/json")
             return
         if scope.get("method") == "POST":
-            refusal = self._scope_refusal(body, record)
+            refusal = self._refusal(headers, body, record)
             if refusal is not None:
-                await _respond(send, 403, refusal, "application/json")
+                await _respond(send, refusal[0], refusal[1], "application/json")
                 return
         inner_scope = dict(scope)
         inner_scope["headers"] = [(n, v) for n, v in headers if n.lower() != b"authorization"]
@@ -628,11 +663,33 @@ class HttpGuard:
                 break
         return b"".join(chunks)
 
-    def _scope_refusal(self, body: bytes, record: ApiKey) -> bytes | None:
+    def _refusal(self, headers: list[tuple[bytes, bytes]], body: bytes, record: ApiKey
+                 ) -> tuple[int, bytes] | None:
+        """The status and JSON-RPC error for a POST the MCP app should not see: not declared JSON
+        (415), an MCP version this server does not speak or not one JSON-RPC message (400), or a
+        call the key's scope does not allow (403)."""
+        content_type = (_header(headers, b"content-type") or "").partition(";")[0].strip().lower()
+        if content_type != "application/json":
+            return 415, _rpc_error(-32600, f"send the JSON-RPC message with `Content-Type: application/json` "
+                                           f"(this request's: {content_type[:60] or 'none'})")
+        version = _header(headers, b"mcp-protocol-version")
+        if version is not None and version.strip() not in self.protocol_versions:
+            return 400, _rpc_error(-32600, f"MCP-Protocol-Version {version.strip()[:40]!r} is not one this "
+                                           f"server speaks: {', '.join(self.protocol_versions)}")
         try:
             payload = json.loads(body)
         except ValueError:
-            return None  # not a tool call; the MCP app answers the parse error
+            return None  # the MCP app answers the parse error
+        scope_refusal = self._scope_refusal(payload, record)  # first: a batch may hide a forbidden call
+        if scope_refusal is not None:
+            return 403, scope_refusal
+        problem = message_problem(payload)
+        if problem is not None:
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            return 400, _rpc_error(-32600, problem, request_id if _valid_id(request_id) else None)
+        return None
+
+    def _scope_refusal(self, payload: Any, record: ApiKey) -> bytes | None:
         for call in tool_calls(payload):
             needed, why = needed_scope(call, self.tool_scopes, record.tenant)
             if scope_allows(record.scope, needed):
@@ -642,7 +699,7 @@ class HttpGuard:
                 f"API key {record.prefix}… ({record.name!r}, tenant {record.tenant!r}) has {record.scope} "
                 f"scope, which may {SCOPE_MEANS[record.scope]}; {why}, which may {SCOPE_MEANS[needed]}. "
                 f"Use a key made with `ask-fable keys create --scope {needed}`",
-                call.request_id,
+                call.request_id if _valid_id(call.request_id) else None,
                 data={"required_scope": needed, "key_scope": record.scope, "tool": call.name},
             )
         return None

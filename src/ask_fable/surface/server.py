@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
@@ -302,8 +303,17 @@ class AskFableServer(MCPServer[Any]):
     async def _key_view(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         """What an HTTP key is shown of the server: the instructions (``initialize``,
         ``server/discover``) and the tools (``tools/list``) its scope may call, each tool's scope coming
-        from its declared effects. Without a key (stdio, in memory) the results pass unchanged."""
-        result = await call_next(ctx)
+        from its declared effects. Without a key (stdio, in memory) the results pass unchanged.
+
+        Params that do not fit their method are answered naming the fields at fault (the SDK's own
+        answer says only ``Invalid request parameters``); the values are the caller's and not echoed."""
+        try:
+            result = await call_next(ctx)
+        except ValidationError as exc:
+            fields = sorted({".".join(str(p) for p in err["loc"]) or "params" for err in exc.errors()})
+            raise MCPError(INVALID_PARAMS, f"invalid params for {ctx.method[:60]}: "
+                                           f"{', '.join(fields[:8])} (see the MCP schema of the method)",
+                           {"fields": fields[:8]}) from None
         if ctx.method not in _KEYED_METHODS or not isinstance(result, dict):
             return result
         key = request_key(ctx.request)
