@@ -5,6 +5,10 @@ reaching the wire (no open request at the provider, no live CLI process afterwar
 from __future__ import annotations
 
 import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +36,33 @@ def _messages(progress: Progress) -> list[str]:
     return [message or "" for _, _, message in progress]
 
 
+@contextmanager
+def _released_when(started: Callable[[], bool]) -> Iterator[threading.Event]:
+    """An event set once ``started()`` holds (polled in a thread), or after :data:`CEILING`."""
+    released, stop = threading.Event(), threading.Event()
+
+    def watch() -> None:
+        deadline = time.monotonic() + CEILING
+        while not stop.is_set() and not started() and time.monotonic() < deadline:
+            stop.wait(0.02)
+        released.set()
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield released
+    finally:
+        stop.set()
+        watcher.join()
+
+
 async def _two_healthy_and(fp: FakeProvider, third: str, progress: Progress | None = None,
-                           **settings: Any) -> dict[str, Any]:
-    """A council of two Ollama members that answer at once and ``third``, synthesized by GLM, under
-    the default settings plus ``settings``; the call must end under :data:`CEILING`."""
+                           bravo_hold: threading.Event | None = None, **settings: Any) -> dict[str, Any]:
+    """A council of two Ollama members that answer at once (bravo once ``bravo_hold`` is set) and
+    ``third``, synthesized by GLM, under the default settings plus ``settings``; the call must end
+    under :data:`CEILING`."""
     fp.enqueue("ollama", text=answer("Alpha: keep the lock.", "apply"), match="alpha:cloud")
-    fp.enqueue("ollama", text=answer("Bravo: keep the lock.", "apply"), match="bravo:cloud")
+    fp.enqueue("ollama", text=answer("Bravo: keep the lock.", "apply"), match="bravo:cloud", hold=bravo_hold)
     fp.enqueue("anthropic", text=answer("Synthesis: keep the lock.", "apply"), match="glm-5.2")
     with anyio.fail_after(CEILING):
         return await call("ask_council", {"question": "Should the cache keep its global lock?",
@@ -165,7 +190,8 @@ async def test_a_cut_cli_member_leaves_no_process_behind(
     clis = install_fake_clis(tmp_path / "bin", names=("mmx",))
     monkeypatch.setenv("PATH", f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}")
     clis.behave("mmx", hang=True, spawn_child=True)
-    result = await _two_healthy_and(fp, "m3")
+    with _released_when(lambda: bool(clis.child_pids("mmx"))) as hold:  # both processes are up first
+        result = await _two_healthy_and(fp, "m3", bravo_hold=hold)
     assert result["status"] == "ok" and result["quorum"] == "2/3", result
     m3 = next(s for s in result["sources"] if s["token"] == "minimax")
     assert (m3["status"], m3["kind"]) == ("straggler", "straggler")
@@ -184,7 +210,11 @@ async def test_a_cut_claude_member_closes_its_request_and_ends_its_cli(
         monkeypatch.setenv(name, value)
     cli, pid_file = claude_with_a_child(tmp_path / "claude-bin")
     fp.enqueue("anthropic", hang=True, match="claude-fable-5-1")
-    result = await _two_healthy_and(fp, "fable", claude_cli=str(cli))
+    # The quorum waits for the CLI's request to reach the provider: on a loaded machine the CLI can
+    # take longer to start than the straggler wait, and a cut before the request proves nothing.
+    fable_asked = lambda: any(r.model == "claude-fable-5-1" for r in fp.requests_for("anthropic"))  # noqa: E731
+    with _released_when(fable_asked) as hold:
+        result = await _two_healthy_and(fp, "fable", bravo_hold=hold, claude_cli=str(cli))
     assert result["status"] == "ok" and result["quorum"] == "2/3", result
     fable = next(s for s in result["sources"] if s["token"] == "fable")
     assert (fable["status"], fable["kind"]) == ("straggler", "straggler")
