@@ -155,3 +155,13 @@ async def test_the_instructions_name_only_served_tools_and_where_the_others_are(
     assert named(default) == {"ask", "ask_council", "ask_chain", "ask_debate", "ask_fable_help",
                               "context_write"}
     assert "the `context` toolset" in default
+
+
+def test_each_point_of_the_instructions_names_the_toolset_its_tools_are_in() -> None:
+    """The instructions choose their points by toolset without loading the tools (start stays fast):
+    the toolset each point states is the one the registry puts its tools in."""
+    from ask_fable.surface.server import GUIDANCE
+
+    family_of = {spec.name: spec.family for spec in all_tools()}
+    for advice in GUIDANCE:
+        assert all(family_of[tool] == advice.family for tool in advice.tools), advice
