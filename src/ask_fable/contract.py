@@ -135,6 +135,7 @@ class StepOutcome(Strict):
     confidence: Confidence | None = None
     kind: str | None = None
     detail: str | None = None
+    hint: str | None = Field(None, description="a model that could not run: the step that fixes it")
     elapsed_ms: int | None = None
 
 
@@ -200,6 +201,8 @@ class ChainResult(AnswerResult):
     answered: int | None = None
     requested: int | None = None
     fallback: str | None = None
+    recommended_next_action: str | None = Field(
+        None, description="when a stage's model could not run: how to bring it back")
 
 
 class DebateTurn(StepOutcome):
@@ -237,6 +240,8 @@ class DebateResult(AnswerResult):
     answered_by: str | None = None
     turns: list[DebateTurn] | None = None
     debate: DebateBlock | None = None
+    recommended_next_action: str | None = Field(
+        None, description="when a role's model could not run: how to bring it back")
 
 
 class DataResult(ToolResult):

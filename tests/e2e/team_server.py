@@ -51,10 +51,11 @@ class TeamServer:
     url: str
 
     @asynccontextmanager
-    async def client(self, key: str) -> AsyncIterator[Client]:
-        """An MCP client over Streamable HTTP with ``key`` as its bearer token."""
+    async def client(self, key: str, mode: str = "auto") -> AsyncIterator[Client]:
+        """An MCP client over Streamable HTTP with ``key`` as its bearer token (``mode="legacy"``: it
+        opens with the ``initialize`` handshake; by default with ``server/discover``)."""
         async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http, \
-                Client(streamable_http_client(f"{self.url}/mcp", http_client=http)) as client:
+                Client(streamable_http_client(f"{self.url}/mcp", http_client=http), mode=mode) as client:
             yield client
 
     async def post(self, key: str, body: bytes | dict[str, Any]) -> httpx2.Response:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import httpx2
+import pytest
 from mcp import Client
 
 from ask_fable.surface.registry import all_tools
@@ -142,6 +143,34 @@ async def test_the_help_a_key_reads_names_only_the_tools_it_may_call() -> None:
     assert "scope (read)" in helped["read"]["text"]
     assert "ask_council" not in helped["read"]["text"] and "ask(model" not in helped["read"]["text"]
     assert named["admin"] == set(ALL_SPEC_TOOLS)
+
+
+def _tools_named(text: str) -> set[str]:
+    """The tools a text names (as `tool` or `tool(`)."""
+    import re
+
+    return set(re.findall(r"`(\w+)[`(]", text)) & set(ALL_SPEC_TOOLS)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_instructions_a_key_reads_name_only_the_tools_it_may_call(mode: str) -> None:
+    """The standing instructions a client gets when it connects (``initialize``, or ``server/discover``)
+    follow the key like tools/list: a read key is told of the look-ups it may call and what its scope
+    leaves out, never to call ``ask``, ``ask_council`` or ``context_write``; an ask key of the reasoning
+    modes. (Before, every key read instructions naming tools a read key is refused.)"""
+    told: dict[str, str] = {}
+    async with serving() as server:
+        for held in SCOPES:
+            async with TeamServer(server.url).client(server.keys[held], mode=mode) as client:
+                told[held] = client.instructions or ""
+    assert _tools_named(told["read"]) and _tools_named(told["read"]) <= READ_TOOLS
+    assert "ask_fable_help" in _tools_named(told["read"])
+    assert "scope (read)" in told["read"] and "--scope ask" in told["read"]
+    assert "sidecar" not in told["read"]
+    for held in ("ask", "admin"):
+        assert {"ask", "ask_council", "ask_chain", "ask_debate", "context_write"} <= _tools_named(told[held])
+    assert not _tools_named(told["ask"]) & ADMIN_TOOLS
+    assert "--scope admin" in told["ask"] and "scope (" not in told["admin"]
 
 
 async def test_only_an_admin_key_names_another_tenant() -> None:

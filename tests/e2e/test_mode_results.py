@@ -216,3 +216,45 @@ async def test_a_failed_members_detail_keeps_its_cause(fp: FakeProvider, tool: s
     assert LONG_CAUSE in failed["detail"] and "characters cut" in failed["detail"]
     assert KEY not in json.dumps(result)
     assert len(failed["detail"]) <= 1200
+
+
+@pytest.mark.parametrize("tool", ["ask_council", "ask_chain", "ask_debate"])
+async def test_a_model_that_cannot_run_says_how_to_fix_it_in_the_result(
+    fp: FakeProvider, tool: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A member without its key (DeepSeek) carries the hint the single-model tool gives, and the next
+    action names the fix for it and for a member whose CLI is missing (MiniMax's ``mmx``). (Before, the
+    result listed the error but not how to fix it.)"""
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `mmx` anywhere
+    fp.enqueue("anthropic", text=answer("GLM: bounded.", "apply"), match="glm-5.2", times=None)
+    fp.enqueue("ollama", text=answer("Alpha: bounded too.", "apply"), match="alpha:cloud", times=None)
+    arguments = {
+        "ask_council": {"models": ["glm", "deepseek", "m3", "ollama:alpha"], "synthesizer": "glm"},
+        "ask_chain": {"pipeline": "deepseek > m3 > glm"},
+        "ask_debate": {"proposer": "glm", "opponent": "deepseek", "adjudicator": "ollama:alpha"},
+    }[tool]
+    result = await call(tool, {"question": "Is this retry loop bounded?", **arguments},
+                        http_settings(fp, claude_cli=NO_CLAUDE, deepseek_api_key=""))
+    assert result["status"] == "ok", result
+    steps = {"ask_council": "sources", "ask_chain": "stages", "ask_debate": "turns"}[tool]
+    keyless = next(s for s in result[steps] if s["status"] == "not_configured")
+    assert "ASK_FABLE_DEEPSEEK_API_KEY" in keyless["hint"]
+    action = result["recommended_next_action"]
+    assert "could not run" in action and "ASK_FABLE_DEEPSEEK_API_KEY" in action
+    if tool != "ask_debate":
+        assert "mmx" in action
+
+
+@pytest.mark.parametrize("tool", ["ask_council", "ask_atlas_council"])
+async def test_a_council_none_of_whose_members_can_run_gives_the_fix(tool: str) -> None:
+    """No member can run: the error's hint names each fix once, and every source carries its own."""
+    arguments = {"ask_council": {"models": ["deepseek", "glm"]}, "ask_atlas_council": {}}[tool]
+    result = await call(tool, {"question": "Is this retry loop bounded?", **arguments},
+                        {"deepseek_api_key": "", "glm_api_key": "", "atlas_api_key": "", "cache": False,
+                         "hub": False})
+    assert (result["status"], result["kind"]) == ("error", "not_configured"), result
+    keys = ["ASK_FABLE_DEEPSEEK_API_KEY", "ASK_FABLE_GLM_API_KEY"] if tool == "ask_council" \
+        else ["ASK_FABLE_ATLAS_API_KEY"]
+    assert all(key in result["hint"] for key in keys)
+    assert all(result["hint"].count(key) == 1 for key in keys)
+    assert all(source.get("hint") for source in result["sources"])

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from tests.e2e.helpers import ask_fable_command, child_env
+from tests.fakes.db_relay import DatabaseRelay
 from tests.fakes.fake_cli import FakeCLIs
 from tests.reliability.http_server import MCP_HEADERS, HttpServer, connect, create_key
 from tests.reliability.processes import cli_running, survivors_of, unflushed_logs
@@ -113,4 +114,58 @@ async def test_a_stopped_team_server_exits_promptly_with_its_stores_flushed(
     assert survivors == []
     assert _key_record(env, "stopper")["last_used_at"] is not None
     assert unflushed_logs() == []
+    assert "Traceback" not in stderr and "Exception in ASGI" not in stderr
+
+
+async def test_a_stopped_server_does_not_wait_on_a_database_that_does_not_answer(
+    pg_server: Any, tmp_path: Path
+) -> None:
+    """A readiness probe and a call's key check waiting on a database that stopped answering (a
+    partition: connections accepted, nothing answered) are cancelled by SIGTERM like any request: each
+    gets 503, and the server exits 0 within the bound. (Before, their threads, blocked on the database,
+    held the process past the stop until it was killed.)"""
+    url = pg_server.fresh_database()
+    relay = DatabaseRelay(url)
+    code: int | None = None
+    answers: dict[str, int] = {}
+    try:
+        async with anyio.create_task_group() as group:
+            await group.start(relay.run)
+            key = create_key(child_env(ASK_FABLE_DATABASE_URL=url), "prober", "read")
+            server = HttpServer(child_env(ASK_FABLE_DATABASE_URL=relay.url), tmp_path / "stderr.log")
+            try:
+                await anyio.to_thread.run_sync(server.wait_started)  # the relay serves meanwhile
+                relay.freeze()
+                async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
+
+                    async def probe() -> None:
+                        status = 200
+                        while status == 200:  # a fresh answer may come from before the freeze
+                            status = (await http.get("/healthz")).status_code
+                        answers["probe"] = status
+
+                    async def call() -> None:
+                        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+                        headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+                        answers["call"] = (await http.post("/mcp", json=body, headers=headers)).status_code
+
+                    group.start_soon(probe)
+                    group.start_soon(call)
+                    with anyio.fail_after(30):
+                        while relay.held < 2:  # both wait on the database
+                            await anyio.sleep(0.02)
+                    server.signal(signal.SIGTERM)
+                    # Held, the process would never exit (the database never answers): a loaded
+                    # machine gets a wider bound than the other cases.
+                    with anyio.fail_after(EXIT_BOUND_S * 4):
+                        while (code := server.proc.poll()) is None or len(answers) < 2:
+                            await anyio.sleep(0.02)
+            finally:
+                server.close()
+                group.cancel_scope.cancel()
+    finally:
+        pg_server.drop(url)
+    stderr = server.stderr()
+    assert code == 0, stderr
+    assert answers == {"probe": 503, "call": 503}
     assert "Traceback" not in stderr and "Exception in ASGI" not in stderr

@@ -134,3 +134,34 @@ async def test_help_on_a_wider_server_lists_its_tools_and_the_option_for_the_res
     assert others["hub"] == "--toolsets default,context,hub" and "context" not in others
     assert helped["text"].startswith("## tools\nThis server serves 11 tools")
     assert "## modes" in helped["text"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", None])
+async def test_the_instructions_name_only_served_tools_and_where_the_others_are(mode: str | None) -> None:
+    """The standing instructions follow the toolsets: a server without the reasoning modes does not tell
+    the client to call them (before, it named `ask` and `ask_council` whatever it served); both point at
+    the context bus by its toolset."""
+    import re
+
+    def named(text: str) -> set[str]:
+        return set(re.findall(r"`(\w+)[`(]", text)) & {spec.name for spec in select_tools(["all"])}
+
+    kwargs = {"mode": mode} if mode else {}
+    async with Client(build_server(toolsets=["single"]), **kwargs) as client:
+        single = client.instructions or ""
+    async with Client(build_server(toolsets=["default"]), **kwargs) as client:
+        default = client.instructions or ""
+    assert named(single) == {"context_write"}, single  # context_ref works with every model tool
+    assert named(default) == {"ask", "ask_council", "ask_chain", "ask_debate", "ask_fable_help",
+                              "context_write"}
+    assert "the `context` toolset" in default
+
+
+def test_each_point_of_the_instructions_names_the_toolset_its_tools_are_in() -> None:
+    """The instructions choose their points by toolset without loading the tools (start stays fast):
+    the toolset each point states is the one the registry puts its tools in."""
+    from ask_fable.surface.server import GUIDANCE
+
+    family_of = {spec.name: spec.family for spec in all_tools()}
+    for advice in GUIDANCE:
+        assert all(family_of[tool] == advice.family for tool in advice.tools), advice

@@ -30,6 +30,7 @@ its migrations refuses to run (:class:`~ask_fable.errors.SchemaMismatch`).
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 import re
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
     from ask_fable.stores.db import Connection, Dialect
 
 T = TypeVar("T")
+
+#: Where an outage is reported: a line as the database stops answering, one as it answers again.
+outage_log = logging.getLogger("ask_fable.database")
 
 INSTALL_HINT = "pip install 'ask-fable[postgres]'"
 #: Where the version of every store's schema is kept.
@@ -111,6 +115,20 @@ def postgres_ddl(script: str) -> str:
     return script
 
 
+class _PoolChatter(logging.Filter):
+    """Drops ``psycopg_pool``'s own log lines: while the database is down it writes one per connection
+    attempt (``error connecting in 'ask-fable': …``, ``discarding closed connection``), a stream on the
+    server's stderr. :class:`PostgresPool` reports the outage instead, once as it starts and once as
+    it ends."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Never let a record through."""
+        return False
+
+
+_POOL_CHATTER = _PoolChatter()
+
+
 def _import_psycopg() -> tuple[Any, Any]:
     try:
         import psycopg
@@ -120,6 +138,9 @@ def _import_psycopg() -> tuple[Any, Any]:
             f"database_url names PostgreSQL but its driver is not installed; run {INSTALL_HINT}",
             hint=INSTALL_HINT,
         ) from exc
+    pool_log = logging.getLogger("psycopg.pool")
+    if _POOL_CHATTER not in pool_log.filters:
+        pool_log.addFilter(_POOL_CHATTER)
     return psycopg, psycopg_pool
 
 
@@ -250,7 +271,7 @@ class PostgresPool:
                 with suppress(psycopg.Error):
                     conn.rollback()
             if isinstance(exc, psycopg.Error) and conn.closed:
-                self._lost(pool)  # the server went away under this transaction
+                self._lost(pool, exc)  # the server went away under this transaction
                 raise unavailable(exc, self.url) from exc
             if isinstance(exc, psycopg.OperationalError) and not is_conflict(exc):
                 raise unavailable(exc, self.url) from exc
@@ -269,7 +290,7 @@ class PostgresPool:
             pool.check_connection(conn)
         except driver.Error as exc:
             pool.putconn(conn)
-            self._lost(pool)
+            self._lost(pool, exc)
             if not again:
                 raise unavailable(exc, self.url) from exc
             return self._checkout(driver, again=False)
@@ -288,7 +309,7 @@ class PostgresPool:
             except driver.OperationalError as exc:  # PoolTimeout included
                 stats = pool.get_stats()
                 if stats.get("connections_errors", 0) > failures or not stats.get("pool_size"):
-                    self._lost(pool)
+                    self._lost(pool, exc)
                     raise unavailable(exc, self.url) from exc
                 if time.monotonic() >= deadline:
                     raise unavailable(exc, self.url) from exc
@@ -302,16 +323,25 @@ class PostgresPool:
                 pass
         except driver.Error as exc:
             raise unavailable(exc, self.url) from exc
-        self._down = False
-
-    def _lost(self, pool: ConnectionPool[Any]) -> None:
-        """Drop ``pool``, whose database went away (its connections are dead, and a pool kept through
-        an outage would wait out its reconnection backoff after the database is back)."""
         with self._lock:
-            self._down = True
-            if self._pool is not pool:
-                return
-            self._pool = None
+            was_down, self._down = self._down, False
+        if was_down:
+            outage_log.warning("ask-fable: the PostgreSQL database answers again; calls go through")
+
+    def _lost(self, pool: ConnectionPool[Any], exc: BaseException) -> None:
+        """Drop ``pool``, whose database went away (its connections are dead, and a pool kept through
+        an outage would wait out its reconnection backoff after the database is back); the first
+        time, say so on the outage log."""
+        with self._lock:
+            was_down, self._down = self._down, True
+            dropped = self._pool is pool
+            if dropped:
+                self._pool = None
+        if not was_down:
+            outage_log.warning("ask-fable: the PostgreSQL database is not answering (%s); calls fail as "
+                               "unavailable until it does", _reason(exc, self.url))
+        if not dropped:
+            return
         # Closing waits for the pool's workers; the caller does not.
         threading.Thread(target=pool.close, kwargs={"timeout": 1.0}, name="ask-fable-pool-close",
                          daemon=True).start()

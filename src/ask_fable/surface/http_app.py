@@ -26,8 +26,10 @@ the path only, never the query string.
 
 A request in flight runs in its own cancel scope: a client that hangs up cancels it at once (its
 CLI process groups are ended and its upstream requests closed), and :meth:`HttpGuard.stop`
-cancels every one when the server stops, web view pages included, answering each caller 503: no
-request holds a stopping server.
+cancels every one when the server stops, web view pages, key checks and readiness probes waiting
+on the store included, answering each caller 503: no request holds a stopping server. Those waits
+run on daemon threads (``surface/daemon_workers.py``), so a database that never answers cannot
+hold the stopped process either.
 
 ``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
 :func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
@@ -43,14 +45,16 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
 
 from ask_fable.access import SCOPE_MEANS, scope_allows, stronger
 from ask_fable.access import Scope as KeyScope
+from ask_fable.errors import Unavailable
 from ask_fable.redact import redact
+from ask_fable.surface.daemon_workers import DaemonWorkers
 from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
 if TYPE_CHECKING:
@@ -87,8 +91,12 @@ HEALTH_FRESH_S = 0.5
 #: Seconds a client is asked to wait before retrying when the store does not answer.
 RETRY_AFTER_S = 2
 STORE_DOWN_REASON = "the database is not answering"
+STOPPING_REASON = "the server is stopping"
+#: Threads at most checking keys against a store that blocks (PostgreSQL); past it, checks queue.
+STORE_WORKERS = 32
 
 log = logging.getLogger("ask_fable.http")
+T = TypeVar("T")
 
 
 def _setting_default(name: str) -> Any:
@@ -247,6 +255,37 @@ def tool_calls(payload: Any) -> list[ToolCall]:
     return calls
 
 
+def _valid_id(value: Any) -> bool:
+    """Whether ``value`` is a JSON-RPC id MCP accepts: a string or an integer."""
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def message_problem(payload: Any) -> str | None:
+    """What keeps ``payload`` (a parsed body) from being one JSON-RPC message this server can answer,
+    said so that a client author knows what to send; None when it is one."""
+    if isinstance(payload, list):
+        return ("a batch (a JSON array) is not accepted: send one JSON-RPC message per request, "
+                "as MCP asks")
+    if not isinstance(payload, dict):
+        return 'the body must be one JSON-RPC message: an object with "jsonrpc": "2.0" and a "method"'
+    if payload.get("jsonrpc") != "2.0":
+        return '"jsonrpc" must be "2.0"'
+    if "method" in payload and not isinstance(payload["method"], str):
+        return '"method" must be a string naming the MCP method (e.g. "tools/call")'
+    if "id" in payload and not _valid_id(payload["id"]):
+        return '"id" must be a string or an integer'
+    params = payload.get("params")
+    if params is not None and not isinstance(params, dict):
+        return '"params" must be an object'
+    if payload.get("method") == "tools/call" and isinstance(params, dict):
+        if not isinstance(params.get("name"), str):
+            return 'tools/call needs "params.name": the tool\'s name as a string'
+        arguments = params.get("arguments")
+        if arguments is not None and not isinstance(arguments, dict):
+            return 'tools/call "params.arguments" must be an object of the tool\'s arguments'
+    return None
+
+
 def needed_scope(call: ToolCall, tool_scopes: dict[str, KeyScope], tenant: str) -> tuple[KeyScope, str]:
     """The scope ``call`` needs from a key of ``tenant``, and why.
 
@@ -282,7 +321,9 @@ class Readiness:
 
     One probe runs at a time and its answer is shared for :data:`HEALTH_FRESH_S`; a probe that
     outlives the timeout is left to finish on its own thread (the replica is not ready meanwhile),
-    and no second probe starts until it does, so a hung database cannot pile up threads.
+    and no second probe starts until it does, so a hung database cannot pile up threads. That thread
+    is a daemon (``surface/daemon_workers.py``): a database that never answers cannot keep a stopped
+    server's process alive.
     """
 
     def __init__(self, probe: Callable[[], bool], *, timeout_s: float = HEALTH_TIMEOUT_S,
@@ -294,6 +335,7 @@ class Readiness:
         self._answered_at = -float("inf")
         self._in_flight = False
         self._lock: anyio.Lock | None = None
+        self._worker = DaemonWorkers(1, "ask-fable-readiness")
 
     def _run_probe(self) -> bool:
         try:
@@ -312,13 +354,17 @@ class Readiness:
             if not self._in_flight:
                 self._in_flight = True
                 with anyio.move_on_after(self.timeout_s):
-                    answer = await anyio.to_thread.run_sync(self._run_probe, abandon_on_cancel=True)
+                    answer = await self._worker.run(self._run_probe)
             self._answer, self._answered_at = answer, time.monotonic()
             return answer
 
 
 class _ClientGone(Exception):
     pass
+
+
+class _Stopped(Exception):
+    """The server stopped while the request waited on the store."""
 
 
 class HttpGuard:
@@ -338,16 +384,26 @@ class HttpGuard:
         self.allowed_hosts = options.host_allowlist()
         self.allowed_origins = options.origin_allowlist()
         self.mcp_path = mcp_path
+        from mcp_types.version import SUPPORTED_PROTOCOL_VERSIONS
+
+        #: The MCP versions the app speaks (an ``MCP-Protocol-Version`` header naming another is 400).
+        self.protocol_versions: tuple[str, ...] = tuple(SUPPORTED_PROTOCOL_VERSIONS)
         #: The cancel scope of every request being served (health checks aside).
         self._in_flight: set[anyio.CancelScope] = set()
         #: The cancel scope of every web view request being served (not counted against ``max_requests``).
         self._pages: set[anyio.CancelScope] = set()
+        #: The cancel scope of every request waiting on the store before it is served (its key
+        #: check, a readiness probe).
+        self._waiting: set[anyio.CancelScope] = set()
+        #: Where those waits run: daemon threads, so a store that never answers holds no stopped process.
+        self._store_workers = DaemonWorkers(STORE_WORKERS, "ask-fable-key-check")
         self.stopping = False
 
     def stop(self) -> None:
-        """Stop serving: cancel every request in flight (each caller gets 503) and refuse new ones."""
+        """Stop serving: cancel every request in flight, readiness probes included (each caller gets
+        503), and refuse new ones."""
         self.stopping = True
-        for request in [*self._in_flight, *self._pages]:
+        for request in [*self._in_flight, *self._pages, *self._waiting]:
             request.cancel()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -431,11 +487,15 @@ class HttpGuard:
         try:
             # A local key store answers from memory or one SQLite pragma: no thread hop for that.
             if self.keys.blocking:
-                record = await anyio.to_thread.run_sync(self.keys.verify, presented)
+                record = await self._from_store(lambda: self.keys.verify(presented))
             else:
                 record = self.keys.verify(presented)
+        except _Stopped:
+            await self._unavailable(send)
+            return
         except Exception as exc:  # the store did not answer: say so, never how (it may name hosts)
-            log.warning("key check failed: the store did not answer (%s)", type(exc).__name__)
+            if not isinstance(exc, Unavailable):  # an outage is reported by the store, once
+                log.warning("key check failed: the store did not answer (%s)", type(exc).__name__)
             await self._unavailable(send, store_down=True)
             return
         if record is None:
@@ -454,6 +514,16 @@ class HttpGuard:
             await self._serve(scope, headers, record, receive, tracked, request)
 
         await self._stoppable(self._in_flight, serve, send)
+
+    async def _from_store(self, call: Callable[[], T]) -> T:
+        """``call()`` on a daemon thread, in a cancel scope :meth:`stop` cancels (then :class:`_Stopped`)."""
+        with anyio.CancelScope() as waiting:
+            self._waiting.add(waiting)
+            try:
+                return await self._store_workers.run(call)
+            finally:
+                self._waiting.discard(waiting)
+        raise _Stopped
 
     async def _stoppable(self, scopes: set[anyio.CancelScope],
                          serve: Callable[[Send, anyio.CancelScope], Awaitable[None]], send: Send) -> None:
@@ -501,9 +571,9 @@ class HttpGuard:
                                                          f"{MAX_JSON_DEPTH} levels"), "application/json")
             return
         if scope.get("method") == "POST":
-            refusal = self._scope_refusal(body, record)
+            refusal = self._refusal(headers, body, record)
             if refusal is not None:
-                await _respond(send, 403, refusal, "application/json")
+                await _respond(send, refusal[0], refusal[1], "application/json")
                 return
         inner_scope = dict(scope)
         inner_scope["headers"] = [(n, v) for n, v in headers if n.lower() != b"authorization"]
@@ -527,13 +597,22 @@ class HttpGuard:
             watcher.cancel()
 
     async def _health(self, scope: Scope, send: Send) -> None:
+        """The readiness answer; a probe still waiting on the store when the server stops is cancelled
+        and answered 503 (the server is stopping), like every other request."""
         if scope.get("method") not in ("GET", "HEAD"):
             await _respond(send, 405, b"method not allowed", "text/plain", [(b"allow", b"GET, HEAD")])
             return
-        ready = await self.readiness.ready()
+        ready, reason = False, STOPPING_REASON
+        if not self.stopping:
+            with anyio.CancelScope() as probe:
+                self._waiting.add(probe)
+                try:
+                    ready, reason = await self.readiness.ready(), STORE_DOWN_REASON
+                finally:
+                    self._waiting.discard(probe)
         status = 200 if ready else 503
         body = (b'{"status":"ok"}' if ready
-                else json.dumps({"status": "unavailable", "reason": STORE_DOWN_REASON}).encode())
+                else json.dumps({"status": "unavailable", "reason": reason}).encode())
         extra = [] if ready else [(b"retry-after", str(RETRY_AFTER_S).encode())]
         if scope.get("method") == "HEAD":
             await send({"type": "http.response.start", "status": status,
@@ -584,11 +663,33 @@ class HttpGuard:
                 break
         return b"".join(chunks)
 
-    def _scope_refusal(self, body: bytes, record: ApiKey) -> bytes | None:
+    def _refusal(self, headers: list[tuple[bytes, bytes]], body: bytes, record: ApiKey
+                 ) -> tuple[int, bytes] | None:
+        """The status and JSON-RPC error for a POST the MCP app should not see: not declared JSON
+        (415), an MCP version this server does not speak or not one JSON-RPC message (400), or a
+        call the key's scope does not allow (403)."""
+        content_type = (_header(headers, b"content-type") or "").partition(";")[0].strip().lower()
+        if content_type != "application/json":
+            return 415, _rpc_error(-32600, f"send the JSON-RPC message with `Content-Type: application/json` "
+                                           f"(this request's: {content_type[:60] or 'none'})")
+        version = _header(headers, b"mcp-protocol-version")
+        if version is not None and version.strip() not in self.protocol_versions:
+            return 400, _rpc_error(-32600, f"MCP-Protocol-Version {version.strip()[:40]!r} is not one this "
+                                           f"server speaks: {', '.join(self.protocol_versions)}")
         try:
             payload = json.loads(body)
         except ValueError:
-            return None  # not a tool call; the MCP app answers the parse error
+            return None  # the MCP app answers the parse error
+        scope_refusal = self._scope_refusal(payload, record)  # first: a batch may hide a forbidden call
+        if scope_refusal is not None:
+            return 403, scope_refusal
+        problem = message_problem(payload)
+        if problem is not None:
+            request_id = payload.get("id") if isinstance(payload, dict) else None
+            return 400, _rpc_error(-32600, problem, request_id if _valid_id(request_id) else None)
+        return None
+
+    def _scope_refusal(self, payload: Any, record: ApiKey) -> bytes | None:
         for call in tool_calls(payload):
             needed, why = needed_scope(call, self.tool_scopes, record.tenant)
             if scope_allows(record.scope, needed):
@@ -598,7 +699,7 @@ class HttpGuard:
                 f"API key {record.prefix}… ({record.name!r}, tenant {record.tenant!r}) has {record.scope} "
                 f"scope, which may {SCOPE_MEANS[record.scope]}; {why}, which may {SCOPE_MEANS[needed]}. "
                 f"Use a key made with `ask-fable keys create --scope {needed}`",
-                call.request_id,
+                call.request_id if _valid_id(call.request_id) else None,
                 data={"required_scope": needed, "key_scope": record.scope, "tool": call.name},
             )
         return None

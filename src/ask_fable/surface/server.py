@@ -19,18 +19,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, ListToolsResult, PaginatedRequestParams, TextContent, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ValidationError
 
 from ask_fable import __version__
-from ask_fable.access import FETCHES, scope_allows
+from ask_fable.access import FETCHES, SCOPES, scope_allows
+from ask_fable.access import Scope as KeyScope
 from ask_fable.config import problem_lines, tracking_reads
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
@@ -49,20 +52,83 @@ if TYPE_CHECKING:  # loaded with the first call, so the server answers initializ
     from ask_fable.stores.records import ApiKey
     from ask_fable.surface.context import ToolContext
 
-INSTRUCTIONS = """\
-ask-fable is a second opinion for the hard 5% of engineering work. Answer trivial things yourself.
-- Stuck on the same bug twice, or facing a real design trade-off: call `ask` (Claude Fable, or
-  one other model with `model`; reuse `session` for follow-ups) with the real code and the exact error.
-- Contentious or hard-to-reverse decision (architecture, concurrency, data model, public API,
-  migration): one `ask_council` call (parallel panel + synthesis; check `quorum` and `consensus`).
-  Ordered refinement (cheap draft, strong finish): `ask_chain`. Stress-test one decision: `ask_debate`.
-- Big context you will reuse: `context_write` it once (the `context` toolset), then pass
-  `context_ref` instead of pasting it again.
-- Act on `sidecar.recommendation`. If a `followup` arrives, paste what it names (check
-  `likely_already_pasted`) and re-ask on the same session.
-- A `refused` result carries `how_to_reframe`; errors carry `kind` and `detail`.
-- `ask_fable_help` explains every tool, model token and setting at no cost.
-"""
+@dataclass(frozen=True)
+class Advice:
+    """One point of the standing instructions, shown only to a caller it applies to."""
+
+    text: str
+    #: The toolset of the tools it names (``None``: it names none).
+    family: str | None = None
+    #: The tools it names: shown only to a key whose scope may call every one of them.
+    tools: tuple[str, ...] = ()
+    #: The weakest key scope it is of use to (advice on answers needs a key that may ask).
+    scope: KeyScope = "read"
+    #: Shown where its toolset is not served too: its text names the toolset that brings it.
+    offered: bool = False
+
+
+GUIDANCE: tuple[Advice, ...] = (
+    Advice("ask-fable is a second opinion for the hard 5% of engineering work."),
+    Advice("Answer trivial things yourself.", scope="ask"),
+    Advice("- Stuck on the same bug twice, or facing a real design trade-off: call `ask` (Claude Fable, or\n"
+           "  one other model with `model`; reuse `session` for follow-ups) with the real code and the "
+           "exact error.", "core", ("ask",)),
+    Advice("- Contentious or hard-to-reverse decision (architecture, concurrency, data model, public API,\n"
+           "  migration): one `ask_council` call (parallel panel + synthesis; check `quorum` and "
+           "`consensus`).", "core", ("ask_council",)),
+    Advice("- Ordered refinement (cheap draft, strong finish): `ask_chain`. Stress-test one decision: "
+           "`ask_debate`.", "core", ("ask_chain", "ask_debate")),
+    Advice("- Big context you will reuse: `context_write` it once (the `context` toolset), then pass\n"
+           "  `context_ref` instead of pasting it again.", "context", ("context_write",), offered=True),
+    Advice("- Act on `sidecar.recommendation`. If a `followup` arrives, paste what it names (check\n"
+           "  `likely_already_pasted`) and re-ask on the same session.", scope="ask"),
+    Advice("- A `refused` result carries `how_to_reframe`.", scope="ask"),
+    Advice("- Errors carry `kind` and `detail`, and a `hint` when there is a fix."),
+    Advice("- `ask_fable_help` explains every tool, model token and setting at no cost.", "core",
+           ("ask_fable_help",)),
+)
+
+
+def guidance_text(families: Collection[str] | None = None, scope_of: Callable[[str], KeyScope] | None = None,
+                  held: KeyScope | None = None) -> str:
+    """The standing instructions for a server serving ``families`` (all when ``None``) and a caller
+    holding a key of scope ``held`` (``None``: no key, everything served may be called), where
+    ``scope_of`` gives the scope a tool needs."""
+    lines: list[str] = []
+    for advice in GUIDANCE:
+        if advice.family is not None and families is not None and advice.family not in families \
+                and not advice.offered:
+            continue
+        if held is not None and scope_of is not None and not (scope_allows(held, advice.scope) and all(
+                scope_allows(held, scope_of(tool)) for tool in advice.tools)):
+            continue
+        if lines and not advice.text.startswith("-"):
+            lines[-1] += " " + advice.text
+        else:
+            lines.append(advice.text)
+    return "\n".join(lines) + "\n"
+
+
+#: The standing instructions of a server serving every tool to a caller without a key.
+INSTRUCTIONS = guidance_text()
+#: The requests whose result depends on the caller's key.
+_KEYED_METHODS = frozenset({"initialize", "server/discover", "tools/list"})
+
+
+def key_scope_line(held: KeyScope, served: dict[str, KeyScope]) -> str | None:
+    """What a key of scope ``held`` may call of the ``served`` tools (name → scope needed), when its
+    scope leaves some out, and the scope that brings the rest; ``None`` when it may call them all."""
+    allowed = [name for name, needed in served.items() if scope_allows(held, needed)]
+    if len(allowed) == len(served):
+        return None
+    missing = [needed for needed in served.values() if not scope_allows(held, needed)]
+    nearest = min(missing, key=SCOPES.index)
+    left_out = [name for name in served if name not in allowed]
+    named = f"you may call {', '.join(allowed)}" if len(allowed) <= len(left_out) \
+        else f"it leaves out {', '.join(left_out)}"
+    return (f"- Your key's scope ({held}) lets you call {len(allowed)} of the {len(served)} tools served "
+            f"here: {named}. The others need a key made with `ask-fable keys create --scope {nearest}`.")
+
 
 #: How many settings problems the instructions list before pointing at ``ask-fable doctor``.
 _INSTRUCTED_PROBLEMS = 4
@@ -80,15 +146,15 @@ def request_key(request: object) -> ApiKey | None:
     return cast("ApiKey | None", scope.get(API_KEY_SCOPE)) if isinstance(scope, dict) else None
 
 
-def instructions_for(problems: Sequence[SettingProblem]) -> str:
-    """The standing instructions, plus the settings problems this server started with."""
+def instructions_for(problems: Sequence[SettingProblem], guidance: str = INSTRUCTIONS) -> str:
+    """The standing instructions (``guidance``), plus the settings problems this server started with."""
     if not problems:
-        return INSTRUCTIONS
+        return guidance
     lines = [f"- {p.message()[:300]}" for p in problems[:_INSTRUCTED_PROBLEMS]]
     if len(problems) > _INSTRUCTED_PROBLEMS:
         lines.append(f"- … {len(problems) - _INSTRUCTED_PROBLEMS} more: run `ask-fable doctor`")
     heading = "Settings problems (each falls back as stated; tell the user):"
-    return "\n".join([INSTRUCTIONS + heading, *lines]) + "\n"
+    return "\n".join([guidance + heading, *lines]) + "\n"
 
 
 def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
@@ -154,23 +220,24 @@ class AskFableServer(MCPServer[Any]):
 
         #: Problems found while choosing what to serve (a bad toolsets setting).
         self.serving_problems = list(problems)
-        instructions = instructions_for([*app.settings.problems, *self.serving_problems])
-        if remote:  # every key holder reads them: name the server's files relative to its directories
-            from ask_fable.surface.server_paths import hide_server_paths, server_roots
-
-            instructions = hide_server_paths(instructions, server_roots(app.settings))
+        self.app = app
+        self.families = families
+        self._remote = remote
+        #: The standing instructions by the caller's key scope (``None``: no key), built when first read.
+        self._instructions: dict[KeyScope | None, str] = {}
         super().__init__(
             name="ask_fable",
             title="ask-fable",
             version=__version__,
-            instructions=instructions,
+            instructions=self.instructions_for_key(None),
             lifespan=lifespan,
             # stderr carries our own progress trace; library request logs would only bury it.
             log_level="WARNING",
+            # The SDK's public per-request hook (documented as provisional for 2.x): tests/e2e/
+            # test_key_scopes.py fails if a key stops seeing its own instructions and tool list.
+            middleware=[self._key_view],
             **kwargs,
         )
-        self.app = app
-        self.families = families
         self._specs: dict[str, ToolSpec] | None = None
         self._listing: list[MCPTool] | None = None
         self._listed_for: object = None
@@ -211,16 +278,55 @@ class AskFableServer(MCPServer[Any]):
             self._listed_for = settings
         return list(self._listing)
 
-    async def _handle_list_tools(
-        self, ctx: ServerRequestContext[Any], params: PaginatedRequestParams | None
-    ) -> ListToolsResult:
-        """``tools/list``: over HTTP, only the tools the caller's key may call (each tool's scope comes
-        from its declared effects); without a key (stdio, in memory), every served tool."""
-        tools = await self.list_tools()
+    def instructions_for_key(self, scope: KeyScope | None) -> str:
+        """The standing instructions for a caller whose key has ``scope`` (``None``: no key, as over
+        stdio): the advice that names only tools this server serves and the key may call, what its
+        scope leaves out, and the settings problems the server started with."""
+        shown = self._instructions.get(scope)
+        if shown is not None:
+            return shown
+        if scope is None:  # families only: the tools' modules wait for the first call
+            guidance = guidance_text(self.families)
+        else:
+            scopes = {spec.name: spec.scope for spec in all_tools()}
+            guidance = guidance_text(self.families, scopes.__getitem__, scope)
+            line = key_scope_line(scope, {name: scopes[name] for name in self.specs})
+            guidance += "" if line is None else line + "\n"
+        shown = instructions_for([*self.app.settings.problems, *self.serving_problems], guidance)
+        if self._remote:  # every key holder reads them: name the server's files relative to its directories
+            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+
+            shown = hide_server_paths(shown, server_roots(self.app.settings))
+        self._instructions[scope] = shown
+        return shown
+
+    async def _key_view(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        """What an HTTP key is shown of the server: the instructions (``initialize``,
+        ``server/discover``) and the tools (``tools/list``) its scope may call, each tool's scope coming
+        from its declared effects. Without a key (stdio, in memory) the results pass unchanged.
+
+        Params that do not fit their method are answered naming the fields at fault (the SDK's own
+        answer says only ``Invalid request parameters``); the values are the caller's and not echoed."""
+        try:
+            result = await call_next(ctx)
+        except ValidationError as exc:
+            fields = sorted({".".join(str(p) for p in err["loc"]) or "params" for err in exc.errors()})
+            raise MCPError(INVALID_PARAMS, f"invalid params for {ctx.method[:60]}: "
+                                           f"{', '.join(fields[:8])} (see the MCP schema of the method)",
+                           {"fields": fields[:8]}) from None
+        if ctx.method not in _KEYED_METHODS or not isinstance(result, dict):
+            return result
         key = request_key(ctx.request)
-        if key is not None:
-            tools = [tool for tool in tools if scope_allows(key.scope, self.specs[tool.name].scope)]
-        return ListToolsResult(tools=tools)
+        if key is None:
+            return result
+        if ctx.method == "tools/list":
+            tools = result.get("tools")
+            if isinstance(tools, list):
+                result["tools"] = [tool for tool in tools if isinstance(tool, dict) and tool.get("name") in
+                                   self.specs and scope_allows(key.scope, self.specs[tool["name"]].scope)]
+        elif "instructions" in result:
+            result["instructions"] = self.instructions_for_key(key.scope)
+        return result
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         spec = self.specs.get(name)

@@ -21,7 +21,7 @@ from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, o
 from ask_fable.core.modes.consensus import material_split
 from ask_fable.core.modes.council import identity_names, panel_text, scrub_names
 from ask_fable.core.modes.role_prompts import CHAIN_CRITIQUE, CHAIN_DECIDE, CHAIN_DRAFT, CHAIN_FALLBACK
-from ask_fable.core.modes.steps import step_fields
+from ask_fable.core.modes.steps import setup_action, setup_fixes, step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import CLAUDE_FALLBACKS, Resolver, default_resolver, parse_pipeline, resolve_oracle
 from ask_fable.errors import OracleTimeout, UpstreamError
@@ -148,7 +148,9 @@ async def run_chain(
         if count == 1:
             raise outcome_error(mctx.members[-1])
         kinds = ", ".join(f"{s['model']} ({s.get('kind') or s['status']})" for s in stages)
-        raise UpstreamError(f"no chain stage answered: {kinds}", **common)
+        fixes = setup_fixes(mctx.members)
+        raise UpstreamError(f"no chain stage answered: {kinds}", **common,
+                            **({"hint": fixes} if fixes is not None else {}))
 
     await mctx.progress(total_steps, total_steps, f"answered by {final.token}")
     fields = {
@@ -159,6 +161,9 @@ async def run_chain(
     }
     if fallback_note:
         fields["fallback"] = fallback_note
+    action = setup_action(mctx.members)
+    if action is not None:
+        fields["recommended_next_action"] = action
     return ModeOutcome(
         text=final.reply.text,
         model=final.model,

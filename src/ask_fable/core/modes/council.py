@@ -32,7 +32,7 @@ from ask_fable.core.modes.consensus import (
 )
 from ask_fable.core.modes.fan_out import run_members
 from ask_fable.core.modes.role_prompts import COUNCIL_SYNTHESIZER
-from ask_fable.core.modes.steps import step_fields
+from ask_fable.core.modes.steps import setup_action, setup_fixes, step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import (
     CLAUDE_FALLBACKS,
@@ -183,7 +183,10 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
 def _all_failed(members: list[MemberOutcome], sources: list[dict[str, Any]]) -> AskFableError:
     """The council's error when no member answered."""
     kinds = {m.kind for m in members}
-    extra = {"mode": "council", "sources": sources, "quorum": f"0/{len(members)}"}
+    extra: dict[str, Any] = {"mode": "council", "sources": sources, "quorum": f"0/{len(members)}"}
+    fixes = setup_fixes(members)
+    if fixes is not None:
+        extra["hint"] = fixes
     if kinds == {"timeout"}:
         return OracleTimeout("no council member answered before the deadline", **extra)
     if kinds <= {"not_configured", "binary_missing"}:
@@ -231,10 +234,17 @@ async def _synthesize(
             tried.append({"token": token, "status": "timeout", "kind": "timeout"})
             break
         attempt = {"token": token, "status": outcome.status}
-        tried.append(attempt | ({"kind": outcome.kind} if outcome.kind else {}))
+        tried.append(attempt | ({"kind": outcome.kind} if outcome.kind else {})
+                     | ({"hint": outcome.hint} if outcome.hint else {}))
         if outcome.ok and outcome.reply is not None:
             return outcome, tried
     return None, tried
+
+
+def _next_action(action: str, mctx: ModeContext) -> str:
+    """The council's next action, then how to bring back the models that could not run."""
+    fixes = setup_action(mctx.members)
+    return action if fixes is None else f"{action} {fixes}"
 
 
 def _consensus_note(consensus: str, material: bool) -> str:
@@ -316,7 +326,7 @@ async def run_council(
             "confidence": council_confidence(
                 consensus, 1, asked, only.sidecar.confidence if only.sidecar else None
             ),
-            "recommended_next_action": council_next_action(recommendations, asked),
+            "recommended_next_action": _next_action(council_next_action(recommendations, asked), mctx),
         }
         return ModeOutcome(
             text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,
@@ -354,7 +364,8 @@ async def run_council(
         "synthesizer": used,
         "synthesis": info.model_dump(),
         "confidence": council_confidence(consensus, len(answered), asked, synth_confidence),
-        "recommended_next_action": council_next_action(recommendations, asked, synthesized=synth is not None),
+        "recommended_next_action": _next_action(
+            council_next_action(recommendations, asked, synthesized=synth is not None), mctx),
     }
     return ModeOutcome(
         text=text, model=model, reply=reply, provider=provider, fields=envelope,

@@ -36,7 +36,7 @@ from ask_fable.core.modes.role_prompts import (
     DEBATE_REVISE,
     DEBATE_SINGLE_CRITIC,
 )
-from ask_fable.core.modes.steps import step_fields
+from ask_fable.core.modes.steps import setup_action, step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.sidecar import parse_sidecar
 from ask_fable.core.tokens import (
@@ -490,6 +490,9 @@ async def _finish(
                      "is not third-party; pick another adjudicator for an independent one")
     if notes:
         fields["note"] = "; ".join(notes)
+    action = setup_action(state.mctx.members)
+    if action is not None:
+        fields["recommended_next_action"] = action
     ledger = "\n".join(f"- {c['id']} [{c['status']}]: {c['claim']}" for c in block.get("claims", []))
     transcript = (
         f"# Debate: {block['pairing']} (adjudicator {block['adjudicator']}, rounds {block['rounds']})\n\n"

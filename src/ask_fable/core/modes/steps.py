@@ -7,6 +7,7 @@ end (often why: a provider's nested message, a traceback's last line) stay visib
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypedDict
 
 from ask_fable.config import Settings
@@ -26,6 +27,7 @@ class StepFields(TypedDict):
     confidence: Confidence | None
     kind: str | None
     detail: str | None
+    hint: str | None
     elapsed_ms: int
 
 
@@ -39,5 +41,32 @@ def step_fields(outcome: MemberOutcome, settings: Settings) -> StepFields:
         "confidence": side.confidence if side else None,
         "kind": outcome.kind,
         "detail": bounded(outcome.detail, DETAIL_LIMIT, settings) if outcome.detail else None,
+        "hint": outcome.hint,
         "elapsed_ms": outcome.elapsed_ms,
     }
+
+
+#: A model in one of these states could not run at all (nothing was asked): a change of set-up
+#: (a key, a login, a plan, an installed CLI) brings it back.
+CANNOT_RUN = frozenset({"not_configured", "binary_missing"})
+
+
+def setup_fixes(outcomes: Iterable[MemberOutcome]) -> str | None:
+    """How to bring back the models that could not run: each distinct fix (the error's hint, else its
+    detail, which then names the fix) after the models it applies to; ``None`` when every model ran."""
+    fixes: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        if outcome.status in CANNOT_RUN:
+            fix = outcome.hint or outcome.detail or outcome.status
+            tokens = fixes.setdefault(fix, [])
+            if outcome.token not in tokens:
+                tokens.append(outcome.token)
+    if not fixes:
+        return None
+    return "; ".join(f"{', '.join(tokens)}: {fix}" for fix, tokens in fixes.items())
+
+
+def setup_action(outcomes: Iterable[MemberOutcome]) -> str | None:
+    """The next action when some models could not run: the fix for each (see :func:`setup_fixes`)."""
+    fixes = setup_fixes(outcomes)
+    return None if fixes is None else f"Some models could not run; to bring them back — {fixes}."
