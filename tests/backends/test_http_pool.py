@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import anyio
+import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
 from ask_fable.backends.http_oracles import make_glm_oracle
@@ -36,3 +37,30 @@ async def test_a_connection_the_provider_closed_while_idle_is_dropped_not_retrie
     ports = [r.client_port for r in fp.requests_for("anthropic")]
     assert len(ports) == 3 and ports[0] == ports[1] != ports[2]
     assert retries == []
+
+
+async def test_a_client_is_still_made_when_the_pools_internals_are_laid_out_otherwise(
+    fp: FakeProvider, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The quick idle check reaches into httpcore2's private modules; an httpcore2 release that moves
+    them leaves the pool with its own checks, and calls still work."""
+    import sys
+
+    from ask_fable.backends import http_pool
+
+    monkeypatch.setitem(sys.modules, "httpcore2._backends.auto", None)  # importing it fails
+    http_pool._backend_class.cache_clear()
+    try:
+        fp.enqueue("anthropic", text="Answered anyway.")
+        resources = Resources()
+        oracle = make_glm_oracle(load_settings(glm_api_key="sk-pool-0123456789", glm_base_url=fp.base_url),
+                                 resources=resources)
+        try:
+            with anyio.fail_after(10):
+                request = OracleRequest(system="s", prompt="Is it safe?", timeout=10)
+                reply = await oracle.ask(request, EventSink())
+        finally:
+            await resources.aclose()
+        assert reply.text == "Answered anyway."
+    finally:
+        http_pool._backend_class.cache_clear()

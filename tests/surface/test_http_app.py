@@ -319,3 +319,31 @@ async def test_a_call_the_key_store_cannot_check_is_503_unavailable_without_deta
     error = response.json()["error"]
     assert error["data"]["kind"] == "unavailable" and error["data"]["status"] == "error"
     assert "db.internal" not in response.text and "hunter2" not in response.text
+
+
+async def test_a_lifespan_that_waits_for_requests_still_finishing_shuts_down_cleanly(keys: KeyStore) -> None:
+    """Before: the key-use flusher's cancel scope enclosed the app's lifespan, so stopping the flusher
+    on ``lifespan.shutdown`` also cancelled the app while it waited for requests still finishing
+    (the MCP session manager does, mid-call), and the server printed "Application shutdown failed"
+    with a traceback. Now only the flusher stops; the app's shutdown runs to its end."""
+    finished: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        assert (await receive())["type"] == "lifespan.startup"
+        await send({"type": "lifespan.startup.complete"})
+        assert (await receive())["type"] == "lifespan.shutdown"
+        await anyio.sleep(0.05)  # a request task still unwinding its cancellation
+        finished.append("shutdown")
+        await send({"type": "lifespan.shutdown.complete"})
+
+    guard = HttpGuard(app, keys=keys, tool_scopes={}, options=HttpOptions())
+    to_app, from_server = anyio.create_memory_object_stream[dict[str, Any]](4)
+    to_server, from_app = anyio.create_memory_object_stream[dict[str, Any]](4)
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(guard, {"type": "lifespan"}, from_server.receive, to_server.send)
+            await to_app.send({"type": "lifespan.startup"})
+            assert (await from_app.receive())["type"] == "lifespan.startup.complete"
+            await to_app.send({"type": "lifespan.shutdown"})
+            assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
+    assert finished == ["shutdown"]

@@ -11,6 +11,7 @@ with the same ``poll``; everything else goes to the stream underneath.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import ssl
 from collections.abc import Callable, Iterable
@@ -100,5 +101,7 @@ def quick_idle_checks(client: httpx2.AsyncClient) -> httpx2.AsyncClient:
     transport = getattr(client, "_transport", None)
     pool = getattr(transport, "_pool", None) if isinstance(transport, httpx2.AsyncHTTPTransport) else None
     if isinstance(pool, httpcore2.AsyncConnectionPool) and hasattr(pool, "_network_backend"):
-        pool._network_backend = _backend_class()()
+        # An httpcore2 laid out otherwise keeps its own checks.
+        with contextlib.suppress(ImportError, AttributeError):
+            pool._network_backend = _backend_class()()
     return client

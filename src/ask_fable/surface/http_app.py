@@ -434,26 +434,30 @@ class HttpGuard:
         """The MCP app's lifespan, with the keys' last use written every ``key_use_flush_seconds``
         and once more when the server stops (before the app closes its stores)."""
 
+        # The flusher's own scope, not its task group's: that one also holds the app's lifespan,
+        # which on shutdown still waits for requests finishing their cancellation.
+        flusher = anyio.CancelScope()
+
         async def flush_periodically() -> None:
-            while True:
-                await anyio.sleep(self.options.key_use_flush_seconds)
-                await anyio.to_thread.run_sync(self.keys.flush_usage)
+            with flusher:
+                while True:
+                    await anyio.sleep(self.options.key_use_flush_seconds)
+                    await anyio.to_thread.run_sync(self.keys.flush_usage)
 
-        async with anyio.create_task_group() as flusher:
+        async def flushing_receive() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown":
+                flusher.cancel()
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.keys.flush_usage)
+            return message
 
-            async def flushing_receive() -> Message:
-                message = await receive()
-                if message["type"] == "lifespan.shutdown":
-                    flusher.cancel_scope.cancel()
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(self.keys.flush_usage)
-                return message
-
-            flusher.start_soon(flush_periodically)
+        async with anyio.create_task_group() as group:
+            group.start_soon(flush_periodically)
             try:
                 await self.app(scope, flushing_receive, send)
             finally:
-                flusher.cancel_scope.cancel()
+                flusher.cancel()
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
