@@ -278,3 +278,5 @@ def quiet_library_logs() -> None:
     for noisy in ("mcp", "httpx2", "httpx"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     logging.getLogger("psycopg").setLevel(logging.ERROR)
+    # A server's line when its database stops answering: a command says so in its own result.
+    logging.getLogger("ask_fable.database").setLevel(logging.ERROR)
