@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -108,14 +109,16 @@ class StoreBackend:
         return database_for(load_settings(), store, path, STORES[store], connections=self.connections)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[StoreBackend]:
-    """Run the test once on SQLite and once on a fresh PostgreSQL database of the session's server."""
+@contextmanager
+def opened_store_backend(name: str, request: pytest.FixtureRequest,
+                         monkeypatch: pytest.MonkeyPatch) -> Iterator[StoreBackend]:
+    """The ``sqlite`` or ``postgres`` (a fresh database of the session's server) backend of a store
+    test, closed with everything its stores opened."""
     from ask_fable.stores import postgres
     from ask_fable.stores.db import Connections
 
     connections = Connections()
-    if request.param == "sqlite":
+    if name == "sqlite":
         yield StoreBackend("sqlite", connections)
         connections.close()
         return
@@ -138,3 +141,10 @@ def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
         for pool in opened:
             pool.close()
         server.drop(url)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[StoreBackend]:
+    """Run the test once on SQLite and once on a fresh PostgreSQL database of the session's server."""
+    with opened_store_backend(request.param, request, monkeypatch) as backend:
+        yield backend

@@ -6,7 +6,7 @@ going first; nothing but the digest of an id is stored."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from ask_fable.stores.interfaces import WebSessionStore
 from ask_fable.stores.records import WebSession
 from ask_fable.stores.ui_sessions import MemoryWebSessions, WebSessionTable
 from ask_fable.surface.ui.sessions import Sessions, Viewer
-from tests.conftest import StoreBackend
+from tests.conftest import StoreBackend, opened_store_backend
 from tests.fakes.clock import ManualClock
 
 NOW = 1_800_000_000.0
@@ -32,17 +32,17 @@ def _table(backend: StoreBackend, tmp_path: Path) -> WebSessionTable:
     return WebSessionTable(backend.open("ui_sessions", tmp_path / "ui_sessions.db"))
 
 
-@pytest.fixture(params=["table", "memory"])
-def stores(request: pytest.FixtureRequest, store_backend: StoreBackend,
-           tmp_path: Path) -> Callable[[], WebSessionStore]:
-    """A way to open the store again as another server would: the table on each backend, or the
+@pytest.fixture(params=["sqlite", "postgres", "memory"])
+def stores(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+           tmp_path: Path) -> Iterator[Callable[[], WebSessionStore]]:
+    """A way to open the store again as another server would: the table on each database, or the
     memory of one process (``ask-fable ui``'s)."""
-    if request.param == "table":
-        return lambda: _table(store_backend, tmp_path)
-    if store_backend.name != "sqlite":
-        pytest.skip("the in-memory store uses no database: it runs once, beside SQLite")
-    memory = MemoryWebSessions()
-    return lambda: memory
+    if request.param == "memory":
+        memory = MemoryWebSessions()
+        yield lambda: memory
+        return
+    with opened_store_backend(request.param, request, monkeypatch) as backend:
+        yield lambda: _table(backend, tmp_path)
 
 
 def test_a_session_kept_by_one_server_is_read_by_another_with_its_tenant(
