@@ -97,10 +97,10 @@ _LIST_COLUMNS = (
 )
 
 _REPLACE = ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LIST_COLUMNS.split(",")[1:])
-_INSERT_NEW = (f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-               "ON CONFLICT(trace_id) DO NOTHING")
-_REPLACE_OLD = (f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-                f"ON CONFLICT(trace_id) DO UPDATE SET {_REPLACE}")
+_PLACEHOLDERS = ",".join("?" for _ in _LIST_COLUMNS.split(","))
+_INSERT = f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(trace_id) "
+_INSERT_NEW = _INSERT + "DO NOTHING"
+_REPLACE_OLD = _INSERT + f"DO UPDATE SET {_REPLACE}"
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
