@@ -75,6 +75,10 @@ T = TypeVar("T")
 
 #: Where an outage is reported: a line as the database stops answering, one as it answers again.
 outage_log = logging.getLogger("ask_fable.database")
+#: Databases (by URL) reported down on :data:`outage_log` and not yet back: every pool of the process
+#: (the start checks', the App's) reports one outage once.
+_outages: set[str] = set()
+_outages_lock = threading.Lock()
 
 INSTALL_HINT = "pip install 'ask-fable[postgres]'"
 #: Where the version of every store's schema is kept.
@@ -84,6 +88,9 @@ MIGRATION_LOCK = 0x61736B66  # "askf"
 #: How long a store call waits for a connection while every one of a healthy pool's is in use
 #: (a database that refuses connections fails the call within ``database_connect_timeout``).
 POOL_BUSY_WAIT_S = 30.0
+#: While a pool has no connection yet, how often a call waiting for its first one looks whether the
+#: pool's attempts failed (a refused connection then fails the call at once).
+FIRST_CONNECTION_POLL_S = 0.05
 #: SQLSTATEs of a transaction PostgreSQL aborted for a conflict with another one: serialization
 #: failure and deadlock. Running the transaction again is the documented remedy.
 CONFLICT_STATES = frozenset({"40001", "40P01"})
@@ -177,6 +184,23 @@ def _reason(exc: BaseException, url: str) -> str:
     """``exc`` in one line, for a caller (the URL's password removed)."""
     reason = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, [url])
     return f"{type(exc).__name__}: {reason[:300]}"
+
+
+def _report_down(url: str, exc: BaseException) -> None:
+    with _outages_lock:
+        first = url not in _outages
+        _outages.add(url)
+    if first:
+        outage_log.warning("ask-fable: the PostgreSQL database is not answering (%s); calls fail as "
+                           "unavailable until it does", _reason(exc, url))
+
+
+def _report_up(url: str) -> None:
+    with _outages_lock:
+        was_down = url in _outages
+        _outages.discard(url)
+    if was_down:
+        outage_log.warning("ask-fable: the PostgreSQL database answers again; calls go through")
 
 
 def unavailable(exc: BaseException, url: str) -> Unavailable:
@@ -436,24 +460,37 @@ class PostgresPool:
             if not again:
                 raise unavailable(exc, self.url) from exc
             return await self._checkout(driver, again=False)
+        if _outages:
+            _report_up(self.url)
         return pool, conn
 
     async def _wait_for(self, pool: AsyncConnectionPool[Any], driver: Any) -> psycopg.AsyncConnection[Any]:
-        """A connection from ``pool``. Waiting ``connect_timeout`` in vain means the database is gone
-        when the pool failed to connect meanwhile (:class:`Unavailable`, the pool dropped); a pool
-        merely busy, every connection in use, is waited on up to :data:`POOL_BUSY_WAIT_S`."""
+        """A connection from ``pool``. A pool whose attempts to connect failed meanwhile means the
+        database is gone (:class:`Unavailable` at once, the pool dropped), as does one that could not
+        connect within ``connect_timeout``; a pool merely busy, every connection in use, is waited
+        on up to :data:`POOL_BUSY_WAIT_S`."""
         failures = pool.get_stats().get("connections_errors", 0)
-        deadline = time.monotonic() + max(POOL_BUSY_WAIT_S, self.connect_timeout)
+        started = time.monotonic()
+        connect_deadline = started + self.connect_timeout
+        busy_deadline = started + max(POOL_BUSY_WAIT_S, self.connect_timeout)
         while True:
+            # Until the pool holds a connection, look at its attempts often; once it does, wait in
+            # the pool's queue (leaving and rejoining it would lose the call its place).
+            step = None if pool.get_stats().get("pool_size") else FIRST_CONNECTION_POLL_S
             try:
-                conn: psycopg.AsyncConnection[Any] = await pool.getconn()
+                conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=step)
                 return conn
             except driver.OperationalError as exc:  # PoolTimeout included
-                stats = pool.get_stats()
-                if stats.get("connections_errors", 0) > failures or not stats.get("pool_size"):
+                stats, now = pool.get_stats(), time.monotonic()
+                gone = stats.get("connections_errors", 0) > failures
+                if not gone and not stats.get("pool_size"):
+                    if now < connect_deadline:
+                        continue  # the first connection is still being made
+                    gone = True
+                if gone:
                     self._lost(pool, exc)
                     raise unavailable(exc, self.url) from exc
-                if time.monotonic() >= deadline:
+                if now >= busy_deadline:
                     raise unavailable(exc, self.url) from exc
 
     async def _reconnect(self, driver: Any) -> None:
@@ -466,9 +503,8 @@ class PostgresPool:
         except driver.Error as exc:
             raise unavailable(exc, self.url) from exc
         with self._lock:
-            was_down, self._down = self._down, False
-        if was_down:
-            outage_log.warning("ask-fable: the PostgreSQL database answers again; calls go through")
+            self._down = False
+        _report_up(self.url)
 
     def _lost(self, pool: AsyncConnectionPool[Any], exc: BaseException) -> None:
         """Drop ``pool``, whose database went away (its connections are dead, and a pool kept through
@@ -476,14 +512,12 @@ class PostgresPool:
         time, say so on the outage log. Runs on ``pool``'s loop."""
         loop = asyncio.get_running_loop()
         with self._lock:
-            was_down, self._down = self._down, True
+            self._down = True
             held = self._pools.get(loop)
             dropped = held is not None and held.pool is pool
             if dropped:
                 del self._pools[loop]
-        if not was_down:
-            outage_log.warning("ask-fable: the PostgreSQL database is not answering (%s); calls fail as "
-                               "unavailable until it does", _reason(exc, self.url))
+        _report_down(self.url, exc)
         if dropped:
             self._close_later(pool)
 
