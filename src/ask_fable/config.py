@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         description="Concurrent processes per CLI binary; 0 or negative disables the gate, "
         "1 serializes each CLI.",
     )
+    session_lease_seconds: float = Field(
+        10, ge=1, le=300,
+        description="Seconds a conversation turn's hold on its session lasts unless renewed (it is renewed "
+        "while the turn runs): turns of one session run one at a time across every server on the same store, "
+        "and a server that died mid-turn frees its session after this long.",
+    )
     session_idle_seconds: float = Field(
         900, gt=0, description="Seconds the Claude Code process of an idle Fable/Opus session stays open."
     )

@@ -68,7 +68,7 @@ async def test_follow_up_reuses_the_open_cli_and_carries_the_conversation(
         assert (first.text, second.text) == ("First answer.", "Second answer.")
         assert first.thinking == "Thinking about turn one."
         assert pid is not None and sessions.client_pid("fable", "k1") == pid, "same CLI process"
-        assert sessions.model("fable", "k1") == "claude-fable-5-1"
+        assert [r.model for r in fp.requests_for("anthropic")][-2:] == ["claude-fable-5-1"] * 2
         assert conversation(fp.last_json("anthropic")) == [
             ("user", "Turn one?"), ("assistant", "First answer."), ("user", "Turn two?"),
         ]
@@ -172,7 +172,7 @@ async def test_reset_closes_the_cli_and_the_next_turn_starts_fresh(
         await sessions.ask("fable", "k", req("Remember blue."), EventSink(), "fable")
         pid = sessions.client_pid("fable", "k")
         assert await sessions.reset("fable", "k") is True
-        assert sessions.client_pid("fable", "k") is None and sessions.model("fable", "k") is None
+        assert sessions.client_pid("fable", "k") is None
         assert await sessions.reset("fable", "never-used") is False
 
         await sessions.ask("fable", "k", req("What colour?"), EventSink(), "fable")
@@ -334,10 +334,34 @@ async def test_settings_getter_applies_runtime_changes_on_the_next_turn() -> Non
     await sessions.ask("fable", "a", req("one"), EventSink(), "fable")
     current["settings"] = load_settings(use_cli=True, fable_model="claude-fable-pinned")
     assert sessions.settings.use_cli
-    await sessions.ask("fable", "a", req("two"), EventSink(), "fable")
+    stored = (Exchange(prompt="one", answer="sdk answer", model="claude-fable-5-1"),)
+    await sessions.ask("fable", "a", req("two").model_copy(update={"history": stored}), EventSink(), "fable")
     await sessions.ask("fable", "b", req("fresh"), EventSink(), "fable")
     assert routes == [("sdk", "claude-fable-5-1"), ("cli", "claude-fable-5-1"),
                       ("cli", "claude-fable-pinned")]
+
+
+async def test_a_conversation_is_pinned_to_the_model_of_its_newest_stored_exchange() -> None:
+    """The pin is read from the history a turn arrives with, not from this process's memory: a
+    session never seen here runs on the model its stored turns name (the newest one's), and an empty
+    history (a reset made anywhere) runs unpinned, down the ladder, even after a pinned turn here."""
+    from ask_fable.backends.base import Reply
+
+    sessions = ClaudeSessions(load_settings(use_cli=True))
+    models: list[str] = []
+
+    async def cli_turn(session, model, request, settings):  # type: ignore[no-untyped-def]
+        models.append(model)
+        return Reply(text="answer", model=model, provider="anthropic")
+
+    sessions._cli_turn = cli_turn  # type: ignore[method-assign]
+    stored = (Exchange(prompt="one", answer="a", model="claude-fable-5-1"),
+              Exchange(prompt="two", answer="b", model="claude-fable-5"))
+    unknown = (Exchange(prompt="one", answer="a"),)
+    for request in (req("three").model_copy(update={"history": stored}), req("after a reset"),
+                    req("old row").model_copy(update={"history": unknown})):
+        await sessions.ask("fable", "s", request, EventSink(), "fable")
+    assert models == ["claude-fable-5", "claude-fable-5-1", "claude-fable-5-1"]
 
 
 @pytest.mark.parametrize("noticed", [False, True], ids=["just-killed", "exit-already-seen"])

@@ -203,3 +203,115 @@ async def test_turns_of_one_session_run_one_at_a_time_and_each_sees_the_one_befo
     assert sorted(r["turn"] for r in results) == [1, 2, 3]
     assert [len(r.history) for r in oracle.requests] == [0, 1, 2]
     assert json.dumps([r["status"] for r in results]) == json.dumps(["ok"] * 3)
+
+
+class Gated(Recorder):
+    """A Recorder whose first answer waits for ``release`` (``asked`` is set once it is waiting)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked, self.release = anyio.Event(), anyio.Event()
+
+    async def ask(self, request: OracleRequest, sink: EventSink) -> Reply:
+        if not self.asked.is_set():
+            self.asked.set()
+            await self.release.wait()
+        return await super().ask(request, sink)
+
+
+async def watched_turn(app: App, oracle: Oracle, question: str, waiting: anyio.Event) -> dict[str, Any]:
+    """A turn of session ``s`` whose progress sets ``waiting`` when it waits for an earlier turn."""
+    state: dict[str, Any] = {"needs_context_streak": 0}
+    ref = SessionRef("local", "deepseek", "s")
+    conversation = Conversation(store=app.transcripts, ref=ref, lock=app.conversations.lock(ref),
+                                window_tokens=context_window("deepseek", app.settings), label=oracle.model,
+                                run_store=app.run_store, lease_seconds=app.settings.session_lease_seconds,
+                                state=state)
+
+    async def progress(done: float, total: float | None, message: str) -> None:
+        if "earlier turn" in message:
+            waiting.set()
+
+    call = Call(tool="ask", question=question, session="s", mode="ask", session_state=state)
+    return await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation),
+                                   progress=progress)
+
+
+async def test_two_server_processes_on_one_store_run_a_sessions_turns_one_after_the_other(
+    tmp_path: Any,
+) -> None:
+    """Two Apps on one transcript file (two processes, no lock in common): the second turn waits for
+    the first, which is being answered, then is sent with it."""
+    settings = load_settings(session_store_path=tmp_path / "sessions.db")
+    first_app, second_app = App(settings), App(settings)
+    first, second = Gated(), Recorder("second answer")
+    results: dict[str, dict[str, Any]] = {}
+    waiting = anyio.Event()
+
+    async def run(name: str, app: App, oracle: Oracle) -> None:
+        results[name] = await watched_turn(app, oracle, f"The {name} question?", waiting)
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(run, "first", first_app, first)
+            await first.asked.wait()
+            group.start_soon(run, "second", second_app, second)
+            await waiting.wait()
+            assert second.requests == [], "the second turn did not reach its model while the first ran"
+            first.release.set()
+    assert (results["first"]["turn"], results["second"]["turn"]) == (1, 2)
+    [earlier] = second.requests[0].history
+    assert earlier.prompt == "## Question\nThe first question?" and earlier.answer == "answer 1"
+    events = [e["name"] for e in second_app.traces.get("local", results["second"]["trace_id"])["events"]]
+    assert "session.wait" in events
+
+
+async def test_a_cancelled_turn_frees_its_session_for_another_process_at_once(tmp_path: Any) -> None:
+    """The lease outlives the call (60 s) by far, the other process's call may wait 5 s: it answers
+    only because the cancelled turn gave the lease back."""
+    settings = load_settings(session_store_path=tmp_path / "sessions.db", session_lease_seconds=60, timeout=5)
+    gated = Gated()
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as group:
+            group.start_soon(watched_turn, App(settings), gated, "Abandoned?", anyio.Event())
+            await gated.asked.wait()
+            group.cancel_scope.cancel()
+        result = await watched_turn(App(settings), Recorder("Free."), "Next?", anyio.Event())
+    assert (result["status"], result["answer"], result["turn"]) == ("ok", "Free.", 1)
+
+
+async def test_a_turn_that_cannot_get_its_session_in_time_is_a_timeout_naming_the_cause(
+    tmp_path: Any,
+) -> None:
+    """Another process holds the session past the call's timeout: a structured timeout, no model asked."""
+    settings = load_settings(session_store_path=tmp_path / "sessions.db", timeout=1)
+    app, oracle = App(settings), Recorder()
+    assert TranscriptStore(settings.session_db).lease("local", "deepseek", "s", "elsewhere", 60)
+    with anyio.fail_after(30):
+        result = await watched_turn(app, oracle, "Blocked?", anyio.Event())
+    assert (result["status"], result["kind"]) == ("error", "timeout")
+    assert "earlier turn" in result["detail"]
+    assert oracle.requests == []
+
+
+async def test_reset_session_waits_for_a_turn_holding_the_session_elsewhere(tmp_path: Any) -> None:
+    """reset_session takes the session the way a turn does: while another process's turn holds it,
+    the reset waits (here past its timeout: a structured timeout, nothing cleared); once free, it
+    clears."""
+    from mcp import Client
+
+    from ask_fable.surface.server import build_server
+
+    settings = load_settings(session_store_path=tmp_path / "sessions.db", timeout=1)
+    store = TranscriptStore(settings.session_db)
+    store.append(SessionTurn(namespace="deepseek", session="s", question="q", prompt="p", answer="a"))
+    assert store.lease("local", "deepseek", "s", "elsewhere", 60)
+    async with Client(build_server(App(settings))) as client:
+        with anyio.fail_after(30):
+            blocked = (await client.call_tool("reset_session", {"session": "s", "model": "deepseek"}))
+            store.release("local", "deepseek", "s", "elsewhere")
+            cleared = (await client.call_tool("reset_session", {"session": "s", "model": "deepseek",
+                                                                "save": False}))
+    assert blocked.structured_content is not None and cleared.structured_content is not None
+    assert (blocked.structured_content["status"], blocked.structured_content["kind"]) == ("error", "timeout")
+    assert (cleared.structured_content["cleared"], cleared.structured_content["turns"]) == (True, 1)

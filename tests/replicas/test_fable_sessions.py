@@ -163,3 +163,39 @@ async def test_ask_with_reset_on_one_replica_is_not_undone_by_a_warm_cli_on_anot
     assert followed["turn"] == 2
     assert carries(request, turns.question(2), turns.answer(2), turns.question(3))
     assert not carries(request, turns.question(1))
+
+
+def _models_since(provider: FakeProvider, before: int) -> list[str | None]:
+    """The models the Claude requests since the ``before``-th asked for."""
+    return [request.model for request in provider.requests_for("anthropic")[before:]]
+
+
+async def test_the_model_a_conversation_fell_back_to_on_one_replica_is_kept_on_another_until_reset(
+    team: RoundRobin, claude_provider: FakeProvider
+) -> None:
+    """The newest Fable is refused. Turn 1 on A falls back to the older one. Turn 2 on B, which never
+    saw the session, goes straight to the older one, as the stored turn says, without asking for the
+    newest. After a reset on A, B's next turn starts unpinned: it asks for the newest Fable first."""
+    turns = Turns(claude_provider, team, "fable", "pin")
+    refusal = "model: claude-fable-5-1"
+    claude_provider.enqueue("anthropic", match="claude-fable-5-1", status=404, error=refusal, times=None)
+    try:
+        claude_provider.enqueue("anthropic", text=turns.answer(1))
+        first = await team.call("ask", {"question": turns.question(1), "session": "pin"}, on=A)
+        assert (first["status"], first["model"]) == ("ok", "claude-fable-5"), first
+
+        before = len(claude_provider.requests_for("anthropic"))
+        second, _ = await turns.ask(B, 2)
+        assert second["model"] == "claude-fable-5"
+        assert _models_since(claude_provider, before) == ["claude-fable-5"]
+
+        reset = await team.call("reset_session", {"session": "pin", "save": False}, on=A)
+        assert (reset["cleared"], reset["turns"]) == (True, 2)
+        before = len(claude_provider.requests_for("anthropic"))
+        claude_provider.enqueue("anthropic", text=turns.answer(3))
+        restarted = await team.call("ask", {"question": turns.question(3), "session": "pin"}, on=B)
+        assert (restarted["status"], restarted["turn"]) == ("ok", 1)
+        asked = _models_since(claude_provider, before)
+        assert asked[0] == "claude-fable-5-1" and asked[-1] == "claude-fable-5"
+    finally:
+        claude_provider.clear()  # the refusal must not outlive this test

@@ -102,3 +102,42 @@ def test_retention_zero_keeps_sessions_until_cleared(db: Database) -> None:
     clock.advance(10_000 * 86_400)
     assert [t["question"] for t in store.turns("local", "deepseek", "s")] == ["kept?"]
     assert store.sweep() == 0
+
+
+def test_a_session_lease_has_one_holder_until_released_or_expired(db: Database) -> None:
+    """Two stores on one database (two processes): while one holds a session's lease the other
+    cannot take it; it can once the lease is released, or once it expired unrenewed."""
+    clock = ManualClock()
+    here, there = TranscriptStore(db, clock=clock), TranscriptStore(db, clock=clock)
+    assert here.lease("local", "deepseek", "s", "turn-a", 10)
+    assert not there.lease("local", "deepseek", "s", "turn-b", 10)
+    assert there.lease("local", "deepseek", "other", "turn-b", 10), "other sessions are free"
+    assert there.lease("acme", "deepseek", "s", "turn-b", 10), "so are other tenants' sessions"
+    assert here.lease("local", "deepseek", "s", "turn-a", 10), "the holder may take it again"
+    here.release("local", "deepseek", "s", "turn-b")  # not its holder: nothing happens
+    assert not there.lease("local", "deepseek", "s", "turn-b", 10)
+    here.release("local", "deepseek", "s", "turn-a")
+    assert there.lease("local", "deepseek", "s", "turn-b", 10)
+    clock.advance(11)
+    assert here.lease("local", "deepseek", "s", "turn-c", 10), "an expired lease is taken over"
+    assert not there.renew("local", "deepseek", "s", "turn-b", 10), "its old holder has lost it"
+
+
+def test_renewing_a_lease_keeps_it_past_its_first_expiry(db: Database) -> None:
+    clock = ManualClock()
+    store = TranscriptStore(db, clock=clock)
+    assert store.lease("local", "deepseek", "s", "long-turn", 10)
+    clock.advance(8)
+    assert store.renew("local", "deepseek", "s", "long-turn", 10)
+    clock.advance(8)
+    assert not store.lease("local", "deepseek", "s", "next-turn", 10)
+    clock.advance(3)
+    assert store.lease("local", "deepseek", "s", "next-turn", 10)
+
+
+def test_a_session_key_with_a_secret_is_leased_under_its_redacted_label(db: Database) -> None:
+    store = TranscriptStore(db, secrets=[KEY])
+    assert store.lease("local", "glm", f"label-{KEY}", "turn", 10)
+    assert not store.lease("local", "glm", f"label-{KEY}", "other", 10)
+    with store.db.read() as conn:
+        assert KEY not in str([tuple(row) for row in conn.execute("SELECT * FROM session_leases").fetchall()])

@@ -31,12 +31,14 @@ HISTORY_HEADING = "## Earlier in this conversation"
 
 
 class Exchange(BaseModel):
-    """One earlier exchange of a conversation: the user prompt as it was sent, and the answer."""
+    """One earlier exchange of a conversation: the user prompt as it was sent, the answer, and the
+    model that answered it (when known)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     prompt: str
     answer: str
+    model: str | None = None
 
 
 class OracleRequest(BaseModel):

@@ -30,6 +30,10 @@ conversation stays stored and continues on a new CLI at its next turn. Both turn
 in their ``note``. Sessions mid-turn are never closed, so with every open session busy the caps
 are passed by the turns running at once.
 
+Model: a conversation stays on the model that answered it, read from the model each stored exchange
+names (:func:`pinned_model`), never from this process's memory: a replica that never saw the
+session pins it the same way, and a reset made anywhere (an empty history) unpins it.
+
 Cost: Claude Code reports a CLI's running total with every turn, so each reply's
 ``usage.cost_usd`` is turned into that turn's own cost here.
 """
@@ -90,6 +94,12 @@ def held_digest(exchanges: Iterable[Exchange]) -> str:
 EMPTY = held_digest(())
 
 
+def pinned_model(request: OracleRequest) -> str | None:
+    """The model a conversation is pinned to: the one that answered its newest stored exchange
+    (none for a conversation with no exchanges, or whose stored turn names no model)."""
+    return request.history[-1].model if request.history else None
+
+
 def tenant_of(namespace: str) -> str:
     """The tenant a session namespace belongs to (``fable@alice`` → ``alice``; a bare one is local)."""
     return namespace.partition("@")[2] or LOCAL_TENANT
@@ -100,8 +110,6 @@ class _Session:
     namespace: str
     key: str
     lock: anyio.Lock = field(default_factory=anyio.Lock)
-    #: The model the conversation runs on, once a turn answered.
-    model: str | None = None
     client: Conversation | None = None
     tail: StderrTail | None = None
     #: The ``stream_reasoning`` and system prompt the open client was started with.
@@ -184,12 +192,12 @@ class ClaudeSessions:
                         self._touch(session)
                         break
         except TimeoutError as exc:
-            model = session.model or plan.first
+            model = pinned_model(request) or plan.first
             raise OracleTimeout(f"{model} did not answer within {request.timeout:g}s") from exc
         return reply
 
     async def reset(self, namespace: str, key: str) -> bool:
-        """Close and forget session ``key``'s process and model; whether there was one to forget."""
+        """Close and forget session ``key``'s process; whether there was one to forget."""
         session = self._sessions.get((namespace, key))
         if session is None:
             return False
@@ -202,11 +210,6 @@ class ClaudeSessions:
     def oracle(self, namespace: str, key: str, model_token: str) -> Oracle:
         """The session's next turn as an :class:`Oracle`, so a mode can call it like any other."""
         return SessionOracle(self, namespace, key, model_token)
-
-    def model(self, namespace: str, key: str) -> str | None:
-        """The model the session's conversation runs on in this process, once a turn answered."""
-        session = self._sessions.get((namespace, key))
-        return session.model if session else None
 
     def client_pid(self, namespace: str, key: str) -> int | None:
         """The pid of the session's open Claude Code process, if one is open."""
@@ -245,9 +248,10 @@ class ClaudeSessions:
     async def _turn(
         self, session: _Session, plan: ModelPlan, request: OracleRequest, sink: EventSink, settings: Settings
     ) -> Reply:
-        # A conversation stays on the model that answered its first turn.
-        if session.model:
-            plan = ModelPlan(plan.token, (session.model,), plan.pinned_by or "the conversation")
+        # A conversation stays on the model that answered it so far, as its stored turns say.
+        pinned = pinned_model(request)
+        if pinned:
+            plan = ModelPlan(plan.token, (pinned,), plan.pinned_by or "the conversation")
 
         async def attempt(model: str) -> Reply:
             if settings.use_cli:
@@ -262,7 +266,6 @@ class ClaudeSessions:
                     first_line = exc.detail.splitlines()[0]
                     await sink.note(f"Agent SDK could not start ({first_line}); using the claude CLI")
                     reply = await self._cli_turn(session, model, request, settings)
-            session.model = model
             return session.charge(reply)
 
         return await run_ladder(plan, attempt, sink, self.resources.unavailable_models)
@@ -322,7 +325,8 @@ class ClaudeSessions:
                 raise map_sdk_error(exc, model, session.tail, started=True) from exc
             # What the store holds once this turn is written: the history as it came from there, and
             # this exchange redacted as the store redacts it.
-            answered = Exchange(prompt=redact(request.prompt, settings), answer=redact(reply.text, settings))
+            answered = Exchange(prompt=redact(request.prompt, settings), answer=redact(reply.text, settings),
+                                model=reply.model)
             session.held = held_digest((*request.history, answered))
             return reply.model_copy(update={"note": "; ".join(notes)}) if notes else reply
 
@@ -437,7 +441,7 @@ class SessionOracle(Oracle):
         plan = model_plan(sessions.settings, model_token, sessions.resources.unavailable_models)
         self._sessions, self._namespace, self._key = sessions, namespace, key
         self.token = plan.token
-        self.model = sessions.model(namespace, key) or plan.first
+        self.model = plan.first
 
     def ensure_available(self) -> None:
         """Raise ``BinaryMissing`` when no Claude Code CLI exists (a file check)."""

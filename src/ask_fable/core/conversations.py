@@ -2,22 +2,33 @@
 is sent with as many of them as the model's context window holds.
 
     ask(model=…, session=…) ─▶ namespace of the model (fable, opus5, deepseek, openrouter:<id>…)
-      ─▶ under the session's lock: stored turns ─▶ fitted into the window (oldest left out, with a
-         note and their questions listed for the model) ─▶ the oracle gets them as history
-      ─▶ the answered turn is stored
+      ─▶ holding the session (this process's lock, then the store's lease): stored turns ─▶ fitted
+         into the window (oldest left out, with a note and their questions listed for the model)
+         ─▶ the oracle gets them as history ─▶ the answered turn is stored ─▶ lease released
 
 The store is the truth: a restarted server, or another process reading the same store, continues
 the conversation; a warm Claude Code process is only a cache of it. A session belongs to a tenant
 (``local`` until the server tells tenants apart), a model namespace and the caller's session key.
 Sizes are estimated at :data:`BYTES_PER_TOKEN` UTF-8 bytes a token, a count that overestimates
 code and prose, so a fitted request stays inside the real window.
+
+Turns of one session run one at a time across processes (:func:`holding`): a turn takes the
+session's lease in the transcript store (waiting, with a short jittered backoff, while another
+process's turn holds it), renews it every third of ``ASK_FABLE_SESSION_LEASE_SECONDS`` while it
+runs, and releases it when it ends, also when cancelled. A process killed mid-turn stops renewing,
+so its lease expires and the session is free again within that many seconds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import random
+import time
+import uuid
 import weakref
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +36,7 @@ import anyio
 
 from ask_fable.backends.base import Exchange
 from ask_fable.core.sidecar import parse_sidecar
+from ask_fable.errors import OracleTimeout
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -41,6 +53,9 @@ EXCHANGE_OVERHEAD_BYTES = 96
 DIGEST_BYTES = 2_000
 #: Characters of each left-out question shown in that list.
 DIGEST_QUESTION_CHARS = 160
+#: First and longest pause between two tries at a session lease another turn holds.
+LEASE_RETRY_FIRST_S = 0.05
+LEASE_RETRY_MAX_S = 0.5
 
 #: The two Claude tokens whose conversations keep the namespaces ``ask`` and ``ask_opus5`` had.
 CLAUDE_NAMESPACES: dict[str, str] = {"fable": "fable", "opus": "opus5"}
@@ -101,9 +116,90 @@ class Conversation:
     label: str
     #: How the turn calls ``store`` from the event loop (``App.run_store``).
     run_store: StoreRunner
+    #: Seconds the session's lease lasts unless renewed (``ASK_FABLE_SESSION_LEASE_SECONDS``).
+    lease_seconds: float = 10.0
     reset: bool = False
     state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
     forget_warm: Callable[[], Awaitable[object]] | None = None
+
+    def hold(self, wait_s: float, on_wait: Callable[[], Awaitable[None]] | None = None
+             ) -> AbstractAsyncContextManager[None]:
+        """Hold this session for one turn (see :func:`holding`)."""
+        return holding(self.store, self.ref, self.lock, self.run_store, lease_s=self.lease_seconds,
+                       wait_s=wait_s, on_wait=on_wait)
+
+
+@asynccontextmanager
+async def holding(store: SessionTranscriptStore, ref: SessionRef, lock: anyio.Lock, run_store: StoreRunner,
+                  *, lease_s: float, wait_s: float,
+                  on_wait: Callable[[], Awaitable[None]] | None = None) -> AsyncIterator[None]:
+    """Run the body as the session's only turn on every process sharing ``store``.
+
+    Takes this process's ``lock``, then the session's lease in the store, retrying with a jittered
+    backoff while another process holds it; ``on_wait`` is awaited once when a wait begins. Past
+    ``wait_s`` seconds of waiting, ``OracleTimeout``. The lease is renewed while the body runs and
+    released after it, also when it is cancelled. A store that cannot be reached does not stop the
+    turn: it runs unleased (its reads and writes then fail on their own terms).
+    """
+    async with lock:
+        holder = uuid.uuid4().hex
+        leased = await _take_lease(store, ref, run_store, holder, lease_s, wait_s, on_wait)
+        if not leased:
+            yield
+            return
+        failure: Exception | None = None
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(_keep_lease, store, ref, run_store, holder, lease_s)
+                try:
+                    yield
+                except Exception as exc:  # raised below as it is, not in the task group's exception group
+                    failure = exc
+                finally:
+                    group.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+        finally:
+            with anyio.CancelScope(shield=True):
+                # A release that fails leaves the lease to lapse on its own.
+                with contextlib.suppress(Exception):
+                    await run_store(store.release, ref.tenant, ref.namespace, ref.key, holder)
+
+
+async def _take_lease(store: SessionTranscriptStore, ref: SessionRef, run_store: StoreRunner, holder: str,
+                      lease_s: float, wait_s: float,
+                      on_wait: Callable[[], Awaitable[None]] | None) -> bool:
+    """Take the lease, waiting for another holder; whether it was taken (``False``: the store failed)."""
+    deadline = time.monotonic() + wait_s
+    pause = LEASE_RETRY_FIRST_S
+    waited = False
+    while True:
+        try:
+            if await run_store(store.lease, ref.tenant, ref.namespace, ref.key, holder, lease_s):
+                return True
+        except Exception:  # see holding(): the turn goes on unleased
+            return False
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise OracleTimeout(f"an earlier turn of session {ref.key!r} was still running after "
+                                f"{wait_s:g}s; try again when it has answered")
+        if not waited and on_wait is not None:
+            waited = True
+            await on_wait()
+        await anyio.sleep(min(left, random.uniform(pause / 2, pause)))
+        pause = min(pause * 2, LEASE_RETRY_MAX_S)
+
+
+async def _keep_lease(store: SessionTranscriptStore, ref: SessionRef, run_store: StoreRunner, holder: str,
+                      lease_s: float) -> None:
+    """Renew the lease every third of its length until cancelled; a failed renewal is tried again
+    at the next one (the lease lasts until then)."""
+    while True:
+        await anyio.sleep(lease_s / 3)
+        try:
+            await run_store(store.renew, ref.tenant, ref.namespace, ref.key, holder, lease_s)
+        except Exception:
+            continue
 
 
 def estimate_tokens(text: str) -> int:
@@ -146,7 +242,8 @@ def fit_history(
     kept newest first and without gaps; when some are left out, room is kept for a list of their
     questions (:attr:`FittedHistory.digest`).
     """
-    exchanges = [Exchange(prompt=turn["prompt"], answer=turn["answer"]) for turn in turns]
+    exchanges = [Exchange(prompt=turn["prompt"], answer=turn["answer"], model=turn["model"])
+                 for turn in turns]
     fixed_bytes = len(system.encode("utf-8")) + len(prompt.encode("utf-8"))
     token_room = (int(window_tokens * WINDOW_SHARE) - min(reply_tokens, window_tokens // 2)
                   - math.ceil(fixed_bytes / BYTES_PER_TOKEN))

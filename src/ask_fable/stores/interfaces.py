@@ -243,6 +243,19 @@ class SessionTranscriptStore(Protocol):
         """The namespace's sessions with at least one turn, most recently used first."""
         ...
 
+    def lease(self, tenant: str, namespace: str, session: str, holder: str, ttl_s: float) -> bool:
+        """Take the session's lease for ``holder`` for ``ttl_s`` seconds unless another live holder
+        has it (atomic across processes); whether ``holder`` has it now."""
+        ...
+
+    def renew(self, tenant: str, namespace: str, session: str, holder: str, ttl_s: float) -> bool:
+        """Extend ``holder``'s lease to ``ttl_s`` seconds from now; whether it still held it."""
+        ...
+
+    def release(self, tenant: str, namespace: str, session: str, holder: str) -> None:
+        """Give up ``holder``'s lease."""
+        ...
+
 
 class ApiKeyStore(Protocol):
     """HTTP API keys, kept only as hashes."""

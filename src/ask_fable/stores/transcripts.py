@@ -6,6 +6,14 @@ conversation space (``fable``, ``opus5``, ``deepseek``, ``openrouter:<id>``…) 
 caller's key. Text and session keys are stored redacted (a key is looked up the same way). A
 session whose last turn is older than ``ASK_FABLE_SESSION_RETENTION_DAYS`` reads as empty and is
 deleted, on read and by a sweep every :data:`SWEEP_EVERY` writes.
+
+A turn in progress holds its session's lease (table ``session_leases``): one row per session with
+a ``holder`` (the turn's own random id) and an ``expires`` time. :meth:`TranscriptStore.lease`
+takes it in one upsert that only succeeds while the row is free, expired or already the caller's,
+so two processes (replicas, stdio servers on one state directory) never run turns of one session
+at once; :meth:`~TranscriptStore.renew` moves ``expires`` on while a long turn runs and
+:meth:`~TranscriptStore.release` deletes the row. A holder that died leaves a row that any process
+takes over once ``expires`` has passed.
 """
 
 from __future__ import annotations
@@ -46,11 +54,27 @@ MIGRATIONS = [
     CREATE INDEX turns_ts ON turns(ts);
     CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
     """,
+    """
+    CREATE TABLE session_leases (
+        tenant TEXT NOT NULL,
+        namespace TEXT NOT NULL,
+        session TEXT NOT NULL,
+        holder TEXT NOT NULL,
+        expires REAL NOT NULL,
+        PRIMARY KEY (tenant, namespace, session)
+    );
+    CREATE INDEX session_leases_expires ON session_leases(expires);
+    """,
 ]
 
 _COLUMNS = "question, prompt, answer, thinking, model, cost_usd, ts"
 _SESSION = "tenant = ? AND namespace = ? AND session = ?"
 _SELECT = f"SELECT {_COLUMNS} FROM turns WHERE {_SESSION} ORDER BY id"
+# Taken when the row is absent, expired or already this holder's; otherwise nothing is returned.
+_LEASE = ("INSERT INTO session_leases (tenant, namespace, session, holder, expires) VALUES (?,?,?,?,?) "
+          "ON CONFLICT (tenant, namespace, session) DO UPDATE SET holder = excluded.holder, "
+          "expires = excluded.expires WHERE session_leases.expires < ? "
+          "OR session_leases.holder = excluded.holder RETURNING holder")
 
 
 class TranscriptStore:
@@ -114,6 +138,28 @@ class TranscriptStore:
         rows = self.db.run_write(take)
         return [_turn(number, row) for number, row in enumerate(rows, start=1)]
 
+    def lease(self, tenant: str, namespace: str, session: str, holder: str, ttl_s: float) -> bool:
+        """Take the session's lease for ``holder`` for ``ttl_s`` seconds, unless another holder has
+        it and it has not expired; whether ``holder`` has it now."""
+        where = self._where(tenant, namespace, session)
+        now = self._clock.now()
+        return self.db.run_write(
+            lambda conn: conn.execute(_LEASE, (*where, holder, now + ttl_s, now)).fetchone() is not None)
+
+    def renew(self, tenant: str, namespace: str, session: str, holder: str, ttl_s: float) -> bool:
+        """Extend ``holder``'s lease to ``ttl_s`` seconds from now; whether it still held it."""
+        where = self._where(tenant, namespace, session)
+        expires = self._clock.now() + ttl_s
+        return self.db.run_write(lambda conn: conn.execute(
+            f"UPDATE session_leases SET expires = ? WHERE {_SESSION} AND holder = ?",
+            (expires, *where, holder)).rowcount > 0)
+
+    def release(self, tenant: str, namespace: str, session: str, holder: str) -> None:
+        """Give up ``holder``'s lease (nothing happens when another holder has taken it over)."""
+        where = self._where(tenant, namespace, session)
+        self.db.run_write(lambda conn: conn.execute(
+            f"DELETE FROM session_leases WHERE {_SESSION} AND holder = ?", (*where, holder)))
+
     def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
         """The namespace's live sessions, most recently used first."""
         cutoff = self._cutoff()
@@ -134,6 +180,7 @@ class TranscriptStore:
         return self.db.run_write(self._sweep)
 
     def _sweep(self, conn: Connection) -> int:
+        conn.execute("DELETE FROM session_leases WHERE expires < ?", (self._clock.now(),))
         cutoff = self._cutoff()
         if cutoff is None:
             return 0

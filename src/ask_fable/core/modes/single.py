@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
@@ -50,13 +51,22 @@ async def run_turn(
     """One turn of ``conversation`` with ``oracle``: its stored turns, fitted into the model's window,
     go with the question, and the answer is stored as the session's next turn.
 
-    Turns of one session run one at a time. The result adds ``turn`` (the session's turn count),
+    Turns of one session run one at a time, across every process on the same store
+    (:meth:`Conversation.hold`); time spent waiting for an earlier turn counts against the call's
+    timeout. The result adds ``turn`` (the session's turn count),
     ``session_cost_usd`` (when a cost was reported) and a ``note`` when earlier turns were left out
     or the store failed; a store that fails never costs the caller the answer.
     """
     store, ref = conversation.store, conversation.ref
     notes: list[str] = []
-    async with conversation.lock:
+    started = time.monotonic()
+    timeout = mctx.settings.timeout
+
+    async def waiting() -> None:
+        mctx.trace.event("session.wait")
+        await mctx.progress(0, 1, "waiting for this session's earlier turn to finish", echo=False)
+
+    async with conversation.hold(timeout, waiting):
         if conversation.reset:
             await _store_op(conversation, mctx, notes, "clear", store.clear, ref.tenant, ref.namespace,
                             ref.key)
@@ -66,7 +76,8 @@ async def run_turn(
             conversation, mctx, notes, "read", store.turns, ref.tenant, ref.namespace, ref.key) or []
         conversation.state["needs_context_streak"] = streak_of(turns, mctx.settings.max_needs_context)
         prompt, system = user_prompt(question, context), system_prompt()
-        request = mctx.request(system, prompt)
+        # What is left of the call's time after waiting for the session (a request needs some).
+        request = mctx.request(system, prompt, timeout=max(1.0, timeout - (time.monotonic() - started)))
         fitted = fit_history(turns, system=system, prompt=prompt, window_tokens=conversation.window_tokens,
                              reply_tokens=oracle.reply_tokens(request), limit_bytes=oracle.prompt_limit_bytes)
         mctx.trace.event("session.history", turns=len(turns), sent=len(fitted.history),

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
 from ask_fable.contract import AnswerResult, DataResult
-from ask_fable.core.conversations import Conversation, SessionRef, context_window, namespace_for
+from ask_fable.core.conversations import Conversation, SessionRef, context_window, holding, namespace_for
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_turn
 from ask_fable.core.pipeline import Call
@@ -104,7 +104,8 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
         turn = oracle, Conversation(
             store=ctx.app.transcripts, ref=ref, lock=ctx.app.conversations.lock(ref),
             window_tokens=context_window(token, ctx.settings), label=oracle.model,
-            run_store=ctx.app.run_store, reset=args.reset, state=state, forget_warm=forget_warm,
+            run_store=ctx.app.run_store, lease_seconds=ctx.settings.session_lease_seconds, reset=args.reset,
+            state=state, forget_warm=forget_warm,
         )
     except AskFableError as exc:  # an unknown token, a bad model id: audited like any other outcome
         failure = exc
@@ -163,7 +164,9 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     key = label = args.session.strip() or "default"
     ref = SessionRef(ctx.tenant, namespace, key)
     store = ctx.app.transcripts
-    async with ctx.app.conversations.lock(ref):
+    # The same hold a turn takes: a reset waits for a turn running on any server, and the reverse.
+    async with holding(store, ref, ctx.app.conversations.lock(ref), ctx.app.run_store,
+                       lease_s=ctx.settings.session_lease_seconds, wait_s=ctx.settings.timeout):
         turns = await ctx.app.run_store(store.clear, ref.tenant, namespace, key)
         await ctx.app.claude_sessions.reset(ctx.session_space(namespace), key)
     result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
