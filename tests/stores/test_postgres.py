@@ -299,3 +299,23 @@ def test_a_refused_connection_fails_the_call_at_once_not_after_the_connect_timeo
         assert len(outcome) == 1 and isinstance(outcome[0], Unavailable), outcome
     finally:
         pools.close()
+
+
+def test_a_restart_no_call_saw_costs_no_call(pg_server: PostgresServer) -> None:
+    """The database restarts between two calls, so every pooled connection is dead but no call saw
+    it go: the next call finds its connection dead on its first round trip, before anything of its
+    transaction ran, and goes through on a fresh one."""
+    url = pg_server.fresh_database()
+    pools = Connections()
+    store = context_store_for(load_settings(database_url=url, database_connect_timeout=5), connections=pools)
+    store.write("local", "before", "v")
+    try:
+        pg_server.stop()
+        pg_server.start()
+        got = store.read("local", "before")
+        store.write("local", "after", "w")
+        assert got is not None and got["value"] == "v"
+        assert sorted(store.keys("local")) == ["after", "before"]
+    finally:
+        pools.close()
+        pg_server.drop(url)
