@@ -84,7 +84,7 @@ def test_keys_create_takes_a_scope_and_a_tenant() -> None:
         ("ask", "alice-smith"), ("read", "platform"), ("admin", "platform"), ("ask", "old-script")]
     for tenant in ("*", "shared", "Has Spaces"):
         refused = run("keys", "create", "--name", "x", "--tenant", tenant)
-        assert refused.returncode == 1 and tenant in refused.stderr
+        assert refused.returncode == 2 and tenant in refused.stderr
     table = run("keys", "list").stdout
     assert "TENANT" in table and "platform" in table
 
