@@ -397,7 +397,33 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
         texts = [sources.read(source, f"{param.flag}-file") for source in files]
         if texts:
             out[param.field] = "\n\n".join(part for part in [out.get(param.field) or "", *texts] if part)
+    check_arguments(spec, out)
     return out
+
+
+def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
+    """``UsageError`` naming the option and the value when the tool would refuse ``arguments`` as
+    invalid (bad_args): the command says so before calling, as for a number out of bounds."""
+    from pydantic import ValidationError
+
+    try:
+        spec.args.model_validate(arguments)
+    except ValidationError as exc:
+        params = {param.field: param for param in tool_params(spec)}
+        problems = []
+        for error in exc.errors()[:3]:
+            field = str(error["loc"][0]) if error["loc"] else ""
+            param = params.get(field)
+            if param is None:
+                name = field or "arguments"
+            else:
+                name = param.field.upper() if param.positional else param.flag
+            said = str(error["msg"]).removeprefix("Value error, ")
+            given = arguments.get(field)
+            shown = "" if given is None else " " + _short(given if isinstance(given, str) else
+                                                         json.dumps(given, ensure_ascii=False), 60)
+            problems.append(f"{name}{shown}: {said}")
+        raise UsageError("; ".join(problems)) from None
 
 
 # --- calling -------------------------------------------------------------------------------------

@@ -7,10 +7,11 @@ tenant; an admin may name another, or ``"*"`` for every tenant.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from ask_fable.access import ADMINISTERS, READS
 from ask_fable.contract import DataResult, Strict
@@ -59,6 +60,25 @@ class TraceListArgs(_Args):
         None, description="Page back: traces older than this trace_id (or epoch seconds); use next_before."
     )
     tenant: str | None = TENANT
+
+    @field_validator("before")
+    @classmethod
+    def _cursor(cls, value: str | None) -> str | None:
+        """A trace id's shape, or epoch seconds from 0 (no trace is older than the epoch)."""
+        from ask_fable.stores.trace_ids import valid_trace_id
+
+        text = (value or "").strip()
+        if not text:
+            return value
+        try:
+            seconds = float(text)
+        except ValueError:
+            if valid_trace_id(text):
+                return value
+        else:
+            if math.isfinite(seconds) and seconds >= 0:
+                return value
+        raise ValueError("use a trace_id (next_before) or epoch seconds from 0")
 
 
 class TraceGetArgs(_Args):
@@ -176,8 +196,6 @@ async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
 
 async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     """Recent traces without content, newest first; ``before`` pages back."""
-    from ask_fable.errors import BadArgs
-
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
     tenant = ctx.caller.view(args.tenant)
     store = ctx.app.traces
@@ -186,11 +204,7 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     if cursor is not None:
         try:
             before = float(cursor)
-        except ValueError:
-            from ask_fable.stores.trace_ids import valid_trace_id
-
-            if not valid_trace_id(cursor):
-                raise BadArgs("before must be a trace_id or epoch seconds") from None
+        except ValueError:  # a trace id (its shape is checked with the arguments)
             if await anyio.to_thread.run_sync(store.get, tenant, cursor) is None:
                 return {"status": "error", "kind": "not_found",
                         "detail": f"before names no stored trace ({cursor})",
