@@ -495,15 +495,19 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
 
     import anyio
     from mcp import Client
+    from mcp.types import Implementation
 
+    from ask_fable import __version__
     from ask_fable.core.app import App
+    from ask_fable.surface.context import COMMAND_LINE_CLIENT
     from ask_fable.surface.server import build_server
 
     server = build_server(App(quiet=quiet), toolsets=list(toolsets))
+    client_info = Implementation(name=COMMAND_LINE_CLIENT, version=__version__)
     display = progress or ProgressDisplay(enabled=False)
     stderr = contextlib.redirect_stderr(display) if display.tty else contextlib.nullcontext()
     with stderr:
-        async with Client(server) as client, anyio.create_task_group() as group:
+        async with Client(server, client_info=client_info) as client, anyio.create_task_group() as group:
             group.start_soon(display.tick)
             try:
                 result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
