@@ -82,10 +82,10 @@ class Param:
         return f"--arg-{name}" if self.field in RESERVED_FLAGS else f"--{name}"
 
 
-#: Multi-turn tools from a shell: every command is a fresh process with no open conversations.
-ONE_SHOT_NOTE = (
-    " (From the command line each command runs in a new process, so a session does not carry over "
-    "to the next command; follow-ups need the MCP server.)"
+#: Multi-turn tools from a shell: every command is a process of its own, the conversation is stored.
+SESSION_NOTE = (
+    " (From the command line each command runs in a process of its own, yet a session carries over "
+    "to the next command: its turns are kept in the state directory.)"
 )
 
 
@@ -262,7 +262,7 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
         description = spec.describe(settings)
         summary = _summary(description or spec.name)
         if "reset" in spec.args.model_fields or spec.name == "reset_session":
-            description += ONE_SHOT_NOTE
+            description += SESSION_NOTE
         if len(path) == 1:
             parser = subparsers.add_parser(path[0], help=summary, description=description)
         else:

@@ -172,8 +172,10 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     if not turns:
         stored = await anyio.to_thread.run_sync(store.sessions, ref.tenant, namespace)  # this tenant's
         result["sessions"] = sorted(s["session"] for s in stored)
-        result["note"] = (f"no stored {namespace} conversation is named {label!r}; nothing was cleared. "
-                          "`sessions` lists the ones there are.")
+        there = (f"the stored {namespace} conversations are listed in sessions" if stored
+                 else f"there are no stored {namespace} conversations")
+        result["note"] = (f"no stored {namespace} conversation is named {label!r}; nothing was cleared: "
+                          f"{there}")
         return result
     if args.save:
         kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],
