@@ -154,6 +154,8 @@ def check_name(name: str) -> str:
 
 def key_tenant(name: str, tenant: str | None) -> str:
     """The tenant a new key joins: ``tenant`` when given, else one made from the key's name."""
+    if tenant is not None and not tenant.strip():
+        raise BadArgs("--tenant is empty: give a tenant name, or leave --tenant out to make one from --name")
     chosen = tenant.strip() if tenant is not None else tenant_from_name(name)
     if not chosen:
         raise BadArgs(f"no tenant can be made from the name {name!r}; give one with --tenant")

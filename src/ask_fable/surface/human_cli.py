@@ -255,10 +255,13 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
     groups: dict[str, Any] = {}
     table: dict[str, ToolSpec] = {}
     paths = command_paths(specs)
+    #: Each tool's command, for the readable output of every command (filled before any runs).
+    commands: dict[str, str] = {}
     for spec in specs:
         path = paths[spec.name]
         if path[0] in reserved:
             path = (spec.name,)
+        commands[spec.name] = "ask-fable " + " ".join(path)
         description = spec.describe(settings)
         summary = _summary(description or spec.name)
         if "reset" in spec.args.model_fields or spec.name == "reset_session":
@@ -277,7 +280,7 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
         parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
         parser.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
                             help="silence the progress trace on stderr (like ASK_FABLE_QUIET=1)")
-        parser.set_defaults(tool_name=spec.name)
+        parser.set_defaults(tool_name=spec.name, tool_commands=commands)
         table[spec.name] = spec
     return table
 
@@ -420,8 +423,12 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
                 name = param.field.upper() if param.positional else param.flag
             said = str(error["msg"]).removeprefix("Value error, ")
             given = arguments.get(field)
-            shown = "" if given is None else " " + _short(given if isinstance(given, str) else
-                                                         json.dumps(given, ensure_ascii=False), 60)
+            if given is None:
+                shown = ""
+            elif given == "":
+                shown = " ''"
+            else:
+                shown = " " + _short(given, 60)
             problems.append(f"{name}{shown}: {said}")
         raise UsageError("; ".join(problems)) from None
 
@@ -544,8 +551,25 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(payload: dict[str, Any]) -> str:
-    """A readable rendering of a tool result: its main text, then the other fields."""
+#: Result fields whose text may point at another tool, named by its command in readable output.
+POINTER_FIELDS = frozenset({"hint", "note"})
+
+
+def as_commands(text: str, commands: dict[str, str]) -> str:
+    """``text`` with each tool it names as a bare word (``trace_list shows…``) named by its command
+    (```ask-fable trace list` shows…``); a tool written as a call or an argument is left alone."""
+    if not commands:
+        return text
+    names = "|".join(sorted(map(re.escape, commands), key=len, reverse=True))
+    return re.sub(rf"(?<![\w`=\"'])({names})(?![\w`(=\"'])", lambda m: f"`{commands[m.group(1)]}`", text)
+
+
+def render(payload: dict[str, Any], commands: dict[str, str] | None = None) -> str:
+    """A readable rendering of a tool result: its main text, then the other fields (a hint or note
+    naming a tool names its command, given ``commands``: tool → command)."""
+    if commands:
+        payload = {key: as_commands(value, commands) if key in POINTER_FIELDS and isinstance(value, str)
+                   else value for key, value in payload.items()}
     status = payload.get("status")
     lines: list[str] = []
     if status == "error":
@@ -628,5 +652,5 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         stream = sys.stderr if payload.get("status") == "error" else sys.stdout
-        print(render(payload), file=stream)
+        print(render(payload, getattr(namespace, "tool_commands", None)), file=stream)
     return exit_code(payload)
