@@ -50,3 +50,37 @@ def test_clearing_an_unknown_session_lists_the_stored_ones_or_says_there_are_non
     assert "there are no stored glm conversations" in none.stdout
     assert "sessions: locks" in some.stdout or 'sessions: ["locks"]' in some.stdout
     assert "stored glm conversations are listed in sessions" in some.stdout
+
+
+def test_a_blank_session_to_clear_is_refused_rather_than_clearing_the_default_one() -> None:
+    """``reset-session --session "$S"`` with S set to spaces must not clear the ``default`` conversation
+    (as ``ask`` reads a blank session): nothing is cleared, and the usage error says what to give. Over
+    MCP the same arguments are bad_args."""
+    with FakeProvider() as fake:
+        fake.enqueue("anthropic", text="Use a lease." + SIDECAR, times=2)
+        env = child_env(ASK_FABLE_GLM_API_KEY="sk-glm-0123456789", ASK_FABLE_CACHE="0",
+                        ASK_FABLE_GLM_BASE_URL=f"{fake.base_url}/api/anthropic")
+        assert _run("ask", "Lease or lock?", "--model", "glm", env=env).returncode == 0
+        blank = _run("reset-session", "--model", "glm", "--session", "   ", env=env)
+        assert _run("ask", "And the expiry?", "--model", "glm", env=env).returncode == 0
+        sent = fake.last_json("anthropic")
+    assert blank.returncode == 2 and blank.stdout == ""
+    assert "ask-fable: --session '   ': session is blank: name the conversation to clear" in blank.stderr
+    assert "Lease or lock?" in json.dumps(sent)  # the default conversation is still there
+
+
+async def test_over_mcp_a_blank_session_to_clear_is_bad_args() -> None:
+    from mcp import Client
+
+    from ask_fable.core.app import App
+    from ask_fable.surface.server import build_server
+    from tests.e2e.helpers import structured
+
+    app = App()
+    try:
+        async with Client(build_server(app)) as client:
+            result = await structured(client, "reset_session", {"session": " \t"})
+    finally:
+        await app.aclose()
+    assert (result["status"], result["kind"]) == ("error", "bad_args")
+    assert "session is blank" in result["detail"]

@@ -425,8 +425,8 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
             given = arguments.get(field)
             if given is None:
                 shown = ""
-            elif given == "":
-                shown = " ''"
+            elif isinstance(given, str) and not given.strip():
+                shown = f" {given!r}"
             else:
                 shown = " " + _short(given, 60)
             problems.append(f"{name}{shown}: {said}")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
@@ -61,6 +61,15 @@ class ResetSessionArgs(BaseModel):
     session: str = Field("default", min_length=1, max_length=200, description="The session key to clear.")
     model: str = Field("fable", description="Whose conversation: the model ask was given (opus5, deepseek…).")
     save: bool = Field(True, description="Dump the transcript to the sessions directory before clearing.")
+
+    @field_validator("session")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        """A blank key names no conversation (an ask reads it as ``default``: clearing that by accident
+        would lose it)."""
+        if not value.strip():
+            raise ValueError("session is blank: name the conversation to clear (e.g. 'default')")
+        return value
 
 
 class ResetSessionResult(DataResult):
