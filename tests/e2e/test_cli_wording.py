@@ -28,6 +28,8 @@ def test_a_hint_names_the_command_that_runs_the_tool_it_points_at() -> None:
     for done in (trace, context, peek):
         assert "trace_list" not in done.stdout + done.stderr and "context_list" not in done.stderr
         assert "session_list" not in done.stdout
+    missing = _run("ask", "How should the orders table be sharded?", "--context-ref", "nope")
+    assert missing.returncode == 0 and "Store the material with `ask-fable context write`" in missing.stdout
     raw = json.loads(_run("trace", "get", "nope", "--json").stdout)
     assert raw["hint"] == "trace_list shows the stored traces"
 

@@ -552,7 +552,7 @@ def _short(value: Any, limit: int = 160) -> str:
 
 
 #: Result fields whose text may point at another tool, named by its command in readable output.
-POINTER_FIELDS = frozenset({"hint", "note"})
+POINTER_FIELDS = frozenset({"hint", "note", "detail"})
 
 
 def as_commands(text: str, commands: dict[str, str]) -> str:
