@@ -557,10 +557,12 @@ POINTER_FIELDS = frozenset({"hint", "note", "detail"})
 
 def as_commands(text: str, commands: dict[str, str]) -> str:
     """``text`` with each tool it names as a bare word (``trace_list shows…``) named by its command
-    (```ask-fable trace list` shows…``); a tool written as a call or an argument is left alone."""
-    if not commands:
+    (```ask-fable trace list` shows…``); a tool written as a call or an argument is left alone, and so
+    is a one-word tool name (``ask``, ``stats``), which prose uses as a word."""
+    named = sorted((name for name in commands if "_" in name), key=len, reverse=True)
+    if not named:
         return text
-    names = "|".join(sorted(map(re.escape, commands), key=len, reverse=True))
+    names = "|".join(map(re.escape, named))
     return re.sub(rf"(?<![\w`=\"'])({names})(?![\w`(=\"'])", lambda m: f"`{commands[m.group(1)]}`", text)
 
 
