@@ -44,3 +44,11 @@ def test_an_empty_tenant_for_a_new_key_is_named_as_empty() -> None:
     done = _run("keys", "create", "--name", "ci bot", "--tenant", " ")
     assert done.returncode == 2 and done.stdout == ""
     assert "ask-fable: --tenant is empty: give a tenant name, or leave --tenant out" in done.stderr
+
+
+def test_a_trace_status_no_result_has_is_a_usage_error_listing_the_statuses() -> None:
+    """Before, ``trace list --status weird`` listed nothing and said nothing of why."""
+    done = _run("trace", "list", "--status", "weird")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "argument --status: invalid choice: 'weird' (choose from 'ok', 'refused', 'error'" in done.stderr
+    assert _run("trace", "list", "--status", "refused").returncode == 0

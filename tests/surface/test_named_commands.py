@@ -1,5 +1,5 @@
 """Every ``ask-fable`` command a user is told to run exists: the ones named in tool descriptions, the
-hints and notes of results, the manual, README and the docs (in backticks, or on a line of a shell
+hints and notes of results, the manual, README, the docs and the skills (in backticks, or on a line of a shell
 block) all resolve in the command's own parser, sub-command by sub-command (``keys create/update``
 names two)."""
 
@@ -54,7 +54,8 @@ def _texts() -> dict[str, str]:
     settings = load_settings()
     for spec in all_tools():
         texts[f"tool {spec.name}"] = spec.describe(settings)
-    for path in [ROOT / "README.md", ROOT / "CLAUDE.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+    for path in [ROOT / "README.md", ROOT / "CLAUDE.md", *sorted((ROOT / "docs").rglob("*.md")),
+                 *sorted((ROOT / "skills").rglob("*.md"))]:
         text = path.read_text(encoding="utf-8")
         shell = [line for block in FENCED.findall(text) for line in SHELL_LINE.findall(block)]
         texts[str(path.relative_to(ROOT))] = "\n".join([text, *(f"`ask-fable {line}`" for line in shell)])

@@ -8,13 +8,13 @@ tenant; an admin may name another, or ``"*"`` for every tenant.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from ask_fable.access import ADMINISTERS, READS
-from ask_fable.contract import DataResult, Strict
+from ask_fable.contract import DataResult, Status, Strict
 from ask_fable.stores.stats import BY_VALUES, WINDOWS
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
@@ -25,6 +25,8 @@ MAX_EXCERPT_CHARS = 100_000
 #: The allowed values of stats' ``window`` and ``by``, as the schema advertises them.
 _WINDOWS: list[JsonValue] = list(WINDOWS)
 _BY: list[JsonValue] = list(BY_VALUES)
+#: The statuses a result (and so a trace) can have.
+_STATUSES: list[JsonValue] = list(get_args(Status))
 
 
 class _Args(BaseModel):
@@ -52,7 +54,8 @@ class TraceListArgs(_Args):
 
     limit: int = Field(20, description=f"How many traces, newest first (clamped to 1–{MAX_TRACE_LIST}).")
     tool: str | None = Field(None, description="Only this tool, e.g. ask_council.")
-    status: str | None = Field(None, description="Only this status: ok, refused, error, needs_context…")
+    status: str | None = Field(None, description="Only this status: ok, refused, error, needs_context…",
+                               json_schema_extra={"enum": _STATUSES})
     provider: str | None = Field(None, description="Only traces that called this provider.")
     session: str | None = Field(None, description="Only this session label.")
     project: str | None = Field(None, description="Only this project label.")
@@ -60,6 +63,14 @@ class TraceListArgs(_Args):
         None, description="Page back: traces older than this trace_id (or epoch seconds); use next_before."
     )
     tenant: str | None = TENANT
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str | None) -> str | None:
+        """A status a result can have (any other would match no trace, and say nothing of it)."""
+        if value is not None and value not in _STATUSES:
+            raise ValueError(f"no result has status {value!r}; use {', '.join(map(str, _STATUSES))}")
+        return value
 
     @field_validator("before")
     @classmethod
