@@ -38,6 +38,8 @@ def test_an_empty_value_in_a_usage_error_is_shown_as_empty_quotes() -> None:
     done = _run("ask", "Why is the cache cold?", "--session", "")
     assert done.returncode == 2
     assert "ask-fable: --session '': String should have at least 1 character" in done.stderr
+    paths = _run("context", "pack", "k", "--paths", ",")
+    assert paths.returncode == 2 and "ask-fable: --paths ,: List should have at least 1 item" in paths.stderr
 
 
 def test_an_empty_tenant_for_a_new_key_is_named_as_empty() -> None:

@@ -382,10 +382,13 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
     ``-`` as a text positional reads stdin, and ``--<field>-file`` options add files' text.
     """
     out: dict[str, Any] = {}
+    typed: dict[str, str] = {}
     sources = _Sources()
     for param in tool_params(spec):
         name = param.field.upper() if param.positional else param.flag
         raw = getattr(namespace, param.dest, None)
+        if isinstance(raw, str):
+            typed[param.field] = raw
         if raw == "-" and param.positional and param.field in STDIN_FIELDS:
             raw = sources.read("-", name)
             if not raw.strip():  # a failed command before the pipe: never store or ask nothing
@@ -400,13 +403,14 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
         texts = [sources.read(source, f"{param.flag}-file") for source in files]
         if texts:
             out[param.field] = "\n\n".join(part for part in [out.get(param.field) or "", *texts] if part)
-    check_arguments(spec, out)
+    check_arguments(spec, out, typed)
     return out
 
 
-def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
-    """``UsageError`` naming the option and the value when the tool would refuse ``arguments`` as
-    invalid (bad_args): the command says so before calling, as for a number out of bounds."""
+def check_arguments(spec: ToolSpec, arguments: dict[str, Any], typed: dict[str, str]) -> None:
+    """``UsageError`` naming the option and the value as ``typed`` when the tool would refuse
+    ``arguments`` as invalid (bad_args): the command says so before calling, as for a number out of
+    bounds."""
     from pydantic import ValidationError
 
     try:
@@ -422,10 +426,10 @@ def check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
             else:
                 name = param.field.upper() if param.positional else param.flag
             said = str(error["msg"]).removeprefix("Value error, ")
-            given = arguments.get(field)
+            given = typed.get(field)
             if given is None:
                 shown = ""
-            elif isinstance(given, str) and not given.strip():
+            elif not given.strip():
                 shown = f" {given!r}"
             else:
                 shown = " " + _short(given, 60)
