@@ -571,8 +571,8 @@ def as_commands(text: str, commands: dict[str, str]) -> str:
 
 
 def render(payload: dict[str, Any], commands: dict[str, str] | None = None) -> str:
-    """A readable rendering of a tool result: its main text, then the other fields (a hint or note
-    naming a tool names its command, given ``commands``: tool → command)."""
+    """A readable rendering of a tool result: its main text, then the other fields (a hint, note or
+    detail naming a tool names its command, given ``commands``: tool → command)."""
     if commands:
         payload = {key: as_commands(value, commands) if key in POINTER_FIELDS and isinstance(value, str)
                    else value for key, value in payload.items()}
