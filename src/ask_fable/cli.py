@@ -534,8 +534,8 @@ def stores_refusal() -> str | None:
         check(settings)
     except (SchemaMismatch, NotConfigured) as exc:
         return exc.detail
-    except Unavailable as exc:
-        print(f"ask-fable: warning: {exc.detail}; serving anyway", file=sys.stderr)
+    except Unavailable:
+        pass  # said once on the outage log; the stores check their schema when it is back
     return None
 
 

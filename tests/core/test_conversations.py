@@ -109,7 +109,7 @@ async def turn_call(app: App, oracle: Oracle, question: str, *, key: str = "s", 
     ref = SessionRef("local", "deepseek", key)
     conversation = Conversation(store=store or app.transcripts, ref=ref, lock=app.conversations.lock(ref),
                                 window_tokens=context_window("deepseek", app.settings), label=oracle.model,
-                                reset=reset, state=state)
+                                run_store=app.run_store, reset=reset, state=state)
     call = Call(tool="ask", question=question, session=key, mode="ask", session_state=state)
     return await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation))
 

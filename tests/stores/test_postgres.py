@@ -274,3 +274,28 @@ def test_a_read_only_reader_sees_what_was_stored_and_the_database_refuses_its_wr
     assert writer.read("local", "lost") is None
     reader_pools.close()
     writer_pools.close()
+
+
+def test_a_refused_connection_fails_the_call_at_once_not_after_the_connect_timeout(tmp_path: Path) -> None:
+    """A database that refuses connections (stopped, nothing listening) fails a call as
+    ``unavailable`` as soon as the pool's attempt is refused, not once ``database_connect_timeout``
+    (here 30 s) has run out: the first call of a server started while the database is down, too."""
+    url = f"postgresql://ask@/nowhere?host={tmp_path}"
+    settings = load_settings(database_url=url, database_connect_timeout=30)
+    pools = Connections()
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            context_store_for(settings, connections=pools).list("local")
+        except BaseException as exc:  # collected for the assertion below
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call, daemon=True)
+    try:
+        caller.start()
+        caller.join(10)  # a third of the connect timeout: a call still waiting has waited it out
+        assert not caller.is_alive(), "the call waited for the connect timeout"
+        assert len(outcome) == 1 and isinstance(outcome[0], Unavailable), outcome
+    finally:
+        pools.close()

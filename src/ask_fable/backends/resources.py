@@ -170,4 +170,4 @@ class Resources:
         if http is not None:
             await http.aclose()
         if connections is not None:
-            connections.close()
+            await connections.aclose()

@@ -13,6 +13,7 @@ stderr (and in the results of the calls that read it), never fatal.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
@@ -21,7 +22,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
+
+import anyio
 
 from ask_fable.backends.resources import Resources
 from ask_fable.clock import Clock
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from ask_fable.stores.saved_settings import SharedSettings
 
 _Service = TypeVar("_Service")
+P = ParamSpec("P")
+T = TypeVar("T")
 
 #: The settings a block of work holds (:meth:`App.holding_settings`), with the App they are for.
 _HELD: ContextVar[tuple[App, Settings] | None] = ContextVar("ask_fable_held_settings", default=None)
@@ -345,6 +350,18 @@ class App:
         connections = self.resources.connections
         return self._service("ui_sessions", (s.database_url, s.ui_sessions_db),
                              lambda: ui_session_store_for(s, connections=connections))
+
+    async def run_store(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """A store's blocking method called from the event loop. On PostgreSQL (``database_url``)
+        it runs on this loop with its queries awaited here (``stores/loop_bridge.run_blocking``),
+        taking no thread; on SQLite, whose calls block on a file, in a worker thread."""
+        # Read untracked, as _shared_settings does: every store call asks.
+        if vars(self._pinned or self._settings)["database_url"]:
+            from ask_fable.stores import loop_bridge
+
+            if loop_bridge.on_asyncio():  # psycopg's async connections run on asyncio alone
+                return await loop_bridge.run_blocking(fn, *args, **kwargs)
+        return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     @property
     def record_writer(self) -> RecordWriter:

@@ -28,7 +28,7 @@ from ask_fable.core.sidecar import parse_sidecar
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
-    from ask_fable.stores.interfaces import SessionTranscriptStore
+    from ask_fable.stores.interfaces import SessionTranscriptStore, StoreRunner
     from ask_fable.stores.views import StoredSessionTurn
 
 #: UTF-8 bytes counted as one token when sizing a conversation (real tokens average more).
@@ -99,6 +99,8 @@ class Conversation:
     lock: anyio.Lock
     window_tokens: int
     label: str
+    #: How the turn calls ``store`` from the event loop (``App.run_store``).
+    run_store: StoreRunner
     reset: bool = False
     state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
     forget_warm: Callable[[], Awaitable[object]] | None = None

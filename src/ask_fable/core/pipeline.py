@@ -15,8 +15,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import anyio
-
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
 from ask_fable.core import guard, quotas
@@ -175,12 +173,12 @@ class Pipeline:
         try:
             if refs:
                 bus, bus_tenant = app.context_store, store_tenant(call.tenant, settings.shared_context)
-                text, resolved, missing = await anyio.to_thread.run_sync(bus.resolve, bus_tenant, refs)
+                text, resolved, missing = await app.run_store(bus.resolve, bus_tenant, refs)
                 trace.event("context.resolve", resolved=len(resolved), missing=len(missing))
                 result_prefix["context_ref_resolved"] = resolved
                 result_prefix["context_ref_missing"] = missing
                 if not resolved and not call.context.strip():
-                    suggestions = await anyio.to_thread.run_sync(bus.suggest, bus_tenant, missing)
+                    suggestions = await app.run_store(bus.suggest, bus_tenant, missing)
                     result = {
                         **result_prefix,
                         "status": "needs_context",
@@ -266,7 +264,7 @@ class Pipeline:
                         *args: object) -> _Done | None:
         """Run a cache read or write; a failing cache is a miss, never a lost answer."""
         try:
-            return await anyio.to_thread.run_sync(op, *args)
+            return await self.app.run_store(op, *args)
         except Exception as exc:
             trace.event("cache.error", op=name, error=type(exc).__name__)
             self.app.console.line(trace.trace_id, f"cache {name} failed ({type(exc).__name__}); going on")

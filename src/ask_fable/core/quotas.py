@@ -108,8 +108,7 @@ class QuotaHold:
         """Free the call's place and count its real cost (shielded: a cancelled call still settles)."""
         quota, store, now = self.quota, self.app.quotas, self.app.clock.now()
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(store.settle, quota.tenant, quota.key_id, self.ticket, cost_usd,
-                                           now)
+            await self.app.run_store(store.settle, quota.tenant, quota.key_id, self.ticket, cost_usd, now)
 
 
 async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = None) -> QuotaHold | None:
@@ -120,7 +119,7 @@ async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = Non
         return None
     if reserve is None:
         reserve = app.settings.quota_reserve_usd
-    admission = await anyio.to_thread.run_sync(
+    admission = await app.run_store(
         app.quotas.admit, quota.tenant, quota.key_id, quota.limits, reserve, app.clock.now())
     if not admission.admitted or admission.ticket is None:
         raise _refusal(quota, admission.limit or "rpm", admission.used, admission.retry_after_s)

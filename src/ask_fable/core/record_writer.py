@@ -1,4 +1,4 @@
-"""Writing finished calls' records in groups: one worker-thread hop for every call that finished meanwhile.
+"""Writing finished calls' records in groups: one store call for every call that finished meanwhile.
 
     call A ─▶ write ─▶ (writes A's records) ─────────────▶ returns
     call B ─▶ write ─▶ waits ─▶ (writes B, C and D's records) ─▶ returns
@@ -8,7 +8,8 @@ Each call awaits :meth:`RecordWriter.write` and returns only once its own record
 an answer the caller has seen is never missing from the audit log. While one group is being
 written, the calls that finish meanwhile queue up; when it is done, the first of them writes the
 whole queue, and so on. The stores of this process thus see one writer at a time: no SQLite write
-waits on another thread's lock, and many concurrent calls cost a few thread hops instead of one each.
+waits on another thread's lock, and many concurrent calls cost a few store calls instead of one each
+(each a worker-thread hop on SQLite; on PostgreSQL, queries awaited on the loop, ``App.run_store``).
 Within a group, the calls' audit lines are one append and their traces one transaction
 (``stores/recorders.write_call_groups``); each call's records still fail on their own. The server's
 minimal trace of a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
@@ -18,11 +19,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import anyio
 import anyio.lowlevel
 
+from ask_fable.stores.interfaces import StoreRunner
 from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write_call_groups
+
+
+class RecordStores(CallStores, Protocol):
+    """The stores a call's records go to, and how to call them from the event loop (the ``App``)."""
+
+    @property
+    def run_store(self) -> StoreRunner:
+        """Runs one blocking store call (``App.run_store``)."""
+        ...
 
 
 @dataclass(eq=False)
@@ -40,7 +52,7 @@ class _Pending:
 class RecordWriter:
     """Runs the record writes of calls, grouping those that finish while a group is written."""
 
-    def __init__(self, stores: CallStores) -> None:
+    def __init__(self, stores: RecordStores) -> None:
         self._stores = stores
         self._queue: list[_Pending] = []
         self._writing = False
@@ -53,8 +65,8 @@ class RecordWriter:
         await self._enqueue(_Pending(records=(records, on_failure)))
 
     async def run(self, job: Callable[[], None]) -> None:
-        """Run the blocking write ``job`` in a worker thread, grouped with the writes queued meanwhile;
-        returns once it is done and raises what it raised."""
+        """Run the blocking write ``job`` (as a store call runs, ``App.run_store``), grouped with the
+        writes queued meanwhile; returns once it is done and raises what it raised."""
         await self._enqueue(_Pending(job=job))
 
     async def _enqueue(self, pending: _Pending) -> None:
@@ -76,7 +88,7 @@ class RecordWriter:
         self._writing = True
         group, self._queue = self._queue, []
         try:
-            await anyio.to_thread.run_sync(_run_group, self._stores, group)
+            await self._stores.run_store(_run_group, self._stores, group)
         finally:
             for item in group:
                 item.written = True

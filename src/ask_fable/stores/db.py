@@ -259,19 +259,28 @@ class Connections:
         with self._lock:
             return len(self._opened)
 
-    def close(self) -> None:
-        """Close every connection opened through this pool, in any thread."""
+    def _take_all(self) -> tuple[set[sqlite3.Connection], list[PostgresPool]]:
         with self._lock:
             opened, self._opened = self._opened, set()
             pools, self._pg_pools = list(self._pg_pools.values()), {}
             self._generation += 1
         with self._ready_lock:
             self._ready.clear()
-        for pool in pools:
-            pool.close()
         for conn in opened:
             with suppress(sqlite3.Error):
                 conn.close()
+        return opened, pools
+
+    def close(self) -> None:
+        """Close every connection opened through this pool, in any thread."""
+        for pool in self._take_all()[1]:
+            pool.close()
+
+    async def aclose(self) -> None:
+        """Close every connection opened through this pool, waiting for the PostgreSQL connections of
+        the running event loop to close."""
+        for pool in self._take_all()[1]:
+            await pool.aclose()
 
 
 class SqliteDatabase:

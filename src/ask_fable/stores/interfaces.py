@@ -1,9 +1,10 @@
 """The interface of each store: what the pipeline and the tools may ask of it, and nothing more.
 
 Callers depend on these protocols, never on an implementation, so a second implementation
-(another database) plugs in without touching them. Methods are synchronous and may block: the
-callers run them in a worker thread. Writes take the records of ``stores/records.py``; reads
-return the views of ``stores/views.py``.
+(another database) plugs in without touching them. Methods are synchronous and may block: async
+callers run them through a :class:`StoreRunner` (``App.run_store``: a worker thread on SQLite, the
+caller's event loop on PostgreSQL, ``stores/loop_bridge.py``). Writes take the records of
+``stores/records.py``; reads return the views of ``stores/views.py``.
 
 Every stored item belongs to a tenant (``ask_fable.access``): records carry theirs, and every
 query takes the tenant it covers as its first argument. Only listings and look-ups by id accept
@@ -29,10 +30,10 @@ from __future__ import annotations
 
 import builtins
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:  # annotations only: the App imports this module at start, records load on use
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from ask_fable.stores.records import (
         ApiKey,
@@ -64,6 +65,19 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         TraceDetail,
         TraceSummary,
     )
+
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+class StoreRunner(Protocol):
+    """How async code calls a store's blocking method (``App.run_store``): on PostgreSQL its queries
+    are awaited on the caller's event loop, on SQLite it runs in a worker thread."""
+
+    async def __call__(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """``fn(*args, **kwargs)``'s result, or what it raised."""
+        ...
 
 
 class ContextBus(Protocol):

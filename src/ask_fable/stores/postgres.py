@@ -6,15 +6,23 @@ written once for both dialects, runs unchanged: each transaction starts with
 types their PostgreSQL equivalents (:func:`postgres_ddl`). Rows read back answer by position and
 by column name, as ``sqlite3.Row`` does.
 
-One sync ``psycopg_pool.ConnectionPool`` per server (and URL) serves every store: the stores'
-methods are synchronous and already run in worker threads. A connection is checked (one round
-trip) before each use. A dead one means the server went away, taking every pooled connection with
-it, so the whole pool is dropped; until a direct connection succeeds again, each store call first
-tries one (refused at once while the server is down) and fails as
-:class:`~ask_fable.errors.Unavailable`, never waiting out the pool's reconnection backoff, and the
-first call after the database is back gets a fresh pool. A pool that cannot connect fails a call
-within ``database_connect_timeout``; a pool merely busy (every connection in use, the database
-answering) makes it wait, up to :data:`POOL_BUSY_WAIT_S`.
+The stores' methods are blocking code, written once for SQLite and PostgreSQL; here each of their
+statements is a query of a psycopg ``AsyncConnection``, awaited through
+``stores/loop_bridge.await_io``. The server calls a store from its event loop through
+``loop_bridge.run_blocking`` (``App.run_store``): the store's code runs in a greenlet on that loop
+and its queries are awaited there, with no thread. A blocking caller anywhere else (a command, a
+worker thread) has its queries run on the process's I/O loop. Each event loop that uses the
+database gets a ``psycopg_pool.AsyncConnectionPool`` of its own (``database_pool_size``), shared
+by every store; a pool left behind by a loop that ended has its connections closed.
+
+A connection is checked (one round trip) before each use. A dead one means the server went away,
+taking every pooled connection with it, so the whole pool is dropped; until a direct connection
+succeeds again, each store call first tries one (refused at once while the server is down) and
+fails as :class:`~ask_fable.errors.Unavailable`, never waiting out the pool's reconnection backoff,
+and the first call after the database is back gets a fresh pool. A pool that cannot connect fails
+a call within ``database_connect_timeout``; a pool merely busy (every connection in use, the
+database answering) makes it wait, up to :data:`POOL_BUSY_WAIT_S`. A call cancelled mid-transaction
+still has its transaction rolled back and its connection returned.
 
 Writes whose transactions can conflict run through :meth:`PostgresDatabase.run_write`, which runs
 the whole body again when PostgreSQL aborts it with a deadlock (``40P01``) or a serialization
@@ -30,23 +38,36 @@ its migrations refuses to run (:class:`~ask_fable.errors.SchemaMismatch`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
+import os
 import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+import anyio
 
 from ask_fable.errors import NotConfigured, SchemaMismatch, Unavailable
 from ask_fable.redact import redact
 
+try:  # greenlet comes with the postgres extra, as psycopg does
+    from ask_fable.stores.loop_bridge import await_io
+except ImportError:  # pragma: no cover - an install without the extra (see _import_psycopg)
+    _BRIDGE = False
+else:
+    _BRIDGE = True
+
 if TYPE_CHECKING:
     import psycopg
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import AsyncConnectionPool
 
     from ask_fable.stores.db import Connection, Dialect
 
@@ -54,6 +75,10 @@ T = TypeVar("T")
 
 #: Where an outage is reported: a line as the database stops answering, one as it answers again.
 outage_log = logging.getLogger("ask_fable.database")
+#: Databases (by URL) reported down on :data:`outage_log` and not yet back: every pool of the process
+#: (the start checks', the App's) reports one outage once.
+_outages: set[str] = set()
+_outages_lock = threading.Lock()
 
 INSTALL_HINT = "pip install 'ask-fable[postgres]'"
 #: Where the version of every store's schema is kept.
@@ -63,6 +88,9 @@ MIGRATION_LOCK = 0x61736B66  # "askf"
 #: How long a store call waits for a connection while every one of a healthy pool's is in use
 #: (a database that refuses connections fails the call within ``database_connect_timeout``).
 POOL_BUSY_WAIT_S = 30.0
+#: While a pool has no connection yet, how often a call waiting for its first one looks whether the
+#: pool's attempts failed (a refused connection then fails the call at once).
+FIRST_CONNECTION_POLL_S = 0.05
 #: SQLSTATEs of a transaction PostgreSQL aborted for a conflict with another one: serialization
 #: failure and deadlock. Running the transaction again is the documented remedy.
 CONFLICT_STATES = frozenset({"40001", "40P01"})
@@ -133,6 +161,9 @@ def _import_psycopg() -> tuple[Any, Any]:
     try:
         import psycopg
         import psycopg_pool
+
+        if not _BRIDGE:
+            import greenlet  # noqa: F401  # raises the ImportError that names what is missing
     except ImportError as exc:
         raise NotConfigured(
             f"database_url names PostgreSQL but its driver is not installed; run {INSTALL_HINT}",
@@ -153,6 +184,23 @@ def _reason(exc: BaseException, url: str) -> str:
     """``exc`` in one line, for a caller (the URL's password removed)."""
     reason = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, [url])
     return f"{type(exc).__name__}: {reason[:300]}"
+
+
+def _report_down(url: str, exc: BaseException) -> None:
+    with _outages_lock:
+        first = url not in _outages
+        _outages.add(url)
+    if first:
+        outage_log.warning("ask-fable: the PostgreSQL database is not answering (%s); calls fail as "
+                           "unavailable until it does", _reason(exc, url))
+
+
+def _report_up(url: str) -> None:
+    with _outages_lock:
+        was_down = url in _outages
+        _outages.discard(url)
+    if was_down:
+        outage_log.warning("ask-fable: the PostgreSQL database answers again; calls go through")
 
 
 def unavailable(exc: BaseException, url: str) -> Unavailable:
@@ -192,167 +240,307 @@ def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], _Row]:
     return row
 
 
+class _Result:
+    """A statement's outcome, read back in full: its rows (by position and by name) and row count."""
+
+    __slots__ = ("_next", "_rows", "rowcount")
+
+    def __init__(self, rows: list[_Row], rowcount: int) -> None:
+        self._rows = rows
+        self._next = 0
+        self.rowcount = rowcount
+
+    def fetchone(self) -> _Row | None:
+        """The next row, or ``None``."""
+        if self._next >= len(self._rows):
+            return None
+        self._next += 1
+        return self._rows[self._next - 1]
+
+    def fetchall(self) -> list[_Row]:
+        """Every remaining row."""
+        rows, self._next = self._rows[self._next:], len(self._rows)
+        return rows
+
+    def __iter__(self) -> Iterator[_Row]:
+        return iter(self.fetchall())
+
+
+async def _execute(conn: psycopg.AsyncConnection[Any], sql: str, parameters: tuple[Any, ...]) -> _Result:
+    cursor = conn.cursor(row_factory=_row_factory)
+    await cursor.execute(sql, parameters)
+    rows = await cursor.fetchall() if cursor.description is not None else []
+    return _Result(rows, cursor.rowcount)
+
+
+async def _execute_many(conn: psycopg.AsyncConnection[Any], sql: str,
+                        rows: list[tuple[Any, ...]]) -> _Result:
+    cursor = conn.cursor(row_factory=_row_factory)
+    if rows:
+        await cursor.executemany(sql, rows)
+    return _Result([], cursor.rowcount)
+
+
 class PgConnection:
-    """A psycopg connection inside one transaction, speaking the stores' ``?`` SQL."""
+    """A psycopg connection inside one transaction, speaking the stores' ``?`` SQL. Its methods
+    block; each statement is one query awaited through :func:`~ask_fable.stores.loop_bridge.await_io`."""
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
-        self._conn = conn
+    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        #: The asyncio connection underneath.
+        self.connection = conn
 
-    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
-        """Run one statement; the cursor's rows answer by position and by name."""
-        cursor = self._conn.cursor(row_factory=_row_factory)
-        cursor.execute(translate(sql), tuple(parameters))
-        return cursor
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> _Result:
+        """Run one statement; its rows answer by position and by name."""
+        return await_io(_execute(self.connection, translate(sql), tuple(parameters)))
 
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Any:
+    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> _Result:
         """Run one statement per parameter row (nothing for none)."""
-        rows = [tuple(p) for p in parameters]
-        cursor = self._conn.cursor(row_factory=_row_factory)
-        if rows:
-            cursor.executemany(translate(sql), rows)
-        return cursor
+        return await_io(_execute_many(self.connection, translate(sql), [tuple(p) for p in parameters]))
+
+
+@dataclass(eq=False)
+class _LoopPool:
+    """The connection pool serving one event loop, with every connection it opened (so they can
+    still be closed should the loop end before the pool is closed)."""
+
+    pool: AsyncConnectionPool[Any]
+    loop: asyncio.AbstractEventLoop
+    opened: weakref.WeakSet[psycopg.AsyncConnection[Any]] = field(default_factory=weakref.WeakSet)
+    ready: bool = False
+
+    def abandon(self) -> None:
+        """Close the connections of a pool whose loop is gone (no coroutine can run on it)."""
+        for conn in list(self.opened):
+            with suppress(Exception):
+                conn.pgconn.finish()
 
 
 class PostgresPool:
-    """The server's connection pool to one PostgreSQL database, opened on first use, reopened after
-    :meth:`close` or after the database went away; remembers which stores' schema versions were
-    checked."""
+    """The server's connections to one PostgreSQL database: an asyncio pool per event loop that uses
+    it (the server's loop, the I/O loop of blocking callers), each opened on first use and reopened
+    after :meth:`close` or after the database went away; remembers which stores' schema versions
+    were checked."""
 
     def __init__(self, url: str, *, connect_timeout: float, size: int) -> None:
         self.url = url
         self.connect_timeout = float(connect_timeout)
         self.size = int(size)
         self._lock = threading.Lock()
-        self._pool: ConnectionPool[Any] | None = None
+        self._pools: dict[asyncio.AbstractEventLoop, _LoopPool] = {}
+        self._pid = os.getpid()
         #: Set when the database was found gone; cleared by the next direct connection that succeeds.
         self._down = False
+        #: Pools being closed in the background, kept referenced until they are.
+        self._closing: set[asyncio.Task[None]] = set()
         #: Stores whose schema version was found current through this pool.
         self.checked: set[str] = set()
         _import_psycopg()  # a missing driver is a start error, not a first-call surprise
 
-    def _open(self) -> ConnectionPool[Any]:
+    async def _open(self) -> AsyncConnectionPool[Any]:
+        """This event loop's pool (connections of pools whose loop has ended are closed first)."""
+        loop = asyncio.get_running_loop()
         with self._lock:
-            if self._pool is None:
-                _psycopg, psycopg_pool = _import_psycopg()
-                pool = psycopg_pool.ConnectionPool(
-                    self.url,
-                    min_size=0,
-                    max_size=self.size,
-                    open=False,
-                    timeout=self.connect_timeout,
-                    kwargs={"connect_timeout": max(1, math.ceil(self.connect_timeout))},
-                    # Checked here, not by the pool: its check sleeps with backoff between dead connections.
-                    check=None,
-                    reconnect_timeout=max(30.0, self.connect_timeout),
-                    name="ask-fable",
-                )
-                pool.open(wait=False)
-                self._pool = pool
-            return self._pool
+            if self._pid != os.getpid():  # a forked child: the parent's connections are not its own
+                self._pid, self._pools = os.getpid(), {}
+            ended = [other for other in self._pools.values() if other.loop.is_closed()]
+            for other in ended:
+                del self._pools[other.loop]
+            held = self._pools.get(loop) or self._pools.setdefault(loop, self._new_pool(loop))
+        for gone in ended:
+            gone.abandon()
+        if not held.ready:
+            await held.pool.open(wait=False)
+            held.ready = True
+        return held.pool
+
+    def _new_pool(self, loop: asyncio.AbstractEventLoop) -> _LoopPool:
+        _psycopg, psycopg_pool = _import_psycopg()
+        opened: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()
+
+        async def remember(conn: psycopg.AsyncConnection[Any]) -> None:
+            opened.add(conn)
+
+        pool = psycopg_pool.AsyncConnectionPool(
+            self.url,
+            min_size=0,
+            max_size=self.size,
+            open=False,
+            timeout=self.connect_timeout,
+            kwargs={"connect_timeout": max(1, math.ceil(self.connect_timeout))},
+            configure=remember,
+            # Checked here, not by the pool: its check sleeps with backoff between dead connections.
+            check=None,
+            reconnect_timeout=max(30.0, self.connect_timeout),
+            name="ask-fable",
+        )
+        return _LoopPool(pool, loop, opened)
 
     @contextmanager
-    def connection(self, *, read_only: bool = False) -> Iterator[psycopg.Connection[Any]]:
-        """A connection inside a transaction, committed when the body ends (rolled back if it raises).
+    def transaction(self, *, read_only: bool = False,
+                    prepare: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None = None,
+                    ) -> Iterator[PgConnection]:
+        """A connection inside a transaction, committed when the body ends (rolled back if it raises);
+        ``prepare`` runs first, in the same transaction.
 
         An unreachable database, or one lost mid-transaction, raises :class:`Unavailable` (within
         the connect timeout); a conflict with another transaction (:func:`is_conflict`) is raised
         as PostgreSQL reported it, for the caller to run the transaction again.
         """
-        psycopg, _pool = _import_psycopg()
-        pool, conn = self._checkout(psycopg)
+        pool, conn = await_io(self._begin(read_only, prepare))
         try:
-            conn.read_only = read_only
-            conn.isolation_level = (psycopg.IsolationLevel.REPEATABLE_READ if read_only
-                                    else psycopg.IsolationLevel.READ_COMMITTED)
-            yield conn
-            conn.commit()
+            yield PgConnection(conn)
         except BaseException as exc:
+            failure = await_io(self._abort(pool, conn, exc))
+            if failure is not None:
+                raise failure from exc
+            raise
+        await_io(self._commit(pool, conn))
+
+    async def _begin(self, read_only: bool,
+                     prepare: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None,
+                     ) -> tuple[AsyncConnectionPool[Any], psycopg.AsyncConnection[Any]]:
+        psycopg, _pool = _import_psycopg()
+        pool, conn = await self._checkout(psycopg)
+        try:
+            await conn.set_read_only(read_only)
+            await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ if read_only
+                                           else psycopg.IsolationLevel.READ_COMMITTED)
+            if prepare is not None:
+                await prepare(conn)
+        except BaseException as exc:
+            failure = await self._abort(pool, conn, exc)
+            if failure is not None:
+                raise failure from exc
+            raise
+        return pool, conn
+
+    async def _commit(self, pool: AsyncConnectionPool[Any], conn: psycopg.AsyncConnection[Any]) -> None:
+        try:
+            await conn.commit()
+        except BaseException as exc:
+            failure = await self._abort(pool, conn, exc)
+            if failure is not None:
+                raise failure from exc
+            raise
+        await pool.putconn(conn)
+
+    async def _abort(self, pool: AsyncConnectionPool[Any], conn: psycopg.AsyncConnection[Any],
+                     exc: BaseException) -> Unavailable | None:
+        """Roll back and return ``conn``, even when the call was cancelled (a database silent for
+        ``connect_timeout`` costs the connection instead); the error to raise in place of ``exc``,
+        if any."""
+        psycopg, _pool = _import_psycopg()
+        with anyio.move_on_after(self.connect_timeout, shield=True) as rolling_back:
             if not conn.closed:
                 with suppress(psycopg.Error):
-                    conn.rollback()
-            if isinstance(exc, psycopg.Error) and conn.closed:
-                self._lost(pool, exc)  # the server went away under this transaction
-                raise unavailable(exc, self.url) from exc
-            if isinstance(exc, psycopg.OperationalError) and not is_conflict(exc):
-                raise unavailable(exc, self.url) from exc
-            raise
-        finally:
-            pool.putconn(conn)
+                    await conn.rollback()
+        with anyio.CancelScope(shield=True):
+            if rolling_back.cancelled_caught:
+                await conn.close()  # no round trip: the pool replaces a closed connection
+            await pool.putconn(conn)
+        if isinstance(exc, psycopg.Error) and conn.closed:
+            self._lost(pool, exc)  # the server went away under this transaction
+            return unavailable(exc, self.url)
+        if isinstance(exc, psycopg.OperationalError) and not is_conflict(exc):
+            return unavailable(exc, self.url)
+        return None
 
-    def _checkout(self, driver: Any, *,
-                  again: bool = True) -> tuple[ConnectionPool[Any], psycopg.Connection[Any]]:
+    async def _checkout(self, driver: Any, *, again: bool = True,
+                        ) -> tuple[AsyncConnectionPool[Any], psycopg.AsyncConnection[Any]]:
         """A live pooled connection and its pool, or :class:`Unavailable`."""
         if self._down:
-            self._reconnect(driver)
-        pool = self._open()
-        conn = self._wait_for(pool, driver)
+            await self._reconnect(driver)
+        pool = await self._open()
+        conn = await self._wait_for(pool, driver)
         try:
-            pool.check_connection(conn)
+            await pool.check_connection(conn)
         except driver.Error as exc:
-            pool.putconn(conn)
+            await pool.putconn(conn)
             self._lost(pool, exc)
             if not again:
                 raise unavailable(exc, self.url) from exc
-            return self._checkout(driver, again=False)
+            return await self._checkout(driver, again=False)
+        if _outages:
+            _report_up(self.url)
         return pool, conn
 
-    def _wait_for(self, pool: ConnectionPool[Any], driver: Any) -> psycopg.Connection[Any]:
-        """A connection from ``pool``. Waiting ``connect_timeout`` in vain means the database is gone
-        when the pool failed to connect meanwhile (:class:`Unavailable`, the pool dropped); a pool
-        merely busy, every connection in use, is waited on up to :data:`POOL_BUSY_WAIT_S`."""
+    async def _wait_for(self, pool: AsyncConnectionPool[Any], driver: Any) -> psycopg.AsyncConnection[Any]:
+        """A connection from ``pool``. A pool whose attempts to connect failed meanwhile means the
+        database is gone (:class:`Unavailable` at once, the pool dropped), as does one that could not
+        connect within ``connect_timeout``; a pool merely busy, every connection in use, is waited
+        on up to :data:`POOL_BUSY_WAIT_S`."""
         failures = pool.get_stats().get("connections_errors", 0)
-        deadline = time.monotonic() + max(POOL_BUSY_WAIT_S, self.connect_timeout)
+        started = time.monotonic()
+        connect_deadline = started + self.connect_timeout
+        busy_deadline = started + max(POOL_BUSY_WAIT_S, self.connect_timeout)
         while True:
+            # Until the pool holds a connection, look at its attempts often; once it does, wait in
+            # the pool's queue (leaving and rejoining it would lose the call its place).
+            step = None if pool.get_stats().get("pool_size") else FIRST_CONNECTION_POLL_S
             try:
-                conn: psycopg.Connection[Any] = pool.getconn()
+                conn: psycopg.AsyncConnection[Any] = await pool.getconn(timeout=step)
                 return conn
             except driver.OperationalError as exc:  # PoolTimeout included
-                stats = pool.get_stats()
-                if stats.get("connections_errors", 0) > failures or not stats.get("pool_size"):
+                stats, now = pool.get_stats(), time.monotonic()
+                gone = stats.get("connections_errors", 0) > failures
+                if not gone and not stats.get("pool_size"):
+                    if now < connect_deadline:
+                        continue  # the first connection is still being made
+                    gone = True
+                if gone:
                     self._lost(pool, exc)
                     raise unavailable(exc, self.url) from exc
-                if time.monotonic() >= deadline:
+                if now >= busy_deadline:
                     raise unavailable(exc, self.url) from exc
 
-    def _reconnect(self, driver: Any) -> None:
+    async def _reconnect(self, driver: Any) -> None:
         """One direct connection to a database found gone: :class:`Unavailable` at once while it is
         still refused; once it connects, calls go through a fresh pool again."""
         try:
-            with driver.connect(self.url, connect_timeout=max(1, math.ceil(self.connect_timeout)),
-                                 autocommit=True):
-                pass
+            conn = await driver.AsyncConnection.connect(
+                self.url, connect_timeout=max(1, math.ceil(self.connect_timeout)), autocommit=True)
+            await conn.close()
         except driver.Error as exc:
             raise unavailable(exc, self.url) from exc
         with self._lock:
-            was_down, self._down = self._down, False
-        if was_down:
-            outage_log.warning("ask-fable: the PostgreSQL database answers again; calls go through")
+            self._down = False
+        _report_up(self.url)
 
-    def _lost(self, pool: ConnectionPool[Any], exc: BaseException) -> None:
+    def _lost(self, pool: AsyncConnectionPool[Any], exc: BaseException) -> None:
         """Drop ``pool``, whose database went away (its connections are dead, and a pool kept through
         an outage would wait out its reconnection backoff after the database is back); the first
-        time, say so on the outage log."""
+        time, say so on the outage log. Runs on ``pool``'s loop."""
+        loop = asyncio.get_running_loop()
         with self._lock:
-            was_down, self._down = self._down, True
-            dropped = self._pool is pool
+            self._down = True
+            held = self._pools.get(loop)
+            dropped = held is not None and held.pool is pool
             if dropped:
-                self._pool = None
-        if not was_down:
-            outage_log.warning("ask-fable: the PostgreSQL database is not answering (%s); calls fail as "
-                               "unavailable until it does", _reason(exc, self.url))
-        if not dropped:
-            return
-        # Closing waits for the pool's workers; the caller does not.
-        threading.Thread(target=pool.close, kwargs={"timeout": 1.0}, name="ask-fable-pool-close",
-                         daemon=True).start()
+                del self._pools[loop]
+        _report_down(self.url, exc)
+        if dropped:
+            self._close_later(pool)
+
+    def _close_later(self, pool: AsyncConnectionPool[Any]) -> None:
+        """Close ``pool`` in the background of the running loop (closing waits for its workers)."""
+        task = asyncio.get_running_loop().create_task(pool.close(timeout=1.0))
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     def stats(self) -> dict[str, int]:
-        """The open pool's counters and sizes (``psycopg_pool``'s ``get_stats``); empty when none is open."""
-        pool = self._pool
-        return {} if pool is None else pool.get_stats()
+        """The open pools' counters and sizes (``psycopg_pool``'s ``get_stats``), added up; empty when
+        none is open."""
+        with self._lock:
+            pools = [held.pool for held in self._pools.values()]
+        total: dict[str, int] = {}
+        for pool in pools:
+            for name, value in pool.get_stats().items():
+                total[name] = total.get(name, 0) + value
+        return total
 
     def ping(self, timeout: float) -> bool:
-        """Whether the database answers a trivial query within ``timeout`` seconds."""
+        """Whether the database answers a trivial query within ``timeout`` seconds (a direct
+        connection, for a readiness probe)."""
         psycopg, _pool = _import_psycopg()
         try:
             seconds = max(1, math.ceil(timeout))
@@ -363,21 +551,52 @@ class PostgresPool:
         except psycopg.Error:
             return False
 
-    def close(self) -> None:
-        """Close every pooled connection; the next use opens a new pool."""
+    def _take_all(self) -> list[_LoopPool]:
         with self._lock:
-            pool, self._pool = self._pool, None
+            held, self._pools = list(self._pools.values()), {}
             self.checked.clear()
-        if pool is not None:
-            pool.close()
+        return held
+
+    def close(self) -> None:
+        """Close every pool; the next use opens new ones. A pool of a loop running in this thread is
+        closed in that loop's background (:meth:`aclose` waits for it)."""
+        for held in self._take_all():
+            self._close_elsewhere(held)
+
+    async def aclose(self) -> None:
+        """Close every pool, waiting for the one of the running loop."""
+        loop = asyncio.get_running_loop()
+        for held in self._take_all():
+            if held.loop is loop:
+                with anyio.CancelScope(shield=True):
+                    await held.pool.close(timeout=1.0)
+            else:
+                self._close_elsewhere(held)
+
+    def _close_elsewhere(self, held: _LoopPool) -> None:
+        loop = held.loop
+        if loop.is_closed() or not loop.is_running():
+            held.abandon()
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self._close_later(held.pool)
+            return
+        closing = asyncio.run_coroutine_threadsafe(held.pool.close(timeout=1.0), loop)
+        with suppress(Exception):
+            closing.result(timeout=5.0)
 
 
-def store_version(conn: psycopg.Connection[Any], store: str) -> int:
+async def store_version(conn: psycopg.AsyncConnection[Any], store: str) -> int:
     """The migration version recorded for ``store`` (0 when none is, or the table does not exist)."""
-    row = conn.execute("SELECT to_regclass(%s)", (MIGRATIONS_TABLE,)).fetchone()
+    row = await (await conn.execute("SELECT to_regclass(%s)", (MIGRATIONS_TABLE,))).fetchone()
     if row is None or row[0] is None:
         return 0
-    found = conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE} WHERE store = %s", (store,)).fetchone()
+    found = await (await conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE} WHERE store = %s",
+                                      (store,))).fetchone()
     return int(found[0]) if found else 0
 
 
@@ -408,22 +627,20 @@ class PostgresDatabase:
         """Where this store's rows live, as a result may name it (no credentials)."""
         return f"postgresql:{self.store}"
 
-    def _check(self, conn: psycopg.Connection[Any]) -> None:
-        if self.store in self.pool.checked:
-            return
-        found, wanted = store_version(conn, self.store), len(self.migrations)
-        if found < wanted:
-            raise SchemaMismatch.behind(f"PostgreSQL {self.store}", found, wanted)
-        if found > wanted:
-            raise SchemaMismatch.newer(f"PostgreSQL {self.store}", found, wanted)
-        self.pool.checked.add(self.store)
+    async def _prepare(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Refuse a schema other than this release's (checked once per pool), then point the
+        transaction at this store's schema."""
+        if self.store not in self.pool.checked:
+            found, wanted = await store_version(conn, self.store), len(self.migrations)
+            if found < wanted:
+                raise SchemaMismatch.behind(f"PostgreSQL {self.store}", found, wanted)
+            if found > wanted:
+                raise SchemaMismatch.newer(f"PostgreSQL {self.store}", found, wanted)
+            self.pool.checked.add(self.store)
+        await conn.execute(f"SET LOCAL search_path TO {self.schema}")
 
-    @contextmanager
-    def _transaction(self, read_only: bool) -> Iterator[PgConnection]:
-        with self.pool.connection(read_only=read_only or self.read_only) as conn:
-            self._check(conn)
-            conn.execute(f"SET LOCAL search_path TO {self.schema}")
-            yield PgConnection(conn)
+    def _transaction(self, read_only: bool) -> AbstractContextManager[PgConnection]:
+        return self.pool.transaction(read_only=read_only or self.read_only, prepare=self._prepare)
 
     @contextmanager
     def read(self) -> Iterator[PgConnection]:
@@ -464,7 +681,7 @@ class PostgresDatabase:
                     raise
                 if attempt == WRITE_ATTEMPTS:
                     raise _conflicted(exc, self.pool.url) from exc
-            time.sleep(delay * (0.5 + random.random()))
+            await_io(asyncio.sleep(delay * (0.5 + random.random())))
             delay = min(delay * 2, longest)
         raise AssertionError("unreachable")  # the loop returns or raises
 

@@ -101,13 +101,14 @@ def _sqlite_version(path: Path) -> int:
 def status(settings: Settings) -> list[StoreVersion]:
     """Every store's schema version now and the one this release uses."""
     if settings.database_url:
+        from ask_fable.stores.loop_bridge import await_io
         from ask_fable.stores.postgres import store_version
 
         pool = _pool(settings)
         try:
-            with pool.connection(read_only=True) as conn:
-                return [StoreVersion(name, store_version(conn, name), len(m), f"postgresql:{name}")
-                        for name, m in STORES.items()]
+            with pool.transaction(read_only=True) as conn:
+                return [StoreVersion(name, await_io(store_version(conn.connection, name)), len(m),
+                                     f"postgresql:{name}") for name, m in STORES.items()]
         finally:
             pool.close()
     files = _sqlite_files(settings)
@@ -137,6 +138,7 @@ def upgrade(settings: Settings) -> list[StoreVersion]:
             finally:
                 database.close()
         return before
+    from ask_fable.stores.loop_bridge import await_io
     from ask_fable.stores.postgres import (
         MIGRATION_LOCK,
         MIGRATIONS_TABLE,
@@ -148,13 +150,13 @@ def upgrade(settings: Settings) -> list[StoreVersion]:
     pool = _pool(settings)
     report: list[StoreVersion] = []
     try:
-        with pool.connection() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        with pool.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
             conn.execute("CREATE SCHEMA IF NOT EXISTS ask_fable")
             conn.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (store TEXT PRIMARY KEY, "
                          "version INTEGER NOT NULL, applied_at DOUBLE PRECISION NOT NULL)")
             for name, migrations in STORES.items():
-                found = store_version(conn, name)
+                found = await_io(store_version(conn.connection, name))
                 report.append(StoreVersion(name, found, len(migrations), f"postgresql:{name}"))
                 if found > len(migrations):
                     raise SchemaMismatch.newer(f"PostgreSQL {name}", found, len(migrations))
@@ -165,9 +167,9 @@ def upgrade(settings: Settings) -> list[StoreVersion]:
                 conn.execute(f"SET LOCAL search_path TO {schema}")
                 for script in migrations[found:]:
                     for statement in split_statements(postgres_ddl(script)):
-                        conn.execute(statement.encode())
+                        conn.execute(statement)
                 conn.execute(
-                    f"INSERT INTO {MIGRATIONS_TABLE} (store, version, applied_at) VALUES (%s, %s, %s) "
+                    f"INSERT INTO {MIGRATIONS_TABLE} (store, version, applied_at) VALUES (?, ?, ?) "
                     "ON CONFLICT (store) DO UPDATE SET version = excluded.version, "
                     "applied_at = excluded.applied_at",
                     (name, len(migrations), time.time()),

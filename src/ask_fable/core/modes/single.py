@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
-
-import anyio
 
 from ask_fable.backends.base import Effort, Oracle, OracleRequest
 from ask_fable.core.conversations import Conversation, fit_history, streak_of
@@ -61,11 +58,12 @@ async def run_turn(
     notes: list[str] = []
     async with conversation.lock:
         if conversation.reset:
-            await _store_op(mctx, notes, "clear", store.clear, ref.tenant, ref.namespace, ref.key)
+            await _store_op(conversation, mctx, notes, "clear", store.clear, ref.tenant, ref.namespace,
+                            ref.key)
             if conversation.forget_warm is not None:
                 await conversation.forget_warm()
         turns: list[StoredSessionTurn] = await _store_op(
-            mctx, notes, "read", store.turns, ref.tenant, ref.namespace, ref.key) or []
+            conversation, mctx, notes, "read", store.turns, ref.tenant, ref.namespace, ref.key) or []
         conversation.state["needs_context_streak"] = streak_of(turns, mctx.settings.max_needs_context)
         prompt, system = user_prompt(question, context), system_prompt()
         request = mctx.request(system, prompt)
@@ -83,7 +81,7 @@ async def run_turn(
         record = SessionTurn(tenant=ref.tenant, namespace=ref.namespace, session=ref.key, question=question,
                              prompt=prompt, answer=reply.text, thinking=reply.thinking, model=reply.model,
                              cost_usd=cost)
-        count = await _store_op(mctx, notes, "write", store.append, record)
+        count = await _store_op(conversation, mctx, notes, "write", store.append, record)
     costs = [turn["cost_usd"] for turn in turns if turn["cost_usd"] is not None]
     if cost is not None:
         costs.append(cost)
@@ -96,12 +94,12 @@ async def run_turn(
     return outcome
 
 
-async def _store_op(mctx: ModeContext, notes: list[str], what: str, op: Callable[P, T],
-                    *args: P.args, **kwargs: P.kwargs) -> T | None:
-    """Run one transcript store operation in a worker thread; a failure becomes a note, never the
-    caller's loss (``None`` is returned)."""
+async def _store_op(conversation: Conversation, mctx: ModeContext, notes: list[str], what: str,
+                    op: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
+    """Run one transcript store operation; a failure becomes a note, never the caller's loss
+    (``None`` is returned)."""
     try:
-        return await anyio.to_thread.run_sync(functools.partial(op, *args, **kwargs))
+        return await conversation.run_store(op, *args, **kwargs)
     except Exception as exc:
         mctx.trace.event("store.error", store="transcripts", op=what, error=type(exc).__name__)
         mctx.console.line(mctx.trace.trace_id,

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ask_fable.access import ASKS, WRITES
@@ -113,8 +112,8 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
         ref = SessionRef(ctx.tenant, namespace, key)
         turn = oracle, Conversation(
             store=ctx.app.transcripts, ref=ref, lock=ctx.app.conversations.lock(ref),
-            window_tokens=context_window(token, ctx.settings), label=oracle.model, reset=args.reset,
-            state=state, forget_warm=forget_warm,
+            window_tokens=context_window(token, ctx.settings), label=oracle.model,
+            run_store=ctx.app.run_store, reset=args.reset, state=state, forget_warm=forget_warm,
         )
     except AskFableError as exc:  # an unknown token, a bad model id: audited like any other outcome
         failure = exc
@@ -174,12 +173,12 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     ref = SessionRef(ctx.tenant, namespace, key)
     store = ctx.app.transcripts
     async with ctx.app.conversations.lock(ref):
-        turns = await anyio.to_thread.run_sync(store.clear, ref.tenant, namespace, key)
+        turns = await ctx.app.run_store(store.clear, ref.tenant, namespace, key)
         await ctx.app.claude_sessions.reset(ctx.session_space(namespace), key)
     result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
                               "cleared": bool(turns)}
     if not turns:
-        stored = await anyio.to_thread.run_sync(store.sessions, ref.tenant, namespace)  # this tenant's
+        stored = await ctx.app.run_store(store.sessions, ref.tenant, namespace)  # this tenant's
         result["sessions"] = sorted(s["session"] for s in stored)
         there = (f"the stored {namespace} conversations are listed in sessions" if stored
                  else f"there are no stored {namespace} conversations")
@@ -190,7 +189,7 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
         kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],
                                model=t["model"], ts=_iso(t["ts"])) for t in turns]
         transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=kept)
-        result["saved"] = await anyio.to_thread.run_sync(ctx.app.answers.save_transcript, transcript)
+        result["saved"] = await ctx.app.run_store(ctx.app.answers.save_transcript, transcript)
     return result
 
 

@@ -29,10 +29,9 @@ Given = TypeVar("Given", bound=str | list[str] | None)
 async def save_settings(ctx: ToolContext, updates: dict[str, Any]) -> str:
     """Save what a ``configure_*`` tool chose, for every server sharing this one's settings; returns
     where it went (``database`` or the config file's path)."""
-    import anyio
 
     app, tenant = ctx.app, ctx.tenant
-    return await anyio.to_thread.run_sync(lambda: app.save_settings(updates, tenant))
+    return await app.run_store(lambda: app.save_settings(updates, tenant))
 
 
 def saved_note(where: str, overrides: str) -> str:

@@ -136,7 +136,7 @@ def _tenant(ctx: ToolContext, requested: str | None, *, every: bool = False) -> 
 async def context_write(args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
     """Store ``value`` under ``key`` and return its metadata."""
     store = _store(ctx)
-    meta = await anyio.to_thread.run_sync(store.write, ctx.context_tenant, args.key, args.value,
+    meta = await ctx.app.run_store(store.write, ctx.context_tenant, args.key, args.value,
                                           args.description)
     return {"status": "ok", **meta,
             "note": f"pass context_ref=\"{args.key}\" to any ask tool to use it"}
@@ -149,9 +149,9 @@ async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
     validate_key(args.key)
     tenant = _tenant(ctx, args.tenant)
     store = _store(ctx)
-    data = await anyio.to_thread.run_sync(store.read, tenant, args.key)
+    data = await ctx.app.run_store(store.read, tenant, args.key)
     if data is None:
-        suggestions = await anyio.to_thread.run_sync(store.suggest, tenant, [args.key])
+        suggestions = await ctx.app.run_store(store.suggest, tenant, [args.key])
         return {"status": "error", "kind": "not_found", "key": args.key, "did_you_mean": suggestions,
                 "detail": f"no context is stored under {args.key!r}",
                 "hint": "context_list shows the stored keys"}
@@ -161,7 +161,7 @@ async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
 async def context_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
     """Every stored key with its metadata, most recently updated first (values are never listed)."""
     store = _store(ctx)
-    entries = await anyio.to_thread.run_sync(store.list, _tenant(ctx, args.tenant, every=True))
+    entries = await ctx.app.run_store(store.list, _tenant(ctx, args.tenant, every=True))
     return {"status": "ok", "count": len(entries), "entries": entries}
 
 
@@ -169,7 +169,7 @@ async def context_delete(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
     """Delete ``key``; ``existed`` says whether there was anything to delete."""
     tenant = _tenant(ctx, args.tenant)
     store = _store(ctx)
-    existed = await anyio.to_thread.run_sync(store.delete, tenant, args.key)
+    existed = await ctx.app.run_store(store.delete, tenant, args.key)
     return {"status": "ok", "key": args.key, "existed": existed, "deleted": existed}
 
 
@@ -223,7 +223,7 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
         )
     description = args.description or _default_description(outcome.files)
     store = _store(ctx)
-    meta = await anyio.to_thread.run_sync(store.write, ctx.context_tenant, args.key, outcome.text,
+    meta = await ctx.app.run_store(store.write, ctx.context_tenant, args.key, outcome.text,
                                           description)
     note = f"pass context_ref=\"{args.key}\" to any ask tool to use it"
     if outcome.skipped:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.access import READS
@@ -130,7 +129,7 @@ async def session_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
     tenant = ctx.caller.view(args.tenant)
     project = ctx.app.project_id
     scope = None if args.all_projects else project
-    rows = await anyio.to_thread.run_sync(
+    rows = await ctx.app.run_store(
         lambda: hub.list_sessions(tenant, scope, active_only=args.active_only, limit=args.limit)
     )
     return {"status": "ok", "enabled": True, "tenant": tenant, "project": project,
@@ -143,7 +142,7 @@ async def session_peek(args: PeekArgs, ctx: ToolContext) -> dict[str, Any]:
     if disabled:
         return disabled
     tenant = ctx.caller.view(args.tenant)
-    turns = await anyio.to_thread.run_sync(lambda: hub.peek(tenant, args.session_key, args.agent_id))
+    turns = await ctx.app.run_store(lambda: hub.peek(tenant, args.session_key, args.agent_id))
     result: dict[str, Any] = {"status": "ok", "enabled": True, "tenant": tenant,
                               "session_key": args.session_key, "agent_id": args.agent_id, "count": len(turns),
                               "turns": turns}
@@ -160,7 +159,7 @@ async def session_stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
     tenant = ctx.caller.view(args.tenant)
     project = ctx.app.project_id
     scope = None if args.all_projects else project
-    report = await anyio.to_thread.run_sync(lambda: hub.stats(tenant, scope, window_s=args.window_s))
+    report = await ctx.app.run_store(lambda: hub.stats(tenant, scope, window_s=args.window_s))
     return {"status": "ok", "enabled": True, "tenant": tenant, "project": project,
             "all_projects": args.all_projects,
             "window_s": args.window_s, "turn_count": report["turns"], "by_oracle": report["by_oracle"],

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal, get_args
 
-import anyio
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from ask_fable.access import ADMINISTERS, READS
@@ -198,7 +197,7 @@ async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
     validate(args.window, args.by)
     tenant = ctx.caller.view(args.tenant)
     audit = ctx.app.audit
-    report: dict[str, Any] = dict(await anyio.to_thread.run_sync(
+    report: dict[str, Any] = dict(await ctx.app.run_store(
         lambda: audit.stats(tenant, args.window, args.by, args.model, args.session)
     ))
     report["filters"] = {k: v for k, v in (report.get("filters") or {}).items() if v is not None}
@@ -216,11 +215,11 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
         try:
             before = float(cursor)
         except ValueError:  # a trace id (its shape is checked with the arguments)
-            if await anyio.to_thread.run_sync(store.get, tenant, cursor) is None:
+            if await ctx.app.run_store(store.get, tenant, cursor) is None:
                 return {"status": "error", "kind": "not_found",
                         "detail": f"before names no stored trace ({cursor})",
                         "hint": "use next_before from the previous page, or epoch seconds"}
-    rows = await anyio.to_thread.run_sync(
+    rows = await ctx.app.run_store(
         lambda: store.list(tenant, limit=limit, tool=args.tool, status=args.status, provider=args.provider,
                            session=args.session, project=args.project, before=before)
     )
@@ -242,7 +241,7 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
         raise BadArgs("trace_id must be letters, digits, '_' or '-' (as returned by a tool or trace_list)")
     tenant = ctx.caller.view(args.tenant)
     store = ctx.app.traces
-    trace = await anyio.to_thread.run_sync(store.get, tenant, args.trace_id)
+    trace = await ctx.app.run_store(store.get, tenant, args.trace_id)
     if trace is None:
         return {"status": "error", "kind": "not_found", "detail": f"no trace {args.trace_id!r} is stored",
                 "hint": "trace_list shows the stored traces"}
@@ -253,7 +252,7 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
         return result
     # A bundle written while full mode was on stays readable after switching back to safe mode.
     cap = min(int(args.max_chars), MAX_EXCERPT_CHARS)
-    excerpt = await anyio.to_thread.run_sync(store.bundle_excerpt, tenant, args.trace_id, cap + 1)
+    excerpt = await ctx.app.run_store(store.bundle_excerpt, tenant, args.trace_id, cap + 1)
     if excerpt is None:
         result["content_note"] = (
             "no content bundle was captured for this trace (it ran in safe mode: metadata only); "

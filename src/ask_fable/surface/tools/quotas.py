@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 from pydantic import BaseModel, ConfigDict
 
 from ask_fable.access import ALL_TENANTS, READS
@@ -64,7 +63,7 @@ async def key_usage(args: KeyUsageArgs, ctx: ToolContext) -> dict[str, Any]:
                    if tenant == ALL_TENANTS or k.tenant == tenant]
         return key_report(app, records)
 
-    report = await anyio.to_thread.run_sync(collect)
+    report = await app.run_store(collect)
     return {"status": "ok", "count": len(report), "keys": report}
 
 

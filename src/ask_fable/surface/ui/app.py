@@ -278,7 +278,7 @@ class _Ui:
     async def _traces(self, request: Request, session: Session, tenant: str) -> Response:
         query, problems = data.TraceQuery.from_params(request.query_params)
         store = self.app.traces
-        found = await anyio.to_thread.run_sync(lambda: data.list_traces(store, tenant, query))
+        found = await self.app.run_store(lambda: data.list_traces(store, tenant, query))
         return self.html(pages.trace_list_page(found, query, problems, self.tools(), self.chrome(session)))
 
     async def trace(self, request: Request) -> Response:
@@ -287,7 +287,7 @@ class _Ui:
     async def _trace(self, request: Request, session: Session, tenant: str) -> Response:
         trace_id = str(request.path_params.get("trace_id", ""))
         store = self.app.traces
-        trace = await anyio.to_thread.run_sync(lambda: data.read_trace(store, tenant, trace_id))
+        trace = await self.app.run_store(lambda: data.read_trace(store, tenant, trace_id))
         if trace is None:
             return self.html(
                 pages.message_page(
@@ -299,7 +299,7 @@ class _Ui:
             )
         content = None
         if (trace.get("artifacts") or {}).get("bundle"):
-            content = await anyio.to_thread.run_sync(lambda: data.read_content(store, tenant, trace_id))
+            content = await self.app.run_store(lambda: data.read_content(store, tenant, trace_id))
         if session.viewer is not None and not session.viewer.sees_server_paths:
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
@@ -316,7 +316,7 @@ class _Ui:
     async def _stats(self, request: Request, session: Session, tenant: str) -> Response:
         window = data.stats_window(request.query_params.get("window"))
         audit = self.app.audit
-        view = await anyio.to_thread.run_sync(lambda: data.read_stats(audit, tenant, window))
+        view = await self.app.run_store(lambda: data.read_stats(audit, tenant, window))
         return self.html(pages.stats_page(view, self.chrome(session)))
 
     async def stylesheet(self, request: Request) -> Response:
