@@ -134,11 +134,12 @@ async def _measure(run: Callable[..., Awaitable[Any]], store: Any) -> tuple[floa
 
 
 async def _run() -> int:
+    from tests.fakes.postgres import running_server
+
     from ask_fable.config import load_settings
     from ask_fable.stores.context import ContextStore, context_store_for
     from ask_fable.stores.db import Connections
     from ask_fable.stores.loop_bridge import run_blocking
-    from tests.fakes.postgres import running_server
 
     results: dict[str, list[tuple[float, float]]] = {}
     with running_server() as server, tempfile.TemporaryDirectory() as tmp:
