@@ -86,6 +86,17 @@ def _scope(value: str) -> str:
         raise argparse.ArgumentTypeError(exc.detail) from None
 
 
+def _key_name(value: str) -> str:
+    """A key's name for ``keys create --name`` (:func:`ask_fable.stores.keys.check_name`)."""
+    from ask_fable.errors import BadArgs
+    from ask_fable.stores.keys import check_name
+
+    try:
+        return check_name(value)
+    except BadArgs as exc:
+        raise argparse.ArgumentTypeError(exc.detail) from None
+
+
 def _positive(value: str) -> int:
     """A whole number above zero."""
     try:
@@ -154,7 +165,9 @@ def _add_keys(sub: _Commands) -> None:
     keys = sub.add_parser("keys", help="manage API keys for the HTTP server")
     actions = keys.add_subparsers(dest="keys_action", metavar="ACTION", required=True)
     create = actions.add_parser("create", help="create a key (printed once)")
-    create.add_argument("--name", required=True, help="who or what uses the key")
+    create.add_argument("--name", type=_key_name, required=True,
+                        help="who or what uses the key: 1-64 letters, digits, spaces or . _ - @ + : / ' ( ), "
+                        "unique among the tenant's active keys")
     create.add_argument("--scope", type=_scope, default="ask", metavar="{read,ask,admin}",
                         help="read: look up its own tenant's data, no model calls; ask: also call models "
                         "and write its tenant's context (default); admin: also configure_* and every "

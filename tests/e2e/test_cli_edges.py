@@ -229,6 +229,8 @@ def test_db_status_json_says_which_store_files_are_not_created_yet_as_the_text_d
     assert {store["state"] for store in upgraded} == {"current"}
 
 
+#: What trace list's --before takes (it pages back from a trace, or from a time).
+BEFORE_RULE = "use a trace_id (next_before) or epoch seconds from 0"
 #: Numeric options the tool bounds (it refuses a value outside them), with a value outside.
 OUT_OF_BOUNDS = [
     (["debate", "why", "--rounds", "5"], "--rounds 5: use a whole number from 1 to 2"),
@@ -241,6 +243,8 @@ OUT_OF_BOUNDS = [
     (["context", "pack", "k", "--paths", "x.py", "--max-chars", "0"],
      "--max-chars 0: use a whole number above 0"),
     (["session", "stats", "--window-s", "nan"], "--window-s nan: use a number from 0"),
+    *[(["trace", "list", f"--before={value}"], f"--before {value}: {BEFORE_RULE}")
+      for value in ("-1", "-1e9", "nan", "inf", "../x")],
 ]
 
 

@@ -177,8 +177,12 @@ async def test_trace_list_filters_clamps_and_pages(fp: FakeProvider) -> None:
 
         unknown = await structured(c, "trace_list", {"before": "0000000000000000deadbeef"})
         assert unknown["status"] == "error" and unknown["kind"] == "not_found"
-        bad = await structured(c, "trace_list", {"before": "../etc"})
-        assert bad["kind"] == "bad_args"
+        for cursor in ("../etc", "-1", "nan", "inf", "-0.5"):  # no trace is older than the epoch
+            bad = await structured(c, "trace_list", {"before": cursor})
+            assert bad["kind"] == "bad_args", (cursor, bad)
+            assert "use a trace_id (next_before) or epoch seconds from 0" in bad["detail"]
+        weird = await structured(c, "trace_list", {"status": "weird"})
+        assert weird["kind"] == "bad_args" and "use ok, refused, error, needs_context" in weird["detail"]
         by_time = await structured(c, "trace_list", {"before": "1"})
         assert by_time["count"] == 0
 

@@ -249,3 +249,63 @@ def test_on_a_database_not_upgraded_yet_admin_commands_name_the_upgrade_once_and
             assert "unreachable" not in done.stderr
     finally:
         pg_server.drop(url)
+
+
+@ON_POSTGRES
+async def test_the_diagnose_tool_reports_the_saved_settings_as_doctor_does(
+    store_backend: StoreBackend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An MCP client asking a server on the shared database gets what ``ask-fable doctor`` prints: the
+    saved Ollama model in the backend's row, and each saved value with who saved it, when, and the
+    config-file value it hides, in the same form as doctor's JSON."""
+    from mcp import Client
+
+    from ask_fable.core.app import App
+    from ask_fable.surface.server import build_server
+    from tests.e2e.helpers import structured
+
+    assert store_backend.url
+    _save(store_backend.url, {"ollama_model": "glm-5.2:cloud", "trace_mode": "full"})
+    config = _config(tmp_path, {"ollama_model": "qwen3:8b"})
+    monkeypatch.setenv("ASK_FABLE_CONFIG_FILE", str(config))
+    app = App()
+    try:
+        async with Client(build_server(app, toolsets=["all"])) as client:
+            result = await structured(client, "diagnose", {"probe": False})
+    finally:
+        await app.aclose()
+    doctor = json.loads(_run(store_backend.url, config, "doctor", "--no-probe", "--json").stdout)
+    assert result["status"] == "ok"
+    assert next(b for b in result["backends"] if b["name"] == "ollama")["model"] == "glm-5.2:cloud"
+    as_doctor = [{k: v for k, v in item.items() if v is not None} for item in doctor["saved_settings"]]
+    assert result["saved_settings"] == as_doctor  # a result leaves out what is null
+    saved = {item["setting"]: item for item in result["saved_settings"]}
+    assert saved["ollama_model"]["shadows"] == {"source": f"config file {config}", "value": "qwen3:8b"}
+    assert saved["trace_mode"]["saved_by"] == "team" and saved["trace_mode"]["in_force"] is True
+    assert result.get("saved_settings_unread") is None
+
+
+async def test_diagnose_on_a_database_that_does_not_answer_says_the_saved_settings_were_not_read(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The backends are still diagnosed; the result says why the saved settings are missing from it,
+    naming no credential."""
+    from mcp import Client
+
+    from ask_fable.core.app import App
+    from ask_fable.surface.server import build_server
+    from tests.e2e.helpers import structured
+
+    pytest.importorskip("psycopg")
+    monkeypatch.setenv("ASK_FABLE_DATABASE_URL", f"postgresql://ask:{PASSWORD}@127.0.0.1:{_closed_port()}/x")
+    monkeypatch.setenv("ASK_FABLE_DATABASE_CONNECT_TIMEOUT", "1")
+    app = App()
+    try:
+        async with Client(build_server(app, toolsets=["all"])) as client:
+            result = await structured(client, "diagnose", {"probe": False, "backends": ["glm"]})
+    finally:
+        await app.aclose()
+    assert result["status"] == "ok" and [b["name"] for b in result["backends"]] == ["glm"]
+    assert "the PostgreSQL database is unavailable" in result["saved_settings_unread"]
+    assert not result.get("saved_settings")
+    assert PASSWORD not in json.dumps(result)

@@ -84,7 +84,7 @@ def test_keys_create_takes_a_scope_and_a_tenant() -> None:
         ("ask", "alice-smith"), ("read", "platform"), ("admin", "platform"), ("ask", "old-script")]
     for tenant in ("*", "shared", "Has Spaces"):
         refused = run("keys", "create", "--name", "x", "--tenant", tenant)
-        assert refused.returncode == 1 and tenant in refused.stderr
+        assert refused.returncode == 2 and tenant in refused.stderr
     table = run("keys", "list").stdout
     assert "TENANT" in table and "platform" in table
 
@@ -394,3 +394,14 @@ def test_the_tools_table_has_a_header() -> None:
     lines = run("tools").stdout.splitlines()
     assert lines[0].split() == ["TOOL", "FAMILY", "COMMAND", "SCOPE", "NOTES"]
     assert lines[1].split()[:5] == ["ask_fable_help", "core", "ask-fable", "help", "read"]
+
+
+def test_readable_output_names_a_tool_it_points_at_by_its_command_and_leaves_prose_alone() -> None:
+    commands = {"trace_list": "ask-fable trace list", "ask": "ask-fable ask",
+                "ask_fable_help": "ask-fable help"}
+    hint = 'trace_list shows them; ask_fable_help(topic="tools") lists tools; before=trace_list'
+    text = render({"status": "error", "kind": "not_found", "detail": "no trace 'x'; ask about it later",
+                   "hint": hint}, commands)
+    assert "error [not_found]: no trace 'x'; ask about it later" in text
+    assert 'hint: `ask-fable trace list` shows them; ask_fable_help(topic="tools") lists tools; ' \
+           "before=trace_list" in text

@@ -132,3 +132,26 @@ def test_shape_check() -> None:
     assert looks_like_key("afk_" + "a" * 32)
     assert not looks_like_key("afk_" + "a" * 31)
     assert not looks_like_key("sk-" + "a" * 32)
+
+
+def test_a_tenant_cannot_hold_two_active_keys_of_one_name(store: KeyStore) -> None:
+    """On either database: the second ``ci`` of tenant ``team`` is refused (any case) and not stored;
+    another tenant's ``ci`` and a ``ci`` made after the first is revoked are fine."""
+    first, _ = store.create("ci", "ask", "team")
+    taken = rf"tenant 'team' already has an active key named 'ci' \(id {first.id}\)"
+    with pytest.raises(BadArgs, match=taken):
+        store.create("CI ", "read", "team")
+    assert [key.name for key in store.list_keys()] == ["ci"]
+    store.create("ci", "ask", "platform")
+    store.revoke(first.id)
+    store.create("ci", "ask", "team")
+    assert [(key.name, key.tenant) for key in store.list_keys(include_revoked=False)] == [
+        ("ci", "platform"), ("ci", "team")]
+
+
+@pytest.mark.parametrize("name", ["x" * 65, "a\x00b", "-leading", "two\nlines"])
+def test_a_name_that_is_not_a_plain_label_of_at_most_64_characters_is_refused(store: KeyStore,
+                                                                              name: str) -> None:
+    with pytest.raises(BadArgs, match="use 1-64 letters, digits, spaces"):
+        store.create(name, "ask", "team")
+    assert store.list_keys() == []

@@ -86,8 +86,11 @@ def _breaker_state(breaker: CircuitBreaker | None, token: str, settings: Setting
 
 
 async def diagnose(settings: Settings, *, breaker: CircuitBreaker | None = None, probe: bool = True,
-                   timeout: float = DEFAULT_PROBE_TIMEOUT, only: list[str] | None = None) -> DoctorReport:
-    """Diagnose every backend (or those in ``only``) concurrently; never raises for a backend's state."""
+                   timeout: float = DEFAULT_PROBE_TIMEOUT, only: list[str] | None = None,
+                   in_force: SettingsInForce | None = None) -> DoctorReport:
+    """Diagnose every backend (or those in ``only``) concurrently; never raises for a backend's state.
+    ``in_force`` (what a shared database's saved settings contributed to ``settings``) goes into the
+    report as its saved settings."""
     import anyio
 
     from ask_fable.config import config_file_path
@@ -127,6 +130,8 @@ async def diagnose(settings: Settings, *, breaker: CircuitBreaker | None = None,
         version=__version__, python=platform.python_version(), config_file=str(config_file_path()),
         state_dir=str(settings.state_dir), backends=[results[b.name] for b in chosen],
         settings_problems=[problem.to_dict() for problem in settings.problems],
+        saved=[] if in_force is None else in_force.saved,
+        saved_unread=None if in_force is None else in_force.unread,
     )
 
 
@@ -139,9 +144,7 @@ def run_doctor(in_force: SettingsInForce | None = None, *, probe: bool = True,
     from ask_fable.core.settings_in_force import settings_in_force
 
     chosen = in_force or settings_in_force()
-    report = anyio.run(lambda: diagnose(chosen.settings, probe=probe, timeout=timeout))
-    report.saved, report.saved_unread = chosen.saved, chosen.unread
-    return report
+    return anyio.run(lambda: diagnose(chosen.settings, probe=probe, timeout=timeout, in_force=chosen))
 
 
 _MARK = {"ready": "✓", "needs_login": "?", "unreachable": "!", "missing": "✗", "not_checked": "·"}

@@ -95,21 +95,25 @@ def read_saved_entries(settings: Settings) -> list[SavedEntry]:
         store.close()
 
 
-def settings_in_force() -> SettingsInForce:
+def settings_in_force(running: Settings | None = None) -> SettingsInForce:
     """The settings every server on this configuration runs with (see the module docstring); a
-    database that cannot be read leaves the file's and environment's, with ``unread`` saying why."""
+    database that cannot be read leaves the file's and environment's, with ``unread`` saying why.
+
+    ``running`` is a server's own settings, the saved ones already applied (``diagnose``): the saved
+    values are then told against those; without it (a command) the settings are read here."""
     from ask_fable.errors import AskFableError
 
-    base = load_settings()
-    if not base.database_url:
-        return SettingsInForce(base, shared=False, saved=[])
+    shared_by = running or load_settings()
+    if not shared_by.database_url:
+        return SettingsInForce(shared_by, shared=False, saved=[])
     try:
-        entries = read_saved_entries(base)
+        entries = read_saved_entries(shared_by)
     except AskFableError as exc:
-        return SettingsInForce(base, shared=True, saved=[], error=exc)
+        return SettingsInForce(shared_by, shared=True, saved=[], error=exc)
+    base = load_settings() if running is not None else shared_by
     if not entries:
-        return SettingsInForce(base, shared=True, saved=[])
-    settings = load_settings(saved={entry.name: entry.value for entry in entries})
+        return SettingsInForce(running or base, shared=True, saved=[])
+    settings = running or load_settings(saved={entry.name: entry.value for entry in entries})
     values, below = vars(settings), vars(base)
     saved = []
     for entry in entries:

@@ -135,8 +135,27 @@ def check_limits(limits: QuotaLimits) -> QuotaLimits:
     return limits
 
 
+#: A key's name says who or what uses it, in ``keys list`` and the audit: a plain label.
+_NAME_SHAPE = re.compile(r"[^\W_][\w .@+:/'()-]{0,63}")
+NAME_RULE = ("use 1-64 letters, digits, spaces or . _ - @ + : / ' ( ), starting with a letter or digit "
+             "(who or what uses the key)")
+
+
+def check_name(name: str) -> str:
+    """``name`` without surrounding spaces when it is a usable key name, else ``BadArgs`` saying what is."""
+    name = name.strip()
+    if not name:
+        raise BadArgs("a key needs a --name (who or what will use it)")
+    if not _NAME_SHAPE.fullmatch(name):
+        shown = name if len(name) <= 40 else f"{name[:40]}… ({len(name)} characters)"
+        raise BadArgs(f"{NAME_RULE}; not {shown!r}")
+    return name
+
+
 def key_tenant(name: str, tenant: str | None) -> str:
     """The tenant a new key joins: ``tenant`` when given, else one made from the key's name."""
+    if tenant is not None and not tenant.strip():
+        raise BadArgs("--tenant is empty: give a tenant name, or leave --tenant out to make one from --name")
     chosen = tenant.strip() if tenant is not None else tenant_from_name(name)
     if not chosen:
         raise BadArgs(f"no tenant can be made from the name {name!r}; give one with --tenant")
@@ -168,16 +187,20 @@ class KeyStore:
 
         ``scope`` is ``read``, ``ask`` or ``admin`` (``write`` reads as ``ask``); ``tenant`` defaults
         to one made from ``name`` (``Alice Smith`` → ``alice-smith``); each of ``limits`` left
-        ``None`` follows the setting's default.
+        ``None`` follows the setting's default. ``name`` must pass :func:`check_name` and be unused by
+        the tenant's active keys (``BadArgs`` otherwise, and nothing is created).
         """
-        name = name.strip()
-        if not name:
-            raise BadArgs("a key needs a --name (who or what will use it)")
+        name = check_name(name)
         granted: Scope = parse_scope(scope)
         owner = key_tenant(name, tenant)
         limits = check_limits(limits or QuotaLimits())
         key = generate_key()
         with self.db.write() as conn:
+            taken = conn.execute("SELECT id, name FROM api_keys WHERE tenant = ? AND lower(name) = lower(?) "
+                                 "AND revoked_at IS NULL ORDER BY id", (owner, name)).fetchone()
+            if taken is not None:
+                raise BadArgs(f"tenant {owner!r} already has an active key named {taken['name']!r} "
+                              f"(id {taken['id']}): give this one another --name, or revoke it first")
             row = conn.execute(
                 "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at, rpm, concurrent, "
                 f"daily_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",

@@ -15,14 +15,18 @@ worker thread) has its queries run on the process's I/O loop. Each event loop th
 database gets a ``psycopg_pool.AsyncConnectionPool`` of its own (``database_pool_size``), shared
 by every store; a pool left behind by a loop that ended has its connections closed.
 
-A connection is checked (one round trip) before each use. A dead one means the server went away,
-taking every pooled connection with it, so the whole pool is dropped; until a direct connection
-succeeds again, each store call first tries one (refused at once while the server is down) and
-fails as :class:`~ask_fable.errors.Unavailable`, never waiting out the pool's reconnection backoff,
-and the first call after the database is back gets a fresh pool. A pool that cannot connect fails
-a call within ``database_connect_timeout``; a pool merely busy (every connection in use, the
-database answering) makes it wait, up to :data:`POOL_BUSY_WAIT_S`. A call cancelled mid-transaction
-still has its transaction rolled back and its connection returned.
+Pooled connections are in autocommit mode and run their transactions explicitly: ``BEGIN`` and
+``SET LOCAL search_path`` travel with a transaction's first statement, in one round trip (pipeline
+mode), and ``COMMIT`` is one more. No check costs a round trip before each use: a pooled connection
+found dead by that first round trip means the server restarted and took every pooled connection
+with it, so the pool is dropped and the transaction, none of which ran yet, begins again on a fresh
+one. A database found gone fails the call as :class:`~ask_fable.errors.Unavailable`; until a direct
+connection succeeds again, each store call first tries one (refused at once while the server is
+down), never waiting out the pool's reconnection backoff, and the first call after the database is
+back gets a fresh pool. A pool whose attempts to connect are refused fails a call at once, one that
+cannot connect fails it within ``database_connect_timeout``; a pool merely busy (every connection
+in use, the database answering) makes it wait, up to :data:`POOL_BUSY_WAIT_S`. A call cancelled
+mid-transaction still has its transaction rolled back and its connection returned.
 
 Writes whose transactions can conflict run through :meth:`PostgresDatabase.run_write`, which runs
 the whole body again when PostgreSQL aborts it with a deadlock (``40P01``) or a serialization
@@ -157,6 +161,18 @@ class _PoolChatter(logging.Filter):
 _POOL_CHATTER = _PoolChatter()
 
 
+class _LostPipelineChatter(logging.Filter):
+    """Drops psycopg's warning that a pipeline ended on a lost connection: the transaction that met
+    it is begun again on a fresh connection, or fails as unavailable, and the outage is reported."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Let through anything but that warning."""
+        return not str(record.msg).startswith("error ignored terminating")
+
+
+_PIPELINE_CHATTER = _LostPipelineChatter()
+
+
 def _import_psycopg() -> tuple[Any, Any]:
     try:
         import psycopg
@@ -172,6 +188,9 @@ def _import_psycopg() -> tuple[Any, Any]:
     pool_log = logging.getLogger("psycopg.pool")
     if _POOL_CHATTER not in pool_log.filters:
         pool_log.addFilter(_POOL_CHATTER)
+    driver_log = logging.getLogger("psycopg")
+    if _PIPELINE_CHATTER not in driver_log.filters:
+        driver_log.addFilter(_PIPELINE_CHATTER)
     return psycopg, psycopg_pool
 
 
@@ -184,6 +203,14 @@ def _reason(exc: BaseException, url: str) -> str:
     """``exc`` in one line, for a caller (the URL's password removed)."""
     reason = redact(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__, [url])
     return f"{type(exc).__name__}: {reason[:300]}"
+
+
+def _begin_statements(read_only: bool, schema: str | None) -> list[bytes]:
+    """The statements that begin a transaction and point it at ``schema``: pooled connections are
+    in autocommit mode and run their transactions explicitly."""
+    begin = (b"BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" if read_only
+             else b"BEGIN ISOLATION LEVEL READ COMMITTED")
+    return [begin, f"SET LOCAL search_path TO {schema}".encode()] if schema else [begin]
 
 
 def _report_down(url: str, exc: BaseException) -> None:
@@ -282,20 +309,120 @@ async def _execute_many(conn: psycopg.AsyncConnection[Any], sql: str,
 
 
 class PgConnection:
-    """A psycopg connection inside one transaction, speaking the stores' ``?`` SQL. Its methods
-    block; each statement is one query awaited through :func:`~ask_fable.stores.loop_bridge.await_io`."""
+    """A transaction on a psycopg connection, speaking the stores' ``?`` SQL. Its methods block;
+    each statement is one query awaited through :func:`~ask_fable.stores.loop_bridge.await_io`."""
 
-    def __init__(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        #: The asyncio connection underneath.
-        self.connection = conn
+    def __init__(self, transaction: _Transaction) -> None:
+        self._transaction = transaction
+
+    @property
+    def connection(self) -> psycopg.AsyncConnection[Any]:
+        """The asyncio connection underneath, its transaction begun."""
+        return await_io(self._transaction.begun())
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> _Result:
         """Run one statement; its rows answer by position and by name."""
-        return await_io(_execute(self.connection, translate(sql), tuple(parameters)))
+        return await_io(self._transaction.execute(translate(sql), tuple(parameters)))
 
     def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> _Result:
         """Run one statement per parameter row (nothing for none)."""
-        return await_io(_execute_many(self.connection, translate(sql), [tuple(p) for p in parameters]))
+        return await_io(self._transaction.execute_many(translate(sql), [tuple(p) for p in parameters]))
+
+
+class _Transaction:
+    """One transaction on a pooled connection. Its ``BEGIN`` (with the store's ``search_path``)
+    travels with its first statement, in one round trip (pipeline mode); a pooled connection found
+    dead by that round trip (the server restarted since it was used) is replaced once, since
+    nothing of the transaction ran yet."""
+
+    def __init__(self, owner: PostgresPool, begin: list[bytes]) -> None:
+        self.owner = owner
+        #: What begins the transaction, until it is sent.
+        self.pending: list[bytes] | None = begin
+        self.pool: AsyncConnectionPool[Any] | None = None
+        self.conn: psycopg.AsyncConnection[Any] | None = None
+        self._replaced = False
+
+    async def start(self, prepare: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None) -> None:
+        """Take a connection; with ``prepare``, begin at once and run it in the transaction."""
+        psycopg, _pool = _import_psycopg()
+        self.pool, self.conn = await self.owner._checkout(psycopg)
+        if prepare is not None:
+            await prepare(await self.begun())
+
+    async def begun(self) -> psycopg.AsyncConnection[Any]:
+        """The connection, its transaction begun (one round trip if it was not)."""
+        if self.pending is not None:
+            await self._first_round_trip(self._send_begin)
+        assert self.conn is not None
+        return self.conn
+
+    async def _send_begin(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        assert self.pending is not None
+        await conn.execute(b"; ".join(self.pending))
+
+    async def execute(self, sql: str, parameters: tuple[Any, ...]) -> _Result:
+        """One statement (the transaction's first goes out with its ``BEGIN``)."""
+        if self.pending is None:
+            assert self.conn is not None
+            return await _execute(self.conn, sql, parameters)
+        begin = self.pending
+
+        async def first(conn: psycopg.AsyncConnection[Any]) -> _Result:
+            async with conn.pipeline():
+                for statement in begin:
+                    await conn.execute(statement)
+                cursor = conn.cursor(row_factory=_row_factory)
+                await cursor.execute(sql, parameters)
+            rows = await cursor.fetchall() if cursor.description is not None else []
+            return _Result(rows, cursor.rowcount)
+
+        return await self._first_round_trip(first)
+
+    async def execute_many(self, sql: str, rows: list[tuple[Any, ...]]) -> _Result:
+        """One statement per row."""
+        return await _execute_many(await self.begun(), sql, rows)
+
+    async def _first_round_trip(self, send: Callable[[psycopg.AsyncConnection[Any]], Awaitable[T]]) -> T:
+        psycopg, _pool = _import_psycopg()
+        assert self.pool is not None and self.conn is not None
+        try:
+            result = await send(self.conn)
+        except psycopg.Error as exc:
+            if self._replaced or not self.conn.closed:
+                raise
+            self._replaced = True
+            await self.owner._abort(self.pool, self.conn, exc)  # drops the pool: its connections are dead
+            self.pool = self.conn = None
+            self.pool, self.conn = await self.owner._checkout(psycopg)
+            result = await send(self.conn)
+        self.pending = None
+        if _outages:
+            _report_up(self.owner.url)
+        return result
+
+    async def commit(self) -> None:
+        """Commit (nothing to send when no statement ran) and return the connection."""
+        assert self.pool is not None and self.conn is not None
+        if self.pending is None:
+            try:
+                await self.conn.execute(b"COMMIT")
+            except BaseException as exc:
+                failure = await self.abort(exc)
+                if failure is not None:
+                    raise failure from exc
+                raise
+        await self.pool.putconn(self.conn)
+
+    async def abort(self, exc: BaseException) -> Unavailable | None:
+        """Roll back and return the connection; the error to raise in place of ``exc``, if any."""
+        if self.pool is None or self.conn is None:  # no connection was to be had
+            return None
+        if self.pending is not None:  # nothing was sent: nothing to roll back
+            with anyio.CancelScope(shield=True):
+                await self.pool.putconn(self.conn)
+            return None
+        return await self.owner._abort(self.pool, self.conn, exc)
 
 
 @dataclass(eq=False)
@@ -366,7 +493,7 @@ class PostgresPool:
             max_size=self.size,
             open=False,
             timeout=self.connect_timeout,
-            kwargs={"connect_timeout": max(1, math.ceil(self.connect_timeout))},
+            kwargs={"connect_timeout": max(1, math.ceil(self.connect_timeout)), "autocommit": True},
             configure=remember,
             # Checked here, not by the pool: its check sleeps with backoff between dead connections.
             check=None,
@@ -376,53 +503,26 @@ class PostgresPool:
         return _LoopPool(pool, loop, opened)
 
     @contextmanager
-    def transaction(self, *, read_only: bool = False,
+    def transaction(self, *, read_only: bool = False, schema: str | None = None,
                     prepare: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None = None,
                     ) -> Iterator[PgConnection]:
-        """A connection inside a transaction, committed when the body ends (rolled back if it raises);
-        ``prepare`` runs first, in the same transaction.
+        """A connection inside a transaction on ``schema`` (its ``search_path``), committed when the
+        body ends (rolled back if it raises); ``prepare`` runs first, in the same transaction.
 
         An unreachable database, or one lost mid-transaction, raises :class:`Unavailable` (within
         the connect timeout); a conflict with another transaction (:func:`is_conflict`) is raised
         as PostgreSQL reported it, for the caller to run the transaction again.
         """
-        pool, conn = await_io(self._begin(read_only, prepare))
+        transaction = _Transaction(self, _begin_statements(read_only, schema))
         try:
-            yield PgConnection(conn)
+            await_io(transaction.start(prepare))
+            yield PgConnection(transaction)
         except BaseException as exc:
-            failure = await_io(self._abort(pool, conn, exc))
+            failure = await_io(transaction.abort(exc))
             if failure is not None:
                 raise failure from exc
             raise
-        await_io(self._commit(pool, conn))
-
-    async def _begin(self, read_only: bool,
-                     prepare: Callable[[psycopg.AsyncConnection[Any]], Awaitable[None]] | None,
-                     ) -> tuple[AsyncConnectionPool[Any], psycopg.AsyncConnection[Any]]:
-        psycopg, _pool = _import_psycopg()
-        pool, conn = await self._checkout(psycopg)
-        try:
-            await conn.set_read_only(read_only)
-            await conn.set_isolation_level(psycopg.IsolationLevel.REPEATABLE_READ if read_only
-                                           else psycopg.IsolationLevel.READ_COMMITTED)
-            if prepare is not None:
-                await prepare(conn)
-        except BaseException as exc:
-            failure = await self._abort(pool, conn, exc)
-            if failure is not None:
-                raise failure from exc
-            raise
-        return pool, conn
-
-    async def _commit(self, pool: AsyncConnectionPool[Any], conn: psycopg.AsyncConnection[Any]) -> None:
-        try:
-            await conn.commit()
-        except BaseException as exc:
-            failure = await self._abort(pool, conn, exc)
-            if failure is not None:
-                raise failure from exc
-            raise
-        await pool.putconn(conn)
+        await_io(transaction.commit())
 
     async def _abort(self, pool: AsyncConnectionPool[Any], conn: psycopg.AsyncConnection[Any],
                      exc: BaseException) -> Unavailable | None:
@@ -433,7 +533,7 @@ class PostgresPool:
         with anyio.move_on_after(self.connect_timeout, shield=True) as rolling_back:
             if not conn.closed:
                 with suppress(psycopg.Error):
-                    await conn.rollback()
+                    await conn.execute(b"ROLLBACK")
         with anyio.CancelScope(shield=True):
             if rolling_back.cancelled_caught:
                 await conn.close()  # no round trip: the pool replaces a closed connection
@@ -445,24 +545,12 @@ class PostgresPool:
             return unavailable(exc, self.url)
         return None
 
-    async def _checkout(self, driver: Any, *, again: bool = True,
-                        ) -> tuple[AsyncConnectionPool[Any], psycopg.AsyncConnection[Any]]:
-        """A live pooled connection and its pool, or :class:`Unavailable`."""
+    async def _checkout(self, driver: Any) -> tuple[AsyncConnectionPool[Any], psycopg.AsyncConnection[Any]]:
+        """A pooled connection and its pool, or :class:`Unavailable`."""
         if self._down:
             await self._reconnect(driver)
         pool = await self._open()
-        conn = await self._wait_for(pool, driver)
-        try:
-            await pool.check_connection(conn)
-        except driver.Error as exc:
-            await pool.putconn(conn)
-            self._lost(pool, exc)
-            if not again:
-                raise unavailable(exc, self.url) from exc
-            return await self._checkout(driver, again=False)
-        if _outages:
-            _report_up(self.url)
-        return pool, conn
+        return pool, await self._wait_for(pool, driver)
 
     async def _wait_for(self, pool: AsyncConnectionPool[Any], driver: Any) -> psycopg.AsyncConnection[Any]:
         """A connection from ``pool``. A pool whose attempts to connect failed meanwhile means the
@@ -627,20 +715,18 @@ class PostgresDatabase:
         """Where this store's rows live, as a result may name it (no credentials)."""
         return f"postgresql:{self.store}"
 
-    async def _prepare(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """Refuse a schema other than this release's (checked once per pool), then point the
-        transaction at this store's schema."""
-        if self.store not in self.pool.checked:
-            found, wanted = await store_version(conn, self.store), len(self.migrations)
-            if found < wanted:
-                raise SchemaMismatch.behind(f"PostgreSQL {self.store}", found, wanted)
-            if found > wanted:
-                raise SchemaMismatch.newer(f"PostgreSQL {self.store}", found, wanted)
-            self.pool.checked.add(self.store)
-        await conn.execute(f"SET LOCAL search_path TO {self.schema}")
+    async def _check(self, conn: psycopg.AsyncConnection[Any]) -> None:
+        """Refuse a schema other than this release's (checked once per pool)."""
+        found, wanted = await store_version(conn, self.store), len(self.migrations)
+        if found < wanted:
+            raise SchemaMismatch.behind(f"PostgreSQL {self.store}", found, wanted)
+        if found > wanted:
+            raise SchemaMismatch.newer(f"PostgreSQL {self.store}", found, wanted)
+        self.pool.checked.add(self.store)
 
     def _transaction(self, read_only: bool) -> AbstractContextManager[PgConnection]:
-        return self.pool.transaction(read_only=read_only or self.read_only, prepare=self._prepare)
+        return self.pool.transaction(read_only=read_only or self.read_only, schema=self.schema,
+                                     prepare=None if self.store in self.pool.checked else self._check)
 
     @contextmanager
     def read(self) -> Iterator[PgConnection]:

@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 _Form = TypeVar("_Form", bound=BaseModel)
 
+#: The client name the ``ask-fable`` tool commands introduce themselves with.
+COMMAND_LINE_CLIENT = "ask-fable"
+
 
 @dataclass
 class ToolContext:
@@ -39,6 +42,12 @@ class ToolContext:
     def settings(self) -> Settings:
         """Current settings."""
         return self.app.settings
+
+    @property
+    def on_command_line(self) -> bool:
+        """Whether an ``ask-fable`` command is calling (a process of its own: a fix is to run it again,
+        not to restart a server)."""
+        return self.app.client_name == COMMAND_LINE_CLIENT
 
     async def progress(self, done: float, total: float | None, message: str) -> None:
         """Send an MCP progress notification when the client asked for progress."""

@@ -250,8 +250,9 @@ def tool_calls(payload: Any) -> list[ToolCall]:
             params = params if isinstance(params, dict) else {}
             arguments = params.get("arguments")
             tenant = arguments.get("tenant") if isinstance(arguments, dict) else None
+            # A tenant that is not text names no tenant: the tool refuses it as bad_args.
             calls.append(ToolCall(message.get("id"), str(params.get("name")),
-                                  None if tenant is None else str(tenant)))
+                                  tenant if isinstance(tenant, str) else None))
     return calls
 
 

@@ -82,10 +82,10 @@ class Param:
         return f"--arg-{name}" if self.field in RESERVED_FLAGS else f"--{name}"
 
 
-#: Multi-turn tools from a shell: every command is a fresh process with no open conversations.
-ONE_SHOT_NOTE = (
-    " (From the command line each command runs in a new process, so a session does not carry over "
-    "to the next command; follow-ups need the MCP server.)"
+#: Multi-turn tools from a shell: every command is a process of its own, the conversation is stored.
+SESSION_NOTE = (
+    " (From the command line each command runs in a process of its own, yet a session carries over "
+    "to the next command: its turns are kept in the state directory.)"
 )
 
 
@@ -255,14 +255,17 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
     groups: dict[str, Any] = {}
     table: dict[str, ToolSpec] = {}
     paths = command_paths(specs)
+    #: Each tool's command, for the readable output of every command (filled before any runs).
+    commands: dict[str, str] = {}
     for spec in specs:
         path = paths[spec.name]
         if path[0] in reserved:
             path = (spec.name,)
+        commands[spec.name] = "ask-fable " + " ".join(path)
         description = spec.describe(settings)
         summary = _summary(description or spec.name)
         if "reset" in spec.args.model_fields or spec.name == "reset_session":
-            description += ONE_SHOT_NOTE
+            description += SESSION_NOTE
         if len(path) == 1:
             parser = subparsers.add_parser(path[0], help=summary, description=description)
         else:
@@ -277,7 +280,7 @@ def add_tool_commands(subparsers: Any, specs: Sequence[ToolSpec], reserved: set[
         parser.add_argument("--json", action="store_true", help="print the structured result as JSON")
         parser.add_argument("--quiet", action="store_true", default=argparse.SUPPRESS,
                             help="silence the progress trace on stderr (like ASK_FABLE_QUIET=1)")
-        parser.set_defaults(tool_name=spec.name)
+        parser.set_defaults(tool_name=spec.name, tool_commands=commands)
         table[spec.name] = spec
     return table
 
@@ -379,10 +382,13 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
     ``-`` as a text positional reads stdin, and ``--<field>-file`` options add files' text.
     """
     out: dict[str, Any] = {}
+    typed: dict[str, str] = {}
     sources = _Sources()
     for param in tool_params(spec):
         name = param.field.upper() if param.positional else param.flag
         raw = getattr(namespace, param.dest, None)
+        if isinstance(raw, str):
+            typed[param.field] = raw
         if raw == "-" and param.positional and param.field in STDIN_FIELDS:
             raw = sources.read("-", name)
             if not raw.strip():  # a failed command before the pipe: never store or ask nothing
@@ -397,7 +403,38 @@ def arguments_from(namespace: argparse.Namespace, spec: ToolSpec) -> dict[str, A
         texts = [sources.read(source, f"{param.flag}-file") for source in files]
         if texts:
             out[param.field] = "\n\n".join(part for part in [out.get(param.field) or "", *texts] if part)
+    check_arguments(spec, out, typed)
     return out
+
+
+def check_arguments(spec: ToolSpec, arguments: dict[str, Any], typed: dict[str, str]) -> None:
+    """``UsageError`` naming the option and the value as ``typed`` when the tool would refuse
+    ``arguments`` as invalid (bad_args): the command says so before calling, as for a number out of
+    bounds."""
+    from pydantic import ValidationError
+
+    try:
+        spec.args.model_validate(arguments)
+    except ValidationError as exc:
+        params = {param.field: param for param in tool_params(spec)}
+        problems = []
+        for error in exc.errors()[:3]:
+            field = str(error["loc"][0]) if error["loc"] else ""
+            param = params.get(field)
+            if param is None:
+                name = field or "arguments"
+            else:
+                name = param.field.upper() if param.positional else param.flag
+            said = str(error["msg"]).removeprefix("Value error, ")
+            given = typed.get(field)
+            if given is None:
+                shown = ""
+            elif not given.strip():
+                shown = f" {given!r}"
+            else:
+                shown = " " + _short(given, 60)
+            problems.append(f"{name}{shown}: {said}")
+        raise UsageError("; ".join(problems)) from None
 
 
 # --- calling -------------------------------------------------------------------------------------
@@ -469,15 +506,19 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
 
     import anyio
     from mcp import Client
+    from mcp.types import Implementation
 
+    from ask_fable import __version__
     from ask_fable.core.app import App
+    from ask_fable.surface.context import COMMAND_LINE_CLIENT
     from ask_fable.surface.server import build_server
 
     server = build_server(App(quiet=quiet), toolsets=list(toolsets))
+    client_info = Implementation(name=COMMAND_LINE_CLIENT, version=__version__)
     display = progress or ProgressDisplay(enabled=False)
     stderr = contextlib.redirect_stderr(display) if display.tty else contextlib.nullcontext()
     with stderr:
-        async with Client(server) as client, anyio.create_task_group() as group:
+        async with Client(server, client_info=client_info) as client, anyio.create_task_group() as group:
             group.start_soon(display.tick)
             try:
                 result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
@@ -514,8 +555,27 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(payload: dict[str, Any]) -> str:
-    """A readable rendering of a tool result: its main text, then the other fields."""
+#: Result fields whose text may point at another tool, named by its command in readable output.
+POINTER_FIELDS = frozenset({"hint", "note", "detail"})
+
+
+def as_commands(text: str, commands: dict[str, str]) -> str:
+    """``text`` with each tool it names as a bare word (``trace_list shows…``) named by its command
+    (```ask-fable trace list` shows…``); a tool written as a call or an argument is left alone, and so
+    is a one-word tool name (``ask``, ``stats``), which prose uses as a word."""
+    named = sorted((name for name in commands if "_" in name), key=len, reverse=True)
+    if not named:
+        return text
+    names = "|".join(map(re.escape, named))
+    return re.sub(rf"(?<![\w`=\"'])({names})(?![\w`(=\"'])", lambda m: f"`{commands[m.group(1)]}`", text)
+
+
+def render(payload: dict[str, Any], commands: dict[str, str] | None = None) -> str:
+    """A readable rendering of a tool result: its main text, then the other fields (a hint, note or
+    detail naming a tool names its command, given ``commands``: tool → command)."""
+    if commands:
+        payload = {key: as_commands(value, commands) if key in POINTER_FIELDS and isinstance(value, str)
+                   else value for key, value in payload.items()}
     status = payload.get("status")
     lines: list[str] = []
     if status == "error":
@@ -598,5 +658,5 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
         stream = sys.stderr if payload.get("status") == "error" else sys.stdout
-        print(render(payload), file=stream)
+        print(render(payload, getattr(namespace, "tool_commands", None)), file=stream)
     return exit_code(payload)

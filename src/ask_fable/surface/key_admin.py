@@ -84,7 +84,8 @@ def print_table(report: list[dict[str, Any]]) -> None:
 
 
 def keys_command(args: argparse.Namespace) -> int:
-    """``keys create|list|update|revoke``; 1 with a one-line message when the arguments are wrong."""
+    """``keys create|list|update|revoke``; a one-line message and 2 when a new key's arguments are
+    wrong (its name taken, its tenant not one), 1 for any other failure."""
     from ask_fable.core.app import App
     from ask_fable.errors import AskFableError, BadArgs, Unavailable
 
@@ -143,4 +144,5 @@ def keys_command(args: argparse.Namespace) -> int:
         raise  # the stores cannot be used: the command's one-line error (and its fix) says so
     except AskFableError as exc:
         print(f"ask-fable: {exc.detail}", file=sys.stderr)
-        return 1
+        # The arguments of a new key (a name taken, a tenant that cannot be one) are a usage error.
+        return 2 if args.keys_action == "create" and isinstance(exc, BadArgs) else 1

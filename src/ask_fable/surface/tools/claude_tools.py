@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
@@ -60,6 +60,15 @@ class ResetSessionArgs(BaseModel):
     session: str = Field("default", min_length=1, max_length=200, description="The session key to clear.")
     model: str = Field("fable", description="Whose conversation: the model ask was given (opus5, deepseek…).")
     save: bool = Field(True, description="Dump the transcript to the sessions directory before clearing.")
+
+    @field_validator("session")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        """A blank key names no conversation (an ask reads it as ``default``: clearing that by accident
+        would lose it)."""
+        if not value.strip():
+            raise ValueError("session is blank: name the conversation to clear (e.g. 'default')")
+        return value
 
 
 class ResetSessionResult(DataResult):
@@ -174,8 +183,10 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
     if not turns:
         stored = await ctx.app.run_store(store.sessions, ref.tenant, namespace)  # this tenant's
         result["sessions"] = sorted(s["session"] for s in stored)
-        result["note"] = (f"no stored {namespace} conversation is named {label!r}; nothing was cleared. "
-                          "`sessions` lists the ones there are.")
+        there = (f"the stored {namespace} conversations are listed in sessions" if stored
+                 else f"there are no stored {namespace} conversations")
+        result["note"] = (f"no stored {namespace} conversation is named {label!r}; nothing was cleared: "
+                          f"{there}")
         return result
     if args.save:
         kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],

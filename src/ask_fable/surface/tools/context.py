@@ -179,6 +179,20 @@ def _default_description(files: list[dict[str, Any]]) -> str:
     return f"packed: {names}{more}"
 
 
+def _root_hint(ctx: ToolContext) -> str:
+    """How to set the project root, where the caller is: a command runs again with it; a running
+    server applies the config file's at once (its environment only when it starts)."""
+    from ask_fable.config import config_file_path
+
+    config = config_file_path()
+    if ctx.on_command_line:
+        return (f"export ASK_FABLE_PROJECT_ROOT=/path/to/project (or set project_root in {config}), then "
+                "run the command again")
+    return (f"set project_root in {config}: the running server applies it on the next call, no restart "
+            "needed (or export ASK_FABLE_PROJECT_ROOT=/path/to/project where the server starts, and "
+            "restart it)")
+
+
 async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
     """Bundle files and line ranges under the project root into one context key."""
     from ask_fable.core.context_pack import pack_paths
@@ -190,7 +204,7 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
     if settings.project_root is None:
         raise NotConfigured(
             "context_pack is disabled: set ASK_FABLE_PROJECT_ROOT to the directory it may read from",
-            hint="export ASK_FABLE_PROJECT_ROOT=/path/to/project, then restart the server",
+            hint=_root_hint(ctx),
         )
     root = Path(settings.project_root).expanduser()
     if not root.is_dir():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
 from ask_fable.access import FETCHES
 from ask_fable.backends.descriptor import BackendReport
@@ -52,30 +52,64 @@ class SettingIssue(BaseModel):
     message: str
 
 
+class HiddenValue(BaseModel):
+    """The config-file or environment value a saved setting hides."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    value: str
+
+
+class SavedSetting(BaseModel):
+    """A setting saved to the shared database by a configure tool, as ``ask-fable doctor`` shows it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    setting: str
+    value: JsonValue
+    saved_by: str = Field(description="the tenant of the caller who saved it")
+    saved_at: str = Field(description="when, ISO-8601 UTC")
+    in_force: bool = Field(description="false when the saved value does not validate (see settings_problems)")
+    shadows: HiddenValue | None = Field(None, description="the different hand-set value it hides")
+
+
 class DiagnoseResult(DataResult):
-    """Every backend's state, the ready / missing lists, and the settings that could not be used."""
+    """Every backend's state, the ready / missing lists, the settings that could not be used, and the
+    settings saved to a shared database."""
 
     version: str | None = None
     ready: list[str] | None = None
     missing: list[str] | None = None
     backends: list[BackendReport] | None = None
     settings_problems: list[SettingIssue] | None = None
+    saved_settings: list[SavedSetting] | None = None
+    saved_settings_unread: str | None = Field(
+        None, description="why the shared database's saved settings could not be read"
+    )
 
 
 async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> dict[str, Any]:
     """Diagnose the backends with this server's settings and breaker."""
+    import anyio
+
     from ask_fable.core.doctor import diagnose as run
+    from ask_fable.core.settings_in_force import settings_in_force
 
     try:
         breaker = ctx.app.breaker
     except Exception:  # a breaker that cannot be built is reported as absent
         breaker = None
-    report = await run(ctx.settings, breaker=breaker, probe=args.probe,
-                       only=list(args.backends) if args.backends else None)
+    settings = ctx.settings
+    in_force = await anyio.to_thread.run_sync(settings_in_force, settings)
+    report = await run(settings, breaker=breaker, probe=args.probe,
+                       only=list(args.backends) if args.backends else None, in_force=in_force)
     data = report.to_dict()
     return {"status": "ok", "version": data["version"], "ready": data["ready"],
             "missing": data["missing"], "backends": data["backends"],
-            "settings_problems": data["settings_problems"] or None}
+            "settings_problems": data["settings_problems"] or None,
+            "saved_settings": data["saved_settings"] or None,
+            "saved_settings_unread": data["saved_settings_unread"]}
 
 
 TOOLS = [
@@ -83,8 +117,9 @@ TOOLS = [
         name="diagnose",
         family="observability",
         description="Which backends are configured and reachable (no model call, no cost), the model and "
-        "timeout each resolves to, its breaker state, the exact step that enables each missing one, and "
-        "any setting that could not be used as written.",
+        "timeout each resolves to, its breaker state, the exact step that enables each missing one, "
+        "any setting that could not be used as written, and on a shared database the settings saved there "
+        "(who saved each, when, and the hand-set value it hides).",
         args=DiagnoseArgs,
         result=DiagnoseResult,
         handler=diagnose,

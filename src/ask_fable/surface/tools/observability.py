@@ -7,12 +7,13 @@ tenant; an admin may name another, or ``"*"`` for every tenant.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import math
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
 
 from ask_fable.access import ADMINISTERS, READS
-from ask_fable.contract import DataResult, Strict
+from ask_fable.contract import DataResult, Status, Strict
 from ask_fable.stores.stats import BY_VALUES, WINDOWS
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
@@ -23,6 +24,8 @@ MAX_EXCERPT_CHARS = 100_000
 #: The allowed values of stats' ``window`` and ``by``, as the schema advertises them.
 _WINDOWS: list[JsonValue] = list(WINDOWS)
 _BY: list[JsonValue] = list(BY_VALUES)
+#: The statuses a result (and so a trace) can have.
+_STATUSES: list[JsonValue] = list(get_args(Status))
 
 
 class _Args(BaseModel):
@@ -50,7 +53,8 @@ class TraceListArgs(_Args):
 
     limit: int = Field(20, description=f"How many traces, newest first (clamped to 1–{MAX_TRACE_LIST}).")
     tool: str | None = Field(None, description="Only this tool, e.g. ask_council.")
-    status: str | None = Field(None, description="Only this status: ok, refused, error, needs_context…")
+    status: str | None = Field(None, description="Only this status: ok, refused, error, needs_context…",
+                               json_schema_extra={"enum": _STATUSES})
     provider: str | None = Field(None, description="Only traces that called this provider.")
     session: str | None = Field(None, description="Only this session label.")
     project: str | None = Field(None, description="Only this project label.")
@@ -58,6 +62,33 @@ class TraceListArgs(_Args):
         None, description="Page back: traces older than this trace_id (or epoch seconds); use next_before."
     )
     tenant: str | None = TENANT
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str | None) -> str | None:
+        """A status a result can have (any other would match no trace, and say nothing of it)."""
+        if value is not None and value not in _STATUSES:
+            raise ValueError(f"no result has status {value!r}; use {', '.join(map(str, _STATUSES))}")
+        return value
+
+    @field_validator("before")
+    @classmethod
+    def _cursor(cls, value: str | None) -> str | None:
+        """A trace id's shape, or epoch seconds from 0 (no trace is older than the epoch)."""
+        from ask_fable.stores.trace_ids import valid_trace_id
+
+        text = (value or "").strip()
+        if not text:
+            return value
+        try:
+            seconds = float(text)
+        except ValueError:
+            if valid_trace_id(text):
+                return value
+        else:
+            if math.isfinite(seconds) and seconds >= 0:
+                return value
+        raise ValueError("use a trace_id (next_before) or epoch seconds from 0")
 
 
 class TraceGetArgs(_Args):
@@ -175,8 +206,6 @@ async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
 
 async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     """Recent traces without content, newest first; ``before`` pages back."""
-    from ask_fable.errors import BadArgs
-
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
     tenant = ctx.caller.view(args.tenant)
     store = ctx.app.traces
@@ -185,11 +214,7 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     if cursor is not None:
         try:
             before = float(cursor)
-        except ValueError:
-            from ask_fable.stores.trace_ids import valid_trace_id
-
-            if not valid_trace_id(cursor):
-                raise BadArgs("before must be a trace_id or epoch seconds") from None
+        except ValueError:  # a trace id (its shape is checked with the arguments)
             if await ctx.app.run_store(store.get, tenant, cursor) is None:
                 return {"status": "error", "kind": "not_found",
                         "detail": f"before names no stored trace ({cursor})",
