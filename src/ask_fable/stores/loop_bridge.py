@@ -52,8 +52,9 @@ async def run_blocking(fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) ->
     """``fn(*args, **kwargs)`` run on this event loop, each query it makes through :func:`await_io`
     awaited here: what ``fn`` raises is raised here, and a cancellation of this task is raised in
     ``fn`` where it waits (so its transaction is rolled back and its connection returned)."""
-    child = _StoreGreenlet(functools.partial(fn, *args, **kwargs), greenlet.getcurrent())
-    child.gr_context = greenlet.getcurrent().gr_context
+    parent = greenlet.getcurrent()
+    child = _StoreGreenlet(functools.partial(fn, *args, **kwargs), parent)
+    child.gr_context = parent.gr_context
     step: Any = child.switch()
     while not child.dead:
         try:
