@@ -14,7 +14,8 @@ import pytest
 from tests.fakes.fake_provider import FakeProvider
 
 if TYPE_CHECKING:
-    from ask_fable.stores.db import Connections, Database
+    from ask_fable.stores.db import Database
+    from ask_fable.stores.engines import Engines
     from tests.fakes.postgres import PostgresServer
 
 # Variables a developer's shell may carry that would leak into a test run.
@@ -97,16 +98,15 @@ class StoreBackend:
     ``postgres`` database (``ASK_FABLE_DATABASE_URL`` is set, so ``load_settings()`` names it)."""
 
     name: str
-    connections: Connections
+    engines: Engines
     url: str | None = None
 
     def open(self, store: str, path: Path) -> Database:
         """The database of ``store``: the SQLite file ``path``, or its schema in PostgreSQL."""
         from ask_fable.config import load_settings
         from ask_fable.stores.db import database_for
-        from ask_fable.stores.schema import STORES
 
-        return database_for(load_settings(), store, path, STORES[store], connections=self.connections)
+        return database_for(load_settings(), store, path, engines=self.engines)
 
 
 @contextmanager
@@ -114,32 +114,31 @@ def opened_store_backend(name: str, request: pytest.FixtureRequest,
                          monkeypatch: pytest.MonkeyPatch) -> Iterator[StoreBackend]:
     """The ``sqlite`` or ``postgres`` (a fresh database of the session's server) backend of a store
     test, closed with everything its stores opened."""
-    from ask_fable.stores import postgres
-    from ask_fable.stores.db import Connections
+    from ask_fable.stores import engines as engines_module
 
-    connections = Connections()
+    engines = engines_module.Engines()
     if name == "sqlite":
-        yield StoreBackend("sqlite", connections)
-        connections.close()
+        yield StoreBackend("sqlite", engines)
+        engines.close()
         return
     server: PostgresServer = request.getfixturevalue("pg_server")
     url = server.fresh_database()
     monkeypatch.setenv("ASK_FABLE_DATABASE_URL", url)
-    # Stores a test opens without the shared connections get a pool of their own: close those too.
-    opened: list[postgres.PostgresPool] = []
-    original = postgres.PostgresPool.__init__
+    # Stores a test opens without the shared engines get engines of their own: close those too.
+    opened: list[engines_module.Engines] = []
+    original = engines_module.Engines.__init__
 
-    def tracked(self: postgres.PostgresPool, *args: Any, **kwargs: Any) -> None:
+    def tracked(self: engines_module.Engines, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         opened.append(self)
 
-    monkeypatch.setattr(postgres.PostgresPool, "__init__", tracked)
+    monkeypatch.setattr(engines_module.Engines, "__init__", tracked)
     try:
-        yield StoreBackend("postgres", connections, url)
+        yield StoreBackend("postgres", engines, url)
     finally:
-        connections.close()
-        for pool in opened:
-            pool.close()
+        engines.close()
+        for other in opened:
+            other.close()
         server.drop(url)
 
 

@@ -225,7 +225,8 @@ def _add_db(sub: _Commands) -> None:
     actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
     upgrade = actions.add_parser("upgrade", help="apply pending migrations (safe to run from several places)")
     upgrade.add_argument("--json", action="store_true", help="print JSON")
-    status = actions.add_parser("status", help="each store's schema version and the one this release uses")
+    status = actions.add_parser("status", help="each store's schema revision and the one this release uses "
+                                "(exit 1 when any is behind or ahead)")
     status.add_argument("--json", action="store_true", help="print JSON")
     settings = actions.add_parser("settings", help="list the settings configure tools saved in the shared "
                                   "database (who saved each, when, what it hides), or forget them")
@@ -518,13 +519,12 @@ def stores_refusal() -> str | None:
     """Why the stores cannot be served on, or ``None``: with ``database_url`` set, a missing driver or a
     schema behind or ahead of this release (a database that is only unreachable is not a refusal:
     calls fail as unavailable until it is back)."""
-    from ask_fable.config import load_settings
+    from ask_fable.config import database_url_problem, load_settings
 
     settings = load_settings()
-    for problem in settings.problems:
-        if problem.setting == "database_url":  # serving on SQLite instead would split a team's state
-            return (f"{problem.source}: {problem.problem}; not serving on this machine's SQLite files "
-                    "instead, which no other server would share")
+    problem = database_url_problem(settings)
+    if problem is not None:
+        return problem
     if not settings.database_url:
         return None  # SQLite files migrate themselves on first use
     from ask_fable.errors import NotConfigured, SchemaMismatch, Unavailable
@@ -532,10 +532,10 @@ def stores_refusal() -> str | None:
 
     try:
         check(settings)
-    except (SchemaMismatch, NotConfigured) as exc:
+    except (SchemaMismatch, NotConfigured) as exc:  # a wrong URL, user or database: no retry helps
         return exc.detail
     except Unavailable:
-        pass  # said once on the outage log; the stores check their schema when it is back
+        pass  # an outage, said once on the outage log; the stores check their schema when it is back
     return None
 
 

@@ -407,7 +407,13 @@ class Settings(BaseSettings):
         "fails as unavailable.",
     )
     database_pool_size: int = Field(
-        10, gt=0, le=1000, description="PostgreSQL connections one server keeps at most."
+        10, gt=0, le=1000, description="PostgreSQL connections one server process keeps at most (it opens "
+        "two more outside the pool: the settings listener and the readiness probe).",
+    )
+    database_statement_timeout: float = Field(
+        5.0, gt=0, le=600, description="Seconds one store transaction may take on PostgreSQL; past that it "
+        "is cancelled (or, on a database that stopped answering, its connection cut) and the call fails as "
+        "unavailable.",
     )
 
     # --- surfaces ------------------------------------------------------------------------------
@@ -667,6 +673,17 @@ class Settings(BaseSettings):
 _FIELD_NAMES = frozenset(Settings.model_fields)
 _SECRET_FIELDS = ("glm_api_key", "deepseek_api_key", "atlas_api_key", "openrouter_api_key", "ollama_api_key")
 _ACCEPTED_NAMES = accepted_names(Settings.model_fields, ENV_PREFIX)
+
+
+def database_url_problem(settings: Settings) -> str | None:
+    """Why the ``database_url`` that was set cannot be used (the value was refused as the settings
+    were read, so ``settings.database_url`` fell back to none), or ``None``. Whatever would run on the
+    stores must stop on it: falling back to this machine's SQLite files would split a team's state."""
+    for problem in settings.problems:
+        if problem.setting == "database_url":
+            return (f"{problem.source}: {problem.problem}; not using this machine's SQLite files instead, "
+                    "which no other server would share")
+    return None
 
 
 def url_password(url: str | None) -> str | None:

@@ -116,13 +116,13 @@ class SchemaMismatch(Unavailable):
     """A store's schema is older or newer than the one this release of ask-fable uses."""
 
     @classmethod
-    def behind(cls, where: str, found: int, wanted: int) -> SchemaMismatch:
+    def behind(cls, where: str, found: int | str, wanted: int | str) -> SchemaMismatch:
         """The schema at ``where`` still needs migrations: ``ask-fable db upgrade`` applies them."""
-        return cls(f"the {where} schema is at version {found}, this ask-fable needs {wanted}; "
+        return cls(f"the {where} schema is at revision {found}, this ask-fable needs {wanted}; "
                    "run `ask-fable db upgrade`", hint="run `ask-fable db upgrade`, then start again")
 
     @classmethod
-    def newer(cls, where: str, found: int, known: int) -> SchemaMismatch:
+    def newer(cls, where: str, found: int | str, known: int | str) -> SchemaMismatch:
         """The schema at ``where`` was written by a newer release."""
-        return cls(f"the {where} schema is at version {found}, newer than this ask-fable (which knows "
+        return cls(f"the {where} schema is at revision {found}, newer than this ask-fable (which knows "
                    f"{known}); upgrade ask-fable", hint="install the ask-fable release that wrote it")

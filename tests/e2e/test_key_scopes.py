@@ -196,27 +196,31 @@ OLD_READ_KEY = "afk_" + "r" * 32
 def _state_from_before_scopes() -> None:
     """A key database and a context bus as ask-fable left them before scopes meant money and before
     tenants: a ``write`` key, a ``read`` key, and one context entry."""
+    import sqlite3
+
     from ask_fable.config import load_settings
-    from ask_fable.stores import context, keys
-    from ask_fable.stores.db import SqliteDatabase
+    from ask_fable.stores import keys
+    from ask_fable.stores.migrations.legacy import SCRIPTS
 
     settings = load_settings()
-    old: list[tuple[Any, list[str], list[str]]] = [
-        (settings.keys_db, keys.MIGRATIONS[:1], [
+    old: list[tuple[Any, tuple[str, ...], list[str]]] = [
+        (settings.keys_db, SCRIPTS["keys"][:1], [
             f"INSERT INTO api_keys (name, scope, prefix, key_hash, created_at) VALUES "
             f"('{name}', '{scope}', '{key[:10]}', '{keys.hash_key(key)}', '2026-01-01T00:00:00+00:00')"
             for name, scope, key in (("laptop", "write", OLD_WRITE_KEY), ("dashboard", "read", OLD_READ_KEY))
         ]),
-        (settings.context_db, context.MIGRATIONS[:1],
+        (settings.context_db, SCRIPTS["context"][:1],
          ["INSERT INTO context VALUES ('runbook', 'fail over to db-7', '', 17, 1.0, 1.0)"]),
     ]
-    for path, migrations, statements in old:
+    for path, scripts, statements in old:
         path.parent.mkdir(parents=True, exist_ok=True)
-        database = SqliteDatabase(path, migrations)
-        with database.write() as conn:
+        with sqlite3.connect(path) as conn:
+            for script in scripts:
+                conn.executescript(script)
+            conn.execute(f"PRAGMA user_version = {len(scripts)}")
             for statement in statements:
                 conn.execute(statement)
-        database.close()
+        conn.close()
 
 
 async def test_keys_made_before_scopes_keep_working_as_documented() -> None:

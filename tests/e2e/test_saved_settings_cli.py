@@ -13,8 +13,9 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ask_fable.stores.db import Connections, database_for
-from ask_fable.stores.saved_settings import MIGRATIONS, SettingsStore
+from ask_fable.stores.db import database_for
+from ask_fable.stores.engines import Engines
+from ask_fable.stores.saved_settings import SettingsStore
 from tests.conftest import StoreBackend
 from tests.e2e.helpers import ask_fable_command, child_env
 from tests.fakes.postgres import PostgresServer
@@ -29,13 +30,12 @@ def _save(url: str, updates: dict[str, object], tenant: str = "team") -> None:
     """What a ``configure_*`` tool does on some replica: save to the shared database."""
     from ask_fable.config import load_settings
 
-    connections = Connections()
-    store = SettingsStore(database_for(load_settings(database_url=url), "settings", None, MIGRATIONS,
-                                       connections=connections))
+    engines = Engines()
+    store = SettingsStore(database_for(load_settings(database_url=url), "settings", None, engines=engines))
     try:
         store.save(updates, tenant)
     finally:
-        connections.close()
+        engines.close()
 
 
 def _config(tmp_path: Path, values: dict[str, object]) -> Path:

@@ -12,7 +12,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,38 @@ class PostgresServer:
     def start(self) -> None:
         """Start it again on the same data directory and socket."""
         self.handle.ensure_postgres_running()
+
+    def processes(self) -> list[int]:
+        """The server's processes: the postmaster (``postmaster.pid``) and every child it started."""
+        postmaster = int((Path(self.handle.pgdata) / "postmaster.pid").read_text().split()[0])
+        children = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # The parent's pid follows the command name (in parentheses) and the state.
+            if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
+                children.append(int(entry.name))
+        return [postmaster, *children]
+
+    @contextmanager
+    def hung(self) -> Iterator[None]:
+        """The server stopped with SIGSTOP for the body (connections accepted, nothing answered, as a
+        hung database or a dead network looks), then resumed with SIGCONT whatever happens."""
+        import signal
+
+        stopped = self.processes()
+        try:
+            for pid in stopped:
+                os.kill(pid, signal.SIGSTOP)
+            yield
+        finally:
+            for pid in stopped:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGCONT)
 
     def drop(self, url: str) -> None:
         """Drop the database ``url`` names, ending its sessions."""

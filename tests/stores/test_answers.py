@@ -106,7 +106,7 @@ def _kept(archive: MarkdownArchive | DatabaseArchive, tenant: str, location: str
 def test_the_archive_keeps_redacted_markdown_where_it_says_and_prunes_each_tenant(
         store_backend: StoreBackend) -> None:
     settings = load_settings(max_answers=2, max_sessions=1, deepseek_api_key="ds-exact-secret-5555")
-    archive = archive_for(settings, connections=store_backend.connections)
+    archive = archive_for(settings, engines=store_backend.engines)
     first = archive.save_answer(SavedAnswer(tool="ask_glm", question="first?", answer="a1"))
     kept = [archive.save_answer(SavedAnswer(tool="ask_glm", question=f"q{i}", answer=f"a{i}"))
             for i in (2, 3)]

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, _ident
+from ask_fable.stores.audit_index import AuditIndex, _ident
 from ask_fable.stores.audit_trail import AuditTrail
-from ask_fable.stores.db import SqliteDatabase
+from ask_fable.stores.migrations.legacy import SCRIPTS
 
 NOW = 1_800_000_000.0
 
@@ -118,13 +119,15 @@ def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> 
                 "members": [asked]})
     path = AuditIndex(log).path
     ident, size = _ident(log.path) or ("", 0)
-    old = SqliteDatabase(path, MIGRATIONS[:1])  # the index as the first schema wrote that record
-    with old.write() as conn:
-        conn.execute("INSERT INTO files (ident, offset) VALUES (?, ?)", (ident, size))
-        conn.execute("INSERT INTO recs (id, ident, ts, status, kind, model, provider, cached, elapsed_ms, "
-                     "degraded, synth_fallback) "
-                     "VALUES (1, ?, ?, 'error', 'upstream_error', NULL, 'glm', 0, 5, 0, 0)",
-                     (ident, NOW - 60))
+    old = sqlite3.connect(path)  # the index as the first schema wrote that record
+    with old:
+        old.executescript(SCRIPTS["audit"][0])
+        old.execute("PRAGMA user_version = 1")
+        old.execute("INSERT INTO files (ident, offset) VALUES (?, ?)", (ident, size))
+        old.execute("INSERT INTO recs (id, ident, ts, status, kind, model, provider, cached, elapsed_ms, "
+                    "degraded, synth_fallback) "
+                    "VALUES (1, ?, ?, 'error', 'upstream_error', NULL, 'glm', 0, 5, 0, 0)",
+                    (ident, NOW - 60))
     old.close()
     stats = AuditTrail(log).stats("local", window="all", by="model", now=NOW)
     assert [(b["model"], b["errors"]) for b in stats["buckets"]] == [("glm-5.2", 1)]

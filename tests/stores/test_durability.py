@@ -167,11 +167,11 @@ def test_concurrent_writers_on_postgresql_lose_nothing_and_count_every_turn(
         assert proc.returncode == 0, err.decode()
         acked[f"w{n}"] = _acked(ack)
         assert len(acked[f"w{n}"]) == count
-    pools = store_backend.connections
-    context = context_store_for(settings, connections=pools)
-    traces = TraceStore(settings, connections=pools)
-    hub = SessionHub(settings, connections=pools)
-    cache = answer_cache_for(settings, connections=pools)
+    pools = store_backend.engines
+    context = context_store_for(settings, engines=pools)
+    traces = TraceStore(settings, engines=pools)
+    hub = SessionHub(settings, engines=pools)
+    cache = answer_cache_for(settings, engines=pools)
     assert len(context.keys("local")) == WORKERS * count
     assert traces.count() == WORKERS * count
     sessions = {s["session_key"]: s["turns"] for s in hub.list_sessions("local", None, active_only=False)}

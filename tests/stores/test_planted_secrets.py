@@ -73,21 +73,21 @@ def test_planted_keys_never_reach_a_postgresql_row(store_backend: StoreBackend) 
 
     settings = load_settings(glm_api_key=CONFIGURED, trace_mode="full", audit_raw=True, save=True)
     text = f"my keys are {SHAPED} and {CONFIGURED}; header Authorization: Bearer {CONFIGURED}"
-    pools = store_backend.connections
-    context_store_for(settings, connections=pools).write("local", "ctx", text, description=text)
-    cache = answer_cache_for(settings, connections=pools)
+    pools = store_backend.engines
+    context_store_for(settings, engines=pools).write("local", "ctx", text, description=text)
+    cache = answer_cache_for(settings, engines=pools)
     cache.put("local", cache.key_for("ask_glm", ["glm"], text, text), "ask_glm", {"answer": text})
-    SessionHub(settings, connections=pools).record_turn(HubTurn(
+    SessionHub(settings, engines=pools).record_turn(HubTurn(
         session_key=text, agent_id="a", project="p", oracle="glm", status="ok", question=text, answer=text))
-    traces = TraceStore(settings, connections=pools)
+    traces = TraceStore(settings, engines=pools)
     trace_id = new_trace_id()
     note = TraceEvent(t_ms=0, name="note", attrs={"detail": text})
     traces.record(TraceRecord(trace_id=trace_id, ts=1.0, tool="ask_glm", status="ok", events=[note]))
     traces.write_bundle(trace_id, {"question": text, "answer": text})
-    archive = archive_for(settings, connections=pools)
+    archive = archive_for(settings, engines=pools)
     archive.save_answer(SavedAnswer(tool="ask_glm", question=text, answer=text, thinking=text))
     archive.save_transcript(Transcript(key="default", turns=[TranscriptTurn(question=text, answer=text)]))
-    audit_trail_for(settings, connections=pools).append(AuditRecord(ts=1.0, question=text, status="ok"))
+    audit_trail_for(settings, engines=pools).append(AuditRecord(ts=1.0, question=text, status="ok"))
 
     assert not [p for p in Path(settings.state_dir).rglob("*") if p.is_file()]  # nothing on disk
     seen = 0

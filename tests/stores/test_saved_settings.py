@@ -78,7 +78,7 @@ def test_a_call_after_a_notice_runs_with_the_announced_save_before_the_listener_
 def test_a_listening_server_applies_another_servers_save_without_a_call_asking(
     store_backend: StoreBackend, tmp_path: Path
 ) -> None:
-    from ask_fable.stores.postgres import Listener
+    from ask_fable.stores.listener import Listener
 
     listening = SharedSettings(_store(store_backend, tmp_path))
     applied = threading.Event()

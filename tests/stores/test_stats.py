@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import delete
 
 from ask_fable.config import load_settings
 from ask_fable.errors import BadArgs
@@ -16,6 +17,7 @@ from ask_fable.stores.audit_index import AuditTable
 from ask_fable.stores.audit_trail import AuditTrail, audit_trail_for
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import OUTCOMES, outcome_of
+from ask_fable.stores.tables import audit_members, audit_recs
 from tests.conftest import StoreBackend
 
 NOW = 1_800_000_000.0
@@ -31,11 +33,11 @@ def stats_of(store_backend: StoreBackend, tmp_path: Path) -> Stats:
     def compute(records: list[dict[str, Any]], **query: Any) -> dict[str, Any]:
         settings = load_settings(audit_path=tmp_path / f"log{next(logs)}" / "decisions.jsonl",
                                  audit_max_bytes=10_000_000)
-        trail = audit_trail_for(settings, connections=store_backend.connections)
+        trail = audit_trail_for(settings, engines=store_backend.engines)
         if isinstance(trail, AuditTable):
             with trail.db.write() as conn:
-                conn.execute("DELETE FROM members")
-                conn.execute("DELETE FROM recs")
+                conn.execute(delete(audit_members))
+                conn.execute(delete(audit_recs))
         for record in records:
             trail.append(AuditRecord.model_validate(record))
         return dict(trail.stats("local", **{"now": NOW, **query}))
@@ -241,13 +243,13 @@ def test_cost_adds_up_what_providers_reported_per_call_and_per_member(stats_of: 
 def test_a_read_only_reader_counts_the_log_without_writing_beside_it(tmp_path: Path) -> None:
     """Stats on read-only connections (the web view's) read a log whose index was never built, and
     again after lines were added, without creating or changing any file next to the log."""
-    from ask_fable.stores.db import Connections
+    from ask_fable.stores.engines import Engines
 
     log = AuditLog(tmp_path / "state" / "decisions.jsonl", max_bytes=10_000_000)
     writer = AuditTrail(log)
     writer.append(AuditRecord.model_validate(rec(elapsed_ms=100)))
     before = sorted(p.name for p in log.path.parent.iterdir())
-    reader = AuditTrail(log, connections=Connections(read_only=True))
+    reader = AuditTrail(log, engines=Engines(read_only=True))
     assert reader.stats("local", window="all", now=NOW)["totals"]["calls"] == 1
     writer.append(AuditRecord.model_validate(rec(elapsed_ms=300)))
     after = reader.stats("local", window="all", now=NOW)["totals"]

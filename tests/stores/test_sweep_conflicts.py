@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from sqlalchemy import Connection, select
 
 from ask_fable.config import load_settings
 from ask_fable.stores.answers import DatabaseArchive
 from ask_fable.stores.cache import AnswerCache
-from ask_fable.stores.db import Connection, Database, Dialect
+from ask_fable.stores.db import Database, Dialect
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.records import SavedAnswer, SessionTurn
+from ask_fable.stores.tables import documents
 from ask_fable.stores.traces import TraceStore
 from ask_fable.stores.transcripts import TranscriptStore
 from tests.conftest import StoreBackend
@@ -142,6 +144,6 @@ def test_saved_answers_trimmed_to_their_cap_by_a_write_run_again_keep_the_newest
     kept = [archive.save_answer(SavedAnswer(tool="ask_glm", question=f"q{n}", answer=f"a{n}"))
             for n in range(3)]
     with archive.db.read() as conn:
-        names = [f"postgresql:answers/{row['id']}" for row in conn.execute(
-            "SELECT id FROM documents WHERE kind = 'answers' ORDER BY id")]
+        names = [f"postgresql:answers/{doc_id}" for doc_id in conn.scalars(
+            select(documents.c.id).where(documents.c.kind == "answers").order_by(documents.c.id))]
     assert names == kept[1:]

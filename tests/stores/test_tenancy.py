@@ -1,5 +1,5 @@
 """Every store keeps each tenant's items apart, lets "*" see them all, and moves what it held before
-tenants existed to the local tenant through a numbered migration."""
+tenants existed to the local tenant (a file of that release is brought up by its frozen scripts)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ import pytest
 
 from ask_fable.access import ALL_TENANTS
 from ask_fable.config import load_settings
-from ask_fable.stores import cache, context, hub, keys, traces
 from ask_fable.stores.answers import DatabaseArchive, archive_for
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.audit_trail import AuditTrail, audit_trail_for
 from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
-from ask_fable.stores.db import SqliteDatabase
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
+from ask_fable.stores.migrations.legacy import SCRIPTS
 from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceRecord, Transcript
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.stores.traces import TraceStore
@@ -62,7 +61,7 @@ def test_a_tenant_hits_only_its_own_cache_entries(store_backend: StoreBackend, t
 
 def test_traces_and_bundles_are_per_tenant(store_backend: StoreBackend) -> None:
     settings = load_settings(trace_mode="full")
-    store = TraceStore(settings, connections=store_backend.connections)
+    store = TraceStore(settings, engines=store_backend.engines)
     mine, theirs = new_trace_id(), new_trace_id()
     store.record(TraceRecord(trace_id=mine, tenant=A, tool="ask_glm"))
     store.record(TraceRecord(trace_id=theirs, tenant=B, tool="ask_glm"))
@@ -78,7 +77,7 @@ def test_traces_and_bundles_are_per_tenant(store_backend: StoreBackend) -> None:
 
 
 def test_hub_turns_and_heartbeats_are_per_tenant(store_backend: StoreBackend) -> None:
-    store = SessionHub(load_settings(), connections=store_backend.connections)
+    store = SessionHub(load_settings(), engines=store_backend.engines)
     for tenant in (A, B):
         store.record_turn(HubTurn(tenant=tenant, session_key="s", agent_id="agent", project="p", oracle="glm",
                                   status="ok", question=f"{tenant} asks", answer="answer"))
@@ -92,7 +91,7 @@ def test_hub_turns_and_heartbeats_are_per_tenant(store_backend: StoreBackend) ->
 def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreBackend,
                                                            tmp_path: Path) -> None:
     trail = audit_trail_for(load_settings(audit_path=tmp_path / "decisions.jsonl"),
-                            connections=store_backend.connections)
+                            engines=store_backend.engines)
     for tenant, count in ((A, 2), (B, 3)):
         for _ in range(count):
             trail.append(AuditRecord(ts=1_800_000_000.0, tenant=tenant, status="ok", model="glm"))
@@ -104,7 +103,7 @@ def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreB
 
 def test_saved_answers_and_transcripts_are_kept_with_their_tenants(store_backend: StoreBackend) -> None:
     settings = load_settings(save=True)
-    archive = archive_for(settings, connections=store_backend.connections)
+    archive = archive_for(settings, engines=store_backend.engines)
     local = archive.save_answer(SavedAnswer(tool="ask_glm", question="local asks", answer="a"))
     alice = archive.save_answer(SavedAnswer(tenant=A, tool="ask_glm", question="alice asks", answer="a"))
     transcript = archive.save_transcript(Transcript(key="alices-session", tenant=A))
@@ -120,26 +119,28 @@ def test_saved_answers_and_transcripts_are_kept_with_their_tenants(store_backend
     assert Path(transcript).parent == settings.sessions_dir / "tenants" / A
 
 
-def _old(path: Path, migrations: list[str], *statements: str) -> None:
-    """A database as the version before tenants left it, with some rows."""
-    database = SqliteDatabase(path, migrations)
-    with database.write() as conn:
+def _old(path: Path, scripts: tuple[str, ...], *statements: str) -> None:
+    """A SQLite file as a release before tenants left it (its frozen ``scripts`` applied and its
+    ``user_version`` set to match), with some rows."""
+    with sqlite3.connect(path) as conn:
+        for script in scripts:
+            conn.executescript(script)
+        conn.execute(f"PRAGMA user_version = {len(scripts)}")
         for statement in statements:
             conn.execute(statement)
-    database.close()
+    conn.close()
 
 
 def test_context_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
     path = tmp_path / "context.db"
-    _old(path, context.MIGRATIONS[:1], "INSERT INTO context VALUES ('notes', 'v', '', 1, 1.0, 1.0)")
+    _old(path, SCRIPTS["context"][:1], "INSERT INTO context VALUES ('notes', 'v', '', 1, 1.0, 1.0)")
     store = ContextStore(path)
-    assert store.db.schema_version == len(context.MIGRATIONS)
     assert [(e["tenant"], e["key"]) for e in store.list(ALL_TENANTS)] == [("local", "notes")]
 
 
 def test_cache_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
     path = tmp_path / "cache.db"
-    _old(path, cache.MIGRATIONS[:1], "INSERT INTO cache VALUES ('k', 't', '{\"a\": 1}', 1e12)")
+    _old(path, SCRIPTS["cache"][:1], "INSERT INTO cache VALUES ('k', 't', '{\"a\": 1}', 1e12)")
     store = AnswerCache(path, ttl=1e13, max_rows=10)
     hit = store.get("local", "k")
     assert hit is not None and hit.payload == {"a": 1}
@@ -148,7 +149,7 @@ def test_cache_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> No
 def test_traces_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
     settings = load_settings(trace_path=tmp_path / "traces.db")
     trace_id = new_trace_id()
-    _old(settings.traces_db, traces.MIGRATIONS[:2],
+    _old(settings.traces_db, SCRIPTS["traces"][:2],
          f"INSERT INTO traces (trace_id, ts, tool) VALUES ('{trace_id}', 1.0, 'ask')")
     store = TraceStore(settings)
     assert [t["tenant"] for t in store.list("local")] == ["local"]
@@ -156,7 +157,7 @@ def test_traces_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
 
 def test_hub_rows_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
     settings = load_settings(hub_path=tmp_path / "hub.db")
-    _old(settings.hub_db, hub.MIGRATIONS[:1],
+    _old(settings.hub_db, SCRIPTS["hub"][:1],
          "INSERT INTO turns (session_key, agent_id, project, oracle, status, question, answer, ts) "
          "VALUES ('s', 'a', 'p', 'glm', 'ok', 'q', 'a', 1.0)",
          "INSERT INTO sessions (session_key, agent_id, project, first_seen, last_seen, turns) "
@@ -176,7 +177,7 @@ def test_audit_lines_from_before_tenants_count_as_local(tmp_path: Path) -> None:
 
 def test_write_keys_become_ask_keys_in_the_local_tenant(tmp_path: Path) -> None:
     path = tmp_path / "keys.db"
-    _old(path, keys.MIGRATIONS[:1],
+    _old(path, SCRIPTS["keys"][:1],
          "INSERT INTO api_keys (name, scope, prefix, key_hash, created_at) "
          "VALUES ('laptop', 'write', 'afk_abcdef', 'h1', '2026-01-01T00:00:00+00:00')",
          "INSERT INTO api_keys (name, scope, prefix, key_hash, created_at) "

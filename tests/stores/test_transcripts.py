@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from ask_fable.stores.db import Database
 from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.tables import session_leases, transcript_turns
 from ask_fable.stores.transcripts import TranscriptStore
 from tests.conftest import StoreBackend
 from tests.fakes.clock import ManualClock
@@ -79,7 +81,7 @@ def test_secrets_are_stored_redacted_and_a_key_is_found_by_its_redacted_label(db
     [stored] = store.turns("local", "glm", f"label-{KEY}")
     assert KEY not in str(stored) and "[REDACTED]" in stored["prompt"]
     with store.db.read() as conn:
-        assert KEY not in str([tuple(row) for row in conn.execute("SELECT * FROM turns").fetchall()])
+        assert KEY not in str([tuple(row) for row in conn.execute(select(transcript_turns)).all()])
 
 
 def test_a_session_past_its_retention_reads_as_empty_and_is_swept(db: Database) -> None:
@@ -140,4 +142,4 @@ def test_a_session_key_with_a_secret_is_leased_under_its_redacted_label(db: Data
     assert store.lease("local", "glm", f"label-{KEY}", "turn", 10)
     assert not store.lease("local", "glm", f"label-{KEY}", "other", 10)
     with store.db.read() as conn:
-        assert KEY not in str([tuple(row) for row in conn.execute("SELECT * FROM session_leases").fetchall()])
+        assert KEY not in str([tuple(row) for row in conn.execute(select(session_leases)).all()])

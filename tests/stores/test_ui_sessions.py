@@ -10,9 +10,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from ask_fable.stores.interfaces import WebSessionStore
 from ask_fable.stores.records import WebSession
+from ask_fable.stores.tables import ui_sessions
 from ask_fable.stores.ui_sessions import MemoryWebSessions, WebSessionTable
 from ask_fable.surface.ui.sessions import Sessions, Viewer
 from tests.conftest import StoreBackend, opened_store_backend
@@ -126,6 +128,6 @@ def test_the_store_keeps_only_the_digest_of_an_id(store_backend: StoreBackend, t
     sessions = Sessions(table, ttl_s=3600, clock=ManualClock(wall=NOW))
     session_id, started = sessions.start(Viewer(name="alice", tenant="team", key_id=7))
     with table.db.read() as conn:
-        rows = [tuple(row) for row in conn.execute("SELECT * FROM ui_sessions").fetchall()]
+        rows = [tuple(row) for row in conn.execute(select(ui_sessions)).all()]
     assert len(rows) == 1 and not any(session_id in str(value) for value in rows[0])
     assert sessions.get(session_id) == started and sessions.get(rows[0][0]) is None

@@ -8,10 +8,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from sqlalchemy import Connection, Update, insert, select, update
 
 from ask_fable.errors import Unavailable
-from ask_fable.stores.db import Connection, Database
-from ask_fable.stores.postgres import WRITE_ATTEMPTS
+from ask_fable.stores.db import WRITE_ATTEMPTS, Database
+from ask_fable.stores.tables import quota_keys
 from tests.conftest import StoreBackend
 
 #: PostgreSQL looks for deadlocks after a lock wait this long (1 s by default).
@@ -21,14 +22,19 @@ FAST_DEADLOCK_CHECK = "SET LOCAL deadlock_timeout = '50ms'"
 def _keys_table(db: Database, ids: tuple[int, ...]) -> None:
     """Rows to lock: one ``quota_keys`` row per id, admissions 0."""
     with db.write() as conn:
-        conn.executemany("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES ('t', ?, 0)",
-                         [(i,) for i in ids])
+        conn.execute(insert(quota_keys), [{"tenant": "t", "key_id": i, "admissions": 0} for i in ids])
+
+
+def _add(key_id: int, admissions: int = 1) -> Update:
+    """``admissions`` more for the ``quota_keys`` row of ``key_id``."""
+    return (update(quota_keys).where(quota_keys.c.key_id == key_id)
+            .values(admissions=quota_keys.c.admissions + admissions))
 
 
 def _admissions(db: Database) -> dict[int, int]:
     with db.read() as conn:
-        return {int(r["key_id"]): int(r["admissions"]) for r in conn.execute(
-            "SELECT key_id, admissions FROM quota_keys ORDER BY key_id")}
+        return {int(key_id): int(admissions) for key_id, admissions in conn.execute(
+            select(quota_keys.c.key_id, quota_keys.c.admissions).order_by(quota_keys.c.key_id))}
 
 
 def test_run_write_commits_its_body_once_and_returns_its_result(
@@ -39,9 +45,7 @@ def test_run_write_commits_its_body_once_and_returns_its_result(
 
     def body(conn: Connection) -> int:
         runs.append(1)
-        row = conn.execute("UPDATE quota_keys SET admissions = admissions + 5 WHERE key_id = 1 "
-                           "RETURNING admissions").fetchone()
-        return int(row[0])
+        return int(conn.execute(_add(1, 5).returning(quota_keys.c.admissions)).scalar_one())
 
     assert db.run_write(body) == 5
     assert runs == [1]
@@ -56,7 +60,7 @@ def test_a_body_that_raises_is_rolled_back_and_not_run_again(
 
     def body(conn: Connection) -> None:
         runs.append(1)
-        conn.execute("UPDATE quota_keys SET admissions = 9 WHERE key_id = 1")
+        conn.execute(update(quota_keys).where(quota_keys.c.key_id == 1).values(admissions=9))
         raise ValueError("the caller's own failure")
 
     with pytest.raises(ValueError, match="the caller's own failure"):
@@ -79,11 +83,11 @@ def test_two_writers_locking_rows_in_opposite_orders_both_commit(
     def writer(name: str, order: tuple[int, int]) -> None:
         def body(conn: Connection) -> None:
             attempts[name] += 1
-            conn.execute(FAST_DEADLOCK_CHECK)
-            conn.execute("UPDATE quota_keys SET admissions = admissions + 1 WHERE key_id = ?", (order[0],))
+            conn.exec_driver_sql(FAST_DEADLOCK_CHECK)
+            conn.execute(_add(order[0]))
             if attempts[name] == 1:
                 both_hold_one.wait()
-            conn.execute("UPDATE quota_keys SET admissions = admissions + 1 WHERE key_id = ?", (order[1],))
+            conn.execute(_add(order[1]))
 
         try:
             db.run_write(body)
@@ -112,9 +116,9 @@ def test_a_write_that_keeps_failing_to_serialize_is_unavailable_after_bounded_at
 
     def body(conn: Connection) -> None:
         attempts.append(1)
-        conn.execute("UPDATE quota_keys SET admissions = admissions + 1 WHERE key_id = 1")
-        conn.execute("DO $$ BEGIN RAISE EXCEPTION 'could not serialize access' "
-                     "USING ERRCODE = 'serialization_failure'; END $$")
+        conn.execute(_add(1))
+        conn.exec_driver_sql("DO $$ BEGIN RAISE EXCEPTION 'could not serialize access' "
+                             "USING ERRCODE = 'serialization_failure'; END $$")
 
     with pytest.raises(Unavailable) as failed:
         db.run_write(body)
@@ -129,4 +133,5 @@ def test_a_conflict_in_a_plain_write_is_unavailable_not_a_driver_error(
         store_backend: StoreBackend, tmp_path: Path) -> None:
     db = store_backend.open("quotas", tmp_path / "quotas.db")
     with pytest.raises(Unavailable, match="conflicting"), db.write() as conn:
-        conn.execute("DO $$ BEGIN RAISE EXCEPTION 'deadlock' USING ERRCODE = 'deadlock_detected'; END $$")
+        conn.exec_driver_sql("DO $$ BEGIN RAISE EXCEPTION 'deadlock' USING ERRCODE = 'deadlock_detected'; "
+                             "END $$")

@@ -8,10 +8,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Connections
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.keys import KeyStore, hash_key, looks_like_key
+from ask_fable.stores.tables import api_keys
 from tests.conftest import StoreBackend
 
 KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
@@ -39,7 +41,7 @@ def test_keys_are_unique(store: KeyStore) -> None:
 def test_only_the_hash_is_stored(store: KeyStore, tmp_path: Path) -> None:
     _, key = store.create("ci", "write")
     with store.db.read() as conn:
-        rows = [tuple(row) for row in conn.execute("SELECT * FROM api_keys")]
+        rows = [tuple(row) for row in conn.execute(select(api_keys))]
     assert key not in str(rows) and key[4:] not in str(rows)
     assert [row for row in rows if hash_key(key) in row]
     path = tmp_path / "keys.db"
@@ -78,12 +80,12 @@ def test_a_key_revoked_through_another_store_is_refused_at_once(
     """A key verified before is reused only while nobody changed the table, in this process or another."""
     record, key = store.create("ci", "ask")
     assert store.verify(key) is not None
-    pool = Connections()  # connections of its own, as another process has
+    engines = Engines()  # connections of its own, as another process has
     try:
-        elsewhere = StoreBackend(store_backend.name, pool, store_backend.url)
+        elsewhere = StoreBackend(store_backend.name, engines, store_backend.url)
         KeyStore(elsewhere.open("keys", tmp_path / "keys.db")).revoke(record.id)
     finally:
-        pool.close()
+        engines.close()
     assert store.verify(key) is None
 
 

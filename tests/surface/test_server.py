@@ -83,13 +83,13 @@ async def test_the_servers_lifespan_closes_everything_the_app_opened(
         leader = app.claude_sessions.client_pid("fable", "s1")
         [child] = child_pids(pid_file)
         assert leader is not None and is_alive(leader) and is_alive(child)
-        assert app.resources.connections.open_count > 0
+        assert app.resources.engines.open_count > 0
     assert pooled.is_closed
     with anyio.move_on_after(5):
         while is_alive(leader) or is_alive(child):
             await anyio.sleep(0.02)
     assert not is_alive(leader) and not is_alive(child)
-    assert app.resources.connections.open_count == 0
+    assert app.resources.engines.open_count == 0
     assert app._services == {}
 
 

@@ -4,7 +4,7 @@ The server's lifespan owns one :class:`Resources` (through its ``App``) and hand
 that needs it: HTTP oracles and catalogs take their pooled client, retry policy and reply bound
 from it, CLI oracles and the Claude routes their per-binary gates, the Claude routes the chosen
 Claude Code CLI and the model ids found unavailable lately, catalog look-ups the catalog cache,
-SQLite stores their per-thread connections, and the breaker, caches, stats and traces the clock.
+the stores their database engines, and the breaker, caches, stats and traces the clock.
 :meth:`Resources.aclose` closes what holds sockets or file handles. Nothing here is opened at
 import time, and each piece is made on first use, so a server that never calls a model opens nothing.
 
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ask_fable.backends.claude_sdk import ClaudeCliChoice
     from ask_fable.backends.http_client import HttpClients, RetryPolicy
     from ask_fable.backends.subprocess_runner import ProcessGates
-    from ask_fable.stores.db import Connections
+    from ask_fable.stores.engines import Engines
 
 _Part = TypeVar("_Part")
 
@@ -152,22 +152,23 @@ class Resources:
         return self._part("unavailable_models", lambda: UnavailableModels(self.clock))
 
     @property
-    def connections(self) -> Connections:
-        """The SQLite connections the App's stores share (one per thread and file); read-only ones
-        (never creating, migrating or writing a file) when made with ``read_only_stores``."""
-        from ask_fable.stores.db import Connections
+    def engines(self) -> Engines:
+        """The database engines the App's stores share (one pool per SQLite file or PostgreSQL URL);
+        read-only ones (never creating, migrating or writing anything) when made with
+        ``read_only_stores``."""
+        from ask_fable.stores.engines import Engines
 
-        return self._part("connections", lambda: Connections(read_only=self._read_only_stores))
+        return self._part("engines", lambda: Engines(read_only=self._read_only_stores))
 
     async def aclose(self) -> None:
-        """Close the HTTP clients and the SQLite connections (caches, gates and choices hold nothing
+        """Close the HTTP clients and the database connections (caches, gates and choices hold nothing
         open and are kept). The resources stay usable: a client or connection needed again is
         reopened on first use.
         """
         with self._lock:
             http = cast("HttpClients | None", self._parts.get("http"))
-            connections = cast("Connections | None", self._parts.get("connections"))
+            engines = cast("Engines | None", self._parts.get("engines"))
         if http is not None:
             await http.aclose()
-        if connections is not None:
-            await connections.aclose()
+        if engines is not None:
+            await engines.aclose()

@@ -2,7 +2,7 @@
 
 Owned by the server's lifespan; nothing is opened at import time and every store is created on
 first use. The App's :class:`~ask_fable.backends.resources.Resources` (HTTP clients, CLI gates,
-catalog cache, the chosen Claude CLI, SQLite connections, clock, retry policy) are handed to the
+catalog cache, the chosen Claude CLI, database engines, clock, retry policy) are handed to the
 oracles, stores and breaker it makes, and :meth:`App.aclose` closes everything it opened.
 Settings are re-read when the config file changes, or, with ``database_url``, when the settings
 the ``configure_*`` tools saved to the shared database change (a revision number held in memory,
@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, cast
@@ -155,11 +155,11 @@ class App:
 
     def _watch_shared(self, url: str) -> SharedSettings:
         from ask_fable.stores.db import database_for
-        from ask_fable.stores.postgres import Listener
-        from ask_fable.stores.saved_settings import CHANNEL, MIGRATIONS, SettingsStore, SharedSettings
+        from ask_fable.stores.listener import Listener
+        from ask_fable.stores.saved_settings import CHANNEL, SettingsStore, SharedSettings
 
         s = self._pinned or self._settings
-        database = database_for(s, "settings", None, MIGRATIONS, connections=self.resources.connections)
+        database = database_for(s, "settings", None, engines=self.resources.engines)
         store = SettingsStore(database)
         shared = SharedSettings(store)
         listener = Listener(url, CHANNEL, shared.refresh, connect_timeout=s.database_connect_timeout,
@@ -258,7 +258,7 @@ class App:
         key = (s.database_url, s.audit_file, s.audit_max_bytes, s.audit_backups, tuple(s.secret_values()))
         res = self.resources
         return self._store(self._given.audit, "audit", key,
-                           lambda: audit_trail_for(s, clock=res.clock, connections=res.connections))
+                           lambda: audit_trail_for(s, clock=res.clock, engines=res.engines))
 
     @property
     def traces(self) -> TraceRecordStore:
@@ -266,10 +266,10 @@ class App:
         from ask_fable.stores.traces import TraceStore
 
         s = self.settings
-        connections = self.resources.connections
+        engines = self.resources.engines
         # The secrets are part of the key: the store redacts with those it was opened with.
         key = (s.database_url, s.traces_db, s.traces_dir, tuple(s.secret_values()))
-        return self._store(self._given.traces, "traces", key, lambda: TraceStore(s, connections=connections))
+        return self._store(self._given.traces, "traces", key, lambda: TraceStore(s, engines=engines))
 
     @property
     def context_store(self) -> ContextBus:
@@ -279,9 +279,9 @@ class App:
         s = self.settings
         key = (s.database_url, s.context_db, tuple(s.secret_values()), s.context_max_tenant_bytes,
                s.context_max_tenant_entries)
-        connections = self.resources.connections
+        engines = self.resources.engines
         return self._store(self._given.context, "context", key,
-                           lambda: context_store_for(s, connections=connections))
+                           lambda: context_store_for(s, engines=engines))
 
     @property
     def cache(self) -> AnswerCacheStore | None:
@@ -294,7 +294,7 @@ class App:
         key = (s.database_url, s.cache_db, s.cache_ttl, s.cache_max_rows, tuple(s.secret_values()))
         res = self.resources
         return self._store(self._given.cache, "cache", key,
-                           lambda: answer_cache_for(s, clock=res.clock, connections=res.connections))
+                           lambda: answer_cache_for(s, clock=res.clock, engines=res.engines))
 
     @property
     def hub(self) -> HubStore | None:
@@ -307,7 +307,7 @@ class App:
         res = self.resources
         key = (s.database_url, s.hub_db, s.hub_max_rows, s.hub_stale_seconds, tuple(s.secret_values()))
         return self._store(self._given.hub, "hub", key,
-                           lambda: SessionHub(s, clock=res.clock, connections=res.connections))
+                           lambda: SessionHub(s, clock=res.clock, engines=res.engines))
 
     @property
     def answers(self) -> AnswerArchive:
@@ -317,9 +317,9 @@ class App:
         s = self.settings
         key = (s.database_url, s.answers_dir, s.sessions_dir, s.max_answers, s.max_sessions,
                tuple(s.secret_values()))
-        connections = self.resources.connections
+        engines = self.resources.engines
         return self._store(self._given.answers, "answers", key,
-                           lambda: archive_for(s, connections=connections))
+                           lambda: archive_for(s, engines=engines))
 
     @property
     def keys(self) -> ApiKeyStore:
@@ -327,9 +327,9 @@ class App:
         from ask_fable.stores.keys import key_store_for
 
         s = self.settings
-        connections = self.resources.connections
+        engines = self.resources.engines
         return self._store(self._given.keys, "keys", (s.database_url, s.keys_db),
-                           lambda: key_store_for(s, connections=connections))
+                           lambda: key_store_for(s, engines=engines))
 
     @property
     def quotas(self) -> QuotaStore:
@@ -337,9 +337,9 @@ class App:
         from ask_fable.stores.quotas import quota_store_for
 
         s = self.settings
-        connections = self.resources.connections
+        engines = self.resources.engines
         return self._store(self._given.quotas, "quotas", (s.database_url, s.quotas_db),
-                           lambda: quota_store_for(s, connections=connections))
+                           lambda: quota_store_for(s, engines=engines))
 
     @property
     def ui_sessions(self) -> WebSessionStore:
@@ -347,20 +347,21 @@ class App:
         from ask_fable.stores.ui_sessions import ui_session_store_for
 
         s = self.settings
-        connections = self.resources.connections
+        engines = self.resources.engines
         return self._service("ui_sessions", (s.database_url, s.ui_sessions_db),
-                             lambda: ui_session_store_for(s, connections=connections))
+                             lambda: ui_session_store_for(s, engines=engines))
+
+    def records_transaction(self) -> AbstractContextManager[None]:
+        """One transaction for what a group of finished calls leaves, where the stores share a
+        PostgreSQL database (``stores/db.joined_writes``); on SQLite files each store keeps its own."""
+        from ask_fable.stores.db import joined_writes
+
+        return joined_writes(self.resources.engines)
 
     async def run_store(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """A store's blocking method called from the event loop. On PostgreSQL (``database_url``)
-        it runs on this loop with its queries awaited here (``stores/loop_bridge.run_blocking``),
-        taking no thread; on SQLite, whose calls block on a file, in a worker thread."""
-        # Read untracked, as _shared_settings does: every store call asks.
-        if vars(self._pinned or self._settings)["database_url"]:
-            from ask_fable.stores import loop_bridge
-
-            if loop_bridge.on_asyncio():  # psycopg's async connections run on asyncio alone
-                return await loop_bridge.run_blocking(fn, *args, **kwargs)
+        """A store's blocking method called from the event loop, in a worker thread: one hop per
+        store call, whichever database it runs on. A cancelled caller waits for the call to end, so
+        its transaction is committed or rolled back whole and its connection returned."""
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     @property
@@ -379,7 +380,7 @@ class App:
         key = (s.database_url, s.session_db, s.session_retention_days, tuple(s.secret_values()))
         res = self.resources
         return self._store(self._given.transcripts, "transcripts", key, lambda: transcript_store_for(
-            s, clock=res.clock, connections=res.connections))
+            s, clock=res.clock, engines=res.engines))
 
     # --- other services -----------------------------------------------------------------------------
     @property
@@ -411,7 +412,7 @@ class App:
 
     async def aclose(self) -> None:
         """Close everything the App opened: services holding processes (warm Claude sessions), then
-        the resources (HTTP clients, SQLite connections). The App stays usable; what is needed again
+        the resources (HTTP clients, database connections). The App stays usable; what is needed again
         is reopened on first use."""
         with self._lock:
             services = list(self._services.values())

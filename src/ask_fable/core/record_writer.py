@@ -9,9 +9,10 @@ an answer the caller has seen is never missing from the audit log. While one gro
 written, the calls that finish meanwhile queue up; when it is done, the first of them writes the
 whole queue, and so on. The stores of this process thus see one writer at a time: no SQLite write
 waits on another thread's lock, and many concurrent calls cost a few store calls instead of one each
-(each a worker-thread hop on SQLite; on PostgreSQL, queries awaited on the loop, ``App.run_store``).
-Within a group, the calls' audit lines are one append and their traces one transaction
-(``stores/recorders.write_call_groups``); each call's records still fail on their own. The server's
+(each a worker-thread hop, ``App.run_store``). Within a group, the calls' audit lines are one append
+and their traces one transaction, and on a shared PostgreSQL database everything the group leaves is
+one transaction (``stores/recorders.write_call_groups``); each call's records still fail on their own.
+The server's
 minimal trace of a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
 """
 

@@ -86,9 +86,9 @@ def read_saved_entries(settings: Settings) -> list[SavedEntry]:
     """Every saved setting of ``settings``' shared database (raises ``AskFableError`` when it cannot
     be read: ``unavailable``, ``not_configured`` without the driver)."""
     from ask_fable.stores.db import database_for
-    from ask_fable.stores.saved_settings import MIGRATIONS, SettingsStore
+    from ask_fable.stores.saved_settings import SettingsStore
 
-    store = SettingsStore(database_for(settings, "settings", None, MIGRATIONS))
+    store = SettingsStore(database_for(settings, "settings", None))
     try:
         return store.entries()
     finally:

@@ -27,30 +27,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import delete, insert, select
+
 from ask_fable.access import LOCAL_TENANT, one_tenant, validate_tenant
 from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
 from ask_fable.redact import redact, secret_list
-from ask_fable.stores.db import Connection, Connections, Database, database_for
+from ask_fable.stores.db import Database, database_for
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import SavedAnswer, Transcript
+from ask_fable.stores.tables import documents
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from ask_fable.config import Settings
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
-MIGRATIONS = [
-    """
-    CREATE TABLE documents (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        tenant TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        name TEXT NOT NULL,
-        body TEXT NOT NULL,
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX documents_tenant_kind ON documents(tenant, kind, id);
-    """,
-]
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
 TRANSCRIPT_NAME_RE = re.compile(
     rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md"
@@ -278,18 +271,14 @@ class DatabaseArchive:
 
         def keep(conn: Connection) -> int:
             doc_id = int(conn.execute(
-                "INSERT INTO documents (tenant, kind, name, body, created_at) VALUES (?, ?, ?, ?, ?) "
-                "RETURNING id",
-                (tenant, kind, name, body, now),
-            ).fetchone()[0])
+                insert(documents).values(tenant=tenant, kind=kind, name=name, body=body, created_at=now)
+                .returning(documents.c.id)).scalar_one())
             if cap > 0:
                 # Two replicas trimming one tenant's oldest documents at once may lock them in
                 # different orders: run_write runs the loser again.
-                conn.execute(
-                    "DELETE FROM documents WHERE tenant = ? AND kind = ? AND id NOT IN "
-                    "(SELECT id FROM documents WHERE tenant = ? AND kind = ? ORDER BY id DESC LIMIT ?)",
-                    (tenant, kind, tenant, kind, cap),
-                )
+                mine = (documents.c.tenant == tenant, documents.c.kind == kind)
+                newest = select(documents.c.id).where(*mine).order_by(documents.c.id.desc()).limit(cap)
+                conn.execute(delete(documents).where(*mine, documents.c.id.not_in(newest)))
             return doc_id
 
         return f"postgresql:{kind}/{self.db.run_write(keep)}"
@@ -313,16 +302,16 @@ class DatabaseArchive:
         if not number.isdigit():
             return None
         with self.db.read() as conn:
-            row = conn.execute("SELECT body FROM documents WHERE id = ? AND kind = ? AND tenant = ?",
-                               (int(number), kind, one_tenant(tenant))).fetchone()
-        return None if row is None else str(row[0])
+            body = conn.scalar(select(documents.c.body).where(
+                documents.c.id == int(number), documents.c.kind == kind,
+                documents.c.tenant == one_tenant(tenant)))
+        return None if body is None else str(body)
 
 
 def archive_for(settings: Settings, *,
-                connections: Connections | None = None) -> MarkdownArchive | DatabaseArchive:
+                engines: Engines | None = None) -> MarkdownArchive | DatabaseArchive:
     """The answer archive configured by ``settings``: Markdown files, or PostgreSQL rows when
     ``database_url`` is set."""
     if settings.database_url:
-        return DatabaseArchive(settings, database_for(settings, "answers", None,
-                                                       MIGRATIONS, connections=connections))
+        return DatabaseArchive(settings, database_for(settings, "answers", None, engines=engines))
     return MarkdownArchive(settings)

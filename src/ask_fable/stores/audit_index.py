@@ -9,6 +9,10 @@ refresh therefore parses only what was appended since the last one, by any proce
 The JSONL log stays the source of truth: the index can be deleted at any time and is rebuilt.
 Each row keeps its record's tenant (``local`` for lines written before tenants), and every
 ``stats`` query names the tenant it counts (``ALL_TENANTS`` for an admin's view).
+
+On PostgreSQL the same tables are the audit log itself (:class:`AuditTable`); ``stats`` runs the
+same query on either, the UTC day of a record (:class:`UtcDay`) being the one expression each
+dialect spells its own way.
 """
 
 from __future__ import annotations
@@ -16,18 +20,21 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import Text, case, delete, exists, func, insert, literal, or_, select
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
 
 from ask_fable.access import ALL_TENANTS
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.db import Connection, Connections, Database, SqliteDatabase
+from ask_fable.stores.db import Database, upsert
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
     ATTEMPTED,
@@ -43,61 +50,12 @@ from ask_fable.stores.stats import (
     validate,
     window_start,
 )
+from ask_fable.stores.tables import audit_files, audit_members, audit_recs
 from ask_fable.stores.views import BucketFigures, StatsReport
 
-MIGRATIONS = [
-    """
-    CREATE TABLE files (ident TEXT PRIMARY KEY, "offset" INTEGER NOT NULL);
-    CREATE TABLE recs (
-        id INTEGER PRIMARY KEY,
-        ident TEXT NOT NULL,
-        ts REAL, status TEXT, kind TEXT, model TEXT, provider TEXT,
-        session TEXT, project TEXT, tool TEXT, mode TEXT, cached INTEGER NOT NULL,
-        elapsed_ms REAL, degraded INTEGER NOT NULL, synth_fallback INTEGER NOT NULL,
-        allowed INTEGER
-    );
-    CREATE INDEX recs_ts ON recs(ts);
-    CREATE INDEX recs_ident ON recs(ident);
-    CREATE TABLE members (
-        rec_id INTEGER NOT NULL REFERENCES recs(id) ON DELETE CASCADE,
-        provider TEXT, model TEXT, status TEXT, kind TEXT, elapsed_ms REAL
-    );
-    CREATE INDEX members_rec ON members(rec_id);
-    """,
-    # ``recs.model`` became the model a record counts under (stats.attributed_model) and each row
-    # carries its outcome (stats.outcome_of): forget what was read so every record is indexed again.
-    """
-    DELETE FROM members;
-    DELETE FROM recs;
-    DELETE FROM files;
-    ALTER TABLE recs ADD COLUMN outcome TEXT NOT NULL DEFAULT 'errors';
-    ALTER TABLE members ADD COLUMN outcome TEXT NOT NULL DEFAULT 'errors';
-    """,
-    # Each record keeps its tenant: forget what was read so every record is indexed again with it.
-    # No index leads with the tenant: stats read most of a window's rows, and a scan (or the ts
-    # range) that checks each row's tenant beats looking every row up through such an index.
-    """
-    DELETE FROM members;
-    DELETE FROM recs;
-    DELETE FROM files;
-    ALTER TABLE recs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
-    """,
-    # What each backend call cost (as its provider reported it), and a record's total: every record
-    # is indexed again to fill them in.
-    """
-    DELETE FROM members;
-    DELETE FROM recs;
-    DELETE FROM files;
-    ALTER TABLE recs ADD COLUMN cost_usd REAL;
-    ALTER TABLE members ADD COLUMN cost_usd REAL;
-    """,
-    # The whole record as written, for a database that is the audit log itself (PostgreSQL); an
-    # index of a JSONL log leaves it empty.
-    """
-    ALTER TABLE recs ADD COLUMN line TEXT;
-    CREATE INDEX recs_tenant_ts ON recs(tenant, ts);
-    """,
-]
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Connection, Subquery
+    from sqlalchemy.sql.compiler import SQLCompiler
 
 #: Bytes read per pass over a file, so a huge backlog is indexed in bounded memory.
 _READ_BYTES = 8 * 1024 * 1024
@@ -137,74 +95,68 @@ def parse_records(lines: list[bytes]) -> list[AuditRecord]:
     return out
 
 
-def _rows(ident: str, record: AuditRecord) -> tuple[tuple[Any, ...], list[tuple[Any, ...]]]:
+def _rows(ident: str, record: AuditRecord) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The ``recs`` row of one record (without its id) and its ``members`` rows (one per backend
     call, without the record's id)."""
     allowed = record.allowed
     outcome = outcome_of(record.status, record.kind)
     costs = [m.cost_usd for m in record.members if m.cost_usd is not None]
-    row = (
-        ident, record.ts, attributed_model(record), record.status, record.kind, record.provider,
-        record.session, record.project, record.tool, record.mode, 1 if record.cached else 0,
-        record.elapsed_ms, 1 if is_degraded(record.quorum) else 0, 1 if record.synth_fallback else 0,
-        None if allowed is None else (1 if allowed else 0), outcome, sum(costs) if costs else None,
-        record.tenant,
-    )
+    row = {
+        "ident": ident, "ts": record.ts, "model": attributed_model(record), "status": record.status,
+        "kind": record.kind, "provider": record.provider, "session": record.session,
+        "project": record.project, "tool": record.tool, "mode": record.mode,
+        "cached": 1 if record.cached else 0, "elapsed_ms": record.elapsed_ms,
+        "degraded": 1 if is_degraded(record.quorum) else 0,
+        "synth_fallback": 1 if record.synth_fallback else 0,
+        "allowed": None if allowed is None else (1 if allowed else 0), "outcome": outcome,
+        "cost_usd": sum(costs) if costs else None, "tenant": record.tenant,
+    }
     if record.members:
         member_rows = [
-            (m.provider, m.model, m.status, m.kind, m.elapsed_ms, outcome_of(m.status, m.kind), m.cost_usd)
+            {"provider": m.provider, "model": m.model, "status": m.status, "kind": m.kind,
+             "elapsed_ms": m.elapsed_ms, "outcome": outcome_of(m.status, m.kind), "cost_usd": m.cost_usd}
             for m in record.members
         ]
     elif record.provider:
         # A single-shot record is one backend call of its own provider (none when refused early).
         member_rows = [
-            (record.provider, record.model, record.status, record.kind, record.elapsed_ms, outcome, None)
+            {"provider": record.provider, "model": record.model, "status": record.status, "kind": record.kind,
+             "elapsed_ms": record.elapsed_ms, "outcome": outcome, "cost_usd": None}
         ]
     else:
         member_rows = []
     return row, member_rows
 
 
-_REC_COLUMNS = ("ident, ts, model, status, kind, provider, session, project, tool, mode, cached, elapsed_ms, "
-                "degraded, synth_fallback, allowed, outcome, cost_usd, tenant")
-def _marks(count: int) -> str:
-    return ",".join("?" * count)
-
-
-_MEMBER_INSERT = ("INSERT INTO members (rec_id, provider, model, status, kind, elapsed_ms, outcome, "
-                  "cost_usd) VALUES (?,?,?,?,?,?,?,?)")
-
-
 class AuditIndex:
     """The summary index of one :class:`AuditLog` (default file: ``<stem>.index.db`` beside it)."""
 
     def __init__(self, log: AuditLog, path: str | os.PathLike[str] | None = None, *,
-                 connections: Connections | None = None) -> None:
+                 engines: Engines | None = None) -> None:
         self.log = log
         self.path = Path(path) if path else log.path.with_name(f"{log.path.stem}.index.db")
-        self.db = SqliteDatabase(self.path, MIGRATIONS, connections=connections)
+        self.db = Database.sqlite(self.path, "audit", engines=engines)
 
     def refresh(self) -> int:
         """Index whatever was appended since the last refresh; returns records added."""
         files = [(p, found) for p in self.log.files() if (found := _ident(p)) is not None]
         added = 0
         with self.db.write() as conn:
-            known = {r[0]: int(r[1]) for r in conn.execute("SELECT ident, offset FROM files")}
+            known = {ident: int(offset)
+                     for ident, offset in conn.execute(select(audit_files.c.ident, _OFFSET))}
             present = {ident for _p, (ident, _size) in files}
             for gone in set(known) - present:
-                conn.execute("DELETE FROM recs WHERE ident = ?", (gone,))
-                conn.execute("DELETE FROM files WHERE ident = ?", (gone,))
+                conn.execute(delete(audit_recs).where(audit_recs.c.ident == gone))
+                conn.execute(delete(audit_files).where(audit_files.c.ident == gone))
             for path, (ident, size) in files:
                 offset = known.get(ident, 0)
                 if size <= offset:
                     continue
                 offset, count = self._ingest(conn, path, ident, offset)
                 added += count
-                conn.execute(
-                    "INSERT INTO files (ident, offset) VALUES (?, ?) "
-                    "ON CONFLICT(ident) DO UPDATE SET offset = excluded.offset",
-                    (ident, offset),
-                )
+                read = upsert(conn, audit_files).values({audit_files.c.ident: ident, _OFFSET: offset})
+                conn.execute(read.on_conflict_do_update(index_elements=["ident"],
+                                                        set_={_OFFSET: read.excluded["offset"]}))
         return added
 
     def _ingest(self, conn: Connection, path: Path, ident: str, offset: int) -> tuple[int, int]:
@@ -228,17 +180,17 @@ class AuditIndex:
                     continue
                 complete = block[: end + 1]
                 records = parse_records(complete.splitlines(keepends=True))
-                next_id = int(conn.execute("SELECT coalesce(max(id), 0) FROM recs").fetchone()[0]) + 1
-                rows: list[tuple[Any, ...]] = []
-                member_rows: list[tuple[Any, ...]] = []
+                next_id = int(conn.scalar(select(func.coalesce(func.max(audit_recs.c.id), 0))) or 0) + 1
+                rows: list[dict[str, Any]] = []
+                member_rows: list[dict[str, Any]] = []
                 for n, record in enumerate(records):
                     row, members = _rows(ident, record)
-                    rows.append((next_id + n, *row))
-                    member_rows.extend((next_id + n, *member) for member in members)
-                conn.executemany(
-                    f"INSERT INTO recs (id, {_REC_COLUMNS}) VALUES ({_marks(19)})", rows
-                )
-                conn.executemany(_MEMBER_INSERT, member_rows)
+                    rows.append({"id": next_id + n, **row})
+                    member_rows.extend({"rec_id": next_id + n, **member} for member in members)
+                if rows:
+                    conn.execute(insert(audit_recs), rows)
+                if member_rows:
+                    conn.execute(insert(audit_members), member_rows)
                 count += len(rows)
                 offset += len(complete)
                 handle.seek(offset)
@@ -247,7 +199,7 @@ class AuditIndex:
     def count(self) -> int:
         """Records indexed."""
         with self.db.read() as conn:
-            return int(conn.execute("SELECT count(*) FROM recs").fetchone()[0])
+            return int(conn.scalar(select(func.count()).select_from(audit_recs)) or 0)
 
     def stats(
         self,
@@ -278,28 +230,32 @@ class AuditTable:
 
     def append_many(self, records: Sequence[AuditRecord]) -> None:
         """Insert ``records`` (redacted) and their member calls in one transaction."""
-        rows: list[tuple[tuple[Any, ...], list[tuple[Any, ...]], str]] = []
+        rows: list[dict[str, Any]] = []
+        members_of: list[list[dict[str, Any]]] = []
         for record in records:
             written = redact_obj(record.line(), self._secrets)
             line = json.dumps(written, ensure_ascii=False, separators=(",", ":"), default=str)
             row, members = _rows("db", AuditRecord.model_validate(written))
-            rows.append((row, members, line))
+            rows.append({**row, "line": line})
+            members_of.append(members)
         if not rows:
             return
         with self.db.write() as conn:
-            for row, members, line in rows:
-                rec_id = conn.execute(
-                    f"INSERT INTO recs ({_REC_COLUMNS}, line) VALUES ({_marks(19)}) RETURNING id",
-                    (*row, line),
-                ).fetchone()[0]
-                conn.executemany(_MEMBER_INSERT, [(rec_id, *member) for member in members])
+            ids = conn.scalars(insert(audit_recs).returning(audit_recs.c.id, sort_by_parameter_order=True),
+                               rows).all()
+            member_rows = [{"rec_id": rec_id, **member}
+                           for rec_id, members in zip(ids, members_of, strict=True) for member in members]
+            if member_rows:
+                conn.execute(insert(audit_members), member_rows)
 
     def iter_lines(self, tenant: str) -> list[dict[str, Any]]:
         """The tenant's records as written (every tenant's for ``ALL_TENANTS``), oldest first."""
-        where, params = ("", ()) if tenant == ALL_TENANTS else (" WHERE tenant = ?", (tenant,))
+        query = select(audit_recs.c.line).order_by(audit_recs.c.id)
+        if tenant != ALL_TENANTS:
+            query = query.where(audit_recs.c.tenant == tenant)
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT line FROM recs{where} ORDER BY id", params).fetchall()
-        return [json.loads(r[0]) for r in rows if r[0]]
+            lines = conn.scalars(query).all()
+        return [json.loads(line) for line in lines if line]
 
     def stats(
         self,
@@ -333,52 +289,39 @@ def audit_stats(
     """
     validate(window, by)
     since = window_start(window, now)
-    where: list[str] = ["1 = 1"]
-    params: list[float | str] = []
+    r, m = audit_recs, audit_members
+    where: list[ColumnElement[bool]] = []
     if tenant != ALL_TENANTS:
-        where.append("r.tenant = ?")
-        params.append(tenant)
+        where.append(r.c.tenant == tenant)
     if since is not None:
-        where.append("r.ts >= ?")
-        params.append(since)
+        where.append(r.c.ts >= since)
     if session is not None:
-        where.append("r.session = ?")
-        params.append(session)
+        where.append(r.c.session == session)
     record_where = list(where)
-    record_params = list(params)
     if model is not None:
-        record_where.append(
-            "(r.model = ? OR r.provider = ? OR EXISTS (SELECT 1 FROM members x WHERE x.rec_id = r.id "
-            "AND (x.model = ? OR x.provider = ?)))"
-        )
-        record_params += [model] * 4
+        x = audit_members.alias("x")
+        record_where.append(or_(
+            r.c.model == model, r.c.provider == model,
+            exists().where(x.c.rec_id == r.c.id, or_(x.c.model == model, x.c.provider == model))))
     if by == "provider":
-        source = "members m JOIN recs r ON r.id = m.rec_id"
-        bucket = f"coalesce(nullif(m.provider, ''), '{UNKNOWN}')"
-        outcome, elapsed, allowed = "m.outcome", "m.elapsed_ms", "coalesce(r.allowed, 1)"
-        cost = "m.cost_usd"
-        degraded = synth = "0"
-        rows_where, rows_params = list(where), list(params)
+        base = select(
+            _known(m.c.provider).label("bucket"), m.c.outcome.label("outcome"),
+            func.coalesce(r.c.allowed, 1).label("allowed"), m.c.elapsed_ms.label("elapsed"),
+            literal(0).label("degraded"), literal(0).label("synth"), m.c.cost_usd.label("cost"),
+        ).select_from(m.join(r, r.c.id == m.c.rec_id))
+        rows_where = list(where)
         if model is not None:
-            rows_where.append("(m.model = ? OR m.provider = ?)")
-            rows_params += [model, model]
+            rows_where.append(or_(m.c.model == model, m.c.provider == model))
     else:
-        source = "recs r"
-        bucket = _BUCKETS[by] if by != "day" else _DAY[db.dialect]
-        outcome, elapsed, allowed = "r.outcome", "r.elapsed_ms", "coalesce(r.allowed, 0)"
-        cost = "r.cost_usd"
-        degraded, synth = "r.degraded", "r.synth_fallback"
-        rows_where, rows_params = record_where, record_params
-    base = (
-        f"SELECT {bucket} AS bucket, {outcome} AS outcome, {allowed} AS allowed, "
-        f"{elapsed} AS elapsed, {degraded} AS degraded, {synth} AS synth, {cost} AS cost "
-        f"FROM {source} WHERE {' AND '.join(rows_where)}"
-    )
+        base = select(
+            _bucket(by).label("bucket"), r.c.outcome.label("outcome"),
+            func.coalesce(r.c.allowed, 0).label("allowed"), r.c.elapsed_ms.label("elapsed"),
+            r.c.degraded.label("degraded"), r.c.synth_fallback.label("synth"), r.c.cost_usd.label("cost"),
+        )
+        rows_where = record_where
     with db.read() as conn:
-        matched = int(conn.execute(
-            f"SELECT count(*) FROM recs r WHERE {' AND '.join(record_where)}", record_params
-        ).fetchone()[0])
-        buckets, totals = _aggregate(conn, base, rows_params)
+        matched = int(conn.scalar(select(func.count()).select_from(r).where(*record_where)) or 0)
+        buckets, totals = _aggregate(conn, base.where(*rows_where).subquery("base"))
     return {
         "tenant": tenant,
         "window": window,
@@ -390,27 +333,22 @@ def audit_stats(
         "totals": totals,
     }
 
-def _aggregate(
-    conn: Connection, base: str, params: list[Any]
-) -> tuple[dict[str, BucketFigures], BucketFigures]:
+def _aggregate(conn: Connection, base: Subquery) -> tuple[dict[str, BucketFigures], BucketFigures]:
     """Per-bucket figures and totals: counts and cost in SQL, latency percentiles in Python."""
-    per_outcome = ", ".join(f"sum(CASE WHEN outcome = '{name}' THEN 1 ELSE 0 END)" for name in OUTCOMES)
+    per_outcome = [func.sum(case((base.c.outcome == name, 1), else_=0)) for name in OUTCOMES]
     rows = conn.execute(
-        f"SELECT bucket, sum(cost), {per_outcome}, sum(allowed), sum(degraded), sum(synth) "
-        f"FROM ({base}) GROUP BY 1",
-        params,
-    ).fetchall()
+        select(base.c.bucket, func.sum(base.c.cost), *per_outcome, func.sum(base.c.allowed),
+               func.sum(base.c.degraded), func.sum(base.c.synth))
+        .group_by(base.c.bucket)
+    ).all()
     # Latencies are summed and ranked in Python (SQLite's window functions were several times
     # slower at this).
-    attempted = ", ".join(f"'{name}'" for name in sorted(ATTEMPTED))
     latencies: dict[str, list[float]] = {}
-    cursor = conn.execute(
-        f"SELECT bucket, elapsed FROM ({base}) WHERE outcome IN ({attempted}) AND elapsed IS NOT NULL",
-        params,
+    samples = conn.execute(
+        select(base.c.bucket, base.c.elapsed)
+        .where(base.c.outcome.in_(sorted(ATTEMPTED)), base.c.elapsed.is_not(None))
     )
-    if isinstance(cursor, sqlite3.Cursor):
-        cursor.row_factory = None  # plain tuples: several times faster to unpack
-    for name, value in cursor.fetchall():
+    for name, value in samples:
         found = latencies.get(name)
         if found is None:
             latencies[name] = [value]
@@ -420,8 +358,8 @@ def _aggregate(
     buckets = {}
     sums = [0] * (len(OUTCOMES) + 3)
     total_cost: float | None = None
-    for name, cost, *figures in rows:
-        figures = [int(v or 0) for v in figures]
+    for name, cost, *counted in rows:
+        figures = [int(v or 0) for v in counted]
         sums = [a + b for a, b in zip(sums, figures, strict=True)]
         if cost is not None:
             total_cost = (total_cost or 0.0) + float(cost)
@@ -443,18 +381,44 @@ def _result(figures: list[int], values: list[float], cost: float | None) -> Buck
     )
 
 
-_BUCKETS = {
-    "model": f"coalesce(nullif(r.model, ''), '{UNKNOWN}')",
-    "tool": f"coalesce(nullif(r.tool, ''), '{UNKNOWN}')",
-    "session": f"coalesce(nullif(r.session, ''), '{UNKNOWN}')",
-    "project": f"coalesce(nullif(r.project, ''), '{UNKNOWN}')",
-    "mode": f"coalesce(nullif(r.mode, ''), '{UNKNOWN}')",
-    "cache": "CASE WHEN r.cached = 1 THEN 'hit' ELSE 'miss' END",
-    "tenant": "r.tenant",
-}
+#: The ``offset`` column of ``files`` (its name is also a method of a column collection).
+_OFFSET = audit_files.c["offset"]
 
-#: The UTC day of a record: the one bucket whose SQL differs between the dialects.
-_DAY = {
-    "sqlite": f"coalesce(strftime('%Y-%m-%d', r.ts, 'unixepoch'), '{UNKNOWN}')",
-    "postgres": f"coalesce(to_char(to_timestamp(r.ts) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), '{UNKNOWN}')",
-}
+
+def _known(column: ColumnElement[str | None]) -> ColumnElement[str]:
+    """``column``, or :data:`UNKNOWN` where it is empty or missing."""
+    return func.coalesce(func.nullif(column, ""), UNKNOWN)
+
+
+def _bucket(by: str) -> ColumnElement[str]:
+    """What a record counts under in the ``by`` view (every view but ``provider``)."""
+    r = audit_recs
+    if by == "cache":
+        return case((r.c.cached == 1, "hit"), else_="miss")
+    if by == "tenant":
+        return r.c.tenant
+    if by == "day":
+        return func.coalesce(UtcDay(r.c.ts), UNKNOWN)
+    return _known(r.c[by])
+
+
+class UtcDay(FunctionElement[str]):
+    """The UTC calendar day (``YYYY-MM-DD``) of epoch seconds: the one expression whose SQL differs
+    between the dialects."""
+
+    type = Text()
+    name = "utc_day"
+    inherit_cache = True
+
+
+@compiles(UtcDay, "sqlite")
+def _utc_day_sqlite(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    (seconds,) = element.clauses
+    return compiler.process(func.strftime("%Y-%m-%d", seconds, "unixepoch"), **kw)
+
+
+@compiles(UtcDay, "postgresql")
+def _utc_day_postgres(element: UtcDay, compiler: SQLCompiler, **kw: Any) -> str:
+    (seconds,) = element.clauses
+    day = func.to_char(func.timezone("UTC", func.to_timestamp(seconds)), "YYYY-MM-DD")
+    return compiler.process(day, **kw)

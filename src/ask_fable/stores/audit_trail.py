@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -11,10 +10,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
-from ask_fable.errors import Unavailable
 from ask_fable.stores.audit import AuditLog, audit_log_for
-from ask_fable.stores.audit_index import MIGRATIONS, AuditIndex, AuditTable
-from ask_fable.stores.db import Connections, database_for
+from ask_fable.stores.audit_index import AuditIndex, AuditTable
+from ask_fable.stores.db import database_for, is_unreachable
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.interfaces import AuditStore
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import validate
@@ -28,14 +27,14 @@ class AuditTrail:
     """Appends records to an :class:`AuditLog` and answers ``stats`` through its summary index.
 
     The stats window ends at ``clock``'s now unless a call names another; the index is read on the
-    App's SQLite ``connections`` when given.
+    App's ``engines`` when given.
     """
 
     def __init__(self, log: AuditLog, *, clock: Clock = SYSTEM_CLOCK,
-                 connections: Connections | None = None) -> None:
+                 engines: Engines | None = None) -> None:
         self.log = log
         self._clock = clock
-        self._connections = connections
+        self._engines = engines
         self._scratch: tuple[tempfile.TemporaryDirectory[str], AuditIndex] | None = None
         self._scratch_lock = threading.Lock()
 
@@ -70,10 +69,12 @@ class AuditTrail:
         validate(window, by)
         now = self._clock.now() if now is None else now
         try:
-            index = AuditIndex(self.log, connections=self._connections)
+            index = AuditIndex(self.log, engines=self._engines)
             index.refresh()
             return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
-        except (sqlite3.Error, OSError, Unavailable):
+        except Exception as exc:
+            if not is_unreachable(exc):
+                raise
             index = self._scratch_index()
             index.refresh()
             return index.stats(tenant, window=window, by=by, model=model, session=session, now=now)
@@ -88,10 +89,10 @@ class AuditTrail:
 
 
 def audit_trail_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
-                    connections: Connections | None = None) -> AuditStore:
+                    engines: Engines | None = None) -> AuditStore:
     """The audit trail configured by ``settings`` (path, rotation size, backups, secrets; or the
-    PostgreSQL table), on the App's clock and connections when given."""
+    PostgreSQL table), on the App's clock and engines when given."""
     if settings.database_url:
-        database = database_for(settings, "audit", settings.audit_file, MIGRATIONS, connections=connections)
+        database = database_for(settings, "audit", settings.audit_file, engines=engines)
         return AuditTable(database, secrets=settings, clock=clock)
-    return AuditTrail(audit_log_for(settings), clock=clock, connections=connections)
+    return AuditTrail(audit_log_for(settings), clock=clock, engines=engines)

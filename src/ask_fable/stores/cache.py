@@ -15,45 +15,22 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import delete, func, select, tuple_
+
 from ask_fable.access import one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
-from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
+from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.engines import Engines
+from ask_fable.stores.tables import cache, cache_counters
 from ask_fable.stores.views import CachedAnswer
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection, Table
+
     from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
-
-MIGRATIONS = [
-    """
-    CREATE TABLE cache (
-        key TEXT PRIMARY KEY,
-        tool TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        created_at REAL NOT NULL
-    );
-    CREATE INDEX cache_created ON cache(created_at);
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-    """,
-    # Tenants: existing entries belong to the local tenant; a key is unique within its tenant.
-    """
-    CREATE TABLE cache_v2 (
-        tenant TEXT NOT NULL DEFAULT 'local',
-        key TEXT NOT NULL,
-        tool TEXT NOT NULL,
-        payload TEXT NOT NULL,
-        created_at REAL NOT NULL,
-        PRIMARY KEY (tenant, key)
-    );
-    INSERT INTO cache_v2 (tenant, key, tool, payload, created_at)
-        SELECT 'local', key, tool, payload, created_at FROM cache;
-    DROP TABLE cache;
-    ALTER TABLE cache_v2 RENAME TO cache;
-    CREATE INDEX cache_created ON cache(created_at);
-    """,
-]
 
 
 def normalize_question(question: str) -> str:
@@ -79,14 +56,16 @@ def cache_key(
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def bump_write_counter(conn: Connection, name: str = "writes", *, by: int = 1) -> int:
-    """Add ``by`` to a counter in the ``meta`` table and return it (inside the caller's transaction)."""
-    row = conn.execute(
-        "INSERT INTO meta (name, value) VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = meta.value + ? "
-        "RETURNING value",
-        (name, by, by),
-    ).fetchone()
-    return int(row[0])
+def bump_write_counter(conn: Connection, name: str = "writes", *, by: int = 1,
+                       table: Table = cache_counters) -> int:
+    """Add ``by`` to a counter in the ``meta`` table and return it (inside the caller's transaction).
+
+    ``table`` is the store's own ``meta`` table; every store's has the same name and columns, so the
+    cache's stands for any of them on the store's own connection.
+    """
+    insert = upsert(conn, table).values(name=name, value=by)
+    bumped = insert.on_conflict_do_update(index_elements=["name"], set_={"value": table.c.value + by})
+    return int(conn.execute(bumped.returning(table.c.value)).scalar_one())
 
 
 class AnswerCache:
@@ -101,9 +80,9 @@ class AnswerCache:
         secrets: SecretSource = (),
         sweep_every: int = SWEEP_EVERY,
         clock: Clock = SYSTEM_CLOCK,
-        connections: Connections | None = None,
+        engines: Engines | None = None,
     ) -> None:
-        self.db = open_database(location, MIGRATIONS, connections=connections)
+        self.db = open_database(location, "cache", engines=engines)
         self._clock = clock
         self.ttl = float(ttl)
         self.max_rows = int(max_rows)
@@ -115,15 +94,15 @@ class AnswerCache:
     def get(self, tenant: str, key: str) -> CachedAnswer | None:
         """``(payload, age_s)`` for the tenant's fresh entry, else ``None`` (expired rows are misses)."""
         with self.db.read() as conn:
-            row = conn.execute("SELECT payload, created_at FROM cache WHERE tenant = ? AND key = ?",
-                               (one_tenant(tenant), key)).fetchone()
+            row = conn.execute(select(cache.c.payload, cache.c.created_at)
+                               .where(cache.c.tenant == one_tenant(tenant), cache.c.key == key)).first()
         if row is None:
             return None
-        age = max(0.0, self._clock.now() - float(row["created_at"]))
+        age = max(0.0, self._clock.now() - float(row.created_at))
         if age >= self.ttl:
             return None
         try:
-            payload = json.loads(row["payload"])
+            payload = json.loads(row.payload)
         except ValueError:
             return None
         return CachedAnswer(payload, round(age, 3)) if isinstance(payload, dict) else None
@@ -135,12 +114,10 @@ class AnswerCache:
         now = self._clock.now()
 
         def store(conn: Connection) -> None:
-            conn.execute(
-                "INSERT INTO cache (tenant, key, tool, payload, created_at) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT(tenant, key) DO UPDATE SET tool = excluded.tool, payload = excluded.payload, "
-                "created_at = excluded.created_at",
-                (tenant, key, tool, text, now),
-            )
+            insert = upsert(conn, cache).values(tenant=tenant, key=key, tool=tool, payload=text,
+                                                created_at=now)
+            changed = {name: insert.excluded[name] for name in ("tool", "payload", "created_at")}
+            conn.execute(insert.on_conflict_do_update(index_elements=["tenant", "key"], set_=changed))
             # The sweep may delete an entry another writer holds while it waits for the counter row
             # this one holds: a deadlock PostgreSQL breaks by aborting one, which run_write runs again.
             if bump_write_counter(conn) % self.sweep_every == 0:
@@ -154,26 +131,24 @@ class AnswerCache:
         return self.db.run_write(lambda conn: self._sweep(conn, now))
 
     def _sweep(self, conn: Connection, now: float) -> int:
-        deleted = conn.execute("DELETE FROM cache WHERE created_at <= ?", (now - self.ttl,)).rowcount
-        count = int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
+        deleted = conn.execute(delete(cache).where(cache.c.created_at <= now - self.ttl)).rowcount
+        count = int(conn.scalar(select(func.count()).select_from(cache)) or 0)
         if count > self.max_rows:
             excess = count - int(self.max_rows * 0.9)
-            deleted += conn.execute(
-                "DELETE FROM cache WHERE (tenant, key) IN "
-                "(SELECT tenant, key FROM cache ORDER BY created_at LIMIT ?)",
-                (excess,),
-            ).rowcount
+            oldest = select(cache.c.tenant, cache.c.key).order_by(cache.c.created_at).limit(excess)
+            trim = delete(cache).where(tuple_(cache.c.tenant, cache.c.key).in_(oldest))
+            deleted += conn.execute(trim).rowcount
         return int(deleted)
 
     def count(self) -> int:
         """Rows stored (fresh or not yet swept)."""
         with self.db.read() as conn:
-            return int(conn.execute("SELECT count(*) FROM cache").fetchone()[0])
+            return int(conn.scalar(select(func.count()).select_from(cache)) or 0)
 
 
 def answer_cache_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
-                     connections: Connections | None = None) -> AnswerCache:
-    """The answer cache configured by ``settings`` (on the App's clock and connections when given)."""
-    database = database_for(settings, "cache", settings.cache_db, MIGRATIONS, connections=connections)
+                     engines: Engines | None = None) -> AnswerCache:
+    """The answer cache configured by ``settings`` (on the App's clock and engines when given)."""
+    database = database_for(settings, "cache", settings.cache_db, engines=engines)
     return AnswerCache(database, settings.cache_ttl, settings.cache_max_rows, secrets=settings,
-                       clock=clock, connections=connections)
+                       clock=clock, engines=engines)

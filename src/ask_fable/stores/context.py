@@ -19,63 +19,25 @@ import os
 import time
 from typing import TYPE_CHECKING, cast
 
+from sqlalchemy import delete, func, select
+
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.redact import SecretSource, redact, secret_list
-from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
+from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.engines import Engines
+from ask_fable.stores.tables import context, context_tenants
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from ask_fable.config import Settings
 
 MAX_KEY_CHARS = 200
 
-MIGRATIONS = [
-    """
-    CREATE TABLE context (
-        key TEXT PRIMARY KEY,
-        value TEXT NOT NULL,
-        description TEXT NOT NULL DEFAULT '',
-        size_chars INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL
-    );
-    CREATE INDEX context_updated ON context(updated_at);
-    """,
-    # Tenants: existing entries belong to the local tenant; a key is unique within its tenant.
-    """
-    CREATE TABLE context_v2 (
-        tenant TEXT NOT NULL DEFAULT 'local',
-        key TEXT NOT NULL,
-        value TEXT NOT NULL,
-        description TEXT NOT NULL DEFAULT '',
-        size_chars INTEGER NOT NULL,
-        created_at REAL NOT NULL,
-        updated_at REAL NOT NULL,
-        PRIMARY KEY (tenant, key)
-    );
-    INSERT INTO context_v2 (tenant, key, value, description, size_chars, created_at, updated_at)
-        SELECT 'local', key, value, description, size_chars, created_at, updated_at FROM context;
-    DROP TABLE context;
-    ALTER TABLE context_v2 RENAME TO context;
-    CREATE INDEX context_tenant_updated ON context(tenant, updated_at);
-    """,
-    # What each entry weighs in bytes, for the per-tenant cap.
-    """
-    ALTER TABLE context ADD COLUMN size_bytes INTEGER NOT NULL DEFAULT 0;
-    UPDATE context SET size_bytes = length(CAST(value AS BLOB));
-    """,
-    # One row per tenant that writes: a capped write locks it first, so two writers of one tenant
-    # (threads, processes or replicas) check its room one after the other.
-    """
-    CREATE TABLE context_tenants (
-        tenant TEXT PRIMARY KEY,
-        writes INTEGER NOT NULL DEFAULT 0
-    );
-    """,
-]
-
-_META = "tenant, key, description, size_chars, created_at, updated_at"
+_META = (context.c.tenant, context.c.key, context.c.description, context.c.size_chars,
+         context.c.created_at, context.c.updated_at)
 
 
 def validate_key(key: object, secrets: SecretSource = ()) -> str:
@@ -99,9 +61,9 @@ class ContextStore:
     """Key → text store over a SQLite file or PostgreSQL: the ``ContextBus``."""
 
     def __init__(self, location: str | os.PathLike[str] | Database, *, secrets: SecretSource = (),
-                 connections: Connections | None = None, max_tenant_bytes: int = 0,
+                 engines: Engines | None = None, max_tenant_bytes: int = 0,
                  max_tenant_entries: int = 0) -> None:
-        self.db = open_database(location, MIGRATIONS, connections=connections)
+        self.db = open_database(location, "context", engines=engines)
         self._secrets = secret_list(secrets)
         self.max_tenant_bytes = max_tenant_bytes
         self.max_tenant_entries = max_tenant_entries
@@ -121,16 +83,14 @@ class ContextStore:
         size = len(value.encode("utf-8", "surrogatepass"))
         with self.db.write() as conn:
             self._check_room(conn, tenant, key, size)
-            conn.execute(
-                "INSERT INTO context (tenant, key, value, description, size_chars, size_bytes, created_at, "
-                "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(tenant, key) DO UPDATE SET "
-                "value = excluded.value, description = excluded.description, "
-                "size_chars = excluded.size_chars, size_bytes = excluded.size_bytes, "
-                "updated_at = excluded.updated_at",
-                (tenant, key, value, description, len(value), size, now, now),
-            )
-            row = conn.execute(f"SELECT {_META} FROM context WHERE tenant = ? AND key = ?",
-                               (tenant, key)).fetchone()
+            insert = upsert(conn, context).values(
+                tenant=tenant, key=key, value=value, description=description, size_chars=len(value),
+                size_bytes=size, created_at=now, updated_at=now)
+            changed = {name: insert.excluded[name]
+                       for name in ("value", "description", "size_chars", "size_bytes", "updated_at")}
+            conn.execute(insert.on_conflict_do_update(index_elements=["tenant", "key"], set_=changed))
+            row = conn.execute(select(*_META).where(context.c.tenant == tenant, context.c.key == key)
+                               ).mappings().one()
         return cast(ContextMeta, dict(row))
 
     def _check_room(self, conn: Connection, tenant: str, key: str, size: int) -> None:
@@ -139,11 +99,12 @@ class ContextStore:
             return
         # Held to the end of the transaction: the tenant's other writers wait here, then count
         # what this one stored (on SQLite the write transaction already serializes them).
-        conn.execute("INSERT INTO context_tenants (tenant, writes) VALUES (?, 1) ON CONFLICT (tenant) "
-                     "DO UPDATE SET writes = context_tenants.writes + 1", (tenant,))
+        lock = upsert(conn, context_tenants).values(tenant=tenant, writes=1)
+        conn.execute(lock.on_conflict_do_update(index_elements=["tenant"],
+                                                set_={"writes": context_tenants.c.writes + 1}))
         others, stored = conn.execute(
-            "SELECT COUNT(*), COALESCE(SUM(size_bytes), 0) FROM context WHERE tenant = ? AND key <> ?",
-            (tenant, key)).fetchone()
+            select(func.count(), func.coalesce(func.sum(context.c.size_bytes), 0))
+            .where(context.c.tenant == tenant, context.c.key != key)).one()
         cap_entries, cap_bytes = self.max_tenant_entries, self.max_tenant_bytes
         hint = "delete entries you no longer need (context_list, context_delete), or ask the operator"
         if cap_entries and others + 1 > cap_entries:
@@ -161,8 +122,8 @@ class ContextStore:
         one_tenant(tenant)
         validate_key(key, self._secrets)
         with self.db.read() as conn:
-            row = conn.execute(f"SELECT value, {_META} FROM context WHERE tenant = ? AND key = ?",
-                               (tenant, key)).fetchone()
+            row = conn.execute(select(context.c.value, *_META)
+                               .where(context.c.tenant == tenant, context.c.key == key)).mappings().first()
         if row is None:
             return None
         data = cast(ContextEntry, dict(row))
@@ -173,11 +134,11 @@ class ContextStore:
         """Metadata of the tenant's entries (every tenant's for ``ALL_TENANTS``), most recently
         updated first; never the values."""
         now = time.time()
-        where, params = ("", ()) if tenant == ALL_TENANTS else (" WHERE tenant = ?", (one_tenant(tenant),))
+        query = select(*_META).order_by(context.c.updated_at.desc(), context.c.tenant, context.c.key)
+        if tenant != ALL_TENANTS:
+            query = query.where(context.c.tenant == one_tenant(tenant))
         with self.db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {_META} FROM context{where} ORDER BY updated_at DESC, tenant, key", params
-            ).fetchall()
+            rows = conn.execute(query).mappings().all()
         out = []
         for row in rows:
             data = cast(ContextListed, dict(row))
@@ -188,15 +149,15 @@ class ContextStore:
     def keys(self, tenant: str) -> builtins.list[str]:
         """The tenant's stored keys."""
         with self.db.read() as conn:
-            return [r[0] for r in conn.execute("SELECT key FROM context WHERE tenant = ? ORDER BY key",
-                                               (one_tenant(tenant),))]
+            return list(conn.scalars(select(context.c.key).where(context.c.tenant == one_tenant(tenant))
+                                     .order_by(context.c.key)))
 
     def delete(self, tenant: str, key: str) -> bool:
         """Remove the tenant's ``key``; ``True`` if it existed."""
         one_tenant(tenant)
         validate_key(key, self._secrets)
         with self.db.write() as conn:
-            deleted = conn.execute("DELETE FROM context WHERE tenant = ? AND key = ?", (tenant, key))
+            deleted = conn.execute(delete(context).where(context.c.tenant == tenant, context.c.key == key))
             return deleted.rowcount > 0
 
     def resolve(self, tenant: str, keys: builtins.list[str]) -> ResolvedContext:
@@ -209,11 +170,10 @@ class ContextStore:
         if not wanted:
             return ResolvedContext("", [], [])
         with self.db.read() as conn:
-            marks = ",".join("?" * len(wanted))
-            found = {
-                r[0]: r[1]
-                for r in conn.execute(f"SELECT key, value FROM context WHERE tenant = ? AND key IN ({marks})",
-                                      [tenant, *wanted])
+            found: dict[str, str] = {
+                key: value for key, value in conn.execute(
+                    select(context.c.key, context.c.value)
+                    .where(context.c.tenant == tenant, context.c.key.in_(wanted)))
             }
         resolved = [k for k in wanted if k in found]
         missing = [k for k in wanted if k not in found]
@@ -240,8 +200,8 @@ class ContextStore:
         return out[:limit]
 
 
-def context_store_for(settings: Settings, *, connections: Connections | None = None) -> ContextStore:
-    """The context bus configured by ``settings`` (on the App's connections when given)."""
-    database = database_for(settings, "context", settings.context_db, MIGRATIONS, connections=connections)
+def context_store_for(settings: Settings, *, engines: Engines | None = None) -> ContextStore:
+    """The context bus configured by ``settings`` (on the App's engines when given)."""
+    database = database_for(settings, "context", settings.context_db, engines=engines)
     return ContextStore(database, secrets=settings, max_tenant_bytes=settings.context_max_tenant_bytes,
                         max_tenant_entries=settings.context_max_tenant_entries)

@@ -1,37 +1,28 @@
-"""The database every store runs on: the :class:`Database` protocol and its SQLite implementation.
+"""The database every store runs on: :class:`Database`, one store's tables on a SQLAlchemy engine.
 
-Each store writes its SQL once, in the subset SQLite and PostgreSQL share (``?`` placeholders,
-``INSERT … ON CONFLICT … DO UPDATE``, ``RETURNING``, no ``rowid`` or ``PRAGMA``), and runs it on
-whichever :class:`Database` :func:`database_for` opens: :class:`SqliteDatabase` (a file under the
-state directory, the embedded default) or, when ``database_url`` is set,
-``stores.postgres.PostgresDatabase`` (one schema per store in a shared PostgreSQL database).
+Stores build their queries with SQLAlchemy Core from the tables in ``stores/tables.py`` and run them
+inside :meth:`Database.read` or :meth:`Database.write`; the same statement runs on either engine
+:func:`database_for` picks: the store's SQLite file under the state directory (the embedded default)
+or, when ``database_url`` is set, the store's schema (``ask_fable_<store>``) in a shared PostgreSQL
+database, reached through the connection's ``schema_translate_map``.
 
-Connections are per thread and per process: a :class:`Connections` pool keeps one connection per
-thread and database file (re-opened if the file is replaced, dropped after a fork), so a
-``Database`` object is safe to share across threads and server processes. The App hands one pool
-to all its stores and closes it when it ends; a ``Database`` given none keeps its own, closed by
-:meth:`Database.close`. Reusing connections matters: closing the last connection to a WAL
-database checkpoints and deletes the WAL, which made every short-lived connection cost
-milliseconds of disk syncs. Do not nest ``read()``/``write()`` of the same file on one thread
-(they share the thread's connection).
+Store methods block; the server calls them from its event loop in a worker thread, one hop per
+store call (``App.run_store``). A call cancelled while its store call runs waits for that call to
+end, so a transaction is always committed or rolled back whole and its connection returned.
 
-A store whose write transaction could conflict with another runs it as
-:meth:`Database.run_write` (a function of the connection, run again whole when PostgreSQL aborts it
-for a deadlock or a serialization failure); :meth:`Database.write` is for the rest.
+SQLite: a write begins with ``BEGIN IMMEDIATE`` (a deferred transaction that reads then writes gets
+"database is locked" at once under contention), taken with jittered retries up to
+:data:`LOCK_WAIT_S`, so ordinary multi-process contention never reaches a caller. The schema is
+brought to this release's Alembic head on first use of each file (``stores/schema.py``).
 
-Writes run inside ``BEGIN IMMEDIATE``: a deferred transaction that reads then writes gets
-"database is locked" at once under contention, whatever the busy timeout. Taking the write
-lock is retried with jittered backoff up to a bound, so ordinary multi-process contention never
-reaches a caller as an error.
-
-Migrations are a list of SQL scripts; script ``i`` moves ``PRAGMA user_version`` from ``i`` to
-``i + 1``. Pending ones are applied on first use, together, in one transaction; a file whose
-version is beyond the scripts this release knows is refused (:class:`~ask_fable.errors.SchemaMismatch`).
-
-A read-only pool (``Connections(read_only=True)``) opens existing files with ``mode=ro`` and never
-creates, migrates or writes one: a file that does not exist yet reads as an empty database of the
-current schema (in memory), and every write fails with SQLite's read-only error. It serves readers
-that must leave the state as they found it.
+PostgreSQL: reads run ``REPEATABLE READ READ ONLY`` (one consistent snapshot), writes ``READ
+COMMITTED``. A serving process never migrates: the schema must be at this release's head
+(``ask-fable db upgrade``), checked once per store, else :class:`~ask_fable.errors.SchemaMismatch`.
+A database that cannot be reached, or stops answering, fails the call as
+:class:`~ask_fable.errors.Unavailable` within ``database_connect_timeout`` +
+``database_statement_timeout``; the outage is said once on stderr, and again when it ends.
+Transactions that can conflict run through :meth:`Database.run_write`, run again whole when
+PostgreSQL aborts one for a deadlock or a serialization failure.
 """
 
 from __future__ import annotations
@@ -41,483 +32,497 @@ import random
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ask_fable.errors import SchemaMismatch, Unavailable
-from ask_fable.files import FILE_MODE, ensure_private_dir
+from ask_fable.errors import Unavailable
+from ask_fable.stores.engines import (
+    IMMEDIATE,
+    Engines,
+    Watch,
+    connection_failure,
+    is_statement_timeout,
+    report_up,
+    sqlite_inode,
+)
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection, Engine, RootTransaction, Table
+    from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
+    from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
+
     from ask_fable.config import Settings
-    from ask_fable.stores.postgres import PostgresPool
 
 T = TypeVar("T")
 
 Dialect = Literal["sqlite", "postgres"]
 
-
-class Cursor(Protocol):
-    """What a store reads back from a statement (``sqlite3.Cursor`` or a psycopg cursor)."""
-
-    @property
-    def rowcount(self) -> int:
-        """Rows the statement changed."""
-        ...
-
-    def fetchone(self) -> Any:
-        """The next row (indexable by position and by column name), or ``None``."""
-        ...
-
-    def fetchall(self) -> list[Any]:
-        """Every remaining row."""
-        ...
-
-    def __iter__(self) -> Iterator[Any]:
-        """The remaining rows, one by one."""
-        ...
-
-
-class Connection(Protocol):
-    """A connection inside one transaction, as a store's SQL sees it (``?`` placeholders)."""
-
-    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor:
-        """Run one statement."""
-        ...
-
-    def executemany(self, sql: str, parameters: Iterable[Sequence[Any]], /) -> Cursor:
-        """Run one statement once per parameter row."""
-        ...
-
-
-class Database(Protocol):
-    """One store's tables, on SQLite or PostgreSQL: transactions and the dialect they speak."""
-
-    dialect: Dialect
-
-    def read(self) -> AbstractContextManager[Connection]:
-        """A connection inside a read transaction (a consistent snapshot)."""
-        ...
-
-    def write(self) -> AbstractContextManager[Connection]:
-        """A connection inside a write transaction, committed when the body ends, rolled back if it raises."""
-        ...
-
-    def run_write(self, body: Callable[[Connection], T]) -> T:
-        """``body(conn)`` inside a write transaction, its result once committed; the whole transaction
-        runs again when the database aborts it for a conflict with another one (a deadlock or a
-        serialization failure on PostgreSQL; SQLite, whose writers take turns, runs it once).
-        ``body`` must do nothing but its SQL: it may run more than once."""
-        ...
-
-    def close(self) -> None:
-        """Close what this database opened for itself."""
-        ...
-
-
-def database_for(settings: Settings, store: str, path: str | os.PathLike[str] | None,
-                 migrations: Sequence[str], *, connections: Connections | None = None) -> Database:
-    """The database ``store`` runs on: PostgreSQL when ``settings.database_url`` is set, else the
-    SQLite file at ``path`` (a store without one, such as the answer archive, needs PostgreSQL)."""
-    url = settings.database_url
-    if url:
-        from ask_fable.stores.postgres import PostgresDatabase
-
-        pools = connections if connections is not None else Connections()
-        pool = pools.postgres(url, settings.database_connect_timeout, settings.database_pool_size)
-        return PostgresDatabase(pool, store, migrations, owned=connections is None, read_only=pools.read_only)
-    if path is None:
-        raise ValueError(f"the {store} store keeps no SQLite file; it needs database_url")
-    return SqliteDatabase(path, migrations, connections=connections)
-
-#: Connections one thread keeps open (least recently used beyond this are closed).
-MAX_THREAD_CONNECTIONS = 16
-
-BUSY_TIMEOUT_MS = 5_000
-#: Upper bound on the whole wait for the write lock, busy timeout rounds included.
+#: Upper bound on the whole wait for SQLite's write lock, busy timeout rounds included.
 LOCK_WAIT_S = 60.0
+#: SQLSTATEs of a transaction PostgreSQL aborted for a conflict with another one: serialization
+#: failure and deadlock. Running the transaction again is the documented remedy.
+CONFLICT_STATES = frozenset({"40001", "40P01"})
+#: Attempts :meth:`Database.run_write` makes at a body that keeps conflicting on PostgreSQL.
+WRITE_ATTEMPTS = 6
+#: First and longest pause between those attempts (jittered, doubling).
+RETRY_DELAY_S = (0.01, 0.2)
+#: Default bound on one PostgreSQL transaction when no settings name one.
+STATEMENT_TIMEOUT_S = 5.0
+#: How long past ``statement_timeout`` the watchdog waits before it cuts a silent connection.
+WATCHDOG_GRACE_S = 1.0
+
+
+class _Silent(Exception):
+    """A database that did not answer a transaction at all within its bound."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the database did not answer within {seconds:g} s")
+
+
+def schema_name(store: str) -> str:
+    """The PostgreSQL schema holding ``store``'s tables."""
+    if not store.replace("_", "").isalpha() or not store.islower():
+        raise ValueError(f"invalid store name: {store!r}")
+    return f"ask_fable_{store}"
 
 
 def is_busy_error(exc: BaseException) -> bool:
     """True for SQLITE_BUSY / SQLITE_LOCKED, the errors contention produces."""
-    if not isinstance(exc, sqlite3.OperationalError):
+    error = getattr(exc, "orig", None) or exc
+    if not isinstance(error, sqlite3.OperationalError):
         return False
-    code = getattr(exc, "sqlite_errorcode", None)
+    code = getattr(error, "sqlite_errorcode", None)
     if code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return True
-    message = str(exc).lower()
+    message = str(error).lower()
     return "locked" in message or "busy" in message
 
 
-def split_statements(script: str) -> list[str]:
-    """Split a SQL script into complete statements (semicolons inside strings and triggers are kept)."""
-    statements: list[str] = []
-    buffer = ""
-    for piece in script.split(";"):
-        buffer += piece + ";"
-        if sqlite3.complete_statement(buffer):
-            if buffer.strip(" \t\r\n;"):
-                statements.append(buffer.strip())
-            buffer = ""
-    if buffer.strip(" \t\r\n;"):
-        statements.append(buffer.strip())
-    return statements
-
-
-def open_database(location: str | os.PathLike[str] | Database, migrations: Sequence[str], *,
-                  connections: Connections | None = None) -> Database:
-    """``location`` itself when it is a :class:`Database`, else the SQLite file it names."""
-    if isinstance(location, str | os.PathLike):
-        return SqliteDatabase(location, migrations, connections=connections)
-    return location
+def is_conflict(exc: BaseException) -> bool:
+    """Whether PostgreSQL aborted a transaction for a conflict with another (deadlock, serialization)."""
+    error = getattr(exc, "orig", None) or exc
+    return getattr(error, "sqlstate", None) in CONFLICT_STATES
 
 
 def is_unreachable(exc: BaseException) -> bool:
     """Whether a store failed because its database could not be used (so a fallback may help)."""
-    from ask_fable.errors import Unavailable
+    from sqlalchemy.exc import DBAPIError
 
-    return isinstance(exc, sqlite3.Error | OSError | Unavailable)
+    return isinstance(exc, sqlite3.Error | OSError | Unavailable | DBAPIError)
 
 
-class Connections:
-    """Per-thread SQLite connections, by file, and which files have their migrations applied; and
-    the PostgreSQL connection pool, by URL.
+def database_for(settings: Settings, store: str, path: str | os.PathLike[str] | None, *,
+                 engines: Engines | None = None) -> Database:
+    """The database ``store`` runs on: PostgreSQL when ``settings.database_url`` is set, else the
+    SQLite file at ``path`` (a store without one, such as the answer archive, needs PostgreSQL)."""
+    url = settings.database_url
+    if url:
+        return Database.postgres(url, store, engines=engines,
+                                 connect_timeout=settings.database_connect_timeout,
+                                 pool_size=settings.database_pool_size,
+                                 statement_timeout=settings.database_statement_timeout)
+    if path is None:
+        raise ValueError(f"the {store} store keeps no SQLite file; it needs database_url")
+    return Database.sqlite(path, store, engines=engines)
 
-    Each thread keeps up to :data:`MAX_THREAD_CONNECTIONS` SQLite connections (least recently used
-    beyond that are closed). :meth:`close` closes every connection any thread opened and every
-    PostgreSQL pool; the object stays usable and reopens on next use.
-    """
 
-    def __init__(self, *, read_only: bool = False) -> None:
-        #: Open existing files read-only; never create, migrate or write one.
-        self.read_only = read_only
-        self._local = threading.local()
-        self._lock = threading.Lock()
-        # Every connection opened, from any thread, so close() can reach them all.
-        self._opened: set[sqlite3.Connection] = set()
-        self._ready: set[tuple[str, int, int]] = set()
-        # Held while a file's migrations run (which may drop a connection, taking _lock).
-        self._ready_lock = threading.Lock()
-        self._generation = 0
-        self._pg_pools: dict[str, PostgresPool] = {}
+def open_database(location: str | os.PathLike[str] | Database, store: str, *,
+                  engines: Engines | None = None) -> Database:
+    """``location`` itself when it is a :class:`Database`, else ``store``'s SQLite file it names."""
+    if isinstance(location, str | os.PathLike):
+        return Database.sqlite(location, store, engines=engines)
+    return location
 
-    def postgres(self, url: str, connect_timeout: float, size: int) -> PostgresPool:
-        """The PostgreSQL pool for ``url`` (opened on first use, shared by every store)."""
-        with self._lock:
-            pool = self._pg_pools.get(url)
-            if pool is None:
-                from ask_fable.stores.postgres import PostgresPool
 
-                pool = self._pg_pools[url] = PostgresPool(url, connect_timeout=connect_timeout, size=size)
-            return pool
+class Database:
+    """One store's tables on SQLite or PostgreSQL: transactions, and the schema made current first."""
 
-    def thread_map(self) -> OrderedDict[str, tuple[sqlite3.Connection, int]]:
-        """This thread's connections by file key, with the inode each was opened on."""
-        local = self._local
-        current = (os.getpid(), self._generation)
-        if getattr(local, "owner", None) != current:
-            # After a fork, inherited connections must be abandoned, never used or closed; after
-            # close() they are gone.
-            local.owner = current
-            local.conns = OrderedDict()
-        conns: OrderedDict[str, tuple[sqlite3.Connection, int]] = local.conns
-        return conns
+    def __init__(self, engines: Engines, store: str, dialect: Dialect, *, path: Path | None = None,
+                 url: str | None = None, engine_for: Callable[[], Engine], owned: bool,
+                 statement_timeout: float = STATEMENT_TIMEOUT_S) -> None:
+        self.engines = engines
+        self.store = store
+        self.dialect: Dialect = dialect
+        self.path = path
+        self.url = url
+        self._engine_for = engine_for
+        self._owned = owned
+        self.statement_timeout = statement_timeout
+        self.schema = schema_name(store) if dialect == "postgres" else None
+        self._prepare_lock = threading.Lock()
+        self._memory: Engine | None = None
 
-    def track(self, conn: sqlite3.Connection) -> None:
-        """Remember ``conn`` so :meth:`close` closes it."""
-        with self._lock:
-            self._opened.add(conn)
+    @classmethod
+    def sqlite(cls, path: str | os.PathLike[str], store: str, *, engines: Engines | None = None) -> Database:
+        """``store``'s tables in the SQLite file at ``path``."""
+        pool = engines if engines is not None else Engines()
+        absolute = Path(os.path.abspath(Path(path).expanduser()))
+        return cls(pool, store, "sqlite", path=absolute, engine_for=lambda: pool.sqlite(absolute),
+                   owned=engines is None)
 
-    def drop(self, conn: sqlite3.Connection) -> None:
-        """Close ``conn`` and stop tracking it."""
-        with self._lock:
-            self._opened.discard(conn)
-        with suppress(sqlite3.Error):
-            conn.close()
+    @classmethod
+    def postgres(cls, url: str, store: str, *, engines: Engines | None = None, connect_timeout: float,
+                 pool_size: int, statement_timeout: float) -> Database:
+        """``store``'s schema in the PostgreSQL database at ``url``."""
+        from ask_fable.stores.engines import postgres_url, require_driver
 
-    def is_ready(self, marker: tuple[str, int, int]) -> bool:
-        """Whether the file (key, inode, migration count) was prepared through this pool."""
-        return marker in self._ready
-
-    @contextmanager
-    def preparing(self) -> Iterator[set[tuple[str, int, int]]]:
-        """The set of prepared files, held under the pool's migration lock."""
-        with self._ready_lock:
-            yield self._ready
-
-    def forget_ready(self, key: str) -> None:
-        """Forget that ``key``'s file was prepared (it was replaced)."""
-        with self._ready_lock:
-            for marker in [m for m in self._ready if m[0] == key]:
-                self._ready.discard(marker)
+        postgres_url(url)  # an unusable URL fails here, at start, not at the first call
+        require_driver()
+        pool = engines if engines is not None else Engines()
+        return cls(pool, store, "postgres", url=url, owned=engines is None,
+                   statement_timeout=statement_timeout,
+                   engine_for=lambda: pool.postgres(url, connect_timeout=connect_timeout, pool_size=pool_size,
+                                                    statement_timeout=statement_timeout))
 
     @property
-    def open_count(self) -> int:
-        """Connections open now, across threads."""
-        with self._lock:
-            return len(self._opened)
+    def location(self) -> str:
+        """Where this store's rows live, as a result may name it (no credentials)."""
+        return f"postgresql:{self.store}" if self.dialect == "postgres" else str(self.path)
 
-    def _take_all(self) -> tuple[set[sqlite3.Connection], list[PostgresPool]]:
-        with self._lock:
-            opened, self._opened = self._opened, set()
-            pools, self._pg_pools = list(self._pg_pools.values()), {}
-            self._generation += 1
-        with self._ready_lock:
-            self._ready.clear()
-        for conn in opened:
-            with suppress(sqlite3.Error):
-                conn.close()
-        return opened, pools
+    # --- transactions --------------------------------------------------------------------------
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection inside a read transaction: a consistent snapshot, never blocking writers."""
+        with self._transaction(write=False) as conn:
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """A connection inside a write transaction, committed when the body ends, rolled back if it
+        raises. A body that may conflict with another transaction on PostgreSQL belongs in
+        :meth:`run_write`; here such a conflict fails the call as :class:`Unavailable`."""
+        try:
+            with self._transaction(write=True) as conn:
+                yield conn
+        except Exception as exc:
+            if is_conflict(exc):
+                raise self._conflicted(exc) from exc
+            raise
+
+    def run_write(self, body: Callable[[Connection], T]) -> T:
+        """``body(conn)`` inside a write transaction, its result once committed. PostgreSQL aborting
+        it for a conflict with another transaction runs it again whole, up to :data:`WRITE_ATTEMPTS`
+        times (SQLite's writers take turns, so it runs once). ``body`` must do nothing but its
+        queries: it may run more than once."""
+        delay, longest = RETRY_DELAY_S
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with self._transaction(write=True) as conn:
+                    return body(conn)
+            except Exception as exc:
+                if not is_conflict(exc):
+                    raise
+                if attempt == WRITE_ATTEMPTS:
+                    raise self._conflicted(exc) from exc
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, longest)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check`` of the file (``"ok"`` for a sound one); PostgreSQL keeps
+        its own consistency and answers ``"ok"``."""
+        if self.dialect != "sqlite":
+            return "ok"
+        with self.read() as conn:
+            return "\n".join(str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check"))
 
     def close(self) -> None:
-        """Close every connection opened through this pool, in any thread."""
-        for pool in self._take_all()[1]:
-            pool.close()
+        """Close the connections this database opened for itself (shared engines are the App's)."""
+        if self._memory is not None:
+            self._memory.dispose()
+            self._memory = None
+        if self._owned:
+            self.engines.close()
 
-    async def aclose(self) -> None:
-        """Close every connection opened through this pool, waiting for the PostgreSQL connections of
-        the running event loop to close."""
-        for pool in self._take_all()[1]:
-            await pool.aclose()
+    def _conflicted(self, exc: BaseException) -> Unavailable:
+        from ask_fable.stores.engines import reason
 
+        return Unavailable(f"a PostgreSQL write kept conflicting with other writes "
+                           f"({reason(exc, self.url or '')})", hint="the call can be retried")
 
-class SqliteDatabase:
-    """One SQLite file: private permissions, WAL, migrations applied on open, retried writes."""
-
-    dialect: Dialect = "sqlite"
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str],
-        migrations: Sequence[str],
-        *,
-        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
-        lock_wait_s: float = LOCK_WAIT_S,
-        synchronous: str = "NORMAL",
-        connections: Connections | None = None,
-    ) -> None:
-        self.path = Path(os.path.abspath(Path(path).expanduser()))
-        # The App's pool when given; otherwise this database owns its connections.
-        self._owns_pool = connections is None
-        self._pool = connections if connections is not None else Connections()
-        self.migrations = list(migrations)
-        self._busy_timeout_ms = busy_timeout_ms
-        self._lock_wait_s = lock_wait_s
-        # WAL + NORMAL survives a killed process with every committed transaction intact; only a
-        # power loss can roll back the last commits, and never corrupts the file.
-        self._synchronous = synchronous
-        self._key = str(self.path)
-
-    # --- connections -------------------------------------------------------------------------
-    def _raw_connect(self) -> sqlite3.Connection:
-        if self._pool.read_only:
-            return self._configure(self._read_only_connect())
-        if not self.path.exists():
-            ensure_private_dir(self.path.parent)
-            # Create the file ourselves so it is 0600 from the first byte; SQLite gives its
-            # -wal and -shm companions the database file's permissions.
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-            os.close(fd)
-            self._forget_ready()
-        conn = sqlite3.connect(
-            self.path,
-            timeout=self._busy_timeout_ms / 1000,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        return self._configure(conn)
-
-    def _read_only_connect(self) -> sqlite3.Connection:
-        if self.path.exists():
-            conn = sqlite3.connect(
-                f"{self.path.as_uri()}?mode=ro",
-                uri=True,
-                timeout=self._busy_timeout_ms / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+    @contextmanager
+    def _transaction(self, *, write: bool) -> Iterator[Connection]:
+        if self.dialect == "sqlite":
+            with self._sqlite_transaction(write) as conn:
+                yield conn
         else:
-            # Nothing stored yet: read an empty database of the current schema, created nowhere.
-            conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-            for script in self.migrations:
-                for statement in split_statements(script):
-                    conn.execute(statement)
-        conn.execute("PRAGMA query_only = ON")
-        return conn
+            with self._postgres_transaction(write) as conn:
+                yield conn
 
-    def _configure(self, conn: sqlite3.Connection) -> sqlite3.Connection:
+    # --- SQLite --------------------------------------------------------------------------------
+    def _sqlite_engine(self) -> Engine:
+        """The file's engine, its schema made current on first use; for a reader, a file not made
+        yet reads as an empty database of the current schema, in memory."""
+        assert self.path is not None
+        if self.engines.read_only and not self.path.exists():
+            return self._empty_schema()
+        engine = self._engine_for()
+        if self.engines.read_only:
+            return engine
+        marker = ("sqlite", str(self.path), sqlite_inode(self.path))
+        if marker not in self.engines.prepared:
+            with self._prepare_lock:
+                if marker not in self.engines.prepared:
+                    self._retry_busy(lambda: self._upgrade_sqlite(engine))
+                    self.engines.prepared.add(("sqlite", str(self.path), sqlite_inode(self.path)))
+        return engine
+
+    def _upgrade_sqlite(self, engine: Engine) -> None:
+        from ask_fable.stores.schema import upgrade_store
+
+        with engine.connect() as conn:
+            conn.execution_options(**{IMMEDIATE: True})
+            with conn.begin():
+                upgrade_store(conn, self.store, None, where=str(self.path))
+
+    def _empty_schema(self) -> Engine:
+        if self._memory is None:
+            from sqlalchemy import create_engine
+            from sqlalchemy.pool import StaticPool
+
+            from ask_fable.stores.tables import METADATA
+
+            memory = create_engine("sqlite://", poolclass=StaticPool,
+                                   connect_args={"check_same_thread": False})
+            METADATA[self.store].create_all(memory)
+            self._memory = memory
+        return self._memory
+
+    @contextmanager
+    def _sqlite_transaction(self, write: bool) -> Iterator[Connection]:
+        from sqlalchemy.exc import DBAPIError
+
         try:
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+            engine = self._sqlite_engine()
+            conn = self._retry_busy(lambda: self._begin_sqlite(engine, write))
+        except OSError as exc:
+            raise self._unusable(exc) from exc
+        except DBAPIError as exc:
+            if is_busy_error(exc) or self.engines.read_only:  # contention, or a reader that tried to write
+                raise
+            raise self._unusable(exc) from exc
+        try:
+            yield conn
+            if write:
+                self._retry_busy(lambda: conn.commit())
+        finally:
+            conn.close()  # rolls back whatever was not committed, and returns the connection
+
+    def _begin_sqlite(self, engine: Engine, write: bool) -> Connection:
+        conn = engine.connect()
+        try:
+            if write:
+                conn.execution_options(**{IMMEDIATE: True})
+            conn.begin()
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _connection(self) -> sqlite3.Connection:
-        """This thread's connection to the file, opened (and the schema migrated) on first use."""
-        pool = self._pool
-        conns = pool.thread_map()
-        try:
-            inode = os.stat(self.path).st_ino
-        except FileNotFoundError:
-            inode = -1
-        except OSError as exc:
-            raise self._unusable(exc) from exc
-        cached = conns.get(self._key)
-        if cached is not None and cached[1] == inode:
-            conn = cached[0]
-            conns.move_to_end(self._key)
-        else:
-            if cached is not None:
-                conns.pop(self._key, None)
-                pool.drop(cached[0])
-                # Closing may free the old inode for a new file at this path: forget its schema.
-                self._forget_ready()
-            try:
-                conn = self._retry(self._raw_connect)
-            except OSError as exc:
-                raise self._unusable(exc) from exc
-            pool.track(conn)
-            try:
-                inode = os.stat(self.path).st_ino
-            except FileNotFoundError:  # a read-only pool reading a file not created yet
-                inode = -1
-            conns[self._key] = (conn, inode)
-            if len(conns) > MAX_THREAD_CONNECTIONS:
-                idle = [k for k, (c, _i) in conns.items() if not c.in_transaction and k != self._key]
-                for key in idle[: len(conns) - MAX_THREAD_CONNECTIONS]:
-                    pool.drop(conns.pop(key)[0])
-        marker = (self._key, inode, len(self.migrations))
-        if not pool.is_ready(marker):
-            with pool.preparing() as ready:
-                if marker not in ready:
-                    try:
-                        self._retry(lambda: self._prepare(conn))
-                    except BaseException:
-                        self._discard(conn)
-                        raise
-                    ready.add(marker)
-        return conn
-
-    def _forget_ready(self) -> None:
-        self._pool.forget_ready(self._key)
-
-    def _discard(self, conn: sqlite3.Connection) -> None:
-        """Forget a connection left in an unknown state."""
-        conns = self._pool.thread_map()
-        cached = conns.get(self._key)
-        if cached is not None and cached[0] is conn:
-            conns.pop(self._key, None)
-        self._pool.drop(conn)
-
-    def close(self) -> None:
-        """Close this database's connections: every thread's when it owns them, else this thread's."""
-        if self._owns_pool:
-            self._pool.close()
-            return
-        conns = self._pool.thread_map()
-        if self._key in conns:
-            self._pool.drop(conns.pop(self._key)[0])
-
-    def _prepare(self, conn: sqlite3.Connection) -> None:
-        """Switch to WAL and apply pending migrations in one transaction (a read-only pool: neither)."""
-        if self._pool.read_only:
-            return
-        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-            conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > len(self.migrations):
-                raise SchemaMismatch.newer(str(self.path), version, len(self.migrations))
-            for number in range(version, len(self.migrations)):
-                for statement in split_statements(self.migrations[number]):
-                    conn.execute(statement)
-            if version < len(self.migrations):
-                conn.execute(f"PRAGMA user_version = {len(self.migrations)}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
-    def _unusable(self, exc: OSError) -> Unavailable:
-        """The error for a file that cannot be opened where it should be (its directory is a file,
-        cannot be created or written)."""
-        return Unavailable(f"cannot open {self.path} ({exc.strerror or type(exc).__name__})",
-                           hint=f"ask-fable keeps its data in {self.path.parent}: make it a directory this "
-                           "user can write, or set XDG_STATE_HOME to one")
-
-    def _retry(self, action: Callable[[], T]) -> T:
-        """Run ``action`` until it stops failing with busy/locked, within the wait bound."""
-        deadline = time.monotonic() + self._lock_wait_s
+    def _retry_busy(self, action: Callable[[], T]) -> T:
+        """``action`` run until it stops failing with busy/locked, within :data:`LOCK_WAIT_S`."""
+        deadline = time.monotonic() + LOCK_WAIT_S
         delay = 0.005
         while True:
             try:
                 return action()
-            except sqlite3.OperationalError as exc:
+            except Exception as exc:
                 if not is_busy_error(exc) or time.monotonic() >= deadline:
                     raise
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.25)
 
-    # --- public API ----------------------------------------------------------------------------
-    @property
-    def schema_version(self) -> int:
-        """The ``user_version`` of the file (migrations applied first)."""
-        with self.read() as conn:
-            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    def _unusable(self, exc: BaseException) -> Unavailable:
+        """The error for a file that cannot be opened where it should be (its directory is a file,
+        cannot be created or written)."""
+        error = getattr(exc, "orig", None) or exc
+        why = getattr(error, "strerror", None) or str(error) or type(error).__name__
+        assert self.path is not None
+        return Unavailable(f"cannot open {self.path} ({why})",
+                           hint=f"ask-fable keeps its data in {self.path.parent}: make it a directory this "
+                           "user can write, or set XDG_STATE_HOME to one")
+
+    # --- PostgreSQL ----------------------------------------------------------------------------
+    def _checkout(self) -> Connection:
+        """A pooled connection (pinged on its way out), or the caller-facing error."""
+        from sqlalchemy.exc import DBAPIError
+        from sqlalchemy.exc import TimeoutError as PoolTimeout
+
+        engine = self._engine_for()
+        try:
+            return engine.connect()
+        except PoolTimeout as exc:
+            raise Unavailable(f"every PostgreSQL connection of this server is in use (pool of "
+                              f"{engine.pool.size()})",  # type: ignore[attr-defined]
+                              hint="raise ASK_FABLE_DATABASE_POOL_SIZE, or the call can be retried") from exc
+        except DBAPIError as exc:
+            raise connection_failure(exc, self.url or "") from exc
+
+    def _watch(self, conn: Connection) -> Watch:
+        """Watch ``conn``'s socket for this database's bound. The server cancels a slow query itself
+        (``statement_timeout``); the watchdog, a little later, only ever fires for a server that
+        stopped answering altogether."""
+        fd = conn.connection.dbapi_connection.fileno()  # type: ignore[union-attr]
+        return self.engines.watchdog.watch(fd, self.statement_timeout + WATCHDOG_GRACE_S)
 
     @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A connection inside a read transaction: a consistent snapshot, never blocking writers."""
-        conn = self._connection()
-        self._retry(lambda: conn.execute("BEGIN"))
+    def _failures_named(self, watch: Watch) -> Iterator[None]:
+        """Driver errors of the body as the caller should see them: a conflict as raised (for
+        :meth:`run_write`), a cancelled slow query, a silent or lost database as ``Unavailable``, a
+        refused login as ``NotConfigured``."""
+        from sqlalchemy.exc import DBAPIError
+
+        url = self.url or ""
         try:
-            yield conn
-        finally:
-            self._end(conn, "ROLLBACK")
+            yield
+        except DBAPIError as exc:
+            if is_conflict(exc):
+                raise
+            if watch.cut:
+                bound = self.statement_timeout + WATCHDOG_GRACE_S
+                raise connection_failure(_Silent(bound), url) from exc
+            if is_statement_timeout(exc):
+                raise Unavailable(
+                    f"a PostgreSQL query ran past {self.statement_timeout:g} s and was cancelled",
+                    hint="the call can be retried; raise ASK_FABLE_DATABASE_STATEMENT_TIMEOUT if this "
+                    "store's queries are slow") from exc
+            if exc.connection_invalidated or _is_connection_error(exc):
+                raise connection_failure(exc, url) from exc
+            raise
 
     @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        """A connection inside ``BEGIN IMMEDIATE`` … ``COMMIT`` (rolled back if the body raises).
-
-        The write lock is taken with retries, so contention from other processes waits instead of
-        failing. Keep the body short: it holds the database's single write lock.
-        """
-        conn = self._connection()
-        self._retry(lambda: conn.execute("BEGIN IMMEDIATE"))
-        try:
-            yield conn
-        except BaseException:
-            self._end(conn, "ROLLBACK")
-            raise
-        try:
-            self._retry(lambda: conn.execute("COMMIT"))
-        except BaseException:
-            self._end(conn, "ROLLBACK")
-            raise
-
-    def run_write(self, body: Callable[[Connection], T]) -> T:
-        """``body`` inside :meth:`write`: SQLite's writers hold the file's one write lock in turn, so
-        no transaction is ever aborted for a conflict and there is nothing to run again."""
-        with self.write() as conn:
-            return body(conn)
-
-    def _end(self, conn: sqlite3.Connection, statement: str) -> None:
-        if not conn.in_transaction:
+    def _postgres_transaction(self, write: bool) -> Iterator[Connection]:
+        scope: JoinedWrites | None = getattr(_joined, "scope", None)
+        if write and scope is not None and scope.engines is self.engines and not self.engines.read_only:
+            conn, watch = scope.enter(self)
+            with self._failures_named(watch), conn.begin_nested():
+                yield conn
             return
+        conn = self._checkout()
         try:
-            conn.execute(statement)
-        except sqlite3.Error:
-            self._discard(conn)
+            options: dict[str, object] = {"schema_translate_map": {None: self.schema}}
+            if not write:
+                options["isolation_level"] = "REPEATABLE READ"
+            if not write or self.engines.read_only:
+                options["postgresql_readonly"] = True
+            conn.execution_options(**options)
+            watch = self._watch(conn)
+            try:
+                with self._failures_named(watch):
+                    self._check_schema(conn)
+                    with conn.begin():
+                        yield conn
+            finally:
+                self.engines.watchdog.release(watch)
+        finally:
+            conn.close()
+        report_up(self.url or "")
 
-    def integrity_check(self) -> str:
-        """``PRAGMA integrity_check``: ``"ok"`` for a sound file."""
-        with self.read() as conn:
-            rows = conn.execute("PRAGMA integrity_check").fetchall()
-        return "\n".join(str(r[0]) for r in rows)
+    def _check_schema(self, conn: Connection, *, in_transaction: bool = False) -> None:
+        """Refuse a schema other than this release's head (checked once per engine and store)."""
+        marker = ("postgres", self.url or "", hash(self.store))
+        if marker in self.engines.prepared:
+            return
+        from ask_fable.stores.schema import require_current
+
+        if in_transaction:
+            require_current(conn, self.store, self.schema)
+        else:
+            with conn.begin():
+                require_current(conn, self.store, self.schema)
+        self.engines.prepared.add(marker)
+
+
+_joined = threading.local()
+
+
+@contextmanager
+def joined_writes(engines: Engines) -> Iterator[None]:
+    """Every PostgreSQL write this thread's stores on ``engines`` make in the body joins one
+    transaction, committed when the body ends (rolled back if it raises): what a finished call
+    leaves (audit, trace and its events, hub turn, saved answer) costs one commit instead of one per
+    store. Each store's write runs in a savepoint of its own, so a store that fails loses only its
+    own rows. Reads, SQLite files and a nested use are untouched."""
+    if getattr(_joined, "scope", None) is not None:
+        yield
+        return
+    scope = JoinedWrites(engines)
+    _joined.scope = scope
+    try:
+        yield
+        scope.finish(commit=True)
+    except BaseException:
+        scope.finish(commit=False)
+        raise
+    finally:
+        _joined.scope = None
+
+
+class JoinedWrites:
+    """The one transaction of :func:`joined_writes`: opened by the first store that writes."""
+
+    def __init__(self, engines: Engines) -> None:
+        self.engines = engines
+        self._conn: Connection | None = None
+        self._outer: RootTransaction | None = None
+        self._owner: Database | None = None
+        self._watch: Watch | None = None
+
+    def enter(self, db: Database) -> tuple[Connection, Watch]:
+        """The shared connection, pointed at ``db``'s schema (begun, and checked, on first use)."""
+        if self._conn is None:
+            conn = db._checkout()
+            watch = db._watch(conn)
+            try:
+                with db._failures_named(watch):
+                    self._outer = conn.begin()
+            except BaseException:
+                self.engines.watchdog.release(watch)
+                conn.close()
+                raise
+            self._conn, self._owner, self._watch = conn, db, watch
+        assert self._watch is not None
+        if self._owner is not None and self._owner.url != db.url:
+            raise ValueError("joined writes span one PostgreSQL database")
+        self._conn.execution_options(schema_translate_map={None: db.schema})
+        with db._failures_named(self._watch):
+            db._check_schema(self._conn, in_transaction=True)
+        return self._conn, self._watch
+
+    def finish(self, *, commit: bool) -> None:
+        """Commit (or roll back) what the stores wrote, and return the connection."""
+        if self._conn is None or self._outer is None or self._owner is None or self._watch is None:
+            return
+        conn, owner, watch = self._conn, self._owner, self._watch
+        self._conn = None
+        try:
+            if commit:
+                with owner._failures_named(watch):
+                    self._outer.commit()
+            else:
+                self._outer.rollback()
+        finally:
+            self.engines.watchdog.release(watch)
+            conn.close()
+        if commit:
+            report_up(owner.url or "")
+
+
+def _is_connection_error(exc: BaseException) -> bool:
+    from sqlalchemy.exc import InterfaceError, OperationalError
+
+    return isinstance(exc, OperationalError | InterfaceError)
+
+
+def upsert(conn: Connection, table: Table) -> SqliteInsert | PostgresInsert:
+    """``INSERT`` into ``table`` in the dialect of ``conn``, so ``on_conflict_do_update`` /
+    ``on_conflict_do_nothing`` and ``excluded`` are available (the two dialects spell them alike)."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgres_insert
+
+        return postgres_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert(table)

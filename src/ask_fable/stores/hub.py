@@ -9,89 +9,31 @@ turns. Every turn and heartbeat belongs to a tenant, and every read names the te
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
+
+from sqlalchemy import case, delete, func, insert, select
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Connection, Connections, Database, database_for
+from ask_fable.stores.db import Database, database_for, upsert
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import HubTurn
+from ask_fable.stores.tables import hub_counters, hub_sessions, hub_turns
 from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Connection
+
     from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 
-MIGRATIONS = [
-    """
-    CREATE TABLE turns (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        session_key TEXT NOT NULL,
-        agent_id TEXT NOT NULL,
-        project TEXT NOT NULL,
-        oracle TEXT NOT NULL,
-        status TEXT NOT NULL,
-        question TEXT NOT NULL,
-        answer TEXT NOT NULL,
-        elapsed_ms REAL,
-        sdk_session_id TEXT,
-        ts REAL NOT NULL
-    );
-    CREATE INDEX turns_session ON turns(session_key, agent_id, id);
-    CREATE INDEX turns_ts ON turns(ts);
-    CREATE INDEX turns_project_ts ON turns(project, ts);
-    CREATE TABLE sessions (
-        session_key TEXT NOT NULL,
-        agent_id TEXT NOT NULL,
-        project TEXT NOT NULL,
-        first_seen REAL NOT NULL,
-        last_seen REAL NOT NULL,
-        turns INTEGER NOT NULL DEFAULT 0,
-        last_question TEXT NOT NULL DEFAULT '',
-        last_oracle TEXT,
-        last_status TEXT,
-        PRIMARY KEY (session_key, agent_id)
-    );
-    CREATE INDEX sessions_last_seen ON sessions(last_seen);
-    CREATE INDEX sessions_project ON sessions(project, last_seen);
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-    """,
-    # Tenants: existing turns and heartbeats belong to the local tenant; a heartbeat is one per
-    # (tenant, session_key, agent_id).
-    """
-    ALTER TABLE turns ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
-    CREATE INDEX turns_tenant_session ON turns(tenant, session_key, agent_id, id);
-    CREATE INDEX turns_tenant_ts ON turns(tenant, ts);
-    CREATE TABLE sessions_v2 (
-        tenant TEXT NOT NULL DEFAULT 'local',
-        session_key TEXT NOT NULL,
-        agent_id TEXT NOT NULL,
-        project TEXT NOT NULL,
-        first_seen REAL NOT NULL,
-        last_seen REAL NOT NULL,
-        turns INTEGER NOT NULL DEFAULT 0,
-        last_question TEXT NOT NULL DEFAULT '',
-        last_oracle TEXT,
-        last_status TEXT,
-        PRIMARY KEY (tenant, session_key, agent_id)
-    );
-    INSERT INTO sessions_v2 (tenant, session_key, agent_id, project, first_seen, last_seen, turns,
-                             last_question, last_oracle, last_status)
-        SELECT 'local', session_key, agent_id, project, first_seen, last_seen, turns, last_question,
-               last_oracle, last_status FROM sessions;
-    DROP TABLE sessions;
-    ALTER TABLE sessions_v2 RENAME TO sessions;
-    CREATE INDEX sessions_last_seen ON sessions(last_seen);
-    CREATE INDEX sessions_tenant_project ON sessions(tenant, project, last_seen);
-    """,
-]
 
-
-def _tenant_clause(tenant: str, column: str = "tenant") -> tuple[list[str], list[Any]]:
-    """The WHERE condition and parameter limiting a query to ``tenant`` (none for ``ALL_TENANTS``)."""
-    return ([], []) if tenant == ALL_TENANTS else ([f"{column} = ?"], [tenant])
+def _for_tenant(tenant: str, column: ColumnElement[str]) -> list[ColumnElement[bool]]:
+    """The condition limiting a query to ``tenant`` (none for ``ALL_TENANTS``)."""
+    return [] if tenant == ALL_TENANTS else [column == tenant]
 
 
 class SessionHub:
@@ -99,10 +41,9 @@ class SessionHub:
     writes are no-ops when ``settings.hub`` is off."""
 
     def __init__(self, settings: Settings, *, sweep_every: int = SWEEP_EVERY, clock: Clock = SYSTEM_CLOCK,
-                 connections: Connections | None = None) -> None:
+                 engines: Engines | None = None) -> None:
         self.settings = settings
-        self.db: Database = database_for(settings, "hub", settings.hub_db, MIGRATIONS,
-                                         connections=connections)
+        self.db: Database = database_for(settings, "hub", settings.hub_db, engines=engines)
         self._clock = clock
         self.sweep_every = max(1, int(sweep_every))
         self._secrets = secret_list(settings)
@@ -127,35 +68,32 @@ class SessionHub:
         preview = question[: max(1, int(self.settings.hub_preview_chars)) * 4]
 
         def store(conn: Connection) -> None:
-            conn.execute(
-                "INSERT INTO turns (tenant, session_key, agent_id, project, oracle, status, question, "
-                "answer, elapsed_ms, sdk_session_id, ts) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (tenant, session_key, agent_id, project, turn.oracle, turn.status, question, answer,
-                 turn.elapsed_ms, turn.sdk_session_id, now),
-            )
-            conn.execute(
-                "INSERT INTO sessions (tenant, session_key, agent_id, project, first_seen, last_seen, turns, "
-                "last_question, last_oracle, last_status) VALUES (?,?,?,?,?,?,1,?,?,?) "
-                "ON CONFLICT(tenant, session_key, agent_id) DO UPDATE SET project = excluded.project, "
-                "last_seen = excluded.last_seen, turns = sessions.turns + 1, "
-                "last_question = excluded.last_question, last_oracle = excluded.last_oracle, "
-                "last_status = excluded.last_status",
-                (tenant, session_key, agent_id, project, now, now, preview, turn.oracle, turn.status),
-            )
-            if bump_write_counter(conn) % self.sweep_every == 0:
+            conn.execute(insert(hub_turns).values(
+                tenant=tenant, session_key=session_key, agent_id=agent_id, project=project,
+                oracle=turn.oracle, status=turn.status, question=question, answer=answer,
+                elapsed_ms=turn.elapsed_ms, sdk_session_id=turn.sdk_session_id, ts=now))
+            beat = upsert(conn, hub_sessions).values(
+                tenant=tenant, session_key=session_key, agent_id=agent_id, project=project, first_seen=now,
+                last_seen=now, turns=1, last_question=preview, last_oracle=turn.oracle,
+                last_status=turn.status)
+            changed = {name: beat.excluded[name]
+                       for name in ("project", "last_seen", "last_question", "last_oracle", "last_status")}
+            conn.execute(beat.on_conflict_do_update(
+                index_elements=["tenant", "session_key", "agent_id"],
+                set_={**changed, "turns": hub_sessions.c.turns + 1}))
+            if bump_write_counter(conn, table=hub_counters) % self.sweep_every == 0:
                 self._sweep(conn)
 
         self.db.run_write(store)
 
     def _sweep(self, conn: Connection) -> int:
         cap = int(self.settings.hub_max_rows)
-        count = int(conn.execute("SELECT count(*) FROM turns").fetchone()[0])
+        count = int(conn.scalar(select(func.count()).select_from(hub_turns)) or 0)
         if count <= cap:
             return 0
         excess = count - int(cap * 0.9)
-        return int(conn.execute(
-            "DELETE FROM turns WHERE id IN (SELECT id FROM turns ORDER BY id LIMIT ?)", (excess,)
-        ).rowcount)
+        oldest = select(hub_turns.c.id).order_by(hub_turns.c.id).limit(excess)
+        return int(conn.execute(delete(hub_turns).where(hub_turns.c.id.in_(oldest))).rowcount)
 
     def sweep(self) -> int:
         """Trim retained turns toward 90% of ``hub_max_rows`` now; returns turns deleted."""
@@ -172,21 +110,19 @@ class SessionHub:
         now = self._clock.now()
         stale_after = float(self.settings.hub_stale_seconds)
         preview = int(self.settings.hub_preview_chars)
-        where, params = _tenant_clause(tenant, "s.tenant")
+        s, t = hub_sessions, hub_turns
+        where = _for_tenant(tenant, s.c.tenant)
         if project is not None:
-            where.append("s.project = ?")
-            params.append(project)
+            where.append(s.c.project == project)
         if active_only:
-            where.append("s.last_seen >= ?")
-            params.append(now - stale_after)
-        sql = (
-            "SELECT s.*, (SELECT count(*) FROM turns t WHERE t.tenant = s.tenant AND t.session_key = "
-            "s.session_key AND t.agent_id = s.agent_id) AS retained_turns FROM sessions s"
-            + (f" WHERE {' AND '.join(where)}" if where else "")
-            + " ORDER BY s.last_seen DESC LIMIT ?"
-        )
+            where.append(s.c.last_seen >= now - stale_after)
+        retained = (select(func.count()).select_from(t)
+                    .where(t.c.tenant == s.c.tenant, t.c.session_key == s.c.session_key,
+                           t.c.agent_id == s.c.agent_id)
+                    .scalar_subquery().label("retained_turns"))
+        query = select(s, retained).where(*where).order_by(s.c.last_seen.desc()).limit(max(1, int(limit)))
         with self.db.read() as conn:
-            rows = conn.execute(sql, [*params, max(1, int(limit))]).fetchall()
+            rows = conn.execute(query).mappings().all()
         out = []
         for row in rows:
             data = cast(HubSession, dict(row))
@@ -202,16 +138,16 @@ class SessionHub:
     def peek(self, tenant: str, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
         """Every retained turn of the tenant's ``session_key`` (across projects; every tenant's for
         ``ALL_TENANTS``), oldest first."""
-        where, params = _tenant_clause(tenant)
-        sql = ("SELECT id, tenant, session_key, agent_id, project, oracle, status, question, answer, "
-               "elapsed_ms, sdk_session_id, ts FROM turns WHERE " + " AND ".join([*where, "session_key = ?"]))
+        t = hub_turns
         # Labels are stored redacted, so look them up the same way.
-        params.append(redact(session_key, self._secrets))
+        where = [*_for_tenant(tenant, t.c.tenant), t.c.session_key == redact(session_key, self._secrets)]
         if agent_id is not None:
-            sql += " AND agent_id = ?"
-            params.append(redact(agent_id, self._secrets))
+            where.append(t.c.agent_id == redact(agent_id, self._secrets))
+        query = select(t.c.id, t.c.tenant, t.c.session_key, t.c.agent_id, t.c.project, t.c.oracle, t.c.status,
+                       t.c.question, t.c.answer, t.c.elapsed_ms, t.c.sdk_session_id, t.c.ts
+                       ).where(*where).order_by(t.c.id)
         with self.db.read() as conn:
-            return [cast(StoredHubTurn, dict(r)) for r in conn.execute(sql + " ORDER BY id", params)]
+            return [cast(StoredHubTurn, dict(r)) for r in conn.execute(query).mappings()]
 
     def stats(self, tenant: str, project: str | None, window_s: float = 86400) -> HubStats:
         """The tenant's (every tenant's for ``ALL_TENANTS``) turn totals by oracle, agent and status
@@ -220,34 +156,31 @@ class SessionHub:
         Session counts come from the heartbeat rows and are not limited to the window.
         """
         now = self._clock.now()
-        where, params = _tenant_clause(tenant)
+        t, s = hub_turns, hub_sessions
+        where = _for_tenant(tenant, t.c.tenant)
+        session_where = _for_tenant(tenant, s.c.tenant)
         if project is not None:
-            where.append("project = ?")
-            params.append(project)
-        session_where, session_params = list(where), list(params)
+            where.append(t.c.project == project)
+            session_where.append(s.c.project == project)
         if window_s and window_s > 0:
-            where.append("ts >= ?")
-            params.append(now - float(window_s))
-        clause = f" WHERE {' AND '.join(where)}" if where else ""
-        session_clause = f" WHERE {' AND '.join(session_where)}" if session_where else ""
+            where.append(t.c.ts >= now - float(window_s))
         stale_after = float(self.settings.hub_stale_seconds)
+        active = case((s.c.last_seen >= now - stale_after, 1), else_=0)
         with self.db.read() as conn:
-            total = int(conn.execute(f"SELECT count(*) FROM turns{clause}", params).fetchone()[0])
+            total = int(conn.scalar(select(func.count()).select_from(t).where(*where)) or 0)
             groups = {}
-            for column in ("oracle", "agent_id", "status"):
-                groups[column] = {
-                    r[0]: r[1]
-                    for r in conn.execute(
-                        f"SELECT {column}, count(*) FROM turns{clause} GROUP BY {column} "
-                        "ORDER BY count(*) DESC, 1",
-                        params,
-                    )
+            for name in ("oracle", "agent_id", "status"):
+                column = t.c[name]
+                groups[name] = {
+                    value: int(count)
+                    for value, count in conn.execute(
+                        select(column, func.count()).where(*where).group_by(column)
+                        .order_by(func.count().desc(), column))
                 }
             sessions = conn.execute(
-                "SELECT count(*), coalesce(sum(turns), 0), "
-                f"coalesce(sum(CASE WHEN last_seen >= ? THEN 1 ELSE 0 END), 0) FROM sessions{session_clause}",
-                [now - stale_after, *session_params],
-            ).fetchone()
+                select(func.count(), func.coalesce(func.sum(s.c.turns), 0),
+                       func.coalesce(func.sum(active), 0))
+                .select_from(s).where(*session_where)).one()
         return {
             "tenant": tenant,
             "project": project,

@@ -2,8 +2,8 @@
 
 Callers depend on these protocols, never on an implementation, so a second implementation
 (another database) plugs in without touching them. Methods are synchronous and may block: async
-callers run them through a :class:`StoreRunner` (``App.run_store``: a worker thread on SQLite, the
-caller's event loop on PostgreSQL, ``stores/loop_bridge.py``). Writes take the records of
+callers run them through a :class:`StoreRunner` (``App.run_store``: one worker-thread hop per store
+call, on SQLite and PostgreSQL alike). Writes take the records of
 ``stores/records.py``; reads return the views of ``stores/views.py``.
 
 Every stored item belongs to a tenant (``ask_fable.access``): records carry theirs, and every
@@ -72,8 +72,8 @@ T = TypeVar("T")
 
 
 class StoreRunner(Protocol):
-    """How async code calls a store's blocking method (``App.run_store``): on PostgreSQL its queries
-    are awaited on the caller's event loop, on SQLite it runs in a worker thread."""
+    """How async code calls a store's blocking method (``App.run_store``): in a worker thread, one hop
+    per store call."""
 
     async def __call__(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """``fn(*args, **kwargs)``'s result, or what it raised."""

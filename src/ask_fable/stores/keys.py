@@ -15,9 +15,9 @@ on the very next request. On PostgreSQL every check is a lookup (and :attr:`KeyS
 tells callers on an event loop to make it in a worker thread). Last use is noted in memory and
 written by :meth:`KeyStore.flush_usage`, which the HTTP server calls periodically and when it stops.
 
-Keys made before scopes meant money had ``write`` (every tool) or ``read``: migration 2 turns
-``write`` into ``ask`` (which no longer includes ``configure_*``) and puts every existing key in
-the ``local`` tenant, beside the data they saw before.
+Keys made before scopes meant money had ``write`` (every tool) or ``read``: bringing such a file
+to the current schema turns ``write`` into ``ask`` (which no longer includes ``configure_*``) and puts
+every existing key in the ``local`` tenant, beside the data they saw before.
 """
 
 from __future__ import annotations
@@ -30,14 +30,20 @@ import secrets
 import sqlite3
 import threading
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sqlalchemy import bindparam, func, insert, select, update
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
-from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
+from ask_fable.stores.db import Database, database_for, open_database
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import ApiKey, QuotaLimits
+from ask_fable.stores.tables import api_keys
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection, RowMapping
+
     from ask_fable.config import Settings
 
 KEY_PREFIX = "afk_"
@@ -48,49 +54,6 @@ MAX_KNOWN_KEYS = 1024
 #: A SQLite connection with its ``data_version`` and ``total_changes`` at one moment.
 _Stamp = tuple[sqlite3.Connection, int, int]
 _KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
-
-MIGRATIONS = [
-    """
-    CREATE TABLE api_keys (
-        id           INTEGER PRIMARY KEY AUTOINCREMENT,
-        name         TEXT NOT NULL,
-        scope        TEXT NOT NULL CHECK (scope IN ('read', 'write')),
-        prefix       TEXT NOT NULL,
-        key_hash     TEXT NOT NULL UNIQUE,
-        created_at   TEXT NOT NULL,
-        last_used_at TEXT,
-        revoked_at   TEXT
-    );
-    """,
-    # Scopes by what a call can do, and a tenant per key: write keys become ask keys, and every
-    # key made so far joins the local tenant.
-    """
-    CREATE TABLE api_keys_v2 (
-        id           INTEGER PRIMARY KEY AUTOINCREMENT,
-        name         TEXT NOT NULL,
-        scope        TEXT NOT NULL CHECK (scope IN ('read', 'ask', 'admin')),
-        tenant       TEXT NOT NULL DEFAULT 'local',
-        prefix       TEXT NOT NULL,
-        key_hash     TEXT NOT NULL UNIQUE,
-        created_at   TEXT NOT NULL,
-        last_used_at TEXT,
-        revoked_at   TEXT
-    );
-    INSERT INTO api_keys_v2 (id, name, scope, tenant, prefix, key_hash, created_at, last_used_at, revoked_at)
-        SELECT id, name, CASE scope WHEN 'write' THEN 'ask' ELSE scope END, 'local', prefix, key_hash,
-               created_at, last_used_at, revoked_at
-        FROM api_keys;
-    DROP TABLE api_keys;
-    ALTER TABLE api_keys_v2 RENAME TO api_keys;
-    """,
-    # Each key's own quotas; NULL: the setting's default applies, 0: unlimited.
-    """
-    ALTER TABLE api_keys ADD COLUMN rpm INTEGER;
-    ALTER TABLE api_keys ADD COLUMN concurrent INTEGER;
-    ALTER TABLE api_keys ADD COLUMN daily_usd REAL;
-    """,
-]
-
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -112,7 +75,7 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-def _row(row: Any) -> ApiKey:
+def _row(row: RowMapping) -> ApiKey:
     daily = row["daily_usd"]
     limits = QuotaLimits(rpm=row["rpm"], concurrent=row["concurrent"],
                          daily_usd=None if daily is None else float(daily))
@@ -123,7 +86,10 @@ def _row(row: Any) -> ApiKey:
     )
 
 
-_COLUMNS = "id, name, scope, tenant, prefix, created_at, last_used_at, revoked_at, rpm, concurrent, daily_usd"
+#: Every column but the hash.
+_COLUMNS = (api_keys.c.id, api_keys.c.name, api_keys.c.scope, api_keys.c.tenant, api_keys.c.prefix,
+            api_keys.c.created_at, api_keys.c.last_used_at, api_keys.c.revoked_at, api_keys.c.rpm,
+            api_keys.c.concurrent, api_keys.c.daily_usd)
 
 
 def check_limits(limits: QuotaLimits) -> QuotaLimits:
@@ -168,8 +134,8 @@ class KeyStore:
     """The API key table, in its own SQLite file (``settings.keys_db``) or PostgreSQL: the ``ApiKeyStore``."""
 
     def __init__(self, location: str | os.PathLike[str] | Database, *,
-                 connections: Connections | None = None) -> None:
-        self.db = open_database(location, MIGRATIONS, connections=connections)
+                 engines: Engines | None = None) -> None:
+        self.db = open_database(location, "keys", engines=engines)
         #: Whether :meth:`verify` may wait on the network (PostgreSQL) rather than read a local file.
         self.blocking = self.db.dialect != "sqlite"
         self._lock = threading.Lock()
@@ -196,24 +162,29 @@ class KeyStore:
         limits = check_limits(limits or QuotaLimits())
         key = generate_key()
         with self.db.write() as conn:
-            taken = conn.execute("SELECT id, name FROM api_keys WHERE tenant = ? AND lower(name) = lower(?) "
-                                 "AND revoked_at IS NULL ORDER BY id", (owner, name)).fetchone()
+            taken = conn.execute(
+                select(api_keys.c.id, api_keys.c.name)
+                .where(api_keys.c.tenant == owner, func.lower(api_keys.c.name) == func.lower(name),
+                       api_keys.c.revoked_at.is_(None))
+                .order_by(api_keys.c.id)).first()
             if taken is not None:
-                raise BadArgs(f"tenant {owner!r} already has an active key named {taken['name']!r} "
-                              f"(id {taken['id']}): give this one another --name, or revoke it first")
+                raise BadArgs(f"tenant {owner!r} already has an active key named {taken.name!r} "
+                              f"(id {taken.id}): give this one another --name, or revoke it first")
             row = conn.execute(
-                "INSERT INTO api_keys (name, scope, tenant, prefix, key_hash, created_at, rpm, concurrent, "
-                f"daily_usd) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",
-                (name, granted, owner, key[: len(KEY_PREFIX) + DISPLAY_CHARS], hash_key(key), _now(),
-                 limits.rpm, limits.concurrent, limits.daily_usd),
-            ).fetchone()
+                insert(api_keys).values(
+                    name=name, scope=granted, tenant=owner, prefix=key[: len(KEY_PREFIX) + DISPLAY_CHARS],
+                    key_hash=hash_key(key), created_at=_now(), rpm=limits.rpm, concurrent=limits.concurrent,
+                    daily_usd=limits.daily_usd)
+                .returning(*_COLUMNS)).mappings().one()
         return _row(row), key
 
     def list_keys(self, *, include_revoked: bool = True) -> list[ApiKey]:
         """Every key, oldest first (revoked ones too unless ``include_revoked`` is False)."""
-        where = "" if include_revoked else " WHERE revoked_at IS NULL"
+        query = select(*_COLUMNS).order_by(api_keys.c.id)
+        if not include_revoked:
+            query = query.where(api_keys.c.revoked_at.is_(None))
         with self.db.read() as conn:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM api_keys{where} ORDER BY id").fetchall()
+            rows = conn.execute(query).mappings().all()
         return [_row(row) for row in rows]
 
     def get(self, key_id: int | str) -> ApiKey | None:
@@ -223,12 +194,11 @@ class KeyStore:
         return None if row is None else _row(row)
 
     @staticmethod
-    def _find(conn: Connection, key_id: int | str) -> Any:
+    def _find(conn: Connection, key_id: int | str) -> RowMapping | None:
         text = str(key_id).strip()
         if text.isdigit():
-            return conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (int(text),)).fetchone()
-        rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM api_keys WHERE prefix = ?", (text,)).fetchall()
+            return conn.execute(select(*_COLUMNS).where(api_keys.c.id == int(text))).mappings().first()
+        rows = conn.execute(select(*_COLUMNS).where(api_keys.c.prefix == text)).mappings().all()
         if len(rows) > 1:
             raise BadArgs(f"{text!r} matches {len(rows)} keys; use the key's id instead")
         return rows[0] if rows else None
@@ -239,10 +209,10 @@ class KeyStore:
             row = self._find(conn, key_id)
             if row is None:
                 raise BadArgs(f"no API key with id {key_id!r}; see `ask-fable keys list`")
-            conn.execute(
-                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", (_now(), row["id"])
-            )
-            row = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (row["id"],)).fetchone()
+            row = conn.execute(
+                update(api_keys).where(api_keys.c.id == row["id"])
+                .values(revoked_at=func.coalesce(api_keys.c.revoked_at, _now()))
+                .returning(*_COLUMNS)).mappings().one()
         return _row(row)
 
     def set_limits(self, key_id: int | str, limits: QuotaLimits, *, clear: frozenset[str] = frozenset()
@@ -254,11 +224,11 @@ class KeyStore:
             row = self._find(conn, key_id)
             if row is None:
                 raise BadArgs(f"no API key with id {key_id!r}; see `ask-fable keys list`")
-            for name in ("rpm", "concurrent", "daily_usd"):
-                value = getattr(limits, name)
-                if name in clear or value is not None:
-                    conn.execute(f"UPDATE api_keys SET {name} = ? WHERE id = ?", (value, row["id"]))
-            row = conn.execute(f"SELECT {_COLUMNS} FROM api_keys WHERE id = ?", (row["id"],)).fetchone()
+            changes = {name: getattr(limits, name) for name in ("rpm", "concurrent", "daily_usd")
+                       if name in clear or getattr(limits, name) is not None}
+            if changes:
+                conn.execute(update(api_keys).where(api_keys.c.id == row["id"]).values(changes))
+            row = conn.execute(select(*_COLUMNS).where(api_keys.c.id == row["id"])).mappings().one()
         return _row(row)
 
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
@@ -275,9 +245,8 @@ class KeyStore:
             stamp = self._stamp(conn)
             record = self._reuse(stamp, digest)
             if record is None:
-                row = conn.execute(
-                    f"SELECT {_COLUMNS}, key_hash FROM api_keys WHERE key_hash = ?", (digest,)
-                ).fetchone()
+                row = conn.execute(select(*_COLUMNS, api_keys.c.key_hash)
+                                   .where(api_keys.c.key_hash == digest)).mappings().first()
                 if row is None or row["revoked_at"] is not None:
                     return None
                 if not hmac.compare_digest(row["key_hash"], digest):
@@ -292,9 +261,10 @@ class KeyStore:
     @staticmethod
     def _stamp(conn: Connection) -> _Stamp | None:
         """What tells whether the file changed since, or None where nothing cheap does (PostgreSQL)."""
-        if not isinstance(conn, sqlite3.Connection):
+        raw = conn.connection.dbapi_connection
+        if not isinstance(raw, sqlite3.Connection):
             return None
-        return conn, int(conn.execute("PRAGMA data_version").fetchone()[0]), conn.total_changes
+        return raw, int(raw.execute("PRAGMA data_version").fetchone()[0]), raw.total_changes
 
     def _reuse(self, stamp: _Stamp | None, digest: str) -> ApiKey | None:
         if stamp is None:
@@ -320,15 +290,16 @@ class KeyStore:
         if not used:
             return
         # In id order: replicas flushing the same keys at once then lock their rows in one order.
-        rows = [(used[key_id], key_id) for key_id in sorted(used)]
+        rows = [{"used_at": used[key_id], "key_id": key_id} for key_id in sorted(used)]
+        note = (update(api_keys).where(api_keys.c.id == bindparam("key_id"))
+                .values(last_used_at=bindparam("used_at")))
         try:
-            self.db.run_write(lambda conn: conn.executemany(
-                "UPDATE api_keys SET last_used_at = ? WHERE id = ?", rows))
+            self.db.run_write(lambda conn: conn.execute(note, rows))
         except Exception:  # never the caller's failure: the times wait for the next flush
             with self._lock:
                 self._used = {**used, **self._used}
 
 
-def key_store_for(settings: Settings, *, connections: Connections | None = None) -> KeyStore:
-    """The API key store configured by ``settings`` (on the App's connections when given)."""
-    return KeyStore(database_for(settings, "keys", settings.keys_db, MIGRATIONS, connections=connections))
+def key_store_for(settings: Settings, *, engines: Engines | None = None) -> KeyStore:
+    """The API key store configured by ``settings`` (on the App's engines when given)."""
+    return KeyStore(database_for(settings, "keys", settings.keys_db, engines=engines))

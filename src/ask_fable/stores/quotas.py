@@ -16,9 +16,9 @@ aborts for a deadlock (an admission also clears other keys' expired leases) is r
   if less), and when it ends the reservation is replaced by the cost the providers reported. The
   budget can therefore be exceeded only by what calls in flight cost beyond their reservations.
 
-Amounts are kept as integer millionths of a dollar, so sums are exact. The SQL is plain
-(``INSERT … ON CONFLICT … DO UPDATE``, no functions of one database), so another database can
-implement :class:`~ask_fable.stores.interfaces.QuotaStore` the same way.
+Amounts are kept as integer millionths of a dollar, so sums are exact. The queries are plain
+(upserts, counts and sums, no function of one database), so another database can implement
+:class:`~ask_fable.stores.interfaces.QuotaStore` the same way.
 """
 
 from __future__ import annotations
@@ -28,12 +28,19 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from sqlalchemy import delete, func, insert, select, update
+
 from ask_fable.access import ALL_TENANTS, one_tenant
-from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
+from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.tables import quota_days, quota_in_flight, quota_keys, quota_minutes
 from ask_fable.stores.views import Admission, KeyUsage
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection, Select, Table
+    from sqlalchemy.sql.elements import ColumnElement
+
     from ask_fable.config import Settings
 
 #: A call in flight whose process never settled it (killed mid-call) stops counting after this long.
@@ -43,42 +50,6 @@ IN_FLIGHT_RETRY_S = 2.0
 #: Days of per-day totals kept.
 KEEP_DAYS = 35
 MICRO = 1_000_000
-
-MIGRATIONS = [
-    """
-    CREATE TABLE quota_keys (
-        tenant     TEXT NOT NULL,
-        key_id     INTEGER NOT NULL,
-        admissions INTEGER NOT NULL,
-        PRIMARY KEY (tenant, key_id)
-    );
-    CREATE TABLE quota_minutes (
-        tenant  TEXT NOT NULL,
-        key_id  INTEGER NOT NULL,
-        minute  INTEGER NOT NULL,
-        calls   INTEGER NOT NULL,
-        PRIMARY KEY (tenant, key_id, minute)
-    );
-    CREATE TABLE quota_days (
-        tenant         TEXT NOT NULL,
-        key_id         INTEGER NOT NULL,
-        day            TEXT NOT NULL,
-        calls          INTEGER NOT NULL,
-        spent_microusd INTEGER NOT NULL,
-        PRIMARY KEY (tenant, key_id, day)
-    );
-    CREATE TABLE quota_in_flight (
-        ticket            TEXT PRIMARY KEY,
-        tenant            TEXT NOT NULL,
-        key_id            INTEGER NOT NULL,
-        started_at        REAL NOT NULL,
-        expires_at        REAL NOT NULL,
-        reserved_microusd INTEGER NOT NULL
-    );
-    CREATE INDEX quota_in_flight_key ON quota_in_flight(tenant, key_id);
-    """,
-]
-
 
 def to_micro(dollars: float) -> int:
     """Dollars as whole millionths."""
@@ -102,8 +73,8 @@ class QuotaLedger:
     ``QuotaStore``."""
 
     def __init__(self, location: str | os.PathLike[str] | Database, *,
-                 connections: Connections | None = None) -> None:
-        self.db = open_database(location, MIGRATIONS, connections=connections)
+                 engines: Engines | None = None) -> None:
+        self.db = open_database(location, "quotas", engines=engines)
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
               now: float) -> Admission:
@@ -114,28 +85,29 @@ class QuotaLedger:
         def admission(conn: Connection) -> Admission:
             # Taken first, this upsert holds the key's row until the transaction ends, so on a database
             # whose writes run concurrently (PostgreSQL) the key's admissions still run one at a time.
-            conn.execute("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES (?, ?, 1) "
-                         "ON CONFLICT (tenant, key_id) DO UPDATE SET admissions = quota_keys.admissions + 1",
-                         (tenant, key_id))
+            first = upsert(conn, quota_keys).values(tenant=tenant, key_id=key_id, admissions=1)
+            conn.execute(first.on_conflict_do_update(
+                index_elements=["tenant", "key_id"], set_={"admissions": quota_keys.c.admissions + 1}))
             # Other keys' expired leases too: two admissions may lock the same ones (run_write retries
             # the one PostgreSQL aborts if they ever deadlock).
-            conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
+            conn.execute(delete(quota_in_flight).where(quota_in_flight.c.expires_at <= now))
             counted = conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
-                "WHERE tenant = ? AND key_id = ?", (tenant, key_id)).fetchone()
+                select(func.count(), func.coalesce(func.sum(quota_in_flight.c.reserved_microusd), 0))
+                .where(quota_in_flight.c.tenant == tenant, quota_in_flight.c.key_id == key_id)).one()
             # PostgreSQL sums integers as numeric: whole numbers either way.
             in_flight, reserved = int(counted[0]), int(counted[1])
             if limits.concurrent is not None and in_flight >= limits.concurrent:
                 return Admission(False, limit="concurrent", retry_after_s=IN_FLIGHT_RETRY_S, used=in_flight)
-            calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
-                                    "AND minute = ?", (tenant, key_id, minute))
+            calls = self._one(conn, select(quota_minutes.c.calls).where(
+                quota_minutes.c.tenant == tenant, quota_minutes.c.key_id == key_id,
+                quota_minutes.c.minute == minute))
             if limits.rpm is not None and calls >= limits.rpm:
                 return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
                                  used=calls)
             reservation = 0
             if limits.daily_usd is not None:
-                spent = self._one(conn, "SELECT spent_microusd FROM quota_days "
-                                        "WHERE tenant = ? AND key_id = ? AND day = ?", (tenant, key_id, day))
+                spent = self._one(conn, select(quota_days.c.spent_microusd).where(
+                    quota_days.c.tenant == tenant, quota_days.c.key_id == key_id, quota_days.c.day == day))
                 room = to_micro(limits.daily_usd) - spent - reserved
                 if room <= 0:
                     return Admission(False, limit="daily_usd",
@@ -143,16 +115,16 @@ class QuotaLedger:
                                      used=(spent + reserved) / MICRO)
                 reservation = min(to_micro(reserve_usd), room)
             ticket = secrets.token_hex(16)
-            conn.execute(
-                "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, 1) "
-                "ON CONFLICT (tenant, key_id, minute) DO UPDATE SET calls = quota_minutes.calls + 1",
-                (tenant, key_id, minute))
-            conn.execute("DELETE FROM quota_minutes WHERE tenant = ? AND key_id = ? AND minute < ?",
-                         (tenant, key_id, minute - 1))
-            conn.execute(
-                "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
-                "reserved_microusd) VALUES (?, ?, ?, ?, ?, ?)",
-                (ticket, tenant, key_id, now, now + LEASE_S, reservation))
+            counting = upsert(conn, quota_minutes).values(tenant=tenant, key_id=key_id, minute=minute,
+                                                          calls=1)
+            conn.execute(counting.on_conflict_do_update(
+                index_elements=["tenant", "key_id", "minute"], set_={"calls": quota_minutes.c.calls + 1}))
+            conn.execute(delete(quota_minutes).where(
+                quota_minutes.c.tenant == tenant, quota_minutes.c.key_id == key_id,
+                quota_minutes.c.minute < minute - 1))
+            conn.execute(insert(quota_in_flight).values(
+                ticket=ticket, tenant=tenant, key_id=key_id, started_at=now, expires_at=now + LEASE_S,
+                reserved_microusd=reservation))
             return Admission(True, ticket=ticket)
 
         return self.db.run_write(admission)
@@ -165,55 +137,62 @@ class QuotaLedger:
         def settlement(conn: Connection) -> None:
             # The key's row first, as an admission takes it: an admission reads the reservations in
             # flight and the day's spend in two statements, and must not see this call in both.
-            conn.execute("UPDATE quota_keys SET admissions = admissions WHERE tenant = ? AND key_id = ?",
-                         (tenant, key_id))
-            conn.execute("DELETE FROM quota_in_flight WHERE ticket = ?", (ticket,))
-            conn.execute(
-                "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, 1, ?) "
-                "ON CONFLICT (tenant, key_id, day) DO UPDATE SET calls = quota_days.calls + 1, "
-                "spent_microusd = quota_days.spent_microusd + excluded.spent_microusd",
-                (tenant, key_id, day, max(0, to_micro(cost_usd))))
+            conn.execute(update(quota_keys)
+                         .where(quota_keys.c.tenant == tenant, quota_keys.c.key_id == key_id)
+                         .values(admissions=quota_keys.c.admissions))
+            conn.execute(delete(quota_in_flight).where(quota_in_flight.c.ticket == ticket))
+            spend = upsert(conn, quota_days).values(tenant=tenant, key_id=key_id, day=day, calls=1,
+                                                    spent_microusd=max(0, to_micro(cost_usd)))
+            conn.execute(spend.on_conflict_do_update(
+                index_elements=["tenant", "key_id", "day"],
+                set_={"calls": quota_days.c.calls + 1,
+                      "spent_microusd": quota_days.c.spent_microusd + spend.excluded.spent_microusd}))
             oldest = utc_day(now - KEEP_DAYS * 86400)
-            conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
-                         (tenant, key_id, oldest))
+            conn.execute(delete(quota_days).where(
+                quota_days.c.tenant == tenant, quota_days.c.key_id == key_id, quota_days.c.day < oldest))
 
         self.db.run_write(settlement)
 
     def usage(self, tenant: str, now: float) -> list[KeyUsage]:
         """Each key's use now (every tenant's keys for ``"*"``): calls this minute, in flight, today."""
         minute, day = int(now // 60), utc_day(now)
-        where, params = ("", ()) if tenant == ALL_TENANTS else (" AND tenant = ?", (one_tenant(tenant),))
+        owner = None if tenant == ALL_TENANTS else one_tenant(tenant)
         rows: dict[tuple[str, int], KeyUsage] = {}
 
-        def row(owner: str, key_id: int) -> KeyUsage:
-            return rows.setdefault((owner, key_id), KeyUsage(
-                tenant=owner, key_id=key_id, calls_this_minute=0, in_flight=0, calls_today=0,
+        def of_owner(table: Table) -> list[ColumnElement[bool]]:
+            return [] if owner is None else [table.c.tenant == owner]
+
+        def row(key_owner: str, key_id: int) -> KeyUsage:
+            return rows.setdefault((key_owner, key_id), KeyUsage(
+                tenant=key_owner, key_id=key_id, calls_this_minute=0, in_flight=0, calls_today=0,
                 spent_usd_today=0.0, reserved_usd=0.0))
 
+        minutes, days, flight = quota_minutes.c, quota_days.c, quota_in_flight.c
         with self.db.read() as conn:
-            for owner, key_id, calls in conn.execute(
-                    f"SELECT tenant, key_id, calls FROM quota_minutes WHERE minute = ?{where}",
-                    (minute, *params)):
-                row(owner, key_id)["calls_this_minute"] = int(calls)
-            for owner, key_id, count, reserved in conn.execute(
-                    "SELECT tenant, key_id, COUNT(*), SUM(reserved_microusd) FROM quota_in_flight "
-                    f"WHERE expires_at > ?{where} GROUP BY tenant, key_id", (now, *params)):
-                usage = row(owner, key_id)
+            for key_owner, key_id, calls in conn.execute(
+                    select(minutes.tenant, minutes.key_id, minutes.calls)
+                    .where(minutes.minute == minute, *of_owner(quota_minutes))):
+                row(key_owner, key_id)["calls_this_minute"] = int(calls)
+            for key_owner, key_id, count, reserved in conn.execute(
+                    select(flight.tenant, flight.key_id, func.count(), func.sum(flight.reserved_microusd))
+                    .where(flight.expires_at > now, *of_owner(quota_in_flight))
+                    .group_by(flight.tenant, flight.key_id)):
+                usage = row(key_owner, key_id)
                 usage["in_flight"], usage["reserved_usd"] = int(count), int(reserved or 0) / MICRO
-            for owner, key_id, calls, spent in conn.execute(
-                    f"SELECT tenant, key_id, calls, spent_microusd FROM quota_days WHERE day = ?{where}",
-                    (day, *params)):
-                usage = row(owner, key_id)
+            for key_owner, key_id, calls, spent in conn.execute(
+                    select(days.tenant, days.key_id, days.calls, days.spent_microusd)
+                    .where(days.day == day, *of_owner(quota_days))):
+                usage = row(key_owner, key_id)
                 usage["calls_today"], usage["spent_usd_today"] = int(calls), int(spent) / MICRO
         return [rows[k] for k in sorted(rows, key=lambda k: (k[1], k[0]))]
 
     @staticmethod
-    def _one(conn: Connection, sql: str, params: tuple[object, ...]) -> int:
-        found = conn.execute(sql, params).fetchone()
-        return int(found[0]) if found is not None else 0
+    def _one(conn: Connection, query: Select[int]) -> int:
+        found = conn.scalar(query)
+        return int(found) if found is not None else 0
 
 
-def quota_store_for(settings: Settings, *, connections: Connections | None = None) -> QuotaLedger:
-    """The quota store configured by ``settings`` (on the App's connections when given)."""
-    database = database_for(settings, "quotas", settings.quotas_db, MIGRATIONS, connections=connections)
+def quota_store_for(settings: Settings, *, engines: Engines | None = None) -> QuotaLedger:
+    """The quota store configured by ``settings`` (on the App's engines when given)."""
+    database = database_for(settings, "quotas", settings.quotas_db, engines=engines)
     return QuotaLedger(database)

@@ -8,15 +8,20 @@ answer: every record is durable by then. A recorder that raises costs only its o
 failure is reported through ``on_failure`` and noted in the trace (written last for that reason).
 Calls that finish together are written as a group (:func:`write_call_groups`): their audit lines go
 in one append and their traces in one transaction; if such a group write fails, each call's record
-is tried on its own, so a failure still costs only the record that caused it.
+is tried on its own, so a failure still costs only the record that caused it. On a shared database
+the whole group's records are one transaction (``CallStores.records_transaction``), each store's
+writes in a savepoint of their own; should that transaction fail to commit, nothing of it was kept,
+and every record is written again store by store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
+from ask_fable.errors import NotConfigured, Unavailable
 from ask_fable.stores.interfaces import AnswerArchive, AuditStore, HubStore, TraceRecordStore
 from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceEvent, TraceRecord
 
@@ -42,6 +47,10 @@ class CallStores(Protocol):
     @property
     def traces(self) -> TraceRecordStore:
         """Traces and bundles."""
+        ...
+
+    def records_transaction(self) -> AbstractContextManager[None]:
+        """The transaction a group of calls' records share where their stores share a database."""
         ...
 
 
@@ -125,8 +134,26 @@ def write_call_records(stores: CallStores, records: CallRecords, on_failure: Fai
 
 def write_call_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]]) -> None:
     """Write several calls' records, recorder by recorder, each call's failures reported to its own
-    ``on_failure``. A record its store takes in groups is written for every call at once; if that
-    write fails, it is written call by call, so only the records that fail on their own are lost."""
+    ``on_failure``, in one transaction where the stores share a database. A record its store takes
+    in groups is written for every call at once; if that write fails, it is written call by call, so
+    only the records that fail on their own are lost."""
+    failures: list[tuple[FailureFn, str, Exception]] = []
+    events_before = [len(records.trace.events) for records, _ in calls]
+    try:
+        with stores.records_transaction():
+            _write_groups(stores, calls, lambda fn, name, exc: failures.append((fn, name, exc)))
+    except (Unavailable, NotConfigured):
+        # The shared transaction did not commit, so none of it was kept: each store on its own now.
+        for (records, _), count in zip(calls, events_before, strict=True):
+            del records.trace.events[count:]
+        _write_groups(stores, calls, lambda fn, name, exc: fn(name, exc))
+        return
+    for on_failure, name, exc in failures:
+        on_failure(name, exc)
+
+
+def _write_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]],
+                  failed: Callable[[FailureFn, str, Exception], None]) -> None:
     group = [records for records, _ in calls]
     for recorder in RECORDERS:
         if recorder.write_many is not None and len(group) > 1:
@@ -139,7 +166,7 @@ def write_call_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, Fai
             try:
                 recorder.write(stores, records)
             except Exception as exc:  # isolation is the point: the next store still gets its record
-                on_failure(recorder.name, exc)
+                failed(on_failure, recorder.name, exc)
                 events = records.trace.events
                 events.append(TraceEvent(t_ms=events[-1].t_ms if events else None, name="store.error",
                                          attrs={"store": recorder.name, "error": type(exc).__name__}))

@@ -8,7 +8,7 @@ On PostgreSQL a save notifies :data:`CHANNEL` as it commits.
 
 :class:`SharedSettings` is what one server applies: the latest snapshot it has seen. It saves
 through the store (its own save applies at once) and is kept current by a PostgreSQL listener
-(``stores.postgres.Listener``, on a connection of its own), which reloads the snapshot when
+(``stores.listener.Listener``, on a connection of its own), which reloads the snapshot when
 another server saves and after every (re)connection, so a save made while the link was down is
 picked up when it returns. A call therefore checks for news by comparing revision numbers held in
 memory: no database round trip. A notice carries the revision it announces, so a call arriving
@@ -25,32 +25,22 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ask_fable.stores.db import Connection, Database
+from sqlalchemy import delete, func, select, update
+
+from ask_fable.stores.db import Database, upsert
 from ask_fable.stores.interfaces import SavedSettingsStore
 from ask_fable.stores.records import SavedSettings
+from ask_fable.stores.tables import saved_settings, saved_settings_revision
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 #: Where a result says the settings went when they went to the database.
 LOCATION = "database"
 #: The PostgreSQL notification channel a save notifies, its payload the new revision.
 CHANNEL = "ask_fable_saved_settings"
-
-MIGRATIONS = [
-    """
-    CREATE TABLE saved_settings (
-        name     TEXT NOT NULL PRIMARY KEY,
-        value    TEXT NOT NULL,
-        tenant   TEXT NOT NULL,
-        saved_at REAL NOT NULL
-    );
-    CREATE TABLE saved_settings_revision (
-        one      INTEGER NOT NULL PRIMARY KEY CHECK (one = 1),
-        revision INTEGER NOT NULL
-    );
-    INSERT INTO saved_settings_revision (one, revision) VALUES (1, 0);
-    """,
-]
 
 #: A snapshot older than any stored one: what a server holds before its first load.
 UNLOADED = SavedSettings(revision=-1, values={})
@@ -87,14 +77,13 @@ class SettingsStore:
             revision = self._next_revision(conn)
             for name, value in updates.items():
                 if value is None:
-                    conn.execute("DELETE FROM saved_settings WHERE name = ?", (name,))
+                    conn.execute(delete(saved_settings).where(saved_settings.c.name == name))
                 else:
-                    conn.execute(
-                        "INSERT INTO saved_settings (name, value, tenant, saved_at) VALUES (?, ?, ?, ?) "
-                        "ON CONFLICT (name) DO UPDATE SET value = excluded.value, tenant = excluded.tenant, "
-                        "saved_at = excluded.saved_at",
-                        (name, json.dumps(value), tenant, now),
-                    )
+                    saving = upsert(conn, saved_settings).values(name=name, value=json.dumps(value),
+                                                                 tenant=tenant, saved_at=now)
+                    conn.execute(saving.on_conflict_do_update(
+                        index_elements=["name"],
+                        set_={column: saving.excluded[column] for column in ("value", "tenant", "saved_at")}))
             self._announce(conn, revision)
             return _snapshot(conn)
 
@@ -103,10 +92,9 @@ class SettingsStore:
     def entries(self) -> list[SavedEntry]:
         """Every saved setting with who saved it and when, by name."""
         with self.db.read() as conn:
-            rows = conn.execute("SELECT name, value, tenant, saved_at FROM saved_settings "
-                                "ORDER BY name").fetchall()
-        return [SavedEntry(row["name"], json.loads(row["value"]), row["tenant"], float(row["saved_at"]))
-                for row in rows]
+            rows = conn.execute(select(saved_settings.c.name, saved_settings.c.value, saved_settings.c.tenant,
+                                       saved_settings.c.saved_at).order_by(saved_settings.c.name)).all()
+        return [SavedEntry(row.name, json.loads(row.value), row.tenant, float(row.saved_at)) for row in rows]
 
     def forget(self, names: Collection[str] | None = None) -> list[str]:
         """Remove the saved settings ``names`` (``None``: every one) in one save, so every server drops
@@ -114,10 +102,10 @@ class SettingsStore:
 
         def body(conn: Connection) -> list[str]:
             revision = self._next_revision(conn)
-            saved = [row["name"] for row in conn.execute("SELECT name FROM saved_settings ORDER BY name")]
+            saved = conn.scalars(select(saved_settings.c.name).order_by(saved_settings.c.name)).all()
             gone = [name for name in saved if names is None or name in names]
-            for name in gone:
-                conn.execute("DELETE FROM saved_settings WHERE name = ?", (name,))
+            if gone:
+                conn.execute(delete(saved_settings).where(saved_settings.c.name.in_(gone)))
             self._announce(conn, revision)
             return gone
 
@@ -126,13 +114,14 @@ class SettingsStore:
     @staticmethod
     def _next_revision(conn: Connection) -> int:
         """Raise the revision; taken first in a write, its row's lock makes concurrent writes take turns."""
-        return int(conn.execute("UPDATE saved_settings_revision SET revision = revision + 1 "
-                                "WHERE one = 1 RETURNING revision").fetchone()[0])
+        revision = saved_settings_revision.c.revision
+        return int(conn.execute(update(saved_settings_revision).where(saved_settings_revision.c.one == 1)
+                                .values(revision=revision + 1).returning(revision)).scalar_one())
 
     def _announce(self, conn: Connection, revision: int) -> None:
         """On PostgreSQL, notify the listening servers of ``revision`` as the write commits."""
         if self.db.dialect == "postgres":
-            conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, str(revision)))
+            conn.execute(select(func.pg_notify(CHANNEL, str(revision))))
 
     def close(self) -> None:
         """Close what the store's database opened for itself."""
@@ -140,9 +129,10 @@ class SettingsStore:
 
 
 def _snapshot(conn: Connection) -> SavedSettings:
-    revision = int(conn.execute("SELECT revision FROM saved_settings_revision WHERE one = 1").fetchone()[0])
-    rows = conn.execute("SELECT name, value FROM saved_settings ORDER BY name").fetchall()
-    return SavedSettings(revision=revision, values={row["name"]: json.loads(row["value"]) for row in rows})
+    revision = int(conn.execute(select(saved_settings_revision.c.revision)
+                                .where(saved_settings_revision.c.one == 1)).scalar_one())
+    rows = conn.execute(select(saved_settings.c.name, saved_settings.c.value).order_by(saved_settings.c.name))
+    return SavedSettings(revision=revision, values={name: json.loads(value) for name, value in rows})
 
 
 class Closeable(Protocol):

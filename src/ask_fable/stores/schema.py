@@ -1,75 +1,132 @@
-"""Every store's schema version: applied by ``ask-fable db upgrade``, checked before serving.
+"""Every store's schema, owned by Alembic (``stores/migrations/``): applied by ``ask-fable db upgrade``,
+checked before serving, reported by ``ask-fable db status``.
 
-On PostgreSQL (``database_url``) a serving process never migrates: :func:`upgrade` applies each
-store's pending migrations in one transaction under ``pg_advisory_xact_lock`` (two upgrades at
-once take turns; the second finds nothing to do) and records ``(store, version)`` in
-``ask_fable.schema_migrations``; :func:`check` raises
-:class:`~ask_fable.errors.SchemaMismatch` when any store is behind or ahead of this release. On
-SQLite each file migrates itself on first use, as always; :func:`check` refuses only a file
-written by a newer release, and :func:`upgrade` opens every store file so all are current.
-:func:`ping` is the cheap readiness probe of replicas.
+One history upgrades every store; each store records its revision in its own ``alembic_version``
+table. On SQLite each file is brought to the head on first use (``db.Database``), as always; on
+PostgreSQL (``database_url``) a serving process never migrates: :func:`upgrade` runs the history
+for every store in one transaction under ``pg_advisory_xact_lock`` (two upgrades at once take turns;
+the second finds nothing to do), and :func:`check` raises :class:`~ask_fable.errors.SchemaMismatch`
+when any store is behind or ahead of this release. :func:`ping` is the replicas' readiness probe.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
-import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores import (
-    answers,
-    audit_index,
-    cache,
-    context,
-    hub,
-    keys,
-    quotas,
-    saved_settings,
-    traces,
-    transcripts,
-    ui_sessions,
-)
-from ask_fable.stores.db import SqliteDatabase, split_statements
+from ask_fable.stores.tables import METADATA
 
 if TYPE_CHECKING:
-    from ask_fable.config import Settings
-    from ask_fable.stores.postgres import PostgresPool
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from sqlalchemy import Connection
 
-#: Each store's migrations, by the name its schema and version are kept under.
-STORES: dict[str, list[str]] = {
-    "context": context.MIGRATIONS,
-    "cache": cache.MIGRATIONS,
-    "hub": hub.MIGRATIONS,
-    "traces": traces.MIGRATIONS,
-    "audit": audit_index.MIGRATIONS,
-    "keys": keys.MIGRATIONS,
-    "answers": answers.MIGRATIONS,
-    "transcripts": transcripts.MIGRATIONS,
-    "quotas": quotas.MIGRATIONS,
-    "settings": saved_settings.MIGRATIONS,
-    "ui_sessions": ui_sessions.MIGRATIONS,
-}
+    from ask_fable.config import Settings
+
+#: The stores, by the name their schema (PostgreSQL), file and migrations are known under.
+STORES: tuple[str, ...] = tuple(METADATA)
+#: ``pg_advisory_xact_lock`` key held while migrations run, so two upgrades never interleave.
+MIGRATION_LOCK = 0x61736B66  # "askf"
 PING_TIMEOUT_S = 1.0
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
 
 @dataclass(frozen=True)
 class StoreVersion:
-    """One store's schema: the version found (before an upgrade) and the one this release uses."""
+    """One store's schema: the revision found (before an upgrade; ``None`` for none yet) and the
+    head this release serves on."""
 
     store: str
-    found: int
-    wanted: int
+    found: str | None
+    wanted: str
     location: str
+    #: Whether ``found`` is a revision of this release's history (else a newer release wrote it).
+    known: bool = True
 
     @property
     def state(self) -> str:
         """``current``, ``behind`` (``db upgrade`` applies the rest) or ``newer`` (a later release's)."""
         if self.found == self.wanted:
             return "current"
-        return "behind" if self.found < self.wanted else "newer"
+        return "behind" if self.known else "newer"
+
+
+@lru_cache(maxsize=1)
+def alembic_config() -> Config:
+    """The Alembic configuration of the stores' history (no ini file: everything is set here)."""
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+@lru_cache(maxsize=1)
+def _scripts() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def head() -> str:
+    """The revision this release serves on."""
+    found = _scripts().get_current_head()
+    assert found is not None, "the stores' migration history is empty"
+    return found
+
+
+def _known(revision: str | None) -> bool:
+    if revision is None:
+        return True
+    from alembic.util import CommandError
+
+    try:
+        return _scripts().get_revision(revision) is not None
+    except CommandError:
+        return False
+
+
+def current_revision(conn: Connection, schema: str | None) -> str | None:
+    """The revision recorded on ``conn`` for the store in ``schema`` (``None``: none yet)."""
+    from alembic.runtime.migration import MigrationContext
+
+    context = MigrationContext.configure(conn, opts={"version_table_schema": schema})
+    return context.get_current_revision()
+
+
+def upgrade_store(conn: Connection, store: str, schema: str | None, *, where: str) -> None:
+    """Bring ``store`` on ``conn`` (inside the caller's transaction) to the head; a store written by a
+    newer release is refused with :class:`SchemaMismatch`, and nothing is changed."""
+    found = current_revision(conn, schema)
+    if found == head():
+        return
+    if not _known(found):
+        raise SchemaMismatch.newer(where, str(found), head())
+    from alembic import command
+
+    config = alembic_config()
+    config.attributes.update(connection=conn, store=store, schema=schema)
+    try:
+        command.upgrade(config, "head")
+    finally:
+        config.attributes.clear()
+
+
+def require_current(conn: Connection, store: str, schema: str | None) -> None:
+    """:class:`SchemaMismatch` unless ``store``'s schema on ``conn`` is at this release's head."""
+    found = current_revision(conn, schema)
+    if found == head():
+        return
+    if not _known(found):
+        raise SchemaMismatch.newer(f"PostgreSQL {store}", str(found), head())
+    raise SchemaMismatch.behind(f"PostgreSQL {store}", found or "none", head())
 
 
 def _sqlite_files(settings: Settings) -> dict[str, Path]:
@@ -87,33 +144,35 @@ def _sqlite_files(settings: Settings) -> dict[str, Path]:
     }
 
 
-def _sqlite_version(path: Path) -> int:
-    """The ``user_version`` of an existing SQLite file, read without creating or changing it."""
+def _sqlite_revision(path: Path) -> str | None:
+    """The revision of an existing SQLite file, read without creating or changing it."""
     if not path.exists():
-        return 0
+        return None
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5)
     try:
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+                        ).fetchone() is None:
+            return None
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return None if row is None else str(row[0])
     finally:
         conn.close()
 
 
-def status(settings: Settings) -> list[StoreVersion]:
-    """Every store's schema version now and the one this release uses."""
-    if settings.database_url:
-        from ask_fable.stores.loop_bridge import await_io
-        from ask_fable.stores.postgres import store_version
+def _version(store: str, found: str | None, location: str) -> StoreVersion:
+    return StoreVersion(store, found, head(), location, known=_known(found))
 
-        pool = _pool(settings)
-        try:
-            with pool.transaction(read_only=True) as conn:
-                return [StoreVersion(name, await_io(store_version(conn.connection, name)), len(m),
-                                     f"postgresql:{name}") for name, m in STORES.items()]
-        finally:
-            pool.close()
-    files = _sqlite_files(settings)
-    return [StoreVersion(name, _sqlite_version(path), len(STORES[name]), str(path))
-            for name, path in files.items()]
+
+def status(settings: Settings) -> list[StoreVersion]:
+    """Every store's revision now and the one this release serves on."""
+    if settings.database_url:
+        from ask_fable.stores.db import schema_name
+
+        with _postgres(settings) as conn, conn.begin():
+            return [_version(name, current_revision(conn, schema_name(name)), f"postgresql:{name}")
+                    for name in STORES]
+    return [_version(name, _sqlite_revision(path), str(path))
+            for name, path in _sqlite_files(settings).items()]
 
 
 def check(settings: Settings) -> None:
@@ -121,74 +180,89 @@ def check(settings: Settings) -> None:
     (PostgreSQL: behind or ahead; SQLite: ahead only, since a file migrates itself)."""
     for found in status(settings):
         if found.state == "newer":
-            raise SchemaMismatch.newer(f"{found.store} ({found.location})", found.found, found.wanted)
+            raise SchemaMismatch.newer(f"{found.store} ({found.location})", str(found.found), found.wanted)
         if found.state == "behind" and settings.database_url:
-            raise SchemaMismatch.behind(f"PostgreSQL {found.store}", found.found, found.wanted)
+            raise SchemaMismatch.behind(f"PostgreSQL {found.store}", found.found or "none", found.wanted)
 
 
 def upgrade(settings: Settings) -> list[StoreVersion]:
-    """Apply every store's pending migrations; returns each store's version as it was found."""
+    """Bring every store to this release's head; returns each store's revision as it was found."""
     if not settings.database_url:
+        from ask_fable.stores.db import Database
+
         before = status(settings)
         for name, path in _sqlite_files(settings).items():
-            database = SqliteDatabase(path, STORES[name])
+            database = Database.sqlite(path, name)
             try:
                 with database.read():
                     pass
             finally:
                 database.close()
         return before
-    from ask_fable.stores.loop_bridge import await_io
-    from ask_fable.stores.postgres import (
-        MIGRATION_LOCK,
-        MIGRATIONS_TABLE,
-        postgres_ddl,
-        schema_name,
-        store_version,
-    )
+    from sqlalchemy import text
 
-    pool = _pool(settings)
+    from ask_fable.stores.db import schema_name
+
     report: list[StoreVersion] = []
-    try:
-        with pool.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
-            conn.execute("CREATE SCHEMA IF NOT EXISTS ask_fable")
-            conn.execute(f"CREATE TABLE IF NOT EXISTS {MIGRATIONS_TABLE} (store TEXT PRIMARY KEY, "
-                         "version INTEGER NOT NULL, applied_at DOUBLE PRECISION NOT NULL)")
-            for name, migrations in STORES.items():
-                found = await_io(store_version(conn.connection, name))
-                report.append(StoreVersion(name, found, len(migrations), f"postgresql:{name}"))
-                if found > len(migrations):
-                    raise SchemaMismatch.newer(f"PostgreSQL {name}", found, len(migrations))
-                if found == len(migrations):
-                    continue
-                schema = schema_name(name)
-                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
-                conn.execute(f"SET LOCAL search_path TO {schema}")
-                for script in migrations[found:]:
-                    for statement in split_statements(postgres_ddl(script)):
-                        conn.execute(statement)
-                conn.execute(
-                    f"INSERT INTO {MIGRATIONS_TABLE} (store, version, applied_at) VALUES (?, ?, ?) "
-                    "ON CONFLICT (store) DO UPDATE SET version = excluded.version, "
-                    "applied_at = excluded.applied_at",
-                    (name, len(migrations), time.time()),
-                )
-    finally:
-        pool.close()
+    with _postgres(settings) as conn, conn.begin():
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        for name in STORES:
+            schema = schema_name(name)
+            found = _version(name, current_revision(conn, schema), f"postgresql:{name}")
+            report.append(found)
+            if found.state == "newer":
+                raise SchemaMismatch.newer(f"PostgreSQL {name}", str(found.found), found.wanted)
+            if found.state == "current":
+                continue
+            conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            # Raw SQL in a revision (and the frozen scripts it adopts from) finds the store's tables too.
+            conn.exec_driver_sql(f"SET LOCAL search_path TO {schema}")
+            upgrade_store(conn.execution_options(schema_translate_map={None: schema}), name, schema,
+                          where=f"PostgreSQL {name}")
     return report
 
 
 def ping(settings: Settings, timeout: float = PING_TIMEOUT_S) -> bool:
-    """Whether the stores' database answers within ``timeout`` seconds (always true on SQLite)."""
+    """Whether the stores' database answers within ``timeout`` seconds (always true on SQLite): a
+    direct connection, outside the pool, so a pool waiting on a hung database does not hide it."""
     if not settings.database_url:
         return True
-    return _pool(settings).ping(timeout)
+    import psycopg
+
+    from ask_fable.stores.engines import postgres_url
+
+    url = postgres_url(settings.database_url).set(drivername="postgresql")
+    try:
+        with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True,
+                             connect_timeout=max(1, math.ceil(timeout))) as conn:
+            conn.execute(f"SET statement_timeout = {max(1, int(timeout * 1000))}".encode())
+            conn.execute(b"SELECT 1")
+        return True
+    except psycopg.Error:
+        return False
 
 
-def _pool(settings: Settings) -> PostgresPool:
-    from ask_fable.stores.postgres import PostgresPool
+@contextmanager
+def _postgres(settings: Settings) -> Iterator[Connection]:
+    """One connection to the configured PostgreSQL database, for the schema commands; a failure to
+    connect is the caller-facing :class:`~ask_fable.errors.Unavailable` naming its cause."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.pool import NullPool
 
-    assert settings.database_url
-    return PostgresPool(settings.database_url, connect_timeout=settings.database_connect_timeout, size=1)
+    from ask_fable.stores.engines import connection_failure, postgres_url, require_driver
 
+    url = settings.database_url
+    assert url
+    require_driver()
+    seconds = max(1, math.ceil(settings.database_connect_timeout))
+    engine = create_engine(postgres_url(url), poolclass=NullPool, connect_args={"connect_timeout": seconds})
+    try:
+        try:
+            conn = engine.connect()
+        except DBAPIError as exc:
+            raise connection_failure(exc, url) from exc
+        with conn:
+            yield conn
+    finally:
+        engine.dispose()

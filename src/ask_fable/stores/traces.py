@@ -22,101 +22,45 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
+from sqlalchemy import bindparam, delete, func, insert, select, tuple_
+
 from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
 from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Connection, Connections, Database, database_for
+from ask_fable.stores.db import Database, database_for, upsert
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import TraceBundle, TraceRecord
+from ask_fable.stores.tables import trace_bundles, trace_counters, trace_events, trace_providers
+from ask_fable.stores.tables import traces as _traces
 from ask_fable.stores.trace_ids import valid_trace_id
 from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
 
-MIGRATIONS = [
-    """
-    CREATE TABLE traces (
-        trace_id TEXT PRIMARY KEY,
-        ts REAL NOT NULL,
-        tool TEXT, mode TEXT, status TEXT, kind TEXT,
-        session TEXT, project TEXT, agent_id TEXT,
-        elapsed_ms REAL,
-        providers TEXT NOT NULL DEFAULT '[]',
-        models TEXT NOT NULL DEFAULT '[]',
-        cached INTEGER NOT NULL DEFAULT 0
-    );
-    CREATE INDEX traces_ts ON traces(ts, trace_id);
-    CREATE INDEX traces_tool_ts ON traces(tool, ts, trace_id);
-    CREATE INDEX traces_status_ts ON traces(status, ts, trace_id);
-    CREATE INDEX traces_session_ts ON traces(session, ts, trace_id);
-    CREATE INDEX traces_project_ts ON traces(project, ts, trace_id);
-    CREATE TABLE trace_providers (
-        provider TEXT NOT NULL,
-        ts REAL NOT NULL,
-        trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,
-        PRIMARY KEY (provider, ts, trace_id)
-    ) WITHOUT ROWID;
-    CREATE INDEX trace_providers_trace ON trace_providers(trace_id);
-    CREATE TABLE trace_events (
-        trace_id TEXT NOT NULL REFERENCES traces(trace_id) ON DELETE CASCADE,
-        seq INTEGER NOT NULL,
-        t_ms REAL,
-        name TEXT NOT NULL,
-        attrs TEXT NOT NULL DEFAULT '{}',
-        PRIMARY KEY (trace_id, seq)
-    ) WITHOUT ROWID;
-    """,
-    """
-    CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-    """,
-    # Tenants: existing traces belong to the local tenant. Every listing but an admin's names one
-    # tenant, so each filter has an index that leads with it.
-    """
-    ALTER TABLE traces ADD COLUMN tenant TEXT NOT NULL DEFAULT 'local';
-    CREATE INDEX traces_tenant_ts ON traces(tenant, ts, trace_id);
-    CREATE INDEX traces_tenant_tool_ts ON traces(tenant, tool, ts, trace_id);
-    CREATE INDEX traces_tenant_status_ts ON traces(tenant, status, ts, trace_id);
-    CREATE INDEX traces_tenant_session_ts ON traces(tenant, session, ts, trace_id);
-    CREATE INDEX traces_tenant_project_ts ON traces(tenant, project, ts, trace_id);
-    """,
-    # Bundles kept in the database (PostgreSQL, where replicas share no files); SQLite keeps them as
-    # files under traces_dir and leaves this table empty.
-    """
-    CREATE TABLE bundles (
-        trace_id TEXT PRIMARY KEY,
-        tenant TEXT NOT NULL,
-        content BLOB NOT NULL
-    );
-    """,
-]
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement, Connection, Row, RowMapping
+
+    from ask_fable.config import Settings
+
 #: Every this many recorded traces, the oldest beyond ``trace_max_rows`` are swept with their bundles.
 SWEEP_EVERY = 100
 
 SCHEMA_VERSION = 2
-_LIST_COLUMNS = (
-    "trace_id, tenant, ts, tool, mode, status, kind, session, project, agent_id, elapsed_ms, "
-    "providers, models, cached"
-)
-
-_REPLACE = ", ".join(f"{c.strip()} = excluded.{c.strip()}" for c in _LIST_COLUMNS.split(",")[1:])
-_PLACEHOLDERS = ",".join("?" for _ in _LIST_COLUMNS.split(","))
-_INSERT = f"INSERT INTO traces ({_LIST_COLUMNS}) VALUES ({_PLACEHOLDERS}) ON CONFLICT(trace_id) "
-_INSERT_NEW = _INSERT + "DO NOTHING"
-_REPLACE_OLD = _INSERT + f"DO UPDATE SET {_REPLACE}"
-
-if TYPE_CHECKING:
-    from ask_fable.config import Settings
+#: A trace's columns as listed and returned, in order.
+_LIST_COLUMNS = tuple(_traces.c[name] for name in (
+    "trace_id", "tenant", "ts", "tool", "mode", "status", "kind", "session", "project", "agent_id",
+    "elapsed_ms", "providers", "models", "cached"))
 _FILTERS = ("tool", "status", "session", "project")
 #: One trace as rows: its id, time, ``traces`` row, providers and ``trace_events`` rows.
-_TraceRows = tuple[str, float, tuple[Any, ...], list[str], list[tuple[Any, ...]]]
+_TraceRows = tuple[str, float, dict[str, Any], list[str], list[dict[str, Any]]]
 
 
 class TraceStore:
     """Finished traces over SQLite at ``settings.traces_db`` (bundles under ``settings.traces_dir``) or
     PostgreSQL (bundles in its ``bundles`` table): the ``TraceRecordStore``."""
 
-    def __init__(self, settings: Settings, *, connections: Connections | None = None) -> None:
+    def __init__(self, settings: Settings, *, engines: Engines | None = None) -> None:
         self.settings = settings
-        self.db: Database = database_for(settings, "traces", settings.traces_db, MIGRATIONS,
-                                         connections=connections)
+        self.db: Database = database_for(settings, "traces", settings.traces_db, engines=engines)
         self._in_db = self.db.dialect == "postgres"
         self.bundle_dir = Path(settings.traces_dir)
         self._secrets = secret_list(settings)
@@ -137,22 +81,23 @@ class TraceStore:
             return
         def store(conn: Connection) -> list[str]:
             for trace_id, ts, row, providers, event_rows in rows:
+                new = upsert(conn, _traces).values(row)
                 # A new trace (nearly always) is one insert; one recorded before is replaced whole.
-                if not conn.execute(_INSERT_NEW, row).rowcount:
-                    conn.execute("DELETE FROM trace_events WHERE trace_id = ?", (trace_id,))
-                    conn.execute("DELETE FROM trace_providers WHERE trace_id = ?", (trace_id,))
-                    conn.execute(_REPLACE_OLD, row)
+                inserted = conn.scalar(new.on_conflict_do_nothing(index_elements=["trace_id"])
+                                       .returning(_traces.c.trace_id))
+                if inserted is None:
+                    conn.execute(delete(trace_events).where(trace_events.c.trace_id == trace_id))
+                    conn.execute(delete(trace_providers).where(trace_providers.c.trace_id == trace_id))
+                    conn.execute(new.on_conflict_do_update(
+                        index_elements=["trace_id"],
+                        set_={name: new.excluded[name] for name in row if name != "trace_id"}))
                 if providers:
-                    conn.executemany(
-                        "INSERT INTO trace_providers (provider, ts, trace_id) VALUES (?,?,?) "
-                        "ON CONFLICT DO NOTHING",
-                        [(p, ts, trace_id) for p in dict.fromkeys(providers)],
-                    )
-                conn.executemany(
-                    "INSERT INTO trace_events (trace_id, seq, t_ms, name, attrs) VALUES (?,?,?,?,?)",
-                    event_rows,
-                )
-            count = bump_write_counter(conn, by=len(rows))
+                    conn.execute(upsert(conn, trace_providers).on_conflict_do_nothing(),
+                                 [{"provider": p, "ts": ts, "trace_id": trace_id}
+                                  for p in dict.fromkeys(providers)])
+                if event_rows:
+                    conn.execute(insert(trace_events), event_rows)
+            count = bump_write_counter(conn, by=len(rows), table=trace_counters)
             # Swept when the count passes a multiple of SWEEP_EVERY, however many this group added.
             due = count // SWEEP_EVERY > (count - len(rows)) // SWEEP_EVERY
             return self._sweep(conn) if due else []
@@ -169,15 +114,17 @@ class TraceStore:
         ts = trace.ts
         providers = [p for p in trace.providers if p]
         models = [m for m in trace.models if m]
-        row = (
-            trace_id, trace.tenant, ts, trace.tool, trace.mode, trace.status, trace.kind,
-            self._label(trace.session), self._label(trace.project), self._label(trace.agent_id),
-            _number(trace.elapsed_ms),
-            json.dumps(providers), json.dumps(models), 1 if trace.cached else 0,
-        )
+        row: dict[str, Any] = {
+            "trace_id": trace_id, "tenant": trace.tenant, "ts": ts, "tool": trace.tool, "mode": trace.mode,
+            "status": trace.status, "kind": trace.kind, "session": self._label(trace.session),
+            "project": self._label(trace.project), "agent_id": self._label(trace.agent_id),
+            "elapsed_ms": _number(trace.elapsed_ms), "providers": json.dumps(providers),
+            "models": json.dumps(models), "cached": 1 if trace.cached else 0,
+        }
         attrs = redacted_json_all([event.attrs for event in trace.events], self._secrets)
-        event_rows: list[tuple[Any, ...]] = [
-            (trace_id, seq, _number(event.t_ms), event.name or "event", attrs[seq])
+        event_rows = [
+            {"trace_id": trace_id, "seq": seq, "t_ms": _number(event.t_ms), "name": event.name or "event",
+             "attrs": attrs[seq]}
             for seq, event in enumerate(trace.events)
         ]
         return trace_id, ts, row, providers, event_rows
@@ -187,14 +134,17 @@ class TraceStore:
         cap = int(getattr(self.settings, "trace_max_rows", 0) or 0)
         if cap <= 0:
             return []
-        count = int(conn.execute("SELECT count(*) FROM traces").fetchone()[0])
+        count = int(conn.scalar(select(func.count()).select_from(_traces)) or 0)
         if count <= cap:
             return []
-        doomed = [row[0] for row in conn.execute(
-            "SELECT trace_id FROM traces ORDER BY ts, trace_id LIMIT ?", (count - int(cap * 0.9),)
-        )]
-        conn.executemany("DELETE FROM traces WHERE trace_id = ?", [(t,) for t in doomed])
-        conn.executemany("DELETE FROM bundles WHERE trace_id = ?", [(t,) for t in doomed])
+        doomed = list(conn.scalars(select(_traces.c.trace_id).order_by(_traces.c.ts, _traces.c.trace_id)
+                                   .limit(count - int(cap * 0.9))))
+        # Events and providers go with their traces (ON DELETE CASCADE).
+        conn.execute(delete(_traces).where(_traces.c.trace_id == bindparam("doomed")),
+                     [{"doomed": t} for t in doomed])
+        if self._in_db:
+            conn.execute(delete(trace_bundles).where(trace_bundles.c.trace_id == bindparam("doomed")),
+                         [{"doomed": t} for t in doomed])
         return doomed
 
     def sweep(self) -> int:
@@ -225,36 +175,27 @@ class TraceStore:
         """The tenant's traces (every tenant's for ``ALL_TENANTS``) newest first, without events;
         ``before`` (one of those traces' id, or epoch seconds) pages back."""
         limit = max(1, min(int(limit), int(self.settings.trace_query_max_events)))
-        where: list[str] = []
-        params: list[Any] = []
         values = {"tenant": None if tenant == ALL_TENANTS else tenant,
                   "tool": tool, "status": status, "session": session, "project": project}
-        for name in ("tenant", *_FILTERS):
-            if values[name] is not None:
-                where.append(f"t.{name} = ?")
-                params.append(values[name])
+        where: list[ColumnElement[bool]] = [_traces.c[name] == values[name]
+                                            for name in ("tenant", *_FILTERS) if values[name] is not None]
+        query = select(*_LIST_COLUMNS)
+        if provider is not None:
+            # Newest first in the provider's own index: the trace's time and id are kept there too.
+            query = query.select_from(trace_providers.join(
+                _traces, _traces.c.trace_id == trace_providers.c.trace_id))
+            where.append(trace_providers.c.provider == provider)
+            order_ts, order_id = trace_providers.c.ts, trace_providers.c.trace_id
+        else:
+            order_ts, order_id = _traces.c.ts, _traces.c.trace_id
         with self.db.read() as conn:
             if before is not None:
                 cursor = self._cursor(conn, tenant, before)
                 if cursor is None:
                     return []
-                where.append("(t.ts, t.trace_id) < (?, ?)")
-                params.extend(cursor)
-            if provider is not None:
-                source = "trace_providers p JOIN traces t ON t.trace_id = p.trace_id"
-                where.append("p.provider = ?")
-                params.append(provider)
-                order = "p.ts DESC, p.trace_id DESC"
-                where = [w.replace("(t.ts, t.trace_id)", "(p.ts, p.trace_id)") for w in where]
-            else:
-                source = "traces t"
-                order = "t.ts DESC, t.trace_id DESC"
-            sql = (
-                f"SELECT {', '.join('t.' + c.strip() for c in _LIST_COLUMNS.split(','))} FROM {source}"
-                + (f" WHERE {' AND '.join(where)}" if where else "")
-                + f" ORDER BY {order} LIMIT ?"
-            )
-            rows = conn.execute(sql, [*params, limit]).fetchall()
+                where.append(tuple_(order_ts, order_id) < tuple_(*cursor))
+            rows = conn.execute(query.where(*where).order_by(order_ts.desc(), order_id.desc()).limit(limit)
+                                ).mappings().all()
         return [_trace_row(r) for r in rows]
 
     def _cursor(self, conn: Connection, tenant: str, before: str | float) -> tuple[float, str] | None:
@@ -265,16 +206,16 @@ class TraceStore:
             return float(text), ""
         except ValueError:
             pass
-        row = self._row(conn, tenant, text, "ts")
-        return None if row is None else (float(row[0]), text)
+        row = self._row(conn, tenant, text, _traces.c.ts)
+        return None if row is None else (float(row.ts), text)
 
     @staticmethod
-    def _row(conn: Any, tenant: str, trace_id: str, columns: str) -> Any:
+    def _row(conn: Connection, tenant: str, trace_id: str, *columns: ColumnElement[Any]) -> Row[Any] | None:
         """``columns`` of the trace ``trace_id`` when it belongs to ``tenant`` (any, for ``ALL_TENANTS``)."""
-        if tenant == ALL_TENANTS:
-            return conn.execute(f"SELECT {columns} FROM traces WHERE trace_id = ?", (trace_id,)).fetchone()
-        return conn.execute(f"SELECT {columns} FROM traces WHERE trace_id = ? AND tenant = ?",
-                            (trace_id, tenant)).fetchone()
+        query = select(*columns).where(_traces.c.trace_id == trace_id)
+        if tenant != ALL_TENANTS:
+            query = query.where(_traces.c.tenant == tenant)
+        return conn.execute(query).first()
 
     def get(self, tenant: str, trace_id: str) -> TraceDetail | None:
         """One of the tenant's traces (anyone's for ``ALL_TENANTS``) with its ordered events and
@@ -284,14 +225,14 @@ class TraceStore:
         max_events = int(self.settings.trace_query_max_events)
         max_bytes = int(self.settings.trace_query_max_bytes)
         with self.db.read() as conn:
-            row = self._row(conn, tenant, trace_id, _LIST_COLUMNS)
+            row = self._row(conn, tenant, trace_id, *_LIST_COLUMNS)
             if row is None:
                 return None
             event_rows = conn.execute(
-                "SELECT t_ms, name, attrs FROM trace_events WHERE trace_id = ? ORDER BY seq LIMIT ?",
-                (trace_id, max_events + 1),
-            ).fetchall()
-        trace = cast(TraceDetail, _trace_row(row))
+                select(trace_events.c.t_ms, trace_events.c.name, trace_events.c.attrs)
+                .where(trace_events.c.trace_id == trace_id).order_by(trace_events.c.seq).limit(max_events + 1)
+            ).all()
+        trace = cast(TraceDetail, _trace_row(row._mapping))
         events: list[StoredTraceEvent] = []
         used = 0
         truncated = len(event_rows) > max_events
@@ -314,7 +255,8 @@ class TraceStore:
         """Where the bundle of ``trace_id`` is, when it has one."""
         if self._in_db:
             with self.db.read() as conn:
-                found = conn.execute("SELECT 1 FROM bundles WHERE trace_id = ?", (trace_id,)).fetchone()
+                found = conn.scalar(select(trace_bundles.c.trace_id)
+                                    .where(trace_bundles.c.trace_id == trace_id))
             return f"postgresql:traces/{trace_id}" if found else None
         bundle = self.bundle_path(trace_id)
         return str(bundle) if bundle.exists() else None
@@ -322,7 +264,7 @@ class TraceStore:
     def count(self) -> int:
         """How many traces are stored."""
         with self.db.read() as conn:
-            return int(conn.execute("SELECT count(*) FROM traces").fetchone()[0])
+            return int(conn.scalar(select(func.count()).select_from(_traces)) or 0)
 
     # --- bundles ------------------------------------------------------------------------------
     def bundle_path(self, trace_id: str) -> Path:
@@ -374,10 +316,11 @@ class TraceStore:
                             "original_bytes": original}))
         if self._in_db:
             with self.db.write() as conn:
-                conn.execute("INSERT INTO bundles (trace_id, tenant, content) VALUES (?, ?, ?) "
-                             "ON CONFLICT(trace_id) DO UPDATE SET tenant = excluded.tenant, "
-                             "content = excluded.content",
-                             (trace_id, tenant, b"".join(lines)))
+                bundle = upsert(conn, trace_bundles).values(trace_id=trace_id, tenant=tenant,
+                                                             content=b"".join(lines))
+                conn.execute(bundle.on_conflict_do_update(
+                    index_elements=["trace_id"],
+                    set_={"tenant": bundle.excluded.tenant, "content": bundle.excluded.content}))
             return f"postgresql:traces/{trace_id}"
         try:
             return atomic_write_bytes(self.bundle_path(trace_id), b"".join(lines))
@@ -396,8 +339,9 @@ class TraceStore:
         """The bundle of ``trace_id`` to read, or ``None``."""
         if self._in_db:
             with self.db.read() as conn:
-                row = conn.execute("SELECT content FROM bundles WHERE trace_id = ?", (trace_id,)).fetchone()
-            return None if row is None else io.BytesIO(bytes(row[0]))
+                content = conn.scalar(select(trace_bundles.c.content)
+                                      .where(trace_bundles.c.trace_id == trace_id))
+            return None if content is None else io.BytesIO(bytes(content))
         try:
             return open(self.bundle_path(trace_id), "rb")
         except OSError:
@@ -477,7 +421,7 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
-def _trace_row(row: Any) -> TraceSummary:
+def _trace_row(row: RowMapping) -> TraceSummary:
     raw = dict(row)
     data = cast(TraceSummary, raw)
     data["providers"] = json.loads(raw.get("providers") or "[]")

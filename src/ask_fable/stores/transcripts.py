@@ -18,63 +18,50 @@ takes over once ``expires`` has passed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import and_, delete, desc, func, insert, or_, select, tuple_, update
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
+from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.tables import session_leases, transcript_counters
+from ask_fable.stores.tables import transcript_turns as turn_rows
 from ask_fable.stores.views import StoredSession, StoredSessionTurn
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from sqlalchemy import Connection, RowMapping, Select, Table
+    from sqlalchemy.sql.elements import ColumnElement
 
     from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 _DAY_S = 86_400.0
 
-MIGRATIONS = [
-    """
-    CREATE TABLE turns (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        tenant TEXT NOT NULL DEFAULT 'local',
-        namespace TEXT NOT NULL,
-        session TEXT NOT NULL,
-        question TEXT NOT NULL,
-        prompt TEXT NOT NULL,
-        answer TEXT NOT NULL,
-        thinking TEXT,
-        model TEXT,
-        cost_usd REAL,
-        ts REAL NOT NULL
-    );
-    CREATE INDEX turns_session ON turns(tenant, namespace, session, id);
-    CREATE INDEX turns_ts ON turns(ts);
-    CREATE TABLE meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
-    """,
-    """
-    CREATE TABLE session_leases (
-        tenant TEXT NOT NULL,
-        namespace TEXT NOT NULL,
-        session TEXT NOT NULL,
-        holder TEXT NOT NULL,
-        expires REAL NOT NULL,
-        PRIMARY KEY (tenant, namespace, session)
-    );
-    CREATE INDEX session_leases_expires ON session_leases(expires);
-    """,
-]
+_COLUMNS = (turn_rows.c.question, turn_rows.c.prompt, turn_rows.c.answer, turn_rows.c.thinking,
+            turn_rows.c.model, turn_rows.c.cost_usd, turn_rows.c.ts)
 
-_COLUMNS = "question, prompt, answer, thinking, model, cost_usd, ts"
-_SESSION = "tenant = ? AND namespace = ? AND session = ?"
-_SELECT = f"SELECT {_COLUMNS} FROM turns WHERE {_SESSION} ORDER BY id"
-# Taken when the row is absent, expired or already this holder's; otherwise nothing is returned.
-_LEASE = ("INSERT INTO session_leases (tenant, namespace, session, holder, expires) VALUES (?,?,?,?,?) "
-          "ON CONFLICT (tenant, namespace, session) DO UPDATE SET holder = excluded.holder, "
-          "expires = excluded.expires WHERE session_leases.expires < ? "
-          "OR session_leases.holder = excluded.holder RETURNING holder")
+
+def _keyed(where: tuple[str, str, str]) -> dict[str, str]:
+    """The key columns of the session ``where`` names (tenant, namespace, session), as row values."""
+    tenant, namespace, session = where
+    return {"tenant": tenant, "namespace": namespace, "session": session}
+
+
+def _in_session(table: Table, where: tuple[str, str, str]) -> ColumnElement[bool]:
+    """The rows of ``table`` that belong to the session ``where`` names."""
+    return and_(*(table.c[name] == value for name, value in _keyed(where).items()))
+
+
+def _session_turns(where: tuple[str, str, str]) -> Select[*tuple[Any, ...]]:
+    """The session's turns, oldest first."""
+    return select(*_COLUMNS).where(_in_session(turn_rows, where)).order_by(turn_rows.c.id)
 
 
 class TranscriptStore:
@@ -82,8 +69,8 @@ class TranscriptStore:
 
     def __init__(self, location: str | Path | Database, *, retention_days: float = 30.0,
                  secrets: SecretSource = (), clock: Clock = SYSTEM_CLOCK,
-                 connections: Connections | None = None, sweep_every: int = SWEEP_EVERY) -> None:
-        self.db = open_database(location, MIGRATIONS, connections=connections)
+                 engines: Engines | None = None, sweep_every: int = SWEEP_EVERY) -> None:
+        self.db = open_database(location, "transcripts", engines=engines)
         self.retention_s = max(0.0, float(retention_days)) * _DAY_S
         self._secrets = secret_list(secrets)
         self._clock = clock
@@ -100,28 +87,28 @@ class TranscriptStore:
         """The session's turns, oldest first; an expired session is deleted and reads as empty."""
         where = self._where(tenant, namespace, session)
         with self.db.read() as conn:
-            rows = conn.execute(_SELECT, where).fetchall()
+            rows = conn.execute(_session_turns(where)).mappings().all()
         cutoff = self._cutoff()
         if rows and cutoff is not None and rows[-1]["ts"] < cutoff:
-            self.db.run_write(lambda conn: conn.execute(f"DELETE FROM turns WHERE {_SESSION} AND ts < ?",
-                                                        (*where, cutoff)))
+            self.db.run_write(lambda conn: conn.execute(
+                delete(turn_rows).where(_in_session(turn_rows, where), turn_rows.c.ts < cutoff)))
             return []
         return [_turn(number, row) for number, row in enumerate(rows, start=1)]
 
     def append(self, turn: SessionTurn) -> int:
         """Store one answered turn (redacted); returns the session's turn count."""
         where = self._where(turn.tenant, turn.namespace, turn.session)
-        text = [redact(value, self._secrets) if value else value
-                for value in (turn.question, turn.prompt, turn.answer, turn.thinking)]
-        now = self._clock.now()
+        question, prompt, answer, thinking = (redact(value, self._secrets) if value else value
+                                              for value in (turn.question, turn.prompt, turn.answer,
+                                                            turn.thinking))
+        row = {**_keyed(where), "question": question, "prompt": prompt, "answer": answer,
+               "thinking": thinking, "model": turn.model, "cost_usd": turn.cost_usd, "ts": self._clock.now()}
 
         def store(conn: Connection) -> int:
-            conn.execute(
-                f"INSERT INTO turns (tenant, namespace, session, {_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (*where, *text, turn.model, turn.cost_usd, now),
-            )
-            count = int(conn.execute(f"SELECT count(*) FROM turns WHERE {_SESSION}", where).fetchone()[0])
-            if bump_write_counter(conn) % self.sweep_every == 0:
+            conn.execute(insert(turn_rows).values(row))
+            count = int(conn.execute(select(func.count()).select_from(turn_rows)
+                                     .where(_in_session(turn_rows, where))).scalar_one())
+            if bump_write_counter(conn, table=transcript_counters) % self.sweep_every == 0:
                 self._sweep(conn)
             return count
 
@@ -130,9 +117,9 @@ class TranscriptStore:
     def clear(self, tenant: str, namespace: str, session: str) -> list[StoredSessionTurn]:
         """Delete the session's turns; returns them, oldest first."""
         where = self._where(tenant, namespace, session)
-        def take(conn: Connection) -> list[Any]:
-            rows = conn.execute(_SELECT, where).fetchall()
-            conn.execute(f"DELETE FROM turns WHERE {_SESSION}", where)
+        def take(conn: Connection) -> Sequence[RowMapping]:
+            rows = conn.execute(_session_turns(where)).mappings().all()
+            conn.execute(delete(turn_rows).where(_in_session(turn_rows, where)))
             return rows
 
         rows = self.db.run_write(take)
@@ -143,63 +130,78 @@ class TranscriptStore:
         it and it has not expired; whether ``holder`` has it now."""
         where = self._where(tenant, namespace, session)
         now = self._clock.now()
-        return self.db.run_write(
-            lambda conn: conn.execute(_LEASE, (*where, holder, now + ttl_s, now)).fetchone() is not None)
+
+        def take(conn: Connection) -> bool:
+            wanted = upsert(conn, session_leases).values(**_keyed(where), holder=holder, expires=now + ttl_s)
+            # Taken when the row is absent, expired or already this holder's; otherwise no row comes back.
+            taken = wanted.on_conflict_do_update(
+                index_elements=["tenant", "namespace", "session"],
+                set_={"holder": wanted.excluded.holder, "expires": wanted.excluded.expires},
+                where=or_(session_leases.c.expires < now, session_leases.c.holder == wanted.excluded.holder))
+            return conn.execute(taken.returning(session_leases.c.holder)).first() is not None
+
+        return self.db.run_write(take)
 
     def renew(self, tenant: str, namespace: str, session: str, holder: str, ttl_s: float) -> bool:
         """Extend ``holder``'s lease to ``ttl_s`` seconds from now; whether it still held it."""
         where = self._where(tenant, namespace, session)
         expires = self._clock.now() + ttl_s
+        held = and_(_in_session(session_leases, where), session_leases.c.holder == holder)
         return self.db.run_write(lambda conn: conn.execute(
-            f"UPDATE session_leases SET expires = ? WHERE {_SESSION} AND holder = ?",
-            (expires, *where, holder)).rowcount > 0)
+            update(session_leases).where(held).values(expires=expires)).rowcount > 0)
 
     def release(self, tenant: str, namespace: str, session: str, holder: str) -> None:
         """Give up ``holder``'s lease (nothing happens when another holder has taken it over)."""
         where = self._where(tenant, namespace, session)
-        self.db.run_write(lambda conn: conn.execute(
-            f"DELETE FROM session_leases WHERE {_SESSION} AND holder = ?", (*where, holder)))
+        held = and_(_in_session(session_leases, where), session_leases.c.holder == holder)
+        self.db.run_write(lambda conn: conn.execute(delete(session_leases).where(held)))
 
     def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
         """The namespace's live sessions, most recently used first."""
         cutoff = self._cutoff()
+        each, last = turn_rows.alias("t"), turn_rows.alias("l")
+        model = (select(last.c.model)
+                 .where(last.c.tenant == each.c.tenant, last.c.namespace == each.c.namespace,
+                        last.c.session == each.c.session)
+                 .order_by(last.c.id.desc()).limit(1).scalar_subquery())
+        query = (select(each.c.session, func.count().label("turns"), func.max(each.c.ts).label("last_ts"),
+                        model.label("model"))
+                 .where(each.c.tenant == tenant, each.c.namespace == namespace)
+                 .group_by(each.c.tenant, each.c.namespace, each.c.session)
+                 .order_by(desc("last_ts")))
+        if cutoff is not None:
+            query = query.having(func.max(each.c.ts) >= cutoff)
         with self.db.read() as conn:
-            rows = conn.execute(
-                "SELECT session, count(*) AS turns, max(ts) AS last_ts, "
-                "(SELECT model FROM turns l WHERE l.tenant = t.tenant AND l.namespace = t.namespace "
-                " AND l.session = t.session ORDER BY id DESC LIMIT 1) AS model "
-                "FROM turns t WHERE tenant = ? AND namespace = ? GROUP BY tenant, namespace, session "
-                "HAVING max(ts) >= ? ORDER BY last_ts DESC",
-                (tenant, namespace, cutoff if cutoff is not None else float("-inf")),
-            ).fetchall()
-        return [StoredSession(session=row["session"], turns=int(row["turns"]), last_ts=float(row["last_ts"]),
-                              model=row["model"]) for row in rows]
+            rows = conn.execute(query).all()
+        return [StoredSession(session=row.session, turns=int(row.turns), last_ts=float(row.last_ts),
+                              model=row.model) for row in rows]
 
     def sweep(self) -> int:
         """Delete every expired session now; returns the turns deleted."""
         return self.db.run_write(self._sweep)
 
     def _sweep(self, conn: Connection) -> int:
-        conn.execute("DELETE FROM session_leases WHERE expires < ?", (self._clock.now(),))
+        conn.execute(delete(session_leases).where(session_leases.c.expires < self._clock.now()))
         cutoff = self._cutoff()
         if cutoff is None:
             return 0
-        return int(conn.execute(
-            "DELETE FROM turns WHERE (tenant, namespace, session) IN (SELECT tenant, namespace, session "
-            "FROM turns GROUP BY tenant, namespace, session HAVING max(ts) < ?)",
-            (cutoff,),
-        ).rowcount)
+        old = turn_rows.alias("old")
+        expired = (select(old.c.tenant, old.c.namespace, old.c.session)
+                   .group_by(old.c.tenant, old.c.namespace, old.c.session)
+                   .having(func.max(old.c.ts) < cutoff))
+        session = tuple_(turn_rows.c.tenant, turn_rows.c.namespace, turn_rows.c.session)
+        return int(conn.execute(delete(turn_rows).where(session.in_(expired))).rowcount)
 
 
-def _turn(number: int, row: Any) -> StoredSessionTurn:
+def _turn(number: int, row: RowMapping) -> StoredSessionTurn:
     return StoredSessionTurn(number=number, question=row["question"], prompt=row["prompt"],
                              answer=row["answer"], thinking=row["thinking"], model=row["model"],
                              cost_usd=row["cost_usd"], ts=float(row["ts"]))
 
 
 def transcript_store_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,
-                         connections: Connections | None = None) -> TranscriptStore:
-    """The transcript store configured by ``settings`` (on the App's clock and connections when given)."""
-    database = database_for(settings, "transcripts", settings.session_db, MIGRATIONS, connections=connections)
+                         engines: Engines | None = None) -> TranscriptStore:
+    """The transcript store configured by ``settings`` (on the App's clock and engines when given)."""
+    database = database_for(settings, "transcripts", settings.session_db, engines=engines)
     return TranscriptStore(database, retention_days=settings.session_retention_days, secrets=settings,
                            clock=clock)

@@ -17,31 +17,17 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from ask_fable.stores.db import Connection, Connections, Database, database_for
+from sqlalchemy import case, delete, func, insert, select
+
+from ask_fable.stores.db import Database, database_for
+from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import WebSession
+from ask_fable.stores.tables import ui_sessions
 
 if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
     from ask_fable.config import Settings
-
-MIGRATIONS = [
-    """
-    CREATE TABLE ui_sessions (
-        digest            TEXT NOT NULL PRIMARY KEY,
-        tenant            TEXT,
-        name              TEXT,
-        key_id            INTEGER,
-        sees_server_paths INTEGER NOT NULL,
-        csrf              TEXT NOT NULL,
-        created_at        REAL NOT NULL,
-        expires_at        REAL NOT NULL
-    );
-    CREATE INDEX ui_sessions_expiry ON ui_sessions(expires_at);
-    CREATE INDEX ui_sessions_age ON ui_sessions(created_at);
-    """,
-]
-
-_COLUMNS = "digest, tenant, name, key_id, sees_server_paths, csrf, created_at, expires_at"
-
 
 class WebSessionTable:
     """The sessions in one :class:`~ask_fable.stores.db.Database` (SQLite or PostgreSQL)."""
@@ -57,45 +43,45 @@ class WebSessionTable:
         now = session.created_at
 
         def body(conn: Connection) -> None:
-            conn.execute("DELETE FROM ui_sessions WHERE expires_at <= ?", (now,))
-            kept = int(conn.execute("SELECT COUNT(*) FROM ui_sessions").fetchone()[0])
+            conn.execute(delete(ui_sessions).where(ui_sessions.c.expires_at <= now))
+            kept = int(conn.scalar(select(func.count()).select_from(ui_sessions)) or 0)
             if kept >= max_sessions:
-                conn.execute(
-                    "DELETE FROM ui_sessions WHERE digest IN (SELECT digest FROM ui_sessions ORDER BY "
-                    "CASE WHEN name IS NULL THEN 0 ELSE 1 END, created_at LIMIT ?)",
-                    (kept - max_sessions + 1,),
-                )
-            conn.execute(
-                f"INSERT INTO ui_sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session.digest, session.tenant, session.name, session.key_id,
-                 int(session.sees_server_paths), session.csrf, session.created_at, session.expires_at),
-            )
+                anonymous_first = case((ui_sessions.c.name.is_(None), 0), else_=1)
+                oldest = (select(ui_sessions.c.digest)
+                          .order_by(anonymous_first, ui_sessions.c.created_at)
+                          .limit(kept - max_sessions + 1))
+                conn.execute(delete(ui_sessions).where(ui_sessions.c.digest.in_(oldest)))
+            conn.execute(insert(ui_sessions).values(
+                digest=session.digest, tenant=session.tenant, name=session.name, key_id=session.key_id,
+                sees_server_paths=int(session.sees_server_paths), csrf=session.csrf,
+                created_at=session.created_at, expires_at=session.expires_at))
 
         self.db.run_write(body)
 
     def get(self, digest: str, now: float) -> WebSession | None:
         """The session stored under ``digest`` while it has not expired, else ``None``."""
         with self.db.read() as conn:
-            row = conn.execute(f"SELECT {_COLUMNS} FROM ui_sessions WHERE digest = ? AND expires_at > ?",
-                               (digest, now)).fetchone()
+            row = conn.execute(select(ui_sessions).where(ui_sessions.c.digest == digest,
+                                                         ui_sessions.c.expires_at > now)).first()
         if row is None:
             return None
         return WebSession(
-            digest=row["digest"], tenant=row["tenant"], name=row["name"],
-            key_id=None if row["key_id"] is None else int(row["key_id"]),
-            sees_server_paths=bool(row["sees_server_paths"]), csrf=row["csrf"],
-            created_at=float(row["created_at"]), expires_at=float(row["expires_at"]),
+            digest=row.digest, tenant=row.tenant, name=row.name,
+            key_id=None if row.key_id is None else int(row.key_id),
+            sees_server_paths=bool(row.sees_server_paths), csrf=row.csrf,
+            created_at=float(row.created_at), expires_at=float(row.expires_at),
         )
 
     def remove(self, digest: str) -> None:
         """Forget the session stored under ``digest`` (nothing happens when there is none)."""
-        self.db.run_write(lambda conn: conn.execute("DELETE FROM ui_sessions WHERE digest = ?", (digest,)))
+        forget = delete(ui_sessions).where(ui_sessions.c.digest == digest)
+        self.db.run_write(lambda conn: conn.execute(forget))
 
     def count(self, now: float) -> int:
         """How many sessions have not expired at ``now``."""
         with self.db.read() as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM ui_sessions WHERE expires_at > ?",
-                                    (now,)).fetchone()[0])
+            return int(conn.scalar(select(func.count()).select_from(ui_sessions)
+                                   .where(ui_sessions.c.expires_at > now)) or 0)
 
     def close(self) -> None:
         """Close what the store's database opened for itself."""
@@ -146,8 +132,7 @@ class MemoryWebSessions:
         """Nothing to close: the sessions end with the process."""
 
 
-def ui_session_store_for(settings: Settings, *, connections: Connections | None = None) -> WebSessionTable:
-    """The web view's session store configured by ``settings`` (on the App's connections when given)."""
-    database = database_for(settings, "ui_sessions", settings.ui_sessions_db, MIGRATIONS,
-                            connections=connections)
+def ui_session_store_for(settings: Settings, *, engines: Engines | None = None) -> WebSessionTable:
+    """The web view's session store configured by ``settings`` (on the App's engines when given)."""
+    database = database_for(settings, "ui_sessions", settings.ui_sessions_db, engines=engines)
     return WebSessionTable(database)

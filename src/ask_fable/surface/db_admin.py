@@ -35,16 +35,20 @@ def _fail(message: str) -> int:
 
 def db_command(args: argparse.Namespace, in_force: SettingsInForce | None = None) -> int:
     """``db upgrade|status|settings``; 1 with one line when the database cannot be used."""
-    from ask_fable.config import load_settings
+    from ask_fable.config import database_url_problem, load_settings
     from ask_fable.errors import AskFableError
     from ask_fable.surface.terminal import describe
 
+    settings = load_settings()
+    problem = database_url_problem(settings)
+    if problem is not None:
+        return _fail(problem)
     try:
         if args.db_action == "settings":
             from ask_fable.core.settings_in_force import settings_in_force
 
             return settings_command(args, in_force or settings_in_force())
-        return schema_command(args, load_settings())
+        return schema_command(args, settings)
     except AskFableError as exc:
         return _fail(describe(exc))
 
@@ -58,27 +62,32 @@ def store_state(settings: Settings, version: StoreVersion) -> str:
 
 
 def schema_command(args: argparse.Namespace, settings: Settings) -> int:
-    """``db upgrade`` and ``db status``: each store's schema version, as text or JSON."""
+    """``db upgrade`` and ``db status``: each store's schema revision, as text or JSON. ``status``
+    exits 1 when any store is behind or ahead of this release, so a deploy can gate on it."""
     from ask_fable.stores import schema
 
     upgrading = args.db_action == "upgrade"
     report = schema.upgrade(settings) if upgrading else schema.status(settings)
     states = [v.state if upgrading else store_state(settings, v) for v in report]
     if args.json:
-        print(json.dumps({"database": "postgresql" if settings.database_url else "sqlite", "stores": [
+        print(json.dumps({"database": "postgresql" if settings.database_url else "sqlite",
+                          "head": schema.head(), "stores": [
             {"store": v.store, "found": v.found, "wanted": v.wanted, "state": state, "location": v.location}
             for v, state in zip(report, states, strict=True)]}, indent=2))
+    else:
+        where = "PostgreSQL" if settings.database_url else f"SQLite files under {settings.state_dir}"
+        print(f"stores on {where} (this ask-fable's schema: revision {schema.head()}):")
+        width = max((len(v.store) for v in report), default=8)
+        for v, state in zip(report, states, strict=True):
+            if upgrading:
+                done = "up to date" if v.found == v.wanted else f"upgraded {v.found or 'none'} → {v.wanted}"
+                shown = v.wanted
+            else:
+                done, shown = STATE_TEXT[state], v.found or "none"
+            print(f"  {v.store:<{width}} revision {shown:<6} {done}")
+    if upgrading:
         return 0
-    where = "PostgreSQL" if settings.database_url else f"SQLite files under {settings.state_dir}"
-    print(f"stores on {where}:")
-    width = max((len(v.store) for v in report), default=8)
-    for v, state in zip(report, states, strict=True):
-        if upgrading:
-            done = "up to date" if v.found == v.wanted else f"upgraded {v.found} → {v.wanted}"
-        else:
-            done = STATE_TEXT[state]
-        print(f"  {v.store:<{width}} version {v.wanted if upgrading else v.found:>2}  {done}")
-    return 0
+    return 1 if any(state in ("behind", "newer") for state in states) else 0
 
 
 # --- saved settings ------------------------------------------------------------------------------
@@ -135,9 +144,9 @@ def settings_command(args: argparse.Namespace, in_force: SettingsInForce) -> int
 
 def _forget(settings: Settings, names: list[str] | None) -> list[str]:
     from ask_fable.stores.db import database_for
-    from ask_fable.stores.saved_settings import MIGRATIONS, SettingsStore
+    from ask_fable.stores.saved_settings import SettingsStore
 
-    store = SettingsStore(database_for(settings, "settings", None, MIGRATIONS))
+    store = SettingsStore(database_for(settings, "settings", None))
     try:
         return store.forget(names)
     finally:

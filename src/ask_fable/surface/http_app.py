@@ -304,14 +304,6 @@ class _BodyTooLarge(Exception):
     pass
 
 
-def _in_one_hop(call: Callable[[str], T], argument: str) -> T:
-    """``call(argument)`` on a store that waits on a database, from a daemon thread: run whole on the
-    I/O loop, in one hop rather than one per query (``stores/loop_bridge.call_blocking``)."""
-    from ask_fable.stores.loop_bridge import call_blocking
-
-    return call_blocking(call, argument)
-
-
 def store_probe(keys: ApiKeyStore) -> Callable[[], bool]:
     """A readiness probe: whether the key store answers a query (every request needs it first)."""
 
@@ -500,7 +492,7 @@ class HttpGuard:
         try:
             # A local key store answers from memory or one SQLite pragma: no thread hop for that.
             if self.keys.blocking:
-                record = await self._from_store(lambda: _in_one_hop(self.keys.verify, presented))
+                record = await self._from_store(lambda: self.keys.verify(presented))
             else:
                 record = self.keys.verify(presented)
         except _Stopped:
