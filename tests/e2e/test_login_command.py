@@ -5,6 +5,7 @@ on a PATH with no global ``claude``."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -89,3 +90,22 @@ def test_ask_fable_claude_runs_the_bundled_claude_code_with_its_own_flags(tmp_pa
 
     assert "Not logged in" in done.stdout + done.stderr and done.returncode == 1
     assert version.returncode == 0 and "Claude Code" in version.stdout
+
+
+@pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no Claude Code CLI here")
+def test_doctor_names_commands_that_run_as_printed(tmp_path: Path) -> None:
+    """On a fresh machine with no login and no global ``claude``, doctor's Claude steps name
+    ``ask-fable login``, and every ``ask-fable …`` it names is a command the installed program runs."""
+    env = _env(tmp_path)
+
+    doctor = _run(["doctor", "--timeout", "2"], env)
+
+    assert doctor.returncode == 0, doctor.stderr
+    claude_steps = [line for line in doctor.stdout.splitlines() if "ANTHROPIC_API_KEY" in line]
+    assert claude_steps and all("run `ask-fable login`" in line for line in claude_steps)
+    assert "`claude`" not in doctor.stdout and "/login" not in doctor.stdout
+    named = set(re.findall(r"`ask-fable ([a-z][a-z -]*)`", doctor.stdout))
+    assert "login" in named
+    for command in sorted(named):
+        shown = _run([*command.split(), "--help"], env)
+        assert shown.returncode == 0, f"`ask-fable {command}` does not run: {shown.stderr}"
