@@ -11,9 +11,12 @@ A failure of our own never escapes: it becomes ``{"status": "error", "kind": ...
 from __future__ import annotations
 
 import traceback
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 _Done = TypeVar("_Done")
+
+#: Seconds a cancelled call may spend writing its record before the cancellation goes on.
+CANCELLED_RECORD_S = 5.0
 
 DUPLICATE_NOTE = (
     "Served from cache: this exact question and context were answered {age:.0f}s ago. "
@@ -246,6 +252,13 @@ class Pipeline:
             result = {**result_prefix, **exc.to_result()}
             result["detail"] = self._redact(result.get("detail") or "")
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+        except anyio.get_cancelled_exc_class():
+            # The caller cancelled, went away or pressed Ctrl-C: nobody reads a result, but the call
+            # still leaves its records, with what had happened so far.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCELLED_RECORD_S):
+                await self._finish(call, trace, self._cancelled(call, trace, result_prefix, mctx), outcome,
+                                   mctx, allowed, context)
+            raise
         except TimeoutError:
             result = {**result_prefix, **OracleTimeout(f"{call.tool} ran out of time").to_result()}
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
@@ -259,6 +272,21 @@ class Pipeline:
                 f"for trace {trace.trace_id}.",
             }
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+
+    def _cancelled(self, call: Call, trace: TraceRecorder, prefix: dict[str, Any],
+                   mctx: ModeContext) -> dict[str, Any]:
+        """The record of a call cancelled before it returned: which model calls had finished and which
+        were still running (they were cancelled with it)."""
+        started = Counter(str(e.attrs.get("token")) for e in trace.events if e.name == "provider.start")
+        started.subtract(Counter(m.token for m in mctx.members))
+        running = sorted(token for token, left in started.items() if left > 0)
+        finished = [f"{m.token} ({m.kind or m.status})" for m in mctx.members]
+        trace.event("cancelled", finished=len(finished), running=running or None)
+        done = f"finished: {', '.join(finished)}" if finished else "no model call had finished"
+        cut = f"; cancelled while running: {', '.join(running)}" if running else ""
+        detail = (f"{call.tool} was cancelled after {trace.elapsed_ms() / 1000:.1f}s, before it returned "
+                  f"(its caller cancelled the request, went away or pressed Ctrl-C); {done}{cut}")
+        return {**prefix, "status": "cancelled", "kind": "cancelled", "detail": detail}
 
     async def _cache_op(self, trace: TraceRecorder, name: str, op: Callable[..., _Done],
                         *args: object) -> _Done | None:
