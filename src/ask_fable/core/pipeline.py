@@ -28,7 +28,7 @@ from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
-from ask_fable.redact import redact
+from ask_fable.redact import bounded, redact
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
@@ -41,6 +41,8 @@ _Done = TypeVar("_Done")
 
 #: Seconds a cancelled call may spend writing its record before the cancellation goes on.
 CANCELLED_RECORD_S = 5.0
+#: Characters of a failed call's ``detail`` (and ``hint``) its trace keeps, start and end.
+TRACE_DETAIL_LIMIT = 800
 
 DUPLICATE_NOTE = (
     "Served from cache: this exact question and context were answered {age:.0f}s ago. "
@@ -375,8 +377,19 @@ class Pipeline:
             result["telemetry"] = {k: v for k, v in result["telemetry"].items() if v is not None}
         found = result.get("sidecar")
         sidecar: dict[str, Any] = found if isinstance(found, dict) else {}
+        # A council's confidence is its own (capped by consensus, quorum and a fallen-back synthesis),
+        # not its answering model's; a failure keeps its redacted detail and hint for whoever reads
+        # the trace later.
+        confidence = result.get("confidence") if result.get("mode") == "council" else None
+        failed = status not in (*ANSWERED, "refused")
+        secrets = settings.secret_values()
         trace.event("response", status=status, kind=result.get("kind"), cached=cached or None,
-                    recommendation=sidecar.get("recommendation"), confidence=sidecar.get("confidence"))
+                    recommendation=sidecar.get("recommendation"),
+                    confidence=confidence or sidecar.get("confidence"),
+                    detail=bounded(str(result["detail"]), TRACE_DETAIL_LIMIT, secrets)
+                    if failed and result.get("detail") else None,
+                    hint=bounded(str(result["hint"]), TRACE_DETAIL_LIMIT, secrets)
+                    if failed and result.get("hint") else None)
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)
