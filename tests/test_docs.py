@@ -17,6 +17,7 @@ from tests.spec_tools import ALL_SPEC_TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+CONFIGURATION = ROOT / "docs" / "configuration.md"
 CLAUDE = ROOT / "CLAUDE.md"
 DOCS = [README, CLAUDE, *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "skills").glob("*/SKILL.md"))]
 SKILLS = ("ubercode", "uberplan", "uberarch", "uberbrainstorm")
@@ -59,13 +60,20 @@ def test_readme_opens_with_the_install_and_test_commands() -> None:
     assert re.findall(r"```bash\n(.*?)\n```", marked, re.DOTALL) == [TEST_COMMAND]
 
 
-def test_readme_configuration_table_is_the_generated_one() -> None:
-    """The table between the config-table markers equals ``python -m ask_fable.config_docs``."""
-    text = _read(README)
+def test_configuration_table_is_the_generated_one() -> None:
+    """The table between the config-table markers of docs/configuration.md equals
+    ``python -m ask_fable.config_docs``, and the README links to it."""
+    text = _read(CONFIGURATION)
     assert START_MARKER in text and END_MARKER in text
     assert extract_block(text) == render_table(), (
-        "README configuration table is stale: run `python -m ask_fable.config_docs --write README.md`"
+        "configuration table is stale: run `python -m ask_fable.config_docs --write docs/configuration.md`"
     )
+    assert "(docs/configuration.md#configuration-reference)" in _read(README)
+
+
+def test_readme_stays_a_way_in() -> None:
+    """The README is short enough to read first: the reference lives in docs/."""
+    assert len(_read(README).splitlines()) <= 320
 
 
 def test_guide_backend_table_is_the_generated_one() -> None:

@@ -1,7 +1,9 @@
-"""What the README and the architecture map say about setting up and serving, the code does."""
+"""What the README, the team-server page and the architecture map say about setting up and serving, the
+code does."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -17,6 +19,7 @@ from tests.e2e.helpers import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+TEAM_SERVER = ROOT / "docs" / "team-server.md"
 ACTIVATE = ". .venv/bin/activate"
 #: README commands that only read or write local files (the rest call models or serve forever).
 LOCAL_VERBS = ("init", "config", "keys", "tools", "doctor --no-probe", "--version", "trace", "context")
@@ -61,7 +64,8 @@ def _local_commands(text: str) -> list[str]:
 
 def test_the_readme_commands_run_as_written_after_its_activation_line(tmp_path: Path) -> None:
     """In a new shell that knows nothing of the venv, the README's activation line puts ``ask-fable``
-    on PATH, and the README's own commands then run as written (registering a client included)."""
+    on PATH, and the README's and the team-server page's commands then run as written, in order
+    (registering a client and making keys included); the key limits example edits the key it means."""
     text = _readme()
     head = text.split("\n## ", 1)[0]
     assert ACTIVATE in _bash_blocks(head), "the set-up says how to put ask-fable on PATH"
@@ -70,7 +74,7 @@ def test_the_readme_commands_run_as_written_after_its_activation_line(tmp_path: 
     (checkout / ".venv").symlink_to(Path(sys.executable).parent.parent)
     env = child_env(PATH="/usr/bin:/bin", ASK_FABLE_API_KEY="afk_example")
     env.pop("VIRTUAL_ENV", None)
-    commands = _local_commands(text)
+    commands = _local_commands(text) + _local_commands(TEAM_SERVER.read_text(encoding="utf-8"))
     assert any(c.startswith("ask-fable init claude") for c in commands), commands
     assert any(c.startswith("ask-fable keys create") for c in commands), commands
 
@@ -88,6 +92,10 @@ def test_the_readme_commands_run_as_written_after_its_activation_line(tmp_path: 
         assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
     registered = (Path(env["HOME"]) / ".claude.json").read_text()
     assert "ask_fable" in registered
+    listed = in_new_shell("ask-fable keys list --json")
+    limits = {key["name"]: key["limits"] for key in json.loads(listed.stdout)}
+    assert limits["ci"]["daily_usd"] == 20, "the `keys update` example edits the key it made for ci"
+    assert limits["ops"]["daily_usd"] is None, "the `keys update` example leaves the admin key alone"
 
 
 @pytest.mark.slow
@@ -118,7 +126,7 @@ def test_an_older_python_is_told_at_once_which_python_it_needs(tmp_path: Path) -
     assert "httpx2" not in output
 
 
-def test_mcp_over_http_is_what_the_readme_says() -> None:
+def test_mcp_over_http_is_what_the_team_server_page_says() -> None:
     """POST: one JSON body and no session; GET and DELETE: 405, only POST is allowed."""
     from ask_fable.config import load_settings
     from ask_fable.core.app import App
@@ -127,7 +135,7 @@ def test_mcp_over_http_is_what_the_readme_says() -> None:
     from ask_fable.surface.http_runner import serve_in_thread
     from ask_fable.surface.server import build_server
 
-    text = " ".join(_readme().split())
+    text = " ".join(TEAM_SERVER.read_text(encoding="utf-8").split())
     assert "Each POST is answered with one JSON body" in text and "(no `Mcp-Session-Id`)" in text
     assert "Every other method on `/mcp` is refused (405, `Allow: POST`)" in text
     keys = KeyStore(load_settings().keys_db)

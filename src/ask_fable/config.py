@@ -13,8 +13,8 @@ it, as it does for a config file that cannot be read and for keys it does not kn
 problems travel with the settings (``Settings.problems``); a call learns the ones that matter
 to it from the settings it read (:func:`tracking_reads`).
 
-Every field's description is the user-facing documentation: the README's configuration table
-is generated from this class and a test keeps them equal.
+Every field's description is the user-facing documentation: the configuration reference
+(docs/configuration.md) is generated from this class and a test keeps them equal.
 """
 
 from __future__ import annotations

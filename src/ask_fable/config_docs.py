@@ -1,9 +1,9 @@
 """Render the configuration reference table from :class:`ask_fable.config.Settings`.
 
-The README's table between ``<!-- config-table -->`` and ``<!-- /config-table -->`` is this
-module's output, and a test keeps the two equal. Regenerate it after changing a setting::
+The table of ``docs/configuration.md`` between ``<!-- config-table -->`` and ``<!-- /config-table -->``
+is this module's output, and a test keeps the two equal. Regenerate it after changing a setting::
 
-    python -m ask_fable.config_docs --write README.md
+    python -m ask_fable.config_docs --write docs/configuration.md
 
 Each field becomes a row: its ``ASK_FABLE_*`` variable (plus any other accepted names from its
 ``validation_alias``), its default (derived defaults, such as files under the state directory,

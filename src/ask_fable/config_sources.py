@@ -163,8 +163,8 @@ def _unknown_key(source: str, key: str, fields: dict[str, FieldInfo], prefix: st
     bare = key.lower().removeprefix(prefix.lower())
     match = difflib.get_close_matches(bare, list(fields), n=1, cutoff=0.75)
     if not match:
-        return SettingProblem(source, f"unknown setting {key!r}", "it is ignored (see the README's "
-                              "configuration table for the known names)")
+        return SettingProblem(source, f"unknown setting {key!r}", "it is ignored (docs/configuration.md "
+                              "lists the known names)")
     known = match[0]
     spelled = f"{prefix}{known.upper()}" if key.lower().startswith(prefix.lower()) else known
     return SettingProblem(source, f"unknown setting {key!r} (did you mean {spelled!r}?)", "it is ignored",

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.values import Confidence, Recommendation, Sidecar, Usage
 
-Status = Literal["ok", "refused", "error", "needs_context", "context_exhausted"]
+Status = Literal["ok", "refused", "error", "needs_context", "context_exhausted", "cancelled"]
 
 
 class Strict(BaseModel):

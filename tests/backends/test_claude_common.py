@@ -169,7 +169,7 @@ def test_login_failures_are_config_states_with_a_fix(
     )
     assert (found.kind if found else None) == kind
     if kind == "not_configured":
-        assert found is not None and "/login" in found.to_result()["hint"]
+        assert found is not None and "`ask-fable login`" in found.to_result()["hint"]
     if kind == "upstream_error":
         assert isinstance(found, ModelUnavailable)
 

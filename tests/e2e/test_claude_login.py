@@ -60,7 +60,7 @@ async def test_no_claude_login_is_not_configured_on_every_call_and_never_trips_t
     assert [r["kind"] for r in results] == ["not_configured"] * CALLS
     for result in results:
         assert result["status"] == "error"
-        assert "/login" in result["hint"] and "ANTHROPIC_API_KEY" in result["hint"]
+        assert "`ask-fable login`" in result["hint"] and "ANTHROPIC_API_KEY" in result["hint"]
         assert "Not logged in" in result["detail"]
     assert fp.requests_for("anthropic") == [], "without a login nothing reaches the provider"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,58 @@ async def test_council_without_a_synthesis_says_so_in_every_field(fp: FakeProvid
     assert "not synthesized" in result["recommended_next_action"]
     assert result["confidence"] == "low"
 
+
+
+async def test_council_with_one_answer_says_why_no_synthesis_ran(fp: FakeProvider) -> None:
+    """One member answers and the other fails: its answer comes back as it came, and ``note`` says
+    there was nothing to synthesize and why the other member is missing."""
+    fp.enqueue("ollama", text=answer("Alpha: keep the lock.", "apply", "high"), match="alpha:cloud")
+    fp.enqueue("ollama", status=400, error="model bravo rejected the request", match="bravo:cloud")
+    settings = http_settings(fp, claude_cli=NO_CLAUDE)
+    result = await call("ask_council", {"question": "Should the cache keep its global lock?",
+                                        "models": ["ollama:alpha", "ollama:bravo"], "synthesizer": "glm"},
+                        settings)
+    assert result["status"] == "ok", result
+    assert result["synthesizer"] is None and result["quorum"] == "1/2"
+    assert result["answer"] == "Alpha: keep the lock."
+    note = result["note"]
+    assert "only ollama:alpha:cloud answered" in note and "no synthesis ran" in note
+    assert "ollama:bravo:cloud: upstream_error" in note
+    assert result["confidence"] == "low"
+    assert "synthesis" not in result["recommended_next_action"]
+    assert "one opinion" in result["recommended_next_action"]
+    assert not [r for r in fp.requests_for("anthropic") if r.model == "glm-5.2"], "no synthesizer was asked"
+
+    fp.enqueue("ollama", text=answer("Alpha again.", "apply", "high"), match="alpha:cloud")
+    alone = await call("ask_council", {"question": "Should the cache keep its global lock?",
+                                       "models": ["ollama:alpha"]}, settings)
+    assert alone["status"] == "ok" and "a council of one member" in alone["note"]
+
+
+async def test_reset_session_keeps_the_session_key_in_the_file_name(fp: FakeProvider) -> None:
+    """``<model>+<key>-<ts>.md`` holds the key as given; only what a file name cannot hold is escaped."""
+    fp.enqueue("anthropic", text=answer("Cache the cost per request."), times=2)
+    settings = http_settings(fp, claude_cli=NO_CLAUDE)
+    saved = []
+    for key in ("cost-askNone", "team/cost"):
+        asked = await call("ask", {"question": "Where does the cost of a request go?", "model": "deepseek",
+                                   "session": key}, settings)
+        assert asked["status"] == "ok", asked
+        reset = await call("reset_session", {"session": key, "model": "deepseek", "save": True}, settings)
+        assert reset["status"] == "ok" and reset["cleared"] is True, reset
+        saved.append(Path(reset["saved"]).name)
+    assert re.fullmatch(r"deepseek\+cost-askNone-\d{8}T\d{12}Z\.md", saved[0]), saved
+    assert re.fullmatch(r"deepseek\+team%2Fcost-\d{8}T\d{12}Z\.md", saved[1]), saved
+
+
+@pytest.mark.parametrize(("model", "binary"), [("grok", "grok"), ("kimi", "kimi"), ("codex", "codex")])
+async def test_a_cli_model_that_is_not_installed_says_how_to_install_it_in_hint(
+        fp: FakeProvider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, model: str, binary: str) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no CLI anywhere
+    result = await call("ask", {"question": "Is this lock order safe?", "model": model},
+                        http_settings(fp, claude_cli=NO_CLAUDE))
+    assert (result["status"], result["kind"]) == ("error", "binary_missing")
+    assert binary in result["hint"] and "install" in result["hint"]
 
 EMPTY_CASES = [
     ("ask_council", {"models": []}),

@@ -151,7 +151,9 @@ async def test_atlas_council_falls_back_from_missing_codex_to_atlas_gpt(
     assert result["synthesizer"] == "atlas:openai/gpt-5.6-sol"
     synthesis = result["synthesis"]
     assert synthesis["requested"] == "codex" and synthesis["fallback"] is True
-    assert synthesis["tried"][0] == {"token": "codex", "status": "binary_missing", "kind": "binary_missing"}
+    codex_step = "install OpenAI's codex CLI (npm install -g @openai/codex) and run `codex login` once"
+    assert synthesis["tried"][0] == {"token": "codex", "status": "binary_missing", "kind": "binary_missing",
+                                     "hint": codex_step}
     assert result["answer"] == "GPT ruling."
 
 

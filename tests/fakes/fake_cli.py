@@ -17,6 +17,8 @@ from its own path, so no environment variable is needed — and behaves as told 
     wait_for_peers     wait (up to 10 s) until this many copies have started, else exit 3
                        (under a gate of one slot the first copy can never see the second)
     report_env         names whose values the log records
+    by_argv            {argument prefix: behaviour}: the first prefix the arguments start with
+                       (joined by spaces) overrides the keys above for that run
 
 Log records (one JSON object per line): ``start`` (argv, cwd, stdin length / sha256 / base64,
 env names, pid, pgid, peers running), ``child`` (child_pid), ``end``.
@@ -82,6 +84,11 @@ def main():
             how = json.load(fh)
     except FileNotFoundError:
         how = {}
+    joined = " ".join(sys.argv[1:])
+    for prefix, more in how.get("by_argv", {}).items():
+        if joined.startswith(prefix):
+            how = {**how, **more}
+            break
     if how.get("ignore_sigterm"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     os.makedirs(RUNNING, exist_ok=True)

@@ -91,8 +91,10 @@ def test_transcript_dump_and_retention() -> None:
     second = save_transcript(settings, "other", turns[:1], "opus5")
     assert re.fullmatch(r"opus5-other-\d{8}T\d{12}Z\.md", second.name)
     assert [p.name for p in settings.sessions_dir.iterdir()] == [second.name]
-    assert save_transcript(settings, "retry-storm/1", turns).name.startswith("retry_storm_1-")
-    for stranger in ("notes.md", "opus5-notes.md", "my-plan-20261202T085300123456Z.md"):
+    assert save_transcript(settings, "retry-storm/1", turns).name.startswith("retry-storm%2F1-")
+    assert save_transcript(settings, "../up", turns).name.startswith("%2E.%2Fup-")
+    assert save_transcript(settings, "é" * 200, turns).name.startswith("é" * 75 + "-")
+    for stranger in ("notes.md", "opus5-notes.md", "my-plan-2026.md", "my-plan-20261202T085300123456Z.txt"):
         assert not TRANSCRIPT_NAME_RE.fullmatch(stranger)
 
 

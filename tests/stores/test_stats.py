@@ -167,6 +167,7 @@ def test_empty_input_has_zero_totals(stats_of: Stats) -> None:
     ("binary_missing", "binary_missing", "not_configured"),
     ("error", "circuit_open", "circuit_open"),
     ("needs_context", None, "needs_context"),
+    ("cancelled", "cancelled", "cancelled"),
     (None, None, "errors"),
 ])
 def test_every_status_lands_in_exactly_one_outcome(

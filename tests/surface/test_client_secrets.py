@@ -149,10 +149,10 @@ def test_printed_commands_reach_the_client_word_for_word(tmp_path: Path, client:
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def documented_claude_commands() -> list[str]:
-    """``claude mcp add`` lines from the README's and the guide's shell blocks."""
+def documented_claude_commands(docs: tuple[str, ...] = ("README.md", "docs/GUIDE.md")) -> list[str]:
+    """``claude mcp add`` lines from the shell blocks of ``docs`` (the README's and the guide's)."""
     lines = []
-    for doc in (ROOT / "README.md", ROOT / "docs" / "GUIDE.md"):
+    for doc in (ROOT / name for name in docs):
         lines += [line.strip() for line in doc.read_text(encoding="utf-8").splitlines()
                   if line.strip().startswith("claude mcp add ")]
     return lines
@@ -177,3 +177,27 @@ def test_documented_claude_commands_register_the_absolute_program_and_no_key(
     assert SECRET not in stored
     entry = json.loads(stored)["mcpServers"]["ask_fable"]
     assert entry["command"] == str(program)
+
+
+@pytest.mark.skipif(CLAUDE is None, reason="claude-agent-sdk ships no Claude Code CLI here")
+@pytest.mark.skipif(len(ask_fable_command()) != 1, reason="needs the installed ask-fable console script")
+@pytest.mark.parametrize("command", documented_claude_commands(("README.md",)))
+def test_documented_claude_commands_work_without_a_global_claude_code(
+        tmp_path: Path, fp: FakeProvider, command: str) -> None:
+    """On a machine with no ``claude`` on PATH, the README's way round (``ask-fable`` in front of the
+    line) registers the same entry through the Claude Code inside the install."""
+    program = Path(ask_fable_command()[0])
+    home = tmp_path / "claude-home"
+    env = {**claude_cli_env(fp.base_url, home), "PATH": f"{program.parent}:/usr/bin:/bin",
+           "DEEPSEEK_API_KEY": SECRET}
+    assert shell("command -v claude", env).returncode != 0, "the test shell must have no global claude"
+    result = shell(f"ask-fable {command}", env)
+    assert result.returncode == 0, result.stderr
+    stored = (home / ".claude.json").read_text()
+    assert SECRET not in stored
+    assert json.loads(stored)["mcpServers"]["ask_fable"]["command"] == str(program)
+
+
+def test_the_readme_says_how_to_run_its_claude_lines_without_claude_code() -> None:
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "without a global Claude Code install, put `ask-fable ` in front of each line below" in text

@@ -50,8 +50,8 @@ async def _probe_atlas(backend: Backend, settings: Settings, options: ProbeOptio
 
 _CLAUDE_NEEDS = "Claude Code, logged in"
 _CLAUDE_STEP = (
-    "install Claude Code (npm install -g @anthropic-ai/claude-code) or reinstall claude-agent-sdk "
-    "(it bundles the CLI), then log in once: run `claude` and use /login"
+    "log in once: run `ask-fable login` (it runs the Claude Code that claude-agent-sdk bundles; "
+    "reinstall ask-fable if that is missing, or set ASK_FABLE_CLAUDE_CLI to another Claude Code)"
 )
 
 FABLE = Backend(

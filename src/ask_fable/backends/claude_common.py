@@ -264,12 +264,11 @@ def login_hint() -> str:
     if os.environ.get("ANTHROPIC_API_KEY"):
         return (
             "the server's ANTHROPIC_API_KEY was rejected: set a valid key in the server's environment "
-            "and restart it, or remove it to use your Claude Code login (run `claude`, then `/login`)"
+            "and restart it, or remove it to use your Claude login (run `ask-fable login`)"
         )
     return (
-        "log in to Claude Code as the user running this server: run `claude`, then `/login` "
-        "(the next call uses the new login); or set ANTHROPIC_API_KEY in the server's environment "
-        "and restart it"
+        "log in to Claude as the user running this server: run `ask-fable login` (the next call uses "
+        "the new login); or set ANTHROPIC_API_KEY in the server's environment and restart it"
     )
 
 

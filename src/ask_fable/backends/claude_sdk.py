@@ -81,6 +81,8 @@ def _missing() -> BinaryMissing:
         "no Claude Code CLI: claude-agent-sdk has no bundled one and `claude` is not on PATH "
         "(install Claude Code or set ASK_FABLE_CLAUDE_CLI)",
         binary="claude",
+        hint="reinstall ask-fable (its claude-agent-sdk dependency bundles Claude Code), install Claude Code "
+        "(npm install -g @anthropic-ai/claude-code), or set ASK_FABLE_CLAUDE_CLI to a Claude Code binary",
     )
 
 
@@ -90,7 +92,9 @@ def _pinned_cli(settings: Settings) -> str | None:
     pinned = shutil.which(os.path.expanduser(settings.claude_cli))
     if pinned is None:
         raise BinaryMissing(
-            f"ASK_FABLE_CLAUDE_CLI={settings.claude_cli} is not an executable file", binary="claude"
+            f"ASK_FABLE_CLAUDE_CLI={settings.claude_cli} is not an executable file", binary="claude",
+            hint="point ASK_FABLE_CLAUDE_CLI at a Claude Code binary, or unset it to use the one bundled "
+            "with ask-fable",
         )
     return pinned
 

@@ -286,7 +286,8 @@ class CliOracle(Oracle):
         """Raise :class:`BinaryMissing` naming what to install when the CLI is not on PATH."""
         if not cli_installed(self.binary):
             raise BinaryMissing(
-                f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary
+                f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary,
+                hint=self.install_hint,
             )
 
     def effective_effort(self, request: OracleRequest) -> str | None:
@@ -328,7 +329,8 @@ class CliOracle(Oracle):
                 )
             except BinaryMissing as exc:
                 raise BinaryMissing(
-                    f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary
+                    f"`{self.binary}` is not on PATH: {self.install_hint}", binary=self.binary,
+                    hint=self.install_hint,
                 ) from exc
         if result.stdout_truncated and result.returncode == 0:
             # No real answer is this long: a flood is a malfunction, and half of it is no answer.

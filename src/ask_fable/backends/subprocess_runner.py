@@ -399,6 +399,23 @@ async def probe_version(binary: str, timeout: float) -> tuple[bool, str]:
     return True, first[:120]
 
 
+def run_attached(argv: list[str], env: Mapping[str, str]) -> int:
+    """Run ``argv`` attached to this terminal (stdin, stdout and stderr inherited) until it exits, and
+    return its exit status (130 when Ctrl-C ended it).
+
+    For a command the user drives by hand, such as a login that asks questions: the child stays in
+    this process group, so Ctrl-C reaches it as it reaches us, and we wait for it to finish.
+    """
+    resolved = _resolve(argv, env)
+    process = subprocess.Popen([resolved, *argv[1:]], env=dict(env))
+    while True:
+        try:
+            code = process.wait()
+        except KeyboardInterrupt:
+            continue  # the child got the same Ctrl-C; wait for it to end
+        return 130 if code == -signal.SIGINT else code
+
+
 # --- long-lived children ----------------------------------------------------------------------
 
 

@@ -176,8 +176,7 @@ def format_report(report: DoctorReport) -> str:
         lines.append(f"not checked: {', '.join(report.not_checked)} (run `ask-fable doctor` without "
                      "--no-probe to check)")
     if not ready:
-        lines.append("Start with Claude: install and log in to Claude Code, then run "
-                     "`ask-fable doctor` again.")
+        lines.append("Start with Claude: run `ask-fable login`, then `ask-fable doctor` again.")
     return "\n".join(lines)
 
 

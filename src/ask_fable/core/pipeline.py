@@ -11,9 +11,12 @@ A failure of our own never escapes: it becomes ``{"status": "error", "kind": ...
 from __future__ import annotations
 
 import traceback
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
@@ -25,7 +28,7 @@ from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout
-from ask_fable.redact import redact
+from ask_fable.redact import bounded, redact
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
@@ -35,6 +38,11 @@ if TYPE_CHECKING:
 
 ModeRunner = Callable[[str, str, ModeContext], Awaitable[ModeOutcome]]
 _Done = TypeVar("_Done")
+
+#: Seconds a cancelled call may spend writing its record before the cancellation goes on.
+CANCELLED_RECORD_S = 5.0
+#: Characters of a failed call's ``detail`` (and ``hint``) its trace keeps, start and end.
+TRACE_DETAIL_LIMIT = 800
 
 DUPLICATE_NOTE = (
     "Served from cache: this exact question and context were answered {age:.0f}s ago. "
@@ -246,6 +254,13 @@ class Pipeline:
             result = {**result_prefix, **exc.to_result()}
             result["detail"] = self._redact(result.get("detail") or "")
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+        except anyio.get_cancelled_exc_class():
+            # The caller cancelled, went away or pressed Ctrl-C: nobody reads a result, but the call
+            # still leaves its records, with what had happened so far.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(CANCELLED_RECORD_S):
+                await self._finish(call, trace, self._cancelled(call, trace, result_prefix, mctx), outcome,
+                                   mctx, allowed, context)
+            raise
         except TimeoutError:
             result = {**result_prefix, **OracleTimeout(f"{call.tool} ran out of time").to_result()}
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
@@ -259,6 +274,21 @@ class Pipeline:
                 f"for trace {trace.trace_id}.",
             }
             return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+
+    def _cancelled(self, call: Call, trace: TraceRecorder, prefix: dict[str, Any],
+                   mctx: ModeContext) -> dict[str, Any]:
+        """The record of a call cancelled before it returned: which model calls had finished and which
+        were still running (they were cancelled with it)."""
+        started = Counter(str(e.attrs.get("token")) for e in trace.events if e.name == "provider.start")
+        started.subtract(Counter(m.token for m in mctx.members))
+        running = sorted(token for token, left in started.items() if left > 0)
+        finished = [f"{m.token} ({m.kind or m.status})" for m in mctx.members]
+        trace.event("cancelled", finished=len(finished), running=running or None)
+        done = f"finished: {', '.join(finished)}" if finished else "no model call had finished"
+        cut = f"; cancelled while running: {', '.join(running)}" if running else ""
+        detail = (f"{call.tool} was cancelled after {trace.elapsed_ms() / 1000:.1f}s, before it returned "
+                  f"(its caller cancelled the request, went away or pressed Ctrl-C); {done}{cut}")
+        return {**prefix, "status": "cancelled", "kind": "cancelled", "detail": detail}
 
     async def _cache_op(self, trace: TraceRecorder, name: str, op: Callable[..., _Done],
                         *args: object) -> _Done | None:
@@ -347,8 +377,19 @@ class Pipeline:
             result["telemetry"] = {k: v for k, v in result["telemetry"].items() if v is not None}
         found = result.get("sidecar")
         sidecar: dict[str, Any] = found if isinstance(found, dict) else {}
+        # A council's confidence is its own (capped by consensus, quorum and a fallen-back synthesis),
+        # not its answering model's; a failure keeps its redacted detail and hint for whoever reads
+        # the trace later.
+        confidence = result.get("confidence") if result.get("mode") == "council" else None
+        failed = status not in (*ANSWERED, "refused")
+        secrets = settings.secret_values()
         trace.event("response", status=status, kind=result.get("kind"), cached=cached or None,
-                    recommendation=sidecar.get("recommendation"), confidence=sidecar.get("confidence"))
+                    recommendation=sidecar.get("recommendation"),
+                    confidence=confidence or sidecar.get("confidence"),
+                    detail=bounded(str(result["detail"]), TRACE_DETAIL_LIMIT, secrets)
+                    if failed and result.get("detail") else None,
+                    hint=bounded(str(result["hint"]), TRACE_DETAIL_LIMIT, secrets)
+                    if failed and result.get("hint") else None)
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)

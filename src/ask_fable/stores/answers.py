@@ -46,7 +46,7 @@ _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
 ANSWER_NAME_RE = re.compile(rf"{_TS_RE}-[a-z0-9_]{{1,64}}-[a-z0-9-]{{1,60}}(?:-\d+)?\.md")
 TRANSCRIPT_NAME_RE = re.compile(
-    rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[A-Za-z0-9._]{{1,80}}-{_TS_RE}(?:-\d+)?\.md"
+    rf"(?:opus5-|[a-z0-9._]{{1,80}}\+)?[^/\\\x00-\x1f\x7f]{{1,150}}-{_TS_RE}(?:-\d+)?\.md"
 )
 
 
@@ -71,9 +71,20 @@ def _safe_tool(tool: str) -> str:
     return cleaned[:64] or "tool"
 
 
-def _safe_key(key: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9._]+", "_", key).strip("._")
-    return cleaned[:80] or "session"
+#: What a file name cannot hold (a path separator, ``%`` itself, control characters).
+_UNSAFE_IN_NAME = re.compile(r"[%/\\\x00-\x1f\x7f]")
+#: Bytes of a session key kept in a transcript's file name (names hold at most 255).
+_KEY_NAME_BYTES = 150
+
+
+def file_key(key: str) -> str:
+    """``key`` as it stands in a transcript's file name: unchanged, except that ``/``, ``\\``, ``%``,
+    control characters and a leading ``.`` are written ``%XX``, and a key longer than 150 bytes is cut."""
+    escaped = _UNSAFE_IN_NAME.sub(lambda found: f"%{ord(found.group()):02X}", key)
+    if escaped.startswith("."):
+        escaped = "%2E" + escaped[1:]
+    cut = escaped.encode("utf-8")[:_KEY_NAME_BYTES].decode("utf-8", "ignore")
+    return cut or "session"
 
 
 def tenant_dir(base: Path | str, tenant: str) -> Path:
@@ -205,7 +216,7 @@ def render_transcript(settings: Settings, key: str, turns: list[dict[str, Any]],
     ``answer``, ``thinking``, ``model`` and ``ts``.
     """
     secrets = secret_list(settings)
-    stem = f"{transcript_prefix(namespace)}{_safe_key(redact(key, secrets))}-{_stamp()}"
+    stem = f"{transcript_prefix(namespace)}{file_key(redact(key, secrets))}-{_stamp()}"
     parts = [f"# Session {key}", "", f"- **saved**: {datetime.now(UTC).isoformat(timespec='seconds')}",
              f"- **turns**: {len(turns)}", ""]
     for number, turn in enumerate(turns, start=1):

@@ -11,6 +11,7 @@ Every counted call lands in exactly one outcome (:data:`OUTCOMES`), so ``calls``
     not_configured  a configuration state: a key or setting is missing, or a CLI is not installed
     circuit_open    the circuit breaker shed the call
     needs_context   no model was called: the ``context_ref`` keys did not exist
+    cancelled       the caller cancelled it, went away or pressed Ctrl-C before it returned
 
 Only ok, refused and errors are attempts: they alone give latency samples (``avg_ms``, ``p50_ms``,
 ``p95_ms``), and ``error_rate`` is ``errors / (ok + refused + errors)``. ``cost_usd`` adds up what
@@ -54,8 +55,9 @@ OUTCOME_RULES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
     ("ok", frozenset({"ok", "context_exhausted"}), frozenset()),
     ("refused", frozenset({"refused"}), frozenset()),
     ("needs_context", frozenset({"needs_context"}), frozenset()),
+    ("cancelled", frozenset({"cancelled"}), frozenset({"cancelled"})),
 )
-OUTCOMES = ("ok", "refused", "errors", "not_configured", "circuit_open", "needs_context")
+OUTCOMES = ("ok", "refused", "errors", "not_configured", "circuit_open", "needs_context", "cancelled")
 #: Outcomes where a backend (or the guard) really handled the call: latency and error-rate samples.
 ATTEMPTED = frozenset({"ok", "refused", "errors"})
 
@@ -106,6 +108,7 @@ def bucket_result(
         "not_configured": counts["not_configured"],
         "circuit_open": counts["circuit_open"],
         "needs_context": counts["needs_context"],
+        "cancelled": counts["cancelled"],
         "avg_ms": round(latency_sum / latency_count, 1) if latency_count else None,
         "p50_ms": round(p50, 1) if p50 is not None and latency_count else None,
         "p95_ms": round(p95, 1) if p95 is not None and latency_count else None,

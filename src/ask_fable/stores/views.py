@@ -170,6 +170,7 @@ class BucketFigures(TypedDict):
     not_configured: int
     circuit_open: int
     needs_context: int
+    cancelled: int
     avg_ms: float | None
     p50_ms: float | None
     p95_ms: float | None

@@ -247,6 +247,17 @@ def _next_action(action: str, mctx: ModeContext) -> str:
     return action if fixes is None else f"{action} {fixes}"
 
 
+def _single_answer_note(only: MemberOutcome, members: Sequence[MemberOutcome]) -> str:
+    """Why a council with one answer ran no synthesis: there was nothing to reconcile, and why the
+    other members gave nothing."""
+    if len(members) == 1:
+        return (f"a council of one member ({only.token}): no synthesis ran, there was nothing to "
+                "reconcile; its answer is returned unsynthesized")
+    missing = ", ".join(f"{m.token}: {m.kind or m.status}" for m in members if m is not only)
+    return (f"only {only.token} answered ({missing}), so no synthesis ran: one answer has nothing to "
+            "reconcile; it is returned unsynthesized")
+
+
 def _consensus_note(consensus: str, material: bool) -> str:
     if material:
         return (
@@ -323,10 +334,11 @@ async def run_council(
         envelope |= {
             "synthesizer": None,
             "synthesis": info.model_dump(),
-            "confidence": council_confidence(
-                consensus, 1, asked, only.sidecar.confidence if only.sidecar else None
-            ),
-            "recommended_next_action": _next_action(council_next_action(recommendations, asked), mctx),
+            "note": _single_answer_note(only, members),
+            # One member's answer is one opinion: never more than low confidence.
+            "confidence": council_confidence(consensus, 1, asked, "low"),
+            "recommended_next_action": _next_action(
+                council_next_action(recommendations, asked, synthesized=False), mctx),
         }
         return ModeOutcome(
             text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,

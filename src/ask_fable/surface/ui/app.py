@@ -28,7 +28,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 
-from ask_fable.access import SCOPES
+from ask_fable.access import ALL_TENANTS, SCOPES
 from ask_fable.stores.ui_sessions import MemoryWebSessions
 from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui import data, pages
@@ -362,7 +362,9 @@ class _Ui:
         presented = request.query_params.get("token", "")
         if presented and hmac.compare_digest(presented.encode(), login.token.encode()):
             await self.end(request)
-            session_id, _ = await self.start(Viewer(name="local", tenant="local"))
+            # The local user owns these stores: every tenant's calls are theirs to see, the team
+            # server's on this machine included.
+            session_id, _ = await self.start(Viewer(name="local", tenant=ALL_TENANTS))
             return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
         if await self.session(request) is not None:
             return self.redirect(url("/traces"))

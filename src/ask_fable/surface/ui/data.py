@@ -1,7 +1,8 @@
 """What the web view reads, and only through the store protocols (``stores/interfaces.py``).
 
-Every read takes the viewer's ``tenant`` (``local`` for ``ask-fable ui``, the key's on the team
-server) and passes it to the stores, which return that tenant's items only. Reads block: callers
+Every read takes the viewer's ``tenant`` (every tenant, ``*``, for ``ask-fable ui``: the local user
+owns the stores; the key's own on the team server) and passes it to the stores, which return that
+tenant's items only. Reads block: callers
 run them in a worker thread.
 """
 
@@ -18,7 +19,7 @@ from ask_fable.stores.views import StatsReport, TraceDetail, TraceSummary
 
 PAGE_SIZES = (20, 50, 100, 200)
 DEFAULT_PAGE = 50
-STATUSES = ("ok", "refused", "error", "needs_context", "context_exhausted")
+STATUSES = ("ok", "refused", "error", "needs_context", "context_exhausted", "cancelled")
 #: Characters of a full-mode content bundle shown on a trace page.
 CONTENT_CHARS = 100_000
 TIME_FORMAT = "%Y-%m-%dT%H:%M"

@@ -13,13 +13,21 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
+from ask_fable.access import ALL_TENANTS
 from ask_fable.stores.views import StatsReport, StoredTraceEvent, TraceDetail, TraceSummary
 from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui.data import PAGE_SIZES, STATUSES, StatsView, TracePage, TraceQuery
 from ask_fable.surface.ui.markup import Html, el, join
 from ask_fable.surface.ui.style import STYLESHEET_VERSION
 from ask_fable.surface.ui.svg import BarPart, BarRow, bar_chart, timeline_svg
-from ask_fable.surface.ui.timeline import OUTCOME_LABELS, Timeline, dollars, outcome_of, seconds
+from ask_fable.surface.ui.timeline import (
+    MARK_LABELS,
+    OUTCOME_LABELS,
+    Timeline,
+    dollars,
+    outcome_of,
+    seconds,
+)
 
 #: Recorded events listed on a trace page (the timeline reads them all).
 MAX_EVENT_ROWS = 2000
@@ -79,7 +87,7 @@ def document(title: str, body: Html | Sequence[Html | None], chrome: Chrome, her
             "div",
             {"class": "who"},
             [
-                el("span", {"class": "viewer"}, f"{chrome.viewer} · tenant {chrome.tenant}"),
+                el("span", {"class": "viewer"}, f"{chrome.viewer} · {_whose(chrome.tenant)}"),
                 el(
                     "form",
                     {"method": "post", "action": url("/logout")},
@@ -107,6 +115,19 @@ def document(title: str, body: Html | Sequence[Html | None], chrome: Chrome, her
         "<!doctype html>\n"
         + el("html", {"lang": "en"}, head, el("body", None, header, el("main", None, body)))
     )
+
+
+def _whose(tenant: str | None) -> str:
+    """Whose calls the viewer sees, in words."""
+    if tenant == ALL_TENANTS:
+        return "every tenant of this machine's stores"
+    return f"tenant {tenant}"
+
+
+def session_label(session: str | None, tool: str | None) -> str:
+    """A call's session as people read it: none when the call had no session of its own (the record
+    then files it under its tool's name)."""
+    return "" if not session or session == tool else session
 
 
 def badge(status: str | None, kind: str | None = None) -> Html:
@@ -167,7 +188,7 @@ def _filters(query: TraceQuery, tools: Sequence[str]) -> Html:
     )
 
 
-def _trace_row(row: TraceSummary) -> Html:
+def _trace_row(row: TraceSummary, every_tenant: bool) -> Html:
     link = trace_url(row["trace_id"])
     return el(
         "tr",
@@ -180,7 +201,8 @@ def _trace_row(row: TraceSummary) -> Html:
             el("td", None, row["kind"] or ""),
             el("td", None, ", ".join(row["providers"])),
             el("td", {"class": "num"}, seconds(row["elapsed_ms"])),
-            el("td", None, row["session"] or ""),
+            el("td", None, session_label(row["session"], row["tool"])),
+            el("td", None, row["tenant"]) if every_tenant else None,
             el("td", None, "cached" if row["cached"] else ""),
         ],
     )
@@ -190,14 +212,10 @@ def trace_list_page(
     page: TracePage, query: TraceQuery, problems: Sequence[str], tools: Sequence[str], chrome: Chrome
 ) -> Html:
     """The trace list: filters, one row per call (newest first), and links to older pages."""
-    head = el(
-        "tr",
-        None,
-        [
-            el("th", {"class": "num" if h == "Elapsed" else None}, h)
-            for h in ("When", "Tool", "Mode", "Status", "Kind", "Providers", "Elapsed", "Session", "")
-        ],
-    )
+    every_tenant = chrome.tenant == ALL_TENANTS
+    heads = ("When", "Tool", "Mode", "Status", "Kind", "Providers", "Elapsed", "Session",
+             *(("Tenant",) if every_tenant else ()), "")
+    head = el("tr", None, [el("th", {"class": "num" if h == "Elapsed" else None}, h) for h in heads])
     if page.rows:
         table: Html = el(
             "div",
@@ -206,7 +224,7 @@ def trace_list_page(
                 "table",
                 {"class": "traces"},
                 el("thead", None, head),
-                el("tbody", None, [_trace_row(r) for r in page.rows]),
+                el("tbody", None, [_trace_row(r, every_tenant) for r in page.rows]),
             ),
         )
     else:
@@ -237,14 +255,35 @@ def trace_list_page(
     )
 
 
-def _legend(outcomes: Sequence[str]) -> Html:
+def _legend(outcomes: Sequence[str], marks: Sequence[str] = ()) -> Html:
     shown = [name for name in OUTCOME_LABELS if name in outcomes]
     return el(
         "ul",
         {"class": "legend"},
         [
-            el("li", {"data-legend": name}, el("span", {"class": f"swatch o-{name}"}), OUTCOME_LABELS[name])
-            for name in shown
+            [el("li", {"data-legend": name}, el("span", {"class": f"swatch o-{name}"}), OUTCOME_LABELS[name])
+             for name in shown],
+            [el("li", {"data-legend-mark": name}, el("span", {"class": "swatch diamond o-unfinished"}),
+                MARK_LABELS[name]) for name in marks],
+        ],
+    )
+
+
+def _why(timeline: Timeline, status: str | None) -> Html | None:
+    """What a call that did not answer said about why, and how to fix it, as its result carried them."""
+    if status in (None, "ok", "context_exhausted", "refused"):
+        return None
+    if timeline.detail is None and timeline.hint is None:
+        return el("p", {"class": "muted", "id": "why"},
+                  "This call's trace keeps no detail of the failure (it was recorded by an older ask-fable).")
+    return el(
+        "div",
+        {"class": "why o-error", "id": "why"},
+        [
+            el("p", {"class": "detail"}, [el("strong", None, "What happened: "), timeline.detail])
+            if timeline.detail else None,
+            el("p", {"class": "hint"}, [el("strong", None, "How to fix it: "), timeline.hint])
+            if timeline.hint else None,
         ],
     )
 
@@ -332,7 +371,8 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
         ),
         ("Started", when(trace["ts"])),
         ("Took", seconds(trace["elapsed_ms"])),
-        ("Session", trace["session"] or "—"),
+        ("Session", session_label(trace["session"], trace["tool"]) or "—"),
+        *((("Tenant", trace["tenant"]),) if chrome.tenant == ALL_TENANTS else ()),
         ("Project", trace["project"] or "—"),
         ("Agent", trace["agent_id"] or "—"),
         ("Providers", ", ".join(trace["providers"]) or "—"),
@@ -344,6 +384,7 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
     body: list[Html | None] = [
         el("h1", None, f"{trace['tool'] or 'call'} · {trace['status'] or 'no status'}"),
         _facts(facts),
+        _why(timeline, trace["status"]),
         el(
             "section",
             {"id": "timeline"},
@@ -352,7 +393,7 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
                 el("div", {"class": "summary"}, _facts(timeline.summary)) if timeline.summary else None,
                 el("h2", None, "Timeline"),
                 el("div", {"class": "wide"}, timeline_svg(timeline)),
-                _legend(outcomes),
+                _legend(outcomes, timeline.marks()),
             ],
         ),
         el("h2", None, "Steps"),
@@ -401,22 +442,33 @@ def _percent(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
+#: The columns a stats row splits its calls into (they add up to its calls), with their colours.
+CALL_PARTS: tuple[tuple[str, str, str], ...] = (
+    ("ok", "Answered", "o-ok"),
+    ("refused", "Refused", "o-refused"),
+    ("errors", "Failed", "o-error"),
+    ("not_configured", "Not configured", "o-config"),
+    ("circuit_open", "Circuit open", "o-shed"),
+    ("needs_context", "Needs context", "o-needs"),
+    ("cancelled", "Cancelled", "o-cancelled"),
+)
+#: The outcomes of calls that returned ``status: "error"``.
+ERROR_OUTCOMES = ("errors", "not_configured", "circuit_open")
+ERROR_RATE_MEANS = "calls that returned status error (failed, not configured, circuit open) / all calls"
+
+
+def error_rate(row: Any) -> float:
+    """The share of a row's calls that returned ``status: "error"``."""
+    calls = int(row["calls"])
+    return sum(int(row[name]) for name in ERROR_OUTCOMES) / calls if calls else 0.0
+
+
 def _charts(report: StatsReport, what: str, anchor: str) -> Html:
     rows = _stat_rows(report)
     calls = [
         BarRow(
             r["name"],
-            [
-                BarPart(r["ok"], "o-ok", f"{r['ok']} answered"),
-                BarPart(r["refused"], "o-refused", f"{r['refused']} refused"),
-                BarPart(r["errors"], "o-error", f"{r['errors']} failed"),
-                BarPart(
-                    r["not_configured"] + r["circuit_open"] + r["needs_context"],
-                    "o-other",
-                    f"{r['not_configured'] + r['circuit_open'] + r['needs_context']} not attempted "
-                    "(not configured, circuit open, needs context)",
-                ),
-            ],
+            [BarPart(r[name], colour, f"{r[name]} {label.lower()}") for name, label, colour in CALL_PARTS],
             _calls(r["calls"]),
         )
         for r in rows
@@ -424,8 +476,8 @@ def _charts(report: StatsReport, what: str, anchor: str) -> Html:
     errors = [
         BarRow(
             r["name"],
-            [BarPart(r["error_rate"], "o-error", f"error rate {_percent(r['error_rate'])}")],
-            _percent(r["error_rate"]),
+            [BarPart(error_rate(r), "o-error", f"error rate {_percent(error_rate(r))}")],
+            _percent(error_rate(r)),
         )
         for r in rows
     ]
@@ -456,7 +508,7 @@ def _charts(report: StatsReport, what: str, anchor: str) -> Html:
                 f"Calls per {what}", calls, fmt=lambda v: f"{v:.0f}", whole=True, chart_id=f"{anchor}-calls"
             ),
             bar_chart(
-                f"Error rate per {what} (failed / attempted)",
+                f"Error rate per {what} ({ERROR_RATE_MEANS})",
                 errors,
                 fmt=_percent,
                 chart_id=f"{anchor}-errors",
@@ -488,17 +540,8 @@ def _stats_table(rows: Sequence[dict[str, Any]], what: str) -> Html:
         None,
         [
             el("th", {"class": None if h == what.capitalize() else "num"}, h)
-            for h in (
-                what.capitalize(),
-                "Calls",
-                "Answered",
-                "Refused",
-                "Failed",
-                "Error rate",
-                "p50",
-                "p95",
-                "Cost",
-            )
+            for h in (what.capitalize(), "Calls", *(label for _, label, _ in CALL_PARTS), "Error rate", "p50",
+                      "p95", "Cost")
         ],
     )
     body = [
@@ -508,10 +551,8 @@ def _stats_table(rows: Sequence[dict[str, Any]], what: str) -> Html:
             [
                 el("td", None, r["name"]),
                 el("td", {"class": "num"}, r["calls"]),
-                el("td", {"class": "num"}, r["ok"]),
-                el("td", {"class": "num"}, r["refused"]),
-                el("td", {"class": "num"}, r["errors"]),
-                el("td", {"class": "num"}, _percent(r["error_rate"])),
+                [el("td", {"class": "num", "data-col": name}, r[name]) for name, _, _ in CALL_PARTS],
+                el("td", {"class": "num", "data-col": "error_rate"}, _percent(error_rate(r))),
                 el("td", {"class": "num"}, seconds(r["p50_ms"])),
                 el("td", {"class": "num"}, seconds(r["p95_ms"])),
                 el("td", {"class": "num"}, dollars(r["cost_usd"])),
@@ -548,7 +589,7 @@ def stats_page(view: StatsView, chrome: Chrome) -> Html:
         "p",
         {"class": "muted"},
         f"{_calls(totals['calls'])} {WINDOW_SPANS[view.window]}; error rate "
-        f"{_percent(totals['error_rate'])}; p50 {seconds(totals['p50_ms'])}, p95 "
+        f"{_percent(error_rate(totals))} ({ERROR_RATE_MEANS}); p50 {seconds(totals['p50_ms'])}, p95 "
         f"{seconds(totals['p95_ms'])}; cost reported {dollars(totals['cost_usd'])}. "
         "Per provider counts each backend call (council members one by one); per mode counts "
         "each call once.",

@@ -23,6 +23,7 @@ COLOURS: dict[str, str] = {
     "cached": "#2a9bb5",
     "unfinished": "#b8bcc2",
     "needs": "#c9a227",
+    "cancelled": "#6b7280",
     "p50": "#3b6fd1",
     "p95": "#9db8ec",
     "cost": "#8a6d3b",
@@ -67,6 +68,11 @@ button { cursor: pointer; }
   padding: 0; list-style: none; }
 .legend .swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 5px;
   vertical-align: -1px; }
+.legend .swatch.diamond { width: 9px; height: 9px; border-radius: 0; transform: rotate(45deg);
+  margin: 0 7px 0 2px; }
+.why { border-left: 4px solid var(--line); padding: 4px 12px; margin: 12px 0; background: var(--panel); }
+.why.o-error { border-left-color: #d9453b; }
+.why p { margin: 4px 0; overflow-wrap: anywhere; }
 .muted { color: var(--muted); }
 .wide { overflow-x: auto; }
 svg { max-width: 100%; height: auto; font: 12px system-ui, sans-serif; }

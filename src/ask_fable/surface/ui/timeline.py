@@ -36,6 +36,16 @@ OUTCOME_LABELS: dict[str, str] = {
     "cached": "served from the cache",
     "unfinished": "no end recorded",
     "needs": "needs context",
+    "cancelled": "cancelled before it returned",
+}
+
+#: The marks (diamonds) a lane may carry, with their legend text.
+MARK_LABELS: dict[str, str] = {
+    "guard": "the guard's decision (green: allowed, purple: refused)",
+    "cache.lookup": "cache lookup (blue: served from the cache)",
+    "context.resolve": "context_ref keys looked up (red: some missing)",
+    "council.quorum": "the council's quorum answered",
+    "store.error": "a record that could not be written",
 }
 
 #: Outcomes whose lane caption and segment carry no error kind (a cut says why on its own).
@@ -54,6 +64,8 @@ def outcome_of(status: object, kind: object = None) -> str:
         return "refused"
     if status == "needs_context":
         return "needs"
+    if "cancelled" in (status, kind):
+        return "cancelled"
     if "circuit_open" in (status, kind):
         return "shed"
     if {status, kind} & {"not_configured", "binary_missing"}:
@@ -115,6 +127,15 @@ class Timeline:
     total_ms: float
     lanes: list[Lane]
     summary: list[tuple[str, str]]
+    #: A failed call's redacted ``detail`` and ``hint``, as its result carried them.
+    detail: str | None = None
+    hint: str | None = None
+
+    def marks(self) -> list[str]:
+        """The names of the marks drawn, in :data:`MARK_LABELS` order (store failures as one)."""
+        drawn = {("store.error" if mark.name.endswith(".error") else mark.name)
+                 for lane in self.lanes for mark in lane.marks}
+        return [name for name in MARK_LABELS if name in drawn]
 
 
 def _num(value: object) -> float | None:
@@ -355,6 +376,8 @@ class _Builder:
             total_ms=max(end, *(lane.end_ms for lane in self.lanes), 1.0),
             lanes=lanes + backends,
             summary=self.summary(),
+            detail=_text(self.response.get("detail")),
+            hint=_text(self.response.get("hint")),
         )
 
     def summary(self) -> list[tuple[str, str]]:
