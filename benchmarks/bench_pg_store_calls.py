@@ -26,10 +26,13 @@ take turns for ``ROUNDS`` rounds, so a busy moment of the machine hits each, and
 printed with their ratio to the baseline's.
 
 Target: the SQLAlchemy store within 15 % of the bare driver (ratio ≤ 1.15 on the one-call and the
-200-at-once figures). SQLAlchemy compiles each statement once: the compiled form is cached by the
-statement's structure (the ``schema_translate_map`` included), so a repeated call pays a cache
-lookup, parameter processing and result-row wrapping, not a compilation; what is left is small
-next to the seven and four round trips to the server that both sides make.
+200-at-once figures). Why that should be reachable: SQLAlchemy compiles each statement once, the
+compiled form cached by the statement's structure (the ``schema_translate_map`` included), so a
+repeated call pays no compilation, and both sides make the same seven and four round trips to the
+server. What compilation caching does not save is the rest of each call in this process: the store
+building its ``select`` / ``insert`` objects anew, SQLAlchemy computing each new object's cache key
+to find its compiled form, the execution context and the row wrapping; the printed CPU per call
+shows how much that is (``benchmarks/README.md``, row 10).
 
 Run: python benchmarks/bench_pg_store_calls.py
 """

@@ -39,7 +39,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,10 +83,8 @@ def postgres_cpu(server: Any) -> float:
     but the servers' pooled connections stay open through a round)."""
     total = 0.0
     for pid in postgres_pids(server):
-        try:
+        with suppress(OSError):  # a backend that has just exited
             total += cpu_seconds(pid)
-        except OSError:
-            pass
     return total
 
 
@@ -170,9 +168,10 @@ def bare_forwarder(upstream: str) -> Iterator[Target]:
 
 def main(argv: list[str]) -> int:
     """Start the provider, the servers and the database; run the rounds; print the figures."""
-    import ask_fable
     from tests.fakes.fake_provider import FakeProvider
     from tests.replicas.harness import PostgresStore, SqliteStore, postgres_available, running_cluster
+
+    import ask_fable
 
     logging.disable(logging.INFO)
     calls = int(argv[0]) if argv else CALLS

@@ -154,7 +154,7 @@ def test_db_status_on_a_fresh_machine_says_the_stores_are_made_on_first_use(tmp_
     rows = done.stdout.splitlines()[1:]
     assert rows and all("not created yet (made on first use)" in row for row in rows)
     assert "behind" not in done.stdout
-    assert len({row.index("version") for row in rows}) == 1
+    assert len({row.index("revision") for row in rows}) == 1
     assert not (tmp_path / "fresh" / "ask_fable").exists()
 
 

@@ -20,9 +20,9 @@ from sqlalchemy.types import Double, Text
 
 from ask_fable.config import load_settings
 from ask_fable.stores import schema
-from ask_fable.stores.db import Database, schema_name
+from ask_fable.stores.db import Database
 from ask_fable.stores.migrations.legacy import SCRIPTS, split_statements
-from ask_fable.stores.tables import METADATA
+from ask_fable.stores.tables import METADATA, schema_name
 from tests.fakes.postgres import PostgresServer
 
 # How the previous release spelled its SQLite column types on PostgreSQL.

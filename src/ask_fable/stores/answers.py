@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, insert, select
+from sqlalchemy import bindparam, delete, insert, select
 
 from ask_fable.access import LOCAL_TENANT, one_tenant, validate_tenant
 from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_files
@@ -41,6 +41,13 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from ask_fable.config import Settings
+
+_MINE = (documents.c.tenant == bindparam("tenant"), documents.c.kind == bindparam("kind"))
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_ADD_DOCUMENT = insert(documents).returning(documents.c.id)
+_PRUNE = delete(documents).where(*_MINE, documents.c.id.not_in(
+    select(documents.c.id).where(*_MINE).order_by(documents.c.id.desc()).limit(bindparam("cap"))))
+_BODY_OF = select(documents.c.body).where(documents.c.id == bindparam("id"), *_MINE)
 
 _TS_FORMAT = "%Y%m%dT%H%M%S%fZ"
 _TS_RE = r"\d{8}T\d{12}Z"
@@ -281,15 +288,12 @@ class DatabaseArchive:
         now = time.time()
 
         def keep(conn: Connection) -> int:
-            doc_id = int(conn.execute(
-                insert(documents).values(tenant=tenant, kind=kind, name=name, body=body, created_at=now)
-                .returning(documents.c.id)).scalar_one())
+            doc_id = int(conn.execute(_ADD_DOCUMENT, {"tenant": tenant, "kind": kind, "name": name,
+                                                      "body": body, "created_at": now}).scalar_one())
             if cap > 0:
                 # Two replicas trimming one tenant's oldest documents at once may lock them in
                 # different orders: run_write runs the loser again.
-                mine = (documents.c.tenant == tenant, documents.c.kind == kind)
-                newest = select(documents.c.id).where(*mine).order_by(documents.c.id.desc()).limit(cap)
-                conn.execute(delete(documents).where(*mine, documents.c.id.not_in(newest)))
+                conn.execute(_PRUNE, {"tenant": tenant, "kind": kind, "cap": cap})
             return doc_id
 
         return f"postgresql:{kind}/{self.db.run_write(keep)}"
@@ -313,9 +317,7 @@ class DatabaseArchive:
         if not number.isdigit():
             return None
         with self.db.read() as conn:
-            body = conn.scalar(select(documents.c.body).where(
-                documents.c.id == int(number), documents.c.kind == kind,
-                documents.c.tenant == one_tenant(tenant)))
+            body = conn.scalar(_BODY_OF, {"id": int(number), "kind": kind, "tenant": one_tenant(tenant)})
         return None if body is None else str(body)
 
 

@@ -17,15 +17,17 @@ dialect spells its own way.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
-from sqlalchemy import Text, case, delete, exists, func, insert, literal, or_, select
+from sqlalchemy import Text, bindparam, case, delete, exists, func, insert, literal, or_, select
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import FunctionElement
 
@@ -33,7 +35,7 @@ from ask_fable.access import ALL_TENANTS
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.db import Database, upsert
+from ask_fable.stores.db import Database, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
@@ -54,7 +56,8 @@ from ask_fable.stores.tables import audit_files, audit_members, audit_recs
 from ask_fable.stores.views import BucketFigures, StatsReport
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement, Connection, Subquery
+    from sqlalchemy import ColumnElement, Connection, Select, Table
+    from sqlalchemy.sql import Executable
     from sqlalchemy.sql.compiler import SQLCompiler
 
 #: Bytes read per pass over a file, so a huge backlog is indexed in bounded memory.
@@ -142,21 +145,18 @@ class AuditIndex:
         files = [(p, found) for p in self.log.files() if (found := _ident(p)) is not None]
         added = 0
         with self.db.write() as conn:
-            known = {ident: int(offset)
-                     for ident, offset in conn.execute(select(audit_files.c.ident, _OFFSET))}
+            known = {ident: int(offset) for ident, offset in conn.execute(_KNOWN_FILES)}
             present = {ident for _p, (ident, _size) in files}
             for gone in set(known) - present:
-                conn.execute(delete(audit_recs).where(audit_recs.c.ident == gone))
-                conn.execute(delete(audit_files).where(audit_files.c.ident == gone))
+                conn.execute(_DELETE_RECS_OF, {"ident": gone})
+                conn.execute(_DELETE_FILE, {"ident": gone})
             for path, (ident, size) in files:
                 offset = known.get(ident, 0)
                 if size <= offset:
                     continue
                 offset, count = self._ingest(conn, path, ident, offset)
                 added += count
-                read = upsert(conn, audit_files).values({audit_files.c.ident: ident, _OFFSET: offset})
-                conn.execute(read.on_conflict_do_update(index_elements=["ident"],
-                                                        set_={_OFFSET: read.excluded["offset"]}))
+                conn.execute(_READ_TO(conn), {"ident": ident, "offset": offset})
         return added
 
     def _ingest(self, conn: Connection, path: Path, ident: str, offset: int) -> tuple[int, int]:
@@ -180,17 +180,15 @@ class AuditIndex:
                     continue
                 complete = block[: end + 1]
                 records = parse_records(complete.splitlines(keepends=True))
-                next_id = int(conn.scalar(select(func.coalesce(func.max(audit_recs.c.id), 0))) or 0) + 1
+                next_id = int(conn.scalar(_LAST_ID) or 0) + 1
                 rows: list[dict[str, Any]] = []
                 member_rows: list[dict[str, Any]] = []
                 for n, record in enumerate(records):
                     row, members = _rows(ident, record)
                     rows.append({"id": next_id + n, **row})
                     member_rows.extend({"rec_id": next_id + n, **member} for member in members)
-                if rows:
-                    conn.execute(insert(audit_recs), rows)
-                if member_rows:
-                    conn.execute(insert(audit_members), member_rows)
+                _insert_many(conn, audit_recs, rows)
+                _insert_many(conn, audit_members, member_rows)
                 count += len(rows)
                 offset += len(complete)
                 handle.seek(offset)
@@ -199,7 +197,7 @@ class AuditIndex:
     def count(self) -> int:
         """Records indexed."""
         with self.db.read() as conn:
-            return int(conn.scalar(select(func.count()).select_from(audit_recs)) or 0)
+            return int(conn.scalar(_COUNT) or 0)
 
     def stats(
         self,
@@ -241,20 +239,19 @@ class AuditTable:
         if not rows:
             return
         with self.db.write() as conn:
-            ids = conn.scalars(insert(audit_recs).returning(audit_recs.c.id, sort_by_parameter_order=True),
-                               rows).all()
+            ids = conn.scalars(_INSERT_RECS_IDS, rows).all()
             member_rows = [{"rec_id": rec_id, **member}
                            for rec_id, members in zip(ids, members_of, strict=True) for member in members]
             if member_rows:
-                conn.execute(insert(audit_members), member_rows)
+                conn.execute(_INSERT_MEMBERS, member_rows)
 
     def iter_lines(self, tenant: str) -> list[dict[str, Any]]:
         """The tenant's records as written (every tenant's for ``ALL_TENANTS``), oldest first."""
-        query = select(audit_recs.c.line).order_by(audit_recs.c.id)
-        if tenant != ALL_TENANTS:
-            query = query.where(audit_recs.c.tenant == tenant)
         with self.db.read() as conn:
-            lines = conn.scalars(query).all()
+            if tenant == ALL_TENANTS:
+                lines = conn.scalars(_LINES_OF_ALL).all()
+            else:
+                lines = conn.scalars(_LINES_OF, {"tenant": tenant}).all()
         return [json.loads(line) for line in lines if line]
 
     def stats(
@@ -289,39 +286,14 @@ def audit_stats(
     """
     validate(window, by)
     since = window_start(window, now)
-    r, m = audit_recs, audit_members
-    where: list[ColumnElement[bool]] = []
-    if tenant != ALL_TENANTS:
-        where.append(r.c.tenant == tenant)
-    if since is not None:
-        where.append(r.c.ts >= since)
-    if session is not None:
-        where.append(r.c.session == session)
-    record_where = list(where)
-    if model is not None:
-        x = audit_members.alias("x")
-        record_where.append(or_(
-            r.c.model == model, r.c.provider == model,
-            exists().where(x.c.rec_id == r.c.id, or_(x.c.model == model, x.c.provider == model))))
-    if by == "provider":
-        base = select(
-            _known(m.c.provider).label("bucket"), m.c.outcome.label("outcome"),
-            func.coalesce(r.c.allowed, 1).label("allowed"), m.c.elapsed_ms.label("elapsed"),
-            literal(0).label("degraded"), literal(0).label("synth"), m.c.cost_usd.label("cost"),
-        ).select_from(m.join(r, r.c.id == m.c.rec_id))
-        rows_where = list(where)
-        if model is not None:
-            rows_where.append(or_(m.c.model == model, m.c.provider == model))
-    else:
-        base = select(
-            _bucket(by).label("bucket"), r.c.outcome.label("outcome"),
-            func.coalesce(r.c.allowed, 0).label("allowed"), r.c.elapsed_ms.label("elapsed"),
-            r.c.degraded.label("degraded"), r.c.synth_fallback.label("synth"), r.c.cost_usd.label("cost"),
-        )
-        rows_where = record_where
+    values = {"tenant": None if tenant == ALL_TENANTS else tenant, "since": since, "session": session,
+              "model": model}
+    params = {name: value for name, value in values.items() if value is not None}
+    count, figures, samples = _stats_queries(by, tenant != ALL_TENANTS, since is not None,
+                                             session is not None, model is not None)
     with db.read() as conn:
-        matched = int(conn.scalar(select(func.count()).select_from(r).where(*record_where)) or 0)
-        buckets, totals = _aggregate(conn, base.where(*rows_where).subquery("base"))
+        matched = int(conn.scalar(count, params) or 0)
+        buckets, totals = _aggregate(conn.execute(figures, params).all(), conn.execute(samples, params))
     return {
         "tenant": tenant,
         "window": window,
@@ -333,21 +305,61 @@ def audit_stats(
         "totals": totals,
     }
 
-def _aggregate(conn: Connection, base: Subquery) -> tuple[dict[str, BucketFigures], BucketFigures]:
-    """Per-bucket figures and totals: counts and cost in SQL, latency percentiles in Python."""
-    per_outcome = [func.sum(case((base.c.outcome == name, 1), else_=0)) for name in OUTCOMES]
-    rows = conn.execute(
-        select(base.c.bucket, func.sum(base.c.cost), *per_outcome, func.sum(base.c.allowed),
-               func.sum(base.c.degraded), func.sum(base.c.synth))
-        .group_by(base.c.bucket)
-    ).all()
+@functools.cache
+def _stats_queries(by: str, tenant: bool, since: bool, session: bool,
+                   model: bool) -> tuple[Select[Any], Select[Any], Select[Any]]:
+    """The statements of one shape of :func:`audit_stats` (the ``by`` view, and which of the tenant,
+    window start, session and model filters it binds): the records matched, the per-bucket figures and
+    the latency samples. Built once per shape, values bound at execution."""
+    r, m = audit_recs, audit_members
+    where: list[ColumnElement[bool]] = []
+    if tenant:
+        where.append(r.c.tenant == bindparam("tenant"))
+    if since:
+        where.append(r.c.ts >= bindparam("since"))
+    if session:
+        where.append(r.c.session == bindparam("session"))
+    record_where = list(where)
+    wanted = bindparam("model", type_=Text())
+    if model:
+        x = audit_members.alias("x")
+        record_where.append(or_(
+            r.c.model == wanted, r.c.provider == wanted,
+            exists().where(x.c.rec_id == r.c.id, or_(x.c.model == wanted, x.c.provider == wanted))))
+    if by == "provider":
+        base = select(
+            _known(m.c.provider).label("bucket"), m.c.outcome.label("outcome"),
+            func.coalesce(r.c.allowed, 1).label("allowed"), m.c.elapsed_ms.label("elapsed"),
+            literal(0).label("degraded"), literal(0).label("synth"), m.c.cost_usd.label("cost"),
+        ).select_from(m.join(r, r.c.id == m.c.rec_id))
+        rows_where = list(where)
+        if model:
+            rows_where.append(or_(m.c.model == wanted, m.c.provider == wanted))
+    else:
+        base = select(
+            _bucket(by).label("bucket"), r.c.outcome.label("outcome"),
+            func.coalesce(r.c.allowed, 0).label("allowed"), r.c.elapsed_ms.label("elapsed"),
+            r.c.degraded.label("degraded"), r.c.synth_fallback.label("synth"), r.c.cost_usd.label("cost"),
+        )
+        rows_where = record_where
+    count = select(func.count()).select_from(r).where(*record_where)
+    rows = base.where(*rows_where).subquery("base")
+    per_outcome = [func.sum(case((rows.c.outcome == name, 1), else_=0)) for name in OUTCOMES]
+    figures = (select(rows.c.bucket, func.sum(rows.c.cost), *per_outcome, func.sum(rows.c.allowed),
+                      func.sum(rows.c.degraded), func.sum(rows.c.synth))
+               .group_by(rows.c.bucket))
+    samples = select(rows.c.bucket, rows.c.elapsed).where(rows.c.outcome.in_(sorted(ATTEMPTED)),
+                                                          rows.c.elapsed.is_not(None))
+    return count, figures, samples
+
+
+def _aggregate(rows: Iterable[Sequence[Any]],
+               samples: Iterable[Sequence[Any]]) -> tuple[dict[str, BucketFigures], BucketFigures]:
+    """Per-bucket figures and totals from the per-bucket ``rows`` (counts and cost, summed in SQL) and
+    the latency ``samples``, whose percentiles are taken here."""
     # Latencies are summed and ranked in Python (SQLite's window functions were several times
     # slower at this).
     latencies: dict[str, list[float]] = {}
-    samples = conn.execute(
-        select(base.c.bucket, base.c.elapsed)
-        .where(base.c.outcome.in_(sorted(ATTEMPTED)), base.c.elapsed.is_not(None))
-    )
     for name, value in samples:
         found = latencies.get(name)
         if found is None:
@@ -383,6 +395,47 @@ def _result(figures: list[int], values: list[float], cost: float | None) -> Buck
 
 #: The ``offset`` column of ``files`` (its name is also a method of a column collection).
 _OFFSET = audit_files.c["offset"]
+
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_KNOWN_FILES = select(audit_files.c.ident, _OFFSET)
+_DELETE_RECS_OF = delete(audit_recs).where(audit_recs.c.ident == bindparam("ident"))
+_DELETE_FILE = delete(audit_files).where(audit_files.c.ident == bindparam("ident"))
+_LAST_ID = select(func.coalesce(func.max(audit_recs.c.id), 0))
+_INSERT_RECS_IDS = insert(audit_recs).returning(audit_recs.c.id, sort_by_parameter_order=True)
+_INSERT_MEMBERS = insert(audit_members)
+_COUNT = select(func.count()).select_from(audit_recs)
+_LINES_OF_ALL = select(audit_recs.c.line).order_by(audit_recs.c.id)
+_LINES_OF = _LINES_OF_ALL.where(audit_recs.c.tenant == bindparam("tenant"))
+
+
+def _read_to(dialect: str) -> Executable:
+    read = upsert(dialect, audit_files)
+    return read.on_conflict_do_update(index_elements=["ident"], set_={_OFFSET: read.excluded["offset"]})
+
+
+_READ_TO = per_dialect(_read_to)
+
+
+def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:
+    """Insert ``rows`` (dicts with the same keys) into ``table`` of the SQLite index in one executemany.
+
+    The index's first build inserts every record of the log: the INSERT is compiled from Core once
+    and its rows handed to the driver as tuples, skipping the per-row parameter processing of
+    ``conn.execute`` (a third of that build's CPU), which SQLite's types do not need."""
+    if rows:
+        sql, values_of = _sqlite_insert(table, tuple(rows[0]))
+        conn.exec_driver_sql(sql, [values_of(row) for row in rows])
+
+
+@functools.cache
+def _sqlite_insert(table: Table,
+                   keys: tuple[str, ...]) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
+    """SQLite's INSERT of the columns ``keys`` into ``table``, and what takes a row's values in its order."""
+    from sqlalchemy.dialects import sqlite
+
+    compiled = insert(table).compile(dialect=sqlite.dialect(), column_keys=list(keys))
+    order = compiled.positiontup or []
+    return compiled.string, operator.itemgetter(*order)
 
 
 def _known(column: ColumnElement[str | None]) -> ColumnElement[str]:

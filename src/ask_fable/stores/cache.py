@@ -10,27 +10,56 @@ the shared tenant, chosen by the caller). Rows older than the TTL are misses. Ev
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, func, select, tuple_
+from sqlalchemy import bindparam, delete, func, select, tuple_
 
 from ask_fable.access import one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
-from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.tables import cache, cache_counters
 from ask_fable.stores.views import CachedAnswer
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Table
+    from sqlalchemy.sql import Executable
 
     from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
+
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_ENTRY_OF = select(cache.c.payload, cache.c.created_at).where(
+    cache.c.tenant == bindparam("tenant"), cache.c.key == bindparam("key"))
+_EXPIRED = delete(cache).where(cache.c.created_at <= bindparam("expired_at"))
+_COUNT = select(func.count()).select_from(cache)
+_TRIM = delete(cache).where(tuple_(cache.c.tenant, cache.c.key).in_(
+    select(cache.c.tenant, cache.c.key).order_by(cache.c.created_at).limit(bindparam("excess"))))
+
+
+def _put(dialect: str) -> Executable:
+    insert = upsert(dialect, cache)
+    return insert.on_conflict_do_update(
+        index_elements=["tenant", "key"],
+        set_={name: insert.excluded[name] for name in ("tool", "payload", "created_at")})
+
+
+_PUT = per_dialect(_put)
+
+
+@functools.cache
+def _bump(dialect: str, table: Table) -> Executable:
+    """The counter upsert of ``table`` in ``dialect``: the inserted ``value`` is what is added."""
+    insert = upsert(dialect, table)
+    bumped = insert.on_conflict_do_update(index_elements=["name"],
+                                          set_={"value": table.c.value + insert.excluded.value})
+    return bumped.returning(table.c.value)
 
 
 def normalize_question(question: str) -> str:
@@ -63,9 +92,8 @@ def bump_write_counter(conn: Connection, name: str = "writes", *, by: int = 1,
     ``table`` is the store's own ``meta`` table; every store's has the same name and columns, so the
     cache's stands for any of them on the store's own connection.
     """
-    insert = upsert(conn, table).values(name=name, value=by)
-    bumped = insert.on_conflict_do_update(index_elements=["name"], set_={"value": table.c.value + by})
-    return int(conn.execute(bumped.returning(table.c.value)).scalar_one())
+    bumped = _bump(conn.dialect.name, table)
+    return int(conn.execute(bumped, {"name": name, "value": by}).scalar_one())
 
 
 class AnswerCache:
@@ -94,8 +122,7 @@ class AnswerCache:
     def get(self, tenant: str, key: str) -> CachedAnswer | None:
         """``(payload, age_s)`` for the tenant's fresh entry, else ``None`` (expired rows are misses)."""
         with self.db.read() as conn:
-            row = conn.execute(select(cache.c.payload, cache.c.created_at)
-                               .where(cache.c.tenant == one_tenant(tenant), cache.c.key == key)).first()
+            row = conn.execute(_ENTRY_OF, {"tenant": one_tenant(tenant), "key": key}).first()
         if row is None:
             return None
         age = max(0.0, self._clock.now() - float(row.created_at))
@@ -114,10 +141,8 @@ class AnswerCache:
         now = self._clock.now()
 
         def store(conn: Connection) -> None:
-            insert = upsert(conn, cache).values(tenant=tenant, key=key, tool=tool, payload=text,
-                                                created_at=now)
-            changed = {name: insert.excluded[name] for name in ("tool", "payload", "created_at")}
-            conn.execute(insert.on_conflict_do_update(index_elements=["tenant", "key"], set_=changed))
+            conn.execute(_PUT(conn), {"tenant": tenant, "key": key, "tool": tool, "payload": text,
+                                      "created_at": now})
             # The sweep may delete an entry another writer holds while it waits for the counter row
             # this one holds: a deadlock PostgreSQL breaks by aborting one, which run_write runs again.
             if bump_write_counter(conn) % self.sweep_every == 0:
@@ -131,19 +156,17 @@ class AnswerCache:
         return self.db.run_write(lambda conn: self._sweep(conn, now))
 
     def _sweep(self, conn: Connection, now: float) -> int:
-        deleted = conn.execute(delete(cache).where(cache.c.created_at <= now - self.ttl)).rowcount
-        count = int(conn.scalar(select(func.count()).select_from(cache)) or 0)
+        deleted = conn.execute(_EXPIRED, {"expired_at": now - self.ttl}).rowcount
+        count = int(conn.scalar(_COUNT) or 0)
         if count > self.max_rows:
             excess = count - int(self.max_rows * 0.9)
-            oldest = select(cache.c.tenant, cache.c.key).order_by(cache.c.created_at).limit(excess)
-            trim = delete(cache).where(tuple_(cache.c.tenant, cache.c.key).in_(oldest))
-            deleted += conn.execute(trim).rowcount
+            deleted += conn.execute(_TRIM, {"excess": excess}).rowcount
         return int(deleted)
 
     def count(self) -> int:
         """Rows stored (fresh or not yet swept)."""
         with self.db.read() as conn:
-            return int(conn.scalar(select(func.count()).select_from(cache)) or 0)
+            return int(conn.scalar(_COUNT) or 0)
 
 
 def answer_cache_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,

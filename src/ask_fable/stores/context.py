@@ -19,18 +19,19 @@ import os
 import time
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.redact import SecretSource, redact, secret_list
-from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.tables import context, context_tenants
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
+    from sqlalchemy.sql import Executable
 
     from ask_fable.config import Settings
 
@@ -38,6 +39,33 @@ MAX_KEY_CHARS = 200
 
 _META = (context.c.tenant, context.c.key, context.c.description, context.c.size_chars,
          context.c.created_at, context.c.updated_at)
+_ONE = (context.c.tenant == bindparam("tenant")) & (context.c.key == bindparam("key"))
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_META_OF = select(*_META).where(_ONE)
+_ENTRY_OF = select(context.c.value, *_META).where(_ONE)
+_KEYS_OF = select(context.c.key).where(context.c.tenant == bindparam("tenant")).order_by(context.c.key)
+_DELETE = delete(context).where(_ONE)
+_OTHERS = (select(func.count(), func.coalesce(func.sum(context.c.size_bytes), 0))
+           .where(context.c.tenant == bindparam("tenant"), context.c.key != bindparam("key")))
+_LISTED = select(*_META).order_by(context.c.updated_at.desc(), context.c.tenant, context.c.key)
+_RESOLVE = select(context.c.key, context.c.value).where(
+    context.c.tenant == bindparam("tenant"), context.c.key.in_(bindparam("keys", expanding=True)))
+
+
+def _put(dialect: str) -> Executable:
+    insert = upsert(dialect, context)
+    changed = ("value", "description", "size_chars", "size_bytes", "updated_at")
+    return insert.on_conflict_do_update(index_elements=["tenant", "key"],
+                                        set_={name: insert.excluded[name] for name in changed})
+
+
+def _count_write(dialect: str) -> Executable:
+    return upsert(dialect, context_tenants).values(writes=1).on_conflict_do_update(
+        index_elements=["tenant"], set_={"writes": context_tenants.c.writes + 1})
+
+
+_PUT = per_dialect(_put)
+_COUNT_WRITE = per_dialect(_count_write)
 
 
 def validate_key(key: object, secrets: SecretSource = ()) -> str:
@@ -83,14 +111,10 @@ class ContextStore:
         size = len(value.encode("utf-8", "surrogatepass"))
         with self.db.write() as conn:
             self._check_room(conn, tenant, key, size)
-            insert = upsert(conn, context).values(
-                tenant=tenant, key=key, value=value, description=description, size_chars=len(value),
-                size_bytes=size, created_at=now, updated_at=now)
-            changed = {name: insert.excluded[name]
-                       for name in ("value", "description", "size_chars", "size_bytes", "updated_at")}
-            conn.execute(insert.on_conflict_do_update(index_elements=["tenant", "key"], set_=changed))
-            row = conn.execute(select(*_META).where(context.c.tenant == tenant, context.c.key == key)
-                               ).mappings().one()
+            conn.execute(_PUT(conn), {"tenant": tenant, "key": key, "value": value,
+                                      "description": description, "size_chars": len(value),
+                                      "size_bytes": size, "created_at": now, "updated_at": now})
+            row = conn.execute(_META_OF, {"tenant": tenant, "key": key}).mappings().one()
         return cast(ContextMeta, dict(row))
 
     def _check_room(self, conn: Connection, tenant: str, key: str, size: int) -> None:
@@ -99,12 +123,8 @@ class ContextStore:
             return
         # Held to the end of the transaction: the tenant's other writers wait here, then count
         # what this one stored (on SQLite the write transaction already serializes them).
-        lock = upsert(conn, context_tenants).values(tenant=tenant, writes=1)
-        conn.execute(lock.on_conflict_do_update(index_elements=["tenant"],
-                                                set_={"writes": context_tenants.c.writes + 1}))
-        others, stored = conn.execute(
-            select(func.count(), func.coalesce(func.sum(context.c.size_bytes), 0))
-            .where(context.c.tenant == tenant, context.c.key != key)).one()
+        conn.execute(_COUNT_WRITE(conn), {"tenant": tenant})
+        others, stored = conn.execute(_OTHERS, {"tenant": tenant, "key": key}).one()
         cap_entries, cap_bytes = self.max_tenant_entries, self.max_tenant_bytes
         hint = "delete entries you no longer need (context_list, context_delete), or ask the operator"
         if cap_entries and others + 1 > cap_entries:
@@ -122,8 +142,7 @@ class ContextStore:
         one_tenant(tenant)
         validate_key(key, self._secrets)
         with self.db.read() as conn:
-            row = conn.execute(select(context.c.value, *_META)
-                               .where(context.c.tenant == tenant, context.c.key == key)).mappings().first()
+            row = conn.execute(_ENTRY_OF, {"tenant": tenant, "key": key}).mappings().first()
         if row is None:
             return None
         data = cast(ContextEntry, dict(row))
@@ -134,9 +153,7 @@ class ContextStore:
         """Metadata of the tenant's entries (every tenant's for ``ALL_TENANTS``), most recently
         updated first; never the values."""
         now = time.time()
-        query = select(*_META).order_by(context.c.updated_at.desc(), context.c.tenant, context.c.key)
-        if tenant != ALL_TENANTS:
-            query = query.where(context.c.tenant == one_tenant(tenant))
+        query = _LISTED if tenant == ALL_TENANTS else _LISTED.where(context.c.tenant == one_tenant(tenant))
         with self.db.read() as conn:
             rows = conn.execute(query).mappings().all()
         out = []
@@ -149,15 +166,14 @@ class ContextStore:
     def keys(self, tenant: str) -> builtins.list[str]:
         """The tenant's stored keys."""
         with self.db.read() as conn:
-            return list(conn.scalars(select(context.c.key).where(context.c.tenant == one_tenant(tenant))
-                                     .order_by(context.c.key)))
+            return list(conn.scalars(_KEYS_OF, {"tenant": one_tenant(tenant)}))
 
     def delete(self, tenant: str, key: str) -> bool:
         """Remove the tenant's ``key``; ``True`` if it existed."""
         one_tenant(tenant)
         validate_key(key, self._secrets)
         with self.db.write() as conn:
-            deleted = conn.execute(delete(context).where(context.c.tenant == tenant, context.c.key == key))
+            deleted = conn.execute(_DELETE, {"tenant": tenant, "key": key})
             return deleted.rowcount > 0
 
     def resolve(self, tenant: str, keys: builtins.list[str]) -> ResolvedContext:
@@ -171,10 +187,7 @@ class ContextStore:
             return ResolvedContext("", [], [])
         with self.db.read() as conn:
             found: dict[str, str] = {
-                key: value for key, value in conn.execute(
-                    select(context.c.key, context.c.value)
-                    .where(context.c.tenant == tenant, context.c.key.in_(wanted)))
-            }
+                key: value for key, value in conn.execute(_RESOLVE, {"tenant": tenant, "keys": wanted})}
         resolved = [k for k in wanted if k in found]
         missing = [k for k in wanted if k not in found]
         text = "\n\n".join(f"### context: {k}\n{found[k]}" for k in resolved)

@@ -45,8 +45,8 @@ from ask_fable.stores.engines import (
     connection_failure,
     is_statement_timeout,
     report_up,
-    sqlite_inode,
 )
+from ask_fable.stores.tables import schema_name
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine, RootTransaction, Table
@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from ask_fable.config import Settings
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -79,13 +80,6 @@ class _Silent(Exception):
 
     def __init__(self, seconds: float) -> None:
         super().__init__(f"the database did not answer within {seconds:g} s")
-
-
-def schema_name(store: str) -> str:
-    """The PostgreSQL schema holding ``store``'s tables."""
-    if not store.replace("_", "").isalpha() or not store.islower():
-        raise ValueError(f"invalid store name: {store!r}")
-    return f"ask_fable_{store}"
 
 
 def is_busy_error(exc: BaseException) -> bool:
@@ -153,6 +147,8 @@ class Database:
         self.schema = schema_name(store) if dialect == "postgres" else None
         self._prepare_lock = threading.Lock()
         self._memory: Engine | None = None
+        #: The engine this database last used, with the registry generation it came from.
+        self._held: tuple[int, Engine] | None = None
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str], store: str, *, engines: Engines | None = None) -> Database:
@@ -253,29 +249,33 @@ class Database:
 
     # --- SQLite --------------------------------------------------------------------------------
     def _sqlite_engine(self) -> Engine:
-        """The file's engine, its schema made current on first use; for a reader, a file not made
-        yet reads as an empty database of the current schema, in memory."""
+        """The file's engine; for a reader, a file not made yet reads as an empty database of the
+        current schema, in memory."""
         assert self.path is not None
         if self.engines.read_only and not self.path.exists():
             return self._empty_schema()
+        held = self._held
+        if held is not None and held[0] == self.engines.generation:
+            return held[1]
         engine = self._engine_for()
-        if self.engines.read_only:
-            return engine
-        marker = ("sqlite", str(self.path), sqlite_inode(self.path))
-        if marker not in self.engines.prepared:
-            with self._prepare_lock:
-                if marker not in self.engines.prepared:
-                    self._retry_busy(lambda: self._upgrade_sqlite(engine))
-                    self.engines.prepared.add(("sqlite", str(self.path), sqlite_inode(self.path)))
+        self._held = (self.engines.generation, engine)
         return engine
 
-    def _upgrade_sqlite(self, engine: Engine) -> None:
-        from ask_fable.stores.schema import upgrade_store
+    def _prepare_sqlite(self, conn: Connection) -> None:
+        """Bring the file ``conn`` was opened on to the head, once per file (a file replaced under
+        the pool is a new one: the checkout noticed, and ``conn`` is on the new file)."""
+        marker = ("sqlite", str(self.path), int(conn.connection.info.get("inode", -1)))
+        if self.engines.read_only or marker in self.engines.prepared:
+            return
+        with self._prepare_lock:
+            if marker not in self.engines.prepared:
+                self._retry_busy(lambda: self._upgrade_sqlite(conn))
+                self.engines.prepared.add(marker)
 
-        with engine.connect() as conn:
-            conn.execution_options(**{IMMEDIATE: True})
-            with conn.begin():
-                upgrade_store(conn, self.store, None, where=str(self.path))
+    def _upgrade_sqlite(self, conn: Connection) -> None:
+        from ask_fable.stores.schema import upgrade_sqlite_file
+
+        upgrade_sqlite_file(conn, self.store, str(self.path))
 
     def _empty_schema(self) -> Engine:
         if self._memory is None:
@@ -313,8 +313,8 @@ class Database:
     def _begin_sqlite(self, engine: Engine, write: bool) -> Connection:
         conn = engine.connect()
         try:
-            if write:
-                conn.execution_options(**{IMMEDIATE: True})
+            self._prepare_sqlite(conn)
+            conn.execution_options(**{IMMEDIATE: write})
             conn.begin()
         except BaseException:
             conn.close()
@@ -516,13 +516,31 @@ def _is_connection_error(exc: BaseException) -> bool:
     return isinstance(exc, OperationalError | InterfaceError)
 
 
-def upsert(conn: Connection, table: Table) -> SqliteInsert | PostgresInsert:
-    """``INSERT`` into ``table`` in the dialect of ``conn``, so ``on_conflict_do_update`` /
-    ``on_conflict_do_nothing`` and ``excluded`` are available (the two dialects spell them alike)."""
-    if conn.dialect.name == "postgresql":
+def upsert(conn: Connection | str, table: Table) -> SqliteInsert | PostgresInsert:
+    """``INSERT`` into ``table`` in the dialect of ``conn`` (or the dialect named), so
+    ``on_conflict_do_update`` / ``on_conflict_do_nothing`` and ``excluded`` are available (the two
+    dialects spell them alike)."""
+    dialect = conn if isinstance(conn, str) else conn.dialect.name
+    if dialect == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as postgres_insert
 
         return postgres_insert(table)
     from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
     return sqlite_insert(table)
+
+
+def per_dialect(build: Callable[[str], S]) -> Callable[[Connection], S]:
+    """A statement that differs by dialect (an upsert), built once per dialect by ``build(name)`` and
+    reused: SQLAlchemy keys its cache of compiled statements by a key it computes once per statement
+    object, so a statement rebuilt for every call pays that work each time; one built once does not."""
+    built: dict[str, S] = {}
+
+    def statement(conn: Connection) -> S:
+        name = conn.dialect.name
+        found = built.get(name)
+        if found is None:
+            found = built[name] = build(name)
+        return found
+
+    return statement

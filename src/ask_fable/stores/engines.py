@@ -324,6 +324,8 @@ class Engines:
         self._engines: dict[tuple[str, str], Engine] = {}
         self._pid = os.getpid()
         self.watchdog = Watchdog()
+        #: Raised by every :meth:`close`: a database holding an engine from before asks again.
+        self.generation = 0
         #: Stores whose schema was found (or made) current, by engine key: checked once per engine.
         self.prepared: set[tuple[str, str, int]] = set()
 
@@ -377,6 +379,7 @@ class Engines:
             engines = list(self._held().values())
             self._engines = {}
             self.prepared = set()
+            self.generation += 1
         for engine in engines:
             engine.dispose()
 

@@ -9,15 +9,16 @@ turns. Every turn and heartbeat belongs to a tenant, and every read names the te
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, cast
 
-from sqlalchemy import case, delete, func, insert, select
+from sqlalchemy import bindparam, case, delete, func, insert, select
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Database, database_for, upsert
+from ask_fable.stores.db import Database, database_for, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import HubTurn
 from ask_fable.stores.tables import hub_counters, hub_sessions, hub_turns
@@ -25,15 +26,81 @@ from ask_fable.stores.views import HubSession, HubStats, StoredHubTurn
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement, Connection
+    from sqlalchemy.sql import Executable
 
     from ask_fable.config import Settings
 
 SWEEP_EVERY = 100
 
+# Built once (the reads once per shape of their filters): a statement reused keeps SQLAlchemy's
+# cache key (db.per_dialect).
+_ADD_TURN = insert(hub_turns)
+_COUNT_TURNS = select(func.count()).select_from(hub_turns)
+_TRIM = delete(hub_turns).where(hub_turns.c.id.in_(
+    select(hub_turns.c.id).order_by(hub_turns.c.id).limit(bindparam("excess"))))
 
-def _for_tenant(tenant: str, column: ColumnElement[str]) -> list[ColumnElement[bool]]:
-    """The condition limiting a query to ``tenant`` (none for ``ALL_TENANTS``)."""
-    return [] if tenant == ALL_TENANTS else [column == tenant]
+
+def _beat(dialect: str) -> Executable:
+    beat = upsert(dialect, hub_sessions)
+    changed = {name: beat.excluded[name]
+               for name in ("project", "last_seen", "last_question", "last_oracle", "last_status")}
+    return beat.on_conflict_do_update(index_elements=["tenant", "session_key", "agent_id"],
+                                      set_={**changed, "turns": hub_sessions.c.turns + 1})
+
+
+_BEAT = per_dialect(_beat)
+
+
+def _for_tenant(every_tenant: bool, column: ColumnElement[str]) -> list[ColumnElement[bool]]:
+    """The condition limiting a query to the ``tenant`` parameter (none for every tenant)."""
+    return [] if every_tenant else [column == bindparam("tenant")]
+
+
+@functools.cache
+def _listed(every_tenant: bool, by_project: bool, active_only: bool) -> Executable:
+    s, t = hub_sessions, hub_turns
+    where = _for_tenant(every_tenant, s.c.tenant)
+    if by_project:
+        where.append(s.c.project == bindparam("project"))
+    if active_only:
+        where.append(s.c.last_seen >= bindparam("active_since"))
+    retained = (select(func.count()).select_from(t)
+                .where(t.c.tenant == s.c.tenant, t.c.session_key == s.c.session_key,
+                       t.c.agent_id == s.c.agent_id)
+                .scalar_subquery().label("retained_turns"))
+    return select(s, retained).where(*where).order_by(s.c.last_seen.desc()).limit(bindparam("limit"))
+
+
+@functools.cache
+def _peeked(every_tenant: bool, by_agent: bool) -> Executable:
+    t = hub_turns
+    where = [*_for_tenant(every_tenant, t.c.tenant), t.c.session_key == bindparam("session_key")]
+    if by_agent:
+        where.append(t.c.agent_id == bindparam("agent_id"))
+    return select(t.c.id, t.c.tenant, t.c.session_key, t.c.agent_id, t.c.project, t.c.oracle, t.c.status,
+                  t.c.question, t.c.answer, t.c.elapsed_ms, t.c.sdk_session_id, t.c.ts
+                  ).where(*where).order_by(t.c.id)
+
+
+@functools.cache
+def _counted(every_tenant: bool, by_project: bool, windowed: bool) -> tuple[Executable, ...]:
+    """``stats``'s queries: the turn total, the turns by oracle, agent and status, the sessions."""
+    t, s = hub_turns, hub_sessions
+    where = _for_tenant(every_tenant, t.c.tenant)
+    session_where = _for_tenant(every_tenant, s.c.tenant)
+    if by_project:
+        where.append(t.c.project == bindparam("project"))
+        session_where.append(s.c.project == bindparam("project"))
+    if windowed:
+        where.append(t.c.ts >= bindparam("since"))
+    active = case((s.c.last_seen >= bindparam("active_since"), 1), else_=0)
+    total = select(func.count()).select_from(t).where(*where)
+    groups = tuple(select(t.c[name], func.count()).where(*where).group_by(t.c[name])
+                   .order_by(func.count().desc(), t.c[name]) for name in ("oracle", "agent_id", "status"))
+    sessions = (select(func.count(), func.coalesce(func.sum(s.c.turns), 0),
+                       func.coalesce(func.sum(active), 0))
+                .select_from(s).where(*session_where))
+    return (total, *groups, sessions)
 
 
 class SessionHub:
@@ -68,19 +135,14 @@ class SessionHub:
         preview = question[: max(1, int(self.settings.hub_preview_chars)) * 4]
 
         def store(conn: Connection) -> None:
-            conn.execute(insert(hub_turns).values(
-                tenant=tenant, session_key=session_key, agent_id=agent_id, project=project,
-                oracle=turn.oracle, status=turn.status, question=question, answer=answer,
-                elapsed_ms=turn.elapsed_ms, sdk_session_id=turn.sdk_session_id, ts=now))
-            beat = upsert(conn, hub_sessions).values(
-                tenant=tenant, session_key=session_key, agent_id=agent_id, project=project, first_seen=now,
-                last_seen=now, turns=1, last_question=preview, last_oracle=turn.oracle,
-                last_status=turn.status)
-            changed = {name: beat.excluded[name]
-                       for name in ("project", "last_seen", "last_question", "last_oracle", "last_status")}
-            conn.execute(beat.on_conflict_do_update(
-                index_elements=["tenant", "session_key", "agent_id"],
-                set_={**changed, "turns": hub_sessions.c.turns + 1}))
+            conn.execute(_ADD_TURN, {
+                "tenant": tenant, "session_key": session_key, "agent_id": agent_id, "project": project,
+                "oracle": turn.oracle, "status": turn.status, "question": question, "answer": answer,
+                "elapsed_ms": turn.elapsed_ms, "sdk_session_id": turn.sdk_session_id, "ts": now})
+            conn.execute(_BEAT(conn), {
+                "tenant": tenant, "session_key": session_key, "agent_id": agent_id, "project": project,
+                "first_seen": now, "last_seen": now, "turns": 1, "last_question": preview,
+                "last_oracle": turn.oracle, "last_status": turn.status})
             if bump_write_counter(conn, table=hub_counters) % self.sweep_every == 0:
                 self._sweep(conn)
 
@@ -88,12 +150,10 @@ class SessionHub:
 
     def _sweep(self, conn: Connection) -> int:
         cap = int(self.settings.hub_max_rows)
-        count = int(conn.scalar(select(func.count()).select_from(hub_turns)) or 0)
+        count = int(conn.scalar(_COUNT_TURNS) or 0)
         if count <= cap:
             return 0
-        excess = count - int(cap * 0.9)
-        oldest = select(hub_turns.c.id).order_by(hub_turns.c.id).limit(excess)
-        return int(conn.execute(delete(hub_turns).where(hub_turns.c.id.in_(oldest))).rowcount)
+        return int(conn.execute(_TRIM, {"excess": count - int(cap * 0.9)}).rowcount)
 
     def sweep(self) -> int:
         """Trim retained turns toward 90% of ``hub_max_rows`` now; returns turns deleted."""
@@ -110,19 +170,11 @@ class SessionHub:
         now = self._clock.now()
         stale_after = float(self.settings.hub_stale_seconds)
         preview = int(self.settings.hub_preview_chars)
-        s, t = hub_sessions, hub_turns
-        where = _for_tenant(tenant, s.c.tenant)
-        if project is not None:
-            where.append(s.c.project == project)
-        if active_only:
-            where.append(s.c.last_seen >= now - stale_after)
-        retained = (select(func.count()).select_from(t)
-                    .where(t.c.tenant == s.c.tenant, t.c.session_key == s.c.session_key,
-                           t.c.agent_id == s.c.agent_id)
-                    .scalar_subquery().label("retained_turns"))
-        query = select(s, retained).where(*where).order_by(s.c.last_seen.desc()).limit(max(1, int(limit)))
+        query = _listed(tenant == ALL_TENANTS, project is not None, bool(active_only))
+        params = {"tenant": tenant, "project": project, "active_since": now - stale_after,
+                  "limit": max(1, int(limit))}
         with self.db.read() as conn:
-            rows = conn.execute(query).mappings().all()
+            rows = conn.execute(query, params).mappings().all()
         out = []
         for row in rows:
             data = cast(HubSession, dict(row))
@@ -138,16 +190,12 @@ class SessionHub:
     def peek(self, tenant: str, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
         """Every retained turn of the tenant's ``session_key`` (across projects; every tenant's for
         ``ALL_TENANTS``), oldest first."""
-        t = hub_turns
         # Labels are stored redacted, so look them up the same way.
-        where = [*_for_tenant(tenant, t.c.tenant), t.c.session_key == redact(session_key, self._secrets)]
-        if agent_id is not None:
-            where.append(t.c.agent_id == redact(agent_id, self._secrets))
-        query = select(t.c.id, t.c.tenant, t.c.session_key, t.c.agent_id, t.c.project, t.c.oracle, t.c.status,
-                       t.c.question, t.c.answer, t.c.elapsed_ms, t.c.sdk_session_id, t.c.ts
-                       ).where(*where).order_by(t.c.id)
+        query = _peeked(tenant == ALL_TENANTS, agent_id is not None)
+        params = {"tenant": tenant, "session_key": redact(session_key, self._secrets),
+                  "agent_id": None if agent_id is None else redact(agent_id, self._secrets)}
         with self.db.read() as conn:
-            return [cast(StoredHubTurn, dict(r)) for r in conn.execute(query).mappings()]
+            return [cast(StoredHubTurn, dict(r)) for r in conn.execute(query, params).mappings()]
 
     def stats(self, tenant: str, project: str | None, window_s: float = 86400) -> HubStats:
         """The tenant's (every tenant's for ``ALL_TENANTS``) turn totals by oracle, agent and status
@@ -156,31 +204,19 @@ class SessionHub:
         Session counts come from the heartbeat rows and are not limited to the window.
         """
         now = self._clock.now()
-        t, s = hub_turns, hub_sessions
-        where = _for_tenant(tenant, t.c.tenant)
-        session_where = _for_tenant(tenant, s.c.tenant)
-        if project is not None:
-            where.append(t.c.project == project)
-            session_where.append(s.c.project == project)
-        if window_s and window_s > 0:
-            where.append(t.c.ts >= now - float(window_s))
-        stale_after = float(self.settings.hub_stale_seconds)
-        active = case((s.c.last_seen >= now - stale_after, 1), else_=0)
+        windowed = bool(window_s and window_s > 0)
+        every_tenant = tenant == ALL_TENANTS
+        counted_total, *by_group, counted_sessions = _counted(every_tenant, project is not None, windowed)
+        params = {"tenant": tenant, "project": project,
+                  "since": now - float(window_s) if windowed else None,
+                  "active_since": now - float(self.settings.hub_stale_seconds)}
         with self.db.read() as conn:
-            total = int(conn.scalar(select(func.count()).select_from(t).where(*where)) or 0)
-            groups = {}
-            for name in ("oracle", "agent_id", "status"):
-                column = t.c[name]
-                groups[name] = {
-                    value: int(count)
-                    for value, count in conn.execute(
-                        select(column, func.count()).where(*where).group_by(column)
-                        .order_by(func.count().desc(), column))
-                }
-            sessions = conn.execute(
-                select(func.count(), func.coalesce(func.sum(s.c.turns), 0),
-                       func.coalesce(func.sum(active), 0))
-                .select_from(s).where(*session_where)).one()
+            total = int(conn.scalar(counted_total, params) or 0)
+            groups = {
+                name: {value: int(count) for value, count in conn.execute(query, params)}
+                for name, query in zip(("oracle", "agent_id", "status"), by_group, strict=True)
+            }
+            sessions = conn.execute(counted_sessions, params).one()
         return {
             "tenant": tenant,
             "project": project,

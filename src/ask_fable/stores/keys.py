@@ -32,7 +32,7 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import Text, bindparam, func, insert, select, update
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
@@ -90,6 +90,27 @@ def _row(row: RowMapping) -> ApiKey:
 _COLUMNS = (api_keys.c.id, api_keys.c.name, api_keys.c.scope, api_keys.c.tenant, api_keys.c.prefix,
             api_keys.c.created_at, api_keys.c.last_used_at, api_keys.c.revoked_at, api_keys.c.rpm,
             api_keys.c.concurrent, api_keys.c.daily_usd)
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect). An UPDATE's own
+# parameters are not named after a column: a parameter so named would be set in that column.
+_BY_ID = select(*_COLUMNS).where(api_keys.c.id == bindparam("id"))
+_BY_PREFIX = select(*_COLUMNS).where(api_keys.c.prefix == bindparam("prefix"))
+_BY_HASH = select(*_COLUMNS, api_keys.c.key_hash).where(api_keys.c.key_hash == bindparam("digest"))
+_LISTED = select(*_COLUMNS).order_by(api_keys.c.id)
+_LISTED_ACTIVE = _LISTED.where(api_keys.c.revoked_at.is_(None))
+_NAME_TAKEN = (select(api_keys.c.id, api_keys.c.name)
+               .where(api_keys.c.tenant == bindparam("tenant"),
+                      func.lower(api_keys.c.name) == func.lower(bindparam("name", type_=Text())),
+                      api_keys.c.revoked_at.is_(None))
+               .order_by(api_keys.c.id))
+#: The row given as parameters.
+_CREATE = insert(api_keys).returning(*_COLUMNS)
+_REVOKE = (update(api_keys).where(api_keys.c.id == bindparam("key_id"))
+           .values(revoked_at=func.coalesce(api_keys.c.revoked_at, bindparam("now", type_=Text())))
+           .returning(*_COLUMNS))
+#: Sets the limit columns given as parameters besides ``key_id``.
+_SET_LIMITS = update(api_keys).where(api_keys.c.id == bindparam("key_id"))
+_NOTE_USE = (update(api_keys).where(api_keys.c.id == bindparam("key_id"))
+             .values(last_used_at=bindparam("used_at")))
 
 
 def check_limits(limits: QuotaLimits) -> QuotaLimits:
@@ -162,27 +183,20 @@ class KeyStore:
         limits = check_limits(limits or QuotaLimits())
         key = generate_key()
         with self.db.write() as conn:
-            taken = conn.execute(
-                select(api_keys.c.id, api_keys.c.name)
-                .where(api_keys.c.tenant == owner, func.lower(api_keys.c.name) == func.lower(name),
-                       api_keys.c.revoked_at.is_(None))
-                .order_by(api_keys.c.id)).first()
+            taken = conn.execute(_NAME_TAKEN, {"tenant": owner, "name": name}).first()
             if taken is not None:
                 raise BadArgs(f"tenant {owner!r} already has an active key named {taken.name!r} "
                               f"(id {taken.id}): give this one another --name, or revoke it first")
-            row = conn.execute(
-                insert(api_keys).values(
-                    name=name, scope=granted, tenant=owner, prefix=key[: len(KEY_PREFIX) + DISPLAY_CHARS],
-                    key_hash=hash_key(key), created_at=_now(), rpm=limits.rpm, concurrent=limits.concurrent,
-                    daily_usd=limits.daily_usd)
-                .returning(*_COLUMNS)).mappings().one()
+            row = conn.execute(_CREATE, {
+                "name": name, "scope": granted, "tenant": owner,
+                "prefix": key[: len(KEY_PREFIX) + DISPLAY_CHARS], "key_hash": hash_key(key),
+                "created_at": _now(), "rpm": limits.rpm, "concurrent": limits.concurrent,
+                "daily_usd": limits.daily_usd}).mappings().one()
         return _row(row), key
 
     def list_keys(self, *, include_revoked: bool = True) -> list[ApiKey]:
         """Every key, oldest first (revoked ones too unless ``include_revoked`` is False)."""
-        query = select(*_COLUMNS).order_by(api_keys.c.id)
-        if not include_revoked:
-            query = query.where(api_keys.c.revoked_at.is_(None))
+        query = _LISTED if include_revoked else _LISTED_ACTIVE
         with self.db.read() as conn:
             rows = conn.execute(query).mappings().all()
         return [_row(row) for row in rows]
@@ -197,8 +211,8 @@ class KeyStore:
     def _find(conn: Connection, key_id: int | str) -> RowMapping | None:
         text = str(key_id).strip()
         if text.isdigit():
-            return conn.execute(select(*_COLUMNS).where(api_keys.c.id == int(text))).mappings().first()
-        rows = conn.execute(select(*_COLUMNS).where(api_keys.c.prefix == text)).mappings().all()
+            return conn.execute(_BY_ID, {"id": int(text)}).mappings().first()
+        rows = conn.execute(_BY_PREFIX, {"prefix": text}).mappings().all()
         if len(rows) > 1:
             raise BadArgs(f"{text!r} matches {len(rows)} keys; use the key's id instead")
         return rows[0] if rows else None
@@ -209,10 +223,7 @@ class KeyStore:
             row = self._find(conn, key_id)
             if row is None:
                 raise BadArgs(f"no API key with id {key_id!r}; see `ask-fable keys list`")
-            row = conn.execute(
-                update(api_keys).where(api_keys.c.id == row["id"])
-                .values(revoked_at=func.coalesce(api_keys.c.revoked_at, _now()))
-                .returning(*_COLUMNS)).mappings().one()
+            row = conn.execute(_REVOKE, {"key_id": row["id"], "now": _now()}).mappings().one()
         return _row(row)
 
     def set_limits(self, key_id: int | str, limits: QuotaLimits, *, clear: frozenset[str] = frozenset()
@@ -227,8 +238,8 @@ class KeyStore:
             changes = {name: getattr(limits, name) for name in ("rpm", "concurrent", "daily_usd")
                        if name in clear or getattr(limits, name) is not None}
             if changes:
-                conn.execute(update(api_keys).where(api_keys.c.id == row["id"]).values(changes))
-            row = conn.execute(select(*_COLUMNS).where(api_keys.c.id == row["id"])).mappings().one()
+                conn.execute(_SET_LIMITS, {"key_id": row["id"], **changes})
+            row = conn.execute(_BY_ID, {"id": row["id"]}).mappings().one()
         return _row(row)
 
     def verify(self, presented: str, *, touch: bool = True) -> ApiKey | None:
@@ -245,8 +256,7 @@ class KeyStore:
             stamp = self._stamp(conn)
             record = self._reuse(stamp, digest)
             if record is None:
-                row = conn.execute(select(*_COLUMNS, api_keys.c.key_hash)
-                                   .where(api_keys.c.key_hash == digest)).mappings().first()
+                row = conn.execute(_BY_HASH, {"digest": digest}).mappings().first()
                 if row is None or row["revoked_at"] is not None:
                     return None
                 if not hmac.compare_digest(row["key_hash"], digest):
@@ -291,10 +301,8 @@ class KeyStore:
             return
         # In id order: replicas flushing the same keys at once then lock their rows in one order.
         rows = [{"used_at": used[key_id], "key_id": key_id} for key_id in sorted(used)]
-        note = (update(api_keys).where(api_keys.c.id == bindparam("key_id"))
-                .values(last_used_at=bindparam("used_at")))
         try:
-            self.db.run_write(lambda conn: conn.execute(note, rows))
+            self.db.run_write(lambda conn: conn.execute(_NOTE_USE, rows))
         except Exception:  # never the caller's failure: the times wait for the next flush
             with self._lock:
                 self._used = {**used, **self._used}

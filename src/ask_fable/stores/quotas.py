@@ -28,10 +28,10 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from ask_fable.access import ALL_TENANTS, one_tenant
-from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import QuotaLimits
 from ask_fable.stores.tables import quota_days, quota_in_flight, quota_keys, quota_minutes
@@ -39,6 +39,7 @@ from ask_fable.stores.views import Admission, KeyUsage
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Select, Table
+    from sqlalchemy.sql import Executable
     from sqlalchemy.sql.elements import ColumnElement
 
     from ask_fable.config import Settings
@@ -50,6 +51,56 @@ IN_FLIGHT_RETRY_S = 2.0
 #: Days of per-day totals kept.
 KEEP_DAYS = 35
 MICRO = 1_000_000
+
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect). The key's row in
+# ``quota_keys`` is updated with parameters not named after its columns (``of_tenant``, ``of_key``): a
+# parameter of an UPDATE so named would be set in that column.
+_EXPIRED_LEASES = delete(quota_in_flight).where(quota_in_flight.c.expires_at <= bindparam("now"))
+_IN_FLIGHT = (select(func.count(), func.coalesce(func.sum(quota_in_flight.c.reserved_microusd), 0))
+              .where(quota_in_flight.c.tenant == bindparam("tenant"),
+                     quota_in_flight.c.key_id == bindparam("key_id")))
+_CALLS = select(quota_minutes.c.calls).where(
+    quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
+    quota_minutes.c.minute == bindparam("minute"))
+_SPENT = select(quota_days.c.spent_microusd).where(
+    quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
+    quota_days.c.day == bindparam("day"))
+_OLD_MINUTES = delete(quota_minutes).where(
+    quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
+    quota_minutes.c.minute < bindparam("before"))
+#: The lease given as parameters.
+_LEASE = insert(quota_in_flight)
+_HOLD_KEY = (update(quota_keys)
+             .where(quota_keys.c.tenant == bindparam("of_tenant"), quota_keys.c.key_id == bindparam("of_key"))
+             .values(admissions=quota_keys.c.admissions))
+_SETTLED = delete(quota_in_flight).where(quota_in_flight.c.ticket == bindparam("ticket"))
+_OLD_DAYS = delete(quota_days).where(
+    quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
+    quota_days.c.day < bindparam("oldest"))
+
+
+def _admit_key(dialect: str) -> Executable:
+    return upsert(dialect, quota_keys).on_conflict_do_update(
+        index_elements=["tenant", "key_id"], set_={"admissions": quota_keys.c.admissions + 1})
+
+
+def _count_call(dialect: str) -> Executable:
+    return upsert(dialect, quota_minutes).on_conflict_do_update(
+        index_elements=["tenant", "key_id", "minute"], set_={"calls": quota_minutes.c.calls + 1})
+
+
+def _spend(dialect: str) -> Executable:
+    spend = upsert(dialect, quota_days)
+    return spend.on_conflict_do_update(
+        index_elements=["tenant", "key_id", "day"],
+        set_={"calls": quota_days.c.calls + 1,
+              "spent_microusd": quota_days.c.spent_microusd + spend.excluded.spent_microusd})
+
+
+_ADMIT_KEY = per_dialect(_admit_key)
+_COUNT_CALL = per_dialect(_count_call)
+_SPEND = per_dialect(_spend)
+
 
 def to_micro(dollars: float) -> int:
     """Dollars as whole millionths."""
@@ -85,29 +136,22 @@ class QuotaLedger:
         def admission(conn: Connection) -> Admission:
             # Taken first, this upsert holds the key's row until the transaction ends, so on a database
             # whose writes run concurrently (PostgreSQL) the key's admissions still run one at a time.
-            first = upsert(conn, quota_keys).values(tenant=tenant, key_id=key_id, admissions=1)
-            conn.execute(first.on_conflict_do_update(
-                index_elements=["tenant", "key_id"], set_={"admissions": quota_keys.c.admissions + 1}))
+            conn.execute(_ADMIT_KEY(conn), {"tenant": tenant, "key_id": key_id, "admissions": 1})
             # Other keys' expired leases too: two admissions may lock the same ones (run_write retries
             # the one PostgreSQL aborts if they ever deadlock).
-            conn.execute(delete(quota_in_flight).where(quota_in_flight.c.expires_at <= now))
-            counted = conn.execute(
-                select(func.count(), func.coalesce(func.sum(quota_in_flight.c.reserved_microusd), 0))
-                .where(quota_in_flight.c.tenant == tenant, quota_in_flight.c.key_id == key_id)).one()
+            conn.execute(_EXPIRED_LEASES, {"now": now})
+            counted = conn.execute(_IN_FLIGHT, {"tenant": tenant, "key_id": key_id}).one()
             # PostgreSQL sums integers as numeric: whole numbers either way.
             in_flight, reserved = int(counted[0]), int(counted[1])
             if limits.concurrent is not None and in_flight >= limits.concurrent:
                 return Admission(False, limit="concurrent", retry_after_s=IN_FLIGHT_RETRY_S, used=in_flight)
-            calls = self._one(conn, select(quota_minutes.c.calls).where(
-                quota_minutes.c.tenant == tenant, quota_minutes.c.key_id == key_id,
-                quota_minutes.c.minute == minute))
+            calls = self._one(conn, _CALLS, {"tenant": tenant, "key_id": key_id, "minute": minute})
             if limits.rpm is not None and calls >= limits.rpm:
                 return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
                                  used=calls)
             reservation = 0
             if limits.daily_usd is not None:
-                spent = self._one(conn, select(quota_days.c.spent_microusd).where(
-                    quota_days.c.tenant == tenant, quota_days.c.key_id == key_id, quota_days.c.day == day))
+                spent = self._one(conn, _SPENT, {"tenant": tenant, "key_id": key_id, "day": day})
                 room = to_micro(limits.daily_usd) - spent - reserved
                 if room <= 0:
                     return Admission(False, limit="daily_usd",
@@ -115,16 +159,11 @@ class QuotaLedger:
                                      used=(spent + reserved) / MICRO)
                 reservation = min(to_micro(reserve_usd), room)
             ticket = secrets.token_hex(16)
-            counting = upsert(conn, quota_minutes).values(tenant=tenant, key_id=key_id, minute=minute,
-                                                          calls=1)
-            conn.execute(counting.on_conflict_do_update(
-                index_elements=["tenant", "key_id", "minute"], set_={"calls": quota_minutes.c.calls + 1}))
-            conn.execute(delete(quota_minutes).where(
-                quota_minutes.c.tenant == tenant, quota_minutes.c.key_id == key_id,
-                quota_minutes.c.minute < minute - 1))
-            conn.execute(insert(quota_in_flight).values(
-                ticket=ticket, tenant=tenant, key_id=key_id, started_at=now, expires_at=now + LEASE_S,
-                reserved_microusd=reservation))
+            conn.execute(_COUNT_CALL(conn), {"tenant": tenant, "key_id": key_id, "minute": minute,
+                                             "calls": 1})
+            conn.execute(_OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
+            conn.execute(_LEASE, {"ticket": ticket, "tenant": tenant, "key_id": key_id, "started_at": now,
+                                  "expires_at": now + LEASE_S, "reserved_microusd": reservation})
             return Admission(True, ticket=ticket)
 
         return self.db.run_write(admission)
@@ -137,19 +176,12 @@ class QuotaLedger:
         def settlement(conn: Connection) -> None:
             # The key's row first, as an admission takes it: an admission reads the reservations in
             # flight and the day's spend in two statements, and must not see this call in both.
-            conn.execute(update(quota_keys)
-                         .where(quota_keys.c.tenant == tenant, quota_keys.c.key_id == key_id)
-                         .values(admissions=quota_keys.c.admissions))
-            conn.execute(delete(quota_in_flight).where(quota_in_flight.c.ticket == ticket))
-            spend = upsert(conn, quota_days).values(tenant=tenant, key_id=key_id, day=day, calls=1,
-                                                    spent_microusd=max(0, to_micro(cost_usd)))
-            conn.execute(spend.on_conflict_do_update(
-                index_elements=["tenant", "key_id", "day"],
-                set_={"calls": quota_days.c.calls + 1,
-                      "spent_microusd": quota_days.c.spent_microusd + spend.excluded.spent_microusd}))
+            conn.execute(_HOLD_KEY, {"of_tenant": tenant, "of_key": key_id})
+            conn.execute(_SETTLED, {"ticket": ticket})
+            conn.execute(_SPEND(conn), {"tenant": tenant, "key_id": key_id, "day": day, "calls": 1,
+                                        "spent_microusd": max(0, to_micro(cost_usd))})
             oldest = utc_day(now - KEEP_DAYS * 86400)
-            conn.execute(delete(quota_days).where(
-                quota_days.c.tenant == tenant, quota_days.c.key_id == key_id, quota_days.c.day < oldest))
+            conn.execute(_OLD_DAYS, {"tenant": tenant, "key_id": key_id, "oldest": oldest})
 
         self.db.run_write(settlement)
 
@@ -187,8 +219,8 @@ class QuotaLedger:
         return [rows[k] for k in sorted(rows, key=lambda k: (k[1], k[0]))]
 
     @staticmethod
-    def _one(conn: Connection, query: Select[int]) -> int:
-        found = conn.scalar(query)
+    def _one(conn: Connection, query: Select[int], params: dict[str, object]) -> int:
+        found = conn.scalar(query, params)
         return int(found) if found is not None else 0
 
 

@@ -27,15 +27,16 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import String, bindparam, delete, func, select, update
 
-from ask_fable.stores.db import Database, upsert
+from ask_fable.stores.db import Database, per_dialect, upsert
 from ask_fable.stores.interfaces import SavedSettingsStore
 from ask_fable.stores.records import SavedSettings
 from ask_fable.stores.tables import saved_settings, saved_settings_revision
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
+    from sqlalchemy.sql import Executable
 
 #: Where a result says the settings went when they went to the database.
 LOCATION = "database"
@@ -44,6 +45,29 @@ CHANNEL = "ask_fable_saved_settings"
 
 #: A snapshot older than any stored one: what a server holds before its first load.
 UNLOADED = SavedSettings(revision=-1, values={})
+
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_REVISION = select(saved_settings_revision.c.revision).where(saved_settings_revision.c.one == 1)
+_VALUES = select(saved_settings.c.name, saved_settings.c.value).order_by(saved_settings.c.name)
+_ENTRIES = select(saved_settings.c.name, saved_settings.c.value, saved_settings.c.tenant,
+                  saved_settings.c.saved_at).order_by(saved_settings.c.name)
+_NAMES = select(saved_settings.c.name).order_by(saved_settings.c.name)
+_REMOVE = delete(saved_settings).where(saved_settings.c.name == bindparam("name"))
+_FORGET = delete(saved_settings).where(saved_settings.c.name.in_(bindparam("names", expanding=True)))
+_NEXT_REVISION = (update(saved_settings_revision).where(saved_settings_revision.c.one == 1)
+                  .values(revision=saved_settings_revision.c.revision + 1)
+                  .returning(saved_settings_revision.c.revision))
+_NOTIFY = select(func.pg_notify(CHANNEL, bindparam("revision", type_=String())))
+
+
+def _save(dialect: str) -> Executable:
+    saving = upsert(dialect, saved_settings)
+    return saving.on_conflict_do_update(
+        index_elements=["name"],
+        set_={column: saving.excluded[column] for column in ("value", "tenant", "saved_at")})
+
+
+_SAVE = per_dialect(_save)
 
 
 @dataclass(frozen=True)
@@ -77,13 +101,10 @@ class SettingsStore:
             revision = self._next_revision(conn)
             for name, value in updates.items():
                 if value is None:
-                    conn.execute(delete(saved_settings).where(saved_settings.c.name == name))
+                    conn.execute(_REMOVE, {"name": name})
                 else:
-                    saving = upsert(conn, saved_settings).values(name=name, value=json.dumps(value),
-                                                                 tenant=tenant, saved_at=now)
-                    conn.execute(saving.on_conflict_do_update(
-                        index_elements=["name"],
-                        set_={column: saving.excluded[column] for column in ("value", "tenant", "saved_at")}))
+                    conn.execute(_SAVE(conn), {"name": name, "value": json.dumps(value), "tenant": tenant,
+                                               "saved_at": now})
             self._announce(conn, revision)
             return _snapshot(conn)
 
@@ -92,8 +113,7 @@ class SettingsStore:
     def entries(self) -> list[SavedEntry]:
         """Every saved setting with who saved it and when, by name."""
         with self.db.read() as conn:
-            rows = conn.execute(select(saved_settings.c.name, saved_settings.c.value, saved_settings.c.tenant,
-                                       saved_settings.c.saved_at).order_by(saved_settings.c.name)).all()
+            rows = conn.execute(_ENTRIES).all()
         return [SavedEntry(row.name, json.loads(row.value), row.tenant, float(row.saved_at)) for row in rows]
 
     def forget(self, names: Collection[str] | None = None) -> list[str]:
@@ -102,10 +122,10 @@ class SettingsStore:
 
         def body(conn: Connection) -> list[str]:
             revision = self._next_revision(conn)
-            saved = conn.scalars(select(saved_settings.c.name).order_by(saved_settings.c.name)).all()
+            saved = conn.scalars(_NAMES).all()
             gone = [name for name in saved if names is None or name in names]
             if gone:
-                conn.execute(delete(saved_settings).where(saved_settings.c.name.in_(gone)))
+                conn.execute(_FORGET, {"names": gone})
             self._announce(conn, revision)
             return gone
 
@@ -114,14 +134,12 @@ class SettingsStore:
     @staticmethod
     def _next_revision(conn: Connection) -> int:
         """Raise the revision; taken first in a write, its row's lock makes concurrent writes take turns."""
-        revision = saved_settings_revision.c.revision
-        return int(conn.execute(update(saved_settings_revision).where(saved_settings_revision.c.one == 1)
-                                .values(revision=revision + 1).returning(revision)).scalar_one())
+        return int(conn.execute(_NEXT_REVISION).scalar_one())
 
     def _announce(self, conn: Connection, revision: int) -> None:
         """On PostgreSQL, notify the listening servers of ``revision`` as the write commits."""
         if self.db.dialect == "postgres":
-            conn.execute(select(func.pg_notify(CHANNEL, str(revision))))
+            conn.execute(_NOTIFY, {"revision": str(revision)})
 
     def close(self) -> None:
         """Close what the store's database opened for itself."""
@@ -129,9 +147,8 @@ class SettingsStore:
 
 
 def _snapshot(conn: Connection) -> SavedSettings:
-    revision = int(conn.execute(select(saved_settings_revision.c.revision)
-                                .where(saved_settings_revision.c.one == 1)).scalar_one())
-    rows = conn.execute(select(saved_settings.c.name, saved_settings.c.value).order_by(saved_settings.c.name))
+    revision = int(conn.execute(_REVISION).scalar_one())
+    rows = conn.execute(_VALUES)
     return SavedSettings(revision=revision, values={name: json.loads(value) for name, value in rows})
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores.tables import METADATA
+from ask_fable.stores.engines import IMMEDIATE, Engines
+from ask_fable.stores.tables import METADATA, schema_name
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -119,6 +120,14 @@ def upgrade_store(conn: Connection, store: str, schema: str | None, *, where: st
         config.attributes.clear()
 
 
+def upgrade_sqlite_file(conn: Connection, store: str, where: str) -> None:
+    """Bring ``store``'s SQLite file (``conn``'s, outside a transaction) to the head, holding the
+    file's write lock meanwhile."""
+    conn.execution_options(**{IMMEDIATE: True})
+    with conn.begin():
+        upgrade_store(conn, store, None, where=where)
+
+
 def require_current(conn: Connection, store: str, schema: str | None) -> None:
     """:class:`SchemaMismatch` unless ``store``'s schema on ``conn`` is at this release's head."""
     found = current_revision(conn, schema)
@@ -166,8 +175,6 @@ def _version(store: str, found: str | None, location: str) -> StoreVersion:
 def status(settings: Settings) -> list[StoreVersion]:
     """Every store's revision now and the one this release serves on."""
     if settings.database_url:
-        from ask_fable.stores.db import schema_name
-
         with _postgres(settings) as conn, conn.begin():
             return [_version(name, current_revision(conn, schema_name(name)), f"postgresql:{name}")
                     for name in STORES]
@@ -188,20 +195,16 @@ def check(settings: Settings) -> None:
 def upgrade(settings: Settings) -> list[StoreVersion]:
     """Bring every store to this release's head; returns each store's revision as it was found."""
     if not settings.database_url:
-        from ask_fable.stores.db import Database
-
         before = status(settings)
-        for name, path in _sqlite_files(settings).items():
-            database = Database.sqlite(path, name)
-            try:
-                with database.read():
-                    pass
-            finally:
-                database.close()
+        engines = Engines()
+        try:
+            for name, path in _sqlite_files(settings).items():
+                with engines.sqlite(path).connect() as conn:
+                    upgrade_sqlite_file(conn, name, str(path))
+        finally:
+            engines.close()
         return before
     from sqlalchemy import text
-
-    from ask_fable.stores.db import schema_name
 
     report: list[StoreVersion] = []
     with _postgres(settings) as conn, conn.begin():

@@ -29,6 +29,14 @@ from sqlalchemy import (
     text,
 )
 
+
+def schema_name(store: str) -> str:
+    """The PostgreSQL schema holding ``store``'s tables."""
+    if not store.replace("_", "").isalpha() or not store.islower():
+        raise ValueError(f"invalid store name: {store!r}")
+    return f"ask_fable_{store}"
+
+
 #: An integer column: INTEGER on SQLite (so an integer primary key is the row id), BIGINT on PostgreSQL.
 Int = BigInteger().with_variant(Integer(), "sqlite")
 

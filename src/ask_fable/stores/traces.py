@@ -15,6 +15,7 @@ through or reads the content of another's calls.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import time
@@ -22,13 +23,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from sqlalchemy import bindparam, delete, func, insert, select, tuple_
+from sqlalchemy import Double, Text, bindparam, delete, func, insert, select, tuple_
 
 from ask_fable.access import ALL_TENANTS, LOCAL_TENANT
 from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Database, database_for, upsert
+from ask_fable.stores.db import Database, database_for, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import TraceBundle, TraceRecord
 from ask_fable.stores.tables import trace_bundles, trace_counters, trace_events, trace_providers
@@ -37,7 +38,8 @@ from ask_fable.stores.trace_ids import valid_trace_id
 from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
 
 if TYPE_CHECKING:
-    from sqlalchemy import ColumnElement, Connection, Row, RowMapping
+    from sqlalchemy import BindParameter, ColumnElement, Connection, Row, RowMapping, Select
+    from sqlalchemy.sql import Executable
 
     from ask_fable.config import Settings
 
@@ -52,6 +54,75 @@ _LIST_COLUMNS = tuple(_traces.c[name] for name in (
 _FILTERS = ("tool", "status", "session", "project")
 #: One trace as rows: its id, time, ``traces`` row, providers and ``trace_events`` rows.
 _TraceRows = tuple[str, float, dict[str, Any], list[str], list[dict[str, Any]]]
+
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_ID: BindParameter[str] = bindparam("trace_id", type_=Text())
+_INSERT_EVENTS = insert(trace_events)
+_DELETE_EVENTS = delete(trace_events).where(trace_events.c.trace_id == _ID)
+_DELETE_PROVIDERS = delete(trace_providers).where(trace_providers.c.trace_id == _ID)
+_COUNT = select(func.count()).select_from(_traces)
+_OLDEST = (select(_traces.c.trace_id).order_by(_traces.c.ts, _traces.c.trace_id)
+           .limit(bindparam("limit")))
+_DELETE_DOOMED = delete(_traces).where(_traces.c.trace_id == bindparam("doomed"))
+_DELETE_DOOMED_BUNDLES = delete(trace_bundles).where(trace_bundles.c.trace_id == bindparam("doomed"))
+#: A trace's columns, or only its time, by id: of any tenant (``True``) or of the one named.
+_TRACE_OF = {every: select(*_LIST_COLUMNS).where(_traces.c.trace_id == _ID) for every in (True, False)}
+_TRACE_OF[False] = _TRACE_OF[False].where(_traces.c.tenant == bindparam("tenant"))
+_TS_OF = {every: select(_traces.c.ts).where(_traces.c.trace_id == _ID) for every in (True, False)}
+_TS_OF[False] = _TS_OF[False].where(_traces.c.tenant == bindparam("tenant"))
+_EVENTS_OF = (select(trace_events.c.t_ms, trace_events.c.name, trace_events.c.attrs)
+              .where(trace_events.c.trace_id == _ID).order_by(trace_events.c.seq).limit(bindparam("limit")))
+_BUNDLE_ID_OF = select(trace_bundles.c.trace_id).where(trace_bundles.c.trace_id == _ID)
+_BUNDLE_OF = select(trace_bundles.c.content).where(trace_bundles.c.trace_id == _ID)
+
+
+def _new(dialect: str) -> Executable:
+    return (upsert(dialect, _traces).on_conflict_do_nothing(index_elements=["trace_id"])
+            .returning(_traces.c.trace_id))
+
+
+def _replace(dialect: str) -> Executable:
+    insert = upsert(dialect, _traces)
+    return insert.on_conflict_do_update(
+        index_elements=["trace_id"],
+        set_={column.name: insert.excluded[column.name] for column in _traces.c if column.name != "trace_id"})
+
+
+def _add_providers(dialect: str) -> Executable:
+    return upsert(dialect, trace_providers).on_conflict_do_nothing()
+
+
+def _put_bundle(dialect: str) -> Executable:
+    bundle = upsert(dialect, trace_bundles)
+    return bundle.on_conflict_do_update(index_elements=["trace_id"], set_={
+        "tenant": bundle.excluded.tenant, "content": bundle.excluded.content})
+
+
+_NEW = per_dialect(_new)
+_REPLACE = per_dialect(_replace)
+_ADD_PROVIDERS = per_dialect(_add_providers)
+_PUT_BUNDLE = per_dialect(_put_bundle)
+
+
+@functools.cache
+def _listing(tenant: bool, filters: tuple[str, ...], provider: bool, before: bool) -> Select[Any]:
+    """The listing of one shape: filtered by tenant, by the ``_FILTERS`` named, by provider, paged
+    back from a ``(before_ts, before_id)`` cursor; values bound at execution (128 shapes at most)."""
+    where: list[ColumnElement[bool]] = [_traces.c[name] == bindparam(name)
+                                        for name in (("tenant",) if tenant else ()) + filters]
+    query = select(*_LIST_COLUMNS)
+    if provider:
+        # Newest first in the provider's own index: the trace's time and id are kept there too.
+        query = query.select_from(trace_providers.join(
+            _traces, _traces.c.trace_id == trace_providers.c.trace_id))
+        where.append(trace_providers.c.provider == bindparam("provider"))
+        order_ts, order_id = trace_providers.c.ts, trace_providers.c.trace_id
+    else:
+        order_ts, order_id = _traces.c.ts, _traces.c.trace_id
+    if before:
+        where.append(tuple_(order_ts, order_id) < tuple_(bindparam("before_ts", type_=Double()),
+                                                         bindparam("before_id", type_=Text())))
+    return query.where(*where).order_by(order_ts.desc(), order_id.desc()).limit(bindparam("limit"))
 
 
 class TraceStore:
@@ -80,23 +151,19 @@ class TraceStore:
         if not rows:
             return
         def store(conn: Connection) -> list[str]:
+            new, add_providers = _NEW(conn), _ADD_PROVIDERS(conn)
             for trace_id, ts, row, providers, event_rows in rows:
-                new = upsert(conn, _traces).values(row)
                 # A new trace (nearly always) is one insert; one recorded before is replaced whole.
-                inserted = conn.scalar(new.on_conflict_do_nothing(index_elements=["trace_id"])
-                                       .returning(_traces.c.trace_id))
+                inserted = conn.scalar(new, row)
                 if inserted is None:
-                    conn.execute(delete(trace_events).where(trace_events.c.trace_id == trace_id))
-                    conn.execute(delete(trace_providers).where(trace_providers.c.trace_id == trace_id))
-                    conn.execute(new.on_conflict_do_update(
-                        index_elements=["trace_id"],
-                        set_={name: new.excluded[name] for name in row if name != "trace_id"}))
+                    conn.execute(_DELETE_EVENTS, {"trace_id": trace_id})
+                    conn.execute(_DELETE_PROVIDERS, {"trace_id": trace_id})
+                    conn.execute(_REPLACE(conn), row)
                 if providers:
-                    conn.execute(upsert(conn, trace_providers).on_conflict_do_nothing(),
-                                 [{"provider": p, "ts": ts, "trace_id": trace_id}
-                                  for p in dict.fromkeys(providers)])
+                    conn.execute(add_providers, [{"provider": p, "ts": ts, "trace_id": trace_id}
+                                                 for p in dict.fromkeys(providers)])
                 if event_rows:
-                    conn.execute(insert(trace_events), event_rows)
+                    conn.execute(_INSERT_EVENTS, event_rows)
             count = bump_write_counter(conn, by=len(rows), table=trace_counters)
             # Swept when the count passes a multiple of SWEEP_EVERY, however many this group added.
             due = count // SWEEP_EVERY > (count - len(rows)) // SWEEP_EVERY
@@ -134,17 +201,14 @@ class TraceStore:
         cap = int(getattr(self.settings, "trace_max_rows", 0) or 0)
         if cap <= 0:
             return []
-        count = int(conn.scalar(select(func.count()).select_from(_traces)) or 0)
+        count = int(conn.scalar(_COUNT) or 0)
         if count <= cap:
             return []
-        doomed = list(conn.scalars(select(_traces.c.trace_id).order_by(_traces.c.ts, _traces.c.trace_id)
-                                   .limit(count - int(cap * 0.9))))
+        doomed = list(conn.scalars(_OLDEST, {"limit": count - int(cap * 0.9)}))
         # Events and providers go with their traces (ON DELETE CASCADE).
-        conn.execute(delete(_traces).where(_traces.c.trace_id == bindparam("doomed")),
-                     [{"doomed": t} for t in doomed])
+        conn.execute(_DELETE_DOOMED, [{"doomed": t} for t in doomed])
         if self._in_db:
-            conn.execute(delete(trace_bundles).where(trace_bundles.c.trace_id == bindparam("doomed")),
-                         [{"doomed": t} for t in doomed])
+            conn.execute(_DELETE_DOOMED_BUNDLES, [{"doomed": t} for t in doomed])
         return doomed
 
     def sweep(self) -> int:
@@ -175,27 +239,22 @@ class TraceStore:
         """The tenant's traces (every tenant's for ``ALL_TENANTS``) newest first, without events;
         ``before`` (one of those traces' id, or epoch seconds) pages back."""
         limit = max(1, min(int(limit), int(self.settings.trace_query_max_events)))
-        values = {"tenant": None if tenant == ALL_TENANTS else tenant,
-                  "tool": tool, "status": status, "session": session, "project": project}
-        where: list[ColumnElement[bool]] = [_traces.c[name] == values[name]
-                                            for name in ("tenant", *_FILTERS) if values[name] is not None]
-        query = select(*_LIST_COLUMNS)
+        values: dict[str, Any] = {"tool": tool, "status": status, "session": session, "project": project}
+        filters = tuple(name for name in _FILTERS if values[name] is not None)
+        params = {name: values[name] for name in filters}
+        params["limit"] = limit
+        if tenant != ALL_TENANTS:
+            params["tenant"] = tenant
         if provider is not None:
-            # Newest first in the provider's own index: the trace's time and id are kept there too.
-            query = query.select_from(trace_providers.join(
-                _traces, _traces.c.trace_id == trace_providers.c.trace_id))
-            where.append(trace_providers.c.provider == provider)
-            order_ts, order_id = trace_providers.c.ts, trace_providers.c.trace_id
-        else:
-            order_ts, order_id = _traces.c.ts, _traces.c.trace_id
+            params["provider"] = provider
+        query = _listing(tenant != ALL_TENANTS, filters, provider is not None, before is not None)
         with self.db.read() as conn:
             if before is not None:
                 cursor = self._cursor(conn, tenant, before)
                 if cursor is None:
                     return []
-                where.append(tuple_(order_ts, order_id) < tuple_(*cursor))
-            rows = conn.execute(query.where(*where).order_by(order_ts.desc(), order_id.desc()).limit(limit)
-                                ).mappings().all()
+                params["before_ts"], params["before_id"] = cursor
+            rows = conn.execute(query, params).mappings().all()
         return [_trace_row(r) for r in rows]
 
     def _cursor(self, conn: Connection, tenant: str, before: str | float) -> tuple[float, str] | None:
@@ -206,16 +265,17 @@ class TraceStore:
             return float(text), ""
         except ValueError:
             pass
-        row = self._row(conn, tenant, text, _traces.c.ts)
+        row = self._row(conn, tenant, text, _TS_OF)
         return None if row is None else (float(row.ts), text)
 
     @staticmethod
-    def _row(conn: Connection, tenant: str, trace_id: str, *columns: ColumnElement[Any]) -> Row[Any] | None:
-        """``columns`` of the trace ``trace_id`` when it belongs to ``tenant`` (any, for ``ALL_TENANTS``)."""
-        query = select(*columns).where(_traces.c.trace_id == trace_id)
-        if tenant != ALL_TENANTS:
-            query = query.where(_traces.c.tenant == tenant)
-        return conn.execute(query).first()
+    def _row(conn: Connection, tenant: str, trace_id: str,
+             queries: dict[bool, Select[Any]]) -> Row[Any] | None:
+        """The row ``queries`` select of the trace ``trace_id`` when it belongs to ``tenant`` (any, for
+        ``ALL_TENANTS``)."""
+        if tenant == ALL_TENANTS:
+            return conn.execute(queries[True], {"trace_id": trace_id}).first()
+        return conn.execute(queries[False], {"trace_id": trace_id, "tenant": tenant}).first()
 
     def get(self, tenant: str, trace_id: str) -> TraceDetail | None:
         """One of the tenant's traces (anyone's for ``ALL_TENANTS``) with its ordered events and
@@ -225,13 +285,10 @@ class TraceStore:
         max_events = int(self.settings.trace_query_max_events)
         max_bytes = int(self.settings.trace_query_max_bytes)
         with self.db.read() as conn:
-            row = self._row(conn, tenant, trace_id, *_LIST_COLUMNS)
+            row = self._row(conn, tenant, trace_id, _TRACE_OF)
             if row is None:
                 return None
-            event_rows = conn.execute(
-                select(trace_events.c.t_ms, trace_events.c.name, trace_events.c.attrs)
-                .where(trace_events.c.trace_id == trace_id).order_by(trace_events.c.seq).limit(max_events + 1)
-            ).all()
+            event_rows = conn.execute(_EVENTS_OF, {"trace_id": trace_id, "limit": max_events + 1}).all()
         trace = cast(TraceDetail, _trace_row(row._mapping))
         events: list[StoredTraceEvent] = []
         used = 0
@@ -255,8 +312,7 @@ class TraceStore:
         """Where the bundle of ``trace_id`` is, when it has one."""
         if self._in_db:
             with self.db.read() as conn:
-                found = conn.scalar(select(trace_bundles.c.trace_id)
-                                    .where(trace_bundles.c.trace_id == trace_id))
+                found = conn.scalar(_BUNDLE_ID_OF, {"trace_id": trace_id})
             return f"postgresql:traces/{trace_id}" if found else None
         bundle = self.bundle_path(trace_id)
         return str(bundle) if bundle.exists() else None
@@ -264,7 +320,7 @@ class TraceStore:
     def count(self) -> int:
         """How many traces are stored."""
         with self.db.read() as conn:
-            return int(conn.scalar(select(func.count()).select_from(_traces)) or 0)
+            return int(conn.scalar(_COUNT) or 0)
 
     # --- bundles ------------------------------------------------------------------------------
     def bundle_path(self, trace_id: str) -> Path:
@@ -316,11 +372,8 @@ class TraceStore:
                             "original_bytes": original}))
         if self._in_db:
             with self.db.write() as conn:
-                bundle = upsert(conn, trace_bundles).values(trace_id=trace_id, tenant=tenant,
-                                                             content=b"".join(lines))
-                conn.execute(bundle.on_conflict_do_update(
-                    index_elements=["trace_id"],
-                    set_={"tenant": bundle.excluded.tenant, "content": bundle.excluded.content}))
+                conn.execute(_PUT_BUNDLE(conn),
+                             {"trace_id": trace_id, "tenant": tenant, "content": b"".join(lines)})
             return f"postgresql:traces/{trace_id}"
         try:
             return atomic_write_bytes(self.bundle_path(trace_id), b"".join(lines))
@@ -339,8 +392,7 @@ class TraceStore:
         """The bundle of ``trace_id`` to read, or ``None``."""
         if self._in_db:
             with self.db.read() as conn:
-                content = conn.scalar(select(trace_bundles.c.content)
-                                      .where(trace_bundles.c.trace_id == trace_id))
+                content = conn.scalar(_BUNDLE_OF, {"trace_id": trace_id})
             return None if content is None else io.BytesIO(bytes(content))
         try:
             return open(self.bundle_path(trace_id), "rb")

@@ -19,14 +19,14 @@ takes over once ``expires`` has passed.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, delete, desc, func, insert, or_, select, tuple_, update
+from sqlalchemy import and_, bindparam, delete, desc, func, insert, or_, select, tuple_, update
 
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
-from ask_fable.stores.db import Database, database_for, open_database, upsert
+from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import SessionTurn
 from ask_fable.stores.tables import session_leases, transcript_counters
@@ -36,7 +36,8 @@ from ask_fable.stores.views import StoredSession, StoredSessionTurn
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from sqlalchemy import Connection, RowMapping, Select, Table
+    from sqlalchemy import Connection, RowMapping, Table
+    from sqlalchemy.sql import Executable
     from sqlalchemy.sql.elements import ColumnElement
 
     from ask_fable.config import Settings
@@ -54,14 +55,72 @@ def _keyed(where: tuple[str, str, str]) -> dict[str, str]:
     return {"tenant": tenant, "namespace": namespace, "session": session}
 
 
-def _in_session(table: Table, where: tuple[str, str, str]) -> ColumnElement[bool]:
-    """The rows of ``table`` that belong to the session ``where`` names."""
-    return and_(*(table.c[name] == value for name, value in _keyed(where).items()))
+def _in_session(table: Table, prefix: str = "") -> ColumnElement[bool]:
+    """The rows of ``table`` that belong to the session the parameters ``{prefix}tenant``,
+    ``{prefix}namespace`` and ``{prefix}session`` name (as :func:`_keyed` gives them, prefixed)."""
+    return and_(*(table.c[name] == bindparam(prefix + name) for name in ("tenant", "namespace", "session")))
 
 
-def _session_turns(where: tuple[str, str, str]) -> Select[*tuple[Any, ...]]:
-    """The session's turns, oldest first."""
-    return select(*_COLUMNS).where(_in_session(turn_rows, where)).order_by(turn_rows.c.id)
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect). An UPDATE's own
+# parameters are not named after a column (``of_tenant``…): a parameter so named would be set in it.
+#: The session's turns, oldest first.
+_SESSION_TURNS = select(*_COLUMNS).where(_in_session(turn_rows)).order_by(turn_rows.c.id)
+_COUNT_TURNS = select(func.count()).select_from(turn_rows).where(_in_session(turn_rows))
+#: The turn given as parameters.
+_APPEND = insert(turn_rows)
+_CLEAR = delete(turn_rows).where(_in_session(turn_rows))
+_EXPIRE = delete(turn_rows).where(_in_session(turn_rows), turn_rows.c.ts < bindparam("cutoff"))
+_RENEW = (update(session_leases)
+          .where(_in_session(session_leases, "of_"), session_leases.c.holder == bindparam("of_holder"))
+          .values(expires=bindparam("new_expires")))
+_RELEASE = delete(session_leases).where(_in_session(session_leases),
+                                         session_leases.c.holder == bindparam("holder"))
+_EXPIRED_LEASES = delete(session_leases).where(session_leases.c.expires < bindparam("now"))
+
+
+def _take_lease(dialect: str) -> Executable:
+    wanted = upsert(dialect, session_leases)
+    # Taken when the row is absent, expired or already this holder's; otherwise no row comes back.
+    return wanted.on_conflict_do_update(
+        index_elements=["tenant", "namespace", "session"],
+        set_={"holder": wanted.excluded.holder, "expires": wanted.excluded.expires},
+        where=or_(session_leases.c.expires < bindparam("now"),
+                  session_leases.c.holder == wanted.excluded.holder),
+    ).returning(session_leases.c.holder)
+
+
+_TAKE_LEASE = per_dialect(_take_lease)
+
+
+def _sessions(live: bool) -> Executable:
+    """The namespace's sessions, most recently used first (only those used since ``cutoff`` if ``live``)."""
+    each, last = turn_rows.alias("t"), turn_rows.alias("l")
+    model = (select(last.c.model)
+             .where(last.c.tenant == each.c.tenant, last.c.namespace == each.c.namespace,
+                    last.c.session == each.c.session)
+             .order_by(last.c.id.desc()).limit(1).scalar_subquery())
+    query = (select(each.c.session, func.count().label("turns"), func.max(each.c.ts).label("last_ts"),
+                    model.label("model"))
+             .where(each.c.tenant == bindparam("tenant"), each.c.namespace == bindparam("namespace"))
+             .group_by(each.c.tenant, each.c.namespace, each.c.session)
+             .order_by(desc("last_ts")))
+    return query.having(func.max(each.c.ts) >= bindparam("cutoff")) if live else query
+
+
+_SESSIONS, _LIVE_SESSIONS = _sessions(False), _sessions(True)
+
+
+def _expired_sessions() -> Executable:
+    """Every turn of the sessions whose last turn is older than ``cutoff``."""
+    old = turn_rows.alias("old")
+    expired = (select(old.c.tenant, old.c.namespace, old.c.session)
+               .group_by(old.c.tenant, old.c.namespace, old.c.session)
+               .having(func.max(old.c.ts) < bindparam("cutoff")))
+    session = tuple_(turn_rows.c.tenant, turn_rows.c.namespace, turn_rows.c.session)
+    return delete(turn_rows).where(session.in_(expired))
+
+
+_EXPIRED_SESSIONS = _expired_sessions()
 
 
 class TranscriptStore:
@@ -87,11 +146,10 @@ class TranscriptStore:
         """The session's turns, oldest first; an expired session is deleted and reads as empty."""
         where = self._where(tenant, namespace, session)
         with self.db.read() as conn:
-            rows = conn.execute(_session_turns(where)).mappings().all()
+            rows = conn.execute(_SESSION_TURNS, _keyed(where)).mappings().all()
         cutoff = self._cutoff()
         if rows and cutoff is not None and rows[-1]["ts"] < cutoff:
-            self.db.run_write(lambda conn: conn.execute(
-                delete(turn_rows).where(_in_session(turn_rows, where), turn_rows.c.ts < cutoff)))
+            self.db.run_write(lambda conn: conn.execute(_EXPIRE, {**_keyed(where), "cutoff": cutoff}))
             return []
         return [_turn(number, row) for number, row in enumerate(rows, start=1)]
 
@@ -105,9 +163,8 @@ class TranscriptStore:
                "thinking": thinking, "model": turn.model, "cost_usd": turn.cost_usd, "ts": self._clock.now()}
 
         def store(conn: Connection) -> int:
-            conn.execute(insert(turn_rows).values(row))
-            count = int(conn.execute(select(func.count()).select_from(turn_rows)
-                                     .where(_in_session(turn_rows, where))).scalar_one())
+            conn.execute(_APPEND, row)
+            count = int(conn.execute(_COUNT_TURNS, _keyed(where)).scalar_one())
             if bump_write_counter(conn, table=transcript_counters) % self.sweep_every == 0:
                 self._sweep(conn)
             return count
@@ -118,8 +175,8 @@ class TranscriptStore:
         """Delete the session's turns; returns them, oldest first."""
         where = self._where(tenant, namespace, session)
         def take(conn: Connection) -> Sequence[RowMapping]:
-            rows = conn.execute(_session_turns(where)).mappings().all()
-            conn.execute(delete(turn_rows).where(_in_session(turn_rows, where)))
+            rows = conn.execute(_SESSION_TURNS, _keyed(where)).mappings().all()
+            conn.execute(_CLEAR, _keyed(where))
             return rows
 
         rows = self.db.run_write(take)
@@ -132,13 +189,8 @@ class TranscriptStore:
         now = self._clock.now()
 
         def take(conn: Connection) -> bool:
-            wanted = upsert(conn, session_leases).values(**_keyed(where), holder=holder, expires=now + ttl_s)
-            # Taken when the row is absent, expired or already this holder's; otherwise no row comes back.
-            taken = wanted.on_conflict_do_update(
-                index_elements=["tenant", "namespace", "session"],
-                set_={"holder": wanted.excluded.holder, "expires": wanted.excluded.expires},
-                where=or_(session_leases.c.expires < now, session_leases.c.holder == wanted.excluded.holder))
-            return conn.execute(taken.returning(session_leases.c.holder)).first() is not None
+            wanted = {**_keyed(where), "holder": holder, "expires": now + ttl_s, "now": now}
+            return conn.execute(_TAKE_LEASE(conn), wanted).first() is not None
 
         return self.db.run_write(take)
 
@@ -146,33 +198,21 @@ class TranscriptStore:
         """Extend ``holder``'s lease to ``ttl_s`` seconds from now; whether it still held it."""
         where = self._where(tenant, namespace, session)
         expires = self._clock.now() + ttl_s
-        held = and_(_in_session(session_leases, where), session_leases.c.holder == holder)
+        held = {f"of_{name}": value for name, value in _keyed(where).items()}
         return self.db.run_write(lambda conn: conn.execute(
-            update(session_leases).where(held).values(expires=expires)).rowcount > 0)
+            _RENEW, {**held, "of_holder": holder, "new_expires": expires}).rowcount > 0)
 
     def release(self, tenant: str, namespace: str, session: str, holder: str) -> None:
         """Give up ``holder``'s lease (nothing happens when another holder has taken it over)."""
         where = self._where(tenant, namespace, session)
-        held = and_(_in_session(session_leases, where), session_leases.c.holder == holder)
-        self.db.run_write(lambda conn: conn.execute(delete(session_leases).where(held)))
+        self.db.run_write(lambda conn: conn.execute(_RELEASE, {**_keyed(where), "holder": holder}))
 
     def sessions(self, tenant: str, namespace: str) -> list[StoredSession]:
         """The namespace's live sessions, most recently used first."""
         cutoff = self._cutoff()
-        each, last = turn_rows.alias("t"), turn_rows.alias("l")
-        model = (select(last.c.model)
-                 .where(last.c.tenant == each.c.tenant, last.c.namespace == each.c.namespace,
-                        last.c.session == each.c.session)
-                 .order_by(last.c.id.desc()).limit(1).scalar_subquery())
-        query = (select(each.c.session, func.count().label("turns"), func.max(each.c.ts).label("last_ts"),
-                        model.label("model"))
-                 .where(each.c.tenant == tenant, each.c.namespace == namespace)
-                 .group_by(each.c.tenant, each.c.namespace, each.c.session)
-                 .order_by(desc("last_ts")))
-        if cutoff is not None:
-            query = query.having(func.max(each.c.ts) >= cutoff)
+        query = _SESSIONS if cutoff is None else _LIVE_SESSIONS
         with self.db.read() as conn:
-            rows = conn.execute(query).all()
+            rows = conn.execute(query, {"tenant": tenant, "namespace": namespace, "cutoff": cutoff}).all()
         return [StoredSession(session=row.session, turns=int(row.turns), last_ts=float(row.last_ts),
                               model=row.model) for row in rows]
 
@@ -181,16 +221,11 @@ class TranscriptStore:
         return self.db.run_write(self._sweep)
 
     def _sweep(self, conn: Connection) -> int:
-        conn.execute(delete(session_leases).where(session_leases.c.expires < self._clock.now()))
+        conn.execute(_EXPIRED_LEASES, {"now": self._clock.now()})
         cutoff = self._cutoff()
         if cutoff is None:
             return 0
-        old = turn_rows.alias("old")
-        expired = (select(old.c.tenant, old.c.namespace, old.c.session)
-                   .group_by(old.c.tenant, old.c.namespace, old.c.session)
-                   .having(func.max(old.c.ts) < cutoff))
-        session = tuple_(turn_rows.c.tenant, turn_rows.c.namespace, turn_rows.c.session)
-        return int(conn.execute(delete(turn_rows).where(session.in_(expired))).rowcount)
+        return int(conn.execute(_EXPIRED_SESSIONS, {"cutoff": cutoff}).rowcount)
 
 
 def _turn(number: int, row: RowMapping) -> StoredSessionTurn:

@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
-from sqlalchemy import case, delete, func, insert, select
+from sqlalchemy import bindparam, case, delete, func, insert, select
 
 from ask_fable.stores.db import Database, database_for
 from ask_fable.stores.engines import Engines
@@ -28,6 +28,20 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
     from ask_fable.config import Settings
+
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
+_EXPIRED = delete(ui_sessions).where(ui_sessions.c.expires_at <= bindparam("now"))
+_COUNT = select(func.count()).select_from(ui_sessions)
+_OLDEST_OUT = delete(ui_sessions).where(ui_sessions.c.digest.in_(
+    select(ui_sessions.c.digest)
+    .order_by(case((ui_sessions.c.name.is_(None), 0), else_=1), ui_sessions.c.created_at)
+    .limit(bindparam("excess"))))
+_ADD = insert(ui_sessions)
+_LIVE = (ui_sessions.c.expires_at > bindparam("now"))
+_SESSION_OF = select(ui_sessions).where(ui_sessions.c.digest == bindparam("digest"), _LIVE)
+_FORGET = delete(ui_sessions).where(ui_sessions.c.digest == bindparam("digest"))
+_COUNT_LIVE = _COUNT.where(_LIVE)
+
 
 class WebSessionTable:
     """The sessions in one :class:`~ask_fable.stores.db.Database` (SQLite or PostgreSQL)."""
@@ -43,26 +57,22 @@ class WebSessionTable:
         now = session.created_at
 
         def body(conn: Connection) -> None:
-            conn.execute(delete(ui_sessions).where(ui_sessions.c.expires_at <= now))
-            kept = int(conn.scalar(select(func.count()).select_from(ui_sessions)) or 0)
+            conn.execute(_EXPIRED, {"now": now})
+            kept = int(conn.scalar(_COUNT) or 0)
             if kept >= max_sessions:
-                anonymous_first = case((ui_sessions.c.name.is_(None), 0), else_=1)
-                oldest = (select(ui_sessions.c.digest)
-                          .order_by(anonymous_first, ui_sessions.c.created_at)
-                          .limit(kept - max_sessions + 1))
-                conn.execute(delete(ui_sessions).where(ui_sessions.c.digest.in_(oldest)))
-            conn.execute(insert(ui_sessions).values(
-                digest=session.digest, tenant=session.tenant, name=session.name, key_id=session.key_id,
-                sees_server_paths=int(session.sees_server_paths), csrf=session.csrf,
-                created_at=session.created_at, expires_at=session.expires_at))
+                # Anonymous sessions first, then the oldest.
+                conn.execute(_OLDEST_OUT, {"excess": kept - max_sessions + 1})
+            conn.execute(_ADD, {
+                "digest": session.digest, "tenant": session.tenant, "name": session.name,
+                "key_id": session.key_id, "sees_server_paths": int(session.sees_server_paths),
+                "csrf": session.csrf, "created_at": session.created_at, "expires_at": session.expires_at})
 
         self.db.run_write(body)
 
     def get(self, digest: str, now: float) -> WebSession | None:
         """The session stored under ``digest`` while it has not expired, else ``None``."""
         with self.db.read() as conn:
-            row = conn.execute(select(ui_sessions).where(ui_sessions.c.digest == digest,
-                                                         ui_sessions.c.expires_at > now)).first()
+            row = conn.execute(_SESSION_OF, {"digest": digest, "now": now}).first()
         if row is None:
             return None
         return WebSession(
@@ -74,14 +84,12 @@ class WebSessionTable:
 
     def remove(self, digest: str) -> None:
         """Forget the session stored under ``digest`` (nothing happens when there is none)."""
-        forget = delete(ui_sessions).where(ui_sessions.c.digest == digest)
-        self.db.run_write(lambda conn: conn.execute(forget))
+        self.db.run_write(lambda conn: conn.execute(_FORGET, {"digest": digest}))
 
     def count(self, now: float) -> int:
         """How many sessions have not expired at ``now``."""
         with self.db.read() as conn:
-            return int(conn.scalar(select(func.count()).select_from(ui_sessions)
-                                   .where(ui_sessions.c.expires_at > now)) or 0)
+            return int(conn.scalar(_COUNT_LIVE, {"now": now}) or 0)
 
     def close(self) -> None:
         """Close what the store's database opened for itself."""
