@@ -426,6 +426,8 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
         max_requests=settings.http_max_requests,
         header_timeout=settings.http_header_timeout,
         body_timeout=settings.http_body_timeout,
+        body_stall_timeout=settings.http_body_stall_timeout,
+        max_key_requests=settings.http_max_key_requests,
         keepalive_timeout=settings.http_keepalive_timeout,
     )
     try:

@@ -229,6 +229,23 @@ def test_a_login_form_that_stops_arriving_is_answered_408_after_the_body_timeout
     assert b"did not arrive" in reply
 
 
+def test_a_login_form_that_stalls_is_answered_408_after_the_stall_timeout() -> None:
+    """A form whose bytes stop coming is dropped once it made no progress for the stall timeout, long
+    before the whole body's timeout: a connection cannot be held for the latter by sending nothing."""
+    app = App(load_settings(cache=False, hub=False, http_body_stall_timeout=0.5))
+    served = build_http_app(build_server(app, toolsets=["all"]), app.keys, HttpOptions(port=0))
+    with serve_in_thread(served) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n"
+                         b"Content-Type: application/x-www-form-urlencoded\r\n\r\nkey=")
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+    assert b"made no progress for 0.5s" in reply
+
+
 def test_a_login_outlives_the_server_process_that_made_it() -> None:
     """Before, a login lived in the memory of the server that made it: a restart (or another server
     on the same stores) sent the browser back to the login form. Now it is kept with the stores, so

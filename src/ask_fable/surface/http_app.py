@@ -12,8 +12,12 @@ One ASGI guard sits in front of the MCP app and checks, in order:
    "unavailable"`` when the key store does not answer);
 5. ``/mcp`` takes POST only (405): the server is stateless and answers in JSON, so it never has a
    message of its own to send on a GET event stream, which would only hold a connection open;
-6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise);
-7. the body arrives within ``body_timeout`` seconds (408) and fits ``max_body_bytes`` (413);
+6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise), and
+   fewer than :attr:`HttpOptions.key_request_bound` of them are the key's (429 with
+   ``Retry-After``): a request counts from the moment its key is checked, while it still waits for
+   its body too, so no one key can hold every slot;
+7. the body arrives within ``body_timeout`` seconds, never going ``body_stall_timeout`` seconds
+   without a byte (408), and fits ``max_body_bytes`` (413);
 8. the body nests JSON no deeper than :data:`~ask_fable.surface.http_limits.MAX_JSON_DEPTH`
    (400, measured before anything parses it);
 9. the key's scope allows every tool it calls (403 with a JSON-RPC error naming the scope needed):
@@ -127,10 +131,19 @@ class HttpOptions:
     header_timeout: float = field(default_factory=lambda: _setting_default("http_header_timeout"))
     #: Seconds a client has to deliver a request's body once its headers arrived.
     body_timeout: float = field(default_factory=lambda: _setting_default("http_body_timeout"))
+    #: Seconds a request's body may go without a byte arriving (before its first byte too).
+    body_stall_timeout: float = field(default_factory=lambda: _setting_default("http_body_stall_timeout"))
+    #: Requests of one key in progress at most, waiting for their body included (429 past it).
+    max_key_requests: int = field(default_factory=lambda: _setting_default("http_max_key_requests"))
     #: Seconds an idle kept-alive connection stays open.
     keepalive_timeout: int = field(default_factory=lambda: _setting_default("http_keepalive_timeout"))
     #: Seconds between writes of the keys' ``last_used_at`` (also written when the server stops).
     key_use_flush_seconds: float = KEY_USE_FLUSH_SECONDS
+
+    @property
+    def key_request_bound(self) -> int:
+        """Requests one key may have in progress: its setting, never more than half of every slot."""
+        return max(1, min(self.max_key_requests, self.max_requests // 2))
 
     def host_allowlist(self) -> list[str]:
         """Loopback names, the bind address when it is a specific one, then the configured hosts."""
@@ -304,6 +317,10 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _BodyLate(Exception):
+    """The body stalled, or did not arrive in time (the message says which)."""
+
+
 def _in_one_hop(call: Callable[[str], T], argument: str) -> T:
     """``call(argument)`` on a store that waits on a database, from a daemon thread: run whole on the
     I/O loop, in one hop rather than one per query (``stores/loop_bridge.call_blocking``)."""
@@ -399,6 +416,8 @@ class HttpGuard:
         self.protocol_versions: tuple[str, ...] = tuple(SUPPORTED_PROTOCOL_VERSIONS)
         #: The cancel scope of every request being served (health checks aside).
         self._in_flight: set[anyio.CancelScope] = set()
+        #: How many of those each key (by id) has in progress.
+        self._per_key: dict[int, int] = {}
         #: The cancel scope of every web view request being served (not counted against ``max_requests``).
         self._pages: set[anyio.CancelScope] = set()
         #: The cancel scope of every request waiting on the store before it is served (its key
@@ -522,11 +541,21 @@ class HttpGuard:
         if self.stopping or len(self._in_flight) >= self.options.max_requests:
             await self._unavailable(send)
             return
+        held = self._per_key.get(record.id, 0)
+        if held >= self.options.key_request_bound:
+            await self._key_busy(send, record)
+            return
 
         async def serve(tracked: Send, request: anyio.CancelScope) -> None:
             await self._serve(scope, headers, record, receive, tracked, request)
 
-        await self._stoppable(self._in_flight, serve, send)
+        self._per_key[record.id] = held + 1
+        try:
+            await self._stoppable(self._in_flight, serve, send)
+        finally:
+            left = self._per_key.pop(record.id) - 1
+            if left:
+                self._per_key[record.id] = left
 
     async def _from_store(self, call: Callable[[], T]) -> T:
         """``call()`` on a daemon thread, in a cancel scope :meth:`stop` cancels (then :class:`_Stopped`)."""
@@ -564,18 +593,15 @@ class HttpGuard:
         """Read the body under its limits, check it, then run the MCP app until it answers or the
         client hangs up (which cancels ``request``)."""
         try:
-            # asyncio's own timeout (uvicorn serves on asyncio) costs a third of anyio's here.
-            async with asyncio.timeout(self.options.body_timeout):
-                body = await self._read_body(headers, receive)
+            body = await self._read_body(headers, receive)
         except _BodyTooLarge:
             await _respond(send, 413, _rpc_error(-32600, f"request body larger than "
                                                          f"{self.options.max_body_bytes} bytes"),
                            "application/json")
             return
-        except TimeoutError:
-            await _respond(send, 408, _rpc_error(-32600, f"the request body did not arrive within "
-                                                         f"{self.options.body_timeout:g}s"),
-                           "application/json", [(b"connection", b"close")])
+        except _BodyLate as late:
+            await _respond(send, 408, _rpc_error(-32600, str(late)), "application/json",
+                           [(b"connection", b"close")])
             return
         except _ClientGone:
             return
@@ -656,15 +682,38 @@ class HttpGuard:
         await _respond(send, 401, _rpc_error(UNAUTHORIZED_CODE, message), "application/json",
                        [(b"www-authenticate", challenge.encode())])
 
+    async def _key_busy(self, send: Send, record: ApiKey) -> None:
+        """429 with ``Retry-After``: the key already has its bound of requests in progress."""
+        bound = self.options.key_request_bound
+        detail = (f"API key {record.prefix}… already has {bound} requests in progress, the most one key "
+                  "may have (ASK_FABLE_HTTP_MAX_KEY_REQUESTS); requests still sending their body count too")
+        hint = "retry once one of them is answered"
+        data = {"status": "error", "kind": "quota_exceeded", "detail": detail, "hint": hint}
+        await _respond(send, 429, _rpc_error(UNAVAILABLE_CODE, f"{detail}; {hint}", data=data),
+                       "application/json", [(b"retry-after", b"1"), (b"connection", b"close")])
+
     async def _read_body(self, headers: list[tuple[bytes, bytes]], receive: Receive) -> bytes:
+        """The whole body: within ``body_timeout`` seconds, never ``body_stall_timeout`` without a
+        byte (else :class:`_BodyLate`), and no larger than ``max_body_bytes`` (:class:`_BodyTooLarge`)."""
         limit = self.options.max_body_bytes
         declared = _header(headers, b"content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             raise _BodyTooLarge
+        loop = asyncio.get_running_loop()
+        total, stall = self.options.body_timeout, self.options.body_stall_timeout
+        deadline = loop.time() + total
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            # asyncio's own timeout (uvicorn serves on asyncio) costs a third of anyio's here; one
+            # per chunk, and a small body arrives in one.
+            stalls = loop.time() + stall < deadline
+            try:
+                async with asyncio.timeout_at(min(deadline, loop.time() + stall)):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyLate(f"the request body made no progress for {stall:g}s" if stalls else
+                                f"the request body did not arrive within {total:g}s") from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")

@@ -20,6 +20,7 @@ that keep the pages out of frames, referrers and caches.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from ask_fable.config import Settings
     from ask_fable.core.app import App
     from ask_fable.stores.interfaces import ApiKeyStore
     from ask_fable.stores.records import ApiKey
@@ -373,7 +375,7 @@ class _Ui:
             return self.html(
                 pages.message_page("Not allowed", "This form cannot be posted from here.", Chrome()), 403
             )
-        form = await _form(request, self.app.settings.http_body_timeout)
+        form = await _form(request, self.app.settings)
         if form is None:
             return await self._fresh_login_form(request, "The form was too large.", 413)
         pending = await self.pending(request)
@@ -397,7 +399,7 @@ class _Ui:
         return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
 
     async def logout(self, request: Request) -> Response:
-        form = await _form(request, self.app.settings.http_body_timeout) if _same_origin(request) else None
+        form = await _form(request, self.app.settings) if _same_origin(request) else None
         session = await self.pending(request)
         if form is None or session is None or not session.csrf_matches(form.get("csrf")):
             return self.html(
@@ -474,19 +476,30 @@ def _same_origin(request: Request) -> bool:
     return not origin or _origin_is_host(origin, request.headers.get("host"))
 
 
-async def _form(request: Request, timeout: float) -> dict[str, str] | None:
+async def _form(request: Request, settings: Settings) -> dict[str, str] | None:
     """A small urlencoded form's fields, or ``None`` when it is larger than :data:`MAX_FORM_BYTES`;
-    a form that has not arrived within ``timeout`` seconds is answered 408 and its connection closed."""
+    a form that has not arrived within the body timeout, or went the stall timeout without a byte,
+    is answered 408 and its connection closed."""
     from starlette.exceptions import HTTPException
 
+    total, stall = settings.http_body_timeout, settings.http_body_stall_timeout
     body = b""
-    with anyio.move_on_after(timeout) as waiting:
-        async for chunk in request.stream():
+    chunks = request.stream()
+    with anyio.move_on_after(total) as waiting:
+        while True:
+            try:
+                with anyio.fail_after(stall) if stall < total else contextlib.nullcontext():
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise HTTPException(408, f"The form made no progress for {stall:g}s.",
+                                    headers={"connection": "close"}) from None
             body += chunk
             if len(body) > MAX_FORM_BYTES:
                 return None
     if waiting.cancelled_caught:
-        raise HTTPException(408, f"The form did not arrive within {timeout:g}s.",
+        raise HTTPException(408, f"The form did not arrive within {total:g}s.",
                             headers={"connection": "close"})
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
