@@ -87,12 +87,14 @@ def _scope(value: str) -> str:
 
 
 def _key_name(value: str) -> str:
-    """A key's name for ``keys create --name`` (:func:`ask_fable.stores.keys.check_name`)."""
+    """A key's name for ``keys create --name`` (:func:`ask_fable.stores.keys.check_name`): never one
+    holding a configured secret, which the refusal does not echo."""
+    from ask_fable.config import load_settings
     from ask_fable.errors import BadArgs
     from ask_fable.stores.keys import check_name
 
     try:
-        return check_name(value)
+        return check_name(value, load_settings())
     except BadArgs as exc:
         raise argparse.ArgumentTypeError(exc.detail) from None
 
