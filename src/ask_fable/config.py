@@ -460,6 +460,14 @@ class Settings(BaseSettings):
     ui_session_ttl: float = Field(
         28_800, gt=0, description="Seconds a login to the web view (/ui) lasts before it must be repeated."
     )
+    ui_max_sessions: int = Field(
+        10_000, ge=1, description="Logins to the web view kept at once, every key's together; past it the "
+        "oldest is ended."
+    )
+    ui_max_key_sessions: int = Field(
+        8, ge=1, description="Logins to the web view one API key may hold at once; logging in again past it "
+        "ends that key's oldest login, never another key's."
+    )
 
     # --- caps and quotas -------------------------------------------------------------------------
     max_council_members: int = Field(

@@ -350,9 +350,10 @@ class WebSessionStore(Protocol):
     #: worker thread.
     blocking: bool
 
-    def add(self, session: WebSession, max_sessions: int) -> None:
-        """Keep ``session``; sessions expired by its ``created_at`` are dropped first and, with
-        ``max_sessions`` kept, the oldest (anonymous ones before logged-in ones)."""
+    def add(self, session: WebSession, max_sessions: int, max_per_key: int) -> None:
+        """Keep ``session``; sessions expired by its ``created_at`` are dropped first, then, with
+        ``max_per_key`` of its key kept, that key's oldest, and with ``max_sessions`` kept, the oldest
+        (anonymous ones before logged-in ones)."""
         ...
 
     def get(self, digest: str, now: float) -> WebSession | None:
@@ -365,6 +366,11 @@ class WebSessionStore(Protocol):
 
     def count(self, now: float) -> int:
         """How many sessions have not expired at ``now``."""
+        ...
+
+    def signing_secret(self, candidate: str) -> str:
+        """The secret login forms are signed with, the same for every server on the store: the one
+        kept, else ``candidate``, kept from now on."""
         ...
 
     def close(self) -> None:

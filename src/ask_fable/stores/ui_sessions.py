@@ -5,10 +5,15 @@ every server sharing the stores honours a login made through any of them, and a 
 expiry holds on all at once. :class:`MemoryWebSessions` keeps them in one process, for the local
 ``ask-fable ui`` (whose stores are opened read-only, and whose logins need no other process).
 
-Both keep at most ``max_sessions``: starting one more first drops the expired ones, then the
-oldest, anonymous sessions (a login form's) before logged-in ones, so a flood of login forms cannot
-push out the people who logged in. A session is read by digest and comes back only while it has
-not expired; an expired one stays stored until the next start sweeps it.
+Both keep at most ``max_sessions``, and at most ``max_per_key`` of one API key: starting one more
+first drops the expired ones, then that key's oldest beyond its bound, then the oldest of all (any
+anonymous ones first), so one key logging in again and again ends only its own logins. A session is
+read by digest and comes back only while it has not expired; an expired one stays stored until the
+next start sweeps it.
+
+Both also keep the secret the login forms' tokens are signed with (:meth:`signing_secret`), the same
+for every server on the store, so a form fetched from one may be posted to another: a login form
+itself writes no session.
 """
 
 from __future__ import annotations
@@ -38,7 +43,15 @@ MIGRATIONS = [
     CREATE INDEX ui_sessions_expiry ON ui_sessions(expires_at);
     CREATE INDEX ui_sessions_age ON ui_sessions(created_at);
     """,
+    """
+    CREATE TABLE ui_secrets (
+        name  TEXT NOT NULL PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    """,
 ]
+#: The :class:`ui_secrets` row the login forms are signed with.
+_FORM_SECRET = "login_form"
 
 _COLUMNS = "digest, tenant, name, key_id, sees_server_paths, csrf, created_at, expires_at"
 
@@ -52,12 +65,22 @@ class WebSessionTable:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def add(self, session: WebSession, max_sessions: int) -> None:
-        """Keep ``session``, after sweeping expired sessions and, at ``max_sessions``, the oldest."""
+    def add(self, session: WebSession, max_sessions: int, max_per_key: int) -> None:
+        """Keep ``session``, after sweeping expired sessions, at ``max_per_key`` its key's oldest, and at
+        ``max_sessions`` the oldest."""
         now = session.created_at
 
         def body(conn: Connection) -> None:
             conn.execute("DELETE FROM ui_sessions WHERE expires_at <= ?", (now,))
+            if session.key_id is not None:
+                held = int(conn.execute("SELECT COUNT(*) FROM ui_sessions WHERE key_id = ?",
+                                        (session.key_id,)).fetchone()[0])
+                if held >= max_per_key:
+                    conn.execute(
+                        "DELETE FROM ui_sessions WHERE digest IN (SELECT digest FROM ui_sessions "
+                        "WHERE key_id = ? ORDER BY created_at LIMIT ?)",
+                        (session.key_id, held - max_per_key + 1),
+                    )
             kept = int(conn.execute("SELECT COUNT(*) FROM ui_sessions").fetchone()[0])
             if kept >= max_sessions:
                 conn.execute(
@@ -97,6 +120,18 @@ class WebSessionTable:
             return int(conn.execute("SELECT COUNT(*) FROM ui_sessions WHERE expires_at > ?",
                                     (now,)).fetchone()[0])
 
+    def signing_secret(self, candidate: str) -> str:
+        """The login forms' signing secret: the stored one, else ``candidate``, stored (whichever
+        server stores one first, every server then reads the same)."""
+
+        def body(conn: Connection) -> str:
+            conn.execute("INSERT INTO ui_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                         (_FORM_SECRET, candidate))
+            return str(conn.execute("SELECT value FROM ui_secrets WHERE name = ?",
+                                    (_FORM_SECRET,)).fetchone()["value"])
+
+        return self.db.run_write(body)
+
     def close(self) -> None:
         """Close what the store's database opened for itself."""
         self.db.close()
@@ -111,12 +146,18 @@ class MemoryWebSessions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_digest: OrderedDict[str, WebSession] = OrderedDict()
+        self._secret: str | None = None
 
-    def add(self, session: WebSession, max_sessions: int) -> None:
-        """Keep ``session``, after sweeping expired sessions and, at ``max_sessions``, the oldest."""
+    def add(self, session: WebSession, max_sessions: int, max_per_key: int) -> None:
+        """Keep ``session``, after sweeping expired sessions, at ``max_per_key`` its key's oldest, and at
+        ``max_sessions`` the oldest."""
         with self._lock:
             for digest in [d for d, s in self._by_digest.items() if s.expires_at <= session.created_at]:
                 del self._by_digest[digest]
+            if session.key_id is not None:
+                held = [d for d, s in self._by_digest.items() if s.key_id == session.key_id]
+                for digest in held[:max(0, len(held) - max_per_key + 1)]:
+                    del self._by_digest[digest]
             excess = len(self._by_digest) - max_sessions + 1
             if excess > 0:
                 # Kept in order of creation: the first anonymous ones, then the first of the rest.
@@ -141,6 +182,13 @@ class MemoryWebSessions:
         """How many sessions have not expired at ``now``."""
         with self._lock:
             return sum(1 for s in self._by_digest.values() if s.expires_at > now)
+
+    def signing_secret(self, candidate: str) -> str:
+        """The login forms' signing secret: the first ``candidate`` given, for this process's life."""
+        with self._lock:
+            if self._secret is None:
+                self._secret = candidate
+            return self._secret
 
     def close(self) -> None:
         """Nothing to close: the sessions end with the process."""
