@@ -120,3 +120,70 @@ async def test_a_key_holding_bodies_back_cannot_lock_out_another_tenant() -> Non
     assert len(answered) >= 5
     assert attack.statuses.get(429, 0) > 0 and attack.statuses.get(408, 0) > 0
     assert set(attack.statuses) <= {408, 429}
+
+
+def _hold_a_form(port: int) -> socket.socket:
+    """A connection posting the web view's login form without a key, its body never sent."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    sock.sendall(b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n")
+    return sock
+
+
+async def test_login_forms_held_back_without_a_key_cannot_take_every_connection() -> None:
+    """Before: with no key at all, login form posts whose body never came held every connection the
+    server keeps (here 64), so every new connection was closed at once: MCP clients failed until
+    the body timeout. Now one address has at most its share of the web view's requests in
+    progress; past it a post is answered 429 at once, those within it get 408 once their body made no
+    progress for the stall timeout, and MCP calls are answered throughout."""
+    with FakeProvider() as fp:
+        fp.enqueue("anthropic", text="Per client.", times=None)
+        env = {"ASK_FABLE_GLM_API_KEY": "sk-glm-lockout-0123456789abcdef",
+               "ASK_FABLE_GLM_BASE_URL": fp.base_url, "ASK_FABLE_CACHE": "false",
+               "ASK_FABLE_HTTP_MAX_CONNECTIONS": "64", "ASK_FABLE_HTTP_BODY_STALL_TIMEOUT": str(STALL_S)}
+        alice = create_key("alice", "--scope", "ask", "--tenant", "alice", env=env)["key"]
+        async with team_server(env) as server:
+            port = int(server.url.rsplit(":", 1)[1])
+            held: list[tuple[socket.socket, bytearray]] = []
+            statuses: dict[int, int] = {}
+            answered, failed = 0, []
+            try:
+                # The forms first: a kept-alive connection of Alice's opened before them would be the
+                # oldest idle one, which the connection bound closes to make room.
+                held = [(_hold_a_form(port), bytearray()) for _ in range(80)]
+                await anyio.sleep(0.3)
+                async with server.client(alice) as client:
+                    deadline = time.monotonic() + 2 * STALL_S + 1
+                    while time.monotonic() < deadline:
+                        alive = []
+                        for sock, reply in held:
+                            data = read_now(sock)
+                            if data:
+                                reply += data
+                            if data is None or closed_by_peer(sock):
+                                status = _status(bytes(reply))
+                                if status is not None:
+                                    statuses[status] = statuses.get(status, 0) + 1
+                                sock.close()
+                            else:
+                                alive.append((sock, reply))
+                        held = alive + [(_hold_a_form(port), bytearray()) for _ in range(80 - len(alive))]
+                        await anyio.sleep(0.2)
+                        try:
+                            with anyio.fail_after(20):
+                                result = await client.call_tool("ask_glm", {"question": QUESTION})
+                            content: Any = result.structured_content or {}
+                            if content.get("status") == "ok":
+                                answered += 1
+                            else:
+                                failed.append(str(content)[:200])
+                        except Exception as exc:  # a closed connection reaches the client as an error
+                            failed.append(f"{type(exc).__name__}: {exc}"[:200])
+            finally:
+                for sock, _ in held:
+                    sock.close()
+    print(f"80 keyless login forms held back at 64 connections: alice {answered} answered, "
+          f"{len(failed)} failed; the forms' statuses {statuses}")
+    assert failed == []
+    assert answered >= 3
+    assert statuses.get(429, 0) > 0 and statuses.get(408, 0) > 0

@@ -36,7 +36,9 @@ run on daemon threads (``surface/daemon_workers.py``), so a database that never 
 hold the stopped process either.
 
 ``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
-:func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
+:func:`ui_app` (not counted against ``max_requests``, but one client address may have no more of its
+requests in progress than a key may: 429 past it, so login forms whose body never comes cannot hold
+every connection), which checks Host and Origin against the same lists (also accepting its own
 pages' origin behind a proxy) and logs users in with a form (a key of ``read`` scope or higher
 exchanged for a session cookie) instead of a bearer header.
 """
@@ -49,7 +51,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
@@ -389,6 +391,30 @@ class _ClientGone(Exception):
     pass
 
 
+K = TypeVar("K")
+
+
+class InProgress(Generic[K]):
+    """How many requests each holder (a key, a client address) has in progress."""
+
+    def __init__(self) -> None:
+        self._held: dict[K, int] = {}
+
+    def enter(self, holder: K, bound: int) -> bool:
+        """Count one more request of ``holder``, unless it already has ``bound`` (then False)."""
+        held = self._held.get(holder, 0)
+        if held >= bound:
+            return False
+        self._held[holder] = held + 1
+        return True
+
+    def leave(self, holder: K) -> None:
+        """Count one request of ``holder`` less."""
+        left = self._held.pop(holder, 1) - 1
+        if left > 0:
+            self._held[holder] = left
+
+
 class _Stopped(Exception):
     """The server stopped while the request waited on the store."""
 
@@ -417,7 +443,9 @@ class HttpGuard:
         #: The cancel scope of every request being served (health checks aside).
         self._in_flight: set[anyio.CancelScope] = set()
         #: How many of those each key (by id) has in progress.
-        self._per_key: dict[int, int] = {}
+        self._per_key: InProgress[int] = InProgress()
+        #: How many web view requests each client address has in progress (they carry no key).
+        self._per_client: InProgress[str] = InProgress()
         #: The cancel scope of every web view request being served (not counted against ``max_requests``).
         self._pages: set[anyio.CancelScope] = set()
         #: The cancel scope of every request waiting on the store before it is served (its key
@@ -494,8 +522,19 @@ class HttpGuard:
             if self.stopping:
                 await self._unavailable(send)
                 return
+            client = scope.get("client")
+            address = str(client[0]) if client else ""
+            if not self._per_client.enter(address, self.options.key_request_bound):
+                body = (f"{self.options.key_request_bound} requests from this address are already in "
+                        "progress (ASK_FABLE_HTTP_MAX_KEY_REQUESTS); retry in a moment").encode()
+                await _respond(send, 429, body, "text/plain; charset=utf-8",
+                               [(b"retry-after", b"1")])
+                return
             ui = self.ui
-            await self._stoppable(self._pages, lambda tracked, _: ui(scope, receive, tracked), send)
+            try:
+                await self._stoppable(self._pages, lambda tracked, _: ui(scope, receive, tracked), send)
+            finally:
+                self._per_client.leave(address)
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         if not host_allowed(_header(headers, b"host"), self.allowed_hosts):
@@ -541,21 +580,17 @@ class HttpGuard:
         if self.stopping or len(self._in_flight) >= self.options.max_requests:
             await self._unavailable(send)
             return
-        held = self._per_key.get(record.id, 0)
-        if held >= self.options.key_request_bound:
+        if not self._per_key.enter(record.id, self.options.key_request_bound):
             await self._key_busy(send, record)
             return
 
         async def serve(tracked: Send, request: anyio.CancelScope) -> None:
             await self._serve(scope, headers, record, receive, tracked, request)
 
-        self._per_key[record.id] = held + 1
         try:
             await self._stoppable(self._in_flight, serve, send)
         finally:
-            left = self._per_key.pop(record.id) - 1
-            if left:
-                self._per_key[record.id] = left
+            self._per_key.leave(record.id)
 
     async def _from_store(self, call: Callable[[], T]) -> T:
         """``call()`` on a daemon thread, in a cancel scope :meth:`stop` cancels (then :class:`_Stopped`)."""
@@ -690,7 +725,7 @@ class HttpGuard:
         hint = "retry once one of them is answered"
         data = {"status": "error", "kind": "quota_exceeded", "detail": detail, "hint": hint}
         await _respond(send, 429, _rpc_error(UNAVAILABLE_CODE, f"{detail}; {hint}", data=data),
-                       "application/json", [(b"retry-after", b"1"), (b"connection", b"close")])
+                       "application/json", [(b"retry-after", b"1")])
 
     async def _read_body(self, headers: list[tuple[bytes, bytes]], receive: Receive) -> bytes:
         """The whole body: within ``body_timeout`` seconds, never ``body_stall_timeout`` without a
