@@ -342,8 +342,9 @@ class SavedSettingsStore(Protocol):
 class WebSessionStore(Protocol):
     """The web view's login sessions by the digest of their id, shared by every server reading the store.
 
-    A session names its tenant once logged in (``None`` before, on a login form). Look-ups are by
-    digest, never by tenant: a session is its own caller's.
+    A session names its tenant (``None`` only in anonymous sessions, which login forms no longer
+    make: their tokens are signed with :meth:`signing_secret` instead). Look-ups are by digest,
+    never by tenant: a session is its own caller's.
     """
 
     #: Whether the methods may wait on a database: callers on an event loop then run them in a
