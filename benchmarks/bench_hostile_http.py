@@ -12,7 +12,10 @@ before these limits existed:
 4. SIGTERM, SIGHUP and SIGINT to the stdio and the HTTP server mid-call (a CLI that forked a child):
    seconds to exit, exit status, CLI processes left;
 5. an HTTP client hanging up mid-call: seconds until its CLI and grandchild are gone, and until the
-   model provider sees its request closed.
+   model provider sees its request closed;
+6. one read key holding 257 requests open (complete headers, ``Content-Length: 100000``, no body):
+   how many of another tenant's calls are answered meanwhile, and their median time as a ratio to
+   the same calls on the idle server, measured in the same run.
 
 Exit 0 when every attack now fails, 1 otherwise. Run: python benchmarks/bench_hostile_http.py
 """
@@ -230,6 +233,50 @@ def hang_ups(work: Path) -> list[Row]:
     ]
 
 
+def held_bodies(work: Path) -> list[Row]:
+    """Attack 6."""
+    import statistics
+
+    with FakeProvider() as fp:
+        fp.enqueue("anthropic", text="Per client.", times=None)
+        env = child_env(ASK_FABLE_TOOLSETS="all", ASK_FABLE_CACHE="false",
+                        ASK_FABLE_GLM_API_KEY="sk-bench-held-0123456789", ASK_FABLE_GLM_BASE_URL=fp.base_url)
+        mallory = create_key(env, "mallory", "read", tenant="mallory")
+        alice = create_key(env, "alice", "ask", tenant="alice")
+        server = HttpServer(env, work / "held.log")
+        head = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + f"Authorization: Bearer {mallory}\r\n".encode() + b"Content-Length: 100000\r\n\r\n")
+        try:
+            server.wait_started()
+            with httpx2.Client(base_url=server.url, timeout=30,
+                               headers={**MCP_HEADERS, "Authorization": f"Bearer {alice}"}) as http:
+                def timed_calls(count: int) -> tuple[int, list[float]]:
+                    answered, times = 0, []
+                    for _ in range(count):
+                        started = time.monotonic()
+                        response = http.post("/mcp", content=_call_body("ask_glm"))
+                        times.append(time.monotonic() - started)
+                        answered += response.status_code == 200
+                    return answered, times
+
+                timed_calls(3)  # warm the imports and the connection
+                _, idle = timed_calls(20)
+                sockets = []
+                for _ in range(257):
+                    sock = connect(server.port)
+                    sock.sendall(head)
+                    sockets.append(sock)
+                time.sleep(0.3)
+                answered, loaded = timed_calls(20)
+                for sock in sockets:
+                    sock.close()
+        finally:
+            server.close()
+    ratio = statistics.median(loaded) / statistics.median(idle)
+    return [("one read key holds 257 bodies back: other tenant", "503 for 27-30 s, again on reopening",
+             f"{answered}/20 answered, median {ratio:.1f}x the idle server's", answered == 20)]
+
+
 def main() -> int:
     """Run every attack in a temporary HOME and print the table."""
     with tempfile.TemporaryDirectory(prefix="ask-fable-hostile-") as tmp:
@@ -241,7 +288,7 @@ def main() -> int:
         os.environ.update(HOME=str(home), XDG_STATE_HOME=str(home / ".local" / "state"),
                           XDG_CONFIG_HOME=str(home / ".config"))
         rows: list[Row] = []
-        for attack in (slow_loris, nested_and_get, signals, hang_ups):
+        for attack in (slow_loris, nested_and_get, signals, hang_ups, held_bodies):
             rows += attack(Path(tmp))
     print(f"{'attack':<46} {'before':<32} {'now':<60} fails now")
     for attack_name, before, now, holds in rows:

@@ -359,7 +359,8 @@ def main(argv: list[str]) -> int:
                "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0",
                # 100 calls at once on one key: its call quotas (a per-tenant policy the bare
                # forwarder has no counterpart for) are off, as in tests/e2e/test_http_call_duties.py.
-               "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0", "ASK_FABLE_KEY_DAILY_USD": "0"}
+               "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0", "ASK_FABLE_KEY_DAILY_USD": "0",
+               "ASK_FABLE_HTTP_MAX_KEY_REQUESTS": "128"}
         created = subprocess.run(
             [*command, "keys", "create", "--name", "bench", "--scope", "ask", "--json"],
             env=env, capture_output=True, text=True, check=True,

@@ -7,7 +7,8 @@ provider, which answers each request after 200 ms. For each database (SQLite fil
 state directory; PostgreSQL from the ``pgserver`` wheel when the PostgreSQL stores and driver are
 installed) and each replica count (1, 3):
 
-- **load**: ten clients per replica count, each holding one MCP client per replica and handing
+- **load**: ten clients per replica count, each with its own key (one key may have only its share
+  of a replica's requests in progress) and holding one MCP client per replica, handing
   calls to them in turn, list the tools, then release 300 ``ask_glm`` calls at once (every
   question distinct, so the cache never answers). Printed: wall time, its ratio to one backend
   call, the calls refused as busy (a replica serves ``ASK_FABLE_HTTP_MAX_REQUESTS``, 256, at once
@@ -76,14 +77,14 @@ class StoreCost:
     help_ms: float
 
 
-async def run_load(cluster: Cluster, key: str, calls: int) -> Load:
-    """``calls`` asks at once from :data:`CLIENTS` clients spread over every replica."""
+async def run_load(cluster: Cluster, keys: list[str], calls: int) -> Load:
+    """``calls`` asks at once from :data:`CLIENTS` clients spread over every replica, each with its own
+    key (one key may have only its share of a replica's requests in progress)."""
     errors: list[str] = []
     busy = 0
     tag = uuid.uuid4().hex[:8]
     async with AsyncExitStack() as stack:
-        robins: list[RoundRobin] = [await stack.enter_async_context(cluster.clients(key))
-                                    for _ in range(CLIENTS)]
+        robins: list[RoundRobin] = [await stack.enter_async_context(cluster.clients(key)) for key in keys]
         for robin in robins:
             for client in robin.clients:
                 await client.list_tools()
@@ -139,10 +140,10 @@ def measure(kind: str, provider: FakeProvider, server: Any, calls: int) -> tuple
                 database(kind, Path(tmp), server) as store, \
                 running_cluster(Path(tmp), store, provider.base_url, replicas,
                                 ASK_FABLE_HUB="0") as cluster:
-            key = cluster.create_key("bench")[1]
-            loads.append(anyio.run(run_load, cluster, key, calls))
+            keys = [cluster.create_key(f"bench {n}")[1] for n in range(CLIENTS)]
+            loads.append(anyio.run(run_load, cluster, keys, calls))
             if replicas == 1:
-                cost = anyio.run(store_cost, cluster, key)
+                cost = anyio.run(store_cost, cluster, keys[0])
     assert cost is not None
     return loads, cost
 

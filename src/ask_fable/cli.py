@@ -90,12 +90,14 @@ def _scope(value: str) -> str:
 
 
 def _key_name(value: str) -> str:
-    """A key's name for ``keys create --name`` (:func:`ask_fable.stores.keys.check_name`)."""
+    """A key's name for ``keys create --name`` (:func:`ask_fable.stores.keys.check_name`): never one
+    holding a configured secret, which the refusal does not echo."""
+    from ask_fable.config import load_settings
     from ask_fable.errors import BadArgs
     from ask_fable.stores.keys import check_name
 
     try:
-        return check_name(value)
+        return check_name(value, load_settings())
     except BadArgs as exc:
         raise argparse.ArgumentTypeError(exc.detail) from None
 
@@ -446,6 +448,8 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
         max_requests=settings.http_max_requests,
         header_timeout=settings.http_header_timeout,
         body_timeout=settings.http_body_timeout,
+        body_stall_timeout=settings.http_body_stall_timeout,
+        max_key_requests=settings.http_max_key_requests,
         keepalive_timeout=settings.http_keepalive_timeout,
     )
     try:

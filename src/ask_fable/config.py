@@ -445,6 +445,15 @@ class Settings(BaseSettings):
     http_body_timeout: float = Field(
         30, gt=0, description="Seconds a client has to send a request's body once its headers arrived (408)."
     )
+    http_body_stall_timeout: float = Field(
+        5, gt=0, description="Seconds a request's body may go without a byte arriving (before its first "
+        "byte too) before the request is dropped (408)."
+    )
+    http_max_key_requests: int = Field(
+        32, ge=1, description="HTTP requests one API key may have in progress at once, those still waiting "
+        "for their body included; more get 429. Never more than half of ASK_FABLE_HTTP_MAX_REQUESTS, so "
+        "no one key can take every request slot."
+    )
     http_keepalive_timeout: int = Field(
         5, ge=1, description="Seconds an idle keep-alive HTTP connection is kept open."
     )
@@ -456,6 +465,14 @@ class Settings(BaseSettings):
     )
     ui_session_ttl: float = Field(
         28_800, gt=0, description="Seconds a login to the web view (/ui) lasts before it must be repeated."
+    )
+    ui_max_sessions: int = Field(
+        10_000, ge=1, description="Logins to the web view kept at once, every key's together; past it the "
+        "oldest is ended."
+    )
+    ui_max_key_sessions: int = Field(
+        8, ge=1, description="Logins to the web view one API key may hold at once; logging in again past it "
+        "ends that key's oldest login, never another key's."
     )
 
     # --- caps and quotas -------------------------------------------------------------------------

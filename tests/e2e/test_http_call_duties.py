@@ -42,13 +42,13 @@ class Served:
 @contextmanager
 def served(fp: FakeProvider, *, flush_seconds: float = 3600.0) -> Iterator[Served]:
     """The HTTP server on the settings' own keys database (the one ``ask-fable keys`` uses)."""
-    # Bursts of calls on one key: its call quotas are off here.
+    # Bursts of calls on one key: its call quotas are off here, and its requests in progress raised.
     settings = load_settings(glm_api_key=BACKEND_KEY, glm_base_url=f"{fp.base_url}/api/anthropic",
                              cache=False, hub=False, key_rpm=0, key_concurrent=0)
     keys = KeyStore(settings.keys_db)
     record, key = keys.create("ci", "ask", "team")
     app = build_http_app(build_server(App(settings), toolsets=["single"]), keys,
-                         HttpOptions(port=0, key_use_flush_seconds=flush_seconds))
+                         HttpOptions(port=0, key_use_flush_seconds=flush_seconds, max_key_requests=128))
     with serve_in_thread(app) as url:
         yield Served(url, settings, record.id, key)
 

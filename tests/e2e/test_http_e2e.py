@@ -41,14 +41,15 @@ class Served:
 def served(tmp_path: Path) -> Iterator[Served]:
     """An HTTP server on an ephemeral loopback port serving every tool, GLM on the fake provider."""
     with FakeProvider() as fake:
-        # Loads beyond a key's default quota of calls in flight: the quota is off here.
+        # Loads beyond a key's default quota of calls in flight, and of requests in progress: both
+        # are raised here.
         settings = load_settings(glm_api_key=BACKEND_KEY, glm_base_url=f"{fake.base_url}/api/anthropic",
                                  cache=False, hub=False, key_concurrent=0)
         keys = KeyStore(tmp_path / "keys.db")
         _, write_key = keys.create("writer", "ask", "team")
         _, read_key = keys.create("reader", "read", "team")
         app = build_http_app(build_server(App(settings), toolsets=["all"]), keys,
-                             HttpOptions(port=0, max_body_bytes=MAX_BODY))
+                             HttpOptions(port=0, max_body_bytes=MAX_BODY, max_key_requests=128))
         with serve_in_thread(app) as url:
             yield Served(url=url, keys=keys, write_key=write_key, read_key=read_key, fake=fake)
 

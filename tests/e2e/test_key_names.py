@@ -70,3 +70,41 @@ def test_the_names_the_docs_and_teams_use_are_accepted() -> None:
         assert done.returncode == 0, (name, done.stderr)
         assert json.loads(done.stdout)["name"] == name
     assert _names() == GOOD_NAMES
+
+
+GLM_SECRET = "glm.Zq7Tx2Vw9Kp4Lm8Rn3Bc"
+#: Not a plain label either: the name's shape check must not echo it.
+ATLAS_SECRET = "atlas=Vw9Kp4Lm8Rn3Bc!Zq7Tx2"
+
+
+def _run_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
+                          stdin=subprocess.DEVNULL, env=child_env(**env))
+
+
+SECRET_NAMES = {
+    "a configured provider key as --name": ("--name", GLM_SECRET),
+    "a configured provider key inside --name": ("--name", f"ci {GLM_SECRET}"),
+    "a configured provider key of another shape as --name": ("--name", ATLAS_SECRET),
+    "a provider key shape as --name": ("--name", "sk-ant-api03-AbCdEfGhIjKlMnOpQrSt"),
+    "a configured provider key as --tenant": ("--tenant", GLM_SECRET.lower()),
+}
+
+
+@pytest.mark.parametrize(("option", "value"), SECRET_NAMES.values(), ids=SECRET_NAMES.keys())
+def test_a_secret_as_a_key_or_tenant_name_is_refused_and_stores_nothing(option: str, value: str) -> None:
+    """Before: ``keys create --name <the value of ASK_FABLE_GLM_API_KEY>`` made the key, and ``keys list``
+    showed the secret as its name. Now a name or tenant holding a configured secret, or a value shaped
+    like a provider key, is refused as the context store refuses such a key: exit 2, nothing stored,
+    and the value appears in no output."""
+    env = {"ASK_FABLE_GLM_API_KEY": GLM_SECRET, "ASK_FABLE_DEEPSEEK_API_KEY": GLM_SECRET.lower(),
+           "ASK_FABLE_ATLAS_API_KEY": ATLAS_SECRET}
+    args = ["keys", "create", option, value] + (["--name", "ci bot"] if option == "--tenant" else [])
+    done = _run_with(env, *args)
+    assert done.returncode == 2, done.stderr
+    assert "looks like a secret" in done.stderr and option in done.stderr, done.stderr
+    assert done.stdout == "" and "Traceback" not in done.stderr
+    assert value not in done.stderr and GLM_SECRET.lower() not in done.stderr.lower()
+    assert ATLAS_SECRET not in done.stderr
+    listed = _run_with(env, "keys", "list", "--json")
+    assert json.loads(listed.stdout) == []

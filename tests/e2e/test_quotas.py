@@ -94,7 +94,7 @@ async def test_a_daily_budget_is_not_overshot_by_fifty_concurrent_calls(
     fp.default_reply["openai"] = Reply(usage={"cost": 0.01})
     created = create_key("Spender", "--tenant", "team", "--daily-usd", "0.10", "--concurrent", "0",
                          "--rpm", "0", env=store_env)
-    env = provider_env(fp, ASK_FABLE_QUOTA_RESERVE_USD="0.01")
+    env = provider_env(fp, ASK_FABLE_QUOTA_RESERVE_USD="0.01", ASK_FABLE_HTTP_MAX_KEY_REQUESTS="64")
     async with team_server({**env, **store_env}) as server:
         with anyio.fail_after(120):
             results: list[dict[str, Any]] = []

@@ -6,13 +6,17 @@ key (the operator's) still gets the paths in its results whole."""
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 import httpx2
+import pytest
 
 from ask_fable.config import config_file_path, state_dir
 from tests.e2e.helpers import child_env
+from tests.fakes.fake_cli import FakeCLIs, install_fake_clis
 from tests.fakes.fake_provider import FakeProvider
 from tests.reliability.http_server import MCP_HEADERS, create_key, http_server
 
@@ -125,3 +129,81 @@ def test_the_web_view_shows_keys_without_admin_scope_no_absolute_server_path(tmp
     shows_home = {scope: home in page for scope, page in pages.items()}
     assert shows_home == {"read": False, "ask": False, "admin": True}
     assert relative in pages["read"] and relative in pages["ask"]
+
+
+#: An absolute path of two or more components, not the path of a URL (``https://host/path``).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/~@-])/(?:[\w.@+-]+/)+[\w.@+-]+")
+
+
+def _absolute_paths(result: Any) -> list[str]:
+    return sorted(set(ABSOLUTE_PATH.findall(json.dumps(result))))
+
+
+async def _sweep(tmp_path: Path, tools: list[str]) -> tuple[list[str], dict[str, list[str]], dict[str, Any],
+                                                          FakeCLIs, Path]:
+    """``tools`` called with an ask key (valid example arguments, admin tools skipped) on a server whose
+    CLIs and project live outside its home, then ``diagnose`` and ``context_pack`` with an admin key:
+    the tools called, the absolute paths each returned to the ask key, what the admin key got."""
+    from tests.e2e.test_tool_annotations import EXAMPLES
+
+    clis = install_fake_clis(tmp_path / "opt" / "bin")
+    project = tmp_path / "srv" / "project"
+    project.mkdir(parents=True)
+    (project / "notes.md").write_text("The fetcher retries five times.\n", encoding="utf-8")
+    with FakeProvider() as fp:
+        fp.enqueue("anthropic", text=f"Yes.\n\n{SIDECAR}", times=None)
+        env = child_env(ASK_FABLE_TOOLSETS="all", ASK_FABLE_CACHE="false", ASK_FABLE_SAVE="1",
+                        ASK_FABLE_TRACE_MODE="full", ASK_FABLE_PROJECT_ROOT=str(project),
+                        ASK_FABLE_GLM_API_KEY="sk-glm-paths-0123456789abcdef",
+                        ASK_FABLE_GLM_BASE_URL=fp.base_url,
+                        ASK_FABLE_DEEPSEEK_API_KEY="sk-ds-paths-0123456789abcdef",
+                        ASK_FABLE_DEEPSEEK_BASE_URL=fp.base_url, ASK_FABLE_TIMEOUT="10",
+                        PATH=f"{clis.bin_dir}{os.pathsep}{os.environ['PATH']}")
+        asker, admin = (create_key(env, scope, scope, tenant="team") for scope in ("ask", "admin"))
+        leaks: dict[str, list[str]] = {}
+        called: list[str] = []
+        with http_server(env, tmp_path / "stderr.log") as server:
+            async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
+                trace_id = "none"
+                for tool in tools:
+                    arguments = json.loads(json.dumps(EXAMPLES[tool]).replace("{trace_id}", trace_id))
+                    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                            "params": {"name": tool, "arguments": arguments}}
+                    response = await http.post("/mcp", json=body,
+                                               headers={**MCP_HEADERS, "Authorization": f"Bearer {asker}"})
+                    if response.status_code == 403:
+                        continue  # an admin tool
+                    assert response.status_code == 200, (tool, response.text[:300])
+                    result = response.json()["result"]["structuredContent"]
+                    trace_id = result.get("trace_id", trace_id) if trace_id == "none" else trace_id
+                    called.append(tool)
+                    if found := _absolute_paths(result):
+                        leaks[tool] = found
+                operator = {tool: await _call(http, admin, tool, arguments) for tool, arguments in
+                            (("diagnose", {"probe": False}),
+                             ("context_pack", {"key": "pack", "paths": ["notes.md"]}))}
+    return called, leaks, operator, clis, project
+
+
+async def test_an_ask_key_learns_no_absolute_path_from_diagnose_or_context_pack(tmp_path: Path) -> None:
+    """Before: ``diagnose`` returned 14 absolute paths to an ask key (the bundled ``claude``, each CLI
+    found on PATH) and ``context_pack`` its absolute ``root``. Now, with the CLIs and the project outside
+    the server's home, both (and a CLI call's trace) name each CLI by its name and the project's files
+    relative to its root, while an admin key still gets where each CLI and the project are."""
+    called, leaks, operator, clis, project = await _sweep(
+        tmp_path, ["ask_m3", "trace_get", "diagnose", "context_pack"])
+    assert called == ["ask_m3", "trace_get", "diagnose", "context_pack"]
+    assert leaks == {}
+    assert str(clis.bin_dir / "mmx") in json.dumps(operator["diagnose"])
+    assert operator["context_pack"]["root"] == str(project.resolve())
+
+
+@pytest.mark.slow
+async def test_an_ask_key_learns_no_absolute_path_from_any_tool(tmp_path: Path) -> None:
+    """Every tool an ask key may call, with valid arguments: names and relative paths only."""
+    from tests.e2e.test_tool_annotations import EXAMPLES
+
+    called, leaks, _, _, _ = await _sweep(tmp_path, list(EXAMPLES))
+    print(f"an ask key called {len(called)} tools; absolute paths: {leaks}")
+    assert len(called) > 30
+    assert leaks == {}

@@ -178,21 +178,24 @@ def slow_cli(tmp_path: Path) -> FakeCLIs:
 async def test_requests_past_the_bound_get_503_while_health_checks_answer(
     tmp_path: Path, slow_cli: FakeCLIs
 ) -> None:
-    """With two requests allowed at once and two slow calls in flight, a third gets 503 with
-    Retry-After, /healthz still answers, and once the slow calls' clients leave, calls are served again."""
+    """With two requests allowed at once and two slow calls in flight (one key each: a key may hold at
+    most half the slots), a third gets 503 with Retry-After, /healthz still answers, and once the slow
+    calls' clients leave, calls are served again."""
     env = _env(ASK_FABLE_HTTP_MAX_REQUESTS="2", PATH=f"{slow_cli.bin_dir}{os.pathsep}{os.environ['PATH']}")
     key = create_key(env, "writer", "write")
+    other_key = create_key(env, "other writer", "write")
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
     call = _rpc("tools/call", {"name": "ask_m3", "arguments": {"question": QUESTION}})
     with http_server(env, tmp_path / "stderr.log") as server:
         async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
             with anyio.fail_after(60):
                 async with anyio.create_task_group() as group:
-                    async def slow_call() -> None:
-                        await http.post("/mcp", json=call, headers=headers)
+                    async def slow_call(key: str) -> None:
+                        keyed = {**headers, "Authorization": f"Bearer {key}"}
+                        await http.post("/mcp", json=call, headers=keyed)
 
-                    for _ in range(2):
-                        group.start_soon(slow_call)
+                    for each in (key, other_key):
+                        group.start_soon(slow_call, each)
                     while len(slow_cli.child_pids("mmx")) < 2:
                         await anyio.sleep(0.02)
                     async with httpx2.AsyncClient(base_url=server.url, timeout=10) as other:

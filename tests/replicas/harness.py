@@ -239,6 +239,8 @@ class Cluster:
                 "ASK_FABLE_QUOTA_RESERVE_USD": str(CALL_COST_USD),
                 "ASK_FABLE_HTTP_ALLOWED_HOSTS": PUBLIC_HOST,
                 "ASK_FABLE_HTTP_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}",
+                # Bursts of calls on one key: more than a key's default share of a replica's requests.
+                "ASK_FABLE_HTTP_MAX_KEY_REQUESTS": "128",
                 **self.extra_env}
 
     @property

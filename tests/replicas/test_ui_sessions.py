@@ -16,7 +16,7 @@ from contextlib import contextmanager
 import httpx2
 import pytest
 
-from ask_fable.surface.ui.sessions import COOKIE
+from ask_fable.surface.ui.sessions import COOKIE, FORM_COOKIE
 from tests.replicas.harness import Cluster, Replica
 
 
@@ -95,21 +95,22 @@ def test_a_revoked_key_is_refused_at_once_on_every_replica(cluster: Cluster) -> 
 
 
 def test_the_login_forms_token_is_honoured_by_another_replica(cluster: Cluster) -> None:
-    """The anonymous session a login form starts is shared too: the form fetched from one replica
-    may be posted to another (as a load balancer spreads a browser's requests)."""
+    """A login form's token is signed with the secret every replica reads from the store: the form
+    fetched from one replica may be posted to another (as a load balancer spreads a browser's
+    requests), and fetching it stored no session."""
     a, b, _ = cluster.live[:3]
     _, key = read_key(cluster)
     with browser(a) as on_a:
         form = on_a.get("/ui/login")
-        pending = str(on_a.cookies[COOKIE])
-    with browser(b, pending) as on_b:
+        nonce = str(on_a.cookies[FORM_COOKIE])
+        assert COOKIE not in on_a.cookies
+    with httpx2.Client(base_url=b.url, cookies={FORM_COOKIE: nonce}, timeout=30) as on_b:
         forged = on_b.post("/ui/login", data={"key": key, "csrf": "not-the-token"})
         assert forged.status_code == 400
-    with browser(b, pending) as on_b:
+    with httpx2.Client(base_url=b.url, cookies={FORM_COOKIE: nonce}, timeout=30) as on_b:
         done = on_b.post("/ui/login", data={"key": key, "csrf": csrf_of(form.text)})
         assert done.status_code == 303 and done.headers["location"] == "/ui/traces"
         session_id = str(done.cookies[COOKIE])
-    assert session_id != pending
     assert traces_page(b, session_id).status_code == 200
 
 

@@ -347,3 +347,12 @@ async def test_a_lifespan_that_waits_for_requests_still_finishing_shuts_down_cle
             await to_app.send({"type": "lifespan.shutdown"})
             assert (await from_app.receive())["type"] == "lifespan.shutdown.complete"
     assert finished == ["shutdown"]
+
+
+def test_one_key_never_gets_more_than_half_of_the_request_slots() -> None:
+    """The per-key bound is its setting, lowered to half the server's slots when that is smaller, so
+    no one key holds them all (one slot each when the server has a single one)."""
+    assert HttpOptions(max_requests=256, max_key_requests=32).key_request_bound == 32
+    assert HttpOptions(max_requests=20, max_key_requests=32).key_request_bound == 10
+    assert HttpOptions(max_requests=1, max_key_requests=32).key_request_bound == 1
+    assert HttpOptions().key_request_bound < HttpOptions().max_requests

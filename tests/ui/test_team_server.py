@@ -20,7 +20,7 @@ from ask_fable.core.app import App
 from ask_fable.surface.http_app import HttpOptions, build_http_app
 from ask_fable.surface.http_runner import serve_in_thread
 from ask_fable.surface.server import build_server
-from ask_fable.surface.ui.sessions import COOKIE
+from ask_fable.surface.ui.sessions import COOKIE, FORM_COOKIE
 from tests.fakes.clock import ManualClock
 from tests.ui import browser
 
@@ -88,14 +88,16 @@ def test_a_read_key_is_exchanged_for_an_http_only_strict_session_cookie(team: Te
     with httpx2.Client(base_url=team.url) as client:
         form = client.get("/ui/login")
         [before] = set_cookies(form)
+        assert before.startswith(f"{FORM_COOKIE}=")  # the form's nonce: no session before a key
         done = client.post("/ui/login", data={"key": team.read_key, "csrf": csrf_of(form.text)})
         assert done.status_code == 303 and done.headers["location"] == "/ui/traces"
-        [cookie] = set_cookies(done)
+        [cookie] = [c for c in set_cookies(done) if c.startswith(f"{COOKIE}=")]
+        [form_gone] = [c for c in set_cookies(done) if c.startswith(f"{FORM_COOKIE}=")]
         attributes = [part.strip().lower() for part in cookie.split(";")]
         assert "httponly" in attributes and "samesite=strict" in attributes and "path=/ui" in attributes
         assert f"max-age={int(team.app.settings.ui_session_ttl)}" in attributes
         assert team.read_key not in cookie and team.read_key[4:12] not in cookie
-        assert cookie.split(";")[0] != before.split(";")[0]  # a new session id, never the form's
+        assert "max-age=0" in form_gone.lower()
         listing = client.get("/ui/traces")
     assert listing.status_code == 200
     assert "alice · tenant team" in listing.text
@@ -227,6 +229,23 @@ def test_a_login_form_that_stops_arriving_is_answered_408_after_the_body_timeout
                 reply += chunk
     assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
     assert b"did not arrive" in reply
+
+
+def test_a_login_form_that_stalls_is_answered_408_after_the_stall_timeout() -> None:
+    """A form whose bytes stop coming is dropped once it made no progress for the stall timeout, long
+    before the whole body's timeout: a connection cannot be held for the latter by sending nothing."""
+    app = App(load_settings(cache=False, hub=False, http_body_stall_timeout=0.5))
+    served = build_http_app(build_server(app, toolsets=["all"]), app.keys, HttpOptions(port=0))
+    with serve_in_thread(served) as url:
+        port = int(url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"POST /ui/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 200\r\n"
+                         b"Content-Type: application/x-www-form-urlencoded\r\n\r\nkey=")
+            reply = b""
+            while chunk := sock.recv(65536):
+                reply += chunk
+    assert reply.startswith(b"HTTP/1.1 408"), reply[:200]
+    assert b"made no progress for 0.5s" in reply
 
 
 def test_a_login_outlives_the_server_process_that_made_it() -> None:

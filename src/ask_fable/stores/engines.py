@@ -30,7 +30,7 @@ import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -344,7 +344,8 @@ class Engines:
             held = self._held()
             engine = held.get(key)
             if engine is None:
-                engine = held[key] = _sqlite_engine(path, read_only=self.read_only)
+                engine = held[key] = _sqlite_engine(path, read_only=self.read_only,
+                                                    replaced=lambda: self._forget_file(path))
             return engine
 
     def postgres(self, url: str, *, connect_timeout: float, pool_size: int,
@@ -360,6 +361,11 @@ class Engines:
                                                       statement_timeout=statement_timeout,
                                                       watchdog=self.watchdog)
             return engine
+
+    def _forget_file(self, path: Path) -> None:
+        """Forget that the file at ``path`` was prepared: it was replaced."""
+        with self._lock:
+            self.prepared = {marker for marker in self.prepared if marker[1] != str(path)}
 
     @property
     def open_count(self) -> int:
@@ -412,7 +418,7 @@ def _open_sqlite(path: Path, read_only: bool) -> sqlite3.Connection:
                            check_same_thread=False)
 
 
-def _sqlite_engine(path: Path, *, read_only: bool) -> Engine:
+def _sqlite_engine(path: Path, *, read_only: bool, replaced: Callable[[], None]) -> Engine:
     from sqlalchemy import create_engine, event
     from sqlalchemy.exc import DisconnectionError
     from sqlalchemy.pool import QueuePool
@@ -437,6 +443,9 @@ def _sqlite_engine(path: Path, *, read_only: bool) -> Engine:
     def same_file(dbapi_connection: sqlite3.Connection, record: Any, proxy: Any) -> None:
         # A file replaced or removed under a pooled connection: open the one at the path now.
         if record.info.get("inode") != _inode(path):
+            # The new file may even reuse the old one's inode number once this connection closes:
+            # whatever was checked of the old file holds no more.
+            replaced()
             raise DisconnectionError(f"{path} was replaced")
 
     @event.listens_for(engine, "begin")

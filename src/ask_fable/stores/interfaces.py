@@ -342,17 +342,19 @@ class SavedSettingsStore(Protocol):
 class WebSessionStore(Protocol):
     """The web view's login sessions by the digest of their id, shared by every server reading the store.
 
-    A session names its tenant once logged in (``None`` before, on a login form). Look-ups are by
-    digest, never by tenant: a session is its own caller's.
+    A session names its tenant (``None`` only in anonymous sessions, which login forms no longer
+    make: their tokens are signed with :meth:`signing_secret` instead). Look-ups are by digest,
+    never by tenant: a session is its own caller's.
     """
 
     #: Whether the methods may wait on a database: callers on an event loop then run them in a
     #: worker thread.
     blocking: bool
 
-    def add(self, session: WebSession, max_sessions: int) -> None:
-        """Keep ``session``; sessions expired by its ``created_at`` are dropped first and, with
-        ``max_sessions`` kept, the oldest (anonymous ones before logged-in ones)."""
+    def add(self, session: WebSession, max_sessions: int, max_per_key: int) -> None:
+        """Keep ``session``; sessions expired by its ``created_at`` are dropped first, then, with
+        ``max_per_key`` of its key kept, that key's oldest, and with ``max_sessions`` kept, the oldest
+        (anonymous ones before logged-in ones)."""
         ...
 
     def get(self, digest: str, now: float) -> WebSession | None:
@@ -365,6 +367,11 @@ class WebSessionStore(Protocol):
 
     def count(self, now: float) -> int:
         """How many sessions have not expired at ``now``."""
+        ...
+
+    def signing_secret(self, candidate: str) -> str:
+        """The secret login forms are signed with, the same for every server on the store: the one
+        kept, else ``candidate``, kept from now on."""
         ...
 
     def close(self) -> None:

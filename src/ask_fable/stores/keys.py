@@ -36,6 +36,7 @@ from sqlalchemy import Text, bindparam, func, insert, select, update
 
 from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, tenant_from_name, validate_tenant
 from ask_fable.errors import BadArgs
+from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.db import Database, database_for, open_database
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import ApiKey, QuotaLimits
@@ -128,21 +129,35 @@ NAME_RULE = ("use 1-64 letters, digits, spaces or . _ - @ + : / ' ( ), starting 
              "(who or what uses the key)")
 
 
-def check_name(name: str) -> str:
-    """``name`` without surrounding spaces when it is a usable key name, else ``BadArgs`` saying what is."""
+def _refuse_secret(option: str, value: str, secrets: SecretSource) -> None:
+    """``BadArgs`` (never echoing ``value``) when ``value`` holds one of ``secrets`` or a known key
+    shape: the check the context store makes of its keys, since names are listed and audited."""
+    if redact(value, secrets) != value:
+        raise BadArgs(f"{option} looks like a secret (an API key or token, or the value of a configured "
+                      "provider key), and names are shown in `keys list` and the audit: name it after who "
+                      "or what uses the key")
+
+
+def check_name(name: str, secrets: SecretSource = ()) -> str:
+    """``name`` without surrounding spaces when it is a usable key name, else ``BadArgs`` saying what is
+    (a name holding one of ``secrets`` or a known key shape is not, and is not echoed)."""
     name = name.strip()
     if not name:
         raise BadArgs("a key needs a --name (who or what will use it)")
+    _refuse_secret("--name", name, secrets)
     if not _NAME_SHAPE.fullmatch(name):
         shown = name if len(name) <= 40 else f"{name[:40]}… ({len(name)} characters)"
         raise BadArgs(f"{NAME_RULE}; not {shown!r}")
     return name
 
 
-def key_tenant(name: str, tenant: str | None) -> str:
-    """The tenant a new key joins: ``tenant`` when given, else one made from the key's name."""
+def key_tenant(name: str, tenant: str | None, secrets: SecretSource = ()) -> str:
+    """The tenant a new key joins: ``tenant`` when given, else one made from the key's name (one
+    holding one of ``secrets`` or a known key shape is refused)."""
     if tenant is not None and not tenant.strip():
         raise BadArgs("--tenant is empty: give a tenant name, or leave --tenant out to make one from --name")
+    if tenant is not None:
+        _refuse_secret("--tenant", tenant.strip(), secrets)
     chosen = tenant.strip() if tenant is not None else tenant_from_name(name)
     if not chosen:
         raise BadArgs(f"no tenant can be made from the name {name!r}; give one with --tenant")
@@ -155,8 +170,10 @@ class KeyStore:
     """The API key table, in its own SQLite file (``settings.keys_db``) or PostgreSQL: the ``ApiKeyStore``."""
 
     def __init__(self, location: str | os.PathLike[str] | Database, *,
-                 engines: Engines | None = None) -> None:
+                 engines: Engines | None = None, secrets: SecretSource = ()) -> None:
         self.db = open_database(location, "keys", engines=engines)
+        #: Values no key or tenant name may hold (the configured provider keys).
+        self._secrets = secret_list(secrets)
         #: Whether :meth:`verify` may wait on the network (PostgreSQL) rather than read a local file.
         self.blocking = self.db.dialect != "sqlite"
         self._lock = threading.Lock()
@@ -177,9 +194,9 @@ class KeyStore:
         ``None`` follows the setting's default. ``name`` must pass :func:`check_name` and be unused by
         the tenant's active keys (``BadArgs`` otherwise, and nothing is created).
         """
-        name = check_name(name)
+        name = check_name(name, self._secrets)
         granted: Scope = parse_scope(scope)
-        owner = key_tenant(name, tenant)
+        owner = key_tenant(name, tenant, self._secrets)
         limits = check_limits(limits or QuotaLimits())
         key = generate_key()
         with self.db.write() as conn:
@@ -310,4 +327,4 @@ class KeyStore:
 
 def key_store_for(settings: Settings, *, engines: Engines | None = None) -> KeyStore:
     """The API key store configured by ``settings`` (on the App's engines when given)."""
-    return KeyStore(database_for(settings, "keys", settings.keys_db, engines=engines))
+    return KeyStore(database_for(settings, "keys", settings.keys_db, engines=engines), secrets=settings)

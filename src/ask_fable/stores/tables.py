@@ -365,6 +365,11 @@ ui_sessions = Table(
     Index("ui_sessions_expiry", "expires_at"),
     Index("ui_sessions_age", "created_at"),
 )
+ui_secrets = Table(
+    "ui_secrets", ui_sessions_meta,
+    Column("name", Text, nullable=False, primary_key=True),
+    Column("value", Text, nullable=False),
+)
 
 #: Each store's tables, by the name its schema (PostgreSQL) and file (SQLite) are known under.
 METADATA: dict[str, MetaData] = {

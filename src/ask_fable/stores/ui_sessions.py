@@ -5,10 +5,15 @@ every server sharing the stores honours a login made through any of them, and a 
 expiry holds on all at once. :class:`MemoryWebSessions` keeps them in one process, for the local
 ``ask-fable ui`` (whose stores are opened read-only, and whose logins need no other process).
 
-Both keep at most ``max_sessions``: starting one more first drops the expired ones, then the
-oldest, anonymous sessions (a login form's) before logged-in ones, so a flood of login forms cannot
-push out the people who logged in. A session is read by digest and comes back only while it has
-not expired; an expired one stays stored until the next start sweeps it.
+Both keep at most ``max_sessions``, and at most ``max_per_key`` of one API key: starting one more
+first drops the expired ones, then that key's oldest beyond its bound, then the oldest of all (any
+anonymous ones first), so one key logging in again and again ends only its own logins. A session is
+read by digest and comes back only while it has not expired; an expired one stays stored until the
+next start sweeps it.
+
+Both also keep the secret the login forms' tokens are signed with (:meth:`signing_secret`), the same
+for every server on the store, so a form fetched from one may be posted to another: a login form
+itself writes no session.
 """
 
 from __future__ import annotations
@@ -19,13 +24,14 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, case, delete, func, insert, select
 
-from ask_fable.stores.db import Database, database_for
+from ask_fable.stores.db import Database, database_for, per_dialect, upsert
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import WebSession
-from ask_fable.stores.tables import ui_sessions
+from ask_fable.stores.tables import ui_secrets, ui_sessions
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
+    from sqlalchemy.sql import Executable
 
     from ask_fable.config import Settings
 
@@ -41,6 +47,20 @@ _LIVE = (ui_sessions.c.expires_at > bindparam("now"))
 _SESSION_OF = select(ui_sessions).where(ui_sessions.c.digest == bindparam("digest"), _LIVE)
 _FORGET = delete(ui_sessions).where(ui_sessions.c.digest == bindparam("digest"))
 _COUNT_LIVE = _COUNT.where(_LIVE)
+_OF_KEY = ui_sessions.c.key_id == bindparam("key_id")
+_HELD_BY_KEY = _COUNT.where(_OF_KEY)
+_KEYS_OLDEST_OUT = delete(ui_sessions).where(ui_sessions.c.digest.in_(
+    select(ui_sessions.c.digest).where(_OF_KEY).order_by(ui_sessions.c.created_at).limit(bindparam("excess"))))
+_SECRET_OF = select(ui_secrets.c.value).where(ui_secrets.c.name == bindparam("name"))
+#: The :data:`~ask_fable.stores.tables.ui_secrets` row the login forms are signed with.
+_FORM_SECRET = "login_form"
+
+
+def _keep_first_secret(dialect: str) -> Executable:
+    return upsert(dialect, ui_secrets).on_conflict_do_nothing(index_elements=["name"])
+
+
+_KEEP_FIRST_SECRET = per_dialect(_keep_first_secret)
 
 
 class WebSessionTable:
@@ -52,12 +72,18 @@ class WebSessionTable:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def add(self, session: WebSession, max_sessions: int) -> None:
-        """Keep ``session``, after sweeping expired sessions and, at ``max_sessions``, the oldest."""
+    def add(self, session: WebSession, max_sessions: int, max_per_key: int) -> None:
+        """Keep ``session``, after sweeping expired sessions, at ``max_per_key`` its key's oldest, and at
+        ``max_sessions`` the oldest."""
         now = session.created_at
 
         def body(conn: Connection) -> None:
             conn.execute(_EXPIRED, {"now": now})
+            if session.key_id is not None:
+                held = int(conn.scalar(_HELD_BY_KEY, {"key_id": session.key_id}) or 0)
+                if held >= max_per_key:
+                    excess = held - max_per_key + 1
+                    conn.execute(_KEYS_OLDEST_OUT, {"key_id": session.key_id, "excess": excess})
             kept = int(conn.scalar(_COUNT) or 0)
             if kept >= max_sessions:
                 # Anonymous sessions first, then the oldest.
@@ -91,6 +117,16 @@ class WebSessionTable:
         with self.db.read() as conn:
             return int(conn.scalar(_COUNT_LIVE, {"now": now}) or 0)
 
+    def signing_secret(self, candidate: str) -> str:
+        """The login forms' signing secret: the stored one, else ``candidate``, stored (whichever
+        server stores one first, every server then reads the same)."""
+
+        def body(conn: Connection) -> str:
+            conn.execute(_KEEP_FIRST_SECRET(conn), {"name": _FORM_SECRET, "value": candidate})
+            return str(conn.scalar(_SECRET_OF, {"name": _FORM_SECRET}))
+
+        return self.db.run_write(body)
+
     def close(self) -> None:
         """Close what the store's database opened for itself."""
         self.db.close()
@@ -105,12 +141,18 @@ class MemoryWebSessions:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._by_digest: OrderedDict[str, WebSession] = OrderedDict()
+        self._secret: str | None = None
 
-    def add(self, session: WebSession, max_sessions: int) -> None:
-        """Keep ``session``, after sweeping expired sessions and, at ``max_sessions``, the oldest."""
+    def add(self, session: WebSession, max_sessions: int, max_per_key: int) -> None:
+        """Keep ``session``, after sweeping expired sessions, at ``max_per_key`` its key's oldest, and at
+        ``max_sessions`` the oldest."""
         with self._lock:
             for digest in [d for d, s in self._by_digest.items() if s.expires_at <= session.created_at]:
                 del self._by_digest[digest]
+            if session.key_id is not None:
+                held = [d for d, s in self._by_digest.items() if s.key_id == session.key_id]
+                for digest in held[:max(0, len(held) - max_per_key + 1)]:
+                    del self._by_digest[digest]
             excess = len(self._by_digest) - max_sessions + 1
             if excess > 0:
                 # Kept in order of creation: the first anonymous ones, then the first of the rest.
@@ -135,6 +177,13 @@ class MemoryWebSessions:
         """How many sessions have not expired at ``now``."""
         with self._lock:
             return sum(1 for s in self._by_digest.values() if s.expires_at > now)
+
+    def signing_secret(self, candidate: str) -> str:
+        """The login forms' signing secret: the first ``candidate`` given, for this process's life."""
+        with self._lock:
+            if self._secret is None:
+                self._secret = candidate
+            return self._secret
 
     def close(self) -> None:
         """Nothing to close: the sessions end with the process."""

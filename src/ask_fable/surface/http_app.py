@@ -12,8 +12,12 @@ One ASGI guard sits in front of the MCP app and checks, in order:
    "unavailable"`` when the key store does not answer);
 5. ``/mcp`` takes POST only (405): the server is stateless and answers in JSON, so it never has a
    message of its own to send on a GET event stream, which would only hold a connection open;
-6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise);
-7. the body arrives within ``body_timeout`` seconds (408) and fits ``max_body_bytes`` (413);
+6. fewer than ``max_requests`` requests are in flight (503 with ``Retry-After`` otherwise), and
+   fewer than :attr:`HttpOptions.key_request_bound` of them are the key's (429 with
+   ``Retry-After``): a request counts from the moment its key is checked, while it still waits for
+   its body too, so no one key can hold every slot;
+7. the body arrives within ``body_timeout`` seconds, never going ``body_stall_timeout`` seconds
+   without a byte (408), and fits ``max_body_bytes`` (413);
 8. the body nests JSON no deeper than :data:`~ask_fable.surface.http_limits.MAX_JSON_DEPTH`
    (400, measured before anything parses it);
 9. the key's scope allows every tool it calls (403 with a JSON-RPC error naming the scope needed):
@@ -32,7 +36,9 @@ run on daemon threads (``surface/daemon_workers.py``), so a database that never 
 hold the stopped process either.
 
 ``/ui`` is the web view of traces and stats (``surface/ui``), handed over by the guard to
-:func:`ui_app`, which checks Host and Origin against the same lists (also accepting its own
+:func:`ui_app` (not counted against ``max_requests``, but one client address may have no more of its
+requests in progress than a key may: 429 past it, so login forms whose body never comes cannot hold
+every connection), which checks Host and Origin against the same lists (also accepting its own
 pages' origin behind a proxy) and logs users in with a form (a key of ``read`` scope or higher
 exchanged for a session cookie) instead of a bearer header.
 """
@@ -45,7 +51,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
@@ -127,10 +133,19 @@ class HttpOptions:
     header_timeout: float = field(default_factory=lambda: _setting_default("http_header_timeout"))
     #: Seconds a client has to deliver a request's body once its headers arrived.
     body_timeout: float = field(default_factory=lambda: _setting_default("http_body_timeout"))
+    #: Seconds a request's body may go without a byte arriving (before its first byte too).
+    body_stall_timeout: float = field(default_factory=lambda: _setting_default("http_body_stall_timeout"))
+    #: Requests of one key in progress at most, waiting for their body included (429 past it).
+    max_key_requests: int = field(default_factory=lambda: _setting_default("http_max_key_requests"))
     #: Seconds an idle kept-alive connection stays open.
     keepalive_timeout: int = field(default_factory=lambda: _setting_default("http_keepalive_timeout"))
     #: Seconds between writes of the keys' ``last_used_at`` (also written when the server stops).
     key_use_flush_seconds: float = KEY_USE_FLUSH_SECONDS
+
+    @property
+    def key_request_bound(self) -> int:
+        """Requests one key may have in progress: its setting, never more than half of every slot."""
+        return max(1, min(self.max_key_requests, self.max_requests // 2))
 
     def host_allowlist(self) -> list[str]:
         """Loopback names, the bind address when it is a specific one, then the configured hosts."""
@@ -304,6 +319,10 @@ class _BodyTooLarge(Exception):
     pass
 
 
+class _BodyLate(Exception):
+    """The body stalled, or did not arrive in time (the message says which)."""
+
+
 def store_probe(keys: ApiKeyStore) -> Callable[[], bool]:
     """A readiness probe: whether the key store answers a query (every request needs it first)."""
 
@@ -364,6 +383,30 @@ class _ClientGone(Exception):
     pass
 
 
+K = TypeVar("K")
+
+
+class InProgress(Generic[K]):
+    """How many requests each holder (a key, a client address) has in progress."""
+
+    def __init__(self) -> None:
+        self._held: dict[K, int] = {}
+
+    def enter(self, holder: K, bound: int) -> bool:
+        """Count one more request of ``holder``, unless it already has ``bound`` (then False)."""
+        held = self._held.get(holder, 0)
+        if held >= bound:
+            return False
+        self._held[holder] = held + 1
+        return True
+
+    def leave(self, holder: K) -> None:
+        """Count one request of ``holder`` less."""
+        left = self._held.pop(holder, 1) - 1
+        if left > 0:
+            self._held[holder] = left
+
+
 class _Stopped(Exception):
     """The server stopped while the request waited on the store."""
 
@@ -391,6 +434,10 @@ class HttpGuard:
         self.protocol_versions: tuple[str, ...] = tuple(SUPPORTED_PROTOCOL_VERSIONS)
         #: The cancel scope of every request being served (health checks aside).
         self._in_flight: set[anyio.CancelScope] = set()
+        #: How many of those each key (by id) has in progress.
+        self._per_key: InProgress[int] = InProgress()
+        #: How many web view requests each client address has in progress (they carry no key).
+        self._per_client: InProgress[str] = InProgress()
         #: The cancel scope of every web view request being served (not counted against ``max_requests``).
         self._pages: set[anyio.CancelScope] = set()
         #: The cancel scope of every request waiting on the store before it is served (its key
@@ -467,8 +514,19 @@ class HttpGuard:
             if self.stopping:
                 await self._unavailable(send)
                 return
+            client = scope.get("client")
+            address = str(client[0]) if client else ""
+            if not self._per_client.enter(address, self.options.key_request_bound):
+                body = (f"{self.options.key_request_bound} requests from this address are already in "
+                        "progress (ASK_FABLE_HTTP_MAX_KEY_REQUESTS); retry in a moment").encode()
+                await _respond(send, 429, body, "text/plain; charset=utf-8",
+                               [(b"retry-after", b"1")])
+                return
             ui = self.ui
-            await self._stoppable(self._pages, lambda tracked, _: ui(scope, receive, tracked), send)
+            try:
+                await self._stoppable(self._pages, lambda tracked, _: ui(scope, receive, tracked), send)
+            finally:
+                self._per_client.leave(address)
             return
         headers: list[tuple[bytes, bytes]] = list(scope.get("headers", []))
         if not host_allowed(_header(headers, b"host"), self.allowed_hosts):
@@ -514,11 +572,17 @@ class HttpGuard:
         if self.stopping or len(self._in_flight) >= self.options.max_requests:
             await self._unavailable(send)
             return
+        if not self._per_key.enter(record.id, self.options.key_request_bound):
+            await self._key_busy(send, record)
+            return
 
         async def serve(tracked: Send, request: anyio.CancelScope) -> None:
             await self._serve(scope, headers, record, receive, tracked, request)
 
-        await self._stoppable(self._in_flight, serve, send)
+        try:
+            await self._stoppable(self._in_flight, serve, send)
+        finally:
+            self._per_key.leave(record.id)
 
     async def _from_store(self, call: Callable[[], T]) -> T:
         """``call()`` on a daemon thread, in a cancel scope :meth:`stop` cancels (then :class:`_Stopped`)."""
@@ -556,18 +620,15 @@ class HttpGuard:
         """Read the body under its limits, check it, then run the MCP app until it answers or the
         client hangs up (which cancels ``request``)."""
         try:
-            # asyncio's own timeout (uvicorn serves on asyncio) costs a third of anyio's here.
-            async with asyncio.timeout(self.options.body_timeout):
-                body = await self._read_body(headers, receive)
+            body = await self._read_body(headers, receive)
         except _BodyTooLarge:
             await _respond(send, 413, _rpc_error(-32600, f"request body larger than "
                                                          f"{self.options.max_body_bytes} bytes"),
                            "application/json")
             return
-        except TimeoutError:
-            await _respond(send, 408, _rpc_error(-32600, f"the request body did not arrive within "
-                                                         f"{self.options.body_timeout:g}s"),
-                           "application/json", [(b"connection", b"close")])
+        except _BodyLate as late:
+            await _respond(send, 408, _rpc_error(-32600, str(late)), "application/json",
+                           [(b"connection", b"close")])
             return
         except _ClientGone:
             return
@@ -648,15 +709,38 @@ class HttpGuard:
         await _respond(send, 401, _rpc_error(UNAUTHORIZED_CODE, message), "application/json",
                        [(b"www-authenticate", challenge.encode())])
 
+    async def _key_busy(self, send: Send, record: ApiKey) -> None:
+        """429 with ``Retry-After``: the key already has its bound of requests in progress."""
+        bound = self.options.key_request_bound
+        detail = (f"API key {record.prefix}… already has {bound} requests in progress, the most one key "
+                  "may have (ASK_FABLE_HTTP_MAX_KEY_REQUESTS); requests still sending their body count too")
+        hint = "retry once one of them is answered"
+        data = {"status": "error", "kind": "quota_exceeded", "detail": detail, "hint": hint}
+        await _respond(send, 429, _rpc_error(UNAVAILABLE_CODE, f"{detail}; {hint}", data=data),
+                       "application/json", [(b"retry-after", b"1")])
+
     async def _read_body(self, headers: list[tuple[bytes, bytes]], receive: Receive) -> bytes:
+        """The whole body: within ``body_timeout`` seconds, never ``body_stall_timeout`` without a
+        byte (else :class:`_BodyLate`), and no larger than ``max_body_bytes`` (:class:`_BodyTooLarge`)."""
         limit = self.options.max_body_bytes
         declared = _header(headers, b"content-length")
         if declared is not None and declared.strip().isdigit() and int(declared) > limit:
             raise _BodyTooLarge
+        loop = asyncio.get_running_loop()
+        total, stall = self.options.body_timeout, self.options.body_stall_timeout
+        deadline = loop.time() + total
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            # asyncio's own timeout (uvicorn serves on asyncio) costs a third of anyio's here; one
+            # per chunk, and a small body arrives in one.
+            stalls = loop.time() + stall < deadline
+            try:
+                async with asyncio.timeout_at(min(deadline, loop.time() + stall)):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyLate(f"the request body made no progress for {stall:g}s" if stalls else
+                                f"the request body did not arrive within {total:g}s") from None
             if message["type"] == "http.disconnect":
                 raise _ClientGone
             chunk = message.get("body", b"")

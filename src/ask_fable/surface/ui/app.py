@@ -12,14 +12,17 @@ Two ways in:
 
 Either way the browser holds only a random session id, in an ``HttpOnly``, ``SameSite=Strict``
 cookie scoped to ``/ui``, also ``Secure`` when the request's scheme is https (on the team server
-behind a TLS proxy, as a trusted proxy's ``X-Forwarded-Proto`` says: ``http_runner.py``); forms
-carry the session's CSRF token, and a POST from another origin is refused. Every response carries
+behind a TLS proxy, as a trusted proxy's ``X-Forwarded-Proto`` says: ``http_runner.py``); the
+logout form carries the session's CSRF token, the login form a signed token matching a nonce
+cookie (nothing is stored before a key is presented: ``sessions.LoginForms``), and a POST from
+another origin is refused. Every response carries
 a strict Content-Security-Policy (no script at all, styles only from the style sheet) and headers
 that keep the pages out of frames, referrers and caches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -34,7 +37,7 @@ from ask_fable.surface.http_app import UI_PATH
 from ask_fable.surface.ui import data, pages
 from ask_fable.surface.ui.markup import Html
 from ask_fable.surface.ui.pages import Chrome, url
-from ask_fable.surface.ui.sessions import COOKIE, Session, Sessions, Viewer
+from ask_fable.surface.ui.sessions import COOKIE, FORM_COOKIE, LoginForms, Session, Sessions, Viewer
 from ask_fable.surface.ui.style import STYLESHEET, STYLESHEET_VERSION
 from ask_fable.surface.ui.timeline import build_timeline
 
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from ask_fable.config import Settings
     from ask_fable.core.app import App
     from ask_fable.stores.interfaces import ApiKeyStore
     from ask_fable.stores.records import ApiKey
@@ -123,10 +127,11 @@ def secure_headers(app: ASGIApp) -> ASGIApp:
 class _Ui:
     """The handlers, sharing the App (whose stores are read), the login method and the sessions."""
 
-    def __init__(self, app: App, login: Login, sessions: Sessions) -> None:
+    def __init__(self, app: App, login: Login, sessions: Sessions, forms: LoginForms) -> None:
         self.app = app
         self.login = login
         self.sessions = sessions
+        self.forms = forms
         self._tools: list[str] | None = None
 
     # --- responses -------------------------------------------------------------------------------
@@ -160,9 +165,9 @@ class _Ui:
         return response
 
     @staticmethod
-    def without_cookie(response: Response, request: Request) -> Response:
+    def without_cookie(response: Response, request: Request, name: str = COOKIE) -> Response:
         response.delete_cookie(
-            COOKIE, path=UI_PATH, httponly=True, samesite="strict", secure=request.url.scheme == "https"
+            name, path=UI_PATH, httponly=True, samesite="strict", secure=request.url.scheme == "https"
         )
         return response
 
@@ -174,13 +179,19 @@ class _Ui:
         return action()
 
     async def pending(self, request: Request) -> Session | None:
-        """The request's session, logged in or not (a login form's)."""
+        """The request's session, however its key stands now."""
         session_id = request.cookies.get(COOKIE)
         return await self.stored(lambda: self.sessions.get(session_id))
 
-    async def start(self, viewer: Viewer | None) -> tuple[str, Session]:
-        """A new session for ``viewer`` (``None``: a login form's); its id and record."""
+    async def start(self, viewer: Viewer) -> tuple[str, Session]:
+        """A new session for ``viewer``: its id and record."""
         return await self.stored(lambda: self.sessions.start(viewer))
+
+    async def signed(self, action: Callable[[], T]) -> T:
+        """``action`` on the login forms: in a worker thread while their secret is still to be read."""
+        if self.forms.blocking:
+            return await anyio.to_thread.run_sync(action)
+        return action()
 
     async def end(self, request: Request) -> None:
         """End the request's session, if it has one."""
@@ -351,12 +362,11 @@ class _Ui:
 
     async def _fresh_login_form(self, request: Request, problem: str | None = None,
                                 status: int = 200) -> Response:
-        session_id, session = await self.start(None)
-        response = self.html(pages.login_page(session.csrf, problem), status)
-        return self.with_cookie(response, request, session_id, session.expires_at - self._now())
-
-    def _now(self) -> float:
-        return self.app.clock.now()
+        nonce, token = await self.signed(self.forms.issue)
+        response = self.html(pages.login_page(token, problem), status)
+        response.set_cookie(FORM_COOKIE, nonce, max_age=int(self.forms.ttl_s), path=UI_PATH, httponly=True,
+                            samesite="strict", secure=request.url.scheme == "https")
+        return response
 
     async def _local_login(self, request: Request, login: LocalLogin) -> Response:
         presented = request.query_params.get("token", "")
@@ -375,11 +385,11 @@ class _Ui:
             return self.html(
                 pages.message_page("Not allowed", "This form cannot be posted from here.", Chrome()), 403
             )
-        form = await _form(request, self.app.settings.http_body_timeout)
+        form = await _form(request, self.app.settings)
         if form is None:
             return await self._fresh_login_form(request, "The form was too large.", 413)
-        pending = await self.pending(request)
-        if pending is None or not pending.csrf_matches(form.get("csrf")):
+        nonce, token = request.cookies.get(FORM_COOKIE), form.get("csrf")
+        if not await self.signed(lambda: self.forms.valid(nonce, token)):
             return await self._fresh_login_form(request, "The login form had expired; enter the key again.",
                                                 400)
         presented = form.get("key", "").strip()
@@ -396,10 +406,11 @@ class _Ui:
         viewer = Viewer(name=key.name, tenant=tenant_of(key), key_id=key.id,
                         sees_server_paths=key.scope == "admin")
         session_id, _ = await self.start(viewer)
-        return self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
+        done = self.with_cookie(self.redirect(url("/traces")), request, session_id, self.sessions.ttl_s)
+        return self.without_cookie(done, request, FORM_COOKIE)
 
     async def logout(self, request: Request) -> Response:
-        form = await _form(request, self.app.settings.http_body_timeout) if _same_origin(request) else None
+        form = await _form(request, self.app.settings) if _same_origin(request) else None
         session = await self.pending(request)
         if form is None or session is None or not session.csrf_matches(form.get("csrf")):
             return self.html(
@@ -476,19 +487,30 @@ def _same_origin(request: Request) -> bool:
     return not origin or _origin_is_host(origin, request.headers.get("host"))
 
 
-async def _form(request: Request, timeout: float) -> dict[str, str] | None:
+async def _form(request: Request, settings: Settings) -> dict[str, str] | None:
     """A small urlencoded form's fields, or ``None`` when it is larger than :data:`MAX_FORM_BYTES`;
-    a form that has not arrived within ``timeout`` seconds is answered 408 and its connection closed."""
+    a form that has not arrived within the body timeout, or went the stall timeout without a byte,
+    is answered 408 and its connection closed."""
     from starlette.exceptions import HTTPException
 
+    total, stall = settings.http_body_timeout, settings.http_body_stall_timeout
     body = b""
-    with anyio.move_on_after(timeout) as waiting:
-        async for chunk in request.stream():
+    chunks = request.stream()
+    with anyio.move_on_after(total) as waiting:
+        while True:
+            try:
+                with anyio.fail_after(stall) if stall < total else contextlib.nullcontext():
+                    chunk = await anext(chunks)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise HTTPException(408, f"The form made no progress for {stall:g}s.",
+                                    headers={"connection": "close"}) from None
             body += chunk
             if len(body) > MAX_FORM_BYTES:
                 return None
     if waiting.cancelled_caught:
-        raise HTTPException(408, f"The form did not arrive within {timeout:g}s.",
+        raise HTTPException(408, f"The form did not arrive within {total:g}s.",
                             headers={"connection": "close"})
     return dict(parse_qsl(body.decode("utf-8", "replace"), keep_blank_values=True))
 
@@ -503,8 +525,10 @@ def build_ui(app: App, login: Login, sessions: Sessions | None = None) -> Starle
 
     if sessions is None:
         store = app.ui_sessions if isinstance(login, KeyLogin) else MemoryWebSessions()
-        sessions = Sessions(store, app.settings.ui_session_ttl, clock=app.clock)
-    ui = _Ui(app, login, sessions)
+        sessions = Sessions(store, app.settings.ui_session_ttl, clock=app.clock,
+                            max_sessions=app.settings.ui_max_sessions,
+                            max_per_key=app.settings.ui_max_key_sessions)
+    ui = _Ui(app, login, sessions, LoginForms(sessions.store, clock=app.clock))
     guarded = ui.guarded
     routes = [
         Route("/", ui.home, methods=["GET"]),
