@@ -48,8 +48,9 @@ class CallMetrics:
     """The metrics of one server process, in a registry of their own."""
 
     def __init__(self, app: App) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+        from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # ``_created`` only doubles a scrape
         self.app = app
         self.registry = CollectorRegistry()
         r = self.registry
@@ -138,14 +139,16 @@ class _Gauges:
         """The breaker state of each backend called so far, and the warm sessions open now."""
         from prometheus_client.core import GaugeMetricFamily
 
-        states = GaugeMetricFamily("ask_fable_breaker_state", "Circuit breaker state by backend (1 for the "
-                                   "state it is in: closed, half_open, open).", labels=["backend", "state"])
+        states = GaugeMetricFamily("ask_fable_breaker_state", "Circuit breaker state by backend and model (1 "
+                                   "for the state it is in: closed, half_open, open).",
+                                   labels=["backend", "model", "state"])
         breaker = self.app.opened("breaker")
         snapshot = getattr(breaker, "snapshot", None)
         if snapshot is not None:
             for key, circuit in snapshot().items():
+                backend, _, model = key.partition(":")
                 for state in _BREAKER_STATES:
-                    states.add_metric([key, state], 1.0 if circuit["state"] == state else 0.0)
+                    states.add_metric([backend, model, state], 1.0 if circuit["state"] == state else 0.0)
         yield states
         sessions = self.app.opened("claude_sessions")
         live = getattr(sessions, "live", None)

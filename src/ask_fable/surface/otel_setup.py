@@ -15,7 +15,9 @@ call. :meth:`Tracing.shutdown` flushes what is queued when the server stops, wit
 
 from __future__ import annotations
 
+import logging
 import os
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -87,4 +89,20 @@ def start_tracing(warn: object = None) -> tuple[Tracing | None, str | None]:
     provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
+    _quiet_export_failures()
     return Tracing(provider), note
+
+
+def _quiet_export_failures() -> None:
+    """The SDK's export warnings (a collector down: one per retry) as one stderr line per kind a
+    minute, with a count, never a traceback."""
+    from ask_fable.surface.log_limits import RateLimitedLog, RateLimitFilter
+
+    def say(line: str) -> None:
+        print(f"ask-fable: sending traces: {line}", file=sys.stderr, flush=True)
+
+    handler = logging.Handler(logging.WARNING)
+    handler.addFilter(RateLimitFilter(RateLimitedLog(say, interval=60.0)))
+    sdk_log = logging.getLogger("opentelemetry")
+    sdk_log.addHandler(handler)
+    sdk_log.propagate = False
