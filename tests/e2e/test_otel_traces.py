@@ -11,12 +11,14 @@ import socket
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from tests.e2e.team_server import TeamServer, create_key, team_server
 from tests.e2e.test_caps import BACKEND_KEY, provider_env
 from tests.fakes.fake_provider import DEFAULT_SIDECAR, FakeProvider
 from tests.fakes.otlp_receiver import OtlpReceiver, Span, children
+from tests.ui.test_team_server import log_in
 
 QUESTION = "Should the uploader's retry loop cap its backoff at thirty seconds or at five minutes?"
 CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -176,12 +178,21 @@ async def test_a_collector_that_is_down_costs_a_call_nothing(fp: FakeProvider) -
     assert len(fp.requests_for("anthropic")) == 3
 
 
-async def test_the_api_key_is_never_a_span_attribute(fp: FakeProvider) -> None:
-    """The backend's key (sent upstream on every request) appears in no exported byte."""
+async def test_the_web_view_names_the_opentelemetry_trace_and_no_key_is_exported(fp: FakeProvider) -> None:
+    """One call: its page in the web view (``/ui``) shows the OpenTelemetry trace id its spans were sent
+    under, and neither the backend's key (sent upstream) nor the caller's API key is in any exported
+    byte."""
     key = create_key("Agent", "--tenant", "team")["key"]
+    viewer = create_key("Viewer", "--tenant", "team", "--scope", "read")["key"]
     with OtlpReceiver() as rx:
         async with team_server({**provider_env(fp), **_otel_env(rx.endpoint)}) as server:
             result = await _structured(server, key, _call("ask_glm", {"question": QUESTION}))
             assert result["status"] == "ok", result
-            await _spans_of(rx, "ask_glm", 4)
+            spans = await _spans_of(rx, "ask_glm", 4)
+            with httpx2.Client(base_url=server.url) as browser:
+                assert log_in(browser, viewer).status_code == 303
+                page = browser.get(f"/ui/traces/{result['trace_id']}")
+    assert page.status_code == 200
+    root = _one(spans, "tools/call ask_glm")
+    assert f'<code id="otel-trace-id">{root.trace_id}</code>' in page.text
     assert all(BACKEND_KEY.encode() not in body and key.encode() not in body for body in rx.raw)
