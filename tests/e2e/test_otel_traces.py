@@ -24,6 +24,7 @@ QUESTION = "Should the uploader's retry loop cap its backoff at thirty seconds o
 CLIENT_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CLIENT_SPAN = "00f067aa0ba902b7"
 OPENROUTER_MODEL = "deepseek/deepseek-v4-pro"
+SLOW_MODEL = "qwen/qwen3-coder-flash"
 
 
 def _otel_env(endpoint: str, **extra: str) -> dict[str, str]:
@@ -75,21 +76,26 @@ async def test_a_council_is_one_trace_under_the_clients_traceparent_with_genai_s
     """One council call: the MCP server span is a child of the client's span; the guard, the mode and
     the store writes are its children; each member and the synthesizer is a GenAI ``chat`` span with
     its models, tokens and outcome (a retried request keeps its retry as an event, a member that is
-    not configured is an error typed by its kind); our trace id, tenant, quorum and cost are there,
-    and the question's text is not."""
+    not configured and one cut as a straggler are errors typed by their kind); our trace id, tenant,
+    quorum and cost are there, and the question's text is not."""
     fp.enqueue("anthropic", status=503)  # the first GLM request is retried once
-    fp.enqueue("openai", usage={"input_tokens": 70, "output_tokens": 20, "cost": 0.004})
+    fp.enqueue("openai", usage={"input_tokens": 70, "output_tokens": 20, "cost": 0.004},
+               match=OPENROUTER_MODEL)
+    fp.enqueue("openai", hang=True, match=SLOW_MODEL)  # cut as a straggler once the others answered
     key = create_key("Agent", "--tenant", "team")["key"]
     with OtlpReceiver() as rx:
-        async with team_server({**provider_env(fp), **_otel_env(rx.endpoint)}) as server:
-            models = ["glm", f"openrouter:{OPENROUTER_MODEL}", "deepseek"]  # deepseek has no key
+        env = {**provider_env(fp), **_otel_env(rx.endpoint), "ASK_FABLE_COUNCIL_STRAGGLER_FLOOR": "0.2",
+               "ASK_FABLE_COUNCIL_STRAGGLER_FACTOR": "1"}
+        async with team_server(env) as server:
+            # deepseek has no key; the slow model never answers
+            models = ["glm", f"openrouter:{OPENROUTER_MODEL}", "deepseek", f"openrouter:{SLOW_MODEL}"]
             traceparent = f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"
             result = await _structured(server, key, _call(
                 "ask_council", {"question": QUESTION, "models": models, "synthesizer": "glm"},
                 meta={"traceparent": traceparent}))
             assert result["status"] == "ok", result
-            assert result["quorum"] == "2/3"
-            spans = await _spans_of(rx, "ask_council", 8)
+            assert result["quorum"] == "2/4"
+            spans = await _spans_of(rx, "ask_council", 9)
     root = _one(spans, "tools/call ask_council")
     assert (root.trace_id, root.parent_id, root.kind) == (CLIENT_TRACE, CLIENT_SPAN, "server")
     assert root.resource["service.name"] == "ask-fable-test"
@@ -97,17 +103,18 @@ async def test_a_council_is_one_trace_under_the_clients_traceparent_with_genai_s
     assert root.attributes["ask_fable.trace_id"] == result["trace_id"]
     assert root.attributes["ask_fable.tenant"] == "team"
     assert root.attributes["ask_fable.status"] == "ok" and root.status != "error"
-    assert root.attributes["ask_fable.quorum"] == "2/3"
+    assert root.attributes["ask_fable.quorum"] == "2/4"
     assert root.attributes["ask_fable.cost_usd"] == pytest.approx(0.004)
 
     under_root = {span.name for span in children(spans, root)}
     assert {"guard", "council ask_council", "store.write"} <= under_root
     assert _one(spans, "guard").attributes["ask_fable.allowed"] is True
     mode = _one(spans, "council ask_council")
-    assert mode.attributes["ask_fable.quorum"] == "2/3"
+    assert mode.attributes["ask_fable.quorum"] == "2/4"
+    assert [name for name, _ in mode.events] == ["council.quorum"]
     members = {span.attributes["ask_fable.token"]: span for span in children(spans, mode)
                if span.name.startswith("chat ")}
-    assert set(members) == {"glm", f"openrouter:{OPENROUTER_MODEL}", "deepseek"}
+    assert set(members) == {"glm", "deepseek", f"openrouter:{OPENROUTER_MODEL}", f"openrouter:{SLOW_MODEL}"}
     glm = members["glm"]
     assert glm.name == "chat glm-5.2" and glm.kind == "client"
     assert glm.attributes["gen_ai.operation.name"] == "chat"
@@ -126,6 +133,9 @@ async def test_a_council_is_one_trace_under_the_clients_traceparent_with_genai_s
     assert routed.attributes["ask_fable.cost_usd"] == pytest.approx(0.004)
     missing = members["deepseek"]
     assert missing.status == "error" and missing.attributes["error.type"] == "not_configured"
+    cut = members[f"openrouter:{SLOW_MODEL}"]
+    assert cut.status == "error" and cut.attributes["error.type"] == "straggler"
+    assert cut.attributes["ask_fable.cut"] is True
 
     synthesis = _one(spans, "synthesis")
     assert synthesis.parent_id == mode.span_id and synthesis.attributes["ask_fable.used"] == "glm"

@@ -168,8 +168,8 @@ class Pipeline:
             context_len=len(call.context),
             otel_trace_id=trace.otel_trace_id,
         )
-        trace.annotate(**{"ask_fable.trace_id": trace.trace_id, "ask_fable.tool": call.tool,
-                          "ask_fable.mode": call.mode, "ask_fable.tenant": call.tenant})
+        # The server adds the call's identity (trace id, tool, tenant) and outcome to the root span.
+        trace.annotate(**{"ask_fable.mode": call.mode})
         # Completed once context_ref is resolved: context_len is what the model is given.
         request = trace.events[-1].attrs
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)

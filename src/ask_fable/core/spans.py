@@ -97,11 +97,14 @@ def _messages(role: str, text: str, secrets: SecretSource) -> str:
 class Step:
     """One stretch of a call: its start and end trace events and, when spans are on, its span."""
 
-    __slots__ = ("_finished", "recorder", "span")
+    __slots__ = ("_finished", "_started", "recorder", "span")
 
-    def __init__(self, recorder: TraceRecorder, span: Span | None) -> None:
+    def __init__(self, recorder: TraceRecorder, span: Span | None,
+                 started: Mapping[str, Any] | None = None) -> None:
         self.recorder = recorder
         self.span = span
+        #: The attributes the span was opened with: not set again at its end.
+        self._started = started or {}
         self._finished = False
 
     def event(self, name: str, **attrs: Any) -> None:
@@ -124,7 +127,9 @@ class Step:
         span = self.span
         if span is None:
             return
-        span.set_attributes(attributes({k: v for k, v in attrs.items() if v is not None}))
+        started = self._started
+        span.set_attributes(attributes({k: v for k, v in attrs.items()
+                                        if v is not None and started.get(k) != v}))
         status = attrs.get("status")
         if isinstance(status, str) and status not in _NOT_ERRORS:
             span.set_attribute("error.type", str(attrs.get("kind") or status))
@@ -170,17 +175,6 @@ class Step:
             self.abandon(exc)
 
     # --- GenAI ------------------------------------------------------------------------------------
-    def model_request(self, provider: str, model: str, token: str, role: str | None) -> None:
-        """The GenAI attributes of a model call's span, known before it is asked."""
-        self.set(**{
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": GENAI_PROVIDERS.get(provider, provider),
-            "gen_ai.request.model": model,
-            "ask_fable.backend": provider,
-            "ask_fable.token": token,
-            "ask_fable.role": role,
-        })
-
     def model_reply(self, model: str, input_tokens: int | None, output_tokens: int | None) -> None:
         """The GenAI attributes of a model call's reply."""
         self.set(**{
@@ -203,8 +197,19 @@ class Step:
             self.set(**{"gen_ai.output.messages": _messages("assistant", answer, secrets)})
 
 
-def open_span(recorder: TraceRecorder, name: str, *, client: bool = False) -> Span | None:
-    """A child span of the current one, when the call's spans are on."""
+def model_request(provider: str, model: str) -> dict[str, Any]:
+    """The GenAI attributes of a model call's span, known before it is asked."""
+    return {"gen_ai.operation.name": "chat", "gen_ai.provider.name": GENAI_PROVIDERS.get(provider, provider),
+            "gen_ai.request.model": model}
+
+
+def open_span(recorder: TraceRecorder, name: str, attrs: Mapping[str, Any], *, client: bool = False,
+              extra: Mapping[str, Any] | None = None) -> Span | None:
+    """A child span of the current one carrying ``attrs`` (as ``ask_fable.*``) and ``extra`` (names as
+    given), when the call's spans are on."""
     if recorder.root is None:
         return None
-    return TRACER.start_span(name, kind=SpanKind.CLIENT if client else SpanKind.INTERNAL)
+    opened = attributes({k: v for k, v in attrs.items() if v is not None})
+    if extra:
+        opened.update(extra)
+    return TRACER.start_span(name, kind=SpanKind.CLIENT if client else SpanKind.INTERNAL, attributes=opened)

@@ -61,18 +61,17 @@ class TraceRecorder:
             span = _span if _span is not None and _span is not True else current_span()
             span.add_event(name, attributes(clean, ""))
 
-    def step(self, start: str | None, span_name: str, *, client: bool = False, **attrs: Any) -> Step:
+    def step(self, start: str | None, span_name: str, *, client: bool = False,
+             span_attrs: dict[str, Any] | None = None, **attrs: Any) -> Step:
         """Begin a stretch of the call: the ``start`` event (none: span only) and, when spans are on,
-        a child span of the current one named ``span_name`` carrying ``attrs``. End it with
-        :meth:`Step.finish` (or leave its ``with`` block)."""
-        from ask_fable.core.spans import Step, attributes, open_span
+        a child span of the current one named ``span_name`` carrying ``attrs`` (and ``span_attrs``,
+        names as given). End it with :meth:`Step.finish` (or leave its ``with`` block)."""
+        from ask_fable.core.spans import Step, open_span
 
         if start is not None:
             self.event(start, _span=False, **attrs)
-        span = open_span(self, span_name, client=client)
-        if span is not None:
-            span.set_attributes(attributes({k: v for k, v in attrs.items() if v is not None}))
-        return Step(self, span)
+        span = open_span(self, span_name, attrs, client=client, extra=span_attrs)
+        return Step(self, span, attrs if span is not None else None)
 
     @property
     def otel_trace_id(self) -> str | None:

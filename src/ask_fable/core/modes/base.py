@@ -167,10 +167,11 @@ class ModeContext:
     def provider_step(self, oracle: Oracle, role: str | None = None) -> Step:
         """The ``provider.start`` event of a model call and its GenAI span (a child of the current
         span), ended by :meth:`call_oracle` (or, for a member cut while it ran, by its mode)."""
-        step = self.trace.step("provider.start", f"chat {oracle.model}", client=True, token=oracle.token,
-                               provider=oracle.provider, model=oracle.model, role=role)
-        step.model_request(oracle.provider, oracle.model, oracle.token, role)
-        return step
+        from ask_fable.core.spans import model_request
+
+        genai = model_request(oracle.provider, oracle.model) if self.trace.root is not None else None
+        return self.trace.step("provider.start", f"chat {oracle.model}", client=True, span_attrs=genai,
+                               token=oracle.token, provider=oracle.provider, model=oracle.model, role=role)
 
     async def call_oracle(
         self, oracle: Oracle, request: OracleRequest, *, role: str | None = None, step: Step | None = None
