@@ -188,21 +188,26 @@ async def test_a_collector_that_is_down_costs_a_call_nothing(fp: FakeProvider) -
     assert len(fp.requests_for("anthropic")) == 3
 
 
-async def test_the_web_view_names_the_opentelemetry_trace_and_no_key_is_exported(fp: FakeProvider) -> None:
-    """One call: its page in the web view (``/ui``) shows the OpenTelemetry trace id its spans were sent
-    under, and neither the backend's key (sent upstream) nor the caller's API key is in any exported
-    byte."""
+async def test_spans_still_queued_are_flushed_when_the_server_stops(fp: FakeProvider) -> None:
+    """With a batch delay longer than the test, the call's spans leave only when the server stops
+    (SIGTERM): they all arrive. The web view's page of the call shows the OpenTelemetry trace id they
+    were sent under, and neither the backend's key (sent upstream) nor the caller's API key is in any
+    exported byte."""
     key = create_key("Agent", "--tenant", "team")["key"]
     viewer = create_key("Viewer", "--tenant", "team", "--scope", "read")["key"]
     with OtlpReceiver() as rx:
-        async with team_server({**provider_env(fp), **_otel_env(rx.endpoint)}) as server:
+        env = {**provider_env(fp), **_otel_env(rx.endpoint), "OTEL_BSP_SCHEDULE_DELAY": "600000"}
+        async with team_server(env) as server:
             result = await _structured(server, key, _call("ask_glm", {"question": QUESTION}))
             assert result["status"] == "ok", result
-            spans = await _spans_of(rx, "ask_glm", 4)
             with httpx2.Client(base_url=server.url) as browser:
                 assert log_in(browser, viewer).status_code == 303
                 page = browser.get(f"/ui/traces/{result['trace_id']}")
+            assert rx.snapshot() == []  # nothing sent yet
+        assert server.exit_code == 0
+        spans = await _spans_of(rx, "ask_glm", 5)
     assert page.status_code == 200
     root = _one(spans, "tools/call ask_glm")
+    assert {"guard", "single ask_glm", "store.write"} <= {span.name for span in children(spans, root)}
     assert f'<code id="otel-trace-id">{root.trace_id}</code>' in page.text
     assert all(BACKEND_KEY.encode() not in body and key.encode() not in body for body in rx.raw)

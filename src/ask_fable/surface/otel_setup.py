@@ -62,7 +62,7 @@ class Tracing:
         worker.join(seconds + 0.5)
 
 
-def start_tracing(warn: object = None) -> tuple[Tracing | None, str | None]:
+def start_tracing() -> tuple[Tracing | None, str | None]:
     """Install the SDK's tracer provider with the OTLP/HTTP exporter when the environment asks for
     traces. Returns the provider and a line for the operator (the extra missing, a protocol this
     exporter does not speak); ``(None, None)`` when traces are not wanted."""
