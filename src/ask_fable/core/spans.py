@@ -40,6 +40,8 @@ GENAI_PROVIDERS = {
     "anthropic": "anthropic", "codex": "openai", "gemini": "gcp.gemini", "grok": "x_ai",
     "deepseek": "deepseek", "kimi": "moonshot", "glm": "z_ai", "minimax": "minimax",
 }
+#: Trace event attributes that have a GenAI name on a span.
+GENAI_NAMES = {"input_tokens": "gen_ai.usage.input_tokens", "output_tokens": "gen_ai.usage.output_tokens"}
 #: Outcomes of a model call that are not errors of the call (a refusal is an answer).
 _NOT_ERRORS = frozenset({"ok", "refused"})
 #: How much of a text a span carries when content capture is on.
@@ -85,7 +87,7 @@ def attributes(attrs: Mapping[str, Any], prefix: str = "ask_fable.") -> dict[str
     for key, value in attrs.items():
         shown = span_value(value)
         if shown is not None:
-            out[prefix + key] = shown
+            out[GENAI_NAMES.get(key) or prefix + key] = shown
     return out
 
 
@@ -175,13 +177,9 @@ class Step:
             self.abandon(exc)
 
     # --- GenAI ------------------------------------------------------------------------------------
-    def model_reply(self, model: str, input_tokens: int | None, output_tokens: int | None) -> None:
-        """The GenAI attributes of a model call's reply."""
-        self.set(**{
-            "gen_ai.response.model": model,
-            "gen_ai.usage.input_tokens": input_tokens,
-            "gen_ai.usage.output_tokens": output_tokens,
-        })
+    def model_reply(self, model: str) -> None:
+        """The GenAI attributes of a model call's reply (its tokens come with its end event)."""
+        self.set(**{"gen_ai.response.model": model})
 
     def content(self, secrets: SecretSource, *, system: str | None = None, prompt: str | None = None,
                 answer: str | None = None) -> None:

@@ -191,9 +191,7 @@ class ModeContext:
             if owned:
                 step.abandon(exc)
             raise
-        usage = outcome.reply.usage if outcome.reply is not None else None
-        step.model_reply(outcome.model, usage.input_tokens if usage else None,
-                         usage.output_tokens if usage else None)
+        step.model_reply(outcome.model)
         step.content(self.settings, system=request.system, prompt=request.prompt, answer=outcome.answer)
         step.finish(
             "provider.end",
