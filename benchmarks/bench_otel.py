@@ -22,6 +22,11 @@ model call: 5 spans) and a council of two with a synthesis (``ask_council``: 9 s
   or without an endpoint) against the same calls with the SDK installed and sampling off, in two
   processes alternated: what the SDK's presence costs when it records nothing.
 
+Then what the no-op itself does per call, timed here with no tracer provider: the check each call's
+trace makes (``recording_root``) and a step that opens no span, times the number of each a call
+makes (two traces: the server's and the pipeline's; steps: guard, mode, model call, store write for
+``ask_glm``, plus a member, the synthesis and its model call for a council of two).
+
 Target: spans on cost at most 1.5× the CPU of spans off, collector up or down (the SDK builds, batches
 and encodes every span in Python: roughly a tenth of a millisecond of CPU each).
 
@@ -137,6 +142,24 @@ def _run(env: dict[str, str], *, sdk: str, flush: bool, blocks: int, per_block: 
     return figures
 
 
+def noop_us() -> tuple[float, float]:
+    """Microseconds of one trace's check and of one step (opened and finished) with no tracer provider:
+    the work tracing adds to a call when it is off."""
+    import timeit
+
+    from ask_fable.core.spans import recording_root
+    from ask_fable.core.tracing import TraceRecorder
+
+    trace = TraceRecorder("bench")
+
+    def step() -> None:
+        trace.step(None, "guard").finish(None)
+
+    runs = 100_000
+    return (min(timeit.repeat(recording_root, number=runs, repeat=5)) / runs * 1e6,
+            min(timeit.repeat(step, number=runs, repeat=5)) / runs * 1e6)
+
+
 def main() -> int:
     """Print each run's figures and ratios; exit 1 when a target is missed."""
     from tests.fakes.otlp_receiver import OtlpReceiver
@@ -180,6 +203,11 @@ def main() -> int:
         sdk_cpu = statistics.median(run[tool]["off"]["cpu_ms"] for run in dropping)
         print(f"  {tool:11} no SDK        : {none_cpu:5.2f} ms CPU | SDK installed, sampling off "
               f"{sdk_cpu:5.2f} ms CPU | ratio {sdk_cpu / none_cpu:.3f}x (separate processes: load noise)")
+        check, step = noop_us()
+        steps = 4 if tool == "ask_glm" else 7
+        spent = 2 * check + steps * step
+        print(f"  {tool:11} the no-op's own work: 2 checks × {check:.2f} µs + {steps} steps × {step:.2f} µs "
+              f"= {spent:.1f} µs a call, {spent / 1000 / none_cpu:.2%} of its CPU with no SDK")
     print(f"target: spans on ≤ {TARGET}x the CPU of spans off, collector up and down: "
           f"{'met' if met else 'MISSED'}")
     return 0 if met else 1
