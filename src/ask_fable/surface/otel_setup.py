@@ -96,10 +96,12 @@ def start_tracing() -> tuple[Tracing | None, str | None]:
 def _quiet_export_failures() -> None:
     """The SDK's export warnings (a collector down: one per retry) as one stderr line per kind a
     minute, with a count, never a traceback."""
+    from ask_fable.redact import redact
     from ask_fable.surface.log_limits import RateLimitedLog, RateLimitFilter
 
     def say(line: str) -> None:
-        print(f"ask-fable: sending traces: {line}", file=sys.stderr, flush=True)
+        # The exporter's errors name the endpoint, which may carry credentials.
+        print(f"ask-fable: sending traces: {redact(line)}", file=sys.stderr, flush=True)
 
     handler = logging.Handler(logging.WARNING)
     handler.addFilter(RateLimitFilter(RateLimitedLog(say, interval=60.0)))
