@@ -93,7 +93,8 @@ async def main():
     from ask_fable.surface.server import build_server
     out = {{}}
     try:
-        async with Client(build_server(App(), toolsets=["all"])) as client:
+        # As the serving command builds it: the heap frozen after each tool's first call.
+        async with Client(build_server(App(), toolsets=["all"], settle_heap=True)) as client:
             for name, args in CALLS:
                 async def one():
                     result = await client.call_tool(name, args)
