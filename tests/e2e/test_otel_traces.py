@@ -13,7 +13,9 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
+from mcp import Client, StdioServerParameters
 
+from tests.e2e.helpers import ask_fable_command, child_env
 from tests.e2e.team_server import TeamServer, create_key, team_server
 from tests.e2e.test_caps import BACKEND_KEY, provider_env
 from tests.fakes.fake_provider import DEFAULT_SIDECAR, FakeProvider
@@ -211,3 +213,24 @@ async def test_spans_still_queued_are_flushed_when_the_server_stops(fp: FakeProv
     assert {"guard", "single ask_glm", "store.write"} <= {span.name for span in children(spans, root)}
     assert f'<code id="otel-trace-id">{root.trace_id}</code>' in page.text
     assert all(BACKEND_KEY.encode() not in body and key.encode() not in body for body in rx.raw)
+
+
+async def test_the_stdio_server_sends_its_calls_spans_when_its_client_closes(fp: FakeProvider) -> None:
+    """``ask-fable`` over stdio with an endpoint: a call's spans (batched for longer than the test)
+    reach the receiver once the client closes the pipe and the server stops; stdout stays MCP only
+    (the client parsed every message)."""
+    env = {**provider_env(fp), **_otel_env("", OTEL_BSP_SCHEDULE_DELAY="600000")}
+    with OtlpReceiver() as rx:
+        env["OTEL_EXPORTER_OTLP_ENDPOINT"] = rx.endpoint
+        command, *rest = ask_fable_command()
+        params = StdioServerParameters(command=command, args=[*rest, "--toolsets", "default,single"],
+                                       env=child_env(**env))
+        async with Client(params) as client:
+            result = await client.call_tool("ask_glm", {"question": QUESTION})
+            assert result.structured_content is not None
+            assert result.structured_content["status"] == "ok", result.structured_content
+        spans = await _spans_of(rx, "ask_glm", 5)
+    root = _one(spans, "tools/call ask_glm")
+    assert root.attributes["ask_fable.trace_id"] == result.structured_content["trace_id"]
+    assert root.attributes["ask_fable.tenant"] == "local"
+    assert _one(spans, "chat glm-5.2").parent_id == _one(spans, "single ask_glm").span_id
