@@ -3,6 +3,7 @@ and store errors as a call's trace reports them."""
 
 from __future__ import annotations
 
+from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from ask_fable.config import load_settings
@@ -10,6 +11,11 @@ from ask_fable.core.app import App
 from ask_fable.core.metrics import CallMetrics
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.stores import postgres
+from ask_fable.stores.interfaces import GivenStores
+from ask_fable.surface.server import build_server
+from tests.e2e.helpers import structured, wired_app
+from tests.fakes.fake_provider import FakeProvider
+from tests.fakes.memory_stores import Failing
 
 
 def _scrape(metrics: CallMetrics) -> dict[str, float]:
@@ -52,3 +58,24 @@ def test_store_and_cache_errors_in_a_calls_trace_are_counted_by_store() -> None:
     assert scraped["ask_fable_store_errors_total{store=transcripts}"] == 1
     assert scraped["ask_fable_store_errors_total{store=audit}"] == 1
     assert scraped["ask_fable_store_errors_total{store=cache}"] == 1
+
+
+async def test_a_store_that_fails_a_calls_record_is_counted_once(fp: FakeProvider) -> None:
+    """The audit store refuses its write: the call still answers, its stored trace names the failure
+    once, and the metrics count one audit store error and one answered backend request."""
+    real = wired_app(fp)
+    app = App(real.settings, stores=GivenStores(audit=Failing(real.audit, OSError("read-only"), "append")))
+    metrics = CallMetrics(app)
+    app.metrics = metrics
+    try:
+        async with Client(build_server(app, toolsets=["all"])) as client:
+            answer = await structured(client, "ask_glm", {"question": "Is the retry loop bounded?"})
+            assert answer["status"] == "ok", answer
+            trace = (await structured(client, "trace_get", {"trace_id": answer["trace_id"]}))["trace"]
+        scraped = _scrape(metrics)
+    finally:
+        metrics.close()
+    assert [e["attrs"]["store"] for e in trace["events"] if e["name"] == "store.error"] == ["audit"]
+    assert scraped["ask_fable_store_errors_total{store=audit}"] == 1
+    assert scraped["ask_fable_backend_requests_total{backend=glm,status=ok}"] == 1
+    assert scraped["ask_fable_tool_calls_total{kind=,status=ok,tool=ask_glm}"] == 1

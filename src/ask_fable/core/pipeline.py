@@ -414,8 +414,9 @@ class Pipeline:
         def failed(what: str, exc: Exception, store: str = "records") -> None:
             console.line(trace_id, f"could not write {what} ({type(exc).__name__}: "
                          f"{self._redact(str(exc))[:300]}); the answer is not affected")
-            # After the records were built: seen by the span and the metrics, not stored.
-            done.trace.event("store.error", store=store, op="write", error=type(exc).__name__)
+            # The stored trace records the failure itself (stores/recorders.py): the span and the
+            # metrics see it here.
+            done.trace.note("store.error", store=store, error=type(exc).__name__)
 
         with done.trace.step(None, "store.write") as step, step.current():
             try:
