@@ -79,3 +79,28 @@ async def test_a_store_that_fails_a_calls_record_is_counted_once(fp: FakeProvide
     assert scraped["ask_fable_store_errors_total{store=audit}"] == 1
     assert scraped["ask_fable_backend_requests_total{backend=glm,status=ok}"] == 1
     assert scraped["ask_fable_tool_calls_total{kind=,status=ok,tool=ask_glm}"] == 1
+
+
+async def test_an_open_breaker_shows_in_its_state_gauge(fp: FakeProvider) -> None:
+    """Five failed GLM calls open its breaker: the next scrape shows it open, and the call it sheds is
+    counted by its kind."""
+    for _ in range(5):
+        fp.enqueue("anthropic", status=400, error="the request is malformed")
+    app = wired_app(fp)
+    metrics = CallMetrics(app)
+    app.metrics = metrics
+    try:
+        async with Client(build_server(app, toolsets=["all"])) as client:
+            for _ in range(5):
+                failed = await structured(client, "ask_glm", {"question": "Is the retry loop bounded?"})
+                assert failed["kind"] == "upstream_error", failed
+            shed = await structured(client, "ask_glm", {"question": "Is the retry loop bounded?"})
+            assert shed["kind"] == "circuit_open", shed
+            scraped = _scrape(metrics)  # while the server runs: its breaker closes with it
+    finally:
+        metrics.close()
+    state = "ask_fable_breaker_state{backend=glm,model=glm-5.2,state="
+    assert (scraped[state + "open}"], scraped[state + "closed}"], scraped[state + "half_open}"]) == (1, 0, 0)
+    assert scraped["ask_fable_tool_calls_total{kind=circuit_open,status=error,tool=ask_glm}"] == 1
+    assert scraped["ask_fable_backend_requests_total{backend=glm,status=circuit_open}"] == 1
+    assert len(fp.requests_for("anthropic")) == 5
