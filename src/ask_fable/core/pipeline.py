@@ -410,15 +410,16 @@ class Pipeline:
         still written, and the caller keeps the answer. Returns where the answer was saved.
         """
         console, trace_id = self.app.console, done.trace.trace_id
+        step = done.trace.step(None, "store.write")
 
         def failed(what: str, exc: Exception, store: str = "records") -> None:
             console.line(trace_id, f"could not write {what} ({type(exc).__name__}: "
                          f"{self._redact(str(exc))[:300]}); the answer is not affected")
-            # The stored trace records the failure itself (stores/recorders.py): the span and the
-            # metrics see it here.
-            done.trace.note("store.error", store=store, error=type(exc).__name__)
+            # The stored trace records the failure itself (stores/recorders.py): this call's span
+            # and the metrics see it here (the writer may report it from another call's task).
+            done.trace.note("store.error", step.span, store=store, error=type(exc).__name__)
 
-        with done.trace.step(None, "store.write") as step, step.current():
+        with step, step.current():
             try:
                 records = call_records(done, settings)
                 await self.app.record_writer.write(

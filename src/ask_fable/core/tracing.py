@@ -61,16 +61,16 @@ class TraceRecorder:
             span = _span if _span is not None and _span is not True else current_span()
             span.add_event(name, attributes(clean, ""))
 
-    def note(self, name: str, **attrs: Any) -> None:
-        """An event seen by the metrics and the current span but not added to the events (which a
-        store is writing, or which already record it their own way)."""
+    def note(self, name: str, span: Span | None, **attrs: Any) -> None:
+        """An event seen by the metrics and by ``span`` but not added to the events (which a store
+        is writing, and which record it their own way)."""
         clean = {k: v for k, v in attrs.items() if v is not None}
         if self.observer is not None:
             self.observer(name, clean)
-        if self.root is not None:
-            from ask_fable.core.spans import attributes, current_span
+        if span is not None:
+            from ask_fable.core.spans import attributes
 
-            current_span().add_event(name, attributes(clean, ""))
+            span.add_event(name, attributes(clean, ""))
 
     def step(self, start: str | None, span_name: str, *, client: bool = False,
              span_attrs: dict[str, Any] | None = None, **attrs: Any) -> Step:
