@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ask_fable.core.settings_in_force import SettingsInForce
     from ask_fable.surface.client_setup import InstallResult
     from ask_fable.surface.http_app import HttpOptions
+    from ask_fable.surface.otel_setup import Tracing
     from ask_fable.surface.registry import ToolSpec
 
 BUILTIN_COMMANDS: tuple[str, ...] = (
@@ -164,6 +165,9 @@ def _add_serve(sub: _Commands) -> None:
                        help="extra accepted browser Origin, e.g. https://app.example.com (repeatable)")
     serve.add_argument("--max-body-bytes", type=_positive, default=None,
                        help="largest request body accepted (default: ASK_FABLE_HTTP_MAX_BODY_BYTES, 4 MiB)")
+    serve.add_argument("--metrics-port", type=_port, default=None,
+                       help="serve Prometheus /metrics on this port of its own listener, loopback by default "
+                            "(ASK_FABLE_METRICS_PORT, ASK_FABLE_METRICS_HOST); never on the /mcp port")
 
 
 def _add_keys(sub: _Commands) -> None:
@@ -395,16 +399,33 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
         say("serving MCP over stdio: waiting for an MCP client's messages on stdin "
             "(Ctrl-D or Ctrl-C stops)")
     relay = sanitize_stdin()
-    with stop_on_signals(relay.stop if relay is not None else None) as stopping:
-        try:
-            server.run("stdio")
-        except BaseException as exc:  # sorted below; anything else is re-raised
-            if not _client_went_away(exc):
-                raise
-            # The client closed its end mid-reply: nothing left to answer, so leave quietly.
-            say("the client went away; shutting down")
+    tracing = _start_tracing()
+    try:
+        with stop_on_signals(relay.stop if relay is not None else None) as stopping:
+            try:
+                server.run("stdio")
+            except BaseException as exc:  # sorted below; anything else is re-raised
+                if not _client_went_away(exc):
+                    raise
+                # The client closed its end mid-reply: nothing left to answer, so leave quietly.
+                say("the client went away; shutting down")
+    finally:
+        if tracing is not None:
+            tracing.shutdown()
     stopping.report()
     return stopping.exit_code
+
+
+def _start_tracing() -> Tracing | None:
+    """OpenTelemetry traces when the environment asks for them, with a line for the operator when
+    they cannot be sent as asked."""
+    from ask_fable.surface.otel_setup import start_tracing
+    from ask_fable.surface.terminal import say
+
+    tracing, note = start_tracing()
+    if note is not None:
+        say(f"warning: {note}")
+    return tracing
 
 
 def _client_went_away(exc: BaseException) -> bool:
@@ -477,9 +498,29 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
         has_keys = None
     for line in _serving_warnings(options, settings.http_max_connections, open_files, has_keys=has_keys):
         say(line)
+    listener = None
+    metrics_port = args.metrics_port if args.metrics_port is not None else settings.metrics_port
+    if metrics_port is not None:
+        from ask_fable.surface.metrics_server import serve_metrics
+
+        try:
+            listener = serve_metrics(server.app, settings.metrics_host, metrics_port)
+        except OSError as exc:
+            sock.close()
+            return _fail(f"error: cannot serve metrics on {settings.metrics_host}:{metrics_port}: "
+                         f"{exc.strerror or exc}", 1)
+        print(f"ask-fable: Prometheus metrics at http://{settings.metrics_host}:{listener.port}/metrics",
+              file=sys.stderr)
+    tracing = _start_tracing()
     runner = HttpRunner(app, options, sock)
-    with stop_on_signals(runner.stop) as stopping:
-        runner.run()
+    try:
+        with stop_on_signals(runner.stop) as stopping:
+            runner.run()
+    finally:
+        if tracing is not None:
+            tracing.shutdown()
+        if listener is not None:
+            listener.close()
     stopping.report()
     return stopping.exit_code
 
@@ -760,6 +801,8 @@ def _run(arguments: list[str]) -> int:
     if command is None and stdin_is_terminal():
         print(TERMINAL_USAGE, end="", file=sys.stderr)
         return EXIT_USAGE
+    if command == "serve" and not args.http and args.metrics_port is not None:
+        return _fail("error: --metrics-port serves the team server's metrics: add --http", EXIT_USAGE)
     if command is None or (command == "serve" and not args.http):
         return serve_stdio(toolsets, quiet=args.quiet)
     if command == "serve":

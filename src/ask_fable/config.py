@@ -457,6 +457,14 @@ class Settings(BaseSettings):
     http_keepalive_timeout: int = Field(
         5, ge=1, description="Seconds an idle keep-alive HTTP connection is kept open."
     )
+    metrics_port: int | None = Field(
+        None, ge=0, le=65535,
+        description="Port of the team server's Prometheus /metrics, on its own listener (off when unset; "
+        "`serve --http --metrics-port` sets it too). Never served on the public /mcp port.",
+    )
+    metrics_host: str = Field(
+        "127.0.0.1", description="Address the Prometheus /metrics listener binds (loopback by default)."
+    )
     shared_context: bool = Field(
         False, description="One team-wide context bus for every tenant (off: each tenant has its own)."
     )

@@ -59,6 +59,8 @@ class QuotaExceeded(AskFableError):
 
     kind = "quota_exceeded"
     counts_as_failure = False
+    #: Which limit refused the call: ``rpm``, ``concurrent`` or ``daily_usd`` (for metrics, not the result).
+    limit: str | None = None
 
 
 class NotConfigured(AskFableError):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +40,7 @@ def list_keys(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     return listed
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -49,6 +49,8 @@ def _free_port() -> int:
 @dataclass
 class TeamServer:
     url: str
+    #: The server's exit status, once the ``team_server`` block has stopped it.
+    exit_code: int | None = None
 
     @asynccontextmanager
     async def client(self, key: str, mode: str = "auto") -> AsyncIterator[Client]:
@@ -67,11 +69,12 @@ class TeamServer:
 
 
 @asynccontextmanager
-async def team_server(env: dict[str, str] | None = None) -> AsyncIterator[TeamServer]:
-    """``ask-fable serve --http --toolsets all`` on a free loopback port, with ``env`` added."""
-    port = _free_port()
+async def team_server(env: dict[str, str] | None = None,
+                      args: Sequence[str] = ()) -> AsyncIterator[TeamServer]:
+    """``ask-fable serve --http --toolsets all`` on a free loopback port, with ``env`` and ``args`` added."""
+    port = free_port()
     process = await anyio.open_process(
-        [*ask_fable_command(), "serve", "--http", "--toolsets", "all", "--port", str(port)],
+        [*ask_fable_command(), "serve", "--http", "--toolsets", "all", "--port", str(port), *args],
         env=child_env(**(env or {})), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -86,9 +89,11 @@ async def team_server(env: dict[str, str] | None = None) -> AsyncIterator[TeamSe
                     except httpx2.TransportError:
                         assert process.returncode is None, "the server exited before it answered"
                     await anyio.sleep(0.05)
-        yield TeamServer(url)
+        server = TeamServer(url)
+        yield server
     finally:
         process.terminate()
         with anyio.fail_after(30):
             await process.wait()
         await process.aclose()
+    server.exit_code = process.returncode

@@ -196,6 +196,10 @@ class ClaudeSessions:
             raise OracleTimeout(f"{model} did not answer within {request.timeout:g}s") from exc
         return reply
 
+    def live(self) -> int:
+        """How many sessions have a warm CLI open now."""
+        return sum(1 for session in list(self._sessions.values()) if session.client is not None)
+
     async def reset(self, namespace: str, key: str) -> bool:
         """Close and forget session ``key``'s process; whether there was one to forget."""
         session = self._sessions.get((namespace, key))

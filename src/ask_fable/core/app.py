@@ -48,6 +48,7 @@ from ask_fable.stores.interfaces import (
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.backends.claude_sessions import ClaudeSessions
+    from ask_fable.core.metrics import CallMetrics
     from ask_fable.core.record_writer import RecordWriter
     from ask_fable.stores.saved_settings import SharedSettings
 
@@ -111,6 +112,8 @@ class App:
         self._services: dict[str, tuple[object, object]] = {}
         self.client_name = client_name
         self._console: tuple[Settings, Console] | None = None
+        #: The process's Prometheus metrics, when the team server serves them (``--metrics-port``).
+        self.metrics: CallMetrics | None = None
 
     # --- settings ---------------------------------------------------------------------------------
     @property
@@ -217,6 +220,12 @@ class App:
             service = factory()
             self._services[name] = (key, service)
             return service
+
+    def opened(self, name: str) -> object | None:
+        """The service ``name`` if it was opened, without opening it (for gauges read at a scrape)."""
+        with self._lock:
+            current = self._services.get(name)
+        return None if current is None else current[1]
 
     def _store(self, given: _Service | None, name: str, key: object,
                factory: Callable[[], _Service]) -> _Service:

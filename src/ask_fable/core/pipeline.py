@@ -109,6 +109,38 @@ def _followup(sidecar: Sidecar, question: str, context: str) -> Followup | None:
     )
 
 
+def _annotate_call(trace: TraceRecorder, call: Call, context: str, result: dict[str, Any], mctx: ModeContext,
+                   cached: bool) -> None:
+    """The call's outcome on its root span: status, error type, cost, tokens, quorum."""
+    from opentelemetry.trace import StatusCode
+
+    status, kind = result.get("status", "error"), result.get("kind")
+    usage = [m.reply.usage for m in mctx.members if m.reply is not None and m.reply.usage is not None]
+    trace.annotate(**{
+        "ask_fable.status": status,
+        "ask_fable.cached": cached,
+        "ask_fable.cost_usd": quotas.call_cost(mctx.members),
+        "ask_fable.quorum": result.get("quorum"),
+        "gen_ai.usage.input_tokens": sum(u.input_tokens or 0 for u in usage) if usage else None,
+        "gen_ai.usage.output_tokens": sum(u.output_tokens or 0 for u in usage) if usage else None,
+    })
+    if status == "error" and trace.root is not None:
+        trace.root.set_attribute("error.type", str(kind or "error"))
+        trace.root.set_status(StatusCode.ERROR, str(kind or "error"))
+    if trace.root is not None and status in ANSWERED:
+        from ask_fable.core.spans import CONTENT_CHARS, capture_content
+
+        if capture_content():
+            # The call's text, only when content capture asks for it: redacted like every result.
+            secrets, limit = mctx.settings, CONTENT_CHARS
+            answer = result.get("answer")
+            trace.annotate(**{
+                "ask_fable.question": redact(call.question[:limit], secrets),
+                "ask_fable.context": redact(context[:limit], secrets) if context else None,
+                "ask_fable.answer": redact(answer[:limit], secrets) if isinstance(answer, str) else None,
+            })
+
+
 def _mentioned(item: str, haystack: str) -> bool:
     words = [w.strip("`'\".,:;()") for w in item.lower().split()]
     names = [w for w in words if len(w) > 3 and any(c in w for c in "._/()")]
@@ -132,7 +164,9 @@ class Pipeline:
                         progress: ProgressFn | None) -> dict[str, Any]:
         """The call under its key's quota: admitted, run, then settled with its real cost."""
         app = self.app
-        trace = TraceRecorder(new_trace_id(), app.clock)
+        metrics = app.metrics
+        trace = TraceRecorder(new_trace_id(), app.clock,
+                              observer=None if metrics is None else metrics.observer(call.tenant))
         trace.event(
             "request",
             tool=call.tool,
@@ -140,14 +174,17 @@ class Pipeline:
             session=call.session,
             question_len=len(call.question),
             context_len=len(call.context),
+            otel_trace_id=trace.otel_trace_id,
         )
+        # The server adds the call's identity (trace id, tool, tenant) and outcome to the root span.
+        trace.annotate(**{"ask_fable.mode": call.mode})
         # Completed once context_ref is resolved: context_len is what the model is given.
         request = trace.events[-1].attrs
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
         try:
             hold = await quotas.admit(app, call.quota)
         except AskFableError as exc:
-            trace.event("quota", admitted=False, kind=exc.kind)
+            trace.event("quota", admitted=False, kind=exc.kind, limit=getattr(exc, "limit", None))
             return await self._finish(call, trace, {**call.echo, **exc.to_result()}, None, mctx, False,
                                       call.context)
         except Exception as exc:  # the quota store failed: refuse rather than spend unaccounted
@@ -181,8 +218,9 @@ class Pipeline:
         try:
             if refs:
                 bus, bus_tenant = app.context_store, store_tenant(call.tenant, settings.shared_context)
-                text, resolved, missing = await app.run_store(bus.resolve, bus_tenant, refs)
-                trace.event("context.resolve", resolved=len(resolved), missing=len(missing))
+                with trace.step(None, "context.resolve", refs=len(refs)) as step:
+                    text, resolved, missing = await app.run_store(bus.resolve, bus_tenant, refs)
+                    step.finish("context.resolve", resolved=len(resolved), missing=len(missing))
                 result_prefix["context_ref_resolved"] = resolved
                 result_prefix["context_ref_missing"] = missing
                 if not resolved and not call.context.strip():
@@ -198,10 +236,10 @@ class Pipeline:
                 context = "\n\n".join(part for part in (call.context, text) if part.strip())
                 request.update(context_len=len(context), pasted_context_len=len(call.context))
 
-            decision = guard.check(call.question, context, settings)
-            trace.event(
-                "guard", allowed=decision.allowed, layer=decision.layer or None, rule=decision.rule or None
-            )
+            with trace.step(None, "guard") as step:
+                decision = guard.check(call.question, context, settings)
+                step.finish("guard", allowed=decision.allowed, layer=decision.layer or None,
+                            rule=decision.rule or None)
             if not decision.allowed:
                 app.console.line(trace.trace_id, f"refused by the guard: {decision.reason}")
                 result = {
@@ -234,11 +272,12 @@ class Pipeline:
                     return await self._finish(call, trace, result, None, mctx, allowed, context, cached=True)
 
             app.console.line(trace.trace_id, f"{call.tool}: running {call.mode}")
-            trace.event("mode.start", mode=call.mode)
-            outcome = await runner(call.question, context, mctx)
-            # The mode's summary (quorum, consensus, fallbacks, resolution) is metadata: kept in the trace.
-            trace.event("mode.end", mode=call.mode, model=outcome.model,
-                        **outcome.audit.model_dump(exclude_none=True))
+            with trace.step("mode.start", f"{call.mode} {call.tool}", mode=call.mode) as step, step.current():
+                outcome = await runner(call.question, context, mctx)
+                # The mode's summary (quorum, consensus, fallbacks, resolution) is metadata: kept in the
+                # trace.
+                step.finish("mode.end", mode=call.mode, model=outcome.model,
+                            **outcome.audit.model_dump(exclude_none=True))
             result = {**result_prefix, **self._normalize(call, outcome, context, settings)}
             # A degraded council is not worth replaying: the missing members may be back next time.
             if (
@@ -294,7 +333,8 @@ class Pipeline:
                         *args: object) -> _Done | None:
         """Run a cache read or write; a failing cache is a miss, never a lost answer."""
         try:
-            return await self.app.run_store(op, *args)
+            with trace.step(None, f"cache.{name}"):
+                return await self.app.run_store(op, *args)
         except Exception as exc:
             trace.event("cache.error", op=name, error=type(exc).__name__)
             self.app.console.line(trace.trace_id, f"cache {name} failed ({type(exc).__name__}); going on")
@@ -390,6 +430,8 @@ class Pipeline:
                     if failed and result.get("detail") else None,
                     hint=bounded(str(result["hint"]), TRACE_DETAIL_LIMIT, secrets)
                     if failed and result.get("hint") else None)
+        if trace.root is not None:
+            _annotate_call(trace, call, context, result, mctx, cached)
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)
@@ -409,15 +451,21 @@ class Pipeline:
         still written, and the caller keeps the answer. Returns where the answer was saved.
         """
         console, trace_id = self.app.console, done.trace.trace_id
+        step = done.trace.step(None, "store.write")
 
-        def failed(what: str, exc: Exception) -> None:
+        def failed(what: str, exc: Exception, store: str = "records") -> None:
             console.line(trace_id, f"could not write {what} ({type(exc).__name__}: "
                          f"{self._redact(str(exc))[:300]}); the answer is not affected")
+            # The stored trace records the failure itself (stores/recorders.py): this call's span
+            # and the metrics see it here (the writer may report it from another call's task).
+            done.trace.note("store.error", step.span, store=store, error=type(exc).__name__)
 
-        try:
-            records = call_records(done, settings)
-            await self.app.record_writer.write(records, lambda store, exc: failed(f"the {store} record", exc))
-        except Exception as exc:  # a bug in building or writing records: still not the caller's loss
-            failed("this call's records", exc)
-            return None
+        with step, step.current():
+            try:
+                records = call_records(done, settings)
+                await self.app.record_writer.write(
+                    records, lambda store, exc: failed(f"the {store} record", exc, store))
+            except Exception as exc:  # a bug in building or writing records: still not the caller's loss
+                failed("this call's records", exc)
+                return None
         return records.saved

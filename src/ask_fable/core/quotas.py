@@ -90,12 +90,14 @@ def _refusal(quota: KeyQuota, limit: str, used: float | None, retry_after_s: flo
     shown = f"${used:.2f} of ${allowed:.2f}" if limit == "daily_usd" else f"{used:.0f} of {allowed}"
     when = {"rpm": "when this minute ends", "concurrent": "when one of its calls in flight ends",
             "daily_usd": "at 00:00 UTC"}[limit]
-    return QuotaExceeded(
+    refusal = QuotaExceeded(
         f"{quota.label} is at its limit of {what} ({shown}, {limit}); no model was called. It frees {when}.",
         hint=f"retry after retry_after_s, or ask an admin to raise it: `ask-fable keys update ID {option} N` "
         f"(the default for every key is {setting})",
         retry_after_s=retry_after_s,
     )
+    refusal.limit = limit
+    return refusal
 
 
 class QuotaHold:
@@ -122,5 +124,8 @@ async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = Non
     admission = await app.run_store(
         app.quotas.admit, quota.tenant, quota.key_id, quota.limits, reserve, app.clock.now())
     if not admission.admitted or admission.ticket is None:
-        raise _refusal(quota, admission.limit or "rpm", admission.used, admission.retry_after_s)
+        limit = admission.limit or "rpm"
+        if app.metrics is not None:
+            app.metrics.quota_refused(limit)
+        raise _refusal(quota, limit, admission.used, admission.retry_after_s)
     return QuotaHold(app, quota, admission.ticket)

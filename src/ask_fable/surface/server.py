@@ -364,6 +364,14 @@ class AskFableServer(MCPServer[Any]):
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
+        tool = spec.name if spec else "unknown"
+        status, kind = str(payload.get("status", "error")), payload.get("kind")
+        if trace.root is not None:
+            _annotate_root(trace, tool, payload, ctx.caller)
+        metrics = self.app.metrics
+        if metrics is not None:
+            metrics.tool_call(tool, status, kind if isinstance(kind, str) else None,
+                              self.app.clock.monotonic() - trace.started)
         if spec is not None:
             self._settle_heap(spec.name)
         return _result(spec, self._for_caller(payload, ctx, settings))
@@ -471,7 +479,7 @@ class AskFableServer(MCPServer[Any]):
         trace_get finds the result's id."""
         app = self.app
         status, kind = payload.get("status", "error"), payload.get("kind")
-        trace.event("request", tool=tool[:80])
+        trace.event("request", tool=tool[:80], otel_trace_id=trace.otel_trace_id)
         trace.event("response", status=status, kind=kind)
         try:
             from ask_fable.stores.records import TraceRecord
@@ -486,6 +494,20 @@ class AskFableServer(MCPServer[Any]):
             await app.record_writer.run(lambda: traces.record(record))
         except Exception:  # a trace is best effort: the caller still gets the result
             app.console.line(trace.trace_id, f"could not record the trace of {tool[:80]}")
+
+
+def _annotate_root(trace: TraceRecorder, tool: str, payload: dict[str, Any], caller: Caller) -> None:
+    """The call's identity and outcome on the MCP server span (spans on): our trace id, the tenant, the
+    status, and an error result as the span's error status typed by its kind."""
+    from opentelemetry.trace import StatusCode
+
+    status, kind = str(payload.get("status", "error")), payload.get("kind")
+    trace.annotate(**{"ask_fable.trace_id": payload.get("trace_id"), "ask_fable.tool": tool,
+                      "ask_fable.tenant": caller.tenant, "ask_fable.status": status})
+    if status == "error" and trace.root is not None:
+        error = str(kind or "error")
+        trace.root.set_attribute("error.type", error)
+        trace.root.set_status(StatusCode.ERROR, error)
 
 
 def build_server(app: App | None = None, toolsets: list[str] | None = None, **kwargs: Any) -> AskFableServer:

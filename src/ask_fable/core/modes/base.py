@@ -27,6 +27,7 @@ from ask_fable.values import Sidecar
 
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
+    from ask_fable.core.spans import Step
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
 
@@ -137,9 +138,9 @@ class ModeContext:
         if self._progress is not None:
             await self._progress(done, total, message)
 
-    def sink_for(self, oracle: Oracle, role: str | None = None) -> EventSink:
+    def sink_for(self, oracle: Oracle, role: str | None = None, step: Step | None = None) -> EventSink:
         """An event sink that streams this oracle's reasoning to the console when enabled and records
-        each retry in the trace."""
+        each retry in the trace (and on the model call's span, ``step``)."""
         trace_id = self.trace.trace_id
 
         def on_reasoning(text: str) -> None:
@@ -150,8 +151,9 @@ class ModeContext:
             self.console.line(trace_id, f"{oracle.token}: {text}", dim=True)
 
         def on_retry(attempt: int, cause: str, delay_s: float) -> None:
-            self.trace.event("provider.retry", token=oracle.token, role=role, attempt=attempt, cause=cause,
-                             delay_ms=int(delay_s * 1000))
+            record = step.event if step is not None else self.trace.event
+            record("provider.retry", token=oracle.token, role=role, attempt=attempt, cause=cause,
+                   delay_ms=int(delay_s * 1000))
 
         return EventSink(on_reasoning=on_reasoning, on_note=on_note, on_retry=on_retry)
 
@@ -162,35 +164,36 @@ class ModeContext:
         return OracleRequest(system=system, prompt=prompt, timeout=timeout or self.settings.timeout,
                              effort=effort)
 
+    def provider_step(self, oracle: Oracle, role: str | None = None) -> Step:
+        """The ``provider.start`` event of a model call and its GenAI span (a child of the current
+        span), ended by :meth:`call_oracle` (or, for a member cut while it ran, by its mode)."""
+        from ask_fable.core.spans import model_request
+
+        genai = model_request(oracle.provider, oracle.model) if self.trace.root is not None else None
+        return self.trace.step("provider.start", f"chat {oracle.model}", client=True, span_attrs=genai,
+                               token=oracle.token, provider=oracle.provider, model=oracle.model, role=role)
+
     async def call_oracle(
-        self, oracle: Oracle, request: OracleRequest, *, role: str | None = None
+        self, oracle: Oracle, request: OracleRequest, *, role: str | None = None, step: Step | None = None
     ) -> MemberOutcome:
-        """Ask one oracle under the breaker and its own deadline; never raises for its failure."""
+        """Ask one oracle under the breaker and its own deadline; never raises for its failure.
+
+        ``step`` is the call's :meth:`provider_step` when the caller opened it (and ends it should the
+        call be cancelled); otherwise one is opened here and ended whatever happens."""
         outcome = MemberOutcome(oracle.token, oracle.model, oracle.provider, "ok", role=role)
-        self.trace.event(
-            "provider.start", token=oracle.token, provider=oracle.provider, model=oracle.model, role=role
-        )
-        self.console.line(self.trace.trace_id, f"asking {oracle.token} ({oracle.model})…", dim=True)
-        started = time.monotonic()
+        owned = step is None
+        if step is None:
+            step = self.provider_step(oracle, role)
         try:
-            oracle.ensure_available()
-            probe = False
-            if self.breaker is not None and self.settings.circuit_breaker:
-                probe = bool(self.breaker.before_call(oracle.breaker_key))
-        except AskFableError as exc:  # a config state or an open circuit: nothing was asked
-            self._fail(outcome, exc)
-        else:
-            settled = False
-            try:
-                await self._ask(oracle, request, outcome)
-                settled = self._settle_breaker(oracle, outcome)
-            finally:
-                if probe and not settled and self.breaker is not None:
-                    # A half-open probe that proved nothing (a refusal, a cancelled call) frees
-                    # its slot so the next call can probe.
-                    self.breaker.release(oracle.breaker_key)
-        outcome.elapsed_ms = int((time.monotonic() - started) * 1000)
-        self.trace.event(
+            with step.current():
+                await self._call(oracle, request, outcome, step)
+        except BaseException as exc:
+            if owned:
+                step.abandon(exc)
+            raise
+        step.model_reply(outcome.model)
+        step.content(self.settings, system=request.system, prompt=request.prompt, answer=outcome.answer)
+        step.finish(
             "provider.end",
             token=oracle.token,
             provider=oracle.provider,
@@ -210,13 +213,36 @@ class ModeContext:
         self.members.append(outcome)
         return outcome
 
-    async def _ask(self, oracle: Oracle, request: OracleRequest, outcome: MemberOutcome) -> None:
+    async def _call(self, oracle: Oracle, request: OracleRequest, outcome: MemberOutcome, step: Step) -> None:
+        """The call itself: availability, the breaker, the ask; fills ``outcome``."""
+        self.console.line(self.trace.trace_id, f"asking {oracle.token} ({oracle.model})…", dim=True)
+        started = time.monotonic()
+        try:
+            oracle.ensure_available()
+            probe = False
+            if self.breaker is not None and self.settings.circuit_breaker:
+                probe = bool(self.breaker.before_call(oracle.breaker_key))
+        except AskFableError as exc:  # a config state or an open circuit: nothing was asked
+            self._fail(outcome, exc)
+        else:
+            settled = False
+            try:
+                await self._ask(oracle, request, outcome, step)
+                settled = self._settle_breaker(oracle, outcome)
+            finally:
+                if probe and not settled and self.breaker is not None:
+                    # A half-open probe that proved nothing (a refusal, a cancelled call) frees
+                    # its slot so the next call can probe.
+                    self.breaker.release(oracle.breaker_key)
+        outcome.elapsed_ms = int((time.monotonic() - started) * 1000)
+
+    async def _ask(self, oracle: Oracle, request: OracleRequest, outcome: MemberOutcome, step: Step) -> None:
         """Ask once within the deadline and fill ``outcome``; a failure becomes its status."""
         try:
             # A grace second over the request's own timeout: the backend should give up first
             # and say why; this bound only catches a backend that swallowed its own deadline.
             with anyio.fail_after(request.timeout + 1.0):
-                reply = await oracle.ask(request, self.sink_for(oracle, outcome.role))
+                reply = await oracle.ask(request, self.sink_for(oracle, outcome.role, step))
             if not reply.text.strip():
                 raise UpstreamError(f"{oracle.token} returned an empty answer")
         except TimeoutError:

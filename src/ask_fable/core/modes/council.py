@@ -346,10 +346,14 @@ async def run_council(
         )
 
     await mctx.progress(len(members), total_steps, f"synthesizing {len(answered)} answers")
-    synth, tried = await _synthesize(
-        question, context, answered, families, ladder, resolver, mctx, _consensus_note(consensus, material),
-        deadline_at,
-    )
+    with mctx.trace.step(None, "synthesis", answers=len(answered), requested=requested_synth) as step, \
+            step.current():
+        synth, tried = await _synthesize(
+            question, context, answered, families, ladder, resolver, mctx,
+            _consensus_note(consensus, material), deadline_at,
+        )
+        step.finish(None, used=synth.token if synth is not None else None, attempts=len(tried),
+                    fallback=synth is None or synth.token != requested_synth)
     if synth is not None:
         assert synth.reply is not None
         fell_back = synth.token != requested_synth

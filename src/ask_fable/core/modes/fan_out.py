@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -27,6 +28,7 @@ from ask_fable.backends.base import Oracle, OracleRequest
 from ask_fable.backends.deadline import SharedDeadline, bounded_by
 from ask_fable.config import Settings
 from ask_fable.core.modes.base import MemberOutcome, ModeContext
+from ask_fable.core.spans import Step
 
 #: Share of the council's wall-clock bound reserved for the synthesis. With the default bound
 #: (timeout + 120 s) and timeout 240 s, members keep their whole 240 s and the synthesis has 120 s.
@@ -95,14 +97,20 @@ class _MemberRun:
         )
         self.results: dict[int, MemberOutcome] = {}
         self.began: dict[int, float] = {}
+        self.steps: dict[int, Step] = {}
         self.cut: _Cut | None = None
 
     async def run(self) -> list[MemberOutcome]:
         """Ask every member; return their outcomes in the members' order, the cut ones included."""
-        with self.scope:
-            async with anyio.create_task_group() as group:
-                for index, oracle in enumerate(self.oracles):
-                    group.start_soon(self._ask, index, oracle)
+        try:
+            with self.scope:
+                async with anyio.create_task_group() as group:
+                    for index, oracle in enumerate(self.oracles):
+                        group.start_soon(self._ask, index, oracle)
+        except BaseException as exc:  # the whole council was cancelled: end its members' spans
+            for step in self.steps.values():
+                step.abandon(exc)
+            raise
         unfinished = [index for index in range(len(self.oracles)) if index not in self.results]
         for index in unfinished:
             self.results[index] = self._cancelled(index)
@@ -118,8 +126,10 @@ class _MemberRun:
     async def _ask(self, index: int, oracle: Oracle) -> None:
         async with self.limiter:
             self.began[index] = anyio.current_time()
+            # Opened here: a member cut while it runs has its model call's span ended by _cancelled.
+            step = self.steps[index] = self.mctx.provider_step(oracle, "member")
             with bounded_by(self.shared):
-                outcome = await self.mctx.call_oracle(oracle, self.request, role="member")
+                outcome = await self.mctx.call_oracle(oracle, self.request, role="member", step=step)
         self.results[index] = outcome
         done = len(self.results)
         await self.mctx.progress(done, self.total_steps,
@@ -165,10 +175,14 @@ class _MemberRun:
                       "wall-clock bound; cancelled so the answers in could be synthesized")
         outcome = MemberOutcome(oracle.token, oracle.model, oracle.provider, kind, kind=kind, role="member",
                                 elapsed_ms=int(elapsed * 1000), detail=detail)
-        self.mctx.trace.event(
-            "provider.end", token=oracle.token, provider=oracle.provider, model=oracle.model,
-            role="member", status=kind, kind=kind, elapsed_ms=outcome.elapsed_ms, cut=True,
-        )
+        ended: dict[str, Any] = dict(token=oracle.token, provider=oracle.provider, model=oracle.model,
+                                     role="member", status=kind, kind=kind, elapsed_ms=outcome.elapsed_ms,
+                                     cut=True)
+        step = self.steps.get(index)
+        if step is not None:
+            step.finish("provider.end", **ended)
+        else:  # never started: no span to end
+            self.mctx.trace.event("provider.end", **ended)
         self.mctx.members.append(outcome)
         return outcome
 

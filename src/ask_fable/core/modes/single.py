@@ -110,7 +110,8 @@ async def _store_op(conversation: Conversation, mctx: ModeContext, notes: list[s
     """Run one transcript store operation; a failure becomes a note, never the caller's loss
     (``None`` is returned)."""
     try:
-        return await conversation.run_store(op, *args, **kwargs)
+        with mctx.trace.step(None, f"transcripts.{what}"):
+            return await conversation.run_store(op, *args, **kwargs)
     except Exception as exc:
         mctx.trace.event("store.error", store="transcripts", op=what, error=type(exc).__name__)
         mctx.console.line(mctx.trace.trace_id,

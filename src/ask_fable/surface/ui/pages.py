@@ -359,6 +359,16 @@ def _events_table(events: Sequence[StoredTraceEvent]) -> Html:
     return el("table", {"class": "events"}, el("thead", None, head), el("tbody", None, rows))
 
 
+def otel_trace_id(events: Sequence[StoredTraceEvent]) -> str | None:
+    """The OpenTelemetry trace id the call's spans were sent under (recorded with its ``request``
+    event when an OTLP endpoint was configured), to find the call in the team's own tracing tool."""
+    for event in events:
+        if event.get("name") == "request":
+            found = event.get("attrs", {}).get("otel_trace_id")
+            return found if isinstance(found, str) and found else None
+    return None
+
+
 def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chrome: Chrome) -> Html:
     """One call: what it was, its timeline, each step, the raw events and (full mode) its content."""
     facts: list[tuple[str, Html | str]] = [
@@ -378,6 +388,9 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
         ("Providers", ", ".join(trace["providers"]) or "—"),
         ("Models", ", ".join(trace["models"]) or "—"),
     ]
+    otel_id = otel_trace_id(trace["events"])
+    if otel_id is not None:
+        facts.insert(1, ("OpenTelemetry trace", el("code", {"id": "otel-trace-id"}, otel_id)))
     if trace["cached"]:
         facts.append(("Cache", "served from the cache"))
     outcomes = sorted({s.outcome for lane in timeline.lanes for s in lane.segments})
