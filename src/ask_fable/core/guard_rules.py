@@ -140,6 +140,22 @@ _RULES = (
         "ask-fable answers software questions. If you work on safety, moderation or medical software, ask "
         "about the code or the design." + HELP,
     ),
+    Rule(
+        "guard_model",
+        "model",
+        "The guard model judged the question unsafe",
+        "This server also has every question classified by a safety model, which flagged this one. Ask "
+        "about the engineering problem itself (the code, the error, the design) and say what you are "
+        "building or defending." + HELP,
+    ),
+    Rule(
+        "guard_unavailable",
+        "model",
+        "The guard model could not classify the question, and this server refuses what it cannot check",
+        "Ask again shortly. The server's operator can check the model named by ASK_FABLE_GUARD_MODEL "
+        "(`ask-fable doctor`) or let questions through on the local guard alone while it is down "
+        "(ASK_FABLE_GUARD_MODEL_ON_FAILURE=open).",
+    ),
 )
 
 RULES: dict[str, Rule] = {rule.id: rule for rule in _RULES}
