@@ -49,7 +49,7 @@ def test_llama_guard_answers(text: str, expected: Verdict) -> None:
         ("unsafe denial_of_service", Verdict(False, "denial_of_service", "the guard model's verdict",
                                              ("denial_of_service",))),
         ("Unsafe: fraud.", Verdict(False, "fraud", "the guard model's verdict", ("fraud",))),
-        ("unsafe piracy", Verdict(False, "guard_model", "piracy")),
+        ("unsafe gambling", Verdict(False, "guard_model", "gambling")),
     ],
 )
 def test_prompted_answers(text: str, expected: Verdict) -> None:
@@ -71,6 +71,6 @@ def test_an_answer_outside_the_format_is_no_verdict(text: str) -> None:
 def test_the_prompt_lists_every_intent_rule_and_the_answer_format() -> None:
     for rule in ("attack_tooling", "exploit_development", "security_evasion", "unauthorized_access",
                  "denial_of_service", "covert_surveillance", "fraud", "biological_harm", "chemical_harm",
-                 "weapons_harm", "harm_to_people"):
+                 "weapons_harm", "harm_to_people", "piracy", "serious_crime"):
         assert f"- {rule}: " in RULES_PROMPT
     assert "guard_model" not in RULES_PROMPT and "`unsafe <rule>`" in RULES_PROMPT

@@ -16,8 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import conduct
 from ask_fable.core.guard_conduct import watched as conduct_watched
+from ask_fable.core.guard_crime import offence
+from ask_fable.core.guard_crime import watched as crime_watched
 from ask_fable.core.guard_reading import (
     CODE_REQUEST,
     REQUEST,
@@ -306,9 +309,23 @@ def denial_of_service(question: Question) -> Finding | None:
         aimed = DOS_OUTCOME.search(after) is not None or (
             match.group(0).startswith(("ddos", "dos")) and DOS_OBJECT.match(after) is not None
         )
+        if OWN.search(after, 0, 40) is not None:
+            continue  # "let someone DoS our login endpoint": aimed at the asker's own system
         if clause.has(FOREIGN) or (aimed and not clause.has(OWN)):
             return Finding("denial_of_service")
     return None
+
+
+def _aimed_at_others(clause: Clause) -> bool:
+    """True when the clause names someone else other than as the one who did something ("a tracker
+    someone might have hidden in my car" names the one who hid it, not the one followed)."""
+    if not clause.has(FOREIGN):
+        return False
+    for match in FOREIGN.finditer(clause.text):
+        after = clause.text[match.end() : match.end() + 20].split()[:1]
+        if not after or after[0] not in cx.OBSERVED_AUX:
+            return True
+    return False
 
 
 def covert_surveillance(question: Question) -> Finding | None:
@@ -316,7 +333,7 @@ def covert_surveillance(question: Question) -> Finding | None:
     if not question.has_any(COVERT, EXFIL):
         return None
     for clause, match in question.matches(MONITOR):
-        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+        if _aimed_at_others(clause) and requested(clause.text, match.start()):
             return Finding("covert_surveillance")
     return None
 
@@ -336,7 +353,7 @@ def _agent_harm(
         for word in reversed(words_before(text, match.start(), 8)):
             if word in acts:
                 return True
-            if word in lx.DEFEND:
+            if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                 break
         if right.match(text, match.end()) and clause.has(REQUEST):
             return True
@@ -375,8 +392,8 @@ def weapons_harm(question: Question) -> Finding | None:
             for word in reversed(words_before(text, match.start(), 8)):
                 if word in lx.WEAPON_ACT or word in lx.MAKE:
                     return Finding("weapons_harm")
-                if word in lx.DEFEND:
-                    break
+                if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
+                    break  # "inventory software for explosives": the software is what is made
             if question.has_any(HARM_PEOPLE, MASS_HARM):
                 return Finding("weapons_harm")
     return None
@@ -404,6 +421,12 @@ def conduct_toward_people(question: Question) -> Finding | None:
     return Finding(*found) if found else None
 
 
+def ordinary_means(question: Question) -> Finding | None:
+    """Fraud, piracy, intrusion, locating a person or another crime, by what is taken from whom and why."""
+    found = offence(question)
+    return Finding(*found) if found else None
+
+
 CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     exploit_development,
     biological_harm,
@@ -416,6 +439,7 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     chemical_harm,
     weapons_harm,
     conduct_toward_people,
+    ordinary_means,
 )
 
 
@@ -429,7 +453,7 @@ def watched() -> list[re.Pattern[str]]:
             patterns.append(value.any)
     for behaviour in BEHAVIOURS:
         patterns += (behaviour.cue, *behaviour.needs, *behaviour.also)
-    return patterns + conduct_watched()
+    return patterns + conduct_watched() + crime_watched()
 
 
 #: The literals every watched pattern needs, worked out in the background after the first question.

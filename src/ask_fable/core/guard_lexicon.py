@@ -28,7 +28,7 @@ MAKE = words(
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
     distribute distributing spread spreading sneak smuggle install installs installing reinstall reinstalls
     drop drops plant plants sell selling setup automate automating improve upgrade customize
-    rewrite finish complete help send get show plan crypt"""
+    rewrite finish complete help send get show plan crypt rent renting hire hiring buy buying whip"""
 )
 
 #: Words that put what follows in the detected, blocked, analysed or explained role.
@@ -50,7 +50,7 @@ DEFEND = words(
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
     relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
-    educate"""
+    educate found discovered noticed observed received saw seen spotted"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -101,6 +101,9 @@ STRONG_TOOLING: dict[str, str] = {
     r"cryptojack\w*|crypto ?jackers?": "a cryptojacker",
     r"phishing (?:kits?|pages?|sites?|websites?|campaigns?|emails? campaigns?|setups?)": "a phishing kit",
     r"phishing (?:emails?|messages?|texts?|sms|lures?|templates?)": "a phishing message",
+    r"(?:credential|password|login|card) (?:harvest\w*|phish\w*|steal\w*|captur\w*|grabb\w*) (?:pages?|"
+    r"sites?|"
+    r"websites?|forms?|kits?|apps?|tools?|scripts?)": "a phishing kit",
     r"c2|c&c": "command and control",
     r"(?:ddos|dos|attack|hacking) (?:tools?|scripts?|bots?|kits?)": "a denial-of-service tool",
     r"booters?|stressers?": "a denial-of-service tool",
@@ -148,6 +151,7 @@ MALICE = alt(
     r"(?:broke|break|hacked|got) into",
     r"(?:after|once|when) i (?:get|got|am) in\b",
     r"unauthori[sz]ed",
+    r"foothold",
     r"mimikatz",
     r"lsass",
     r"credential dump\w*",
@@ -304,8 +308,21 @@ PERSON = alt(
     r"(?:former|old|ex) (?:girlfriend|boyfriend|wife|husband|partner|roommate|flatmate|friend|colleague)",
 )
 
+#: A system named as someone else's by its possessor ("a restaurant's website", "the school's server").
+OTHERS_SYSTEM = (
+    r"\b(?<!our )(?<!my )(?:a|an|the|some|this|that|their|his|her) (?:\w+ ){0,2}?"
+    r"(?!(?:user|customer|client|member|tenant|admin|team|service|app|project|cluster|container|pod|process|"
+    r"browser|system|server|parent|child|caller|owner|author|developer|company|org|organi[sz]ation)'s)\w+'s "
+    r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|"
+    r"store|shop|"
+    r"portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
+    r"icloud|instagram|gmail|game server)\b"
+)
+
 FOREIGN = alt(
     rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:their|his|her|your|a|an|the) (?:\w+ )?{PERSON}(?:'s|s')(?=\W|$)",
+    OTHERS_SYSTEM,
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
     # "build a website" is the asker's own site, not someone else's.
@@ -358,6 +375,7 @@ FOREIGN = alt(
 
 #: The asker's own systems or an authorised test.
 OWN = alt(
+    r"\bmy (?:own )?(?:company|team|org|organi[sz]ation|startup|lab)'?s\b",
     r"\bour\b", r"\bours\b", r"\bmy own\b", r"\bstaging\b", r"\blocalhost\b", r"\bhome lab\b", r"\bctf\b"
 )
 
@@ -496,6 +514,7 @@ EVADE_STRONG = alt(
     r"fully undetectable",
     r"hid(?:e|es|ing) (?:\w+ ){0,3}?from",
     r"avoid(?:s|ing)? (?:being )?(?:detect\w*|flag\w*|caught|seen|notic\w*)",
+    r"without (?:\w+ ){0,3}?(?:noticing|detecting|flagging|catching|seeing)",
 )
 
 #: Staying unseen, which only an intruder needs: judged with a sign of malice or no authorization.
@@ -553,6 +572,8 @@ CONTROL_STRONG = alt(
     r"siem",
     r"analysts?",
     r"it (?:team|department|staff|admins?)(?:'s)?",
+    r"\bdlp\b",
+    r"data loss prevention",
 )
 
 CONTROL_WEAK = alt(
@@ -568,6 +589,7 @@ CONTROL_WEAK = alt(
     r"detection",
     r"monitoring",
     r"logging",
+    r"(?:email|mail|spam|attachment) (?:scanners?|filters?|gateways?|security)",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
@@ -824,7 +846,8 @@ CHEM_AGENT = alt(
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
-    aerosolize extract purify buy acquire create manufacture plan combine combined combining fill"""
+    aerosolize extract purify buy acquire create manufacture plan combine combined combining fill whip makes
+    produces synthesizes synthesises cooks brews mixes prepares"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
@@ -876,7 +899,7 @@ MAKE_IT = (
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
     convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
-    synthesize synthesise synthesizing synthesising"""
+    synthesize synthesise synthesizing synthesising whip makes builds assembles constructs"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
@@ -934,7 +957,9 @@ LETHAL_DOSE = (
 )
 #: Tampering with what a person eats or drinks.
 FOOD_TAMPERING = (
-    r"\bpoison\w* (?:\S+ ){0,3}?(?:water|food|drinks?|cooler|coffee|tea|supply|well|reservoir|"
+    r"\b(?:poison\w*|contaminat(?:e|es|ing)|taint(?:s|ing)?) (?:\S+ ){0,3}?(?:water|food|drinks?|cooler|"
+    r"coffee|"
+    r"tea|supply|well|reservoir|"
     r"meals?|lunch)\b|"
     r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing|crush|crushing|sprinkle|"
     r"sprinkling)\s+(?:\S+\s+){0,3}?"
@@ -1170,6 +1195,10 @@ EXPOSE = (
 #: The asker's program run on someone else's machine.
 PLANT = alt(
     r"(?:downloads?|downloading) and (?:runs?|executes?|installs?)",
+    r"(?:fetch|pull|grab|download|retriev)\w* (?:\S+ ){0,4}?(?:and|then) (?:runs?|executes?|launch\w*|"
+    r"installs?|"
+    r"loads?)\b",
+    r"runs? (?:\S+ ){0,2}?(?:code|something|commands?|a script|my \w+) when (?:it'?s |it is )?opened\b",
     r"(?:runs?|installs?|executes?|launch\w*|drops?|loads?) my (?:program|code|script|app|tool|exe|binary|"
     r"file|software|stuff)\b",
     r"into (?:one|ones|machines?|computers?|bots?) i can (?:command|control|use)",

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Iterator
+from itertools import pairwise
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core import guard_lexicon_crime as cx
 
 #: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
 _DASH = re.compile(r"[\u2012-\u2015]")
@@ -29,6 +31,8 @@ REQUEST = re.compile(
     r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b"
 )
 CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+#: A clause that asks for a thing by naming it with what it does ("script that records every key").
+ARTIFACT_CLAUSE = re.compile(cx.ARTIFACT_CLAUSE)
 
 
 def normalize(question: str) -> str:
@@ -156,6 +160,8 @@ def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> 
             return "defend"
         if word == "to" and previous == "how":
             return "actor"
+        if word == "how" and words[i + 1 : i + 3] and _asks_for_steps(words[i + 1 : i + 3]):
+            return "actor"
         if word in lx.MAKE:
             return "make"
         if word in lx.DEFEND:
@@ -167,9 +173,36 @@ def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> 
     return None
 
 
+#: "How would someone…", "how do people…": a request for the steps, whoever is said to take them.
+_HOW_AUX = frozenset(("would", "could", "can", "do", "does", "might", "should"))
+_HOW_SUBJECT = frozenset(("someone", "somebody", "people", "one", "anyone"))
+
+
+def _asks_for_steps(after_how: list[str]) -> bool:
+    return len(after_how) == 2 and after_how[0] in _HOW_AUX and after_how[1] in _HOW_SUBJECT
+
+
 def neutral_head(clause: str, end: int) -> bool:
     """True when one of the two words after a term makes it the thing detected or studied."""
     return any(word in lx.NEUTRAL_HEADS for word in tokens(clause[end : end + 40])[:2])
+
+
+def observed(clause: str, start: int) -> bool:
+    """True when a third party is the subject of the act at ``start`` ("if someone is using…", "a tracker
+    someone might have hidden"): something seen done, not something the asker asks to do."""
+    words = words_before(clause, start, 4)
+    return any(
+        word in cx.THIRD_SUBJECT and following in cx.OBSERVED_AUX
+        for word, following in pairwise(words)
+    )
+
+
+def specified(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what the thing asked for must do: the clause names the thing
+    by what it does ("script that records…"), or a modal says so ("it should also encrypt…")."""
+    if ARTIFACT_CLAUSE.match(clause) is not None and clause.find(" ", 0, start) >= 0:
+        return True
+    return any(word in cx.SPEC_MODAL for word in words_before(clause, start, 3))
 
 
 def requested(clause: str, start: int) -> bool:
@@ -177,7 +210,9 @@ def requested(clause: str, start: int) -> bool:
     role = role_before(clause, start, window=14)
     if role == "defend":
         return False
-    if role in ("make", "actor"):
+    if observed(clause, start):
+        return False
+    if role in ("make", "actor") or specified(clause, start):
         return True
     if role_before(clause, start, window=14, stop=False) == "defend":
         return False

@@ -141,6 +141,23 @@ _RULES = (
         "about the code or the design." + HELP,
     ),
     Rule(
+        "piracy",
+        "intent",
+        "The question asks to break copy protection or licensing in order to share or sell what it protects",
+        "Ask about licensing, DRM or paywalls you build or own (for example 'How do we sign offline licence "
+        "keys so a keygen cannot forge them?'), or about recovering access to software you are licensed "
+        "to use through its vendor." + HELP,
+    ),
+    Rule(
+        "serious_crime",
+        "intent",
+        "The question asks how to commit or cover up a crime: laundering, forged documents, drugs, false "
+        "emergency calls, or taking an employer's data",
+        "ask-fable answers software questions. Software that detects or investigates such crime (AML "
+        "monitoring, document verification, data loss prevention) is fine: ask about the code, the data "
+        "or the design." + HELP,
+    ),
+    Rule(
         "guard_model",
         "model",
         "The guard model judged the question unsafe",

@@ -1,0 +1,325 @@
+"""The guard's vocabulary for harm done with ordinary means: money, phone lines, likenesses, licences,
+someone else's systems, a person's whereabouts, and crimes outside software.
+
+Each fragment names one facet in the asker's words: an instrument that is not theirs (a stolen
+card, someone's phone number, a person's voice), an act on it (cash out, port, clone, crack), or
+what the result is for (sold, shared, sent to the victim's bank). Matched on normalized text, like
+:mod:`ask_fable.core.guard_lexicon`, whose helpers it uses.
+"""
+
+from __future__ import annotations
+
+from ask_fable.core.guard_lexicon import PERSON, alt, words
+
+#: Whose a thing is when it is not the asker's: someone, a stranger, a target, a person named by role.
+OTHERS = (
+    r"(?:someone(?: ?else)?'?s|somebody(?: ?else)?'?s|other people'?s|people'?s|strangers?'?s?|a stranger'?s|"
+    r"(?:my |the |a )?targets?'?s|victims?'?s?|(?:a|the|this|that) (?:\w+ ){0,2}?(?:guy|man|woman|girl|"
+    r"person|"
+    r"user|stranger|victim|streamer|kid|celebrity)'s|his|her|their)"
+)
+
+# --- payment cards and identities -------------------------------------------------------------
+
+#: Cards, accounts or identities that belong to someone else, or carding's own words for them.
+STOLEN_INSTRUMENT = alt(
+    r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|" + OTHERS + r")\s+"
+    r"(?:\S+\s+){0,3}?(?:credit |debit |gift )?(?:cards?|card numbers?|card details|card data|numbers?|ccs?|"
+    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?)\b",
+    r"\b(?:cc|card|track ?[12]?) dumps\b",
+    r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
+    r"\bfullz\b",
+    r"\bcloned (?:cards?|plastic)\b",
+    r"\bcvvs? (?:off|from) (?:a|the) \w+",
+    r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
+    r"\bcarding\b",
+    r"\bcash(?:ing)? out (?:\S+ ){0,2}?(?:cards?|dumps|ccs?|logs)\b",
+    r"\b(?:open|opening|take out|taking out|apply for|applying for)\w* (?:\S+ ){0,3}?(?:credit (?:lines?|"
+    r"cards?)|"
+    r"loans?|accounts?) in (?:their|his|her|someone'?s|other people'?s|a stranger'?s|the victim'?s|"
+    r"victims'?) "
+    r"names?\b",
+)
+#: Card data read or kept by what the asker builds.
+SKIM = (
+    r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|keeping|"
+    r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:card (?:data|details|"
+    r"numbers?|info)|cvvs?|pins?|track data|magstripe)"
+)
+#: Kept for the asker's own use or collection.
+FOR_ME = (
+    r"\b(?:for me(?:self)?\b|for myself|(?:so )?i can use (?:them|it)|use them myself|to me\b|"
+    r"me to (?:collect|"
+    r"use|read|get|pick up)|for (?:my|later) use)"
+)
+#: Money taken out of someone's account.
+DRAIN = (
+    r"\b(?:empty|emptying|drain\w*|clean\w* out|wipe\w* out|clear\w* out)\s+(?:\S+\s+){0,3}?(?:bank )?"
+    r"(?:accounts?|savings|wallets?|balances?)\b"
+)
+#: Scams by name.
+SCAM = (
+    r"\b(?:romance|pig butchering|advance fee|419|lottery|tech support|investment|crypto|inheritance|"
+    r"grandparent|rental|job|charity|refund)? ?scam(?:s|ming)?\b"
+)
+
+# --- phone lines --------------------------------------------------------------------------------
+
+#: Someone else's phone number, SIM or the codes sent to it.
+FOREIGN_LINE = (
+    r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:phone numbers?|numbers?|sims?|sim cards?|sms|texts|"
+    r"text messages|"
+    r"(?:sms )?(?:2fa|mfa|otp|one time|verification|login|security) codes?|voicemails?|calls)\b"
+)
+#: Taking a line over.
+LINE_TAKEOVER = (
+    r"\b(?:port\w*|sim ?swap\w*|swap\w*|take over|taking over|takeover|hijack\w*|intercept\w*|redirect\w*|"
+    r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|(?:i|we) control|steal\w*|get into|"
+    r"reset (?:their|his|"
+    r"her))\b"
+)
+#: Premium-rate lines the asker profits from.
+PREMIUM_LINE = (
+    r"\b(?:premium ?rate (?:numbers?|lines?)|(?:expensive|high ?cost|premium) (?:international )?(?:numbers?|"
+    r"lines?)|international (?:premium )?numbers?|wangiri|missed ?call (?:scheme|scam|fraud))\b"
+)
+PROFIT_ME = (
+    r"\b(?:(?:i|we) (?:own|control|profit|run|get paid)|rent\w*|my (?:own )?(?:premium \w+|numbers?|lines?)|"
+    r"for me\b|profit from|i profit)"
+)
+PUMP = (
+    r"\b(?:pump\w*|generat\w* (?:\S+ ){0,2}?calls|fake calls|hacked|compromised|hijacked|"
+    r"thousands of (?:people|"
+    r"calls)|call (?:it |them )?back|get (?:\S+ ){0,3}?to call|auto ?dial\w*|robocall\w*|stay under)\b"
+)
+
+# --- likenesses ---------------------------------------------------------------------------------
+
+#: A voice, face or video made to pass as a real person.
+SYNTH_LIKENESS = alt(
+    r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
+    r"\b(?:voice|face|likeness)s? (?:\S+ ){0,2}?clon\w*",
+    r"\bclon(?:e|ing) (?:it|them|that|her|him)\b",
+    r"\bdeep ?fak\w*",
+    r"\bface ?swap\w*",
+    r"\b(?:ai|synthetic|synthesi[sz]ed|generated|fake|cloned)(?: \w+)? (?:voice|video|audio|face|"
+    r"recording|clip)s?",
+    r"\b(?:voice|video|audio) (?:message|clip|recording|note|call)s? that (?:sounds?|looks?) like",
+)
+#: A real person other than the asker, by relation, role or fame.
+LIKENESS_OF = (
+    r"\b(?:(?:my|a|an|the|his|her|their|this|that|someone'?s|a stranger'?s) (?:\S+ ){0,2}?(?:boss|ceo|"
+    r"cfo|coo|"
+    r"manager|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|mother|father|mom|mum|dad|parent|"
+    r"son|daughter|wife|husband|ex|girlfriend|boyfriend|coworker|colleague|friend|teacher|actor|actress|singer|"
+    r"celebrity|politician|candidate|president|senator|streamer|person|employee|customer|executive)(?:'s|s'|s)?|"
+    r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure)\b"
+)
+#: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
+DECEIVE_USE = (
+    r"\b(?:call\w*|send\w*|post\w*|pass\w*|approve\w*|wire|transfer\w*|invest\w*|endors\w*|pick up|kyc|"
+    r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join)\b"
+)
+
+# --- copy protection ------------------------------------------------------------------------------
+
+_CIRCUMVENT = (
+    r"(?:crack\w*|strip\w*|remov\w*|defeat\w*|patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
+    r"disabl\w*|break\w*|circumvent\w*|nop\w* out|neuter\w*)"
+)
+_PROTECTION = (
+    r"(?:licen[cs](?:e|ing)(?: (?:checks?|servers?|keys?|validation|verification|system))?|drm|activation|"
+    r"anti ?tamper\w*(?: protection)?|denuvo|copy ?protection|paywalls?|"
+    r"(?<!branch )(?<!write )(?<!ddos )protection|"
+    r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongle)"
+)
+#: Copy protection or licensing broken, or its product ripped or resold.
+PIRACY = alt(
+    r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"\b",
+    r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
+    r"cracked (?:copies|"
+    r"versions|installers?|games?|software|apps?)|preactivated \w+|pirated \w+|warez)\b",
+    r"\brip\w* (?:\S+ ){0,3}?(?:streams?|videos?|movies?|films?|shows?|episodes?|blu ?rays?|dvds?|"
+    r"courses?|music|"
+    r"songs?)\b",
+    r"\bdownload\w* (?:\S+ ){0,3}?paid (?:videos?|courses?|content|ebooks?|books?|music|movies?|shows?)\b",
+    r"\bwork\w* out (?:the )?serial (?:algorithm|keys?|numbers?)\b",
+)
+#: Copy protection of the asker's own product.
+OWN_PROTECTION = (
+    r"\b(?:our|my own|my company'?s|our own)\s+(?:\S+\s+){0,3}?(?:licen[cs]\w*|drm|activation|paywalls?|"
+    r"protection|anti ?tamper)"
+)
+#: Handing copies to others, for money or not.
+DISTRIBUTE = (
+    r"\b(?:sell\w*|resell\w*|upload\w*|torrent\w*|shar(?:e|es|ed|ing)|publish\w*|put (?:it|them) out|"
+    r"release group|releas\w*|distribut\w*|charg\w* (?:people|users|a|for|money)|subscriptions?|"
+    r"paid (?:\w+ )?(?:service|app|site)|iptv|for cheap|on (?:telegram|discord|my (?:site|website|server|"
+    r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*)\b"
+)
+
+# --- someone else's systems ---------------------------------------------------------------------
+
+#: Intrusion techniques, named as acts: judged by whose system they are aimed at.
+TECHNIQUE = alt(
+    r"\bsql ?injection\b", r"\bsqli\b", r"\bsqlmap\b", r"\bxss\b",
+    r"\b(?:upload|drop|plant|put)\w* (?:a |my |the )?(?:web ?)?shell\b",
+    r"\b(?:get|gain|got|escalate to)\w* root\b", r"\bprivilege escalation\b", r"\bpriv ?esc\w*",
+    r"\bescalat\w* (?:my )?privileges\b",
+    r"\blateral(?:ly)? mov\w*", r"\bmov\w* laterally\b",
+    r"\b(?:reach|get to|own|compromise)\w* (?:the )?domain (?:controller|admin)\b",
+    r"\bfoothold\b", r"\b(?:keep|maintain|retain)\w* (?:my )?access\b", r"\bstay in\b",
+    r"\bdump\w* (?:\S+ ){0,3}?(?:tables?|databases?|db|users|customers?|passwords?|hashes|records|emails)\b",
+    r"\blow ?priv\w*", r"\bshell on\b",
+    r"\b(?:try|tries|trying|test|testing)\w* (?:them|these|those|it) (?:on|against)\b",
+    r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
+    r"\bremote code execution\b",
+    r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
+)
+#: The asker says the test is sanctioned, or is a practice target.
+AUTHORIZED = (
+    r"\b(?<!no )(?<!without )(?<!not )(?:authori[sz]ed|authori[sz]ation|(?:written )?permission|in scope|"
+    r"scope doc|rules of engagement|bug bounty|engagement|pentest\w*|pen test\w*|red team\w*|ctf|lab)\b"
+)
+#: The owner is not to know.
+OWNER_UNAWARE = (
+    r"\b(?:they|he|she|the owner|the admins?) (?:don'?t|doesn'?t|do not|does not|won'?t|will not|never) "
+    r"(?:know|notice|find out)\b"
+)
+
+# --- a person's whereabouts and identity ----------------------------------------------------------
+
+_FIND = (
+    r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
+    r"dig up|"
+    r"look up|uncover|discover|find out|finding out|learn|identify)"
+)
+#: Finding where a person lives or is, who they are, or gathering it all in one place.
+LOCATE = alt(
+    r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |"
+    r"exact )?address(?:es)?"
+    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?)"
+    r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
+    r"office)s? "
+    r"(?:my )?(?:she|he|they|\w+'s \w+)"
+    r"|(?:her|his|their) (?:real name|identity|full name|workplace|phone number|schedule|routine|movements|"
+    r"whereabouts))",
+    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
+    r"\b(?:compile|build|make|put together|assemble)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything public|"
+    r"everything (?:there is|available))",
+    r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",
+    r"\b(?:what time|when) (?:she|he|they) (?:drops?|leaves?|gets? home|comes? home|is (?:home|alone|out))",
+    r"\bwhen the (?:house|home|flat|apartment) is empty\b",
+)
+#: The person found: a third party, never the asker.
+THIRD_PERSON = (
+    r"\b(?:she|he|her|him|this (?:girl|guy|woman|man|person)|(?:a|the) (?:local |private )?(?:reporter|"
+    r"journalist|person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|"
+    r"anonymous account|someone|somebody|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
+)
+#: The asker looking for their own details.
+SELF_SOUGHT = (
+    r"\b(?:(?:what|everything) (?:\S+ ){0,4}?(?:have|has|know|knows|holds?|keeps?) (?:on|about) me\b|"
+    r"my (?:own )?(?:home )?address|(?:find|search|look up|google) myself)"
+)
+#: The person sought agreed to be found.
+AGREED = r"\b(?:consent\w*|opt(?:s|ed)? in|with (?:her|his|their) (?:permission|knowledge|agreement))\b"
+
+# --- crimes outside software -------------------------------------------------------------------------
+
+#: Crimes the question asks to commit or cover up, each named by its act.
+CRIME = alt(
+    r"\blaunder\w*",
+    r"\b(?:fake|forged?|forging|counterfeit\w*|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|"
+    r"driver'?s licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|"
+    r"currency|checks?|cheques?|prescriptions?|visas?|birth certificates?)\b",
+    r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+(?:\S+\s+){0,2}?"
+    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
+    r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|"
+    r"dispos\w* of)\s+(?:\S+\s+){0,4}?(?:evidence|"
+    r"the body|a body|fingerprints)\b",
+    r"\bhit and run\b",
+    r"\bswatt(?:ing|ed)\b",
+    r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
+    r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|"
+    r"a warrant|"
+    r"the warrant|arrest|extradition)\b",
+    r"\bwarrant out for me\b",
+    r"\bsmuggl\w* (?:\S+ ){0,3}?(?:drugs|guns|weapons|people|cash|contraband)\b",
+)
+#: Someone inside a company paid or persuaded to act for the asker.
+INSIDER = (
+    r"\b(?:recruit|bribe|pay|pay off|turn|convince|persuade)\w* (?:an? |the |some )?(?:insider|employee|"
+    r"rep|clerk|"
+    r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) "
+)
+#: Work against crime that names it.
+AGAINST_CRIME = r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat\w*|forensic\w*)\b"
+#: An employer's or customers' data taken out.
+TAKE_DATA_OUT = (
+    r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|"
+    r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient) "
+    r"(?:database|db|list|data|records|table)s?|source ?code|codebase|repos(?:itories)?|trade secrets|"
+    r"(?:\w+ )?database)\b"
+)
+#: Why the data leaves: unseen, sold, or on the way out of the job.
+INSIDER_MOTIVE = (
+    r"\b(?:without (?:\S+ ){0,3}?(?:noticing|knowing|seeing|detecting|finding out)|leaving (?:any )?traces?|"
+    r"sell\w* (?:it|them|\S+) to|to a competitor|personal (?:drive|account|email|gmail|dropbox|laptop|"
+    r"device)|"
+    r"before i (?:leave|quit|go)|i'?m leaving)\b"
+)
+
+# --- pressure on a person ------------------------------------------------------------------------------
+
+#: Making a person afraid.
+INTIMIDATE = (
+    r"\b(?:scare\w*|frighten\w*|intimidat\w*|terrori[sz]\w*|terrif\w*|so (?:she|he|they)(?:'s|'re| is| are)? "
+    r"(?:scared|afraid|terrified))\b"
+)
+#: Messages or calls sent to someone.
+CONTACT = r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?)\b"
+#: A person the asker names as a target by relation or role.
+PERSON_TARGET = (
+    rf"\b(?:a|an|the|my|this|that|one) (?:\w+ )?{PERSON}(?:'s)?\b|\b(?:she|he|her|him)\b|\bthis \w+er\b"
+)
+#: Reporting or flagging an account to get it removed, from many accounts.
+MASS_REPORT = (
+    r"\b(?:mass ?report\w*|report ?bomb\w*|brigad\w*|(?:report|flag)\w* (?:\S+ ){0,4}?from (?:lots of |many |"
+    r"multiple |different |\w+ )?(?:alts|alt accounts|accounts|sock ?puppets))"
+)
+#: Slurs, spelled to pass a filter.
+SLURS = r"\bslurs?\b"
+FILTER_EVADE = (
+    r"\b(?:filters?|moderation|automod|(?:doesn'?t|don'?t|won'?t|can'?t) (?:catch|flag|detect|see)|get past|"
+    r"bypass\w*|evad\w*)\b"
+)
+
+# --- what a thing does when someone opens it -----------------------------------------------------------
+
+#: Triggered on whoever opens, plugs in or runs it: someone else's machine.
+OPENED = (
+    r"\b(?:when (?:it'?s |it is )?opened|(?:when|once|as soon as|after) (?:someone|anyone|they|the (?:victim|"
+    r"user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|installs?|downloads?))\b"
+)
+
+#: Words that, right after a third party, make what follows something they did or do, not the asker.
+OBSERVED_AUX = words("is are was were has have had keeps kept might may could must got gets")
+#: Third parties as the subject of an act.
+THIRD_SUBJECT = words(
+    """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
+    cheaters readers kids intruder intruders adversary adversaries people users"""
+)
+#: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
+SOFTWARE_PRODUCT = words(
+    """software app application system platform tool dashboard database inventory tracker model api service
+    website site pipeline simulator ui schema registry catalog catalogue records crm erp portal"""
+)
+#: Artifacts requested by naming them with what they do ("script that records every key").
+ARTIFACT_CLAUSE = (
+    r"^(?:(?:pls|please|ok|so|now) )?(?:(?:i )?(?:need|want) )?(?:a |an |the |some |me )?(?:\w+ ){0,2}?"
+    r"(?:script|program|code|app|application|tool|extension|bot|exe|binary|macro|document|pdf|file|software|"
+    r"something|utility|plugin|add ?on|payload|implant)s? (?:that|which|to)\b"
+)
+#: A modal that says what the thing asked for must do ("it should also encrypt…").
+SPEC_MODAL = words("should must shall")
