@@ -44,6 +44,10 @@ OWNER_UNAWARE = _c(cx.OWNER_UNAWARE)
 THIRD_PERSON = _c(cx.THIRD_PERSON)
 SELF_SOUGHT = _c(cx.SELF_SOUGHT)
 AGREED = _c(cx.AGREED)
+CARD_ABUSE = _c(cx.CARD_ABUSE)
+FINDS_VALID = _c(cx.FINDS_VALID)
+FIRST_PERSON_ACTS = _c(cx.FIRST_PERSON_ACTS)
+SPREAD_WIDE = _c(cx.SPREAD_WIDE)
 AGAINST_CRIME = _c(cx.AGAINST_CRIME)
 INSIDER_MOTIVE = _c(cx.INSIDER_MOTIVE)
 CONTACT = _c(cx.CONTACT)
@@ -73,6 +77,12 @@ OFFENCES = (
     Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,)),
     Offence(_c(cx.DRAIN), "fraud", "emptying someone's account", (TARGETED,)),
     Offence(_c(cx.SCAM), "fraud", "a scam"),
+    Offence(_c(cx.FRAUD_NOUN), "fraud", ""),
+    Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
+    Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
+    Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
+    Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
+            (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),)),
     Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),
     Offence(_c(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",

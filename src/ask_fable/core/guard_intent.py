@@ -28,6 +28,7 @@ from ask_fable.core.guard_reading import (
     Matches,
     Question,
     neutral_head,
+    observed,
     requested,
     role_before,
     tokens,
@@ -175,7 +176,9 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
 def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
     for clause, match in question.matches(pattern):
-        if role_before(clause.text, match.start()) != "defend" and not _prevented(clause.text, match.start()):
+        start = match.start()
+        text = clause.text
+        if role_before(text, start) != "defend" and not _prevented(text, start) and not observed(text, start):
             yield clause, match
 
 
@@ -271,8 +274,14 @@ def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
 
 def security_evasion(question: Question) -> Finding | None:
     """Evading, blinding or disabling security controls, or covering an intrusion's tracks."""
-    for pattern, strong in ((EVADE_STRONG, True), (EVADE_WEAK, False)):
+    if not question.has_any(CONTROL_STRONG, CONTROL_WEAK):
+        evasions: tuple[tuple[re.Pattern[str], bool], ...] = ()  # nothing named that could be evaded
+    else:
+        evasions = ((EVADE_STRONG, True), (EVADE_WEAK, False))
+    for pattern, strong in evasions:
         for clause, evade in _evasions(question, pattern):
+            if not clause.has_any(CONTROL_STRONG, CONTROL_WEAK):
+                continue
             begin, end = max(0, evade.start() - 60), evade.end() + 60
             strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
             if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
@@ -346,7 +355,12 @@ def _agent_harm(
     ``named_apart``, also when the question names it and asks elsewhere how to make "it"."""
     for clause, match in question.matches(agent):
         text = clause.text
-        if clause.has(SIMULATION) or neutral_head(text, match.end()):
+        if clause.has(SIMULATION):
+            continue
+        # Before the neutral head: "more resistant" makes the agent stronger, not something resisted.
+        if right.match(text, match.end()) and clause.has(REQUEST):
+            return True
+        if neutral_head(text, match.end()):
             continue
         if named_apart and question.has(MAKE_IT):
             return True
@@ -355,8 +369,6 @@ def _agent_harm(
                 return True
             if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                 break
-        if right.match(text, match.end()) and clause.has(REQUEST):
-            return True
         if question.has_any(HARM_PEOPLE, MASS_HARM):
             return True
     return False

@@ -76,7 +76,8 @@ NEUTRAL_HEADS = words(
     surveillance genomics sequencing pipeline dashboard metadata database data model vaccine
     vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total
     storage compliance retention gear archive exposure studies study levels records results screening
-    parser parsers schema schemas format formats size sizes validation validator"""
+    parser parsers schema schemas format formats size sizes validation validator team teams department desk
+    ops unit squad"""
 )
 
 # --- cyber: attack tooling -------------------------------------------------------------------
@@ -308,20 +309,21 @@ PERSON = alt(
     r"(?:former|old|ex) (?:girlfriend|boyfriend|wife|husband|partner|roommate|flatmate|friend|colleague)",
 )
 
-#: A system named as someone else's by its possessor ("a restaurant's website", "the school's server").
+#: A system named as someone else's by its possessor ("a restaurant's website", "the school's server"),
+#: found from the possessive itself, so only questions with one pay for the search.
 OTHERS_SYSTEM = (
-    r"\b(?<!our )(?<!my )(?:a|an|the|some|this|that|their|his|her) (?:\w+ ){0,2}?"
-    r"(?!(?:user|customer|client|member|tenant|admin|team|service|app|project|cluster|container|pod|process|"
-    r"browser|system|server|parent|child|caller|owner|author|developer|company|org|organi[sz]ation)'s)\w+'s "
-    r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|"
-    r"store|shop|"
-    r"portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
+    r"(?:(?<=\ba )|(?<=\ban )|(?<=\bthe )|(?<=\bsome )|(?<=\bthis )|(?<=\bthat )|(?<=\btheir )|(?<=\bhis )|"
+    r"(?<=\bher ))(?!(?:user|customer|client|member|tenant|admin|team|service|app|project|"
+    r"cluster|container|pod|process|browser|system|server|parent|child|caller|owner|author|developer|company|"
+    r"org|organi[sz]ation|today|tomorrow|yesterday|it|that|what|there|here|let|who|one)'s)\w+'s "
+    r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|store|"
+    r"shop|portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
     r"icloud|instagram|gmail|game server)\b"
 )
 
 FOREIGN = alt(
     rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
-    rf"\b(?:their|his|her|your|a|an|the) (?:\w+ )?{PERSON}(?:'s|s')(?=\W|$)",
+    rf"\b{PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
@@ -417,6 +419,9 @@ ACCESS = alt(
     r"get (?:admin|root)",
     r"brute ?forc\w*",
     r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
+    r"(?:get|grab|steal|obtain|extract|sniff|capture|find out)\w* (?:\S+ ){0,3}?(?:passwords?|passcodes?|"
+    r"creds|"
+    r"credentials|logins?|pins?)\b",
     r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
     r"passcodes?|"
     r"combinations?)",
@@ -854,6 +859,7 @@ CHEM_RIGHT = alt(
 )
 WEAPON_AGENT = alt(
     r"(?:pipe |car |nail |dirty )?bombs?",
+    r"(?:pipe|car|nail|dirty) bom\b",
     r"ieds?",
     r"explosives",
     r"(?:an|the) explosive\b",
@@ -944,7 +950,8 @@ HARM_PEOPLE = (
     r"attack(?:s|ing)?)"
     r"\s+(?:\S+\s+){0,3}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
-    r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process))\b"
+    r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process)|"
+    r"(?:a|an|my|this|that|the) (?:\w+ )?" + PERSON + r")\b"
     r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:very |really |seriously |"
     r"violently )?"
     r"(?:sick|ill)\b"
@@ -1058,8 +1065,9 @@ DISGUISE = alt(
 
 #: Money moved or secrets handed over, which a disguise exists to obtain.
 HAND_OVER = alt(
-    r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|(?:to |"
-    r"into )?my (?:bank )?account)",
+    r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|fees?|fines?|charges?|"
+    r"deposits?|invoices?|bills?|tolls?|tax\w*|customs|(?:to |into )?my (?:bank )?account)",
+    r"(?:through|via|to|on) my (?:link|site|website|page|account|wallet|form)\b",
     r"(?:to|into) my (?:paypal|venmo|cash ?app|wallet|bank)\b",
     r"(?:by|with|in) gift cards?\b",
     r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
@@ -1096,6 +1104,8 @@ FAKE_BULK = alt(
     r"people|customers|"
     r"patients|submissions|signatures|followers|likes|votes|"
     r"clicks|users|personas|comments)\b",
+    r"\b(?:lots|loads|many|multiple|a bunch) of (?:\S+ )?(?:alts|alt accounts|accounts|profiles|bots)\b",
+    r"\balts\b",
     r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|\w+ hundred|(?:twenty|thirty|forty|fifty|sixty|seventy|"
     r"eighty|"
     r"ninety|"
@@ -1118,6 +1128,8 @@ ENGAGEMENT = alt(
     r"\bads\b", r"popular",
     r"signs? up", r"push\w*", r"promot\w*", r"boost\w*", r"candidates?", r"tickets?", r"resell\w*",
     r"coupons?", r"promo codes?", r"referral\w*", r"bonus\w*", r"giveaways?", r"orders?", r"trend\w*",
+    r"oppos\w*", r"sway\w*", r"influenc\w*", r"astroturf\w*", r"elections?", r"voters?", r"campaign\w*",
+    r"pretend\w*", r"report\w*", r"banned", r"stor(?:y|ies)",
 )
 #: Accounts made for one's own tests, not to deceive anyone.
 TEST_USE = alt(

@@ -13,7 +13,8 @@ from ask_fable.core.guard_lexicon import PERSON, alt, words
 
 #: Whose a thing is when it is not the asker's: someone, a stranger, a target, a person named by role.
 OTHERS = (
-    r"(?:someone(?: ?else)?'?s|somebody(?: ?else)?'?s|other people'?s|people'?s|strangers?'?s?|a stranger'?s|"
+    r"(?:my (?:\w+ )?(?!company|team|org|own|self)\w+'s|someone(?: ?else)?'?s|somebody(?: ?else)?'?s|"
+    r"other people'?s|people'?s|strangers?'?s?|a stranger'?s|"
     r"(?:my |the |a )?targets?'?s|victims?'?s?|(?:a|the|this|that) (?:\w+ ){0,2}?(?:guy|man|woman|girl|"
     r"person|"
     r"user|stranger|victim|streamer|kid|celebrity)'s|his|her|their)"
@@ -23,12 +24,16 @@ OTHERS = (
 
 #: Cards, accounts or identities that belong to someone else, or carding's own words for them.
 STOLEN_INSTRUMENT = alt(
-    r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|" + OTHERS + r")\s+"
+    r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|scraped|phished|harvested|"
+    r"breached|buy|" + OTHERS + r")\s+"
     r"(?:\S+\s+){0,3}?(?:credit |debit |gift )?(?:cards?|card numbers?|card details|card data|numbers?|ccs?|"
     r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?)\b",
     r"\b(?:cc|card|track ?[12]?) dumps\b",
     r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
     r"\bfullz\b",
+    r"\b(?:(?:use|using|used|take|taking|borrow\w*) (?:\S+ ){0,2}?identity|"
+    r"identity of (?:\S+ ){0,2}?(?:someone|"
+    r"a stranger|my \w+|a dead))\b",
     r"\bcloned (?:cards?|plastic)\b",
     r"\bcvvs? (?:off|from) (?:a|the) \w+",
     r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
@@ -40,6 +45,58 @@ STOLEN_INSTRUMENT = alt(
     r"victims'?) "
     r"names?\b",
 )
+#: Card data tested, sold or spent by the asker.
+CARD_ABUSE = (
+    r"\b(?:test|check|validate|verify|sell|cash|use|spend|buy with|order with)\w* (?:them|it|these|those)\b|"
+    r"\bstill (?:work|live|valid|good)\b|\bwithout (?:getting|being) (?:caught|flagged|blocked)"
+)
+#: Enumerating codes until one works.
+ENUMERATE = (
+    r"\b(?:try|tries|trying|guess\w*|cycl\w* through|enumerat\w*|iterat\w* (?:over|through)|brute ?forc\w*)"
+    r"\s+(?:\S+\s+){0,3}?(?:codes?|pins?|coupons?|vouchers?|gift cards?|card numbers?|promo codes?)\b"
+)
+FINDS_VALID = (
+    r"\buntil (?:it|i|we|one) (?:finds?|hits?|gets?)\b|\bones? (?:that|which|with) (?:work|have|has|still)|"
+    r"\bvalid ones\b|\bwith (?:money|balance)"
+)
+#: Passing as the holder of an account in order to be given control of it.
+HOLDER_POSE = (
+    r"\b(?:(?:i'?m|i am|as if i were|pos(?:e|ing) as|pretend(?:ing)? to be|as) the (?:account ?holder|"
+    r"account "
+    r"owner|card ?holder|owner of the (?:account|line|number)|real customer|subscriber)|(?:port|transfer|"
+    r"mov)\w* "
+    r"(?:the|their|his|her|a) (?:line|number|sim) to me)\b"
+)
+#: A crime's own name, asked to be carried out ("refund fraud", "insurance fraud").
+FRAUD_NOUN = (
+    r"\b(?:refund|insurance|tax|benefits?|credit card|card|wire|identity|ticket|return|warranty|"
+    r"chargeback|click|"
+    r"ad|bank|loan|mortgage|check|cheque|invoice|affiliate|bonus|promo|unemployment)? ?fraud\b"
+)
+#: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
+GET_AWAY = (
+    r"\b(?:without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|(?:so|"
+    r"and) (?:that )?"
+    r"(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|won'?t|"
+    r"can'?t|"
+    r"never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?(?:police|cops|"
+    r"authorities|feds) (?:finding|noticing|knowing|catching)|(?:can'?t|cannot|won'?t) be traced|"
+    r"untraceable|without (?:it )?being traced|evade (?:the )?(?:police|taxes|tax))"
+)
+FIRST_PERSON_ACTS = (
+    r"\b(?:i|my|me|i'?m|we|our)\b|\b(?:how (?:do|can|could|would|should|to)|best way|ways? to|steps? to|"
+    r"tell me|help me|show me)\b"
+)
+#: A false story about a person or a business, told to many.
+DISINFO = (
+    r"\b(?:fake|false|made ?up|fabricated|invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
+    r"allegations?|accusations?|reviews?|posts?|scandal)\b"
+)
+SPREAD_WIDE = (
+    r"\b(?:spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|widely)|lots of accounts|many "
+    r"accounts|bots?|flood\w*)\b"
+)
+
 #: Card data read or kept by what the asker builds.
 SKIM = (
     r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|keeping|"
@@ -67,14 +124,16 @@ SCAM = (
 
 #: Someone else's phone number, SIM or the codes sent to it.
 FOREIGN_LINE = (
-    r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:phone numbers?|numbers?|sims?|sim cards?|sms|texts|"
+    r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:(?:\w+ )?(?:text|sms) (?:codes?|messages?)|phone numbers?|"
+    r"numbers?|sims?|sim cards?|sms|texts|"
     r"text messages|"
     r"(?:sms )?(?:2fa|mfa|otp|one time|verification|login|security) codes?|voicemails?|calls)\b"
 )
 #: Taking a line over.
 LINE_TAKEOVER = (
     r"\b(?:port\w*|sim ?swap\w*|swap\w*|take over|taking over|takeover|hijack\w*|intercept\w*|redirect\w*|"
-    r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|(?:i|we) control|steal\w*|get into|"
+    r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|receiv\w*|on my (?:own )?phone|replacement sim|"
+    r"new sim|(?:i|we) control|steal\w*|get into|"
     r"reset (?:their|his|"
     r"her))\b"
 )
@@ -105,6 +164,7 @@ SYNTH_LIKENESS = alt(
     r"\b(?:ai|synthetic|synthesi[sz]ed|generated|fake|cloned)(?: \w+)? (?:voice|video|audio|face|"
     r"recording|clip)s?",
     r"\b(?:voice|video|audio) (?:message|clip|recording|note|call)s? that (?:sounds?|looks?) like",
+    r"\bin (?:my |a |the |his |her |their )?(?:\w+ )?\w+'s (?:voice|face)\b",
 )
 #: A real person other than the asker, by relation, role or fame.
 LIKENESS_OF = (
@@ -118,7 +178,9 @@ LIKENESS_OF = (
 #: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
 DECEIVE_USE = (
     r"\b(?:call\w*|send\w*|post\w*|pass\w*|approve\w*|wire|transfer\w*|invest\w*|endors\w*|pick up|kyc|"
-    r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join)\b"
+    r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join|"
+    r"spread\w*|"
+    r"shar(?:e|es|ing)|votes?|voters?|elections?|viral|tell\w*|ask\w*)\b"
 )
 
 # --- copy protection ------------------------------------------------------------------------------
@@ -155,7 +217,8 @@ DISTRIBUTE = (
     r"\b(?:sell\w*|resell\w*|upload\w*|torrent\w*|shar(?:e|es|ed|ing)|publish\w*|put (?:it|them) out|"
     r"release group|releas\w*|distribut\w*|charg\w* (?:people|users|a|for|money)|subscriptions?|"
     r"paid (?:\w+ )?(?:service|app|site)|iptv|for cheap|on (?:telegram|discord|my (?:site|website|server|"
-    r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*)\b"
+    r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
+    r"file ?sharing)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -175,6 +238,10 @@ TECHNIQUE = alt(
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
     r"\bremote code execution\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
+    r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
+    r"\b(?:use|using) (?:my )?(?:old|former|leftover|kept|saved) (?:\S+ )?(?:creds|credentials|"
+    r"passwords?|keys|"
+    r"access|vpn|tokens?)\b",
 )
 #: The asker says the test is sanctioned, or is a practice target.
 AUTHORIZED = (
@@ -202,11 +269,12 @@ LOCATE = alt(
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office)s? "
     r"(?:my )?(?:she|he|they|\w+'s \w+)"
-    r"|(?:her|his|their) (?:real name|identity|full name|workplace|phone number|schedule|routine|movements|"
-    r"whereabouts))",
+    r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
+    r"routine|movements|whereabouts) (?:of|behind|for)?)",
     r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
-    r"\b(?:compile|build|make|put together|assemble)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything public|"
-    r"everything (?:there is|available))",
+    r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|"
+    r"everything public|"
+    r"everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|about))",
     r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",
     r"\b(?:what time|when) (?:she|he|they) (?:drops?|leaves?|gets? home|comes? home|is (?:home|alone|out))",
     r"\bwhen the (?:house|home|flat|apartment) is empty\b",
@@ -215,7 +283,8 @@ LOCATE = alt(
 THIRD_PERSON = (
     r"\b(?:she|he|her|him|this (?:girl|guy|woman|man|person)|(?:a|the) (?:local |private )?(?:reporter|"
     r"journalist|person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|"
-    r"anonymous account|someone|somebody|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
+    r"anonymous account|someone|somebody|(?:this|that|an?) (?:\w+ )?account|"
+    r"" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )
 #: The asker looking for their own details.
 SELF_SOUGHT = (
@@ -230,6 +299,13 @@ AGREED = r"\b(?:consent\w*|opt(?:s|ed)? in|with (?:her|his|their) (?:permission|
 #: Crimes the question asks to commit or cover up, each named by its act.
 CRIME = alt(
     r"\blaunder\w*",
+    r"\b(?:dirty|drug|stolen) money\b",
+    r"\b(?:clean|wash)\w* (?:\S+ ){0,2}?(?:money|cash|funds)\b",
+    r"\bsmurf\w*",
+    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals)\b",
+    r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
+    r"coke|"
+    r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
     r"\b(?:fake|forged?|forging|counterfeit\w*|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|"
     r"driver'?s licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|"
     r"currency|checks?|cheques?|prescriptions?|visas?|birth certificates?)\b",
@@ -303,6 +379,11 @@ OPENED = (
     r"user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|installs?|downloads?))\b"
 )
 
+#: Characters whose acts a story or game describes: what they do is told, not asked for.
+ACTORS_IN_A_STORY = words(
+    """villain villains character characters player players npc npcs hero protagonist antagonist attacker
+    attackers hacker hackers fraudsters scammers criminals intruder intruders cheaters"""
+)
 #: Words that, right after a third party, make what follows something they did or do, not the asker.
 OBSERVED_AUX = words("is are was were has have had keeps kept might may could must got gets")
 #: Third parties as the subject of an act.

@@ -20,6 +20,9 @@ _DASH = re.compile(r"[\u2012-\u2015]")
 _INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
 _SPACES = re.compile(r"[-\u2010\u2011_/\s]+")
 _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
+#: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
+_LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
+_LEET_LETTERS = str.maketrans("013457@$", "oieastas")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
 #: Characters looked at per word of a window before a term (longer words fall out of the window).
 _CHARS_PER_WORD = 25
@@ -40,6 +43,7 @@ def normalize(question: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
+    text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -191,6 +195,8 @@ def observed(clause: str, start: int) -> bool:
     """True when a third party is the subject of the act at ``start`` ("if someone is using…", "a tracker
     someone might have hidden"): something seen done, not something the asker asks to do."""
     words = words_before(clause, start, 4)
+    if words and words[-1] in cx.ACTORS_IN_A_STORY and (len(words) < 2 or words[-2] not in _HOW_AUX | {"to"}):
+        return True  # "the villain hacks a bank": what a character does
     return any(
         word in cx.THIRD_SUBJECT and following in cx.OBSERVED_AUX
         for word, following in pairwise(words)
@@ -210,10 +216,9 @@ def requested(clause: str, start: int) -> bool:
     role = role_before(clause, start, window=14)
     if role == "defend":
         return False
-    if observed(clause, start):
-        return False
     if role in ("make", "actor") or specified(clause, start):
-        return True
+        return not observed(clause, start)
     if role_before(clause, start, window=14, stop=False) == "defend":
         return False
-    return REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
+    asks = REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
+    return asks and not observed(clause, start)
