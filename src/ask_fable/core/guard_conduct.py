@@ -136,7 +136,7 @@ def conduct(question: Question) -> tuple[str, str] | None:
     for frame in FRAMES:
         if not question.has(frame.act) or not frame.fits(question):
             continue
-        for clause, match in question.matches(frame.act):
+        for clause, match in question.distinct(frame.act):
             if asked(clause.text, match.start()) and not _subject(clause.text, match.end()):
                 return frame.rule, frame.label
     return None

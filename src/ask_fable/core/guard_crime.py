@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import asked
-from ask_fable.core.guard_reading import Question, neutral_head
+from ask_fable.core.guard_reading import Question, neutral_head, requested
 
 
 def _c(fragment: str) -> re.Pattern[str]:
@@ -59,13 +59,19 @@ TARGETED = (FOREIGN, PEOPLE)
 
 @dataclass(frozen=True)
 class Offence:
-    """An act and the facets that make it harmful: one of each group in ``needs``, none of ``unless``."""
+    """An act and the facets that make it harmful: one of each group in ``needs``, none of ``unless``.
+
+    An act described by what it does counts as asked for unless a detecting or explaining word
+    governs it; a crime named by its noun (``named``: "fraud", "fullz", "someone's number") must be
+    asked for by the words before it, so "what does fullz mean" and "my card was used for fraud" pass.
+    """
 
     act: re.Pattern[str]
     rule: str
     label: str
     needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
     unless: tuple[re.Pattern[str], ...] = ()
+    named: bool = False
 
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
@@ -73,17 +79,22 @@ class Offence:
 
 
 OFFENCES = (
-    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,)),
+    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
+            named=True),
+    Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "using other people's accounts", named=True),
+    Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
+    Offence(_c(cx.CHEAT), "fraud", "cheating an exam", named=True),
     Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,)),
     Offence(_c(cx.DRAIN), "fraud", "emptying someone's account", (TARGETED,)),
-    Offence(_c(cx.SCAM), "fraud", "a scam"),
-    Offence(_c(cx.FRAUD_NOUN), "fraud", ""),
+    Offence(_c(cx.SCAM), "fraud", "a scam", named=True),
+    Offence(_c(cx.FRAUD_NOUN), "fraud", "", named=True),
     Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
     Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
     Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
-    Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),)),
+    Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
+            named=True),
     Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),
     Offence(_c(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",
             ((LIKENESS_OF,), (DECEIVE_USE,)), (AGREED,)),
@@ -93,7 +104,10 @@ OFFENCES = (
             (AUTHORIZED,)),
     Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
             (SELF_SOUGHT, AGREED)),
-    Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE)),
+    Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
+    Offence(_c(cx.FACE_MATCH), "covert_surveillance", "identifying people from their photos",
+            ((_c(cx.IDENTIFY),), (_c(cx.PEOPLE_GROUP),)), (AGREED,)),
+    Offence(_c(cx.LIST_ADDRESSES), "harm_to_people", "exposing people's home addresses"),
     Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation", ((PERSON_TARGET,), (CONTACT,))),
     Offence(_c(cx.MASS_REPORT), "harm_to_people", "harassment", ((*TARGETED, PERSON_TARGET),)),
@@ -106,8 +120,9 @@ def offence(question: Question) -> tuple[str, str] | None:
     for found in OFFENCES:
         if not question.has(found.act) or not found.fits(question):
             continue
-        for clause, match in question.matches(found.act):
-            if asked(clause.text, match.start()) and not neutral_head(clause.text, match.end()):
+        for clause, match in question.distinct(found.act):
+            wanted = requested if found.named else asked
+            if wanted(clause.text, match.start()) and not neutral_head(clause.text, match.end()):
                 return found.rule, found.label
     return None
 

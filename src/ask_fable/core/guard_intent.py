@@ -154,6 +154,7 @@ BEHAVIOURS = (
     Behaviour(_c(lx.KEYLOG), "a keylogger or spyware", (COVERT, EXFIL, FOREIGN)),
     Behaviour(_c(lx.STEAL), "credential or data theft"),
     Behaviour(_c(lx.TAKE_CREDENTIALS), "a credential stealer", (COVERT, EXFIL, FOREIGN)),
+    Behaviour(_c(lx.READ_CREDENTIALS), "a credential stealer", (), (EXFIL,)),
     Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
     Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),
@@ -175,7 +176,7 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
 
 def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
-    for clause, match in question.matches(pattern):
+    for clause, match in question.distinct(pattern):
         start = match.start()
         text = clause.text
         if role_before(text, start) != "defend" and not _prevented(text, start) and not observed(text, start):
@@ -197,10 +198,10 @@ def exploit_development(question: Question) -> Finding | None:
         return Finding("exploit_development", "a working exploit")
     for _ in _undefended(question, WEAPONIZE):
         return Finding("exploit_development", "a weaponized exploit")
-    for clause, match in question.matches(EXPLOIT_TERMS.any):
+    for clause, match in question.distinct(EXPLOIT_TERMS.any):
         if not neutral_head(clause.text, match.end()) and role_before(clause.text, match.start()) == "make":
             return Finding("exploit_development", EXPLOIT_TERMS.label(match))
-    for clause, match in question.matches(EXPLOIT_WORD):
+    for clause, match in question.distinct(EXPLOIT_WORD):
         text = clause.text
         if _exploit_is_noun(text, match):
             practice = clause.has(PRACTICE) and not question.has(CVE)
@@ -229,7 +230,7 @@ def _defends(clause: str, end: int) -> bool:
 
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
-    for clause, match in question.matches(STRONG.any):
+    for clause, match in question.distinct(STRONG.any):
         if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
             continue
         if neutral_head(clause.text, match.end()):
@@ -245,13 +246,13 @@ def attack_tooling(question: Question) -> Finding | None:
             and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
         ):
             return Finding("attack_tooling", WEAK.label(match))
-    for clause, match in question.matches(OWNED_TOOLING):
+    for clause, match in question.distinct(OWNED_TOOLING):
         if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
             return Finding("attack_tooling", "an implant or payload")
     for behaviour in BEHAVIOURS:
         if not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
-        for clause, match in question.matches(behaviour.cue):
+        for clause, match in question.distinct(behaviour.cue):
             if requested(clause.text, match.start()):
                 return Finding("attack_tooling", behaviour.label)
     return None
@@ -263,7 +264,7 @@ _NEGATION = re.compile(r"(?:never|not|no|doesn'?t|don'?t|can'?t|cannot|won'?t|is
 def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each evasion the words before it do not put in a detected role. A negated one ("monitoring
     never sees") is read from before its subject, which names the control, not a defending verb."""
-    for clause, match in question.matches(pattern):
+    for clause, match in question.distinct(pattern):
         start = match.start()
         if _NEGATION.match(clause.text, start):
             before = clause.text.rfind(" ", 0, max(0, start - 1))
@@ -341,7 +342,7 @@ def covert_surveillance(question: Question) -> Finding | None:
     """Monitoring a person without their knowledge."""
     if not question.has_any(COVERT, EXFIL):
         return None
-    for clause, match in question.matches(MONITOR):
+    for clause, match in question.distinct(MONITOR):
         if _aimed_at_others(clause) and requested(clause.text, match.start()):
             return Finding("covert_surveillance")
     return None
@@ -353,7 +354,7 @@ def _agent_harm(
 ) -> bool:
     """True when a harmful agent is the object of a producing, enhancing or spreading verb; with
     ``named_apart``, also when the question names it and asks elsewhere how to make "it"."""
-    for clause, match in question.matches(agent):
+    for clause, match in question.distinct(agent):
         text = clause.text
         if clause.has(SIMULATION):
             continue
@@ -415,10 +416,10 @@ def harm_to_people(question: Question) -> Finding | None:
     """Hurting people directly, asking for a lethal dose, or delivering anything onto a crowd."""
     if question.has(LETHAL_DOSE):
         return Finding("harm_to_people")
-    for clause, match in question.matches(HARM_PEOPLE):
+    for clause, match in question.distinct(HARM_PEOPLE):
         if requested(clause.text, match.start()):
             return Finding("harm_to_people")
-    for clause, match in question.matches(HARASS):
+    for clause, match in question.distinct(HARASS):
         if (clause.has(FOREIGN) or question.has(AROUND_BLOCK)) and requested(clause.text, match.start()):
             return Finding("harm_to_people", "harassment")
     crowds = (clause for clause, _ in question.matches(MASS_HARM))

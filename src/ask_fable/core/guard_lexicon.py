@@ -215,6 +215,8 @@ COVERT = alt(
     r"asking|telling|"
     r"being noticed)",
     r"behind (?:his|her|their) backs?",
+    r"behind the scenes",
+    r"under the hood",
     r"sneak\w* (?:\S+ ){0,3}?(?:on|onto|into)\b",
     r"when (?:he|she|they)(?:'s|'re| is| are) not (?:looking|around|home|watching)",
     r"hid(?:e|es|den|ing) (?:itself|it|in the background|from|on)\b",
@@ -318,13 +320,17 @@ OTHERS_SYSTEM = (
     r"org|organi[sz]ation|today|tomorrow|yesterday|it|that|what|there|here|let|who|one)'s)\w+'s "
     r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|store|"
     r"shop|portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
-    r"icloud|instagram|gmail|game server)\b"
+    r"icloud|instagram|gmail|game server|pc|pcs|machine|device)\b"
 )
 
 FOREIGN = alt(
     rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
     rf"\b{PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
+    r"\bmy (?!company|team|org|own|startup|lab|app|site|project|client)\w+'s (?:\w+ ){0,2}?(?:site|"
+    r"website|web app|"
+    r"servers?|network|app|accounts?|database|db|systems?|wifi|store|shop|portal|login|nas|router|email|inbox|"
+    r"cloud|computer|laptop|phone|camera|pc)\b",
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
     # "build a website" is the asker's own site, not someone else's.
@@ -642,8 +648,14 @@ TAKE_CREDENTIALS = (
     r"taking|collect|collects|collecting|extract|extracts|extracting|capture|captures|capturing|exfiltrat\w*|"
     r"swap|swaps|replace|replaces)\s+(?:\S+\s+){0,4}?" + CREDENTIAL
 )
+#: Reading credentials, which is theft only when they are sent on to the asker.
+READ_CREDENTIALS = (
+    r"\b(?:read|reads|reading|pull|pulls|pulling|fetch|fetches|fetching|lift|lifts|scrape|scrapes|scraping)"
+    r"\s+(?:\S+\s+){0,4}?" + CREDENTIAL
+)
 REMOTE_CONTROL = alt(
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:control|run|execute|access|a shell|full|remote)",
+    r"(?:type|send|issue|run)s? commands? (?:on|to) (?:the|their|his|her|a|any|every|\w+'s) ",
     r"(?:control|run (?:any )?commands?|execute commands?) (?:\S+ ){0,4}?(?:from anywhere|remotely|from my)",
     r"opens? a (?:reverse )?shell to my",
     r"(?:shell|connection) (?:back )?to my (?:ip|server|machine|vps|box|host)",
@@ -806,6 +818,7 @@ BIO_ACT = words(
     weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
     extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
     protocol function recipe steps instructions bring bringing revive reviving resurrect resurrecting recreate
+    made produced synthesized synthesised cultured grew engineered weaponized weaponised
     recreating reconstruct reconstructing breed breeding"""
 )
 BIO_RIGHT = alt(
@@ -852,7 +865,8 @@ CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
     aerosolize extract purify buy acquire create manufacture plan combine combined combining fill whip makes
-    produces synthesizes synthesises cooks brews mixes prepares"""
+    produces synthesizes synthesises cooks brews mixes prepares made produced synthesized synthesised cooked
+    brewed mixed prepared extracted"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
@@ -863,6 +877,7 @@ WEAPON_AGENT = alt(
     r"ieds?",
     r"explosives",
     r"(?:an|the) explosive\b",
+    r"explosive(?= (?:for|to|that|which|at|in|from|with)\b)",
     r"explosive (?:devices?|materials?|charges?|compounds?|mixtures?|vests?|belts?)",
     r"tatp",
     r"nitroglycerin\w*",
@@ -886,7 +901,9 @@ WEAPON_AGENT = alt(
     r"nuclear weapons?",
     r"(?:a |the )weapons?",
     r"enrich\w* uranium",
-    r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
+    r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:\w+ )?(?:car|cars|building|school|"
+    r"house|bus|"
+    r"mailbox|mailboxes|atm|statue|door|safe|wall|truck|office|"
     r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
     r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b"
     r"(?:explod\w*|detonat\w*|blows? up|goes off|go off)",
@@ -905,7 +922,8 @@ MAKE_IT = (
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
     convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
-    synthesize synthesise synthesizing synthesising whip makes builds assembles constructs"""
+    synthesize synthesise synthesizing synthesising whip makes builds assembles constructs made built
+    assembled constructed rigged"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
@@ -1100,7 +1118,7 @@ EVERYONE_IN = (
 FAKE_BULK = alt(
     r"\b(?:invented|made up|imaginary|fictional|fictitious) (?:customers|people|users|reviewers|accounts|"
     r"identities|patients|residents)\b",
-    r"\bfake (?:\S+ ){0,2}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
+    r"\bfake (?:\S+ ){0,3}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
     r"people|customers|"
     r"patients|submissions|signatures|followers|likes|votes|"
     r"clicks|users|personas|comments)\b",
@@ -1109,7 +1127,7 @@ FAKE_BULK = alt(
     r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|\w+ hundred|(?:twenty|thirty|forty|fifty|sixty|seventy|"
     r"eighty|"
     r"ninety|"
-    r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,3}?(?:accounts|profiles|identities|"
+    r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,4}?(?:accounts|profiles|identities|"
     r"reviews|ratings|comments|votes|likes)\b",
     r"\bbot farms?\b",
     r"\b(?:burner|throwaway|sock ?puppet) accounts\b",
@@ -1155,7 +1173,8 @@ AROUND_BLOCK = alt(
     r"rotating (?:\w+ )?(?:numbers|phone numbers|accounts|ips|proxies|addresses)",
     r"different (?:numbers|phone numbers|accounts)",
     r"new (?:account|number|profile)s? (?:every|each) time",
-    r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked)",
+    r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked|suspended|removed|"
+    r"deleted|reported|locked)",
     r"(?:can'?t|cannot|can not|unable to) block",
     r"after (?:he|she|they) (?:blocked|banned) me",
     r"that (?:banned|blocked|kicked) me",

@@ -53,11 +53,14 @@ CARD_ABUSE = (
 #: Enumerating codes until one works.
 ENUMERATE = (
     r"\b(?:try|tries|trying|guess\w*|cycl\w* through|enumerat\w*|iterat\w* (?:over|through)|brute ?forc\w*)"
-    r"\s+(?:\S+\s+){0,3}?(?:codes?|pins?|coupons?|vouchers?|gift cards?|card numbers?|promo codes?)\b"
+    r"\s+(?:\S+\s+){0,3}?(?:codes?|pins?|coupons?|vouchers?|gift cards?|card numbers?|promo codes?|"
+    r"passwords?|"
+    r"logins?|combos?|emails and passwords)\b"
 )
 FINDS_VALID = (
     r"\buntil (?:it|i|we|one) (?:finds?|hits?|gets?)\b|\bones? (?:that|which|with) (?:work|have|has|still)|"
-    r"\bvalid ones\b|\bwith (?:money|balance)"
+    r"\bvalid ones\b|\bwith (?:money|balance)|\bfree (?:\w+ ){0,2}?(?:accounts?|subscriptions?|premium|food|"
+    r"rides?|orders?|meals?|credits?)\b"
 )
 #: Passing as the holder of an account in order to be given control of it.
 HOLDER_POSE = (
@@ -75,14 +78,44 @@ FRAUD_NOUN = (
 )
 #: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
 GET_AWAY = (
-    r"\b(?:without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|(?:so|"
-    r"and) (?:that )?"
-    r"(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|won'?t|"
-    r"can'?t|"
-    r"never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?(?:police|cops|"
-    r"authorities|feds) (?:finding|noticing|knowing|catching)|(?:can'?t|cannot|won'?t) be traced|"
-    r"untraceable|without (?:it )?being traced|evade (?:the )?(?:police|taxes|tax))"
+    r"\b(?:without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|(?:so|and) "
+    r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
+    r"won'?t|can'?t|never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?"
+    r"(?:police|cops|authorities|feds) (?:finding|noticing|knowing|catching)|(?:make|get|keep|buy)\w* "
+    r"(?:\S+ ){0,3}?(?:guns?|9mm|pistols?|rifles?|weapons?|firearms?|money|cash|payments?|calls?|phone|"
+    r"burner|me|"
+    r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
+    r"can'?t "
+    r"be traced back to me|without (?:it )?being traced back|evade (?:the )?(?:police|taxes|tax))"
 )
+#: Access or service taken through other people's accounts or cards.
+USE_OTHERS_ACCOUNT = (
+    r"\b(?:using|use|with|through|from|via|log\w* into|access\w*)\s+" + OTHERS + r"\s+(?:\S+\s+){0,2}?"
+    r"(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
+)
+#: Claims, returns or reports made false to get money.
+FALSE_CLAIM = (
+    r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
+    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?)\b"
+)
+#: Cheating an exam or a test made to measure the asker.
+CHEAT = (
+    r"\bcheat\w* (?:on|in|at|during) (?:my |an |the |a |this )?(?:\w+ ){0,2}?(?:exams?|tests?|quiz\w*|"
+    r"assessments?|certifications?|interviews?)\b"
+)
+#: Faces matched to find out who people are.
+FACE_MATCH = (
+    r"\b(?:match\w*|compar\w*|reverse search\w*|run\w*|look\w* up)\s+(?:\S+\s+){0,3}?(?:profile )?"
+    r"(?:photos?|faces?|selfies?|pictures?|pics)\b"
+)
+IDENTIFY = r"\b(?:identif\w*|find out who|real names?|linkedin|facebook|names? (?:of|and))\b"
+PEOPLE_GROUP = r"\b(?:women|men|girls|guys|people|strangers|users|persons?|individuals|her|him)\b"
+#: Home addresses listed or published.
+LIST_ADDRESSES = (
+    r"\b(?:lists?|listing|publish\w*|post\w*|shares?|sharing|expos\w*|leak\w*|dox\w*|map\w*)\s+"
+    r"(?:\S+\s+){0,4}?home address(?:es)?\b"
+)
+
 FIRST_PERSON_ACTS = (
     r"\b(?:i|my|me|i'?m|we|our)\b|\b(?:how (?:do|can|could|would|should|to)|best way|ways? to|steps? to|"
     r"tell me|help me|show me)\b"
@@ -258,33 +291,33 @@ OWNER_UNAWARE = (
 
 _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
-    r"dig up|"
-    r"look up|uncover|discover|find out|finding out|learn|identify)"
+    r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping)"
 )
 #: Finding where a person lives or is, who they are, or gathering it all in one place.
 LOCATE = alt(
-    r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |"
-    r"exact )?address(?:es)?"
-    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?)"
+    r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |exact )?"
+    r"address(?:es)?"
+    r"|(?:her|his|their) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room)"
+    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?|is|goes|"
+    r"spends|hangs out|moved|went|ended up)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
-    r"office)s? "
-    r"(?:my )?(?:she|he|they|\w+'s \w+)"
+    r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
     r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
     r"routine|movements|whereabouts) (?:of|behind|for)?)",
     r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
-    r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|"
-    r"everything public|"
-    r"everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|about))",
+    r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything "
+    r"public|everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|"
+    r"about))",
     r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",
     r"\b(?:what time|when) (?:she|he|they) (?:drops?|leaves?|gets? home|comes? home|is (?:home|alone|out))",
     r"\bwhen the (?:house|home|flat|apartment) is empty\b",
+    r"\b(?:timeline|map|log|record|list|schedule) of where (?:she|he|they)\b",
 )
 #: The person found: a third party, never the asker.
 THIRD_PERSON = (
-    r"\b(?:she|he|her|him|this (?:girl|guy|woman|man|person)|(?:a|the) (?:local |private )?(?:reporter|"
-    r"journalist|person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|"
-    r"anonymous account|someone|somebody|(?:this|that|an?) (?:\w+ )?account|"
-    r"" + rf"my (?:\w+ )?{PERSON}" + r")\b"
+    r"\b(?:she|he|her|him|his|this (?:girl|guy|woman|man|person)|(?:a|the) (?:\w+ )?(?:reporter|journalist|"
+    r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
+    r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )
 #: The asker looking for their own details.
 SELF_SOUGHT = (
@@ -306,22 +339,33 @@ CRIME = alt(
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
     r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
-    r"\b(?:fake|forged?|forging|counterfeit\w*|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|"
-    r"driver'?s licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|"
-    r"currency|checks?|cheques?|prescriptions?|visas?|birth certificates?)\b",
-    r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+(?:\S+\s+){0,2}?"
-    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
-    r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|"
-    r"dispos\w* of)\s+(?:\S+\s+){0,4}?(?:evidence|"
-    r"the body|a body|fingerprints)\b",
+    r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|driver'?s "
+    r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
+    r"checks?|"
+    r"cheques?|prescriptions?|visas?|birth certificates?)\b",
+    r"\b(?:counterfeit|forged)\s+(?!by|in|with|from|to|for|a|an|the|and|or|detection)\w+",
+    r"\bevidence (?:after i|on my|from my|that i)\b",
+    r"\b(?:torch|burn|set fire to|wreck|crash|sink|destroy)\w* (?:\S+ ){0,3}?(?:for|to get|"
+    r"to claim) (?:the )?"
+    r"insurance",
+    r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+"
+    r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
+    r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
+    r"(?:the body|a body|fingerprints|blood ?stains?|dna)\b",
+    r"\bevidence (?:of|from|after|on) (?:the |my |a )?(?:\S+ )?(?:crime|hit and run|accident|fire|break ?in|"
+    r"theft|murder|killing|assault|robbery|burglary)\b",
     r"\bhit and run\b",
     r"\bswatt(?:ing|ed)\b",
     r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
-    r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|"
-    r"a warrant|"
-    r"the warrant|arrest|extradition)\b",
+    r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|a "
+    r"warrant|the warrant|arrest|extradition)\b",
     r"\bwarrant out for me\b",
     r"\bsmuggl\w* (?:\S+ ){0,3}?(?:drugs|guns|weapons|people|cash|contraband)\b",
+    r"\bhot ?wir\w*",
+    r"\bsteal\w* (?:\S+ ){0,2}?(?:cars?|vehicles?|bikes?|catalytic converters?|packages|parcels)\b",
+    r"\bbreak\w* into (?:a |the |his |her |their |someone'?s |my neighbou?r'?s )?(?:car|house|home|apartment|"
+    r"flat)\b",
+    r"\bshoplift\w*",
 )
 #: Someone inside a company paid or persuaded to act for the asker.
 INSIDER = (
@@ -375,8 +419,11 @@ FILTER_EVADE = (
 
 #: Triggered on whoever opens, plugs in or runs it: someone else's machine.
 OPENED = (
-    r"\b(?:when (?:it'?s |it is )?opened|(?:when|once|as soon as|after) (?:someone|anyone|they|the (?:victim|"
-    r"user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|installs?|downloads?))\b"
+    r"\b(?:(?:when|once|as soon as|after) (?:the |a |an |it |it'?s |its )?(?:\w+ )?(?:is |gets |are )?"
+    r"(?:opened|plugged in|inserted|clicked|launched|installed|viewed|previewed)|(?:when|once|as soon as|"
+    r"after) "
+    r"(?:someone|anyone|they|the (?:victim|user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|"
+    r"installs?|downloads?))\b"
 )
 
 #: Characters whose acts a story or game describes: what they do is told, not asked for.
@@ -398,9 +445,16 @@ SOFTWARE_PRODUCT = words(
 )
 #: Artifacts requested by naming them with what they do ("script that records every key").
 ARTIFACT_CLAUSE = (
-    r"^(?:(?:pls|please|ok|so|now) )?(?:(?:i )?(?:need|want) )?(?:a |an |the |some |me )?(?:\w+ ){0,2}?"
+    r"^(?:(?:pls|please|ok|so|now) )?(?:(?:i )?(?:need|want) )?(?:a |an |the |some |me )?(?:\w+ ){0,3}?"
     r"(?:script|program|code|app|application|tool|extension|bot|exe|binary|macro|document|pdf|file|software|"
-    r"something|utility|plugin|add ?on|payload|implant)s? (?:that|which|to)\b"
+    r"something|utility|plugin|add ?on|payload|implant|mod|screensaver|usb|stick|installer|game|page|site|"
+    r"link)s? (?:that|which|to)\b"
 )
 #: A modal that says what the thing asked for must do ("it should also encrypt…").
 SPEC_MODAL = words("should must shall")
+#: A request for working detail, whatever frames it (a story, a grandparent, a class).
+OPERATIONAL = (
+    r"\b(?:(?:with|including|give me|write|show me|provide)\s+(?:the\s+)?(?:full\s+|complete\s+)?(?:working|"
+    r"functional|compilable|runnable|complete|full|real|actual)\s+(?:code|source|script|steps|instructions|"
+    r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios))\b"
+)

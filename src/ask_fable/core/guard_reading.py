@@ -28,6 +28,9 @@ _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
 _CHARS_PER_WORD = 25
 #: Characters looked at before a term for a request anywhere earlier in its clause.
 _LOOK_BACK = 400
+#: How far any check looks around a match: before it (a request, 14 words) and after it (its head).
+_WINDOW_BEFORE = _LOOK_BACK + 20
+_WINDOW_AFTER = 120
 
 REQUEST = re.compile(
     r"\b(?:" + "|".join(sorted(lx.MAKE)) + r")\b|\bhow (?:do|can|would|should|could|to)\b|\bways? to\b|"
@@ -36,6 +39,8 @@ REQUEST = re.compile(
 CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
 ARTIFACT_CLAUSE = re.compile(cx.ARTIFACT_CLAUSE)
+#: A request for working detail: it asks for the thing whatever frames it.
+OPERATIONAL = re.compile(cx.OPERATIONAL)
 
 
 def normalize(question: str) -> str:
@@ -140,6 +145,17 @@ class Question(_Facts):
                     for match in pattern.finditer(clause.text):
                         yield clause, match
 
+    def distinct(self, pattern: re.Pattern[str]) -> Matches:
+        """Like :meth:`matches`, without a match whose clause and surroundings (as far as any role check
+        looks) repeat an earlier one's: a question repeating one phrase is judged once per phrase."""
+        seen: set[tuple[int, str]] = set()
+        for clause, match in self.matches(pattern):
+            text = clause.text
+            key = (id(clause), text[max(0, match.start() - _WINDOW_BEFORE) : match.end() + _WINDOW_AFTER])
+            if key not in seen:
+                seen.add(key)
+                yield clause, match
+
     def clauses_with(self, pattern: re.Pattern[str]) -> int:
         """How many clauses contain ``pattern``."""
         count = self._counts.get(id(pattern))
@@ -208,14 +224,16 @@ def specified(clause: str, start: int) -> bool:
     by what it does ("script that records…"), or a modal says so ("it should also encrypt…")."""
     if ARTIFACT_CLAUSE.match(clause) is not None and clause.find(" ", 0, start) >= 0:
         return True
-    return any(word in cx.SPEC_MODAL for word in words_before(clause, start, 3))
+    before = words_before(clause, start, 3)
+    # "it copies the user's keys to my server": what the thing described does
+    return any(word in cx.SPEC_MODAL for word in before) or (bool(before) and before[-1] == "it")
 
 
 def requested(clause: str, start: int) -> bool:
     """True when the words before ``start`` ask for what follows, rather than to detect or explain it."""
     role = role_before(clause, start, window=14)
     if role == "defend":
-        return False
+        return OPERATIONAL.search(clause) is not None  # "explain, with working code, how…"
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
     if role_before(clause, start, window=14, stop=False) == "defend":
