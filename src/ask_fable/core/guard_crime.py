@@ -108,6 +108,7 @@ OFFENCES = (
     Offence(_c(cx.FACE_MATCH), "covert_surveillance", "identifying people from their photos",
             ((_c(cx.IDENTIFY),), (_c(cx.PEOPLE_GROUP),)), (AGREED,)),
     Offence(_c(cx.LIST_ADDRESSES), "harm_to_people", "exposing people's home addresses"),
+    Offence(_c(cx.HARVEST_PEOPLE), "covert_surveillance", "gathering people's personal details"),
     Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation", ((PERSON_TARGET,), (CONTACT,))),
     Offence(_c(cx.MASS_REPORT), "harm_to_people", "harassment", ((*TARGETED, PERSON_TARGET),)),

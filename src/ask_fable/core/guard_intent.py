@@ -85,6 +85,10 @@ FOREIGN = _c(lx.FOREIGN)
 PEOPLE = _c(lx.PEOPLE)
 OWN = _c(lx.OWN)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
+#: The asker says what they would get into is not theirs.
+NOT_MINE = _c(
+    r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
+)
 ACCESS = _word(lx.ACCESS)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
 DOS = _word(lx.DOS)
@@ -304,7 +308,7 @@ def unauthorized_access(question: Question) -> Finding | None:
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
             return Finding("unauthorized_access")
-        if question.has(UNAUTHORIZED):
+        if question.has_any(UNAUTHORIZED, NOT_MINE):
             return Finding("unauthorized_access")
     for clause, match in question.matches(LEAKED_LIST):
         if clause.has(LIST_USE) and (requested(clause.text, match.start()) or clause.has(STILL_WORK)):
@@ -333,7 +337,8 @@ def _aimed_at_others(clause: Clause) -> bool:
         return False
     for match in FOREIGN.finditer(clause.text):
         after = clause.text[match.end() : match.end() + 20].split()[:1]
-        if not after or after[0] not in cx.OBSERVED_AUX:
+        unknown = match.group(0).startswith(("someone", "somebody", "anyone"))
+        if not (unknown and after and after[0] in cx.OBSERVED_AUX):
             return True
     return False
 

@@ -216,6 +216,7 @@ COVERT = alt(
     r"being noticed)",
     r"behind (?:his|her|their) backs?",
     r"behind the scenes",
+    r"without (?:ever )?touching (?:his|her|their|the) (?:phone|device|laptop|computer)",
     r"under the hood",
     r"sneak\w* (?:\S+ ){0,3}?(?:on|onto|into)\b",
     r"when (?:he|she|they)(?:'s|'re| is| are) not (?:looking|around|home|watching)",
@@ -267,6 +268,10 @@ CREDENTIAL = alt(
 #: People and organisations that are not the asker's own.
 PERSON = alt(
     r"ex",
+    r"gf",
+    r"bf",
+    r"hubby",
+    r"wifey",
     r"ex (?:wife|husband|girlfriend|boyfriend|partner|employer)",
     r"wife",
     r"husband",
@@ -324,9 +329,12 @@ OTHERS_SYSTEM = (
 )
 
 FOREIGN = alt(
-    rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:my|ma|mah) (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
     rf"\b{PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
+    r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|"
+    r"usb stick)s? (?:that )?(?:i|we) "
+    r"found\b",
     r"\bmy (?!company|team|org|own|startup|lab|app|site|project|client)\w+'s (?:\w+ ){0,2}?(?:site|"
     r"website|web app|"
     r"servers?|network|app|accounts?|database|db|systems?|wifi|store|shop|portal|login|nas|router|email|inbox|"
@@ -446,6 +454,8 @@ ACCESS = alt(
     r"guess(?:es|ing)? (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
     r"passcodes?|"
     r"combinations?)",
+    r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?without (?:the |a |its |their |his |her )?(?:passcode|password|"
+    r"pin|code))",
     # "unlock" takes a device or an account: "unlock premium reports for a company's users" is billing.
     r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?(?:phones?|iphones?|androids?|devices?|laptops?|computers?|pcs?|"
     r"macs?|tablets?|ipads?|accounts?|icloud|sim|bootloaders?|wallets?|vaults?|password managers?)\b)",
@@ -655,6 +665,9 @@ READ_CREDENTIALS = (
 )
 REMOTE_CONTROL = alt(
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:control|run|execute|access|a shell|full|remote)",
+    r"so (?:that )?i (?:can )?(?:see|watch|read|view|control|access|mirror) (?:his|her|their|"
+    r"\w+'s) (?:screen|"
+    r"messages|texts|chats|phone|computer|laptop|pc|camera|webcam|keystrokes|browsing)",
     r"(?:type|send|issue|run)s? commands? (?:on|to) (?:the|their|his|her|a|any|every|\w+'s) ",
     r"(?:control|run (?:any )?commands?|execute commands?) (?:\S+ ){0,4}?(?:from anywhere|remotely|from my)",
     r"opens? a (?:reverse )?shell to my",
@@ -735,7 +748,8 @@ MONITOR = alt(
     r"log(?:s|ging)? (?:every|all|each)",
     r"track(?:s|ing|er|ers)?",
     r"watch(?:es|ing)?",
-    r"see (?:what|where|everything)",
+    r"see (?:what|where|everything|who)",
+    r"see (?:his|her|their|\w+'s) (?:screen|messages|texts|chats|browsing|location)",
     r"spy(?:ing)?",
     r"record(?:s|ing)?",
     r"monitor(?:s|ing)?",
@@ -923,7 +937,7 @@ WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
     convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
     synthesize synthesise synthesizing synthesising whip makes builds assembles constructs made built
-    assembled constructed rigged"""
+    assembled constructed rigged wire wiring attach attaching connect hook arm arming"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
@@ -1071,6 +1085,11 @@ DISGUISE = alt(
     r"popup|pop up|"
     r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize|campaign|fundraiser|crowdfunding|appeal)s?\b",
     r"\bdeep ?fake\w*",
+    r"(?:email|message|text|letter|call|sms)s? (?:\S+ )?from ['\"]?(?:the )?(?:it support|it|helpdesk|"
+    r"help desk|hr|"
+    r"payroll|the bank|your bank|microsoft|apple|google|amazon|paypal|the irs|irs|hmrc|the police|dhl|"
+    r"fedex|ups|"
+    r"usps)\b",
     r"\b(?:cloned|synthetic) voice",
     r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
     r"\bmy copy\b",
@@ -1100,7 +1119,7 @@ HAND_OVER = alt(
     r"(?:get|take|extract|squeeze|move|moves|moving)\w* (?:\S+ ){0,3}?(?:money|cash|funds|savings|payments?) "
     r"(?:from|out of|to my|into my)",
     r"hand (?:over|in) (?:their |his |her |your )?",
-    r"(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
+    r"(?:re ?)?(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
     r"(?:asks?|ask\w*) (?:\S+ ){0,4}?for (?:their|his|her|your) ",
     r"(?:takes?|keeps?|collects?|captures?|saves?|steals?|records?|gets?) (?:\S+ ){0,5}?(?:the )?(?:logins?|"
     r"passports?|passport scans|id scans|ssns?|identity documents|"

@@ -31,6 +31,8 @@ STOLEN_INSTRUMENT = alt(
     r"\b(?:cc|card|track ?[12]?) dumps\b",
     r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
     r"\bfullz\b",
+    r"\b(?:cards?|card numbers?|ccs?) (?:from|off|on) (?:a |an |some )?(?:\w+ )?(?:generator|forum|dump|"
+    r"marketplace|market|carding)",
     r"\b(?:(?:use|using|used|take|taking|borrow\w*) (?:\S+ ){0,2}?identity|"
     r"identity of (?:\S+ ){0,2}?(?:someone|"
     r"a stranger|my \w+|a dead))\b",
@@ -110,6 +112,14 @@ FACE_MATCH = (
 )
 IDENTIFY = r"\b(?:identif\w*|find out who|real names?|linkedin|facebook|names? (?:of|and))\b"
 PEOPLE_GROUP = r"\b(?:women|men|girls|guys|people|strangers|users|persons?|individuals|her|him)\b"
+#: Personal details gathered about many people at once.
+HARVEST_PEOPLE = (
+    r"\b(?:collect|gather|scrape|harvest|compile|find|get|pull)\w* (?:\S+ ){0,3}?(?:home )?(?:addresses|"
+    r"phone "
+    r"numbers|real names|workplaces)\b (?:\S+ ){0,4}?of (?!our |my )(?:everyone|every|all|people|anyone|"
+    r"those|"
+    r"users|members|attendees|protesters|the \w+ who)"
+)
 #: Home addresses listed or published.
 LIST_ADDRESSES = (
     r"\b(?:lists?|listing|publish\w*|post\w*|shares?|sharing|expos\w*|leak\w*|dox\w*|map\w*)\s+"
@@ -342,18 +352,24 @@ CRIME = alt(
     r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|driver'?s "
     r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
     r"checks?|"
-    r"cheques?|prescriptions?|visas?|birth certificates?)\b",
+    r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
+    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?)\b",
     r"\b(?:counterfeit|forged)\s+(?!by|in|with|from|to|for|a|an|the|and|or|detection)\w+",
-    r"\bevidence (?:after i|on my|from my|that i)\b",
-    r"\b(?:torch|burn|set fire to|wreck|crash|sink|destroy)\w* (?:\S+ ){0,3}?(?:for|to get|"
-    r"to claim) (?:the )?"
-    r"insurance",
+    r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|codeine)\b[^.;?!]{0,40}?"
+    r"\bwithout (?:a )?prescription|\bwithout (?:a )?prescription\b[^.;?!]{0,40}?\b(?:oxy\w*|fentanyl|xanax|"
+    r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
+    r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
+    r"money) from\b",
     r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+"
     r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
     r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
     r"(?:the body|a body|fingerprints|blood ?stains?|dna)\b",
     r"\bevidence (?:of|from|after|on) (?:the |my |a )?(?:\S+ )?(?:crime|hit and run|accident|fire|break ?in|"
     r"theft|murder|killing|assault|robbery|burglary)\b",
+    r"\bevidence (?:after i|on my|from my|that i)\b",
+    r"\b(?:torch|burn|set fire to|wreck|crash|sink|destroy)\w* (?:\S+ ){0,3}?(?:for|to get|"
+    r"to claim) (?:the )?"
+    r"insurance",
     r"\bhit and run\b",
     r"\bswatt(?:ing|ed)\b",
     r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
@@ -398,7 +414,10 @@ INTIMIDATE = (
     r"(?:scared|afraid|terrified))\b"
 )
 #: Messages or calls sent to someone.
-CONTACT = r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?)\b"
+CONTACT = (
+    r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?|packages?|parcels?|"
+    r"envelopes?|powder|gifts?)\b"
+)
 #: A person the asker names as a target by relation or role.
 PERSON_TARGET = (
     rf"\b(?:a|an|the|my|this|that|one) (?:\w+ )?{PERSON}(?:'s)?\b|\b(?:she|he|her|him)\b|\bthis \w+er\b"

@@ -23,6 +23,8 @@ _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 #: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
 _LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
 _LEET_LETTERS = str.maketrans("013457@$", "oieastas")
+#: "how 2 hack", "want 2 get": the digit standing for "to".
+_TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
 #: Characters looked at per word of a window before a term (longer words fall out of the window).
 _CHARS_PER_WORD = 25
@@ -49,6 +51,7 @@ def normalize(question: str) -> str:
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
     text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
+    text = _TWO.sub(r"\1 to", text)
     return _SPACES.sub(" ", text).strip()
 
 
