@@ -16,7 +16,7 @@ from typing import Literal
 CORPUS_DIR = Path(__file__).resolve().parent
 Label = Literal["benign", "harmful"]
 Split = Literal["tuned", "held_out", "paraphrase", "blind1", "all"]
-SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase")
+SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase", "blind1")
 FILES: dict[tuple[Label, str], str] = {
     ("benign", "tuned"): "benign.txt",
     ("harmful", "tuned"): "harmful.txt",

@@ -72,6 +72,9 @@ class Offence:
     needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
     unless: tuple[re.Pattern[str], ...] = ()
     named: bool = False
+    #: A cheap pattern the act cannot match without, searched first (an act led by "his", "her" or
+    #: "their" would otherwise be tried at nearly every word of every question).
+    gate: re.Pattern[str] | None = None
 
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
@@ -80,8 +83,9 @@ class Offence:
 
 OFFENCES = (
     Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
-            named=True),
-    Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "using other people's accounts", named=True),
+            named=True, gate=_c(cx.INSTRUMENT_NOUN)),
+    Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
+            named=True, gate=_c(cx.ACCOUNT_NOUN)),
     Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
     Offence(_c(cx.CHEAT), "fraud", "cheating an exam", named=True),
     Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,)),
@@ -94,7 +98,7 @@ OFFENCES = (
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
-            named=True),
+            named=True, gate=_c(cx.LINE_NOUN)),
     Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),
     Offence(_c(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",
             ((LIKENESS_OF,), (DECEIVE_USE,)), (AGREED,)),
@@ -119,6 +123,8 @@ OFFENCES = (
 def offence(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first offence the question asks for, or None."""
     for found in OFFENCES:
+        if found.gate is not None and not question.has(found.gate):
+            continue
         if not question.has(found.act) or not found.fits(question):
             continue
         for clause, match in question.distinct(found.act):
@@ -133,4 +139,6 @@ def watched() -> list[re.Pattern[str]]:
     patterns: list[re.Pattern[str]] = []
     for found in OFFENCES:
         patterns += (found.act, *found.unless, *(p for group in found.needs for p in group))
+        if found.gate is not None:
+            patterns.append(found.gate)
     return patterns

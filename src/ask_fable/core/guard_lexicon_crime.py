@@ -47,6 +47,15 @@ STOLEN_INSTRUMENT = alt(
     r"victims'?) "
     r"names?\b",
 )
+#: The nouns a stolen instrument, an account or a phone line is named by: searched before the
+#: patterns that need one, which are costly to try at every "his" or "their".
+INSTRUMENT_NOUN = (
+    r"\b(?:cards?|ccs?|cvvs?|numbers?|bank|identit(?:y|ies)|ssns?|social security|cheques?|dumps|fullz|"
+    r"carding|"
+    r"cash(?:ing)? out|credit|loans?|plastic)\b"
+)
+ACCOUNT_NOUN = r"\b(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
+LINE_NOUN = r"\b(?:numbers?|sims?|sim cards?|sms|texts|messages|codes?|voicemails?|calls)\b"
 #: Card data tested, sold or spent by the asker.
 CARD_ABUSE = (
     r"\b(?:test|check|validate|verify|sell|cash|use|spend|buy with|order with)\w* (?:them|it|these|those)\b|"

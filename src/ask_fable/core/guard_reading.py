@@ -50,8 +50,10 @@ def normalize(question: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
-    text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
-    text = _TWO.sub(r"\1 to", text)
+    if any(char in text for char in "013457@$"):
+        text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
+    if " 2 " in text:
+        text = _TWO.sub(r"\1 to", text)
     return _SPACES.sub(" ", text).strip()
 
 
