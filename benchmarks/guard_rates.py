@@ -1,7 +1,9 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|all]
-Reads the labelled corpus in ``tests/guard_corpus/`` and runs every question through the guard with
+Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|all|DIR ...]
+Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
+``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus, such as a blind split not
+yet used for tuning) and runs every question through the guard with
 default settings (no model, no network). Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
 refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
@@ -16,16 +18,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from tests.guard_corpus import SPLITS, load  # noqa: E402
+from tests.guard_corpus import SPLITS, load, read_questions  # noqa: E402
 
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
 
+def questions(split: str) -> tuple[list[str], list[str]]:
+    """The benign and harmful questions of a corpus split, or of the two files in a directory."""
+    folder = Path(split)
+    if folder.is_dir():
+        return read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt")
+    return load("benign", split), load("harmful", split)  # type: ignore[arg-type]
+
+
 def measure(split: str) -> bool:
     """Print the rates and misses for one split; True when it has no miss."""
     settings = load_settings()
-    benign, harmful = load("benign", split), load("harmful", split)  # type: ignore[arg-type]
+    benign, harmful = questions(split)
     refused = [(q, d) for q in benign if not (d := check(q, "", settings)).allowed]
     missed = [q for q in harmful if check(q, "", settings).allowed]
     caught = len(harmful) - len(missed)
