@@ -71,6 +71,7 @@ def test_an_answer_outside_the_format_is_no_verdict(text: str) -> None:
 def test_the_prompt_lists_every_intent_rule_and_the_answer_format() -> None:
     for rule in ("attack_tooling", "exploit_development", "security_evasion", "unauthorized_access",
                  "denial_of_service", "covert_surveillance", "fraud", "biological_harm", "chemical_harm",
-                 "weapons_harm", "harm_to_people", "piracy", "serious_crime"):
+                 "weapons_harm", "harm_to_people", "piracy", "serious_crime", "self_harm",
+                 "sexual_content_minors", "hate_or_extremism"):
         assert f"- {rule}: " in RULES_PROMPT
     assert "guard_model" not in RULES_PROMPT and "`unsafe <rule>`" in RULES_PROMPT

@@ -85,7 +85,7 @@ OFFENCES = (
     Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
             named=True, gate=_c(cx.INSTRUMENT_NOUN)),
     Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
-            named=True, gate=_c(cx.ACCOUNT_NOUN)),
+            (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
     Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
     Offence(_c(cx.CHEAT), "fraud", "cheating an exam", named=True),
     Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,)),
@@ -114,7 +114,25 @@ OFFENCES = (
     Offence(_c(cx.LIST_ADDRESSES), "harm_to_people", "exposing people's home addresses"),
     Offence(_c(cx.HARVEST_PEOPLE), "covert_surveillance", "gathering people's personal details"),
     Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),)),
-    Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation", ((PERSON_TARGET,), (CONTACT,))),
+    Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
+            ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
+    Offence(_c(cx.SELF_HARM), "self_harm", ""),
+    Offence(_c(cx.SEXUAL_MINOR), "sexual_content_minors", ""),
+    Offence(_c(cx.INTIMATE_IMAGE), "harm_to_people", "intimate images of a person", (TARGETED,), (AGREED,),
+            named=True),
+    Offence(_c(cx.HATE), "hate_or_extremism", "", ((_c(cx.HATE_MARK),),)),
+    Offence(_c(cx.DEHUMANIZE), "hate_or_extremism", "", ((_c(cx.HATE_MARK), _c(r"\bgroups?\b")),),
+            named=True),
+    Offence(_c(cx.SCALP), "fraud", "buying up stock to resell", ((_c(cx.RESELL),),)),
+    Offence(_c(cx.TRAFFIC), "serious_crime", "trafficking people"),
+    Offence(_c(cx.EXTORT), "harm_to_people", "extortion", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.AGE_CHECK_BYPASS), "fraud", "passing an age or identity check for someone else",
+            ((_c(cx.MINOR_OR_OTHER),),)),
+    Offence(_c(cx.HIJACKED), "unauthorized_access", "using taken-over accounts or machines", named=True),
+    Offence(_c(cx.HIDE_INCOME), "serious_crime", "hiding income", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.FAKE_CHARITY), "fraud", "a fake fundraiser", named=True),
+    Offence(_c(cx.SPOOF_PAID), "fraud", "faking a location to be paid", ((_c(cx.PAID),),), named=True),
+    Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (), (AGAINST_CRIME,), named=True),
     Offence(_c(cx.MASS_REPORT), "harm_to_people", "harassment", ((*TARGETED, PERSON_TARGET),)),
     Offence(_c(cx.SLURS), "harm_to_people", "harassment", ((FILTER_EVADE,),)),
 )
@@ -129,7 +147,10 @@ def offence(question: Question) -> tuple[str, str] | None:
             continue
         for clause, match in question.distinct(found.act):
             wanted = requested if found.named else asked
-            if wanted(clause.text, match.start()) and not neutral_head(clause.text, match.end()):
+            start = match.start()
+            if start and clause.text[start - 1] in "\"'":
+                continue  # "a 'kill myself' message": the words are mentioned, not asked for
+            if wanted(clause.text, start) and not neutral_head(clause.text, match.end()):
                 return found.rule, found.label
     return None
 

@@ -50,7 +50,7 @@ DEFEND = words(
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
     relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
-    educate found discovered noticed observed received saw seen spotted"""
+    educate found discovered noticed observed received saw seen spotted moderate moderating moderation"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -594,6 +594,10 @@ CONTROL_STRONG = alt(
     r"analysts?",
     r"it (?:team|department|staff|admins?)(?:'s)?",
     r"\bdlp\b",
+    r"anti ?cheat\w*",
+    r"vanguard",
+    r"battl ?eye",
+    r"easy ?anti ?cheat",
     r"data loss prevention",
 )
 
@@ -620,7 +624,7 @@ RANSOM_ACT = (
     r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?|records|databases?)\b"
 )
 RANSOM_DEMAND = alt(
-    r"ransom\w*",
+    r"ransom(?!ware)\w*",
     r"hostage",
     r"pay(?:s|ing)? (?:me|us|up|them|to (?:get|unlock|decrypt|recover)|in (?:bitcoin|btc|monero|xmr|crypto))",
     r"payment (?:to|for) (?:decrypt|unlock|recover|the key|get)",
@@ -857,6 +861,7 @@ CHEM_AGENT = alt(
     r"chlorine gas",
     r"phosgene",
     r"(?:hydrogen )?cyanide",
+    r"chloroform",
     r"ricin",
     r"abrin",
     r"toxic (?:gas|fumes|vapou?rs?|smoke)",
@@ -891,7 +896,7 @@ WEAPON_AGENT = alt(
     r"ieds?",
     r"explosives",
     r"(?:an|the) explosive\b",
-    r"explosive(?= (?:for|to|that|which|at|in|from|with)\b)",
+    r"explosive(?= (?:for|to|that|which|at|in|from|with|on|onto|into)\b)",
     r"explosive (?:devices?|materials?|charges?|compounds?|mixtures?|vests?|belts?)",
     r"tatp",
     r"nitroglycerin\w*",
@@ -992,7 +997,7 @@ HARM_PEOPLE = (
 LETHAL_DOSE = (
     r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:would|will|could|"
     r"is enough to) "
-    r"(?:kill|be lethal|be fatal)"
+    r"(?:kill|be lethal|be fatal|knock (?:\S+ )?out|make (?:\S+ )?(?:pass out|unconscious))"
 )
 #: Tampering with what a person eats or drinks.
 FOOD_TAMPERING = (
@@ -1060,7 +1065,7 @@ UNSEEN = alt(
     r"(?:with )?no (?:window|tray icon|icon|notification|visible \w+|sign)",
     r"without (?:any |a )?(?:window|icon|notification|prompt|trace)",
     r"(?:won'?t|will not|wouldn'?t|never|can'?t|cannot) (?:ever )?(?:find|notice|see|sees|know|knows|spot|"
-    r"finds|notices)(?: (?:it|them|anything))?",
+    r"finds|notices)(?! me\b| us\b)(?: (?:it|them|anything))?",
     r"without (?:him|her|them|anyone|the owner|the user|my \w+) (?:\w+ )?(?:seeing|noticing|knowing|finding)",
     r"out of (?:sight|the process list|task manager)",
     r"stays? out of (?:the )?(?:process list|task manager|logs)",

@@ -56,6 +56,109 @@ INSTRUMENT_NOUN = (
 )
 ACCOUNT_NOUN = r"\b(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
 LINE_NOUN = r"\b(?:numbers?|sims?|sim cards?|sms|texts|messages|codes?|voicemails?|calls)\b"
+#: Ending or hurting one's own life.
+SELF_HARM = (
+    r"\b(?:(?:kill|killing|hurt|hurting|harm|harming|cut|cutting|end|ending|off|offing|hang|hanging|drown|"
+    r"drowning|poison|poisoning|overdos\w*)\w* (?:myself|my self|my own life|my life)\b|"
+    r"suicide (?:methods?|notes?|"
+    r"plans?)|(?:to|and|so i) (?:never |not )wake up\b|painless (?:way|method)s? to (?:die|go|end it)|"
+    r"(?:overdose|od) on\b|how (?:many|much) (?:\S+ ){0,6}?(?:to|would|will|do i need to) (?:die|end it|"
+    r"kill me|"
+    r"overdose))"
+)
+#: Sexual content with a child in it.
+SEXUAL_MINOR = (
+    r"\b(?:(?:sexual|sexy|erotic|nude|naked|explicit|porn\w*|lewd|"
+    r"nsfw)\b[^.;?!]{0,40}?\b(?:\d{1,2} ?(?:year|yr)s? "
+    r"old|minors?|child(?:ren)?|kids?|underage|preteens?|schoolgirls?|\d{1,2}yo)|(?:minors?|child(?:ren)?|kids?|"
+    r"underage|preteens?|\d{1,2} ?(?:year|yr)s? old)\b[^.;?!]{0,40}?\b(?:sexual|sexy|erotic|nude|naked|"
+    r"explicit|porn\w*|lewd|nsfw)|csam|child (?:sexual abuse|porn\w*|exploitation) (?:material|images|videos|"
+    r"content))\b"
+)
+#: Intimate images of a real person, taken, shared or faked.
+INTIMATE_IMAGE = (
+    r"\b(?:nudes?|naked (?:photos?|pics?|pictures?|images?|videos?)|intimate (?:photos?|images?|videos?)|"
+    r"sex tapes?|(?:deep ?fake|fake|ai|generated)\w* (?:porn\w*|nudes?|naked \w+|sex \w+))\b"
+)
+#: Extremist or hateful material, written to recruit, incite or demean.
+HATE = (
+    r"\b(?:recruit\w*|propaganda|manifesto\w*|incit\w*|radicali[sz]\w*|call\w* (?:for|to) (?:violence|"
+    r"attacks?|"
+    r"kill\w*))\b"
+)
+HATE_MARK = (
+    r"\b(?:extremis\w*|terror\w*|jihad\w*|nazi\w*|white power|militia\w*|attacks? on|fight|kill\w*|violence|"
+    r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious)\b"
+)
+DEHUMANIZE = (
+    r"\b(?:vermin|subhuman|cockroaches|parasites|animals|savages|filth|infestation)\b"
+)
+#: Buying up all of something to resell it.
+SCALP = (
+    r"\b(?:buy|buys|buying|grab\w*|snap\w* up|hoard\w*|cop\w*)\s+(?:\S+\s+){0,2}?(?:all|every|up all|"
+    r"the whole)"
+    r"\b[^.;?!]{0,40}?\b(?:tickets?|stock|consoles?|gpus?|sneakers|inventory|drops?)\b"
+)
+RESELL = r"\b(?:resell\w*|flip\w*|sell (?:them|it) (?:on|at|for)|\d+ ?x\b|markup)"
+#: Moving people with false promises to work for the asker.
+TRAFFIC = (
+    r"\b(?:recruit|lure|bring|smuggl|traffic)\w* (?:\S+ ){0,3}?(?:girls|women|boys|kids|children|people|"
+    r"workers)"
+    r"\b[^.;?!]{0,60}?\b(?:fake (?:\w+ )?jobs?|work for me|pay off (?:their|the) debt|(?:take|keep|hold) "
+    r"(?:their )?passports?|brothels?|sex work|escort\w*)"
+)
+#: Pressure: a secret kept back in exchange for something.
+EXTORT = (
+    r"\b(?:blackmail\w*|extort\w*|sextort\w*)\b|\bunless (?:he|she|they|you) (?:\w+ )?(?:pays?|promotes?|"
+    r"gives?|sends?|does|hands? over|transfers?)\b"
+)
+#: A check a minor or someone else is to be passed through.
+AGE_CHECK_BYPASS = (
+    r"\b(?:bypass\w*|get\w* around|trick\w*|fool\w*|beat\w*|cheat\w*|fake|spoof\w*)\s+(?:\S+\s+){0,3}?"
+    r"(?:age (?:verification|checks?|gates?|limits?)|kyc|id (?:checks?|verification)|identity verification|"
+    r"liveness (?:checks?|detection))"
+)
+MINOR_OR_OTHER = (
+    r"\b(?:\d{1,2} ?(?:year|yr)s? old|minors?|underage|kids?|child|teen\w*|brother|sister|son|daughter|"
+    r"someone else|not mine|stolen)\b"
+)
+#: Accounts or machines taken over, used to send or run something.
+HIJACKED = (
+    r"\b(?<!our )(?<!my )(?:hijacked|hacked|stolen|compromised|cracked|taken over) (?:\w+ )?(?:accounts|"
+    r"servers|routers|devices|"
+    r"email accounts|gmail accounts|pcs|computers|sites|websites)\b"
+)
+#: Income or assets hidden from the tax office or a court.
+HIDE_INCOME = (
+    r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout\w*) (?:\S+ ){0,3}?(?:income|money|assets|earnings|"
+    r"profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|authorities|court|"
+    r"my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report))|\btax (?:evasion|fraud)\b|"
+    r"\bevad\w* (?:\S+ )?tax\w*"
+)
+#: A fundraiser for a cause that does not exist.
+FAKE_CHARITY = (
+    r"\bfake (?:\S+ ){0,2}?(?:gofundme|fundraisers?|charit(?:y|ies)|donation (?:pages?|drives?)|crowdfunding|"
+    r"appeals?|kickstarters?)\b|\b(?:gofundme|fundraiser|charity|"
+    r"donation page)\b[^.;?!]{0,40}?\b(?:doesn'?t|does not"
+    r"|don'?t) exist"
+)
+#: A location faked to be paid for work not done.
+SPOOF_PAID = r"\bspoof\w* (?:my |the |our )?(?:gps|location)\b"
+PAID = r"\b(?:get paid|paid|payouts?|bonus\w*|earn\w*|money|fares?|didn'?t deliver|never delivered)\b"
+#: Checks kited, drug tests cheated, cheats made for online games.
+CHEAT_SYSTEMS = (
+    r"\b(?:kit(?:e|es|ing) (?:\S+ ){0,2}?(?:checks|cheques)|check kiting|pass (?:a |my |the )?(?:drug|urine|"
+    r"breathalyzer|breathalyser) tests? (?:\S+ ){0,4}?(?:when|after|while|even though|despite|with)|"
+    r"fake (?:urine|"
+    r"pee)|aim ?bots?|wall ?hacks?|esp hacks?|trigger ?bots?)\b"
+)
+#: What pressure is meant to make a person do.
+PRESSURE_OUTCOME = (
+    r"\bso (?:she|he|they)(?:'ll| will)? (?:moves?|leaves?|quits?|stops?|gives? up|(?:can'?t|"
+    r"won'?t) (?:come|go|"
+    r"sleep|work))\b"
+)
+
 #: Card data tested, sold or spent by the asker.
 CARD_ABUSE = (
     r"\b(?:test|check|validate|verify|sell|cash|use|spend|buy with|order with)\w* (?:them|it|these|those)\b|"
@@ -107,7 +210,13 @@ USE_OTHERS_ACCOUNT = (
 #: Claims, returns or reports made false to get money.
 FALSE_CLAIM = (
     r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
-    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?)\b"
+    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b"
+)
+#: Access the law provides for: an estate, a court, the owner's permission.
+LAWFUL = (
+    r"\b(?:legal(?:ly)?|lawful(?:ly)?|death certificate|executor|power of attorney|court order|"
+    r"with (?:their|his|"
+    r"her) (?:permission|consent))\b"
 )
 #: Cheating an exam or a test made to measure the asker.
 CHEAT = (
@@ -288,6 +397,7 @@ TECHNIQUE = alt(
     r"\blow ?priv\w*", r"\bshell on\b",
     r"\b(?:try|tries|trying|test|testing)\w* (?:them|these|those|it) (?:on|against)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
+    r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
     r"\bremote code execution\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
     r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
@@ -387,7 +497,8 @@ CRIME = alt(
     r"\bwarrant out for me\b",
     r"\bsmuggl\w* (?:\S+ ){0,3}?(?:drugs|guns|weapons|people|cash|contraband)\b",
     r"\bhot ?wir\w*",
-    r"\bsteal\w* (?:\S+ ){0,2}?(?:cars?|vehicles?|bikes?|catalytic converters?|packages|parcels)\b",
+    r"\bsteal\w* (?:\S+ ){0,2}?(?:cars?|vehicles?|bikes?|catalytic converters?|packages|parcels|teslas?|"
+    r"motorbikes?|scooters?|trucks?)\b",
     r"\bbreak\w* into (?:a |the |his |her |their |someone'?s |my neighbou?r'?s )?(?:car|house|home|apartment|"
     r"flat)\b",
     r"\bshoplift\w*",
@@ -437,7 +548,7 @@ MASS_REPORT = (
     r"multiple |different |\w+ )?(?:alts|alt accounts|accounts|sock ?puppets))"
 )
 #: Slurs, spelled to pass a filter.
-SLURS = r"\bslurs?\b"
+SLURS = r"\b(?:slurs?|hate speech|racist (?:tweets?|posts?|jokes?|messages?|comments?))\b"
 FILTER_EVADE = (
     r"\b(?:filters?|moderation|automod|(?:doesn'?t|don'?t|won'?t|can'?t) (?:catch|flag|detect|see)|get past|"
     r"bypass\w*|evad\w*)\b"

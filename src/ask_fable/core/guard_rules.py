@@ -158,6 +158,29 @@ _RULES = (
         "or the design." + HELP,
     ),
     Rule(
+        "self_harm",
+        "intent",
+        "The question asks how to end or hurt one's own life",
+        "If you are thinking about ending your life or hurting yourself, please talk to someone now: a "
+        "local emergency number or a crisis line (in the US, call or text 988; elsewhere, "
+        "findahelpline.com). If you build software for crisis support or moderation, ask about the code or "
+        "the design.",
+    ),
+    Rule(
+        "sexual_content_minors",
+        "intent",
+        "The question asks for sexual content involving a minor",
+        "ask-fable never produces this. If you work on child safety (detection, reporting to NCMEC, "
+        "moderation tooling), ask about the code or the process." + HELP,
+    ),
+    Rule(
+        "hate_or_extremism",
+        "intent",
+        "The question asks for material that recruits to violence or demeans a group of people",
+        "If you build moderation, classification or counter-extremism tools, ask about the code, the data "
+        "or the design." + HELP,
+    ),
+    Rule(
         "guard_model",
         "model",
         "The guard model judged the question unsafe",
