@@ -462,9 +462,10 @@ AGREED = r"\b(?:consent\w*|opt(?:s|ed)? in|with (?:her|his|their) (?:permission|
 CRIME = alt(
     r"\blaunder\w*",
     r"\b(?:dirty|drug|stolen) money\b",
-    r"\b(?:clean|wash)\w* (?:\S+ ){0,2}?(?:money|cash|funds)\b",
+    r"\b(?:clean|wash)\w* (?:\S+ ){0,2}?(?:money|cash|funds) (?:through|via|with|using|by)\b",
     r"\bsmurf\w*",
-    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals)\b",
+    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals) (?:\S+ ){0,4}?(?:to avoid|under|below|so "
+    r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting))",
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
     r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
@@ -473,7 +474,9 @@ CRIME = alt(
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
     r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?)\b",
-    r"\b(?:counterfeit|forged)\s+(?!by|in|with|from|to|for|a|an|the|and|or|detection)\w+",
+    r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|clothes|"
+    r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|signatures?|"
+    r"art|paintings|tickets|stamps|checks|cheques|items?|designer \w+|luxury \w+)\b",
     r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|codeine)\b[^.;?!]{0,40}?"
     r"\bwithout (?:a )?prescription|\bwithout (?:a )?prescription\b[^.;?!]{0,40}?\b(?:oxy\w*|fentanyl|xanax|"
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
