@@ -159,6 +159,7 @@ BEHAVIOURS = (
     Behaviour(_c(lx.STEAL), "credential or data theft"),
     Behaviour(_c(lx.TAKE_CREDENTIALS), "a credential stealer", (COVERT, EXFIL, FOREIGN)),
     Behaviour(_c(lx.READ_CREDENTIALS), "a credential stealer", (), (EXFIL,)),
+    Behaviour(_c(lx.BACKDOOR_ACCOUNT), "a backdoor account", (FOREIGN, COVERT, EXFIL, _c(lx.FOR_ME_ON))),
     Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
     Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),

@@ -662,6 +662,15 @@ TAKE_CREDENTIALS = (
     r"taking|collect|collects|collecting|extract|extracts|extracting|capture|captures|capturing|exfiltrat\w*|"
     r"swap|swaps|replace|replaces)\s+(?:\S+\s+){0,4}?" + CREDENTIAL
 )
+#: An account added for the asker on a machine that is not theirs.
+BACKDOOR_ACCOUNT = (
+    r"\b(?:add|adds|adding|create|creates|creating|make|makes)\s+(?:a |an )?(?:hidden|secret|backdoor|"
+    r"invisible)"
+    r" (?:admin|administrator|root|user|ssh|local) ?(?:account|user|key|login)?"
+)
+FOR_ME_ON = (
+    r"\bfor me\b|\bon (?:the|their|his|her|every|each) (?:pc|computer|machine|device|laptop|server)s?\b"
+)
 #: Reading credentials, which is theft only when they are sent on to the asker.
 READ_CREDENTIALS = (
     r"\b(?:read|reads|reading|pull|pulls|pulling|fetch|fetches|fetching|lift|lifts|scrape|scrapes|scraping)"
@@ -694,6 +703,7 @@ SELF_SPREAD = alt(
     r"files?|servers?|routers?|cameras?)",
 )
 MINING = alt(
+    r"(?:spin|start|run|deploy|launch|install)\w* (?:up )?(?:\S+ ){0,2}?(?:crypto ?|coin ?)?miners?\b",
     r"\b(?:mine|mines|mining)\s+(?:\S+\s+){0,3}?(?:monero|coins?|crypto\w*|bitcoin|xmr|ethereum)",
     r"(?:monero|crypto) min(?:er|ers|ing)",
     r"mining rigs?",
@@ -1111,6 +1121,10 @@ HAND_OVER = alt(
     r"deposits?|invoices?|bills?|tolls?|tax\w*|customs|(?:to |into )?my (?:bank )?account)",
     r"(?:through|via|to|on) my (?:link|site|website|page|account|wallet|form)\b",
     r"(?:to|into) my (?:paypal|venmo|cash ?app|wallet|bank)\b",
+    r"(?:update|verify|confirm|re ?enter)\w* (?:\S+ ){0,2}?(?:payment|billing|card|bank)\b",
+    r"(?:keeps?|takes?|steals?|pockets?) (?:whatever|all|the money|the funds|"
+    r"everything) (?:\S+ ){0,2}?(?:deposit|"
+    r"send|pay|transfer)\w*",
     r"(?:by|with|in) gift cards?\b",
     r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
     r"(?:one time|verification|2fa|mfa|otp|security|sms) codes?",
@@ -1216,6 +1230,10 @@ AROUND_BLOCK = alt(
 #: Where a person is, goes or is online: what stalking follows.
 WHEREABOUTS = alt(
     r"follow where",
+    r"air ?tags?",
+    r"tile trackers?",
+    r"gps trackers?",
+    r"(?:when|where) (?:\S+ ){1,4}?(?:leaves|parks|drives|arrives|goes)\b",
     r"where(?:ver)? (?:he |she |they |my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
     r"where (?:\S+ ){1,6}?(?:lives|sleeps|stays)\b",
     r"follow (?:her|him|them) home",

@@ -31,6 +31,15 @@ STOLEN_INSTRUMENT = alt(
     r"\b(?:cc|card|track ?[12]?) dumps\b",
     r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
     r"\bfullz\b",
+    r"\bdumps (?:with|and) pins?\b",
+    r"\b(?:write|encode|burn|clone)\w* (?:\S+ ){0,2}?(?:to|onto) (?:blank |white |magstripe )?(?:cards?|"
+    r"plastic)\b",
+    r"\b(?:cards?|card numbers?|ccs?|cvvs?|logins?|credentials) from (?:a |the )?(?:breach|leak|dump|hack)",
+    r"\b(?:take|get|steal|drain|scam|trick)\w* (?:\S+ ){0,2}?(?:money|savings|cash|funds) (?:from|out of|"
+    r"off) "
+    r"(?:old |elderly |vulnerable |lonely |other |random )?(?:people|peoples|persons?|folks|victims?|"
+    r"grannies|"
+    r"grandmas?|seniors|strangers|someone|him|her|them|\w+'s)\b",
     r"\b(?:cards?|card numbers?|ccs?) (?:from|off|on) (?:a |an |some )?(?:\w+ )?(?:generator|forum|dump|"
     r"marketplace|market|carding)",
     r"\b(?:(?:use|using|used|take|taking|borrow\w*) (?:\S+ ){0,2}?identity|"
@@ -192,7 +201,10 @@ FRAUD_NOUN = (
 )
 #: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
 GET_AWAY = (
-    r"\b(?:without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|(?:so|and) "
+    r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:fraud|anti ?fraud|"
+    r"aml) (?:alerts?|checks?|"
+    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|"
+    r"(?:so|and) "
     r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
     r"won'?t|can'?t|never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?"
     r"(?:police|cops|authorities|feds) (?:finding|noticing|knowing|catching)|(?:make|get|keep|buy)\w* "
@@ -317,6 +329,13 @@ PUMP = (
 
 #: A voice, face or video made to pass as a real person.
 SYNTH_LIKENESS = alt(
+    r"\b(?:voice|face)\w* (?:\S+ ){0,2}?(?:sound|look)s? (?:exactly |just )?like (?:my |his |her |a |"
+    r"the |their )?"
+    r"(?:\w+ )?\w+'s\b",
+    r"\b(?:generate|make|create|fake|produce)\w* (?:a |an )?(?:\w+ )?(?:video|audio|clip|recording|"
+    r"voice note)s? "
+    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her )?(?:\w+ ){0,5}?(?:says?|saying|admits?|"
+    r"announc\w*|confess\w*)",
     r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
     r"\b(?:voice|face|likeness)s? (?:\S+ ){0,2}?clon\w*",
     r"\bclon(?:e|ing) (?:it|them|that|her|him)\b",
@@ -358,6 +377,9 @@ _PROTECTION = (
 )
 #: Copy protection or licensing broken, or its product ripped or resold.
 PIRACY = alt(
+    r"\bcracked (?:copy|copies|version|versions|build|installer|licen[cs]e|keys?)\b",
+    r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,3}?(?:to |and )?unlock\w* (?:the )?(?:premium|pro|paid|"
+    r"full|all)\b",
     r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"\b",
     r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
     r"cracked (?:copies|"
@@ -375,7 +397,8 @@ OWN_PROTECTION = (
 )
 #: Handing copies to others, for money or not.
 DISTRIBUTE = (
-    r"\b(?:sell\w*|resell\w*|upload\w*|torrent\w*|shar(?:e|es|ed|ing)|publish\w*|put (?:it|them) out|"
+    r"\b(?:without paying|for free|instead of paying|avoid paying|post\w* (?:it|them) (?:on|to)|youtube|"
+    r"sell\w*|resell\w*|upload\w*|torrent\w*|shar(?:e|es|ed|ing)|publish\w*|put (?:it|them) out|"
     r"release group|releas\w*|distribut\w*|charg\w* (?:people|users|a|for|money)|subscriptions?|"
     r"paid (?:\w+ )?(?:service|app|site)|iptv|for cheap|on (?:telegram|discord|my (?:site|website|server|"
     r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
@@ -398,6 +421,9 @@ TECHNIQUE = alt(
     r"\b(?:try|tries|trying|test|testing)\w* (?:them|these|those|it) (?:on|against)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
     r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
+    r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
+    r"log ?in)",
+    r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
     r"\bremote code execution\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
     r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
@@ -426,7 +452,8 @@ _FIND = (
 LOCATE = alt(
     r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |exact )?"
     r"address(?:es)?"
-    r"|(?:her|his|their) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room)"
+    r"|(?:her|his|their|\w+'s) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room|"
+    r"neighbou?rhood|street|building|area|town)"
     r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?|is|goes|"
     r"spends|hangs out|moved|went|ended up)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
@@ -483,7 +510,7 @@ CRIME = alt(
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
     r"money) from\b",
     r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+"
-    r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
+    r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",
     r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
     r"(?:the body|a body|fingerprints|blood ?stains?|dna)\b",
     r"\bevidence (?:of|from|after|on) (?:the |my |a )?(?:\S+ )?(?:crime|hit and run|accident|fire|break ?in|"
