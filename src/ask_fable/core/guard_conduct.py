@@ -133,8 +133,9 @@ def _subject(clause: str, end: int) -> bool:
 
 def conduct(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first frame the question asks for, or None."""
+    excluded = question.excluded
     for frame in FRAMES:
-        if not question.has(frame.act) or not frame.fits(question):
+        if id(frame.act) in excluded or not question.has(frame.act) or not frame.fits(question):
             continue
         for clause, match in question.distinct(frame.act):
             if asked(clause.text, match.start()) and not _subject(clause.text, match.end()):

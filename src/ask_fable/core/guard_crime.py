@@ -88,7 +88,8 @@ OFFENCES = (
             (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
     Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
     Offence(_c(cx.CHEAT), "fraud", "cheating an exam", named=True),
-    Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,)),
+    Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,),
+            gate=_c(cx.CARD_NOUN)),
     Offence(_c(cx.DRAIN), "fraud", "emptying someone's account", (TARGETED,)),
     Offence(_c(cx.SCAM), "fraud", "a scam", named=True),
     Offence(_c(cx.FRAUD_NOUN), "fraud", "", named=True),
@@ -113,7 +114,8 @@ OFFENCES = (
             ((_c(cx.IDENTIFY),), (_c(cx.PEOPLE_GROUP),)), (AGREED,)),
     Offence(_c(cx.LIST_ADDRESSES), "harm_to_people", "exposing people's home addresses"),
     Offence(_c(cx.HARVEST_PEOPLE), "covert_surveillance", "gathering people's personal details"),
-    Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),)),
+    Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),),
+            gate=_c(cx.DATA_NOUN)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
             ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
     Offence(_c(cx.SELF_HARM), "self_harm", ""),
@@ -129,7 +131,8 @@ OFFENCES = (
     Offence(_c(cx.AGE_CHECK_BYPASS), "fraud", "passing an age or identity check for someone else",
             ((_c(cx.MINOR_OR_OTHER),),)),
     Offence(_c(cx.HIJACKED), "unauthorized_access", "using taken-over accounts or machines", named=True),
-    Offence(_c(cx.HIDE_INCOME), "serious_crime", "hiding income", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.HIDE_INCOME), "serious_crime", "hiding income", (), (AGAINST_CRIME,), named=True,
+            gate=_c(cx.MONEY_NOUN)),
     Offence(_c(cx.FAKE_CHARITY), "fraud", "a fake fundraiser", named=True),
     Offence(_c(cx.SPOOF_PAID), "fraud", "faking a location to be paid", ((_c(cx.PAID),),), named=True),
     Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (), (AGAINST_CRIME,), named=True),
@@ -140,7 +143,10 @@ OFFENCES = (
 
 def offence(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first offence the question asks for, or None."""
+    excluded = question.excluded
     for found in OFFENCES:
+        if id(found.act) in excluded or (found.gate is not None and id(found.gate) in excluded):
+            continue  # the literal gates already rule it out: no call at all
         if found.gate is not None and not question.has(found.gate):
             continue
         if not question.has(found.act) or not found.fits(question):

@@ -254,8 +254,9 @@ def attack_tooling(question: Question) -> Finding | None:
     for clause, match in question.distinct(OWNED_TOOLING):
         if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
             return Finding("attack_tooling", "an implant or payload")
+    excluded = question.excluded
     for behaviour in BEHAVIOURS:
-        if not question.has(behaviour.cue) or not behaviour.fits(question):
+        if id(behaviour.cue) in excluded or not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
         for clause, match in question.distinct(behaviour.cue):
             if requested(clause.text, match.start()):

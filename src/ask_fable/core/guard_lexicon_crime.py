@@ -139,10 +139,20 @@ HIJACKED = (
 )
 #: Income or assets hidden from the tax office or a court.
 HIDE_INCOME = (
-    r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout\w*) (?:\S+ ){0,3}?(?:income|money|assets|earnings|"
-    r"profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|authorities|court|"
-    r"my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report))|\btax (?:evasion|fraud)\b|"
+    r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout(?:e|es|ed|ing)) (?:\S+ ){0,3}?(?:income|money|assets|"
+    r"earnings|profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|"
+    r"authorities|"
+    r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report))|\btax (?:evasion|fraud)\b|"
     r"\bevad\w* (?:\S+ )?tax\w*"
+)
+#: The words hiding income cannot be said without.
+MONEY_NOUN = r"\b(?:income|money|assets|earnings|profits|cash|revenue|tax\w*)\b"
+#: The words card skimming cannot be said without.
+CARD_NOUN = r"\b(?:card|cvvs?|pins?|track data|magstripe)\b"
+#: The words an employer's data cannot be named without.
+DATA_NOUN = (
+    r"\b(?:database|db|list|data|records|table|tables|source ?code|codebase|repos|repositories|"
+    r"trade secrets)\b"
 )
 #: A fundraiser for a cause that does not exist.
 FAKE_CHARITY = (
@@ -194,11 +204,7 @@ HOLDER_POSE = (
     r"(?:the|their|his|her|a) (?:line|number|sim) to me)\b"
 )
 #: A crime's own name, asked to be carried out ("refund fraud", "insurance fraud").
-FRAUD_NOUN = (
-    r"\b(?:refund|insurance|tax|benefits?|credit card|card|wire|identity|ticket|return|warranty|"
-    r"chargeback|click|"
-    r"ad|bank|loan|mortgage|check|cheque|invoice|affiliate|bonus|promo|unemployment)? ?fraud\b"
-)
+FRAUD_NOUN = r"\bfraud\b"
 #: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
 GET_AWAY = (
     r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:fraud|anti ?fraud|"
@@ -288,10 +294,7 @@ DRAIN = (
     r"(?:accounts?|savings|wallets?|balances?)\b"
 )
 #: Scams by name.
-SCAM = (
-    r"\b(?:romance|pig butchering|advance fee|419|lottery|tech support|investment|crypto|inheritance|"
-    r"grandparent|rental|job|charity|refund)? ?scam(?:s|ming)?\b"
-)
+SCAM = r"\bscam(?:s|ming)?\b"
 
 # --- phone lines --------------------------------------------------------------------------------
 
@@ -418,7 +421,9 @@ TECHNIQUE = alt(
     r"\bfoothold\b", r"\b(?:keep|maintain|retain)\w* (?:my )?access\b", r"\bstay in\b",
     r"\bdump\w* (?:\S+ ){0,3}?(?:tables?|databases?|db|users|customers?|passwords?|hashes|records|emails)\b",
     r"\blow ?priv\w*", r"\bshell on\b",
-    r"\b(?:try|tries|trying|test|testing)\w* (?:them|these|those|it) (?:on|against)\b",
+    r"\bcombo ?lists?\b",
+    r"\b(?:try|tries|trying|test|testing)\w* (?:\S+ ){0,3}?(?:on|against) (?:a |an |the |their |his |her |"
+    r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
     r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
