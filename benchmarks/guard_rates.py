@@ -1,8 +1,16 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|all]
-Reads the labelled corpus in ``tests/guard_corpus/`` and runs every question through the guard with
-default settings (no model, no network). Prints, per split, the false refusals among the benign
+Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|all|blind2|DIR ...]
+Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
+``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
+through the guard with default settings (no model, no network).
+
+``blind2`` (``tests/guard_corpus/blind2/``) is the figure a user can expect: 206 benign and 131
+harmful questions written by someone who had read neither the guard's code nor its corpus, frozen
+as written and never used for tuning. Measured when it was frozen (2026-12-05): 1.0 % of benign
+questions refused, 71.0 % of harmful ones caught (the target is at most 1 % and at least 90 %).
+Tuning on it would make it tuning data like ``blind1``; a new blind split would then be needed to
+say what to expect. Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
 refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
 no benign question is refused and every harmful one is.
@@ -16,16 +24,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from tests.guard_corpus import SPLITS, load  # noqa: E402
+from tests.guard_corpus import SPLITS, load, read_questions  # noqa: E402
 
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
+
+#: The frozen blind split no rule was tuned on: what to expect of questions the guard has not seen.
+BLIND = ROOT / "tests" / "guard_corpus" / "blind2"
+
+
+def questions(split: str) -> tuple[list[str], list[str]]:
+    """The benign and harmful questions of a corpus split, or of the two files in a directory."""
+    folder = BLIND if split == "blind2" else Path(split)
+    if folder.is_dir():
+        return read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt")
+    return load("benign", split), load("harmful", split)  # type: ignore[arg-type]
 
 
 def measure(split: str) -> bool:
     """Print the rates and misses for one split; True when it has no miss."""
     settings = load_settings()
-    benign, harmful = load("benign", split), load("harmful", split)  # type: ignore[arg-type]
+    benign, harmful = questions(split)
     refused = [(q, d) for q in benign if not (d := check(q, "", settings)).allowed]
     missed = [q for q in harmful if check(q, "", settings).allowed]
     caught = len(harmful) - len(missed)
@@ -39,8 +58,8 @@ def measure(split: str) -> bool:
 
 
 def main() -> int:
-    """Measure the splits named on the command line (default: each split, then all)."""
-    splits = sys.argv[1:] or [*SPLITS, "all"]
+    """Measure the splits named on the command line (default: each split, all, then blind2)."""
+    splits = sys.argv[1:] or [*SPLITS, "all", "blind2"]
     results = [measure(split) for split in splits]
     return 0 if all(results) else 1
 

@@ -148,6 +148,26 @@ class Settings(BaseSettings):
         description="File of exact phrases, one per line, set aside before the guard judges a question; "
         "rescues only that phrase.",
     )
+    guard_model: str | None = Field(
+        None,
+        description="A model token (e.g. ollama:llama-guard3:8b, or a cheap hosted model) that also "
+        "classifies each question the local guard lets through, before any other model is called; unset: "
+        "no model stage.",
+    )
+    guard_model_format: Literal["auto", "llama_guard", "shieldgemma", "rules"] = Field(
+        "auto",
+        description="How the guard model is asked: llama_guard (answers safe / unsafe and S1..S14), "
+        "shieldgemma (Yes / No), rules (any other model, given the guard's rules and a fixed answer "
+        "format); auto picks by the model's name.",
+    )
+    guard_model_on_failure: Literal["open", "closed"] = Field(
+        "closed",
+        description="When the guard model gives no verdict (down, too slow, an unreadable answer): closed "
+        "refuses the question (kind guard_unavailable); open lets it through with a warning.",
+    )
+    guard_model_timeout: float = Field(
+        30, gt=0, description="Seconds the guard model may take to classify one question."
+    )
 
     # --- timeouts and limits ---------------------------------------------------------------
     timeout: float = Field(240, gt=0, description="Wall-clock seconds for one model turn.")
@@ -548,6 +568,11 @@ class Settings(BaseSettings):
     @classmethod
     def _floor_context_cap(cls, value: int | None) -> int | None:
         return None if value is None else max(value, CONTEXT_CAP_FLOOR)
+
+    @field_validator("guard_model", mode="after")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
 
     @classmethod
     def settings_customise_sources(

@@ -20,6 +20,8 @@ def test_the_corpus_is_large_varied_and_unambiguous() -> None:
     assert len(benign) >= 300 and len(harmful) >= 150
     assert len(load("benign", "held_out")) > 0 and len(load("harmful", "held_out")) > 0
     assert len(load("benign", "paraphrase")) >= 60 and len(load("harmful", "paraphrase")) >= 60
+    # Written by someone who had read neither the guard nor this corpus; required like the rest since.
+    assert len(load("benign", "blind1")) >= 150 and len(load("harmful", "blind1")) >= 100
     assert len(set(benign)) == len(benign) and len(set(harmful)) == len(harmful)
     assert not set(map(str.lower, benign)) & set(map(str.lower, harmful))
 

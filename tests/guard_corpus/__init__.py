@@ -1,9 +1,11 @@
 """The guard's labelled corpus: benign questions it must let through and harmful ones it must refuse.
 
-Three splits: ``tuned`` (``benign.txt``, ``harmful.txt``); ``held_out`` (``heldout_*.txt``),
-written before the guard's rules were tuned, to measure how the rules generalize; and
+Splits: ``tuned`` (``benign.txt``, ``harmful.txt``); ``held_out`` (``heldout_*.txt``),
+written before the guard's rules were tuned, to measure how the rules generalize;
 ``paraphrase`` (``paraphrase_*.txt``), requests that describe harm without the obvious attack words
-and look-alikes that share their words, each round written before the judge was tuned on it.
+and look-alikes that share their words, each round written before the judge was tuned on it; and
+``blind1`` (``blind1_*.txt``), written by someone who had read neither the guard's code nor this
+corpus, measured as it came, then used for tuning.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from typing import Literal
 
 CORPUS_DIR = Path(__file__).resolve().parent
 Label = Literal["benign", "harmful"]
-Split = Literal["tuned", "held_out", "paraphrase", "all"]
-SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase")
+Split = Literal["tuned", "held_out", "paraphrase", "blind1", "all"]
+SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase", "blind1")
 FILES: dict[tuple[Label, str], str] = {
     ("benign", "tuned"): "benign.txt",
     ("harmful", "tuned"): "harmful.txt",
@@ -22,6 +24,8 @@ FILES: dict[tuple[Label, str], str] = {
     ("harmful", "held_out"): "heldout_harmful.txt",
     ("benign", "paraphrase"): "paraphrase_benign.txt",
     ("harmful", "paraphrase"): "paraphrase_harmful.txt",
+    ("benign", "blind1"): "blind1_benign.txt",
+    ("harmful", "blind1"): "blind1_harmful.txt",
 }
 
 

@@ -31,6 +31,31 @@ if TYPE_CHECKING:  # pragma: no cover
 _Part = TypeVar("_Part")
 
 
+class Memo:
+    """A bounded map of recent results that forgets each one ``ttl`` seconds after it was stored,
+    safe to share between threads."""
+
+    def __init__(self, clock: Clock, *, maxsize: int, ttl: float) -> None:
+        from cachetools import TTLCache
+
+        self._lock = threading.Lock()
+        self._items: TTLCache[str, object] = TTLCache(maxsize=maxsize, ttl=ttl, timer=clock.monotonic)
+
+    def get(self, key: str) -> object | None:
+        """What was stored under ``key`` and has not expired, else None."""
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: str, value: object) -> None:
+        """Store ``value`` under ``key`` (the oldest entry makes room when full)."""
+        with self._lock:
+            self._items[key] = value
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+
 class Resources:
     """The App's clients, gates, caches, connections, clock and retry policies.
 
@@ -150,6 +175,11 @@ class Resources:
         from ask_fable.backends.claude_common import UnavailableModels
 
         return self._part("unavailable_models", lambda: UnavailableModels(self.clock))
+
+    @property
+    def guard_verdicts(self) -> Memo:
+        """The guard model's verdicts on recent questions, kept for a day."""
+        return self._part("guard_verdicts", lambda: Memo(self.clock, maxsize=4096, ttl=86_400.0))
 
     @property
     def engines(self) -> Engines:

@@ -22,7 +22,7 @@ from ask_fable.core.guard_intent import judge
 from ask_fable.core.guard_reading import normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
-__all__ = ["MODEL_REFRAME", "GuardDecision", "check", "custom_term"]
+__all__ = ["MODEL_REFRAME", "GuardDecision", "check", "custom_term", "refusal"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,8 @@ class GuardDecision:
     how_to_reframe: str = ""
 
 
-def _refuse(rule_id: str, detail: str, settings: Settings) -> GuardDecision:
+def refusal(rule_id: str, detail: str, settings: Settings) -> GuardDecision:
+    """The refusal under rule ``rule_id``, its reason naming ``detail`` when there is one."""
     rule = RULES[rule_id]
     reason = f"{rule.summary} ({detail})." if detail else f"{rule.summary}."
     advice = rule.how_to_reframe.format(min_len=settings.min_len, max_len=settings.max_len)
@@ -105,19 +106,19 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     """Run the sanity floor, the operator's lists and the intent judge over a question."""
     stripped = question.strip()
     if not stripped:
-        return _refuse("empty_question", "", settings)
+        return refusal("empty_question", "", settings)
     if len(stripped) < settings.min_len:
-        return _refuse("question_too_short", f"{len(stripped)} < {settings.min_len} characters", settings)
+        return refusal("question_too_short", f"{len(stripped)} < {settings.min_len} characters", settings)
     if len(question) > settings.max_len:
-        return _refuse("question_too_long", f"{len(question)} > {settings.max_len} characters", settings)
+        return refusal("question_too_long", f"{len(question)} > {settings.max_len} characters", settings)
     if settings.max_context_len is not None and len(context) > settings.max_context_len:
         detail = f"{len(context)} > {settings.max_context_len} characters"
-        return _refuse("context_too_long", detail, settings)
+        return refusal("context_too_long", detail, settings)
     text = _set_aside_allowed(stripped, settings)  # the one normalization of the question
     term = _denied_term(text, settings)
     if term:
-        return _refuse("custom_denylist", repr(term), settings)
+        return refusal("custom_denylist", repr(term), settings)
     finding = judge(text)
     if finding is not None:
-        return _refuse(finding.rule, finding.label, settings)
+        return refusal(finding.rule, finding.label, settings)
     return GuardDecision(True)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_reading import Question, words_before
 
 
@@ -58,7 +59,8 @@ class Frame:
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
 
 
-TARGETED = (FOREIGN, PEOPLE)
+OPENED = _c(cx.OPENED)
+TARGETED = (FOREIGN, PEOPLE, OPENED)
 HIDDEN = (COVERT, UNSEEN)
 
 FRAMES = (
@@ -107,8 +109,12 @@ def asked(clause: str, start: int) -> bool:
     words = words_before(clause, start, 14)
     for i in range(len(words) - 1, -1, -1):
         word = words[i]
+        if word in cx.OBSERVED_AUX and i and words[i - 1] in cx.THIRD_SUBJECT:
+            return False  # "someone is using…": done by a third party, seen rather than asked for
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
+        if i + 1 < len(words) and words[i + 1] in ("that", "which"):
+            continue  # "a document that fetches…": the head of a relative clause is a noun, not a verb
         if i + 1 < len(words) and words[i + 1] == "me":
             continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
         if word in lx.DEFEND:
@@ -118,13 +124,21 @@ def asked(clause: str, start: int) -> bool:
     return True
 
 
+def _subject(clause: str, end: int) -> bool:
+    """True when the words after a person make them the one who did something ("someone might have
+    hidden…"), not the one it is done to."""
+    after = clause[end : end + 20].split()[:1]
+    return bool(after) and after[0] in cx.OBSERVED_AUX
+
+
 def conduct(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first frame the question asks for, or None."""
+    excluded = question.excluded
     for frame in FRAMES:
-        if not question.has(frame.act) or not frame.fits(question):
+        if id(frame.act) in excluded or not question.has(frame.act) or not frame.fits(question):
             continue
-        for clause, match in question.matches(frame.act):
-            if asked(clause.text, match.start()):
+        for clause, match in question.distinct(frame.act):
+            if asked(clause.text, match.start()) and not _subject(clause.text, match.end()):
                 return frame.rule, frame.label
     return None
 

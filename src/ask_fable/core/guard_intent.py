@@ -16,8 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import conduct
 from ask_fable.core.guard_conduct import watched as conduct_watched
+from ask_fable.core.guard_crime import offence
+from ask_fable.core.guard_crime import watched as crime_watched
 from ask_fable.core.guard_reading import (
     CODE_REQUEST,
     REQUEST,
@@ -25,6 +28,7 @@ from ask_fable.core.guard_reading import (
     Matches,
     Question,
     neutral_head,
+    observed,
     requested,
     role_before,
     tokens,
@@ -81,6 +85,10 @@ FOREIGN = _c(lx.FOREIGN)
 PEOPLE = _c(lx.PEOPLE)
 OWN = _c(lx.OWN)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
+#: The asker says what they would get into is not theirs.
+NOT_MINE = _c(
+    r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
+)
 ACCESS = _word(lx.ACCESS)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
 DOS = _word(lx.DOS)
@@ -150,6 +158,8 @@ BEHAVIOURS = (
     Behaviour(_c(lx.KEYLOG), "a keylogger or spyware", (COVERT, EXFIL, FOREIGN)),
     Behaviour(_c(lx.STEAL), "credential or data theft"),
     Behaviour(_c(lx.TAKE_CREDENTIALS), "a credential stealer", (COVERT, EXFIL, FOREIGN)),
+    Behaviour(_c(lx.READ_CREDENTIALS), "a credential stealer", (), (EXFIL,)),
+    Behaviour(_c(lx.BACKDOOR_ACCOUNT), "a backdoor account", (FOREIGN, COVERT, EXFIL, _c(lx.FOR_ME_ON))),
     Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
     Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),
@@ -171,8 +181,10 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
 
 def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
-    for clause, match in question.matches(pattern):
-        if role_before(clause.text, match.start()) != "defend" and not _prevented(clause.text, match.start()):
+    for clause, match in question.distinct(pattern):
+        start = match.start()
+        text = clause.text
+        if role_before(text, start) != "defend" and not _prevented(text, start) and not observed(text, start):
             yield clause, match
 
 
@@ -191,10 +203,10 @@ def exploit_development(question: Question) -> Finding | None:
         return Finding("exploit_development", "a working exploit")
     for _ in _undefended(question, WEAPONIZE):
         return Finding("exploit_development", "a weaponized exploit")
-    for clause, match in question.matches(EXPLOIT_TERMS.any):
+    for clause, match in question.distinct(EXPLOIT_TERMS.any):
         if not neutral_head(clause.text, match.end()) and role_before(clause.text, match.start()) == "make":
             return Finding("exploit_development", EXPLOIT_TERMS.label(match))
-    for clause, match in question.matches(EXPLOIT_WORD):
+    for clause, match in question.distinct(EXPLOIT_WORD):
         text = clause.text
         if _exploit_is_noun(text, match):
             practice = clause.has(PRACTICE) and not question.has(CVE)
@@ -223,7 +235,7 @@ def _defends(clause: str, end: int) -> bool:
 
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
-    for clause, match in question.matches(STRONG.any):
+    for clause, match in question.distinct(STRONG.any):
         if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
             continue
         if neutral_head(clause.text, match.end()):
@@ -239,13 +251,14 @@ def attack_tooling(question: Question) -> Finding | None:
             and (_malice_outside(question, clause, match) or clause.has(FOREIGN))
         ):
             return Finding("attack_tooling", WEAK.label(match))
-    for clause, match in question.matches(OWNED_TOOLING):
+    for clause, match in question.distinct(OWNED_TOOLING):
         if not neutral_head(clause.text, match.end()) and requested(clause.text, match.start()):
             return Finding("attack_tooling", "an implant or payload")
+    excluded = question.excluded
     for behaviour in BEHAVIOURS:
-        if not question.has(behaviour.cue) or not behaviour.fits(question):
+        if id(behaviour.cue) in excluded or not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
-        for clause, match in question.matches(behaviour.cue):
+        for clause, match in question.distinct(behaviour.cue):
             if requested(clause.text, match.start()):
                 return Finding("attack_tooling", behaviour.label)
     return None
@@ -257,7 +270,7 @@ _NEGATION = re.compile(r"(?:never|not|no|doesn'?t|don'?t|can'?t|cannot|won'?t|is
 def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
     """Each evasion the words before it do not put in a detected role. A negated one ("monitoring
     never sees") is read from before its subject, which names the control, not a defending verb."""
-    for clause, match in question.matches(pattern):
+    for clause, match in question.distinct(pattern):
         start = match.start()
         if _NEGATION.match(clause.text, start):
             before = clause.text.rfind(" ", 0, max(0, start - 1))
@@ -268,8 +281,14 @@ def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
 
 def security_evasion(question: Question) -> Finding | None:
     """Evading, blinding or disabling security controls, or covering an intrusion's tracks."""
-    for pattern, strong in ((EVADE_STRONG, True), (EVADE_WEAK, False)):
+    if not question.has_any(CONTROL_STRONG, CONTROL_WEAK):
+        evasions: tuple[tuple[re.Pattern[str], bool], ...] = ()  # nothing named that could be evaded
+    else:
+        evasions = ((EVADE_STRONG, True), (EVADE_WEAK, False))
+    for pattern, strong in evasions:
         for clause, evade in _evasions(question, pattern):
+            if not clause.has_any(CONTROL_STRONG, CONTROL_WEAK):
+                continue
             begin, end = max(0, evade.start() - 60), evade.end() + 60
             strong_control = CONTROL_STRONG.search(clause.text, begin, end) is not None
             if not strong_control and CONTROL_WEAK.search(clause.text, begin, end) is None:
@@ -291,7 +310,7 @@ def unauthorized_access(question: Question) -> Finding | None:
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
             return Finding("unauthorized_access")
-        if question.has(UNAUTHORIZED):
+        if question.has_any(UNAUTHORIZED, NOT_MINE):
             return Finding("unauthorized_access")
     for clause, match in question.matches(LEAKED_LIST):
         if clause.has(LIST_USE) and (requested(clause.text, match.start()) or clause.has(STILL_WORK)):
@@ -306,17 +325,32 @@ def denial_of_service(question: Question) -> Finding | None:
         aimed = DOS_OUTCOME.search(after) is not None or (
             match.group(0).startswith(("ddos", "dos")) and DOS_OBJECT.match(after) is not None
         )
+        if OWN.search(after, 0, 40) is not None:
+            continue  # "let someone DoS our login endpoint": aimed at the asker's own system
         if clause.has(FOREIGN) or (aimed and not clause.has(OWN)):
             return Finding("denial_of_service")
     return None
+
+
+def _aimed_at_others(clause: Clause) -> bool:
+    """True when the clause names someone else other than as the one who did something ("a tracker
+    someone might have hidden in my car" names the one who hid it, not the one followed)."""
+    if not clause.has(FOREIGN):
+        return False
+    for match in FOREIGN.finditer(clause.text):
+        after = clause.text[match.end() : match.end() + 20].split()[:1]
+        unknown = match.group(0).startswith(("someone", "somebody", "anyone"))
+        if not (unknown and after and after[0] in cx.OBSERVED_AUX):
+            return True
+    return False
 
 
 def covert_surveillance(question: Question) -> Finding | None:
     """Monitoring a person without their knowledge."""
     if not question.has_any(COVERT, EXFIL):
         return None
-    for clause, match in question.matches(MONITOR):
-        if clause.has(FOREIGN) and requested(clause.text, match.start()):
+    for clause, match in question.distinct(MONITOR):
+        if _aimed_at_others(clause) and requested(clause.text, match.start()):
             return Finding("covert_surveillance")
     return None
 
@@ -327,19 +361,22 @@ def _agent_harm(
 ) -> bool:
     """True when a harmful agent is the object of a producing, enhancing or spreading verb; with
     ``named_apart``, also when the question names it and asks elsewhere how to make "it"."""
-    for clause, match in question.matches(agent):
+    for clause, match in question.distinct(agent):
         text = clause.text
-        if clause.has(SIMULATION) or neutral_head(text, match.end()):
+        if clause.has(SIMULATION):
+            continue
+        # Before the neutral head: "more resistant" makes the agent stronger, not something resisted.
+        if right.match(text, match.end()) and clause.has(REQUEST):
+            return True
+        if neutral_head(text, match.end()):
             continue
         if named_apart and question.has(MAKE_IT):
             return True
         for word in reversed(words_before(text, match.start(), 8)):
             if word in acts:
                 return True
-            if word in lx.DEFEND:
+            if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                 break
-        if right.match(text, match.end()) and clause.has(REQUEST):
-            return True
         if question.has_any(HARM_PEOPLE, MASS_HARM):
             return True
     return False
@@ -375,8 +412,8 @@ def weapons_harm(question: Question) -> Finding | None:
             for word in reversed(words_before(text, match.start(), 8)):
                 if word in lx.WEAPON_ACT or word in lx.MAKE:
                     return Finding("weapons_harm")
-                if word in lx.DEFEND:
-                    break
+                if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
+                    break  # "inventory software for explosives": the software is what is made
             if question.has_any(HARM_PEOPLE, MASS_HARM):
                 return Finding("weapons_harm")
     return None
@@ -386,10 +423,10 @@ def harm_to_people(question: Question) -> Finding | None:
     """Hurting people directly, asking for a lethal dose, or delivering anything onto a crowd."""
     if question.has(LETHAL_DOSE):
         return Finding("harm_to_people")
-    for clause, match in question.matches(HARM_PEOPLE):
+    for clause, match in question.distinct(HARM_PEOPLE):
         if requested(clause.text, match.start()):
             return Finding("harm_to_people")
-    for clause, match in question.matches(HARASS):
+    for clause, match in question.distinct(HARASS):
         if (clause.has(FOREIGN) or question.has(AROUND_BLOCK)) and requested(clause.text, match.start()):
             return Finding("harm_to_people", "harassment")
     crowds = (clause for clause, _ in question.matches(MASS_HARM))
@@ -401,6 +438,12 @@ def harm_to_people(question: Question) -> Finding | None:
 def conduct_toward_people(question: Question) -> Finding | None:
     """Spyware, scams, harassment or stalking described by what it does rather than by name."""
     found = conduct(question)
+    return Finding(*found) if found else None
+
+
+def ordinary_means(question: Question) -> Finding | None:
+    """Fraud, piracy, intrusion, locating a person or another crime, by what is taken from whom and why."""
+    found = offence(question)
     return Finding(*found) if found else None
 
 
@@ -416,6 +459,7 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
     chemical_harm,
     weapons_harm,
     conduct_toward_people,
+    ordinary_means,
 )
 
 
@@ -429,7 +473,7 @@ def watched() -> list[re.Pattern[str]]:
             patterns.append(value.any)
     for behaviour in BEHAVIOURS:
         patterns += (behaviour.cue, *behaviour.needs, *behaviour.also)
-    return patterns + conduct_watched()
+    return patterns + conduct_watched() + crime_watched()
 
 
 #: The literals every watched pattern needs, worked out in the background after the first question.

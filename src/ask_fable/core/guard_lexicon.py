@@ -28,7 +28,7 @@ MAKE = words(
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
     distribute distributing spread spreading sneak smuggle install installs installing reinstall reinstalls
     drop drops plant plants sell selling setup automate automating improve upgrade customize
-    rewrite finish complete help send get show plan crypt"""
+    rewrite finish complete help send get show plan crypt rent renting hire hiring buy buying whip"""
 )
 
 #: Words that put what follows in the detected, blocked, analysed or explained role.
@@ -50,7 +50,7 @@ DEFEND = words(
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
     relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
-    educate"""
+    educate found discovered noticed observed received saw seen spotted moderate moderating moderation"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -76,7 +76,8 @@ NEUTRAL_HEADS = words(
     surveillance genomics sequencing pipeline dashboard metadata database data model vaccine
     vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total
     storage compliance retention gear archive exposure studies study levels records results screening
-    parser parsers schema schemas format formats size sizes validation validator"""
+    parser parsers schema schemas format formats size sizes validation validator team teams department desk
+    ops unit squad"""
 )
 
 # --- cyber: attack tooling -------------------------------------------------------------------
@@ -101,6 +102,9 @@ STRONG_TOOLING: dict[str, str] = {
     r"cryptojack\w*|crypto ?jackers?": "a cryptojacker",
     r"phishing (?:kits?|pages?|sites?|websites?|campaigns?|emails? campaigns?|setups?)": "a phishing kit",
     r"phishing (?:emails?|messages?|texts?|sms|lures?|templates?)": "a phishing message",
+    r"(?:credential|password|login|card) (?:harvest\w*|phish\w*|steal\w*|captur\w*|grabb\w*) (?:pages?|"
+    r"sites?|"
+    r"websites?|forms?|kits?|apps?|tools?|scripts?)": "a phishing kit",
     r"c2|c&c": "command and control",
     r"(?:ddos|dos|attack|hacking) (?:tools?|scripts?|bots?|kits?)": "a denial-of-service tool",
     r"booters?|stressers?": "a denial-of-service tool",
@@ -148,6 +152,7 @@ MALICE = alt(
     r"(?:broke|break|hacked|got) into",
     r"(?:after|once|when) i (?:get|got|am) in\b",
     r"unauthori[sz]ed",
+    r"foothold",
     r"mimikatz",
     r"lsass",
     r"credential dump\w*",
@@ -210,6 +215,9 @@ COVERT = alt(
     r"asking|telling|"
     r"being noticed)",
     r"behind (?:his|her|their) backs?",
+    r"behind the scenes",
+    r"without (?:ever )?touching (?:his|her|their|the) (?:phone|device|laptop|computer)",
+    r"under the hood",
     r"sneak\w* (?:\S+ ){0,3}?(?:on|onto|into)\b",
     r"when (?:he|she|they)(?:'s|'re| is| are) not (?:looking|around|home|watching)",
     r"hid(?:e|es|den|ing) (?:itself|it|in the background|from|on)\b",
@@ -260,6 +268,10 @@ CREDENTIAL = alt(
 #: People and organisations that are not the asker's own.
 PERSON = alt(
     r"ex",
+    r"gf",
+    r"bf",
+    r"hubby",
+    r"wifey",
     r"ex (?:wife|husband|girlfriend|boyfriend|partner|employer)",
     r"wife",
     r"husband",
@@ -304,8 +316,29 @@ PERSON = alt(
     r"(?:former|old|ex) (?:girlfriend|boyfriend|wife|husband|partner|roommate|flatmate|friend|colleague)",
 )
 
+#: A system named as someone else's by its possessor ("a restaurant's website", "the school's server"),
+#: found from the possessive itself, so only questions with one pay for the search.
+OTHERS_SYSTEM = (
+    r"(?:(?<=\ba )|(?<=\ban )|(?<=\bthe )|(?<=\bsome )|(?<=\bthis )|(?<=\bthat )|(?<=\btheir )|(?<=\bhis )|"
+    r"(?<=\bher ))(?!(?:user|customer|client|member|tenant|admin|team|service|app|project|"
+    r"cluster|container|pod|process|browser|system|server|parent|child|caller|owner|author|developer|company|"
+    r"org|organi[sz]ation|today|tomorrow|yesterday|it|that|what|there|here|let|who|one)'s)\w+'s "
+    r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|store|"
+    r"shop|portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
+    r"icloud|instagram|gmail|game server|pc|pcs|machine|device)\b"
+)
+
 FOREIGN = alt(
-    rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b(?:my|ma|mah) (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
+    rf"\b{PERSON}(?:'s|s')(?=\W|$)",
+    OTHERS_SYSTEM,
+    r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|"
+    r"usb stick)s? (?:that )?(?:i|we) "
+    r"found\b",
+    r"\bmy (?!company|team|org|own|startup|lab|app|site|project|client)\w+'s (?:\w+ ){0,2}?(?:site|"
+    r"website|web app|"
+    r"servers?|network|app|accounts?|database|db|systems?|wifi|store|shop|portal|login|nas|router|email|inbox|"
+    r"cloud|computer|laptop|phone|camera|pc)\b",
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
     # "build a website" is the asker's own site, not someone else's.
@@ -358,6 +391,7 @@ FOREIGN = alt(
 
 #: The asker's own systems or an authorised test.
 OWN = alt(
+    r"\bmy (?:own )?(?:company|team|org|organi[sz]ation|startup|lab)'?s\b",
     r"\bour\b", r"\bours\b", r"\bmy own\b", r"\bstaging\b", r"\blocalhost\b", r"\bhome lab\b", r"\bctf\b"
 )
 
@@ -399,6 +433,9 @@ ACCESS = alt(
     r"get (?:admin|root)",
     r"brute ?forc\w*",
     r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
+    r"(?:get|grab|steal|obtain|extract|sniff|capture|find out)\w* (?:\S+ ){0,3}?(?:passwords?|passcodes?|"
+    r"creds|"
+    r"credentials|logins?|pins?)\b",
     r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
     r"passcodes?|"
     r"combinations?)",
@@ -417,6 +454,8 @@ ACCESS = alt(
     r"guess(?:es|ing)? (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
     r"passcodes?|"
     r"combinations?)",
+    r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?without (?:the |a |its |their |his |her )?(?:passcode|password|"
+    r"pin|code))",
     # "unlock" takes a device or an account: "unlock premium reports for a company's users" is billing.
     r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?(?:phones?|iphones?|androids?|devices?|laptops?|computers?|pcs?|"
     r"macs?|tablets?|ipads?|accounts?|icloud|sim|bootloaders?|wallets?|vaults?|password managers?)\b)",
@@ -496,6 +535,7 @@ EVADE_STRONG = alt(
     r"fully undetectable",
     r"hid(?:e|es|ing) (?:\w+ ){0,3}?from",
     r"avoid(?:s|ing)? (?:being )?(?:detect\w*|flag\w*|caught|seen|notic\w*)",
+    r"without (?:\w+ ){0,3}?(?:noticing|detecting|flagging|catching|seeing)",
 )
 
 #: Staying unseen, which only an intruder needs: judged with a sign of malice or no authorization.
@@ -553,6 +593,12 @@ CONTROL_STRONG = alt(
     r"siem",
     r"analysts?",
     r"it (?:team|department|staff|admins?)(?:'s)?",
+    r"\bdlp\b",
+    r"anti ?cheat\w*",
+    r"vanguard",
+    r"battl ?eye",
+    r"easy ?anti ?cheat",
+    r"data loss prevention",
 )
 
 CONTROL_WEAK = alt(
@@ -568,6 +614,7 @@ CONTROL_WEAK = alt(
     r"detection",
     r"monitoring",
     r"logging",
+    r"(?:email|mail|spam|attachment) (?:scanners?|filters?|gateways?|security)",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
@@ -577,7 +624,7 @@ RANSOM_ACT = (
     r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?|records|databases?)\b"
 )
 RANSOM_DEMAND = alt(
-    r"ransom\w*",
+    r"ransom(?!ware)\w*",
     r"hostage",
     r"pay(?:s|ing)? (?:me|us|up|them|to (?:get|unlock|decrypt|recover)|in (?:bitcoin|btc|monero|xmr|crypto))",
     r"payment (?:to|for) (?:decrypt|unlock|recover|the key|get)",
@@ -615,8 +662,26 @@ TAKE_CREDENTIALS = (
     r"taking|collect|collects|collecting|extract|extracts|extracting|capture|captures|capturing|exfiltrat\w*|"
     r"swap|swaps|replace|replaces)\s+(?:\S+\s+){0,4}?" + CREDENTIAL
 )
+#: An account added for the asker on a machine that is not theirs.
+BACKDOOR_ACCOUNT = (
+    r"\b(?:add|adds|adding|create|creates|creating|make|makes)\s+(?:a |an )?(?:hidden|secret|backdoor|"
+    r"invisible)"
+    r" (?:admin|administrator|root|user|ssh|local) ?(?:account|user|key|login)?"
+)
+FOR_ME_ON = (
+    r"\bfor me\b|\bon (?:the|their|his|her|every|each) (?:pc|computer|machine|device|laptop|server)s?\b"
+)
+#: Reading credentials, which is theft only when they are sent on to the asker.
+READ_CREDENTIALS = (
+    r"\b(?:read|reads|reading|pull|pulls|pulling|fetch|fetches|fetching|lift|lifts|scrape|scrapes|scraping)"
+    r"\s+(?:\S+\s+){0,4}?" + CREDENTIAL
+)
 REMOTE_CONTROL = alt(
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:control|run|execute|access|a shell|full|remote)",
+    r"so (?:that )?i (?:can )?(?:see|watch|read|view|control|access|mirror) (?:his|her|their|"
+    r"\w+'s) (?:screen|"
+    r"messages|texts|chats|phone|computer|laptop|pc|camera|webcam|keystrokes|browsing)",
+    r"(?:type|send|issue|run)s? commands? (?:on|to) (?:the|their|his|her|a|any|every|\w+'s) ",
     r"(?:control|run (?:any )?commands?|execute commands?) (?:\S+ ){0,4}?(?:from anywhere|remotely|from my)",
     r"opens? a (?:reverse )?shell to my",
     r"(?:shell|connection) (?:back )?to my (?:ip|server|machine|vps|box|host)",
@@ -638,6 +703,7 @@ SELF_SPREAD = alt(
     r"files?|servers?|routers?|cameras?)",
 )
 MINING = alt(
+    r"(?:spin|start|run|deploy|launch|install)\w* (?:up )?(?:\S+ ){0,2}?(?:crypto ?|coin ?)?miners?\b",
     r"\b(?:mine|mines|mining)\s+(?:\S+\s+){0,3}?(?:monero|coins?|crypto\w*|bitcoin|xmr|ethereum)",
     r"(?:monero|crypto) min(?:er|ers|ing)",
     r"mining rigs?",
@@ -696,7 +762,8 @@ MONITOR = alt(
     r"log(?:s|ging)? (?:every|all|each)",
     r"track(?:s|ing|er|ers)?",
     r"watch(?:es|ing)?",
-    r"see (?:what|where|everything)",
+    r"see (?:what|where|everything|who)",
+    r"see (?:his|her|their|\w+'s) (?:screen|messages|texts|chats|browsing|location)",
     r"spy(?:ing)?",
     r"record(?:s|ing)?",
     r"monitor(?:s|ing)?",
@@ -779,6 +846,7 @@ BIO_ACT = words(
     weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
     extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
     protocol function recipe steps instructions bring bringing revive reviving resurrect resurrecting recreate
+    made produced synthesized synthesised cultured grew engineered weaponized weaponised
     recreating reconstruct reconstructing breed breeding"""
 )
 BIO_RIGHT = alt(
@@ -803,6 +871,7 @@ CHEM_AGENT = alt(
     r"chlorine gas",
     r"phosgene",
     r"(?:hydrogen )?cyanide",
+    r"chloroform",
     r"ricin",
     r"abrin",
     r"toxic (?:gas|fumes|vapou?rs?|smoke)",
@@ -824,16 +893,20 @@ CHEM_AGENT = alt(
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
     prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
-    aerosolize extract purify buy acquire create manufacture plan combine combined combining fill"""
+    aerosolize extract purify buy acquire create manufacture plan combine combined combining fill whip makes
+    produces synthesizes synthesises cooks brews mixes prepares made produced synthesized synthesised cooked
+    brewed mixed prepared extracted"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
 )
 WEAPON_AGENT = alt(
     r"(?:pipe |car |nail |dirty )?bombs?",
+    r"(?:pipe|car|nail|dirty) bom\b",
     r"ieds?",
     r"explosives",
     r"(?:an|the) explosive\b",
+    r"explosive(?= (?:for|to|that|which|at|in|from|with|on|onto|into)\b)",
     r"explosive (?:devices?|materials?|charges?|compounds?|mixtures?|vests?|belts?)",
     r"tatp",
     r"nitroglycerin\w*",
@@ -857,7 +930,9 @@ WEAPON_AGENT = alt(
     r"nuclear weapons?",
     r"(?:a |the )weapons?",
     r"enrich\w* uranium",
-    r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:car|cars|building|school|house|bus|"
+    r"blow(?:s|ing)? (?:\S+ )?up (?:a |the |my |his |her |their )?(?:\w+ )?(?:car|cars|building|school|"
+    r"house|bus|"
+    r"mailbox|mailboxes|atm|statue|door|safe|wall|truck|office|"
     r"train|station|bridge|people|crowd|plane|office|church|mosque|synagogue|stadium|city)",
     r"(?:device|thing|something|package|box|car|vehicle|drone|bottle)\b[^.;?!]{0,30}?\b"
     r"(?:explod\w*|detonat\w*|blows? up|goes off|go off)",
@@ -876,7 +951,8 @@ MAKE_IT = (
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
     convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
-    synthesize synthesise synthesizing synthesising"""
+    synthesize synthesise synthesizing synthesising whip makes builds assembles constructs made built
+    assembled constructed rigged wire wiring attach attaching connect hook arm arming"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
@@ -921,7 +997,8 @@ HARM_PEOPLE = (
     r"attack(?:s|ing)?)"
     r"\s+(?:\S+\s+){0,3}?(?:(?:a|the) person|people|"
     r"someone|somebody|(?:a )?humans?|him|her|my \w+|(?:a|the) crowd|crowds|as many people|everyone|"
-    r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process))\b"
+    r"children|kids|civilians|passengers|(?:an )?adults?|a (?:man|woman)|a child(?! process)|"
+    r"(?:a|an|my|this|that|the) (?:\w+ )?" + PERSON + r")\b"
     r"|\bmake (?:people|someone|somebody|him|her|them|everyone|my \w+) (?:very |really |seriously |"
     r"violently )?"
     r"(?:sick|ill)\b"
@@ -930,11 +1007,13 @@ HARM_PEOPLE = (
 LETHAL_DOSE = (
     r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:would|will|could|"
     r"is enough to) "
-    r"(?:kill|be lethal|be fatal)"
+    r"(?:kill|be lethal|be fatal|knock (?:\S+ )?out|make (?:\S+ )?(?:pass out|unconscious))"
 )
 #: Tampering with what a person eats or drinks.
 FOOD_TAMPERING = (
-    r"\bpoison\w* (?:\S+ ){0,3}?(?:water|food|drinks?|cooler|coffee|tea|supply|well|reservoir|"
+    r"\b(?:poison\w*|contaminat(?:e|es|ing)|taint(?:s|ing)?) (?:\S+ ){0,3}?(?:water|food|drinks?|cooler|"
+    r"coffee|"
+    r"tea|supply|well|reservoir|"
     r"meals?|lunch)\b|"
     r"\b(?:put|putting|slip|slipping|add|adding|mix|mixing|crush|crushing|sprinkle|"
     r"sprinkling)\s+(?:\S+\s+){0,3}?"
@@ -996,7 +1075,7 @@ UNSEEN = alt(
     r"(?:with )?no (?:window|tray icon|icon|notification|visible \w+|sign)",
     r"without (?:any |a )?(?:window|icon|notification|prompt|trace)",
     r"(?:won'?t|will not|wouldn'?t|never|can'?t|cannot) (?:ever )?(?:find|notice|see|sees|know|knows|spot|"
-    r"finds|notices)(?: (?:it|them|anything))?",
+    r"finds|notices)(?! me\b| us\b)(?: (?:it|them|anything))?",
     r"without (?:him|her|them|anyone|the owner|the user|my \w+) (?:\w+ )?(?:seeing|noticing|knowing|finding)",
     r"out of (?:sight|the process list|task manager)",
     r"stays? out of (?:the )?(?:process list|task manager|logs)",
@@ -1021,6 +1100,11 @@ DISGUISE = alt(
     r"popup|pop up|"
     r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize|campaign|fundraiser|crowdfunding|appeal)s?\b",
     r"\bdeep ?fake\w*",
+    r"(?:email|message|text|letter|call|sms)s? (?:\S+ )?from ['\"]?(?:the )?(?:it support|it|helpdesk|"
+    r"help desk|hr|"
+    r"payroll|the bank|your bank|microsoft|apple|google|amazon|paypal|the irs|irs|hmrc|the police|dhl|"
+    r"fedex|ups|"
+    r"usps)\b",
     r"\b(?:cloned|synthetic) voice",
     r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
     r"\bmy copy\b",
@@ -1033,9 +1117,14 @@ DISGUISE = alt(
 
 #: Money moved or secrets handed over, which a disguise exists to obtain.
 HAND_OVER = alt(
-    r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|(?:to |"
-    r"into )?my (?:bank )?account)",
+    r"(?:wire|transfer|send|pay)\w* (?:\S+ ){0,3}?(?:\$|money|funds|payment|€|£|\d|fees?|fines?|charges?|"
+    r"deposits?|invoices?|bills?|tolls?|tax\w*|customs|(?:to |into )?my (?:bank )?account)",
+    r"(?:through|via|to|on) my (?:link|site|website|page|account|wallet|form)\b",
     r"(?:to|into) my (?:paypal|venmo|cash ?app|wallet|bank)\b",
+    r"(?:update|verify|confirm|re ?enter)\w* (?:\S+ ){0,2}?(?:payment|billing|card|bank)\b",
+    r"(?:keeps?|takes?|steals?|pockets?) (?:whatever|all|the money|the funds|"
+    r"everything) (?:\S+ ){0,2}?(?:deposit|"
+    r"send|pay|transfer)\w*",
     r"(?:by|with|in) gift cards?\b",
     r"(?:approve|authori[sz]e)s? (?:a |the )?(?:transfer|payment|wire)",
     r"(?:one time|verification|2fa|mfa|otp|security|sms) codes?",
@@ -1049,7 +1138,7 @@ HAND_OVER = alt(
     r"(?:get|take|extract|squeeze|move|moves|moving)\w* (?:\S+ ){0,3}?(?:money|cash|funds|savings|payments?) "
     r"(?:from|out of|to my|into my)",
     r"hand (?:over|in) (?:their |his |her |your )?",
-    r"(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
+    r"(?:re ?)?(?:enter|type|give|share|reveal|confirm)s? (?:in )?(?:their|his|her|your) ",
     r"(?:asks?|ask\w*) (?:\S+ ){0,4}?for (?:their|his|her|your) ",
     r"(?:takes?|keeps?|collects?|captures?|saves?|steals?|records?|gets?) (?:\S+ ){0,5}?(?:the )?(?:logins?|"
     r"passports?|passport scans|id scans|ssns?|identity documents|"
@@ -1067,14 +1156,16 @@ EVERYONE_IN = (
 FAKE_BULK = alt(
     r"\b(?:invented|made up|imaginary|fictional|fictitious) (?:customers|people|users|reviewers|accounts|"
     r"identities|patients|residents)\b",
-    r"\bfake (?:\S+ ){0,2}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
+    r"\bfake (?:\S+ ){0,3}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
     r"people|customers|"
     r"patients|submissions|signatures|followers|likes|votes|"
     r"clicks|users|personas|comments)\b",
+    r"\b(?:lots|loads|many|multiple|a bunch) of (?:\S+ )?(?:alts|alt accounts|accounts|profiles|bots)\b",
+    r"\balts\b",
     r"\b(?:hundreds|thousands|dozens|millions|\d{2,}|\w+ hundred|(?:twenty|thirty|forty|fifty|sixty|seventy|"
     r"eighty|"
     r"ninety|"
-    r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,3}?(?:accounts|profiles|identities|"
+    r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,4}?(?:accounts|profiles|identities|"
     r"reviews|ratings|comments|votes|likes)\b",
     r"\bbot farms?\b",
     r"\b(?:burner|throwaway|sock ?puppet) accounts\b",
@@ -1093,6 +1184,8 @@ ENGAGEMENT = alt(
     r"\bads\b", r"popular",
     r"signs? up", r"push\w*", r"promot\w*", r"boost\w*", r"candidates?", r"tickets?", r"resell\w*",
     r"coupons?", r"promo codes?", r"referral\w*", r"bonus\w*", r"giveaways?", r"orders?", r"trend\w*",
+    r"oppos\w*", r"sway\w*", r"influenc\w*", r"astroturf\w*", r"elections?", r"voters?", r"campaign\w*",
+    r"pretend\w*", r"report\w*", r"banned", r"stor(?:y|ies)",
 )
 #: Accounts made for one's own tests, not to deceive anyone.
 TEST_USE = alt(
@@ -1118,7 +1211,8 @@ AROUND_BLOCK = alt(
     r"rotating (?:\w+ )?(?:numbers|phone numbers|accounts|ips|proxies|addresses)",
     r"different (?:numbers|phone numbers|accounts)",
     r"new (?:account|number|profile)s? (?:every|each) time",
-    r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked)",
+    r"(?:every|each) time (?:one|it|i|he|she|they) (?:is|am|are|gets?) (?:banned|blocked|suspended|removed|"
+    r"deleted|reported|locked)",
     r"(?:can'?t|cannot|can not|unable to) block",
     r"after (?:he|she|they) (?:blocked|banned) me",
     r"that (?:banned|blocked|kicked) me",
@@ -1136,6 +1230,10 @@ AROUND_BLOCK = alt(
 #: Where a person is, goes or is online: what stalking follows.
 WHEREABOUTS = alt(
     r"follow where",
+    r"air ?tags?",
+    r"tile trackers?",
+    r"gps trackers?",
+    r"(?:when|where) (?:\S+ ){1,4}?(?:leaves|parks|drives|arrives|goes)\b",
     r"where(?:ver)? (?:he |she |they |my (?:\w+ ){1,2}?)(?:goes|go|is|are|lives?|works?|sleeps?)",
     r"where (?:\S+ ){1,6}?(?:lives|sleeps|stays)\b",
     r"follow (?:her|him|them) home",
@@ -1170,6 +1268,10 @@ EXPOSE = (
 #: The asker's program run on someone else's machine.
 PLANT = alt(
     r"(?:downloads?|downloading) and (?:runs?|executes?|installs?)",
+    r"(?:fetch|pull|grab|download|retriev)\w* (?:\S+ ){0,4}?(?:and|then) (?:runs?|executes?|launch\w*|"
+    r"installs?|"
+    r"loads?)\b",
+    r"runs? (?:\S+ ){0,2}?(?:code|something|commands?|a script|my \w+) when (?:it'?s |it is )?opened\b",
     r"(?:runs?|installs?|executes?|launch\w*|drops?|loads?) my (?:program|code|script|app|tool|exe|binary|"
     r"file|software|stuff)\b",
     r"into (?:one|ones|machines?|computers?|bots?) i can (?:command|control|use)",

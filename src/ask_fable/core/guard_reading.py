@@ -10,25 +10,39 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Iterator
+from itertools import pairwise
 
 from ask_fable.core import guard_lexicon as lx
+from ask_fable.core import guard_lexicon_crime as cx
 
 #: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
 _DASH = re.compile(r"[\u2012-\u2015]")
 _INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
 _SPACES = re.compile(r"[-\u2010\u2011_/\s]+")
 _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
+#: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
+_LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
+_LEET_LETTERS = str.maketrans("013457@$", "oieastas")
+#: "how 2 hack", "want 2 get": the digit standing for "to".
+_TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
 #: Characters looked at per word of a window before a term (longer words fall out of the window).
 _CHARS_PER_WORD = 25
 #: Characters looked at before a term for a request anywhere earlier in its clause.
 _LOOK_BACK = 400
+#: How far any check looks around a match: before it (a request, 14 words) and after it (its head).
+_WINDOW_BEFORE = _LOOK_BACK + 20
+_WINDOW_AFTER = 120
 
 REQUEST = re.compile(
     r"\b(?:" + "|".join(sorted(lx.MAKE)) + r")\b|\bhow (?:do|can|would|should|could|to)\b|\bways? to\b|"
     r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b"
 )
 CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+#: A clause that asks for a thing by naming it with what it does ("script that records every key").
+ARTIFACT_CLAUSE = re.compile(cx.ARTIFACT_CLAUSE)
+#: A request for working detail: it asks for the thing whatever frames it.
+OPERATIONAL = re.compile(cx.OPERATIONAL)
 
 
 def normalize(question: str) -> str:
@@ -36,6 +50,10 @@ def normalize(question: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
+    if any(char in text for char in "013457@$"):
+        text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
+    if " 2 " in text:
+        text = _TWO.sub(r"\1 to", text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -132,6 +150,17 @@ class Question(_Facts):
                     for match in pattern.finditer(clause.text):
                         yield clause, match
 
+    def distinct(self, pattern: re.Pattern[str]) -> Matches:
+        """Like :meth:`matches`, without a match whose clause and surroundings (as far as any role check
+        looks) repeat an earlier one's: a question repeating one phrase is judged once per phrase."""
+        seen: set[tuple[int, str]] = set()
+        for clause, match in self.matches(pattern):
+            text = clause.text
+            key = (id(clause), text[max(0, match.start() - _WINDOW_BEFORE) : match.end() + _WINDOW_AFTER])
+            if key not in seen:
+                seen.add(key)
+                yield clause, match
+
     def clauses_with(self, pattern: re.Pattern[str]) -> int:
         """How many clauses contain ``pattern``."""
         count = self._counts.get(id(pattern))
@@ -156,6 +185,8 @@ def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> 
             return "defend"
         if word == "to" and previous == "how":
             return "actor"
+        if word == "how" and words[i + 1 : i + 3] and _asks_for_steps(words[i + 1 : i + 3]):
+            return "actor"
         if word in lx.MAKE:
             return "make"
         if word in lx.DEFEND:
@@ -167,18 +198,50 @@ def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> 
     return None
 
 
+#: "How would someone…", "how do people…": a request for the steps, whoever is said to take them.
+_HOW_AUX = frozenset(("would", "could", "can", "do", "does", "might", "should"))
+_HOW_SUBJECT = frozenset(("someone", "somebody", "people", "one", "anyone"))
+
+
+def _asks_for_steps(after_how: list[str]) -> bool:
+    return len(after_how) == 2 and after_how[0] in _HOW_AUX and after_how[1] in _HOW_SUBJECT
+
+
 def neutral_head(clause: str, end: int) -> bool:
     """True when one of the two words after a term makes it the thing detected or studied."""
     return any(word in lx.NEUTRAL_HEADS for word in tokens(clause[end : end + 40])[:2])
+
+
+def observed(clause: str, start: int) -> bool:
+    """True when a third party is the subject of the act at ``start`` ("if someone is using…", "a tracker
+    someone might have hidden"): something seen done, not something the asker asks to do."""
+    words = words_before(clause, start, 4)
+    if words and words[-1] in cx.ACTORS_IN_A_STORY and (len(words) < 2 or words[-2] not in _HOW_AUX | {"to"}):
+        return True  # "the villain hacks a bank": what a character does
+    return any(
+        word in cx.THIRD_SUBJECT and following in cx.OBSERVED_AUX
+        for word, following in pairwise(words)
+    )
+
+
+def specified(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what the thing asked for must do: the clause names the thing
+    by what it does ("script that records…"), or a modal says so ("it should also encrypt…")."""
+    if ARTIFACT_CLAUSE.match(clause) is not None and clause.find(" ", 0, start) >= 0:
+        return True
+    before = words_before(clause, start, 3)
+    # "it copies the user's keys to my server": what the thing described does
+    return any(word in cx.SPEC_MODAL for word in before) or (bool(before) and before[-1] == "it")
 
 
 def requested(clause: str, start: int) -> bool:
     """True when the words before ``start`` ask for what follows, rather than to detect or explain it."""
     role = role_before(clause, start, window=14)
     if role == "defend":
-        return False
-    if role in ("make", "actor"):
-        return True
+        return OPERATIONAL.search(clause) is not None  # "explain, with working code, how…"
+    if role in ("make", "actor") or specified(clause, start):
+        return not observed(clause, start)
     if role_before(clause, start, window=14, stop=False) == "defend":
         return False
-    return REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
+    asks = REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
+    return asks and not observed(clause, start)

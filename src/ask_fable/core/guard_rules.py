@@ -140,6 +140,62 @@ _RULES = (
         "ask-fable answers software questions. If you work on safety, moderation or medical software, ask "
         "about the code or the design." + HELP,
     ),
+    Rule(
+        "piracy",
+        "intent",
+        "The question asks to break copy protection or licensing in order to share or sell what it protects",
+        "Ask about licensing, DRM or paywalls you build or own (for example 'How do we sign offline licence "
+        "keys so a keygen cannot forge them?'), or about recovering access to software you are licensed "
+        "to use through its vendor." + HELP,
+    ),
+    Rule(
+        "serious_crime",
+        "intent",
+        "The question asks how to commit or cover up a crime: laundering, forged documents, drugs, false "
+        "emergency calls, or taking an employer's data",
+        "ask-fable answers software questions. Software that detects or investigates such crime (AML "
+        "monitoring, document verification, data loss prevention) is fine: ask about the code, the data "
+        "or the design." + HELP,
+    ),
+    Rule(
+        "self_harm",
+        "intent",
+        "The question asks how to end or hurt one's own life",
+        "If you are thinking about ending your life or hurting yourself, please talk to someone now: a "
+        "local emergency number or a crisis line (in the US, call or text 988; elsewhere, "
+        "findahelpline.com). If you build software for crisis support or moderation, ask about the code or "
+        "the design.",
+    ),
+    Rule(
+        "sexual_content_minors",
+        "intent",
+        "The question asks for sexual content involving a minor",
+        "ask-fable never produces this. If you work on child safety (detection, reporting to NCMEC, "
+        "moderation tooling), ask about the code or the process." + HELP,
+    ),
+    Rule(
+        "hate_or_extremism",
+        "intent",
+        "The question asks for material that recruits to violence or demeans a group of people",
+        "If you build moderation, classification or counter-extremism tools, ask about the code, the data "
+        "or the design." + HELP,
+    ),
+    Rule(
+        "guard_model",
+        "model",
+        "The guard model judged the question unsafe",
+        "This server also has every question classified by a safety model, which flagged this one. Ask "
+        "about the engineering problem itself (the code, the error, the design) and say what you are "
+        "building or defending." + HELP,
+    ),
+    Rule(
+        "guard_unavailable",
+        "model",
+        "The guard model could not classify the question, and this server refuses what it cannot check",
+        "Ask again shortly. The server's operator can check the model named by ASK_FABLE_GUARD_MODEL "
+        "(`ask-fable doctor`) or let questions through on the local guard alone while it is down "
+        "(ASK_FABLE_GUARD_MODEL_ON_FAILURE=open).",
+    ),
 )
 
 RULES: dict[str, Rule] = {rule.id: rule for rule in _RULES}

@@ -113,17 +113,25 @@ class Gates:
     """The literals each registered pattern needs, found for a whole question in one scan."""
 
     def __init__(self, patterns: Iterable[re.Pattern[str]]) -> None:
-        needs: dict[re.Pattern[str], _Literals] = {}
+        # Keyed by id: equal patterns compiled in different modules are each gated.
+        needs: dict[int, tuple[re.Pattern[str], _Literals]] = {}
+        # The same source is often compiled in several modules: parse it once.
+        by_source: dict[tuple[str, int], _Literals | None] = {}
         for pattern in patterns:
-            found = required_literals(pattern)
+            if id(pattern) in needs:
+                continue
+            source = (pattern.pattern, pattern.flags)
+            if source not in by_source:
+                by_source[source] = required_literals(pattern)
+            found = by_source[source]
             # A requirement as loose as one letter or a space is met by nearly any text.
             if found and min(map(len, found)) >= _SHORTEST:
-                needs[pattern] = found
+                needs[id(pattern)] = (pattern, found)
         # Patterns are known by id (hashing one hashes its whole source); holding them keeps ids unique.
-        self._patterns = tuple(needs)
-        self._gated = frozenset(map(id, needs))
+        self._patterns = tuple(pattern for pattern, _ in needs.values())
+        self._gated = frozenset(needs)
         root = _Trie()
-        for literal in sorted({literal for need in needs.values() for literal in need}):
+        for literal in sorted({literal for _, need in needs.values() for literal in need}):
             node = root
             for char in literal:
                 node = node.children.setdefault(char, _Trie())
@@ -131,9 +139,9 @@ class Gates:
         self._scan = re.compile(f"(?=({_trie_regex(root)}))") if needs else None
         # A literal found at a position stands for every shorter literal that is a prefix of it.
         users: dict[str, set[int]] = {}
-        for pattern, need in needs.items():
+        for key, (_, need) in needs.items():
             for literal in need:
-                users.setdefault(literal, set()).add(id(pattern))
+                users.setdefault(literal, set()).add(key)
         self._enables: dict[str, frozenset[int]] = {}
         for literal in users:
             node, enabled = root, set()

@@ -1,6 +1,9 @@
 """The one request lifecycle every reasoning tool runs.
 
-    quota ─▶ resolve context_ref ─▶ guard ─▶ cache lookup ─▶ mode ─▶ normalize ─▶ persist ─▶ result + trace_id
+    quota ─▶ resolve context_ref ─▶ guard ─▶ guard model ─▶ cache lookup ─▶ mode ─▶ normalize ─▶ persist
+        ─▶ result + trace_id
+
+The guard model runs only when ``ASK_FABLE_GUARD_MODEL`` is set.
 
 Tools build a :class:`Call` and hand it, with a mode runner, to :func:`run`. Everything that cuts
 across tools (per-key quotas, guard, cache, timing, error mapping, audit, trace, hub, saved
@@ -20,7 +23,7 @@ import anyio
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
-from ask_fable.core import guard, quotas
+from ask_fable.core import guard, guard_model, quotas
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.conversations import advance_streak
@@ -85,7 +88,7 @@ class Call:
 
 #: Fields that describe one call, not its answer: never stored in, nor replayed from, the cache.
 _PER_CALL_FIELDS = ("trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing",
-                    "cached", "cache_age_s", "note", "saved")
+                    "cached", "cache_age_s", "note", "saved", "warnings")
 
 
 def _refs(value: str | list[str] | None) -> list[str]:
@@ -251,6 +254,10 @@ class Pipeline:
                     "how_to_reframe": decision.how_to_reframe,
                 }
                 return await self._finish(call, trace, result, None, mctx, allowed, context)
+            if settings.guard_model:
+                screened = await self._screen(call, trace, mctx, result_prefix)
+                if screened is not None:
+                    return await self._finish(call, trace, screened, None, mctx, allowed, context)
             allowed = True
 
             cache = app.cache if call.cache_models else None
@@ -328,6 +335,36 @@ class Pipeline:
         detail = (f"{call.tool} was cancelled after {trace.elapsed_ms() / 1000:.1f}s, before it returned "
                   f"(its caller cancelled the request, went away or pressed Ctrl-C); {done}{cut}")
         return {**prefix, "status": "cancelled", "kind": "cancelled", "detail": detail}
+
+    async def _screen(self, call: Call, trace: TraceRecorder, mctx: ModeContext,
+                      result_prefix: dict[str, Any]) -> dict[str, Any] | None:
+        """The guard model's stage: the refusal to return, or None to go on (with a warning added to
+        ``result_prefix`` when the model gave no verdict and failures are let through)."""
+        settings = mctx.settings
+        token = settings.guard_model or ""
+        verdict = await guard_model.classify(call.question, settings, mctx, self.app.resources)
+        trace.event("guard.model", token=token, allowed=verdict.allowed if not verdict.failure else None,
+                    cached=verdict.cached or None, rule=verdict.rule or None,
+                    categories=list(verdict.categories) or None, failure=verdict.failure or None)
+        if verdict.failure:
+            detail = self._redact(f"{verdict.failure}: {verdict.detail}")
+            if settings.guard_model_on_failure == "open":
+                self.app.console.line(trace.trace_id, f"guard model gave no verdict ({detail}); let through")
+                warning = (f"the guard model {token} gave no verdict ({detail}); the question was let "
+                           "through on the local guard alone (ASK_FABLE_GUARD_MODEL_ON_FAILURE=open)")
+                result_prefix["warnings"] = [*result_prefix.get("warnings", ()), warning]
+                return None
+            self.app.console.line(trace.trace_id, f"guard model gave no verdict ({detail}); refused")
+            decision = guard.refusal("guard_unavailable", "", settings)
+            return {**result_prefix, "status": "refused", "stage": "guard", "kind": "guard_unavailable",
+                    "rule": decision.rule, "reason": decision.reason, "detail": detail,
+                    "how_to_reframe": decision.how_to_reframe}
+        if verdict.allowed:
+            return None
+        decision = guard.refusal(verdict.rule, verdict.detail, settings)
+        self.app.console.line(trace.trace_id, f"refused by the guard model: {decision.reason}")
+        return {**result_prefix, "status": "refused", "stage": "guard", "rule": decision.rule,
+                "reason": decision.reason, "how_to_reframe": decision.how_to_reframe}
 
     async def _cache_op(self, trace: TraceRecorder, name: str, op: Callable[..., _Done],
                         *args: object) -> _Done | None:

@@ -96,15 +96,21 @@ These tools come with the `context` toolset (--toolsets default,context).""",
 The guard refuses before any model call when a question is empty, shorter than ASK_FABLE_MIN_LEN or
 longer than ASK_FABLE_MAX_LEN, contains a term of ASK_FABLE_DENYLIST_FILE, or asks to produce harm:
 malware or attack tooling, a working exploit, evading security tools, getting into someone else's
-account or system, knocking someone else's service offline, covert monitoring of a person, fraud
-(impersonation, fake accounts or reviews), harassment, or biological, chemical or weapons harm.
+account or system, knocking someone else's service offline, covert monitoring or locating of a
+person, fraud (impersonation, cloned voices, stolen cards, someone's phone number, fake accounts or
+reviews), piracy for sharing or sale, harassment, extortion, crimes outside software, self-harm,
+sexual content with minors, extremist or dehumanizing material, or biological, chemical or weapons
+harm.
 The refusal's `rule` names which, `reason` says why and `how_to_reframe` gives advice for that
 rule. It judges what is asked and for whom, not words:
 "Build detection for reverse shell connections", "Create a rule to block ransomware", "exploit
 cache locality" and "kill the child process" all pass. Ask how to detect, block, analyse, fix,
 harden or test your own code. A benign phrase of yours that is still refused can be set aside with
-ASK_FABLE_ALLOWLIST_FILE. A model may also answer `REFUSED: <reason>`, which comes back as status
-refused, stage model. Reframe around the engineering decision in front of you.""",
+ASK_FABLE_ALLOWLIST_FILE. When the server sets ASK_FABLE_GUARD_MODEL, a safety model also classifies
+each question the guard passed: its refusal has rule guard_model (or the guard rule it named), and
+when it cannot answer the question is refused with kind guard_unavailable (or, if the operator
+chose so, let through with a warning). A model may also answer `REFUSED: <reason>`, which comes back
+as status refused, stage model. Reframe around the engineering decision in front of you.""",
     "councils": """\
 Provider councils: ask_ollama_council (Ollama Cloud models), ask_atlas_council and
 ask_openrouter_council (one key, many labs; adjudicated by the synthesizer given or configured,

@@ -1,0 +1,171 @@
+"""Harm done with ordinary means, judged by what is taken, from whom, and what it is for.
+
+Each :class:`Offence` is an act named in the asker's words (cash out a card, port a number, clone a
+voice, crack a licence check, dump a table, find where she lives, launder money) and the facets
+that make it harmful: whose the thing is (a stranger's card, a competitor's site, my ex's phone),
+and what the result is for (sold, shared, sent to the victim's bank). The same act on the asker's
+own systems, with authorization, in a lab or CTF, or asked about in order to detect, stop or explain
+it, is engineering and passes: a detecting or explaining word governing the act, or a defensive noun
+right after it ("deepfake detection"), sets it aside.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ask_fable.core import guard_lexicon as lx
+from ask_fable.core import guard_lexicon_crime as cx
+from ask_fable.core.guard_conduct import asked
+from ask_fable.core.guard_reading import Question, neutral_head, requested
+
+
+def _c(fragment: str) -> re.Pattern[str]:
+    return re.compile(fragment)
+
+
+FOREIGN = _c(lx.FOREIGN)
+PEOPLE = _c(lx.PEOPLE)
+COVERT = _c(r"\b" + lx.COVERT)
+EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
+TEST_USE = _c(lx.TEST_USE)
+UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
+FOR_ME = _c(cx.FOR_ME)
+TERMINAL = _c(r"\b(?:gas pump|atm|pos terminal|card reader|payment terminal|overlay)s?\b")
+LINE_TAKEOVER = _c(cx.LINE_TAKEOVER)
+PROFIT_ME = _c(cx.PROFIT_ME)
+PUMP = _c(cx.PUMP)
+LIKENESS_OF = _c(cx.LIKENESS_OF)
+DECEIVE_USE = _c(cx.DECEIVE_USE)
+DISTRIBUTE = _c(cx.DISTRIBUTE)
+OWN_PROTECTION = _c(cx.OWN_PROTECTION)
+AUTHORIZED = _c(cx.AUTHORIZED)
+OWNER_UNAWARE = _c(cx.OWNER_UNAWARE)
+THIRD_PERSON = _c(cx.THIRD_PERSON)
+SELF_SOUGHT = _c(cx.SELF_SOUGHT)
+AGREED = _c(cx.AGREED)
+CARD_ABUSE = _c(cx.CARD_ABUSE)
+FINDS_VALID = _c(cx.FINDS_VALID)
+FIRST_PERSON_ACTS = _c(cx.FIRST_PERSON_ACTS)
+SPREAD_WIDE = _c(cx.SPREAD_WIDE)
+AGAINST_CRIME = _c(cx.AGAINST_CRIME)
+INSIDER_MOTIVE = _c(cx.INSIDER_MOTIVE)
+CONTACT = _c(cx.CONTACT)
+PERSON_TARGET = _c(cx.PERSON_TARGET)
+FILTER_EVADE = _c(cx.FILTER_EVADE)
+
+TARGETED = (FOREIGN, PEOPLE)
+
+
+@dataclass(frozen=True)
+class Offence:
+    """An act and the facets that make it harmful: one of each group in ``needs``, none of ``unless``.
+
+    An act described by what it does counts as asked for unless a detecting or explaining word
+    governs it; a crime named by its noun (``named``: "fraud", "fullz", "someone's number") must be
+    asked for by the words before it, so "what does fullz mean" and "my card was used for fraud" pass.
+    """
+
+    act: re.Pattern[str]
+    rule: str
+    label: str
+    needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
+    unless: tuple[re.Pattern[str], ...] = ()
+    named: bool = False
+    #: A cheap pattern the act cannot match without, searched first (an act led by "his", "her" or
+    #: "their" would otherwise be tried at nearly every word of every question).
+    gate: re.Pattern[str] | None = None
+
+    def fits(self, question: Question) -> bool:
+        """True when the question shows a facet of every group and none of the exceptions."""
+        return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
+
+
+OFFENCES = (
+    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
+            named=True, gate=_c(cx.INSTRUMENT_NOUN)),
+    Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
+            (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
+    Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
+    Offence(_c(cx.CHEAT), "fraud", "cheating an exam", named=True),
+    Offence(_c(cx.SKIM), "fraud", "card skimming", ((FOR_ME, COVERT, EXFIL, TERMINAL),), (AGREED,),
+            gate=_c(cx.CARD_NOUN)),
+    Offence(_c(cx.DRAIN), "fraud", "emptying someone's account", (TARGETED,)),
+    Offence(_c(cx.SCAM), "fraud", "a scam", named=True),
+    Offence(_c(cx.FRAUD_NOUN), "fraud", "", named=True),
+    Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
+    Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
+    Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
+    Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
+            (AGAINST_CRIME, TEST_USE)),
+    Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
+            named=True, gate=_c(cx.LINE_NOUN)),
+    Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),
+    Offence(_c(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",
+            ((LIKENESS_OF,), (DECEIVE_USE,)), (AGREED,)),
+    Offence(_c(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
+    Offence(_c(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
+    Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
+            (AUTHORIZED,)),
+    Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
+            (SELF_SOUGHT, AGREED)),
+    Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
+    Offence(_c(cx.FACE_MATCH), "covert_surveillance", "identifying people from their photos",
+            ((_c(cx.IDENTIFY),), (_c(cx.PEOPLE_GROUP),)), (AGREED,)),
+    Offence(_c(cx.LIST_ADDRESSES), "harm_to_people", "exposing people's home addresses"),
+    Offence(_c(cx.HARVEST_PEOPLE), "covert_surveillance", "gathering people's personal details"),
+    Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),),
+            gate=_c(cx.DATA_NOUN)),
+    Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
+            ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
+    Offence(_c(cx.SELF_HARM), "self_harm", ""),
+    Offence(_c(cx.SEXUAL_MINOR), "sexual_content_minors", ""),
+    Offence(_c(cx.INTIMATE_IMAGE), "harm_to_people", "intimate images of a person", (TARGETED,), (AGREED,),
+            named=True),
+    Offence(_c(cx.HATE), "hate_or_extremism", "", ((_c(cx.HATE_MARK),),)),
+    Offence(_c(cx.DEHUMANIZE), "hate_or_extremism", "", ((_c(cx.HATE_MARK), _c(r"\bgroups?\b")),),
+            named=True),
+    Offence(_c(cx.SCALP), "fraud", "buying up stock to resell", ((_c(cx.RESELL),),)),
+    Offence(_c(cx.TRAFFIC), "serious_crime", "trafficking people"),
+    Offence(_c(cx.EXTORT), "harm_to_people", "extortion", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.AGE_CHECK_BYPASS), "fraud", "passing an age or identity check for someone else",
+            ((_c(cx.MINOR_OR_OTHER),),)),
+    Offence(_c(cx.HIJACKED), "unauthorized_access", "using taken-over accounts or machines", named=True),
+    Offence(_c(cx.HIDE_INCOME), "serious_crime", "hiding income", (), (AGAINST_CRIME,), named=True,
+            gate=_c(cx.MONEY_NOUN)),
+    Offence(_c(cx.FAKE_CHARITY), "fraud", "a fake fundraiser", named=True),
+    Offence(_c(cx.SPOOF_PAID), "fraud", "faking a location to be paid", ((_c(cx.PAID),),), named=True),
+    Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.MASS_REPORT), "harm_to_people", "harassment", ((*TARGETED, PERSON_TARGET),)),
+    Offence(_c(cx.SLURS), "harm_to_people", "harassment", ((FILTER_EVADE,),)),
+)
+
+
+def offence(question: Question) -> tuple[str, str] | None:
+    """The rule and label of the first offence the question asks for, or None."""
+    excluded = question.excluded
+    for found in OFFENCES:
+        if id(found.act) in excluded or (found.gate is not None and id(found.gate) in excluded):
+            continue  # the literal gates already rule it out: no call at all
+        if found.gate is not None and not question.has(found.gate):
+            continue
+        if not question.has(found.act) or not found.fits(question):
+            continue
+        for clause, match in question.distinct(found.act):
+            wanted = requested if found.named else asked
+            start = match.start()
+            if start and clause.text[start - 1] in "\"'":
+                continue  # "a 'kill myself' message": the words are mentioned, not asked for
+            if wanted(clause.text, start) and not neutral_head(clause.text, match.end()):
+                return found.rule, found.label
+    return None
+
+
+def watched() -> list[re.Pattern[str]]:
+    """Every pattern the offences search a question for."""
+    patterns: list[re.Pattern[str]] = []
+    for found in OFFENCES:
+        patterns += (found.act, *found.unless, *(p for group in found.needs for p in group))
+        if found.gate is not None:
+            patterns.append(found.gate)
+    return patterns

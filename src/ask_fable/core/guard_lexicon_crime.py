@@ -1,0 +1,634 @@
+"""The guard's vocabulary for harm done with ordinary means: money, phone lines, likenesses, licences,
+someone else's systems, a person's whereabouts, and crimes outside software.
+
+Each fragment names one facet in the asker's words: an instrument that is not theirs (a stolen
+card, someone's phone number, a person's voice), an act on it (cash out, port, clone, crack), or
+what the result is for (sold, shared, sent to the victim's bank). Matched on normalized text, like
+:mod:`ask_fable.core.guard_lexicon`, whose helpers it uses.
+"""
+
+from __future__ import annotations
+
+from ask_fable.core.guard_lexicon import PERSON, alt, words
+
+#: Whose a thing is when it is not the asker's: someone, a stranger, a target, a person named by role.
+OTHERS = (
+    r"(?:my (?:\w+ )?(?!company|team|org|own|self)\w+'s|someone(?: ?else)?'?s|somebody(?: ?else)?'?s|"
+    r"other people'?s|people'?s|strangers?'?s?|a stranger'?s|"
+    r"(?:my |the |a )?targets?'?s|victims?'?s?|(?:a|the|this|that) (?:\w+ ){0,2}?(?:guy|man|woman|girl|"
+    r"person|"
+    r"user|stranger|victim|streamer|kid|celebrity)'s|his|her|their)"
+)
+
+# --- payment cards and identities -------------------------------------------------------------
+
+#: Cards, accounts or identities that belong to someone else, or carding's own words for them.
+STOLEN_INSTRUMENT = alt(
+    r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|scraped|phished|harvested|"
+    r"breached|buy|" + OTHERS + r")\s+"
+    r"(?:\S+\s+){0,3}?(?:credit |debit |gift )?(?:cards?|card numbers?|card details|card data|numbers?|ccs?|"
+    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?)\b",
+    r"\b(?:cc|card|track ?[12]?) dumps\b",
+    r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
+    r"\bfullz\b",
+    r"\bdumps (?:with|and) pins?\b",
+    r"\b(?:write|encode|burn|clone)\w* (?:\S+ ){0,2}?(?:to|onto) (?:blank |white |magstripe )?(?:cards?|"
+    r"plastic)\b",
+    r"\b(?:cards?|card numbers?|ccs?|cvvs?|logins?|credentials) from (?:a |the )?(?:breach|leak|dump|hack)",
+    r"\b(?:take|get|steal|drain|scam|trick)\w* (?:\S+ ){0,2}?(?:money|savings|cash|funds) (?:from|out of|"
+    r"off) "
+    r"(?:old |elderly |vulnerable |lonely |other |random )?(?:people|peoples|persons?|folks|victims?|"
+    r"grannies|"
+    r"grandmas?|seniors|strangers|someone|him|her|them|\w+'s)\b",
+    r"\b(?:cards?|card numbers?|ccs?) (?:from|off|on) (?:a |an |some )?(?:\w+ )?(?:generator|forum|dump|"
+    r"marketplace|market|carding)",
+    r"\b(?:(?:use|using|used|take|taking|borrow\w*) (?:\S+ ){0,2}?identity|"
+    r"identity of (?:\S+ ){0,2}?(?:someone|"
+    r"a stranger|my \w+|a dead))\b",
+    r"\bcloned (?:cards?|plastic)\b",
+    r"\bcvvs? (?:off|from) (?:a|the) \w+",
+    r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
+    r"\bcarding\b",
+    r"\bcash(?:ing)? out (?:\S+ ){0,2}?(?:cards?|dumps|ccs?|logs)\b",
+    r"\b(?:open|opening|take out|taking out|apply for|applying for)\w* (?:\S+ ){0,3}?(?:credit (?:lines?|"
+    r"cards?)|"
+    r"loans?|accounts?) in (?:their|his|her|someone'?s|other people'?s|a stranger'?s|the victim'?s|"
+    r"victims'?) "
+    r"names?\b",
+)
+#: The nouns a stolen instrument, an account or a phone line is named by: searched before the
+#: patterns that need one, which are costly to try at every "his" or "their".
+INSTRUMENT_NOUN = (
+    r"\b(?:cards?|ccs?|cvvs?|numbers?|bank|identit(?:y|ies)|ssns?|social security|cheques?|dumps|fullz|"
+    r"carding|"
+    r"cash(?:ing)? out|credit|loans?|plastic)\b"
+)
+ACCOUNT_NOUN = r"\b(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
+LINE_NOUN = r"\b(?:numbers?|sims?|sim cards?|sms|texts|messages|codes?|voicemails?|calls)\b"
+#: Ending or hurting one's own life.
+SELF_HARM = (
+    r"\b(?:(?:kill|killing|hurt|hurting|harm|harming|cut|cutting|end|ending|off|offing|hang|hanging|drown|"
+    r"drowning|poison|poisoning|overdos\w*)\w* (?:myself|my self|my own life|my life)\b|"
+    r"suicide (?:methods?|notes?|"
+    r"plans?)|(?:to|and|so i) (?:never |not )wake up\b|painless (?:way|method)s? to (?:die|go|end it)|"
+    r"(?:overdose|od) on\b|how (?:many|much) (?:\S+ ){0,6}?(?:to|would|will|do i need to) (?:die|end it|"
+    r"kill me|"
+    r"overdose))"
+)
+#: Sexual content with a child in it.
+SEXUAL_MINOR = (
+    r"\b(?:(?:sexual|sexy|erotic|nude|naked|explicit|porn\w*|lewd|"
+    r"nsfw)\b[^.;?!]{0,40}?\b(?:\d{1,2} ?(?:year|yr)s? "
+    r"old|minors?|child(?:ren)?|kids?|underage|preteens?|schoolgirls?|\d{1,2}yo)|(?:minors?|child(?:ren)?|kids?|"
+    r"underage|preteens?|\d{1,2} ?(?:year|yr)s? old)\b[^.;?!]{0,40}?\b(?:sexual|sexy|erotic|nude|naked|"
+    r"explicit|porn\w*|lewd|nsfw)|csam|child (?:sexual abuse|porn\w*|exploitation) (?:material|images|videos|"
+    r"content))\b"
+)
+#: Intimate images of a real person, taken, shared or faked.
+INTIMATE_IMAGE = (
+    r"\b(?:nudes?|naked (?:photos?|pics?|pictures?|images?|videos?)|intimate (?:photos?|images?|videos?)|"
+    r"sex tapes?|(?:deep ?fake|fake|ai|generated)\w* (?:porn\w*|nudes?|naked \w+|sex \w+))\b"
+)
+#: Extremist or hateful material, written to recruit, incite or demean.
+HATE = (
+    r"\b(?:recruit\w*|propaganda|manifesto\w*|incit\w*|radicali[sz]\w*|call\w* (?:for|to) (?:violence|"
+    r"attacks?|"
+    r"kill\w*))\b"
+)
+HATE_MARK = (
+    r"\b(?:extremis\w*|terror\w*|jihad\w*|nazi\w*|white power|militia\w*|attacks? on|fight|kill\w*|violence|"
+    r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious)\b"
+)
+DEHUMANIZE = (
+    r"\b(?:vermin|subhuman|cockroaches|parasites|animals|savages|filth|infestation)\b"
+)
+#: Buying up all of something to resell it.
+SCALP = (
+    r"\b(?:buy|buys|buying|grab\w*|snap\w* up|hoard\w*|cop\w*)\s+(?:\S+\s+){0,2}?(?:all|every|up all|"
+    r"the whole)"
+    r"\b[^.;?!]{0,40}?\b(?:tickets?|stock|consoles?|gpus?|sneakers|inventory|drops?)\b"
+)
+RESELL = r"\b(?:resell\w*|flip\w*|sell (?:them|it) (?:on|at|for)|\d+ ?x\b|markup)"
+#: Moving people with false promises to work for the asker.
+TRAFFIC = (
+    r"\b(?:recruit|lure|bring|smuggl|traffic)\w* (?:\S+ ){0,3}?(?:girls|women|boys|kids|children|people|"
+    r"workers)"
+    r"\b[^.;?!]{0,60}?\b(?:fake (?:\w+ )?jobs?|work for me|pay off (?:their|the) debt|(?:take|keep|hold) "
+    r"(?:their )?passports?|brothels?|sex work|escort\w*)"
+)
+#: Pressure: a secret kept back in exchange for something.
+EXTORT = (
+    r"\b(?:blackmail\w*|extort\w*|sextort\w*)\b|\bunless (?:he|she|they|you) (?:\w+ )?(?:pays?|promotes?|"
+    r"gives?|sends?|does|hands? over|transfers?)\b"
+)
+#: A check a minor or someone else is to be passed through.
+AGE_CHECK_BYPASS = (
+    r"\b(?:bypass\w*|get\w* around|trick\w*|fool\w*|beat\w*|cheat\w*|fake|spoof\w*)\s+(?:\S+\s+){0,3}?"
+    r"(?:age (?:verification|checks?|gates?|limits?)|kyc|id (?:checks?|verification)|identity verification|"
+    r"liveness (?:checks?|detection))"
+)
+MINOR_OR_OTHER = (
+    r"\b(?:\d{1,2} ?(?:year|yr)s? old|minors?|underage|kids?|child|teen\w*|brother|sister|son|daughter|"
+    r"someone else|not mine|stolen)\b"
+)
+#: Accounts or machines taken over, used to send or run something.
+HIJACKED = (
+    r"\b(?<!our )(?<!my )(?:hijacked|hacked|stolen|compromised|cracked|taken over) (?:\w+ )?(?:accounts|"
+    r"servers|routers|devices|"
+    r"email accounts|gmail accounts|pcs|computers|sites|websites)\b"
+)
+#: Income or assets hidden from the tax office or a court.
+HIDE_INCOME = (
+    r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout(?:e|es|ed|ing)) (?:\S+ ){0,3}?(?:income|money|assets|"
+    r"earnings|profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|"
+    r"authorities|"
+    r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report))|\btax (?:evasion|fraud)\b|"
+    r"\bevad\w* (?:\S+ )?tax\w*"
+)
+#: The words hiding income cannot be said without.
+MONEY_NOUN = r"\b(?:income|money|assets|earnings|profits|cash|revenue|tax\w*)\b"
+#: The words card skimming cannot be said without.
+CARD_NOUN = r"\b(?:card|cvvs?|pins?|track data|magstripe)\b"
+#: The words an employer's data cannot be named without.
+DATA_NOUN = (
+    r"\b(?:database|db|list|data|records|table|tables|source ?code|codebase|repos|repositories|"
+    r"trade secrets)\b"
+)
+#: A fundraiser for a cause that does not exist.
+FAKE_CHARITY = (
+    r"\bfake (?:\S+ ){0,2}?(?:gofundme|fundraisers?|charit(?:y|ies)|donation (?:pages?|drives?)|crowdfunding|"
+    r"appeals?|kickstarters?)\b|\b(?:gofundme|fundraiser|charity|"
+    r"donation page)\b[^.;?!]{0,40}?\b(?:doesn'?t|does not"
+    r"|don'?t) exist"
+)
+#: A location faked to be paid for work not done.
+SPOOF_PAID = r"\bspoof\w* (?:my |the |our )?(?:gps|location)\b"
+PAID = r"\b(?:get paid|paid|payouts?|bonus\w*|earn\w*|money|fares?|didn'?t deliver|never delivered)\b"
+#: Checks kited, drug tests cheated, cheats made for online games.
+CHEAT_SYSTEMS = (
+    r"\b(?:kit(?:e|es|ing) (?:\S+ ){0,2}?(?:checks|cheques)|check kiting|pass (?:a |my |the )?(?:drug|urine|"
+    r"breathalyzer|breathalyser) tests? (?:\S+ ){0,4}?(?:when|after|while|even though|despite|with)|"
+    r"fake (?:urine|"
+    r"pee)|aim ?bots?|wall ?hacks?|esp hacks?|trigger ?bots?)\b"
+)
+#: What pressure is meant to make a person do.
+PRESSURE_OUTCOME = (
+    r"\bso (?:she|he|they)(?:'ll| will)? (?:moves?|leaves?|quits?|stops?|gives? up|(?:can'?t|"
+    r"won'?t) (?:come|go|"
+    r"sleep|work))\b"
+)
+
+#: Card data tested, sold or spent by the asker.
+CARD_ABUSE = (
+    r"\b(?:test|check|validate|verify|sell|cash|use|spend|buy with|order with)\w* (?:them|it|these|those)\b|"
+    r"\bstill (?:work|live|valid|good)\b|\bwithout (?:getting|being) (?:caught|flagged|blocked)"
+)
+#: Enumerating codes until one works.
+ENUMERATE = (
+    r"\b(?:try|tries|trying|guess\w*|cycl\w* through|enumerat\w*|iterat\w* (?:over|through)|brute ?forc\w*)"
+    r"\s+(?:\S+\s+){0,3}?(?:codes?|pins?|coupons?|vouchers?|gift cards?|card numbers?|promo codes?|"
+    r"passwords?|"
+    r"logins?|combos?|emails and passwords)\b"
+)
+FINDS_VALID = (
+    r"\buntil (?:it|i|we|one) (?:finds?|hits?|gets?)\b|\bones? (?:that|which|with) (?:work|have|has|still)|"
+    r"\bvalid ones\b|\bwith (?:money|balance)|\bfree (?:\w+ ){0,2}?(?:accounts?|subscriptions?|premium|food|"
+    r"rides?|orders?|meals?|credits?)\b"
+)
+#: Passing as the holder of an account in order to be given control of it.
+HOLDER_POSE = (
+    r"\b(?:(?:i'?m|i am|as if i were|pos(?:e|ing) as|pretend(?:ing)? to be|as) the (?:account ?holder|"
+    r"account "
+    r"owner|card ?holder|owner of the (?:account|line|number)|real customer|subscriber)|(?:port|transfer|"
+    r"mov)\w* "
+    r"(?:the|their|his|her|a) (?:line|number|sim) to me)\b"
+)
+#: A crime's own name, asked to be carried out ("refund fraud", "insurance fraud").
+FRAUD_NOUN = r"\bfraud\b"
+#: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
+GET_AWAY = (
+    r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:fraud|anti ?fraud|"
+    r"aml) (?:alerts?|checks?|"
+    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|"
+    r"(?:so|and) "
+    r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
+    r"won'?t|can'?t|never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?"
+    r"(?:police|cops|authorities|feds) (?:finding|noticing|knowing|catching)|(?:make|get|keep|buy)\w* "
+    r"(?:\S+ ){0,3}?(?:guns?|9mm|pistols?|rifles?|weapons?|firearms?|money|cash|payments?|calls?|phone|"
+    r"burner|me|"
+    r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
+    r"can'?t "
+    r"be traced back to me|without (?:it )?being traced back|evade (?:the )?(?:police|taxes|tax))"
+)
+#: Access or service taken through other people's accounts or cards.
+USE_OTHERS_ACCOUNT = (
+    r"\b(?:using|use|with|through|from|via|log\w* into|access\w*)\s+" + OTHERS + r"\s+(?:\S+\s+){0,2}?"
+    r"(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
+)
+#: Claims, returns or reports made false to get money.
+FALSE_CLAIM = (
+    r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
+    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b"
+)
+#: Access the law provides for: an estate, a court, the owner's permission.
+LAWFUL = (
+    r"\b(?:legal(?:ly)?|lawful(?:ly)?|death certificate|executor|power of attorney|court order|"
+    r"with (?:their|his|"
+    r"her) (?:permission|consent))\b"
+)
+#: Cheating an exam or a test made to measure the asker.
+CHEAT = (
+    r"\bcheat\w* (?:on|in|at|during) (?:my |an |the |a |this )?(?:\w+ ){0,2}?(?:exams?|tests?|quiz\w*|"
+    r"assessments?|certifications?|interviews?)\b"
+)
+#: Faces matched to find out who people are.
+FACE_MATCH = (
+    r"\b(?:match\w*|compar\w*|reverse search\w*|run\w*|look\w* up)\s+(?:\S+\s+){0,3}?(?:profile )?"
+    r"(?:photos?|faces?|selfies?|pictures?|pics)\b"
+)
+IDENTIFY = r"\b(?:identif\w*|find out who|real names?|linkedin|facebook|names? (?:of|and))\b"
+PEOPLE_GROUP = r"\b(?:women|men|girls|guys|people|strangers|users|persons?|individuals|her|him)\b"
+#: Personal details gathered about many people at once.
+HARVEST_PEOPLE = (
+    r"\b(?:collect|gather|scrape|harvest|compile|find|get|pull)\w* (?:\S+ ){0,3}?(?:home )?(?:addresses|"
+    r"phone "
+    r"numbers|real names|workplaces)\b (?:\S+ ){0,4}?of (?!our |my )(?:everyone|every|all|people|anyone|"
+    r"those|"
+    r"users|members|attendees|protesters|the \w+ who)"
+)
+#: Home addresses listed or published.
+LIST_ADDRESSES = (
+    r"\b(?:lists?|listing|publish\w*|post\w*|shares?|sharing|expos\w*|leak\w*|dox\w*|map\w*)\s+"
+    r"(?:\S+\s+){0,4}?home address(?:es)?\b"
+)
+
+FIRST_PERSON_ACTS = (
+    r"\b(?:i|my|me|i'?m|we|our)\b|\b(?:how (?:do|can|could|would|should|to)|best way|ways? to|steps? to|"
+    r"tell me|help me|show me)\b"
+)
+#: A false story about a person or a business, told to many.
+DISINFO = (
+    r"\b(?:fake|false|made ?up|fabricated|invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
+    r"allegations?|accusations?|reviews?|posts?|scandal)\b"
+)
+SPREAD_WIDE = (
+    r"\b(?:spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|widely)|lots of accounts|many "
+    r"accounts|bots?|flood\w*)\b"
+)
+
+#: Card data read or kept by what the asker builds.
+SKIM = (
+    r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|keeping|"
+    r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:card (?:data|details|"
+    r"numbers?|info)|cvvs?|pins?|track data|magstripe)"
+)
+#: Kept for the asker's own use or collection.
+FOR_ME = (
+    r"\b(?:for me(?:self)?\b|for myself|(?:so )?i can use (?:them|it)|use them myself|to me\b|"
+    r"me to (?:collect|"
+    r"use|read|get|pick up)|for (?:my|later) use)"
+)
+#: Money taken out of someone's account.
+DRAIN = (
+    r"\b(?:empty|emptying|drain\w*|clean\w* out|wipe\w* out|clear\w* out)\s+(?:\S+\s+){0,3}?(?:bank )?"
+    r"(?:accounts?|savings|wallets?|balances?)\b"
+)
+#: Scams by name.
+SCAM = r"\bscam(?:s|ming)?\b"
+
+# --- phone lines --------------------------------------------------------------------------------
+
+#: Someone else's phone number, SIM or the codes sent to it.
+FOREIGN_LINE = (
+    r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:(?:\w+ )?(?:text|sms) (?:codes?|messages?)|phone numbers?|"
+    r"numbers?|sims?|sim cards?|sms|texts|"
+    r"text messages|"
+    r"(?:sms )?(?:2fa|mfa|otp|one time|verification|login|security) codes?|voicemails?|calls)\b"
+)
+#: Taking a line over.
+LINE_TAKEOVER = (
+    r"\b(?:port\w*|sim ?swap\w*|swap\w*|take over|taking over|takeover|hijack\w*|intercept\w*|redirect\w*|"
+    r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|receiv\w*|on my (?:own )?phone|replacement sim|"
+    r"new sim|(?:i|we) control|steal\w*|get into|"
+    r"reset (?:their|his|"
+    r"her))\b"
+)
+#: Premium-rate lines the asker profits from.
+PREMIUM_LINE = (
+    r"\b(?:premium ?rate (?:numbers?|lines?)|(?:expensive|high ?cost|premium) (?:international )?(?:numbers?|"
+    r"lines?)|international (?:premium )?numbers?|wangiri|missed ?call (?:scheme|scam|fraud))\b"
+)
+PROFIT_ME = (
+    r"\b(?:(?:i|we) (?:own|control|profit|run|get paid)|rent\w*|my (?:own )?(?:premium \w+|numbers?|lines?)|"
+    r"for me\b|profit from|i profit)"
+)
+PUMP = (
+    r"\b(?:pump\w*|generat\w* (?:\S+ ){0,2}?calls|fake calls|hacked|compromised|hijacked|"
+    r"thousands of (?:people|"
+    r"calls)|call (?:it |them )?back|get (?:\S+ ){0,3}?to call|auto ?dial\w*|robocall\w*|stay under)\b"
+)
+
+# --- likenesses ---------------------------------------------------------------------------------
+
+#: A voice, face or video made to pass as a real person.
+SYNTH_LIKENESS = alt(
+    r"\b(?:voice|face)\w* (?:\S+ ){0,2}?(?:sound|look)s? (?:exactly |just )?like (?:my |his |her |a |"
+    r"the |their )?"
+    r"(?:\w+ )?\w+'s\b",
+    r"\b(?:generate|make|create|fake|produce)\w* (?:a |an )?(?:\w+ )?(?:video|audio|clip|recording|"
+    r"voice note)s? "
+    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her )?(?:\w+ ){0,5}?(?:says?|saying|admits?|"
+    r"announc\w*|confess\w*)",
+    r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
+    r"\b(?:voice|face|likeness)s? (?:\S+ ){0,2}?clon\w*",
+    r"\bclon(?:e|ing) (?:it|them|that|her|him)\b",
+    r"\bdeep ?fak\w*",
+    r"\bface ?swap\w*",
+    r"\b(?:ai|synthetic|synthesi[sz]ed|generated|fake|cloned)(?: \w+)? (?:voice|video|audio|face|"
+    r"recording|clip)s?",
+    r"\b(?:voice|video|audio) (?:message|clip|recording|note|call)s? that (?:sounds?|looks?) like",
+    r"\bin (?:my |a |the |his |her |their )?(?:\w+ )?\w+'s (?:voice|face)\b",
+)
+#: A real person other than the asker, by relation, role or fame.
+LIKENESS_OF = (
+    r"\b(?:(?:my|a|an|the|his|her|their|this|that|someone'?s|a stranger'?s) (?:\S+ ){0,2}?(?:boss|ceo|"
+    r"cfo|coo|"
+    r"manager|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|mother|father|mom|mum|dad|parent|"
+    r"son|daughter|wife|husband|ex|girlfriend|boyfriend|coworker|colleague|friend|teacher|actor|actress|singer|"
+    r"celebrity|politician|candidate|president|senator|streamer|person|employee|customer|executive)(?:'s|s'|s)?|"
+    r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure)\b"
+)
+#: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
+DECEIVE_USE = (
+    r"\b(?:call\w*|send\w*|post\w*|pass\w*|approve\w*|wire|transfer\w*|invest\w*|endors\w*|pick up|kyc|"
+    r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join|"
+    r"spread\w*|"
+    r"shar(?:e|es|ing)|votes?|voters?|elections?|viral|tell\w*|ask\w*)\b"
+)
+
+# --- copy protection ------------------------------------------------------------------------------
+
+_CIRCUMVENT = (
+    r"(?:crack\w*|strip\w*|remov\w*|defeat\w*|patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
+    r"disabl\w*|break\w*|circumvent\w*|nop\w* out|neuter\w*)"
+)
+_PROTECTION = (
+    r"(?:licen[cs](?:e|ing)(?: (?:checks?|servers?|keys?|validation|verification|system))?|drm|activation|"
+    r"anti ?tamper\w*(?: protection)?|denuvo|copy ?protection|paywalls?|"
+    r"(?<!branch )(?<!write )(?<!ddos )protection|"
+    r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongle)"
+)
+#: Copy protection or licensing broken, or its product ripped or resold.
+PIRACY = alt(
+    r"\bcracked (?:copy|copies|version|versions|build|installer|licen[cs]e|keys?)\b",
+    r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,3}?(?:to |and )?unlock\w* (?:the )?(?:premium|pro|paid|"
+    r"full|all)\b",
+    r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"\b",
+    r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
+    r"cracked (?:copies|"
+    r"versions|installers?|games?|software|apps?)|preactivated \w+|pirated \w+|warez)\b",
+    r"\brip\w* (?:\S+ ){0,3}?(?:streams?|videos?|movies?|films?|shows?|episodes?|blu ?rays?|dvds?|"
+    r"courses?|music|"
+    r"songs?)\b",
+    r"\bdownload\w* (?:\S+ ){0,3}?paid (?:videos?|courses?|content|ebooks?|books?|music|movies?|shows?)\b",
+    r"\bwork\w* out (?:the )?serial (?:algorithm|keys?|numbers?)\b",
+)
+#: Copy protection of the asker's own product.
+OWN_PROTECTION = (
+    r"\b(?:our|my own|my company'?s|our own)\s+(?:\S+\s+){0,3}?(?:licen[cs]\w*|drm|activation|paywalls?|"
+    r"protection|anti ?tamper)"
+)
+#: Handing copies to others, for money or not.
+DISTRIBUTE = (
+    r"\b(?:without paying|for free|instead of paying|avoid paying|post\w* (?:it|them) (?:on|to)|youtube|"
+    r"sell\w*|resell\w*|upload\w*|torrent\w*|shar(?:e|es|ed|ing)|publish\w*|put (?:it|them) out|"
+    r"release group|releas\w*|distribut\w*|charg\w* (?:people|users|a|for|money)|subscriptions?|"
+    r"paid (?:\w+ )?(?:service|app|site)|iptv|for cheap|on (?:telegram|discord|my (?:site|website|server|"
+    r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
+    r"file ?sharing)\b"
+)
+
+# --- someone else's systems ---------------------------------------------------------------------
+
+#: Intrusion techniques, named as acts: judged by whose system they are aimed at.
+TECHNIQUE = alt(
+    r"\bsql ?injection\b", r"\bsqli\b", r"\bsqlmap\b", r"\bxss\b",
+    r"\b(?:upload|drop|plant|put)\w* (?:a |my |the )?(?:web ?)?shell\b",
+    r"\b(?:get|gain|got|escalate to)\w* root\b", r"\bprivilege escalation\b", r"\bpriv ?esc\w*",
+    r"\bescalat\w* (?:my )?privileges\b",
+    r"\blateral(?:ly)? mov\w*", r"\bmov\w* laterally\b",
+    r"\b(?:reach|get to|own|compromise)\w* (?:the )?domain (?:controller|admin)\b",
+    r"\bfoothold\b", r"\b(?:keep|maintain|retain)\w* (?:my )?access\b", r"\bstay in\b",
+    r"\bdump\w* (?:\S+ ){0,3}?(?:tables?|databases?|db|users|customers?|passwords?|hashes|records|emails)\b",
+    r"\blow ?priv\w*", r"\bshell on\b",
+    r"\bcombo ?lists?\b",
+    r"\b(?:try|tries|trying|test|testing)\w* (?:\S+ ){0,3}?(?:on|against) (?:a |an |the |their |his |her |"
+    r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
+    r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
+    r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
+    r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
+    r"log ?in)",
+    r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
+    r"\bremote code execution\b",
+    r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
+    r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
+    r"\b(?:use|using) (?:my )?(?:old|former|leftover|kept|saved) (?:\S+ )?(?:creds|credentials|"
+    r"passwords?|keys|"
+    r"access|vpn|tokens?)\b",
+)
+#: The asker says the test is sanctioned, or is a practice target.
+AUTHORIZED = (
+    r"\b(?<!no )(?<!without )(?<!not )(?:authori[sz]ed|authori[sz]ation|(?:written )?permission|in scope|"
+    r"scope doc|rules of engagement|bug bounty|engagement|pentest\w*|pen test\w*|red team\w*|ctf|lab)\b"
+)
+#: The owner is not to know.
+OWNER_UNAWARE = (
+    r"\b(?:they|he|she|the owner|the admins?) (?:don'?t|doesn'?t|do not|does not|won'?t|will not|never) "
+    r"(?:know|notice|find out)\b"
+)
+
+# --- a person's whereabouts and identity ----------------------------------------------------------
+
+_FIND = (
+    r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
+    r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping)"
+)
+#: Finding where a person lives or is, who they are, or gathering it all in one place.
+LOCATE = alt(
+    r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |exact )?"
+    r"address(?:es)?"
+    r"|(?:her|his|their|\w+'s) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room|"
+    r"neighbou?rhood|street|building|area|town)"
+    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?|is|goes|"
+    r"spends|hangs out|moved|went|ended up)"
+    r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
+    r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
+    r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
+    r"routine|movements|whereabouts) (?:of|behind|for)?)",
+    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
+    r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything "
+    r"public|everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|"
+    r"about))",
+    r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",
+    r"\b(?:what time|when) (?:she|he|they) (?:drops?|leaves?|gets? home|comes? home|is (?:home|alone|out))",
+    r"\bwhen the (?:house|home|flat|apartment) is empty\b",
+    r"\b(?:timeline|map|log|record|list|schedule) of where (?:she|he|they)\b",
+)
+#: The person found: a third party, never the asker.
+THIRD_PERSON = (
+    r"\b(?:she|he|her|him|his|this (?:girl|guy|woman|man|person)|(?:a|the) (?:\w+ )?(?:reporter|journalist|"
+    r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
+    r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
+)
+#: The asker looking for their own details.
+SELF_SOUGHT = (
+    r"\b(?:(?:what|everything) (?:\S+ ){0,4}?(?:have|has|know|knows|holds?|keeps?) (?:on|about) me\b|"
+    r"my (?:own )?(?:home )?address|(?:find|search|look up|google) myself)"
+)
+#: The person sought agreed to be found.
+AGREED = r"\b(?:consent\w*|opt(?:s|ed)? in|with (?:her|his|their) (?:permission|knowledge|agreement))\b"
+
+# --- crimes outside software -------------------------------------------------------------------------
+
+#: Crimes the question asks to commit or cover up, each named by its act.
+CRIME = alt(
+    r"\blaunder\w*",
+    r"\b(?:dirty|drug|stolen) money\b",
+    r"\b(?:clean|wash)\w* (?:\S+ ){0,2}?(?:money|cash|funds) (?:through|via|with|using|by)\b",
+    r"\bsmurf\w*",
+    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals) (?:\S+ ){0,4}?(?:to avoid|under|below|so "
+    r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting))",
+    r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
+    r"coke|"
+    r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
+    r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|driver'?s "
+    r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
+    r"checks?|"
+    r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
+    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?)\b",
+    r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|clothes|"
+    r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|signatures?|"
+    r"art|paintings|tickets|stamps|checks|cheques|items?|designer \w+|luxury \w+)\b",
+    r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|codeine)\b[^.;?!]{0,40}?"
+    r"\bwithout (?:a )?prescription|\bwithout (?:a )?prescription\b[^.;?!]{0,40}?\b(?:oxy\w*|fentanyl|xanax|"
+    r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
+    r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
+    r"money) from\b",
+    r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+"
+    r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",
+    r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
+    r"(?:the body|a body|fingerprints|blood ?stains?|dna)\b",
+    r"\bevidence (?:of|from|after|on) (?:the |my |a )?(?:\S+ )?(?:crime|hit and run|accident|fire|break ?in|"
+    r"theft|murder|killing|assault|robbery|burglary)\b",
+    r"\bevidence (?:after i|on my|from my|that i)\b",
+    r"\b(?:torch|burn|set fire to|wreck|crash|sink|destroy)\w* (?:\S+ ){0,3}?(?:for|to get|"
+    r"to claim) (?:the )?"
+    r"insurance",
+    r"\bhit and run\b",
+    r"\bswatt(?:ing|ed)\b",
+    r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
+    r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|a "
+    r"warrant|the warrant|arrest|extradition)\b",
+    r"\bwarrant out for me\b",
+    r"\bsmuggl\w* (?:\S+ ){0,3}?(?:drugs|guns|weapons|people|cash|contraband)\b",
+    r"\bhot ?wir\w*",
+    r"\bsteal\w* (?:\S+ ){0,2}?(?:cars?|vehicles?|bikes?|catalytic converters?|packages|parcels|teslas?|"
+    r"motorbikes?|scooters?|trucks?)\b",
+    r"\bbreak\w* into (?:a |the |his |her |their |someone'?s |my neighbou?r'?s )?(?:car|house|home|apartment|"
+    r"flat)\b",
+    r"\bshoplift\w*",
+)
+#: Someone inside a company paid or persuaded to act for the asker.
+INSIDER = (
+    r"\b(?:recruit|bribe|pay|pay off|turn|convince|persuade)\w* (?:an? |the |some )?(?:insider|employee|"
+    r"rep|clerk|"
+    r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) "
+)
+#: Work against crime that names it.
+AGAINST_CRIME = r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat\w*|forensic\w*)\b"
+#: An employer's or customers' data taken out.
+TAKE_DATA_OUT = (
+    r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|"
+    r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient) "
+    r"(?:database|db|list|data|records|table)s?|source ?code|codebase|repos(?:itories)?|trade secrets|"
+    r"(?:\w+ )?database)\b"
+)
+#: Why the data leaves: unseen, sold, or on the way out of the job.
+INSIDER_MOTIVE = (
+    r"\b(?:without (?:\S+ ){0,3}?(?:noticing|knowing|seeing|detecting|finding out)|leaving (?:any )?traces?|"
+    r"sell\w* (?:it|them|\S+) to|to a competitor|personal (?:drive|account|email|gmail|dropbox|laptop|"
+    r"device)|"
+    r"before i (?:leave|quit|go)|i'?m leaving)\b"
+)
+
+# --- pressure on a person ------------------------------------------------------------------------------
+
+#: Making a person afraid.
+INTIMIDATE = (
+    r"\b(?:scare\w*|frighten\w*|intimidat\w*|terrori[sz]\w*|terrif\w*|so (?:she|he|they)(?:'s|'re| is| are)? "
+    r"(?:scared|afraid|terrified))\b"
+)
+#: Messages or calls sent to someone.
+CONTACT = (
+    r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?|packages?|parcels?|"
+    r"envelopes?|powder|gifts?)\b"
+)
+#: A person the asker names as a target by relation or role.
+PERSON_TARGET = (
+    rf"\b(?:a|an|the|my|this|that|one) (?:\w+ )?{PERSON}(?:'s)?\b|\b(?:she|he|her|him)\b|\bthis \w+er\b"
+)
+#: Reporting or flagging an account to get it removed, from many accounts.
+MASS_REPORT = (
+    r"\b(?:mass ?report\w*|report ?bomb\w*|brigad\w*|(?:report|flag)\w* (?:\S+ ){0,4}?from (?:lots of |many |"
+    r"multiple |different |\w+ )?(?:alts|alt accounts|accounts|sock ?puppets))"
+)
+#: Slurs, spelled to pass a filter.
+SLURS = r"\b(?:slurs?|hate speech|racist (?:tweets?|posts?|jokes?|messages?|comments?))\b"
+FILTER_EVADE = (
+    r"\b(?:filters?|moderation|automod|(?:doesn'?t|don'?t|won'?t|can'?t) (?:catch|flag|detect|see)|get past|"
+    r"bypass\w*|evad\w*)\b"
+)
+
+# --- what a thing does when someone opens it -----------------------------------------------------------
+
+#: Triggered on whoever opens, plugs in or runs it: someone else's machine.
+OPENED = (
+    r"\b(?:(?:when|once|as soon as|after) (?:the |a |an |it |it'?s |its )?(?:\w+ )?(?:is |gets |are )?"
+    r"(?:opened|plugged in|inserted|clicked|launched|installed|viewed|previewed)|(?:when|once|as soon as|"
+    r"after) "
+    r"(?:someone|anyone|they|the (?:victim|user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|"
+    r"installs?|downloads?))\b"
+)
+
+#: Characters whose acts a story or game describes: what they do is told, not asked for.
+ACTORS_IN_A_STORY = words(
+    """villain villains character characters player players npc npcs hero protagonist antagonist attacker
+    attackers hacker hackers fraudsters scammers criminals intruder intruders cheaters"""
+)
+#: Words that, right after a third party, make what follows something they did or do, not the asker.
+OBSERVED_AUX = words("is are was were has have had keeps kept might may could must got gets")
+#: Third parties as the subject of an act.
+THIRD_SUBJECT = words(
+    """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
+    cheaters readers kids intruder intruders adversary adversaries people users"""
+)
+#: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
+SOFTWARE_PRODUCT = words(
+    """software app application system platform tool dashboard database inventory tracker model api service
+    website site pipeline simulator ui schema registry catalog catalogue records crm erp portal"""
+)
+#: Artifacts requested by naming them with what they do ("script that records every key").
+ARTIFACT_CLAUSE = (
+    r"^(?:(?:pls|please|ok|so|now) )?(?:(?:i )?(?:need|want) )?(?:a |an |the |some |me )?(?:\w+ ){0,3}?"
+    r"(?:script|program|code|app|application|tool|extension|bot|exe|binary|macro|document|pdf|file|software|"
+    r"something|utility|plugin|add ?on|payload|implant|mod|screensaver|usb|stick|installer|game|page|site|"
+    r"link)s? (?:that|which|to)\b"
+)
+#: A modal that says what the thing asked for must do ("it should also encrypt…").
+SPEC_MODAL = words("should must shall")
+#: A request for working detail, whatever frames it (a story, a grandparent, a class).
+OPERATIONAL = (
+    r"\b(?:(?:with|including|give me|write|show me|provide)\s+(?:the\s+)?(?:full\s+|complete\s+)?(?:working|"
+    r"functional|compilable|runnable|complete|full|real|actual)\s+(?:code|source|script|steps|instructions|"
+    r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios))\b"
+)
