@@ -659,7 +659,12 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
         return 2
     quiet = quiet or bool(getattr(namespace, "quiet", False)) or load_settings().quiet
     display = ProgressDisplay(enabled=not quiet)
-    payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display, quiet=quiet))
+    try:
+        payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display, quiet=quiet))
+    except KeyboardInterrupt:
+        print("ask-fable: interrupted; the call is recorded as cancelled with what had happened so far "
+              "(ask-fable trace list --status cancelled)", file=sys.stderr)
+        return 130
     if getattr(namespace, "json", False):
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
