@@ -59,7 +59,35 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {self._with_suggestion(message)}\n")
+
+    def _with_suggestion(self, message: str) -> str:
+        """``message`` with a did-you-mean for a mistyped command or option, when one is close."""
+        import difflib
+        import re
+
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if choice:
+            choices = re.findall(r"'([^']*)'", choice.group(2))
+            close = difflib.get_close_matches(choice.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                listed = f"`{self.prog} --help` lists them all"
+                return f"{message[:choice.start()]}invalid choice: {choice.group(1)!r} (did you mean " \
+                       f"{close[0]!r}? {listed})"
+            return message
+        unknown = re.search(r"unrecognized arguments: (.*)$", message)
+        if unknown:
+            options = [name for name in self._option_string_actions if name.startswith("--")]
+            hints = []
+            for word in unknown.group(1).split():
+                flag = word.split("=", 1)[0]
+                close = (difflib.get_close_matches(flag, options, n=1, cutoff=0.75)
+                         if flag.startswith("--") else [])
+                if close:
+                    hints.append(f"{flag}: did you mean {close[0]}?")
+            if hints:
+                return f"{message} ({'; '.join(hints)})"
+        return message
 
 
 if TYPE_CHECKING:
@@ -413,6 +441,13 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
         if tracing is not None:
             tracing.shutdown()
     stopping.report()
+    text = relay.not_mcp if relay is not None else None
+    if text is not None and stopping.exit_code == 0:
+        shown = text[:60].decode("utf-8", "replace")
+        say(f"error: stdin held no MCP message (it began {shown!r}); ask-fable serves MCP to a client that "
+            "starts it. To ask from the shell: ask-fable ask \"<question>\" (or pipe the question into "
+            "ask-fable ask -); ask-fable --help lists every command")
+        return 2
     return stopping.exit_code
 
 

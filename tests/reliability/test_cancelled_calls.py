@@ -81,6 +81,7 @@ async def test_ctrl_c_mid_council_leaves_a_cancelled_trace_and_audit_line(panel:
             proc.wait()
     assert proc.returncode == 130, progress.text
     assert "Traceback" not in progress.text
+    assert "interrupted; the call is recorded as cancelled" in progress.text
     assert await survivors_of(pids) == []
 
     listed = _command(["trace", "list", "--tool", "ask_council"], env)["traces"]

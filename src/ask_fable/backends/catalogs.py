@@ -513,7 +513,7 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
 
     ``refresh`` fetches, unless ``max_age`` allows a catalog fetched that recently; without
     ``refresh`` only the cache is read. A failed fetch with nothing cached is raised, with a hint
-    naming ``setting`` unless the error already carries one.
+    naming ``setting`` (unless the error carries a hint of its own that is not about reaching the host).
     """
     cache = resources.catalogs
     if not refresh or max_age is not None:
@@ -528,8 +528,9 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
     except AskFableError as exc:
         stale = cache.get(url, None)
         if stale is None:
-            if setting:
-                exc.extra.setdefault("hint", unreachable_hint(f"{label} gave no usable catalog", setting))
+            if setting and (exc.kind == "upstream_error" or "hint" not in exc.extra):
+                # The catalog's own hint names the setting to check, which a generic one cannot.
+                exc.extra["hint"] = unreachable_hint(f"{label} gave no usable catalog", setting)
             raise
         return stale[0], {"cached": True, "age_s": round(stale[1], 1), "fetched": False, "stale": True,
                           "warning": exc.detail}

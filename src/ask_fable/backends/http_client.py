@@ -478,6 +478,8 @@ async def _send_with_retries(
     retry = wire.retry
     deadline = anyio.current_time() + timeout
     attempt = 0
+    where = _host_port(url)
+    unreachable: str | None = None  # the hint, once the last failure was not reaching the host at all
     async with wire.clients.client(timeout, wire.transport) as client:
         while True:
             attempt += 1
@@ -527,20 +529,45 @@ async def _send_with_retries(
                 if not isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
                     raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
                 cause = "connection timed out"
-                failure = f"{label} {cause}"
+                failure = f"{label} {cause} (tried {where})"
+                unreachable = _unreachable_hint(label, where)
             except httpx2.TransportError as exc:
                 # Connect failures and a reset before any response header: nothing was processed.
                 cause = f"connection failed ({type(exc).__name__})"
-                failure = f"{label} {cause}"
+                failure = f"{label} connection failed ({type(exc).__name__}; tried {where})"
+                refused = isinstance(exc, httpx2.ConnectError)
+                unreachable = _unreachable_hint(label, where) if refused else None
+            else:
+                unreachable = None
             if attempt >= retry.attempts:
-                raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets))
+                raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets), hint=unreachable)
             delay = retry.backoff(attempt) if wait is None else wait
             await _back_off(delay, failure, cause, attempt, deadline, f"the {timeout:g}s deadline", label,
-                            secrets, sink)
+                            secrets, sink, unreachable)
+
+
+def _host_port(url: str) -> str:
+    """``host:port`` of ``url`` (the scheme's port when none is written); ``url`` unparsed, never its
+    path or query, which may carry a key."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:
+        return "its base URL"
+    host = parts.hostname or "?"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _unreachable_hint(label: str, where: str) -> str:
+    return (f"check that this machine reaches {where} (network, firewall, HTTPS_PROXY) and that {label}'s "
+            "base URL setting names the right host; `ask-fable doctor` checks every backend")
 
 
 async def _back_off(delay: float, failure: str, cause: str, attempt: int, deadline: float,
-                    deadline_name: str, label: str, secrets: tuple[str, ...], sink: EventSink | None) -> None:
+                    deadline_name: str, label: str, secrets: tuple[str, ...], sink: EventSink | None,
+                    hint: str | None = None) -> None:
     """Wait ``delay`` seconds before the next attempt, or raise the failure as an
     :class:`UpstreamError` when the wait would end past the call's own deadline or past the
     shared deadline a mode set (:mod:`ask_fable.backends.deadline`), also if that one moves
@@ -551,7 +578,7 @@ async def _back_off(delay: float, failure: str, cause: str, attempt: int, deadli
         tries = "attempt" if attempt == 1 else "attempts"
         return UpstreamError(scrub(
             f"{failure} (after {attempt} {tries}; a retry in {delay:.1f}s would pass {passed})", secrets
-        ))
+        ), hint=hint)
 
     if delay >= deadline - anyio.current_time():
         raise give_up(deadline_name)

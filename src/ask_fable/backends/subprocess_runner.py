@@ -19,6 +19,9 @@ Every group still running is known to the process: :func:`kill_all_groups` ends 
 A server stopping on a signal cancels its calls, whose groups end as above; when it cannot wait
 any longer (a second signal, its deadline) it calls :func:`kill_all_groups` before exiting, and the
 interpreter's exit does the same as a last resort.
+
+:func:`run_attached` is the one exception to the pipes: a command the user drives by hand (the
+Claude Code login of ``ask-fable login``) runs attached to the terminal, in the foreground.
 """
 
 from __future__ import annotations

@@ -135,7 +135,20 @@ def canonical(token: str) -> str:
         if not model:
             raise BadArgs(f"{head}: needs a model id, e.g. {head}:<model>")
         return f"{head}:{model}"
-    raise BadArgs(f"unknown model token {text!r}; {known_tokens_text()}")
+    raise BadArgs(f"unknown model token {text!r}{_did_you_mean(text)}; {known_tokens_text()}")
+
+
+def _did_you_mean(text: str) -> str:
+    """`` (did you mean 'deepseek'?)`` for a near miss of a token, alias, group or prefix; else empty."""
+    import difflib
+
+    key = _key(text)
+    if ":" in text:  # a misspelled prefix: atlass:<id> (the id keeps its case)
+        head, _, rest = text.partition(":")
+        near = difflib.get_close_matches(head.strip().lower(), list(prefixes()), n=1, cutoff=0.7)
+        return f" (did you mean {near[0] + ':' + rest!r}?)" if near else ""
+    close = difflib.get_close_matches(key, [*token_spellings(), *GROUP_ALIASES], n=1, cutoff=0.7)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def single_token(token: str) -> str:
@@ -173,6 +186,12 @@ def parse_pipeline(pipeline: str | Sequence[str]) -> list[str]:
     else:
         parts = [part for item in pipeline for part in str(item).split(">")]
     parts = [part.strip() for part in parts]
+    arrow = next((mark for mark in ("->", "→", "=>", ",", "|") if mark in str(pipeline)), None)
+    if arrow is not None and isinstance(pipeline, str):
+        stages = [part.strip(" -=") for part in re.split(r"->|→|=>|,|\||>", pipeline)]
+        shown = " > ".join(stage for stage in stages if stage)
+        raise BadArgs(f"the pipeline {pipeline!r} separates stages with {arrow!r}; stages are separated by "
+                      f"'>' (e.g. {shown!r})")
     if not any(parts):
         raise BadArgs(f"the pipeline is empty; name stages like 'm3 > glm > fable' ({known_tokens_text()})")
     if any(not part for part in parts):

@@ -4,7 +4,8 @@ One ASGI guard sits in front of the MCP app and checks, in order:
 
 1. ``Host`` against the allowed hosts (421) and ``Origin`` against the allowed origins (403), on
    every bind address — DNS rebinding does not care which interface we listen on;
-2. ``/healthz`` is the readiness check (no key, never counted against the request bound):
+2. ``/healthz`` is the readiness check (no key, never counted against the request bound), and
+   ``GET /`` says where the MCP endpoint, the web view and the readiness check are:
    ``200 {"status": "ok"}`` while the store answers, ``503 {"status": "unavailable", "reason":
    ...}`` while it does not (see :class:`Readiness`);
 3. no credential in the query string (401: keys travel only in ``Authorization``);
@@ -76,6 +77,14 @@ MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 #: Where the web view of traces and stats lives (``surface/ui`` builds its links from it).
 UI_PATH = "/ui"
+#: What ``GET /`` answers, without a key: where everything is.
+ROOT_TEXT = (
+    "ask-fable team server\n"
+    "  {mcp}       the MCP endpoint: POST JSON-RPC with `Authorization: Bearer <key>` (ask-fable init "
+    "claude --http <this URL>{mcp} registers it)\n"
+    f"  {UI_PATH}        the web view of traces and stats: log in with a key of read scope or higher\n"
+    f"  {HEALTH_PATH}   readiness: 200 while the server's store answers, 503 while it does not\n"
+)
 LOCAL_HOSTS: tuple[str, ...] = ("127.0.0.1", "localhost", "[::1]")
 LOCAL_ORIGINS: tuple[str, ...] = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 WILDCARD_BINDS: frozenset[str] = frozenset({"0.0.0.0", "::", ""})
@@ -537,6 +546,10 @@ class HttpGuard:
             return
         if path.rstrip("/") == HEALTH_PATH:
             await self._health(scope, send)
+            return
+        if path in ("", "/") and scope.get("method") == "GET":
+            where = ROOT_TEXT.format(mcp=self.mcp_path).encode()
+            await _respond(send, 200, where, "text/plain; charset=utf-8")
             return
         if query_has_credential(scope.get("query_string", b"")):
             await self._unauthorized(send, "API keys are accepted only in the Authorization header, never in "

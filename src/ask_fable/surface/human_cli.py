@@ -621,8 +621,14 @@ def render(payload: dict[str, Any], commands: dict[str, str] | None = None) -> s
     return "\n".join(lines) if lines else f"status: {status}"
 
 
+#: Fields a row of a list shows first, so a long row is cut after what tells rows apart.
+ROW_FIRST = ("ts", "trace_id", "tool", "token", "mode", "status", "kind", "elapsed_ms", "model", "models",
+             "session")
+
+
 def _compact(item: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={_short(_shown(k, v), 60)}" for k, v in item.items() if not _empty(v))
+    keys = [*(k for k in ROW_FIRST if k in item), *(k for k in item if k not in ROW_FIRST)]
+    return ", ".join(f"{k}={_short(_shown(k, item[k]), 60)}" for k in keys if not _empty(item[k]))
 
 
 def _empty(value: Any) -> bool:
@@ -653,10 +659,19 @@ def run_tool_command(namespace: argparse.Namespace, spec: ToolSpec, *, quiet: bo
         return 2
     quiet = quiet or bool(getattr(namespace, "quiet", False)) or load_settings().quiet
     display = ProgressDisplay(enabled=not quiet)
-    payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display, quiet=quiet))
+    try:
+        payload = anyio.run(lambda: call_tool(spec.name, arguments, progress=display, quiet=quiet))
+    except KeyboardInterrupt:
+        print("ask-fable: interrupted; the call is recorded as cancelled with what had happened so far "
+              "(ask-fable trace list --status cancelled)", file=sys.stderr)
+        return 130
     if getattr(namespace, "json", False):
         print(json.dumps(payload, indent=2, ensure_ascii=False))
     else:
+        # A settings problem was printed once when the command started: not again under the result.
+        printed = {problem.message() for problem in load_settings().problems}
+        left = [w for w in payload.get("warnings") or () if w not in printed]
+        shown = {**payload, "warnings": left} if "warnings" in payload else payload
         stream = sys.stderr if payload.get("status") == "error" else sys.stdout
-        print(render(payload, getattr(namespace, "tool_commands", None)), file=stream)
+        print(render(shown, getattr(namespace, "tool_commands", None)), file=stream)
     return exit_code(payload)

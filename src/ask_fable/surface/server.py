@@ -204,6 +204,22 @@ def _bad_args_detail(spec: ToolSpec, exc: ValidationError) -> str:
     return f"{spec.name} got invalid arguments — " + "; ".join(problems)
 
 
+#: Words in the name of a setting that only tunes time: it can explain a timeout, never a missing setup.
+_TIMING_WORDS = ("timeout", "straggler", "deadline", "retry", "retries")
+
+
+def _may_explain(problem: SettingProblem, kind: object) -> bool:
+    """Whether a failure of ``kind`` may be ``problem``'s doing: a timeout a timing setting's, a
+    missing setup (``not_configured``, ``binary_missing``) any other setting's, or a config file's
+    or an unknown key's (``concerns`` None), which may hold the missing value."""
+    setting = problem.concerns
+    timing = setting is not None and any(word in setting for word in _TIMING_WORDS)
+    if kind == "timeout":
+        return timing
+    if kind in ("not_configured", "binary_missing"):
+        return not timing
+    return False
+
 class AskFableServer(MCPServer[Any]):
     """An MCPServer whose tools come from the registry."""
 
@@ -358,9 +374,11 @@ class AskFableServer(MCPServer[Any]):
         warnings = [*payload.get("warnings", ()), *(p.message() for p in problems)]
         if warnings:
             payload["warnings"] = list(dict.fromkeys(warnings))
-        if problems and payload.get("status") == "error" and isinstance(payload.get("detail"), str):
-            # A failure may be the bad setting's doing: its detail names what the call read wrongly.
-            payload["detail"] += " (settings problem: " + "; ".join(p.message() for p in problems) + ")"
+        causes = [p for p in problems if _may_explain(p, payload.get("kind"))]
+        if causes and payload.get("status") == "error" and isinstance(payload.get("detail"), str):
+            # A failure that may be the bad setting's doing names it in its detail (once, beside
+            # ``warnings``); an unrelated one (a login failure next to a bad timeout) does not.
+            payload["detail"] += " (settings problem: " + "; ".join(p.message() for p in causes) + ")"
         if not payload.get("trace_id"):
             payload["trace_id"] = trace.trace_id
             await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)

@@ -53,6 +53,25 @@ class StdinRelay:
         self._sink = sink
         self._stop_read, self._stop_write = os.pipe()
         self._thread = threading.Thread(target=self._pump, name="ask-fable-stdin", daemon=True)
+        #: The first non-blank line the client sent, and whether any line looked like a JSON message.
+        self.first_line: bytes | None = None
+        self.saw_json = False
+
+    @property
+    def not_mcp(self) -> bytes | None:
+        """The first line of input when nothing on stdin looked like an MCP message (``echo hello |
+        ask-fable``), else ``None``."""
+        return None if self.saw_json else self.first_line
+
+    def _note(self, lines: list[bytes]) -> None:
+        for line in lines:
+            text = line.strip()
+            if not text:
+                continue
+            if self.first_line is None:
+                self.first_line = text
+            if text[:1] in (b"{", b"["):
+                self.saw_json = True
 
     def start(self) -> None:
         """Start copying."""
@@ -74,9 +93,13 @@ class StdinRelay:
                 if not chunk:
                     break
                 *lines, pending = (pending + chunk).split(b"\n")
+                if not self.saw_json:
+                    self._note(lines)
                 if lines:
                     _write_all(self._sink, b"".join(repair_line(line + b"\n") for line in lines))
             if pending:
+                if not self.saw_json:
+                    self._note([pending])
                 _write_all(self._sink, repair_line(pending))
         except OSError:
             return  # the client's end broke or the server stopped reading: nothing left to deliver

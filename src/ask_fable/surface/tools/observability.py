@@ -8,6 +8,7 @@ tenant; an admin may name another, or ``"*"`` for every tenant.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
@@ -204,6 +205,13 @@ async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
     return {"status": "ok", **report}
 
 
+#: Tools whose calls only look at traces: left out of trace_list unless asked for by name, so a
+#: listing never starts with the listings before it.
+LOOKUP_TOOLS = frozenset({"trace_list", "trace_get"})
+#: Store pages read at most to fill one listing past the look-ups left out.
+LOOKUP_PAGES = 5
+
+
 async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
     """Recent traces without content, newest first; ``before`` pages back."""
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
@@ -219,12 +227,22 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
                 return {"status": "error", "kind": "not_found",
                         "detail": f"before names no stored trace ({cursor})",
                         "hint": "use next_before from the previous page, or epoch seconds"}
-    rows = await ctx.app.run_store(
-        lambda: store.list(tenant, limit=limit, tool=args.tool, status=args.status, provider=args.provider,
-                           session=args.session, project=args.project, before=before)
-    )
+    rows: list[Any] = []
+    more = False
+    for _ in range(LOOKUP_PAGES):
+        page = await ctx.app.run_store(
+            partial(store.list, tenant, limit=limit + 1, tool=args.tool, status=args.status,
+                    provider=args.provider, session=args.session, project=args.project, before=before)
+        )
+        rows += [row for row in page if args.tool is not None or row["tool"] not in LOOKUP_TOOLS]
+        more = len(page) > limit
+        if len(rows) > limit or not more:
+            break
+        before = page[-1]["trace_id"]
+    more = more or len(rows) > limit
+    rows = rows[:limit]
     result: dict[str, Any] = {"status": "ok", "count": len(rows), "limit": limit, "traces": rows}
-    if len(rows) == limit:
+    if more and rows:
         result["next_before"] = rows[-1]["trace_id"]
     note = clamped_note("limit", args.limit, limit, 1, MAX_TRACE_LIST)
     if note:
@@ -291,8 +309,8 @@ TOOLS = [
         family="observability",
         description="Usage and health from the audit log (rotations included), no model call, never "
         "cached. Per bucket, each call counted once as ok, refused, errors, not_configured (config "
-        "states), circuit_open or needs_context; plus allowed, avg/p50/p95 latency, error rate, reported "
-        "cost, totals. "
+        "states), circuit_open, needs_context or cancelled; plus allowed, avg/p50/p95 latency, error "
+        "rate, reported cost, totals. "
         "A failure counts under the model asked. window: 1h|24h|7d|all; "
         "by: model|provider|tool|session|day|project|cache|mode|tenant.",
         args=StatsArgs,
@@ -305,7 +323,8 @@ TOOLS = [
         name="trace_list",
         family="observability",
         description="Recent request traces without content, newest first. Filter by tool, status, "
-        "provider, session or project; page back with before=next_before.",
+        "provider, session or project; page back with before=next_before. Calls of trace_list and "
+        "trace_get themselves are left out unless tool names them.",
         args=TraceListArgs,
         result=TraceResult,
         handler=trace_list,

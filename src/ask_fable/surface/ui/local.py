@@ -108,7 +108,7 @@ def serve_local(port: int = 0, *, open_browser: bool = True) -> int:
     opened = open_browser and open_in_browser(address)
     how = "opened in your browser" if opened else "open the address above in your browser"
     print(
-        f"ask-fable ui: traces and stats of every tenant in {_stores_named(app)} (read-only) at "
+        f"ask-fable ui: traces and stats of {_stores_named(app)}, every tenant's (read-only), at "
         f"http://{LOOPBACK}:{port}{UI_PATH}; {how}; Ctrl-C stops",
         file=sys.stderr,
         flush=True,
