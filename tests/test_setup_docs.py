@@ -157,7 +157,8 @@ def test_the_architecture_map_names_every_module() -> None:
     """Each module under src/ask_fable appears in docs/architecture.md (the converse of test_docs')."""
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     package = ROOT / "src" / "ask_fable"
+    # Alembic revisions are named by the history itself (stores/migrations/versions/), one per change.
     modules = sorted(str(path.relative_to(package)) for path in package.rglob("*.py")
-                     if path.name != "__init__.py")
+                     if path.name != "__init__.py" and path.parent.name != "versions")
     unnamed = [module for module in modules if f"`{module}`" not in text]
     assert not unnamed, f"docs/architecture.md does not name {unnamed}"
