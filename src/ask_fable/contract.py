@@ -107,7 +107,12 @@ class AnswerResult(ToolResult):
     telemetry: Telemetry | None = None
     usage: Usage | None = None
     cost_usd: float | None = Field(
-        None, description="this call's cost in dollars, where the provider reports one"
+        None, description="this call's cost in dollars: the sum over every model call it made (members, "
+        "synthesis, fallbacks, stages, turns); see cost_source"
+    )
+    cost_source: Literal["reported", "estimated", "mixed", "unknown"] | None = Field(
+        None, description="reported by the providers, estimated from tokens and a price table, mixed, or "
+        "unknown (some part has no known price: cost_usd counts only the priced parts)"
     )
     session_cost_usd: float | None = Field(
         None, description="ask / ask_opus5: the conversation's total cost so far, this turn included"
@@ -137,6 +142,8 @@ class StepOutcome(Strict):
     detail: str | None = None
     hint: str | None = Field(None, description="a model that could not run: the step that fixes it")
     elapsed_ms: int | None = None
+    cost_usd: float | None = Field(None, description="what this model's call cost (see cost_source)")
+    cost_source: Literal["reported", "estimated", "unknown"] | None = None
 
 
 class SourceEntry(StepOutcome):

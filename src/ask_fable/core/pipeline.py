@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
-from ask_fable.core import guard, quotas
+from ask_fable.core import costs, guard, quotas
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.conversations import advance_streak
@@ -77,7 +77,7 @@ class Call:
 
 #: Fields that describe one call, not its answer: never stored in, nor replayed from, the cache.
 _PER_CALL_FIELDS = ("trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing",
-                    "cached", "cache_age_s", "note", "saved")
+                    "cached", "cache_age_s", "note", "saved", "usage", "cost_usd", "cost_source")
 
 
 def _refs(value: str | list[str] | None) -> list[str]:
@@ -135,7 +135,8 @@ class Pipeline:
         )
         # Completed once context_ref is resolved: context_len is what the model is given.
         request = trace.events[-1].attrs
-        mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
+        mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress,
+                           catalogs=app.resources.catalogs)
         try:
             hold = await quotas.admit(app, call.quota)
         except AskFableError as exc:
@@ -153,7 +154,7 @@ class Pipeline:
         finally:
             if hold is not None:
                 try:
-                    await hold.settle(quotas.call_cost(mctx.members))
+                    await hold.settle(costs.call_cost(mctx.members).budget_usd)
                 except Exception as exc:  # the call's place is freed when its lease ends
                     app.console.line(trace.trace_id,
                                      f"could not settle this call's quota ({type(exc).__name__})")
@@ -221,6 +222,7 @@ class Pipeline:
                         **result_prefix,
                         "cached": True,
                         "cache_age_s": round(age, 1),
+                        "cost_usd": 0.0,
                         "note": DUPLICATE_NOTE.format(age=age),
                     }
                     return await self._finish(call, trace, result, None, mctx, allowed, context, cached=True)
@@ -303,10 +305,6 @@ class Pipeline:
         elif call.session_state is not None:
             call.session_state["needs_context_streak"] = 0
         if reply is not None:
-            if reply.usage is not None:
-                result["usage"] = reply.usage.model_dump(exclude_none=True)
-                if reply.usage.cost_usd is not None:
-                    result["cost_usd"] = reply.usage.cost_usd
             if reply.effort:
                 result["effort"] = reply.effort
             if reply.routed_via:
@@ -337,6 +335,8 @@ class Pipeline:
         elapsed_ms = trace.elapsed_ms()
         status = result.get("status", "error")
         result["trace_id"] = trace.trace_id
+        # Every backend call the call made, members, synthesizers and fallbacks alike: its cost.
+        result.update(costs.call_cost(mctx.members).fields())
         if status in ANSWERED:
             result["telemetry"] = {
                 "status": status,

@@ -19,7 +19,6 @@ from ask_fable.stores.records import QuotaLimits
 if TYPE_CHECKING:
     from ask_fable.config import Settings
     from ask_fable.core.app import App
-    from ask_fable.core.modes.base import MemberOutcome
     from ask_fable.stores.records import ApiKey
 
 #: The key id the local caller's use is counted under, in its tenant.
@@ -72,16 +71,6 @@ def key_quota(key: ApiKey | None, tenant: str, settings: Settings) -> KeyQuota |
     if limits == QuotaLimits():
         return None
     return quota
-
-
-def call_cost(members: list[MemberOutcome]) -> float:
-    """What a call's backend calls cost, as their providers reported it (unreported: nothing)."""
-    total = 0.0
-    for member in members:
-        usage = member.reply.usage if member.reply is not None else None
-        if usage is not None and usage.cost_usd is not None:
-            total += usage.cost_usd
-    return total
 
 
 def _refusal(quota: KeyQuota, limit: str, used: float | None, retry_after_s: float | None) -> QuotaExceeded:
