@@ -215,7 +215,7 @@ def _add_limits(parser: argparse.ArgumentParser, default_text: str) -> None:
                         help=f"calls in flight at once, 0 unlimited ({default_text}"
                         "ASK_FABLE_KEY_CONCURRENT)")
     parser.add_argument("--daily-usd", dest="daily_usd", type=_limit(float), metavar="X",
-                        help=f"dollars of reported cost per UTC day, 0 unlimited ({default_text}"
+                        help=f"dollars of cost per UTC day, 0 unlimited ({default_text}"
                         "ASK_FABLE_KEY_DAILY_USD)")
 
 

@@ -95,6 +95,31 @@ class Telemetry(Strict):
     model: str | None = None
 
 
+class PlannedCost(Strict):
+    """One backend call an estimate plans, priced at a typical answer and at its backend's max_tokens."""
+
+    token: str
+    model: str
+    provider: str
+    role: str
+    prompt_tokens: int
+    max_output_tokens: int
+    typical_usd: float
+    max_usd: float
+    price_source: Literal["estimated", "unknown"] | None = None
+    available: bool | None = Field(None, description="false: the model cannot run now and is not counted")
+
+
+class CostEstimate(Strict):
+    """What a call is expected to cost before it runs (``estimate: true``, or a ``max_cost_usd`` refusal)."""
+
+    calls: list[PlannedCost]
+    typical_usd: float
+    max_usd: float
+    cost_source: Literal["estimated", "unknown"]
+    over_budget: list[str] | None = Field(None, description="members left out to fit max_cost_usd")
+
+
 class AnswerResult(ToolResult):
     """The result of every reasoning tool: one answer, its sidecar and where it came from."""
 
@@ -116,6 +141,9 @@ class AnswerResult(ToolResult):
     )
     session_cost_usd: float | None = Field(
         None, description="ask / ask_opus5: the conversation's total cost so far, this turn included"
+    )
+    estimate: CostEstimate | None = Field(
+        None, description="estimate=true: expected cost per model and in total (typical and at max_tokens)"
     )
     effort: str | None = None
     routed_via: str | None = None

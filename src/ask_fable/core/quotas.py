@@ -28,7 +28,7 @@ LOCAL_KEY_ID = 0
 LIMITS: dict[str, tuple[str, str, str]] = {
     "rpm": ("calls per minute", "--rpm", "ASK_FABLE_KEY_RPM"),
     "concurrent": ("calls in flight at once", "--concurrent", "ASK_FABLE_KEY_CONCURRENT"),
-    "daily_usd": ("dollars of reported cost per UTC day", "--daily-usd", "ASK_FABLE_KEY_DAILY_USD"),
+    "daily_usd": ("dollars of cost per UTC day", "--daily-usd", "ASK_FABLE_KEY_DAILY_USD"),
 }
 
 
@@ -73,13 +73,21 @@ def key_quota(key: ApiKey | None, tenant: str, settings: Settings) -> KeyQuota |
     return quota
 
 
-def _refusal(quota: KeyQuota, limit: str, used: float | None, retry_after_s: float | None) -> QuotaExceeded:
+def _refusal(quota: KeyQuota, limit: str, used: float | None, retry_after_s: float | None,
+             reserve: float) -> QuotaExceeded:
     what, option, setting = LIMITS[limit]
     allowed = getattr(quota.limits, limit)
-    shown = f"${used:.2f} of ${allowed:.2f}" if limit == "daily_usd" else f"{used:.0f} of {allowed}"
+    shown = f"${used:.4f} of ${allowed:.4f}" if limit == "daily_usd" else f"{used:.0f} of {allowed}"
     when = {"rpm": "when this minute ends", "concurrent": "when one of its calls in flight ends",
             "daily_usd": "at 00:00 UTC"}[limit]
+    if limit == "daily_usd" and retry_after_s is None:
+        when = "on no day for this call, which could cost more than the whole budget"
+    elif limit == "daily_usd" and retry_after_s is not None and retry_after_s < 60:
+        when = "when its calls in flight end below what they set aside"
+    need = f"; this call could cost up to ${reserve:.4f}" if limit == "daily_usd" and reserve > 0 else ""
     return QuotaExceeded(
+        f"{quota.label} is at its limit of {what} ({shown} used or set aside{need}, {limit}); no model was "
+        f"called. It frees {when}." if limit == "daily_usd" else
         f"{quota.label} is at its limit of {what} ({shown}, {limit}); no model was called. It frees {when}.",
         hint=f"retry after retry_after_s, or ask an admin to raise it: `ask-fable keys update ID {option} N` "
         f"(the default for every key is {setting})",
@@ -103,7 +111,8 @@ class QuotaHold:
 async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = None) -> QuotaHold | None:
     """Admit one call against ``quota`` (``None``: unlimited, nothing to hold), or raise
     :class:`QuotaExceeded` naming the limit, with ``retry_after_s``. The call sets aside ``reserve``
-    dollars until it settles (default ``quota_reserve_usd``; 0 for a call that costs nothing)."""
+    dollars (its estimate; default ``quota_reserve_usd`` for a call that has none, 0 for one that
+    costs nothing) until it settles, and is refused unless all of it fits in the budget left."""
     if quota is None:
         return None
     if reserve is None:
@@ -111,5 +120,5 @@ async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = Non
     admission = await app.run_store(
         app.quotas.admit, quota.tenant, quota.key_id, quota.limits, reserve, app.clock.now())
     if not admission.admitted or admission.ticket is None:
-        raise _refusal(quota, admission.limit or "rpm", admission.used, admission.retry_after_s)
+        raise _refusal(quota, admission.limit or "rpm", admission.used, admission.retry_after_s, reserve)
     return QuotaHold(app, quota, admission.ticket)

@@ -11,10 +11,11 @@ aborts for a deadlock (an admission also clears other keys' expired leases) is r
 - **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
 - **calls in flight** are rows held from admission to settlement (a lease: a row whose process died
   without settling stops counting after :data:`LEASE_S`);
-- **dollars per day**: a call is admitted while the key's settled spend plus what its calls in flight
-  reserve is below the budget. It reserves the configured amount (or what is left of the budget,
-  if less), and when it ends the reservation is replaced by the cost the providers reported. The
-  budget can therefore be exceeded only by what calls in flight cost beyond their reservations.
+- **dollars per day**: a call is admitted only when what it sets aside (its estimate at each
+  backend's ``max_tokens``) fits in the budget left after the key's settled spend and what its calls
+  in flight set aside; when it ends, its reservation is replaced by what it cost. The budget can
+  therefore be exceeded only by what calls cost beyond their estimates (a price table that is wrong,
+  a synthesizer fallback the estimate did not plan).
 
 Amounts are kept as integer millionths of a dollar, so sums are exact. The SQL is plain
 (``INSERT … ON CONFLICT … DO UPDATE``, no functions of one database), so another database can
@@ -136,12 +137,21 @@ class QuotaLedger:
             if limits.daily_usd is not None:
                 spent = self._one(conn, "SELECT spent_microusd FROM quota_days "
                                         "WHERE tenant = ? AND key_id = ? AND day = ?", (tenant, key_id, day))
-                room = to_micro(limits.daily_usd) - spent - reserved
-                if room <= 0:
-                    return Admission(False, limit="daily_usd",
-                                     retry_after_s=round(seconds_to_next_day(now), 3),
+                budget, wanted = to_micro(limits.daily_usd), to_micro(reserve_usd)
+                room = budget - spent - reserved
+                if room <= 0 or wanted > room:
+                    # The whole call must fit. What frees room first: calls in flight settling below
+                    # what they set aside, else the next UTC day; a call larger than the whole
+                    # budget never fits (no retry_after_s).
+                    if wanted > budget:
+                        retry: float | None = None
+                    elif spent + wanted > budget or spent >= budget:
+                        retry = round(seconds_to_next_day(now), 3)
+                    else:
+                        retry = IN_FLIGHT_RETRY_S
+                    return Admission(False, limit="daily_usd", retry_after_s=retry,
                                      used=(spent + reserved) / MICRO)
-                reservation = min(to_micro(reserve_usd), room)
+                reservation = wanted
             ticket = secrets.token_hex(16)
             conn.execute(
                 "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, 1) "
