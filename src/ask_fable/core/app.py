@@ -48,6 +48,7 @@ from ask_fable.stores.interfaces import (
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.backends.claude_sessions import ClaudeSessions
+    from ask_fable.core.quota_batcher import QuotaBatcher
     from ask_fable.core.record_writer import RecordWriter
     from ask_fable.stores.saved_settings import SharedSettings
 
@@ -362,6 +363,13 @@ class App:
             if loop_bridge.on_asyncio():  # psycopg's async connections run on asyncio alone
                 return await loop_bridge.run_blocking(fn, *args, **kwargs)
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    @property
+    def quota_batcher(self) -> QuotaBatcher:
+        """Runs this process's quota admissions, settlements and lease renewals in batches."""
+        from ask_fable.core.quota_batcher import QuotaBatcher
+
+        return self._service("quota_batcher", None, lambda: QuotaBatcher(self))
 
     @property
     def record_writer(self) -> RecordWriter:

@@ -162,11 +162,9 @@ class Pipeline:
             return await self._run(call, runner, trace, request, mctx, holds)
         finally:
             for hold in holds:
-                try:
-                    await hold.settle(costs.call_cost(mctx.members).budget_usd)
-                except Exception as exc:  # the call's place is freed when its lease ends
-                    app.console.line(trace.trace_id,
-                                     f"could not settle this call's quota ({type(exc).__name__})")
+                if not await hold.settle(costs.call_cost(mctx.members).budget_usd):
+                    # Its place frees when its lease lapses; its cost is counted on a later try.
+                    app.console.line(trace.trace_id, "could not settle this call's quota yet; retrying later")
 
     async def _admit(self, call: Call, trace: TraceRecorder,
                      reserve: float | None) -> quotas.QuotaHold | None:

@@ -11,10 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import anyio
-
 from ask_fable.errors import QuotaExceeded
 from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import AdmitRequest, SettleRequest
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
@@ -101,11 +100,12 @@ class QuotaHold:
     def __init__(self, app: App, quota: KeyQuota, ticket: str) -> None:
         self.app, self.quota, self.ticket = app, quota, ticket
 
-    async def settle(self, cost_usd: float) -> None:
-        """Free the call's place and count its real cost (shielded: a cancelled call still settles)."""
-        quota, store, now = self.quota, self.app.quotas, self.app.clock.now()
-        with anyio.CancelScope(shield=True):
-            await self.app.run_store(store.settle, quota.tenant, quota.key_id, self.ticket, cost_usd, now)
+    async def settle(self, cost_usd: float) -> bool:
+        """Free the call's place and count its real cost (shielded: a cancelled call still settles);
+        False when the store failed: the settlement is retried with this process's next quota work."""
+        quota = self.quota
+        request = SettleRequest(quota.tenant, quota.key_id, self.ticket, cost_usd)
+        return await self.app.quota_batcher.settle(request)
 
 
 async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = None) -> QuotaHold | None:
@@ -117,8 +117,7 @@ async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = Non
         return None
     if reserve is None:
         reserve = app.settings.quota_reserve_usd
-    admission = await app.run_store(
-        app.quotas.admit, quota.tenant, quota.key_id, quota.limits, reserve, app.clock.now())
+    admission = await app.quota_batcher.admit(AdmitRequest(quota.tenant, quota.key_id, quota.limits, reserve))
     if not admission.admitted or admission.ticket is None:
         raise _refusal(quota, admission.limit or "rpm", admission.used, admission.retry_after_s, reserve)
     return QuotaHold(app, quota, admission.ticket)

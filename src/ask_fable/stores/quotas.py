@@ -1,16 +1,19 @@
 """Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in SQLite or PostgreSQL.
 
-Each admission and each settlement is one write transaction that starts by locking its key's row
-in ``quota_keys`` (an admission upserts it, a settlement updates it) and holds it until it commits
-(on SQLite, ``BEGIN IMMEDIATE`` already holds the whole file). A key's admissions and settlements
-therefore run one at a time, each seeing everything the previous one wrote, so server processes
-sharing the state directory or one PostgreSQL database count against the same limits and a limit
-is never overshot by a race. Both run through ``Database.run_write``: a transaction PostgreSQL
-aborts for a deadlock (an admission also clears other keys' expired leases) is run again.
+A process hands its quota work to :meth:`QuotaLedger.apply` in batches (``core/quotas.py`` groups
+the admissions, settlements and lease renewals of the calls that arrive while the previous batch
+runs): one write transaction that starts by locking each of its keys' rows in ``quota_keys`` (in
+one order) and holds them until it commits (on SQLite, ``BEGIN IMMEDIATE`` already holds the whole
+file). A key's batches therefore run one at a time, and within a batch each admission sees the ones
+before it, so server processes sharing the state directory or one PostgreSQL database count
+against the same limits exactly: no limit is overshot by a race. Batches run through
+``Database.run_write``: a transaction PostgreSQL aborts for a deadlock is run again.
 
 - **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
-- **calls in flight** are rows held from admission to settlement (a lease: a row whose process died
-  without settling stops counting after :data:`LEASE_S`);
+- **calls in flight** are rows held from admission to settlement, each a lease of :data:`LEASE_S`
+  that its process renews while the call runs: a process killed mid-call stops renewing, and its
+  rows stop counting within :data:`LEASE_S` (``ask-fable keys in-flight`` shows them, ``keys
+  release`` frees them at once);
 - **dollars per day**: a call is admitted only when what it sets aside (its estimate at each
   backend's ``max_tokens``) fits in the budget left after the key's settled spend and what its calls
   in flight set aside; when it ends, its reservation is replaced by what it cost. The budget can
@@ -26,19 +29,21 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.stores.db import Connection, Connections, Database, database_for, open_database
 from ask_fable.stores.records import QuotaLimits
-from ask_fable.stores.views import Admission, KeyUsage
+from ask_fable.stores.views import Admission, AdmitRequest, InFlight, KeyUsage, SettleRequest
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
 
-#: A call in flight whose process never settled it (killed mid-call) stops counting after this long.
-LEASE_S = 1800.0
+#: A call in flight holds its place this long past its admission or its process's last heartbeat
+#: (``renew``, every third of it): a process killed mid-call frees its places within this.
+LEASE_S = 30.0
 #: What a refusal for too many calls in flight suggests waiting: calls end at their own pace.
 IN_FLIGHT_RETRY_S = 2.0
 #: Days of per-day totals kept.
@@ -78,6 +83,10 @@ MIGRATIONS = [
     );
     CREATE INDEX quota_in_flight_key ON quota_in_flight(tenant, key_id);
     """,
+    # Which process holds each call in flight (shown by `ask-fable keys in-flight`).
+    """
+    ALTER TABLE quota_in_flight ADD COLUMN holder TEXT NOT NULL DEFAULT '';
+    """,
 ]
 
 
@@ -107,87 +116,135 @@ class QuotaLedger:
         self.db = open_database(location, MIGRATIONS, connections=connections)
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
-              now: float) -> Admission:
+              now: float, holder: str = "") -> Admission:
         """Admit one call of the key (counting it and holding its reservation) or say which limit it hit."""
-        one_tenant(tenant)
-        minute, day = int(now // 60), utc_day(now)
-
-        def admission(conn: Connection) -> Admission:
-            # Taken first, this upsert holds the key's row until the transaction ends, so on a database
-            # whose writes run concurrently (PostgreSQL) the key's admissions still run one at a time.
-            conn.execute("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES (?, ?, 1) "
-                         "ON CONFLICT (tenant, key_id) DO UPDATE SET admissions = quota_keys.admissions + 1",
-                         (tenant, key_id))
-            # Other keys' expired leases too: two admissions may lock the same ones (run_write retries
-            # the one PostgreSQL aborts if they ever deadlock).
-            conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
-            counted = conn.execute(
-                "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
-                "WHERE tenant = ? AND key_id = ?", (tenant, key_id)).fetchone()
-            # PostgreSQL sums integers as numeric: whole numbers either way.
-            in_flight, reserved = int(counted[0]), int(counted[1])
-            if limits.concurrent is not None and in_flight >= limits.concurrent:
-                return Admission(False, limit="concurrent", retry_after_s=IN_FLIGHT_RETRY_S, used=in_flight)
-            calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
-                                    "AND minute = ?", (tenant, key_id, minute))
-            if limits.rpm is not None and calls >= limits.rpm:
-                return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
-                                 used=calls)
-            reservation = 0
-            if limits.daily_usd is not None:
-                spent = self._one(conn, "SELECT spent_microusd FROM quota_days "
-                                        "WHERE tenant = ? AND key_id = ? AND day = ?", (tenant, key_id, day))
-                budget, wanted = to_micro(limits.daily_usd), to_micro(reserve_usd)
-                room = budget - spent - reserved
-                if room <= 0 or wanted > room:
-                    # The whole call must fit. What frees room first: calls in flight settling below
-                    # what they set aside, else the next UTC day; a call larger than the whole
-                    # budget never fits (no retry_after_s).
-                    if wanted > budget:
-                        retry: float | None = None
-                    elif spent + wanted > budget or spent >= budget:
-                        retry = round(seconds_to_next_day(now), 3)
-                    else:
-                        retry = IN_FLIGHT_RETRY_S
-                    return Admission(False, limit="daily_usd", retry_after_s=retry,
-                                     used=(spent + reserved) / MICRO)
-                reservation = wanted
-            ticket = secrets.token_hex(16)
-            conn.execute(
-                "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, 1) "
-                "ON CONFLICT (tenant, key_id, minute) DO UPDATE SET calls = quota_minutes.calls + 1",
-                (tenant, key_id, minute))
-            conn.execute("DELETE FROM quota_minutes WHERE tenant = ? AND key_id = ? AND minute < ?",
-                         (tenant, key_id, minute - 1))
-            conn.execute(
-                "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
-                "reserved_microusd) VALUES (?, ?, ?, ?, ?, ?)",
-                (ticket, tenant, key_id, now, now + LEASE_S, reservation))
-            return Admission(True, ticket=ticket)
-
-        return self.db.run_write(admission)
+        return self.apply([], [AdmitRequest(tenant, key_id, limits, reserve_usd)], [], holder, now)[0]
 
     def settle(self, tenant: str, key_id: int, ticket: str, cost_usd: float, now: float) -> None:
         """End an admitted call: free its place in flight and add its real cost to today's spend."""
+        self.apply([SettleRequest(tenant, key_id, ticket, cost_usd)], [], [], "", now)
+
+    def apply(self, settles: Sequence[SettleRequest], admits: Sequence[AdmitRequest], renew: Sequence[str],
+              holder: str, now: float) -> list[Admission]:
+        """One write transaction for a process's quota work that came in together: renew the leases
+        of ``renew`` (its calls still in flight), end ``settles``, then admit ``admits`` in order,
+        each seeing the ones before it. Returns one :class:`Admission` per admission."""
+        owners = [(r.tenant, r.key_id) for r in settles] + [(r.tenant, r.key_id) for r in admits]
+        for tenant, _ in owners:
+            one_tenant(tenant)
+        # Each key's row is taken first, in one order, and held to the end: a key's transactions
+        # run one at a time, and two batches never wait on each other's keys in a cycle.
+        keys = sorted(set(owners))
+
+        def batch(conn: Connection) -> list[Admission]:
+            for tenant, key_id in keys:
+                conn.execute("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES (?, ?, 0) "
+                             "ON CONFLICT (tenant, key_id) DO UPDATE SET admissions = quota_keys.admissions",
+                             (tenant, key_id))
+            for start in range(0, len(renew), 500):
+                chunk = list(renew[start:start + 500])
+                marks = ", ".join("?" * len(chunk))
+                conn.execute(f"UPDATE quota_in_flight SET expires_at = ? WHERE ticket IN ({marks})",
+                             (now + LEASE_S, *chunk))
+            for settle in settles:
+                self._settle(conn, settle, now)
+            if admits:
+                # Every key's expired leases (a process that died without settling).
+                conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
+            return [self._admit(conn, admit, holder, now) for admit in admits]
+
+        return self.db.run_write(batch)
+
+    def _settle(self, conn: Connection, settle: SettleRequest, now: float) -> None:
+        tenant, key_id, day = settle.tenant, settle.key_id, utc_day(now)
+        conn.execute("DELETE FROM quota_in_flight WHERE ticket = ?", (settle.ticket,))
+        conn.execute(
+            "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, 1, ?) "
+            "ON CONFLICT (tenant, key_id, day) DO UPDATE SET calls = quota_days.calls + 1, "
+            "spent_microusd = quota_days.spent_microusd + excluded.spent_microusd",
+            (tenant, key_id, day, max(0, to_micro(settle.cost_usd))))
+        conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
+                     (tenant, key_id, utc_day(now - KEEP_DAYS * 86400)))
+
+    def _admit(self, conn: Connection, admit: AdmitRequest, holder: str, now: float) -> Admission:
+        tenant, key_id, limits = admit.tenant, admit.key_id, admit.limits
+        minute, day = int(now // 60), utc_day(now)
+        counted = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
+            "WHERE tenant = ? AND key_id = ?", (tenant, key_id)).fetchone()
+        # PostgreSQL sums integers as numeric: whole numbers either way.
+        in_flight, reserved = int(counted[0]), int(counted[1])
+        if limits.concurrent is not None and in_flight >= limits.concurrent:
+            soonest = conn.execute("SELECT MIN(expires_at) FROM quota_in_flight WHERE tenant = ? "
+                                   "AND key_id = ?", (tenant, key_id)).fetchone()[0]
+            # A call in flight ends at its own pace; a lease nobody renews lapses at ``soonest``.
+            wait = IN_FLIGHT_RETRY_S if soonest is None else min(IN_FLIGHT_RETRY_S, float(soonest) - now)
+            return Admission(False, limit="concurrent", retry_after_s=round(max(wait, 0.1), 3),
+                             used=in_flight)
+        calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
+                                "AND minute = ?", (tenant, key_id, minute))
+        if limits.rpm is not None and calls >= limits.rpm:
+            return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3), used=calls)
+        reservation = 0
+        if limits.daily_usd is not None:
+            spent = self._one(conn, "SELECT spent_microusd FROM quota_days "
+                                    "WHERE tenant = ? AND key_id = ? AND day = ?", (tenant, key_id, day))
+            budget, wanted = to_micro(limits.daily_usd), to_micro(admit.reserve_usd)
+            room = budget - spent - reserved
+            if room <= 0 or wanted > room:
+                # The whole call must fit. What frees room first: calls in flight settling below
+                # what they set aside, else the next UTC day; a call larger than the whole
+                # budget never fits (no retry_after_s).
+                if wanted > budget:
+                    retry: float | None = None
+                elif spent + wanted > budget or spent >= budget:
+                    retry = round(seconds_to_next_day(now), 3)
+                else:
+                    retry = IN_FLIGHT_RETRY_S
+                return Admission(False, limit="daily_usd", retry_after_s=retry,
+                                 used=(spent + reserved) / MICRO)
+            reservation = wanted
+        ticket = secrets.token_hex(16)
+        conn.execute("UPDATE quota_keys SET admissions = admissions + 1 WHERE tenant = ? AND key_id = ?",
+                     (tenant, key_id))
+        conn.execute(
+            "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT (tenant, key_id, minute) DO UPDATE SET calls = quota_minutes.calls + 1",
+            (tenant, key_id, minute))
+        conn.execute("DELETE FROM quota_minutes WHERE tenant = ? AND key_id = ? AND minute < ?",
+                     (tenant, key_id, minute - 1))
+        conn.execute(
+            "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
+            "reserved_microusd, holder) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (ticket, tenant, key_id, now, now + LEASE_S, reservation, holder))
+        return Admission(True, ticket=ticket)
+
+    def in_flight(self, tenant: str, key_id: int, now: float) -> list[InFlight]:
+        """The key's calls in flight whose lease has not lapsed, oldest first."""
         one_tenant(tenant)
-        day = utc_day(now)
+        with self.db.read() as conn:
+            rows = conn.execute(
+                "SELECT ticket, holder, started_at, expires_at, reserved_microusd FROM quota_in_flight "
+                "WHERE tenant = ? AND key_id = ? AND expires_at > ? ORDER BY started_at",
+                (tenant, key_id, now)).fetchall()
+        return [InFlight(ticket=str(t), holder=str(h), started_at=float(s), expires_at=float(e),
+                         reserved_usd=int(r) / MICRO) for t, h, s, e, r in rows]
 
-        def settlement(conn: Connection) -> None:
-            # The key's row first, as an admission takes it: an admission reads the reservations in
-            # flight and the day's spend in two statements, and must not see this call in both.
-            conn.execute("UPDATE quota_keys SET admissions = admissions WHERE tenant = ? AND key_id = ?",
-                         (tenant, key_id))
-            conn.execute("DELETE FROM quota_in_flight WHERE ticket = ?", (ticket,))
-            conn.execute(
-                "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, 1, ?) "
-                "ON CONFLICT (tenant, key_id, day) DO UPDATE SET calls = quota_days.calls + 1, "
-                "spent_microusd = quota_days.spent_microusd + excluded.spent_microusd",
-                (tenant, key_id, day, max(0, to_micro(cost_usd))))
-            oldest = utc_day(now - KEEP_DAYS * 86400)
-            conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
-                         (tenant, key_id, oldest))
+    def release(self, tenant: str, key_id: int, ticket: str | None = None) -> int:
+        """Free the key's places in flight (one ``ticket``'s, or all of them) without counting a cost;
+        returns how many were freed. For calls whose process is gone (their lease lapses on its own)."""
+        one_tenant(tenant)
 
-        self.db.run_write(settlement)
+        def freeing(conn: Connection) -> int:
+            if ticket is None:
+                cursor = conn.execute("DELETE FROM quota_in_flight WHERE tenant = ? AND key_id = ?",
+                                      (tenant, key_id))
+            else:
+                cursor = conn.execute("DELETE FROM quota_in_flight WHERE tenant = ? AND key_id = ? "
+                                      "AND ticket = ?", (tenant, key_id, ticket))
+            return int(cursor.rowcount or 0)
+
+        return self.db.run_write(freeing)
 
     def usage(self, tenant: str, now: float) -> list[KeyUsage]:
         """Each key's use now (every tenant's keys for ``"*"``): calls this minute, in flight, today."""
