@@ -496,6 +496,11 @@ class Settings(BaseSettings):
         0.25, ge=0, description="Dollars set aside from a key's daily budget while one of its calls runs, "
         "replaced by the call's reported cost when it ends."
     )
+    quota_lease_seconds: float = Field(
+        30.0, ge=1, description="Seconds a call in flight keeps its place in its key's quota unless its "
+        "server renews it (every third of this while the call runs): a server killed mid-call frees its "
+        "calls' places within this."
+    )
     prices: dict[str, PriceOverride] = Field(
         default_factory=dict,
         description="Negotiated prices, a JSON object keyed by backend (deepseek) or backend:model "

@@ -49,6 +49,8 @@ def _free_port() -> int:
 @dataclass
 class TeamServer:
     url: str
+    #: The server process's id (tests kill it).
+    pid: int | None = None
 
     @asynccontextmanager
     async def client(self, key: str, mode: str = "auto") -> AsyncIterator[Client]:
@@ -86,9 +88,10 @@ async def team_server(env: dict[str, str] | None = None) -> AsyncIterator[TeamSe
                     except httpx2.TransportError:
                         assert process.returncode is None, "the server exited before it answered"
                     await anyio.sleep(0.05)
-        yield TeamServer(url)
+        yield TeamServer(url, process.pid)
     finally:
-        process.terminate()
+        if process.returncode is None:
+            process.terminate()
         with anyio.fail_after(30):
             await process.wait()
         await process.aclose()

@@ -8,8 +8,9 @@ renewals that arrive while the previous batch runs.
 Each batch is one write transaction (``QuotaStore.apply``), exact across processes: a batch takes
 its keys' rows first and admits in order, so 100 calls arriving at once cost a few transactions
 instead of 200 (an admission and a settlement each). Every call in flight holds a lease that this
-process renews in a batch every third of ``LEASE_S`` (:meth:`QuotaBatcher.heartbeat`, run by the
-HTTP server); a process that dies stops renewing, and its calls stop counting within ``LEASE_S``.
+process renews in a batch every third of ``quota_lease_seconds`` (:meth:`QuotaBatcher.heartbeat`,
+run by the HTTP server); a process that dies stops renewing, and its calls stop counting within
+that lease.
 A settlement that fails (a database blip) is kept and retried with every later batch and
 heartbeat until it lands; its call's lease is no longer renewed, so its place frees meanwhile.
 """
@@ -25,7 +26,6 @@ from typing import TYPE_CHECKING
 import anyio
 import anyio.lowlevel
 
-from ask_fable.stores.quotas import LEASE_S
 from ask_fable.stores.views import Admission, AdmitRequest, SettleRequest
 
 if TYPE_CHECKING:
@@ -59,6 +59,16 @@ class QuotaBatcher:
         self._running = False
         self._loop: object = None
         self._renewed_at = float("-inf")
+
+    @property
+    def lease_s(self) -> float:
+        """How long a call's place lasts unless renewed (``quota_lease_seconds``)."""
+        return self.app.settings.quota_lease_seconds
+
+    @property
+    def beat_s(self) -> float:
+        """How often :meth:`heartbeat` should run: a third of the lease."""
+        return self.lease_s / 3
 
     async def admit(self, request: AdmitRequest) -> Admission:
         """Admit one call (with whatever else is waiting); raises what the store raised."""
@@ -100,12 +110,12 @@ class QuotaBatcher:
         settles = [*self.unsettled, *(w.settle for w in batch if w.settle is not None)]
         self.unsettled = []
         admits = [w for w in batch if w.admit is not None]
-        now = self.app.clock.now()
-        renew = sorted(self.live) if now - self._renewed_at >= LEASE_S / 3 - 1 else []
+        now, lease = self.app.clock.now(), self.lease_s
+        renew = sorted(self.live) if now - self._renewed_at >= self.beat_s * 0.8 else []
         try:
             admissions = await self.app.run_store(
                 self.app.quotas.apply, settles, [w.admit for w in admits if w.admit is not None], renew,
-                self.holder, now)
+                self.holder, now, lease)
         except Exception as exc:
             self.unsettled = settles
             for item in batch:

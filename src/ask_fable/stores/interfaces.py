@@ -318,9 +318,9 @@ class QuotaStore(Protocol):
         ...
 
     def apply(self, settles: Sequence[SettleRequest], admits: Sequence[AdmitRequest], renew: Sequence[str],
-              holder: str, now: float) -> list[Admission]:
+              holder: str, now: float, lease_s: float = ...) -> list[Admission]:
         """In one atomic step: renew the leases of the tickets ``renew``, settle ``settles``, then admit
-        ``admits`` in order (held by ``holder``); one :class:`Admission` per admission."""
+        ``admits`` in order (held by ``holder``; leases of ``lease_s``); one :class:`Admission` each."""
         ...
 
     def in_flight(self, tenant: str, key_id: int, now: float) -> list[InFlight]:

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from ask_fable.config import Settings
 
 #: A call in flight holds its place this long past its admission or its process's last heartbeat
-#: (``renew``, every third of it): a process killed mid-call frees its places within this.
+#: (``renew``, every third of it): a process killed mid-call frees its places within this. The
+#: default of ``quota_lease_seconds``.
 LEASE_S = 30.0
 #: What a refusal for too many calls in flight suggests waiting: calls end at their own pace.
 IN_FLIGHT_RETRY_S = 2.0
@@ -125,10 +126,11 @@ class QuotaLedger:
         self.apply([SettleRequest(tenant, key_id, ticket, cost_usd)], [], [], "", now)
 
     def apply(self, settles: Sequence[SettleRequest], admits: Sequence[AdmitRequest], renew: Sequence[str],
-              holder: str, now: float) -> list[Admission]:
+              holder: str, now: float, lease_s: float = LEASE_S) -> list[Admission]:
         """One write transaction for a process's quota work that came in together: renew the leases
-        of ``renew`` (its calls still in flight), end ``settles``, then admit ``admits`` in order,
-        each seeing the ones before it. Returns one :class:`Admission` per admission."""
+        of ``renew`` (its calls still in flight) for ``lease_s``, end ``settles``, then admit
+        ``admits`` in order (each leased for ``lease_s``), each seeing the ones before it. Returns
+        one :class:`Admission` per admission."""
         owners = [(r.tenant, r.key_id) for r in settles] + [(r.tenant, r.key_id) for r in admits]
         for tenant, _ in owners:
             one_tenant(tenant)
@@ -145,13 +147,13 @@ class QuotaLedger:
                 chunk = list(renew[start:start + 500])
                 marks = ", ".join("?" * len(chunk))
                 conn.execute(f"UPDATE quota_in_flight SET expires_at = ? WHERE ticket IN ({marks})",
-                             (now + LEASE_S, *chunk))
+                             (now + lease_s, *chunk))
             for settle in settles:
                 self._settle(conn, settle, now)
             if admits:
                 # Every key's expired leases (a process that died without settling).
                 conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
-            return [self._admit(conn, admit, holder, now) for admit in admits]
+            return [self._admit(conn, admit, holder, now, lease_s) for admit in admits]
 
         return self.db.run_write(batch)
 
@@ -166,7 +168,8 @@ class QuotaLedger:
         conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
                      (tenant, key_id, utc_day(now - KEEP_DAYS * 86400)))
 
-    def _admit(self, conn: Connection, admit: AdmitRequest, holder: str, now: float) -> Admission:
+    def _admit(self, conn: Connection, admit: AdmitRequest, holder: str, now: float,
+               lease_s: float) -> Admission:
         tenant, key_id, limits = admit.tenant, admit.key_id, admit.limits
         minute, day = int(now // 60), utc_day(now)
         counted = conn.execute(
@@ -216,7 +219,7 @@ class QuotaLedger:
         conn.execute(
             "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
             "reserved_microusd, holder) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (ticket, tenant, key_id, now, now + LEASE_S, reservation, holder))
+            (ticket, tenant, key_id, now, now + lease_s, reservation, holder))
         return Admission(True, ticket=ticket)
 
     def in_flight(self, tenant: str, key_id: int, now: float) -> list[InFlight]:

@@ -45,7 +45,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
@@ -376,13 +376,26 @@ class _Stopped(Exception):
     """The server stopped while the request waited on the store."""
 
 
+class QuotaHeartbeat(Protocol):
+    """Renews the leases of this process's calls in flight (``core/quota_batcher.QuotaBatcher``)."""
+
+    @property
+    def beat_s(self) -> float:
+        """Seconds between heartbeats."""
+        ...
+
+    async def heartbeat(self) -> None:
+        """Renew the leases and retry failed settlements."""
+        ...
+
+
 class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
     def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, tool_scopes: dict[str, KeyScope],
                  options: HttpOptions, mcp_path: str = MCP_PATH, ui: ASGIApp | None = None,
                  readiness: Readiness | None = None,
-                 quota_heartbeat: Callable[[], Awaitable[None]] | None = None) -> None:
+                 quota_heartbeat: QuotaHeartbeat | None = None) -> None:
         self.app = app
         #: Renews the leases of this process's calls in flight (and retries failed settlements).
         self.quota_heartbeat = quota_heartbeat
@@ -457,16 +470,14 @@ class HttpGuard:
                     await anyio.to_thread.run_sync(self.keys.flush_usage)
 
         async def renew_leases() -> None:
-            from ask_fable.stores.quotas import LEASE_S
-
             heartbeat = self.quota_heartbeat
             if heartbeat is None:
                 return
             with renewer:
                 while True:
-                    await anyio.sleep(LEASE_S / 3)
+                    await anyio.sleep(heartbeat.beat_s)
                     try:
-                        await heartbeat()
+                        await heartbeat.heartbeat()
                     except Exception:  # the store is down: the next beat tries again
                         log.warning("could not renew this server's calls in flight; retrying")
 
@@ -771,7 +782,7 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore,
     )
     scopes = {name: spec.scope for name, spec in server.specs.items()}
     return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options,
-                     ui=ui_app(server, keys, options), quota_heartbeat=server.app.quota_batcher.heartbeat)
+                     ui=ui_app(server, keys, options), quota_heartbeat=server.app.quota_batcher)
 
 
 def ui_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions) -> ASGIApp:
