@@ -82,17 +82,28 @@ def _library_knows(provider_id: str | None, model_ref: str) -> bool:
     return True
 
 
-def _library_price(provider_id: str | None, model_ref: str, input_tokens: int,
-                   output_tokens: int) -> float | None:
-    """genai-prices' price of these tokens (``None`` when it does not know the model)."""
-    if not _library_knows(provider_id, model_ref):
-        return None
+@lru_cache(maxsize=4096)
+def _library_rates(provider_id: str | None, model_ref: str, bucket: int) -> tuple[float, float]:
+    """genai-prices' dollars per input and per output token for prompts of up to ``bucket`` tokens
+    (a price tier is chosen by the prompt's size; pricing a call costs the library about a
+    millisecond, so each model's rates are worked out once per size bucket)."""
     from genai_prices import Usage as LibraryUsage
     from genai_prices import calc_price
 
-    found = calc_price(LibraryUsage(input_tokens=input_tokens, output_tokens=output_tokens), model_ref,
+    found = calc_price(LibraryUsage(input_tokens=bucket, output_tokens=bucket), model_ref,
                        provider_id=provider_id)
-    return float(found.total_price)
+    return float(found.input_price) / bucket, float(found.output_price) / bucket
+
+
+def _library_price(provider_id: str | None, model_ref: str, input_tokens: int,
+                   output_tokens: int) -> float | None:
+    """genai-prices' price of these tokens (``None`` when it does not know the model), at the tier of
+    the next power of two of the prompt's size (never a cheaper tier than the prompt's own)."""
+    if not _library_knows(provider_id, model_ref):
+        return None
+    bucket = max(1024, 1 << max(0, input_tokens - 1).bit_length())
+    per_input, per_output = _library_rates(provider_id, model_ref, bucket)
+    return per_input * input_tokens + per_output * output_tokens
 
 
 def _split_ref(ref: str) -> tuple[str | None, str]:

@@ -93,7 +93,8 @@ def price_plan(plan: list[PlannedCall], prices: PriceBook) -> Estimate:
             continue
         typical_out = min(TYPICAL_ANSWER_TOKENS, call.max_output_tokens)
         typical = prices.price(oracle.provider, oracle.model, call.prompt_tokens, typical_out)
-        most = prices.price(oracle.provider, oracle.model, call.prompt_tokens, call.max_output_tokens)
+        most = None if typical is None else \
+            prices.price(oracle.provider, oracle.model, call.prompt_tokens, call.max_output_tokens)
         if typical is None or most is None:
             unknown = True
             typical = prices.conservative(call.prompt_tokens, typical_out)
