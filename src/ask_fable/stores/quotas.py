@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -108,6 +109,26 @@ def seconds_to_next_day(now: float) -> float:
     return max(0.0, midnight.timestamp() - now)
 
 
+@dataclass
+class _KeyUse:
+    """One key's use as a batch counts it: read once, then counted on in memory."""
+
+    in_flight: int
+    reserved: int
+    calls: int
+    spent: int
+    admitted: int = 0
+
+
+def _chunks(items: Sequence[str], size: int = 500) -> list[list[str]]:
+    """``items`` in lists of at most ``size`` (the parameters one statement takes)."""
+    return [list(items[start:start + size]) for start in range(0, len(items), size)]
+
+
+def _marks(chunk: Sequence[str]) -> str:
+    return ", ".join("?" * len(chunk))
+
+
 class QuotaLedger:
     """The quota tables, in their own SQLite file (``settings.quotas_db``) or PostgreSQL: the
     ``QuotaStore``."""
@@ -143,57 +164,107 @@ class QuotaLedger:
                 conn.execute("INSERT INTO quota_keys (tenant, key_id, admissions) VALUES (?, ?, 0) "
                              "ON CONFLICT (tenant, key_id) DO UPDATE SET admissions = quota_keys.admissions",
                              (tenant, key_id))
-            for start in range(0, len(renew), 500):
-                chunk = list(renew[start:start + 500])
-                marks = ", ".join("?" * len(chunk))
-                conn.execute(f"UPDATE quota_in_flight SET expires_at = ? WHERE ticket IN ({marks})",
+            for chunk in _chunks(renew):
+                conn.execute(f"UPDATE quota_in_flight SET expires_at = ? WHERE ticket IN ({_marks(chunk)})",
                              (now + lease_s, *chunk))
-            for settle in settles:
-                self._settle(conn, settle, now)
-            if admits:
-                # Every key's expired leases (a process that died without settling).
-                conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
-            return [self._admit(conn, admit, holder, now, lease_s) for admit in admits]
+            if settles:
+                self._settle_all(conn, settles, now)
+            if not admits:
+                return []
+            # Every key's expired leases (a process that died without settling).
+            conn.execute("DELETE FROM quota_in_flight WHERE expires_at <= ?", (now,))
+            return self._admit_all(conn, admits, holder, now, lease_s)
 
         return self.db.run_write(batch)
 
-    def _settle(self, conn: Connection, settle: SettleRequest, now: float) -> None:
-        tenant, key_id, day = settle.tenant, settle.key_id, utc_day(now)
-        conn.execute("DELETE FROM quota_in_flight WHERE ticket = ?", (settle.ticket,))
-        conn.execute(
-            "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, 1, ?) "
-            "ON CONFLICT (tenant, key_id, day) DO UPDATE SET calls = quota_days.calls + 1, "
-            "spent_microusd = quota_days.spent_microusd + excluded.spent_microusd",
-            (tenant, key_id, day, max(0, to_micro(settle.cost_usd))))
-        conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
-                     (tenant, key_id, utc_day(now - KEEP_DAYS * 86400)))
+    def _settle_all(self, conn: Connection, settles: Sequence[SettleRequest], now: float) -> None:
+        """End ``settles``: free their places and add each key's costs to its day, one statement each."""
+        day, oldest = utc_day(now), utc_day(now - KEEP_DAYS * 86400)
+        for chunk in _chunks([s.ticket for s in settles]):
+            conn.execute(f"DELETE FROM quota_in_flight WHERE ticket IN ({_marks(chunk)})", chunk)
+        totals: dict[tuple[str, int], tuple[int, int]] = {}
+        for settle in settles:
+            calls, spent = totals.get((settle.tenant, settle.key_id), (0, 0))
+            totals[(settle.tenant, settle.key_id)] = calls + 1, spent + max(0, to_micro(settle.cost_usd))
+        for (tenant, key_id), (calls, spent) in sorted(totals.items()):
+            conn.execute(
+                "INSERT INTO quota_days (tenant, key_id, day, calls, spent_microusd) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (tenant, key_id, day) DO UPDATE SET calls = quota_days.calls + excluded.calls, "
+                "spent_microusd = quota_days.spent_microusd + excluded.spent_microusd",
+                (tenant, key_id, day, calls, spent))
+            conn.execute("DELETE FROM quota_days WHERE tenant = ? AND key_id = ? AND day < ?",
+                         (tenant, key_id, oldest))
 
-    def _admit(self, conn: Connection, admit: AdmitRequest, holder: str, now: float,
-               lease_s: float) -> Admission:
-        tenant, key_id, limits = admit.tenant, admit.key_id, admit.limits
-        minute, day = int(now // 60), utc_day(now)
+    def _admit_all(self, conn: Connection, admits: Sequence[AdmitRequest], holder: str, now: float,
+                   lease_s: float) -> list[Admission]:
+        """Admit ``admits`` in order: each key's use is read once, counted on in memory through the
+        batch (each admission sees the ones before it), and written once."""
+        minute = int(now // 60)
+        use: dict[tuple[str, int], _KeyUse] = {}
+        rows: list[tuple[str, str, int, float, float, int, str]] = []
+        results: list[Admission] = []
+        for admit in admits:
+            owner = (admit.tenant, admit.key_id)
+            if owner not in use:
+                use[owner] = self._key_use(conn, admit.tenant, admit.key_id, now)
+            state = use[owner]
+            decision = self._decide(conn, admit, state, now)
+            if decision is not None:
+                results.append(decision)
+                continue
+            reservation = to_micro(admit.reserve_usd) if admit.limits.daily_usd is not None else 0
+            ticket = secrets.token_hex(16)
+            rows.append((ticket, admit.tenant, admit.key_id, now, now + lease_s, reservation, holder))
+            state.in_flight, state.reserved = state.in_flight + 1, state.reserved + reservation
+            state.calls, state.admitted = state.calls + 1, state.admitted + 1
+            results.append(Admission(True, ticket=ticket))
+        if rows:
+            conn.executemany(
+                "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
+                "reserved_microusd, holder) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        for (tenant, key_id), state in sorted(use.items()):
+            if not state.admitted:
+                continue
+            conn.execute("UPDATE quota_keys SET admissions = admissions + ? WHERE tenant = ? AND key_id = ?",
+                         (state.admitted, tenant, key_id))
+            conn.execute(
+                "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (tenant, key_id, minute) DO UPDATE SET "
+                "calls = quota_minutes.calls + excluded.calls",
+                (tenant, key_id, minute, state.admitted))
+            conn.execute("DELETE FROM quota_minutes WHERE tenant = ? AND key_id = ? AND minute < ?",
+                         (tenant, key_id, minute - 1))
+        return results
+
+    def _key_use(self, conn: Connection, tenant: str, key_id: int, now: float) -> _KeyUse:
+        """The key's calls in flight (and what they set aside), calls this minute and spend today."""
         counted = conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(reserved_microusd), 0) FROM quota_in_flight "
             "WHERE tenant = ? AND key_id = ?", (tenant, key_id)).fetchone()
+        calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
+                                "AND minute = ?", (tenant, key_id, int(now // 60)))
+        spent = self._one(conn, "SELECT spent_microusd FROM quota_days WHERE tenant = ? AND key_id = ? "
+                                "AND day = ?", (tenant, key_id, utc_day(now)))
         # PostgreSQL sums integers as numeric: whole numbers either way.
-        in_flight, reserved = int(counted[0]), int(counted[1])
-        if limits.concurrent is not None and in_flight >= limits.concurrent:
+        return _KeyUse(in_flight=int(counted[0]), reserved=int(counted[1]), calls=calls, spent=spent)
+
+    @staticmethod
+    def _decide(conn: Connection, admit: AdmitRequest, state: _KeyUse, now: float) -> Admission | None:
+        """The refusal of ``admit`` given the key's use, or ``None`` when it is admitted."""
+        limits, minute = admit.limits, int(now // 60)
+        if limits.concurrent is not None and state.in_flight >= limits.concurrent:
             soonest = conn.execute("SELECT MIN(expires_at) FROM quota_in_flight WHERE tenant = ? "
-                                   "AND key_id = ?", (tenant, key_id)).fetchone()[0]
+                                   "AND key_id = ?", (admit.tenant, admit.key_id)).fetchone()[0]
             # A call in flight ends at its own pace; a lease nobody renews lapses at ``soonest``.
             wait = IN_FLIGHT_RETRY_S if soonest is None else min(IN_FLIGHT_RETRY_S, float(soonest) - now)
             return Admission(False, limit="concurrent", retry_after_s=round(max(wait, 0.1), 3),
-                             used=in_flight)
-        calls = self._one(conn, "SELECT calls FROM quota_minutes WHERE tenant = ? AND key_id = ? "
-                                "AND minute = ?", (tenant, key_id, minute))
-        if limits.rpm is not None and calls >= limits.rpm:
-            return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3), used=calls)
-        reservation = 0
+                             used=state.in_flight)
+        if limits.rpm is not None and state.calls >= limits.rpm:
+            return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
+                             used=state.calls)
         if limits.daily_usd is not None:
-            spent = self._one(conn, "SELECT spent_microusd FROM quota_days "
-                                    "WHERE tenant = ? AND key_id = ? AND day = ?", (tenant, key_id, day))
             budget, wanted = to_micro(limits.daily_usd), to_micro(admit.reserve_usd)
-            room = budget - spent - reserved
+            spent, room = state.spent, to_micro(limits.daily_usd) - state.spent - state.reserved
             if room <= 0 or wanted > room:
                 # The whole call must fit. What frees room first: calls in flight settling below
                 # what they set aside, else the next UTC day; a call larger than the whole
@@ -205,22 +276,8 @@ class QuotaLedger:
                 else:
                     retry = IN_FLIGHT_RETRY_S
                 return Admission(False, limit="daily_usd", retry_after_s=retry,
-                                 used=(spent + reserved) / MICRO)
-            reservation = wanted
-        ticket = secrets.token_hex(16)
-        conn.execute("UPDATE quota_keys SET admissions = admissions + 1 WHERE tenant = ? AND key_id = ?",
-                     (tenant, key_id))
-        conn.execute(
-            "INSERT INTO quota_minutes (tenant, key_id, minute, calls) VALUES (?, ?, ?, 1) "
-            "ON CONFLICT (tenant, key_id, minute) DO UPDATE SET calls = quota_minutes.calls + 1",
-            (tenant, key_id, minute))
-        conn.execute("DELETE FROM quota_minutes WHERE tenant = ? AND key_id = ? AND minute < ?",
-                     (tenant, key_id, minute - 1))
-        conn.execute(
-            "INSERT INTO quota_in_flight (ticket, tenant, key_id, started_at, expires_at, "
-            "reserved_microusd, holder) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (ticket, tenant, key_id, now, now + lease_s, reservation, holder))
-        return Admission(True, ticket=ticket)
+                                 used=(spent + state.reserved) / MICRO)
+        return None
 
     def in_flight(self, tenant: str, key_id: int, now: float) -> list[InFlight]:
         """The key's calls in flight whose lease has not lapsed, oldest first."""
