@@ -55,7 +55,3 @@ async def test_a_failed_settlement_is_retried_until_its_cost_is_counted(fp: Fake
     assert usage["spent_usd_today"] == round(first["cost_usd"] + second["cost_usd"], 6) == 0.03
     await app.aclose()
 
-
-def settings_now(app: App) -> float:
-    """The App's clock now."""
-    return app.clock.now()
