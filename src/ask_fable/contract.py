@@ -57,7 +57,7 @@ class ToolResult(Strict):
     #: extra fields) and ``ask_fable_help`` describes them.
     UNLISTED_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {"how_to_reframe", "rule", "retry_after_s", "warnings", "did_you_mean", "cache_age_s",
-         "routed_via", "thinking"}
+         "routed_via", "thinking", "cost_source", "estimate"}
     )
 
     status: Status

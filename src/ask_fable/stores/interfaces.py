@@ -318,7 +318,7 @@ class QuotaStore(Protocol):
         ...
 
     def apply(self, settles: Sequence[SettleRequest], admits: Sequence[AdmitRequest], renew: Sequence[str],
-              holder: str, now: float, lease_s: float = ...) -> list[Admission]:
+              holder: str, now: float, lease_s: float = 30.0) -> list[Admission]:
         """In one atomic step: renew the leases of the tickets ``renew``, settle ``settles``, then admit
         ``admits`` in order (held by ``holder``; leases of ``lease_s``); one :class:`Admission` each."""
         ...

@@ -157,7 +157,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
         echo={"session": label},
         planner=planner,
         estimate_only=args.estimate,
-        max_cost_usd=args.max_cost_usd,
+        max_cost_usd=args.max_cost_usd or None,
     )
     return await ctx.run(call, runner)
 

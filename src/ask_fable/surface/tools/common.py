@@ -21,9 +21,12 @@ QUESTION = Field(description="One focused engineering question.")
 CONTEXT = Field("", description="The real code, errors and constraints.")
 CONTEXT_REF = Field(None, description="context_write key(s) to add to the context.")
 EFFORT = Field(None, description="quick, standard or deep; default from the settings.")
-ESTIMATE = Field(False, description="true: return the call's expected cost (estimate) and call no model.")
-MAX_COST_USD = Field(None, gt=0, description="Most dollars this call may cost at its models' max_tokens; "
-                     "over it, bad_args before any model runs (a council drops its last members to fit).")
+#: ``estimate`` and ``max_cost_usd`` carry no description in the listing (every reasoning tool takes
+#: them, and each listed byte costs the client context): ask_fable_help(topic="sidecar") explains them.
+#: estimate=true: the call's expected cost, no model called.
+ESTIMATE = Field(False)
+#: The most dollars the call may cost at its models' max_tokens, else bad_args (0: no cap).
+MAX_COST_USD = Field(0.0, ge=0)
 #: The ``tenant`` argument of the tools that read (or clean up) stored items.
 TENANT = Field(None, description='Admin keys only: another tenant\'s, or "*" for every tenant\'s.')
 
@@ -77,7 +80,7 @@ class AskArgs(BaseModel):
     context: str = CONTEXT
     context_ref: str | list[str] | None = CONTEXT_REF
     estimate: bool = ESTIMATE
-    max_cost_usd: float | None = MAX_COST_USD
+    max_cost_usd: float = MAX_COST_USD
 
 
 class AskWithEffortArgs(AskArgs):
@@ -142,7 +145,7 @@ async def run_single_tool(
         mode="single",
         cache_models=[oracle.token] if oracle else [],
         cache_extra={"model": oracle.model if oracle else None, "effort": effort},
-        planner=planner, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd,
+        planner=planner, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None,
     )
     return await ctx.run(call, runner)
 

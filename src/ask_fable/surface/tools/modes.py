@@ -64,7 +64,7 @@ class CouncilArgs(_Args):
     )
     session: str | None = SESSION
     estimate: bool = ESTIMATE
-    max_cost_usd: float | None = MAX_COST_USD
+    max_cost_usd: float = MAX_COST_USD
 
 
 class ChainArgs(_Args):
@@ -79,7 +79,7 @@ class ChainArgs(_Args):
     models: list[str] | None = Field(None, description="The stages as an ordered list (instead of pipeline).")
     session: str | None = SESSION
     estimate: bool = ESTIMATE
-    max_cost_usd: float | None = MAX_COST_USD
+    max_cost_usd: float = MAX_COST_USD
 
 
 class DebateArgs(_Args):
@@ -96,7 +96,7 @@ class DebateArgs(_Args):
     rounds: int = Field(1, ge=1, le=2, description="1, or 2 to add the opponent's rebuttal pass.")
     session: str | None = SESSION
     estimate: bool = ESTIMATE
-    max_cost_usd: float | None = MAX_COST_USD
+    max_cost_usd: float = MAX_COST_USD
 
 
 class ProviderCouncilArgs(_Args):
@@ -110,7 +110,7 @@ class ProviderCouncilArgs(_Args):
     )
     session: str | None = SESSION
     estimate: bool = ESTIMATE
-    max_cost_usd: float | None = MAX_COST_USD
+    max_cost_usd: float = MAX_COST_USD
 
 
 class AdjudicatedCouncilArgs(ProviderCouncilArgs):
@@ -199,7 +199,7 @@ async def _council(
     call = Call(tool=tool, question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="council", cache_models=members,
                 cache_extra={"synthesizer": ladder, "effort": effort}, planner=planner,
-                drop_member=drop_member, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd)
+                drop_member=drop_member, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_council(
         q, c, members, m, synthesizer=ladder, resolver=resolver, over_budget=over_budget))
 
@@ -238,7 +238,7 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
 
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="chain", cache_models=stages, planner=planner,
-                estimate_only=args.estimate, max_cost_usd=args.max_cost_usd)
+                estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_chain(q, c, stages, m, resolver=resolver))
 
 
@@ -258,7 +258,7 @@ async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
 
     call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="debate", planner=planner, estimate_only=args.estimate,
-                max_cost_usd=args.max_cost_usd)
+                max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_debate(
         q, c, m, proposer=proposer, opponent=opponent, adjudicator=adjudicator, rounds=args.rounds,
         resolver=resolver,
