@@ -3,9 +3,9 @@
 Two servers run side by side, each in its own process on a loopback port, against one loopback
 fake provider that answers every request after 200 ms:
 
-- **ours**: the installed ``ask-fable serve --http --toolsets single`` (cache and hub off, and the
-  key's call quotas, since 100 calls at once on one key is the load itself; every other per-call
-  duty on: key check, guard, audit, trace, redaction, result validation);
+- **ours**: the installed ``ask-fable serve --http --toolsets single`` (cache and hub off; every
+  per-call duty on: key check, the key's quotas counted with their limits raised so that 100 calls
+  at once on one key are admitted, guard, cost estimate, audit, trace, redaction, result validation);
 - **bare**: a bare ``MCPServer`` (stateless Streamable HTTP, JSON responses, on uvicorn) whose one
   tool, ``ask_glm``, forwards the question to the same fake provider with a pooled ``httpx2``
   client and returns the answer text — the floor the MCP SDK and the HTTP stack set.
@@ -357,9 +357,10 @@ def main(argv: list[str]) -> int:
                "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1",
                "ASK_FABLE_GLM_API_KEY": GLM_KEY, "ASK_FABLE_GLM_BASE_URL": upstream,
                "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0",
-               # 100 calls at once on one key: its call quotas (a per-tenant policy the bare
-               # forwarder has no counterpart for) are off, as in tests/e2e/test_http_call_duties.py.
-               "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0", "ASK_FABLE_KEY_DAILY_USD": "0",
+               # 100 calls at once on one key: its quotas are counted as on every team server (admitted,
+               # estimated, settled), with limits raised so that the load itself is not refused.
+               "ASK_FABLE_KEY_RPM": "1000000", "ASK_FABLE_KEY_CONCURRENT": "100000",
+               "ASK_FABLE_KEY_DAILY_USD": "1000000",
                "ASK_FABLE_HTTP_MAX_KEY_REQUESTS": "128"}
         created = subprocess.run(
             [*command, "keys", "create", "--name", "bench", "--scope", "ask", "--json"],

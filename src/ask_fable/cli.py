@@ -224,6 +224,15 @@ def _add_keys(sub: _Commands) -> None:
     revoke = actions.add_parser("revoke", help="revoke a key by id (or display prefix)")
     revoke.add_argument("id", help="the key's id from `keys list`")
     revoke.add_argument("--json", action="store_true", help="print JSON")
+    in_flight = actions.add_parser("in-flight", help="a key's calls in flight: ticket, holding process, "
+                                   "when its lease lapses, dollars set aside")
+    in_flight.add_argument("id", help="the key's id from `keys list`")
+    in_flight.add_argument("--json", action="store_true", help="print JSON")
+    release = actions.add_parser("release", help="free a key's places in flight (all, or one --ticket) "
+                                 "held by calls whose server is gone, without counting a cost")
+    release.add_argument("id", help="the key's id from `keys list`")
+    release.add_argument("--ticket", help="only this ticket (from `keys in-flight`)")
+    release.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _limit(number: type[int] | type[float]) -> Callable[[str], int | float | str]:
@@ -252,7 +261,7 @@ def _add_limits(parser: argparse.ArgumentParser, default_text: str) -> None:
                         help=f"calls in flight at once, 0 unlimited ({default_text}"
                         "ASK_FABLE_KEY_CONCURRENT)")
     parser.add_argument("--daily-usd", dest="daily_usd", type=_limit(float), metavar="X",
-                        help=f"dollars of reported cost per UTC day, 0 unlimited ({default_text}"
+                        help=f"dollars of cost per UTC day, 0 unlimited ({default_text}"
                         "ASK_FABLE_KEY_DAILY_USD)")
 
 
@@ -639,7 +648,7 @@ def stores_refusal() -> str | None:
 
 
 def keys_command(args: argparse.Namespace) -> int:
-    """``keys create|list|update|revoke``."""
+    """``keys create|list|update|revoke|in-flight|release``."""
     from ask_fable.surface.key_admin import keys_command as run_keys
 
     return run_keys(args)

@@ -29,7 +29,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -60,6 +60,17 @@ DEFAULT_OLLAMA_COUNCIL = [
 ]
 
 ModelList = Annotated[list[str], NoDecode]
+
+
+class PriceOverride(BaseModel):
+    """A negotiated price for a backend or one of its models: a rate in dollars per million tokens, or
+    another model's price (``as``: ``provider_id:model`` as genai-prices names them)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    input_per_m: float | None = Field(None, ge=0)
+    output_per_m: float | None = Field(None, ge=0)
+    price_as: str | None = Field(None, alias="as")
 
 #: The settings read since :func:`tracking_reads` began (None: nobody is tracking).
 _READS: ContextVar[set[str] | None] = ContextVar("ask_fable_settings_reads", default=None)
@@ -536,6 +547,26 @@ class Settings(BaseSettings):
         0.25, ge=0, description="Dollars set aside from a key's daily budget while one of its calls runs, "
         "replaced by the call's reported cost when it ends."
     )
+    quota_lease_seconds: float = Field(
+        30.0, ge=1, description="Seconds a call in flight keeps its place in its key's quota unless its "
+        "server renews it (every third of this while the call runs): a server killed mid-call frees its "
+        "calls' places within this."
+    )
+    prices: dict[str, PriceOverride] = Field(
+        default_factory=dict,
+        description="Negotiated prices, a JSON object keyed by backend (deepseek) or backend:model "
+        "(openrouter:qwen/qwen3-coder): {\"input_per_m\": 0.5, \"output_per_m\": 2} in dollars per million "
+        "tokens, or {\"as\": \"provider_id:model\"} for another model's genai-prices price. Used instead of "
+        "catalog and library prices where a provider reports no cost.",
+    )
+    unknown_price_input_per_m: float = Field(
+        15.0, ge=0, description="Dollars per million input tokens a key's daily budget counts for a model "
+        "no price source knows (its result says cost_source unknown)."
+    )
+    unknown_price_output_per_m: float = Field(
+        75.0, ge=0, description="Dollars per million output tokens a key's daily budget counts for a model "
+        "no price source knows."
+    )
     local_quota: bool = Field(
         False, description="Apply the per-key defaults (key_rpm, key_concurrent, key_daily_usd) to the local "
         "caller too (stdio and the command line); off: the local caller is unlimited."
@@ -554,6 +585,13 @@ class Settings(BaseSettings):
     @classmethod
     def _split_lists(cls, value: Any) -> list[str]:
         return split_model_list(value)
+
+    @field_validator("prices", mode="before")
+    @classmethod
+    def _price_json(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
 
     @field_validator("database_url", mode="after")
     @classmethod

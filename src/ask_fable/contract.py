@@ -57,7 +57,7 @@ class ToolResult(Strict):
     #: extra fields) and ``ask_fable_help`` describes them.
     UNLISTED_FIELDS: ClassVar[frozenset[str]] = frozenset(
         {"how_to_reframe", "rule", "retry_after_s", "warnings", "did_you_mean", "cache_age_s",
-         "routed_via", "thinking"}
+         "routed_via", "thinking", "cost_source", "estimate"}
     )
 
     status: Status
@@ -95,6 +95,31 @@ class Telemetry(Strict):
     model: str | None = None
 
 
+class PlannedCost(Strict):
+    """One backend call an estimate plans, priced at a typical answer and at its backend's max_tokens."""
+
+    token: str
+    model: str
+    provider: str
+    role: str
+    prompt_tokens: int
+    max_output_tokens: int
+    typical_usd: float
+    max_usd: float
+    price_source: Literal["estimated", "unknown"] | None = None
+    available: bool | None = Field(None, description="false: the model cannot run now and is not counted")
+
+
+class CostEstimate(Strict):
+    """What a call is expected to cost before it runs (``estimate: true``, or a ``max_cost_usd`` refusal)."""
+
+    calls: list[PlannedCost]
+    typical_usd: float
+    max_usd: float
+    cost_source: Literal["estimated", "unknown"]
+    over_budget: list[str] | None = Field(None, description="members left out to fit max_cost_usd")
+
+
 class AnswerResult(ToolResult):
     """The result of every reasoning tool: one answer, its sidecar and where it came from."""
 
@@ -107,10 +132,18 @@ class AnswerResult(ToolResult):
     telemetry: Telemetry | None = None
     usage: Usage | None = None
     cost_usd: float | None = Field(
-        None, description="this call's cost in dollars, where the provider reports one"
+        None, description="this call's cost in dollars: the sum over every model call it made (members, "
+        "synthesis, fallbacks, stages, turns); see cost_source"
+    )
+    cost_source: Literal["reported", "estimated", "mixed", "unknown"] | None = Field(
+        None, description="reported by the providers, estimated from tokens and a price table, mixed, or "
+        "unknown (some part has no known price: cost_usd counts only the priced parts)"
     )
     session_cost_usd: float | None = Field(
         None, description="ask / ask_opus5: the conversation's total cost so far, this turn included"
+    )
+    estimate: CostEstimate | None = Field(
+        None, description="estimate=true: expected cost per model and in total (typical and at max_tokens)"
     )
     effort: str | None = None
     routed_via: str | None = None
@@ -137,6 +170,8 @@ class StepOutcome(Strict):
     detail: str | None = None
     hint: str | None = Field(None, description="a model that could not run: the step that fixes it")
     elapsed_ms: int | None = None
+    cost_usd: float | None = Field(None, description="what this model's call cost (see cost_source)")
+    cost_source: Literal["reported", "estimated", "unknown"] | None = None
 
 
 class SourceEntry(StepOutcome):

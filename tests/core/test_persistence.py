@@ -123,7 +123,7 @@ async def test_audit_lines_keep_their_shape() -> None:
     }
     assert line["members"] == [{"token": "glm", "provider": "glm", "model": "glm-model", "status": "ok",
                                 "kind": None, "elapsed_ms": line["members"][0]["elapsed_ms"], "role": None,
-                                "cost_usd": None}]
+                                "cost_usd": None, "cost_source": "unknown"}]
 
 
 async def test_records_that_cannot_be_built_cost_the_caller_nothing(

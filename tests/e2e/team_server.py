@@ -51,6 +51,8 @@ class TeamServer:
     url: str
     #: The server's exit status, once the ``team_server`` block has stopped it.
     exit_code: int | None = None
+    #: The server process's id (tests kill it).
+    pid: int | None = None
 
     @asynccontextmanager
     async def client(self, key: str, mode: str = "auto") -> AsyncIterator[Client]:
@@ -89,10 +91,11 @@ async def team_server(env: dict[str, str] | None = None,
                     except httpx2.TransportError:
                         assert process.returncode is None, "the server exited before it answered"
                     await anyio.sleep(0.05)
-        server = TeamServer(url)
+        server = TeamServer(url, pid=process.pid)
         yield server
     finally:
-        process.terminate()
+        if process.returncode is None:
+            process.terminate()
         with anyio.fail_after(30):
             await process.wait()
         await process.aclose()

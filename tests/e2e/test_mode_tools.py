@@ -120,6 +120,10 @@ async def test_chain_runs_stages_in_order_over_http(fp: FakeProvider) -> None:
     assert result["answered_by"] == "deepseek" and result["answer"] == "Decision."
     assert result["recommendation_drift"] == ["investigate", "apply", "apply"]
     assert result["answered"] == result["requested"] == 3
+    # Every stage is priced from the tokens it reported; the chain costs their sum, not the last one.
+    costs = [s["cost_usd"] for s in result["stages"]]
+    assert all(c > 0 for c in costs) and {s["cost_source"] for s in result["stages"]} == {"estimated"}
+    assert result["cost_usd"] == round(sum(costs), 10) and result["cost_source"] == "estimated"
 
 
 async def test_debate_over_http_is_conceded(fp: FakeProvider) -> None:
@@ -136,6 +140,9 @@ async def test_debate_over_http_is_conceded(fp: FakeProvider) -> None:
     assert [t["role"] for t in result["turns"]] == ["proposer", "opponent"]
     assert result["answer"] == "Use a read-through cache."
     assert "transcript" not in result
+    costs = [t["cost_usd"] for t in result["turns"]]
+    assert len(costs) == 2 and all(c > 0 for c in costs)
+    assert result["cost_usd"] == round(sum(costs), 10) and result["cost_source"] == "estimated"
 
 
 async def test_atlas_council_falls_back_from_missing_codex_to_atlas_gpt(

@@ -8,6 +8,7 @@ Every test runs on each store: SQLite files, and a PostgreSQL database the serve
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
@@ -28,6 +29,11 @@ from tests.e2e.team_server import HEADERS, TeamServer, create_key, list_keys, ru
 from tests.e2e.test_caps import BACKEND_KEY, provider_env
 from tests.fakes.clock import ManualClock
 from tests.fakes.fake_provider import FakeProvider, Reply
+
+#: An OpenRouter call estimated at exactly $0.01 at most (its 8,192 output tokens at $1.220703125 per
+#: million, input free): what admission sets aside, and what the fake provider then reports it cost.
+CENT_A_CALL = {"ASK_FABLE_PRICES": json.dumps({"openrouter": {"input_per_m": 0,
+                                                               "output_per_m": 1.220703125}})}
 
 
 @pytest.fixture
@@ -89,12 +95,12 @@ async def test_a_key_with_two_calls_in_flight_has_every_further_call_refused(
 
 async def test_a_daily_budget_is_not_overshot_by_fifty_concurrent_calls(
         fp: FakeProvider, store_env: dict[str, str]) -> None:
-    """Each call costs $0.01 and reserves $0.01: a $0.10 budget answers exactly 10 of 50 simultaneous
-    calls, refuses the other 40 until the UTC day ends, and spends exactly the budget."""
+    """Each call costs $0.01 and its estimate sets aside $0.01: a $0.10 budget answers exactly 10 of 50
+    simultaneous calls, refuses the other 40 until the UTC day ends, and spends exactly the budget."""
     fp.default_reply["openai"] = Reply(usage={"cost": 0.01})
     created = create_key("Spender", "--tenant", "team", "--daily-usd", "0.10", "--concurrent", "0",
                          "--rpm", "0", env=store_env)
-    env = provider_env(fp, ASK_FABLE_QUOTA_RESERVE_USD="0.01", ASK_FABLE_HTTP_MAX_KEY_REQUESTS="64")
+    env = provider_env(fp, **CENT_A_CALL, ASK_FABLE_HTTP_MAX_KEY_REQUESTS="64")
     async with team_server({**env, **store_env}) as server:
         with anyio.fail_after(120):
             results: list[dict[str, Any]] = []
@@ -111,7 +117,7 @@ async def test_a_daily_budget_is_not_overshot_by_fifty_concurrent_calls(
     assert len(answered) == 10 and len(fp.requests_for("openai")) == 10
     assert len(refused) == 40 and {r["kind"] for r in refused} == {"quota_exceeded"}
     assert all(0 < r["retry_after_s"] <= 86400 for r in refused)
-    assert "dollars of reported cost per UTC day" in refused[0]["detail"]
+    assert "dollars of cost per UTC day" in refused[0]["detail"]
     usage = next(k for k in list_keys(store_env) if k["id"] == created["id"])["usage"]
     assert usage["spent_usd_today"] == 0.10 and usage["calls_today"] == 10 and usage["in_flight"] == 0
 
@@ -153,7 +159,7 @@ async def test_keys_update_changes_a_limit_and_keys_list_shows_use_against_limit
     created = create_key("Agent", "--tenant", "team", "--daily-usd", "0.01", "--rpm", "30", env=store_env)
     key = created["key"]
     assert created["limits"]["daily_usd"] == 0.01 and created["limits_in_force"]["concurrent"] == 8
-    env = provider_env(fp, ASK_FABLE_QUOTA_RESERVE_USD="0.01")
+    env = provider_env(fp, **CENT_A_CALL)
     async with team_server({**env, **store_env}) as server:
         with anyio.fail_after(60):
             first = await _structured(server, key, _ask("ask_openrouter", "Is this migration reversible?"))
@@ -162,7 +168,7 @@ async def test_keys_update_changes_a_limit_and_keys_list_shows_use_against_limit
             run_cli("keys", "update", str(created["id"]), "--rpm", "default", "--daily-usd", "5",
                     env=store_env)
             third = await _structured(server, key, _ask("ask_openrouter", "Is this index needed?"))
-    assert (first["status"], second["kind"], third["status"]) == ("ok", "quota_exceeded", "ok")
+    assert (first["status"], second["kind"], third["status"]) == ("ok", "quota_exceeded", "ok"), first
     assert "TODAY USD" in table and "0.01/0.01" in table and "0/8" in table
     listed = next(k for k in list_keys(store_env) if k["id"] == created["id"])
     assert listed["limits"] == {"rpm": None, "concurrent": None, "daily_usd": 5.0}

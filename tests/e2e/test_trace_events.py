@@ -105,10 +105,34 @@ async def test_a_council_trace_holds_what_its_timeline_needs(fp: FakeProvider) -
     assert "secret body text" not in json.dumps(trace) and "Keep the lock" not in json.dumps(trace)
 
 
-async def test_stats_per_provider_report_p50_and_the_cost_providers_reported(fp: FakeProvider) -> None:
-    _, _, stats = await _council_trace(fp)
+async def test_stats_per_provider_report_p50_and_every_calls_cost(fp: FakeProvider) -> None:
+    """Stats count what each backend call cost: Atlas's reported price, and GLM's and DeepSeek's
+    computed from the tokens they reported; the totals are the council's own cost_usd."""
+    result, trace, stats = await _council_trace(fp)
     buckets = {b["provider"]: b for b in stats["buckets"]}
     assert buckets["atlas"]["cost_usd"] == 0.0125
-    assert buckets["glm"]["cost_usd"] is None
+    ends = [e["attrs"] for e in trace["events"] if e["name"] == "provider.end"]
+    glm = sum(e["cost_usd"] for e in ends if e["provider"] == "glm")
+    assert glm > 0 and buckets["glm"]["cost_usd"] == round(glm, 6)
     assert buckets["glm"]["p50_ms"] is not None and buckets["glm"]["p50_ms"] <= buckets["glm"]["p95_ms"]
-    assert stats["totals"]["cost_usd"] == 0.0125
+    assert stats["totals"]["cost_usd"] == round(result["cost_usd"], 6)
+
+
+async def test_a_councils_cost_is_the_sum_of_every_backend_call_it_made(fp: FakeProvider) -> None:
+    """Members and the synthesizer each carry their own cost; the result's cost_usd and usage add up
+    every provider.end of the trace, and cost_source says some parts were reported, some priced."""
+    result, trace, _ = await _council_trace(fp)
+    ends = [e["attrs"] for e in trace["events"] if e["name"] == "provider.end"]
+    priced = [e for e in ends if e.get("cost_usd") is not None]
+    assert len(priced) == 4  # glm, deepseek and atlas members, then the deepseek synthesizer
+    assert result["cost_usd"] == round(sum(e["cost_usd"] for e in priced), 10)
+    assert result["cost_source"] == "mixed"
+    assert result["usage"]["cost_usd"] == result["cost_usd"]
+    assert result["usage"]["input_tokens"] == sum(e.get("input_tokens") or 0 for e in ends)
+    sources = {s["token"]: s for s in result["sources"]}
+    assert sources["atlas:zai-org/glm-5.2"]["cost_usd"] == 0.0125
+    assert sources["atlas:zai-org/glm-5.2"]["cost_source"] == "reported"
+    assert sources["glm"]["cost_source"] == "estimated" and sources["glm"]["cost_usd"] > 0
+    assert "cost_usd" not in sources["atlas:slow-model"]
+    synth = [e for e in ends if e["role"] == "synthesizer"]
+    assert len(synth) == 1 and synth[0]["cost_source"] == "estimated"

@@ -235,8 +235,10 @@ class Cluster:
                 "ASK_FABLE_DEEPSEEK_BASE_URL": f"{self.provider_url}/api/anthropic",
                 "ASK_FABLE_OPENROUTER_API_KEY": BACKEND_KEY,
                 "ASK_FABLE_OPENROUTER_BASE_URL": f"{self.provider_url}/api/v1",
-                # A call sets aside what one fake answer costs, so a budget admits a known number.
-                "ASK_FABLE_QUOTA_RESERVE_USD": str(CALL_COST_USD),
+                # An OpenRouter call's estimate (its 8,192 output tokens, input free) is what one fake
+                # answer costs, so a budget admits a known number.
+                "ASK_FABLE_PRICES": json.dumps({"openrouter": {
+                    "input_per_m": 0, "output_per_m": CALL_COST_USD * 1_000_000 / 8192}}),
                 "ASK_FABLE_HTTP_ALLOWED_HOSTS": PUBLIC_HOST,
                 "ASK_FABLE_HTTP_ALLOWED_ORIGINS": f"https://{PUBLIC_HOST}",
                 # Bursts of calls on one key: more than a key's default share of a replica's requests.

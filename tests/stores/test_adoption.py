@@ -60,24 +60,35 @@ def _value(table: Table, column: str) -> Any:
     return 3
 
 
-#: Each store's tables as the previous release left them (what its frozen scripts create).
-_CREATED = re.compile(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)")
-_OLD_TABLES = {store: {name for script in scripts for name in _CREATED.findall(script)}
-               for store, scripts in SCRIPTS.items()}
+def _old_columns(store: str) -> dict[str, list[str]]:
+    """Each table of ``store`` as the previous release left it, with its columns: what its frozen
+    scripts create (tables and columns added since are not there)."""
+    conn = sqlite3.connect(":memory:")
+    for script in SCRIPTS[store]:
+        for statement in split_statements(script):
+            conn.execute(statement)
+    tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    found = {name: [column[1] for column in conn.execute(f"PRAGMA table_info({name})")] for name in tables}
+    conn.close()
+    return found
 
 
 def _rows(store: str) -> dict[str, dict[str, Any]]:
-    """A row for every table the previous release had in ``store`` (the one-row revision table
-    already has its row)."""
-    return {table.name: {c.name: _value(table, c.name) for c in table.columns}
+    """A row for every table the previous release had in ``store``, in its columns (the one-row
+    revision table already has its row)."""
+    old = _old_columns(store)
+    return {table.name: {c.name: _value(table, c.name) for c in table.columns if c.name in old[table.name]}
             for table in METADATA[store].sorted_tables
-            if table.name in _OLD_TABLES[store] and table.name != "saved_settings_revision"}
+            if table.name in old and table.name != "saved_settings_revision"}
 
 
 def _read_back(db: Database, store: str) -> dict[str, list[dict[str, Any]]]:
-    """Every row of every table of ``store`` now, tables added since the previous release included."""
+    """Every row of every table of ``store`` now, in the columns the previous release had (tables
+    added since included, which must be empty)."""
+    old = _old_columns(store)
     with db.read() as conn:
-        return {table.name: [dict(r) for r in conn.execute(select(table)).mappings()]
+        return {table.name: [{k: v for k, v in r.items() if table.name not in old or k in old[table.name]}
+                             for r in conn.execute(select(table)).mappings()]
                 for table in METADATA[store].sorted_tables if table.name != "saved_settings_revision"}
 
 

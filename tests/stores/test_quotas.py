@@ -12,6 +12,7 @@ import pytest
 
 from ask_fable.stores.quotas import LEASE_S, QuotaLedger
 from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import AdmitRequest, SettleRequest
 from tests.conftest import StoreBackend
 
 DAY_START = 1_800_057_600.0  # 00:00:00 UTC
@@ -48,16 +49,20 @@ def test_a_budget_is_reserved_while_calls_run_and_settled_to_their_real_cost(ope
     limits = QuotaLimits(daily_usd=1.0)
     first = ledger.admit("team", 1, limits, 0.4, DAY_START)
     second = ledger.admit("team", 1, limits, 0.4, DAY_START)
-    third = ledger.admit("team", 1, limits, 0.4, DAY_START)  # only $0.20 left: it reserves that
-    fourth = ledger.admit("team", 1, limits, 0.4, DAY_START)
-    assert [a.admitted for a in (first, second, third, fourth)] == [True, True, True, False]
-    assert fourth.limit == "daily_usd" and fourth.used == 1.0
-    for admission in (first, second, third):
+    third = ledger.admit("team", 1, limits, 0.4, DAY_START)  # only $0.20 left: the whole call must fit
+    small = ledger.admit("team", 1, limits, 0.2, DAY_START)  # it does
+    assert [a.admitted for a in (first, second, third, small)] == [True, True, False, True]
+    assert third.limit == "daily_usd" and third.used == 0.8
+    # Nothing is spent yet: room frees when the calls in flight settle below what they set aside.
+    assert third.retry_after_s is not None and third.retry_after_s <= 2.0
+    for admission in (first, second, small):
         assert admission.ticket is not None
         ledger.settle("team", 1, admission.ticket, 0.1, DAY_START + 5)
     usage = ledger.usage("team", DAY_START + 5)[0]
     assert (usage["spent_usd_today"], usage["reserved_usd"], usage["in_flight"]) == (0.3, 0.0, 0)
     assert ledger.admit("team", 1, limits, 0.4, DAY_START + 6).admitted
+    never = ledger.admit("team", 1, limits, 1.5, DAY_START + 6)
+    assert (never.admitted, never.retry_after_s) == (False, None)  # more than the whole budget
 
 
 def test_a_spent_budget_frees_at_the_next_utc_day(open_ledger: Any) -> None:
@@ -75,8 +80,36 @@ def test_a_call_whose_process_died_stops_counting_when_its_lease_ends(open_ledge
     ledger = open_ledger()
     limits = QuotaLimits(concurrent=1)
     assert ledger.admit("team", 1, limits, 0.0, DAY_START).admitted  # never settled
-    assert ledger.admit("team", 1, limits, 0.0, DAY_START + 60).limit == "concurrent"
+    assert ledger.admit("team", 1, limits, 0.0, DAY_START + LEASE_S / 2).limit == "concurrent"
     assert ledger.admit("team", 1, limits, 0.0, DAY_START + LEASE_S + 1).admitted
+
+
+def test_a_renewed_lease_keeps_its_place_and_a_released_one_frees_it(open_ledger: Any) -> None:
+    """A process renewing its call's lease keeps it counted past LEASE_S; `keys release` frees it."""
+    ledger = open_ledger()
+    limits = QuotaLimits(concurrent=1)
+    held = ledger.apply([], [AdmitRequest("team", 1, limits, 0.0)], [], "host:1", DAY_START)[0]
+    assert held.ticket is not None
+    for beat in range(1, 7):  # six heartbeats, a third of a lease apart: twice the lease in all
+        ledger.apply([], [], [held.ticket], "host:1", DAY_START + beat * LEASE_S / 3)
+    later = DAY_START + 2 * LEASE_S + 1
+    assert ledger.admit("team", 1, limits, 0.0, later).limit == "concurrent"
+    [shown] = ledger.in_flight("team", 1, later)
+    assert (shown["ticket"], shown["holder"]) == (held.ticket, "host:1")
+    assert ledger.release("team", 1) == 1
+    assert ledger.admit("team", 1, limits, 0.0, later).admitted
+
+
+def test_one_batch_settles_then_admits_in_order(open_ledger: Any) -> None:
+    ledger = open_ledger()
+    limits = QuotaLimits(concurrent=2, daily_usd=1.0)
+    first = ledger.admit("team", 1, limits, 0.5, DAY_START)
+    assert first.ticket is not None
+    results = ledger.apply([SettleRequest("team", 1, first.ticket, 0.25)],
+                           [AdmitRequest("team", 1, limits, 0.5) for _ in range(3)], [], "h", DAY_START + 1)
+    # $0.25 spent: two calls of $0.5 do not fit together, and only two may be in flight.
+    assert [r.admitted for r in results] == [True, False, False]
+    assert [r.limit for r in results[1:]] == ["daily_usd", "daily_usd"]
 
 
 def test_keys_and_tenants_count_apart(open_ledger: Any) -> None:

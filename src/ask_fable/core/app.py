@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.backends.claude_sessions import ClaudeSessions
     from ask_fable.core.metrics import CallMetrics
+    from ask_fable.core.quota_batcher import QuotaBatcher
     from ask_fable.core.record_writer import RecordWriter
     from ask_fable.stores.saved_settings import SharedSettings
 
@@ -372,6 +373,13 @@ class App:
         store call, whichever database it runs on. A cancelled caller waits for the call to end, so
         its transaction is committed or rolled back whole and its connection returned."""
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    @property
+    def quota_batcher(self) -> QuotaBatcher:
+        """Runs this process's quota admissions, settlements and lease renewals in batches."""
+        from ask_fable.core.quota_batcher import QuotaBatcher
+
+        return self._service("quota_batcher", None, lambda: QuotaBatcher(self))
 
     @property
     def record_writer(self) -> RecordWriter:

@@ -57,8 +57,8 @@ class FinishedCall:
 
     @property
     def answered(self) -> bool:
-        """True for a fresh answer (not one replayed from the cache)."""
-        return self.status in ANSWERED and not self.cached
+        """True for a fresh answer (not one replayed from the cache, nor an estimate without one)."""
+        return self.status in ANSWERED and not self.cached and "answer" in self.result
 
     @property
     def reply_thinking(self) -> str | None:

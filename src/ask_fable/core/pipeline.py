@@ -23,14 +23,15 @@ import anyio
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import Followup
-from ask_fable.core import guard, guard_model, quotas
+from ask_fable.core import costs, guard, guard_model, quotas
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.conversations import advance_streak
+from ask_fable.core.estimate import Estimate, Planner, price_plan
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
-from ask_fable.errors import AskFableError, OracleTimeout
+from ask_fable.errors import AskFableError, BadArgs, OracleTimeout
 from ask_fable.redact import bounded, redact
 from ask_fable.stores.cache import cache_key
 from ask_fable.stores.trace_ids import new_trace_id
@@ -46,6 +47,12 @@ _Done = TypeVar("_Done")
 CANCELLED_RECORD_S = 5.0
 #: Characters of a failed call's ``detail`` (and ``hint``) its trace keeps, start and end.
 TRACE_DETAIL_LIMIT = 800
+
+class QuotaCheckFailed(AskFableError):
+    """The quota store could not be read: the call is refused rather than spent unaccounted."""
+
+    kind = "internal"
+    counts_as_failure = False
 
 DUPLICATE_NOTE = (
     "Served from cache: this exact question and context were answered {age:.0f}s ago. "
@@ -77,6 +84,18 @@ class Call:
     tenant: str = LOCAL_TENANT
     #: The caller's key quota the call is admitted against (None: unlimited).
     quota: quotas.KeyQuota | None = None
+    #: Plans the call's backend calls: its estimate, what admission sets aside of the key's daily
+    #: budget, and what ``max_cost_usd`` is checked against (None: ``quota_reserve_usd`` is set aside).
+    planner: Planner | None = None
+    #: Drops a council's lowest-ranked member so the call fits ``max_cost_usd``; returns its token, or
+    #: None when none is left to drop.
+    drop_member: Callable[[], str | None] | None = None
+    #: Only estimate: guard and plan, call no model.
+    estimate_only: bool = False
+    #: The most the caller lets this call cost (its estimate at each backend's max_tokens).
+    max_cost_usd: float | None = None
+    #: Members left out to fit ``max_cost_usd``.
+    over_budget: list[str] = field(default_factory=list)
 
     @property
     def hub_session(self) -> str | None:
@@ -88,7 +107,8 @@ class Call:
 
 #: Fields that describe one call, not its answer: never stored in, nor replayed from, the cache.
 _PER_CALL_FIELDS = ("trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing",
-                    "cached", "cache_age_s", "note", "saved", "warnings")
+                    "cached", "cache_age_s", "note", "saved", "warnings", "usage", "cost_usd",
+                    "cost_source")
 
 
 def _refs(value: str | list[str] | None) -> list[str]:
@@ -122,7 +142,7 @@ def _annotate_call(trace: TraceRecorder, call: Call, context: str, result: dict[
     trace.annotate(**{
         "ask_fable.status": status,
         "ask_fable.cached": cached,
-        "ask_fable.cost_usd": quotas.call_cost(mctx.members),
+        "ask_fable.cost_usd": costs.call_cost(mctx.members).cost_usd,
         "ask_fable.quorum": result.get("quorum"),
         "gen_ai.usage.input_tokens": sum(u.input_tokens or 0 for u in usage) if usage else None,
         "gen_ai.usage.output_tokens": sum(u.output_tokens or 0 for u in usage) if usage else None,
@@ -183,32 +203,58 @@ class Pipeline:
         trace.annotate(**{"ask_fable.mode": call.mode})
         # Completed once context_ref is resolved: context_len is what the model is given.
         request = trace.events[-1].attrs
-        mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress)
+        mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress,
+                           catalogs=app.resources.catalogs)
+        holds: list[quotas.QuotaHold] = []
         try:
-            hold = await quotas.admit(app, call.quota)
+            return await self._run(call, runner, trace, request, mctx, holds)
+        finally:
+            for hold in holds:
+                if not await hold.settle(costs.call_cost(mctx.members).budget_usd):
+                    # Its place frees when its lease lapses; its cost is counted on a later try.
+                    app.console.line(trace.trace_id, "could not settle this call's quota yet; retrying later")
+
+    async def _admit(self, call: Call, trace: TraceRecorder,
+                     reserve: float | None) -> quotas.QuotaHold | None:
+        """Admit the call against its key's quotas, setting ``reserve`` dollars aside; raises
+        ``quota_exceeded``, or ``internal`` when the quota store failed (refused rather than spent
+        unaccounted)."""
+        try:
+            return await quotas.admit(self.app, call.quota, reserve=reserve)
         except AskFableError as exc:
             trace.event("quota", admitted=False, kind=exc.kind, limit=getattr(exc, "limit", None))
-            return await self._finish(call, trace, {**call.echo, **exc.to_result()}, None, mctx, False,
-                                      call.context)
-        except Exception as exc:  # the quota store failed: refuse rather than spend unaccounted
-            app.console.line(trace.trace_id, f"quota check failed ({type(exc).__name__}); call refused")
-            result = {**call.echo, "status": "error", "kind": "internal",
-                      "detail": f"ask-fable could not check this key's quota ({type(exc).__name__}); no "
-                      f"model was called. See the server log for trace {trace.trace_id}."}
-            return await self._finish(call, trace, result, None, mctx, False, call.context)
-        try:
-            return await self._run(call, runner, trace, request, mctx)
-        finally:
-            if hold is not None:
-                try:
-                    await hold.settle(quotas.call_cost(mctx.members))
-                except Exception as exc:  # the call's place is freed when its lease ends
-                    app.console.line(trace.trace_id,
-                                     f"could not settle this call's quota ({type(exc).__name__})")
+            raise
+        except Exception as exc:
+            self.app.console.line(trace.trace_id, f"quota check failed ({type(exc).__name__}); call refused")
+            raise QuotaCheckFailed(
+                f"ask-fable could not check this key's quota ({type(exc).__name__}); no model was called. "
+                f"See the server log for trace {trace.trace_id}.") from exc
+
+    async def _plan(self, call: Call, question: str, context: str, mctx: ModeContext) -> Estimate | None:
+        """The call's estimate, with council members dropped (lowest-ranked first) to fit
+        ``max_cost_usd``; ``bad_args`` when it cannot fit. ``None`` for a call without a planner."""
+        if call.planner is None:
+            return None
+        estimate = price_plan(await call.planner(question, context), mctx.prices)
+        limit = call.max_cost_usd
+        while limit is not None and estimate.max_usd > limit and call.drop_member is not None:
+            dropped = call.drop_member()
+            if dropped is None:
+                break
+            call.over_budget.append(dropped)
+            estimate = price_plan(await call.planner(question, context), mctx.prices)
+        if limit is not None and estimate.max_usd > limit:
+            raise BadArgs(
+                f"this call could cost up to ${estimate.max_usd:.4f} (its estimate at each backend's "
+                f"max_tokens), over max_cost_usd ${limit:.4f}; no model was called",
+                hint="raise max_cost_usd, ask fewer or cheaper models, or lower ASK_FABLE_MAX_TOKENS; "
+                "estimate=true shows each model's part", estimate=estimate.wire(call.over_budget))
+        return estimate
 
     async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, Any],
-                   mctx: ModeContext) -> dict[str, Any]:
-        """The call after its admission: context, guard, cache, mode, normalize, persist."""
+                   mctx: ModeContext, holds: list[quotas.QuotaHold]) -> dict[str, Any]:
+        """Context, guard, estimate, admission (its hold added to ``holds``), cache, mode, normalize,
+        persist."""
         app = self.app
         settings = app.settings
         result: dict[str, Any]
@@ -260,6 +306,20 @@ class Pipeline:
                     return await self._finish(call, trace, screened, None, mctx, allowed, context)
             allowed = True
 
+            estimate = await self._plan(call, call.question, context, mctx)
+            if estimate is not None:
+                trace.event("estimate", typical_usd=round(estimate.typical_usd, 6),
+                            max_usd=round(estimate.max_usd, 6), calls=len(estimate.calls))
+            if call.estimate_only:
+                if estimate is None:
+                    raise BadArgs(f"{call.tool} cannot estimate its cost")
+                result = {**result_prefix, "status": "ok", "estimate": estimate.wire(call.over_budget),
+                          "note": "estimate only: no model was called"}
+                return await self._finish(call, trace, result, None, mctx, allowed, context)
+            hold = await self._admit(call, trace, None if estimate is None else estimate.budget_usd)
+            if hold is not None:
+                holds.append(hold)
+
             cache = app.cache if call.cache_models else None
             cache_tenant = store_tenant(call.tenant, settings.shared_cache)
             key = None
@@ -274,6 +334,7 @@ class Pipeline:
                         **result_prefix,
                         "cached": True,
                         "cache_age_s": round(age, 1),
+                        "cost_usd": 0.0,
                         "note": DUPLICATE_NOTE.format(age=age),
                     }
                     return await self._finish(call, trace, result, None, mctx, allowed, context, cached=True)
@@ -410,10 +471,6 @@ class Pipeline:
         elif call.session_state is not None:
             call.session_state["needs_context_streak"] = 0
         if reply is not None:
-            if reply.usage is not None:
-                result["usage"] = reply.usage.model_dump(exclude_none=True)
-                if reply.usage.cost_usd is not None:
-                    result["cost_usd"] = reply.usage.cost_usd
             if reply.effort:
                 result["effort"] = reply.effort
             if reply.routed_via:
@@ -444,6 +501,8 @@ class Pipeline:
         elapsed_ms = trace.elapsed_ms()
         status = result.get("status", "error")
         result["trace_id"] = trace.trace_id
+        # Every backend call the call made, members, synthesizers and fallbacks alike: its cost.
+        result.update(costs.call_cost(mctx.members).fields())
         if status in ANSWERED:
             result["telemetry"] = {
                 "status": status,

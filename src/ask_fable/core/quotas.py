@@ -11,15 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import anyio
-
 from ask_fable.errors import QuotaExceeded
 from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import AdmitRequest, SettleRequest
 
 if TYPE_CHECKING:
     from ask_fable.config import Settings
     from ask_fable.core.app import App
-    from ask_fable.core.modes.base import MemberOutcome
     from ask_fable.stores.records import ApiKey
 
 #: The key id the local caller's use is counted under, in its tenant.
@@ -29,7 +27,7 @@ LOCAL_KEY_ID = 0
 LIMITS: dict[str, tuple[str, str, str]] = {
     "rpm": ("calls per minute", "--rpm", "ASK_FABLE_KEY_RPM"),
     "concurrent": ("calls in flight at once", "--concurrent", "ASK_FABLE_KEY_CONCURRENT"),
-    "daily_usd": ("dollars of reported cost per UTC day", "--daily-usd", "ASK_FABLE_KEY_DAILY_USD"),
+    "daily_usd": ("dollars of cost per UTC day", "--daily-usd", "ASK_FABLE_KEY_DAILY_USD"),
 }
 
 
@@ -74,23 +72,21 @@ def key_quota(key: ApiKey | None, tenant: str, settings: Settings) -> KeyQuota |
     return quota
 
 
-def call_cost(members: list[MemberOutcome]) -> float:
-    """What a call's backend calls cost, as their providers reported it (unreported: nothing)."""
-    total = 0.0
-    for member in members:
-        usage = member.reply.usage if member.reply is not None else None
-        if usage is not None and usage.cost_usd is not None:
-            total += usage.cost_usd
-    return total
-
-
-def _refusal(quota: KeyQuota, limit: str, used: float | None, retry_after_s: float | None) -> QuotaExceeded:
+def _refusal(quota: KeyQuota, limit: str, used: float | None, retry_after_s: float | None,
+             reserve: float) -> QuotaExceeded:
     what, option, setting = LIMITS[limit]
     allowed = getattr(quota.limits, limit)
-    shown = f"${used:.2f} of ${allowed:.2f}" if limit == "daily_usd" else f"{used:.0f} of {allowed}"
+    shown = f"${used:.4f} of ${allowed:.4f}" if limit == "daily_usd" else f"{used:.0f} of {allowed}"
     when = {"rpm": "when this minute ends", "concurrent": "when one of its calls in flight ends",
             "daily_usd": "at 00:00 UTC"}[limit]
+    if limit == "daily_usd" and retry_after_s is None:
+        when = "on no day for this call, which could cost more than the whole budget"
+    elif limit == "daily_usd" and retry_after_s is not None and retry_after_s < 60:
+        when = "when its calls in flight end below what they set aside"
+    need = f"; this call could cost up to ${reserve:.4f}" if limit == "daily_usd" and reserve > 0 else ""
     refusal = QuotaExceeded(
+        f"{quota.label} is at its limit of {what} ({shown} used or set aside{need}, {limit}); no model was "
+        f"called. It frees {when}." if limit == "daily_usd" else
         f"{quota.label} is at its limit of {what} ({shown}, {limit}); no model was called. It frees {when}.",
         hint=f"retry after retry_after_s, or ask an admin to raise it: `ask-fable keys update ID {option} N` "
         f"(the default for every key is {setting})",
@@ -106,26 +102,27 @@ class QuotaHold:
     def __init__(self, app: App, quota: KeyQuota, ticket: str) -> None:
         self.app, self.quota, self.ticket = app, quota, ticket
 
-    async def settle(self, cost_usd: float) -> None:
-        """Free the call's place and count its real cost (shielded: a cancelled call still settles)."""
-        quota, store, now = self.quota, self.app.quotas, self.app.clock.now()
-        with anyio.CancelScope(shield=True):
-            await self.app.run_store(store.settle, quota.tenant, quota.key_id, self.ticket, cost_usd, now)
+    async def settle(self, cost_usd: float) -> bool:
+        """Free the call's place and count its real cost (shielded: a cancelled call still settles);
+        False when the store failed: the settlement is retried with this process's next quota work."""
+        quota = self.quota
+        request = SettleRequest(quota.tenant, quota.key_id, self.ticket, cost_usd)
+        return await self.app.quota_batcher.settle(request)
 
 
 async def admit(app: App, quota: KeyQuota | None, *, reserve: float | None = None) -> QuotaHold | None:
     """Admit one call against ``quota`` (``None``: unlimited, nothing to hold), or raise
     :class:`QuotaExceeded` naming the limit, with ``retry_after_s``. The call sets aside ``reserve``
-    dollars until it settles (default ``quota_reserve_usd``; 0 for a call that costs nothing)."""
+    dollars (its estimate; default ``quota_reserve_usd`` for a call that has none, 0 for one that
+    costs nothing) until it settles, and is refused unless all of it fits in the budget left."""
     if quota is None:
         return None
     if reserve is None:
         reserve = app.settings.quota_reserve_usd
-    admission = await app.run_store(
-        app.quotas.admit, quota.tenant, quota.key_id, quota.limits, reserve, app.clock.now())
+    admission = await app.quota_batcher.admit(AdmitRequest(quota.tenant, quota.key_id, quota.limits, reserve))
     if not admission.admitted or admission.ticket is None:
         limit = admission.limit or "rpm"
         if app.metrics is not None:
             app.metrics.quota_refused(limit)
-        raise _refusal(quota, limit, admission.used, admission.retry_after_s)
+        raise _refusal(quota, limit, admission.used, admission.retry_after_s, reserve)
     return QuotaHold(app, quota, admission.ticket)

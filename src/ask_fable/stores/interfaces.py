@@ -50,14 +50,17 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
     )
     from ask_fable.stores.views import (
         Admission,
+        AdmitRequest,
         CachedAnswer,
         ContextEntry,
         ContextListed,
         ContextMeta,
         HubSession,
         HubStats,
+        InFlight,
         KeyUsage,
         ResolvedContext,
+        SettleRequest,
         StatsReport,
         StoredHubTurn,
         StoredSession,
@@ -312,6 +315,20 @@ class QuotaStore(Protocol):
 
     def settle(self, tenant: str, key_id: int, ticket: str, cost_usd: float, now: float) -> None:
         """End an admitted call: free its place and replace its reservation by its real cost."""
+        ...
+
+    def apply(self, settles: Sequence[SettleRequest], admits: Sequence[AdmitRequest], renew: Sequence[str],
+              holder: str, now: float, lease_s: float = 30.0) -> list[Admission]:
+        """In one atomic step: renew the leases of the tickets ``renew``, settle ``settles``, then admit
+        ``admits`` in order (held by ``holder``; leases of ``lease_s``); one :class:`Admission` each."""
+        ...
+
+    def in_flight(self, tenant: str, key_id: int, now: float) -> list[InFlight]:
+        """The key's calls in flight whose lease has not lapsed."""
+        ...
+
+    def release(self, tenant: str, key_id: int, ticket: str | None = None) -> int:
+        """Free the key's places in flight (one ticket's, or all); how many were freed."""
         ...
 
     def usage(self, tenant: str, now: float) -> list[KeyUsage]:

@@ -1,20 +1,24 @@
 """Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in SQLite or PostgreSQL.
 
-Each admission and each settlement is one write transaction that starts by locking its key's row
-in ``quota_keys`` (an admission upserts it, a settlement updates it) and holds it until it commits
-(on SQLite, ``BEGIN IMMEDIATE`` already holds the whole file). A key's admissions and settlements
-therefore run one at a time, each seeing everything the previous one wrote, so server processes
-sharing the state directory or one PostgreSQL database count against the same limits and a limit
-is never overshot by a race. Both run through ``Database.run_write``: a transaction PostgreSQL
-aborts for a deadlock (an admission also clears other keys' expired leases) is run again.
+A process hands its quota work to :meth:`QuotaLedger.apply` in batches (``core/quotas.py`` groups
+the admissions, settlements and lease renewals of the calls that arrive while the previous batch
+runs): one write transaction that starts by locking each of its keys' rows in ``quota_keys`` (in
+one order) and holds them until it commits (on SQLite, ``BEGIN IMMEDIATE`` already holds the whole
+file). A key's batches therefore run one at a time, and within a batch each admission sees the ones
+before it, so server processes sharing the state directory or one PostgreSQL database count
+against the same limits exactly: no limit is overshot by a race. Batches run through
+``Database.run_write``: a transaction PostgreSQL aborts for a deadlock is run again.
 
 - **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
-- **calls in flight** are rows held from admission to settlement (a lease: a row whose process died
-  without settling stops counting after :data:`LEASE_S`);
-- **dollars per day**: a call is admitted while the key's settled spend plus what its calls in flight
-  reserve is below the budget. It reserves the configured amount (or what is left of the budget,
-  if less), and when it ends the reservation is replaced by the cost the providers reported. The
-  budget can therefore be exceeded only by what calls in flight cost beyond their reservations.
+- **calls in flight** are rows held from admission to settlement, each a lease of :data:`LEASE_S`
+  that its process renews while the call runs: a process killed mid-call stops renewing, and its
+  rows stop counting within :data:`LEASE_S` (``ask-fable keys in-flight`` shows them, ``keys
+  release`` frees them at once);
+- **dollars per day**: a call is admitted only when what it sets aside (its estimate at each
+  backend's ``max_tokens``) fits in the budget left after the key's settled spend and what its calls
+  in flight set aside; when it ends, its reservation is replaced by what it cost. The budget can
+  therefore be exceeded only by what calls cost beyond their estimates (a price table that is wrong,
+  a synthesizer fallback the estimate did not plan).
 
 Amounts are kept as integer millionths of a dollar, so sums are exact. The queries are plain
 (upserts, counts and sums, no function of one database), so another database can implement
@@ -25,6 +29,8 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -35,7 +41,7 @@ from ask_fable.stores.db import Database, database_for, open_database, per_diale
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import QuotaLimits
 from ask_fable.stores.tables import quota_days, quota_in_flight, quota_keys, quota_minutes
-from ask_fable.stores.views import Admission, KeyUsage
+from ask_fable.stores.views import Admission, AdmitRequest, InFlight, KeyUsage, SettleRequest
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection, Select, Table
@@ -44,18 +50,34 @@ if TYPE_CHECKING:
 
     from ask_fable.config import Settings
 
-#: A call in flight whose process never settled it (killed mid-call) stops counting after this long.
-LEASE_S = 1800.0
+#: A call in flight holds its place this long past its admission or its process's last heartbeat
+#: (``renew``, every third of it): a process killed mid-call frees its places within this. The
+#: default of ``quota_lease_seconds``.
+LEASE_S = 30.0
 #: What a refusal for too many calls in flight suggests waiting: calls end at their own pace.
 IN_FLIGHT_RETRY_S = 2.0
 #: Days of per-day totals kept.
 KEEP_DAYS = 35
 MICRO = 1_000_000
 
-# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect). The key's row in
-# ``quota_keys`` is updated with parameters not named after its columns (``of_tenant``, ``of_key``): a
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect). An UPDATE's
+# conditions use parameters not named after the table's columns (``of_tenant``, ``of_key``): a
 # parameter of an UPDATE so named would be set in that column.
+_RENEW = (update(quota_in_flight).where(quota_in_flight.c.ticket.in_(bindparam("tickets", expanding=True)))
+          .values(expires_at=bindparam("until")))
 _EXPIRED_LEASES = delete(quota_in_flight).where(quota_in_flight.c.expires_at <= bindparam("now"))
+_SETTLED = delete(quota_in_flight).where(quota_in_flight.c.ticket.in_(bindparam("tickets", expanding=True)))
+_OLD_DAYS = delete(quota_days).where(quota_days.c.tenant == bindparam("tenant"),
+                                     quota_days.c.key_id == bindparam("key_id"),
+                                     quota_days.c.day < bindparam("before"))
+_LEASE = insert(quota_in_flight)
+_COUNT_ADMITTED = (update(quota_keys)
+                   .where(quota_keys.c.tenant == bindparam("of_tenant"),
+                          quota_keys.c.key_id == bindparam("of_key"))
+                   .values(admissions=quota_keys.c.admissions + bindparam("admitted")))
+_OLD_MINUTES = delete(quota_minutes).where(
+    quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
+    quota_minutes.c.minute < bindparam("before"))
 _IN_FLIGHT = (select(func.count(), func.coalesce(func.sum(quota_in_flight.c.reserved_microusd), 0))
               .where(quota_in_flight.c.tenant == bindparam("tenant"),
                      quota_in_flight.c.key_id == bindparam("key_id")))
@@ -65,41 +87,43 @@ _CALLS = select(quota_minutes.c.calls).where(
 _SPENT = select(quota_days.c.spent_microusd).where(
     quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
     quota_days.c.day == bindparam("day"))
-_OLD_MINUTES = delete(quota_minutes).where(
-    quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
-    quota_minutes.c.minute < bindparam("before"))
-#: The lease given as parameters.
-_LEASE = insert(quota_in_flight)
-_HOLD_KEY = (update(quota_keys)
-             .where(quota_keys.c.tenant == bindparam("of_tenant"), quota_keys.c.key_id == bindparam("of_key"))
-             .values(admissions=quota_keys.c.admissions))
-_SETTLED = delete(quota_in_flight).where(quota_in_flight.c.ticket == bindparam("ticket"))
-_OLD_DAYS = delete(quota_days).where(
-    quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
-    quota_days.c.day < bindparam("oldest"))
+_SOONEST_LAPSE = select(func.min(quota_in_flight.c.expires_at)).where(
+    quota_in_flight.c.tenant == bindparam("tenant"), quota_in_flight.c.key_id == bindparam("key_id"))
+_HELD = (select(quota_in_flight.c.ticket, quota_in_flight.c.holder, quota_in_flight.c.started_at,
+                quota_in_flight.c.expires_at, quota_in_flight.c.reserved_microusd)
+         .where(quota_in_flight.c.tenant == bindparam("tenant"),
+                quota_in_flight.c.key_id == bindparam("key_id"),
+                quota_in_flight.c.expires_at > bindparam("now"))
+         .order_by(quota_in_flight.c.started_at))
+_RELEASE_ALL = delete(quota_in_flight).where(quota_in_flight.c.tenant == bindparam("tenant"),
+                                             quota_in_flight.c.key_id == bindparam("key_id"))
+_RELEASE_ONE = _RELEASE_ALL.where(quota_in_flight.c.ticket == bindparam("ticket"))
 
 
-def _admit_key(dialect: str) -> Executable:
-    return upsert(dialect, quota_keys).on_conflict_do_update(
-        index_elements=["tenant", "key_id"], set_={"admissions": quota_keys.c.admissions + 1})
+def _hold_key(dialect: str) -> Executable:
+    # Taken first, this upsert holds the key's row until the transaction ends.
+    lock = upsert(dialect, quota_keys).values(admissions=0)
+    return lock.on_conflict_do_update(index_elements=["tenant", "key_id"],
+                                      set_={"admissions": quota_keys.c.admissions})
 
 
-def _count_call(dialect: str) -> Executable:
-    return upsert(dialect, quota_minutes).on_conflict_do_update(
-        index_elements=["tenant", "key_id", "minute"], set_={"calls": quota_minutes.c.calls + 1})
-
-
-def _spend(dialect: str) -> Executable:
+def _add_spend(dialect: str) -> Executable:
     spend = upsert(dialect, quota_days)
     return spend.on_conflict_do_update(
         index_elements=["tenant", "key_id", "day"],
-        set_={"calls": quota_days.c.calls + 1,
+        set_={"calls": quota_days.c.calls + spend.excluded.calls,
               "spent_microusd": quota_days.c.spent_microusd + spend.excluded.spent_microusd})
 
 
-_ADMIT_KEY = per_dialect(_admit_key)
-_COUNT_CALL = per_dialect(_count_call)
-_SPEND = per_dialect(_spend)
+def _count_calls(dialect: str) -> Executable:
+    counting = upsert(dialect, quota_minutes)
+    return counting.on_conflict_do_update(index_elements=["tenant", "key_id", "minute"],
+                                          set_={"calls": quota_minutes.c.calls + counting.excluded.calls})
+
+
+_HOLD_KEY = per_dialect(_hold_key)
+_ADD_SPEND = per_dialect(_add_spend)
+_COUNT_CALLS = per_dialect(_count_calls)
 
 
 def to_micro(dollars: float) -> int:
@@ -119,6 +143,22 @@ def seconds_to_next_day(now: float) -> float:
     return max(0.0, midnight.timestamp() - now)
 
 
+@dataclass
+class _KeyUse:
+    """One key's use as a batch counts it: read once, then counted on in memory."""
+
+    in_flight: int
+    reserved: int
+    calls: int
+    spent: int
+    admitted: int = 0
+
+
+def _chunks(items: Sequence[str], size: int = 500) -> list[list[str]]:
+    """``items`` in lists of at most ``size`` (the parameters one statement takes)."""
+    return [list(items[start:start + size]) for start in range(0, len(items), size)]
+
+
 class QuotaLedger:
     """The quota tables, in their own SQLite file (``settings.quotas_db``) or PostgreSQL: the
     ``QuotaStore``."""
@@ -128,62 +168,151 @@ class QuotaLedger:
         self.db = open_database(location, "quotas", engines=engines)
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
-              now: float) -> Admission:
+              now: float, holder: str = "") -> Admission:
         """Admit one call of the key (counting it and holding its reservation) or say which limit it hit."""
-        one_tenant(tenant)
-        minute, day = int(now // 60), utc_day(now)
-
-        def admission(conn: Connection) -> Admission:
-            # Taken first, this upsert holds the key's row until the transaction ends, so on a database
-            # whose writes run concurrently (PostgreSQL) the key's admissions still run one at a time.
-            conn.execute(_ADMIT_KEY(conn), {"tenant": tenant, "key_id": key_id, "admissions": 1})
-            # Other keys' expired leases too: two admissions may lock the same ones (run_write retries
-            # the one PostgreSQL aborts if they ever deadlock).
-            conn.execute(_EXPIRED_LEASES, {"now": now})
-            counted = conn.execute(_IN_FLIGHT, {"tenant": tenant, "key_id": key_id}).one()
-            # PostgreSQL sums integers as numeric: whole numbers either way.
-            in_flight, reserved = int(counted[0]), int(counted[1])
-            if limits.concurrent is not None and in_flight >= limits.concurrent:
-                return Admission(False, limit="concurrent", retry_after_s=IN_FLIGHT_RETRY_S, used=in_flight)
-            calls = self._one(conn, _CALLS, {"tenant": tenant, "key_id": key_id, "minute": minute})
-            if limits.rpm is not None and calls >= limits.rpm:
-                return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
-                                 used=calls)
-            reservation = 0
-            if limits.daily_usd is not None:
-                spent = self._one(conn, _SPENT, {"tenant": tenant, "key_id": key_id, "day": day})
-                room = to_micro(limits.daily_usd) - spent - reserved
-                if room <= 0:
-                    return Admission(False, limit="daily_usd",
-                                     retry_after_s=round(seconds_to_next_day(now), 3),
-                                     used=(spent + reserved) / MICRO)
-                reservation = min(to_micro(reserve_usd), room)
-            ticket = secrets.token_hex(16)
-            conn.execute(_COUNT_CALL(conn), {"tenant": tenant, "key_id": key_id, "minute": minute,
-                                             "calls": 1})
-            conn.execute(_OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
-            conn.execute(_LEASE, {"ticket": ticket, "tenant": tenant, "key_id": key_id, "started_at": now,
-                                  "expires_at": now + LEASE_S, "reserved_microusd": reservation})
-            return Admission(True, ticket=ticket)
-
-        return self.db.run_write(admission)
+        return self.apply([], [AdmitRequest(tenant, key_id, limits, reserve_usd)], [], holder, now)[0]
 
     def settle(self, tenant: str, key_id: int, ticket: str, cost_usd: float, now: float) -> None:
         """End an admitted call: free its place in flight and add its real cost to today's spend."""
+        self.apply([SettleRequest(tenant, key_id, ticket, cost_usd)], [], [], "", now)
+
+    def apply(self, settles: Sequence[SettleRequest], admits: Sequence[AdmitRequest], renew: Sequence[str],
+              holder: str, now: float, lease_s: float = LEASE_S) -> list[Admission]:
+        """One write transaction for a process's quota work that came in together: renew the leases
+        of ``renew`` (its calls still in flight) for ``lease_s``, end ``settles``, then admit
+        ``admits`` in order (each leased for ``lease_s``), each seeing the ones before it. Returns
+        one :class:`Admission` per admission."""
+        owners = [(r.tenant, r.key_id) for r in settles] + [(r.tenant, r.key_id) for r in admits]
+        for tenant, _ in owners:
+            one_tenant(tenant)
+        # Each key's row is taken first, in one order, and held to the end: a key's transactions
+        # run one at a time, and two batches never wait on each other's keys in a cycle.
+        keys = sorted(set(owners))
+
+        def batch(conn: Connection) -> list[Admission]:
+            for tenant, key_id in keys:
+                conn.execute(_HOLD_KEY(conn), {"tenant": tenant, "key_id": key_id})
+            for chunk in _chunks(renew):
+                conn.execute(_RENEW, {"tickets": chunk, "until": now + lease_s})
+            if settles:
+                self._settle_all(conn, settles, now)
+            if not admits:
+                return []
+            # Every key's expired leases (a process that died without settling).
+            conn.execute(_EXPIRED_LEASES, {"now": now})
+            return self._admit_all(conn, admits, holder, now, lease_s)
+
+        return self.db.run_write(batch)
+
+    def _settle_all(self, conn: Connection, settles: Sequence[SettleRequest], now: float) -> None:
+        """End ``settles``: free their places and add each key's costs to its day, one statement each."""
+        day, oldest = utc_day(now), utc_day(now - KEEP_DAYS * 86400)
+        for chunk in _chunks([s.ticket for s in settles]):
+            conn.execute(_SETTLED, {"tickets": chunk})
+        totals: dict[tuple[str, int], tuple[int, int]] = {}
+        for settle in settles:
+            calls, spent = totals.get((settle.tenant, settle.key_id), (0, 0))
+            totals[(settle.tenant, settle.key_id)] = calls + 1, spent + max(0, to_micro(settle.cost_usd))
+        for (tenant, key_id), (calls, spent) in sorted(totals.items()):
+            conn.execute(_ADD_SPEND(conn), {"tenant": tenant, "key_id": key_id, "day": day, "calls": calls,
+                                            "spent_microusd": spent})
+            conn.execute(_OLD_DAYS, {"tenant": tenant, "key_id": key_id, "before": oldest})
+
+    def _admit_all(self, conn: Connection, admits: Sequence[AdmitRequest], holder: str, now: float,
+                   lease_s: float) -> list[Admission]:
+        """Admit ``admits`` in order: each key's use is read once, counted on in memory through the
+        batch (each admission sees the ones before it), and written once."""
+        minute = int(now // 60)
+        use: dict[tuple[str, int], _KeyUse] = {}
+        rows: list[dict[str, object]] = []
+        results: list[Admission] = []
+        for admit in admits:
+            owner = (admit.tenant, admit.key_id)
+            if owner not in use:
+                use[owner] = self._key_use(conn, admit.tenant, admit.key_id, now)
+            state = use[owner]
+            decision = self._decide(conn, admit, state, now)
+            if decision is not None:
+                results.append(decision)
+                continue
+            reservation = to_micro(admit.reserve_usd) if admit.limits.daily_usd is not None else 0
+            ticket = secrets.token_hex(16)
+            rows.append({"ticket": ticket, "tenant": admit.tenant, "key_id": admit.key_id, "started_at": now,
+                         "expires_at": now + lease_s, "reserved_microusd": reservation, "holder": holder})
+            state.in_flight, state.reserved = state.in_flight + 1, state.reserved + reservation
+            state.calls, state.admitted = state.calls + 1, state.admitted + 1
+            results.append(Admission(True, ticket=ticket))
+        if rows:
+            conn.execute(_LEASE, rows)
+        for (tenant, key_id), state in sorted(use.items()):
+            if not state.admitted:
+                continue
+            conn.execute(_COUNT_ADMITTED, {"of_tenant": tenant, "of_key": key_id, "admitted": state.admitted})
+            conn.execute(_COUNT_CALLS(conn), {"tenant": tenant, "key_id": key_id, "minute": minute,
+                                              "calls": state.admitted})
+            conn.execute(_OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
+        return results
+
+    def _key_use(self, conn: Connection, tenant: str, key_id: int, now: float) -> _KeyUse:
+        """The key's calls in flight (and what they set aside), calls this minute and spend today."""
+        of_key = {"tenant": tenant, "key_id": key_id}
+        counted = conn.execute(_IN_FLIGHT, of_key).one()
+        calls = self._one(conn, _CALLS, {**of_key, "minute": int(now // 60)})
+        spent = self._one(conn, _SPENT, {**of_key, "day": utc_day(now)})
+        # PostgreSQL sums integers as numeric: whole numbers either way.
+        return _KeyUse(in_flight=int(counted[0]), reserved=int(counted[1]), calls=calls, spent=spent)
+
+    @staticmethod
+    def _decide(conn: Connection, admit: AdmitRequest, state: _KeyUse, now: float) -> Admission | None:
+        """The refusal of ``admit`` given the key's use, or ``None`` when it is admitted."""
+        limits, minute = admit.limits, int(now // 60)
+        if limits.concurrent is not None and state.in_flight >= limits.concurrent:
+            soonest = conn.scalar(_SOONEST_LAPSE, {"tenant": admit.tenant, "key_id": admit.key_id})
+            # A call in flight ends at its own pace; a lease nobody renews lapses at ``soonest``.
+            wait = IN_FLIGHT_RETRY_S if soonest is None else min(IN_FLIGHT_RETRY_S, float(soonest) - now)
+            return Admission(False, limit="concurrent", retry_after_s=round(max(wait, 0.1), 3),
+                             used=state.in_flight)
+        if limits.rpm is not None and state.calls >= limits.rpm:
+            return Admission(False, limit="rpm", retry_after_s=round((minute + 1) * 60 - now, 3),
+                             used=state.calls)
+        if limits.daily_usd is not None:
+            budget, wanted = to_micro(limits.daily_usd), to_micro(admit.reserve_usd)
+            spent, room = state.spent, to_micro(limits.daily_usd) - state.spent - state.reserved
+            if room <= 0 or wanted > room:
+                # The whole call must fit. What frees room first: calls in flight settling below
+                # what they set aside, else the next UTC day; a call larger than the whole
+                # budget never fits (no retry_after_s).
+                if wanted > budget:
+                    retry: float | None = None
+                elif spent + wanted > budget or spent >= budget:
+                    retry = round(seconds_to_next_day(now), 3)
+                else:
+                    retry = IN_FLIGHT_RETRY_S
+                return Admission(False, limit="daily_usd", retry_after_s=retry,
+                                 used=(spent + state.reserved) / MICRO)
+        return None
+
+    def in_flight(self, tenant: str, key_id: int, now: float) -> list[InFlight]:
+        """The key's calls in flight whose lease has not lapsed, oldest first."""
         one_tenant(tenant)
-        day = utc_day(now)
+        with self.db.read() as conn:
+            rows = conn.execute(_HELD, {"tenant": tenant, "key_id": key_id, "now": now}).all()
+        return [InFlight(ticket=str(t), holder=str(h), started_at=float(s), expires_at=float(e),
+                         reserved_usd=int(r) / MICRO) for t, h, s, e, r in rows]
 
-        def settlement(conn: Connection) -> None:
-            # The key's row first, as an admission takes it: an admission reads the reservations in
-            # flight and the day's spend in two statements, and must not see this call in both.
-            conn.execute(_HOLD_KEY, {"of_tenant": tenant, "of_key": key_id})
-            conn.execute(_SETTLED, {"ticket": ticket})
-            conn.execute(_SPEND(conn), {"tenant": tenant, "key_id": key_id, "day": day, "calls": 1,
-                                        "spent_microusd": max(0, to_micro(cost_usd))})
-            oldest = utc_day(now - KEEP_DAYS * 86400)
-            conn.execute(_OLD_DAYS, {"tenant": tenant, "key_id": key_id, "oldest": oldest})
+    def release(self, tenant: str, key_id: int, ticket: str | None = None) -> int:
+        """Free the key's places in flight (one ``ticket``'s, or all of them) without counting a cost;
+        returns how many were freed. For calls whose process is gone (their lease lapses on its own)."""
+        one_tenant(tenant)
 
-        self.db.run_write(settlement)
+        def freeing(conn: Connection) -> int:
+            if ticket is None:
+                cursor = conn.execute(_RELEASE_ALL, {"tenant": tenant, "key_id": key_id})
+            else:
+                cursor = conn.execute(_RELEASE_ONE, {"tenant": tenant, "key_id": key_id, "ticket": ticket})
+            return int(cursor.rowcount or 0)
+
+        return self.db.run_write(freeing)
 
     def usage(self, tenant: str, now: float) -> list[KeyUsage]:
         """Each key's use now (every tenant's keys for ``"*"``): calls this minute, in flight, today."""
@@ -226,5 +355,4 @@ class QuotaLedger:
 
 def quota_store_for(settings: Settings, *, engines: Engines | None = None) -> QuotaLedger:
     """The quota store configured by ``settings`` (on the App's engines when given)."""
-    database = database_for(settings, "quotas", settings.quotas_db, engines=engines)
-    return QuotaLedger(database)
+    return QuotaLedger(database_for(settings, "quotas", settings.quotas_db, engines=engines))

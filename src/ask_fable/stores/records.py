@@ -49,7 +49,9 @@ class MemberRecord(_AuditPart):
     kind: str | None = None
     elapsed_ms: int | float | None = None
     role: str | None = None
-    cost_usd: float | None = Field(None, description="what the provider reported this call cost, in dollars")
+    cost_usd: float | None = Field(
+        None, description="what this call cost, in dollars: reported, else priced from its tokens")
+    cost_source: str | None = Field(None, description="reported, estimated or unknown (backends/pricing.py)")
 
 
 class ModeAudit(_AuditPart):

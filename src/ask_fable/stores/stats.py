@@ -15,8 +15,9 @@ Every counted call lands in exactly one outcome (:data:`OUTCOMES`), so ``calls``
 
 Only ok, refused and errors are attempts: they alone give latency samples (``avg_ms``, ``p50_ms``,
 ``p95_ms``), and ``error_rate`` is ``errors / (ok + refused + errors)``. ``cost_usd`` adds up what
-the providers reported (a bucket where none did has ``None``). Council degradation counters (``degraded``,
-``synth_fallback``) ride along.
+each backend call cost as its audit line records it: reported by the provider, else priced from its
+tokens (``backends/pricing.py``); a bucket where no call could be priced has ``None``. Council
+degradation counters (``degraded``, ``synth_fallback``) ride along.
 
 ``by="provider"`` is the per-backend view: one call per entry of a record's ``members`` (a
 single-shot record without members counts as one call of its own ``provider``). Every other
@@ -96,7 +97,7 @@ def bucket_result(
 ) -> BucketFigures:
     """One bucket's figures in the shape ``stats`` returns; ``counts`` maps each outcome to its calls.
 
-    ``cost_usd`` is the sum of the costs providers reported (``None`` when none reported one).
+    ``cost_usd`` is the sum of the members' costs, reported or priced (``None`` when none was).
     """
     attempted = sum(counts[name] for name in ATTEMPTED)
     return {

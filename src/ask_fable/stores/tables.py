@@ -331,6 +331,7 @@ quota_in_flight = Table(
     Column("started_at", Double, nullable=False),
     Column("expires_at", Double, nullable=False),
     Column("reserved_microusd", Int, nullable=False),
+    Column("holder", Text, nullable=False, server_default=text("''")),
     Index("quota_in_flight_key", "tenant", "key_id"),
 )
 

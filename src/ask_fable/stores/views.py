@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 # result model (``key_usage``'s ``usage``).
 from typing_extensions import TypedDict
 
+from ask_fable.stores.records import QuotaLimits
+
 
 class ContextMeta(TypedDict):
     """A context entry without its value (``context_write``, ``context_list``)."""
@@ -191,6 +193,34 @@ class StatsReport(TypedDict):
     records: int
     buckets: list[dict[str, Any]]
     totals: BucketFigures
+
+
+class AdmitRequest(NamedTuple):
+    """One call to admit: whose key, its limits, and the dollars it sets aside."""
+
+    tenant: str
+    key_id: int
+    limits: QuotaLimits
+    reserve_usd: float
+
+
+class SettleRequest(NamedTuple):
+    """One call that ended: its ticket and what it cost."""
+
+    tenant: str
+    key_id: int
+    ticket: str
+    cost_usd: float
+
+
+class InFlight(TypedDict):
+    """One call a key holds a place in flight for."""
+
+    ticket: str
+    holder: str
+    started_at: float
+    expires_at: float
+    reserved_usd: float
 
 
 class Admission(NamedTuple):

@@ -83,6 +83,36 @@ def print_table(report: list[dict[str, Any]]) -> None:
               f"{when(k['created_at']):<26} {when(k['last_used_at']):<26} {when(k['revoked_at'])}")
 
 
+def _in_flight(app: App, args: argparse.Namespace) -> int:
+    """``keys in-flight ID`` shows the key's calls in flight; ``keys release ID [--ticket T]`` frees them."""
+    from ask_fable.errors import BadArgs
+
+    record = app.keys.get(args.id)
+    if record is None:
+        raise BadArgs(f"no key {args.id!r}; see `ask-fable keys list`")
+    now = app.clock.now()
+    if args.keys_action == "release":
+        freed = app.quotas.release(record.tenant, record.id, args.ticket)
+        if args.json:
+            print(json.dumps({"id": record.id, "released": freed}))
+        else:
+            print(f"freed {freed} place(s) in flight of key {record.id} ({record.name!r})")
+        return 0
+    calls = app.quotas.in_flight(record.tenant, record.id, now)
+    if args.json:
+        print(json.dumps([{**call, "lapses_in_s": round(call["expires_at"] - now, 1)} for call in calls],
+                         indent=2))
+    elif not calls:
+        print(f"key {record.id} ({record.name!r}) has no calls in flight")
+    else:
+        for call in calls:
+            print(f"{call['ticket']}  held by {call['holder'] or '?'}  "
+                  f"running {now - call['started_at']:.0f}s  "
+                  f"lease lapses in {call['expires_at'] - now:.0f}s  "
+                  f"set aside ${call['reserved_usd']:.4f}")
+    return 0
+
+
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|update|revoke``; a one-line message and 2 when a new key's arguments are
     wrong (its name taken, its tenant not one), 1 for any other failure."""
@@ -132,6 +162,8 @@ def keys_command(args: argparse.Namespace) -> int:
                       f"concurrent={_of('', force['concurrent'])[1:]}, "
                       f"daily_usd={_of('', force['daily_usd'])[1:]}{revoked}")
             return 0
+        if args.keys_action in ("in-flight", "release"):
+            return _in_flight(app, args)
         revoked_before = {key.id: key.revoked_at for key in store.list_keys()}
         record = store.revoke(args.id)
         if args.json:

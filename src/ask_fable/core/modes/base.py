@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ask_fable.backends.base import Effort, EventSink, Oracle, OracleRequest, Reply
+from ask_fable.backends.pricing import CostSource, PriceBook, Priced
 from ask_fable.config import Settings
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import Console, TraceRecorder
@@ -27,6 +28,7 @@ from ask_fable.values import Sidecar
 
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
+    from ask_fable.backends.catalogs import CatalogCache
     from ask_fable.core.spans import Step
 
 ProgressFn = Callable[[float, float | None, str], Awaitable[None]]
@@ -53,6 +55,8 @@ class MemberOutcome:
     role: str | None = None
     #: The error behind a failed outcome, as the backend (or the breaker) raised it.
     error: AskFableError | None = None
+    #: What the call cost (set once a reply came back; reported, or priced from its tokens).
+    priced: Priced | None = None
 
     @property
     def ok(self) -> bool:
@@ -67,15 +71,30 @@ class MemberOutcome:
 
     @property
     def cost_usd(self) -> float | None:
-        """What this call cost in dollars, when the provider reported it."""
+        """What this call cost in dollars: reported by the provider, else priced from its tokens;
+        ``None`` when nothing was spent or no source prices the model (see :attr:`cost_source`)."""
+        if self.priced is not None:
+            return self.priced.cost_usd
         usage = self.reply.usage if self.reply is not None else None
         return usage.cost_usd if usage is not None else None
+
+    @property
+    def cost_source(self) -> CostSource | None:
+        """Where :attr:`cost_usd` comes from (``None``: no reply, nothing to price)."""
+        return self.priced.source if self.priced is not None else None
+
+    @property
+    def budget_usd(self) -> float:
+        """What a key's daily budget counts for this call (an unknown price at the conservative rate)."""
+        if self.priced is not None:
+            return self.priced.budget_usd
+        return max(0.0, self.cost_usd or 0.0)
 
     def audit_record(self) -> MemberRecord:
         """The member's entry in the call's audit record (metadata only)."""
         return MemberRecord(token=self.token, provider=self.provider, model=self.model, status=self.status,
                             kind=self.kind, elapsed_ms=self.elapsed_ms, role=self.role,
-                            cost_usd=self.cost_usd)
+                            cost_usd=self.cost_usd, cost_source=self.cost_source)
 
     def trace_attrs(self) -> dict[str, Any]:
         """What the trace's ``provider.end`` event adds about the reply: sidecar, tokens, cost, route."""
@@ -87,6 +106,7 @@ class MemberOutcome:
             "input_tokens": usage.input_tokens if usage else None,
             "output_tokens": usage.output_tokens if usage else None,
             "cost_usd": self.cost_usd,
+            "cost_source": self.cost_source,
             "routed_via": reply.routed_via if reply else None,
         }
 
@@ -121,11 +141,13 @@ class ModeContext:
         *,
         breaker: CircuitBreaker | None = None,
         progress: ProgressFn | None = None,
+        catalogs: CatalogCache | None = None,
     ) -> None:
         self.settings = settings
         self.trace = trace
         self.console = console
         self.breaker = breaker
+        self.prices = PriceBook(settings, catalogs)
         self._progress = progress
         self.members: list[MemberOutcome] = []
 
@@ -260,6 +282,10 @@ class ModeContext:
         else:
             outcome.reply = reply
             outcome.model = reply.model or oracle.model
+            outcome.priced = self.prices.call(
+                oracle.provider, outcome.model, reply.usage,
+                sent=f"{request.system}\n{request.folded_prompt()}",
+                received=reply.text + (reply.thinking or ""))
             outcome.answer, outcome.sidecar = parse_sidecar(reply.text)
             refused = refusal_reason(outcome.answer)
             if refused:

@@ -275,11 +275,14 @@ async def run_council(
     *,
     synthesizer: str | Sequence[str] | None = None,
     resolver: Resolver | None = None,
+    over_budget: Sequence[str] = (),
 ) -> ModeOutcome:
     """Ask ``tokens`` in parallel and synthesize their anonymized answers into one.
 
     ``tokens`` may contain aliases and groups (expanded in place, duplicates dropped).
     ``synthesizer`` is one token or a ladder of tokens tried before the fable → opus fallbacks.
+    ``over_budget`` are members left out so the call fits its ``max_cost_usd``: reported in
+    ``sources`` as ``kind: over_budget``, never asked.
     Raises only when no member answered (the error carries ``sources``).
     """
     members_tokens = dedupe(expand_models(list(tokens)))
@@ -298,7 +301,11 @@ async def run_council(
 
     request = mctx.request(system_prompt(), user_prompt(question, context))
     members = await run_members(oracles, request, mctx, total_steps, started_at)
-    sources = [source_entry(m, mctx.settings) for m in members]
+    sources = [source_entry(m, mctx.settings) for m in members] + [
+        SourceEntry(model=token, token=token, status="skipped", kind="over_budget",
+                    detail="left out so the call fits max_cost_usd (the lowest-ranked members go first)",
+                    ).model_dump(exclude_none=True)
+        for token in over_budget]
     answered = [m for m in members if m.ok]
     asked = len(members)
     quorum = f"{len(answered)}/{asked}"

@@ -86,7 +86,8 @@ async def run_turn(
         outcome = await _answer(oracle, request, mctx)
         reply = outcome.reply
         assert reply is not None
-        cost = reply.usage.cost_usd if reply.usage is not None else None
+        # Priced like the call's own cost_usd: reported, else computed from its tokens.
+        cost = mctx.members[-1].cost_usd if mctx.members else None
         if reply.note:
             notes.append(reply.note)
         record = SessionTurn(tenant=ref.tenant, namespace=ref.namespace, session=ref.key, question=question,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TypedDict
 
+from ask_fable.backends.pricing import CostSource
 from ask_fable.config import Settings
 from ask_fable.core.modes.base import MemberOutcome
 from ask_fable.redact import bounded
@@ -29,6 +30,8 @@ class StepFields(TypedDict):
     detail: str | None
     hint: str | None
     elapsed_ms: int
+    cost_usd: float | None
+    cost_source: CostSource | None
 
 
 def step_fields(outcome: MemberOutcome, settings: Settings) -> StepFields:
@@ -43,6 +46,8 @@ def step_fields(outcome: MemberOutcome, settings: Settings) -> StepFields:
         "detail": bounded(outcome.detail, DETAIL_LIMIT, settings) if outcome.detail else None,
         "hint": outcome.hint,
         "elapsed_ms": outcome.elapsed_ms,
+        "cost_usd": outcome.cost_usd,
+        "cost_source": outcome.cost_source,
     }
 
 

@@ -21,6 +21,7 @@ from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
 from ask_fable.contract import AnswerResult, DataResult
 from ask_fable.core.conversations import Conversation, SessionRef, context_window, holding, namespace_for
+from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_turn
 from ask_fable.core.pipeline import Call
@@ -125,6 +126,26 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
             raise failure
         return await run_turn(turn[0], question, context, mctx, turn[1])
 
+    async def planner(question: str, context: str) -> list[PlannedCall]:
+        from ask_fable.backends.pricing import count_tokens
+        from ask_fable.core.modes.plans import plan_single
+
+        if turn is None:
+            assert failure is not None
+            raise failure
+        oracle, conversation = turn
+        history = 0
+        if not conversation.reset:
+            ref = conversation.ref
+            try:
+                stored = await ctx.app.run_store(conversation.store.turns, ref.tenant, ref.namespace, ref.key)
+            except Exception:  # the turn itself will say the transcript could not be read
+                stored = []
+            # The earlier turns the model is sent, at most what fits its window.
+            history = min(sum(count_tokens(t["prompt"]) + count_tokens(t["answer"]) for t in stored),
+                          conversation.window_tokens)
+        return plan_single(oracle, question, context, history_tokens=history)
+
     call = Call(
         tool=tool,
         question=args.question,
@@ -134,6 +155,9 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
         mode="ask",
         session_state=state,
         echo={"session": label},
+        planner=planner,
+        estimate_only=args.estimate,
+        max_cost_usd=args.max_cost_usd or None,
     )
     return await ctx.run(call, runner)
 

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ask_fable.access import ASKS
 from ask_fable.backends.base import Effort, Oracle, is_effort
 from ask_fable.contract import AnswerResult
+from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call
@@ -20,6 +21,12 @@ QUESTION = Field(description="One focused engineering question.")
 CONTEXT = Field("", description="The real code, errors and constraints.")
 CONTEXT_REF = Field(None, description="context_write key(s) to add to the context.")
 EFFORT = Field(None, description="quick, standard or deep; default from the settings.")
+#: ``estimate`` and ``max_cost_usd`` carry no description in the listing (every reasoning tool takes
+#: them, and each listed byte costs the client context): ask_fable_help(topic="sidecar") explains them.
+#: estimate=true: the call's expected cost, no model called.
+ESTIMATE = Field(False)
+#: The most dollars the call may cost at its models' max_tokens, else bad_args (0: no cap).
+MAX_COST_USD = Field(0.0, ge=0)
 #: The ``tenant`` argument of the tools that read (or clean up) stored items.
 TENANT = Field(None, description='Admin keys only: another tenant\'s, or "*" for every tenant\'s.')
 
@@ -72,6 +79,8 @@ class AskArgs(BaseModel):
     question: str = QUESTION
     context: str = CONTEXT
     context_ref: str | list[str] | None = CONTEXT_REF
+    estimate: bool = ESTIMATE
+    max_cost_usd: float = MAX_COST_USD
 
 
 class AskWithEffortArgs(AskArgs):
@@ -120,6 +129,14 @@ async def run_single_tool(
             raise failure
         return await run_single(oracle, question, context, mctx, effort=preset)
 
+    async def planner(question: str, context: str) -> list[PlannedCall]:
+        from ask_fable.core.modes.plans import plan_single
+
+        if oracle is None:
+            assert failure is not None
+            raise failure
+        return plan_single(oracle, question, context)
+
     call = Call(
         tool=tool,
         question=args.question,
@@ -128,6 +145,7 @@ async def run_single_tool(
         mode="single",
         cache_models=[oracle.token] if oracle else [],
         cache_extra={"model": oracle.model if oracle else None, "effort": effort},
+        planner=planner, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None,
     )
     return await ctx.run(call, runner)
 

@@ -126,7 +126,11 @@ none). When the model needs more, `followup` lists what to paste, how, and what 
 there. After ASK_FABLE_MAX_NEEDS_CONTEXT consecutive requests for more on one session, ask returns
 status context_exhausted with its best-effort answer. Other fields an answer may carry: `cached` with
 `cache_age_s` (a repeat served from the cache), `routed_via` (a provider's model served by a local
-CLI), `thinking` (a reasoning excerpt, when ASK_FABLE_RETURN_THINKING is on).""",
+CLI), `thinking` (a reasoning excerpt, when ASK_FABLE_RETURN_THINKING is on), `cost_source`
+(reported | estimated | mixed | unknown: how `cost_usd`, the sum over every model call, was priced)
+and `estimate` (given estimate=true: each planned model call's cost at a typical answer and at its
+max_tokens, and the totals; no model is called). max_cost_usd (dollars, 0: no cap) refuses a call
+whose estimate at max_tokens is higher, before any request (a council first drops its last members).""",
     "tracing": """\
 Every call returns a trace_id. trace_list(limit, tool, status, provider, session, project, before)
 finds calls; trace_get(trace_id, include_content, max_chars) shows the ordered timeline. Safe mode

@@ -12,12 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ask_fable.access import ADMINISTERS, ASKS
 from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateResult
+from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.pipeline import Call
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 from ask_fable.surface.tools.common import (
     CONTEXT,
     CONTEXT_REF,
+    ESTIMATE,
+    MAX_COST_USD,
     QUESTION,
     named_or_omitted,
     require_names,
@@ -60,6 +63,8 @@ class CouncilArgs(_Args):
         None, description="The token that reconciles the answers (default fable)."
     )
     session: str | None = SESSION
+    estimate: bool = ESTIMATE
+    max_cost_usd: float = MAX_COST_USD
 
 
 class ChainArgs(_Args):
@@ -73,6 +78,8 @@ class ChainArgs(_Args):
     )
     models: list[str] | None = Field(None, description="The stages as an ordered list (instead of pipeline).")
     session: str | None = SESSION
+    estimate: bool = ESTIMATE
+    max_cost_usd: float = MAX_COST_USD
 
 
 class DebateArgs(_Args):
@@ -88,6 +95,8 @@ class DebateArgs(_Args):
     )
     rounds: int = Field(1, ge=1, le=2, description="1, or 2 to add the opponent's rebuttal pass.")
     session: str | None = SESSION
+    estimate: bool = ESTIMATE
+    max_cost_usd: float = MAX_COST_USD
 
 
 class ProviderCouncilArgs(_Args):
@@ -100,6 +109,8 @@ class ProviderCouncilArgs(_Args):
         None, description="Model ids (prefix optional); omit for the configured set ([] is bad_args)."
     )
     session: str | None = SESSION
+    estimate: bool = ESTIMATE
+    max_cost_usd: float = MAX_COST_USD
 
 
 class AdjudicatedCouncilArgs(ProviderCouncilArgs):
@@ -166,17 +177,31 @@ async def _council(
 ) -> dict[str, Any]:
     from ask_fable.core.caps import check_council
     from ask_fable.core.modes.council import run_council, synth_ladder
+    from ask_fable.core.modes.plans import plan_council
     from ask_fable.core.tokens import default_resolver
 
     check_council(members, ctx.settings)
     ladder = synth_ladder(synthesizer)
     resolver = default_resolver(ctx.settings, effort=effort, resources=ctx.app.resources)
+    # Trimmed from the end (the lowest-ranked member first) when the call must fit max_cost_usd.
+    members = list(members)
+    over_budget: list[str] = []
+
+    def drop_member() -> str | None:
+        if len(members) <= 1:
+            return None
+        over_budget.append(members.pop())
+        return over_budget[-1]
+
+    async def planner(question: str, context: str) -> list[PlannedCall]:
+        return plan_council(question, context, members, ladder, resolver)
+
     call = Call(tool=tool, question=args.question, context=args.context, context_ref=args.context_ref,
                 session=args.session, mode="council", cache_models=members,
-                cache_extra={"synthesizer": ladder, "effort": effort})
-    return await ctx.run(
-        call, lambda q, c, m: run_council(q, c, members, m, synthesizer=ladder, resolver=resolver)
-    )
+                cache_extra={"synthesizer": ladder, "effort": effort}, planner=planner,
+                drop_member=drop_member, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
+    return await ctx.run(call, lambda q, c, m: run_council(
+        q, c, members, m, synthesizer=ladder, resolver=resolver, over_budget=over_budget))
 
 
 async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -204,9 +229,16 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
     if given is None:
         given = named_or_omitted(args.pipeline, "pipeline")
     stages = check_chain(parse_pipeline(DEFAULT_PIPELINE if given is None else given), ctx.settings)
+    from ask_fable.core.modes.plans import plan_chain
+
     resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
+
+    async def planner(question: str, context: str) -> list[PlannedCall]:
+        return plan_chain(question, context, stages, resolver)
+
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
-                session=args.session, mode="chain", cache_models=stages)
+                session=args.session, mode="chain", cache_models=stages, planner=planner,
+                estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_chain(q, c, stages, m, resolver=resolver))
 
 
@@ -217,9 +249,16 @@ async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
 
     proposer, opponent, adjudicator = (single_token(args.proposer), single_token(args.opponent),
                                        single_token(args.adjudicator))
+    from ask_fable.core.modes.plans import plan_debate
+
     resolver = default_resolver(ctx.settings, resources=ctx.app.resources)
+
+    async def planner(question: str, context: str) -> list[PlannedCall]:
+        return plan_debate(question, context, proposer, opponent, adjudicator, args.rounds, resolver)
+
     call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
-                session=args.session, mode="debate")
+                session=args.session, mode="debate", planner=planner, estimate_only=args.estimate,
+                max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_debate(
         q, c, m, proposer=proposer, opponent=opponent, adjudicator=adjudicator, rounds=args.rounds,
         resolver=resolver,

@@ -534,13 +534,14 @@ def _charts(report: StatsReport, what: str, anchor: str) -> Html:
                 chart_id=f"{anchor}-latency",
             ),
             bar_chart(
-                f"Cost per {what} (as providers reported it)", cost, fmt=dollars, chart_id=f"{anchor}-cost"
+                f"Cost per {what} (reported, else priced from tokens)", cost, fmt=dollars,
+                chart_id=f"{anchor}-cost"
             )
             if any(r["cost_usd"] is not None for r in rows)
             else el(
                 "p",
                 {"class": "muted", "id": f"{anchor}-cost"},
-                f"Cost per {what}: no provider reported a cost in this window.",
+                f"Cost per {what}: no call in this window could be priced.",
             ),
             _stats_table(rows, what),
         ],
@@ -603,7 +604,7 @@ def stats_page(view: StatsView, chrome: Chrome) -> Html:
         {"class": "muted"},
         f"{_calls(totals['calls'])} {WINDOW_SPANS[view.window]}; error rate "
         f"{_percent(error_rate(totals))} ({ERROR_RATE_MEANS}); p50 {seconds(totals['p50_ms'])}, p95 "
-        f"{seconds(totals['p95_ms'])}; cost reported {dollars(totals['cost_usd'])}. "
+        f"{seconds(totals['p95_ms'])}; cost {dollars(totals['cost_usd'])}. "
         "Per provider counts each backend call (council members one by one); per mode counts "
         "each call once.",
     )

@@ -405,7 +405,7 @@ class _Builder:
             facts.append(("Retries", str(retried)))
         costs = [lane.cost_usd for lane in self.lanes if lane.cost_usd is not None]
         if costs:
-            facts.append(("Cost reported", dollars(sum(costs))))
+            facts.append(("Cost", dollars(sum(costs))))
         return facts
 
 
