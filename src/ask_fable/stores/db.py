@@ -45,6 +45,7 @@ from ask_fable.stores.engines import (
     connection_failure,
     is_statement_timeout,
     report_up,
+    unusable_file,
 )
 from ask_fable.stores.tables import schema_name
 
@@ -335,14 +336,8 @@ class Database:
             delay = min(delay * 2, 0.25)
 
     def _unusable(self, exc: BaseException) -> Unavailable:
-        """The error for a file that cannot be opened where it should be (its directory is a file,
-        cannot be created or written)."""
-        error = getattr(exc, "orig", None) or exc
-        why = getattr(error, "strerror", None) or str(error) or type(error).__name__
         assert self.path is not None
-        return Unavailable(f"cannot open {self.path} ({why})",
-                           hint=f"ask-fable keeps its data in {self.path.parent}: make it a directory this "
-                           "user can write, or set XDG_STATE_HOME to one")
+        return unusable_file(self.path, exc)
 
     # --- PostgreSQL ----------------------------------------------------------------------------
     def _checkout(self) -> Connection:

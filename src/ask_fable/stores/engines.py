@@ -455,6 +455,16 @@ def _sqlite_engine(path: Path, *, read_only: bool, replaced: Callable[[], None])
     return engine
 
 
+def unusable_file(path: Path, exc: BaseException) -> Unavailable:
+    """The error for a SQLite file that cannot be opened where it should be (its directory is a
+    file, or cannot be created or written)."""
+    error = getattr(exc, "orig", None) or exc
+    why = getattr(error, "strerror", None) or str(error) or type(error).__name__
+    return Unavailable(f"cannot open {path} ({why})",
+                       hint=f"ask-fable keeps its data in {path.parent}: make it a directory this user can "
+                       "write, or set XDG_STATE_HOME to one")
+
+
 def sqlite_inode(path: Path) -> int:
     """The inode of the file at ``path`` (-1 when there is none): a file replaced is a new schema."""
     return _inode(path)

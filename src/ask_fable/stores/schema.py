@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores.engines import IMMEDIATE, Engines
+from ask_fable.stores.engines import IMMEDIATE, Engines, unusable_file
 from ask_fable.stores.tables import METADATA, schema_name
 
 if TYPE_CHECKING:
@@ -195,12 +195,19 @@ def check(settings: Settings) -> None:
 def upgrade(settings: Settings) -> list[StoreVersion]:
     """Bring every store to this release's head; returns each store's revision as it was found."""
     if not settings.database_url:
+        from sqlalchemy.exc import DBAPIError
+
         before = status(settings)
         engines = Engines()
         try:
             for name, path in _sqlite_files(settings).items():
-                with engines.sqlite(path).connect() as conn:
-                    upgrade_sqlite_file(conn, name, str(path))
+                try:
+                    with engines.sqlite(path).connect() as conn:
+                        upgrade_sqlite_file(conn, name, str(path))
+                except (OSError, DBAPIError) as exc:
+                    if isinstance(exc, DBAPIError) and not isinstance(exc.orig, sqlite3.OperationalError):
+                        raise
+                    raise unusable_file(path, exc) from exc
         finally:
             engines.close()
         return before
