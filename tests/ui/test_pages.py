@@ -155,7 +155,8 @@ def test_a_council_timeline_shows_each_member_its_retries_the_cut_and_the_synthe
     assert summary["Quorum (answered/asked)"] == "6/8"
     assert summary["Synthesis"] == "as requested"
     assert summary["Retries"] == "4"
-    assert summary["Cost"] == "$0.0356"
+    # The three members' reported $0.0356, and the others priced from their tokens on top.
+    assert float(summary["Cost"].removeprefix("$")) > 0.0356
     assert summary["Recommendation"].startswith("apply")
     assert summary["Consensus"] == "divergent"
     legend = {item.get_attribute("data-legend") for item in css(page, "ul.legend li")}

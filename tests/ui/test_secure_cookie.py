@@ -126,5 +126,6 @@ def test_through_the_shipped_nginx_serving_tls_the_login_cookie_is_secure(
             listing = browser.get("/ui/traces")
     cookies = [*form.headers.get_list("set-cookie"), *done.headers.get_list("set-cookie")]
     assert form.status_code == 200 and done.status_code == 303, done.text
-    assert len(cookies) == 2 and all(_secure(cookie) for cookie in cookies), cookies
+    # The form's nonce, the session, and the nonce's removal once logged in.
+    assert len(cookies) == 3 and all(_secure(cookie) for cookie in cookies), cookies
     assert listing.status_code == 200 and "viewer" in listing.text
