@@ -22,7 +22,9 @@ forwarder's CPU. No target: this is a before/after measure, run in each tree.
 The script imports the tree it runs in: the working directory when it is a checkout of ask-fable
 (``src/ask_fable`` and ``tests/`` in it), else the checkout holding this file, and starts the
 ``ask-fable`` installed next to the interpreter. To measure another tree, run its interpreter from
-its directory: ``cd OTHER && .venv/bin/python /path/to/bench_store_cpu.py``.
+its directory: ``cd OTHER && .venv/bin/python /path/to/bench_store_cpu.py`` (PostgreSQL's own CPU is
+read through ``tests/fakes/postgres.PostgresServer.processes``, which a tree from before this script
+lacks: copy that method into it for such a run).
 
 Run: python benchmarks/bench_store_cpu.py [calls] [rounds]
 """
@@ -62,27 +64,11 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def postgres_pids(server: Any) -> list[int]:
-    """The PostgreSQL server's processes: the postmaster and every child it started."""
-    postmaster = int((Path(server.handle.pgdata) / "postmaster.pid").read_text().split()[0])
-    children = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == postmaster:
-            children.append(int(entry.name))
-    return [postmaster, *children]
-
-
 def postgres_cpu(server: Any) -> float:
     """CPU seconds the PostgreSQL server's live processes have spent (backends that exited are lost,
     but the servers' pooled connections stay open through a round)."""
     total = 0.0
-    for pid in postgres_pids(server):
+    for pid in server.processes():
         with suppress(OSError):  # a backend that has just exited
             total += cpu_seconds(pid)
     return total
