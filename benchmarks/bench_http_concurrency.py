@@ -152,7 +152,7 @@ async def run_load(url: str, key: str | None) -> tuple[float, list[float], list[
 
 
 # --- servers -------------------------------------------------------------------------------------------
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -238,7 +238,8 @@ class Server:
 
 
 @contextmanager
-def _running(command: list[str], env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+def running(command: list[str], env: dict[str, str], port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """``command`` started with ``env``, once it listens on ``port``; stopped when the block ends."""
     proc = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_listening(port, proc)
@@ -367,10 +368,10 @@ def main(argv: list[str]) -> int:
             env=env, capture_output=True, text=True, check=True,
         )
         key = json.loads(created.stdout)["key"]
-        ours_port, bare_port = _free_port(), _free_port()
+        ours_port, bare_port = free_port(), free_port()
         ours_cmd = [*command, "--toolsets", "single", "serve", "--http", "--port", str(ours_port)]
         bare_cmd = [sys.executable, __file__, "--serve-bare", str(bare_port), upstream]
-        with _running(ours_cmd, env, ours_port) as ours_proc, _running(bare_cmd, env, bare_port) as bare_proc:
+        with running(ours_cmd, env, ours_port) as ours_proc, running(bare_cmd, env, bare_port) as bare_proc:
             ours = Server("ours", ours_proc, f"http://127.0.0.1:{ours_port}", key)
             bare = Server("bare", bare_proc, f"http://127.0.0.1:{bare_port}", None)
             for server in (bare, ours):

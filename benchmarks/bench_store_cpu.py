@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -116,40 +114,19 @@ class Target:
             self.wall.append(wall / calls * 1000)
 
 
-def free_port() -> int:
-    """A port nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def bare_forwarder(upstream: str) -> Iterator[Target]:
-    """``bench_http_concurrency``'s bare forwarding ``MCPServer``, in its own process."""
+    """``bench_http_concurrency``'s bare forwarding ``MCPServer``, in its own process (the measured
+    tree's script when it has one)."""
+    from bench_http_concurrency import free_port, running
+
     port = free_port()
     script = ROOT / "benchmarks" / "bench_http_concurrency.py"
     if not script.exists():
         script = HERE.with_name("bench_http_concurrency.py")
-    proc = subprocess.Popen([sys.executable, str(script), "--serve-bare", str(port), upstream],
-                            stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the bare forwarder did not start") from None
-                time.sleep(0.05)
+    command = [sys.executable, str(script), "--serve-bare", str(port), upstream]
+    with running(command, dict(os.environ), port) as proc:
         yield Target("bare", proc.pid, f"http://127.0.0.1:{port}", None)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def main(argv: list[str]) -> int:

@@ -417,7 +417,7 @@ class Database:
 
     def _check_schema(self, conn: Connection, *, in_transaction: bool = False) -> None:
         """Refuse a schema other than this release's head (checked once per engine and store)."""
-        marker = ("postgres", self.url or "", hash(self.store))
+        marker = ("postgres", self.url or "", self.store)
         if marker in self.engines.prepared:
             return
         from ask_fable.stores.schema import require_current

@@ -327,7 +327,7 @@ class Engines:
         #: Raised by every :meth:`close`: a database holding an engine from before asks again.
         self.generation = 0
         #: Stores whose schema was found (or made) current, by engine key: checked once per engine.
-        self.prepared: set[tuple[str, str, int]] = set()
+        self.prepared: set[tuple[str, str, str | int]] = set()
 
     def _held(self) -> dict[tuple[str, str], Engine]:
         if self._pid != os.getpid():  # a forked child: the parent's connections are not its own
@@ -463,11 +463,6 @@ def unusable_file(path: Path, exc: BaseException) -> Unavailable:
     return Unavailable(f"cannot open {path} ({why})",
                        hint=f"ask-fable keeps its data in {path.parent}: make it a directory this user can "
                        "write, or set XDG_STATE_HOME to one")
-
-
-def sqlite_inode(path: Path) -> int:
-    """The inode of the file at ``path`` (-1 when there is none): a file replaced is a new schema."""
-    return _inode(path)
 
 
 # --- PostgreSQL ----------------------------------------------------------------------------------
