@@ -6,17 +6,25 @@ PostgreSQL), MCP over Streamable HTTP, the fake provider holding answers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import threading
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
 
+from ask_fable.core.quotas import LOCAL_KEY_ID
+from ask_fable.stores.views import InFlight
 from tests.conftest import StoreBackend
+from tests.e2e.helpers import ask_fable_command, child_env, structured
 from tests.e2e.team_server import TeamServer, create_key, run_cli, team_server
 from tests.e2e.test_caps import provider_env
 from tests.fakes.fake_provider import FakeProvider, Reply
@@ -122,3 +130,86 @@ async def test_a_live_call_keeps_its_place_past_the_lease(fp: FakeProvider) -> N
             gate.set()
     assert second["kind"] == "quota_exceeded" and "calls in flight" in second["detail"]
     assert results[0]["status"] == "ok"
+
+
+
+@asynccontextmanager
+async def _stdio_server(env: dict[str, str]) -> AsyncIterator[Client]:
+    """The installed ``ask-fable`` serving MCP over stdio on the test's state directory, the local
+    caller's quotas on (one call in flight at a time), GLM on the fake provider."""
+    command, *rest = ask_fable_command()
+    params = StdioServerParameters(command=command, args=rest, env=child_env(
+        ASK_FABLE_LOCAL_QUOTA="1", ASK_FABLE_KEY_CONCURRENT="1", ASK_FABLE_TOOLSETS="all", **env))
+    async with Client(stdio_client(params), mode="legacy") as client:
+        yield client
+
+
+def _local_calls_in_flight() -> list[InFlight]:
+    """The local caller's calls in flight, as the quota store holds them."""
+    from ask_fable.config import load_settings
+    from ask_fable.stores.quotas import quota_store_for
+
+    store = quota_store_for(load_settings())
+    try:
+        return store.in_flight("local", LOCAL_KEY_ID, time.time())
+    finally:
+        store.db.close()
+
+
+async def test_a_stdio_servers_live_call_keeps_its_place_past_the_lease(fp: FakeProvider) -> None:
+    """Over stdio too, a call longer than the lease keeps the local caller's place: the server renews it
+    while the call runs, so another ``ask-fable`` process on the same state directory is still refused."""
+    gate = threading.Event()
+    fp.default_reply["anthropic"] = Reply(hold=gate)
+    env = provider_env(fp, ASK_FABLE_QUOTA_LEASE_SECONDS=SHORT_LEASE)
+    results: list[dict[str, Any]] = []
+    async with _stdio_server(env) as client:
+
+        async def long_call() -> None:
+            results.append(await structured(client, "ask_glm", {"question": "Is this lock ordering safe?"}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(long_call)
+            with anyio.fail_after(30):
+                while not fp.requests_for("anthropic"):
+                    await anyio.sleep(0.05)
+            await anyio.sleep(2 * float(SHORT_LEASE))
+            async with _stdio_server(env) as other:
+                second = await structured(other, "ask_glm", {"question": "Is this index needed?"})
+            gate.set()
+    assert second["kind"] == "quota_exceeded" and "calls in flight" in second["detail"], second
+    assert results[0]["status"] == "ok"
+
+
+async def test_a_killed_stdio_servers_call_frees_its_place_for_the_next_process(fp: FakeProvider) -> None:
+    """``kill -9`` of a stdio server mid-call: another ``ask-fable`` process on the same state directory
+    is admitted within the lease, not refused for the dead call."""
+    gate = threading.Event()
+    fp.default_reply["anthropic"] = Reply(hold=gate)
+    env = provider_env(fp, ASK_FABLE_QUOTA_LEASE_SECONDS=LEASE)
+    async with _stdio_server(env) as doomed:
+
+        async def stuck() -> None:
+            with contextlib.suppress(Exception):  # the server dies under it
+                await doomed.call_tool("ask_glm", {"question": "Is this lock ordering safe?"})
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stuck)
+            with anyio.fail_after(30):
+                while not (held := _local_calls_in_flight()) or not fp.requests_for("anthropic"):
+                    await anyio.sleep(0.05)
+            pid = int(held[0]["holder"].split(":")[1])
+            os.kill(pid, signal.SIGKILL)
+            killed_at = time.monotonic()
+            group.cancel_scope.cancel()
+    gate.set()
+    fp.default_reply["anthropic"] = Reply()
+    async with _stdio_server(env) as survivor:
+        with anyio.fail_after(60):
+            while (result := await structured(survivor, "ask_glm", {"question": "Is this index needed?"}))[
+                    "status"] != "ok":
+                # Refused only while the dead server's lease runs, saying how long that is at most.
+                assert result["kind"] == "quota_exceeded" and 0 < result["retry_after_s"] <= float(LEASE)
+                await anyio.sleep(0.25)
+    # Within the lease of the kill, plus the time a server takes to start and answer on this machine.
+    assert time.monotonic() - killed_at <= float(LEASE) + 10

@@ -8,15 +8,16 @@ renewals that arrive while the previous batch runs.
 Each batch is one write transaction (``QuotaStore.apply``), exact across processes: a batch takes
 its keys' rows first and admits in order, so 100 calls arriving at once cost a few transactions
 instead of 200 (an admission and a settlement each). Every call in flight holds a lease that this
-process renews in a batch every third of ``quota_lease_seconds`` (:meth:`QuotaBatcher.heartbeat`,
-run by the HTTP server); a process that dies stops renewing, and its calls stop counting within
-that lease.
+process renews in a batch every third of ``quota_lease_seconds`` (:meth:`QuotaBatcher.keep_alive`,
+run by the MCP server over stdio and HTTP alike, and by the command line's in-process server); a
+process that dies stops renewing, and its calls stop counting within that lease.
 A settlement that fails (a database blip) is kept and retried with every later batch and
 heartbeat until it lands; its call's lease is no longer renewed, so its place frees meanwhile.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import socket
@@ -30,6 +31,8 @@ from ask_fable.stores.views import Admission, AdmitRequest, SettleRequest
 
 if TYPE_CHECKING:
     from ask_fable.core.app import App
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(eq=False)
@@ -90,6 +93,16 @@ class QuotaBatcher:
         """Renew the leases of this process's calls in flight and retry failed settlements."""
         if self.live or self.unsettled:
             await self._enqueue(_Work())
+
+    async def keep_alive(self) -> None:
+        """Run :meth:`heartbeat` every :attr:`beat_s` until cancelled; a beat that fails (the store is
+        down) is logged and the next one tries again."""
+        while True:
+            await anyio.sleep(self.beat_s)
+            try:
+                await self.heartbeat()
+            except Exception:
+                log.warning("could not renew this server's calls in flight; retrying")
 
     async def _enqueue(self, work: _Work) -> None:
         """Queue ``work`` and return once its batch ran. Not cancellable: an admitted call must be

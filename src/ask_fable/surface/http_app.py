@@ -52,7 +52,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import parse_qsl
 
 import anyio
@@ -420,29 +420,13 @@ class _Stopped(Exception):
     """The server stopped while the request waited on the store."""
 
 
-class QuotaHeartbeat(Protocol):
-    """Renews the leases of this process's calls in flight (``core/quota_batcher.QuotaBatcher``)."""
-
-    @property
-    def beat_s(self) -> float:
-        """Seconds between heartbeats."""
-        ...
-
-    async def heartbeat(self) -> None:
-        """Renew the leases and retry failed settlements."""
-        ...
-
-
 class HttpGuard:
     """The ASGI middleware in front of the MCP app (see the module docstring for the checks)."""
 
     def __init__(self, app: ASGIApp, *, keys: ApiKeyStore, tool_scopes: dict[str, KeyScope],
                  options: HttpOptions, mcp_path: str = MCP_PATH, ui: ASGIApp | None = None,
-                 readiness: Readiness | None = None,
-                 quota_heartbeat: QuotaHeartbeat | None = None) -> None:
+                 readiness: Readiness | None = None) -> None:
         self.app = app
-        #: Renews the leases of this process's calls in flight (and retries failed settlements).
-        self.quota_heartbeat = quota_heartbeat
         #: The web view under :data:`UI_PATH`, which logs its users in by itself.
         self.ui = ui
         self.keys = keys
@@ -509,7 +493,7 @@ class HttpGuard:
 
         # The flusher's own scope, not its task group's: that one also holds the app's lifespan,
         # which on shutdown still waits for requests finishing their cancellation.
-        flusher, renewer = anyio.CancelScope(), anyio.CancelScope()
+        flusher = anyio.CancelScope()
 
         async def flush_periodically() -> None:
             with flusher:
@@ -517,35 +501,20 @@ class HttpGuard:
                     await anyio.sleep(self.options.key_use_flush_seconds)
                     await anyio.to_thread.run_sync(self.keys.flush_usage)
 
-        async def renew_leases() -> None:
-            heartbeat = self.quota_heartbeat
-            if heartbeat is None:
-                return
-            with renewer:
-                while True:
-                    await anyio.sleep(heartbeat.beat_s)
-                    try:
-                        await heartbeat.heartbeat()
-                    except Exception:  # the store is down: the next beat tries again
-                        log.warning("could not renew this server's calls in flight; retrying")
-
         async def flushing_receive() -> Message:
             message = await receive()
             if message["type"] == "lifespan.shutdown":
                 flusher.cancel()
-                renewer.cancel()
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(self.keys.flush_usage)
             return message
 
         async with anyio.create_task_group() as group:
             group.start_soon(flush_periodically)
-            group.start_soon(renew_leases)
             try:
                 await self.app(scope, flushing_receive, send)
             finally:
                 flusher.cancel()
-                renewer.cancel()
 
     async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
@@ -871,7 +840,7 @@ def build_http_app(server: AskFableServer, keys: ApiKeyStore,
     )
     scopes = {name: spec.scope for name, spec in server.specs.items()}
     return HttpGuard(inner, keys=keys, tool_scopes=scopes, options=options,
-                     ui=ui_app(server, keys, options), quota_heartbeat=server.app.quota_batcher)
+                     ui=ui_app(server, keys, options))
 
 
 def ui_app(server: AskFableServer, keys: ApiKeyStore, options: HttpOptions) -> ASGIApp:

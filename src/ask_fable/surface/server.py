@@ -24,6 +24,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
@@ -229,8 +230,15 @@ class AskFableServer(MCPServer[Any]):
     ) -> None:
         @asynccontextmanager
         async def lifespan(_: MCPServer[Any]) -> AsyncIterator[App]:
+            # Wherever calls are served (stdio, HTTP, the command line's in-process server), the
+            # leases of the ones in flight are renewed while this server lives.
             try:
-                yield app
+                async with anyio.create_task_group() as group:
+                    group.start_soon(app.quota_batcher.keep_alive)
+                    try:
+                        yield app
+                    finally:
+                        group.cancel_scope.cancel()
             finally:
                 await app.aclose()
 
