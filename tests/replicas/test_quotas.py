@@ -1,11 +1,13 @@
 """A key's quotas hold across replicas: calls spread round-robin over three replicas count against
-one budget and one limit of calls in flight, kept in the shared store, and a burst at the edge of a
-limit overshoots neither. Refused calls are ``quota_exceeded`` with ``retry_after_s`` and reach no
+one budget, one limit of calls per minute and one of calls in flight, kept in the shared store, and a
+burst at the edge of a limit overshoots none of them (the bound the quota store documents: exact).
+Refused calls are ``quota_exceeded`` with ``retry_after_s`` and reach no
 provider."""
 
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -98,3 +100,49 @@ async def test_a_limit_of_calls_in_flight_holds_across_replicas(cluster: Cluster
     assert all(r["retry_after_s"] > 0 for r in refused)
     assert [r["status"] for r in results].count("ok") == 2
     assert cluster.key_record(key_id)["usage"]["in_flight"] == 0
+
+
+async def _in_one_minute(burst_s: float) -> None:
+    """Wait, when needed, for a UTC minute with ``burst_s`` left: calls per minute count in fixed
+    minutes, and a burst across two of them may be admitted in both."""
+    left = 60 - time.time() % 60
+    if left < burst_s:
+        await anyio.sleep(left + 0.1)
+
+
+async def test_calls_per_minute_and_a_daily_budget_of_two_keys_hold_exactly_across_replicas(
+    cluster: Cluster, provider: FakeProvider
+) -> None:
+    """Two keys racing at once, each call on the next replica: 40 calls of a ``--rpm 7`` key (whose
+    budget pays for 50) and 40 of a ``--daily-usd`` key whose budget pays for 5 (``--rpm 100``).
+    Exactly 7 and 5 answer; the rest are refused as ``quota_exceeded`` naming the limit each hit,
+    and only the admitted calls reach the provider."""
+    tag = uuid.uuid4().hex[:10]
+    calls = 40
+    paced_id, paced = cluster.create_key(
+        f"paced {tag}", tenant=f"paced-{tag}",
+        limits=("--rpm", "7", "--daily-usd", str(round(50 * CALL_COST_USD, 2)), "--concurrent", "0"))
+    budget = round(5 * CALL_COST_USD, 2)
+    thrifty_id, thrifty = cluster.create_key(
+        f"thrifty {tag}", tenant=f"thrifty-{tag}",
+        limits=("--rpm", "100", "--daily-usd", str(budget), "--concurrent", "0"))
+    await _in_one_minute(burst_s=20)
+    with _openai_answers(provider, Reply(usage={"cost": CALL_COST_USD})):
+        async with cluster.clients(paced) as paced_robin, cluster.clients(thrifty) as thrifty_robin:
+            results = await at_once(2 * calls, lambda i: (paced_robin, thrifty_robin)[i % 2].call(
+                "ask_openrouter", {"question": f"{tag}-{'pt'[i % 2]}: is batch {i} idempotent?"}),
+                timeout=90)
+    for which, limit, admitted in ((0, "rpm", 7), (1, "daily_usd", 5)):
+        own = results[which::2]
+        refused = [r for r in own if r["status"] == "error"]
+        assert [r["status"] for r in own].count("ok") == admitted, refused[:1]
+        assert len(refused) == calls - admitted
+        assert {r["kind"] for r in refused} == {"quota_exceeded"}
+        assert all(f"{limit})" in r["detail"] for r in refused), refused[0]["detail"]
+        assert _reached(provider, f"{tag}-{'pt'[which]}:") == admitted
+    assert all(0 < r["retry_after_s"] <= 60 for r in results[0::2] if r["status"] == "error")
+    paced_use = cluster.key_record(paced_id)["usage"]
+    thrifty_use = cluster.key_record(thrifty_id)["usage"]
+    assert (paced_use["calls_today"], paced_use["in_flight"]) == (7, 0)
+    assert (thrifty_use["calls_today"], thrifty_use["spent_usd_today"]) == (5, budget)
+    assert thrifty_use["in_flight"] == 0
