@@ -44,7 +44,7 @@ from ask_fable.stores.tables import quota_days, quota_in_flight, quota_keys, quo
 from ask_fable.stores.views import Admission, AdmitRequest, InFlight, KeyUsage, SettleRequest
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Select, Table
+    from sqlalchemy import Connection, Table
     from sqlalchemy.sql import Executable
     from sqlalchemy.sql.elements import ColumnElement
 
@@ -71,22 +71,24 @@ _OLD_DAYS = delete(quota_days).where(quota_days.c.tenant == bindparam("tenant"),
                                      quota_days.c.key_id == bindparam("key_id"),
                                      quota_days.c.day < bindparam("before"))
 _LEASE = insert(quota_in_flight)
-_COUNT_ADMITTED = (update(quota_keys)
-                   .where(quota_keys.c.tenant == bindparam("of_tenant"),
-                          quota_keys.c.key_id == bindparam("of_key"))
-                   .values(admissions=quota_keys.c.admissions + bindparam("admitted")))
 _OLD_MINUTES = delete(quota_minutes).where(
     quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
     quota_minutes.c.minute < bindparam("before"))
-_IN_FLIGHT = (select(func.count(), func.coalesce(func.sum(quota_in_flight.c.reserved_microusd), 0))
-              .where(quota_in_flight.c.tenant == bindparam("tenant"),
-                     quota_in_flight.c.key_id == bindparam("key_id")))
-_CALLS = select(quota_minutes.c.calls).where(
-    quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
-    quota_minutes.c.minute == bindparam("minute"))
-_SPENT = select(quota_days.c.spent_microusd).where(
-    quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
-    quota_days.c.day == bindparam("day"))
+_OF_KEY_IN_FLIGHT = (quota_in_flight.c.tenant == bindparam("tenant"),
+                     quota_in_flight.c.key_id == bindparam("key_id"))
+#: A key's use in one round trip: its calls in flight and what they set aside, its calls this
+#: minute and its spend today.
+_KEY_USE = select(
+    select(func.count()).where(*_OF_KEY_IN_FLIGHT).scalar_subquery(),
+    select(func.coalesce(func.sum(quota_in_flight.c.reserved_microusd), 0))
+    .where(*_OF_KEY_IN_FLIGHT).scalar_subquery(),
+    select(quota_minutes.c.calls).where(
+        quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
+        quota_minutes.c.minute == bindparam("minute")).scalar_subquery(),
+    select(quota_days.c.spent_microusd).where(
+        quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
+        quota_days.c.day == bindparam("day")).scalar_subquery(),
+)
 _SOONEST_LAPSE = select(func.min(quota_in_flight.c.expires_at)).where(
     quota_in_flight.c.tenant == bindparam("tenant"), quota_in_flight.c.key_id == bindparam("key_id"))
 _HELD = (select(quota_in_flight.c.ticket, quota_in_flight.c.holder, quota_in_flight.c.started_at,
@@ -166,6 +168,9 @@ class QuotaLedger:
     def __init__(self, location: str | os.PathLike[str] | Database, *,
                  engines: Engines | None = None) -> None:
         self.db = open_database(location, "quotas", engines=engines)
+        #: The minute and the day up to which this process last pruned each key's old counts: pruned
+        #: again only once they change (another process pruning meanwhile does no harm).
+        self._pruned: dict[tuple[str, int], tuple[int, str]] = {}
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
               now: float, holder: str = "") -> Admission:
@@ -216,7 +221,10 @@ class QuotaLedger:
         for (tenant, key_id), (calls, spent) in sorted(totals.items()):
             conn.execute(_ADD_SPEND(conn), {"tenant": tenant, "key_id": key_id, "day": day, "calls": calls,
                                             "spent_microusd": spent})
-            conn.execute(_OLD_DAYS, {"tenant": tenant, "key_id": key_id, "before": oldest})
+            minute, pruned_day = self._pruned.get((tenant, key_id), (0, ""))
+            if pruned_day != day:
+                conn.execute(_OLD_DAYS, {"tenant": tenant, "key_id": key_id, "before": oldest})
+                self._pruned[(tenant, key_id)] = minute, day
 
     def _admit_all(self, conn: Connection, admits: Sequence[AdmitRequest], holder: str, now: float,
                    lease_s: float) -> list[Admission]:
@@ -247,20 +255,21 @@ class QuotaLedger:
         for (tenant, key_id), state in sorted(use.items()):
             if not state.admitted:
                 continue
-            conn.execute(_COUNT_ADMITTED, {"of_tenant": tenant, "of_key": key_id, "admitted": state.admitted})
             conn.execute(_COUNT_CALLS(conn), {"tenant": tenant, "key_id": key_id, "minute": minute,
                                               "calls": state.admitted})
-            conn.execute(_OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
+            pruned_minute, day = self._pruned.get((tenant, key_id), (0, ""))
+            if pruned_minute != minute:
+                conn.execute(_OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
+                self._pruned[(tenant, key_id)] = minute, day
         return results
 
     def _key_use(self, conn: Connection, tenant: str, key_id: int, now: float) -> _KeyUse:
         """The key's calls in flight (and what they set aside), calls this minute and spend today."""
-        of_key = {"tenant": tenant, "key_id": key_id}
-        counted = conn.execute(_IN_FLIGHT, of_key).one()
-        calls = self._one(conn, _CALLS, {**of_key, "minute": int(now // 60)})
-        spent = self._one(conn, _SPENT, {**of_key, "day": utc_day(now)})
+        in_flight, reserved, calls, spent = conn.execute(_KEY_USE, {
+            "tenant": tenant, "key_id": key_id, "minute": int(now // 60), "day": utc_day(now)}).one()
         # PostgreSQL sums integers as numeric: whole numbers either way.
-        return _KeyUse(in_flight=int(counted[0]), reserved=int(counted[1]), calls=calls, spent=spent)
+        return _KeyUse(in_flight=int(in_flight), reserved=int(reserved), calls=int(calls or 0),
+                       spent=int(spent or 0))
 
     @staticmethod
     def _decide(conn: Connection, admit: AdmitRequest, state: _KeyUse, now: float) -> Admission | None:
@@ -346,11 +355,6 @@ class QuotaLedger:
                 usage = row(key_owner, key_id)
                 usage["calls_today"], usage["spent_usd_today"] = int(calls), int(spent) / MICRO
         return [rows[k] for k in sorted(rows, key=lambda k: (k[1], k[0]))]
-
-    @staticmethod
-    def _one(conn: Connection, query: Select[int], params: dict[str, object]) -> int:
-        found = conn.scalar(query, params)
-        return int(found) if found is not None else 0
 
 
 def quota_store_for(settings: Settings, *, engines: Engines | None = None) -> QuotaLedger:
