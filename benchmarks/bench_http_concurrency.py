@@ -24,7 +24,11 @@ GIL is not counted), writes the raw folded stacks to
 ``DIR/ours.folded`` and ``DIR/bare.folded`` and prints, per category (key check, guard, records,
 redaction, result, settings, backend, SDK, HTTP server, event loop), each server's busy time per call.
 
-Run: python benchmarks/bench_http_concurrency.py [rounds] [--profile DIR]
+``--quotas-off`` adds a third server taking its turn in the same rounds: ours again, on the same state
+directory, with the key's quotas off (``ASK_FABLE_KEY_RPM``, ``_CONCURRENT`` and ``_DAILY_USD`` 0), so
+what counting them costs is measured beside the rest.
+
+Run: python benchmarks/bench_http_concurrency.py [rounds] [--profile DIR] [--quotas-off]
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -347,6 +351,7 @@ def main(argv: list[str]) -> int:
     profile_dir = Path(argv[argv.index("--profile") + 1]) if "--profile" in argv else None
     numbers = [a for a in argv if a.isdigit()]
     rounds = int(numbers[0]) if numbers else ROUNDS
+    quotas_off = "--quotas-off" in argv
     logging.disable(logging.INFO)  # the SDK logs every request at INFO; that is not what is measured
     command = [str(Path(sys.executable).with_name("ask-fable"))]
     if not Path(command[0]).exists():
@@ -368,18 +373,27 @@ def main(argv: list[str]) -> int:
             env=env, capture_output=True, text=True, check=True,
         )
         key = json.loads(created.stdout)["key"]
-        ours_port, bare_port = free_port(), free_port()
+        ours_port, bare_port, free_port_ = free_port(), free_port(), free_port()
         ours_cmd = [*command, "--toolsets", "single", "serve", "--http", "--port", str(ours_port)]
         bare_cmd = [sys.executable, __file__, "--serve-bare", str(bare_port), upstream]
-        with running(ours_cmd, env, ours_port) as ours_proc, running(bare_cmd, env, bare_port) as bare_proc:
+        free_cmd = [*command, "--toolsets", "single", "serve", "--http", "--port", str(free_port_)]
+        free_env = {**env, "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0",
+                    "ASK_FABLE_KEY_DAILY_USD": "0"}
+        with ExitStack() as stack:
+            ours_proc = stack.enter_context(running(ours_cmd, env, ours_port))
+            bare_proc = stack.enter_context(running(bare_cmd, env, bare_port))
             ours = Server("ours", ours_proc, f"http://127.0.0.1:{ours_port}", key)
             bare = Server("bare", bare_proc, f"http://127.0.0.1:{bare_port}", None)
-            for server in (bare, ours):
+            servers = [bare, ours]
+            if quotas_off:
+                free_proc = stack.enter_context(running(free_cmd, free_env, free_port_))
+                servers.append(Server("free", free_proc, f"http://127.0.0.1:{free_port_}", key))
+            for server in servers:
                 server.round(measured=False)
             for number in range(rounds):
-                for server in ((bare, ours) if number % 2 == 0 else (ours, bare)):
+                for server in (servers if number % 2 == 0 else servers[::-1]):
                     server.round(measured=True)
-            for server in (ours, bare):
+            for server in servers:
                 server.peak_rss_mb = _peak_rss_mb(server.proc.pid)
             if profile_dir is not None:
                 profile_dir.mkdir(parents=True, exist_ok=True)
@@ -395,11 +409,19 @@ def main(argv: list[str]) -> int:
     print(bare.line())
     print(f"  upstream requests {upstream_calls}; server CPU per call, ours / bare "
           f"{ours.cpu_per_call / bare.cpu_per_call:.2f}")
-    for failure in (ours.failures + bare.failures)[:5]:
+    others = servers[2:]
+    for free in others:
+        print(free.line() + "  (ours, the key's quotas off)")
+        walls = statistics.median(ours.walls) / statistics.median(free.walls)
+        print(f"  with quotas counted / off: wall {walls:.2f}, server CPU per call "
+              f"{ours.cpu_per_call / free.cpu_per_call:.2f} "
+              f"({(ours.cpu_per_call - free.cpu_per_call) * 1000:+.2f} ms); quotas off / bare "
+              f"{statistics.median(free.walls) / statistics.median(bare.walls):.2f}")
+    for failure in (ours.failures + bare.failures + [f for o in others for f in o.failures])[:5]:
         print(f"    {failure}")
     if profile_dir is not None:
         print_profile(profile_dir, rounds * CLIENTS * CALLS_PER_CLIENT)
-    errors = len(ours.failures) + len(bare.failures)
+    errors = len(ours.failures) + len(bare.failures) + sum(len(o.failures) for o in others)
     print(f"ratio ours / bare {ratio:.2f} (target ≤ {TARGET_RATIO}, 0 errors): "
           f"{'met' if ratio <= TARGET_RATIO and not errors else 'missed'}")
     return 0 if ratio <= TARGET_RATIO and not errors else 1

@@ -1,8 +1,7 @@
 """A key's quotas hold across replicas: calls spread round-robin over three replicas count against
 one budget, one limit of calls per minute and one of calls in flight, kept in the shared store, and a
 burst at the edge of a limit overshoots none of them (the bound the quota store documents: exact).
-Refused calls are ``quota_exceeded`` with ``retry_after_s`` and reach no
-provider."""
+Refused calls are ``quota_exceeded`` with ``retry_after_s`` and reach no provider."""
 
 from __future__ import annotations
 
