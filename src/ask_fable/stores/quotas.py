@@ -13,14 +13,16 @@ against the same limits exactly: no limit is overshot by a race. Batches run thr
 - **calls in flight** are rows held from admission to settlement, each a lease of :data:`LEASE_S`
   that its process renews while the call runs: a process killed mid-call stops renewing, and its
   rows stop counting within :data:`LEASE_S` (``ask-fable keys in-flight`` shows them, ``keys
-  release`` frees them at once);
+  release`` frees them at once); lapsed rows are deleted every :data:`SWEEP_S`;
 - **dollars per day**: a call is admitted only when what it sets aside (its estimate at each
   backend's ``max_tokens``) fits in the budget left after the key's settled spend and what its calls
   in flight set aside; when it ends, its reservation is replaced by what it cost. The budget can
   therefore be exceeded only by what calls cost beyond their estimates (a price table that is wrong,
   a synthesizer fallback the estimate did not plan).
 
-Amounts are kept as integer millionths of a dollar, so sums are exact. The queries are plain
+A batch reads each of its keys' use in one statement, counts on in memory and writes once; old
+minutes and days are pruned once per minute and day. Amounts are kept as integer millionths of a
+dollar, so sums are exact. The queries are plain
 (upserts, counts and sums, no function of one database), so another database can implement
 :class:`~ask_fable.stores.interfaces.QuotaStore` the same way.
 """
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
 LEASE_S = 30.0
 #: What a refusal for too many calls in flight suggests waiting: calls end at their own pace.
 IN_FLIGHT_RETRY_S = 2.0
+#: How often a process deletes lapsed leases (they are no longer counted from the moment they lapse).
+SWEEP_S = 60.0
 #: Days of per-day totals kept.
 KEEP_DAYS = 35
 MICRO = 1_000_000
@@ -74,8 +78,10 @@ _LEASE = insert(quota_in_flight)
 _OLD_MINUTES = delete(quota_minutes).where(
     quota_minutes.c.tenant == bindparam("tenant"), quota_minutes.c.key_id == bindparam("key_id"),
     quota_minutes.c.minute < bindparam("before"))
+#: A key's calls in flight whose lease has not lapsed (lapsed ones are swept now and then).
 _OF_KEY_IN_FLIGHT = (quota_in_flight.c.tenant == bindparam("tenant"),
-                     quota_in_flight.c.key_id == bindparam("key_id"))
+                     quota_in_flight.c.key_id == bindparam("key_id"),
+                     quota_in_flight.c.expires_at > bindparam("now"))
 #: A key's use in one round trip: its calls in flight and what they set aside, its calls this
 #: minute and its spend today.
 _KEY_USE = select(
@@ -89,8 +95,7 @@ _KEY_USE = select(
         quota_days.c.tenant == bindparam("tenant"), quota_days.c.key_id == bindparam("key_id"),
         quota_days.c.day == bindparam("day")).scalar_subquery(),
 )
-_SOONEST_LAPSE = select(func.min(quota_in_flight.c.expires_at)).where(
-    quota_in_flight.c.tenant == bindparam("tenant"), quota_in_flight.c.key_id == bindparam("key_id"))
+_SOONEST_LAPSE = select(func.min(quota_in_flight.c.expires_at)).where(*_OF_KEY_IN_FLIGHT)
 _HELD = (select(quota_in_flight.c.ticket, quota_in_flight.c.holder, quota_in_flight.c.started_at,
                 quota_in_flight.c.expires_at, quota_in_flight.c.reserved_microusd)
          .where(quota_in_flight.c.tenant == bindparam("tenant"),
@@ -171,6 +176,8 @@ class QuotaLedger:
         #: The minute and the day up to which this process last pruned each key's old counts: pruned
         #: again only once they change (another process pruning meanwhile does no harm).
         self._pruned: dict[tuple[str, int], tuple[int, str]] = {}
+        #: When this process last deleted the lapsed leases of every key.
+        self._swept_at = float("-inf")
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
               now: float, holder: str = "") -> Admission:
@@ -203,8 +210,11 @@ class QuotaLedger:
                 self._settle_all(conn, settles, now)
             if not admits:
                 return []
-            # Every key's expired leases (a process that died without settling).
-            conn.execute(_EXPIRED_LEASES, {"now": now})
+            if now - self._swept_at >= SWEEP_S:
+                # Every key's lapsed leases (a process that died without settling); they count for
+                # nothing meanwhile.
+                conn.execute(_EXPIRED_LEASES, {"now": now})
+                self._swept_at = now
             return self._admit_all(conn, admits, holder, now, lease_s)
 
         return self.db.run_write(batch)
@@ -266,7 +276,8 @@ class QuotaLedger:
     def _key_use(self, conn: Connection, tenant: str, key_id: int, now: float) -> _KeyUse:
         """The key's calls in flight (and what they set aside), calls this minute and spend today."""
         in_flight, reserved, calls, spent = conn.execute(_KEY_USE, {
-            "tenant": tenant, "key_id": key_id, "minute": int(now // 60), "day": utc_day(now)}).one()
+            "tenant": tenant, "key_id": key_id, "now": now, "minute": int(now // 60),
+            "day": utc_day(now)}).one()
         # PostgreSQL sums integers as numeric: whole numbers either way.
         return _KeyUse(in_flight=int(in_flight), reserved=int(reserved), calls=int(calls or 0),
                        spent=int(spent or 0))
@@ -276,7 +287,8 @@ class QuotaLedger:
         """The refusal of ``admit`` given the key's use, or ``None`` when it is admitted."""
         limits, minute = admit.limits, int(now // 60)
         if limits.concurrent is not None and state.in_flight >= limits.concurrent:
-            soonest = conn.scalar(_SOONEST_LAPSE, {"tenant": admit.tenant, "key_id": admit.key_id})
+            soonest = conn.scalar(_SOONEST_LAPSE, {"tenant": admit.tenant, "key_id": admit.key_id,
+                                                   "now": now})
             # A call in flight ends at its own pace; a lease nobody renews lapses at ``soonest``.
             wait = IN_FLIGHT_RETRY_S if soonest is None else min(IN_FLIGHT_RETRY_S, float(soonest) - now)
             return Admission(False, limit="concurrent", retry_after_s=round(max(wait, 0.1), 3),
