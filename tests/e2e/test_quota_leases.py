@@ -2,7 +2,8 @@
 call's lease, a server killed with SIGKILL stops renewing and its calls stop counting within the
 lease (``ASK_FABLE_QUOTA_LEASE_SECONDS``), and ``ask-fable keys in-flight`` / ``keys release`` show
 and free them at once. Real ``ask-fable serve --http`` processes on one store (SQLite files, and
-PostgreSQL), MCP over Streamable HTTP, the fake provider holding answers."""
+PostgreSQL), MCP over Streamable HTTP, the fake provider holding answers; and the same over stdio,
+where the local caller's calls are counted (``ASK_FABLE_LOCAL_QUOTA``)."""
 
 from __future__ import annotations
 
@@ -181,12 +182,13 @@ async def test_a_stdio_servers_live_call_keeps_its_place_past_the_lease(fp: Fake
     assert results[0]["status"] == "ok"
 
 
-async def test_a_killed_stdio_servers_call_frees_its_place_for_the_next_process(fp: FakeProvider) -> None:
-    """``kill -9`` of a stdio server mid-call: another ``ask-fable`` process on the same state directory
-    is admitted within the lease, not refused for the dead call."""
+async def test_a_killed_stdio_servers_call_frees_its_place_for_the_next_process(
+        fp: FakeProvider, store_env: dict[str, str]) -> None:
+    """``kill -9`` of a stdio server mid-call: another ``ask-fable`` process on the same store (state
+    directory, or PostgreSQL database) is admitted within the lease, not refused for the dead call."""
     gate = threading.Event()
     fp.default_reply["anthropic"] = Reply(hold=gate)
-    env = provider_env(fp, ASK_FABLE_QUOTA_LEASE_SECONDS=LEASE)
+    env = {**provider_env(fp, ASK_FABLE_QUOTA_LEASE_SECONDS=SHORT_LEASE), **store_env}
     async with _stdio_server(env) as doomed:
 
         async def stuck() -> None:
@@ -209,7 +211,8 @@ async def test_a_killed_stdio_servers_call_frees_its_place_for_the_next_process(
             while (result := await structured(survivor, "ask_glm", {"question": "Is this index needed?"}))[
                     "status"] != "ok":
                 # Refused only while the dead server's lease runs, saying how long that is at most.
-                assert result["kind"] == "quota_exceeded" and 0 < result["retry_after_s"] <= float(LEASE)
+                assert result["kind"] == "quota_exceeded"
+                assert 0 < result["retry_after_s"] <= float(SHORT_LEASE)
                 await anyio.sleep(0.25)
     # Within the lease of the kill, plus the time a server takes to start and answer on this machine.
-    assert time.monotonic() - killed_at <= float(LEASE) + 10
+    assert time.monotonic() - killed_at <= float(SHORT_LEASE) + 10
