@@ -39,12 +39,14 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ask_fable.errors import Unavailable
 from ask_fable.stores.engines import (
-    IMMEDIATE,
     Engines,
     Watch,
+    answered,
+    begin_sqlite,
     connection_failure,
     is_statement_timeout,
     report_up,
+    unanswered,
     unusable_file,
 )
 from ask_fable.stores.tables import schema_name
@@ -312,11 +314,12 @@ class Database:
             conn.close()  # rolls back whatever was not committed, and returns the connection
 
     def _begin_sqlite(self, engine: Engine, write: bool) -> Connection:
-        conn = engine.connect()
+        assert self.path is not None
+        file = engine is not self._memory  # a reader's stand-in for a file not made yet is none
+        conn = self.engines.sqlite_connect(engine, self.path) if file else engine.connect()
         try:
             self._prepare_sqlite(conn)
-            conn.execution_options(**{IMMEDIATE: write})
-            conn.begin()
+            begin_sqlite(conn, immediate=write)
         except BaseException:
             conn.close()
             raise
@@ -409,8 +412,12 @@ class Database:
                     self._check_schema(conn)
                     with conn.begin():
                         yield conn
+            except BaseException:
+                unanswered(conn)
+                raise
             finally:
                 self.engines.watchdog.release(watch)
+            answered(conn)
         finally:
             conn.close()
         report_up(self.url or "")
@@ -496,8 +503,13 @@ class JoinedWrites:
             if commit:
                 with owner._failures_named(watch):
                     self._outer.commit()
+                answered(conn)
             else:
+                unanswered(conn)
                 self._outer.rollback()
+        except BaseException:
+            unanswered(conn)
+            raise
         finally:
             self.engines.watchdog.release(watch)
             conn.close()
