@@ -1,7 +1,7 @@
 """A database made by the release before the Alembic history is adopted in place, every row kept.
 
 The previous release kept each store's schema as a list of SQL scripts (frozen, byte for byte, in
-``stores/migrations/legacy.py``): on SQLite a file per store, its version in ``PRAGMA user_version``;
+``tests/stores/legacy_databases.py``): on SQLite a file per store, its version in ``PRAGMA user_version``;
 on PostgreSQL a schema per store (``ask_fable_<store>``), the scripts' column types spelled the
 PostgreSQL way, its version in ``ask_fable.schema_migrations``. These tests build exactly that, put a
 row in every table, upgrade, and read every row back through the tables of this release.
@@ -21,9 +21,10 @@ from sqlalchemy.types import Double, Text
 from ask_fable.config import load_settings
 from ask_fable.stores import schema
 from ask_fable.stores.db import Database
-from ask_fable.stores.migrations.legacy import SCRIPTS, split_statements
+from ask_fable.stores.migrations.legacy import split_statements
 from ask_fable.stores.tables import METADATA, schema_name
 from tests.fakes.postgres import PostgresServer
+from tests.stores.legacy_databases import SCRIPTS
 
 # How the previous release spelled its SQLite column types on PostgreSQL.
 _OLD_POSTGRES_TYPES = [

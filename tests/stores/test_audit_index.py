@@ -12,7 +12,7 @@ from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.audit_index import AuditIndex, _ident
 from ask_fable.stores.audit_trail import AuditTrail
-from ask_fable.stores.migrations.legacy import SCRIPTS
+from tests.stores.legacy_databases import SCRIPTS
 
 NOW = 1_800_000_000.0
 

@@ -175,3 +175,33 @@ async def test_what_a_call_leaves_is_one_transaction_on_postgresql(
     finally:
         await app.aclose()
         pg_server.drop(url)
+
+
+async def test_a_store_that_fails_inside_the_shared_transaction_loses_only_its_own_record(
+        fp: FakeProvider, pg_server: PostgresServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hub's table refuses writes on PostgreSQL: the answered call's audit record and trace are
+    still committed (the shared transaction is written again store by store), and the trace names
+    the hub as the one store that failed."""
+    monkeypatch.setenv("ASK_FABLE_GLM_API_KEY", TEST_KEY)
+    monkeypatch.setenv("ASK_FABLE_GLM_BASE_URL", fp.base_url)
+    url = pg_server.fresh_database()
+    app = App(load_settings(database_url=url, hub=True, cache=False))
+    try:
+        async with Client(build_server(app, toolsets=["all"])) as client:
+            warm = await structured(client, "ask_glm", {"question": "Warm the pool: is the queue bounded?"})
+            assert warm["status"] == "ok", warm
+            with app.resources.engines.postgres(
+                    url, connect_timeout=1, pool_size=app.settings.database_pool_size,
+                    statement_timeout=app.settings.database_statement_timeout).begin() as conn:
+                conn.execute(text("ALTER TABLE ask_fable_hub.turns ADD CONSTRAINT no_more CHECK (id < 0) "
+                                  "NOT VALID"))
+            answered = await structured(client, "ask_glm", {"question": "Is the retry budget sound?"})
+            trace = await structured(client, "trace_get", {"trace_id": answered["trace_id"]})
+            stats = await structured(client, "stats", {"window": "24h"})
+        assert answered["status"] == "ok", answered
+        errors = [e["attrs"] for e in trace["trace"]["events"] if e["name"] == "store.error"]
+        assert errors == [{"store": "hub", "error": "IntegrityError"}], errors
+        assert stats["totals"]["calls"] == 2, stats
+    finally:
+        await app.aclose()
+        pg_server.drop(url)

@@ -18,11 +18,11 @@ from ask_fable.stores.cache import AnswerCache
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
 from ask_fable.stores.keys import KeyStore
-from ask_fable.stores.migrations.legacy import SCRIPTS
 from ask_fable.stores.records import AuditRecord, HubTurn, SavedAnswer, TraceBundle, TraceRecord, Transcript
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.stores.traces import TraceStore
 from tests.conftest import StoreBackend
+from tests.stores.legacy_databases import SCRIPTS
 
 A, B = "alice", "bob"
 

@@ -245,15 +245,6 @@ class AuditTable:
             if member_rows:
                 conn.execute(_INSERT_MEMBERS, member_rows)
 
-    def iter_lines(self, tenant: str) -> list[dict[str, Any]]:
-        """The tenant's records as written (every tenant's for ``ALL_TENANTS``), oldest first."""
-        with self.db.read() as conn:
-            if tenant == ALL_TENANTS:
-                lines = conn.scalars(_LINES_OF_ALL).all()
-            else:
-                lines = conn.scalars(_LINES_OF, {"tenant": tenant}).all()
-        return [json.loads(line) for line in lines if line]
-
     def stats(
         self,
         tenant: str,
@@ -404,8 +395,6 @@ _LAST_ID = select(func.coalesce(func.max(audit_recs.c.id), 0))
 _INSERT_RECS_IDS = insert(audit_recs).returning(audit_recs.c.id, sort_by_parameter_order=True)
 _INSERT_MEMBERS = insert(audit_members)
 _COUNT = select(func.count()).select_from(audit_recs)
-_LINES_OF_ALL = select(audit_recs.c.line).order_by(audit_recs.c.id)
-_LINES_OF = _LINES_OF_ALL.where(audit_recs.c.tenant == bindparam("tenant"))
 
 
 def _read_to(dialect: str) -> Executable:

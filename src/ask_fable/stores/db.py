@@ -39,12 +39,14 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ask_fable.errors import Unavailable
 from ask_fable.stores.engines import (
-    IMMEDIATE,
     Engines,
     Watch,
+    answered,
+    begin_sqlite,
     connection_failure,
     is_statement_timeout,
     report_up,
+    unanswered,
     unusable_file,
 )
 from ask_fable.stores.tables import schema_name
@@ -312,11 +314,12 @@ class Database:
             conn.close()  # rolls back whatever was not committed, and returns the connection
 
     def _begin_sqlite(self, engine: Engine, write: bool) -> Connection:
-        conn = engine.connect()
+        assert self.path is not None
+        file = engine is not self._memory  # a reader's stand-in for a file not made yet is none
+        conn = self.engines.sqlite_connect(engine, self.path) if file else engine.connect()
         try:
             self._prepare_sqlite(conn)
-            conn.execution_options(**{IMMEDIATE: write})
-            conn.begin()
+            begin_sqlite(conn, immediate=write)
         except BaseException:
             conn.close()
             raise
@@ -392,8 +395,12 @@ class Database:
         scope: JoinedWrites | None = getattr(_joined, "scope", None)
         if write and scope is not None and scope.engines is self.engines and not self.engines.read_only:
             conn, watch = scope.enter(self)
-            with self._failures_named(watch), conn.begin_nested():
-                yield conn
+            try:
+                with self._failures_named(watch):
+                    yield conn
+            except BaseException:
+                scope.failed = True
+                raise
             return
         conn = self._checkout()
         try:
@@ -409,8 +416,12 @@ class Database:
                     self._check_schema(conn)
                     with conn.begin():
                         yield conn
+            except BaseException:
+                unanswered(conn)
+                raise
             finally:
                 self.engines.watchdog.release(watch)
+            answered(conn)
         finally:
             conn.close()
         report_up(self.url or "")
@@ -438,8 +449,10 @@ def joined_writes(engines: Engines) -> Iterator[None]:
     """Every PostgreSQL write this thread's stores on ``engines`` make in the body joins one
     transaction, committed when the body ends (rolled back if it raises): what a finished call
     leaves (audit, trace and its events, hub turn, saved answer) costs one commit instead of one per
-    store. Each store's write runs in a savepoint of its own, so a store that fails loses only its
-    own rows. Reads, SQLite files and a nested use are untouched."""
+    store. Should any store's write fail, the transaction is rolled back whole and the body ends with
+    :class:`JoinedWritesFailed`, so the caller writes each store on its own and only the one that
+    fails loses its rows (no savepoint per store: each would cost two more round trips). Reads,
+    SQLite files and a nested use are untouched."""
     if getattr(_joined, "scope", None) is not None:
         yield
         return
@@ -447,6 +460,9 @@ def joined_writes(engines: Engines) -> Iterator[None]:
     _joined.scope = scope
     try:
         yield
+        if scope.failed:
+            raise JoinedWritesFailed("a store's write failed inside the shared transaction; nothing of "
+                                     "it was kept", hint="each store is written on its own")
         scope.finish(commit=True)
     except BaseException:
         scope.finish(commit=False)
@@ -455,11 +471,17 @@ def joined_writes(engines: Engines) -> Iterator[None]:
         _joined.scope = None
 
 
+class JoinedWritesFailed(Unavailable):
+    """A store's write failed inside :func:`joined_writes`: the shared transaction was rolled back."""
+
+
 class JoinedWrites:
     """The one transaction of :func:`joined_writes`: opened by the first store that writes."""
 
     def __init__(self, engines: Engines) -> None:
         self.engines = engines
+        #: A store's write failed: the transaction is rolled back, and no other store joins it.
+        self.failed = False
         self._conn: Connection | None = None
         self._outer: RootTransaction | None = None
         self._owner: Database | None = None
@@ -467,6 +489,8 @@ class JoinedWrites:
 
     def enter(self, db: Database) -> tuple[Connection, Watch]:
         """The shared connection, pointed at ``db``'s schema (begun, and checked, on first use)."""
+        if self.failed:
+            raise JoinedWritesFailed("an earlier write of the shared transaction failed")
         if self._conn is None:
             conn = db._checkout()
             watch = db._watch(conn)
@@ -496,8 +520,13 @@ class JoinedWrites:
             if commit:
                 with owner._failures_named(watch):
                     self._outer.commit()
+                answered(conn)
             else:
+                unanswered(conn)
                 self._outer.rollback()
+        except BaseException:
+            unanswered(conn)
+            raise
         finally:
             self.engines.watchdog.release(watch)
             conn.close()

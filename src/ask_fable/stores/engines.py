@@ -6,18 +6,21 @@ closes them all on :meth:`Engines.close`; a forked child drops its parent's with
 SQLite: each file gets a small bounded pool (:data:`SQLITE_POOL_SIZE`), so a server holds a few
 descriptors per file whatever the number of worker threads. SQLAlchemy's own transaction handling
 is taken over (the ``sqlite3`` driver's legacy mode would not begin a transaction for a read):
-every transaction begins with ``BEGIN``, or ``BEGIN IMMEDIATE`` for a write (execution option
-:data:`IMMEDIATE`), so a writer takes the file's write lock before it reads. Connections run in
-WAL with ``synchronous=NORMAL`` (a killed process loses no committed transaction), foreign keys on,
-and a busy timeout. A file is created ``0600`` before SQLite opens it; a file replaced or removed
-under a pooled connection is noticed at checkout and the connection reopened.
+:func:`begin_sqlite` begins every transaction with ``BEGIN``, or ``BEGIN IMMEDIATE`` for a write,
+so a writer takes the file's write lock before it reads. The engines carry no connection events, so
+SQLAlchemy dispatches none per statement. Connections run in WAL with ``synchronous=NORMAL`` (a
+killed process loses no committed transaction), foreign keys on, and a busy timeout. A file is
+created ``0600`` before SQLite opens it; a file replaced or removed under a pooled connection is
+noticed as the connection is taken (:meth:`Engines.sqlite_connect`) and the connection reopened.
 
 PostgreSQL: psycopg 3 on SQLAlchemy's ``QueuePool``, ``database_pool_size`` connections and no
-overflow, so a process never holds more. Every connection is pinged as it leaves the pool, and
-every query is bounded twice: by the server's ``statement_timeout`` and, for a server that stops
-answering altogether (``SIGSTOP``, a dead network), by :class:`Watchdog`, which shuts the
-connection's socket once its transaction outlives ``database_statement_timeout``, so the blocked
-call fails, the connection is discarded and the pool opens a fresh one when the database answers.
+overflow, so a process never holds more. A connection leaving the pool is pinged unless it answered
+within :data:`PING_IDLE_S` and its socket has nothing to read (a restarted server closes it at
+once); one whose last transaction failed is always pinged. Every query is bounded twice: by the
+server's ``statement_timeout`` and, for a server that stops answering altogether (``SIGSTOP``, a
+dead network), by :class:`Watchdog`, which shuts the connection's socket once its transaction
+outlives ``database_statement_timeout``, so the blocked call fails, the connection is discarded
+and the pool opens a fresh one when the database answers.
 """
 
 from __future__ import annotations
@@ -26,11 +29,12 @@ import heapq
 import logging
 import math
 import os
+import select
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,11 +44,9 @@ from ask_fable.files import FILE_MODE, ensure_private_dir
 from ask_fable.redact import redact
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
+    from sqlalchemy import Connection, Engine
     from sqlalchemy.engine import URL
 
-#: Execution option asking a SQLite transaction to begin with ``BEGIN IMMEDIATE``.
-IMMEDIATE = "ask_fable_immediate"
 #: Connections one SQLite file keeps pooled, and how many more may be open at a peak.
 SQLITE_POOL_SIZE = 4
 SQLITE_POOL_OVERFLOW = 8
@@ -52,6 +54,11 @@ BUSY_TIMEOUT_MS = 5_000
 #: How long a store call waits for a pooled PostgreSQL connection while every one is in use.
 POOL_BUSY_WAIT_S = 10.0
 INSTALL_HINT = "pip install 'ask-fable[postgres]'"
+#: A pooled PostgreSQL connection idle longer than this is pinged as it leaves the pool; one whose
+#: transaction failed, or whose socket has something to read, is pinged whatever its age.
+PING_IDLE_S = 2.0
+#: Where a PostgreSQL connection's record keeps when it last answered (``time.monotonic``).
+ANSWERED = "ask_fable_answered"
 
 #: Where an outage is reported: a line as the database stops answering, one as it answers again.
 outage_log = logging.getLogger("ask_fable.database")
@@ -344,9 +351,21 @@ class Engines:
             held = self._held()
             engine = held.get(key)
             if engine is None:
-                engine = held[key] = _sqlite_engine(path, read_only=self.read_only,
-                                                    replaced=lambda: self._forget_file(path))
+                engine = held[key] = _sqlite_engine(path, read_only=self.read_only)
             return engine
+
+    def sqlite_connect(self, engine: Engine, path: Path) -> Connection:
+        """A connection of ``engine`` to the file now at ``path``: one opened on a file since
+        replaced or removed is closed and another opened (and the old file's schema forgotten)."""
+        conn = engine.connect()
+        while conn.info.get("inode") != _inode(path):
+            # The new file may even reuse the old one's inode number once this connection closes:
+            # whatever was checked of the old file holds no more.
+            self._forget_file(path)
+            conn.invalidate()
+            conn.close()
+            conn = engine.connect()
+        return conn
 
     def postgres(self, url: str, *, connect_timeout: float, pool_size: int,
                  statement_timeout: float) -> Engine:
@@ -418,18 +437,19 @@ def _open_sqlite(path: Path, read_only: bool) -> sqlite3.Connection:
                            check_same_thread=False)
 
 
-def _sqlite_engine(path: Path, *, read_only: bool, replaced: Callable[[], None]) -> Engine:
+def _sqlite_engine(path: Path, *, read_only: bool) -> Engine:
     from sqlalchemy import create_engine, event
-    from sqlalchemy.exc import DisconnectionError
     from sqlalchemy.pool import QueuePool
 
     engine = create_engine("sqlite://", creator=lambda: _open_sqlite(path, read_only), poolclass=QueuePool,
                            pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW, pool_timeout=60)
 
+    # Only a pool event, run once per new connection: an engine with no connection events lets
+    # SQLAlchemy skip their dispatch on every statement, begin and commit.
     @event.listens_for(engine, "connect")
     def configure(dbapi_connection: sqlite3.Connection, record: Any) -> None:
         record.info["inode"] = _inode(path)
-        dbapi_connection.isolation_level = None  # transactions are begun below, not by the driver
+        dbapi_connection.isolation_level = None  # transactions are begun by begin_sqlite, not the driver
         dbapi_connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         dbapi_connection.execute("PRAGMA foreign_keys = ON")
         if read_only:
@@ -439,20 +459,25 @@ def _sqlite_engine(path: Path, *, read_only: bool, replaced: Callable[[], None])
         if str(dbapi_connection.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
             dbapi_connection.execute("PRAGMA journal_mode = WAL")
 
-    @event.listens_for(engine, "checkout")
-    def same_file(dbapi_connection: sqlite3.Connection, record: Any, proxy: Any) -> None:
-        # A file replaced or removed under a pooled connection: open the one at the path now.
-        if record.info.get("inode") != _inode(path):
-            # The new file may even reuse the old one's inode number once this connection closes:
-            # whatever was checked of the old file holds no more.
-            replaced()
-            raise DisconnectionError(f"{path} was replaced")
-
-    @event.listens_for(engine, "begin")
-    def begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(IMMEDIATE) else "BEGIN")
-
     return engine
+
+
+def begin_sqlite(conn: Connection, *, immediate: bool) -> None:
+    """Begin ``conn``'s transaction on SQLite: ``BEGIN``, or ``BEGIN IMMEDIATE`` for a writer, which
+    takes the file's write lock before it reads. SQLAlchemy's own begin sends nothing on this
+    driver; the statement goes straight to it (``sqlite3`` commits and rolls back what it began)."""
+    from sqlalchemy.exc import DBAPIError
+
+    statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+    transaction = conn.begin()
+    driver: Any = conn.connection.driver_connection
+    try:
+        driver.execute(statement)
+    except BaseException as exc:
+        transaction.rollback()
+        if isinstance(exc, sqlite3.Error):  # raised as a statement run through SQLAlchemy would be
+            raise DBAPIError.instance(statement, None, exc, sqlite3.Error) from exc
+        raise
 
 
 def unusable_file(path: Path, exc: BaseException) -> Unavailable:
@@ -490,10 +515,18 @@ def _postgres_engine(url: str, *, connect_timeout: float, pool_size: int, statem
     )
     dialect = engine.dialect
 
+    @event.listens_for(engine, "connect")
+    def opened(dbapi_connection: Any, record: Any) -> None:
+        record.info[ANSWERED] = time.monotonic()  # it just answered the handshake
+
     @event.listens_for(engine, "checkout")
     def ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         # A connection that does not answer a trivial query within the connect timeout (the server
-        # restarted, or stopped answering) is discarded, and the pool opens another.
+        # restarted, or stopped answering) is discarded, and the pool opens another. One that
+        # answered moments ago, with nothing come in since, is taken as it is.
+        if time.monotonic() - record.info.get(ANSWERED, -math.inf) < PING_IDLE_S \
+                and not _readable(dbapi_connection.fileno()):
+            return
         try:
             with watchdog.watching(dbapi_connection.fileno(), connect_timeout):
                 dialect.do_ping(dbapi_connection)
@@ -501,6 +534,26 @@ def _postgres_engine(url: str, *, connect_timeout: float, pool_size: int, statem
             raise DisconnectionError(str(exc)) from exc
 
     return engine
+
+
+def _readable(fd: int) -> bool:
+    """Whether an idle connection's socket has something to read: the server closed it, or sent
+    the message it sends as it ends a session (a restart, a terminated backend)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def answered(conn: Connection) -> None:
+    """Note that ``conn``'s transaction went through: its next checkout needs no ping for a while."""
+    conn.info[ANSWERED] = time.monotonic()
+
+
+def unanswered(conn: Connection) -> None:
+    """Note that ``conn``'s transaction failed: its next checkout pings it first (an invalidated
+    connection is replaced by a new one anyway; asking it for its record would reopen it)."""
+    if not conn.invalidated and not conn.closed:
+        conn.info.pop(ANSWERED, None)
 
 
 class _PoolChatter(logging.Filter):

@@ -9,9 +9,9 @@ failure is reported through ``on_failure`` and noted in the trace (written last 
 Calls that finish together are written as a group (:func:`write_call_groups`): their audit lines go
 in one append and their traces in one transaction; if such a group write fails, each call's record
 is tried on its own, so a failure still costs only the record that caused it. On a shared database
-the whole group's records are one transaction (``CallStores.records_transaction``), each store's
-writes in a savepoint of their own; should that transaction fail to commit, nothing of it was kept,
-and every record is written again store by store.
+the whole group's records are one transaction (``CallStores.records_transaction``); should any
+write in it fail, or the transaction fail to commit, nothing of it was kept, and every record is
+written again store by store.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores.engines import IMMEDIATE, Engines, unusable_file
+from ask_fable.stores.engines import Engines, begin_sqlite, unusable_file
 from ask_fable.stores.tables import METADATA, schema_name
 
 if TYPE_CHECKING:
@@ -123,9 +123,13 @@ def upgrade_store(conn: Connection, store: str, schema: str | None, *, where: st
 def upgrade_sqlite_file(conn: Connection, store: str, where: str) -> None:
     """Bring ``store``'s SQLite file (``conn``'s, outside a transaction) to the head, holding the
     file's write lock meanwhile."""
-    conn.execution_options(**{IMMEDIATE: True})
-    with conn.begin():
+    begin_sqlite(conn, immediate=True)
+    try:
         upgrade_store(conn, store, None, where=where)
+    except BaseException:
+        conn.rollback()
+        raise
+    conn.commit()
 
 
 def require_current(conn: Connection, store: str, schema: str | None) -> None:

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from alembic import op
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores.migrations.legacy import SCRIPTS, split_statements
+from ask_fable.stores.migrations.legacy import FINAL, UPGRADES, split_statements
 
 revision = "0001"
 down_revision: str | None = None
@@ -35,7 +35,7 @@ LEGACY_SENTINEL = 1000
 def upgrade(engine_name: str) -> None:
     """Create ``engine_name``'s tables, or adopt the ones a release before this history made."""
     found = _legacy_version(engine_name)
-    final = len(SCRIPTS[engine_name])
+    final = FINAL[engine_name]
     if found == 0:
         CREATE[engine_name]()
     elif found > final:
@@ -47,7 +47,7 @@ def upgrade(engine_name: str) -> None:
                 f"last one before this history ({final}); upgrade it with that release's `ask-fable db "
                 "upgrade` first",
                 hint="install the previous release, run `ask-fable db upgrade`, then this one")
-        for script in SCRIPTS[engine_name][found:]:
+        for script in UPGRADES[engine_name][found - 1:]:
             for statement in split_statements(script):
                 op.execute(statement)
     _set_legacy_version(engine_name, LEGACY_SENTINEL)
