@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # the contract's models load with the tool modules, not at se
 #: Tool families, in the order they are listed. Toolsets are built from them.
 FAMILIES: dict[str, str] = {
     "core": "the four reasoning modes with Fable, plus help",
-    "single": "one named model: Opus 5, MiniMax, Gemini, Codex, Grok, Kimi, GLM, DeepSeek, Atlas, "
-    "OpenRouter, Ollama",
+    "single": "one named model (see family_about for the backends that have one)",
     "councils": "provider-only councils (Ollama, Atlas, OpenRouter)",
     "catalogs": "model catalogs and persisted council / tracing choices",
     "context": "the shared context bus",
@@ -40,7 +39,7 @@ TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.help",
     "ask_fable.surface.tools.claude_tools",
     "ask_fable.surface.tools.modes",
-    "ask_fable.surface.tools.cli_models",
+    "ask_fable.surface.tools.backend_tools",
     "ask_fable.surface.tools.http_models",
     "ask_fable.surface.tools.context",
     "ask_fable.surface.tools.observability",
@@ -110,6 +109,17 @@ class ToolSpec:
         from ask_fable.config import load_settings
 
         return self.description.format(**get_backend(self.backend).facts(settings or load_settings()))
+
+
+def family_about(family: str) -> str:
+    """What a tool family holds, in a few words; the ``single`` family names the backends whose
+    one-model tools it holds, read from the registry (a plugin's included)."""
+    if family != "single":
+        return FAMILIES[family]
+    served = {spec.backend for spec in all_tools() if spec.family == "single" and spec.backend}
+    from ask_fable.backends.registry import registered
+
+    return "one named model: " + ", ".join(b.label for b in registered() if b.name in served)
 
 
 def all_tools() -> list[ToolSpec]:
