@@ -124,14 +124,20 @@ def register_section(name: str, model: type[BackendSettings]) -> None:
     the same config file, environment and saved settings as every other setting.
 
     Raises:
-        ValueError: another model already holds ``name``, or a field's name is a top-level setting.
+        ValueError: another model already holds ``name``, a field's setting name is already another
+            setting's, or a field has no default (a section must be usable with nothing set).
     """
     held = _SECTIONS.get(name)
     if held is not None and held is not model:
         raise ValueError(f"settings section {name!r} is already registered")
-    clash = [flat for flat in section_fields(name, model) if flat in Settings.model_fields]
+    taken = set(Settings.model_fields).union(*(section_fields(other, section) for other, section
+                                               in _SECTIONS.items() if other != name))
+    clash = [flat for flat in section_fields(name, model) if flat in taken]
     if clash:
         raise ValueError(f"settings section {name!r} redefines {', '.join(clash)}")
+    required = [field_name for field_name, info in model.model_fields.items() if info.is_required()]
+    if required:
+        raise ValueError(f"settings section {name!r} has no default for {', '.join(required)}")
     global _sections_version
     _SECTIONS[name] = model
     _sections_version += 1

@@ -43,10 +43,10 @@ def _venv(root: Path) -> Path:
     return python
 
 
-def _pip_install(python: Path, source: Path) -> None:
-    """Build ``source`` as a package and install it into ``python``'s environment with pip."""
+def _pip_install(python: Path, *sources: Path) -> None:
+    """Build each of ``sources`` as a package and install them into ``python``'s environment with pip."""
     subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", "--no-build-isolation", str(source)], check=True)
+                    "--no-index", "--no-build-isolation", *map(str, sources)], check=True)
 
 
 def _plugin_package(root: Path, name: str, entry: str, module: str) -> Path:
@@ -78,29 +78,42 @@ def plugin_python(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     python = _venv(base / "venv")
     example = base / "example"
     shutil.copytree(EXAMPLE, example)  # the build writes beside its source: never into this repository
-    _pip_install(python, example)
-    _pip_install(python, _plugin_package(base / "broken_import", "ask_fable_broken_import",
-                                         'broken = "ask_fable_broken_import:BACKEND"',
-                                         "import ask_fable_no_such_module  # noqa\n"))
-    _pip_install(python, _plugin_package(base / "bad_descriptor", "ask_fable_bad_descriptor",
-                                         'clash = "ask_fable_bad_descriptor:declare"',
-                                         textwrap.dedent("""
+    broken_import = _plugin_package(base / "broken_import", "ask_fable_broken_import",
+                                    'broken = "ask_fable_broken_import:BACKEND"',
+                                    "import ask_fable_no_such_module  # noqa\n")
+    bad_descriptor = _plugin_package(base / "bad_descriptor", "ask_fable_bad_descriptor",
+                                     'clash = "ask_fable_bad_descriptor:declare"',
+                                     textwrap.dedent("""
         from dataclasses import replace
 
         from ask_fable.backends.builtin import GLM
+        from ask_fable.backends.descriptor import Token
 
 
         def declare():
-            return [replace(GLM, name="glm_again")]  # its tokens are GLM's: refused
-        """)))
+            fine = replace(GLM, name="glm_two", tokens=(Token("glm2"),), tool=None)
+            return [fine, replace(GLM, name="glm_again")]  # its tokens are GLM's: refused
+        """))
+    _pip_install(python, example, broken_import, bad_descriptor)
     yield python
+
+
+def _ask_fable(python: Path) -> str:
+    """The venv's ``ask-fable`` command, as pip writes a console script (ask-fable itself comes from
+    the host environment the venv sees, so its script is written here)."""
+    script = python.parent / "ask-fable"
+    if not script.exists():
+        script.write_text(f"#!{python}\nimport sys\n\nfrom ask_fable.cli import main\n\n"
+                          "if __name__ == '__main__':\n    sys.exit(main())\n")
+        script.chmod(0o755)
+    return str(script)
 
 
 def _server(python: Path, fp: FakeProvider, **env: str) -> StdioServerParameters:
     values = {"ASK_FABLE_ACME_API_KEY": KEY, "ASK_FABLE_ACME_BASE_URL": f"{fp.base_url}/v1",
               "ASK_FABLE_GLM_API_KEY": GLM_KEY, "ASK_FABLE_GLM_BASE_URL": f"{fp.base_url}/api/anthropic",
               "ASK_FABLE_TOOLSETS": "all", "ASK_FABLE_CACHE": "0", "ASK_FABLE_TRACE_MODE": "full", **env}
-    return StdioServerParameters(command=str(python), args=["-m", "ask_fable"], env=child_env(**values))
+    return StdioServerParameters(command=_ask_fable(python), args=[], env=child_env(**values))
 
 
 async def test_the_installed_plugin_answers_ask_and_a_council(plugin_python: Path, fp: FakeProvider) -> None:
@@ -117,7 +130,8 @@ async def test_the_installed_plugin_answers_ask_and_a_council(plugin_python: Pat
                 "question": "Should the cache keep its global lock?", "models": ["acme-large", "glm"],
                 "synthesizer": "glm"})
             traces = await structured(client, "trace_list", {"limit": 5})
-            details = [await structured(client, "trace_get", {"trace_id": t["trace_id"]})
+            details = [await structured(client, "trace_get",
+                                        {"trace_id": t["trace_id"], "include_content": True})
                        for t in traces["traces"]]
     assert "ask_acme" in tools
     assert single["status"] == "ok", single
@@ -129,21 +143,23 @@ async def test_the_installed_plugin_answers_ask_and_a_council(plugin_python: Pat
     assert acme_calls[0].headers.get("authorization") == f"Bearer {KEY}"
     synthesis = fp.last_json("anthropic")
     assert "Acme Labs" not in json.dumps(synthesis)  # the plugin's lab is hidden from the synthesizer
-    assert details and KEY not in json.dumps(details)
+    recorded = json.dumps(details)
+    assert "Acme says: keep the lock" in recorded and KEY not in recorded  # the answer, its key redacted
 
 
 async def test_doctor_and_diagnose_list_the_plugin_and_report_the_broken_ones(
         plugin_python: Path, fp: FakeProvider) -> None:
-    done = subprocess.run([str(plugin_python), "-m", "ask_fable", "doctor", "--json", "--no-probe"],
+    done = subprocess.run([_ask_fable(plugin_python), "doctor", "--json", "--no-probe"],
                           capture_output=True, text=True, env=_server(plugin_python, fp).env, timeout=60)
     report = json.loads(done.stdout)
     acme = next(b for b in report["backends"] if b["name"] == "acme")
     assert (acme["kind"], acme["status"], acme["model"]) == ("http", "ready", "acme-large-2")
     problems = {p["plugin"]: p["problem"] for p in report["plugin_problems"]}
     assert "ModuleNotFoundError" in problems["broken"] and "already" in problems["clash"]
-    assert "glm_again" not in [b["name"] for b in report["backends"]]
+    names = [b["name"] for b in report["backends"]]
+    assert "glm_again" not in names and "glm_two" not in names  # all of a plugin's backends, or none
     env = _server(plugin_python, fp).env
-    human = subprocess.run([str(plugin_python), "-m", "ask_fable", "doctor", "--no-probe"],
+    human = subprocess.run([_ask_fable(plugin_python), "doctor", "--no-probe"],
                            capture_output=True, text=True, env=env, timeout=60).stdout
     assert "! plugins: 2 could not be loaded" in human and "plugin 'broken'" in human
     with anyio.fail_after(60):

@@ -78,10 +78,14 @@ def _load_plugins() -> None:
     from ask_fable.redact import redact
 
     for point in entry_points(group=PLUGIN_GROUP):
+        added: list[str] = []
         try:
             for backend in plugin_backends(point.load()):
                 register(backend)
+                added.append(backend.name)
         except Exception as exc:  # a broken plugin is reported, never fatal
+            for name in added:  # all of a plugin's backends, or none
+                unregister(name)
             problem = redact(f"{type(exc).__name__}: {exc}")
             _plugin_problems.append(PluginProblem(point.name, point.value, problem))
 
@@ -103,6 +107,13 @@ def plugin_backends(declared: object) -> list[Backend]:
         if not isinstance(item, Backend):
             raise TypeError(f"declares a {type(item).__name__}, not a Backend")
     return backends
+
+
+def report_problem(backend: str, problem: str) -> None:
+    """Note that part of the registered backend ``backend`` cannot be served (reported as its
+    plugin's problem by ``doctor`` and ``diagnose``)."""
+    with _lock:
+        _plugin_problems.append(PluginProblem(backend, f"backend {backend!r}", problem))
 
 
 def plugin_problems() -> list[PluginProblem]:

@@ -39,13 +39,14 @@ TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.help",
     "ask_fable.surface.tools.claude_tools",
     "ask_fable.surface.tools.modes",
-    "ask_fable.surface.tools.backend_tools",
     "ask_fable.surface.tools.http_models",
     "ask_fable.surface.tools.context",
     "ask_fable.surface.tools.observability",
     "ask_fable.surface.tools.quotas",
     "ask_fable.surface.tools.hub",
     "ask_fable.surface.tools.diagnose",
+    # Last: a backend's tool (a plugin's) never displaces a tool declared above.
+    "ask_fable.surface.tools.backend_tools",
 )
 
 
@@ -135,11 +136,18 @@ def _declared_tools() -> tuple[ToolSpec, ...]:
         specs.extend(importlib.import_module(module_name).TOOLS)
     order = list(FAMILIES)
     names: set[str] = set()
+    kept: list[ToolSpec] = []
     for spec in specs:
+        if spec.name in names and spec.backend is not None and spec.family == "single":
+            from ask_fable.backends.registry import report_problem
+
+            report_problem(spec.backend, f"its tool {spec.name!r} has the name of another tool; not served")
+            continue
         if spec.name in names:
             raise ValueError(f"tool {spec.name!r} is declared twice")
         names.add(spec.name)
-    return tuple(sorted(specs, key=lambda s: order.index(s.family)))
+        kept.append(spec)
+    return tuple(sorted(kept, key=lambda s: order.index(s.family)))
 
 
 _SIMPLE_KEYS = {"type", "items", "enum"}
