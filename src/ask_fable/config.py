@@ -735,16 +735,22 @@ class Settings(BaseSettings):
     _inputs: _Inputs = PrivateAttr(default_factory=_Inputs)
     _sections: dict[str, _Section] = PrivateAttr(default_factory=dict)
     _secrets: tuple[int, list[str]] | None = PrivateAttr(default=None)
+    _all_problems: tuple[int, tuple[SettingProblem, ...]] | None = PrivateAttr(default=None)
 
     @property
     def problems(self) -> tuple[SettingProblem, ...]:
         """Values, config-file keys or the config file itself that could not be used as written
         (a backend's settings included)."""
         registered = sections()
+        cached = self._all_problems
+        if cached is not None and cached[0] == _sections_version:
+            return cached[1]
         known = {key for name, model in registered.items()
                  for key in accepted_names(section_fields(name, model), ENV_PREFIX)}
         own = [p for p in self._problems if p.key is None or p.key.lower() not in known]
-        return (*own, *(p for name, model in registered.items() for p in self._section(name, model).problems))
+        found = (*own, *(p for name, model in registered.items() for p in self._section(name, model).problems))
+        self._all_problems = (_sections_version, found)
+        return found
 
     def origin(self, name: str) -> str | None:
         """Where setting ``name`` was written (a variable name or ``config file <path>``); None: default."""
@@ -795,7 +801,7 @@ class Settings(BaseSettings):
     def problems_for(self, reads: Iterable[str]) -> list[SettingProblem]:
         """The problems that matter to a call that read the settings ``reads``."""
         names = set(reads)
-        return [p for p in self._problems if p.concerns is None or p.concerns in names]
+        return [p for p in self.problems if p.concerns is None or p.concerns in names]
 
     # --- derived paths and values --------------------------------------------------------------
     @cached_property

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ask_fable.backends.registry import get_backend
-from ask_fable.config import config_file_path, load_settings, update_config_file
+from ask_fable.config import config_file_path, load_settings, tracking_reads, update_config_file
 
 
 def test_defaults_match_the_contract() -> None:
@@ -235,3 +235,20 @@ def test_a_misspelled_setting_fails_the_type_check(tmp_path: Path, monkeypatch: 
     assert status == 1
     assert 'probe.py:4: error: "Settings" has no attribute "timeuot"' in out
     assert "probe.py:3" not in out
+
+
+def test_a_backends_own_setting_that_cannot_be_used_is_a_problem_of_the_calls_that_read_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASK_FABLE_GLM_MODEL", "glm-from-env")
+    update_config_file({"glm_model": ["not", "a", "string"]})
+    settings = load_settings()
+    assert get_backend("glm").model(settings) == "glm-from-env"
+    [problem] = settings.problems
+    assert problem.setting == "glm_model" and problem.using == "using the value from ASK_FABLE_GLM_MODEL " \
+        "(glm-from-env)"
+    with tracking_reads() as reads:
+        assert settings.timeout > 0
+    assert settings.problems_for(reads) == []
+    with tracking_reads() as reads:
+        get_backend("glm").model(settings)
+    assert settings.problems_for(reads) == [problem]
