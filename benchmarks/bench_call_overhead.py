@@ -138,7 +138,7 @@ async def backend_alone(base_url: str, calls: int) -> float:
     """Median ms of the glm oracle's ``ask`` against the fake: the floor under ask_glm, on pooled
     resources as a server's App has them."""
     from ask_fable.backends.base import EventSink, OracleRequest
-    from ask_fable.backends.http_oracles import make_glm_oracle
+    from ask_fable.backends.providers.glm import make_glm_oracle
     from ask_fable.backends.resources import Resources
     from ask_fable.config import load_settings
 

@@ -167,6 +167,24 @@ def test_doc_calls_only_contract_tools(path: Path) -> None:
     assert not unknown, f"{path.name} calls unknown tools {unknown}"
 
 
+def _example_plugin_variables() -> list[str]:
+    """The variables of the example plugin's settings (docs/plugins.md shows them), read from its
+    source without installing or registering it."""
+    import importlib.util
+
+    from ask_fable.config import ENV_PREFIX, section_fields
+    from ask_fable.config_sources import env_names
+
+    source = ROOT / "examples" / "plugin-openai-compatible" / "src" / "ask_fable_acme" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("_example_plugin", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    backend = module.ACME
+    return [var for name, info in section_fields(backend.name, backend.settings_model).items()
+            for var in env_names(name, info, ENV_PREFIX)]
+
+
 @pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_doc_mentions_only_real_settings(path: Path) -> None:
     """Every ``ASK_FABLE_*`` name in the docs is a setting (or the client-side API key variable)."""
@@ -174,6 +192,7 @@ def test_doc_mentions_only_real_settings(path: Path) -> None:
 
     known = {var.strip("`") for _, variables, _, _ in rows() for var in variables.split(" / ")}
     known.add(DEFAULT_KEY_ENV)
+    known |= set(_example_plugin_variables())
     mentioned = set(_ENV.findall(_read(path)))
     unknown = sorted(mentioned - known)
     assert not unknown, f"{path.name} mentions settings that do not exist: {unknown}"
@@ -268,6 +287,16 @@ def test_skill_has_front_matter_and_uses_real_tools(skill: str) -> None:
 
 
 # --- server.json ----------------------------------------------------------------------------------
+
+
+def test_server_json_declares_each_backends_key_from_the_registry() -> None:
+    """server.json's secret variables are the registered backends' keys:
+    ``python -m ask_fable.backend_docs --server-json server.json`` writes them."""
+    from ask_fable import backend_docs
+
+    text = _read(ROOT / "server.json")
+    assert backend_docs.with_key_variables(text) == text, (
+        "server.json is stale: run `python -m ask_fable.backend_docs --server-json server.json`")
 
 
 def test_server_json_matches_the_package_and_the_readme_marker() -> None:

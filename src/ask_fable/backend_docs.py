@@ -7,14 +7,22 @@ module's output, and a test keeps the two equal. Regenerate it after adding or c
 
 Each registered backend becomes a row: its name, the tokens that reach it, the tools that ask it,
 what it needs (a logged-in CLI, a key variable) and the step that enables it.
+
+The key variables ``server.json`` declares (one per backend with a key, marked secret) come from the
+same registry; regenerate them with ``python -m ask_fable.backend_docs --server-json server.json``.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 from ask_fable.backends.descriptor import Backend
 from ask_fable.backends.registry import registered
+from ask_fable.config import section_fields
 from ask_fable.config_docs import render_cli
 
 START_MARKER = "<!-- backend-table -->"
@@ -44,15 +52,42 @@ def render_table() -> str:
     """The Markdown table: one row per registered backend, in registration order."""
     lines = ["| Backend | Tokens | Tools | Needs | To enable |", "|---|---|---|---|---|"]
     for backend in registered():
-        tools = ", ".join(map(_code, backend.tools)) or "—"
+        tools = ", ".join(map(_code, backend.tool_names)) or "—"
         cells = (backend.label, tokens_cell(backend), tools, backend.requirement(), backend.enable)
         lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
     return "\n".join(lines)
 
 
+def key_variables() -> list[dict[str, Any]]:
+    """``server.json``'s entry for each registered backend's key variable, in registration order."""
+    entries: list[dict[str, Any]] = []
+    for backend in registered():
+        if backend.settings_model is None or not backend.key_vars:
+            continue
+        field = section_fields(backend.name, backend.settings_model)[f"{backend.name}_api_key"]
+        entries.append({"name": backend.key_vars[0], "description": (field.description or "").rstrip("."),
+                        "isRequired": False, "isSecret": True})
+    return entries
+
+
+def with_key_variables(text: str) -> str:
+    """``server.json`` text with its package's secret variables replaced by :func:`key_variables`."""
+    data = json.loads(text)
+    for package in data["packages"]:
+        kept = [v for v in package.get("environmentVariables", []) if not v.get("isSecret")]
+        package["environmentVariables"] = kept + key_variables()
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the table, or ``--write FILE`` to replace the marked block in that file."""
-    return render_cli(argv, render_table, "backends table", START_MARKER, END_MARKER)
+    """Print the table, ``--write FILE`` to replace the marked block in that file, or
+    ``--server-json FILE`` to rewrite that file's key variables."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--server-json"] and len(args) == 2:
+        path = Path(args[1])
+        path.write_text(with_key_variables(path.read_text(encoding="utf-8")), encoding="utf-8")
+        return 0
+    return render_cli(args, render_table, "backends table", START_MARKER, END_MARKER)
 
 
 if __name__ == "__main__":

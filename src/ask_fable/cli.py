@@ -805,6 +805,9 @@ def tools_command(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ask-fable`` console script: failures are one line, never a traceback."""
+    # The backend registry answers for the backends' own settings (and the installed plugins') when
+    # the settings are read: importing it is what lets it.
+    import ask_fable.backends.registry  # noqa: F401
     from ask_fable.surface.terminal import guarded
 
     arguments = list(sys.argv[1:] if argv is None else argv)

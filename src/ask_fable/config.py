@@ -22,14 +22,25 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -38,6 +49,8 @@ from pydantic_settings import (
 )
 
 from ask_fable.config_sources import (
+    SECRET_SETTINGS,
+    Layer,
     SettingProblem,
     accepted_names,
     mapping_layer,
@@ -72,7 +85,123 @@ class PriceOverride(BaseModel):
     output_per_m: float | None = Field(None, ge=0)
     price_as: str | None = Field(None, alias="as")
 
+class BackendSettings(BaseModel):
+    """A backend's own settings, declared beside the backend (:func:`register_section`).
+
+    Field ``api_key`` of the section ``glm`` is the setting ``glm_api_key``: variable
+    ``ASK_FABLE_GLM_API_KEY``, config-file key ``glm_api_key``; a ``validation_alias`` adds other
+    accepted names (``AliasChoices("ASK_FABLE_ATLAS_API_KEY", "ATLASCLOUD_API_KEY")``). A
+    ``SecretStr`` field is a credential: its value is redacted wherever text leaves the server and
+    never quoted in a settings problem. Each field's ``description`` is its documentation.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ProviderSettings(BackendSettings):
+    """An HTTP provider's settings: its key, endpoint and default model (a provider sets the defaults
+    and descriptions by redeclaring the fields, and may add its own)."""
+
+    api_key: SecretStr | None = Field(None, description="API key.")
+    base_url: str = Field(..., description="Endpoint.")
+    model: str = Field(..., description="Default model id.")
+
+    def key(self) -> str | None:
+        """The key's value (``None`` when unset or empty)."""
+        return (self.api_key.get_secret_value() or None) if self.api_key is not None else None
+
+
+SectionT = TypeVar("SectionT", bound=BackendSettings)
+
+#: Every backend's settings section by name, as the backends registered them.
+_SECTIONS: dict[str, type[BackendSettings]] = {}
+#: Counts registrations, so that what was derived from the sections knows when to derive again.
+_sections_version = 0
+
+
+def register_section(name: str, model: type[BackendSettings]) -> None:
+    """Make ``model`` the settings of section ``name`` (a backend's name): its fields are read from
+    the same config file, environment and saved settings as every other setting.
+
+    Raises:
+        ValueError: another model already holds ``name``, a field's setting name is already another
+            setting's, or a field has no default (a section must be usable with nothing set).
+    """
+    held = _SECTIONS.get(name)
+    if held is not None and held is not model:
+        raise ValueError(f"settings section {name!r} is already registered")
+    taken = set(Settings.model_fields).union(*(section_fields(other, section) for other, section
+                                               in _SECTIONS.items() if other != name))
+    clash = [flat for flat in section_fields(name, model) if flat in taken]
+    if clash:
+        raise ValueError(f"settings section {name!r} redefines {', '.join(clash)}")
+    required = [field_name for field_name, info in model.model_fields.items() if info.is_required()]
+    if required:
+        raise ValueError(f"settings section {name!r} has no default for {', '.join(required)}")
+    global _sections_version
+    _SECTIONS[name] = model
+    _sections_version += 1
+    fields = section_fields(name, model)
+    SECRET_SETTINGS.update(flat for flat, info in fields.items() if _is_secret_field(info))
+
+
+def unregister_section(name: str) -> None:
+    """Forget section ``name`` (nothing happens when there is none)."""
+    global _sections_version
+    if _SECTIONS.pop(name, None) is not None:
+        _sections_version += 1
+
+
+#: Registers the backends' sections on first need (set by the backend registry when it is imported).
+_section_source: Callable[[], object] | None = None
+
+
+def set_section_source(load: Callable[[], object]) -> None:
+    """Have :func:`sections` call ``load`` first, so that the backends that declare sections are
+    registered before anyone lists them (the backend registry installs itself here)."""
+    global _section_source
+    _section_source = load
+
+
+def sections() -> dict[str, type[BackendSettings]]:
+    """Every registered settings section by name, in registration order."""
+    if _section_source is not None:
+        _section_source()
+    return dict(_SECTIONS)
+
+
+def section_fields(name: str, model: type[BackendSettings]) -> dict[str, FieldInfo]:
+    """Section ``name``'s fields under their setting names (``glm_api_key``)."""
+    return {f"{name}_{field_name}": info for field_name, info in model.model_fields.items()}
+
+
+def _is_secret_field(info: FieldInfo) -> bool:
+    annotation = info.annotation
+    return annotation is SecretStr or SecretStr in getattr(annotation, "__args__", ())
+
+
+@dataclass
+class _Inputs:
+    """What the settings were read from, kept so that a section registered later reads the same."""
+
+    saved: Mapping[str, Any] | None = None
+    file_data: dict[str, Any] = field(default_factory=dict)
+    file_source: str = ""
+    environ: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Section:
+    """One section's values as read, where each came from, and what could not be used."""
+
+    values: BackendSettings
+    origins: dict[str, str]
+    problems: list[SettingProblem]
+
+
 #: The settings read since :func:`tracking_reads` began (None: nobody is tracking).
+
 _READS: ContextVar[set[str] | None] = ContextVar("ask_fable_settings_reads", default=None)
 
 
@@ -296,21 +425,8 @@ class Settings(BaseSettings):
     kimi_home: Path = Field(Path("~/.kimi-code"), description="KIMI home directory handed to the kimi CLI.")
 
     # --- HTTP backends -----------------------------------------------------------------------
-    glm_api_key: str | None = Field(None, description="Z.ai key; enables ask_glm and the glm token.")
-    glm_base_url: str = Field("https://api.z.ai/api/anthropic", description="GLM endpoint.")
-    glm_model: str = Field("glm-5.2", description="GLM model id.")
-    deepseek_api_key: str | None = Field(
-        None, description="DeepSeek key; enables ask_deepseek and the deepseek token."
-    )
-    deepseek_base_url: str = Field("https://api.deepseek.com/anthropic", description="DeepSeek endpoint.")
-    deepseek_model: str = Field("deepseek-v4-pro", description="DeepSeek model id.")
-    atlas_api_key: str | None = Field(
-        None,
-        validation_alias=AliasChoices("ASK_FABLE_ATLAS_API_KEY", "ATLASCLOUD_API_KEY", "atlas_api_key"),
-        description="Atlas Cloud key (ATLASCLOUD_API_KEY is accepted too).",
-    )
-    atlas_base_url: str = Field("https://api.atlascloud.ai", description="Atlas Cloud API base URL.")
-    atlas_model: str = Field("xai/grok-4.6", description="Default model for ask_atlas.")
+    # Each provider's key, endpoint and default model are its own settings section
+    # (``ProviderSettings`` in ``backends/providers/``); these are shared by its council tools.
     atlas_effort: str = Field(
         "deep",
         validation_alias=AliasChoices("ASK_FABLE_ATLAS_EFFORT", "ASK_FABLE_EFFORT", "atlas_effort", "effort"),
@@ -325,15 +441,6 @@ class Settings(BaseSettings):
         description="Adjudicator for ask_atlas_council (unset: codex CLI, then "
         "atlas:openai/gpt-5.6-sol, then fable).",
     )
-    openrouter_api_key: str | None = Field(
-        None,
-        validation_alias=AliasChoices(
-            "ASK_FABLE_OPENROUTER_API_KEY", "OPENROUTER_API_KEY", "openrouter_api_key"
-        ),
-        description="OpenRouter key (OPENROUTER_API_KEY is accepted too); the catalog needs none.",
-    )
-    openrouter_base_url: str = Field("https://openrouter.ai/api/v1", description="OpenRouter API base URL.")
-    openrouter_model: str = Field("deepseek/deepseek-v4-pro", description="Default model for ask_openrouter.")
     openrouter_council: ModelList = Field(
         default_factory=list, description="Default ask_openrouter_council members."
     )
@@ -343,9 +450,6 @@ class Settings(BaseSettings):
         "openrouter:openai/gpt-5.6-sol, then fable).",
     )
     openrouter_effort: str | None = Field(None, description="Default OpenRouter effort.")
-    ollama_api_key: str | None = Field(None, description="Key for a remote Ollama endpoint (ollama.com).")
-    ollama_base_url: str = Field("http://localhost:11434", description="Ollama endpoint.")
-    ollama_model: str = Field("gpt-oss:120b-cloud", description="Default model for ask_ollama.")
     ollama_council: ModelList = Field(
         default_factory=lambda: list(DEFAULT_OLLAMA_COUNCIL),
         description="Models of ask_ollama_council and the full tier.",
@@ -628,27 +732,76 @@ class Settings(BaseSettings):
     # --- problems and reads ----------------------------------------------------------------------
     _problems: tuple[SettingProblem, ...] = PrivateAttr(default=())
     _origins: dict[str, str] = PrivateAttr(default_factory=dict)
-
-    def __getattribute__(self, name: str) -> Any:
-        if name in _FIELD_NAMES:
-            reads = _READS.get()
-            if reads is not None:
-                reads.add(name)
-        return super().__getattribute__(name)
+    _inputs: _Inputs = PrivateAttr(default_factory=_Inputs)
+    _sections: dict[str, _Section] = PrivateAttr(default_factory=dict)
+    _secrets: tuple[int, list[str]] | None = PrivateAttr(default=None)
+    _all_problems: tuple[int, tuple[SettingProblem, ...]] | None = PrivateAttr(default=None)
 
     @property
     def problems(self) -> tuple[SettingProblem, ...]:
-        """Values, config-file keys or the config file itself that could not be used as written."""
-        return self._problems
+        """Values, config-file keys or the config file itself that could not be used as written
+        (a backend's settings included)."""
+        registered = sections()
+        cached = self._all_problems
+        if cached is not None and cached[0] == _sections_version:
+            return cached[1]
+        known = {key for name, model in registered.items()
+                 for key in accepted_names(section_fields(name, model), ENV_PREFIX)}
+        own = [p for p in self._problems if p.key is None or p.key.lower() not in known]
+        found = (*own, *(p for name, model in registered.items() for p in self._section(name, model).problems))
+        self._all_problems = (_sections_version, found)
+        return found
 
     def origin(self, name: str) -> str | None:
         """Where setting ``name`` was written (a variable name or ``config file <path>``); None: default."""
-        return self._origins.get(name)
+        if name in self._origins:
+            return self._origins[name]
+        for section, model in sections().items():
+            if name in section_fields(section, model):
+                return self._section(section, model).origins.get(name)
+        return None
+
+    def section(self, name: str, model: type[SectionT]) -> SectionT:
+        """Section ``name``'s settings (a backend's own: key, endpoint, default model…), typed as
+        ``model`` declares them."""
+        reads = _READS.get()
+        if reads is not None:
+            reads.update(f"{name}_{field_name}" for field_name in model.model_fields)
+        values = self._section(name, model).values
+        if not isinstance(values, model):
+            raise TypeError(f"settings section {name!r} is a {type(values).__name__}, not a {model.__name__}")
+        return values
+
+    def _section(self, name: str, model: type[BackendSettings]) -> _Section:
+        found = self._sections.get(name)
+        if found is None or type(found.values) is not model:
+            found = _read_section(self._inputs, name, model)
+            self._sections[name] = found
+        return found
+
+    def value_of(self, name: str) -> Any:
+        """The value of setting ``name`` (a section's too) without counting it as read; ``KeyError``
+        when no setting has that name."""
+        if name in Settings.model_fields:
+            return vars(self)[name]
+        for section, model in sections().items():
+            prefix = f"{section}_"
+            if name.startswith(prefix) and name[len(prefix):] in model.model_fields:
+                return getattr(self._section(section, model).values, name[len(prefix):])
+        raise KeyError(name)
+
+    @staticmethod
+    def known_fields() -> dict[str, FieldInfo]:
+        """Every setting's field by name: the top-level ones, then each registered section's."""
+        fields = dict(Settings.model_fields)
+        for name, model in sections().items():
+            fields.update(section_fields(name, model))
+        return fields
 
     def problems_for(self, reads: Iterable[str]) -> list[SettingProblem]:
         """The problems that matter to a call that read the settings ``reads``."""
         names = set(reads)
-        return [p for p in self._problems if p.concerns is None or p.concerns in names]
+        return [p for p in self.problems if p.concerns is None or p.concerns in names]
 
     # --- derived paths and values --------------------------------------------------------------
     @cached_property
@@ -750,16 +903,72 @@ class Settings(BaseSettings):
         return specific if specific else self.timeout
 
     def secret_values(self) -> list[str]:
-        """Every configured key value, for redaction."""
+        """Every configured credential's value, for redaction: each section's ``SecretStr`` fields, a
+        key-named value (``*_API_KEY``) of a section not registered yet, and the database password."""
         # Read without tracking: redacting is not depending on a key.
-        values = vars(self)
-        keys = [values[name] for name in _SECRET_FIELDS]
-        password = url_password(values["database_url"])
-        return [k for k in [*keys, password] if k and len(k) >= 6]
+        registered = sections()
+        cached = self._secrets
+        if cached is not None and cached[0] == _sections_version:
+            return list(cached[1])
+        keys: list[str] = []
+        for name, model in registered.items():
+            values = self._section(name, model).values
+            for field_name in model.model_fields:
+                value = getattr(values, field_name)
+                if isinstance(value, SecretStr):
+                    keys.append(value.get_secret_value())
+        keys.extend(_raw_secrets(self._inputs))
+        password = url_password(vars(self)["database_url"])
+        found = list(dict.fromkeys(k for k in [*keys, password] if k and len(k) >= 6))
+        self._secrets = (_sections_version, found)
+        return list(found)
 
 
-_FIELD_NAMES = frozenset(Settings.model_fields)
-_SECRET_FIELDS = ("glm_api_key", "deepseek_api_key", "atlas_api_key", "openrouter_api_key", "ollama_api_key")
+class _TrackedField:
+    """A setting read through the instance: notes the read for :func:`tracking_reads`, then returns
+    the value pydantic keeps in the instance's ``__dict__`` (a data descriptor, so it is consulted
+    before that dict; installed on each field after the class is built, so type checkers still see
+    the field's own type)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, instance: object, owner: type | None = None) -> object:
+        if instance is None:
+            return self
+        reads = _READS.get()
+        if reads is not None:
+            reads.add(self.name)
+        try:
+            return vars(instance)[self.name]
+        except KeyError:
+            raise AttributeError(self.name) from None
+
+    def __set__(self, instance: object, value: object) -> None:
+        vars(instance)[self.name] = value
+
+
+for _name in Settings.model_fields:
+    setattr(Settings, _name, _TrackedField(_name))
+def _raw_secrets(inputs: _Inputs) -> list[str]:
+    """Values given under a credential's name in any input, whether or not its section is registered:
+    a key-named setting (``*_api_key``) or a registered secret's other accepted names."""
+    from ask_fable.config_sources import env_names, is_secret
+
+    def secret_name(key: str) -> bool:
+        name = key.lower().removeprefix(ENV_PREFIX.lower())
+        return name != "database_url" and is_secret(name)  # the URL's password is added on its own
+
+    values: list[str] = []
+    for mapping in (inputs.overrides, inputs.file_data, inputs.saved or {}):
+        values.extend(v for k, v in mapping.items() if isinstance(v, str) and secret_name(str(k)))
+    secret_vars = {var.upper() for name, info in Settings.known_fields().items() if name in SECRET_SETTINGS
+                   for var in env_names(name, info, ENV_PREFIX)}
+    values.extend(v for k, v in inputs.environ.items()
+                  if (k.upper().startswith(ENV_PREFIX) and secret_name(k)) or k.upper() in secret_vars)
+    return values
 _ACCEPTED_NAMES = accepted_names(Settings.model_fields, ENV_PREFIX)
 
 
@@ -798,11 +1007,51 @@ def load_settings(*, saved: Mapping[str, Any] | None = None, **overrides: Any) -
     Never fails for what a user wrote: a value that does not validate is dropped and the next
     layer's value (config file, environment, then default) is used, with a :class:`SettingProblem`
     saying so. A bad value in ``overrides`` (code, not a user) still raises ``ValidationError``.
+    A backend's settings section (:meth:`Settings.section`) is read from the same inputs when first
+    asked for, so a backend registered after this call reads what this one read.
     """
     fields = Settings.model_fields
-    layers = [read_file_layer(config_file_path(), fields, ENV_PREFIX), read_env_layer(fields, ENV_PREFIX)]
-    if saved:
-        layers.insert(0, mapping_layer(saved, SAVED_SOURCE, fields, ENV_PREFIX))
+    path = config_file_path()
+    inputs = _Inputs(saved=saved, file_data=read_config_file(path), file_source=f"config file {path}",
+                     environ=dict(os.environ),
+                     overrides={name: value for name, value in overrides.items() if name not in fields})
+    # Every known name, a backend's included, is accepted in the file and can be a did-you-mean.
+    layers = _layers(inputs, fields, file_layer=read_file_layer(path, Settings.known_fields(), ENV_PREFIX))
+    own = {name: value for name, value in overrides.items() if name in fields}
+
+    def error_field(loc: str) -> str | None:
+        return _ACCEPTED_NAMES.get(loc.lower())
+
+    settings, origins, rejected = _settle(fields, layers, own, lambda values: Settings(**values), error_field)
+    settings._problems = tuple(
+        [p for layer in layers for p in layer.problems]
+        + [_rejection(vars(settings)[item[0]], item) for item in rejected]
+    )
+    settings._origins = origins
+    settings._inputs = inputs
+    return settings
+
+
+def _layers(inputs: _Inputs, fields: dict[str, FieldInfo], *, file_layer: Layer | None = None) -> list[Layer]:
+    """The raw values ``inputs`` supply for ``fields``, highest layer first."""
+    if file_layer is None:
+        file_layer = mapping_layer(inputs.file_data, inputs.file_source, fields, ENV_PREFIX)
+    layers = [file_layer, read_env_layer(fields, ENV_PREFIX, inputs.environ)]
+    if inputs.saved:
+        layers.insert(0, mapping_layer(inputs.saved, SAVED_SOURCE, fields, ENV_PREFIX))
+    return layers
+
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+#: A value that did not validate: (setting, where it was written, the value, why, what is used instead).
+_Rejected = tuple[str, str, Any, str, str | None]
+
+
+def _settle(fields: dict[str, FieldInfo], layers: list[Layer], overrides: dict[str, Any],
+            build: Callable[[dict[str, Any]], ModelT],
+            error_field: Callable[[str], str | None]) -> tuple[ModelT, dict[str, str], list[_Rejected]]:
+    """Build the model from the highest layer's value of each field, dropping a value that does not
+    validate for the next layer's (``error_field`` names the setting a validation error is about)."""
     candidates = {
         name: [(layer.origins[name], layer.values[name]) for layer in layers if name in layer.values]
         for name in fields
@@ -813,37 +1062,52 @@ def load_settings(*, saved: Mapping[str, Any] | None = None, **overrides: Any) -
         values = dict(overrides)
         values.update({name: found[0][1] for name, found in candidates.items() if found})
         try:
-            settings = Settings(**values)
+            built = build(values)
             break
         except ValidationError as exc:
             failed: dict[str, list[str]] = {}
             for error in exc.errors():
-                name = _ACCEPTED_NAMES.get(str(error["loc"][0]).lower()) if error["loc"] else None
+                name = error_field(str(error["loc"][0])) if error["loc"] else None
                 if name is None or not candidates.get(name):
                     raise
                 failed.setdefault(name, []).append(error["msg"])
             for name, messages in failed.items():
                 origin, raw = candidates[name].pop(0)
                 rejected.append((name, origin, raw, "; ".join(dict.fromkeys(messages))))
-    settings._problems = tuple(
-        [p for layer in layers for p in layer.problems]
-        + [_rejection(settings, candidates, *item) for item in rejected]
-    )
-    settings._origins = {name: found[0][0] for name, found in candidates.items() if found}
-    return settings
+    origins = {name: found[0][0] for name, found in candidates.items() if found}
+    return built, origins, [(*item, origins.get(item[0])) for item in rejected]
 
 
-def _rejection(
-    settings: Settings, candidates: dict[str, list[tuple[str, Any]]],
-    name: str, origin: str, raw: Any, why: str,
-) -> SettingProblem:
+def _read_section(inputs: _Inputs, name: str, model: type[BackendSettings]) -> _Section:
+    """Section ``name`` read from ``inputs`` as :func:`load_settings` reads the top-level settings."""
+    fields = section_fields(name, model)
+    layers = _layers(inputs, fields)
+    overrides = {flat[len(name) + 1:]: value for flat, value in inputs.overrides.items() if flat in fields}
+    prefix = f"{name}_"
+
+    def build(values: dict[str, Any]) -> BackendSettings:
+        own = dict(overrides)
+        own.update({flat[len(prefix):]: value for flat, value in values.items() if flat.startswith(prefix)})
+        return model(**own)
+
+    def error_field(loc: str) -> str | None:
+        flat = prefix + loc
+        return flat if flat in fields else accepted_names(fields, ENV_PREFIX).get(loc.lower())
+
+    bare = {flat: info for flat, info in fields.items() if flat[len(prefix):] not in overrides}
+    values, origins, rejected = _settle(bare, layers, {}, build, error_field)
+    problems = [_rejection(getattr(values, item[0][len(prefix):]), item) for item in rejected]
+    return _Section(values, origins, problems)
+
+
+def _rejection(used: Any, item: _Rejected) -> SettingProblem:
     """The problem for a value that did not validate, naming the value used in its place."""
-    used = shown(name, vars(settings)[name])
-    remaining = candidates[name]
-    if remaining:
-        instead = f"using the value from {remaining[0][0]} ({used})"
+    name, origin, raw, why, instead_from = item
+    shown_used = shown(name, used)
+    if instead_from is not None:
+        instead = f"using the value from {instead_from} ({shown_used})"
     else:
-        instead = f"using the default ({used})"
+        instead = f"using the default ({shown_used})"
     why = why[:1].lower() + why[1:]
     return SettingProblem(origin, f"{quote_value(name, raw)} is not valid: {why}", instead, setting=name)
 

@@ -1,4 +1,5 @@
-"""Render the configuration reference table from :class:`ask_fable.config.Settings`.
+"""Render the configuration reference table from :class:`ask_fable.config.Settings` and each
+registered backend's own settings.
 
 The table of ``docs/configuration.md`` between ``<!-- config-table -->`` and ``<!-- /config-table -->``
 is this module's output, and a test keeps the two equal. Regenerate it after changing a setting::
@@ -24,7 +25,8 @@ from typing import Any
 from pydantic.fields import FieldInfo
 
 from ask_fable import config_sources
-from ask_fable.config import ENV_PREFIX, Settings
+from ask_fable.backends.registry import registered
+from ask_fable.config import ENV_PREFIX, Settings, section_fields
 
 START_MARKER = "<!-- config-table -->"
 END_MARKER = "<!-- /config-table -->"
@@ -133,6 +135,13 @@ def rows() -> list[tuple[str, str, str, str]]:
         variables = " / ".join(f"`{var}`" for var in env_names(name, field))
         description = field.description or ""
         out.append((sections.get(name, "General"), variables, default_text(name, field), description))
+    for backend in registered():
+        if backend.settings_model is None:
+            continue
+        group = f"{backend.label} (HTTP backend `{backend.name}`)"
+        for name, field in section_fields(backend.name, backend.settings_model).items():
+            variables = " / ".join(f"`{var}`" for var in env_names(name, field))
+            out.append((group, variables, default_text(name, field), field.description or ""))
     return out
 
 

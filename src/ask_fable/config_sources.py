@@ -39,6 +39,8 @@ class SettingProblem:
     setting: str | None = None
     #: The setting an unknown key was probably meant to be (its did-you-mean).
     meant: str | None = None
+    #: The unknown key as written (lower case), for a key a backend registered later accepts.
+    key: str | None = None
 
     @property
     def concerns(self) -> str | None:
@@ -65,10 +67,14 @@ class Layer:
     problems: list[SettingProblem] = field(default_factory=list)
 
 
+#: Settings a backend declared as credentials (``SecretStr``), beyond the key-named ones.
+SECRET_SETTINGS: set[str] = set()
+
+
 def is_secret(name: str) -> bool:
     """Whether a setting holds a credential whose value is never quoted (a key, or a database URL
     that may carry a password)."""
-    return name.endswith("_api_key") or name == "database_url"
+    return name.endswith("_api_key") or name == "database_url" or name in SECRET_SETTINGS
 
 
 def _alias_names(info: FieldInfo) -> list[str]:
@@ -93,9 +99,12 @@ def accepted_names(fields: dict[str, FieldInfo], prefix: str) -> dict[str, str]:
     return keys
 
 
-def read_env_layer(fields: dict[str, FieldInfo], prefix: str) -> Layer:
-    """The settings the environment supplies (variable names are matched case-insensitively)."""
-    environ = {key.upper(): (key, value) for key, value in os.environ.items()}
+def read_env_layer(fields: dict[str, FieldInfo], prefix: str,
+                   source: Mapping[str, str] | None = None) -> Layer:
+    """The settings the environment (``source``, default ``os.environ``) supplies (variable names are
+    matched case-insensitively)."""
+    given = os.environ if source is None else source
+    environ = {key.upper(): (key, value) for key, value in given.items()}
     layer = Layer()
     for name, info in fields.items():
         for candidate in env_names(name, info, prefix):
@@ -159,16 +168,17 @@ def _unknown_key(source: str, key: str, fields: dict[str, FieldInfo], prefix: st
     """An unknown key, with the closest known setting in the spelling style the key used."""
     from ask_fable.redact import redact
 
+    written = key.lower()
     key = redact(key[:_QUOTE_CHARS])
     bare = key.lower().removeprefix(prefix.lower())
     match = difflib.get_close_matches(bare, list(fields), n=1, cutoff=0.75)
     if not match:
         return SettingProblem(source, f"unknown setting {key!r}", "it is ignored (docs/configuration.md "
-                              "lists the known names)")
+                              "lists the known names)", key=written)
     known = match[0]
     spelled = f"{prefix}{known.upper()}" if key.lower().startswith(prefix.lower()) else known
     return SettingProblem(source, f"unknown setting {key!r} (did you mean {spelled!r}?)", "it is ignored",
-                          meant=known)
+                          meant=known, key=written)
 
 
 def quote(name: str, value: Any) -> str:

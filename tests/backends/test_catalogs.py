@@ -9,6 +9,7 @@ import pytest
 from ask_fable.backends import catalogs
 from ask_fable.backends.catalogs import CatalogModel, clamp_effort, clamp_limit, cloud_id, rank, wants_cheap
 from ask_fable.backends.http_client import RetryPolicy
+from ask_fable.backends.providers import atlas, ollama, openrouter
 from ask_fable.backends.resources import Resources
 from ask_fable.config import Settings, load_settings
 from ask_fable.errors import UpstreamError
@@ -90,7 +91,7 @@ def _settings(fp: FakeProvider, **extra: object) -> Settings:
 
 async def test_openrouter_capability_shortlist_is_provider_diverse(fp: FakeProvider, res: Resources) -> None:
     """No task: reasoning, recency and context lead; one model per provider; routers and image models out."""
-    result = await catalogs.list_openrouter_models(_settings(fp), task="", limit=5, resources=res)
+    result = await openrouter.list_openrouter_models(_settings(fp), task="", limit=5, resources=res)
     ids = [m["id"] for m in result["models"]]
     assert result["status"] == "ok" and result["ranking"] == "capability"
     assert ids[0] == "newlab/brand-new-1"
@@ -108,7 +109,8 @@ async def test_openrouter_capability_shortlist_is_provider_diverse(fp: FakeProvi
 
 async def test_cheap_task_flips_toward_free_and_cheap(fp: FakeProvider, res: Resources) -> None:
     """A cheap / high-volume task puts the free and cheapest models first."""
-    result = await catalogs.list_openrouter_models(_settings(fp), task="cheap high-volume log summarization",
+    result = await openrouter.list_openrouter_models(_settings(fp),
+                                                     task="cheap high-volume log summarization",
                                                    limit=3, resources=res)
     assert result["ranking"] == "cheap"
     ids = [m["id"] for m in result["models"]]
@@ -125,7 +127,7 @@ def test_limit_is_clamped(given: int | None, expected: int) -> None:
 
 async def test_limit_fills_beyond_distinct_providers(fp: FakeProvider, res: Resources) -> None:
     """With more slots than providers the shortlist fills with each provider's next best."""
-    result = await catalogs.list_openrouter_models(_settings(fp), limit=8, resources=res)
+    result = await openrouter.list_openrouter_models(_settings(fp), limit=8, resources=res)
     ids = [m["id"] for m in result["models"]]
     assert len(ids) == len(set(ids)) == 7  # every text model except the :free variant
     assert ids.index("anthropic/claude-opus-5") < ids.index("anthropic/claude-haiku-5")
@@ -133,7 +135,7 @@ async def test_limit_fills_beyond_distinct_providers(fp: FakeProvider, res: Reso
 
 async def test_picker_offers_models_and_efforts(fp: FakeProvider, res: Resources) -> None:
     """The picker carries labelled model options and the three effort presets."""
-    result = await catalogs.list_openrouter_models(_settings(fp), task="review a risky migration", limit=3,
+    result = await openrouter.list_openrouter_models(_settings(fp), task="review a risky migration", limit=3,
                                                    resources=res)
     picker = result["picker"]
     assert [o["value"] for o in picker["models"]] == [m["id"] for m in result["models"]]
@@ -146,8 +148,8 @@ async def test_picker_offers_models_and_efforts(fp: FakeProvider, res: Resources
 async def test_every_refresh_fetches_and_sends_no_key(fp: FakeProvider, res: Resources) -> None:
     """refresh=true fetches the live catalog each time, and the GET carries no key."""
     settings = _settings(fp)
-    first = await catalogs.list_openrouter_models(settings, resources=res)
-    second = await catalogs.list_openrouter_models(settings, task="debug a race", resources=res)
+    first = await openrouter.list_openrouter_models(settings, resources=res)
+    second = await openrouter.list_openrouter_models(settings, task="debug a race", resources=res)
     gets = [r for r in fp.requests if r.method == "GET"]
     assert len(gets) == 2
     assert {g.path for g in gets} == {"/api/v1/models"}
@@ -158,17 +160,17 @@ async def test_every_refresh_fetches_and_sends_no_key(fp: FakeProvider, res: Res
 async def test_max_age_reuses_a_recent_catalog(fp: FakeProvider, res: Resources) -> None:
     """An internal look-up with max_age reuses a catalog fetched that recently, and fetches past it."""
     settings = _settings(fp)
-    await catalogs.list_openrouter_models(settings, resources=res)
-    reused = await catalogs.list_openrouter_models(settings, max_age=catalogs.CACHE_TTL, resources=res)
+    await openrouter.list_openrouter_models(settings, resources=res)
+    reused = await openrouter.list_openrouter_models(settings, max_age=catalogs.CACHE_TTL, resources=res)
     assert len([r for r in fp.requests if r.method == "GET"]) == 1
     assert reused["cached"] is True and reused["models"]
-    await catalogs.list_openrouter_models(settings, max_age=0.0, resources=res)
+    await openrouter.list_openrouter_models(settings, max_age=0.0, resources=res)
     assert len([r for r in fp.requests if r.method == "GET"]) == 2
 
 
 async def test_refresh_false_makes_no_network_call(fp: FakeProvider, res: Resources) -> None:
     """refresh=false with nothing cached returns only effort choices and touches no network."""
-    result = await catalogs.list_openrouter_models(_settings(fp), refresh=False, task="anything",
+    result = await openrouter.list_openrouter_models(_settings(fp), refresh=False, task="anything",
                                                    resources=res)
     assert fp.requests == []
     assert result["models"] == [] and result["picker"]["models"] == []
@@ -177,9 +179,9 @@ async def test_refresh_false_makes_no_network_call(fp: FakeProvider, res: Resour
 
 async def test_refresh_false_serves_the_cached_catalog(fp: FakeProvider, res: Resources) -> None:
     """After one fetch, refresh=false ranks the cached catalog without a request."""
-    await catalogs.list_openrouter_models(_settings(fp), resources=res)
+    await openrouter.list_openrouter_models(_settings(fp), resources=res)
     before = len(fp.requests)
-    result = await catalogs.list_openrouter_models(_settings(fp), refresh=False, task="cheap bulk",
+    result = await openrouter.list_openrouter_models(_settings(fp), refresh=False, task="cheap bulk",
                                                    resources=res)
     assert len(fp.requests) == before
     assert result["cached"] is True and result["models"]
@@ -189,21 +191,21 @@ async def test_fetch_failure_without_cache_is_upstream_error(fp: FakeProvider, r
     """An unreachable or broken catalog with nothing cached is a structured upstream error."""
     fp.set_json("GET", "/api/v1/models", {"error": {"message": "catalog down"}}, status=503)
     with pytest.raises(UpstreamError) as info:
-        await catalogs.list_openrouter_models(_settings(fp), resources=res)
+        await openrouter.list_openrouter_models(_settings(fp), resources=res)
     assert "catalog down" in info.value.detail
 
 
 async def test_fetch_failure_with_a_stale_cache_serves_it(fp: FakeProvider, res: Resources) -> None:
     """A failed refresh falls back to the last catalog, flagged stale."""
-    await catalogs.list_openrouter_models(_settings(fp), resources=res)
+    await openrouter.list_openrouter_models(_settings(fp), resources=res)
     fp.set_json("GET", "/api/v1/models", "not json at all", status=200)
-    result = await catalogs.list_openrouter_models(_settings(fp), resources=res)
+    result = await openrouter.list_openrouter_models(_settings(fp), resources=res)
     assert result["stale"] is True and result["models"]
 
 
 async def test_atlas_catalog_tolerant_fields(fp: FakeProvider, res: Resources) -> None:
     """Atlas: GET {base}/v1/models, no key, image models dropped, per-token prices normalized."""
-    result = await catalogs.list_atlas_models(_settings(fp), task="debug a large Rust repository", limit=5,
+    result = await atlas.list_atlas_models(_settings(fp), task="debug a large Rust repository", limit=5,
                                               resources=res)
     [get] = [r for r in fp.requests if r.method == "GET"]
     assert get.path == "/v1/models" and "authorization" not in get.headers
@@ -268,7 +270,7 @@ async def test_list_ollama_models(fp: FakeProvider, res: Resources) -> None:
     fp.ollama_tags = {"models": [{"name": "gpt-oss:120b-cloud", "model": "gpt-oss:120b-cloud"}]}
     settings = load_settings(ollama_base_url=fp.base_url, ollama_catalog_url=f"{fp.base_url}/cloud",
                              ollama_council="glm-5.2:cloud, gpt-oss:120b-cloud")
-    result = await catalogs.list_ollama_models(settings, resources=res)
+    result = await ollama.list_ollama_models(settings, resources=res)
     assert result["status"] == "ok" and result["reachable"] is True
     assert result["available_cloud"] == ["deepseek-v4-pro:cloud", "glm-5.2:cloud", "gpt-oss:120b-cloud"]
     assert result["pulled_local"] == ["gpt-oss:120b-cloud"]
@@ -283,7 +285,7 @@ async def test_list_ollama_models_with_the_daemon_down(fp: FakeProvider, res: Re
     with FakeProvider() as dead:
         dead_url = dead.base_url
     settings = load_settings(ollama_base_url=dead_url, ollama_catalog_url=f"{fp.base_url}/cloud")
-    result = await catalogs.list_ollama_models(settings, resources=res)
+    result = await ollama.list_ollama_models(settings, resources=res)
     assert result["reachable"] is False
     assert result["pulled_local"] == []
     assert result["available_cloud"] == ["glm-5.2:cloud"]
@@ -292,7 +294,7 @@ async def test_list_ollama_models_with_the_daemon_down(fp: FakeProvider, res: Re
 
 async def test_list_ollama_models_refresh_false_is_offline(fp: FakeProvider, res: Resources) -> None:
     """refresh=false reads nothing from the network."""
-    result = await catalogs.list_ollama_models(load_settings(ollama_base_url=fp.base_url,
+    result = await ollama.list_ollama_models(load_settings(ollama_base_url=fp.base_url,
                                                              ollama_catalog_url=fp.base_url), refresh=False,
                                                                  resources=res)
     assert fp.requests == []

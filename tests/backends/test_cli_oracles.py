@@ -10,15 +10,14 @@ import anyio
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.cli_oracles import (
-    ARGV_PROMPT_LIMIT,
-    cli_installed,
+from ask_fable.backends.cli_backends import (
     make_codex_oracle,
     make_gemini_oracle,
     make_grok_oracle,
     make_kimi_oracle,
     make_minimax_oracle,
 )
+from ask_fable.backends.cli_oracles import ARGV_PROMPT_LIMIT, cli_installed
 from ask_fable.config import Settings, load_settings
 from ask_fable.errors import (
     BadArgs,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.http_oracles import make_deepseek_oracle, make_glm_oracle
+from ask_fable.backends.providers.deepseek import make_deepseek_oracle
+from ask_fable.backends.providers.glm import make_glm_oracle
 from ask_fable.config import Settings, load_settings
 from ask_fable.errors import NotConfigured
 from tests.fakes.fake_provider import FakeProvider

@@ -266,7 +266,7 @@ async def test_no_redirect_is_followed() -> None:
 async def test_invalid_base_url_is_not_configured_at_once(base: str) -> None:
     """A malformed base URL is configuration: not_configured on the first attempt, never retried."""
     from ask_fable.backends.base import EventSink, OracleRequest
-    from ask_fable.backends.http_oracles import make_glm_oracle
+    from ask_fable.backends.providers.glm import make_glm_oracle
     from ask_fable.config import load_settings
     from ask_fable.errors import NotConfigured
 

@@ -10,14 +10,12 @@ from pathlib import Path
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.http_oracles import (
-    family_of,
-    make_atlas_oracle,
-    make_deepseek_oracle,
-    make_glm_oracle,
-    make_ollama_oracle,
-    make_openrouter_oracle,
-)
+from ask_fable.backends.providers.atlas import make_atlas_oracle
+from ask_fable.backends.providers.deepseek import make_deepseek_oracle
+from ask_fable.backends.providers.glm import make_glm_oracle
+from ask_fable.backends.providers.ollama import make_ollama_oracle
+from ask_fable.backends.providers.openrouter import make_openrouter_oracle
+from ask_fable.backends.registry import family_of
 from ask_fable.config import load_settings
 from tests.fakes.fake_provider import FakeProvider
 

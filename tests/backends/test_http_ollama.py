@@ -6,7 +6,7 @@ import httpx2
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.http_oracles import make_ollama_oracle
+from ask_fable.backends.providers.ollama import make_ollama_oracle
 from ask_fable.config import load_settings
 from ask_fable.errors import NotConfigured
 from tests.fakes.fake_provider import FakeProvider

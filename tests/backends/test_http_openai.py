@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.http_oracles import make_atlas_oracle, make_openrouter_oracle
+from ask_fable.backends.providers.atlas import make_atlas_oracle
+from ask_fable.backends.providers.openrouter import make_openrouter_oracle
 from ask_fable.config import Settings, load_settings
 from ask_fable.errors import BadArgs, NotConfigured
 from tests.fakes.fake_provider import FakeProvider

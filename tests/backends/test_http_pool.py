@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from ask_fable.backends.base import EventSink, OracleRequest
-from ask_fable.backends.http_oracles import make_glm_oracle
+from ask_fable.backends.providers.glm import make_glm_oracle
 from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from tests.fakes.fake_provider import FakeProvider

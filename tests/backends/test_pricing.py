@@ -41,7 +41,7 @@ def test_a_cli_reply_without_tokens_is_counted_locally() -> None:
 def test_a_fetched_catalog_price_comes_before_the_library() -> None:
     settings = load_settings()
     catalogs = CatalogCache()
-    catalogs.put(openrouter_catalog_url(settings.openrouter_base_url),
+    catalogs.put(openrouter_catalog_url(str(settings.value_of("openrouter_base_url"))),
                  [CatalogModel(id="deepseek/deepseek-v4-pro", name="x", provider="deepseek",
                                prompt_per_m=1.0, completion_per_m=4.0)])
     assert PriceBook(settings, catalogs).price("openrouter", "deepseek/deepseek-v4-pro", 1000, 1000) \

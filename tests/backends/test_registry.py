@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -13,7 +14,7 @@ from ask_fable.backends.claude_common import login_hint
 from ask_fable.backends.descriptor import Backend, Token
 from ask_fable.backends.probes import probe_cli
 from ask_fable.backends.registry import backend_names, find_token, get_backend, register, registered
-from ask_fable.config import load_settings
+from ask_fable.config import ProviderSettings, load_settings, sections
 from ask_fable.core.doctor import BACKENDS, diagnose
 from ask_fable.core.tokens import backend_oracle
 from ask_fable.errors import BinaryMissing
@@ -45,6 +46,37 @@ def test_a_backend_that_would_shadow_another_is_refused(backend: Backend, taken:
     with pytest.raises(ValueError, match=taken):
         register(backend)
     assert backend_names() == list(BACKENDS)
+
+
+class _NoDefaults(ProviderSettings):
+    """Settings a backend cannot start with: its endpoint has no default."""
+
+    model: str = "m"
+
+
+class _Clashing(ProviderSettings):
+    """Settings whose ``hub_path`` (section ``hub``, field ``path``) is already a top-level setting."""
+
+    base_url: str = "http://127.0.0.1:1"
+    model: str = "m"
+    path: str = "x"
+
+
+def _with_settings(name: str, model: type[ProviderSettings]) -> Backend:
+    return replace(_backend(name, Token(name)), transport="http", settings_model=model)
+
+
+@pytest.mark.parametrize(
+    ("backend", "why"),
+    [(_with_settings("nodefaults", _NoDefaults), "no default for base_url"),
+     (_with_settings("hub", _Clashing), "redefines hub_path"),
+     (_backend("Bad-Name", Token("badname")), "lower-case identifier")],
+)
+def test_a_backend_whose_settings_or_name_cannot_work_is_refused(backend: Backend, why: str) -> None:
+    with pytest.raises(ValueError, match=why):
+        register(backend)
+    assert backend_names() == list(BACKENDS)
+    assert backend.name not in sections()
 
 
 async def test_a_missing_cli_gets_the_same_install_step_from_its_oracle_and_from_doctor(

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
-from ask_fable.config import config_file_path, load_settings, update_config_file
+from ask_fable.backends.registry import get_backend
+from ask_fable.config import config_file_path, load_settings, tracking_reads, update_config_file
 
 
 def test_defaults_match_the_contract() -> None:
@@ -33,7 +35,7 @@ def test_environment_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None
     s = load_settings()
     assert s.timeout == 30
     assert s.ollama_council == ["a:cloud", "b:cloud", "c"]
-    assert s.atlas_api_key == "atlas-secret-1"
+    assert get_backend("atlas").key(s) == "atlas-secret-1"
     assert s.hub is False
     assert "atlas-secret-1" in s.secret_values()
 
@@ -43,7 +45,7 @@ def test_config_file_overrides_environment(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("ASK_FABLE_TRACE_MODE", "safe")
     update_config_file({"ollama_model": "from-file", "ASK_FABLE_TRACE_MODE": "full"})
     s = load_settings()
-    assert s.ollama_model == "from-file"
+    assert get_backend("ollama").model(s) == "from-file"
     assert s.trace_mode == "full"
     assert s.save_answers is True
 
@@ -125,14 +127,14 @@ def test_a_bad_secret_is_described_never_quoted() -> None:
     update_config_file({"glm_api_key": ["sk-live-abcdefghijklmnopqrstuvwx0123"]})
     settings = load_settings()
     [problem] = settings.problems
-    assert settings.glm_api_key is None
+    assert get_backend("glm").key(settings) is None
     assert "not shown" in problem.problem and "sk-live" not in problem.message()
 
 
 def test_other_accepted_names_work_in_the_config_file() -> None:
     update_config_file({"effort": "quick", "ATLASCLOUD_API_KEY": "atlas-secret-1"})
     settings = load_settings()
-    assert settings.atlas_effort == "quick" and settings.atlas_api_key == "atlas-secret-1"
+    assert settings.atlas_effort == "quick" and get_backend("atlas").key(settings) == "atlas-secret-1"
     assert settings.problems == ()
 
 
@@ -155,7 +157,7 @@ def test_problems_matter_to_the_calls_that_read_their_setting(monkeypatch: pytes
     assert settings.problems_for(reads) == []
     with tracking_reads() as reads:
         assert settings.council_deadline == 360
-        assert settings.deepseek_api_key is None
+        assert get_backend("deepseek").key(settings) is None
     assert {p.concerns for p in settings.problems_for(reads)} == {"timeout", "deepseek_api_key"}
 
 
@@ -202,3 +204,51 @@ def test_concurrent_updates_keep_every_key() -> None:
     for thread in threads:
         thread.join()
     assert json.loads(config_file_path().read_text()) == {f"key_{i}": i for i in range(12)}
+
+
+def test_settings_are_typed_attributes_and_their_reads_are_still_tracked() -> None:
+    """No catch-all attribute hook: each setting is a typed field, and reading it is still noted."""
+    from ask_fable.config import Settings, tracking_reads
+
+    assert "__getattribute__" not in vars(Settings) and "__getattr__" not in vars(Settings)
+    settings = load_settings(timeout=12)
+    with tracking_reads() as reads:
+        assert settings.timeout == 12
+        assert get_backend("glm").model(settings) == "glm-5.2"
+    assert {"timeout", "glm_model", "glm_api_key"} <= reads
+    with pytest.raises(AttributeError):
+        _ = settings.no_such_setting
+
+
+@pytest.mark.slow
+def test_a_misspelled_setting_fails_the_type_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The strict type check the project runs refuses a setting that does not exist."""
+    from mypy import api
+
+    probe = tmp_path / "probe.py"
+    probe.write_text("from ask_fable.config import load_settings\n\n"
+                     "timeout: float = load_settings().timeout\n"
+                     "typo: float = load_settings().timeuot\n")
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("MYPYPATH", str(root / "src"))
+    out, _, status = api.run([str(probe), "--config-file", str(root / "pyproject.toml")])
+    assert status == 1
+    assert 'probe.py:4: error: "Settings" has no attribute "timeuot"' in out
+    assert "probe.py:3" not in out
+
+
+def test_a_backends_own_setting_that_cannot_be_used_is_a_problem_of_the_calls_that_read_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASK_FABLE_GLM_MODEL", "glm-from-env")
+    update_config_file({"glm_model": ["not", "a", "string"]})
+    settings = load_settings()
+    assert get_backend("glm").model(settings) == "glm-from-env"
+    [problem] = settings.problems
+    assert problem.setting == "glm_model" and problem.using == "using the value from ASK_FABLE_GLM_MODEL " \
+        "(glm-from-env)"
+    with tracking_reads() as reads:
+        assert settings.timeout > 0
+    assert settings.problems_for(reads) == []
+    with tracking_reads() as reads:
+        get_backend("glm").model(settings)
+    assert settings.problems_for(reads) == [problem]

@@ -140,10 +140,10 @@ def test_family_is_inferred_from_provider_model_ids() -> None:
 
 
 def test_one_family_of_and_one_claude_fallback_ladder() -> None:
-    from ask_fable.backends import http_oracles
+    from ask_fable.backends import registry
     from ask_fable.core.modes import chain, council, debate
 
-    assert http_oracles.family_of is tokens.family_of
+    assert registry.family_of is tokens.family_of
     assert tokens.CLAUDE_FALLBACKS == ("fable", "opus")
     assert council.synth_ladder("glm") == ["glm", *tokens.CLAUDE_FALLBACKS]
     for module in (chain, council, debate):

@@ -108,7 +108,7 @@ def test_saved_settings_override_the_config_file_and_the_environment_and_leave_t
     monkeypatch.setenv("ASK_FABLE_CONFIG_FILE", str(config))
     monkeypatch.setenv("ASK_FABLE_STREAM_REASONING", "0")
     settings = load_settings(saved={"trace_mode": "full", "stream_reasoning": True})
-    assert (settings.trace_mode, settings.stream_reasoning, settings.ollama_model) == (
+    assert (settings.trace_mode, settings.stream_reasoning, settings.value_of("ollama_model")) == (
         "full", True, "glm-5.2:cloud")
     assert settings.origin("trace_mode") == SAVED_SOURCE
 

@@ -62,9 +62,9 @@ def test_each_single_model_tool_and_its_backend_name_each_other() -> None:
     tools = {spec.name: spec for spec in all_tools()}
     for spec in tools.values():
         if spec.backend is not None:
-            assert spec.name in get_backend(spec.backend).tools, spec.name
+            assert spec.name in get_backend(spec.backend).tool_names, spec.name
     for backend in registered():
-        for name in backend.tools:
+        for name in backend.tool_names:
             assert name in tools, f"{backend.name} names the unknown tool {name}"
-        asks = [name for name in backend.tools if tools[name].family == "single" or name == "ask"]
+        asks = [name for name in backend.tool_names if tools[name].family == "single" or name == "ask"]
         assert all(tools[name].backend == backend.name for name in asks), backend.name

@@ -9,6 +9,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from ask_fable.backends.http_client import http_clients
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import INSTRUCTIONS, build_server
@@ -78,7 +79,7 @@ async def test_the_servers_lifespan_closes_everything_the_app_opened(
         warm = await client.call_tool("ask", {"question": "Is the queue bounded?", "session": "s1"})
         glm = await client.call_tool("ask_glm", {"question": "Is the queue bounded?"})
         assert warm.structured_content["status"] == glm.structured_content["status"] == "ok"
-        async with app.resources.http.client(10) as pooled:
+        async with http_clients(app.resources).client(10) as pooled:
             assert not pooled.is_closed
         leader = app.claude_sessions.client_pid("fable", "s1")
         [child] = child_pids(pid_file)

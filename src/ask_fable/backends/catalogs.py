@@ -49,6 +49,7 @@ from ask_fable.backends.http_client import (
     versioned_url,
 )
 from ask_fable.clock import SYSTEM_CLOCK, Clock
+from ask_fable.config import ProviderSettings
 from ask_fable.errors import AskFableError, UpstreamError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -101,6 +102,11 @@ _STOPWORDS = frozenset({"the", "and", "for", "with", "from", "into", "that", "th
                         "find", "good"})
 _TEXT_TYPES = frozenset({"text", "llm", "chat", "language", "text-generation", "completion"})
 
+def catalog_cache(resources: Resources) -> CatalogCache:
+    """The catalogs ``resources`` fetched recently, by URL, made on first use."""
+    return resources.part("catalogs", lambda: CatalogCache(resources.clock))
+
+
 class CatalogCache:
     """The catalogs one App fetched, by URL, aged on the App's clock."""
 
@@ -146,7 +152,7 @@ async def fetch_json(url: str, *, label: str, timeout: float = FETCH_TIMEOUT,
     res = _resources(resources)
     return await send("GET", url, label=label, timeout=timeout, handle=handle,
                       headers={"accept": "application/json", **(headers or {})}, secrets=secrets,
-                      retry=res.catalog_retry, transport=transport, resources=res)
+                      retry=res.given_catalog_retry or CATALOG_RETRY, transport=transport, resources=res)
 
 
 # -- normalized entries ------------------------------------------------------------------------------
@@ -515,7 +521,7 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
     ``refresh`` only the cache is read. A failed fetch with nothing cached is raised, with a hint
     naming ``setting`` (unless the error carries a hint of its own that is not about reaching the host).
     """
-    cache = resources.catalogs
+    cache = catalog_cache(resources)
     if not refresh or max_age is not None:
         hit = cache.get(url, max_age if refresh else None)
         if hit is not None:
@@ -539,10 +545,13 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
     return models, {"cached": False, "age_s": 0.0, "fetched": True}
 
 
-async def _list_models(provider: str, label: str, url: str, settings: Settings, *, refresh: bool,
+async def list_models(provider: str, label: str, url: str, settings: Settings, *, refresh: bool,
                        task: str, limit: int, default_effort: str | None, max_age: float | None,
                        transport: httpx2.AsyncBaseTransport | None,
                        resources: Resources | None) -> dict[str, Any]:
+    """``provider``'s catalog at ``url`` ranked for ``task`` with a model + effort picker (no key
+    needed). ``refresh`` fetches the live catalog (``max_age``: unless one was fetched that recently);
+    without it only a catalog already in memory is used."""
     timeout = min(FETCH_TIMEOUT, settings.timeout)
     from ask_fable.config import env_name
 
@@ -569,34 +578,6 @@ async def _list_models(provider: str, label: str, url: str, settings: Settings, 
         result["note"] = "ranked from live catalog metadata (reasoning, context, price, release date); " \
                          "guidance, not a benchmark"
     return result
-
-
-async def list_openrouter_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
-                                 *, max_age: float | None = None,
-                                 transport: httpx2.AsyncBaseTransport | None = None,
-                                 resources: Resources | None = None) -> dict[str, Any]:
-    """The OpenRouter catalog ranked for ``task`` with a model + effort picker (no key needed).
-
-    ``refresh`` fetches the live catalog (``max_age``: unless one was fetched that recently);
-    without it only a catalog already in memory is used.
-    """
-    url = openrouter_catalog_url(settings.openrouter_base_url)
-    return await _list_models("openrouter", "OpenRouter", url, settings, refresh=refresh, task=task,
-                              limit=limit, default_effort=settings.openrouter_effort, max_age=max_age,
-                              transport=transport, resources=resources)
-
-
-async def list_atlas_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
-                            *, max_age: float | None = None,
-                            transport: httpx2.AsyncBaseTransport | None = None,
-                            resources: Resources | None = None) -> dict[str, Any]:
-    """The Atlas Cloud catalog ranked for ``task`` with a model + effort picker (no key needed).
-
-    ``refresh`` and ``max_age`` as in :func:`list_openrouter_models`.
-    """
-    return await _list_models("atlas", "Atlas Cloud", atlas_catalog_url(settings.atlas_base_url), settings,
-                              refresh=refresh, task=task, limit=limit, default_effort=settings.atlas_effort,
-                              max_age=max_age, transport=transport, resources=resources)
 
 
 async def openrouter_entry(base_url: str, model: str, *, timeout: float = FETCH_TIMEOUT,
@@ -647,7 +628,7 @@ class _Tags:
 async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, headers: dict[str, str],
                        transport: httpx2.AsyncBaseTransport | None, secrets: Iterable[str],
                        resources: Resources) -> _Tags:
-    hit = resources.catalogs.get(url, None)
+    hit = catalog_cache(resources).get(url, None)
     if not refresh:
         return _Tags(hit[0] if hit else None)
     try:
@@ -656,13 +637,13 @@ async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, head
     except AskFableError as exc:
         return _Tags(hit[0] if hit else None, exc.detail, stale=hit is not None)
     names = _tag_names(payload)
-    resources.catalogs.put(url, names)
+    catalog_cache(resources).put(url, names)
     return _Tags(names)
 
 
-async def list_ollama_models(settings: Settings, refresh: bool = True,
-                             *, transport: httpx2.AsyncBaseTransport | None = None,
-                             resources: Resources | None = None) -> dict[str, Any]:
+async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, refresh: bool = True,
+                              *, transport: httpx2.AsyncBaseTransport | None = None,
+                              resources: Resources | None = None) -> dict[str, Any]:
     """The ollama.com cloud catalog (as daemon-ready ids), the locally pulled models and the council.
 
     A list that cannot be fetched now is served as last fetched, with ``stale``; when neither can be
@@ -672,10 +653,10 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
 
     timeout = min(FETCH_TIMEOUT, settings.timeout)
     catalog_url = join_url(settings.ollama_catalog_url, "api/tags")
-    local_url = join_url(settings.ollama_base_url, "api/tags")
+    local_url = join_url(ollama.base_url, "api/tags")
     from ask_fable.backends.ollama import ollama_headers
 
-    local_headers = ollama_headers(settings.ollama_base_url, settings.ollama_api_key)
+    local_headers = ollama_headers(ollama.base_url, ollama.key())
     secrets = settings.secret_values()
     res = _resources(resources)
     cloud = await _ollama_tags(catalog_url, "Ollama catalog", refresh, timeout, {}, transport, secrets, res)
@@ -692,8 +673,8 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
         "available_cloud": sorted({cloud_id(n) for n in cloud.names or []}),
         "pulled_local": sorted(set(local.names or [])),
         "configured_council": list(settings.ollama_council),
-        "default_model": settings.ollama_model,
-        "base_url": settings.ollama_base_url,
+        "default_model": ollama.model,
+        "base_url": ollama.base_url,
         # Where configure_ollama_council saves: the shared database when there is one.
         "config_file": SAVED_LOCATION if settings.database_url else str(settings.config_file),
     }

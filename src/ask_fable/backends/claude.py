@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING
 import anyio
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
-from ask_fable.backends.claude_common import CLAUDE_REPLY_TOKENS, ModelPlan, model_plan, run_ladder
+from ask_fable.backends.claude_common import (
+    CLAUDE_REPLY_TOKENS,
+    ModelPlan,
+    model_plan,
+    run_ladder,
+    unavailable_models,
+)
 from ask_fable.backends.claude_sessions import ClaudeSessions
 from ask_fable.errors import OracleTimeout
 
@@ -37,7 +43,7 @@ class ClaudeOracle(Oracle):
         self.settings = settings
         #: The App's gates and chosen CLI (standalone when built outside an App).
         self.resources = resources or Resources.standalone()
-        self.plan: ModelPlan = model_plan(settings, token, self.resources.unavailable_models)
+        self.plan: ModelPlan = model_plan(settings, token, unavailable_models(self.resources))
         self.token = self.plan.token
         self.model = self.plan.first
 
@@ -58,7 +64,7 @@ class ClaudeOracle(Oracle):
             with anyio.fail_after(request.timeout):
                 return await run_ladder(
                     self.plan, lambda model: self._ask_model(model, request, sink, deadline), sink,
-                    self.resources.unavailable_models,
+                    unavailable_models(self.resources),
                 )
         except TimeoutError as exc:
             raise OracleTimeout(f"{self.model} did not answer within {request.timeout:g}s") from exc

@@ -25,6 +25,7 @@ from ask_fable.errors import AskFableError, BadArgs, NotConfigured, UpstreamErro
 
 if TYPE_CHECKING:
     from ask_fable.backends.base import EventSink, Reply
+    from ask_fable.backends.resources import Resources
     from ask_fable.clock import Clock
     from ask_fable.config import Settings
     from ask_fable.values import Usage
@@ -122,6 +123,11 @@ class UnavailableModels:
                 del self._until[key]
                 until = None
         return until is not None
+
+
+def unavailable_models(resources: Resources) -> UnavailableModels:
+    """The Claude model ids ``resources``' App found unavailable lately, made on first use."""
+    return resources.part("unavailable_models", lambda: UnavailableModels(resources.clock))
 
 
 def model_plan(settings: Settings, token: str, unavailable: UnavailableModels | None = None) -> ModelPlan:

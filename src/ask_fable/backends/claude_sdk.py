@@ -138,7 +138,12 @@ class ClaudeCliChoice:
 
 async def resolve_cli_path(settings: Settings, resources: Resources) -> str:
     """The CLI the App's choice names for ``settings``."""
-    return await resources.claude_cli.path(settings)
+    return await claude_cli_choice(resources).path(settings)
+
+
+def claude_cli_choice(resources: Resources) -> ClaudeCliChoice:
+    """Which Claude Code CLI runs for ``resources``' App (chosen once per bundled / PATH pair)."""
+    return resources.part("claude_cli", ClaudeCliChoice)
 
 
 # --- one single-shot call -----------------------------------------------------------------------

@@ -57,6 +57,7 @@ from ask_fable.backends.claude_common import (
     StderrTail,
     model_plan,
     run_ladder,
+    unavailable_models,
 )
 from ask_fable.errors import OracleTimeout
 from ask_fable.redact import redact
@@ -177,7 +178,7 @@ class ClaudeSessions:
         turn starts a new one from the history it is given).
         """
         settings = self.settings
-        plan = model_plan(settings, model_token, self.resources.unavailable_models)
+        plan = model_plan(settings, model_token, unavailable_models(self.resources))
         await self.close_idle()
         session = self._session(namespace, key)
         try:
@@ -272,7 +273,7 @@ class ClaudeSessions:
                     reply = await self._cli_turn(session, model, request, settings)
             return session.charge(reply)
 
-        return await run_ladder(plan, attempt, sink, self.resources.unavailable_models)
+        return await run_ladder(plan, attempt, sink, unavailable_models(self.resources))
 
     async def _sdk_turn(
         self, session: _Session, model: str, request: OracleRequest, sink: EventSink, settings: Settings
@@ -442,7 +443,7 @@ class SessionOracle(Oracle):
     family = "anthropic"
 
     def __init__(self, sessions: ClaudeSessions, namespace: str, key: str, model_token: str) -> None:
-        plan = model_plan(sessions.settings, model_token, sessions.resources.unavailable_models)
+        plan = model_plan(sessions.settings, model_token, unavailable_models(sessions.resources))
         self._sessions, self._namespace, self._key = sessions, namespace, key
         self.token = plan.token
         self.model = plan.first

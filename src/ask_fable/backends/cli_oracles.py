@@ -31,10 +31,9 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
-from ask_fable.backends.builtin import CODEX, GEMINI, GROK, KIMI, MINIMAX
 from ask_fable.backends.subprocess_runner import BASE_ENV_ALLOW, ProcessResult, build_env, run_process
 from ask_fable.errors import BadArgs, BinaryMissing, ContextTooLarge, NotConfigured, UpstreamError
 from ask_fable.redact import redact
@@ -245,7 +244,8 @@ def cli_installed(binary: str) -> bool:
 
 
 class CliOracle(Oracle):
-    """An oracle answered by one local CLI. Subclasses name their ``backend`` and build the invocation.
+    """An oracle answered by one local CLI. Subclasses build the invocation; the factories
+    (:mod:`ask_fable.backends.cli_backends`) hand each its ``backend`` descriptor.
 
     From the ``backend`` descriptor come ``token`` and ``provider`` (its name), ``family``,
     ``binary`` (the executable), ``install_hint`` (what to install / log in to) and ``login_fix``
@@ -256,27 +256,22 @@ class CliOracle(Oracle):
     outside an App).
     """
 
-    backend: ClassVar[Backend]
     binary: str
     install_hint: str
     login_fix: str
     auth_phrases: tuple[str, ...] = ()
     env_allow: tuple[str, ...] = ()
 
-    def __init_subclass__(cls, **kwargs: object) -> None:
-        super().__init_subclass__(**kwargs)
-        backend = cls.__dict__.get("backend")
-        if backend is not None:
-            cls.token = cls.provider = backend.name
-            cls.family = backend.family
-            cls.binary = backend.binary or backend.name
-            cls.install_hint = backend.enable
-            cls.login_fix = backend.login_fix or backend.binary or backend.name
-
-    def __init__(self, settings: Settings, *, model: str, timeout_s: float,
+    def __init__(self, settings: Settings, *, backend: Backend, model: str, timeout_s: float,
                  resources: Resources | None = None) -> None:
         from ask_fable.backends.resources import Resources
 
+        self.backend = backend
+        self.token = self.provider = backend.name
+        self.family = backend.family
+        self.binary = backend.binary or backend.name
+        self.install_hint = backend.enable
+        self.login_fix = backend.login_fix or backend.binary or backend.name
         self.settings = settings
         self.model = model
         self.timeout_s = timeout_s
@@ -390,7 +385,6 @@ def _refuse_argv_prompt(binary: str, size: int, route: str) -> ContextTooLarge:
 class MiniMaxOracle(CliOracle):
     """MiniMax through ``mmx`` (token ``minimax``)."""
 
-    backend = MINIMAX
     env_allow = ("MMX_*", "MINIMAX_*")
 
     def reply_tokens(self, request: OracleRequest) -> int:
@@ -410,7 +404,6 @@ class MiniMaxOracle(CliOracle):
 class GeminiOracle(CliOracle):
     """Gemini through ``agy`` (token ``gemini``)."""
 
-    backend = GEMINI
     env_allow = ("AGY_*", "GEMINI_*")
     prompt_limit_bytes = ARGV_PROMPT_LIMIT
 
@@ -433,7 +426,6 @@ class GeminiOracle(CliOracle):
 class CodexOracle(CliOracle):
     """OpenAI through ``codex exec`` (token ``codex``)."""
 
-    backend = CODEX
     env_allow = ("CODEX_*",)
 
     def effective_effort(self, request: OracleRequest) -> str | None:
@@ -449,12 +441,12 @@ class CodexOracle(CliOracle):
 class GrokOracle(CliOracle):
     """Grok through the ``grok`` CLI (token ``grok``)."""
 
-    backend = GROK
     env_allow = ("GROK_*",)
 
-    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None,
+    def __init__(self, settings: Settings, *, backend: Backend, model: str, timeout_s: float,
+                 effort: str | None,
                  resources: Resources | None = None) -> None:
-        super().__init__(settings, model=model, timeout_s=timeout_s, resources=resources)
+        super().__init__(settings, backend=backend, model=model, timeout_s=timeout_s, resources=resources)
         self.effort = effort
         grok_reasoning(effort, settings.grok_reasoning)  # reject a bad effort at construction
 
@@ -471,7 +463,6 @@ class GrokOracle(CliOracle):
 class KimiOracle(CliOracle):
     """Kimi through the ``kimi`` CLI, sandboxed to text (token ``kimi``)."""
 
-    backend = KIMI
     auth_phrases = (r"llm not set", r"run /login")
     env_allow = ("KIMI_*",)
     prompt_limit_bytes = ARGV_PROMPT_LIMIT
@@ -481,9 +472,10 @@ class KimiOracle(CliOracle):
         return (f"run `KIMI_HOME={self.settings.kimi_home} kimi login` as the user the ask-fable server runs "
                 "as (ask-fable runs kimi with that home; ASK_FABLE_KIMI_HOME changes it), then retry")
 
-    def __init__(self, settings: Settings, *, model: str, timeout_s: float, effort: str | None,
+    def __init__(self, settings: Settings, *, backend: Backend, model: str, timeout_s: float,
+                 effort: str | None,
                  resources: Resources | None = None) -> None:
-        super().__init__(settings, model=model, timeout_s=timeout_s, resources=resources)
+        super().__init__(settings, backend=backend, model=model, timeout_s=timeout_s, resources=resources)
         self.effort = effort
         kimi_effort(effort, settings.kimi_effort)  # reject a bad effort at construction
 
@@ -512,43 +504,3 @@ class KimiOracle(CliOracle):
                          str(sandbox), request_text(request))
         home = str(Path(self.settings.kimi_home).expanduser())
         return Invocation(argv, None, {"KIMI_HOME": home})
-
-
-# --- factories --------------------------------------------------------------------------------
-# Each reads its model and timeout through its descriptor (``ASK_FABLE_<NAME>_MODEL`` / ``_TIMEOUT``).
-
-
-def make_minimax_oracle(settings: Settings, *, resources: Resources | None = None) -> MiniMaxOracle:
-    """The ``minimax`` oracle (``mmx``)."""
-    return MiniMaxOracle(settings, model=MINIMAX.model(settings), timeout_s=MINIMAX.timeout(settings),
-                         resources=resources)
-
-
-def make_gemini_oracle(settings: Settings, *, resources: Resources | None = None) -> GeminiOracle:
-    """The ``gemini`` oracle (``agy``)."""
-    return GeminiOracle(settings, model=GEMINI.model(settings), timeout_s=GEMINI.timeout(settings),
-                        resources=resources)
-
-
-def make_codex_oracle(settings: Settings, *, resources: Resources | None = None) -> CodexOracle:
-    """The ``codex`` oracle (``codex exec``, effort from ``ASK_FABLE_CODEX_REASONING``)."""
-    return CodexOracle(settings, model=CODEX.model(settings), timeout_s=CODEX.timeout(settings),
-                       resources=resources)
-
-
-def make_grok_oracle(settings: Settings, effort: str | None = None, model: str | None = None, *,
-                     resources: Resources | None = None) -> GrokOracle:
-    """The ``grok`` oracle; ``model`` may be an ``xai/`` or ``x-ai/`` id (the prefix is dropped)."""
-    chosen = (model or GROK.model(settings)).strip()
-    for prefix in ("xai/", "x-ai/"):
-        if chosen.lower().startswith(prefix):
-            chosen = chosen[len(prefix):]
-    return GrokOracle(settings, model=chosen, timeout_s=GROK.timeout(settings), effort=effort,
-                      resources=resources)
-
-
-def make_kimi_oracle(settings: Settings, effort: str | None = None, model: str | None = None, *,
-                     resources: Resources | None = None) -> KimiOracle:
-    """The ``kimi`` oracle (also ``ASK_FABLE_KIMI_EFFORT`` / ``_HOME``)."""
-    return KimiOracle(settings, model=model or KIMI.model(settings), timeout_s=KIMI.timeout(settings),
-                      effort=effort, resources=resources)

@@ -1,10 +1,13 @@
-"""What a backend is, in one record: its tokens, lab, transport, credentials, settings, factory and probe.
+"""What a backend is, in one record: its tokens, lab, transport, settings, factory, probe and tool.
 
 A :class:`Backend` is all the server knows about one backend. Token resolution, ``doctor`` and
-``diagnose``, the single-model tools' descriptions, ``ask_fable_help`` and the docs all read it
-through :mod:`ask_fable.backends.registry`; nothing else names a backend's binary, key variable or
-install step. Settings are named by their field (``glm_model``), so a value the user changed shows
-wherever the descriptor is read.
+``diagnose``, the one-model tools and their descriptions, ``ask_fable_help``, redaction of its key,
+council anonymization of its lab's name and the docs all read it through
+:mod:`ask_fable.backends.registry`; nothing else names a backend's binary, key variable or install
+step. An HTTP provider's own settings are a :class:`~ask_fable.config.ProviderSettings` model it
+declares (``settings_model``), read as the settings section named after the backend; other backends
+read their settings through typed accessors (``model_of``, ``timeout_of``), so a value the user
+changed shows wherever the descriptor is read.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from ask_fable.config import ENV_PREFIX, ProviderSettings, Settings, section_fields
+from ask_fable.config_sources import env_names
+
 if TYPE_CHECKING:
     from ask_fable.backends.base import Oracle
     from ask_fable.backends.resources import Resources
-    from ask_fable.config import Settings
 
 Transport = Literal["claude", "cli", "http"]
 Tier = Literal["default", "middle"]
@@ -80,6 +85,21 @@ class Token:
 
 
 @dataclass(frozen=True)
+class ModelTool:
+    """The one-model tool a backend brings (``ask_deepseek``): its name, its description (which may
+    name the backend's :meth:`Backend.facts`: ``{label}``, ``{model}``, ``{key_vars}``…) and whether it
+    takes a ``model`` argument (described by ``model_arg``) and an ``effort`` (the quick / standard /
+    deep presets; or, with ``effort_choices``, those words, described by ``effort_arg``)."""
+
+    name: str
+    description: str
+    model_arg: str | None = None
+    effort: bool = False
+    effort_choices: tuple[str, ...] = ()
+    effort_arg: str = ""
+
+
+@dataclass(frozen=True)
 class Backend:
     """One backend, registered once.
 
@@ -87,10 +107,15 @@ class Backend:
     (the first is ``name`` itself) or, with ``prefix``, to ``<prefix>:<model id>``, whose id
     ``normalize_model`` puts in the provider's form. ``tier`` is the smallest tier it joins (with
     ``tier_needs_key``, only once its key is set) and ``cost_rank`` orders tier members, cheapest
-    first. ``*_setting`` name :class:`~ask_fable.config.Settings` fields; ``model_fallback`` is
-    what the model reads as when its setting is unset (or when there is no setting).
+    first. ``settings_model`` is an HTTP provider's own settings (key, endpoint, default model: the
+    section named after the backend, variables ``ASK_FABLE_<NAME>_API_KEY`` and so on); ``model_of``
+    and ``timeout_of`` read another backend's model and timeout from the settings; ``model_fallback``
+    is what the model reads as when its setting is unset (or when there is none).
     ``context_tokens`` is the context window a conversation with its models is fitted into (for a
-    prefixed backend, a window its models commonly have).
+    prefixed backend, a window its models commonly have). ``labs`` and ``products`` are the names
+    (regular expressions) of the lab that makes its models and of the models themselves, by which a
+    model may name itself and which a council hides from its synthesizer; ``tool`` is its one-model
+    tool, if it has one.
     """
 
     name: str
@@ -105,17 +130,29 @@ class Backend:
     normalize_model: Callable[[str], str] | None = None
     binary: str | None = None
     login_fix: str | None = None
-    key_setting: str | None = None
-    base_url_setting: str | None = None
-    model_setting: str | None = None
+    settings_model: type[ProviderSettings] | None = None
+    model_of: Callable[[Settings], str | None] | None = None
     model_fallback: str | None = None
-    timeout_setting: str | None = None
+    timeout_of: Callable[[Settings], float | None] | None = None
     needs: str | None = None
     tools: tuple[str, ...] = ()
     tier: Tier | None = None
     tier_needs_key: bool = False
     cost_rank: int | None = None
     context_tokens: int = 128_000
+    labs: tuple[str, ...] = ()
+    products: tuple[str, ...] = ()
+    tool: ModelTool | None = None
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """Every tool that serves this backend: its one-model tool first, then the others it names."""
+        own = (self.tool.name,) if self.tool else ()
+        return (*own, *(name for name in self.tools if name not in own))
+
+    def config(self, settings: Settings) -> ProviderSettings | None:
+        """This backend's own settings section (``None`` for a backend without one)."""
+        return settings.section(self.name, self.settings_model) if self.settings_model else None
 
     def oracle(self, settings: Settings, *, token: str | None = None, model: str | None = None,
                effort: str | None = None, resources: Resources | None = None) -> Oracle:
@@ -125,32 +162,39 @@ class Backend:
 
     def model(self, settings: Settings) -> str:
         """The model this backend asks by default, as the user configured it."""
-        value = getattr(settings, self.model_setting) if self.model_setting else None
+        config = self.config(settings)
+        value = config.model if config else (self.model_of(settings) if self.model_of else None)
         return str(value or self.model_fallback or "")
 
     def timeout(self, settings: Settings) -> float:
         """Seconds one call may take: the backend's own timeout setting, else the general one."""
-        specific = getattr(settings, self.timeout_setting) if self.timeout_setting else None
-        return settings.backend_timeout(specific)
+        return settings.backend_timeout(self.timeout_of(settings) if self.timeout_of else None)
 
     def key(self, settings: Settings) -> str | None:
         """The configured API key (``None`` when unset or when the backend takes none)."""
-        return getattr(settings, self.key_setting) if self.key_setting else None
+        config = self.config(settings)
+        return config.key() if config else None
 
     def base_url(self, settings: Settings) -> str | None:
         """The configured endpoint (``None`` for a backend without one)."""
-        return getattr(settings, self.base_url_setting) if self.base_url_setting else None
+        config = self.config(settings)
+        return config.base_url if config else None
 
     @property
     def key_vars(self) -> tuple[str, ...]:
         """The environment variables that set the key: the canonical one first, then its aliases."""
-        if not self.key_setting:
-            return ()
-        from ask_fable import config_sources
-        from ask_fable.config import ENV_PREFIX, Settings
+        return self._vars("api_key")
 
-        field = Settings.model_fields[self.key_setting]
-        return tuple(config_sources.env_names(self.key_setting, field, ENV_PREFIX))
+    @property
+    def base_url_vars(self) -> tuple[str, ...]:
+        """The environment variables that set the endpoint."""
+        return self._vars("base_url")
+
+    def _vars(self, field_name: str) -> tuple[str, ...]:
+        if self.settings_model is None:
+            return ()
+        name = f"{self.name}_{field_name}"
+        return tuple(env_names(name, section_fields(self.name, self.settings_model)[name], ENV_PREFIX))
 
     def default_token(self, settings: Settings) -> str:
         """The token that names this backend with its default model (``atlas:<default id>``)."""

@@ -183,6 +183,16 @@ def request_timeouts(timeout: float) -> httpx2.Timeout:
                           pool=min(10.0, timeout))
 
 
+def retry_policy(resources: Resources) -> RetryPolicy:
+    """The retry policy of model calls on ``resources`` (the module default unless it carries one)."""
+    return resources.given_retry or DEFAULT_RETRY
+
+
+def http_clients(resources: Resources) -> HttpClients:
+    """The pooled HTTP clients (one per event loop) ``resources`` holds, made on first use."""
+    return resources.part("http", lambda: HttpClients(pooled=resources.pooled))
+
+
 class HttpClients:
     """The HTTP clients one App opens: one pooled client per event loop, so calls to a provider
     reuse its connections (and TLS), all closed by :meth:`aclose`.
@@ -446,8 +456,8 @@ async def send(
     from ask_fable.backends.resources import Resources
 
     res = resources or Resources.standalone()
-    wire = _Wire(clients=res.http, retry=retry or res.retry, transport=transport,
-                 max_reply_bytes=res.max_reply_bytes, clock=res.clock)
+    wire = _Wire(clients=http_clients(res), retry=retry or retry_policy(res), transport=transport,
+                 max_reply_bytes=res.given_max_reply_bytes or MAX_REPLY_BYTES, clock=res.clock)
     secret_list = tuple(s for s in secrets if s)
     try:
         with anyio.fail_after(timeout):

@@ -1,7 +1,8 @@
-"""Provider model ids: prefixes dropped, Ollama tags completed, and the lab a token or id belongs to.
+"""Provider model ids: prefixes dropped, Ollama tags completed, and the lab an id reveals.
 
-A model token names its lab through its backend's descriptor (``glm`` → ``zhipu``); a provider
-model id (``atlas:openai/gpt-5.6-sol``, ``x-ai/grok-5``) is read for the lab it reveals.
+A model token names its lab through its backend's descriptor (``glm`` → ``zhipu``,
+:func:`ask_fable.backends.registry.family_of`); a provider model id (``openai/gpt-5.6-sol``,
+``x-ai/grok-5``) is read for the lab it reveals (:func:`lab_of`).
 """
 
 from __future__ import annotations
@@ -53,16 +54,10 @@ def normalize_openrouter_model(name: str) -> str:
     return _required(name, "openrouter", "OpenRouter model id")
 
 
-def family_of(token: str) -> str:
-    """The model lab behind a token or a bare provider model id (used to order anonymized experts),
-    ``unknown`` if unclear."""
-    from ask_fable.backends.registry import find_token, prefixed_backend
-
-    named = find_token(token)
-    if named is not None:
-        return named[0].family
-    head, sep, rest = token.partition(":")
-    lowered = (rest if sep and prefixed_backend(head) is not None else token).lower()
+def lab_of(model_id: str) -> str:
+    """The model lab a bare provider model id reveals (``x-ai/grok-5`` → ``xai``): the lab before a
+    ``/`` first, then any name fragment; ``unknown`` if unclear."""
+    lowered = model_id.lower()
     lab = lowered.split("/", 1)[0] if "/" in lowered else ""
     for hint, family in FAMILY_HINTS:
         if lab and hint in lab:

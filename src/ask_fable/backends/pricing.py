@@ -154,9 +154,12 @@ class PriceBook:
         if self.catalogs is None or provider not in ("openrouter", "atlas"):
             return None
         from ask_fable.backends.catalogs import atlas_catalog_url, openrouter_catalog_url
+        from ask_fable.backends.providers.atlas import AtlasSettings
+        from ask_fable.backends.providers.openrouter import OpenRouterSettings
 
-        url = (openrouter_catalog_url(self.settings.openrouter_base_url) if provider == "openrouter"
-               else atlas_catalog_url(self.settings.atlas_base_url))
+        url = (openrouter_catalog_url(self.settings.section("openrouter", OpenRouterSettings).base_url)
+               if provider == "openrouter"
+               else atlas_catalog_url(self.settings.section("atlas", AtlasSettings).base_url))
         hit = self.catalogs.get(url, None)
         if hit is None or not isinstance(hit[0], list):
             return None

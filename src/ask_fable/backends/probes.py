@@ -79,9 +79,7 @@ def _bad_base_url(backend: Backend, settings: Settings, report: BackendReport) -
     problem = base_url_problem(backend.base_url(settings) or "")
     if problem is None:
         return False
-    from ask_fable.config import env_name
-
-    setting = env_name(backend.base_url_setting) if backend.base_url_setting else "the base URL"
+    setting = backend.base_url_vars[0] if backend.base_url_vars else "the base URL"
     report.configured = False
     report.detail = problem
     report.enable = f"set {setting} to the provider's http:// or https:// address"

@@ -4,7 +4,10 @@ The server's lifespan owns one :class:`Resources` (through its ``App``) and hand
 that needs it: HTTP oracles and catalogs take their pooled client, retry policy and reply bound
 from it, CLI oracles and the Claude routes their per-binary gates, the Claude routes the chosen
 Claude Code CLI and the model ids found unavailable lately, catalog look-ups the catalog cache,
-the stores their database engines, and the breaker, caches, stats and traces the clock.
+the stores their database engines, and the breaker, caches, stats and traces the clock. A part that
+a backend module defines is made by that module's accessor through :meth:`Resources.part`
+(``http_client.http_clients(resources)``, ``catalogs.catalog_cache(resources)``…), so this module
+imports none of them.
 :meth:`Resources.aclose` closes what holds sockets or file handles. Nothing here is opened at
 import time, and each piece is made on first use, so a server that never calls a model opens nothing.
 
@@ -21,9 +24,6 @@ from typing import TYPE_CHECKING, TypeVar, cast
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ask_fable.backends.catalogs import CatalogCache
-    from ask_fable.backends.claude_common import UnavailableModels
-    from ask_fable.backends.claude_sdk import ClaudeCliChoice
     from ask_fable.backends.http_client import HttpClients, RetryPolicy
     from ask_fable.backends.subprocess_runner import ProcessGates
     from ask_fable.stores.engines import Engines
@@ -75,11 +75,11 @@ class Resources:
         read_only_stores: bool = False,
     ) -> None:
         self.clock = clock
-        # The defaults live in the HTTP client module, imported when a call first needs them.
-        self._retry = retry
-        self._catalog_retry = catalog_retry
-        self._max_reply_bytes = max_reply_bytes
-        self._pooled = pooled
+        # None: the default of the module that uses it (``http_client.retry_policy`` and so on).
+        self.given_retry = retry
+        self.given_catalog_retry = catalog_retry
+        self.given_max_reply_bytes = max_reply_bytes
+        self.pooled = pooled
         self._read_only_stores = read_only_stores
         self._lock = threading.Lock()
         self._parts: dict[str, object] = {}
@@ -90,7 +90,9 @@ class Resources:
         """Resources for code running outside an App: a private HTTP client per call, nothing to close."""
         return cls(pooled=False)
 
-    def _part(self, name: str, factory: Callable[[], _Part]) -> _Part:
+    def part(self, name: str, factory: Callable[[], _Part]) -> _Part:
+        """The part called ``name``, made by ``factory`` on first use (each name is made by one
+        module's accessor, ``http_client.http_clients`` and the like, so it holds that type)."""
         with self._lock:
             part = self._parts.get(name)
             if part is None:
@@ -115,71 +117,16 @@ class Resources:
         return part
 
     @property
-    def retry(self) -> RetryPolicy:
-        """The retry policy of model calls."""
-        if self._retry is None:
-            from ask_fable.backends.http_client import DEFAULT_RETRY
-
-            return DEFAULT_RETRY
-        return self._retry
-
-    @property
-    def max_reply_bytes(self) -> int:
-        """The most bytes one HTTP reply body may hold."""
-        if not self._max_reply_bytes:
-            from ask_fable.backends.http_client import MAX_REPLY_BYTES
-
-            return MAX_REPLY_BYTES
-        return self._max_reply_bytes
-
-    @property
-    def catalog_retry(self) -> RetryPolicy:
-        """The retry policy of catalog listings."""
-        if self._catalog_retry is None:
-            from ask_fable.backends.catalogs import CATALOG_RETRY
-
-            return CATALOG_RETRY
-        return self._catalog_retry
-
-    @property
-    def http(self) -> HttpClients:
-        """The pooled HTTP clients (one per event loop)."""
-        from ask_fable.backends.http_client import HttpClients
-
-        return self._part("http", lambda: HttpClients(pooled=self._pooled))
-
-    @property
     def gates(self) -> ProcessGates:
         """The per-binary concurrency gates of CLI processes."""
         from ask_fable.backends.subprocess_runner import ProcessGates
 
-        return self._part("gates", ProcessGates)
-
-    @property
-    def catalogs(self) -> CatalogCache:
-        """Catalogs fetched recently, by URL."""
-        from ask_fable.backends.catalogs import CatalogCache
-
-        return self._part("catalogs", lambda: CatalogCache(self.clock))
-
-    @property
-    def claude_cli(self) -> ClaudeCliChoice:
-        """Which Claude Code CLI runs (chosen once per bundled / PATH pair)."""
-        from ask_fable.backends.claude_sdk import ClaudeCliChoice
-
-        return self._part("claude_cli", ClaudeCliChoice)
-
-    @property
-    def unavailable_models(self) -> UnavailableModels:
-        """Claude model ids found unavailable lately, skipped by new conversations for a while."""
-        from ask_fable.backends.claude_common import UnavailableModels
-
-        return self._part("unavailable_models", lambda: UnavailableModels(self.clock))
+        return self.part("gates", ProcessGates)
 
     @property
     def guard_verdicts(self) -> Memo:
         """The guard model's verdicts on recent questions, kept for a day."""
-        return self._part("guard_verdicts", lambda: Memo(self.clock, maxsize=4096, ttl=86_400.0))
+        return self.part("guard_verdicts", lambda: Memo(self.clock, maxsize=4096, ttl=86_400.0))
 
     @property
     def engines(self) -> Engines:
@@ -188,7 +135,7 @@ class Resources:
         ``read_only_stores``."""
         from ask_fable.stores.engines import Engines
 
-        return self._part("engines", lambda: Engines(read_only=self._read_only_stores))
+        return self.part("engines", lambda: Engines(read_only=self._read_only_stores))
 
     async def aclose(self) -> None:
         """Close the HTTP clients and the database connections (caches, gates and choices hold nothing

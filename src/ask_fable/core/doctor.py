@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ask_fable import __version__
 from ask_fable.backends.builtin import BUILTIN
 from ask_fable.backends.descriptor import Backend, BackendReport, ProbeOptions
-from ask_fable.backends.registry import registered
+from ask_fable.backends.registry import plugin_problems, registered
 from ask_fable.config import Settings
 
 if TYPE_CHECKING:
@@ -44,6 +44,8 @@ class DoctorReport:
     saved: list[SavedValue] = field(default_factory=list)
     #: Why a shared database's saved settings could not be read (the report then goes without them).
     saved_unread: str | None = None
+    #: Installed backend plugins that could not be loaded (``PluginProblem.to_dict()`` each).
+    plugin_problems: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ready(self) -> list[str]:
@@ -69,6 +71,7 @@ class DoctorReport:
             "settings_problems": self.settings_problems,
             "saved_settings": [value.to_dict() for value in self.saved],
             "saved_settings_unread": self.saved_unread,
+            "plugin_problems": self.plugin_problems,
         }
 
 
@@ -132,6 +135,7 @@ async def diagnose(settings: Settings, *, breaker: CircuitBreaker | None = None,
         settings_problems=[problem.to_dict() for problem in settings.problems],
         saved=[] if in_force is None else in_force.saved,
         saved_unread=None if in_force is None else in_force.unread,
+        plugin_problems=[problem.to_dict() for problem in plugin_problems()],
     )
 
 
@@ -156,6 +160,7 @@ def format_report(report: DoctorReport) -> str:
              f"config file: {report.config_file}", f"state dir:   {report.state_dir}", ""]
     lines += settings_section(report.settings_problems)
     lines += saved_section(report.saved, report.saved_unread)
+    lines += plugins_section(report.plugin_problems)
     width = max(len(b.name) for b in report.backends) if report.backends else 8
     for b in report.backends:
         breaker = f", breaker {b.breaker}" if b.breaker and b.breaker != "closed" else ""
@@ -188,6 +193,15 @@ def settings_section(problems: list[dict[str, Any]]) -> list[str]:
     if not problems:
         return []
     lines = [f"! settings: {len(problems)} could not be used as written (each falls back as stated)"]
+    lines += [f"  {problem['message']}" for problem in problems]
+    return [*lines, ""]
+
+
+def plugins_section(problems: list[dict[str, str]]) -> list[str]:
+    """The report's lines on backend plugins that could not be loaded."""
+    if not problems:
+        return []
+    lines = [f"! plugins: {len(problems)} could not be loaded"]
     lines += [f"  {problem['message']}" for problem in problems]
     return [*lines, ""]
 

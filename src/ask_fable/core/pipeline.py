@@ -203,8 +203,10 @@ class Pipeline:
         trace.annotate(**{"ask_fable.mode": call.mode})
         # Completed once context_ref is resolved: context_len is what the model is given.
         request = trace.events[-1].attrs
+        from ask_fable.backends.catalogs import catalog_cache
+
         mctx = ModeContext(settings, trace, app.console, breaker=app.breaker, progress=progress,
-                           catalogs=app.resources.catalogs)
+                           catalogs=catalog_cache(app.resources))
         holds: list[quotas.QuotaHold] = []
         try:
             return await self._run(call, runner, trace, request, mctx, holds)

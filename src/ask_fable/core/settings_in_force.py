@@ -95,14 +95,25 @@ def read_saved_entries(settings: Settings) -> list[SavedEntry]:
         store.close()
 
 
+def _known(settings: Settings, name: str) -> bool:
+    """Whether ``name`` is a setting (a top-level one or a registered backend's)."""
+    try:
+        settings.value_of(name)
+    except KeyError:
+        return False
+    return True
+
+
 def settings_in_force(running: Settings | None = None) -> SettingsInForce:
     """The settings every server on this configuration runs with (see the module docstring); a
     database that cannot be read leaves the file's and environment's, with ``unread`` saying why.
 
     ``running`` is a server's own settings, the saved ones already applied (``diagnose``): the saved
     values are then told against those; without it (a command) the settings are read here."""
+    from ask_fable.backends.registry import registered
     from ask_fable.errors import AskFableError
 
+    registered()  # every backend's settings are known before the saved ones are told against them
     shared_by = running or load_settings()
     if not shared_by.database_url:
         return SettingsInForce(shared_by, shared=False, saved=[])
@@ -114,13 +125,12 @@ def settings_in_force(running: Settings | None = None) -> SettingsInForce:
     if not entries:
         return SettingsInForce(running or base, shared=True, saved=[])
     settings = running or load_settings(saved={entry.name: entry.value for entry in entries})
-    values, below = vars(settings), vars(base)
     saved = []
     for entry in entries:
         in_force = settings.origin(entry.name) == SAVED_SOURCE
-        hand_set = base.origin(entry.name) if entry.name in below else None
+        hand_set = base.origin(entry.name) if _known(base, entry.name) else None
         hides = None
-        if hand_set is not None and below[entry.name] != values.get(entry.name):
-            hides = (hand_set, shown(entry.name, below[entry.name]))
+        if hand_set is not None and base.value_of(entry.name) != settings.value_of(entry.name):
+            hides = (hand_set, shown(entry.name, base.value_of(entry.name)))
         saved.append(SavedValue(entry, in_force, hides))
     return SettingsInForce(settings, shared=True, saved=saved)

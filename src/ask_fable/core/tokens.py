@@ -1,11 +1,8 @@
 """Model tokens in one place: aliases, the ``twin`` group, tiers, provider prefixes, and oracle building.
 
 A *token* names one oracle in the multi-model modes. The tokens, their aliases and the
-``<prefix>:<model id>`` forms are those of the registered backends
-(:mod:`ask_fable.backends.registry`)::
-
-    fable  fable51  opus (opus5, opus-5)  minimax (m3)  gemini  codex (gpt)  grok  kimi  glm  deepseek
-    atlas:<model id>   openrouter:<model id>   ollama:<model id>
+``<prefix>:<model id>`` forms are those of the registered backends, built-in or from a plugin
+(:mod:`ask_fable.backends.registry`; ``ask_fable_help`` topic ``tokens`` lists them).
 
 The *group* ``twin`` (``twins``, ``twin flames``, ``twin-flame``, ``twin_flames``) stands for
 ``fable`` + ``opus``. A group expands in place wherever a list of models is taken and is refused
@@ -24,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.model_ids import (
-    family_of,
     normalize_atlas_model,
     normalize_ollama_model,
     normalize_openrouter_model,
     strip_prefix,
 )
 from ask_fable.backends.registry import (
+    family_of,
     find_token,
     get_backend,
     prefixed_backend,

@@ -102,7 +102,10 @@ def _setting_name(given: str, saved: list[str]) -> str:
 
     if given in saved:
         return given
-    layer = mapping_layer({given: True}, "", Settings.model_fields, ENV_PREFIX)
+    from ask_fable.backends.registry import registered
+
+    registered()  # a backend's own settings are names too
+    layer = mapping_layer({given: True}, "", Settings.known_fields(), ENV_PREFIX)
     if layer.problems:
         raise BadArgs(layer.problems[0].problem)
     return next(iter(layer.values))
@@ -177,7 +180,7 @@ def _print_forgotten(gone: list[str], as_json: bool) -> None:
         print(json.dumps({"forgot": []}) if as_json else "no saved settings to forget")
         return
     now = load_settings()  # without the forgotten values; the ones still saved do not concern these
-    values = vars(now)
+    values = {name: now.value_of(name) for name in now.known_fields()}
     if as_json:
         out: dict[str, Any] = {"forgot": gone, "now": {name: {"value": shown(name, values[name]),
                                                          "source": now.origin(name) or "default"}

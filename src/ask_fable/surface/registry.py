@@ -24,8 +24,7 @@ if TYPE_CHECKING:  # the contract's models load with the tool modules, not at se
 #: Tool families, in the order they are listed. Toolsets are built from them.
 FAMILIES: dict[str, str] = {
     "core": "the four reasoning modes with Fable, plus help",
-    "single": "one named model: Opus 5, MiniMax, Gemini, Codex, Grok, Kimi, GLM, DeepSeek, Atlas, "
-    "OpenRouter, Ollama",
+    "single": "one named model (see family_about for the backends that have one)",
     "councils": "provider-only councils (Ollama, Atlas, OpenRouter)",
     "catalogs": "model catalogs and persisted council / tracing choices",
     "context": "the shared context bus",
@@ -40,13 +39,14 @@ TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.help",
     "ask_fable.surface.tools.claude_tools",
     "ask_fable.surface.tools.modes",
-    "ask_fable.surface.tools.cli_models",
     "ask_fable.surface.tools.http_models",
     "ask_fable.surface.tools.context",
     "ask_fable.surface.tools.observability",
     "ask_fable.surface.tools.quotas",
     "ask_fable.surface.tools.hub",
     "ask_fable.surface.tools.diagnose",
+    # Last: a backend's tool (a plugin's) never displaces a tool declared above.
+    "ask_fable.surface.tools.backend_tools",
 )
 
 
@@ -112,6 +112,17 @@ class ToolSpec:
         return self.description.format(**get_backend(self.backend).facts(settings or load_settings()))
 
 
+def family_about(family: str) -> str:
+    """What a tool family holds, in a few words; the ``single`` family names the backends whose
+    one-model tools it holds, read from the registry (a plugin's included)."""
+    if family != "single":
+        return FAMILIES[family]
+    served = {spec.backend for spec in all_tools() if spec.family == "single" and spec.backend}
+    from ask_fable.backends.registry import registered
+
+    return "one named model: " + ", ".join(b.label for b in registered() if b.name in served)
+
+
 def all_tools() -> list[ToolSpec]:
     """Every declared tool, in family order then declaration order."""
     return list(_declared_tools())
@@ -125,11 +136,18 @@ def _declared_tools() -> tuple[ToolSpec, ...]:
         specs.extend(importlib.import_module(module_name).TOOLS)
     order = list(FAMILIES)
     names: set[str] = set()
+    kept: list[ToolSpec] = []
     for spec in specs:
+        if spec.name in names and spec.backend is not None and spec.family == "single":
+            from ask_fable.backends.registry import report_problem
+
+            report_problem(spec.backend, f"its tool {spec.name!r} has the name of another tool; not served")
+            continue
         if spec.name in names:
             raise ValueError(f"tool {spec.name!r} is declared twice")
         names.add(spec.name)
-    return tuple(sorted(specs, key=lambda s: order.index(s.family)))
+        kept.append(spec)
+    return tuple(sorted(kept, key=lambda s: order.index(s.family)))
 
 
 _SIMPLE_KEYS = {"type", "items", "enum"}

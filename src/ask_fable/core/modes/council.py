@@ -14,6 +14,7 @@ one fails the best member answer is returned, and every synthesis field says it 
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Callable, Sequence
@@ -21,6 +22,7 @@ from typing import Any
 
 import anyio
 
+from ask_fable.backends.registry import registered
 from ask_fable.config import Settings
 from ask_fable.contract import SourceEntry, SynthesisInfo
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
@@ -61,33 +63,51 @@ def expert_label(index: int) -> str:
     return f"Expert {label}"
 
 
-_PRODUCTS = r"(?:Claude|ChatGPT|GPT|Gemini|Grok|Kimi|DeepSeek|MiniMax|ChatGLM|GLM|Codex|Qwen)"
-_LABS = (r"(?:Anthropic|OpenAI|Google(?:\s+DeepMind)?|DeepMind|DeepSeek|Moonshot(?:\s+AI)?|xAI|MiniMax"
-         r"|Zhipu(?:\s+AI)?|Z\.ai)")
+#: Models reached only through a many-lab provider (OpenRouter, Ollama…), with no backend of their own.
+_UNBACKED_PRODUCTS = (r"Qwen",)
 _MODEL_WORD = r"(?:model|AI|assistant|LLM|large language model|language model|system|chatbot)"
-#: A model naming itself or its maker; ordinary technical mentions ("the OpenAI API", "as Google
-#: recommends", "Claude Code") do not match.
-_SELF_ID: tuple[tuple[re.Pattern[str], str], ...] = (
-    # "As an OpenAI model", "I am a Google AI", "I'm an Anthropic assistant"
-    (re.compile(rf"\b(as|i am|i'm|speaking as)\s+(?:an?\s+)?(?:{_LABS}|{_PRODUCTS})[\w.\-]*"
-                rf"(?:-based)?\s+{_MODEL_WORD}\b", re.I), r"\1 [model]"),
-    # "I'm Claude", "I am ChatGPT"
-    (re.compile(rf"\b(i am|i'm)\s+(?:an?\s+)?{_PRODUCTS}[\w.\-]*", re.I), r"\1 [model]"),
-    # "As Claude, I …", "As Gemini I suggest …", "This is Grok."
-    (re.compile(rf"\b(as|speaking as|this is)\s+{_PRODUCTS}[\w.\-]*(?=\s*[,.!;:]|\s+(?:I|here|speaking)\b)",
-                re.I), r"\1 [model]"),
-    # "Gemini here." opening a sentence
-    (re.compile(rf"(^|[.!?]\s+|\n\s*){_PRODUCTS}[\w.\-]*\s+here\b(?=\s*[,.!:;\-—]|\s*$)", re.I | re.M),
-     r"\1[model] here"),
-    # "I was made by Anthropic", "I am a model trained by Google DeepMind" (not "BERT was made by Google")
-    (re.compile(rf"(\b(?:I was|I am|I'm|I've been)\b[^.!?\n]{{0,80}}?"
-                rf"\b(?:made|created|trained|developed|built|designed)\s+by\s+){_LABS}", re.I), r"\1[lab]"),
-)
+
+
+def _alternation(names: Sequence[str]) -> str:
+    """One regex group matching any of ``names`` (regex fragments), longest first."""
+    return "(?:" + "|".join(sorted(dict.fromkeys(names), key=len, reverse=True)) + ")"
+
+
+@functools.cache
+def _self_id_patterns(labs: tuple[str, ...],
+                      products: tuple[str, ...]) -> tuple[tuple[re.Pattern[str], str], ...]:
+    """A model naming itself or its maker; ordinary technical mentions ("the OpenAI API", "as Google
+    recommends", "Claude Code") do not match."""
+    lab, product = _alternation(labs), _alternation(products)
+    return (
+        # "As an OpenAI model", "I am a Google AI", "I'm an Anthropic assistant"
+        (re.compile(rf"\b(as|i am|i'm|speaking as)\s+(?:an?\s+)?(?:{lab}|{product})[\w.\-]*"
+                    rf"(?:-based)?\s+{_MODEL_WORD}\b", re.I), r"\1 [model]"),
+        # "I'm Claude", "I am ChatGPT"
+        (re.compile(rf"\b(i am|i'm)\s+(?:an?\s+)?{product}[\w.\-]*", re.I), r"\1 [model]"),
+        # "As Claude, I …", "As Gemini I suggest …", "This is Grok."
+        (re.compile(rf"\b(as|speaking as|this is)\s+{product}[\w.\-]*(?=\s*[,.!;:]|\s+(?:I|here|speaking)\b)",
+                    re.I), r"\1 [model]"),
+        # "Gemini here." opening a sentence
+        (re.compile(rf"(^|[.!?]\s+|\n\s*){product}[\w.\-]*\s+here\b(?=\s*[,.!:;\-—]|\s*$)", re.I | re.M),
+         r"\1[model] here"),
+        # "I was made by Anthropic", "I am a model trained by Google DeepMind" (not "BERT was made by Google")
+        (re.compile(rf"(\b(?:I was|I am|I'm|I've been)\b[^.!?\n]{{0,80}}?"
+                    rf"\b(?:made|created|trained|developed|built|designed)\s+by\s+){lab}", re.I), r"\1[lab]"),
+    )
+
+
+def self_id_patterns() -> tuple[tuple[re.Pattern[str], str], ...]:
+    """The self-identification patterns for every registered backend's labs and products."""
+    backends = registered()
+    labs = tuple(name for backend in backends for name in backend.labs)
+    products = tuple(name for backend in backends for name in backend.products) + _UNBACKED_PRODUCTS
+    return _self_id_patterns(labs, products)
 
 
 def scrub_self_identification(text: str) -> str:
     """Remove a model's self-identification (its own name or its lab's) from ``text``."""
-    for pattern, replacement in _SELF_ID:
+    for pattern, replacement in self_id_patterns():
         text = pattern.sub(replacement, text)
     return text
 

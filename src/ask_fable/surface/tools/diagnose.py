@@ -74,6 +74,17 @@ class SavedSetting(BaseModel):
     shadows: HiddenValue | None = Field(None, description="the different hand-set value it hides")
 
 
+class PluginIssue(BaseModel):
+    """An installed backend plugin that could not be loaded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plugin: str = Field(description="the entry point's name")
+    target: str = Field(description="what it points at (module:attribute)")
+    problem: str
+    message: str
+
+
 class DiagnoseResult(DataResult):
     """Every backend's state, the ready / missing lists, the settings that could not be used, and the
     settings saved to a shared database."""
@@ -86,6 +97,9 @@ class DiagnoseResult(DataResult):
     saved_settings: list[SavedSetting] | None = None
     saved_settings_unread: str | None = Field(
         None, description="why the shared database's saved settings could not be read"
+    )
+    plugin_problems: list[PluginIssue] | None = Field(
+        None, description="installed backend plugins that could not be loaded (their backends are absent)"
     )
 
 
@@ -109,7 +123,8 @@ async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> dict[str, Any]:
             "missing": data["missing"], "backends": data["backends"],
             "settings_problems": data["settings_problems"] or None,
             "saved_settings": data["saved_settings"] or None,
-            "saved_settings_unread": data["saved_settings_unread"]}
+            "saved_settings_unread": data["saved_settings_unread"],
+            "plugin_problems": data["plugin_problems"] or None}
 
 
 TOOLS = [

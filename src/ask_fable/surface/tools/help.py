@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ask_fable.access import READS, scope_allows
 from ask_fable.contract import DataResult, Strict
 from ask_fable.surface.context import ToolContext
-from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools
+from ask_fable.surface.registry import FAMILIES, ToolSpec, all_tools, family_about
 from ask_fable.surface.toolsets import toolsets_adding
 
 if TYPE_CHECKING:
@@ -200,7 +200,8 @@ def other_toolsets(served: list[str], may_call: MayCall = _any_tool) -> list[Oth
     """Each family not served that holds a tool ``may_call`` allows, with those tools and the exact
     option that adds it."""
     others: list[OtherToolset] = []
-    for family, about in FAMILIES.items():
+    for family in FAMILIES:
+        about = family_about(family)
         tools = [spec.name for spec in all_tools() if spec.family == family and may_call(spec)]
         if family in served or not tools:
             continue

@@ -1,4 +1,5 @@
-"""Single-model tools on HTTP APIs (GLM, DeepSeek, Atlas Cloud, OpenRouter, Ollama) and their catalogs."""
+"""The HTTP providers' catalogs (Atlas Cloud, OpenRouter, Ollama); their one-model tools come from their
+descriptors (:mod:`ask_fable.surface.tools.backend_tools`)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,10 @@ from ask_fable.backends.base import is_effort
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import Handler, ToolSpec
-from ask_fable.surface.tools.common import AskArgs, AskWithModelArgs, clamped_note, single_model_tool
+from ask_fable.surface.tools.common import clamped_note
 
 if TYPE_CHECKING:
     from ask_fable.backends.catalogs import Picker, PickerOption
-
-
-class OllamaArgs(AskArgs):
-    """Arguments of ask_ollama."""
-
-    model: str | None = Field(
-        None, description="An Ollama model id such as gpt-oss:120b-cloud (default ASK_FABLE_OLLAMA_MODEL)."
-    )
 
 
 class CatalogArgs(BaseModel):
@@ -138,8 +131,9 @@ async def _offer_picker(ctx: ToolContext, picker: Picker) -> Selection | None:
 
 async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
     from ask_fable.backends import catalogs
+    from ask_fable.backends.providers import atlas, openrouter
 
-    listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
+    listing = atlas.list_atlas_models if provider == "atlas" else openrouter.list_openrouter_models
     result = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit,
                            resources=ctx.app.resources)
     used = result.get("limit")
@@ -166,9 +160,9 @@ async def list_openrouter_models(args: CatalogArgs, ctx: ToolContext) -> dict[st
 
 async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[str, Any]:
     """Cloud catalog, locally pulled models and the configured Ollama council."""
-    from ask_fable.backends import catalogs
+    from ask_fable.backends.providers.ollama import list_ollama_models as listing
 
-    return await catalogs.list_ollama_models(ctx.settings, refresh=args.refresh, resources=ctx.app.resources)
+    return await listing(ctx.settings, refresh=args.refresh, resources=ctx.app.resources)
 
 
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],
@@ -178,39 +172,6 @@ def _catalog(name: str, description: str, args: type[BaseModel], result: type[Da
 
 
 TOOLS = [
-    single_model_tool(
-        "ask_glm", "glm",
-        "One answer from {label} ({model}) via Z.ai's Anthropic-compatible API. Single-turn.\n"
-        "Needs {key_vars} on the server (not_configured otherwise).",
-    ),
-    single_model_tool(
-        "ask_deepseek", "deepseek",
-        "One answer from {label} ({model}) via DeepSeek's Anthropic-compatible API. Single-turn.\n"
-        "A cheap direct API: a good quick independent opinion. Needs {key_vars} (not_configured otherwise).",
-    ),
-    single_model_tool(
-        "ask_atlas", "atlas",
-        "One answer from an {label} text model (default {model}; e.g. openai/gpt-5.6-sol, "
-        "deepseek-ai/deepseek-v4-pro) over the OpenAI chat API. Single-turn; effort quick | standard | deep "
-        "(default ASK_FABLE_ATLAS_EFFORT). Needs {key_vars}, except xai/grok-* models, which run on the "
-        "local grok CLI when installed. Pick models with list_atlas_models.",
-        AskWithModelArgs,
-    ),
-    single_model_tool(
-        "ask_openrouter", "openrouter",
-        "One answer from any of ~400 {label} models on one key (default {model}). Single-turn; effort is "
-        "clamped to what the chosen model supports, and the result reports the call's real dollar cost "
-        "(cost_usd). Needs {key_vars}; xai/grok-* and moonshotai/kimi-* ids run on the local grok / kimi "
-        "CLI when installed. Pick models with list_openrouter_models (free).",
-        AskWithModelArgs,
-    ),
-    single_model_tool(
-        "ask_ollama", "ollama",
-        "One answer from an {label} model (default {model}; e.g. kimi-k2.7-code:cloud) through the local "
-        "ollama daemon (after `ollama signin`, no key) or ASK_FABLE_OLLAMA_BASE_URL + _API_KEY for direct "
-        "cloud. Single-turn. See list_ollama_models.",
-        OllamaArgs,
-    ),
     _catalog(
         "list_atlas_models",
         "The free live Atlas Cloud text-model catalog. With task, ranks a provider-diverse shortlist from "

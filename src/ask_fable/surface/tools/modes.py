@@ -282,9 +282,10 @@ async def _featured(provider: str, ctx: ToolContext) -> tuple[list[str], str | N
     """Three provider-diverse catalog models, or a fixed panel when the catalog is unreachable;
     with a note saying so in the latter case."""
     from ask_fable.backends import catalogs
+    from ask_fable.backends.providers import atlas, openrouter
     from ask_fable.errors import AskFableError
 
-    listing = catalogs.list_atlas_models if provider == "atlas" else catalogs.list_openrouter_models
+    listing = atlas.list_atlas_models if provider == "atlas" else openrouter.list_openrouter_models
     try:
         result = await listing(ctx.settings, refresh=True, limit=FEATURED_COUNT, max_age=catalogs.CACHE_TTL,
                                resources=ctx.app.resources)

@@ -1,0 +1,103 @@
+"""Atlas Cloud over its OpenAI-compatible API: settings ``ASK_FABLE_ATLAS_*``, ``atlas:<id>`` tokens,
+``ask_atlas``."""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from pydantic import AliasChoices, Field, SecretStr
+
+from ask_fable.backends.descriptor import Backend, BackendReport, ModelTool, ProbeOptions
+from ask_fable.backends.model_ids import lab_of, normalize_atlas_model, strip_prefix
+from ask_fable.backends.probes import probe_key
+from ask_fable.config import ProviderSettings
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from ask_fable.backends.base import Oracle
+    from ask_fable.backends.http_client import RetryPolicy
+    from ask_fable.backends.resources import Resources
+    from ask_fable.config import Settings
+
+
+class AtlasSettings(ProviderSettings):
+    """Atlas Cloud's key, endpoint and default model."""
+
+    api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("ASK_FABLE_ATLAS_API_KEY", "ATLASCLOUD_API_KEY"),
+        description="Atlas Cloud key (ATLASCLOUD_API_KEY is accepted too).",
+    )
+    base_url: str = Field("https://api.atlascloud.ai", description="Atlas Cloud API base URL.")
+    model: str = Field("xai/grok-4.6", description="Default model for ask_atlas.")
+
+
+def make_atlas_oracle(settings: Settings, *, token: str = "atlas", model: str | None = None,
+                      effort: str | None = None, retry: RetryPolicy | None = None,
+                      transport: httpx2.AsyncBaseTransport | None = None,
+                      resources: Resources | None = None) -> Oracle:
+    """An ``atlas:<id>`` oracle (default ``ASK_FABLE_ATLAS_MODEL``); ``xai/grok-*`` → local grok CLI.
+
+    Raises:
+        BadArgs: ``effort`` is not quick / standard / deep.
+    """
+    from ask_fable.backends.http_client import normalize_effort
+    from ask_fable.backends.http_oracles import default_effort, reroute
+    from ask_fable.backends.openai_api import AtlasOracle
+
+    config = settings.section(ATLAS.name, AtlasSettings)
+    chosen = strip_prefix(model or config.model, "atlas")
+    chosen_effort = normalize_effort(effort) or default_effort(settings.atlas_effort)
+    token = f"atlas:{chosen}"
+    routed = reroute(settings, token, chosen, chosen_effort, kimi=False, resources=resources)
+    if routed is not None:
+        return routed
+    return AtlasOracle(
+        token=token, provider=ATLAS.name, model=chosen, family=lab_of(chosen), label=ATLAS.label,
+        base_url=config.base_url, api_key=config.key(), key_var=ATLAS.key_vars[0],
+        key_alias=ATLAS.key_vars[1], effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
+        transport=transport, resources=resources,
+    )
+
+
+async def probe_atlas(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
+    """Atlas's key probe, noting that its Grok models run on the local grok CLI without a key."""
+    report = await probe_key(backend, settings, options)
+    if not report.configured and backend.model(settings).startswith("xai/grok") and shutil.which("grok"):
+        report.detail = f"{report.detail}; xai/grok-* models still work through the local grok CLI"
+    return report
+
+
+
+async def list_atlas_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
+                            *, max_age: float | None = None,
+                            transport: httpx2.AsyncBaseTransport | None = None,
+                            resources: Resources | None = None) -> dict[str, Any]:
+    """The Atlas Cloud catalog ranked for ``task`` with a model + effort picker (no key needed);
+    ``refresh`` and ``max_age`` as in :func:`ask_fable.backends.catalogs.list_models`."""
+    from ask_fable.backends import catalogs
+
+    url = catalogs.atlas_catalog_url(settings.section(ATLAS.name, AtlasSettings).base_url)
+    return await catalogs.list_models("atlas", "Atlas Cloud", url, settings, refresh=refresh, task=task,
+                                      limit=limit,
+                                      default_effort=settings.atlas_effort, max_age=max_age,
+                                      transport=transport, resources=resources)
+
+
+# A prefixed backend serves many labs: each model id tells its own (``family`` is never read for it).
+ATLAS = Backend(
+    name="atlas", label="Atlas Cloud", family="unknown", transport="http", build=make_atlas_oracle,
+    probe=probe_atlas, enable="set ASK_FABLE_ATLAS_API_KEY (or ATLASCLOUD_API_KEY) to an Atlas Cloud key",
+    prefix="atlas", normalize_model=normalize_atlas_model, settings_model=AtlasSettings,
+    tools=("ask_atlas_council",),
+    tool=ModelTool(
+        "ask_atlas",
+        "One answer from an {label} text model (default {model}; e.g. openai/gpt-5.6-sol, "
+        "deepseek-ai/deepseek-v4-pro) over the OpenAI chat API. Single-turn; effort quick | standard | deep "
+        "(default ASK_FABLE_ATLAS_EFFORT). Needs {key_vars}, except xai/grok-* models, which run on the "
+        "local grok CLI when installed. Pick models with list_atlas_models.",
+        model_arg="The provider's model id; default from the settings.", effort=True,
+    ),
+)

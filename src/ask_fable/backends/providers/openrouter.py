@@ -1,0 +1,93 @@
+"""OpenRouter over its OpenAI-compatible API: settings ``ASK_FABLE_OPENROUTER_*``, ``openrouter:<id>``
+tokens, ``ask_openrouter``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import AliasChoices, Field, SecretStr
+
+from ask_fable.backends.descriptor import Backend, ModelTool
+from ask_fable.backends.model_ids import lab_of, normalize_openrouter_model, strip_prefix
+from ask_fable.backends.probes import probe_key
+from ask_fable.config import ProviderSettings
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from ask_fable.backends.base import Oracle
+    from ask_fable.backends.http_client import RetryPolicy
+    from ask_fable.backends.resources import Resources
+    from ask_fable.config import Settings
+
+
+class OpenRouterSettings(ProviderSettings):
+    """OpenRouter's key, endpoint and default model."""
+
+    api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("ASK_FABLE_OPENROUTER_API_KEY", "OPENROUTER_API_KEY"),
+        description="OpenRouter key (OPENROUTER_API_KEY is accepted too); the catalog needs none.",
+    )
+    base_url: str = Field("https://openrouter.ai/api/v1", description="OpenRouter API base URL.")
+    model: str = Field("deepseek/deepseek-v4-pro", description="Default model for ask_openrouter.")
+
+
+def make_openrouter_oracle(settings: Settings, *, token: str = "openrouter", model: str | None = None,
+                           effort: str | None = None, retry: RetryPolicy | None = None,
+                           transport: httpx2.AsyncBaseTransport | None = None,
+                           resources: Resources | None = None) -> Oracle:
+    """An ``openrouter:<id>`` oracle; ``xai/grok-*`` / ``moonshotai/kimi-*`` → local CLI when installed.
+
+    Raises:
+        BadArgs: ``effort`` is not quick / standard / deep.
+    """
+    from ask_fable.backends.http_client import normalize_effort
+    from ask_fable.backends.http_oracles import default_effort, reroute
+    from ask_fable.backends.openai_api import OpenRouterOracle
+
+    config = settings.section(OPENROUTER.name, OpenRouterSettings)
+    chosen = strip_prefix(model or config.model, "openrouter")
+    chosen_effort = normalize_effort(effort) or default_effort(settings.openrouter_effort)
+    token = f"openrouter:{chosen}"
+    routed = reroute(settings, token, chosen, chosen_effort, kimi=True, resources=resources)
+    if routed is not None:
+        return routed
+    return OpenRouterOracle(
+        token=token, provider=OPENROUTER.name, model=chosen, family=lab_of(chosen), label=OPENROUTER.label,
+        base_url=config.base_url, api_key=config.key(), key_var=OPENROUTER.key_vars[0],
+        key_alias=OPENROUTER.key_vars[1], effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
+        transport=transport, resources=resources,
+    )
+
+
+
+async def list_openrouter_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
+                                 *, max_age: float | None = None,
+                                 transport: httpx2.AsyncBaseTransport | None = None,
+                                 resources: Resources | None = None) -> dict[str, Any]:
+    """The OpenRouter catalog ranked for ``task`` with a model + effort picker (no key needed);
+    ``refresh`` and ``max_age`` as in :func:`ask_fable.backends.catalogs.list_models`."""
+    from ask_fable.backends import catalogs
+
+    url = catalogs.openrouter_catalog_url(settings.section(OPENROUTER.name, OpenRouterSettings).base_url)
+    return await catalogs.list_models("openrouter", "OpenRouter", url, settings, refresh=refresh, task=task,
+                                      limit=limit,
+                                      default_effort=settings.openrouter_effort, max_age=max_age,
+                                      transport=transport, resources=resources)
+
+
+OPENROUTER = Backend(
+    name="openrouter", label="OpenRouter", family="unknown", transport="http", build=make_openrouter_oracle,
+    probe=probe_key, enable="set ASK_FABLE_OPENROUTER_API_KEY (or OPENROUTER_API_KEY) to an OpenRouter key",
+    prefix="openrouter", normalize_model=normalize_openrouter_model, settings_model=OpenRouterSettings,
+    tools=("ask_openrouter_council",),
+    tool=ModelTool(
+        "ask_openrouter",
+        "One answer from any of ~400 {label} models on one key (default {model}). Single-turn; effort is "
+        "clamped to what the chosen model supports, and the result reports the call's real dollar cost "
+        "(cost_usd). Needs {key_vars}; xai/grok-* and moonshotai/kimi-* ids run on the local grok / kimi "
+        "CLI when installed. Pick models with list_openrouter_models (free).",
+        model_arg="The provider's model id; default from the settings.", effort=True,
+    ),
+)
