@@ -748,7 +748,8 @@ class Settings(BaseSettings):
         known = {key for name, model in registered.items()
                  for key in accepted_names(section_fields(name, model), ENV_PREFIX)}
         own = [p for p in self._problems if p.key is None or p.key.lower() not in known]
-        found = (*own, *(p for name, model in registered.items() for p in self._section(name, model).problems))
+        theirs = (p for name, model in registered.items() for p in self._section(name, model).problems)
+        found = (*own, *theirs)
         self._all_problems = (_sections_version, found)
         return found
 
