@@ -33,7 +33,7 @@ import anyio
 
 from ask_fable.access import ALL_TENANTS, SCOPES
 from ask_fable.stores.ui_sessions import MemoryWebSessions
-from ask_fable.surface.http_app import UI_PATH
+from ask_fable.surface.http_common import UI_PATH, host_allowed, origin_allowed
 from ask_fable.surface.ui import data, pages
 from ask_fable.surface.ui.markup import Html
 from ask_fable.surface.ui.pages import Chrome, url
@@ -444,7 +444,6 @@ def checked_host(app: ASGIApp, hosts: list[str], origins: list[str]) -> ASGIApp:
     ``Origin``, when a browser sends one, is the page's own or in ``origins`` (403 otherwise): DNS
     rebinding and other sites' pages are turned away before any page is read, while the web view's
     own forms post behind a proxy without its address being listed."""
-    from ask_fable.surface.http_app import host_allowed, origin_allowed
 
     async def checked(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

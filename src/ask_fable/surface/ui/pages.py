@@ -15,7 +15,7 @@ from urllib.parse import quote, urlencode
 
 from ask_fable.access import ALL_TENANTS
 from ask_fable.stores.views import StatsReport, StoredTraceEvent, TraceDetail, TraceSummary
-from ask_fable.surface.http_app import UI_PATH
+from ask_fable.surface.http_common import UI_PATH
 from ask_fable.surface.ui.data import PAGE_SIZES, STATUSES, StatsView, TracePage, TraceQuery
 from ask_fable.surface.ui.markup import Html, el, join
 from ask_fable.surface.ui.style import STYLESHEET_VERSION
