@@ -66,12 +66,12 @@ def test_traces_and_bundles_are_per_tenant(store_backend: StoreBackend) -> None:
     store.record(TraceRecord(trace_id=mine, tenant=A, tool="ask_glm"))
     store.record(TraceRecord(trace_id=theirs, tenant=B, tool="ask_glm"))
     store.write_bundle(mine, TraceBundle(tenant=A, question="alice asks", context="", result={}))
-    assert [t["trace_id"] for t in store.list(B)] == [theirs]
+    assert [t.trace_id for t in store.list(B)] == [theirs]
     assert store.get(B, mine) is None and store.get(A, mine) is not None
     assert store.bundle_excerpt(B, mine, 1000) is None
     assert "alice asks" in (store.bundle_excerpt(A, mine, 1000) or "")
     assert store.list(B, before=mine) == []  # another tenant's id is no cursor
-    assert {t["trace_id"] for t in store.list(ALL_TENANTS)} == {mine, theirs}
+    assert {t.trace_id for t in store.list(ALL_TENANTS)} == {mine, theirs}
     assert store.get(ALL_TENANTS, mine) is not None
     assert "alice asks" in (store.bundle_excerpt(ALL_TENANTS, mine, 1000) or "")
 
@@ -152,7 +152,7 @@ def test_traces_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
     _old(settings.traces_db, SCRIPTS["traces"][:2],
          f"INSERT INTO traces (trace_id, ts, tool) VALUES ('{trace_id}', 1.0, 'ask')")
     store = TraceStore(settings)
-    assert [t["tenant"] for t in store.list("local")] == ["local"]
+    assert [t.tenant for t in store.list("local")] == ["local"]
 
 
 def test_hub_rows_from_before_tenants_belong_to_local(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The records stores take: one pydantic model per thing a finished call leaves behind.
 
     AuditRecord ── members: MemberRecord…    one audit line (ModeAudit: what a mode adds to it)
-    TraceRecord ── events: TraceEvent…       one trace with its ordered timeline
+    TraceSummary                             one trace without its events (as trace_list shows it)
+    TraceRecord ── events: TraceEvent…       a TraceSummary with its ordered timeline
     TraceBundle ── members: BundleMember…    full-mode content of one call
     HubTurn                                  one successful turn mirrored to the session hub
     SavedAnswer                              one answer kept as a file
@@ -113,8 +114,8 @@ class TraceEvent(Record):
     attrs: dict[str, Any] = Field(default_factory=dict)
 
 
-class TraceRecord(Record):
-    """One finished call's trace: what ran, how it ended, and its ordered events (no content)."""
+class TraceSummary(Record):
+    """One call's trace without its events: what ran and how it ended (``trace_list`` shows these)."""
 
     trace_id: str
     tenant: str = LOCAL_TENANT
@@ -130,6 +131,11 @@ class TraceRecord(Record):
     providers: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
     cached: bool = False
+
+
+class TraceRecord(TraceSummary):
+    """One finished call's trace: its summary and its ordered events (no content)."""
+
     events: list[TraceEvent] = Field(default_factory=list)
 
 

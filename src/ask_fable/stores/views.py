@@ -1,19 +1,21 @@
-"""What stores return to readers: JSON-shaped rows that tools put in their results as they are.
+"""What stores return to readers, and tools put in their results as they are.
 
-Records (``stores/records.py``) are validated where they are built; these views come out of a
-store's own query and are validated once more by the tool's result model, so they are plain
-typed dicts, free to build in bulk (``trace_list`` and ``stats`` read thousands of rows).
+A view that has a record (``stores/records.py``) is that record, or a model derived from it
+(``TraceDetail`` is a ``TraceSummary`` with its events); the others are typed dicts, free to build
+in bulk (``stats`` reads thousands of rows).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from pydantic import Field
+
 # typing_extensions' TypedDict, which pydantic reads on Python 3.11 too: a view may be a field of a
 # result model (``key_usage``'s ``usage``).
 from typing_extensions import TypedDict
 
-from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.records import QuotaLimits, TraceEvent, TraceSummary
 
 
 class ContextMeta(TypedDict):
@@ -54,39 +56,12 @@ class CachedAnswer(NamedTuple):
     age_s: float
 
 
-class TraceSummary(TypedDict):
-    """One trace as ``trace_list`` shows it (no events, no content)."""
-
-    trace_id: str
-    tenant: str
-    ts: float
-    tool: str | None
-    mode: str | None
-    status: str | None
-    kind: str | None
-    session: str | None
-    project: str | None
-    agent_id: str | None
-    elapsed_ms: float | None
-    providers: list[str]
-    models: list[str]
-    cached: bool
-
-
-class StoredTraceEvent(TypedDict):
-    """One event of a stored trace: milliseconds since the call began, its name, its metadata."""
-
-    t_ms: float | None
-    name: str
-    attrs: dict[str, Any]
-
-
 class TraceDetail(TraceSummary):
-    """One trace with its ordered events (bounded) and artifact references."""
+    """One trace as ``trace_get`` shows it: its ordered events (bounded) and artifact references."""
 
-    events: list[StoredTraceEvent]
-    events_truncated: bool
-    artifacts: dict[str, str | None]
+    events: list[TraceEvent] = Field(default_factory=list)
+    events_truncated: bool = False
+    artifacts: dict[str, str] = Field(default_factory=dict, description="e.g. bundle: its file path")
 
 
 class HubSession(TypedDict):
