@@ -44,7 +44,7 @@ def _written(real: App, result: dict[str, Any]) -> dict[str, bool]:
         "audit": trace_id in audit_ids,
         "trace": real.traces.get("local", trace_id) is not None,
         "trace bundle": real.traces.bundle_path(trace_id).is_file(),  # type: ignore[attr-defined]
-        "hub": [t["answer"] for t in hub.peek("local", "locks")] == [ANSWER],
+        "hub": [t.answer for t in hub.peek("local", "locks")] == [ANSWER],
         "saved answer": "saved" in result and Path(result["saved"]).is_file(),
     }
 

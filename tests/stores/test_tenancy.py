@@ -81,11 +81,11 @@ def test_hub_turns_and_heartbeats_are_per_tenant(store_backend: StoreBackend) ->
     for tenant in (A, B):
         store.record_turn(HubTurn(tenant=tenant, session_key="s", agent_id="agent", project="p", oracle="glm",
                                   status="ok", question=f"{tenant} asks", answer="answer"))
-    assert [t["question"] for t in store.peek(B, "s")] == ["bob asks"]
-    assert [(s["tenant"], s["turns"]) for s in store.list_sessions(B, None)] == [(B, 1)]
+    assert [t.question for t in store.peek(B, "s")] == ["bob asks"]
+    assert [(s.tenant, s.turns) for s in store.list_sessions(B, None)] == [(B, 1)]
     assert store.stats(B, None)["turns"] == 1
     assert store.stats(ALL_TENANTS, None)["turns"] == 2
-    assert {t["tenant"] for t in store.peek(ALL_TENANTS, "s")} == {A, B}
+    assert {t.tenant for t in store.peek(ALL_TENANTS, "s")} == {A, B}
 
 
 def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreBackend,
@@ -163,8 +163,8 @@ def test_hub_rows_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
          "INSERT INTO sessions (session_key, agent_id, project, first_seen, last_seen, turns) "
          "VALUES ('s', 'a', 'p', 1.0, 1.0, 1)")
     store = SessionHub(settings)
-    assert [t["tenant"] for t in store.peek("local", "s")] == ["local"]
-    assert [s["tenant"] for s in store.list_sessions("local", None, active_only=False)] == ["local"]
+    assert [t.tenant for t in store.peek("local", "s")] == ["local"]
+    assert [s.tenant for s in store.list_sessions("local", None, active_only=False)] == ["local"]
 
 
 def test_audit_lines_from_before_tenants_count_as_local(tmp_path: Path) -> None:

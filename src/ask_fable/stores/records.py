@@ -30,7 +30,8 @@ from ask_fable.access import LOCAL_TENANT, Scope
 
 
 class Record(BaseModel):
-    """Base of the records written by the pipeline: an unknown field is a bug."""
+    """Base of the records written by the pipeline, and of the views stores read back as models
+    (``stores/views.py``): an unknown field is a bug."""
 
     model_config = ConfigDict(extra="forbid")
 

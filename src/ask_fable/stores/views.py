@@ -1,8 +1,9 @@
 """What stores return to readers, and tools put in their results as they are.
 
 A view that has a record (``stores/records.py``) is that record, or a model derived from it
-(``TraceDetail`` is a ``TraceSummary`` with its events); the others are typed dicts, free to build
-in bulk (``stats`` reads thousands of rows).
+(``TraceDetail`` is a ``TraceSummary`` with its events, ``StoredHubTurn`` a ``HubTurn`` with its row
+id and time); a view a tool returns is a model too (``HubSession``); the others are typed dicts,
+free to build in bulk (``stats`` reads thousands of rows).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pydantic import Field
 # result model (``key_usage``'s ``usage``).
 from typing_extensions import TypedDict
 
-from ask_fable.stores.records import QuotaLimits, TraceEvent, TraceSummary
+from ask_fable.stores.records import HubTurn, QuotaLimits, Record, TraceEvent, TraceSummary
 
 
 class ContextMeta(TypedDict):
@@ -64,38 +65,28 @@ class TraceDetail(TraceSummary):
     artifacts: dict[str, str] = Field(default_factory=dict, description="e.g. bundle: its file path")
 
 
-class HubSession(TypedDict):
+class HubSession(Record):
     """One ``(session_key, agent_id)`` heartbeat of a tenant with its last question previewed."""
 
-    tenant: str
+    tenant: str | None = None
     session_key: str
     agent_id: str
     project: str
     first_seen: float
     last_seen: float
-    turns: int
-    last_question: str
-    last_oracle: str | None
-    last_status: str | None
-    retained_turns: int
     age_s: float
     stale: bool
+    turns: int
+    retained_turns: int
+    last_question: str = ""
+    last_oracle: str | None = None
+    last_status: str | None = None
 
 
-class StoredHubTurn(TypedDict):
-    """One retained hub turn, with its row id and time."""
+class StoredHubTurn(HubTurn):
+    """One retained hub turn: the turn as recorded, with its row id and time."""
 
     id: int
-    tenant: str
-    session_key: str
-    agent_id: str
-    project: str
-    oracle: str
-    status: str
-    question: str
-    answer: str
-    elapsed_ms: float | None
-    sdk_session_id: str | None
     ts: float
 
 

@@ -14,14 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ask_fable.access import READS, WRITES
 from ask_fable.contract import DataResult, Strict
 from ask_fable.stores.interfaces import ContextBus
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT
+from ask_fable.surface.tools.common import TENANT, Args
 
 if TYPE_CHECKING:
     from ask_fable.stores.interfaces import ContextBus
@@ -30,11 +30,7 @@ KEY = Field(description="The context key (printable text, at most 200 characters
 MAX_PACK_SPECS = 1000
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WriteArgs(_Args):
+class WriteArgs(Args):
     """Arguments of context_write."""
 
     key: str = KEY
@@ -42,20 +38,20 @@ class WriteArgs(_Args):
     description: str = Field("", description="One line saying what this is, shown by context_list.")
 
 
-class KeyArgs(_Args):
+class KeyArgs(Args):
     """Arguments of context_read and context_delete."""
 
     key: str = KEY
     tenant: str | None = TENANT
 
 
-class ListArgs(_Args):
+class ListArgs(Args):
     """Arguments of context_list."""
 
     tenant: str | None = TENANT
 
 
-class PackArgs(_Args):
+class PackArgs(Args):
     """Arguments of context_pack."""
 
     key: str = KEY

@@ -11,7 +11,7 @@ import math
 from functools import partial
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, field_validator
 
 from ask_fable.access import ADMINISTERS, READS
 from ask_fable.contract import DataResult, Status
@@ -20,7 +20,7 @@ from ask_fable.stores.stats import BY_VALUES, WINDOWS
 from ask_fable.stores.views import TraceDetail
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT, clamped_note, save_settings, saved_note
+from ask_fable.surface.tools.common import TENANT, Args, clamped_note, save_settings, saved_note
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
@@ -31,11 +31,7 @@ _BY: list[JsonValue] = list(BY_VALUES)
 _STATUSES: list[JsonValue] = list(get_args(Status))
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StatsArgs(_Args):
+class StatsArgs(Args):
     """Arguments of stats."""
 
     # Plain strings (with an advertised enum) so a bad value gets a bad_args listing the allowed ones.
@@ -51,7 +47,7 @@ class StatsArgs(_Args):
     tenant: str | None = TENANT
 
 
-class TraceListArgs(_Args):
+class TraceListArgs(Args):
     """Arguments of trace_list."""
 
     limit: int = Field(20, description=f"How many traces, newest first (clamped to 1–{MAX_TRACE_LIST}).")
@@ -94,7 +90,7 @@ class TraceListArgs(_Args):
         raise ValueError("use a trace_id (next_before) or epoch seconds from 0")
 
 
-class TraceGetArgs(_Args):
+class TraceGetArgs(Args):
     """Arguments of trace_get."""
 
     trace_id: str = Field(description="A trace_id from a tool result or trace_list.")
@@ -107,7 +103,7 @@ class TraceGetArgs(_Args):
     tenant: str | None = TENANT
 
 
-class TracingArgs(_Args):
+class TracingArgs(Args):
     """Arguments of configure_tracing."""
 
     trace_mode: Literal["safe", "full"] | None = Field(
