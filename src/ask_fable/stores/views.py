@@ -2,7 +2,8 @@
 
 A view that has a record (``stores/records.py``) is that record, or a model derived from it
 (``TraceDetail`` is a ``TraceSummary`` with its events, ``StoredHubTurn`` a ``HubTurn`` with its row
-id and time); a view a tool returns is a model too (``HubSession``); the others are typed dicts,
+id and time); a view a tool returns is a model too (``HubSession``, the context entries, each a
+``ContextMeta`` with more); the others are typed dicts,
 free to build in bulk (``stats`` reads thousands of rows).
 """
 
@@ -19,19 +20,19 @@ from typing_extensions import TypedDict
 from ask_fable.stores.records import HubTurn, QuotaLimits, Record, TraceEvent, TraceSummary
 
 
-class ContextMeta(TypedDict):
-    """A context entry without its value (``context_write``, ``context_list``)."""
+class ContextMeta(Record):
+    """A context entry without its value (``context_write``, ``context_pack``)."""
 
     tenant: str
     key: str
-    description: str
+    description: str = ""
     size_chars: int
     created_at: float
     updated_at: float
 
 
 class ContextListed(ContextMeta):
-    """A listed context entry: its metadata and age."""
+    """A listed context entry: its metadata and age, never its value (``context_list``)."""
 
     age_s: float
 
