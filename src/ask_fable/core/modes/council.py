@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from ask_fable.config import Settings
-from ask_fable.contract import SourceEntry, SynthesisInfo
+from ask_fable.contract import CouncilFields, SourceEntry, SynthesisInfo
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
 from ask_fable.core.modes.consensus import (
     council_confidence,
@@ -144,9 +144,9 @@ def identity_names(members: Sequence[MemberOutcome], extra: Sequence[str] = ()) 
     return names
 
 
-def source_entry(member: MemberOutcome, settings: Settings) -> dict[str, Any]:
+def source_entry(member: MemberOutcome, settings: Settings) -> SourceEntry:
     """The contract's ``sources`` entry for one member."""
-    entry = SourceEntry(
+    return SourceEntry(
         model=member.model,
         token=member.token,
         provider=member.provider,
@@ -154,7 +154,6 @@ def source_entry(member: MemberOutcome, settings: Settings) -> dict[str, Any]:
         **step_fields(member, settings),
         retry_after_s=member.retry_after_s,
     )
-    return entry.model_dump(exclude_none=True)
 
 
 def synth_ladder(synthesizer: str | Sequence[str] | None) -> list[str]:
@@ -180,10 +179,10 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
     return max(members, key=score)
 
 
-def _all_failed(members: list[MemberOutcome], sources: list[dict[str, Any]]) -> AskFableError:
+def _all_failed(members: list[MemberOutcome], sources: list[SourceEntry]) -> AskFableError:
     """The council's error when no member answered."""
     kinds = {m.kind for m in members}
-    extra: dict[str, Any] = {"mode": "council", "sources": sources, "quorum": f"0/{len(members)}"}
+    extra = CouncilFields(mode="council", sources=sources, quorum=f"0/{len(members)}").wire()
     fixes = setup_fixes(members)
     if fixes is not None:
         extra["hint"] = fixes
@@ -303,8 +302,7 @@ async def run_council(
     members = await run_members(oracles, request, mctx, total_steps, started_at)
     sources = [source_entry(m, mctx.settings) for m in members] + [
         SourceEntry(model=token, token=token, status="skipped", kind="over_budget",
-                    detail="left out so the call fits max_cost_usd (the lowest-ranked members go first)",
-                    ).model_dump(exclude_none=True)
+                    detail="left out so the call fits max_cost_usd (the lowest-ranked members go first)")
         for token in over_budget]
     answered = [m for m in members if m.ok]
     asked = len(members)
@@ -319,34 +317,26 @@ async def run_council(
             assert first.reply is not None
             return ModeOutcome(
                 text=first.reply.text, model=first.model, reply=first.reply, provider=first.provider,
-                fields={"mode": "council", "sources": sources, "quorum": quorum},
+                fields=CouncilFields(mode="council", sources=sources, quorum=quorum),
                 audit=ModeAudit(quorum=quorum),
             )
         raise _all_failed(members, sources)
 
-    envelope: dict[str, Any] = {
-        "mode": "council",
-        "sources": sources,
-        "consensus": consensus,
-        "material_disagreement": material,
-        "quorum": quorum,
-        "effective_models": [m.token for m in answered],
-        "degraded": len(answered) < asked,
-    }
+    envelope = CouncilFields(
+        mode="council", sources=sources, consensus=consensus, material_disagreement=material, quorum=quorum,
+        effective_models=[m.token for m in answered], degraded=len(answered) < asked,
+    )
     if len(answered) == 1:
         only = answered[0]
         assert only.reply is not None
-        info = SynthesisInfo(requested=requested_synth, used=None, fallback=False, tried=[])
         await mctx.progress(total_steps, total_steps, f"one answer ({only.token}); no synthesis needed")
-        envelope |= {
-            "synthesizer": None,
-            "synthesis": info.model_dump(),
-            "note": _single_answer_note(only, members),
-            # One member's answer is one opinion: never more than low confidence.
-            "confidence": council_confidence(consensus, 1, asked, "low"),
-            "recommended_next_action": _next_action(
-                council_next_action(recommendations, asked, synthesized=False), mctx),
-        }
+        envelope.synthesizer = None
+        envelope.synthesis = SynthesisInfo(requested=requested_synth, used=None, fallback=False, tried=[])
+        envelope.note = _single_answer_note(only, members)
+        # One member's answer is one opinion: never more than low confidence.
+        envelope.confidence = council_confidence(consensus, 1, asked, "low")
+        envelope.recommended_next_action = _next_action(
+            council_next_action(recommendations, asked, synthesized=False), mctx)
         return ModeOutcome(
             text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,
             audit=ModeAudit(quorum=quorum, consensus=consensus, synth_fallback=False),
@@ -377,19 +367,17 @@ async def run_council(
         synth_confidence = "low"
         why = ("the council's wall-clock bound ran out before a synthesis"
                if tried and tried[-1]["status"] == "timeout" else "every synthesizer failed")
-        envelope["note"] = (
+        envelope.note = (
             f"{why} ({', '.join(t['token'] for t in tried)}); "
             f"returning the best member answer ({best.token}) unsynthesized"
         )
     used = synth.token if synth is not None else None
     await mctx.progress(total_steps, total_steps, f"synthesis: {used or 'none, best member answer'}")
-    envelope |= {
-        "synthesizer": used,
-        "synthesis": info.model_dump(),
-        "confidence": council_confidence(consensus, len(answered), asked, synth_confidence),
-        "recommended_next_action": _next_action(
-            council_next_action(recommendations, asked, synthesized=synth is not None), mctx),
-    }
+    envelope.synthesizer = used
+    envelope.synthesis = info
+    envelope.confidence = council_confidence(consensus, len(answered), asked, synth_confidence)
+    envelope.recommended_next_action = _next_action(
+        council_next_action(recommendations, asked, synthesized=synth is not None), mctx)
     return ModeOutcome(
         text=text, model=model, reply=reply, provider=provider, fields=envelope,
         audit=ModeAudit(quorum=quorum, consensus=consensus, synth_fallback=fell_back),
