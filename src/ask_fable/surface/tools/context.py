@@ -150,12 +150,12 @@ async def context_list(args: ListArgs, ctx: ToolContext) -> ContextResult:
     return ContextResult(status="ok", count=len(entries), entries=entries)
 
 
-async def context_delete(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
+async def context_delete(args: KeyArgs, ctx: ToolContext) -> ContextResult:
     """Delete ``key``; ``existed`` says whether there was anything to delete."""
     tenant = _tenant(ctx, args.tenant)
     store = _store(ctx)
     existed = await ctx.app.run_store(store.delete, tenant, args.key)
-    return {"status": "ok", "key": args.key, "existed": existed, "deleted": existed}
+    return ContextResult(status="ok", key=args.key, existed=existed, deleted=existed)
 
 
 def _default_description(files: list[dict[str, Any]]) -> str:

@@ -154,18 +154,20 @@ class TracingResult(DataResult):
     note: str | None = None
 
 
-async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
+async def stats(args: StatsArgs, ctx: ToolContext) -> StatsResult:
     """Usage and health figures from the audit log (rotated segments included)."""
     from ask_fable.stores.stats import validate
 
     validate(args.window, args.by)
     tenant = ctx.caller.view(args.tenant)
     audit = ctx.app.audit
-    report: dict[str, Any] = dict(await ctx.app.run_store(
+    report = await ctx.app.run_store(
         lambda: audit.stats(tenant, args.window, args.by, args.model, args.session)
-    ))
-    report["filters"] = {k: v for k, v in (report.get("filters") or {}).items() if v is not None}
-    return {"status": "ok", **report}
+    )
+    filters = {k: v for k, v in report["filters"].items() if v is not None}
+    return StatsResult(status="ok", tenant=report["tenant"], window=report["window"], by=report["by"],
+                       since=report["since"], filters=filters, records=report["records"],
+                       buckets=report["buckets"], totals=dict(report["totals"]))
 
 
 #: Tools whose calls only look at traces: left out of trace_list unless asked for by name, so a
@@ -243,7 +245,7 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> TraceResult:
     return result
 
 
-async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, Any]:
+async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> TracingResult:
     """Persist the trace mode and/or live reasoning streaming; applied on the next call."""
     from ask_fable.errors import BadArgs
 
@@ -259,9 +261,9 @@ async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, An
     note = saved_note(where, "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING")
     if not all(getattr(settings, name) == value for name, value in updates.items()):
         note += "; this server runs with fixed settings, so it applies to servers started from now on"
-    return {"status": "ok", "config_file": where, "trace_mode": settings.trace_mode,
-            "stream_reasoning": settings.stream_reasoning, "save_answers": settings.save_answers,
-            "note": note}
+    return TracingResult(status="ok", config_file=where, trace_mode=settings.trace_mode,
+                         stream_reasoning=settings.stream_reasoning, save_answers=settings.save_answers,
+                         note=note)
 
 
 TOOLS = [
