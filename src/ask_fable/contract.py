@@ -198,13 +198,22 @@ class SourceEntry(StepOutcome):
     )
 
 
+class SynthesisAttempt(Strict):
+    """One synthesizer the council tried, and how it went."""
+
+    token: str
+    status: str
+    kind: str | None = None
+    hint: str | None = None
+
+
 class SynthesisInfo(Strict):
     """Which synthesizer was asked for, which one ran, and what was tried on the way."""
 
     requested: str
     used: str | None = None
     fallback: bool = False
-    tried: list[dict[str, Any]] = Field(default_factory=list)
+    tried: list[SynthesisAttempt] = Field(default_factory=list)
 
 
 class CouncilFields(ModeFields):
@@ -270,6 +279,17 @@ class DebateTurn(StepOutcome):
     role: str
 
 
+class LedgerClaim(Strict):
+    """One claim of a debate's ledger and what became of it."""
+
+    id: str
+    claim: str
+    disposition: str | None = None
+    response: str | None = None
+    rebuttal: str | None = None
+    status: str
+
+
 class DebateBlock(Strict):
     """How a debate went and how it was resolved."""
 
@@ -282,7 +302,7 @@ class DebateBlock(Strict):
     )
     rounds: int
     resolution: Literal["conceded", "converged", "adjudicated", "stalemate", "degraded_single_critic"]
-    claims: list[dict[str, Any]] = Field(default_factory=list)
+    claims: list[LedgerClaim] = Field(default_factory=list)
     contested_claims_remaining: int
     recommendation_drift: list[str | None] = Field(default_factory=list)
     low_effort_opposition: bool = False

@@ -222,7 +222,7 @@ async def test_synthesizer_ladder_falls_back_and_says_which_ran() -> None:
     assert result.synthesis is not None
     assert result.synthesis.requested == "codex" and result.synthesis.used == "opus"
     assert result.synthesis.fallback is True
-    assert [t["token"] for t in result.synthesis.tried] == ["codex", "fable", "opus"]
+    assert [t.token for t in result.synthesis.tried] == ["codex", "fable", "opus"]
     assert outcome.text.startswith("opus synthesis")
     assert outcome.audit.synth_fallback is True
 

@@ -124,7 +124,7 @@ async def test_remaining_contests_with_movement_are_adjudicated_anonymously() ->
     assert result.debate.material_disagreement is True
     assert result.debate.contested_claims_remaining == 1
     assert result.debate.adjudicator_independent is True
-    assert {c["id"]: c["status"] for c in result.debate.claims} == {"C1": "contested", "C2": "withdrawn"}
+    assert {c.id: c.status for c in result.debate.claims} == {"C1": "contested", "C2": "withdrawn"}
     assert result.answered_by == "opus"
     assert "```ruling" not in outcome.text
     prompt = resolver["opus"].calls[0].prompt
@@ -164,7 +164,7 @@ async def test_rebuttal_round_concession_resolves_the_contest() -> None:
     assert result.debate is not None and result.debate.rounds == 2
     assert [t.role for t in result.turns or []] == ["proposer", "opponent", "revision", "rebuttal"]
     assert result.debate.resolution == "converged"
-    assert result.debate.claims[0]["status"] == "resolved"
+    assert result.debate.claims[0].status == "resolved"
 
 
 async def test_rebuttal_maintaining_an_unmoved_contest_is_a_stalemate() -> None:

@@ -17,12 +17,11 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import anyio
 
 from ask_fable.config import Settings
-from ask_fable.contract import CouncilFields, SourceEntry, SynthesisInfo
+from ask_fable.contract import CouncilFields, SourceEntry, SynthesisAttempt, SynthesisInfo
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
 from ask_fable.core.modes.consensus import (
     council_confidence,
@@ -208,14 +207,14 @@ async def _synthesize(
     mctx: ModeContext,
     consensus_note: str,
     deadline_at: float,
-) -> tuple[MemberOutcome | None, list[dict[str, Any]]]:
+) -> tuple[MemberOutcome | None, list[SynthesisAttempt]]:
     """Try each synthesizer down the ladder until ``deadline_at`` (``anyio.current_time()``); return
     the first usable outcome and what was tried."""
-    tried: list[dict[str, Any]] = []
+    tried: list[SynthesisAttempt] = []
     for token in ladder:
         remaining = deadline_at - anyio.current_time()
         if remaining <= 0:
-            tried.append({"token": token, "status": "timeout", "kind": "timeout"})
+            tried.append(SynthesisAttempt(token=token, status="timeout", kind="timeout"))
             break
         oracle = resolve_oracle(token, resolver)
         ordered = order_for(answered, families, oracle.family)
@@ -230,11 +229,10 @@ async def _synthesize(
         with anyio.move_on_after(remaining) as scope:
             outcome = await mctx.call_oracle(oracle, request, role="synthesizer")
         if scope.cancelled_caught:
-            tried.append({"token": token, "status": "timeout", "kind": "timeout"})
+            tried.append(SynthesisAttempt(token=token, status="timeout", kind="timeout"))
             break
-        attempt = {"token": token, "status": outcome.status}
-        tried.append(attempt | ({"kind": outcome.kind} if outcome.kind else {})
-                     | ({"hint": outcome.hint} if outcome.hint else {}))
+        tried.append(SynthesisAttempt(token=token, status=outcome.status, kind=outcome.kind or None,
+                                      hint=outcome.hint or None))
         if outcome.ok and outcome.reply is not None:
             return outcome, tried
     return None, tried
@@ -366,9 +364,9 @@ async def run_council(
         # One member's answer stands in for a synthesis: never more than low confidence.
         synth_confidence = "low"
         why = ("the council's wall-clock bound ran out before a synthesis"
-               if tried and tried[-1]["status"] == "timeout" else "every synthesizer failed")
+               if tried and tried[-1].status == "timeout" else "every synthesizer failed")
         envelope.note = (
-            f"{why} ({', '.join(t['token'] for t in tried)}); "
+            f"{why} ({', '.join(t.token for t in tried)}); "
             f"returning the best member answer ({best.token}) unsynthesized"
         )
     used = synth.token if synth is not None else None

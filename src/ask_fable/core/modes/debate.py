@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from ask_fable.config import Settings
-from ask_fable.contract import DebateBlock, DebateFields, DebateTurn
+from ask_fable.contract import DebateBlock, DebateFields, DebateTurn, LedgerClaim
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.modes.consensus import debate_resolution, downgrade, material_split
 from ask_fable.core.modes.council import scrub_names
@@ -86,11 +86,10 @@ class Claim:
             return "contested"
         return "revised" if self.response == "revise" else "contested"
 
-    def ledger_entry(self) -> dict[str, Any]:
-        """The lean ledger line returned in the debate block."""
-        entry = {"id": self.id, "claim": self.claim, "disposition": self.disposition,
-                 "response": self.response, "rebuttal": self.rebuttal, "status": self.status}
-        return {k: v for k, v in entry.items() if v is not None}
+    def ledger_entry(self) -> LedgerClaim:
+        """The ledger line returned in the debate block."""
+        return LedgerClaim(id=self.id, claim=self.claim, disposition=self.disposition, response=self.response,
+                           rebuttal=self.rebuttal, status=self.status)
 
 
 # --- parsing ---------------------------------------------------------------------------------------
@@ -491,7 +490,7 @@ async def _finish(
     action = setup_action(state.mctx.members)
     if action is not None:
         fields.recommended_next_action = action
-    ledger = "\n".join(f"- {c['id']} [{c['status']}]: {c['claim']}" for c in block.get("claims", []))
+    ledger = "\n".join(f"- {c.id} [{c.status}]: {c.claim}" for c in block.get("claims", []))
     transcript = (
         f"# Debate: {block['pairing']} (adjudicator {block['adjudicator']}, rounds {block['rounds']})\n\n"
         f"Resolution: {block['resolution']}\n\n" + "\n\n".join(state.transcript)
