@@ -35,11 +35,11 @@ def test_context_entries_are_invisible_across_tenants(store_backend: StoreBacken
     assert store.read(B, "only-alice") is None
     assert store.delete(B, "only-alice") is False
     assert store.read(A, "only-alice") is not None
-    assert {e["key"] for e in store.list(B)} == {"prod-db-notes"}
+    assert {e.key for e in store.list(B)} == {"prod-db-notes"}
     assert store.suggest(B, ["only"]) == []
     assert store.resolve(B, ["prod-db-notes", "only-alice"]).text.endswith("bob's notes")
     assert store.resolve(B, ["only-alice"]).missing == ["only-alice"]
-    assert {(e["tenant"], e["key"]) for e in store.list(ALL_TENANTS)} == {
+    assert {(e.tenant, e.key) for e in store.list(ALL_TENANTS)} == {
         (A, "prod-db-notes"), (B, "prod-db-notes"), (A, "only-alice")}
     with pytest.raises(ValueError):
         store.write(ALL_TENANTS, "k", "v")
@@ -135,7 +135,7 @@ def test_context_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> 
     path = tmp_path / "context.db"
     _old(path, SCRIPTS["context"][:1], "INSERT INTO context VALUES ('notes', 'v', '', 1, 1.0, 1.0)")
     store = ContextStore(path)
-    assert [(e["tenant"], e["key"]) for e in store.list(ALL_TENANTS)] == [("local", "notes")]
+    assert [(e.tenant, e.key) for e in store.list(ALL_TENANTS)] == [("local", "notes")]
 
 
 def test_cache_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
