@@ -162,3 +162,15 @@ def test_the_architecture_map_names_every_module() -> None:
                      if path.name != "__init__.py" and path.parent.name != "versions")
     unnamed = [module for module in modules if f"`{module}`" not in text]
     assert not unnamed, f"docs/architecture.md does not name {unnamed}"
+
+
+def test_every_module_the_architecture_map_names_exists() -> None:
+    """A module named in docs/architecture.md (``core/pipeline.py``, or ``core/quotas.admit`` for one
+    of its functions) is in the tree: under src/ask_fable, or, for tests and benchmarks, the repository."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    package = ROOT / "src" / "ask_fable"
+    files = set(re.findall(r"`([\w/]+\.py)`", text))
+    layered = {f"{name}.py" for name in re.findall(r"`((?:surface|core|backends|stores)/[\w/]+)\.\w+", text)}
+    missing = sorted(name for name in files | layered
+                     if not (package / name).is_file() and not (ROOT / name).is_file())
+    assert files and not missing, f"docs/architecture.md names modules that do not exist: {missing}"

@@ -120,6 +120,19 @@ class CostEstimate(Strict):
     over_budget: list[str] | None = Field(None, description="members left out to fit max_cost_usd")
 
 
+class ModeFields(Strict):
+    """What a mode adds to its answer (``ModeOutcome.fields``): the pipeline merges its wire form into
+    the tool's result. Each mode's result model is its fields and an ``AnswerResult``."""
+
+
+class TurnFields(ModeFields):
+    """What one turn of a conversation (``ask``) adds: its number, the session's cost, a note."""
+
+    turn: int | None = None
+    session_cost_usd: float | None = None
+    note: str | None = None
+
+
 class AnswerResult(ToolResult):
     """The result of every reasoning tool: one answer, its sidecar and where it came from."""
 
@@ -185,19 +198,28 @@ class SourceEntry(StepOutcome):
     )
 
 
+class SynthesisAttempt(Strict):
+    """One synthesizer the council tried, and how it went."""
+
+    token: str
+    status: str
+    kind: str | None = None
+    hint: str | None = None
+
+
 class SynthesisInfo(Strict):
     """Which synthesizer was asked for, which one ran, and what was tried on the way."""
 
     requested: str
     used: str | None = None
     fallback: bool = False
-    tried: list[dict[str, Any]] = Field(default_factory=list)
+    tried: list[SynthesisAttempt] = Field(default_factory=list)
 
 
-class CouncilResult(AnswerResult):
-    """A council: parallel members, an anonymized synthesis and a consensus signal."""
+class CouncilFields(ModeFields):
+    """What a council adds to its answer: its members, the synthesis and the consensus signal."""
 
-    NULLABLE_FIELDS: ClassVar[frozenset[str]] = AnswerResult.NULLABLE_FIELDS | {"synthesizer"}
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset({"synthesizer"})
 
     mode: Literal["council"] | None = None
     synthesizer: str | None = Field(None, description="the token that synthesized; null when none did")
@@ -210,6 +232,13 @@ class CouncilResult(AnswerResult):
     degraded: bool | None = None
     confidence: Confidence | None = None
     recommended_next_action: str | None = None
+    note: str | None = None
+
+
+class CouncilResult(CouncilFields, AnswerResult):
+    """A council: parallel members, an anonymized synthesis and a consensus signal."""
+
+    NULLABLE_FIELDS: ClassVar[frozenset[str]] = AnswerResult.NULLABLE_FIELDS | CouncilFields.NULLABLE_FIELDS
 
 
 #: What a chain stage does: the first drafts, the middle ones critique, the last decides; a fallback
@@ -224,8 +253,8 @@ class ChainStage(StepOutcome):
     role: ChainRole
 
 
-class ChainResult(AnswerResult):
-    """A chain: ordered draft → critique → decide stages."""
+class ChainFields(ModeFields):
+    """What a chain adds to its answer: its stages in order and how its recommendation drifted."""
 
     mode: Literal["chain"] | None = None
     pipeline: list[str] | None = None
@@ -240,10 +269,25 @@ class ChainResult(AnswerResult):
         None, description="when a stage's model could not run: how to bring it back")
 
 
+class ChainResult(ChainFields, AnswerResult):
+    """A chain: ordered draft → critique → decide stages."""
+
+
 class DebateTurn(StepOutcome):
     """One turn of a debate."""
 
     role: str
+
+
+class LedgerClaim(Strict):
+    """One claim of a debate's ledger and what became of it."""
+
+    id: str
+    claim: str
+    disposition: str | None = None
+    response: str | None = None
+    rebuttal: str | None = None
+    status: str
 
 
 class DebateBlock(Strict):
@@ -258,7 +302,7 @@ class DebateBlock(Strict):
     )
     rounds: int
     resolution: Literal["conceded", "converged", "adjudicated", "stalemate", "degraded_single_critic"]
-    claims: list[dict[str, Any]] = Field(default_factory=list)
+    claims: list[LedgerClaim] = Field(default_factory=list)
     contested_claims_remaining: int
     recommendation_drift: list[str | None] = Field(default_factory=list)
     low_effort_opposition: bool = False
@@ -268,8 +312,8 @@ class DebateBlock(Strict):
     )
 
 
-class DebateResult(AnswerResult):
-    """A debate: proposer vs opponent over a claims ledger, then a third-party ruling."""
+class DebateFields(ModeFields):
+    """What a debate adds to its answer: its turns and how the claims ledger was resolved."""
 
     mode: Literal["debate"] | None = None
     answered_by: str | None = None
@@ -277,6 +321,11 @@ class DebateResult(AnswerResult):
     debate: DebateBlock | None = None
     recommended_next_action: str | None = Field(
         None, description="when a role's model could not run: how to bring it back")
+    note: str | None = None
+
+
+class DebateResult(DebateFields, AnswerResult):
+    """A debate: proposer vs opponent over a claims ledger, then a third-party ruling."""
 
 
 class DataResult(ToolResult):

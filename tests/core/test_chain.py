@@ -26,7 +26,7 @@ async def test_stages_run_in_order_with_draft_critique_decide_roles() -> None:
     resolver["fable"].enqueue("Decision: channel.", recommendation="apply")
     mctx, progress = make_mctx()
     outcome = await run_chain("How to guard the map?", "code", "m3 > glm > fable", mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.pipeline == ["minimax", "glm", "fable"]
     assert [s.role for s in result.stages or []] == ["draft", "critique", "decide"]
     assert result.answered_by == "fable" and result.answered == 3 and result.requested == 3
@@ -46,7 +46,7 @@ async def test_repeats_and_twin_expand_in_place() -> None:
     resolver = _resolver("minimax", "fable", "opus")
     mctx, _ = make_mctx()
     outcome = await run_chain("Q?", "", ["m3", "twin", "fable"], mctx, resolver=resolver)
-    assert outcome.fields["pipeline"] == ["minimax", "fable", "opus", "fable"]
+    assert outcome.fields.wire()["pipeline"] == ["minimax", "fable", "opus", "fable"]
     assert len(resolver["fable"].calls) == 2
 
 
@@ -55,7 +55,7 @@ async def test_a_failed_middle_stage_is_skipped_and_recorded() -> None:
     resolver["minimax"].enqueue("Draft A.", recommendation="apply")
     mctx, _ = make_mctx()
     outcome = await run_chain("Q?", "", "m3 > glm > fable", mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     statuses = [(s.model, s.status, s.kind) for s in result.stages or []]
     assert statuses[1] == ("glm", "not_configured", "not_configured")
     assert result.answered == 2 and result.requested == 3
@@ -67,7 +67,7 @@ async def test_first_stage_failing_makes_the_next_stage_draft() -> None:
     resolver["glm"].enqueue_error(UpstreamError("502"))
     mctx, _ = make_mctx()
     outcome = await run_chain("Q?", "", "glm > m3 > fable", mctx, resolver=resolver)
-    roles = [(s["model"], s["role"], s["status"]) for s in outcome.fields["stages"]]
+    roles = [(s["model"], s["role"], s["status"]) for s in outcome.fields.wire()["stages"]]
     assert roles == [("glm", "draft", "error"), ("minimax", "draft", "not_configured"),
                      ("fable", "decide", "ok")]
 
@@ -80,7 +80,7 @@ async def test_failed_final_stage_is_reconciled_by_fable_with_a_fallback_note() 
     resolver["fable"].enqueue("Reconciled.", recommendation="reject")
     mctx, _ = make_mctx()
     outcome = await run_chain("Q?", "", "m3 > glm > codex", mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.fallback and "fable" in result.fallback and "codex" in result.fallback
     assert result.answered_by == "fable"
     assert result.stages is not None and result.stages[-1].role == "fallback"
@@ -96,8 +96,8 @@ async def test_no_fallback_answer_returns_the_last_survivor() -> None:
     mctx, _ = make_mctx()
     outcome = await run_chain("Q?", "", "m3 > fable", mctx, resolver=resolver)
     assert outcome.text.startswith("Only draft.")
-    assert "last surviving stage" in outcome.fields["fallback"]
-    assert [s["model"] for s in outcome.fields["stages"]] == ["minimax", "fable", "opus"]
+    assert "last surviving stage" in outcome.fields.wire()["fallback"]
+    assert [s["model"] for s in outcome.fields.wire()["stages"]] == ["minimax", "fable", "opus"]
 
 
 async def test_chain_deadline_is_a_timeout_with_partial_stages() -> None:

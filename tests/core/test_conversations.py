@@ -124,8 +124,9 @@ async def test_a_turn_is_sent_with_the_stored_turns_and_stored_after_it() -> Non
     [earlier] = oracle.requests[1].history
     assert (earlier.prompt, earlier.answer) == ("## Question\nIs the queue bounded?", "answer 1")
     stored = app.traces.get("local", second["trace_id"])
-    events = [e for e in stored["events"] if e["name"] == "session.history"]
-    assert events and events[0]["attrs"]["sent"] == 1
+    assert stored is not None
+    events = [e for e in stored.events if e.name == "session.history"]
+    assert events and events[0].attrs["sent"] == 1
 
 
 async def test_reset_starts_the_conversation_over() -> None:
@@ -179,7 +180,7 @@ async def test_a_failing_store_costs_the_conversation_not_the_answer(tmp_path: A
     result = await turn_call(app, Recorder("Still answered."), "Is the queue bounded?", store=store)
     assert (result["status"], result["answer"]) == ("ok", "Still answered.")
     assert ("without it" if fail == "read" else "will not remember") in result["note"]
-    events = [e["name"] for e in app.traces.get("local", result["trace_id"])["events"]]
+    events = [e.name for e in app.traces.get("local", result["trace_id"]).events]
     assert "store.error" in events
 
 
@@ -262,7 +263,7 @@ async def test_two_server_processes_on_one_store_run_a_sessions_turns_one_after_
     assert (results["first"]["turn"], results["second"]["turn"]) == (1, 2)
     [earlier] = second.requests[0].history
     assert earlier.prompt == "## Question\nThe first question?" and earlier.answer == "answer 1"
-    events = [e["name"] for e in second_app.traces.get("local", results["second"]["trace_id"])["events"]]
+    events = [e.name for e in second_app.traces.get("local", results["second"]["trace_id"]).events]
     assert "session.wait" in events
 
 

@@ -71,7 +71,7 @@ async def test_synthesizer_sees_an_anonymized_panel_with_its_own_family_last() -
     # Members keep their order, except opus (fable's own family) which moves last.
     assert positions == sorted(positions)
     assert "pick a side" in resolver["fable"].calls[0].system.lower()
-    assert outcome.fields["synthesizer"] == "fable"
+    assert outcome.fields.wire()["synthesizer"] == "fable"
 
 
 @pytest.mark.parametrize(("judge", "expected"), [
@@ -90,7 +90,7 @@ async def test_fables_answer_is_last_whoever_synthesizes(judge: str, expected: l
     mctx, _ = make_mctx()
     members = ["fable", "minimax", "opus", "deepseek"]
     outcome = await run_council("Is the lock fine?", "", members, mctx, synthesizer=judge, resolver=resolver)
-    assert outcome.fields["synthesizer"] == judge
+    assert outcome.fields.wire()["synthesizer"] == judge
     prompt = resolver[judge].calls[-1].prompt
     assert sorted(expected, key=lambda name: prompt.index(f"{name}-VIEW")) == expected
 
@@ -102,7 +102,7 @@ async def test_council_bound_reserves_time_for_the_synthesis() -> None:
     mctx, _ = make_mctx(council_timeout=0.9)
     with anyio.fail_after(5):
         outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert outcome.text.startswith("fable synthesis")
     assert result.synthesizer == "fable" and result.synthesis is not None and not result.synthesis.fallback
     assert result.note is None and result.quorum == "2/3"
@@ -140,10 +140,10 @@ async def test_consensus_from_member_recommendations(
             resolver[token].enqueue(f"{token} prose without a sidecar")
     mctx, _ = make_mctx()
     outcome = await run_council("Should we shard?", "", tokens, mctx, resolver=resolver)
-    assert outcome.fields["consensus"] == consensus
-    assert outcome.fields["material_disagreement"] is material
+    assert outcome.fields.wire()["consensus"] == consensus
+    assert outcome.fields.wire()["material_disagreement"] is material
     assert outcome.audit.consensus == consensus
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert [s.recommendation for s in result.sources or []] == recs
     if consensus != "strong":
         assert result.confidence != "high"
@@ -156,7 +156,7 @@ async def test_unavailable_members_are_reported_and_skipped() -> None:
     resolver.add(FakeOracle("gemini", unavailable=BinaryMissing("agy is not installed")))
     mctx, _ = make_mctx()
     outcome = await run_council("Q?", "", ["minimax", "glm", "gemini", "deepseek"], mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     by_token = {s.token: s for s in result.sources or []}
     assert by_token["glm"].status == "not_configured"
     assert by_token["gemini"].status == "binary_missing" and by_token["gemini"].kind == "binary_missing"
@@ -173,7 +173,7 @@ async def test_council_deadline_keeps_answers_and_synthesizes() -> None:
     mctx, _ = make_mctx(council_timeout=0.3)
     with anyio.fail_after(5):
         outcome = await run_council("Q?", "", ["minimax", "glm"], mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     glm = next(s for s in result.sources or [] if s.token == "glm")
     assert glm.status == "timeout" and glm.kind == "timeout"
     assert result.quorum == "1/2" and result.degraded
@@ -217,12 +217,12 @@ async def test_synthesizer_ladder_falls_back_and_says_which_ran() -> None:
     resolver["opus"].enqueue("opus synthesis", recommendation="apply")
     mctx, _ = make_mctx()
     outcome = await run_council("Q?", "", ["minimax", "glm"], mctx, synthesizer="gpt", resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.synthesizer == "opus"
     assert result.synthesis is not None
     assert result.synthesis.requested == "codex" and result.synthesis.used == "opus"
     assert result.synthesis.fallback is True
-    assert [t["token"] for t in result.synthesis.tried] == ["codex", "fable", "opus"]
+    assert [t.token for t in result.synthesis.tried] == ["codex", "fable", "opus"]
     assert outcome.text.startswith("opus synthesis")
     assert outcome.audit.synth_fallback is True
 
@@ -235,7 +235,7 @@ async def test_every_synthesizer_failing_returns_the_best_member_answer_flagged(
     resolver["glm"].enqueue("glm analysis", recommendation="apply", confidence="low")
     mctx, _ = make_mctx()
     outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.synthesis is not None and result.synthesis.fallback and result.synthesis.used is None
     assert outcome.text.startswith("deepseek analysis")  # majority view, most confident
     assert result.confidence == "low"
@@ -247,8 +247,8 @@ async def test_twin_group_expands_and_progress_is_reported() -> None:
     resolver["fable"].enqueue("fable synthesis", recommendation="apply")
     mctx, progress = make_mctx()
     outcome = await run_council("Q?", "", ["twins"], mctx, resolver=resolver)
-    assert outcome.fields["effective_models"] == ["fable", "opus"]
-    assert outcome.fields["consensus"] == "strong" and outcome.fields["confidence"] == "high"
+    assert outcome.fields.wire()["effective_models"] == ["fable", "opus"]
+    assert outcome.fields.wire()["consensus"] == "strong" and outcome.fields.wire()["confidence"] == "high"
     totals = {total for _, total, _ in progress.events}
     assert totals == {3}
     # start, first answer, the quorum (1 of 2) starting the straggler wait, second answer, synthesis
@@ -263,7 +263,7 @@ async def test_all_members_refusing_is_the_councils_refusal() -> None:
     mctx, _ = make_mctx()
     outcome = await run_council("Q?", "", ["minimax", "glm"], mctx, resolver=resolver)
     assert outcome.text.startswith("REFUSED")
-    assert outcome.fields["quorum"] == "0/2"
+    assert outcome.fields.wire()["quorum"] == "0/2"
 
 
 def test_scrubbing_keeps_topic_mentions_of_a_token() -> None:
@@ -281,7 +281,7 @@ async def test_council_deadline_bounds_synthesis_and_falls_back_to_the_best_memb
     mctx, _ = make_mctx(council_timeout=0.5)
     with anyio.fail_after(5):
         outcome = await run_council("Q?", "", ["minimax", "glm"], mctx, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.synthesis is not None and result.synthesis.fallback and result.synthesis.used is None
     assert outcome.text.startswith("minimax analysis") and result.confidence == "low"
     assert "wall-clock" in (result.note or "")

@@ -66,7 +66,7 @@ async def test_opponent_conceding_everything_is_conceded_without_a_ruling() -> N
     mctx, progress = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, proposer="fable", opponent="m3", adjudicator="opus",
                                resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.debate is not None
     assert result.debate.resolution == "conceded"
     assert result.debate.low_effort_opposition is False
@@ -84,8 +84,8 @@ async def test_conceding_with_no_reasons_is_low_effort_opposition() -> None:
     _dispose(resolver, [concede("C1"), concede("C2")], "apply")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", resolver=resolver)
-    assert outcome.fields["debate"]["resolution"] == "conceded"
-    assert outcome.fields["debate"]["low_effort_opposition"] is True
+    assert outcome.fields.wire()["debate"]["resolution"] == "conceded"
+    assert outcome.fields.wire()["debate"]["low_effort_opposition"] is True
 
 
 async def test_revised_contests_with_agreeing_sides_converge() -> None:
@@ -96,7 +96,7 @@ async def test_revised_contests_with_agreeing_sides_converge() -> None:
     _revise(resolver, [{"id": "C2", "response": "revise", "note": "shard the lock per tenant"}], "apply")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.debate is not None and result.debate.resolution == "converged"
     assert result.debate.contested_claims_remaining == 0
     assert result.debate.recommendation_drift == ["apply", "apply", "apply"]
@@ -117,14 +117,14 @@ async def test_remaining_contests_with_movement_are_adjudicated_anonymously() ->
     resolver["opus"].enqueue(f"Final: shard the lock.\n\n{ruling}", recommendation="investigate")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.debate is not None
     assert result.debate.resolution == "adjudicated"
     assert result.debate.decisive_argument == "the failover scenario breaks C1"
     assert result.debate.material_disagreement is True
     assert result.debate.contested_claims_remaining == 1
     assert result.debate.adjudicator_independent is True
-    assert {c["id"]: c["status"] for c in result.debate.claims} == {"C1": "contested", "C2": "withdrawn"}
+    assert {c.id: c.status for c in result.debate.claims} == {"C1": "contested", "C2": "withdrawn"}
     assert result.answered_by == "opus"
     assert "```ruling" not in outcome.text
     prompt = resolver["opus"].calls[0].prompt
@@ -144,10 +144,10 @@ async def test_both_sides_digging_in_is_a_stalemate_with_downgraded_confidence()
     resolver["opus"].enqueue(f"Measure first.\n\n{ruling}", recommendation="investigate", confidence="high")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", resolver=resolver)
-    assert outcome.fields["debate"]["resolution"] == "stalemate"
+    assert outcome.fields.wire()["debate"]["resolution"] == "stalemate"
     _, sidecar = parse_sidecar(outcome.text)
     assert sidecar is not None and sidecar.confidence == "medium"
-    assert outcome.fields["debate"]["decisive_argument"] == "load is unknown"
+    assert outcome.fields.wire()["debate"]["decisive_argument"] == "load is unknown"
 
 
 async def test_rebuttal_round_concession_resolves_the_contest() -> None:
@@ -160,11 +160,11 @@ async def test_rebuttal_round_concession_resolves_the_contest() -> None:
     _dispose(resolver, [concede("C1", "per-process lock answers it")], "apply")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", rounds=2, resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.debate is not None and result.debate.rounds == 2
     assert [t.role for t in result.turns or []] == ["proposer", "opponent", "revision", "rebuttal"]
     assert result.debate.resolution == "converged"
-    assert result.debate.claims[0]["status"] == "resolved"
+    assert result.debate.claims[0].status == "resolved"
 
 
 async def test_rebuttal_maintaining_an_unmoved_contest_is_a_stalemate() -> None:
@@ -175,8 +175,8 @@ async def test_rebuttal_maintaining_an_unmoved_contest_is_a_stalemate() -> None:
     _dispose(resolver, [contest("C1", "still " + SCENARIO)], "reject")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", rounds=2, resolver=resolver)
-    assert outcome.fields["debate"]["resolution"] == "stalemate"
-    assert [t["role"] for t in outcome.fields["turns"]][-1] == "adjudicator"
+    assert outcome.fields.wire()["debate"]["resolution"] == "stalemate"
+    assert [t["role"] for t in outcome.fields.wire()["turns"]][-1] == "adjudicator"
 
 
 async def test_unavailable_opponent_degrades_to_a_single_critic() -> None:
@@ -186,7 +186,7 @@ async def test_unavailable_opponent_degrades_to_a_single_critic() -> None:
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, opponent="glm", adjudicator="opus",
                                resolver=resolver)
-    result = _validate(outcome.fields)
+    result = _validate(outcome.fields.wire())
     assert result.debate is not None and result.debate.resolution == "degraded_single_critic"
     assert [(t.role, t.status) for t in result.turns or []] == [
         ("proposer", "ok"), ("opponent", "not_configured"), ("critic", "ok")]
@@ -202,12 +202,12 @@ async def test_unstructured_replies_are_handled_and_adjudicated() -> None:
     resolver["opus"].enqueue("Ruling in prose only.", recommendation="investigate")
     mctx, _ = make_mctx()
     outcome = await run_debate("Cache?", "", mctx, adjudicator="opus", resolver=resolver)
-    debate = outcome.fields["debate"]
+    debate = outcome.fields.wire()["debate"]
     assert [c["claim"] for c in debate["claims"]] == ["The cache never goes stale here.",
                                                        "TTLs are short enough for every reader."]
     assert {c["status"] for c in debate["claims"]} == {"unaddressed"}
     assert debate["resolution"] == "adjudicated" and debate.get("decisive_argument") is None
-    assert "could not be parsed" in outcome.fields["note"]
+    assert "could not be parsed" in outcome.fields.wire()["note"]
 
 
 def test_claims_fall_back_to_the_first_paragraph() -> None:
@@ -223,9 +223,9 @@ async def test_adjudicator_in_the_pair_is_flagged_and_the_transcript_is_kept_out
     resolver["fable"].enqueue("My ruling.", recommendation="apply")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, resolver=resolver)
-    assert outcome.fields["debate"]["adjudicator_independent"] is False
-    assert "not third-party" in outcome.fields["note"]
-    assert "transcript" not in outcome.fields
+    assert outcome.fields.wire()["debate"]["adjudicator_independent"] is False
+    assert "not third-party" in outcome.fields.wire()["note"]
+    assert "transcript" not in outcome.fields.wire()
     assert outcome.transcript is not None
     assert SCENARIO in outcome.transcript and "## adjudicator" in outcome.transcript
 
@@ -239,9 +239,9 @@ async def test_failing_adjudicator_falls_back_down_the_ladder() -> None:
     resolver["fable"].enqueue("Fable ruling.", recommendation="apply")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="codex", resolver=resolver)
-    roles = [(t["role"], t["model"], t["status"]) for t in outcome.fields["turns"]][-2:]
+    roles = [(t["role"], t["model"], t["status"]) for t in outcome.fields.wire()["turns"]][-2:]
     assert roles == [("adjudicator", "codex", "error"), ("adjudicator", "fable", "ok")]
-    assert outcome.fields["answered_by"] == "fable"
+    assert outcome.fields.wire()["answered_by"] == "fable"
 
 
 @pytest.mark.parametrize("role", ["proposer", "opponent", "adjudicator"])
@@ -286,10 +286,10 @@ async def test_rebuttal_keeping_the_contest_without_a_reason_never_converges(ver
     resolver["opus"].enqueue(f"Shard it.\n\n{block('ruling', {'winner': 'A'})}", recommendation="apply")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", rounds=2, resolver=resolver)
-    debate = outcome.fields["debate"]
+    debate = outcome.fields.wire()["debate"]
     assert debate["resolution"] != "converged"
     assert debate["claims"][0]["rebuttal"] == "contest" and debate["claims"][0]["status"] == "contested"
-    assert [t["role"] for t in outcome.fields["turns"]][-1] == "adjudicator"
+    assert [t["role"] for t in outcome.fields.wire()["turns"]][-1] == "adjudicator"
 
 
 async def test_failed_revision_is_adjudicated_not_a_stalemate() -> None:
@@ -300,5 +300,5 @@ async def test_failed_revision_is_adjudicated_not_a_stalemate() -> None:
     resolver["opus"].enqueue(f"Reject.\n\n{block('ruling', {'winner': 'B'})}", recommendation="reject")
     mctx, _ = make_mctx()
     outcome = await run_debate("Lock design?", "", mctx, adjudicator="opus", resolver=resolver)
-    assert outcome.fields["debate"]["resolution"] == "adjudicated"
-    assert outcome.fields["answered_by"] == "opus"
+    assert outcome.fields.wire()["debate"]["resolution"] == "adjudicated"
+    assert outcome.fields.wire()["answered_by"] == "opus"

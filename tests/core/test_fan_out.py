@@ -52,10 +52,10 @@ async def test_a_member_without_an_answer_shrinks_the_quorum(without_answer: str
     mctx, progress = make_mctx(council_straggler_floor=0.2)
     with anyio.fail_after(10):
         outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
-    by_token = {s["token"]: s for s in outcome.fields["sources"]}
+    by_token = {s["token"]: s for s in outcome.fields.wire()["sources"]}
     assert by_token["deepseek"]["status"] == by_token["deepseek"]["kind"] == "straggler"
     assert "after 1/3 members had answered" in by_token["deepseek"]["detail"]
-    assert outcome.fields["quorum"] == "1/3"
+    assert outcome.fields.wire()["quorum"] == "1/3"
     assert any(message == "cut as stragglers: deepseek (still running 0.2s after 1/3 had answered)"
                for _, _, message in progress.events)
     assert [e.attrs for e in mctx.trace.events if e.name == "council.quorum"] == [
@@ -72,8 +72,8 @@ async def test_a_slow_member_is_waited_for_until_the_quorum() -> None:
     mctx, _ = make_mctx(council_straggler_floor=0.1, council_straggler_factor=1.0)
     with anyio.fail_after(10):
         outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
-    assert outcome.fields["quorum"] == "3/3"
-    assert {s["status"] for s in outcome.fields["sources"]} == {"ok"}
+    assert outcome.fields.wire()["quorum"] == "3/3"
+    assert {s["status"] for s in outcome.fields.wire()["sources"]} == {"ok"}
 
 
 async def test_a_member_never_started_is_reported_as_such() -> None:
@@ -86,7 +86,7 @@ async def test_a_member_never_started_is_reported_as_such() -> None:
     with anyio.fail_after(10):
         outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek", "codex"], mctx,
                                     resolver=resolver)
-    by_token = {s["token"]: s for s in outcome.fields["sources"]}
+    by_token = {s["token"]: s for s in outcome.fields.wire()["sources"]}
     assert by_token["deepseek"]["status"] == by_token["codex"]["status"] == "straggler"
     assert by_token["deepseek"]["detail"].startswith("still running after")
     assert by_token["codex"]["detail"].startswith("never started (no free slot)")
@@ -101,7 +101,7 @@ async def test_the_council_bound_still_cuts_when_the_straggler_wait_would_end_la
     mctx, progress = make_mctx(council_timeout=0.6, council_straggler_floor=5)
     with anyio.fail_after(10):
         outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
-    late = next(s for s in outcome.fields["sources"] if s["token"] == "deepseek")
+    late = next(s for s in outcome.fields.wire()["sources"] if s["token"] == "deepseek")
     assert late["status"] == late["kind"] == "timeout"
     assert not any("straggler" in message for _, _, message in progress.events)
 
@@ -120,7 +120,7 @@ async def test_a_straggler_never_counts_against_the_circuit_breaker() -> None:
         mctx = ModeContext(mctx.settings, TraceRecorder("t"), Console(True, False), breaker=breaker)
         with anyio.fail_after(10):
             outcome = await run_council("Q?", "", ["minimax", "glm", "deepseek"], mctx, resolver=resolver)
-        assert outcome.fields["quorum"] == "2/3"
+        assert outcome.fields.wire()["quorum"] == "2/3"
     deepseek = resolver["deepseek"].breaker_key
     assert breaker.state(deepseek) == "closed" and deepseek not in breaker.snapshot()
     assert breaker.snapshot()[resolver["minimax"].breaker_key]["samples"] == 3

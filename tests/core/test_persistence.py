@@ -44,7 +44,7 @@ def _written(real: App, result: dict[str, Any]) -> dict[str, bool]:
         "audit": trace_id in audit_ids,
         "trace": real.traces.get("local", trace_id) is not None,
         "trace bundle": real.traces.bundle_path(trace_id).is_file(),  # type: ignore[attr-defined]
-        "hub": [t["answer"] for t in hub.peek("local", "locks")] == [ANSWER],
+        "hub": [t.answer for t in hub.peek("local", "locks")] == [ANSWER],
         "saved answer": "saved" in result and Path(result["saved"]).is_file(),
     }
 
@@ -88,7 +88,7 @@ async def test_a_failing_store_loses_only_its_own_record(
     if lost != "trace":  # the trace, written last, says which store failed
         trace = real.traces.get("local", result["trace_id"])
         assert trace is not None
-        errors = [e["attrs"] for e in trace["events"] if e["name"] == "store.error"]
+        errors = [e.attrs for e in trace.events if e.name == "store.error"]
         assert errors == [{"store": lost, "error": "OSError"}]
 
 
@@ -204,5 +204,5 @@ async def test_calls_finishing_together_are_written_as_one_group_and_a_failure_s
     for i, result in results.items():
         trace = real.traces.get("local", result["trace_id"])
         assert trace is not None  # every trace written, in groups too
-        errors = [e["attrs"] for e in trace["events"] if e["name"] == "store.error"]
+        errors = [e.attrs for e in trace.events if e.name == "store.error"]
         assert errors == ([{"store": "audit", "error": "OSError"}] if i == 5 else [])

@@ -76,10 +76,10 @@ async def test_ok_answer_is_normalized_and_persisted() -> None:
     assert record["members"][0]["status"] == "ok"
     trace = app.traces.get("local", result["trace_id"])
     assert trace is not None
-    names = [e["name"] for e in trace["events"]]
+    names = [e.name for e in trace.events]
     assert names[0] == "request" and names[-1] == "response"
     assert names.index("guard") < names.index("provider.start") < names.index("provider.end")
-    assert "Why does this deadlock" not in json.dumps(trace)
+    assert "Why does this deadlock" not in trace.model_dump_json()
 
 
 async def test_guard_refusal_calls_no_model() -> None:
@@ -293,4 +293,4 @@ async def test_a_call_keeps_the_settings_it_started_with_and_a_config_change_app
     agents = {line["trace_id"]: line["agent_id"] for line in audit_lines(app)}
     assert agents == {first["trace_id"]: "before", second["trace_id"]: "after"}
     trace = app.traces.get("local", first["trace_id"])
-    assert trace is not None and trace["agent_id"] == "before"
+    assert trace is not None and trace.agent_id == "before"

@@ -26,7 +26,7 @@ async def test_a_context_bus_handed_to_the_app_serves_the_context_tools_and_cont
     async with Client(build_server(app, toolsets=["all"])) as c:
         written = await structured(c, "context_write", {"key": "schema", "value": SCHEMA})
         assert written["status"] == "ok" and written["size_chars"] == len(SCHEMA)
-        assert bus.entries[("local", "schema")]["value"] == SCHEMA
+        assert bus.entries[("local", "schema")].value == SCHEMA
 
         listing = await structured(c, "context_list", {})
         assert [e["key"] for e in listing["entries"]] == ["schema"]

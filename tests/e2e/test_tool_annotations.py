@@ -105,9 +105,9 @@ def state_of(app: App) -> State:
     store = app.context_store
     context = {}
     for listed in store.list(LOCAL_TENANT):
-        entry = store.read(LOCAL_TENANT, listed["key"])
+        entry = store.read(LOCAL_TENANT, listed.key)
         assert entry is not None
-        context[listed["key"]] = entry["value"]
+        context[listed.key] = entry.value
     conversations = frozenset(
         (namespace, s["session"]) for namespace in ("fable", "opus5")
         for s in app.transcripts.sessions(LOCAL_TENANT, namespace) if s["turns"]

@@ -25,7 +25,7 @@ class MemoryContextBus:
         validate_key(key)
         now = time.time()
         found = self.entries.get((tenant, key))
-        created = found["created_at"] if found else now
+        created = found.created_at if found else now
         self.entries[(tenant, key)] = ContextEntry(
             tenant=tenant, key=key, value=value, description=description, size_chars=len(value),
             created_at=created, updated_at=now, age_s=0.0,
@@ -43,11 +43,8 @@ class MemoryContextBus:
         """The tenant's entries (everyone's for ``"*"``) without their values, newest first."""
         self.calls.append("list")
         rows = sorted((e for (t, _), e in self.entries.items() if tenant in (ALL_TENANTS, t)),
-                      key=lambda e: -e["updated_at"])
-        return [ContextListed(tenant=e["tenant"], key=e["key"], description=e["description"],
-                              size_chars=e["size_chars"], created_at=e["created_at"],
-                              updated_at=e["updated_at"], age_s=0.0)
-                for e in rows]
+                      key=lambda e: -e.updated_at)
+        return [ContextListed(**e.model_dump(exclude={"value", "age_s"}), age_s=0.0) for e in rows]
 
     def delete(self, tenant: str, key: str) -> bool:
         """Remove the tenant's ``key``; whether it existed."""
@@ -59,7 +56,7 @@ class MemoryContextBus:
         self.calls.append("resolve")
         wanted = list(dict.fromkeys(keys))
         found = [k for k in wanted if (tenant, k) in self.entries]
-        text = "\n\n".join(f"### context: {k}\n{self.entries[(tenant, k)]['value']}" for k in found)
+        text = "\n\n".join(f"### context: {k}\n{self.entries[(tenant, k)].value}" for k in found)
         return ResolvedContext(text, found, [k for k in wanted if k not in found])
 
     def suggest(self, tenant: str, missing: list[str], limit: int = 5) -> list[str]:

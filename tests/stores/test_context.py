@@ -18,30 +18,30 @@ def store(store_backend: StoreBackend, tmp_path: Path) -> ContextStore:
 
 def test_write_then_read_returns_value_and_metadata(store: ContextStore) -> None:
     meta = store.write("local", "trace-1", "Traceback: boom", "the failing run")
-    assert meta["key"] == "trace-1" and meta["size_chars"] == len("Traceback: boom")
-    assert meta["description"] == "the failing run" and "value" not in meta
+    assert meta.key == "trace-1" and meta.size_chars == len("Traceback: boom")
+    assert meta.description == "the failing run" and not hasattr(meta, "value")
     got = store.read("local", "trace-1")
     assert got is not None
-    assert got["value"] == "Traceback: boom" and got["age_s"] >= 0
+    assert got.value == "Traceback: boom" and got.age_s >= 0
     assert store.read("local", "absent") is None
 
 
 def test_overwrite_keeps_created_at_and_updates_value(store: ContextStore) -> None:
     first = store.write("local", "k", "one")
     second = store.write("local", "k", "two two")
-    assert second["created_at"] == first["created_at"]
-    assert second["updated_at"] >= first["updated_at"]
+    assert second.created_at == first.created_at
+    assert second.updated_at >= first.updated_at
     got = store.read("local", "k")
-    assert got is not None and got["value"] == "two two" and got["size_chars"] == 7
+    assert got is not None and got.value == "two two" and got.size_chars == 7
 
 
 def test_list_never_returns_values(store: ContextStore) -> None:
     store.write("local", "a", "secret-ish body")
     store.write("local", "b", "another body", "desc")
     listing = store.list("local")
-    assert {row["key"] for row in listing} == {"a", "b"}
+    assert {row.key for row in listing} == {"a", "b"}
     assert all("value" not in row for row in listing)
-    assert listing[0]["key"] == "b"  # most recently updated first
+    assert listing[0].key == "b"  # most recently updated first
 
 
 def test_delete_reports_whether_the_key_existed(store: ContextStore) -> None:
@@ -91,13 +91,13 @@ def test_values_are_redacted_before_storage(store_backend: StoreBackend, tmp_pat
     store.write("local", "cfg", "key=my-configured-secret other=sk-proj-ABCDEFGHIJKLMNOPQRSTUV123")
     got = store.read("local", "cfg")
     assert got is not None
-    assert got["value"] == "key=[REDACTED] other=[REDACTED]"
+    assert got.value == "key=[REDACTED] other=[REDACTED]"
 
 
 def test_two_store_objects_see_the_same_database(store_backend: StoreBackend, tmp_path: Path) -> None:
     ContextStore(store_backend.open("context", tmp_path / "shared.db")).write("local", "k", "from one")
     got = ContextStore(store_backend.open("context", tmp_path / "shared.db")).read("local", "k")
-    assert got is not None and got["value"] == "from one"
+    assert got is not None and got.value == "from one"
 
 
 def test_a_tenants_caps_refuse_the_write_that_would_pass_them_and_keep_what_is_stored(
@@ -112,7 +112,7 @@ def test_a_tenants_caps_refuse_the_write_that_would_pass_them_and_keep_what_is_s
     with pytest.raises(BadArgs, match="ASK_FABLE_CONTEXT_MAX_TENANT_ENTRIES"):
         capped.write("team", "c", "")
     capped.write("other", "c", "1234567890")  # another tenant has its own room
-    assert [(e["key"], e["size_chars"]) for e in sorted(capped.list("team"), key=lambda e: e["key"])] == [
+    assert [(e.key, e.size_chars) for e in sorted(capped.list("team"), key=lambda e: e.key)] == [
         ("a", 7), ("b", 3)]
 
 

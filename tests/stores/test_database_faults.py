@@ -65,7 +65,7 @@ def test_a_hung_database_fails_calls_within_their_bound_and_the_store_recovers_b
                 break
             except Unavailable:
                 time.sleep(0.5)
-        assert recovered is not None and recovered["value"] == "v"
+        assert recovered is not None and recovered.value == "v"
         store.write("local", "after", "w")
         # Attempts the client gave up on while the server was stopped end once it runs again and
         # finds their sockets closed: what stays is the pool, never more.

@@ -75,7 +75,7 @@ def _verify(settings: Settings, acked: dict[str, list[tuple[int, str]]]) -> None
     audit_seen = {(r["worker"], r["i"]) for r in audit_records}
     assert len(audit_seen) == len(audit_records)  # no line written twice
     for worker, entries in acked.items():
-        turns = {t["question"] for t in hub.peek("local", worker)}
+        turns = {t.question for t in hub.peek("local", worker)}
         for i, trace_id in entries:
             key = f"{worker}-{i}"
             assert key in stored_keys
@@ -174,7 +174,7 @@ def test_concurrent_writers_on_postgresql_lose_nothing_and_count_every_turn(
     cache = answer_cache_for(settings, engines=pools)
     assert len(context.keys("local")) == WORKERS * count
     assert traces.count() == WORKERS * count
-    sessions = {s["session_key"]: s["turns"] for s in hub.list_sessions("local", None, active_only=False)}
+    sessions = {s.session_key: s.turns for s in hub.list_sessions("local", None, active_only=False)}
     assert sessions == {f"w{n}": count for n in range(WORKERS)}
     for worker, entries in acked.items():
         for i, trace_id in entries:

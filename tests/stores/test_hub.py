@@ -38,10 +38,10 @@ def test_list_sessions_one_row_per_key_and_agent_newest_first(settings: Settings
     _turn(hub, "s1", "a2")
     _turn(hub, "s2", "a1", project="p2")
     rows = hub.list_sessions("local", "p1")
-    assert [(r["session_key"], r["agent_id"]) for r in rows] == [("s1", "a2"), ("s1", "a1")]
+    assert [(r.session_key, r.agent_id) for r in rows] == [("s1", "a2"), ("s1", "a1")]
     a1 = rows[1]
-    assert a1["turns"] == 2 and a1["retained_turns"] == 2 and a1["last_question"] == "second"
-    assert a1["stale"] is False
+    assert a1.turns == 2 and a1.retained_turns == 2 and a1.last_question == "second"
+    assert a1.stale is False
     assert len(hub.list_sessions("local", None)) == 3
     assert len(hub.list_sessions("local", None, limit=1)) == 1
 
@@ -49,7 +49,7 @@ def test_list_sessions_one_row_per_key_and_agent_newest_first(settings: Settings
 def test_preview_is_capped(settings: Settings) -> None:
     hub = SessionHub(settings)
     _turn(hub)
-    preview = hub.list_sessions("local", "p1")[0]["last_question"]
+    preview = hub.list_sessions("local", "p1")[0].last_question
     assert len(preview) == 10 and preview.endswith("…")
 
 
@@ -59,9 +59,9 @@ def test_stale_sessions_hidden_when_active_only(settings: Settings) -> None:
     _turn(hub, "old")
     clock.advance(1000)
     _turn(hub, "new")
-    assert [r["session_key"] for r in hub.list_sessions("local", "p1")] == ["new"]
+    assert [r.session_key for r in hub.list_sessions("local", "p1")] == ["new"]
     rows = hub.list_sessions("local", "p1", active_only=False)
-    assert [(r["session_key"], r["stale"]) for r in rows] == [("new", False), ("old", True)]
+    assert [(r.session_key, r.stale) for r in rows] == [("new", False), ("old", True)]
 
 
 def test_peek_returns_full_turns_across_projects_in_order(settings: Settings) -> None:
@@ -70,12 +70,12 @@ def test_peek_returns_full_turns_across_projects_in_order(settings: Settings) ->
     _turn(hub, "db", "a2", "p2", question="q2", answer="ans2")
     _turn(hub, "other", "a1", "p1", question="q3")
     turns = hub.peek("local", "db")
-    assert [(t["question"], t["answer"], t["project"]) for t in turns] == [
+    assert [(t.question, t.answer, t.project) for t in turns] == [
         ("q1", "ans1", "p1"),
         ("q2", "ans2", "p2"),
     ]
-    assert turns[0]["sdk_session_id"] == "sdk-1"
-    assert [t["question"] for t in hub.peek("local", "db", agent_id="a2")] == ["q2"]
+    assert turns[0].sdk_session_id == "sdk-1"
+    assert [t.question for t in hub.peek("local", "db", agent_id="a2")] == ["q2"]
     assert hub.peek("local", "nothing") == []
 
 
@@ -104,8 +104,8 @@ def test_sweep_trims_oldest_turns_toward_ninety_percent(tmp_path: Path) -> None:
     for i in range(15):
         _turn(hub, question=f"q{i}")
     turns = hub.peek("local", "s1")
-    assert [t["question"] for t in turns] == [f"q{i}" for i in range(6, 15)]
-    assert hub.list_sessions("local", "p1")[0]["turns"] == 15  # the heartbeat keeps the total
+    assert [t.question for t in turns] == [f"q{i}" for i in range(6, 15)]
+    assert hub.list_sessions("local", "p1")[0].turns == 15  # the heartbeat keeps the total
 
 
 def test_disabled_hub_writes_nothing() -> None:
@@ -118,4 +118,4 @@ def test_questions_and_answers_are_redacted() -> None:
     hub = SessionHub(load_settings(openrouter_api_key="or-exact-value-123"))
     _turn(hub, question="why does or-exact-value-123 fail", answer="rotate ghp_" + "A" * 36)
     turn = hub.peek("local", "s1")[0]
-    assert "or-exact-value-123" not in turn["question"] and "ghp_" not in turn["answer"]
+    assert "or-exact-value-123" not in turn.question and "ghp_" not in turn.answer

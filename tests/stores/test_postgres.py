@@ -15,6 +15,7 @@ from ask_fable.errors import AskFableError, NotConfigured, SchemaMismatch, Unava
 from ask_fable.stores import schema
 from ask_fable.stores.context import context_store_for
 from ask_fable.stores.engines import Engines
+from ask_fable.stores.views import ContextEntry
 from tests.e2e.helpers import ask_fable_command, child_env
 from tests.fakes.postgres import PostgresServer
 
@@ -33,7 +34,7 @@ def test_one_statement_runs_with_percent_signs_and_question_marks_in_values(
     store = context_store_for(load_settings(), engines=pools)
     store.write("local", "100%-sure?", "is it 100% done? 'yes' ?", "a % b")
     got = store.read("local", "100%-sure?")
-    assert got is not None and got["value"] == "is it 100% done? 'yes' ?" and got["description"] == "a % b"
+    assert got is not None and got.value == "is it 100% done? 'yes' ?" and got.description == "a % b"
     assert store.resolve("local", ["100%-sure?", "nope?"]).missing == ["nope?"]
     pools.close()
 
@@ -132,7 +133,7 @@ def test_after_a_restart_the_first_call_goes_through(pg_server: PostgresServer, 
             pg_server.start()
         got = store.read("local", "before")
         store.write("local", "after", "w")
-        assert got is not None and got["value"] == "v"
+        assert got is not None and got.value == "v"
         assert sorted(store.keys("local")) == ["after", "before"]
     finally:
         pools.close()
@@ -171,7 +172,7 @@ def test_a_call_waits_for_a_busy_pool_past_the_connect_timeout_and_runs(pg_serve
         release.set()
         holder.join(30)
         caller.join(30)
-        assert len(got) == 1 and isinstance(got[0], dict) and got[0]["value"] == "v"
+        assert len(got) == 1 and isinstance(got[0], ContextEntry) and got[0].value == "v"
     finally:
         release.set()
         pools.close()
@@ -200,7 +201,7 @@ def test_an_unreachable_database_is_unavailable_then_reconnected_without_a_resta
             admin.execute(f"ALTER DATABASE {name} ALLOW_CONNECTIONS true")
         # No reconnection backoff to wait out: the first call after the database is back succeeds.
         got = store.read("local", "before")
-        assert got is not None and got["value"] == "v"
+        assert got is not None and got.value == "v"
     finally:
         pools.close()
         pg_server.drop(url)
@@ -267,7 +268,7 @@ def test_a_read_only_reader_sees_what_was_stored_and_the_database_refuses_its_wr
     reader_pools = Engines(read_only=True)
     reader = context_store_for(load_settings(), engines=reader_pools)
     found = reader.read("local", "kept")
-    assert found is not None and found["value"] == "written by the server"
+    assert found is not None and found.value == "written by the server"
     with pytest.raises(DBAPIError, match=r"(?i)read-?only"):
         reader.write("local", "lost", "written by the reader")
     assert writer.read("local", "lost") is None

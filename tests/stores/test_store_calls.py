@@ -86,7 +86,7 @@ async def test_a_cancelled_store_call_rolls_back_and_returns_its_connection(
                     return conn.scalar(text("SELECT to_regclass('half_done')"))
 
             assert await app.run_store(half_done) is None
-        assert got is not None and got["value"] == "v"
+        assert got is not None and got.value == "v"
         assert app.resources.engines.open_count <= 1
         assert len(failed) == 1 and "ran past 1 s" in failed[0].detail
     finally:

@@ -35,11 +35,11 @@ def test_context_entries_are_invisible_across_tenants(store_backend: StoreBacken
     assert store.read(B, "only-alice") is None
     assert store.delete(B, "only-alice") is False
     assert store.read(A, "only-alice") is not None
-    assert {e["key"] for e in store.list(B)} == {"prod-db-notes"}
+    assert {e.key for e in store.list(B)} == {"prod-db-notes"}
     assert store.suggest(B, ["only"]) == []
     assert store.resolve(B, ["prod-db-notes", "only-alice"]).text.endswith("bob's notes")
     assert store.resolve(B, ["only-alice"]).missing == ["only-alice"]
-    assert {(e["tenant"], e["key"]) for e in store.list(ALL_TENANTS)} == {
+    assert {(e.tenant, e.key) for e in store.list(ALL_TENANTS)} == {
         (A, "prod-db-notes"), (B, "prod-db-notes"), (A, "only-alice")}
     with pytest.raises(ValueError):
         store.write(ALL_TENANTS, "k", "v")
@@ -66,12 +66,12 @@ def test_traces_and_bundles_are_per_tenant(store_backend: StoreBackend) -> None:
     store.record(TraceRecord(trace_id=mine, tenant=A, tool="ask_glm"))
     store.record(TraceRecord(trace_id=theirs, tenant=B, tool="ask_glm"))
     store.write_bundle(mine, TraceBundle(tenant=A, question="alice asks", context="", result={}))
-    assert [t["trace_id"] for t in store.list(B)] == [theirs]
+    assert [t.trace_id for t in store.list(B)] == [theirs]
     assert store.get(B, mine) is None and store.get(A, mine) is not None
     assert store.bundle_excerpt(B, mine, 1000) is None
     assert "alice asks" in (store.bundle_excerpt(A, mine, 1000) or "")
     assert store.list(B, before=mine) == []  # another tenant's id is no cursor
-    assert {t["trace_id"] for t in store.list(ALL_TENANTS)} == {mine, theirs}
+    assert {t.trace_id for t in store.list(ALL_TENANTS)} == {mine, theirs}
     assert store.get(ALL_TENANTS, mine) is not None
     assert "alice asks" in (store.bundle_excerpt(ALL_TENANTS, mine, 1000) or "")
 
@@ -81,11 +81,11 @@ def test_hub_turns_and_heartbeats_are_per_tenant(store_backend: StoreBackend) ->
     for tenant in (A, B):
         store.record_turn(HubTurn(tenant=tenant, session_key="s", agent_id="agent", project="p", oracle="glm",
                                   status="ok", question=f"{tenant} asks", answer="answer"))
-    assert [t["question"] for t in store.peek(B, "s")] == ["bob asks"]
-    assert [(s["tenant"], s["turns"]) for s in store.list_sessions(B, None)] == [(B, 1)]
+    assert [t.question for t in store.peek(B, "s")] == ["bob asks"]
+    assert [(s.tenant, s.turns) for s in store.list_sessions(B, None)] == [(B, 1)]
     assert store.stats(B, None)["turns"] == 1
     assert store.stats(ALL_TENANTS, None)["turns"] == 2
-    assert {t["tenant"] for t in store.peek(ALL_TENANTS, "s")} == {A, B}
+    assert {t.tenant for t in store.peek(ALL_TENANTS, "s")} == {A, B}
 
 
 def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreBackend,
@@ -135,7 +135,7 @@ def test_context_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> 
     path = tmp_path / "context.db"
     _old(path, SCRIPTS["context"][:1], "INSERT INTO context VALUES ('notes', 'v', '', 1, 1.0, 1.0)")
     store = ContextStore(path)
-    assert [(e["tenant"], e["key"]) for e in store.list(ALL_TENANTS)] == [("local", "notes")]
+    assert [(e.tenant, e.key) for e in store.list(ALL_TENANTS)] == [("local", "notes")]
 
 
 def test_cache_entries_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ def test_traces_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
     _old(settings.traces_db, SCRIPTS["traces"][:2],
          f"INSERT INTO traces (trace_id, ts, tool) VALUES ('{trace_id}', 1.0, 'ask')")
     store = TraceStore(settings)
-    assert [t["tenant"] for t in store.list("local")] == ["local"]
+    assert [t.tenant for t in store.list("local")] == ["local"]
 
 
 def test_hub_rows_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
@@ -163,8 +163,8 @@ def test_hub_rows_from_before_tenants_belong_to_local(tmp_path: Path) -> None:
          "INSERT INTO sessions (session_key, agent_id, project, first_seen, last_seen, turns) "
          "VALUES ('s', 'a', 'p', 1.0, 1.0, 1)")
     store = SessionHub(settings)
-    assert [t["tenant"] for t in store.peek("local", "s")] == ["local"]
-    assert [s["tenant"] for s in store.list_sessions("local", None, active_only=False)] == ["local"]
+    assert [t.tenant for t in store.peek("local", "s")] == ["local"]
+    assert [s.tenant for s in store.list_sessions("local", None, active_only=False)] == ["local"]
 
 
 def test_audit_lines_from_before_tenants_count_as_local(tmp_path: Path) -> None:

@@ -56,10 +56,10 @@ def test_record_then_get_returns_ordered_events_and_fields(settings: Settings) -
     store.record(_trace(1, cached=True, providers=["glm", "kimi"]))
     got = store.get("local", _trace(1).trace_id)
     assert got is not None
-    assert got["tool"] == "ask_glm" and got["cached"] is True and got["providers"] == ["glm", "kimi"]
-    assert [e["name"] for e in got["events"]] == ["start", "end"]
-    assert got["events"][0]["attrs"] == {"n": 1} and got["events"][1]["t_ms"] == 5.5
-    assert got["artifacts"] == {"bundle": None}
+    assert got.tool == "ask_glm" and got.cached is True and got.providers == ["glm", "kimi"]
+    assert [e.name for e in got.events] == ["start", "end"]
+    assert got.events[0].attrs == {"n": 1} and got.events[1].t_ms == 5.5
+    assert got.artifacts == {}
     assert store.get("local", "ffffffffffffffffffffffff") is None
     assert store.get("local", "../x") is None
 
@@ -72,13 +72,13 @@ def test_record_twice_replaces_the_trace(settings: Settings) -> None:
     store.record(_trace(1, status="error", providers=["kimi"],
                         events=[{"t_ms": 1, "name": "only", "attrs": {}}]))
     got = store.get("local", _trace(1).trace_id)
-    assert got is not None and got["status"] == "error" and [e["name"] for e in got["events"]] == ["only"]
-    assert got["providers"] == ["kimi"] and store.list("local", provider="glm") == []
+    assert got is not None and got.status == "error" and [e.name for e in got.events] == ["only"]
+    assert got.providers == ["kimi"] and store.list("local", provider="glm") == []
     store.record_many([_trace(2), _trace(1, status="ok"), _trace(3)])
     got = store.get("local", _trace(1).trace_id)
-    assert got is not None and got["status"] == "ok"
-    assert [e["name"] for e in got["events"]] == ["start", "end"]
-    assert [r["trace_id"] for r in store.list("local", provider="kimi")] == []
+    assert got is not None and got.status == "ok"
+    assert [e.name for e in got.events] == ["start", "end"]
+    assert [r.trace_id for r in store.list("local", provider="kimi")] == []
     assert store.count() == 3
 
 
@@ -94,17 +94,17 @@ def test_list_is_newest_first_without_events_and_filters(settings: Settings) -> 
             project="p2" if i == 3 else "p1",
         ))
     rows = store.list("local")
-    assert [r["trace_id"][:12] for r in rows] == [f"{i:012x}" for i in range(9, -1, -1)]
+    assert [r.trace_id[:12] for r in rows] == [f"{i:012x}" for i in range(9, -1, -1)]
     assert all("events" not in r for r in rows)
-    kimi_times = [r["ts"] for r in store.list("local", tool="ask_kimi")]
+    kimi_times = [r.ts for r in store.list("local", tool="ask_kimi")]
     assert kimi_times == [1_700_000_000.0 + i for i in (8, 6, 4, 2, 0)]
-    assert [r["status"] for r in store.list("local", status="error")] == ["error"]
-    kimi = [int(r["trace_id"][:12], 16) for r in store.list("local", provider="kimi")]
+    assert [r.status for r in store.list("local", status="error")] == ["error"]
+    kimi = [int(r.trace_id[:12], 16) for r in store.list("local", provider="kimi")]
     assert kimi == [8, 6, 4, 2, 0]
-    glm = [int(r["trace_id"][:12], 16) for r in store.list("local", provider="glm")]
+    glm = [int(r.trace_id[:12], 16) for r in store.list("local", provider="glm")]
     assert glm == [9, 7, 5, 4, 3, 1]
     assert len(store.list("local", session="s2")) == 2
-    assert [int(r["trace_id"][:12], 16) for r in store.list("local", project="p2")] == [3]
+    assert [int(r.trace_id[:12], 16) for r in store.list("local", project="p2")] == [3]
     assert len(store.list("local", limit=3)) == 3
 
 
@@ -113,16 +113,16 @@ def test_before_pages_by_trace_id_or_timestamp(settings: Settings) -> None:
     for i in range(6):
         store.record(_trace(i))
     page1 = store.list("local", limit=2)
-    page2 = store.list("local", limit=2, before=page1[-1]["trace_id"])
-    page3 = store.list("local", limit=2, before=page2[-1]["trace_id"])
-    ids = [r["trace_id"] for r in page1 + page2 + page3]
+    page2 = store.list("local", limit=2, before=page1[-1].trace_id)
+    page3 = store.list("local", limit=2, before=page2[-1].trace_id)
+    ids = [r.trace_id for r in page1 + page2 + page3]
     assert len(set(ids)) == 6
     earlier = store.list("local", before=1_700_000_002.0)
-    assert [r["ts"] for r in earlier] == [1_700_000_001.0, 1_700_000_000.0]
-    assert [r["ts"] for r in store.list("local", before="1700000001")] == [1_700_000_000.0]
+    assert [r.ts for r in earlier] == [1_700_000_001.0, 1_700_000_000.0]
+    assert [r.ts for r in store.list("local", before="1700000001")] == [1_700_000_000.0]
     assert store.list("local", before="ffffffffffffffffffffffff") == []
-    glm_page = store.list("local", provider="glm", limit=2, before=page1[-1]["trace_id"])
-    assert [r["trace_id"] for r in glm_page] == [r["trace_id"] for r in page2]
+    glm_page = store.list("local", provider="glm", limit=2, before=page1[-1].trace_id)
+    assert [r.trace_id for r in glm_page] == [r.trace_id for r in page2]
 
 
 def test_same_timestamp_pages_without_loss(settings: Settings) -> None:
@@ -135,8 +135,8 @@ def test_same_timestamp_pages_without_loss(settings: Settings) -> None:
         page = store.list("local", limit=2, before=before)
         if not page:
             break
-        seen += [r["trace_id"] for r in page]
-        before = page[-1]["trace_id"]
+        seen += [r.trace_id for r in page]
+        before = page[-1].trace_id
     assert len(seen) == 5 and len(set(seen)) == 5
 
 
@@ -145,7 +145,7 @@ def test_event_attrs_are_redacted(settings: Settings) -> None:
     planted = "sk-ant-api03-" + "Z" * 40
     store.record(_trace(1, events=[{"t_ms": 0, "name": "note", "attrs": {"detail": f"bad key {planted}"}}]))
     got = store.get("local", _trace(1).trace_id)
-    assert got is not None and planted not in json.dumps(got)
+    assert got is not None and planted not in got.model_dump_json()
 
 
 def test_bundle_is_redacted_private_and_excerpted(settings: Settings) -> None:
@@ -177,7 +177,7 @@ def test_bundle_is_redacted_private_and_excerpted(settings: Settings) -> None:
     assert store.bundle_excerpt("local", new_trace_id(), 100) is None
     store.record(_trace(1, trace_id=trace_id))
     got = store.get("local", trace_id)
-    assert got is not None and got["artifacts"]["bundle"] == str(path)
+    assert got is not None and got.artifacts["bundle"] == str(path)
 
 
 def test_bundle_cap_truncates_and_records_it() -> None:
@@ -229,7 +229,7 @@ def test_oldest_traces_and_bundles_are_swept_beyond_the_cap(monkeypatch: pytest.
         store.record(trace)
         store.write_bundle(trace.trace_id, {"question": f"q{i}"})
         ids.append(trace.trace_id)
-    kept = {t["trace_id"] for t in store.list("local", limit=200)}
+    kept = {t.trace_id for t in store.list("local", limit=200)}
     assert len(kept) <= 10 and ids[-1] in kept and ids[0] not in kept
     assert store.bundle_bytes(ids[0]) is None and store.bundle_bytes(ids[-1]) is not None
     assert store.get("local", ids[0]) is None
@@ -247,11 +247,11 @@ def test_traces_recorded_as_a_group_are_each_stored_and_still_swept_beyond_the_c
     groups = [[_trace(i) for i in range(start, start + 3)] for start in range(0, 15, 3)]
     for group in groups:
         store.record_many(group)
-    kept = [t["trace_id"] for t in store.list("local", limit=200)]
+    kept = [t.trace_id for t in store.list("local", limit=200)]
     assert len(kept) <= 10 and groups[-1][-1].trace_id in kept and groups[0][0].trace_id not in kept
     last = store.get("local", groups[-1][1].trace_id)
-    assert last is not None and [e["name"] for e in last["events"]] == ["start", "end"]
-    assert last["providers"] == ["glm"] and last["elapsed_ms"] == 113.0
+    assert last is not None and [e.name for e in last.events] == ["start", "end"]
+    assert last.providers == ["glm"] and last.elapsed_ms == 113.0
 
 
 def test_a_zero_cap_keeps_every_trace(monkeypatch: pytest.MonkeyPatch) -> None:

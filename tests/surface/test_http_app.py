@@ -17,12 +17,11 @@ from ask_fable.surface.http_app import (
     HttpOptions,
     Readiness,
     ToolCall,
-    host_allowed,
-    origin_allowed,
     query_has_credential,
     store_probe,
     tool_calls,
 )
+from ask_fable.surface.http_common import host_allowed, origin_allowed
 
 
 class Recorder:

@@ -3,6 +3,7 @@ every event existed, and calls cancelled before their backend answered."""
 
 from __future__ import annotations
 
+from ask_fable.stores.records import TraceEvent
 from ask_fable.surface.ui.timeline import build_timeline
 
 
@@ -13,7 +14,7 @@ def test_an_end_without_a_start_is_drawn_from_its_duration() -> None:
         {"t_ms": 900, "name": "provider.end", "attrs": {"token": "glm", "status": "ok", "elapsed_ms": 800}},
         {"t_ms": 905, "name": "response", "attrs": {"status": "ok"}},
     ]
-    timeline = build_timeline(events, tool="ask_glm")
+    timeline = build_timeline([TraceEvent.model_validate(event) for event in events], tool="ask_glm")
     [backend] = [lane for lane in timeline.lanes if lane.kind_of_lane == "backend"]
     assert (backend.start_ms, backend.end_ms, backend.outcome) == (100, 900, "ok")
     assert timeline.total_ms == 905
@@ -38,7 +39,7 @@ def test_a_start_without_an_end_runs_to_the_response_unfinished() -> None:
         },
         {"t_ms": 600, "name": "response", "attrs": {"status": "error", "kind": "timeout"}},
     ]
-    timeline = build_timeline(events, tool="ask_chain")
+    timeline = build_timeline([TraceEvent.model_validate(event) for event in events], tool="ask_chain")
     assert [lane.key for lane in timeline.lanes][:2] == ["call", "mode"]
     assert timeline.lanes[0].outcome == timeline.lanes[1].outcome == "timeout"
     [backend] = [lane for lane in timeline.lanes if lane.kind_of_lane == "backend"]

@@ -102,7 +102,7 @@ def _team_calls(fp: FakeProvider) -> dict[str, str]:
                 break
             time.sleep(0.05)
     assert listed, "the hung-up call was recorded as cancelled"
-    return {"team": done["trace_id"], "cancelled": listed[0]["trace_id"]}
+    return {"team": done["trace_id"], "cancelled": listed[0].trace_id}
 
 
 @pytest.fixture(scope="module")

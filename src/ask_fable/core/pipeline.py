@@ -451,7 +451,7 @@ class Pipeline:
             result.update(
                 status="refused", stage="model", reason=refused, how_to_reframe=guard.MODEL_REFRAME
             )
-            result.update(outcome.fields)
+            result.update(outcome.fields.wire())
             return result
         result.update(status="ok", answer=answer, sidecar=sidecar.model_dump() if sidecar else None)
         if sidecar is not None:
@@ -479,7 +479,7 @@ class Pipeline:
                 result["routed_via"] = reply.routed_via
             if settings.return_thinking and reply.thinking:
                 result["thinking"] = self._redact(reply.thinking[: settings.thinking_chars])
-        result.update(outcome.fields)
+        result.update(outcome.fields.wire())
         return result
 
     # --- persist -----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import builtins
 import difflib
 import os
 import time
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, delete, func, select
 
@@ -115,7 +115,7 @@ class ContextStore:
                                       "description": description, "size_chars": len(value),
                                       "size_bytes": size, "created_at": now, "updated_at": now})
             row = conn.execute(_META_OF, {"tenant": tenant, "key": key}).mappings().one()
-        return cast(ContextMeta, dict(row))
+        return ContextMeta(**row)
 
     def _check_room(self, conn: Connection, tenant: str, key: str, size: int) -> None:
         """``BadArgs`` when storing ``size`` bytes under ``key`` would put the tenant over a cap."""
@@ -145,9 +145,7 @@ class ContextStore:
             row = conn.execute(_ENTRY_OF, {"tenant": tenant, "key": key}).mappings().first()
         if row is None:
             return None
-        data = cast(ContextEntry, dict(row))
-        data["age_s"] = round(max(0.0, time.time() - data["updated_at"]), 3)
-        return data
+        return ContextEntry(**row, age_s=round(max(0.0, time.time() - row["updated_at"]), 3))
 
     def list(self, tenant: str) -> list[ContextListed]:
         """Metadata of the tenant's entries (every tenant's for ``ALL_TENANTS``), most recently
@@ -156,12 +154,7 @@ class ContextStore:
         query = _LISTED if tenant == ALL_TENANTS else _LISTED.where(context.c.tenant == one_tenant(tenant))
         with self.db.read() as conn:
             rows = conn.execute(query).mappings().all()
-        out = []
-        for row in rows:
-            data = cast(ContextListed, dict(row))
-            data["age_s"] = round(max(0.0, now - data["updated_at"]), 3)
-            out.append(data)
-        return out
+        return [ContextListed(**row, age_s=round(max(0.0, now - row["updated_at"]), 3)) for row in rows]
 
     def keys(self, tenant: str) -> builtins.list[str]:
         """The tenant's stored keys."""

@@ -10,7 +10,7 @@ turns. Every turn and heartbeat belongs to a tenant, and every read names the te
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from sqlalchemy import bindparam, case, delete, func, insert, select
 
@@ -177,14 +177,13 @@ class SessionHub:
             rows = conn.execute(query, params).mappings().all()
         out = []
         for row in rows:
-            data = cast(HubSession, dict(row))
-            question = data["last_question"] or ""
-            data["last_question"] = (
-                question if len(question) <= preview else question[: max(0, preview - 1)] + "…"
-            )
-            data["age_s"] = round(max(0.0, now - data["last_seen"]), 3)
-            data["stale"] = data["age_s"] > stale_after
-            out.append(data)
+            fields = dict(row)
+            question = fields.pop("last_question") or ""
+            age_s = round(max(0.0, now - fields["last_seen"]), 3)
+            out.append(HubSession(
+                **fields, age_s=age_s, stale=age_s > stale_after,
+                last_question=question if len(question) <= preview else question[: max(0, preview - 1)] + "…",
+            ))
         return out
 
     def peek(self, tenant: str, session_key: str, agent_id: str | None = None) -> list[StoredHubTurn]:
@@ -195,7 +194,7 @@ class SessionHub:
         params = {"tenant": tenant, "session_key": redact(session_key, self._secrets),
                   "agent_id": None if agent_id is None else redact(agent_id, self._secrets)}
         with self.db.read() as conn:
-            return [cast(StoredHubTurn, dict(r)) for r in conn.execute(query, params).mappings()]
+            return [StoredHubTurn(**r) for r in conn.execute(query, params).mappings()]
 
     def stats(self, tenant: str, project: str | None, window_s: float = 86400) -> HubStats:
         """The tenant's (every tenant's for ``ALL_TENANTS``) turn totals by oracle, agent and status

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         SessionTurn,
         TraceBundle,
         TraceRecord,
+        TraceSummary,
         Transcript,
         WebSession,
     )
@@ -66,7 +67,6 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         StoredSession,
         StoredSessionTurn,
         TraceDetail,
-        TraceSummary,
     )
 
 

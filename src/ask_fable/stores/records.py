@@ -1,7 +1,8 @@
 """The records stores take: one pydantic model per thing a finished call leaves behind.
 
     AuditRecord ── members: MemberRecord…    one audit line (ModeAudit: what a mode adds to it)
-    TraceRecord ── events: TraceEvent…       one trace with its ordered timeline
+    TraceSummary                             one trace without its events (as trace_list shows it)
+    TraceRecord ── events: TraceEvent…       a TraceSummary with its ordered timeline
     TraceBundle ── members: BundleMember…    full-mode content of one call
     HubTurn                                  one successful turn mirrored to the session hub
     SavedAnswer                              one answer kept as a file
@@ -29,7 +30,8 @@ from ask_fable.access import LOCAL_TENANT, Scope
 
 
 class Record(BaseModel):
-    """Base of the records written by the pipeline: an unknown field is a bug."""
+    """Base of the records written by the pipeline, and of the views stores read back as models
+    (``stores/views.py``): an unknown field is a bug."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -113,8 +115,8 @@ class TraceEvent(Record):
     attrs: dict[str, Any] = Field(default_factory=dict)
 
 
-class TraceRecord(Record):
-    """One finished call's trace: what ran, how it ended, and its ordered events (no content)."""
+class TraceSummary(Record):
+    """One call's trace without its events: what ran and how it ended (``trace_list`` shows these)."""
 
     trace_id: str
     tenant: str = LOCAL_TENANT
@@ -130,6 +132,11 @@ class TraceRecord(Record):
     providers: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
     cached: bool = False
+
+
+class TraceRecord(TraceSummary):
+    """One finished call's trace: its summary and its ordered events (no content)."""
+
     events: list[TraceEvent] = Field(default_factory=list)
 
 

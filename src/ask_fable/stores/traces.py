@@ -21,7 +21,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from sqlalchemy import Double, Text, bindparam, delete, func, insert, select, tuple_
 
@@ -31,11 +31,11 @@ from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database, database_for, per_dialect, upsert
 from ask_fable.stores.engines import Engines
-from ask_fable.stores.records import TraceBundle, TraceRecord
+from ask_fable.stores.records import TraceBundle, TraceEvent, TraceRecord, TraceSummary
 from ask_fable.stores.tables import trace_bundles, trace_counters, trace_events, trace_providers
 from ask_fable.stores.tables import traces as _traces
 from ask_fable.stores.trace_ids import valid_trace_id
-from ask_fable.stores.views import StoredTraceEvent, TraceDetail, TraceSummary
+from ask_fable.stores.views import TraceDetail
 
 if TYPE_CHECKING:
     from sqlalchemy import BindParameter, ColumnElement, Connection, Row, RowMapping, Select
@@ -289,8 +289,7 @@ class TraceStore:
             if row is None:
                 return None
             event_rows = conn.execute(_EVENTS_OF, {"trace_id": trace_id, "limit": max_events + 1}).all()
-        trace = cast(TraceDetail, _trace_row(row._mapping))
-        events: list[StoredTraceEvent] = []
+        events: list[TraceEvent] = []
         used = 0
         truncated = len(event_rows) > max_events
         for t_ms, name, attrs in event_rows[:max_events]:
@@ -302,11 +301,10 @@ class TraceStore:
                 parsed = json.loads(attrs)
             except ValueError:
                 parsed = {}
-            events.append({"t_ms": t_ms, "name": name, "attrs": parsed})
-        trace["events"] = events
-        trace["events_truncated"] = truncated
-        trace["artifacts"] = {"bundle": self._bundle_location(trace_id)}
-        return trace
+            events.append(TraceEvent(t_ms=t_ms, name=name, attrs=parsed if isinstance(parsed, dict) else {}))
+        bundle = self._bundle_location(trace_id)
+        return TraceDetail(**_summary_fields(row._mapping), events=events, events_truncated=truncated,
+                           artifacts={} if bundle is None else {"bundle": bundle})
 
     def _bundle_location(self, trace_id: str) -> str | None:
         """Where the bundle of ``trace_id`` is, when it has one."""
@@ -473,13 +471,17 @@ def _number(value: Any) -> float | None:
     return float(value)
 
 
+def _summary_fields(row: RowMapping) -> dict[str, Any]:
+    """A ``traces`` row as a summary's fields: its JSON lists parsed, ``cached`` a bool."""
+    fields = dict(row)
+    fields["providers"] = json.loads(fields.get("providers") or "[]")
+    fields["models"] = json.loads(fields.get("models") or "[]")
+    fields["cached"] = bool(fields.get("cached"))
+    return fields
+
+
 def _trace_row(row: RowMapping) -> TraceSummary:
-    raw = dict(row)
-    data = cast(TraceSummary, raw)
-    data["providers"] = json.loads(raw.get("providers") or "[]")
-    data["models"] = json.loads(raw.get("models") or "[]")
-    data["cached"] = bool(raw.get("cached"))
-    return data
+    return TraceSummary(**_summary_fields(row))
 
 
 def _line(obj: dict[str, Any]) -> bytes:

@@ -1,34 +1,38 @@
-"""What stores return to readers: JSON-shaped rows that tools put in their results as they are.
+"""What stores return to readers, and tools put in their results as they are.
 
-Records (``stores/records.py``) are validated where they are built; these views come out of a
-store's own query and are validated once more by the tool's result model, so they are plain
-typed dicts, free to build in bulk (``trace_list`` and ``stats`` read thousands of rows).
+A view that has a record (``stores/records.py``) is that record, or a model derived from it
+(``TraceDetail`` is a ``TraceSummary`` with its events, ``StoredHubTurn`` a ``HubTurn`` with its row
+id and time); a view a tool returns is a model too (``HubSession``, the context entries, each a
+``ContextMeta`` with more); the others are typed dicts,
+free to build in bulk (``stats`` reads thousands of rows).
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from pydantic import Field
+
 # typing_extensions' TypedDict, which pydantic reads on Python 3.11 too: a view may be a field of a
 # result model (``key_usage``'s ``usage``).
 from typing_extensions import TypedDict
 
-from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.records import HubTurn, QuotaLimits, Record, TraceEvent, TraceSummary
 
 
-class ContextMeta(TypedDict):
-    """A context entry without its value (``context_write``, ``context_list``)."""
+class ContextMeta(Record):
+    """A context entry without its value (``context_write``, ``context_pack``)."""
 
     tenant: str
     key: str
-    description: str
+    description: str = ""
     size_chars: int
     created_at: float
     updated_at: float
 
 
 class ContextListed(ContextMeta):
-    """A listed context entry: its metadata and age."""
+    """A listed context entry: its metadata and age, never its value (``context_list``)."""
 
     age_s: float
 
@@ -54,73 +58,36 @@ class CachedAnswer(NamedTuple):
     age_s: float
 
 
-class TraceSummary(TypedDict):
-    """One trace as ``trace_list`` shows it (no events, no content)."""
-
-    trace_id: str
-    tenant: str
-    ts: float
-    tool: str | None
-    mode: str | None
-    status: str | None
-    kind: str | None
-    session: str | None
-    project: str | None
-    agent_id: str | None
-    elapsed_ms: float | None
-    providers: list[str]
-    models: list[str]
-    cached: bool
-
-
-class StoredTraceEvent(TypedDict):
-    """One event of a stored trace: milliseconds since the call began, its name, its metadata."""
-
-    t_ms: float | None
-    name: str
-    attrs: dict[str, Any]
-
-
 class TraceDetail(TraceSummary):
-    """One trace with its ordered events (bounded) and artifact references."""
+    """One trace as ``trace_get`` shows it: its ordered events (bounded) and artifact references."""
 
-    events: list[StoredTraceEvent]
-    events_truncated: bool
-    artifacts: dict[str, str | None]
+    events: list[TraceEvent] = Field(default_factory=list)
+    events_truncated: bool = False
+    artifacts: dict[str, str] = Field(default_factory=dict, description="e.g. bundle: its file path")
 
 
-class HubSession(TypedDict):
+class HubSession(Record):
     """One ``(session_key, agent_id)`` heartbeat of a tenant with its last question previewed."""
 
-    tenant: str
+    tenant: str | None = None
     session_key: str
     agent_id: str
     project: str
     first_seen: float
     last_seen: float
-    turns: int
-    last_question: str
-    last_oracle: str | None
-    last_status: str | None
-    retained_turns: int
     age_s: float
     stale: bool
+    turns: int
+    retained_turns: int
+    last_question: str = ""
+    last_oracle: str | None = None
+    last_status: str | None = None
 
 
-class StoredHubTurn(TypedDict):
-    """One retained hub turn, with its row id and time."""
+class StoredHubTurn(HubTurn):
+    """One retained hub turn: the turn as recorded, with its row id and time."""
 
     id: int
-    tenant: str
-    session_key: str
-    agent_id: str
-    project: str
-    oracle: str
-    status: str
-    question: str
-    answer: str
-    elapsed_ms: float | None
-    sdk_session_id: str | None
     ts: float
 
 

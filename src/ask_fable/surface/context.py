@@ -13,6 +13,7 @@ from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
 from ask_fable.core.quotas import key_quota
+from ask_fable.surface.http_common import request_key
 
 if TYPE_CHECKING:
     from mcp.server.elicitation import ElicitationResult
@@ -61,8 +62,6 @@ class ToolContext:
     @property
     def api_key(self) -> ApiKey | None:
         """The HTTP API key record this request authenticated with (None over stdio)."""
-        from ask_fable.surface.server import request_key
-
         try:
             request = self.mcp.request_context.request  # type: ignore[union-attr]
         except Exception:

@@ -62,6 +62,7 @@ from ask_fable.access import Scope as KeyScope
 from ask_fable.errors import Unavailable
 from ask_fable.redact import redact
 from ask_fable.surface.daemon_workers import DaemonWorkers
+from ask_fable.surface.http_common import API_KEY_SCOPE, UI_PATH, host_allowed, origin_allowed
 from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 
 if TYPE_CHECKING:
@@ -75,8 +76,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
-#: Where the web view of traces and stats lives (``surface/ui`` builds its links from it).
-UI_PATH = "/ui"
 #: What ``GET /`` answers, without a key: where everything is.
 ROOT_TEXT = (
     "ask-fable team server\n"
@@ -94,8 +93,6 @@ CREDENTIAL_PARAMS: frozenset[str] = frozenset(
 )
 #: How often the keys' last use is written by default: a request itself never writes.
 KEY_USE_FLUSH_SECONDS = 30.0
-#: Where the guard puts the verified key's record in the ASGI scope it hands the MCP app.
-API_KEY_SCOPE = "ask_fable.api_key"
 FORBIDDEN_CODE = -32003
 UNAUTHORIZED_CODE = -32001
 UNAVAILABLE_CODE = -32002
@@ -167,51 +164,6 @@ class HttpOptions:
     def origin_allowlist(self) -> list[str]:
         """Loopback origins (any port), then the configured origins."""
         return list(dict.fromkeys([*LOCAL_ORIGINS, *self.allowed_origins]))
-
-
-def _split_host(value: str) -> tuple[str, str | None]:
-    """``name``/``port`` of a Host header or allow-list entry (IPv6 literals keep their brackets)."""
-    text = value.strip().lower()
-    if text.startswith("["):
-        end = text.find("]")
-        if end == -1:
-            return text, None
-        rest = text[end + 1 :]
-        return text[: end + 1], rest[1:] if rest.startswith(":") else None
-    name, sep, port = text.rpartition(":")
-    if sep and ":" not in name and (port.isdigit() or port == "*"):
-        return name, port
-    return text, None
-
-
-def host_allowed(host: str | None, allowed: list[str]) -> bool:
-    """Whether a Host header matches an entry (``name`` or ``name:*`` = any port, ``name:port``, ``*``)."""
-    if not host:
-        return False
-    name, port = _split_host(host)
-    for entry in allowed:
-        if entry.strip() == "*":
-            return True
-        entry_name, entry_port = _split_host(entry)
-        if entry_name == name and (entry_port in (None, "*") or entry_port == port):
-            return True
-    return False
-
-
-def origin_allowed(origin: str | None, allowed: list[str]) -> bool:
-    """Absent Origin (not a browser) passes; otherwise exact, ``scheme://host:*`` or ``*`` match."""
-    if not origin:
-        return True
-    origin = origin.strip().lower().rstrip("/")
-    for entry in allowed:
-        entry = entry.strip().lower().rstrip("/")
-        if entry == "*" or entry == origin:
-            return True
-        if entry.endswith(":*"):
-            base = entry[:-2]
-            if origin == base or (origin.startswith(base + ":") and origin[len(base) + 1 :].isdigit()):
-                return True
-    return False
 
 
 def query_has_credential(query_string: bytes) -> bool:

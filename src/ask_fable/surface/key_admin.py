@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
+from ask_fable.contract import Strict
 from ask_fable.core.quotas import effective_limits
 from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import KeyUsage
 
 if TYPE_CHECKING:
     import argparse
 
     from ask_fable.core.app import App
     from ask_fable.stores.records import ApiKey
-    from ask_fable.stores.views import KeyUsage
 
 #: What a limit option takes to follow the setting's default again.
 DEFAULT_WORD = "default"
@@ -46,25 +46,45 @@ def _no_usage(record: ApiKey) -> KeyUsage:
             "calls_today": 0, "spent_usd_today": 0.0, "reserved_usd": 0.0}
 
 
-def key_report(app: App, records: list[ApiKey]) -> list[dict[str, Any]]:
-    """Each key as JSON: its record, its own limits, the limits in force and its use of them now."""
+class KeyReport(Strict):
+    """One key as ``key_usage`` and ``ask-fable keys`` show it: who, its own limits, the limits in
+    force and its use of them now."""
+
+    id: int
+    name: str
+    scope: str
+    tenant: str
+    prefix: str
+    created_at: str
+    last_used_at: str | None = None
+    revoked_at: str | None = None
+    #: The key's own limits (null: the default applies) and those in force (null: unlimited).
+    limits: QuotaLimits
+    active: bool
+    limits_in_force: QuotaLimits
+    usage: KeyUsage
+
+
+def key_report(app: App, records: list[ApiKey]) -> list[KeyReport]:
+    """Each key: its record, its own limits, the limits in force and its use of them now."""
     usage = {(u["tenant"], u["key_id"]): u for u in app.quotas.usage("*", app.clock.now())}
     settings = app.settings
-    out = []
-    for record in records:
-        data = record.to_dict()
-        data["limits"] = asdict(record.limits)
-        data["limits_in_force"] = asdict(effective_limits(record.limits, settings))
-        data["usage"] = dict(usage.get((record.tenant, record.id)) or _no_usage(record))
-        out.append(data)
-    return out
+    return [
+        KeyReport(**record.to_dict(), limits_in_force=effective_limits(record.limits, settings),
+                  usage=usage.get((record.tenant, record.id)) or _no_usage(record))
+        for record in records
+    ]
+
+
+def _json(reports: list[KeyReport]) -> list[dict[str, Any]]:
+    return [report.model_dump(mode="json") for report in reports]
 
 
 def _of(used: str, limit: object) -> str:
     return f"{used}/{'∞' if limit is None else limit}"
 
 
-def print_table(report: list[dict[str, Any]]) -> None:
+def print_table(report: list[KeyReport]) -> None:
     """The human listing: who, scope, tenant, then use against limits, then dates."""
     from ask_fable.clock import local_time
 
@@ -74,13 +94,13 @@ def print_table(report: list[dict[str, Any]]) -> None:
     print(f"{'ID':>4}  {'NAME':<20} {'SCOPE':<6} {'TENANT':<16} {'PREFIX':<11} {'RPM':<9} {'IN FLIGHT':<9} "
           f"{'TODAY USD':<17} {'CREATED':<26} {'LAST USED':<26} REVOKED")
     for k in report:
-        force, use = k["limits_in_force"], k["usage"]
-        daily = force["daily_usd"]
+        force, use = k.limits_in_force, k.usage
+        daily = force.daily_usd
         spent = _of(f"{use['spent_usd_today']:.2f}", None if daily is None else f"{daily:.2f}")
-        print(f"{k['id']:>4}  {k['name'][:20]:<20} {k['scope']:<6} {k['tenant'][:16]:<16} "
-              f"{k['prefix'] + '…':<11} {_of(str(use['calls_this_minute']), force['rpm']):<9} "
-              f"{_of(str(use['in_flight']), force['concurrent']):<9} {spent:<17} "
-              f"{when(k['created_at']):<26} {when(k['last_used_at']):<26} {when(k['revoked_at'])}")
+        print(f"{k.id:>4}  {k.name[:20]:<20} {k.scope:<6} {k.tenant[:16]:<16} "
+              f"{k.prefix + '…':<11} {_of(str(use['calls_this_minute']), force.rpm):<9} "
+              f"{_of(str(use['in_flight']), force.concurrent):<9} {spent:<17} "
+              f"{when(k.created_at):<26} {when(k.last_used_at):<26} {when(k.revoked_at)}")
 
 
 def _in_flight(app: App, args: argparse.Namespace) -> int:
@@ -131,7 +151,7 @@ def keys_command(args: argparse.Namespace) -> int:
             limits, _ = given_limits(args)
             record, key = store.create(args.name, args.scope, args.tenant, limits)
             if args.json:
-                print(json.dumps({**key_report(app, [record])[0], "key": key}, indent=2))
+                print(json.dumps({**_json(key_report(app, [record]))[0], "key": key}, indent=2))
             else:
                 print(key)
                 print(f"created key {record.id} ({record.name!r}, {record.scope} scope, tenant "
@@ -140,7 +160,7 @@ def keys_command(args: argparse.Namespace) -> int:
         if args.keys_action == "list":
             report = key_report(app, store.list_keys())
             if args.json:
-                print(json.dumps(report, indent=2))
+                print(json.dumps(_json(report), indent=2))
             elif not report:
                 print("no API keys; create one with `ask-fable keys create --name NAME`")
             else:
@@ -152,15 +172,15 @@ def keys_command(args: argparse.Namespace) -> int:
                 raise BadArgs("nothing to change: give --rpm, --concurrent or --daily-usd (a number, 0 for "
                               "unlimited, or 'default')")
             record = store.set_limits(args.id, limits, clear=cleared)
-            updated = key_report(app, [record])[0]
+            [updated] = key_report(app, [record])
             if args.json:
-                print(json.dumps(updated, indent=2))
+                print(json.dumps(updated.model_dump(mode="json"), indent=2))
             else:
-                force = updated["limits_in_force"]
+                force = updated.limits_in_force
                 revoked = "; it is revoked, so it is refused whatever its limits" if record.revoked_at else ""
-                print(f"key {record.id} ({record.name!r}) now allows rpm={_of('', force['rpm'])[1:]}, "
-                      f"concurrent={_of('', force['concurrent'])[1:]}, "
-                      f"daily_usd={_of('', force['daily_usd'])[1:]}{revoked}")
+                print(f"key {record.id} ({record.name!r}) now allows rpm={_of('', force.rpm)[1:]}, "
+                      f"concurrent={_of('', force.concurrent)[1:]}, "
+                      f"daily_usd={_of('', force.daily_usd)[1:]}{revoked}")
             return 0
         if args.keys_action in ("in-flight", "release"):
             return _in_flight(app, args)

@@ -22,7 +22,7 @@ import sys
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -42,7 +42,7 @@ from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
-from ask_fable.surface.http_app import API_KEY_SCOPE
+from ask_fable.surface.http_common import request_key
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
 from ask_fable.surface.toolsets import configured_families, families_for, how_to_enable
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # loaded with the first call, so the server answers initializ
     from ask_fable.access import Caller
     from ask_fable.config import Settings
     from ask_fable.contract import ToolResult
-    from ask_fable.stores.records import ApiKey
     from ask_fable.surface.context import ToolContext
 
 @dataclass(frozen=True)
@@ -138,13 +137,6 @@ _INSTRUCTED_PROBLEMS = 4
 #: cycles wait for a collection (anything else is freed with its last reference), so they are
 #: found later; under the HTTP benchmark's load the server's peak memory stayed at 101 MB.
 SERVING_GC_THRESHOLDS = (50_000, 10, 10)
-
-
-def request_key(request: object) -> ApiKey | None:
-    """The API key record the HTTP surface verified for ``request`` (``http_app.py`` puts it in the
-    ASGI scope); None without one (stdio, in memory)."""
-    scope = getattr(request, "scope", None)
-    return cast("ApiKey | None", scope.get(API_KEY_SCOPE)) if isinstance(scope, dict) else None
 
 
 def instructions_for(problems: Sequence[SettingProblem], guidance: str = INSTRUCTIONS) -> str:

@@ -19,6 +19,7 @@ import anyio
 from ask_fable.backends.base import Effort, EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.pricing import CostSource, PriceBook, Priced
 from ask_fable.config import Settings
+from ask_fable.contract import ModeFields
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import Console, TraceRecorder
 from ask_fable.errors import AskFableError, OracleTimeout, UpstreamError
@@ -116,13 +117,14 @@ class ModeOutcome:
     """A mode's final answer plus the mode-specific result fields.
 
     ``text`` is the final model text (sidecar included); the pipeline parses and strips it.
-    ``fields`` are merged into the tool result (``sources``, ``consensus``, ``stages``…).
+    ``fields`` are the mode's part of the tool result (``sources``, ``consensus``, ``stages``…): a
+    model of the contract, merged into the result as it goes on the wire.
     """
 
     text: str
     model: str
     reply: Reply | None = None
-    fields: dict[str, Any] = field(default_factory=dict)
+    fields: ModeFields = field(default_factory=ModeFields)
     provider: str | None = None
     #: What the mode adds to the call's audit record (quorum, consensus, synth_fallback…).
     audit: ModeAudit = field(default_factory=ModeAudit)

@@ -11,12 +11,11 @@ is a ``timeout`` error that carries the stages collected so far.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import anyio
 
 from ask_fable.config import Settings
-from ask_fable.contract import ChainRole, ChainStage
+from ask_fable.contract import ChainFields, ChainRole, ChainStage
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.modes.consensus import material_split
 from ask_fable.core.modes.council import identity_names, panel_text, scrub_names
@@ -34,10 +33,9 @@ def _stage_label(index: int) -> str:
 
 def stage_entry(
     stage: int, token: str, role: ChainRole, outcome: MemberOutcome, settings: Settings
-) -> dict[str, Any]:
-    """The lean ``stages`` entry for one stage."""
-    entry = ChainStage(stage=stage, model=token, role=role, **step_fields(outcome, settings))
-    return entry.model_dump(exclude_none=True)
+) -> ChainStage:
+    """The ``stages`` entry for one stage."""
+    return ChainStage(stage=stage, model=token, role=role, **step_fields(outcome, settings))
 
 
 def _stage_prompt(
@@ -78,7 +76,7 @@ async def run_chain(
     resolver = resolver or default_resolver(mctx.settings)
     count = len(tokens)
     deadline = deadline or mctx.settings.chain_deadline(count)
-    stages: list[dict[str, Any]] = []
+    stages: list[ChainStage] = []
     survivors: list[MemberOutcome] = []
     drift: list[str | None] = []
     final: MemberOutcome | None = None
@@ -127,43 +125,34 @@ async def run_chain(
         timed_out = False
 
     answered = len(survivors)
-    common: dict[str, Any] = {
-        "mode": "chain",
-        "pipeline": tokens,
-        "stages": stages,
-        "answered": answered,
-        "requested": count,
-    }
+    fields = ChainFields(mode="chain", pipeline=tokens, stages=stages, answered=answered, requested=count)
     if timed_out:
         raise OracleTimeout(
             f"the chain ran past its {deadline:.0f}s wall-clock bound after {len(stages)} of {count} stages",
-            **common,
+            **fields.wire(),
         )
     if final is None or final.reply is None:
         refusal = next((m for m in mctx.members if m.status == "refused" and m.reply is not None), None)
         if refusal is not None and refusal.reply is not None:
             # Stages declined under the scope contract: the chain's answer is that refusal.
             return ModeOutcome(text=refusal.reply.text, model=refusal.model, reply=refusal.reply,
-                               provider=refusal.provider, fields=common)
+                               provider=refusal.provider, fields=fields)
         if count == 1:
             raise outcome_error(mctx.members[-1])
-        kinds = ", ".join(f"{s['model']} ({s.get('kind') or s['status']})" for s in stages)
+        kinds = ", ".join(f"{s.model} ({s.kind or s.status})" for s in stages)
         fixes = setup_fixes(mctx.members)
-        raise UpstreamError(f"no chain stage answered: {kinds}", **common,
+        raise UpstreamError(f"no chain stage answered: {kinds}", **fields.wire(),
                             **({"hint": fixes} if fixes is not None else {}))
 
     await mctx.progress(total_steps, total_steps, f"answered by {final.token}")
-    fields = {
-        **common,
-        "answered_by": final.token,
-        "recommendation_drift": drift,
-        "material_drift": material_split(drift),
-    }
+    fields.answered_by = final.token
+    fields.recommendation_drift = drift
+    fields.material_drift = material_split(drift)
     if fallback_note:
-        fields["fallback"] = fallback_note
+        fields.fallback = fallback_note
     action = setup_action(mctx.members)
     if action is not None:
-        fields["recommended_next_action"] = action
+        fields.recommended_next_action = action
     return ModeOutcome(
         text=final.reply.text,
         model=final.model,

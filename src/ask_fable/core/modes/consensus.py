@@ -23,9 +23,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Literal
 
+from ask_fable.values import Confidence
+
 Consensus = Literal["strong", "partial", "divergent", "unknown"]
-_RANK = {"low": 0, "medium": 1, "high": 2}
-_LEVEL = {0: "low", 1: "medium", 2: "high"}
+_RANK: dict[str, int] = {"low": 0, "medium": 1, "high": 2}
+_LEVEL: dict[int, Confidence] = {0: "low", 1: "medium", 2: "high"}
 
 
 def material_split(recommendations: Sequence[str | None]) -> bool:
@@ -60,20 +62,20 @@ def majority_recommendation(recommendations: Sequence[str | None]) -> str | None
     return value if count * 2 > len(votes) else None
 
 
-def cap_confidence(confidence: str | None, cap: str) -> str:
+def cap_confidence(confidence: str | None, cap: str) -> Confidence:
     """``confidence`` (``medium`` when missing) lowered to at most ``cap``."""
     level = _RANK.get(confidence or "medium", 1)
     return _LEVEL[min(level, _RANK[cap])]
 
 
-def downgrade(confidence: str | None) -> str:
+def downgrade(confidence: str | None) -> Confidence:
     """One level lower than ``confidence`` (``medium`` when missing); ``low`` stays ``low``."""
     return _LEVEL[max(0, _RANK.get(confidence or "medium", 1) - 1)]
 
 
 def council_confidence(
     consensus: Consensus, answered: int, asked: int, synthesis_confidence: str | None
-) -> str:
+) -> Confidence:
     """The council envelope's confidence (rules in the module docstring)."""
     if consensus == "unknown":
         cap = "medium" if answered >= 2 else "low"

@@ -18,13 +18,12 @@ import functools
 import re
 import string
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import anyio
 
 from ask_fable.backends.registry import registered
 from ask_fable.config import Settings
-from ask_fable.contract import SourceEntry, SynthesisInfo
+from ask_fable.contract import CouncilFields, SourceEntry, SynthesisAttempt, SynthesisInfo
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome
 from ask_fable.core.modes.consensus import (
     council_confidence,
@@ -164,9 +163,9 @@ def identity_names(members: Sequence[MemberOutcome], extra: Sequence[str] = ()) 
     return names
 
 
-def source_entry(member: MemberOutcome, settings: Settings) -> dict[str, Any]:
+def source_entry(member: MemberOutcome, settings: Settings) -> SourceEntry:
     """The contract's ``sources`` entry for one member."""
-    entry = SourceEntry(
+    return SourceEntry(
         model=member.model,
         token=member.token,
         provider=member.provider,
@@ -174,7 +173,6 @@ def source_entry(member: MemberOutcome, settings: Settings) -> dict[str, Any]:
         **step_fields(member, settings),
         retry_after_s=member.retry_after_s,
     )
-    return entry.model_dump(exclude_none=True)
 
 
 def synth_ladder(synthesizer: str | Sequence[str] | None) -> list[str]:
@@ -200,10 +198,10 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
     return max(members, key=score)
 
 
-def _all_failed(members: list[MemberOutcome], sources: list[dict[str, Any]]) -> AskFableError:
+def _all_failed(members: list[MemberOutcome], sources: list[SourceEntry]) -> AskFableError:
     """The council's error when no member answered."""
     kinds = {m.kind for m in members}
-    extra: dict[str, Any] = {"mode": "council", "sources": sources, "quorum": f"0/{len(members)}"}
+    extra = CouncilFields(mode="council", sources=sources, quorum=f"0/{len(members)}").wire()
     fixes = setup_fixes(members)
     if fixes is not None:
         extra["hint"] = fixes
@@ -229,14 +227,14 @@ async def _synthesize(
     mctx: ModeContext,
     consensus_note: str,
     deadline_at: float,
-) -> tuple[MemberOutcome | None, list[dict[str, Any]]]:
+) -> tuple[MemberOutcome | None, list[SynthesisAttempt]]:
     """Try each synthesizer down the ladder until ``deadline_at`` (``anyio.current_time()``); return
     the first usable outcome and what was tried."""
-    tried: list[dict[str, Any]] = []
+    tried: list[SynthesisAttempt] = []
     for token in ladder:
         remaining = deadline_at - anyio.current_time()
         if remaining <= 0:
-            tried.append({"token": token, "status": "timeout", "kind": "timeout"})
+            tried.append(SynthesisAttempt(token=token, status="timeout", kind="timeout"))
             break
         oracle = resolve_oracle(token, resolver)
         ordered = order_for(answered, families, oracle.family)
@@ -251,11 +249,10 @@ async def _synthesize(
         with anyio.move_on_after(remaining) as scope:
             outcome = await mctx.call_oracle(oracle, request, role="synthesizer")
         if scope.cancelled_caught:
-            tried.append({"token": token, "status": "timeout", "kind": "timeout"})
+            tried.append(SynthesisAttempt(token=token, status="timeout", kind="timeout"))
             break
-        attempt = {"token": token, "status": outcome.status}
-        tried.append(attempt | ({"kind": outcome.kind} if outcome.kind else {})
-                     | ({"hint": outcome.hint} if outcome.hint else {}))
+        tried.append(SynthesisAttempt(token=token, status=outcome.status, kind=outcome.kind or None,
+                                      hint=outcome.hint or None))
         if outcome.ok and outcome.reply is not None:
             return outcome, tried
     return None, tried
@@ -323,8 +320,7 @@ async def run_council(
     members = await run_members(oracles, request, mctx, total_steps, started_at)
     sources = [source_entry(m, mctx.settings) for m in members] + [
         SourceEntry(model=token, token=token, status="skipped", kind="over_budget",
-                    detail="left out so the call fits max_cost_usd (the lowest-ranked members go first)",
-                    ).model_dump(exclude_none=True)
+                    detail="left out so the call fits max_cost_usd (the lowest-ranked members go first)")
         for token in over_budget]
     answered = [m for m in members if m.ok]
     asked = len(members)
@@ -339,34 +335,26 @@ async def run_council(
             assert first.reply is not None
             return ModeOutcome(
                 text=first.reply.text, model=first.model, reply=first.reply, provider=first.provider,
-                fields={"mode": "council", "sources": sources, "quorum": quorum},
+                fields=CouncilFields(mode="council", sources=sources, quorum=quorum),
                 audit=ModeAudit(quorum=quorum),
             )
         raise _all_failed(members, sources)
 
-    envelope: dict[str, Any] = {
-        "mode": "council",
-        "sources": sources,
-        "consensus": consensus,
-        "material_disagreement": material,
-        "quorum": quorum,
-        "effective_models": [m.token for m in answered],
-        "degraded": len(answered) < asked,
-    }
+    envelope = CouncilFields(
+        mode="council", sources=sources, consensus=consensus, material_disagreement=material, quorum=quorum,
+        effective_models=[m.token for m in answered], degraded=len(answered) < asked,
+    )
     if len(answered) == 1:
         only = answered[0]
         assert only.reply is not None
-        info = SynthesisInfo(requested=requested_synth, used=None, fallback=False, tried=[])
         await mctx.progress(total_steps, total_steps, f"one answer ({only.token}); no synthesis needed")
-        envelope |= {
-            "synthesizer": None,
-            "synthesis": info.model_dump(),
-            "note": _single_answer_note(only, members),
-            # One member's answer is one opinion: never more than low confidence.
-            "confidence": council_confidence(consensus, 1, asked, "low"),
-            "recommended_next_action": _next_action(
-                council_next_action(recommendations, asked, synthesized=False), mctx),
-        }
+        envelope.synthesizer = None
+        envelope.synthesis = SynthesisInfo(requested=requested_synth, used=None, fallback=False, tried=[])
+        envelope.note = _single_answer_note(only, members)
+        # One member's answer is one opinion: never more than low confidence.
+        envelope.confidence = council_confidence(consensus, 1, asked, "low")
+        envelope.recommended_next_action = _next_action(
+            council_next_action(recommendations, asked, synthesized=False), mctx)
         return ModeOutcome(
             text=only.reply.text, model=only.model, reply=only.reply, provider=only.provider, fields=envelope,
             audit=ModeAudit(quorum=quorum, consensus=consensus, synth_fallback=False),
@@ -396,20 +384,18 @@ async def run_council(
         # One member's answer stands in for a synthesis: never more than low confidence.
         synth_confidence = "low"
         why = ("the council's wall-clock bound ran out before a synthesis"
-               if tried and tried[-1]["status"] == "timeout" else "every synthesizer failed")
-        envelope["note"] = (
-            f"{why} ({', '.join(t['token'] for t in tried)}); "
+               if tried and tried[-1].status == "timeout" else "every synthesizer failed")
+        envelope.note = (
+            f"{why} ({', '.join(t.token for t in tried)}); "
             f"returning the best member answer ({best.token}) unsynthesized"
         )
     used = synth.token if synth is not None else None
     await mctx.progress(total_steps, total_steps, f"synthesis: {used or 'none, best member answer'}")
-    envelope |= {
-        "synthesizer": used,
-        "synthesis": info.model_dump(),
-        "confidence": council_confidence(consensus, len(answered), asked, synth_confidence),
-        "recommended_next_action": _next_action(
-            council_next_action(recommendations, asked, synthesized=synth is not None), mctx),
-    }
+    envelope.synthesizer = used
+    envelope.synthesis = info
+    envelope.confidence = council_confidence(consensus, len(answered), asked, synth_confidence)
+    envelope.recommended_next_action = _next_action(
+        council_next_action(recommendations, asked, synthesized=synth is not None), mctx)
     return ModeOutcome(
         text=text, model=model, reply=reply, provider=provider, fields=envelope,
         audit=ModeAudit(quorum=quorum, consensus=consensus, synth_fallback=fell_back),

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 
 from ask_fable.config import Settings
-from ask_fable.contract import DebateBlock, DebateTurn
+from ask_fable.contract import DebateBlock, DebateFields, DebateTurn, LedgerClaim
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.modes.consensus import debate_resolution, downgrade, material_split
 from ask_fable.core.modes.council import scrub_names
@@ -86,11 +86,10 @@ class Claim:
             return "contested"
         return "revised" if self.response == "revise" else "contested"
 
-    def ledger_entry(self) -> dict[str, Any]:
-        """The lean ledger line returned in the debate block."""
-        entry = {"id": self.id, "claim": self.claim, "disposition": self.disposition,
-                 "response": self.response, "rebuttal": self.rebuttal, "status": self.status}
-        return {k: v for k, v in entry.items() if v is not None}
+    def ledger_entry(self) -> LedgerClaim:
+        """The ledger line returned in the debate block."""
+        return LedgerClaim(id=self.id, claim=self.claim, disposition=self.disposition, response=self.response,
+                           rebuttal=self.rebuttal, status=self.status)
 
 
 # --- parsing ---------------------------------------------------------------------------------------
@@ -285,9 +284,8 @@ def with_confidence(text: str, confidence: str) -> str:
     return f"{answer}\n\n```sidecar\n{json.dumps(data)}\n```"
 
 
-def _turn(role: str, outcome: MemberOutcome, settings: Settings) -> dict[str, Any]:
-    turn = DebateTurn(role=role, model=outcome.token, **step_fields(outcome, settings))
-    return turn.model_dump(exclude_none=True)
+def _turn(role: str, outcome: MemberOutcome, settings: Settings) -> DebateTurn:
+    return DebateTurn(role=role, model=outcome.token, **step_fields(outcome, settings))
 
 
 class _Debate:
@@ -295,7 +293,7 @@ class _Debate:
 
     def __init__(self, question: str, context: str, mctx: ModeContext, resolver: Resolver) -> None:
         self.question, self.context, self.mctx, self.resolver = question, context, mctx, resolver
-        self.turns: list[dict[str, Any]] = []
+        self.turns: list[DebateTurn] = []
         self.transcript: list[str] = []
         self.drift: list[str | None] = []
         self.outcomes: dict[str, MemberOutcome] = {}
@@ -366,7 +364,7 @@ async def run_debate(
     if scope.cancelled_caught:
         raise OracleTimeout(
             f"the debate ran past its {deadline:.0f}s wall-clock bound after {len(state.turns)} turns",
-            mode="debate", turns=state.turns,
+            **DebateFields(mode="debate", turns=state.turns).wire(),
         )
     return result
 
@@ -378,7 +376,7 @@ async def _run(
     if not first.ok or first.reply is None:
         if first.status == "refused" and first.reply is not None:
             return ModeOutcome(text=first.reply.text, model=first.model, reply=first.reply,
-                               provider=first.provider, fields={"mode": "debate", "turns": state.turns})
+                               provider=first.provider, fields=DebateFields(mode="debate", turns=state.turns))
         raise outcome_error(first)
     claims = parse_claims(first.answer or "")
     latest = first
@@ -482,18 +480,17 @@ async def _finish(
     if downgrade_confidence and final.sidecar is not None:
         text = with_confidence(text, downgrade(final.sidecar.confidence))
     block |= {"recommendation_drift": state.drift, "decisive_argument": decisive}
-    info = DebateBlock.model_validate(block)
-    fields: dict[str, Any] = {"mode": "debate", "answered_by": final.token, "turns": state.turns,
-                              "debate": info.wire()}
+    fields = DebateFields(mode="debate", answered_by=final.token, turns=state.turns,
+                          debate=DebateBlock.model_validate(block))
     if not block.get("adjudicator_independent"):
         notes.append(f"the adjudicator ({block['adjudicator']}) is one of the debating pair, so the ruling "
                      "is not third-party; pick another adjudicator for an independent one")
     if notes:
-        fields["note"] = "; ".join(notes)
+        fields.note = "; ".join(notes)
     action = setup_action(state.mctx.members)
     if action is not None:
-        fields["recommended_next_action"] = action
-    ledger = "\n".join(f"- {c['id']} [{c['status']}]: {c['claim']}" for c in block.get("claims", []))
+        fields.recommended_next_action = action
+    ledger = "\n".join(f"- {c.id} [{c.status}]: {c.claim}" for c in block.get("claims", []))
     transcript = (
         f"# Debate: {block['pairing']} (adjudicator {block['adjudicator']}, rounds {block['rounds']})\n\n"
         f"Resolution: {block['resolution']}\n\n" + "\n\n".join(state.transcript)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import ParamSpec, TypeVar
 
 from ask_fable.backends.base import Effort, Oracle, OracleRequest
+from ask_fable.contract import TurnFields
 from ask_fable.core.conversations import Conversation, fit_history, streak_of
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.prompts import system_prompt, user_prompt
@@ -98,11 +99,11 @@ async def run_turn(
     if cost is not None:
         costs.append(cost)
     note = fitted.note(conversation.label, conversation.window_tokens)
-    outcome.fields["turn"] = count if count is not None else len(turns) + 1
-    if costs:
-        outcome.fields["session_cost_usd"] = round(sum(costs), 10)
-    if note or notes:
-        outcome.fields["note"] = " ".join([*([note] if note else []), *notes])
+    outcome.fields = TurnFields(
+        turn=count if count is not None else len(turns) + 1,
+        session_cost_usd=round(sum(costs), 10) if costs else None,
+        note=" ".join([*([note] if note else []), *notes]) if note or notes else None,
+    )
     return outcome
 
 

@@ -189,7 +189,7 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
-async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, Any]:
+async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> ResetSessionResult:
     """Dump (when ``save``) and clear one conversation of one model."""
     from ask_fable.stores.records import Transcript, TranscriptTurn
 
@@ -202,21 +202,20 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> dict[str, A
                        lease_s=ctx.settings.session_lease_seconds, wait_s=ctx.settings.timeout):
         turns = await ctx.app.run_store(store.clear, ref.tenant, namespace, key)
         await ctx.app.claude_sessions.reset(ctx.session_space(namespace), key)
-    result: dict[str, Any] = {"status": "ok", "session": label, "model": namespace, "turns": len(turns),
-                              "cleared": bool(turns)}
+    result = ResetSessionResult(status="ok", session=label, model=namespace, turns=len(turns),
+                                cleared=bool(turns))
     if not turns:
         stored = await ctx.app.run_store(store.sessions, ref.tenant, namespace)  # this tenant's
-        result["sessions"] = sorted(s["session"] for s in stored)
+        result.sessions = sorted(s["session"] for s in stored)
         there = (f"the stored {namespace} conversations are listed in sessions" if stored
                  else f"there are no stored {namespace} conversations")
-        result["note"] = (f"no stored {namespace} conversation is named {label!r}; nothing was cleared: "
-                          f"{there}")
+        result.note = f"no stored {namespace} conversation is named {label!r}; nothing was cleared: {there}"
         return result
     if args.save:
         kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],
                                model=t["model"], ts=_iso(t["ts"])) for t in turns]
         transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=kept)
-        result["saved"] = await ctx.app.run_store(ctx.app.answers.save_transcript, transcript)
+        result.saved = await ctx.app.run_store(ctx.app.answers.save_transcript, transcript)
     return result
 
 

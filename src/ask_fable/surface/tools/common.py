@@ -71,6 +71,12 @@ def named_or_omitted(value: Given, name: str, wanted: str = "at least one model"
     return value
 
 
+class Args(BaseModel):
+    """Base of every tool's arguments: an unknown argument is refused, naming it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
 class AskArgs(BaseModel):
     """The arguments every single-shot ask tool takes."""
 

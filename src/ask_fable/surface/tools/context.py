@@ -14,14 +14,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ask_fable.access import READS, WRITES
 from ask_fable.contract import DataResult, Strict
 from ask_fable.stores.interfaces import ContextBus
+from ask_fable.stores.views import ContextListed
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT
+from ask_fable.surface.tools.common import TENANT, Args
 
 if TYPE_CHECKING:
     from ask_fable.stores.interfaces import ContextBus
@@ -30,11 +31,7 @@ KEY = Field(description="The context key (printable text, at most 200 characters
 MAX_PACK_SPECS = 1000
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class WriteArgs(_Args):
+class WriteArgs(Args):
     """Arguments of context_write."""
 
     key: str = KEY
@@ -42,20 +39,20 @@ class WriteArgs(_Args):
     description: str = Field("", description="One line saying what this is, shown by context_list.")
 
 
-class KeyArgs(_Args):
+class KeyArgs(Args):
     """Arguments of context_read and context_delete."""
 
     key: str = KEY
     tenant: str | None = TENANT
 
 
-class ListArgs(_Args):
+class ListArgs(Args):
     """Arguments of context_list."""
 
     tenant: str | None = TENANT
 
 
-class PackArgs(_Args):
+class PackArgs(Args):
     """Arguments of context_pack."""
 
     key: str = KEY
@@ -70,18 +67,6 @@ class PackArgs(_Args):
     max_chars: int | None = Field(
         None, gt=0, description="Character budget for this bundle (default: ASK_FABLE_PACK_MAX_CHARS)."
     )
-
-
-class ContextEntry(Strict):
-    """One stored key's metadata (never its value)."""
-
-    tenant: str | None = None
-    key: str
-    description: str = ""
-    size_chars: int
-    created_at: float
-    updated_at: float
-    age_s: float
 
 
 class PackedFile(Strict):
@@ -114,7 +99,7 @@ class ContextResult(DataResult):
     existed: bool | None = None
     deleted: bool | None = None
     count: int | None = None
-    entries: list[ContextEntry] | None = None
+    entries: list[ContextListed] | None = None
     did_you_mean: list[str] | None = None
     root: str | None = None
     files: list[PackedFile] | None = None
@@ -133,16 +118,16 @@ def _tenant(ctx: ToolContext, requested: str | None, *, every: bool = False) -> 
     return ctx.context_tenant if requested is None else ctx.caller.view(requested, every=every)
 
 
-async def context_write(args: WriteArgs, ctx: ToolContext) -> dict[str, Any]:
+async def context_write(args: WriteArgs, ctx: ToolContext) -> ContextResult:
     """Store ``value`` under ``key`` and return its metadata."""
     store = _store(ctx)
     meta = await ctx.app.run_store(store.write, ctx.context_tenant, args.key, args.value,
                                           args.description)
-    return {"status": "ok", **meta,
-            "note": f"pass context_ref=\"{args.key}\" to any ask tool to use it"}
+    return ContextResult(status="ok", **dict(meta),
+                         note=f"pass context_ref=\"{args.key}\" to any ask tool to use it")
 
 
-async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
+async def context_read(args: KeyArgs, ctx: ToolContext) -> ContextResult:
     """The value under ``key`` plus its size, age and description; ``not_found`` otherwise."""
     from ask_fable.stores.context import validate_key
 
@@ -152,25 +137,25 @@ async def context_read(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
     data = await ctx.app.run_store(store.read, tenant, args.key)
     if data is None:
         suggestions = await ctx.app.run_store(store.suggest, tenant, [args.key])
-        return {"status": "error", "kind": "not_found", "key": args.key, "did_you_mean": suggestions,
-                "detail": f"no context is stored under {args.key!r}",
-                "hint": "context_list shows the stored keys"}
-    return {"status": "ok", **data}
+        return ContextResult(status="error", kind="not_found", key=args.key, did_you_mean=suggestions,
+                             detail=f"no context is stored under {args.key!r}",
+                             hint="context_list shows the stored keys")
+    return ContextResult(status="ok", **dict(data))
 
 
-async def context_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
+async def context_list(args: ListArgs, ctx: ToolContext) -> ContextResult:
     """Every stored key with its metadata, most recently updated first (values are never listed)."""
     store = _store(ctx)
     entries = await ctx.app.run_store(store.list, _tenant(ctx, args.tenant, every=True))
-    return {"status": "ok", "count": len(entries), "entries": entries}
+    return ContextResult(status="ok", count=len(entries), entries=entries)
 
 
-async def context_delete(args: KeyArgs, ctx: ToolContext) -> dict[str, Any]:
+async def context_delete(args: KeyArgs, ctx: ToolContext) -> ContextResult:
     """Delete ``key``; ``existed`` says whether there was anything to delete."""
     tenant = _tenant(ctx, args.tenant)
     store = _store(ctx)
     existed = await ctx.app.run_store(store.delete, tenant, args.key)
-    return {"status": "ok", "key": args.key, "existed": existed, "deleted": existed}
+    return ContextResult(status="ok", key=args.key, existed=existed, deleted=existed)
 
 
 def _default_description(files: list[dict[str, Any]]) -> str:
@@ -228,7 +213,7 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
     note = f"pass context_ref=\"{args.key}\" to any ask tool to use it"
     if outcome.skipped:
         note = f"{len(outcome.skipped)} path(s) were skipped (see skipped); " + note
-    return {"status": "ok", **meta, **report, "chars": meta["size_chars"], "note": note}
+    return {"status": "ok", **dict(meta), **report, "chars": meta.size_chars, "note": note}
 
 
 TOOLS = [

@@ -7,15 +7,19 @@ covers the caller's tenant; an admin may name another, or ``"*"`` for every tena
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ask_fable.access import READS
-from ask_fable.contract import DataResult, Strict
+from ask_fable.contract import DataResult
+from ask_fable.stores.views import HubSession, StoredHubTurn
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT
+from ask_fable.surface.tools.common import TENANT, Args
+
+if TYPE_CHECKING:
+    from ask_fable.stores.interfaces import HubStore
 
 DISABLED = (
     "the session hub is disabled (ASK_FABLE_HUB=0): nothing is recorded or read; "
@@ -24,11 +28,7 @@ DISABLED = (
 
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ListArgs(_Args):
+class SessionListArgs(Args):
     """Arguments of session_list."""
 
     all_projects: bool = Field(False, description="Every project in the hub, not only this one.")
@@ -39,7 +39,7 @@ class ListArgs(_Args):
     tenant: str | None = TENANT
 
 
-class PeekArgs(_Args):
+class PeekArgs(Args):
     """Arguments of session_peek."""
 
     session_key: str = Field(min_length=1, description="The session label (spans every project).")
@@ -47,47 +47,12 @@ class PeekArgs(_Args):
     tenant: str | None = TENANT
 
 
-class StatsArgs(_Args):
+class SessionStatsArgs(Args):
     """Arguments of session_stats."""
 
     all_projects: bool = Field(False, description="Every project in the hub, not only this one.")
     window_s: float = Field(86400, ge=0, description="Turns of the last N seconds (0 = all retained turns).")
     tenant: str | None = TENANT
-
-
-class HubSession(Strict):
-    """One (session, agent) row."""
-
-    tenant: str | None = None
-    session_key: str
-    agent_id: str
-    project: str
-    first_seen: float
-    last_seen: float
-    age_s: float
-    stale: bool
-    turns: int
-    retained_turns: int
-    last_question: str = ""
-    last_oracle: str | None = None
-    last_status: str | None = None
-
-
-class HubTurn(Strict):
-    """One retained question and answer."""
-
-    id: int
-    tenant: str | None = None
-    session_key: str
-    agent_id: str
-    project: str
-    oracle: str
-    status: str
-    question: str
-    answer: str
-    elapsed_ms: float | None = None
-    sdk_session_id: str | None = None
-    ts: float
 
 
 class HubResult(DataResult):
@@ -101,7 +66,7 @@ class HubResult(DataResult):
     agent_id: str | None = None
     count: int | None = None
     sessions: list[HubSession] | None = None
-    turns: list[HubTurn] | None = None
+    turns: list[StoredHubTurn] | None = None
     turn_count: int | None = None
     window_s: float | None = None
     by_oracle: dict[str, int] | None = None
@@ -113,59 +78,59 @@ class HubResult(DataResult):
     note: str | None = None
 
 
-def _hub_or_disabled(ctx: ToolContext) -> tuple[Any, dict[str, Any] | None]:
+def _hub(ctx: ToolContext) -> HubStore | HubResult:
+    """The session hub, or the ``not_configured`` result when it is turned off."""
     hub = ctx.app.hub
     if hub is None:
-        return None, {"status": "error", "kind": "not_configured", "enabled": False, "detail": DISABLED,
-                      "hint": "unset ASK_FABLE_HUB (or set it to 1) to turn the hub on"}
-    return hub, None
+        return HubResult(status="error", kind="not_configured", enabled=False, detail=DISABLED,
+                         hint="unset ASK_FABLE_HUB (or set it to 1) to turn the hub on")
+    return hub
 
 
-async def session_list(args: ListArgs, ctx: ToolContext) -> dict[str, Any]:
+async def session_list(args: SessionListArgs, ctx: ToolContext) -> HubResult:
     """One row per (session, agent), newest heartbeat first; this project unless all_projects."""
-    hub, disabled = _hub_or_disabled(ctx)
-    if disabled:
-        return disabled
+    hub = _hub(ctx)
+    if isinstance(hub, HubResult):
+        return hub
     tenant = ctx.caller.view(args.tenant)
     project = ctx.app.project_id
     scope = None if args.all_projects else project
     rows = await ctx.app.run_store(
         lambda: hub.list_sessions(tenant, scope, active_only=args.active_only, limit=args.limit)
     )
-    return {"status": "ok", "enabled": True, "tenant": tenant, "project": project,
-            "all_projects": args.all_projects, "count": len(rows), "sessions": rows}
+    return HubResult(status="ok", enabled=True, tenant=tenant, project=project,
+                     all_projects=args.all_projects, count=len(rows), sessions=rows)
 
 
-async def session_peek(args: PeekArgs, ctx: ToolContext) -> dict[str, Any]:
+async def session_peek(args: PeekArgs, ctx: ToolContext) -> HubResult:
     """Every retained turn of a session label, across projects, oldest first."""
-    hub, disabled = _hub_or_disabled(ctx)
-    if disabled:
-        return disabled
+    hub = _hub(ctx)
+    if isinstance(hub, HubResult):
+        return hub
     tenant = ctx.caller.view(args.tenant)
     turns = await ctx.app.run_store(lambda: hub.peek(tenant, args.session_key, args.agent_id))
-    result: dict[str, Any] = {"status": "ok", "enabled": True, "tenant": tenant,
-                              "session_key": args.session_key, "agent_id": args.agent_id, "count": len(turns),
-                              "turns": turns}
+    result = HubResult(status="ok", enabled=True, tenant=tenant, session_key=args.session_key,
+                       agent_id=args.agent_id, count=len(turns), turns=turns)
     if not turns:
-        result["note"] = "no retained turns for this session label; session_list shows the known ones"
+        result.note = "no retained turns for this session label; session_list shows the known ones"
     return result
 
 
-async def session_stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
+async def session_stats(args: SessionStatsArgs, ctx: ToolContext) -> HubResult:
     """Turn totals by oracle, agent and status within window_s; session totals are not windowed."""
-    hub, disabled = _hub_or_disabled(ctx)
-    if disabled:
-        return disabled
+    hub = _hub(ctx)
+    if isinstance(hub, HubResult):
+        return hub
     tenant = ctx.caller.view(args.tenant)
     project = ctx.app.project_id
     scope = None if args.all_projects else project
     report = await ctx.app.run_store(lambda: hub.stats(tenant, scope, window_s=args.window_s))
-    return {"status": "ok", "enabled": True, "tenant": tenant, "project": project,
-            "all_projects": args.all_projects,
-            "window_s": args.window_s, "turn_count": report["turns"], "by_oracle": report["by_oracle"],
-            "by_agent": report["by_agent"], "by_status": report["by_status"],
-            "session_count": report["sessions"], "active_sessions": report["active_sessions"],
-            "session_turns_total": report["session_turns_total"]}
+    return HubResult(status="ok", enabled=True, tenant=tenant, project=project,
+                     all_projects=args.all_projects,
+                     window_s=args.window_s, turn_count=report["turns"], by_oracle=report["by_oracle"],
+                     by_agent=report["by_agent"], by_status=report["by_status"],
+                     session_count=report["sessions"], active_sessions=report["active_sessions"],
+                     session_turns_total=report["session_turns_total"])
 
 
 TOOLS = [
@@ -175,7 +140,7 @@ TOOLS = [
         description="Sessions recorded in the local session hub, one row per (session, agent), newest "
         "first, with a preview of the last question. This project unless all_projects; active_only "
         "hides stale heartbeats. Visibility only: never fed back to a model.",
-        args=ListArgs,
+        args=SessionListArgs,
         result=HubResult,
         handler=session_list,
         effects=READS,
@@ -197,7 +162,7 @@ TOOLS = [
         family="hub",
         description="Hub turn totals by oracle, agent and status over window_s seconds (0 = all "
         "retained), plus session counts; this project unless all_projects.",
-        args=StatsArgs,
+        args=SessionStatsArgs,
         result=HubResult,
         handler=session_stats,
         effects=READS,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ask_fable.access import ADMINISTERS, ASKS
 from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateResult
@@ -22,6 +22,7 @@ from ask_fable.surface.tools.common import (
     ESTIMATE,
     MAX_COST_USD,
     QUESTION,
+    Args,
     named_or_omitted,
     require_names,
     save_settings,
@@ -41,11 +42,7 @@ SESSION = Field(
 )
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CouncilArgs(_Args):
+class CouncilArgs(Args):
     """Arguments of ask_council."""
 
     question: str = QUESTION
@@ -67,7 +64,7 @@ class CouncilArgs(_Args):
     max_cost_usd: float = MAX_COST_USD
 
 
-class ChainArgs(_Args):
+class ChainArgs(Args):
     """Arguments of ask_chain."""
 
     question: str = QUESTION
@@ -82,7 +79,7 @@ class ChainArgs(_Args):
     max_cost_usd: float = MAX_COST_USD
 
 
-class DebateArgs(_Args):
+class DebateArgs(Args):
     """Arguments of ask_debate."""
 
     question: str = QUESTION
@@ -99,7 +96,7 @@ class DebateArgs(_Args):
     max_cost_usd: float = MAX_COST_USD
 
 
-class ProviderCouncilArgs(_Args):
+class ProviderCouncilArgs(Args):
     """Arguments of ask_ollama_council."""
 
     question: str = QUESTION
@@ -123,14 +120,14 @@ class AdjudicatedCouncilArgs(ProviderCouncilArgs):
     )
 
 
-class ConfigureOllamaArgs(_Args):
+class ConfigureOllamaArgs(Args):
     """Arguments of configure_ollama_council."""
 
     models: list[str] = Field(description="Ollama Cloud model ids; bare names get ':cloud' (minimax-m3).")
     default_model: str | None = Field(None, description="Default model for ask_ollama.")
 
 
-class ConfigureAtlasArgs(_Args):
+class ConfigureAtlasArgs(Args):
     """Arguments of configure_atlas_council."""
 
     models: list[str] = Field(description="Atlas model ids (an 'atlas:' prefix is optional).")
@@ -139,7 +136,7 @@ class ConfigureAtlasArgs(_Args):
     )
 
 
-class ConfigureOpenRouterArgs(_Args):
+class ConfigureOpenRouterArgs(Args):
     """Arguments of configure_openrouter_council."""
 
     models: list[str] = Field(description="OpenRouter model ids (an 'openrouter:' prefix is optional).")

@@ -11,14 +11,16 @@ import math
 from functools import partial
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, field_validator
 
 from ask_fable.access import ADMINISTERS, READS
-from ask_fable.contract import DataResult, Status, Strict
+from ask_fable.contract import DataResult, Status
+from ask_fable.stores.records import TraceSummary
 from ask_fable.stores.stats import BY_VALUES, WINDOWS
+from ask_fable.stores.views import TraceDetail
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
-from ask_fable.surface.tools.common import TENANT, clamped_note, save_settings, saved_note
+from ask_fable.surface.tools.common import TENANT, Args, clamped_note, save_settings, saved_note
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
@@ -29,11 +31,7 @@ _BY: list[JsonValue] = list(BY_VALUES)
 _STATUSES: list[JsonValue] = list(get_args(Status))
 
 
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class StatsArgs(_Args):
+class StatsArgs(Args):
     """Arguments of stats."""
 
     # Plain strings (with an advertised enum) so a bad value gets a bad_args listing the allowed ones.
@@ -49,7 +47,7 @@ class StatsArgs(_Args):
     tenant: str | None = TENANT
 
 
-class TraceListArgs(_Args):
+class TraceListArgs(Args):
     """Arguments of trace_list."""
 
     limit: int = Field(20, description=f"How many traces, newest first (clamped to 1–{MAX_TRACE_LIST}).")
@@ -92,7 +90,7 @@ class TraceListArgs(_Args):
         raise ValueError("use a trace_id (next_before) or epoch seconds from 0")
 
 
-class TraceGetArgs(_Args):
+class TraceGetArgs(Args):
     """Arguments of trace_get."""
 
     trace_id: str = Field(description="A trace_id from a tool result or trace_list.")
@@ -105,7 +103,7 @@ class TraceGetArgs(_Args):
     tenant: str | None = TENANT
 
 
-class TracingArgs(_Args):
+class TracingArgs(Args):
     """Arguments of configure_tracing."""
 
     trace_mode: Literal["safe", "full"] | None = Field(
@@ -114,41 +112,6 @@ class TracingArgs(_Args):
     stream_reasoning: bool | None = Field(
         None, description="Stream model reasoning live to the server's stderr."
     )
-
-
-class TraceSummary(Strict):
-    """One trace as trace_list shows it (no content)."""
-
-    trace_id: str
-    tenant: str | None = None
-    ts: float
-    tool: str | None = None
-    mode: str | None = None
-    status: str | None = None
-    kind: str | None = None
-    session: str | None = None
-    project: str | None = None
-    agent_id: str | None = None
-    elapsed_ms: float | None = None
-    providers: list[str] = Field(default_factory=list)
-    models: list[str] = Field(default_factory=list)
-    cached: bool = False
-
-
-class TraceEvent(Strict):
-    """One event of a trace's timeline."""
-
-    t_ms: float | None = None
-    name: str
-    attrs: dict[str, Any] = Field(default_factory=dict)
-
-
-class TraceDetail(TraceSummary):
-    """One trace with its ordered timeline and artifact references."""
-
-    events: list[TraceEvent] = Field(default_factory=list)
-    events_truncated: bool = False
-    artifacts: dict[str, str] = Field(default_factory=dict, description="e.g. bundle: its file path")
 
 
 class StatsResult(DataResult):
@@ -191,18 +154,20 @@ class TracingResult(DataResult):
     note: str | None = None
 
 
-async def stats(args: StatsArgs, ctx: ToolContext) -> dict[str, Any]:
+async def stats(args: StatsArgs, ctx: ToolContext) -> StatsResult:
     """Usage and health figures from the audit log (rotated segments included)."""
     from ask_fable.stores.stats import validate
 
     validate(args.window, args.by)
     tenant = ctx.caller.view(args.tenant)
     audit = ctx.app.audit
-    report: dict[str, Any] = dict(await ctx.app.run_store(
+    report = await ctx.app.run_store(
         lambda: audit.stats(tenant, args.window, args.by, args.model, args.session)
-    ))
-    report["filters"] = {k: v for k, v in (report.get("filters") or {}).items() if v is not None}
-    return {"status": "ok", **report}
+    )
+    filters = {k: v for k, v in report["filters"].items() if v is not None}
+    return StatsResult(status="ok", tenant=report["tenant"], window=report["window"], by=report["by"],
+                       since=report["since"], filters=filters, records=report["records"],
+                       buckets=report["buckets"], totals=dict(report["totals"]))
 
 
 #: Tools whose calls only look at traces: left out of trace_list unless asked for by name, so a
@@ -212,7 +177,7 @@ LOOKUP_TOOLS = frozenset({"trace_list", "trace_get"})
 LOOKUP_PAGES = 5
 
 
-async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
+async def trace_list(args: TraceListArgs, ctx: ToolContext) -> TraceResult:
     """Recent traces without content, newest first; ``before`` pages back."""
     limit = max(1, min(int(args.limit), MAX_TRACE_LIST))
     tenant = ctx.caller.view(args.tenant)
@@ -224,33 +189,33 @@ async def trace_list(args: TraceListArgs, ctx: ToolContext) -> dict[str, Any]:
             before = float(cursor)
         except ValueError:  # a trace id (its shape is checked with the arguments)
             if await ctx.app.run_store(store.get, tenant, cursor) is None:
-                return {"status": "error", "kind": "not_found",
-                        "detail": f"before names no stored trace ({cursor})",
-                        "hint": "use next_before from the previous page, or epoch seconds"}
-    rows: list[Any] = []
+                return TraceResult(status="error", kind="not_found",
+                                   detail=f"before names no stored trace ({cursor})",
+                                   hint="use next_before from the previous page, or epoch seconds")
+    rows: list[TraceSummary] = []
     more = False
     for _ in range(LOOKUP_PAGES):
         page = await ctx.app.run_store(
             partial(store.list, tenant, limit=limit + 1, tool=args.tool, status=args.status,
                     provider=args.provider, session=args.session, project=args.project, before=before)
         )
-        rows += [row for row in page if args.tool is not None or row["tool"] not in LOOKUP_TOOLS]
+        rows += [row for row in page if args.tool is not None or row.tool not in LOOKUP_TOOLS]
         more = len(page) > limit
         if len(rows) > limit or not more:
             break
-        before = page[-1]["trace_id"]
+        before = page[-1].trace_id
     more = more or len(rows) > limit
     rows = rows[:limit]
-    result: dict[str, Any] = {"status": "ok", "count": len(rows), "limit": limit, "traces": rows}
+    result = TraceResult(status="ok", count=len(rows), limit=limit, traces=rows)
     if more and rows:
-        result["next_before"] = rows[-1]["trace_id"]
+        result.next_before = rows[-1].trace_id
     note = clamped_note("limit", args.limit, limit, 1, MAX_TRACE_LIST)
     if note:
-        result["note"] = note
+        result.note = note
     return result
 
 
-async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
+async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> TraceResult:
     """One trace's ordered events and artifacts; in full mode optionally a bounded content excerpt."""
     from ask_fable.errors import BadArgs
     from ask_fable.stores.trace_ids import valid_trace_id
@@ -261,28 +226,26 @@ async def trace_get(args: TraceGetArgs, ctx: ToolContext) -> dict[str, Any]:
     store = ctx.app.traces
     trace = await ctx.app.run_store(store.get, tenant, args.trace_id)
     if trace is None:
-        return {"status": "error", "kind": "not_found", "detail": f"no trace {args.trace_id!r} is stored",
-                "hint": "trace_list shows the stored traces"}
-    trace["artifacts"] = {k: v for k, v in (trace.get("artifacts") or {}).items() if v is not None}
-    mode = ctx.settings.trace_mode
-    result: dict[str, Any] = {"status": "ok", "trace": trace, "trace_mode": mode}
+        return TraceResult(status="error", kind="not_found", detail=f"no trace {args.trace_id!r} is stored",
+                           hint="trace_list shows the stored traces")
+    result = TraceResult(status="ok", trace=trace, trace_mode=ctx.settings.trace_mode)
     if not args.include_content:
         return result
     # A bundle written while full mode was on stays readable after switching back to safe mode.
     cap = min(int(args.max_chars), MAX_EXCERPT_CHARS)
     excerpt = await ctx.app.run_store(store.bundle_excerpt, tenant, args.trace_id, cap + 1)
     if excerpt is None:
-        result["content_note"] = (
+        result.content_note = (
             "no content bundle was captured for this trace (it ran in safe mode: metadata only); "
             "configure_tracing(trace_mode=\"full\") captures redacted content for later calls"
         )
         return result
-    result["content"] = excerpt[:cap]
-    result["content_truncated"] = len(excerpt) > cap
+    result.content = excerpt[:cap]
+    result.content_truncated = len(excerpt) > cap
     return result
 
 
-async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, Any]:
+async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> TracingResult:
     """Persist the trace mode and/or live reasoning streaming; applied on the next call."""
     from ask_fable.errors import BadArgs
 
@@ -298,9 +261,9 @@ async def configure_tracing(args: TracingArgs, ctx: ToolContext) -> dict[str, An
     note = saved_note(where, "ASK_FABLE_TRACE_MODE / ASK_FABLE_STREAM_REASONING")
     if not all(getattr(settings, name) == value for name, value in updates.items()):
         note += "; this server runs with fixed settings, so it applies to servers started from now on"
-    return {"status": "ok", "config_file": where, "trace_mode": settings.trace_mode,
-            "stream_reasoning": settings.stream_reasoning, "save_answers": settings.save_answers,
-            "note": note}
+    return TracingResult(status="ok", config_file=where, trace_mode=settings.trace_mode,
+                         stream_reasoning=settings.stream_reasoning, save_answers=settings.save_answers,
+                         note=note)
 
 
 TOOLS = [

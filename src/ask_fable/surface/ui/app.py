@@ -33,7 +33,8 @@ import anyio
 
 from ask_fable.access import ALL_TENANTS, SCOPES
 from ask_fable.stores.ui_sessions import MemoryWebSessions
-from ask_fable.surface.http_app import UI_PATH
+from ask_fable.stores.views import TraceDetail
+from ask_fable.surface.http_common import UI_PATH, host_allowed, origin_allowed
 from ask_fable.surface.ui import data, pages
 from ask_fable.surface.ui.markup import Html
 from ask_fable.surface.ui.pages import Chrome, url
@@ -309,15 +310,16 @@ class _Ui:
                 404,
             )
         content = None
-        if (trace.get("artifacts") or {}).get("bundle"):
+        if trace.artifacts.get("bundle"):
             content = await self.app.run_store(lambda: data.read_content(store, tenant, trace_id))
         if session.viewer is not None and not session.viewer.sees_server_paths:
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
             roots = server_roots(self.app.settings)
-            trace, content = hide_server_paths(trace, roots), hide_server_paths(content, roots)
+            trace = TraceDetail.model_validate(hide_server_paths(trace.model_dump(), roots))
+            content = hide_server_paths(content, roots)
         timeline = build_timeline(
-            trace["events"], tool=trace["tool"], elapsed_ms=trace["elapsed_ms"], cached=trace["cached"]
+            trace.events, tool=trace.tool, elapsed_ms=trace.elapsed_ms, cached=trace.cached
         )
         return self.html(pages.trace_page(trace, timeline, content, self.chrome(session)))
 
@@ -444,7 +446,6 @@ def checked_host(app: ASGIApp, hosts: list[str], origins: list[str]) -> ASGIApp:
     ``Origin``, when a browser sends one, is the page's own or in ``origins`` (403 otherwise): DNS
     rebinding and other sites' pages are turned away before any page is read, while the web view's
     own forms post behind a proxy without its address being listed."""
-    from ask_fable.surface.http_app import host_allowed, origin_allowed
 
     async def checked(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

@@ -13,9 +13,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from ask_fable.stores.interfaces import AuditStore, TraceRecordStore
+from ask_fable.stores.records import TraceSummary
 from ask_fable.stores.stats import WINDOWS
 from ask_fable.stores.trace_ids import valid_trace_id
-from ask_fable.stores.views import StatsReport, TraceDetail, TraceSummary
+from ask_fable.stores.views import StatsReport, TraceDetail
 
 PAGE_SIZES = (20, 50, 100, 200)
 DEFAULT_PAGE = 50
@@ -138,10 +139,10 @@ def list_traces(store: TraceRecordStore, tenant: str, query: TraceQuery) -> Trac
     )
     if query.since is not None:
         # Rows come newest first, so those older than the range's start are all at the end.
-        rows = [row for row in rows if row["ts"] >= query.since]
+        rows = [row for row in rows if row.ts >= query.since]
     more = len(rows) > query.limit
     rows = rows[: query.limit]
-    return TracePage(rows=rows, next_before=rows[-1]["trace_id"] if more and rows else None)
+    return TracePage(rows=rows, next_before=rows[-1].trace_id if more and rows else None)
 
 
 def read_trace(store: TraceRecordStore, tenant: str, trace_id: str) -> TraceDetail | None:

@@ -16,7 +16,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from ask_fable.surface.http_app import UI_PATH
+from ask_fable.surface.http_common import UI_PATH
 from ask_fable.surface.ui.app import LocalLogin, build_ui, checked_host, secure_headers
 
 if TYPE_CHECKING:

@@ -14,8 +14,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from ask_fable.access import ALL_TENANTS
-from ask_fable.stores.views import StatsReport, StoredTraceEvent, TraceDetail, TraceSummary
-from ask_fable.surface.http_app import UI_PATH
+from ask_fable.stores.records import TraceEvent, TraceSummary
+from ask_fable.stores.views import StatsReport, TraceDetail
+from ask_fable.surface.http_common import UI_PATH
 from ask_fable.surface.ui.data import PAGE_SIZES, STATUSES, StatsView, TracePage, TraceQuery
 from ask_fable.surface.ui.markup import Html, el, join
 from ask_fable.surface.ui.style import STYLESHEET_VERSION
@@ -189,21 +190,21 @@ def _filters(query: TraceQuery, tools: Sequence[str]) -> Html:
 
 
 def _trace_row(row: TraceSummary, every_tenant: bool) -> Html:
-    link = trace_url(row["trace_id"])
+    link = trace_url(row.trace_id)
     return el(
         "tr",
-        {"data-trace": row["trace_id"]},
+        {"data-trace": row.trace_id},
         [
-            el("td", {"class": "mono"}, el("a", {"href": link}, when(row["ts"]))),
-            el("td", None, el("a", {"href": link}, row["tool"] or "—")),
-            el("td", None, row["mode"] or "—"),
-            el("td", None, badge(row["status"], row["kind"])),
-            el("td", None, row["kind"] or ""),
-            el("td", None, ", ".join(row["providers"])),
-            el("td", {"class": "num"}, seconds(row["elapsed_ms"])),
-            el("td", None, session_label(row["session"], row["tool"])),
-            el("td", None, row["tenant"]) if every_tenant else None,
-            el("td", None, "cached" if row["cached"] else ""),
+            el("td", {"class": "mono"}, el("a", {"href": link}, when(row.ts))),
+            el("td", None, el("a", {"href": link}, row.tool or "—")),
+            el("td", None, row.mode or "—"),
+            el("td", None, badge(row.status, row.kind)),
+            el("td", None, row.kind or ""),
+            el("td", None, ", ".join(row.providers)),
+            el("td", {"class": "num"}, seconds(row.elapsed_ms)),
+            el("td", None, session_label(row.session, row.tool)),
+            el("td", None, row.tenant) if every_tenant else None,
+            el("td", None, "cached" if row.cached else ""),
         ],
     )
 
@@ -340,15 +341,15 @@ def _lanes_table(timeline: Timeline) -> Html:
     )
 
 
-def _events_table(events: Sequence[StoredTraceEvent]) -> Html:
+def _events_table(events: Sequence[TraceEvent]) -> Html:
     rows = [
         el(
             "tr",
             None,
             [
-                el("td", {"class": "num mono"}, f"{event['t_ms'] or 0:.0f}"),
-                el("td", {"class": "mono"}, event["name"]),
-                el("td", {"class": "mono"}, json.dumps(event["attrs"], ensure_ascii=False, default=str)),
+                el("td", {"class": "num mono"}, f"{event.t_ms or 0:.0f}"),
+                el("td", {"class": "mono"}, event.name),
+                el("td", {"class": "mono"}, json.dumps(event.attrs, ensure_ascii=False, default=str)),
             ],
         )
         for event in events[:MAX_EVENT_ROWS]
@@ -359,12 +360,12 @@ def _events_table(events: Sequence[StoredTraceEvent]) -> Html:
     return el("table", {"class": "events"}, el("thead", None, head), el("tbody", None, rows))
 
 
-def otel_trace_id(events: Sequence[StoredTraceEvent]) -> str | None:
+def otel_trace_id(events: Sequence[TraceEvent]) -> str | None:
     """The OpenTelemetry trace id the call's spans were sent under (recorded with its ``request``
     event when an OTLP endpoint was configured), to find the call in the team's own tracing tool."""
     for event in events:
-        if event.get("name") == "request":
-            found = event.get("attrs", {}).get("otel_trace_id")
+        if event.name == "request":
+            found = event.attrs.get("otel_trace_id")
             return found if isinstance(found, str) and found else None
     return None
 
@@ -372,32 +373,32 @@ def otel_trace_id(events: Sequence[StoredTraceEvent]) -> str | None:
 def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chrome: Chrome) -> Html:
     """One call: what it was, its timeline, each step, the raw events and (full mode) its content."""
     facts: list[tuple[str, Html | str]] = [
-        ("Trace", el("code", None, trace["trace_id"])),
-        ("Tool", trace["tool"] or "—"),
-        ("Mode", trace["mode"] or "—"),
+        ("Trace", el("code", None, trace.trace_id)),
+        ("Tool", trace.tool or "—"),
+        ("Mode", trace.mode or "—"),
         (
             "Status",
-            join([badge(trace["status"], trace["kind"]), f" {trace['kind']}" if trace["kind"] else ""]),
+            join([badge(trace.status, trace.kind), f" {trace.kind}" if trace.kind else ""]),
         ),
-        ("Started", when(trace["ts"])),
-        ("Took", seconds(trace["elapsed_ms"])),
-        ("Session", session_label(trace["session"], trace["tool"]) or "—"),
-        *((("Tenant", trace["tenant"]),) if chrome.tenant == ALL_TENANTS else ()),
-        ("Project", trace["project"] or "—"),
-        ("Agent", trace["agent_id"] or "—"),
-        ("Providers", ", ".join(trace["providers"]) or "—"),
-        ("Models", ", ".join(trace["models"]) or "—"),
+        ("Started", when(trace.ts)),
+        ("Took", seconds(trace.elapsed_ms)),
+        ("Session", session_label(trace.session, trace.tool) or "—"),
+        *((("Tenant", trace.tenant),) if chrome.tenant == ALL_TENANTS else ()),
+        ("Project", trace.project or "—"),
+        ("Agent", trace.agent_id or "—"),
+        ("Providers", ", ".join(trace.providers) or "—"),
+        ("Models", ", ".join(trace.models) or "—"),
     ]
-    otel_id = otel_trace_id(trace["events"])
+    otel_id = otel_trace_id(trace.events)
     if otel_id is not None:
         facts.insert(1, ("OpenTelemetry trace", el("code", {"id": "otel-trace-id"}, otel_id)))
-    if trace["cached"]:
+    if trace.cached:
         facts.append(("Cache", "served from the cache"))
     outcomes = sorted({s.outcome for lane in timeline.lanes for s in lane.segments})
     body: list[Html | None] = [
-        el("h1", None, f"{trace['tool'] or 'call'} · {trace['status'] or 'no status'}"),
+        el("h1", None, f"{trace.tool or 'call'} · {trace.status or 'no status'}"),
         _facts(facts),
-        _why(timeline, trace["status"]),
+        _why(timeline, trace.status),
         el(
             "section",
             {"id": "timeline"},
@@ -416,17 +417,17 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
         el(
             "details",
             None,
-            el("summary", None, f"Recorded events ({len(trace['events'])})"),
-            _events_table(trace["events"]),
+            el("summary", None, f"Recorded events ({len(trace.events)})"),
+            _events_table(trace.events),
             el(
                 "p",
                 {"class": "muted"},
                 f"Only the first {MAX_EVENT_ROWS} events are listed; trace_get has the rest.",
             )
-            if len(trace["events"]) > MAX_EVENT_ROWS
+            if len(trace.events) > MAX_EVENT_ROWS
             else None,
             el("p", {"class": "muted"}, "Only the first events were kept.")
-            if trace["events_truncated"]
+            if trace.events_truncated
             else None,
         ),
         el("h2", None, "Content"),
@@ -439,7 +440,7 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
             "(configure_tracing) keeps redacted content for later calls.",
         ),
     ]
-    return document(f"Trace {trace['trace_id']}", body, chrome, "traces")
+    return document(f"Trace {trace.trace_id}", body, chrome, "traces")
 
 
 def _stat_rows(report: StatsReport) -> list[dict[str, Any]]:

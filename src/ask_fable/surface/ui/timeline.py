@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ask_fable.stores.records import TraceEvent
+
 #: Outcome names, each with its colour in the style sheet (``o-<name>``) and its legend text.
 OUTCOME_LABELS: dict[str, str] = {
     "ok": "answered",
@@ -148,11 +150,6 @@ def _text(value: object) -> str | None:
     return None if value is None or value == "" else str(value)
 
 
-def _attrs(event: Mapping[str, Any]) -> dict[str, Any]:
-    attrs = event.get("attrs")
-    return attrs if isinstance(attrs, dict) else {}
-
-
 def seconds(ms: float | None) -> str:
     """A duration for people: ``850 ms``, ``1.2 s``, ``2 min 5 s``."""
     if ms is None:
@@ -173,9 +170,9 @@ def dollars(value: float | None) -> str:
 
 
 class _Builder:
-    def __init__(self, events: Sequence[Mapping[str, Any]], elapsed_ms: float | None) -> None:
+    def __init__(self, events: Sequence[TraceEvent], elapsed_ms: float | None) -> None:
         self.events = events
-        times = [t for e in events if (t := _num(e.get("t_ms"))) is not None]
+        times = [t for e in events if (t := _num(e.t_ms)) is not None]
         self.end_ms = max([*times, elapsed_ms or 0.0, 1.0])
         self.lanes: list[Lane] = []
         self.open: list[Lane] = []
@@ -190,9 +187,9 @@ class _Builder:
 
     def feed(self) -> None:
         for event in self.events:
-            name = str(event.get("name") or "")
-            t = _num(event.get("t_ms")) or 0.0
-            attrs = _attrs(event)
+            name = event.name
+            t = _num(event.t_ms) or 0.0
+            attrs = event.attrs
             handler = _HANDLERS.get(name)
             if handler is not None:
                 handler(self, t, attrs)
@@ -448,7 +445,7 @@ _HANDLERS = {
 
 
 def build_timeline(
-    events: Sequence[Mapping[str, Any]],
+    events: Sequence[TraceEvent],
     *,
     tool: str | None = None,
     elapsed_ms: float | None = None,
