@@ -182,17 +182,9 @@ def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle() -> None:
     assert _cycles(graph) == [["a", "b", "c"]]
 
 
-#: Packages whose inner cycles are still being taken apart; a cycle lying wholly inside one of them is
-#: tolerated until this is empty. Any other cycle, or one reaching out of them, fails.
-CYCLES_BEING_REMOVED_INSIDE: tuple[str, ...] = ("ask_fable.backends.",)
-
-
 def test_no_import_cycles() -> None:
     """No two modules import each other, directly or round a ring, even through a function-level import."""
-    cycles = [
-        cycle for cycle in _cycles(_import_graph())
-        if not any(all(name.startswith(prefix) for name in cycle) for prefix in CYCLES_BEING_REMOVED_INSIDE)
-    ]
+    cycles = _cycles(_import_graph())
     assert not cycles, "import cycles:\n" + "\n".join(" ↔ ".join(cycle) for cycle in cycles)
 
 
