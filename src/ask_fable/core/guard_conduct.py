@@ -98,27 +98,38 @@ _NOUNS = lx.words("document present report reports test tests score check alert 
 #: Words that ask or relate rather than govern ("how do I…", "everything about her").
 _NOT_GOVERNING = lx.words("how what what's which why whether about")
 _DETERMINERS = lx.words("a an the this that my our your their his her its")
+#: Verbs of receiving: what came "from" someone after them was done to the asker.
+_RECEIVED = lx.words("got gets getting received receives receiving")
 
 
-def asked(clause: str, start: int) -> bool:
+def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] = frozenset()) -> bool:
     """False when a detecting, blocking or explaining word governs the act at ``start``.
 
     Unlike :func:`~ask_fable.core.guard_reading.requested`, an act with no governing word at all
-    counts as asked for: a frame's act is already the description of the thing wanted.
+    counts as asked for: a frame's act is already the description of the thing wanted. With
+    ``detail`` (the question asks for working detail), an explaining word governs nothing; nor does
+    a word in ``ignore`` (watching a person is part of finding where she lives, not a defence).
     """
     words = words_before(clause, start, 14)
     for i in range(len(words) - 1, -1, -1):
         word = words[i]
         if word in cx.OBSERVED_AUX and i and words[i - 1] in cx.THIRD_SUBJECT:
             return False  # "someone is using…": done by a third party, seen rather than asked for
+        if word == "from" and any(w in _RECEIVED for w in words[max(0, i - 5) : i]):
+            return False  # "our CFO got a call from a deepfaked CEO": received, not asked for
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
         if i + 1 < len(words) and words[i + 1] in ("that", "which"):
             continue  # "a document that fetches…": the head of a relative clause is a noun, not a verb
         if i + 1 < len(words) and words[i + 1] == "me":
             continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
+        if word in ignore:
+            continue
         if word in lx.DEFEND:
-            return False
+            if detail and word in cx.EXPLAINING:
+                return True
+            # "without tripping the alerts, copy…": the control is what is got around
+            return any(w in cx.CIRCUMVENT for w in words[max(0, i - 3) : i])
         if word in lx.MAKE or word in lx.FIRST_PERSON:
             return True
     return True
@@ -138,7 +149,7 @@ def conduct(question: Question) -> tuple[str, str] | None:
         if id(frame.act) in excluded or not question.has(frame.act) or not frame.fits(question):
             continue
         for clause, match in question.distinct(frame.act):
-            if asked(clause.text, match.start()) and not _subject(clause.text, match.end()):
+            if asked(clause.text, match.start(), question.detail) and not _subject(clause.text, match.end()):
                 return frame.rule, frame.label
     return None
 

@@ -75,6 +75,9 @@ class Offence:
     #: A cheap pattern the act cannot match without, searched first (an act led by "his", "her" or
     #: "their" would otherwise be tried at nearly every word of every question).
     gate: re.Pattern[str] | None = None
+    #: Defending words that, before this act, are part of it ("test stolen cards" is carding; "monitor
+    #: her accounts and find out where she lives" is stalking).
+    abuse: frozenset[str] = frozenset()
 
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
@@ -83,7 +86,7 @@ class Offence:
 
 OFFENCES = (
     Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
-            named=True, gate=_c(cx.INSTRUMENT_NOUN)),
+            named=True, gate=_c(cx.INSTRUMENT_NOUN), abuse=cx.TRY_OUT),
     Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
             (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
     Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
@@ -95,6 +98,13 @@ OFFENCES = (
     Offence(_c(cx.FRAUD_NOUN), "fraud", "", named=True),
     Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
     Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
+    Offence(_c(cx.SIM_SWAP), "fraud", "taking over someone's phone number", ((*TARGETED, _c(cx.MARK)),),
+            (_c(cx.OWN_LINE), AGAINST_CRIME)),
+    Offence(_c(cx.SYNTHETIC_ID), "fraud", "identities made up to pass a credit or identity check",
+            ((_c(cx.PASS_AS_REAL),),), (TEST_USE,)),
+    Offence(_c(cx.NEAR_CHILDREN), "harm_to_people", "access to children behind their parents' backs",
+            ((_c(cx.UNSUPERVISED),),)),
+    Offence(_c(cx.TRADE_PRIVATE), "harm_to_people", "selling or publishing people's private material"),
     Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
@@ -108,7 +118,7 @@ OFFENCES = (
     Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED,)),
     Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
-            (SELF_SOUGHT, AGREED)),
+            (SELF_SOUGHT, AGREED), abuse=cx.WATCHING),
     Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
     Offence(_c(cx.FACE_MATCH), "covert_surveillance", "identifying people from their photos",
             ((_c(cx.IDENTIFY),), (_c(cx.PEOPLE_GROUP),)), (AGREED,)),
@@ -152,11 +162,14 @@ def offence(question: Question) -> tuple[str, str] | None:
         if not question.has(found.act) or not found.fits(question):
             continue
         for clause, match in question.distinct(found.act):
-            wanted = requested if found.named else asked
             start = match.start()
             if start and clause.text[start - 1] in "\"'":
                 continue  # "a 'kill myself' message": the words are mentioned, not asked for
-            if wanted(clause.text, start) and not neutral_head(clause.text, match.end()):
+            if found.named:
+                wanted = requested(clause.text, start, found.abuse, question.detail)
+            else:
+                wanted = asked(clause.text, start, question.detail, found.abuse)
+            if wanted and not neutral_head(clause.text, match.end()):
                 return found.rule, found.label
     return None
 

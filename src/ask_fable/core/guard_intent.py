@@ -76,6 +76,8 @@ WEAK = _terms(lx.WEAK_TOOLING)
 EXPLOIT_TERMS = _terms(lx.EXPLOIT_TERMS)
 EXPLOIT_WORD = _c(r"\bexploits?\b")
 EXPLOIT_VERB_OBJECT = _c(r"\s*(?:\S+\s+){0,4}?" + lx.alt(lx.VULN) + r"\b")
+#: "exploiting it": the system named in the question before, whoever's it is.
+EXPLOIT_IT = _c(r"\s+(?:it|them)\b(?! (?:for|to make|to speed|to improve|to reduce))")
 OWNED_TOOLING = _c(lx.OWNED_TOOLING)
 WEAPONIZE = _c(r"\bweaponi[sz](?:e|es|ed|ing)\b")
 MALICE = _c(r"\b" + lx.MALICE)
@@ -112,7 +114,7 @@ BIO_AGENT = _word(lx.BIO_AGENT)
 #: With a computer in the question, "virus" means malware and is judged as attack tooling.
 BIO_AGENT_NOT_COMPUTER = _c(r"\b(?!virus)" + lx.BIO_AGENT + r"\b")
 COMPUTER = _word(lx.COMPUTER)
-BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,2}?" + lx.BIO_RIGHT)
+BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.BIO_RIGHT)
 CHEM_AGENT = _word(lx.CHEM_AGENT)
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
 WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
@@ -163,6 +165,7 @@ BEHAVIOURS = (
     Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
     Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),
+    Behaviour(_c(lx.TAKE_LOOT), "a credential stealer", (COVERT, EXFIL, FOREIGN, _c(lx.OFF_HOST))),
     Behaviour(_c(lx.PHISH_LOOK), "a phishing page", (PHISH_TAKE,)),
     Behaviour(_c(lx.TRICK), "a phishing campaign", (CREDENTIAL,)),
     Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE)),
@@ -217,6 +220,11 @@ def exploit_development(question: Question) -> Finding | None:
             clause.has(FOREIGN) or question.has(UNAUTHORIZED)
         ):
             return Finding("exploit_development")
+        elif (
+            EXPLOIT_IT.match(text, match.end()) and question.has(FOREIGN) and not question.has(OWN)
+            and requested(text, match.start())
+        ):
+            return Finding("exploit_development")  # "a rival's VPN appliance … exploiting it"
     return None
 
 
@@ -259,7 +267,7 @@ def attack_tooling(question: Question) -> Finding | None:
         if id(behaviour.cue) in excluded or not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
         for clause, match in question.distinct(behaviour.cue):
-            if requested(clause.text, match.start()):
+            if requested(clause.text, match.start(), detail=question.detail):
                 return Finding("attack_tooling", behaviour.label)
     return None
 
@@ -275,8 +283,8 @@ def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
         if _NEGATION.match(clause.text, start):
             before = clause.text.rfind(" ", 0, max(0, start - 1))
             start = before + 1 if before >= 0 else 0
-        if role_before(clause.text, start) != "defend":
-            yield clause, match
+        if role_before(clause.text, start) != "defend" and not observed(clause.text, match.start(), 6):
+            yield clause, match  # "if students are using VPNs to bypass…" is seen, not asked for
 
 
 def security_evasion(question: Question) -> Finding | None:

@@ -337,7 +337,8 @@ FOREIGN = alt(
     r"found\b",
     r"\bmy (?!company|team|org|own|startup|lab|app|site|project|client)\w+'s (?:\w+ ){0,2}?(?:site|"
     r"website|web app|"
-    r"servers?|network|app|accounts?|database|db|systems?|wifi|store|shop|portal|login|nas|router|email|inbox|"
+    r"servers?|network|app|accounts?|database|db|systems?|wifi|store|shop|portal|login|nas|router|email|"
+    r"inbox|"
     r"cloud|computer|laptop|phone|camera|pc)\b",
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
@@ -370,9 +371,11 @@ FOREIGN = alt(
     r"\bnext door\b",
     r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
-    r"\btheir (?:site|website|server|servers|network|account|accounts|phone|computer|pc|wifi|router|"
+    r"\btheir (?:internal |corporate |home |office |private )?(?:site|website|server|servers|network|account|"
+    r"accounts|phone|computer|pc|wifi|router|"
     r"portal|app|database|email|inbox|systems?)\b",
-    r"\b(?:www \S+|\w+\.(?:com|net|org|gov|edu|io))\b",
+    # Not the names reserved for examples (example.com, example.org…): they stand for the asker's own.
+    r"\b(?:www \S+|(?!example\.)\w+\.(?:com|net|org|gov|edu|io))\b",
     r"\b(?:any|every|all) \w+ (?:sites?|servers?|routers?|devices?|phones?) (?:running|that|with)\b",
     r"\bunpatched \w*\s?(?:servers|sites|hosts|companies|machines|devices)\b",
     r"\bcompanies that haven'?t\b",
@@ -400,6 +403,9 @@ UNAUTHORIZED = alt(
     r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
     r"without asking",
     r"after (?:he|she|they) changed (?:his|her|their|the) (?:\w+ )?(?:password|passcode|pin)",
+    r"(?:he|she|they|my (?:\w+ )?(?:ex|wife|husband|girlfriend|boyfriend|partner)) changed (?:his|her|their|"
+    r"the) "
+    r"(?:\w+ )?(?:passwords?|passcodes?|pins?|locks?)",
     r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
     r"network|box|host|system|laptop|phone|router)",
@@ -417,6 +423,7 @@ ACCESS = alt(
     r"get(?:ting)? (?:me )?into",
     r"got into",
     r"get (?:access|in)\b",
+    r"get(?:ting)? (?:me )?onto",
     r"gain(?:ing)? access",
     r"way into",
     # "take over maintenance of her project" is a handover, not a takeover.
@@ -532,6 +539,7 @@ EVADE_STRONG = alt(
     r"stop(?:s|ped)? (?:recogni[sz]\w*|detect\w*|flagg\w*|noticing|seeing|catching)",
     r"(?:zero|no|0) detections",
     r"fud",
+    r"no (?:\S+ ){0,6}?(?:flags?|detects?|catches|notices) (?:it|them|this|the file|the binary)",
     r"fully undetectable",
     r"hid(?:e|es|ing) (?:\w+ ){0,3}?from",
     r"avoid(?:s|ing)? (?:being )?(?:detect\w*|flag\w*|caught|seen|notic\w*)",
@@ -615,6 +623,8 @@ CONTROL_WEAK = alt(
     r"monitoring",
     r"logging",
     r"(?:email|mail|spam|attachment) (?:scanners?|filters?|gateways?|security)",
+    r"(?:virus |malware |av )?scanners?",
+    r"multi ?engine",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
@@ -701,6 +711,24 @@ SELF_SPREAD = alt(
     r"through (?:email|the network|usb|smb|shared))",
     r"infect\w* (?:every|other|all|each|any) (?:\S+ ){0,2}?(?:computers?|machines?|hosts?|pcs?|devices?|"
     r"files?|servers?|routers?|cameras?)",
+)
+#: What an info-stealer takes: the secrets a browser or wallet keeps on the machine.
+LOOT = (
+    r"(?:browser (?:data|profiles?|passwords?|cookies|history|sessions?|storage)|saved (?:passwords|logins|"
+    r"credentials|cards|card details)|autofill (?:data)?|login data|session (?:cookies|tokens)|"
+    r"(?:crypto )?wallet "
+    r"files|keychains?|discord tokens?|(?:chrome|firefox|edge|browser)'?s? (?:passwords|cookies|logins|"
+    r"profile))"
+)
+TAKE_LOOT = (
+    r"\b(?:cop(?:y|ies|ying)|grab\w*|steal\w*|pull\w*|dump\w*|extract\w*|collect\w*|harvest\w*|read\w*|"
+    r"upload\w*|send\w*|exfiltrat\w*|lift\w*|scoop\w*|sweep\w*)\s+(?:\S+\s+){0,3}?" + LOOT
+)
+#: Taken from whatever machine the program is run on: not the asker's own.
+OFF_HOST = (
+    r"\b(?:off|from) (?:the|any|every|each|whatever|a) (?:\w+ )?(?:machine|computer|pc|host|device|system|"
+    r"box)s? "
+    r"(?:it|this|that) (?:runs?|lands?|is run|gets? run|is installed|infects?|reaches)"
 )
 MINING = alt(
     r"(?:spin|start|run|deploy|launch|install)\w* (?:up )?(?:\S+ ){0,2}?(?:crypto ?|coin ?)?miners?\b",
@@ -879,6 +907,9 @@ CHEM_AGENT = alt(
     r"chemical (?:weapons?|agents?|release)",
     r"poisons?(?! (?:pill|pills|message|messages|queue|queues))",
     r"toxins?",
+    r"(?:mustard|blister|choking|blood|vesicant|incapacitating) (?:\w+ )?(?:gas|agents?)",
+    r"lewisite",
+    r"vesicants?",
     r"(?:gas|agent|chemical|poison|substance|toxin)s? (?:that was |which was )?used (?:in|during|"
     r"for) (?:\S+ ){0,4}?"
     r"(?:attacks?|assassinations?|massacres?|poisonings?|gassings?)",
@@ -1050,12 +1081,18 @@ PEOPLE = alt(
     r"\bthe (?:recipient|owner|person using|user's contacts)\b",
     r"\bone (?:person|user|streamer|woman|man|girl|guy|individual)(?:'s)?\b",
     r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
-    r"\b(?:her|his) (?:phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
+    r"\b(?:her|his) (?:instagram|insta|icloud|facebook|snapchat|whatsapp|gmail|tiktok|twitter|socials|"
+    r"social media|dms|chats|texts|cloud|drive|dropbox|discord|telegram|signal|outlook|wifi|router|tablet|"
+    r"ipad|iphone|mac|phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
     r"address|photos|posts|profile|videos|streams|channel|page)\b",
     r"\b(?:an|a|one|another|other) (?:student|employee|user|person|customer|member)(?:'s|s)?\b",
     r"\bother people(?:'s)?\b",
     r"\bpeople's\b",
     r"\b(?:a|the) (?:brand|company|bank|delivery company|courier|ceo|boss)(?:'s)?\b",
+    # Someone's channel or posts: a person's, whoever they are ("a creator's videos").
+    r"\b(?:a|an|the|this|that|some) (?:\w+ )?(?!(?:user|customer|client|member|tenant|admin|team|service|app|"
+    r"company|org|project|repo|site|it|that|today)'s)\w+'s (?:videos?|channel|streams?|posts?|profile|page|"
+    r"content|account|accounts|reviews|photos|pictures|pics|tweets)\b",
     r"\b(?:every|any) (?:computer|machine|pc|phone|device|one) (?:that|who) (?:opens|visits|clicks|runs|"
     r"connects|"
     r"downloads|plugs)",
@@ -1098,7 +1135,8 @@ DISGUISE = alt(
     r"clone (?:of )?(?:a|the|their|his|her) \w+(?:'s)? (?:app|site|website|page|portal|login)",
     r"\bfake (?:\S+ ){0,3}?(?:update|login|log in|sign in|page|site|website|app|hotspot|wifi|wi fi|"
     r"popup|pop up|"
-    r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize|campaign|fundraiser|crowdfunding|appeal)s?\b",
+    r"alert|invoice|support|screen|form|store|shop|charity|notice|offer|job|giveaway|lottery|prize|campaign|"
+    r"fundraiser|crowdfunding|appeal)s?\b",
     r"\bdeep ?fake\w*",
     r"(?:email|message|text|letter|call|sms)s? (?:\S+ )?from ['\"]?(?:the )?(?:it support|it|helpdesk|"
     r"help desk|hr|"
@@ -1224,6 +1262,10 @@ AROUND_BLOCK = alt(
     r"(?:every|each) time (?:they|it) (?:gets?|are|is) (?:taken down|removed|deleted|reported)",
     r"keeps? (?:creating|making|opening|registering) (?:new |fresh )?(?:\S+ )?accounts",
     r"after (?:the )?(?:\w+ )?(?:ban|bans|banned|block|blocks|blocked) (?:it|me|them|us)\b",
+    r"(?:evad\w*|get\w* around|bypass\w*|dodg\w*|circumvent\w*|beat\w*) (?:the |a |my |this |his |her )?"
+    r"(?:\w+ )?(?:bans?|blocks?|suspensions?|restraining orders?)\b",
+    r"ban evasion",
+    r"new (?:device )?fingerprints",
     r"(?:they|he|she|the \w+) (?:can'?t|cannot) (?:stop|ban|block|remove) (?:it|me|us)\b",
 )
 

@@ -46,6 +46,8 @@ STOLEN_INSTRUMENT = alt(
     r"identity of (?:\S+ ){0,2}?(?:someone|"
     r"a stranger|my \w+|a dead))\b",
     r"\bcloned (?:cards?|plastic)\b",
+    r"\b(?:card numbers?|cards?|ccs?|cvvs?|card details|dumps)\b[^.;?!]{0,30}?\b(?:i|we) (?:bought|purchased|"
+    r"got|scraped) (?:online|off|from|on|in)\b",
     r"\bcvvs? (?:off|from) (?:a|the) \w+",
     r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
     r"\bcarding\b",
@@ -79,7 +81,8 @@ SELF_HARM = (
 SEXUAL_MINOR = (
     r"\b(?:(?:sexual|sexy|erotic|nude|naked|explicit|porn\w*|lewd|"
     r"nsfw)\b[^.;?!]{0,40}?\b(?:\d{1,2} ?(?:year|yr)s? "
-    r"old|minors?|child(?:ren)?|kids?|underage|preteens?|schoolgirls?|\d{1,2}yo)|(?:minors?|child(?:ren)?|kids?|"
+    r"old|minors?|child(?:ren)?|kids?|underage|preteens?|schoolgirls?|\d{1,2}yo)|(?:minors?|child(?:ren)?|"
+    r"kids?|"
     r"underage|preteens?|\d{1,2} ?(?:year|yr)s? old)\b[^.;?!]{0,40}?\b(?:sexual|sexy|erotic|nude|naked|"
     r"explicit|porn\w*|lewd|nsfw)|csam|child (?:sexual abuse|porn\w*|exploitation) (?:material|images|videos|"
     r"content))\b"
@@ -218,7 +221,14 @@ GET_AWAY = (
     r"burner|me|"
     r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
     r"can'?t "
-    r"be traced back to me|without (?:it )?being traced back|evade (?:the )?(?:police|taxes|tax))"
+    r"be traced back to me|without (?:it )?being traced back|evade (?:the )?(?:police|taxes|tax)|"
+    r"before (?:the )?(?:banks?|police|cops|card ?holders?|issuers?|authorities|owners?|victims?|"
+    r"investigators) "
+    r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?(?:investigators|regulators|auditors|nobody|no one|chain analysis) "
+    r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?banks? (?:don'?t|doesn'?t|won'?t|never|do not|does not) (?:file|report|"
+    r"flag)\w*)"
 )
 #: Access or service taken through other people's accounts or cards.
 USE_OTHERS_ACCOUNT = (
@@ -228,7 +238,9 @@ USE_OTHERS_ACCOUNT = (
 #: Claims, returns or reports made false to get money.
 FALSE_CLAIM = (
     r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
-    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b"
+    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b|"
+    r"\b(?:claim|get|collect|receive)\w* (?:\S+ ){0,3}?(?:benefits|refunds?|compensation|payouts?|insurance|"
+    r"grants?|loans?|relief)\b[^.;?!]{0,30}?(?:i'?m|i am|we'?re|we are) not (?:entitled|eligible)"
 )
 #: Access the law provides for: an estate, a court, the owner's permission.
 LAWFUL = (
@@ -278,7 +290,8 @@ SPREAD_WIDE = (
 
 #: Card data read or kept by what the asker builds.
 SKIM = (
-    r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|keeping|"
+    r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|"
+    r"keeping|"
     r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:card (?:data|details|"
     r"numbers?|info)|cvvs?|pins?|track data|magstripe)"
 )
@@ -313,6 +326,46 @@ LINE_TAKEOVER = (
     r"reset (?:their|his|"
     r"her))\b"
 )
+#: A SIM swap or port-out done on a line: fraud when aimed at someone else's.
+SIM_SWAP = r"\b(?:sim ?swap\w*|port\w* out (?:\S+ ){0,2}?(?:number|line)s?|(?:number|line) port ?outs?)\b"
+#: A person picked out as a mark.
+MARK = (
+    r"\b(?:targets?|victims?|marks?|rich|wealthy|high ?value|whales?|(?:a|an|some|this|that) (?:\w+ )?(?:guy|"
+    r"man|woman|girl|person|people|influencer|streamer|holder|investor)s?)\b"
+)
+#: The asker's own line.
+OWN_LINE = r"\bmy (?:own )?(?:number|line|sim|phone|account)\b"
+#: Identities made up or generated.
+SYNTHETIC_ID = (
+    r"\b(?:fake|synthetic|generated|made up|invented|fabricated|fictitious)\s+(?:\S+\s+){0,2}?(?:social "
+    r"security numbers?|ssns?|identit(?:y|ies)|ids|credit (?:files|profiles|histories))\b"
+)
+#: What made-up identities are for: to pass as real people with a lender or a check.
+PASS_AS_REAL = (
+    r"\b(?:pass\w* (?:\S+ ){0,2}?(?:credit|kyc|identity|id|background|verification) (?:checks?|"
+    r"verification|screening)|open (?:\S+ ){0,2}?(?:bank )?(?:accounts?|credit|loans?)|credit lines?|"
+    r"get (?:\S+ ){0,2}?(?:credit|loans?)|apply for (?:\S+ ){0,2}?(?:credit|loans?|cards?))"
+)
+#: Getting near children.
+NEAR_CHILDREN = (
+    r"\b(?:(?:get|gain|have|access)\w* (?:\S+ ){0,2}?access to|contact\w*|befriend\w*|groom\w*|get close to|"
+    r"meet\w*|be alone with|talk\w* (?:privately )?(?:to|with)|chat\w* (?:privately )?(?:to|with)|"
+    r"messag\w*)\s+(?:\S+\s+){0,2}?(?:children|kids|minors|child|young (?:girls|boys)|preteens|"
+    r"\d{1,2} ?(?:year|yr) olds)\b"
+)
+#: Unseen by the adults who would stop it.
+UNSUPERVISED = (
+    r"\b(?:unsupervised|without (?:\S+ ){0,2}?parents?|behind (?:\S+ ){0,2}?parents'? backs?|parents "
+    r"(?:don'?t|won'?t|never|do not|will not) (?:know|find out|notice|see)|alone with|in secret|secretly|"
+    r"private(?:ly)? (?:chat|message|meet)\w*|off (?:the )?platform)"
+)
+#: Other people's private material sold, traded or published.
+TRADE_PRIVATE = (
+    r"\b(?:sell|resell|publish|post|leak|trade|share|upload|monetiz|monetis)\w* (?:\S+ ){0,3}?(?:people'?s|"
+    r"strangers'?|her|his|their|someone'?s|users'?|other people'?s|celebrities'?|victims'?) (?:\w+ )?"
+    r"(?:private|intimate|personal|nude|leaked|stolen|hacked) (?:photos|pictures|pics|images|videos|data|"
+    r"messages|details|records|files)\b"
+)
 #: Premium-rate lines the asker profits from.
 PREMIUM_LINE = (
     r"\b(?:premium ?rate (?:numbers?|lines?)|(?:expensive|high ?cost|premium) (?:international )?(?:numbers?|"
@@ -340,6 +393,12 @@ SYNTH_LIKENESS = alt(
     r"(?:of|where|in which|showing) (?:the |a |an |my |his |her )?(?:\w+ ){0,5}?(?:says?|saying|admits?|"
     r"announc\w*|confess\w*)",
     r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
+    r"\b(?:voice|face|speech) (?:models?|prints?|doubles?|replicas?|avatars?|skins?) (?:of|for|from|"
+    r"trained on)\b",
+    r"\b(?:train|fine ?tun|build|make|generat|creat)\w* (?:\S+ ){0,3}?(?:voice|tts|speech|face) (?:models?|"
+    r"clones?) (?:\S+ ){0,3}?(?:of|on|from) (?:\S+ ){0,3}?(?:calls?|videos?|recordings?|interviews?|"
+    r"podcasts?|"
+    r"speeches|voicemails?|streams?)",
     r"\b(?:voice|face|likeness)s? (?:\S+ ){0,2}?clon\w*",
     r"\bclon(?:e|ing) (?:it|them|that|her|him)\b",
     r"\bdeep ?fak\w*",
@@ -353,15 +412,22 @@ SYNTH_LIKENESS = alt(
 LIKENESS_OF = (
     r"\b(?:(?:my|a|an|the|his|her|their|this|that|someone'?s|a stranger'?s) (?:\S+ ){0,2}?(?:boss|ceo|"
     r"cfo|coo|"
-    r"manager|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|mother|father|mom|mum|dad|parent|"
-    r"son|daughter|wife|husband|ex|girlfriend|boyfriend|coworker|colleague|friend|teacher|actor|actress|singer|"
-    r"celebrity|politician|candidate|president|senator|streamer|person|employee|customer|executive)(?:'s|s'|s)?|"
-    r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure)\b"
+    r"manager|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|mother|father|mom|mum|dad|"
+    r"parent|"
+    r"son|daughter|wife|husband|ex|girlfriend|boyfriend|coworker|colleague|friend|teacher|actor|actress|"
+    r"singer|"
+    r"celebrity|politician|candidate|president|senator|streamer|person|employee|customer|executive)(?:'s|s'|"
+    r"s)?|"
+    r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure|another person|someone "
+    r"else|(?:a|one) (?:specific|particular|certain|real) \w+|his|her)\b|\b(?:our|my|a|an|the|their) "
+    r"(?:\w+ ){0,2}?(?:director|cto|cio|cfo|vp|president|head of \w+|founder|lawyer|accountant|doctor|"
+    r"client|supplier|vendor|investor|landlord|partner|admin|administrator|chairman|owner)(?:'s)?\b"
 )
 #: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
 DECEIVE_USE = (
     r"\b(?:call\w*|send\w*|post\w*|pass\w*|approve\w*|wire|transfer\w*|invest\w*|endors\w*|pick up|kyc|"
     r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join|"
+    r"authori[sz]\w*|reset\w*|helpdesk|help desk|credentials|mfa|2fa|accounts?|in (?:their|his|her) names?|"
     r"spread\w*|"
     r"shar(?:e|es|ing)|votes?|voters?|elections?|viral|tell\w*|ask\w*)\b"
 )
@@ -369,21 +435,26 @@ DECEIVE_USE = (
 # --- copy protection ------------------------------------------------------------------------------
 
 _CIRCUMVENT = (
-    r"(?:crack\w*|strip\w*|remov\w*|defeat\w*|patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
+    r"(?:crack\w*|strip\w*|remov\w*|emulat\w*|spoof\w*|fak(?:e|es|ing)|clon\w*|forg(?:e|es|ing)|defeat\w*|"
+    r"patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
     r"disabl\w*|break\w*|circumvent\w*|nop\w* out|neuter\w*)"
 )
 _PROTECTION = (
     r"(?:licen[cs](?:e|ing)(?: (?:checks?|servers?|keys?|validation|verification|system))?|drm|activation|"
     r"anti ?tamper\w*(?: protection)?|denuvo|copy ?protection|paywalls?|"
     r"(?<!branch )(?<!write )(?<!ddos )protection|"
-    r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongle)"
+    r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongles?|"
+    r"(?:subscription|premium|purchase|payment|trial|in app purchase|iap|entitlement|paid (?:feature|tier)) "
+    r"(?:checks?|verification|validation|limits?|locks?|gates?)|(?:licen[cs]e|activation|drm) servers?|"
+    r"widevine|fairplay|playready|hdcp|"
+    r"encryption (?:on|of|in) (?:a |an |the )?(?:\w+'s|their|his|her|someone'?s))"
 )
 #: Copy protection or licensing broken, or its product ripped or resold.
 PIRACY = alt(
     r"\bcracked (?:copy|copies|version|versions|build|installer|licen[cs]e|keys?)\b",
     r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,3}?(?:to |and )?unlock\w* (?:the )?(?:premium|pro|paid|"
     r"full|all)\b",
-    r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"\b",
+    r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"(?: protection| drm| scheme| layer)?\b",
     r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
     r"cracked (?:copies|"
     r"versions|installers?|games?|software|apps?)|preactivated \w+|pirated \w+|warez)\b",
@@ -392,6 +463,8 @@ PIRACY = alt(
     r"songs?)\b",
     r"\bdownload\w* (?:\S+ ){0,3}?paid (?:videos?|courses?|content|ebooks?|books?|music|movies?|shows?)\b",
     r"\bwork\w* out (?:the )?serial (?:algorithm|keys?|numbers?)\b",
+    r"\b(?:patchers?|loaders?|keygens?|cracks?|activators?|emulators?|clone dongles?) (?:that|which|to) "
+    r"(?:\S+ ){0,2}?(?:disabl|remov|skip|bypass|unlock|emulat|fake|spoof|patch)\w*",
 )
 #: Copy protection of the asker's own product.
 OWN_PROTECTION = (
@@ -405,7 +478,9 @@ DISTRIBUTE = (
     r"release group|releas\w*|distribut\w*|charg\w* (?:people|users|a|for|money)|subscriptions?|"
     r"paid (?:\w+ )?(?:service|app|site)|iptv|for cheap|on (?:telegram|discord|my (?:site|website|server|"
     r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
-    r"file ?sharing)\b"
+    r"file ?sharing|re ?publish\w*|re ?upload\w*|re ?brand\w*|re ?host\w*|host\w* (?:them|it|\S+ \S+) on|"
+    r"pirat\w*|modded|cracked|on my (?:\w+ ){0,3}?(?:site|website|server|channel|app|store)|"
+    r"as (?:my|our) own)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -451,7 +526,8 @@ OWNER_UNAWARE = (
 
 _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
-    r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping)"
+    r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping|"
+    r"narrow\w* down|pin down|triangulat\w*|deduc\w*|geolocat\w*|zero in on|trac(?:e|es|ing) (?:back )?)"
 )
 #: Finding where a person lives or is, who they are, or gathering it all in one place.
 LOCATE = alt(
@@ -461,11 +537,16 @@ LOCATE = alt(
     r"neighbou?rhood|street|building|area|town)"
     r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?|is|goes|"
     r"spends|hangs out|moved|went|ended up)"
+    r"|where (?:she|he|they)(?:'s|'re| is| are) (?:now |currently )?(?:staying|living|sleeping|working|"
+    r"hiding|moving)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
     r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
     r"routine|movements|whereabouts) (?:of|behind|for)?)",
     r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
+    r"\bcorrelat\w* (?:\S+ ){0,4}?(?:writing style|posting (?:times|habits|patterns)|usernames?|handles?|"
+    r"alt accounts|other accounts)",
+    r"\bpredict\w* (?:\S+ ){0,3}?(?:daily |weekly )?(?:schedule|routine|movements|whereabouts|location)s?\b",
     r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything "
     r"public|everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|"
     r"about))",
@@ -478,6 +559,8 @@ LOCATE = alt(
 THIRD_PERSON = (
     r"\b(?:she|he|her|him|his|this (?:girl|guy|woman|man|person)|(?:a|the) (?:\w+ )?(?:reporter|journalist|"
     r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
+    r"(?:an |the |this |that )?anonymous (?:\w+ )?(?:users?|posters?|accounts?|critics?|commenters?|"
+    r"reviewers?|persons?)|a specific \w+|"
     r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )
 #: The asker looking for their own details.
@@ -496,8 +579,10 @@ CRIME = alt(
     r"\b(?:dirty|drug|stolen) money\b",
     r"\b(?:clean|wash)\w* (?:\S+ ){0,2}?(?:money|cash|funds) (?:through|via|with|using|by)\b",
     r"\bsmurf\w*",
-    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals) (?:\S+ ){0,4}?(?:to avoid|under|below|so "
-    r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting))",
+    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals)(?= (?:\S+ ){0,4}?(?:to avoid|under|below|so "
+    r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting)))",
+    r"\bpump (?:and|&|n) dump\w*", r"\bwash trad\w*", r"\bspoof\w* (?:\S+ ){0,2}?orders\b",
+    r"\binsider trad\w*", r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|trades|customers|clients)\b",
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
     r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
@@ -505,11 +590,15 @@ CRIME = alt(
     r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
-    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?)\b",
-    r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|clothes|"
-    r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|signatures?|"
+    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|(?:medical|dental|school|"
+    r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
+    r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|"
+    r"clothes|"
+    r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|"
+    r"signatures?|"
     r"art|paintings|tickets|stamps|checks|cheques|items?|designer \w+|luxury \w+)\b",
-    r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|codeine)\b[^.;?!]{0,40}?"
+    r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|"
+    r"codeine)\b[^.;?!]{0,40}?"
     r"\bwithout (?:a )?prescription|\bwithout (?:a )?prescription\b[^.;?!]{0,40}?\b(?:oxy\w*|fentanyl|xanax|"
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
@@ -539,24 +628,34 @@ CRIME = alt(
     r"\bshoplift\w*",
 )
 #: Someone inside a company paid or persuaded to act for the asker.
-INSIDER = (
+INSIDER = alt(
     r"\b(?:recruit|bribe|pay|pay off|turn|convince|persuade)\w* (?:an? |the |some )?(?:insider|employee|"
     r"rep|clerk|"
-    r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) "
+    r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) ",
+    r"\b(?:bribe|bribing|socially engineer\w*|social engineer\w*|sweet ?talk\w*|pay\w* off|coerc\w*|"
+    r"blackmail\w*)\s+(?:\S+\s+){0,3}?(?:insiders?|employees?|reps?|clerks?|tellers?|agents?|staff(?:ers)?|"
+    r"workers?|support (?:staff|agents?)|helpdesk|help desk)\b",
 )
 #: Work against crime that names it.
-AGAINST_CRIME = r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat\w*|forensic\w*)\b"
+AGAINST_CRIME = (
+    r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat(?:e|es|ed|ing|ion|ions)|forensic\w*)\b"
+)
 #: An employer's or customers' data taken out.
 TAKE_DATA_OUT = (
-    r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|"
-    r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient) "
-    r"(?:database|db|list|data|records|table)s?|source ?code|codebase|repos(?:itories)?|trade secrets|"
+    r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|pull\w*|"
+    r"dump\w*|scrap\w*|extract\w*|siphon\w*|"
+    r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient|"
+    r"member|account|cardholder)s? (?:\w+ )?"
+    r"(?:database|db|list|data|records|table|details|info)s?|source ?code|codebase|repos(?:itories)?|"
+    r"trade secrets|"
     r"(?:\w+ )?database)\b"
 )
 #: Why the data leaves: unseen, sold, or on the way out of the job.
 INSIDER_MOTIVE = (
-    r"\b(?:without (?:\S+ ){0,3}?(?:noticing|knowing|seeing|detecting|finding out)|leaving (?:any )?traces?|"
-    r"sell\w* (?:it|them|\S+) to|to a competitor|personal (?:drive|account|email|gmail|dropbox|laptop|"
+    r"\b(?:without (?:\S+ ){0,5}?(?:noticing|knowing|seeing|detecting|finding out|triggering|tripping|"
+    r"flagging)|leaving (?:any )?traces?|quietly|secretly|"
+    r"sell\w* (?:it|them|\S+) to|sell\w* (?:it|them)\b|leaving (?:next|this|in|at the end)|to a competitor|"
+    r"personal (?:drive|account|email|gmail|dropbox|laptop|"
     r"device)|"
     r"before i (?:leave|quit|go)|i'?m leaving)\b"
 )
@@ -570,7 +669,8 @@ INTIMIDATE = (
 )
 #: Messages or calls sent to someone.
 CONTACT = (
-    r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?|packages?|parcels?|"
+    r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?|packages?|"
+    r"parcels?|"
     r"envelopes?|powder|gifts?)\b"
 )
 #: A person the asker names as a target by relation or role.
@@ -610,7 +710,8 @@ OBSERVED_AUX = words("is are was were has have had keeps kept might may could mu
 #: Third parties as the subject of an act.
 THIRD_SUBJECT = words(
     """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
-    cheaters readers kids intruder intruders adversary adversaries people users"""
+    cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
+    staff customers children teens teenagers players members visitors bots"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(
@@ -624,11 +725,38 @@ ARTIFACT_CLAUSE = (
     r"something|utility|plugin|add ?on|payload|implant|mod|screensaver|usb|stick|installer|game|page|site|"
     r"link)s? (?:that|which|to)\b"
 )
+#: The things an artifact clause names, as the subject of a modal ("the app should also…").
+ARTIFACT_NOUNS = words(
+    """script scripts program programs code app apps application tool extension bot exe binary macro
+    document pdf file software utility plugin addon payload implant mod screensaver installer game page
+    site link it"""
+)
+#: Watching a person: on the way to finding where they are, part of the act rather than a defence.
+WATCHING = words(
+    "monitor monitors monitoring track tracks tracking check checks watch watches watching scan scans"
+)
+#: Trying instruments out: with a stolen card or login in hand, testing it is using it.
+TRY_OUT = words("test tests testing check checks checking verify verifying validate validating against")
 #: A modal that says what the thing asked for must do ("it should also encrypt…").
 SPEC_MODAL = words("should must shall")
+#: Words that get around the control named right after them ("bypass the fraud checks").
+CIRCUMVENT = words(
+    """bypass bypasses bypassing evade evades evading avoid avoids avoiding dodge dodges dodging beat beats
+    beating defeat defeats defeating circumvent circumvents circumventing disable disables disabling fool
+    fools fooling trick tricks tricking outsmart around past triggering trigger tripping trip blind blinding
+    slip sneak"""
+)
+#: Defending words that only tell about an act: what a story, a role or a lesson has someone explain.
+EXPLAINING = words(
+    """explain explains explaining describe describes describing how understand learn study overview
+    conceptually difference"""
+)
 #: A request for working detail, whatever frames it (a story, a grandparent, a class).
 OPERATIONAL = (
     r"\b(?:(?:with|including|give me|write|show me|provide)\s+(?:the\s+)?(?:full\s+|complete\s+)?(?:working|"
     r"functional|compilable|runnable|complete|full|real|actual)\s+(?:code|source|script|steps|instructions|"
-    r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios))\b"
+    r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios)|(?:every|"
+    r"each|all the|"
+    r"the) (?:real |actual |exact |working )+steps?|nothing left out|"
+    r"don'?t (?:leave out|skip|hold back))\b"
 )

@@ -153,13 +153,21 @@ class Question(_Facts):
     def distinct(self, pattern: re.Pattern[str]) -> Matches:
         """Like :meth:`matches`, without a match whose clause and surroundings (as far as any role check
         looks) repeat an earlier one's: a question repeating one phrase is judged once per phrase."""
-        seen: set[tuple[int, str]] = set()
+        seen: set[tuple[int, int, int, str]] = set()
         for clause, match in self.matches(pattern):
             text = clause.text
-            key = (id(clause), text[max(0, match.start() - _WINDOW_BEFORE) : match.end() + _WINDOW_AFTER])
+            begin = max(0, match.start() - _WINDOW_BEFORE)
+            # Where the match sits in its window too: two terms in one short clause share a window.
+            window = text[begin : match.end() + _WINDOW_AFTER]
+            key = (id(clause), match.start() - begin, match.end() - begin, window)
             if key not in seen:
                 seen.add(key)
                 yield clause, match
+
+    @property
+    def detail(self) -> bool:
+        """True when the question asks anywhere for working detail (exact steps, working code)."""
+        return self.has(OPERATIONAL)
 
     def clauses_with(self, pattern: re.Pattern[str]) -> int:
         """How many clauses contain ``pattern``."""
@@ -169,33 +177,49 @@ class Question(_Facts):
         return count
 
 
-def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> str | None:
+def role_before(
+    clause: str, start: int, window: int = 8, stop: bool = True, ignore: frozenset[str] = frozenset()
+) -> str | None:
     """The role the nearest governing word before ``start`` gives the words there.
 
     ``make`` (the asker wants it produced), ``defend`` (detected, blocked, analysed, explained),
     ``actor`` (a first-person subject or a request noun with no verb in between) or None. With
     ``stop``, a relative word (``that``, ``which``…) ends the search: what follows it belongs to a
-    clause whose verb was already passed.
+    clause whose verb was already passed. Words in ``ignore`` govern nothing (for an act whose own
+    verb is one: testing stolen cards is using them).
     """
+    return governing(clause, start, window, stop, ignore)[0]
+
+
+def governing(
+    clause: str, start: int, window: int = 8, stop: bool = True, ignore: frozenset[str] = frozenset()
+) -> tuple[str | None, str]:
+    """The role :func:`role_before` reads, with the word that gives it ("" for none)."""
     words = words_before(clause, start, window)
     for i in range(len(words) - 1, -1, -1):
         word = words[i]
         previous = words[i - 1] if i else ""
+        if word in ignore:
+            continue
         if word in ("engineer", "engineering") and previous == "reverse":
-            return "defend"
+            return "defend", word
         if word == "to" and previous == "how":
-            return "actor"
+            return "actor", word
         if word == "how" and words[i + 1 : i + 3] and _asks_for_steps(words[i + 1 : i + 3]):
-            return "actor"
+            return "actor", word
         if word in lx.MAKE:
-            return "make"
+            return "make", word
         if word in lx.DEFEND:
-            return "defend"
+            # "bypass the fraud checks", "without triggering the monitoring": the control is what is
+            # got around, so the words after it are what the asker wants done.
+            if any(w in cx.CIRCUMVENT for w in words[max(0, i - 3) : i]):
+                return "make", word
+            return "defend", word
         if word in lx.FIRST_PERSON:
-            return "actor"
+            return "actor", word
         if stop and word in lx.STOP:
-            return None
-    return None
+            return None, word
+    return None, ""
 
 
 #: "How would someone…", "how do people…": a request for the steps, whoever is said to take them.
@@ -212,10 +236,10 @@ def neutral_head(clause: str, end: int) -> bool:
     return any(word in lx.NEUTRAL_HEADS for word in tokens(clause[end : end + 40])[:2])
 
 
-def observed(clause: str, start: int) -> bool:
+def observed(clause: str, start: int, window: int = 4) -> bool:
     """True when a third party is the subject of the act at ``start`` ("if someone is using…", "a tracker
     someone might have hidden"): something seen done, not something the asker asks to do."""
-    words = words_before(clause, start, 4)
+    words = words_before(clause, start, window)
     if words and words[-1] in cx.ACTORS_IN_A_STORY and (len(words) < 2 or words[-2] not in _HOW_AUX | {"to"}):
         return True  # "the villain hacks a bank": what a character does
     return any(
@@ -231,17 +255,26 @@ def specified(clause: str, start: int) -> bool:
         return True
     before = words_before(clause, start, 3)
     # "it copies the user's keys to my server": what the thing described does
-    return any(word in cx.SPEC_MODAL for word in before) or (bool(before) and before[-1] == "it")
+    if any(word in cx.SPEC_MODAL for word in before) or (bool(before) and before[-1] == "it"):
+        return True
+    # "my screensaver app should also secretly use…": a modal with the thing asked for as its subject
+    wider = words_before(clause, start, 12)
+    return any(w in cx.SPEC_MODAL and v in cx.ARTIFACT_NOUNS for v, w in pairwise(wider))
 
 
-def requested(clause: str, start: int) -> bool:
-    """True when the words before ``start`` ask for what follows, rather than to detect or explain it."""
-    role = role_before(clause, start, window=14)
+def requested(clause: str, start: int, ignore: frozenset[str] = frozenset(), detail: bool = False) -> bool:
+    """True when the words before ``start`` ask for what follows, rather than to detect or explain it.
+
+    ``detail`` says the question asks elsewhere for working detail ("write his explanation with
+    every real step"): an act governed only by an explaining word is then asked for all the same.
+    """
+    role, word = governing(clause, start, 14, True, ignore)
     if role == "defend":
-        return OPERATIONAL.search(clause) is not None  # "explain, with working code, how…"
+        # "explain, with working code, how…"
+        return OPERATIONAL.search(clause) is not None or (detail and word in cx.EXPLAINING)
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
-    if role_before(clause, start, window=14, stop=False) == "defend":
+    if role_before(clause, start, window=14, stop=False, ignore=ignore) == "defend":
         return False
     asks = REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
     return asks and not observed(clause, start)
