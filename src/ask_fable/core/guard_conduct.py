@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_reading import Question, words_before
+from ask_fable.core.guard_reading import Question, prevented, words_before
 
 
 def _c(fragment: str) -> re.Pattern[str]:
@@ -110,6 +110,8 @@ def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] 
     ``detail`` (the question asks for working detail), an explaining word governs nothing; nor does
     a word in ``ignore`` (watching a person is part of finding where she lives, not a defence).
     """
+    if prevented(clause, start):
+        return False
     words = words_before(clause, start, 14)
     for i in range(len(words) - 1, -1, -1):
         word = words[i]

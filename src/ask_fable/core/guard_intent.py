@@ -116,6 +116,8 @@ BIO_AGENT_NOT_COMPUTER = _c(r"\b(?!virus)" + lx.BIO_AGENT + r"\b")
 COMPUTER = _word(lx.COMPUTER)
 BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.BIO_RIGHT)
 CHEM_AGENT = _word(lx.CHEM_AGENT)
+#: "how is it generated": a question about how an agent comes to be, asked of the agent itself.
+HOW_MADE = _c(r"\bhow (?:is|are|was|were|does|do)\b")
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
 WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
 WEAPON_IDIOM = _word(lx.WEAPON_IDIOM)
@@ -374,7 +376,7 @@ def _agent_harm(
         if clause.has(SIMULATION):
             continue
         # Before the neutral head: "more resistant" makes the agent stronger, not something resisted.
-        if right.match(text, match.end()) and clause.has(REQUEST):
+        if right.match(text, match.end()) and clause.has_any(REQUEST, HOW_MADE):
             return True
         if neutral_head(text, match.end()):
             continue

@@ -220,6 +220,7 @@ COVERT = alt(
     r"under the hood",
     r"sneak\w* (?:\S+ ){0,3}?(?:on|onto|into)\b",
     r"when (?:he|she|they)(?:'s|'re| is| are) not (?:looking|around|home|watching)",
+    r"when (?:nobody|no one) is (?:using|looking|around|home|watching|at)",
     r"hid(?:e|es|den|ing) (?:itself|it|in the background|from|on)\b",
     r"hidden",
     r"invisible (?:to|from)",
@@ -330,7 +331,7 @@ OTHERS_SYSTEM = (
 
 FOREIGN = alt(
     rf"\b(?:my|ma|mah) (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
-    rf"\b{PERSON}(?:'s|s')(?=\W|$)",
+    rf"(?<!\bour )\b{PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
     r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|"
     r"usb stick)s? (?:that )?(?:i|we) "
@@ -341,6 +342,10 @@ FOREIGN = alt(
     r"inbox|"
     r"cloud|computer|laptop|phone|camera|pc)\b",
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
+    # "hack ex girlfriend insta": the possessive dropped, the person still named before the thing
+    rf"(?<!\bour )\b{PERSON} (?:insta\w*|phone|iphone|account|accounts|email|fb|facebook|snap\w*|whatsapp|"
+    rf"icloud|"
+    r"messages|texts|dms|pc|laptop|wifi|computer|location|gmail|tiktok)\b",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
     # "build a website" is the asker's own site, not someone else's.
     r"(?<!build )(?<!make )(?<!create )(?<!design )"
@@ -371,7 +376,9 @@ FOREIGN = alt(
     r"\bnext door\b",
     r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
-    r"\btheir (?:internal |corporate |home |office |private )?(?:site|website|server|servers|network|account|"
+    r"\btheir (?:internal |corporate |home |office |private )?(?:workspace|google workspace|tenant|slack|"
+    r"o365|"
+    r"office 365|m365|sharepoint|drive|cloud|site|website|server|servers|network|account|"
     r"accounts|phone|computer|pc|wifi|router|"
     r"portal|app|database|email|inbox|systems?)\b",
     # Not the names reserved for examples (example.com, example.org…): they stand for the asker's own.
@@ -403,8 +410,8 @@ UNAUTHORIZED = alt(
     r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
     r"without asking",
     r"after (?:he|she|they) changed (?:his|her|their|the) (?:\w+ )?(?:password|passcode|pin)",
-    r"(?:he|she|they|my (?:\w+ )?(?:ex|wife|husband|girlfriend|boyfriend|partner)) changed (?:his|her|their|"
-    r"the) "
+    r"(?:he|she|they|my (?:\w+ )?(?:ex|wife|husband|girlfriend|boyfriend|partner)) chang(?:e|ed|es) "
+    r"(?:(?:his|her|their|the) )?"
     r"(?:\w+ )?(?:passwords?|passcodes?|pins?|locks?)",
     r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
@@ -440,7 +447,8 @@ ACCESS = alt(
     r"get (?:admin|root)",
     r"brute ?forc\w*",
     r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
-    r"(?:get|grab|steal|obtain|extract|sniff|capture|find out)\w* (?:\S+ ){0,3}?(?:passwords?|passcodes?|"
+    r"(?:get|grab|steal|obtain|extract|sniff|capture|find out|pull)\w* (?:\S+ ){0,3}?(?:passwords?|"
+    r"passcodes?|"
     r"creds|"
     r"credentials|logins?|pins?)\b",
     r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
@@ -630,6 +638,8 @@ CONTROL_WEAK = alt(
 # --- cyber: behaviour described without naming the tool ---------------------------------------
 
 RANSOM_ACT = (
+    r"(?:files?|documents?|data|folders?|photos?|everything)\b[^.;?!]{0,40}?\binto (?:gibberish|garbage|junk|"
+    r"noise|unreadable \w+)|"
     r"(?:encrypt\w*|lock\w*|scrambl\w*|hold\w*)\s+(?:\S+\s+){0,5}?(?:files?|documents?|data|drives?|shares?|"
     r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?|records|databases?)\b"
 )
@@ -646,6 +656,8 @@ RANSOM_DEMAND = alt(
     r"get (?:them|it|their \w+) back",
     r"key back",
     r"(?:my|a) (?:bitcoin|btc|monero|xmr|crypto|wallet) (?:address|wallet)",
+    r"ransom notes?",
+    r"(?:leaves?|drops?|shows?) a note",
 )
 #: Access given back for payment: ransom when aimed at someone else's files, billing when at a customer's.
 PAYMENT_UNLOCK = (
@@ -657,7 +669,7 @@ KEYLOG = (
     r"watches)\s+(?:\S+\s+){0,3}?(?:keystrokes?|every key(?:stroke)?|keys? (?:pressed|typed)|everything "
     r"(?:\S+ ){0,2}?(?:types?|typed|does)|what (?:\S+ ){0,2}?(?:types?|typed)|"
     r"(?:every )?passwords? (?:\S+ ){0,2}?types?)"
-    r"|\b(?:what|everything) (?:he|she|they|my \S+|the user|someone|people|users) (?:types|typed)\b"
+    r"|\b(?:what|everything) (?:he|she|they|my \S+|the user|someone|people|users) (?:types|typed|type)\b"
 )
 STEAL = (
     r"\b(?:steal|steals|stealing)\s+(?:\S+\s+){0,4}?"
@@ -923,13 +935,16 @@ CHEM_AGENT = alt(
 )
 CHEM_ACT = words(
     """synthesize synthesise synthesizing synthesising synthesis make making produce producing mix mixing
-    prepare brew cook obtain precursors precursor recipe route release releasing disperse dispersing spread
+    prepare brew cook obtain precursors precursor recipe route pathway pathways reaction reactions reagents
+    reagent procedure release releasing disperse dispersing spread
     aerosolize extract purify buy acquire create manufacture plan combine combined combining fill whip makes
     produces synthesizes synthesises cooks brews mixes prepares made produced synthesized synthesised cooked
     brewed mixed prepared extracted"""
 )
 CHEM_RIGHT = alt(
-    r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced"
+    r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced",
+    r"(?:(?:is|are|gets?|get|was|were) (?:\S+ )?)?(?:generated|made|produced|synthesi[sz]ed|prepared|formed|"
+    r"manufactured|brewed|cooked|extracted|weaponi[sz]ed)\b"
 )
 WEAPON_AGENT = alt(
     r"(?:pipe |car |nail |dirty )?bombs?",
@@ -1079,7 +1094,8 @@ PEOPLE = alt(
     r"\b(?:anyone|everyone|people) who\b",
     r"\b(?:visitors|recipients|drivers|passers ?by|colleagues|coworkers|classmates|strangers)'?(?=\W|$)",
     r"\bthe (?:recipient|owner|person using|user's contacts)\b",
-    r"\bone (?:person|user|streamer|woman|man|girl|guy|individual)(?:'s)?\b",
+    r"\bone (?:particular |specific |single )?(?:person|user|streamer|woman|man|girl|guy|"
+    r"individual)(?:'s)?\b",
     r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
     r"\b(?:her|his) (?:instagram|insta|icloud|facebook|snapchat|whatsapp|gmail|tiktok|twitter|socials|"
     r"social media|dms|chats|texts|cloud|drive|dropbox|discord|telegram|signal|outlook|wifi|router|tablet|"
@@ -1102,7 +1118,7 @@ PEOPLE = alt(
 INTIMATE = r"\bmy (?:(?:former|old|ex) )?(?:ex|wife|husband|girlfriend|boyfriend|partner|crush)\b"
 #: A private person singled out, or caught alone.
 SINGLED_OUT = (
-    r"\b(?:a (?:specific|particular|certain) \w+|one (?:woman|man|girl|guy|person|"
+    r"\b(?:(?:a|one) (?:specific|particular|certain|single) \w+|one (?:woman|man|girl|guy|person|"
     r"streamer)|home alone|alone at night|by (?:her|him)self|when (?:she|he)(?:'s| is) alone|"
     r"when (?:her|his|their) parents are (?:away|out|gone))\b"
 )
@@ -1122,6 +1138,8 @@ UNSEEN = alt(
 DISGUISE = alt(
     r"looks? (?:exactly |just )?like (?:a |an |the |their |his |her )?\w+(?: \w+)? (?:but|that|and)\b",
     r"looks? (?:exactly|just) like",
+    r"(?:harmless|innocent|legit(?:imate)?|normal|innocuous|benign)(?: ?looking| seeming)",
+    r"looks? (?:harmless|innocent|legit\w*|normal|innocuous)",
     r"looks? like (?:it|they|this) (?:\w+ )?(?:is|are|was|were|came|comes|come) from",
     r"looks? like (?:it'?s|they'?re) (?:\w+ )?from",
     r"look(?:s|ing)? like (?:their|his|her|the real|a real|the official) ",
@@ -1173,6 +1191,8 @@ HAND_OVER = alt(
     r"entered)",
     r"asks? (?:\S+ ){0,2}?to (?:log ?in|sign ?in|enter)",
     r"gets? (?:\S+ ){0,3}?to (?:read out|enter|type|give|share|send|tell|hand)",
+    r"(?:asks?|ask\w*|makes?|tells?) (?:\S+ ){0,3}?to (?:read (?:out|back)|say|repeat|confirm) (?:\S+ ){0,3}?"
+    r"(?:codes?|pins?|passwords?|card|numbers?|otp)",
     r"(?:get|take|extract|squeeze|move|moves|moving)\w* (?:\S+ ){0,3}?(?:money|cash|funds|savings|payments?) "
     r"(?:from|out of|to my|into my)",
     r"hand (?:over|in) (?:their |his |her |your )?",
@@ -1227,7 +1247,8 @@ ENGAGEMENT = alt(
 )
 #: Accounts made for one's own tests, not to deceive anyone.
 TEST_USE = alt(
-    r"\btest (?:accounts|users|profiles|data|identities)\b", r"\bstaging\b", r"\bqa\b", r"\bload test\w*",
+    r"\btest (?:accounts|users|profiles|data|identities|cards?|card numbers)\b", r"\bstaging\b", r"\bqa\b",
+    r"\bload test\w*",
     r"\bsandbox\b", r"\bseed data\b",
 )
 
@@ -1310,7 +1331,7 @@ EXPOSE = (
 #: The asker's program run on someone else's machine.
 PLANT = alt(
     r"(?:downloads?|downloading) and (?:runs?|executes?|installs?)",
-    r"(?:fetch|pull|grab|download|retriev)\w* (?:\S+ ){0,4}?(?:and|then) (?:runs?|executes?|launch\w*|"
+    r"(?:fetch|pull|grab|download|retriev)\w* (?:\S+ ){0,6}?(?:and|then) (?:runs?|executes?|launch\w*|"
     r"installs?|"
     r"loads?)\b",
     r"runs? (?:\S+ ){0,2}?(?:code|something|commands?|a script|my \w+) when (?:it'?s |it is )?opened\b",

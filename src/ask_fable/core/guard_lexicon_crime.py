@@ -46,6 +46,11 @@ STOLEN_INSTRUMENT = alt(
     r"identity of (?:\S+ ){0,2}?(?:someone|"
     r"a stranger|my \w+|a dead))\b",
     r"\bcloned (?:cards?|plastic)\b",
+    r"\b(?:card numbers?|cards?|ccs?|cc's|cvvs?|card details|dumps|fullz)\b[^.;?!]{0,40}?\b(?:from|off|on|"
+    r"via) "
+    r"(?:a |an |some |the )?(?:\w+ )?(?:vendors?|sellers?|shops?|markets?|forums?|channels?|telegram|"
+    r"dark ?web|"
+    r"darknet|onion)\b",
     r"\b(?:card numbers?|cards?|ccs?|cvvs?|card details|dumps)\b[^.;?!]{0,30}?\b(?:i|we) (?:bought|purchased|"
     r"got|scraped) (?:online|off|from|on|in)\b",
     r"\bcvvs? (?:off|from) (?:a|the) \w+",
@@ -212,11 +217,14 @@ FRAUD_NOUN = r"\bfraud\b"
 GET_AWAY = (
     r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:fraud|anti ?fraud|"
     r"aml) (?:alerts?|checks?|"
-    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|"
+    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted|shut down|banned)(?! in\b|"
+    r" up\b| on\b)|"
     r"(?:so|and) "
     r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
     r"won'?t|can'?t|never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?"
-    r"(?:police|cops|authorities|feds) (?:finding|noticing|knowing|catching)|(?:make|get|keep|buy)\w* "
+    r"(?:police|cops|authorities|feds|banks?|issuers?|card ?holders?|owners?|victims?|carriers?|platforms?|"
+    r"irs|"
+    r"hmrc|investigators) (?:finding|noticing|knowing|catching|flagging|tracing)|(?:make|get|keep|buy)\w* "
     r"(?:\S+ ){0,3}?(?:guns?|9mm|pistols?|rifles?|weapons?|firearms?|money|cash|payments?|calls?|phone|"
     r"burner|me|"
     r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
@@ -239,6 +247,7 @@ USE_OTHERS_ACCOUNT = (
 FALSE_CLAIM = (
     r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
     r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b|"
+    r"\bincome (?:i|we) (?:don'?t|do not) (?:have|earn|make)\b|"
     r"\b(?:claim|get|collect|receive)\w* (?:\S+ ){0,3}?(?:benefits|refunds?|compensation|payouts?|insurance|"
     r"grants?|loans?|relief)\b[^.;?!]{0,30}?(?:i'?m|i am|we'?re|we are) not (?:entitled|eligible)"
 )
@@ -283,6 +292,27 @@ DISINFO = (
     r"\b(?:fake|false|made ?up|fabricated|invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
     r"allegations?|accusations?|reviews?|posts?|scandal)\b"
 )
+#: Many voices at once: accounts, bots or people paid to repeat it.
+MANY_VOICES = (
+    r"\b(?:lots of|many|multiple|hundreds of|thousands of|a bunch of|dozens of|fake|sock ?puppet|bot|alt) "
+    r"(?:\w+ )?(?:accounts|profiles|bots|people|pages)\b|\bbots?\b|\bviral\b"
+)
+#: Cards run through small charges to see which work: carding, whoever's checkout it uses.
+CARD_CHECK = (
+    r"\b(?:(?:cc|card|cvv|bin) ?checkers?|(?:run|test|check|try|validate|hit|"
+    r"push)\w* (?:\S+ ){0,4}?(?:cards?|ccs?|"
+    r"card numbers?)\b(?: \S+){0,6}? (?:through|against|on|with|via) (?:\S+ ){0,4}?(?:\$ ?\d|auths?|"
+    r"authori[sz]ations?|charges?|donations?|purchases?|gateways?|shops?|sites?|checkouts?))"
+)
+FINDS_LIVE = (
+    r"\b(?:live|approved|valid|still work\w*|good ones|which ones|the ones (?:that|which)|ones that (?:work|"
+    r"pass|"
+    r"go through))\b"
+)
+#: A rumour planted about someone: spread wide, it is a smear whether or not it is called false.
+RUMOUR = (
+    r"\b(?:spread|start|post|plant|seed)\w* (?:a |the |some )?(?:\w+ )?(?:rumou?rs?|lies|smears?|hoax\w*)\b"
+)
 SPREAD_WIDE = (
     r"\b(?:spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|widely)|lots of accounts|many "
     r"accounts|bots?|flood\w*)\b"
@@ -324,7 +354,8 @@ LINE_TAKEOVER = (
     r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|receiv\w*|on my (?:own )?phone|replacement sim|"
     r"new sim|(?:i|we) control|steal\w*|get into|"
     r"reset (?:their|his|"
-    r"her))\b"
+    r"her)|mov\w*|transfer\w*|(?:to|onto) (?:a |my )?(?:new )?sim (?:i|we) (?:hold|have|own|control|"
+    r"bought))\b"
 )
 #: A SIM swap or port-out done on a line: fraud when aimed at someone else's.
 SIM_SWAP = r"\b(?:sim ?swap\w*|port\w* out (?:\S+ ){0,2}?(?:number|line)s?|(?:number|line) port ?outs?)\b"
@@ -402,6 +433,10 @@ SYNTH_LIKENESS = alt(
     r"\b(?:voice|face|likeness)s? (?:\S+ ){0,2}?clon\w*",
     r"\bclon(?:e|ing) (?:it|them|that|her|him)\b",
     r"\bdeep ?fak\w*",
+    r"\b(?:makes?|making) me (?:look|sound) like\b",
+    r"\b(?:face|voice) (?:filters?|changers?|masks?)\b",
+    r"\b(?:generat|mak|creat|produc|fak|synthesi[sz]|render)\w* (?:a |an )?(?:\w+ )?(?:voice|audio|video) "
+    r"(?:messages?|notes?|clips?|calls?|recordings?)\b",
     r"\bface ?swap\w*",
     r"\b(?:ai|synthetic|synthesi[sz]ed|generated|fake|cloned)(?: \w+)? (?:voice|video|audio|face|"
     r"recording|clip)s?",
@@ -435,7 +470,8 @@ DECEIVE_USE = (
 # --- copy protection ------------------------------------------------------------------------------
 
 _CIRCUMVENT = (
-    r"(?:crack\w*|strip\w*|remov\w*|emulat\w*|spoof\w*|fak(?:e|es|ing)|clon\w*|forg(?:e|es|ing)|defeat\w*|"
+    r"(?:crack\w*|strip\w*|remov\w*|emulat\w*|revers\w*(?: engineer\w*)?|spoof\w*|fak(?:e|es|ing)|clon\w*|"
+    r"forg(?:e|es|ing)|defeat\w*|"
     r"patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
     r"disabl\w*|break\w*|circumvent\w*|nop\w* out|neuter\w*)"
 )
@@ -446,7 +482,8 @@ _PROTECTION = (
     r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongles?|"
     r"(?:subscription|premium|purchase|payment|trial|in app purchase|iap|entitlement|paid (?:feature|tier)) "
     r"(?:checks?|verification|validation|limits?|locks?|gates?)|(?:licen[cs]e|activation|drm) servers?|"
-    r"widevine|fairplay|playready|hdcp|"
+    r"widevine|fairplay|playready|hdcp|watermarks?|login walls?|reg(?:istration)? walls?|content locks?|"
+    r"(?:trial|subscription) (?:expiry|expiration|period|timer|countdown|nags?)|"
     r"encryption (?:on|of|in) (?:a |an |the )?(?:\w+'s|their|his|her|someone'?s))"
 )
 #: Copy protection or licensing broken, or its product ripped or resold.
@@ -463,6 +500,11 @@ PIRACY = alt(
     r"songs?)\b",
     r"\bdownload\w* (?:\S+ ){0,3}?paid (?:videos?|courses?|content|ebooks?|books?|music|movies?|shows?)\b",
     r"\bwork\w* out (?:the )?serial (?:algorithm|keys?|numbers?)\b",
+    r"\b(?:dump|rip|extract|pull|grab)\w* (?:\S+ ){0,3}?(?:decrypted|unprotected|drm ?free|unencrypted)\b",
+    r"\b(?:scrap|download|grab|pull|copy|copie|rip|sav|archiv)\w* (?:\S+ ){0,4}?(?:behind|past|from behind) "
+    r"(?:\S+ ){0,3}?(?:paywalls?|login walls?|subscriptions?|logins?)\b",
+    r"\b(?:shar|hand\w* out|resell|sell|rent|split)\w* (?:\S+ ){0,4}?(?:paid|premium|subscription|streaming) "
+    r"(?:\S+ ){0,2}?(?:accounts?|sessions?|logins?|subscriptions?)\b",
     r"\b(?:patchers?|loaders?|keygens?|cracks?|activators?|emulators?|clone dongles?) (?:that|which|to) "
     r"(?:\S+ ){0,2}?(?:disabl|remov|skip|bypass|unlock|emulat|fake|spoof|patch)\w*",
 )
@@ -480,7 +522,7 @@ DISTRIBUTE = (
     r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
     r"file ?sharing|re ?publish\w*|re ?upload\w*|re ?brand\w*|re ?host\w*|host\w* (?:them|it|\S+ \S+) on|"
     r"pirat\w*|modded|cracked|on my (?:\w+ ){0,3}?(?:site|website|server|channel|app|store)|"
-    r"as (?:my|our) own)\b"
+    r"as (?:my|our) own|for a fee|subscribers|pay me|paying me|torrent tracker)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -500,6 +542,16 @@ TECHNIQUE = alt(
     r"\b(?:try|tries|trying|test|testing)\w* (?:\S+ ){0,3}?(?:on|against) (?:a |an |the |their |his |her |"
     r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
+    r"\bhijack\w* (?:\S+ ){0,2}?sessions?\b", r"\bsession hijack\w*",
+    r"\b(?:steal|replay|clone)\w* (?:\S+ ){0,2}?(?:session|cookies?|tokens?)\b",
+    r"\bphish(?:ing|ed|es)? (?:the |their |his |her |a |an |some )?(?:\w+ )?(?:admins?|staff|employees|"
+    r"users|people|"
+    r"accounts?|targets?|ceo|cfo|finance|team)\b",
+    r"\bpivot\w* (?:\S+ ){0,10}?(?:into|onto)\b",
+    r"\bintercept\w* (?:\S+ ){0,3}?(?:traffic|packets|requests|communications|connections)\b",
+    r"\b(?:mitm|man in the middle|arp spoof\w*|packet sniff\w*)\b",
+    r"\bsniff\w* (?:\S+ ){0,2}?(?:traffic|packets|wifi|network|passwords|credentials|creds|cookies)\b",
+    r"\bcrack\w* (?:\S+ ){0,3}?(?:wpa\w*|wep|wifi|wi fi|password|passcode|pin|hash\w*)\b",
     r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
     r"log ?in)",
@@ -551,6 +603,7 @@ LOCATE = alt(
     r"public|everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|"
     r"about))",
     r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",
+    r"\beverything (?:you|i|we) can (?:find|dig up|get|pull) (?:on|about)\b",
     r"\b(?:what time|when) (?:she|he|they) (?:drops?|leaves?|gets? home|comes? home|is (?:home|alone|out))",
     r"\bwhen the (?:house|home|flat|apartment) is empty\b",
     r"\b(?:timeline|map|log|record|list|schedule) of where (?:she|he|they)\b",
@@ -560,7 +613,7 @@ THIRD_PERSON = (
     r"\b(?:she|he|her|him|his|this (?:girl|guy|woman|man|person)|(?:a|the) (?:\w+ )?(?:reporter|journalist|"
     r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
     r"(?:an |the |this |that )?anonymous (?:\w+ )?(?:users?|posters?|accounts?|critics?|commenters?|"
-    r"reviewers?|persons?)|a specific \w+|"
+    r"reviewers?|persons?)|a specific \w+|(?:one|a|this) (?:particular|specific|single) \w+|"
     r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )
 #: The asker looking for their own details.
@@ -592,6 +645,12 @@ CRIME = alt(
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
     r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|(?:medical|dental|school|"
     r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
+    r"\b(?:realistic|convincing|believable|authentic ?looking|real ?looking|passable|legit ?looking)\s+"
+    r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"
+    r"doctor'?s notes?|sick notes?|prescriptions?|utility bills?|tax returns?|references?|certificates?|"
+    r"licen[cs]es?|medical records)\b",
+    r"\b(?:sell|selling|sells|make|making|produc\w*|ship\w*|import\w*|distribut\w*|manufactur\w*)\s+"
+    r"(?:\S+\s+){0,2}?(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded|designer|brand))\s+\w+",
     r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|"
     r"clothes|"
     r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|"
@@ -635,6 +694,9 @@ INSIDER = alt(
     r"\b(?:bribe|bribing|socially engineer\w*|social engineer\w*|sweet ?talk\w*|pay\w* off|coerc\w*|"
     r"blackmail\w*)\s+(?:\S+\s+){0,3}?(?:insiders?|employees?|reps?|clerks?|tellers?|agents?|staff(?:ers)?|"
     r"workers?|support (?:staff|agents?)|helpdesk|help desk)\b",
+    r"\b(?:insiders?|employees?|reps?|clerks?|tellers?|staff(?:ers)?|agents?|"
+    r"workers?)\b[^.;?!]{0,30}?\b(?:talk|"
+    r"trick|bribe|pay|persuade|convince|pressure|sweet ?talk)\w* (?:\S+ )?into\b",
 )
 #: Work against crime that names it.
 AGAINST_CRIME = (
@@ -654,7 +716,9 @@ TAKE_DATA_OUT = (
 INSIDER_MOTIVE = (
     r"\b(?:without (?:\S+ ){0,5}?(?:noticing|knowing|seeing|detecting|finding out|triggering|tripping|"
     r"flagging)|leaving (?:any )?traces?|quietly|secretly|"
-    r"sell\w* (?:it|them|\S+) to|sell\w* (?:it|them)\b|leaving (?:next|this|in|at the end)|to a competitor|"
+    r"sell\w* (?:it|them|\S+) to|sell\w* (?:it|them)\b|before (?:they|anyone|he|she|it|the \w+) "
+    r"(?:notice|find out|realise|realize|catch on|revoke)\w*|leaving (?:next|this|in|at the end)|"
+    r"to a competitor|"
     r"personal (?:drive|account|email|gmail|dropbox|laptop|"
     r"device)|"
     r"before i (?:leave|quit|go)|i'?m leaving)\b"
@@ -697,7 +761,7 @@ OPENED = (
     r"(?:opened|plugged in|inserted|clicked|launched|installed|viewed|previewed)|(?:when|once|as soon as|"
     r"after) "
     r"(?:someone|anyone|they|the (?:victim|user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|"
-    r"installs?|downloads?))\b"
+    r"installs?|downloads?|enables?))\b"
 )
 
 #: Characters whose acts a story or game describes: what they do is told, not asked for.

@@ -23,6 +23,9 @@ _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 #: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
 _LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
 _LEET_LETTERS = str.maketrans("013457@$", "oieastas")
+#: A word spelled out letter by letter to slip past a filter ("m.a.k.e", "r a n s o m"): four or more
+#: single letters, each followed by the same separator.
+_SPELLED = re.compile(r"(?<![\w.])[a-z]([.*_ -])[a-z](?:\1[a-z]){2,}(?![\w])")
 #: "how 2 hack", "want 2 get": the digit standing for "to".
 _TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
@@ -54,6 +57,7 @@ def normalize(question: str) -> str:
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
         text = _TWO.sub(r"\1 to", text)
+    text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -262,6 +266,16 @@ def specified(clause: str, start: int) -> bool:
     return any(w in cx.SPEC_MODAL and v in cx.ARTIFACT_NOUNS for v, w in pairwise(wider))
 
 
+_CANNOT = re.compile(r"\b(?:can'?t|cannot|won'?t|couldn'?t|(?:is|are) unable|never|no longer)\b")
+
+
+def prevented(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what a measure exists to stop ("…a callback procedure so a
+    deepfaked CEO can't get a wire approved"): "so" before it, a "can't" right after."""
+    before = words_before(clause, start, 4)
+    return "so" in before and _CANNOT.search(clause, start, start + 60) is not None
+
+
 def requested(clause: str, start: int, ignore: frozenset[str] = frozenset(), detail: bool = False) -> bool:
     """True when the words before ``start`` ask for what follows, rather than to detect or explain it.
 
@@ -269,6 +283,8 @@ def requested(clause: str, start: int, ignore: frozenset[str] = frozenset(), det
     every real step"): an act governed only by an explaining word is then asked for all the same.
     """
     role, word = governing(clause, start, 14, True, ignore)
+    if prevented(clause, start):
+        return False
     if role == "defend":
         # "explain, with working code, how…"
         return OPERATIONAL.search(clause) is not None or (detail and word in cx.EXPLAINING)
