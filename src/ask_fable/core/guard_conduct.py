@@ -119,6 +119,8 @@ def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] 
             return False  # "someone is using…": done by a third party, seen rather than asked for
         if word == "from" and any(w in _RECEIVED for w in words[max(0, i - 5) : i]):
             return False  # "our CFO got a call from a deepfaked CEO": received, not asked for
+        if word == "to" and i and words[i - 1] == "how":
+            return True  # "explain how to clone…": the steps are what is asked for
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
         if i + 1 < len(words) and words[i + 1] in ("that", "which"):
@@ -127,6 +129,8 @@ def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] 
             continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
         if word in ignore:
             continue
+        if word in lx.DEFEND and _named(clause, start, word):
+            continue  # "a 'job test' zip": a name in quotes governs nothing
         if word in lx.DEFEND:
             if detail and word in cx.EXPLAINING:
                 return True
@@ -135,6 +139,12 @@ def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] 
         if word in lx.MAKE or word in lx.FIRST_PERSON:
             return True
     return True
+
+
+def _named(clause: str, start: int, word: str) -> bool:
+    """True when ``word``, before ``start``, closes a quoted name ("a 'job test' zip")."""
+    before = clause[max(0, start - 120) : start]
+    return f"{word}'" in before and f"{word}'s" not in before
 
 
 def _subject(clause: str, end: int) -> bool:

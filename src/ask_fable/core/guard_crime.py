@@ -98,6 +98,10 @@ OFFENCES = (
     Offence(_c(cx.FRAUD_NOUN), "fraud", "", named=True),
     Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
     Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
+    Offence(_c(cx.SEND_ME_MONEY), "fraud", "getting a person to send the asker money",
+            ((_c(cx.SOFT_TARGET),),)),
+    Offence(_c(cx.PRIVATE_SPACE_CAMERA), "covert_surveillance",
+            "recording people where they undress or sleep", (), (AGREED,)),
     Offence(_c(cx.SIM_SWAP), "fraud", "taking over someone's phone number", ((*TARGETED, _c(cx.MARK)),),
             (_c(cx.OWN_LINE), AGAINST_CRIME)),
     Offence(_c(cx.SYNTHETIC_ID), "fraud", "identities made up to pass a credit or identity check",
@@ -166,7 +170,7 @@ def offence(question: Question) -> tuple[str, str] | None:
             continue
         for clause, match in question.distinct(found.act):
             start = match.start()
-            if start and clause.text[start - 1] in "\"'":
+            if start and clause.text[start - 1] in "\"'" and not question.detail:
                 continue  # "a 'kill myself' message": the words are mentioned, not asked for
             if found.named:
                 wanted = requested(clause.text, start, found.abuse, question.detail)

@@ -50,7 +50,9 @@ DEFEND = words(
     which whether conceptually overview suspected suspicious hit infected attacker attackers
     attacker's adversary adversaries check checks checking verify audit audits auditing
     relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
-    educate found discovered noticed observed received saw seen spotted moderate moderating moderation"""
+    educate found discovered noticed observed received saw seen spotted moderate moderating moderation
+    distinguish distinguishes distinguishing differentiate differentiating signals research researching
+    researches researched"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -77,7 +79,7 @@ NEUTRAL_HEADS = words(
     vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total
     storage compliance retention gear archive exposure studies study levels records results screening
     parser parsers schema schemas format formats size sizes validation validator team teams department desk
-    ops unit squad"""
+    ops unit squad warning warnings banner banners notice notices"""
 )
 
 # --- cyber: attack tooling -------------------------------------------------------------------
@@ -86,7 +88,8 @@ NEUTRAL_HEADS = words(
 STRONG_TOOLING: dict[str, str] = {
     r"ransomwares?": "ransomware",
     r"malware": "malware",
-    r"keyloggers?|keystroke loggers?": "a keylogger",
+    r"keyloggers?|keystroke loggers?|keylog\w*": "a keylogger",
+    r"(?:wallet|crypto|token|nft) drainers?": "a wallet drainer",
     r"rootkits?|bootkits?": "a rootkit",
     r"botnets?": "a botnet",
     r"info ?stealers?": "a credential stealer",
@@ -313,7 +316,8 @@ PERSON = alt(
     r"university",
     r"college",
     r"employer",
-    r"(?:former|old) (?:company|employer|job|school|workplace)",
+    r"(?:former|old) (?:company|employer|job|school|workplace|clients?|customers?|business partners?|"
+    r"landlord|tenants?)",
     r"(?:former|old|ex) (?:girlfriend|boyfriend|wife|husband|partner|roommate|flatmate|friend|colleague)",
 )
 
@@ -333,7 +337,8 @@ FOREIGN = alt(
     rf"\b(?:my|ma|mah) (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
     rf"(?<!\bour )\b{PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
-    r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|"
+    r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|macbook|mac|camera|drive|"
+    r"hard drive|"
     r"usb stick)s? (?:that )?(?:i|we) "
     r"found\b",
     r"\bmy (?!company|team|org|own|startup|lab|app|site|project|client)\w+'s (?:\w+ ){0,2}?(?:site|"
@@ -361,6 +366,8 @@ FOREIGN = alt(
     r"i) (?:finds?|can find)\b",
     r"\bsomebody(?:'s)?",
     r"\bother (?:people|persons|users)(?:'s|')?",
+    r"\bother (?:\w+ )?(?:companies|organi[sz]ations|businesses|firms|sites|websites|guests|tenants|"
+    r"customers)(?:'s|')?",
     r"\banother (?:person|user)(?:'s)?",
     r"\bpeople's",
     r"\bstrangers?\b",
@@ -448,7 +455,7 @@ ACCESS = alt(
     r"brute ?forc\w*",
     r"get (?:\S+ ){0,2}?passwords? (?:of|for|to)",
     r"(?:get|grab|steal|obtain|extract|sniff|capture|find out|pull)\w* (?:\S+ ){0,3}?(?:passwords?|"
-    r"passcodes?|"
+    r"passcodes?|pws?|pwds?|"
     r"creds|"
     r"credentials|logins?|pins?)\b",
     r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
@@ -458,6 +465,9 @@ ACCESS = alt(
     r"log(?:s|ging)? ?in as",
     r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",
+    r"listen(?:s|ing)? in on",
+    r"eavesdrop\w*(?: on)?",
+    r"tap(?:s|ping)? (?:into )?(?:\S+ )?(?:calls|phone|line)",
     r"(?:see|view|open|access)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|"
     r"inbox|chats?|"
     r"whatsapp|photos|icloud)",
@@ -525,6 +535,8 @@ VULN = alt(
     r"cve \d+ \d+",
     r"holes?",
     r"misconfiguration",
+    r"(?:open )?redirects?", r"csrf", r"ssrf", r"idor", r"xss", r"xxe", r"deseriali[sz]ation",
+    r"race conditions?",
     r"login",
     r"portal",
 )
@@ -710,6 +722,7 @@ REMOTE_CONTROL = alt(
     r"waits? for (?:my )?commands",
     r"waits? for (?:a |my )?commands? from my",
     r"keep control of",
+    r"shows? me (?:his|her|their|\w+'s) (?:screen|messages|texts|chats|camera|webcam|location|keystrokes)",
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:see|watch|use|type on|read|control|access) (?:his|her|"
     r"their|"
     r"someone's|my \w+'s)",
@@ -720,7 +733,7 @@ SELF_SPREAD = alt(
     r"(?:every|each|other|all|any|usb|shared|removable|network)",
     r"spread\w* (?:by copying|from (?:computer|machine|host|pc|device) to|on its own|itself|"
     r"to (?:every|all|other)|across (?:the |a )?(?:\w+ )?(?:network|hosts|machines)|"
-    r"through (?:email|the network|usb|smb|shared))",
+    r"(?:through|over|via|using|by) (?:email|the network|usb|smb|shared|removable|network shares|bluetooth))",
     r"infect\w* (?:every|other|all|each|any) (?:\S+ ){0,2}?(?:computers?|machines?|hosts?|pcs?|devices?|"
     r"files?|servers?|routers?|cameras?)",
 )
@@ -928,6 +941,7 @@ CHEM_AGENT = alt(
     r"(?:gas|vapou?rs?|fumes|smoke|mixture|chemical|substance|compound|liquid|powder|spray|something) "
     r"(?:\S+ ){0,3}?(?:that |which )?"
     r"(?:would|will|could|can|to) (?:\S+ )?(?:knock (?:\S+ )?out|kill|poison|harm|hurt|incapacitate|sicken|"
+    r"clear (?:a |the )?(?:room|building|crowd|area|train|bus)|drive out|"
     r"suffocate|blind|burn)",
     r"(?:something|gas|fumes|mixture|vapou?r) (?:\S+ )?(?:lethal|deadly|toxic|poisonous) to (?:breathe|"
     r"inhale|"
@@ -1160,7 +1174,8 @@ DISGUISE = alt(
     r"help desk|hr|"
     r"payroll|the bank|your bank|microsoft|apple|google|amazon|paypal|the irs|irs|hmrc|the police|dhl|"
     r"fedex|ups|"
-    r"usps)\b",
+    r"usps|(?:our|the|my) (?:ceo|cfo|boss|director|manager|president|owner|founder|finance director|"
+    r"accountant|lawyer|landlord))\b",
     r"\b(?:cloned|synthetic) voice",
     r"\bthinking (?:it'?s|it is|they'?re|they are)\b",
     r"\bmy copy\b",
@@ -1177,6 +1192,8 @@ HAND_OVER = alt(
     r"deposits?|invoices?|bills?|tolls?|tax\w*|customs|(?:to |into )?my (?:bank )?account)",
     r"(?:through|via|to|on) my (?:link|site|website|page|account|wallet|form)\b",
     r"(?:to|into) my (?:paypal|venmo|cash ?app|wallet|bank)\b",
+    r"(?:lets?|letting|gives?|giving) me (?:\S+ )?(?:remote|remotely|access|in\b|into|control)",
+    r"(?:calls?|texts?|emails?|messages?|contacts?) my (?:number|line|phone|hotline|support line)",
     r"(?:update|verify|confirm|re ?enter)\w* (?:\S+ ){0,2}?(?:payment|billing|card|bank)\b",
     r"(?:keeps?|takes?|steals?|pockets?) (?:whatever|all|the money|the funds|"
     r"everything) (?:\S+ ){0,2}?(?:deposit|"
@@ -1215,6 +1232,7 @@ FAKE_BULK = alt(
     r"\b(?:invented|made up|imaginary|fictional|fictitious) (?:customers|people|users|reviewers|accounts|"
     r"identities|patients|residents)\b",
     r"\bfake (?:\S+ ){0,3}?(?:accounts|profiles|identities|reviews|ratings|residents?|locals|citizens|voters|"
+    r"recruiters?|"
     r"people|customers|"
     r"patients|submissions|signatures|followers|likes|votes|"
     r"clicks|users|personas|comments)\b",
@@ -1225,7 +1243,8 @@ FAKE_BULK = alt(
     r"ninety|"
     r"a hundred|a thousand)) (?:of )?(?:\S+ ){0,4}?(?:accounts|profiles|identities|"
     r"reviews|ratings|comments|votes|likes)\b",
-    r"\bbot farms?\b",
+    r"\bbot farms?\b", r"\bclick(?:er)? (?:farms?|bots?)\b",
+    r"\bfak(?:es|ing|ed) (?:\S+ ){0,3}?(?:clicks|views|likes|reviews|installs|impressions|signups|votes)\b",
     r"\b(?:burner|throwaway|sock ?puppet) accounts\b",
     r"\bsock ?puppets?\b",
     r"\bmade up identities\b",

@@ -170,7 +170,7 @@ FAKE_CHARITY = (
     r"|don'?t) exist"
 )
 #: A location faked to be paid for work not done.
-SPOOF_PAID = r"\bspoof\w* (?:my |the |our )?(?:gps|location)\b"
+SPOOF_PAID = r"\b(?:spoof|fak|forg)\w* (?:my |the |our )?(?:gps|location|position|check ?ins?)\b"
 PAID = r"\b(?:get paid|paid|payouts?|bonus\w*|earn\w*|money|fares?|didn'?t deliver|never delivered)\b"
 #: Checks kited, drug tests cheated, cheats made for online games.
 CHEAT_SYSTEMS = (
@@ -229,7 +229,8 @@ GET_AWAY = (
     r"burner|me|"
     r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
     r"can'?t "
-    r"be traced back to me|without (?:it )?being traced back|evade (?:the )?(?:police|taxes|tax)|"
+    r"be traced back to me|without (?:it )?being traced(?: back)?(?: to me)?|evade (?:the )?(?:police|taxes|"
+    r"tax)|"
     r"before (?:the )?(?:banks?|police|cops|card ?holders?|issuers?|authorities|owners?|victims?|"
     r"investigators) "
     r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize)\w*|"
@@ -294,8 +295,28 @@ DISINFO = (
 )
 #: Many voices at once: accounts, bots or people paid to repeat it.
 MANY_VOICES = (
-    r"\b(?:lots of|many|multiple|hundreds of|thousands of|a bunch of|dozens of|fake|sock ?puppet|bot|alt) "
+    r"\b(?:lots of|many|multiple|hundreds of|thousands of|a bunch of|dozens of|fake|sock ?puppet|bot|alt|"
+    r"(?:a )?network of) "
     r"(?:\w+ )?(?:accounts|profiles|bots|people|pages)\b|\bbots?\b|\bviral\b"
+)
+#: A person made to send the asker money: a con whatever story gets them to.
+SEND_ME_MONEY = (
+    r"\b(?:get|make|convince|persuade|trick|talk|pressure|guilt)\w* (?:\S+ ){0,5}?(?:to|into) (?:send|"
+    r"sending|wire|"
+    r"wiring|transfer\w*|pay|paying|giv\w*|lend\w*|loan\w*) (?:me|us)\b"
+)
+#: Someone whose trust or loneliness a con works on.
+SOFT_TARGET = (
+    r"\b(?:lonely|widow\w*|elderly|old (?:people|lady|man|woman|folks|men|women)|grand(?:parents?|ma|pa|"
+    r"mother|father)s?|seniors?|pensioners?|retirees?|victims?|strangers?|matches|dates?|(?:a|an|the|this|"
+    r"that) "
+    r"(?:\w+ )?(?:guy|man|woman|girl|lady|person))\b"
+)
+#: Recording where people undress or sleep.
+PRIVATE_SPACE_CAMERA = (
+    r"\b(?:hidden |secret |spy )?(?:cameras?|cams?|recorders?|microphones?|"
+    r"mics?)\b[^.;?!]{0,40}?\b(?:bathrooms?|"
+    r"showers?|toilets?|bedrooms?|changing rooms?|locker rooms?|restrooms?|fitting rooms?)\b"
 )
 #: Cards run through small charges to see which work: carding, whoever's checkout it uses.
 CARD_CHECK = (
@@ -311,7 +332,8 @@ FINDS_LIVE = (
 )
 #: A rumour planted about someone: spread wide, it is a smear whether or not it is called false.
 RUMOUR = (
-    r"\b(?:spread|start|post|plant|seed)\w* (?:a |the |some )?(?:\w+ )?(?:rumou?rs?|lies|smears?|hoax\w*)\b"
+    r"\b(?:spread|start|post|plant|seed|push|amplif|boost)\w* (?:a |the |some )?(?:\w+ )?(?:rumou?rs?|lies|"
+    r"smears?|hoax\w*|disinformation|misinformation)\b"
 )
 SPREAD_WIDE = (
     r"\b(?:spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|widely)|lots of accounts|many "
@@ -337,7 +359,7 @@ DRAIN = (
     r"(?:accounts?|savings|wallets?|balances?)\b"
 )
 #: Scams by name.
-SCAM = r"\bscam(?:s|ming)?\b"
+SCAM = r"\bscam(?:s|ming)?\b|\bsafe accounts?\b"
 
 # --- phone lines --------------------------------------------------------------------------------
 
@@ -553,6 +575,10 @@ TECHNIQUE = alt(
     r"\bsniff\w* (?:\S+ ){0,2}?(?:traffic|packets|wifi|network|passwords|credentials|creds|cookies)\b",
     r"\bcrack\w* (?:\S+ ){0,3}?(?:wpa\w*|wep|wifi|wi fi|password|passcode|pin|hash\w*)\b",
     r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
+    r"\bclon\w* (?:\S+ ){0,3}?(?:key ?fobs?|badges?|access cards?|rfid|nfc|keycards?)\b",
+    r"\btak\w* over (?:\S+ ){0,2}?(?:abandoned|dangling|unclaimed|expired) (?:\S+ ){0,2}?(?:buckets?|"
+    r"subdomains?|"
+    r"domains?|dns)",
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
     r"log ?in)",
     r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
@@ -579,6 +605,7 @@ OWNER_UNAWARE = (
 _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
     r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping|"
+    r"follow\w*|tail\w*|shadow\w*|"
     r"narrow\w* down|pin down|triangulat\w*|deduc\w*|geolocat\w*|zero in on|trac(?:e|es|ing) (?:back )?)"
 )
 #: Finding where a person lives or is, who they are, or gathering it all in one place.
@@ -705,6 +732,7 @@ AGAINST_CRIME = (
 #: An employer's or customers' data taken out.
 TAKE_DATA_OUT = (
     r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|pull\w*|"
+    r"sell\w*|leak\w*|"
     r"dump\w*|scrap\w*|extract\w*|siphon\w*|"
     r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient|"
     r"member|account|cardholder)s? (?:\w+ )?"
@@ -767,7 +795,8 @@ OPENED = (
 #: Characters whose acts a story or game describes: what they do is told, not asked for.
 ACTORS_IN_A_STORY = words(
     """villain villains character characters player players npc npcs hero protagonist antagonist attacker
-    attackers hacker hackers fraudsters scammers criminals intruder intruders cheaters"""
+    attackers hacker hackers fraudster fraudsters scammer scammers criminal criminals intruder intruders
+    cheaters"""
 )
 #: Words that, right after a third party, make what follows something they did or do, not the asker.
 OBSERVED_AUX = words("is are was were has have had keeps kept might may could must got gets")
@@ -822,5 +851,6 @@ OPERATIONAL = (
     r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios)|(?:every|"
     r"each|all the|"
     r"the) (?:real |actual |exact |working )+steps?|nothing left out|"
-    r"don'?t (?:leave out|skip|hold back))\b"
+    r"don'?t (?:leave out|skip|hold back)|word for word|verbatim|(?:the )?(?:actual|exact|real|full) "
+    r"(?:script|wording|words|message|pitch))\b"
 )

@@ -26,6 +26,9 @@ _LEET_LETTERS = str.maketrans("013457@$", "oieastas")
 #: A word spelled out letter by letter to slip past a filter ("m.a.k.e", "r a n s o m"): four or more
 #: single letters, each followed by the same separator.
 _SPELLED = re.compile(r"(?<![\w.])[a-z]([.*_ -])[a-z](?:\1[a-z]){2,}(?![\w])")
+#: Text-speak for people: "sum1", "any1".
+_SLANG = re.compile(r"\b(?:sum|some|any|every|no)1(s?)\b")
+_SLANG_WORDS = {"sum": "someone", "some": "someone", "any": "anyone", "every": "everyone", "no": "no one"}
 #: "how 2 hack", "want 2 get": the digit standing for "to".
 _TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
@@ -53,6 +56,8 @@ def normalize(question: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
+    if "1" in text:
+        text = _SLANG.sub(lambda found: _SLANG_WORDS[found.group(0).rstrip("s1")] + found.group(1), text)
     if any(char in text for char in "013457@$"):
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
@@ -222,7 +227,11 @@ def governing(
         if word in lx.FIRST_PERSON:
             return "actor", word
         if stop and word in lx.STOP:
+            if word in ("when", "if", "whether") and previous in lx.DEFEND:
+                return "defend", previous  # "detect when someone turns off…": what is watched for
             return None, word
+        if word == "then" and previous == "and":
+            return None, word  # "stop it from tracking me and then get into…": a new act begins
     return None, ""
 
 
