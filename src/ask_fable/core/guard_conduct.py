@@ -12,6 +12,7 @@ environment, or asked about in order to detect or stop it, is engineering and pa
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
@@ -57,6 +58,10 @@ class Frame:
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
+
+    def ruled_out(self, excluded: Collection[int]) -> bool:
+        """True when the literal gates show a group of needed facets cannot occur: no search needed."""
+        return any(all(id(p) in excluded for p in group) for group in self.needs)
 
 
 OPENED = _c(cx.OPENED)
@@ -158,7 +163,9 @@ def conduct(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first frame the question asks for, or None."""
     excluded = question.excluded
     for frame in FRAMES:
-        if id(frame.act) in excluded or not question.has(frame.act) or not frame.fits(question):
+        if id(frame.act) in excluded or frame.ruled_out(excluded) or not question.has(frame.act):
+            continue
+        if not frame.fits(question):
             continue
         for clause, match in question.distinct(frame.act):
             if asked(clause.text, match.start(), question.detail) and not _subject(clause.text, match.end()):

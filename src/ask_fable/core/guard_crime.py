@@ -12,6 +12,7 @@ right after it ("deepfake detection"), sets it aside.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
@@ -55,6 +56,7 @@ PERSON_TARGET = _c(cx.PERSON_TARGET)
 FILTER_EVADE = _c(cx.FILTER_EVADE)
 
 TARGETED = (FOREIGN, PEOPLE)
+SOFT_TARGET = _c(cx.SOFT_TARGET)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ class Offence:
         """True when the question shows a facet of every group and none of the exceptions."""
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
 
+    def ruled_out(self, excluded: Collection[int]) -> bool:
+        """True when the literal gates show a group of needed facets cannot occur: no search needed."""
+        return any(all(id(p) in excluded for p in group) for group in self.needs)
+
 
 OFFENCES = (
     Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
@@ -99,20 +105,21 @@ OFFENCES = (
     Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
     Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
     Offence(_c(cx.SEND_ME_MONEY), "fraud", "getting a person to send the asker money",
-            ((_c(cx.SOFT_TARGET),),)),
+            ((SOFT_TARGET,),), gate=SOFT_TARGET),
     Offence(_c(cx.PRIVATE_SPACE_CAMERA), "covert_surveillance",
-            "recording people where they undress or sleep", (), (AGREED,)),
+            "recording people where they undress or sleep", (), (AGREED,), gate=_c(cx.PRIVATE_ROOM)),
     Offence(_c(cx.SIM_SWAP), "fraud", "taking over someone's phone number", ((*TARGETED, _c(cx.MARK)),),
-            (_c(cx.OWN_LINE), AGAINST_CRIME)),
+            (_c(cx.OWN_LINE), AGAINST_CRIME), gate=_c(r"\b(?:sim|port\w*|number|line)\b")),
     Offence(_c(cx.SYNTHETIC_ID), "fraud", "identities made up to pass a credit or identity check",
             ((_c(cx.PASS_AS_REAL),),), (TEST_USE,)),
     Offence(_c(cx.NEAR_CHILDREN), "harm_to_people", "access to children behind their parents' backs",
-            ((_c(cx.UNSUPERVISED),),)),
-    Offence(_c(cx.TRADE_PRIVATE), "harm_to_people", "selling or publishing people's private material"),
+            ((_c(cx.UNSUPERVISED),),), gate=_c(cx.CHILDREN)),
+    Offence(_c(cx.TRADE_PRIVATE), "harm_to_people", "selling or publishing people's private material",
+            gate=_c(cx.PRIVATE_MATERIAL)),
     Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
     Offence(_c(cx.RUMOUR), "fraud", "spreading a false story", ((_c(cx.MANY_VOICES),),)),
     Offence(_c(cx.CARD_CHECK), "fraud", "testing stolen cards", ((_c(cx.FINDS_LIVE),),),
-            (TEST_USE, AGAINST_CRIME)),
+            (TEST_USE, AGAINST_CRIME), gate=_c(cx.INSTRUMENT_NOUN + r"|\bcheckers?\b")),
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
@@ -166,7 +173,7 @@ def offence(question: Question) -> tuple[str, str] | None:
             continue  # the literal gates already rule it out: no call at all
         if found.gate is not None and not question.has(found.gate):
             continue
-        if not question.has(found.act) or not found.fits(question):
+        if found.ruled_out(excluded) or not question.has(found.act) or not found.fits(question):
             continue
         for clause, match in question.distinct(found.act):
             start = match.start()

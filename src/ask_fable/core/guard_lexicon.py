@@ -643,14 +643,14 @@ CONTROL_WEAK = alt(
     r"monitoring",
     r"logging",
     r"(?:email|mail|spam|attachment) (?:scanners?|filters?|gateways?|security)",
-    r"(?:virus |malware |av )?scanners?",
+    r"scanners?",
     r"multi ?engine",
 )
 
 # --- cyber: behaviour described without naming the tool ---------------------------------------
 
 RANSOM_ACT = (
-    r"(?:files?|documents?|data|folders?|photos?|everything)\b[^.;?!]{0,40}?\binto (?:gibberish|garbage|junk|"
+    r"into (?:gibberish|garbage|junk|"
     r"noise|unreadable \w+)|"
     r"(?:encrypt\w*|lock\w*|scrambl\w*|hold\w*)\s+(?:\S+\s+){0,5}?(?:files?|documents?|data|drives?|shares?|"
     r"servers?|disks?|computers?|pcs?|machines?|photos?|everything|folders?|records|databases?)\b"

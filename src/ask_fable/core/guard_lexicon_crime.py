@@ -312,6 +312,10 @@ SOFT_TARGET = (
     r"that) "
     r"(?:\w+ )?(?:guy|man|woman|girl|lady|person))\b"
 )
+#: The words the acts below cannot be said without, searched before them.
+PRIVATE_ROOM = r"\b(?:bathrooms?|showers?|toilets?|bedrooms?|changing|locker|restrooms?|fitting)\b"
+CHILDREN = r"\b(?:children|kids|minors|child|girls|boys|preteens|olds)\b"
+PRIVATE_MATERIAL = r"\b(?:private|intimate|personal|nude|leaked|stolen|hacked)\b"
 #: Recording where people undress or sleep.
 PRIVATE_SPACE_CAMERA = (
     r"\b(?:hidden |secret |spy )?(?:cameras?|cams?|recorders?|microphones?|"
@@ -639,7 +643,7 @@ LOCATE = alt(
 THIRD_PERSON = (
     r"\b(?:she|he|her|him|his|this (?:girl|guy|woman|man|person)|(?:a|the) (?:\w+ )?(?:reporter|journalist|"
     r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
-    r"(?:an |the |this |that )?anonymous (?:\w+ )?(?:users?|posters?|accounts?|critics?|commenters?|"
+    r"anonymous (?:\w+ )?(?:users?|posters?|accounts?|critics?|commenters?|"
     r"reviewers?|persons?)|a specific \w+|(?:one|a|this) (?:particular|specific|single) \w+|"
     r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )

@@ -124,7 +124,29 @@ class _Facts:
 
 
 class Clause(_Facts):
-    """One clause of a question."""
+    """One clause of a question.
+
+    A search the whole question already answered is not run again: a pattern absent from the
+    question is absent from each clause, and a question of one clause is that clause.
+    """
+
+    def __init__(self, text: str, excluded: Collection[int], whole: _Facts, only: bool) -> None:
+        super().__init__(text, excluded)
+        self._whole = whole._facts
+        self._only = only
+
+    def has(self, pattern: re.Pattern[str]) -> bool:
+        """True when ``pattern`` occurs anywhere in the clause."""
+        key = id(pattern)
+        fact = self._facts.get(key)
+        if fact is None:
+            known = self._whole.get(key)
+            if known is False or (known is not None and self._only):
+                fact = known
+            else:
+                fact = key not in self.excluded and pattern.search(self.text) is not None
+            self._facts[key] = fact
+        return fact
 
     def bare_request(self) -> bool:
         """True for a short clause with no verb that asks for code ("keylogger in python pls")."""
@@ -148,7 +170,8 @@ class Question(_Facts):
 
     def __init__(self, text: str, excluded: Collection[int] = ()) -> None:
         super().__init__(text, excluded)
-        self.clauses = [Clause(part, excluded) for part in _CLAUSES.split(text) if part.strip()]
+        parts = [part for part in _CLAUSES.split(text) if part.strip()]
+        self.clauses = [Clause(part, excluded, self, len(parts) == 1) for part in parts]
         self._counts: dict[int, int] = {}
 
     def matches(self, pattern: re.Pattern[str]) -> Matches:
