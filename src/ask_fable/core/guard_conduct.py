@@ -54,6 +54,8 @@ class Frame:
     label: str
     needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
     unless: tuple[re.Pattern[str], ...] = ()
+    #: Defending words that, before this act, are part of it ("track my wife's car with a hidden GPS").
+    abuse: frozenset[str] = frozenset()
 
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
@@ -90,7 +92,7 @@ FRAMES = (
           ((*TARGETED, AROUND_BLOCK),), (OWN,)),
     Frame(_c(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
           (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), AROUND_BLOCK)),
-          (CONSENT, _c(lx.SELF_TRACKED))),
+          (CONSENT, _c(lx.SELF_TRACKED)), cx.WATCHING),
     Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),
     # The widest frame: anything done to a particular person that they are not to know of or agree to.
     Frame(_c(lx.SOMEONE), "harm_to_people", "acting against a person without their knowledge or consent",
@@ -168,7 +170,8 @@ def conduct(question: Question) -> tuple[str, str] | None:
         if not frame.fits(question):
             continue
         for clause, match in question.distinct(frame.act):
-            if asked(clause.text, match.start(), question.detail) and not _subject(clause.text, match.end()):
+            wanted = asked(clause.text, match.start(), question.detail, frame.abuse)
+            if wanted and not _subject(clause.text, match.end()):
                 return frame.rule, frame.label
     return None
 

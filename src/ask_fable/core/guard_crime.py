@@ -130,7 +130,7 @@ OFFENCES = (
     Offence(_c(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
     Offence(_c(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
     Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
-            (AUTHORIZED,)),
+            (AUTHORIZED, _c(cx.SELF_RUN))),
     Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
             (SELF_SOUGHT, AGREED), abuse=cx.WATCHING),
     Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),

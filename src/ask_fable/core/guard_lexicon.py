@@ -22,7 +22,7 @@ def words(text: str) -> frozenset[str]:
 
 #: Verbs (and request words) that make the asker the producer of what follows.
 MAKE = words(
-    """write writes writing build builds building create creates creating make makes making
+    """write writes writing wrte wirte build builds building create creates creating make makes making
     develop developing code coding craft crafting generate generating design designing program
     programming author produce producing implement implementing give provide need want modify
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
@@ -59,7 +59,7 @@ DEFEND = words(
 STOP = words("that which who where so because while when if unless after before until without whose")
 
 #: First-person words and request nouns: with nothing else in between, the asker is the one acting.
-FIRST_PERSON = words("i we i'm we're way ways steps instructions tutorial recipe")
+FIRST_PERSON = words("i we i'm we're way ways steps instructions tutorial recipe procedure method methods")
 
 #: Words right after a term that make it the subject of defensive or analytical work.
 NEUTRAL_HEADS = words(
@@ -241,7 +241,8 @@ PERSONAL_DATA = alt(
 
 #: Data sent to the asker.
 EXFIL_TO_ME = alt(
-    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|"
+    r"(?:send|sends|sending|upload|uploads|uploading|forward|forwards|forwarding|e?mail|e?mails|push|pushes|"
+    r"pushing|"
     r"e?mailing|post|"
     r"posts|stream|streams|ship|ships|cop(?:y|ies|ying)|sync|syncs|syncing|exfiltrat\w+)\b"
     r"[^.;?!]{0,40}?\b(?:to me|me\b|to my|to a remote|"
@@ -354,7 +355,7 @@ FOREIGN = alt(
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
     # "build a website" is the asker's own site, not someone else's.
     r"(?<!build )(?<!make )(?<!create )(?<!design )"
-    r"\b(?:a|the|some) (?:specific |particular |certain |small |local )?(?:person|individual|"
+    r"\b(?:a|the|some) (?:specific |particular |certain |small |local |random )?(?:person|individual|"
     r"journalist|reporter|"
     r"politician|"
     r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
@@ -659,6 +660,8 @@ RANSOM_DEMAND = alt(
     r"ransom(?!ware)\w*",
     r"hostage",
     r"pay(?:s|ing)? (?:me|us|up|them|to (?:get|unlock|decrypt|recover)|in (?:bitcoin|btc|monero|xmr|crypto))",
+    r"pay(?:s|ing)? (?:\S+ ){0,2}?(?:btc|bitcoin|monero|xmr|crypto|eth)\b",
+    r"to get (?:the|their|your) (?:decryption )?key",
     r"payment (?:to|for) (?:decrypt|unlock|recover|the key|get)",
     r"asks? for (?:a )?payment",
     r"demand\w* (?:a |the )?(?:ransom|payment|money|bitcoin|btc|monero|crypto)",
@@ -784,7 +787,7 @@ DESTROY = (
     r"overwrit\w*)\s+(?:\S+\s+){0,4}?(?:backups?|"
     r"shadow copies|boot sector|mbr|firmware|(?:production |prod )?databases?|every (?:machine|"
     r"computer|pc|server|file|disk|drive)|"
-    r"all (?:the )?(?:files|data|machines|computers|disks|drives|servers))"
+    r"all (?:the )?(?:files?|data|machines|computers|disks|drives|servers))"
 )
 LEAKED_LIST = (
     r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|"
@@ -1112,6 +1115,7 @@ PEOPLE = alt(
     r"individual)(?:'s)?\b",
     r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
     r"\b(?:her|his) (?:instagram|insta|icloud|facebook|snapchat|whatsapp|gmail|tiktok|twitter|socials|"
+    r"house|home|garage|apartment|flat|room|office|shed|car|"
     r"social media|dms|chats|texts|cloud|drive|dropbox|discord|telegram|signal|outlook|wifi|router|tablet|"
     r"ipad|iphone|mac|phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
     r"address|photos|posts|profile|videos|streams|channel|page)\b",
@@ -1401,10 +1405,11 @@ BORROWED_POWER = (
 #: Data a program takes from its user.
 TAKES = (
     r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|"
-    r"gathers?|"
+    r"gathers?|zips?|zipping|push(?:es|ing)?|extract\w*|pull(?:s|ing)?|dump(?:s|ing)?|export\w*|"
     r"forwards?|posts?|sends?|emails?|streams?|keeps?)\b[^.;?!]{0,40}?\b(?:photos?|chats?|messages?|"
     r"documents?|"
     r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
+    r"imessages|desktop|emails|"
     r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio|"
     r"what (?:people|they|users|he|she|someone|my \w+) (?:paste|type|copy|say|write|search|enter)(?:s|es)?)\b"
 )

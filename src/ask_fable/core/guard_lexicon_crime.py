@@ -27,7 +27,8 @@ STOLEN_INSTRUMENT = alt(
     r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|scraped|phished|harvested|"
     r"breached|buy|" + OTHERS + r")\s+"
     r"(?:\S+\s+){0,3}?(?:credit |debit |gift )?(?:cards?|card numbers?|card details|card data|numbers?|ccs?|"
-    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?)\b",
+    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?|ids|"
+    r"id cards?|passports?|driver'?s licen[cs]es?|personal (?:details|info|data))\b",
     r"\b(?:cc|card|track ?[12]?) dumps\b",
     r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
     r"\bfullz\b",
@@ -442,6 +443,7 @@ PUMP = (
 
 #: A voice, face or video made to pass as a real person.
 SYNTH_LIKENESS = alt(
+    r"\b(?:tts|ai|synthetic|cloned|fake|generated) voices? (?:of|for|from|trained)\b",
     r"\b(?:voice|face)\w* (?:\S+ ){0,2}?(?:sound|look)s? (?:exactly |just )?like (?:my |his |her |a |"
     r"the |their )?"
     r"(?:\w+ )?\w+'s\b",
@@ -521,6 +523,12 @@ PIRACY = alt(
     r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
     r"cracked (?:copies|"
     r"versions|installers?|games?|software|apps?)|preactivated \w+|pirated \w+|warez)\b",
+    r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,7}?(?:in app purchases?|iaps?|purchases|premium|"
+    r"paid features?|"
+    r"subscriptions?|dlcs?|gems|coins) (?:\S+ ){0,2}?(?:are |become |is )?(?:free|unlocked)\b",
+    r"\bdownload\w* (?:\S+ ){0,3}?(?:movies?|films?|shows?|episodes?|series|courses?|music|songs?|ebooks?) "
+    r"from (?:\S+ ){0,2}?(?:subscription|streaming|paid) (?:services?|sites?|platforms?|apps?)\b",
+    r"\brip\w* (?:\S+ ){0,5}?(?:lessons|lectures|modules|tutorials)\b",
     r"\brip\w* (?:\S+ ){0,3}?(?:streams?|videos?|movies?|films?|shows?|episodes?|blu ?rays?|dvds?|"
     r"courses?|music|"
     r"songs?)\b",
@@ -548,7 +556,8 @@ DISTRIBUTE = (
     r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
     r"file ?sharing|re ?publish\w*|re ?upload\w*|re ?brand\w*|re ?host\w*|host\w* (?:them|it|\S+ \S+) on|"
     r"pirat\w*|modded|cracked|on my (?:\w+ ){0,3}?(?:site|website|server|channel|app|store)|"
-    r"as (?:my|our) own|for a fee|subscribers|pay me|paying me|torrent tracker)\b"
+    r"as (?:my|our) own|for a fee|subscribers|pay me|paying me|torrent tracker|mod (?:site|apk)s?|"
+    r"paying customers|bundle)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -586,7 +595,7 @@ TECHNIQUE = alt(
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
     r"log ?in)",
     r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
-    r"\bremote code execution\b",
+    r"\bremote code execution\b", r"\brce\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
     r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
     r"\b(?:use|using) (?:my )?(?:old|former|leftover|kept|saved) (?:\S+ )?(?:creds|credentials|"
@@ -597,6 +606,12 @@ TECHNIQUE = alt(
 AUTHORIZED = (
     r"\b(?<!no )(?<!without )(?<!not )(?:authori[sz]ed|authori[sz]ation|(?:written )?permission|in scope|"
     r"scope doc|rules of engagement|bug bounty|engagement|pentest\w*|pen test\w*|red team\w*|ctf|lab)\b"
+)
+#: The asker runs the system: a server they host is theirs to test and patch.
+SELF_RUN = (
+    r"\b(?:servers?|sites?|apps?|instances?|clusters?|boxe?s?|networks?|routers?|nas|services?|domains?) "
+    r"(?:that |which )?(?:i|we) (?:host|run|own|operate|maintain|administer|set up|built|self ?host)\b|"
+    r"\b(?:i|we) (?:host|own|operate|maintain|administer|self ?host) (?:a|an|the|our|my|this)\b"
 )
 #: The owner is not to know.
 OWNER_UNAWARE = (
@@ -622,6 +637,8 @@ LOCATE = alt(
     r"spends|hangs out|moved|went|ended up)"
     r"|where (?:she|he|they)(?:'s|'re| is| are) (?:now |currently )?(?:staying|living|sleeping|working|"
     r"hiding|moving)"
+    r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
+    r"office)s? (?:\S+ ){0,3}?(?:lives?|stays?|sleeps?|works?|goes)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
     r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
@@ -665,7 +682,10 @@ CRIME = alt(
     r"\bsmurf\w*",
     r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals)(?= (?:\S+ ){0,4}?(?:to avoid|under|below|so "
     r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting)))",
-    r"\bpump (?:and|&|n) dump\w*", r"\bwash trad\w*", r"\bspoof\w* (?:\S+ ){0,2}?orders\b",
+    r"\bpump (?:and|&|n) dump\w*", r"\bembezzl\w*",
+    r"\b(?:money|cash|funds) (?:i|we) (?:took|stole|embezzled|skimmed|siphoned|diverted)\b",
+    r"\bshell compan(?:y|ies) (?:\S+ ){0,2}?(?:to )?(?:hide|launder|move|park|"
+    r"wash)\b", r"\bwash trad\w*", r"\bspoof\w* (?:\S+ ){0,2}?orders\b",
     r"\binsider trad\w*", r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|trades|customers|clients)\b",
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
@@ -674,7 +694,8 @@ CRIME = alt(
     r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
-    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|(?:medical|dental|school|"
+    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|notices?|letterheads?|"
+    r"summons|court orders?|warrants?|(?:medical|dental|school|"
     r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
     r"\b(?:realistic|convincing|believable|authentic ?looking|real ?looking|passable|legit ?looking)\s+"
     r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"

@@ -298,6 +298,10 @@ def specified(clause: str, start: int) -> bool:
     return any(w in cx.SPEC_MODAL and v in cx.ARTIFACT_NOUNS for v, w in pairwise(wider))
 
 
+#: What "without" is followed by when it hides an act rather than leaves one undone.
+_UNNOTICED = lx.words(
+    "noticing knowing seeing finding triggering tripping getting being leaving alerting flagging detecting"
+)
 _CANNOT = re.compile(r"\b(?:can'?t|cannot|won'?t|couldn'?t|(?:is|are) unable|never|no longer)\b")
 
 
@@ -305,6 +309,10 @@ def prevented(clause: str, start: int) -> bool:
     """True when the act at ``start`` is what a measure exists to stop ("…a callback procedure so a
     deepfaked CEO can't get a wire approved"): "so" before it, a "can't" right after."""
     before = words_before(clause, start, 4)
+    if "without" in before[-3:-1]:
+        after = before[before.index("without", len(before) - 3) + 1]
+        if after.endswith("ing") and after not in _UNNOTICED:
+            return True  # "verify callers without asking for their SSN": what is not done
     return "so" in before and _CANNOT.search(clause, start, start + 60) is not None
 
 
