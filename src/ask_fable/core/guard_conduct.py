@@ -12,7 +12,7 @@ environment, or asked about in order to detect or stop it, is engineering and pa
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
@@ -109,12 +109,14 @@ _DETERMINERS = lx.words("a an the this that my our your their his her its")
 _RECEIVED = lx.words("got gets getting received receives receiving")
 
 
-def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] = frozenset()) -> bool:
+def asked(
+    clause: str, start: int, detail: Callable[[], bool] | None = None, ignore: frozenset[str] = frozenset()
+) -> bool:
     """False when a detecting, blocking or explaining word governs the act at ``start``.
 
     Unlike :func:`~ask_fable.core.guard_reading.requested`, an act with no governing word at all
     counts as asked for: a frame's act is already the description of the thing wanted. With
-    ``detail`` (the question asks for working detail), an explaining word governs nothing; nor does
+    ``detail()`` (the question asks for working detail), an explaining word governs nothing; nor does
     a word in ``ignore`` (watching a person is part of finding where she lives, not a defence).
     """
     if prevented(clause, start):
@@ -139,7 +141,7 @@ def asked(clause: str, start: int, detail: bool = False, ignore: frozenset[str] 
         if word in lx.DEFEND and _named(clause, start, word):
             continue  # "a 'job test' zip": a name in quotes governs nothing
         if word in lx.DEFEND:
-            if detail and word in cx.EXPLAINING:
+            if word in cx.EXPLAINING and detail is not None and detail():
                 return True
             # "without tripping the alerts, copy…": the control is what is got around
             return any(w in cx.CIRCUMVENT for w in words[max(0, i - 3) : i])

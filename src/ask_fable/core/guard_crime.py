@@ -177,7 +177,7 @@ def offence(question: Question) -> tuple[str, str] | None:
             continue
         for clause, match in question.distinct(found.act):
             start = match.start()
-            if start and clause.text[start - 1] in "\"'" and not question.detail:
+            if start and clause.text[start - 1] in "\"'" and not question.detail():
                 continue  # "a 'kill myself' message": the words are mentioned, not asked for
             if found.named:
                 wanted = requested(clause.text, start, found.abuse, question.detail)

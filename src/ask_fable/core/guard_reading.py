@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from itertools import pairwise
 
 from ask_fable.core import guard_lexicon as lx
@@ -29,6 +29,8 @@ _SPELLED = re.compile(r"(?<![\w.])[a-z]([.*_ -])[a-z](?:\1[a-z]){2,}(?![\w])")
 #: Text-speak for people: "sum1", "any1".
 _SLANG = re.compile(r"\b(?:sum|some|any|every|no)1(s?)\b")
 _SLANG_WORDS = {"sum": "someone", "some": "someone", "any": "anyone", "every": "everyone", "no": "no one"}
+#: What any spelled-out word contains, found several times faster than the word itself.
+_SPELLED_HINT = re.compile(r"[.*_ -][a-z][.*_ -][a-z][.*_ -]")
 #: "how 2 hack", "want 2 get": the digit standing for "to".
 _TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
@@ -62,7 +64,8 @@ def normalize(question: str) -> str:
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
         text = _TWO.sub(r"\1 to", text)
-    text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
+    if _SPELLED_HINT.search(text):
+        text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -196,7 +199,6 @@ class Question(_Facts):
                 seen.add(key)
                 yield clause, match
 
-    @property
     def detail(self) -> bool:
         """True when the question asks anywhere for working detail (exact steps, working code)."""
         return self.has(OPERATIONAL)
@@ -316,10 +318,16 @@ def prevented(clause: str, start: int) -> bool:
     return "so" in before and _CANNOT.search(clause, start, start + 60) is not None
 
 
-def requested(clause: str, start: int, ignore: frozenset[str] = frozenset(), detail: bool = False) -> bool:
+def _never() -> bool:
+    return False
+
+
+def requested(
+    clause: str, start: int, ignore: frozenset[str] = frozenset(), detail: Callable[[], bool] = _never
+) -> bool:
     """True when the words before ``start`` ask for what follows, rather than to detect or explain it.
 
-    ``detail`` says the question asks elsewhere for working detail ("write his explanation with
+    ``detail()`` says the question asks elsewhere for working detail ("write his explanation with
     every real step"): an act governed only by an explaining word is then asked for all the same.
     """
     role, word = governing(clause, start, 14, True, ignore)
@@ -327,7 +335,7 @@ def requested(clause: str, start: int, ignore: frozenset[str] = frozenset(), det
         return False
     if role == "defend":
         # "explain, with working code, how…"
-        return OPERATIONAL.search(clause) is not None or (detail and word in cx.EXPLAINING)
+        return OPERATIONAL.search(clause) is not None or (word in cx.EXPLAINING and detail())
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
     if role_before(clause, start, window=14, stop=False, ignore=ignore) == "defend":
