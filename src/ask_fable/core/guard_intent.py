@@ -92,6 +92,7 @@ NOT_MINE = _c(
     r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
 )
 ACCESS = _word(lx.ACCESS)
+SELF_RUN = _c(cx.SELF_RUN)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
 DOS = _word(lx.DOS)
 DOS_OUTCOME = _c(r"\b" + lx.DOS_OUTCOME)
@@ -170,7 +171,7 @@ BEHAVIOURS = (
     Behaviour(_c(lx.TAKE_LOOT), "a credential stealer", (COVERT, EXFIL, FOREIGN, _c(lx.OFF_HOST))),
     Behaviour(_c(lx.PHISH_LOOK), "a phishing page", (PHISH_TAKE,)),
     Behaviour(_c(lx.TRICK), "a phishing campaign", (CREDENTIAL,)),
-    Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE)),
+    Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE, _c(lx.WIPER_SIGN))),
     Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "spyware", (COVERT, FOREIGN), (PERSONAL,)),
     Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "covert data theft", (), (COVERT, FOREIGN)),
 )
@@ -315,7 +316,10 @@ def security_evasion(question: Question) -> Finding | None:
 
 def unauthorized_access(question: Question) -> Finding | None:
     """Getting into accounts, devices or networks that belong to someone else."""
+    own = question.has(SELF_RUN) and not question.has_any(UNAUTHORIZED, NOT_MINE)
     for clause, match in _undefended(question, ACCESS):
+        if own:
+            break  # "reset a user's password on the server I administer"
         aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):

@@ -328,10 +328,12 @@ OTHERS_SYSTEM = (
     r"(?:(?<=\ba )|(?<=\ban )|(?<=\bthe )|(?<=\bsome )|(?<=\bthis )|(?<=\bthat )|(?<=\btheir )|(?<=\bhis )|"
     r"(?<=\bher ))(?!(?:user|customer|client|member|tenant|admin|team|service|app|project|"
     r"cluster|container|pod|process|browser|system|server|parent|child|caller|owner|author|developer|company|"
-    r"org|organi[sz]ation|today|tomorrow|yesterday|it|that|what|there|here|let|who|one)'s)\w+'s "
+    r"org|organi[sz]ation|today|tomorrow|yesterday|it|that|what|there|here|let|who|one)'s)"
+    r"(?:(?:local|small|big|rival|random|specific|certain|particular|other|nearby) )?\w+'s "
     r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|store|"
     r"shop|portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
-    r"icloud|instagram|gmail|game server|pc|pcs|machine|device)\b"
+    r"icloud|instagram|gmail|game server|pc|pcs|machine|device|wordpress|wp|cms|blog|forum|admin panel|"
+    r"backend|api|vpn|mail server|exchange|sharepoint|jenkins|gitlab)\b"
 )
 
 FOREIGN = alt(
@@ -353,12 +355,15 @@ FOREIGN = alt(
     rf"icloud|"
     r"messages|texts|dms|pc|laptop|wifi|computer|location|gmail|tiktok)\b",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
+    # The people one employs or houses are still other people.
+    r"\bmy (?:\w+ )?(?:employees?|nanny|babysitter|housekeeper|interns?|tenants?|assistant)(?:'s|s')?\b",
     # "build a website" is the asker's own site, not someone else's.
     r"(?<!build )(?<!make )(?<!create )(?<!design )"
     r"\b(?:a|the|some) (?:specific |particular |certain |small |local |random )?(?:person|individual|"
     r"journalist|reporter|"
     r"politician|"
     r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
+    r"hotel|restaurant|clinic|newspaper|airline|agency|firm|charity|church|casino|retailer|brand|"
     r"store|shop|victim|target|city council|council|school|university)(?:'s|s')?\b",
     r"\bsomeone(?:'s| else's)?",
     r"\ba (?:specific|particular|certain) \w+(?:'s)?",
@@ -384,7 +389,7 @@ FOREIGN = alt(
     r"\bnext door\b",
     r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
-    r"\btheir (?:internal |corporate |home |office |private )?(?:workspace|google workspace|tenant|slack|"
+    r"\btheir (?!own\b)(?:\w+ ){0,2}?(?:workspace|google workspace|tenant|slack|"
     r"o365|"
     r"office 365|m365|sharepoint|drive|cloud|site|website|server|servers|network|account|"
     r"accounts|phone|computer|pc|wifi|router|"
@@ -422,6 +427,8 @@ UNAUTHORIZED = alt(
     r"(?:(?:his|her|their|the) )?"
     r"(?:\w+ )?(?:passwords?|passcodes?|pins?|locks?)",
     r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
+    r"(?:no longer|not|never) (?:supposed|allowed|permitted|meant) to (?:access|use|log ?in|be in|have)",
+    r"(?:i|we) (?:don'?t|do not) (?:administer|manage|own|run)\b",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
     r"network|box|host|system|laptop|phone|router)",
     r"(?:computer|pc|server|machine|network|box|host|system) i (?:got|broke|hacked) into",
@@ -701,6 +708,8 @@ TAKE_CREDENTIALS = (
 )
 #: An account added for the asker on a machine that is not theirs.
 BACKDOOR_ACCOUNT = (
+    r"\badd\w* my (?:ssh |public |api |own )?keys? to (?:their|his|her|the \w+'s|someone'?s|every|each|other|"
+    r"any)\b|"
     r"\b(?:add|adds|adding|create|creates|creating|make|makes)\s+(?:a |an )?(?:hidden|secret|backdoor|"
     r"invisible)"
     r" (?:admin|administrator|root|user|ssh|local) ?(?:account|user|key|login)?"
@@ -788,6 +797,12 @@ DESTROY = (
     r"shadow copies|boot sector|mbr|firmware|(?:production |prod )?databases?|every (?:machine|"
     r"computer|pc|server|file|disk|drive)|"
     r"all (?:the )?(?:files?|data|machines|computers|disks|drives|servers))"
+)
+#: A wiper's signs beyond malice: the backups destroyed with the data, or a timer that sets it off.
+WIPER_SIGN = (
+    r"\b(?:(?:and|then|also) (?:delet|wip|destroy|encrypt|corrupt)\w* (?:\S+ ){0,2}?backups|waits? (?:until|"
+    r"till) "
+    r"(?:midnight|\d)|(?:logic|time) bombs?)"
 )
 LEAKED_LIST = (
     r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|"
@@ -906,7 +921,8 @@ BIO_ACT = words(
     recreating reconstruct reconstructing breed breeding"""
 )
 BIO_RIGHT = alt(
-    r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant)",
+    r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant|dangerous)",
+    r"(?:deadlier|more deadly|more lethal|more dangerous|more infectious|more contagious)",
     r"spread (?:faster|more easily|easily|further|between)",
     r"(?:evades?|escape|resist\w*) (?:\w+ )?(?:vaccines?|antibiotics?|immunity)",
     r"in quantity",
@@ -945,6 +961,7 @@ CHEM_AGENT = alt(
     r"(?:\S+ ){0,3}?(?:that |which )?"
     r"(?:would|will|could|can|to) (?:\S+ )?(?:knock (?:\S+ )?out|kill|poison|harm|hurt|incapacitate|sicken|"
     r"clear (?:a |the )?(?:room|building|crowd|area|train|bus)|drive out|"
+    r"make (?:\S+ ){0,5}?(?:sick|ill|pass out|unconscious|vomit|collapse)|"
     r"suffocate|blind|burn)",
     r"(?:something|gas|fumes|mixture|vapou?r) (?:\S+ )?(?:lethal|deadly|toxic|poisonous) to (?:breathe|"
     r"inhale|"
@@ -1114,7 +1131,8 @@ PEOPLE = alt(
     r"\bone (?:particular |specific |single )?(?:person|user|streamer|woman|man|girl|guy|"
     r"individual)(?:'s)?\b",
     r"\ba (?:specific |particular |certain )?(?:woman|man|girl|guy|streamer|person)(?:'s)?\b",
-    r"\b(?:her|his) (?:instagram|insta|icloud|facebook|snapchat|whatsapp|gmail|tiktok|twitter|socials|"
+    r"\b(?:her|his) (?:(?:personal|private|work|new|old) )?(?:instagram|insta|icloud|facebook|snapchat|"
+    r"whatsapp|gmail|tiktok|twitter|socials|"
     r"house|home|garage|apartment|flat|room|office|shed|car|"
     r"social media|dms|chats|texts|cloud|drive|dropbox|discord|telegram|signal|outlook|wifi|router|tablet|"
     r"ipad|iphone|mac|phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
@@ -1270,7 +1288,8 @@ ENGAGEMENT = alt(
 )
 #: Accounts made for one's own tests, not to deceive anyone.
 TEST_USE = alt(
-    r"\btest (?:accounts|users|profiles|data|identities|cards?|card numbers)\b", r"\bstaging\b", r"\bqa\b",
+    r"\btest (?:accounts|users|profiles|data|identities|cards?|card numbers|"
+    r"bins?)\b", r"\bstaging\b", r"\bqa\b",
     r"\bload test\w*",
     r"\bsandbox\b", r"\bseed data\b",
 )

@@ -232,9 +232,10 @@ GET_AWAY = (
     r"can'?t "
     r"be traced back to me|without (?:it )?being traced(?: back)?(?: to me)?|evade (?:the )?(?:police|taxes|"
     r"tax)|"
-    r"before (?:the )?(?:banks?|police|cops|card ?holders?|issuers?|authorities|owners?|victims?|"
+    r"before (?:the )?(?:banks?|police|cops|card ?holders?|issuers?|authorities|owners?|victims?|they|he|"
+    r"she|anyone|"
     r"investigators) "
-    r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize)\w*|"
+    r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize|report)\w*|"
     r"(?:so|and) (?:that )?(?:the )?(?:investigators|regulators|auditors|nobody|no one|chain analysis) "
     r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice)\w*|"
     r"(?:so|and) (?:that )?(?:the )?banks? (?:don'?t|doesn'?t|won'?t|never|do not|does not) (?:file|report|"
@@ -248,7 +249,9 @@ USE_OTHERS_ACCOUNT = (
 #: Claims, returns or reports made false to get money.
 FALSE_CLAIM = (
     r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
-    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b|"
+    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence|"
+    r"reports?|tips?|accusations?|complaints?)\b|\breport\w* (?:\S+ ){0,5}?falsely\b|\bfalsely (?:report|"
+    r"accus)\w*|"
     r"\bincome (?:i|we) (?:don'?t|do not) (?:have|earn|make)\b|"
     r"\b(?:claim|get|collect|receive)\w* (?:\S+ ){0,3}?(?:benefits|refunds?|compensation|payouts?|insurance|"
     r"grants?|loans?|relief)\b[^.;?!]{0,30}?(?:i'?m|i am|we'?re|we are) not (?:entitled|eligible)"
@@ -315,7 +318,7 @@ SOFT_TARGET = (
 )
 #: The words the acts below cannot be said without, searched before them.
 PRIVATE_ROOM = r"\b(?:bathrooms?|showers?|toilets?|bedrooms?|changing|locker|restrooms?|fitting)\b"
-CHILDREN = r"\b(?:children|kids|minors|child|girls|boys|preteens|olds)\b"
+CHILDREN = r"\b(?:children|kids|minors|child|girls|boys|preteens|olds?)\b"
 PRIVATE_MATERIAL = r"\b(?:private|intimate|personal|nude|leaked|stolen|hacked)\b"
 #: Recording where people undress or sleep.
 PRIVATE_SPACE_CAMERA = (
@@ -325,7 +328,8 @@ PRIVATE_SPACE_CAMERA = (
 )
 #: Cards run through small charges to see which work: carding, whoever's checkout it uses.
 CARD_CHECK = (
-    r"\b(?:(?:cc|card|cvv|bin) ?checkers?|(?:run|test|check|try|validate|hit|"
+    r"\b(?:(?:generat|mak|creat)\w* (?:\S+ ){0,3}?(?:card numbers?|ccs?)\b|(?:cc|card|cvv|bin) ?checkers?|"
+    r"(?:run|test|check|try|validate|hit|"
     r"push)\w* (?:\S+ ){0,4}?(?:cards?|ccs?|"
     r"card numbers?)\b(?: \S+){0,6}? (?:through|against|on|with|via) (?:\S+ ){0,4}?(?:\$ ?\d|auths?|"
     r"authori[sz]ations?|charges?|donations?|purchases?|gateways?|shops?|sites?|checkouts?))"
@@ -370,6 +374,7 @@ SCAM = r"\bscam(?:s|ming)?\b|\bsafe accounts?\b"
 
 #: Someone else's phone number, SIM or the codes sent to it.
 FOREIGN_LINE = (
+    r"\b(?:numbers?|lines?|sims?|phones?) (?:that )?(?:isn'?t|is not|aren'?t|are not) (?:mine|ours|my own)\b|"
     r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:(?:\w+ )?(?:text|sms) (?:codes?|messages?)|phone numbers?|"
     r"numbers?|sims?|sim cards?|sms|texts|"
     r"text messages|"
@@ -383,6 +388,12 @@ LINE_TAKEOVER = (
     r"reset (?:their|his|"
     r"her)|mov\w*|transfer\w*|(?:to|onto) (?:a |my )?(?:new )?sim (?:i|we) (?:hold|have|own|control|"
     r"bought))\b"
+)
+#: Service taken without paying: trials, fares or bills the asker means never to pay.
+NEVER_PAY = (
+    r"\b(?:so|and|then) (?:that )?(?:i|we) (?:never|don'?t|do not|won'?t|wouldn'?t) (?:have to |need to |"
+    r"actually |"
+    r"ever )?pay\b"
 )
 #: A SIM swap or port-out done on a line: fraud when aimed at someone else's.
 SIM_SWAP = r"\b(?:sim ?swap\w*|port\w* out (?:\S+ ){0,2}?(?:number|line)s?|(?:number|line) port ?outs?)\b"
@@ -406,10 +417,13 @@ PASS_AS_REAL = (
 )
 #: Getting near children.
 NEAR_CHILDREN = (
+    r"\b\d{1,2} ?(?:year|yr)s? olds?\b[^.;?!]{0,40}?\b(?:to meet|meet (?:me|up)|alone|come over|(?:send|"
+    r"sending) "
+    r"(?:me )?(?:pics|photos|pictures|nudes)|keep (?:it |this )?(?:a )?secret)|"
     r"\b(?:(?:get|gain|have|access)\w* (?:\S+ ){0,2}?access to|contact\w*|befriend\w*|groom\w*|get close to|"
     r"meet\w*|be alone with|talk\w* (?:privately )?(?:to|with)|chat\w* (?:privately )?(?:to|with)|"
     r"messag\w*)\s+(?:\S+\s+){0,2}?(?:children|kids|minors|child|young (?:girls|boys)|preteens|"
-    r"\d{1,2} ?(?:year|yr) olds)\b"
+    r"\d{1,2} ?(?:year|yr) olds?)\b"
 )
 #: Unseen by the adults who would stop it.
 UNSUPERVISED = (
@@ -444,6 +458,9 @@ PUMP = (
 #: A voice, face or video made to pass as a real person.
 SYNTH_LIKENESS = alt(
     r"\b(?:tts|ai|synthetic|cloned|fake|generated) voices? (?:of|for|from|trained)\b",
+    r"\b(?:ai|synthetic|digital|generated|fake|deepfaked?) (?:avatars?|personas?|doubles?|likeness|"
+    r"versions?|clones?) "
+    r"(?:of|for)\b",
     r"\b(?:voice|face)\w* (?:\S+ ){0,2}?(?:sound|look)s? (?:exactly |just )?like (?:my |his |her |a |"
     r"the |their )?"
     r"(?:\w+ )?\w+'s\b",
@@ -537,6 +554,11 @@ PIRACY = alt(
     r"\b(?:dump|rip|extract|pull|grab)\w* (?:\S+ ){0,3}?(?:decrypted|unprotected|drm ?free|unencrypted)\b",
     r"\b(?:scrap|download|grab|pull|copy|copie|rip|sav|archiv)\w* (?:\S+ ){0,4}?(?:behind|past|from behind) "
     r"(?:\S+ ){0,3}?(?:paywalls?|login walls?|subscriptions?|logins?)\b",
+    r"\b(?:shar|resell|sell|rent|split)\w* (?:\S+ ){0,3}?(?:netflix|spotify|disney|hulu|hbo|max|prime video|"
+    r"youtube premium|crunchyroll|paramount|chatgpt|adobe) (?:accounts?|logins?|subscriptions?|passwords?)\b",
+    r"\b(?:decompil|rebrand|reskin|white ?label)\w* (?:\S+ ){0,3}?(?:competitor'?s?|rival'?s?|someone'?s|"
+    r"other "
+    r"people'?s|their|\w+'s) (?:\S+ ){0,2}?(?:app|apk|game|plugin|software|code|product|theme|template)s?\b",
     r"\b(?:shar|hand\w* out|resell|sell|rent|split)\w* (?:\S+ ){0,4}?(?:paid|premium|subscription|streaming) "
     r"(?:\S+ ){0,2}?(?:accounts?|sessions?|logins?|subscriptions?)\b",
     r"\b(?:patchers?|loaders?|keygens?|cracks?|activators?|emulators?|clone dongles?) (?:that|which|to) "
@@ -557,7 +579,7 @@ DISTRIBUTE = (
     r"file ?sharing|re ?publish\w*|re ?upload\w*|re ?brand\w*|re ?host\w*|host\w* (?:them|it|\S+ \S+) on|"
     r"pirat\w*|modded|cracked|on my (?:\w+ ){0,3}?(?:site|website|server|channel|app|store)|"
     r"as (?:my|our) own|for a fee|subscribers|pay me|paying me|torrent tracker|mod (?:site|apk)s?|"
-    r"paying customers|bundle)\b"
+    r"paying customers|bundle|under my (?:own )?name|strangers|charg\w* (?:each|them|every)|monthly fee)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -595,7 +617,7 @@ TECHNIQUE = alt(
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
     r"log ?in)",
     r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
-    r"\bremote code execution\b", r"\brce\b",
+    r"\bremote code execution\b", r"\brce\b", r"\bdefault (?:logins?|creds)\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
     r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
     r"\b(?:use|using) (?:my )?(?:old|former|leftover|kept|saved) (?:\S+ )?(?:creds|credentials|"
@@ -633,7 +655,8 @@ LOCATE = alt(
     r"address(?:es)?"
     r"|(?:her|his|their|\w+'s) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room|"
     r"neighbou?rhood|street|building|area|town)"
-    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?|is|goes|"
+    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ ){0,5}?(?:lives?|lived|stays?|sleeps?|works?|is|"
+    r"goes|"
     r"spends|hangs out|moved|went|ended up)"
     r"|where (?:she|he|they)(?:'s|'re| is| are) (?:now |currently )?(?:staying|living|sleeping|working|"
     r"hiding|moving)"
@@ -690,7 +713,8 @@ CRIME = alt(
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
     r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
-    r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|driver'?s "
+    r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:signatures?|passports?|ids?|id cards?|"
+    r"driver'?s "
     r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
@@ -714,7 +738,8 @@ CRIME = alt(
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
     r"money) from\b",
-    r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+"
+    r"\b(?:cook|cooked|make|making|made|synthesi[sz]\w*|produce|producing|produced|brew|brewed|manufactur\w*|"
+    r"extract\w*)\s+"
     r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",
     r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
     r"(?:the body|a body|fingerprints|blood ?stains?|dna)\b",

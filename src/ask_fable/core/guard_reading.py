@@ -31,6 +31,19 @@ _SLANG = re.compile(r"\b(?:sum|some|any|every|no)1(s?)\b")
 _SLANG_WORDS = {"sum": "someone", "some": "someone", "any": "anyone", "every": "everyone", "no": "no one"}
 #: What any spelled-out word contains, found several times faster than the word itself.
 _SPELLED_HINT = re.compile(r"[.*_ -][a-z][.*_ -][a-z][.*_ -]")
+#: Words written without their vowels ("cn u mke a scrpt tht stls psswds"), and the words they stand for.
+_TEXTSPEAK_WORDS = {
+    "u": "you", "ur": "your", "cn": "can", "mke": "make", "mk": "make", "scrpt": "script", "tht": "that",
+    "stl": "steal", "stls": "steals", "psswd": "password", "psswds": "passwords", "pswd": "password",
+    "pswds": "passwords", "pwd": "password", "pwds": "passwords", "frm": "from", "chrm": "chrome",
+    "snd": "send", "snds": "sends", "hw": "how", "hck": "hack", "wht": "what", "plz": "please",
+    "pls": "please", "msgs": "messages", "msg": "message", "acc": "account", "accs": "accounts",
+    "ppl": "people", "smth": "something", "thru": "through", "wrk": "work", "phne": "phone",
+    "grlfrnd": "girlfriend",
+}
+_TEXTSPEAK = re.compile(r"\b(?:" + "|".join(sorted(_TEXTSPEAK_WORDS, key=len, reverse=True)) + r")\b")
+#: A word of three or more consonants and no vowel: the sign that vowels were dropped.
+_NO_VOWEL = re.compile(r"\b[b-df-hj-np-tv-z]{3,}\b")
 #: "how 2 hack", "want 2 get": the digit standing for "to".
 _TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
@@ -64,6 +77,8 @@ def normalize(question: str) -> str:
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
         text = _TWO.sub(r"\1 to", text)
+    if _NO_VOWEL.search(text):
+        text = _TEXTSPEAK.sub(lambda found: _TEXTSPEAK_WORDS[found.group(0)], text)
     if _SPELLED_HINT.search(text):
         text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
     return _SPACES.sub(" ", text).strip()
@@ -241,6 +256,10 @@ def governing(
             return "actor", word
         if word == "how" and words[i + 1 : i + 3] and _asks_for_steps(words[i + 1 : i + 3]):
             return "actor", word
+        if word == "how" and i + 1 < len(words) and (words[i + 1] in _HOW_ME or words[i + 1] in lx.MAKE):
+            return "actor", word  # "tell me how you made it", "how make": the steps are asked for
+        if word == "how" and i + 1 == len(words) and _makes(clause, start):
+            return "actor", word  # "how make drug…": the act itself starts with the making
         if word in lx.MAKE:
             return "make", word
         if word in lx.DEFEND:
@@ -263,6 +282,14 @@ def governing(
 #: "How would someone…", "how do people…": a request for the steps, whoever is said to take them.
 _HOW_AUX = frozenset(("would", "could", "can", "do", "does", "might", "should"))
 _HOW_SUBJECT = frozenset(("someone", "somebody", "people", "one", "anyone"))
+_HOW_ME = frozenset(("you", "u", "i", "we"))
+_PREPOSITIONS = frozenset(("from", "of", "in", "on", "at", "with", "for", "to", "by", "into", "about", "off"))
+
+
+def _makes(clause: str, start: int) -> bool:
+    """True when the words at ``start`` begin with a making verb ("make drug…")."""
+    first = tokens(clause[start : start + 20])[:1]
+    return bool(first) and first[0] in lx.MAKE
 
 
 def _asks_for_steps(after_how: list[str]) -> bool:
@@ -271,7 +298,10 @@ def _asks_for_steps(after_how: list[str]) -> bool:
 
 def neutral_head(clause: str, end: int) -> bool:
     """True when one of the two words after a term makes it the thing detected or studied."""
-    return any(word in lx.NEUTRAL_HEADS for word in tokens(clause[end : end + 40])[:2])
+    after = tokens(clause[end : end + 40])[:2]
+    if after and after[0] in _PREPOSITIONS:
+        return False  # "clone her voice from family videos": what follows is not the term's head
+    return any(word in lx.NEUTRAL_HEADS for word in after)
 
 
 def observed(clause: str, start: int, window: int = 4) -> bool:
