@@ -316,9 +316,8 @@ def security_evasion(question: Question) -> Finding | None:
 
 def unauthorized_access(question: Question) -> Finding | None:
     """Getting into accounts, devices or networks that belong to someone else."""
-    own = question.has(SELF_RUN) and not question.has_any(UNAUTHORIZED, NOT_MINE)
     for clause, match in _undefended(question, ACCESS):
-        if own:
+        if question.has(SELF_RUN) and not question.has_any(UNAUTHORIZED, NOT_MINE):
             break  # "reset a user's password on the server I administer"
         aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
