@@ -75,6 +75,9 @@ FRAMES = (
           ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, OWN_SOURCE)),
     Frame(_c(lx.TAKES), "attack_tooling", "credential theft", (TARGETED, (EXFIL,), (CREDENTIAL,)),
           (CONSENT, OWN_SOURCE)),
+    # "screenshots the user's banking sessions and sends them to my server": its user's secrets, to the asker
+    Frame(_c(lx.TAKES), "attack_tooling", "credential theft", ((_c(lx.ITS_USER),), (EXFIL,), (CREDENTIAL,)),
+          (CONSENT, OWN_SOURCE)),
     Frame(_c(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
           ((*TARGETED, *HIDDEN, DISGUISE, MALICE),), (CONSENT,)),
     Frame(_c(lx.HIDE_IT), "attack_tooling", "a program hidden on someone else's device", (TARGETED,),
@@ -105,6 +108,7 @@ _NOUNS = lx.words("document present report reports test tests score check alert 
 #: Words that ask or relate rather than govern ("how do I…", "everything about her").
 _NOT_GOVERNING = lx.words("how what what's which why whether about")
 _DETERMINERS = lx.words("a an the this that my our your their his her its")
+_ATTACKING = lx.words("attack attacks attacking launch launching run running use using")
 #: Verbs of receiving: what came "from" someone after them was done to the asker.
 _RECEIVED = lx.words("got gets getting received receives receiving")
 
@@ -138,6 +142,8 @@ def asked(
             continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
         if word in ignore:
             continue
+        if word == "against" and i and words[i - 1] in _ATTACKING:
+            return True  # "an attack against their network"
         if word in lx.DEFEND and _named(clause, start, word):
             continue  # "a 'job test' zip": a name in quotes governs nothing
         if word in lx.DEFEND:

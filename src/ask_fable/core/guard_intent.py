@@ -117,6 +117,18 @@ BIO_AGENT_NOT_COMPUTER = _c(r"\b(?!virus)" + lx.BIO_AGENT + r"\b")
 COMPUTER = _word(lx.COMPUTER)
 BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.BIO_RIGHT)
 CHEM_AGENT = _word(lx.CHEM_AGENT)
+#: The asker says what software they are building: agents named in a question about it are its data.
+BUILDING = _c(
+    r"\b(?:we'?re|i'?m|we are|i am) (?:writing|building|developing|designing|making) "
+    r"(?:a |an |the |our |my )?(?:\w+ ){0,3}?(?:app|software|system|checker|checklist|tool|database|service|"
+    r"dashboard|platform|module|"
+    r"feature|simulator|model)s?\b"
+)
+#: An agent taken where it is kept, unseen.
+UNNOTICED_TAKE = _c(
+    r"\bwithout (?:being|getting) (?:noticed|caught|seen|detected)|\bwithout (?:anyone|them|security|staff) "
+    r"(?:noticing|knowing|seeing)"
+)
 #: "how is it generated": a question about how an agent comes to be, asked of the agent itself.
 HOW_MADE = _c(r"\bhow (?:is|are|was|were|does|do)\b")
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
@@ -385,12 +397,14 @@ def _agent_harm(
             continue
         if named_apart and question.has(MAKE_IT):
             return True
-        for word in reversed(words_before(text, match.start(), 8)):
-            if word in acts:
-                return True
-            if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
-                break
-        if question.has_any(HARM_PEOPLE, MASS_HARM):
+        if not (question.has(BUILDING) and not clause.has(REQUEST)):
+            # not "what combinations release toxic gas? we're writing a storage safety checker"
+            for word in reversed(words_before(text, match.start(), 8)):
+                if word in acts:
+                    return True
+                if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
+                    break
+        if question.has_any(HARM_PEOPLE, MASS_HARM, UNNOTICED_TAKE):
             return True
     return False
 

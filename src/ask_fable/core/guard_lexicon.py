@@ -369,6 +369,7 @@ FOREIGN = alt(
     r"\bsomeone(?:'s| else's)?",
     r"\ba (?:specific|particular|certain) \w+(?:'s)?",
     r"\b(?:every|each|all the) (?:school|hospital|business|church|mosque|synagogue|store|shop)s?\b",
+    r"\bevery (?:phone|device|laptop|computer|pc)s? (?:on|in|at|connected)\b",
     r"\b(?:every|any|random) (?:\S+ ){0,2}?(?:meeting|link|server|stream|call|chat)s? (?:it|"
     r"i) (?:finds?|can find)\b",
     r"\bsomebody(?:'s)?",
@@ -454,7 +455,8 @@ ACCESS = alt(
     r"responsibilit\w*|project|repo\w*|codebase|shift))",
     r"taking over",
     r"takeover",
-    r"take control",
+    r"take(?:s|ing)? control",
+    r"took control",
     r"log(?:s|ging)? (?:in ?to|onto)",
     r"sign(?:s|ing)? into",
     r"compromis(?:e|es|ing)",
@@ -816,6 +818,8 @@ STILL_WORK = (
 )
 LIST_USE = alt(
     r"against",
+    r"working (?:logins?|accounts?|passwords?|creds)",
+    r"post\w* (?:them|it)",
     r"log\w* (?:in ?to|onto)",
     r"automat\w*",
     r"tries",
@@ -1111,11 +1115,13 @@ HARASS = (
 MASS_HARM = alt(
     r"mass casualt\w+", r"(?:on|onto|into|in|over|at) (?:a |the )?(?:\w+ )?crowd(?:ed)?", r"crowded place",
     r"as many people",
+    r"into (?:a )?stamped\w*", r"cause (?:a )?stamped\w*", r"start (?:a )?stamped\w*",
 )
 #: Ways of delivering harm to a crowd.
 DELIVER = alt(
     r"releas\w*", r"drop\w*", r"spray\w*", r"dispers\w*", r"detonat\w*", r"set(?:ting)? off", r"throw\w*",
-    r"driv\w* into", r"payloads?",
+    r"driv\w* into", r"payloads?", r"plant\w* (?:a |an |the )?(?:device|package|bag|"
+    r"box)", r"scares? everyone",
 )
 
 # --- conduct toward people: what the thing asked for does, how, and to whom --------------------
@@ -1425,14 +1431,18 @@ BORROWED_POWER = (
 #: Data a program takes from its user.
 TAKES = (
     r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|"
+    r"screenshots?|"
+    r"screenshotting|downloads?|exfiltrat\w*|"
     r"gathers?|zips?|zipping|push(?:es|ing)?|extract\w*|pull(?:s|ing)?|dump(?:s|ing)?|export\w*|"
     r"forwards?|posts?|sends?|emails?|streams?|keeps?)\b[^.;?!]{0,40}?\b(?:photos?|chats?|messages?|"
     r"documents?|"
     r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
-    r"imessages|desktop|emails|"
+    r"imessages|desktop|emails|sessions|banking|"
     r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio|"
     r"what (?:people|they|users|he|she|someone|my \w+) (?:paste|type|copy|say|write|search|enter)(?:s|es)?)\b"
 )
+#: Whoever runs the thing asked for: not the asker who sends what it takes to themselves.
+ITS_USER = r"\b(?:the user'?s|users'|the person'?s|whoever|the victim'?s)"
 #: A particular person other than the asker, by relation or as one singled out.
 SOMEONE = alt(
     rf"\bmy (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",

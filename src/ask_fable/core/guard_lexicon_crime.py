@@ -100,6 +100,8 @@ INTIMATE_IMAGE = (
 )
 #: Extremist or hateful material, written to recruit, incite or demean.
 HATE = (
+    r"\bblam\w* (?:a |the )?(?:specific |particular )?(?:ethnic|racial|religious) (?:group|minorit\w*|"
+    r"communit\w*)|\bcall\w* for (?:\S+ ){0,3}?(?:drive|force|kick|push|run) (?:them|\w+) out\b|"
     r"\b(?:recruit\w*|propaganda|manifesto\w*|incit\w*|radicali[sz]\w*|call\w* (?:for|to) (?:violence|"
     r"attacks?|"
     r"kill\w*))\b"
@@ -175,7 +177,10 @@ SPOOF_PAID = r"\b(?:spoof|fak|forg)\w* (?:my |the |our )?(?:gps|location|positio
 PAID = r"\b(?:get paid|paid|payouts?|bonus\w*|earn\w*|money|fares?|didn'?t deliver|never delivered)\b"
 #: Checks kited, drug tests cheated, cheats made for online games.
 CHEAT_SYSTEMS = (
-    r"\b(?:kit(?:e|es|ing) (?:\S+ ){0,2}?(?:checks|cheques)|check kiting|pass (?:a |my |the )?(?:drug|urine|"
+    r"\b(?:(?:tamper\w*|bypass\w*|rig|rigg\w*|jumper\w*|hack\w*|reprogram\w*|"
+    r"slow\w* down) (?:\S+ ){0,3}?(?:smart |"
+    r"electric\w* |gas |water |utility |power )?meters?|kit(?:e|es|ing) (?:\S+ ){0,2}?(?:checks|cheques)|"
+    r"check kiting|pass (?:a |my |the )?(?:drug|urine|"
     r"breathalyzer|breathalyser) tests? (?:\S+ ){0,4}?(?:when|after|while|even though|despite|with)|"
     r"fake (?:urine|"
     r"pee)|aim ?bots?|wall ?hacks?|esp hacks?|trigger ?bots?)\b"
@@ -425,6 +430,14 @@ NEAR_CHILDREN = (
     r"messag\w*)\s+(?:\S+\s+){0,2}?(?:children|kids|minors|child|young (?:girls|boys)|preteens|"
     r"\d{1,2} ?(?:year|yr) olds?)\b"
 )
+#: A child or teenager drawn into trusting the asker, meeting them or sending pictures, whatever the words.
+GROOM = (
+    r"\b(?:teen\w*|kids?|child|children|minors?|preteens?|\d{1,2} ?(?:year|"
+    r"yr)s? olds?)\b[^.;?!]{0,40}?\b(?:trusts? "
+    r"me|(?:send|sending) (?:me )?(?:photos|pics|pictures|nudes|selfies)|meet (?:me|up with me)|keep (?:it|"
+    r"this|us|"
+    r"our chats?) (?:a )?secret)"
+)
 #: Unseen by the adults who would stop it.
 UNSUPERVISED = (
     r"\b(?:unsupervised|without (?:\S+ ){0,2}?parents?|behind (?:\S+ ){0,2}?parents'? backs?|parents "
@@ -457,6 +470,7 @@ PUMP = (
 
 #: A voice, face or video made to pass as a real person.
 SYNTH_LIKENESS = alt(
+    r"\b(?:mimic|imitat|replicat|copy|copie|fak)\w* (?:\S+ ){0,3}?voice\b",
     r"\b(?:tts|ai|synthetic|cloned|fake|generated) voices? (?:of|for|from|trained)\b",
     r"\b(?:ai|synthetic|digital|generated|fake|deepfaked?) (?:avatars?|personas?|doubles?|likeness|"
     r"versions?|clones?) "
@@ -537,7 +551,8 @@ PIRACY = alt(
     r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,3}?(?:to |and )?unlock\w* (?:the )?(?:premium|pro|paid|"
     r"full|all)\b",
     r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"(?: protection| drm| scheme| layer)?\b",
-    r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
+    r"\b(?:stream|host|serv|re ?stream|broadcast|sell|make|write|build|generate|create|distribut)\w* "
+    r"(?:\S+ ){0,2}?(?:keygens?|cracks|"
     r"cracked (?:copies|"
     r"versions|installers?|games?|software|apps?)|preactivated \w+|pirated \w+|warez)\b",
     r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,7}?(?:in app purchases?|iaps?|purchases|premium|"
@@ -617,7 +632,8 @@ TECHNIQUE = alt(
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
     r"log ?in)",
     r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
-    r"\bremote code execution\b", r"\brce\b", r"\bdefault (?:logins?|creds)\b",
+    r"\bremote code execution\b", r"\brce\b", r"\bkerberoast\w*", r"\bas ?rep ?roast\w*", r"\bdcsync\b",
+    r"\b(?:golden|silver) tickets?\b", r"\bntlm relay\w*", r"\bdefault (?:logins?|creds)\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
     r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
     r"\b(?:use|using) (?:my )?(?:old|former|leftover|kept|saved) (?:\S+ )?(?:creds|credentials|"
@@ -647,7 +663,8 @@ _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
     r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping|"
     r"follow\w*|tail\w*|shadow\w*|"
-    r"narrow\w* down|pin down|triangulat\w*|deduc\w*|geolocat\w*|zero in on|trac(?:e|es|ing) (?:back )?)"
+    r"narrow\w* down|pin down|compil\w*|put together|assembl\w*|triangulat\w*|deduc\w*|geolocat\w*|"
+    r"zero in on|trac(?:e|es|ing) (?:back )?)"
 )
 #: Finding where a person lives or is, who they are, or gathering it all in one place.
 LOCATE = alt(
@@ -664,8 +681,8 @@ LOCATE = alt(
     r"office)s? (?:\S+ ){0,3}?(?:lives?|stays?|sleeps?|works?|goes)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
-    r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
-    r"routine|movements|whereabouts) (?:of|behind|for)?)",
+    r"|(?:the |her |his |their )?(?:daily |weekly )?(?:real name|(?:real )?identity|full name|workplace|"
+    r"phone number|schedule|routine|movements|whereabouts) (?:of|behind|for)?)",
     r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
     r"\bcorrelat\w* (?:\S+ ){0,4}?(?:writing style|posting (?:times|habits|patterns)|usernames?|handles?|"
     r"alt accounts|other accounts)",
@@ -738,6 +755,9 @@ CRIME = alt(
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
     r"money) from\b",
+    r"\b(?:steps?|recipe|instructions|manual|guide|procedure|process) (?:\S+ ){0,2}?(?:for|to make|to cook|"
+    r"of) "
+    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
     r"\b(?:cook|cooked|make|making|made|synthesi[sz]\w*|produce|producing|produced|brew|brewed|manufactur\w*|"
     r"extract\w*)\s+"
     r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",

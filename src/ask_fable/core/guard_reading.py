@@ -261,7 +261,11 @@ def governing(
         if word == "how" and i + 1 == len(words) and _makes(clause, start):
             return "actor", word  # "how make drug…": the act itself starts with the making
         if word in lx.MAKE:
+            if previous == "from" and any(w in _STOPPING for w in words[max(0, i - 4) : i - 1]):
+                return "defend", word  # "stop fraudsters from buying…": what is prevented
             return "make", word
+        if word == "against" and previous in _ATTACKING:
+            return "make", word  # "a Kerberoasting attack against a company network"
         if word in lx.DEFEND:
             # "bypass the fraud checks", "without triggering the monitoring": the control is what is
             # got around, so the words after it are what the asker wants done.
@@ -283,6 +287,8 @@ def governing(
 _HOW_AUX = frozenset(("would", "could", "can", "do", "does", "might", "should"))
 _HOW_SUBJECT = frozenset(("someone", "somebody", "people", "one", "anyone"))
 _HOW_ME = frozenset(("you", "u", "i", "we"))
+_STOPPING = lx.words("stop stops prevent prevents block blocks keep keeps deter ban")
+_ATTACKING = lx.words("attack attacks attacking launch launching run running use using")
 _PREPOSITIONS = frozenset(("from", "of", "in", "on", "at", "with", "for", "to", "by", "into", "about", "off"))
 
 
