@@ -75,6 +75,10 @@ FRAMES = (
           ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, OWN_SOURCE)),
     Frame(_c(lx.TAKES), "attack_tooling", "credential theft", (TARGETED, (EXFIL,), (CREDENTIAL,)),
           (CONSENT, OWN_SOURCE)),
+    # "a captive portal that saves every customer's Google login": another service's logins, kept
+    Frame(_c(lx.TAKES), "attack_tooling", "credential theft",
+          ((_c(lx.THIRD_PARTY_LOGIN),), (*TARGETED, _c(lx.EVERY_PERSON), _c(lx.ITS_USER))),
+          (CONSENT, OWN_SOURCE)),
     # "screenshots the user's banking sessions and sends them to my server": its user's secrets, to the asker
     Frame(_c(lx.TAKES), "attack_tooling", "credential theft", ((_c(lx.ITS_USER),), (EXFIL,), (CREDENTIAL,)),
           (CONSENT, OWN_SOURCE)),

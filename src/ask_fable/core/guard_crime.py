@@ -91,8 +91,8 @@ class Offence:
 
 
 OFFENCES = (
-    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
-            named=True, gate=_c(cx.INSTRUMENT_NOUN), abuse=cx.TRY_OUT),
+    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (),
+            (TEST_USE, _c(cx.LAWFUL)), named=True, gate=_c(cx.INSTRUMENT_NOUN), abuse=cx.TRY_OUT),
     Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
             (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
     Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),

@@ -430,6 +430,7 @@ UNAUTHORIZED = alt(
     r"(?:\w+ )?(?:passwords?|passcodes?|pins?|locks?)",
     r"(?:i|we) (?:don'?t|do not) know (?:his|her|their|the owner's) (?:\w+ )?(?:passcode|password|pin|code)",
     r"(?:no longer|not|never) (?:supposed|allowed|permitted|meant) to (?:access|use|log ?in|be in|have)",
+    r"(?:not|n'?t) affiliated with",
     r"(?:i|we) (?:don'?t|do not) (?:administer|manage|own|run)\b",
     r"(?:broke|hacked|got) into (?:a|the|their|his|her|this) (?:\w+ ){0,2}?(?:computer|pc|server|machine|"
     r"network|box|host|system|laptop|phone|router)",
@@ -1037,7 +1038,7 @@ WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
     convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
     synthesize synthesise synthesizing synthesising whip makes builds assembles constructs made built
-    assembled constructed rigged wire wiring attach attaching connect hook arm arming"""
+    assembled constructed rigged wire wiring attach attaching connect hook arm arming turned converted"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
@@ -1104,7 +1105,10 @@ FOOD_TAMPERING = (
     r"sprinkling)\s+(?:\S+\s+){0,3}?"
     r"(?:in|into|to) "
     r"(?:someone's|somebody's|his|her|their|my \w+'s|people's|a person's) "
-    r"(?:food|drinks?|coffee|tea|water|meals?|shampoo|lotion|makeup|toothpaste|medicine|pills|inhaler)"
+    r"(?:food|drinks?|coffee|tea|water|meals?|shampoo|lotion|makeup|toothpaste|medicine|pills|inhaler)|"
+    r"\bspik(?:e|es|ing|ed) (?:someone'?s|somebody'?s|his|her|their|my \w+'s|people'?s|a (?:\w+ )?(?:person|"
+    r"girl|guy|"
+    r"woman|man)'?s) (?:\w+ )?(?:drinks?|food|coffee|tea)"
 )
 
 #: Harassing a person: judged with a named person or someone else as the target.
@@ -1440,6 +1444,16 @@ TAKES = (
     r"imessages|desktop|emails|sessions|banking|"
     r"notifications|card details|bank details|scans|webcam|camera|microphone|clips|videos?|audio|"
     r"what (?:people|they|users|he|she|someone|my \w+) (?:paste|type|copy|say|write|search|enter)(?:s|es)?)\b"
+)
+#: Logins to someone else's service, which nothing but a phishing page has reason to keep.
+THIRD_PARTY_LOGIN = (
+    r"\b(?:google|gmail|facebook|microsoft|office 365|outlook|apple|icloud|paypal|instagram|bank|banking|"
+    r"amazon|"
+    r"netflix|steam) (?:logins?|passwords?|credentials|creds|account details)\b"
+)
+EVERY_PERSON = (
+    r"\b(?:every|each|all) (?:\w+ )?(?:customers?|users?|visitors?|guests?|persons?|students?|"
+    r"employees?)'?s?\b"
 )
 #: Whoever runs the thing asked for: not the asker who sends what it takes to themselves.
 ITS_USER = r"\b(?:the user'?s|users'|the person'?s|whoever|the victim'?s)"

@@ -129,7 +129,8 @@ TRAFFIC = (
 )
 #: Pressure: a secret kept back in exchange for something.
 EXTORT = (
-    r"\b(?:blackmail\w*|extort\w*|sextort\w*)\b|\bunless (?:he|she|they|you) (?:\w+ )?(?:pays?|promotes?|"
+    r"\b(?:blackmail\w*|extort\w*|sextort\w*|ransom (?:notes?|demands?|letters?))\b|\bunless (?:he|she|they|"
+    r"you) (?:\w+ )?(?:pays?|promotes?|"
     r"gives?|sends?|does|hands? over|transfers?)\b"
 )
 #: A check a minor or someone else is to be passed through.
@@ -463,7 +464,9 @@ PROFIT_ME = (
 PUMP = (
     r"\b(?:pump\w*|generat\w* (?:\S+ ){0,2}?calls|fake calls|hacked|compromised|hijacked|"
     r"thousands of (?:people|"
-    r"calls)|call (?:it |them )?back|get (?:\S+ ){0,3}?to call|auto ?dial\w*|robocall\w*|stay under)\b"
+    r"calls)|call (?:it |them )?back|get (?:\S+ ){0,3}?to call|auto ?dial\w*|robocall\w*|stay under|"
+    r"rack\w* up|"
+    r"other people'?s phones)\b"
 )
 
 # --- likenesses ---------------------------------------------------------------------------------
@@ -567,6 +570,9 @@ PIRACY = alt(
     r"\bdownload\w* (?:\S+ ){0,3}?paid (?:videos?|courses?|content|ebooks?|books?|music|movies?|shows?)\b",
     r"\bwork\w* out (?:the )?serial (?:algorithm|keys?|numbers?)\b",
     r"\b(?:dump|rip|extract|pull|grab)\w* (?:\S+ ){0,3}?(?:decrypted|unprotected|drm ?free|unencrypted)\b",
+    r"\b(?:scrap|download|grab|pull|copy|copie|rip|sav|"
+    r"archiv)\w* (?:\S+ ){0,3}?paywalled (?:\w+ ){0,2}?(?:papers|articles|content|videos|courses|books|"
+    r"ebooks|stories|posts|reports|news|lessons|music|shows|episodes)\b",
     r"\b(?:scrap|download|grab|pull|copy|copie|rip|sav|archiv)\w* (?:\S+ ){0,4}?(?:behind|past|from behind) "
     r"(?:\S+ ){0,3}?(?:paywalls?|login walls?|subscriptions?|logins?)\b",
     r"\b(?:shar|resell|sell|rent|split)\w* (?:\S+ ){0,3}?(?:netflix|spotify|disney|hulu|hbo|max|prime video|"
@@ -594,7 +600,8 @@ DISTRIBUTE = (
     r"file ?sharing|re ?publish\w*|re ?upload\w*|re ?brand\w*|re ?host\w*|host\w* (?:them|it|\S+ \S+) on|"
     r"pirat\w*|modded|cracked|on my (?:\w+ ){0,3}?(?:site|website|server|channel|app|store)|"
     r"as (?:my|our) own|for a fee|subscribers|pay me|paying me|torrent tracker|mod (?:site|apk)s?|"
-    r"paying customers|bundle|under my (?:own )?name|strangers|charg\w* (?:each|them|every)|monthly fee)\b"
+    r"paying customers|bundle|everyone who (?:downloads|installs)|under my (?:own )?name|strangers|"
+    r"charg\w* (?:each|them|every)|monthly fee)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -614,6 +621,7 @@ TECHNIQUE = alt(
     r"\b(?:try|tries|trying|test|testing)\w* (?:\S+ ){0,3}?(?:on|against) (?:a |an |the |their |his |her |"
     r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
+    r"\bspray\w* (?:\S+ ){0,2}?passwords\b",
     r"\bhijack\w* (?:\S+ ){0,2}?sessions?\b", r"\bsession hijack\w*",
     r"\b(?:steal|replay|clone)\w* (?:\S+ ){0,2}?(?:session|cookies?|tokens?)\b",
     r"\bphish(?:ing|ed|es)? (?:the |their |his |her |a |an |some )?(?:\w+ )?(?:admins?|staff|employees|"
@@ -683,7 +691,10 @@ LOCATE = alt(
     r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
     r"|(?:the |her |his |their )?(?:daily |weekly )?(?:real name|(?:real )?identity|full name|workplace|"
     r"phone number|schedule|routine|movements|whereabouts) (?:of|behind|for)?)",
-    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
+    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*", r"\bdossier (?:on|about|of)\b",
+    r"\b(?:identify|find out|figure out|work out)\w* (?:\S+ ){0,2}?(?:real )?(?:person|people|man|woman|"
+    r"owner|"
+    r"human|individual) behind\b",
     r"\bcorrelat\w* (?:\S+ ){0,4}?(?:writing style|posting (?:times|habits|patterns)|usernames?|handles?|"
     r"alt accounts|other accounts)",
     r"\bpredict\w* (?:\S+ ){0,3}?(?:daily |weekly )?(?:schedule|routine|movements|whereabouts|location)s?\b",
@@ -702,7 +713,7 @@ THIRD_PERSON = (
     r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
     r"anonymous (?:\w+ )?(?:users?|posters?|accounts?|critics?|commenters?|"
     r"reviewers?|persons?)|a specific \w+|(?:one|a|this) (?:particular|specific|single) \w+|"
-    r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
+    r"someone|somebody|(?:this|that|an?) (?:\w+ ){0,2}?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )
 #: The asker looking for their own details.
 SELF_SOUGHT = (
