@@ -12,7 +12,6 @@ right after it ("deepfake detection"), sets it aside.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
@@ -85,9 +84,6 @@ class Offence:
         """True when the question shows a facet of every group and none of the exceptions."""
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
 
-    def ruled_out(self, excluded: Collection[int]) -> bool:
-        """True when the literal gates show a group of needed facets cannot occur: no search needed."""
-        return any(all(id(p) in excluded for p in group) for group in self.needs)
 
 
 OFFENCES = (
@@ -170,15 +166,26 @@ OFFENCES = (
 )
 
 
+#: Each offence with the ids its literal gates are checked by: its act, its gate (0 for none) and its
+#: groups of needed facets, worked out once rather than on every question.
+_PLAN = tuple(
+    (found, id(found.act), id(found.gate) if found.gate is not None else 0,
+     tuple(tuple(id(p) for p in group) for group in found.needs))
+    for found in OFFENCES
+)
+
+
 def offence(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first offence the question asks for, or None."""
     excluded = question.excluded
-    for found in OFFENCES:
-        if id(found.act) in excluded or (found.gate is not None and id(found.gate) in excluded):
+    for found, act, gate, needs in _PLAN:
+        if act in excluded or gate in excluded:
             continue  # the literal gates already rule it out: no call at all
-        if found.gate is not None and not question.has(found.gate):
+        if any(all(key in excluded for key in group) for group in needs):
+            continue  # a needed facet cannot occur
+        if gate and found.gate is not None and not question.has(found.gate):
             continue
-        if found.ruled_out(excluded) or not question.has(found.act) or not found.fits(question):
+        if not question.has(found.act) or not found.fits(question):
             continue
         for clause, match in question.distinct(found.act):
             start = match.start()
