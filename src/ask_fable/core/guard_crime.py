@@ -160,7 +160,8 @@ OFFENCES = (
             gate=_c(cx.MONEY_NOUN)),
     Offence(_c(cx.FAKE_CHARITY), "fraud", "a fake fundraiser", named=True),
     Offence(_c(cx.SPOOF_PAID), "fraud", "faking a location to be paid", ((_c(cx.PAID),),), named=True),
-    Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (),
+            (AGAINST_CRIME, TEST_USE, _c(cx.OWN_CHECK)), named=True),
     Offence(_c(cx.MASS_REPORT), "harm_to_people", "harassment", ((*TARGETED, PERSON_TARGET),)),
     Offence(_c(cx.SLURS), "harm_to_people", "harassment", ((FILTER_EVADE,),)),
 )

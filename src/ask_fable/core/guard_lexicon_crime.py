@@ -186,6 +186,8 @@ CHEAT_SYSTEMS = (
     r"fake (?:urine|"
     r"pee)|aim ?bots?|wall ?hacks?|esp hacks?|trigger ?bots?)\b"
 )
+#: The check is the asker's own: a cheat written to test one's own anti-cheat.
+OWN_CHECK = r"\b(?:our|my) (?:own )?(?:anti ?cheat|test builds?|game)\b"
 #: What pressure is meant to make a person do.
 PRESSURE_OUTCOME = (
     r"\bso (?:she|he|they)(?:'ll| will)? (?:moves?|leaves?|quits?|stops?|gives? up|(?:can'?t|"
@@ -622,6 +624,9 @@ TECHNIQUE = alt(
     r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
     r"\bspray\w* (?:\S+ ){0,2}?passwords\b",
+    r"\b(?:read|see|watch|capture|log|sniff)\w* (?:his|her|their|\w+'s) (?:network )?(?:traffic|browsing|"
+    r"packets|"
+    r"dns queries)\b",
     r"\bhijack\w* (?:\S+ ){0,2}?sessions?\b", r"\bsession hijack\w*",
     r"\b(?:steal|replay|clone)\w* (?:\S+ ){0,2}?(?:session|cookies?|tokens?)\b",
     r"\bphish(?:ing|ed|es)? (?:the |their |his |her |a |an |some )?(?:\w+ )?(?:admins?|staff|employees|"
@@ -737,7 +742,11 @@ CRIME = alt(
     r"\b(?:money|cash|funds) (?:i|we) (?:took|stole|embezzled|skimmed|siphoned|diverted)\b",
     r"\bshell compan(?:y|ies) (?:\S+ ){0,2}?(?:to )?(?:hide|launder|move|park|"
     r"wash)\b", r"\bwash trad\w*", r"\bspoof\w* (?:\S+ ){0,2}?orders\b",
-    r"\binsider trad\w*", r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|trades|customers|clients)\b",
+    r"\binsider trad\w*",
+    r"\b(?:fak|spoof|trick|fool|beat|bypass|cut|remov|disabl)\w* (?:\S+ ){0,6}?(?:ankle (?:monitor|tag|"
+    r"bracelet)s?|"
+    r"electronic (?:tag|monitor)s?|gps tags?|curfew tags?)", r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|"
+    r"trades|customers|clients)\b",
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
     r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",

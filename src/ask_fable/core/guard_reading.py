@@ -275,8 +275,8 @@ def governing(
         if word in lx.FIRST_PERSON:
             return "actor", word
         if stop and word in lx.STOP:
-            if word in ("when", "if", "whether") and previous in lx.DEFEND:
-                return "defend", previous  # "detect when someone turns off…": what is watched for
+            if word in ("when", "if", "whether") and any(w in lx.DEFEND for w in words[max(0, i - 3) : i]):
+                return "defend", word  # "detect when someone turns off…", "warn a user when…": watched for
             return None, word
         if word == "then" and previous == "and":
             return None, word  # "stop it from tracking me and then get into…": a new act begins
