@@ -326,7 +326,7 @@ SOFT_TARGET = (
 )
 #: The words the acts below cannot be said without, searched before them.
 PRIVATE_ROOM = r"\b(?:bathrooms?|showers?|toilets?|bedrooms?|changing|locker|restrooms?|fitting)\b"
-CHILDREN = r"\b(?:children|kids|minors|child|girls|boys|preteens|olds?)\b"
+CHILDREN = r"\b(?:children|kids|minors|child|girls|boys|preteens)\b|\d ?(?:year|yr)s? olds?\b"
 PRIVATE_MATERIAL = r"\b(?:private|intimate|personal|nude|leaked|stolen|hacked)\b"
 #: Recording where people undress or sleep.
 PRIVATE_SPACE_CAMERA = (
@@ -624,18 +624,10 @@ TECHNIQUE = alt(
     r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
     r"\bspray\w* (?:\S+ ){0,2}?passwords\b",
-    r"\b(?:read|see|watch|capture|log|sniff)\w* (?:his|her|their|\w+'s) (?:network )?(?:traffic|browsing|"
-    r"packets|"
-    r"dns queries)\b",
-    r"\bhijack\w* (?:\S+ ){0,2}?sessions?\b", r"\bsession hijack\w*",
-    r"\b(?:steal|replay|clone)\w* (?:\S+ ){0,2}?(?:session|cookies?|tokens?)\b",
     r"\bphish(?:ing|ed|es)? (?:the |their |his |her |a |an |some )?(?:\w+ )?(?:admins?|staff|employees|"
     r"users|people|"
     r"accounts?|targets?|ceo|cfo|finance|team)\b",
     r"\bpivot\w* (?:\S+ ){0,10}?(?:into|onto)\b",
-    r"\bintercept\w* (?:\S+ ){0,3}?(?:traffic|packets|requests|communications|connections)\b",
-    r"\b(?:mitm|man in the middle|arp spoof\w*|packet sniff\w*)\b",
-    r"\bsniff\w* (?:\S+ ){0,2}?(?:traffic|packets|wifi|network|passwords|credentials|creds|cookies)\b",
     r"\bcrack\w* (?:\S+ ){0,3}?(?:wpa\w*|wep|wifi|wi fi|password|passcode|pin|hash\w*)\b",
     r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
     r"\bclon\w* (?:\S+ ){0,3}?(?:key ?fobs?|badges?|access cards?|rfid|nfc|keycards?)\b",
@@ -743,9 +735,7 @@ CRIME = alt(
     r"\bshell compan(?:y|ies) (?:\S+ ){0,2}?(?:to )?(?:hide|launder|move|park|"
     r"wash)\b", r"\bwash trad\w*", r"\bspoof\w* (?:\S+ ){0,2}?orders\b",
     r"\binsider trad\w*",
-    r"\b(?:fak|spoof|trick|fool|beat|bypass|cut|remov|disabl)\w* (?:\S+ ){0,6}?(?:ankle (?:monitor|tag|"
-    r"bracelet)s?|"
-    r"electronic (?:tag|monitor)s?|gps tags?|curfew tags?)", r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|"
+    r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|"
     r"trades|customers|clients)\b",
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
@@ -762,8 +752,6 @@ CRIME = alt(
     r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"
     r"doctor'?s notes?|sick notes?|prescriptions?|utility bills?|tax returns?|references?|certificates?|"
     r"licen[cs]es?|medical records)\b",
-    r"\b(?:sell|selling|sells|make|making|produc\w*|ship\w*|import\w*|distribut\w*|manufactur\w*)\s+"
-    r"(?:\S+\s+){0,2}?(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded|designer|brand))\s+\w+",
     r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|"
     r"clothes|"
     r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|"
@@ -775,9 +763,6 @@ CRIME = alt(
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
     r"money) from\b",
-    r"\b(?:steps?|recipe|instructions|manual|guide|procedure|process) (?:\S+ ){0,2}?(?:for|to make|to cook|"
-    r"of) "
-    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b",
     r"\b(?:cook|cooked|make|making|made|synthesi[sz]\w*|produce|producing|produced|brew|brewed|manufactur\w*|"
     r"extract\w*)\s+"
     r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",
@@ -944,3 +929,44 @@ OPERATIONAL = (
     r"don'?t (?:leave out|skip|hold back)|word for word|verbatim|(?:the )?(?:actual|exact|real|full) "
     r"(?:script|wording|words|message|pitch))\b"
 )
+
+# --- acts split out of the lists above: each searched only when its rare word occurs ------------------
+
+#: Someone else's traffic read, intercepted or sniffed.
+TECHNIQUE_TRAFFIC = alt(
+    r"\b(?:read|see|watch|capture|log|sniff)\w* (?:his|her|their|\w+'s) (?:network )?(?:traffic|browsing|"
+    r"packets|"
+    r"dns queries)\b",
+    r"\bintercept\w* (?:\S+ ){0,3}?(?:traffic|packets|requests|communications|connections)\b",
+    r"\b(?:mitm|man in the middle|arp spoof\w*|packet sniff\w*)\b",
+    r"\bsniff\w* (?:\S+ ){0,2}?(?:traffic|packets|wifi|network|passwords|credentials|creds|cookies)\b",
+)
+TRAFFIC_NOUN = (
+    r"\b(?:traffic|browsing|packets|dns|mitm|middle|arp|sniff\w*|communications|connections|requests)\b"
+)
+#: A session taken over or its cookies and tokens stolen.
+TECHNIQUE_SESSION = alt(
+    r"\bhijack\w* (?:\S+ ){0,2}?sessions?\b", r"\bsession hijack\w*",
+    r"\b(?:steal|replay|clone)\w* (?:\S+ ){0,2}?(?:session|cookies?|tokens?)\b",
+)
+SESSION_NOUN = r"\b(?:sessions?|cookies?|tokens?)\b"
+#: A court's or a parole officer's monitor defeated.
+MONITOR_TAMPER = (
+    r"\b(?:fak|spoof|trick|fool|beat|bypass|cut|remov|disabl)\w* (?:\S+ ){0,6}?(?:ankle (?:monitor|tag|"
+    r"bracelet)s?|"
+    r"electronic (?:tag|monitor)s?|gps tags?|curfew tags?)"
+)
+MONITOR_NOUN = r"\b(?:ankle|electronic (?:tag|monitor)|gps tags?|curfew tags?)"
+#: Counterfeits made or sold, whatever the goods.
+SELL_COUNTERFEIT = (
+    r"\b(?:sell|selling|sells|make|making|produc\w*|ship\w*|import\w*|distribut\w*|manufactur\w*)\s+"
+    r"(?:\S+\s+){0,2}?(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded|designer|brand))\s+\w+"
+)
+COUNTERFEIT_NOUN = r"\b(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded|designer|brand))\b"
+#: The steps to make a street drug.
+DRUG_STEPS = (
+    r"\b(?:steps?|recipe|instructions|manual|guide|procedure|process) (?:\S+ ){0,2}?(?:for|to make|to cook|"
+    r"of) "
+    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b"
+)
+DRUG_NOUN = r"\b(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b"
