@@ -59,7 +59,9 @@ DEFEND = words(
 STOP = words("that which who where so because while when if unless after before until without whose")
 
 #: First-person words and request nouns: with nothing else in between, the asker is the one acting.
-FIRST_PERSON = words("i we i'm we're way ways steps instructions tutorial recipe procedure method methods")
+FIRST_PERSON = words(
+    "i we i'm we're way ways steps instructions tutorial recipe procedure method methods best"
+)
 
 #: Words right after a term that make it the subject of defensive or analytical work.
 NEUTRAL_HEADS = words(
@@ -457,6 +459,8 @@ ACCESS = alt(
     r"taking over",
     r"takeover",
     r"take(?:s|ing)? control",
+    r"chang(?:e|es|ing) (?:his|her|their) (?:\w+ )?(?:email|e ?mail address|password|phone number|recovery "
+    r"(?:email|phone))",
     r"took control",
     r"log(?:s|ging)? (?:in ?to|onto)",
     r"sign(?:s|ing)? into",
@@ -790,7 +794,10 @@ PHISH_TAKE = alt(
     r"sav(?:e|es|ing)",
     r"forward\w*",
     r"whatever (?:people|they|users) type",
-) + r"\b[^.;?!]{0,40}?" + alt(CREDENTIAL, r"whatever", r"it\b")
+    r"send\w*",
+) + r"\b[^.;?!]{0,40}?" + alt(
+    CREDENTIAL, r"whatever", r"it\b", r"(?:entered |typed |login |card |bank )details"
+)
 TRICK = (
     r"\b(?:trick\w*|fool\w*|lur(?:e|es|ing)|deceiv\w*|dupe\w*)\s+(?:\S+\s+){0,5}?into (?:entering|typing|"
     r"giving|sharing|revealing|clicking|installing|running)"
@@ -1092,7 +1099,7 @@ HARM_PEOPLE = (
 #: Asking what amount of something would kill.
 LETHAL_DOSE = (
     r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:would|will|could|"
-    r"is enough to) "
+    r"is enough to|(?:would|will|could|does|do) (?:it )?(?:take|need) to) "
     r"(?:kill|be lethal|be fatal|knock (?:\S+ )?out|make (?:\S+ )?(?:pass out|unconscious))"
 )
 #: Tampering with what a person eats or drinks.
@@ -1425,7 +1432,11 @@ PERSIST = alt(
     r"uninstalls?|kills?|wipes?)",
 )
 #: Moving from one machine to the next.
-HOP = r"\b(?:hops?|jumps?|moves?|spreads?|pivots?) from one (?:machine|computer|host|pc|server|device|box) to"
+HOP = (
+    r"\b(?:hops?|jumps?|moves?|spreads?|pivots?) from one (?:machine|computer|host|pc|server|device|box|"
+    r"laptop|"
+    r"phone|tablet) to"
+)
 #: Someone else's hardware made to earn for the asker.
 BORROWED_POWER = (
     r"\b(?:uses?|using|borrows?) (?:other people's|someone's|their|strangers'|visitors'|the \w+s'|my \w+'s) "

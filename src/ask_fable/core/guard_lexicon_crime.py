@@ -108,10 +108,13 @@ HATE = (
 )
 HATE_MARK = (
     r"\b(?:extremis\w*|terror\w*|jihad\w*|nazi\w*|white power|militia\w*|attacks? on|fight|kill\w*|violence|"
-    r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious)\b"
+    r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious|religions?|race|ethnicity|"
+    r"nationality|people of)\b"
 )
 DEHUMANIZE = (
-    r"\b(?:vermin|subhuman|cockroaches|parasites|animals|savages|filth|infestation)\b"
+    r"\b(?:are (?:all )?(?:terrorists|criminals|rapists|invaders)|should (?:all )?be (?:deported|expelled|"
+    r"exterminated|driven out|wiped out)|vermin|subhuman|cockroaches|parasites|animals|savages|filth|"
+    r"infestation)\b"
 )
 #: Buying up all of something to resell it.
 SCALP = (
@@ -154,7 +157,8 @@ HIDE_INCOME = (
     r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout(?:e|es|ed|ing)) (?:\S+ ){0,3}?(?:income|money|assets|"
     r"earnings|profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|"
     r"authorities|"
-    r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report))|\btax (?:evasion|fraud)\b|"
+    r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report)|so (?:i|we) (?:pay|owe) "
+    r"(?:less|no|lower) tax\w*)|\btax (?:evasion|fraud)\b|"
     r"\bevad\w* (?:\S+ )?tax\w*"
 )
 #: The words hiding income cannot be said without.
@@ -214,7 +218,8 @@ FINDS_VALID = (
 )
 #: Passing as the holder of an account in order to be given control of it.
 HOLDER_POSE = (
-    r"\b(?:(?:i'?m|i am|as if i were|pos(?:e|ing) as|pretend(?:ing)? to be|as) the (?:account ?holder|"
+    r"\b(?:(?:i'?m|i am|pretend\w* to be|pos\w* as) my (?:\w+ )?" + PERSON + r"\b|(?:i'?m|i am|as if i were|"
+    r"pos(?:e|ing) as|pretend(?:ing)? to be|as) the (?:account ?holder|"
     r"account "
     r"owner|card ?holder|owner of the (?:account|line|number)|real customer|subscriber)|(?:port|transfer|"
     r"mov)\w* "
@@ -361,7 +366,8 @@ SPREAD_WIDE = (
 SKIM = (
     r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|"
     r"keeping|"
-    r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:card (?:data|details|"
+    r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:(?:\w+s'|their|"
+    r"people'?s) cards|card (?:data|details|"
     r"numbers?|info)|cvvs?|pins?|track data|magstripe)"
 )
 #: Kept for the asker's own use or collection.
@@ -435,6 +441,7 @@ NEAR_CHILDREN = (
 )
 #: A child or teenager drawn into trusting the asker, meeting them or sending pictures, whatever the words.
 GROOM = (
+    r"\blur\w* (?:a |the |some )?(?:\w+ )?(?:child|children|kids?|minors?|girls?|boys?)\b|"
     r"\b(?:teen\w*|kids?|child|children|minors?|preteens?|\d{1,2} ?(?:year|"
     r"yr)s? olds?)\b[^.;?!]{0,40}?\b(?:trusts? "
     r"me|(?:send|sending) (?:me )?(?:photos|pics|pictures|nudes|selfies)|meet (?:me|up with me)|keep (?:it|"
@@ -453,6 +460,18 @@ TRADE_PRIVATE = (
     r"strangers'?|her|his|their|someone'?s|users'?|other people'?s|celebrities'?|victims'?) (?:\w+ )?"
     r"(?:private|intimate|personal|nude|leaked|stolen|hacked) (?:photos|pictures|pics|images|videos|data|"
     r"messages|details|records|files)\b"
+)
+#: A key for software someone else sells, asked for to use it unpaid.
+FREE_KEY = (
+    r"\b(?:working|valid|free|cracked) (?:serials?|licen[cs]e keys?|activation (?:keys?|codes?)|"
+    r"product keys?|"
+    r"cd keys?|serial (?:keys?|numbers?)) for\b"
+)
+#: Stolen goods sold on.
+FENCE = (
+    r"\b(?:sell|selling|fence|fencing|flip|flipping|offload\w*|pawn\w*)\s+(?:\S+\s+){0,2}?stolen (?:\w+ )?"
+    r"(?:goods|bikes?|cars?|phones?|laptops?|jewel\w*|items|stuff|property|electronics|"
+    r"catalytic converters?)\b"
 )
 #: Premium-rate lines the asker profits from.
 PREMIUM_LINE = (
@@ -485,7 +504,8 @@ SYNTH_LIKENESS = alt(
     r"(?:\w+ )?\w+'s\b",
     r"\b(?:generate|make|create|fake|produce)\w* (?:a |an )?(?:\w+ )?(?:video|audio|clip|recording|"
     r"voice note)s? "
-    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her )?(?:\w+ ){0,5}?(?:says?|saying|admits?|"
+    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her |our |their )?(?:\w+ ){0,5}?(?:says?|saying|"
+    r"admits?|"
     r"announc\w*|confess\w*)",
     r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
     r"\b(?:voice|face|speech) (?:models?|prints?|doubles?|replicas?|avatars?|skins?) (?:of|for|from|"
@@ -520,7 +540,8 @@ LIKENESS_OF = (
     r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure|another person|someone "
     r"else|(?:a|one) (?:specific|particular|certain|real) \w+|his|her)\b|\b(?:our|my|a|an|the|their) "
     r"(?:\w+ ){0,2}?(?:director|cto|cio|cfo|vp|president|head of \w+|founder|lawyer|accountant|doctor|"
-    r"client|supplier|vendor|investor|landlord|partner|admin|administrator|chairman|owner)(?:'s)?\b"
+    r"client|supplier|vendor|investor|landlord|partner|admin|administrator|chairman|owner|mayor|governor|"
+    r"minister|councillor|judge|principal|police chief|prime minister)(?:'s)?\b"
 )
 #: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
 DECEIVE_USE = (
@@ -563,7 +584,8 @@ PIRACY = alt(
     r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,7}?(?:in app purchases?|iaps?|purchases|premium|"
     r"paid features?|"
     r"subscriptions?|dlcs?|gems|coins) (?:\S+ ){0,2}?(?:are |become |is )?(?:free|unlocked)\b",
-    r"\bdownload\w* (?:\S+ ){0,3}?(?:movies?|films?|shows?|episodes?|series|courses?|music|songs?|ebooks?) "
+    r"\bdownload\w* (?:\S+ ){0,3}?(?:movies?|films?|shows?|episodes?|series|courses?|music|songs?|ebooks?|"
+    r"audiobooks?|audiobook library|library|podcasts?|albums?|comics?|games?) "
     r"from (?:\S+ ){0,2}?(?:subscription|streaming|paid) (?:services?|sites?|platforms?|apps?)\b",
     r"\brip\w* (?:\S+ ){0,5}?(?:lessons|lectures|modules|tutorials)\b",
     r"\brip\w* (?:\S+ ){0,3}?(?:streams?|videos?|movies?|films?|shows?|episodes?|blu ?rays?|dvds?|"
@@ -689,6 +711,8 @@ LOCATE = alt(
     r"|(?:the |her |his |their )?(?:daily |weekly )?(?:real name|(?:real )?identity|full name|workplace|"
     r"phone number|schedule|routine|movements|whereabouts) (?:of|behind|for)?)",
     r"\bunmask\w*", r"\bde ?anonymi[sz]\w*", r"\bdossier (?:on|about|of)\b",
+    r"\b(?:find out|figure out|work out|identify) who (?:\S+ ){0,5}?(?:is|was|wrote|posted|runs)\b",
+    r"\b(?:the )?(?:home|house|address|apartment|flat) of (?:the|this|that|a|my) ",
     r"\b(?:identify|find out|figure out|work out)\w* (?:\S+ ){0,2}?(?:real )?(?:person|people|man|woman|"
     r"owner|"
     r"human|individual) behind\b",
@@ -831,7 +855,11 @@ INSIDER_MOTIVE = (
 
 #: Making a person afraid.
 INTIMIDATE = (
-    r"\b(?:scare\w*|frighten\w*|intimidat\w*|terrori[sz]\w*|terrif\w*|so (?:she|he|they)(?:'s|'re| is| are)? "
+    r"\b(?:(?:we|i) know where (?:you|he|she|they) (?:live|lives|work|works|sleep|sleeps)|"
+    r"teach (?:\w+ ){0,3}?a "
+    r"lesson|make (?:\S+ ){0,2}?life (?:miserable|hell|a living hell)|drive (?:him|her|them) out|bully\w* "
+    r"(?:him|her|them)|scare\w*|frighten\w*|intimidat\w*|terrori[sz]\w*|terrif\w*|so (?:she|he|they)(?:'s|"
+    r"'re| is| are)? "
     r"(?:scared|afraid|terrified))\b"
 )
 #: Messages or calls sent to someone.

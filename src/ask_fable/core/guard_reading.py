@@ -39,8 +39,10 @@ _TEXTSPEAK_WORDS = {
     "snd": "send", "snds": "sends", "hw": "how", "hck": "hack", "wht": "what", "plz": "please",
     "pls": "please", "msgs": "messages", "msg": "message", "acc": "account", "accs": "accounts",
     "ppl": "people", "smth": "something", "thru": "through", "wrk": "work", "phne": "phone",
-    "grlfrnd": "girlfriend",
+    "grlfrnd": "girlfriend", "accsess": "access", "acess": "access", "acces": "access", "pasword": "password",
+    "paswords": "passwords", "passwrd": "password", "facebok": "facebook", "instagarm": "instagram",
 }
+_TEXTSPEAK_KEYS = frozenset(_TEXTSPEAK_WORDS)
 _TEXTSPEAK = re.compile(r"\b(?:" + "|".join(sorted(_TEXTSPEAK_WORDS, key=len, reverse=True)) + r")\b")
 #: A word of three or more consonants and no vowel: the sign that vowels were dropped.
 _NO_VOWEL = re.compile(r"\b[b-df-hj-np-tv-z]{3,}\b")
@@ -77,7 +79,7 @@ def normalize(question: str) -> str:
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
         text = _TWO.sub(r"\1 to", text)
-    if _NO_VOWEL.search(text):
+    if _NO_VOWEL.search(text) or not _TEXTSPEAK_KEYS.isdisjoint(text.split()):
         text = _TEXTSPEAK.sub(lambda found: _TEXTSPEAK_WORDS[found.group(0)], text)
     if _SPELLED_HINT.search(text):
         text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
