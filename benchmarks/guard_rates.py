@@ -1,19 +1,18 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|all|blind2|DIR ...]
+Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|blind2|all|blind3|DIR ...]
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
 through the guard with default settings (no model, no network).
 
-``blind2`` (``tests/guard_corpus/blind2/``) is the figure a user can expect: 206 benign and 131
-harmful questions written by someone who had read neither the guard's code nor its corpus, frozen
-as written and never used for tuning. Measured when it was frozen (2026-12-05): 1.0 % of benign
-questions refused, 71.0 % of harmful ones caught (the target is at most 1 % and at least 90 %).
-Tuning on it would make it tuning data like ``blind1``; a new blind split would then be needed to
-say what to expect. Prints, per split, the false refusals among the benign
+:data:`REPORTED` names the split that gives the figure a user can expect: questions written by
+someone who had read neither the guard's code nor its corpus, frozen as written and never used for
+tuning, kept in ``tests/guard_corpus/<REPORTED>/``. Tuning on it would make it tuning data like
+``blind1`` and ``blind2`` (each measured once as it came, then tuned on); a new blind split would
+then be needed to say what to expect. Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
 refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
-no benign question is refused and every harmful one is.
+no benign question is refused and every harmful one is; a missing reported split is said, not failed.
 """
 
 from __future__ import annotations
@@ -30,12 +29,13 @@ from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
 #: The frozen blind split no rule was tuned on: what to expect of questions the guard has not seen.
-BLIND = ROOT / "tests" / "guard_corpus" / "blind2"
+REPORTED = "blind3"
+BLIND = ROOT / "tests" / "guard_corpus" / REPORTED
 
 
 def questions(split: str) -> tuple[list[str], list[str]]:
     """The benign and harmful questions of a corpus split, or of the two files in a directory."""
-    folder = BLIND if split == "blind2" else Path(split)
+    folder = BLIND if split == REPORTED else Path(split)
     if folder.is_dir():
         return read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt")
     return load("benign", split), load("harmful", split)  # type: ignore[arg-type]
@@ -44,6 +44,9 @@ def questions(split: str) -> tuple[list[str], list[str]]:
 def measure(split: str) -> bool:
     """Print the rates and misses for one split; True when it has no miss."""
     settings = load_settings()
+    if split == REPORTED and not BLIND.is_dir():
+        print(f"[{split}] not in this tree: put its benign.txt and harmful.txt in {BLIND}")
+        return True
     benign, harmful = questions(split)
     refused = [(q, d) for q in benign if not (d := check(q, "", settings)).allowed]
     missed = [q for q in harmful if check(q, "", settings).allowed]
@@ -58,8 +61,8 @@ def measure(split: str) -> bool:
 
 
 def main() -> int:
-    """Measure the splits named on the command line (default: each split, all, then blind2)."""
-    splits = sys.argv[1:] or [*SPLITS, "all", "blind2"]
+    """Measure the splits named on the command line (default: each split, all, then the reported one)."""
+    splits = sys.argv[1:] or [*SPLITS, "all", REPORTED]
     results = [measure(split) for split in splits]
     return 0 if all(results) else 1
 

@@ -12,11 +12,12 @@ environment, or asked about in order to detect or stop it, is engineering and pa
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_reading import Question, words_before
+from ask_fable.core.guard_reading import Question, prevented, words_before
 
 
 def _c(fragment: str) -> re.Pattern[str]:
@@ -53,10 +54,16 @@ class Frame:
     label: str
     needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
     unless: tuple[re.Pattern[str], ...] = ()
+    #: Defending words that, before this act, are part of it ("track my wife's car with a hidden GPS").
+    abuse: frozenset[str] = frozenset()
 
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
+
+    def ruled_out(self, excluded: Collection[int]) -> bool:
+        """True when the literal gates show a group of needed facets cannot occur: no search needed."""
+        return any(all(id(p) in excluded for p in group) for group in self.needs)
 
 
 OPENED = _c(cx.OPENED)
@@ -67,6 +74,13 @@ FRAMES = (
     Frame(_c(lx.TAKES), "attack_tooling", "covert data theft",
           ((*HIDDEN, DISGUISE), (*TARGETED, EXFIL)), (CONSENT, OWN_SOURCE)),
     Frame(_c(lx.TAKES), "attack_tooling", "credential theft", (TARGETED, (EXFIL,), (CREDENTIAL,)),
+          (CONSENT, OWN_SOURCE)),
+    # "a captive portal that saves every customer's Google login": another service's logins, kept
+    Frame(_c(lx.TAKES), "attack_tooling", "credential theft",
+          ((_c(lx.THIRD_PARTY_LOGIN),), (*TARGETED, _c(lx.EVERY_PERSON), _c(lx.ITS_USER))),
+          (CONSENT, OWN_SOURCE)),
+    # "screenshots the user's banking sessions and sends them to my server": its user's secrets, to the asker
+    Frame(_c(lx.TAKES), "attack_tooling", "credential theft", ((_c(lx.ITS_USER),), (EXFIL,), (CREDENTIAL,)),
           (CONSENT, OWN_SOURCE)),
     Frame(_c(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
           ((*TARGETED, *HIDDEN, DISGUISE, MALICE),), (CONSENT,)),
@@ -85,7 +99,7 @@ FRAMES = (
           ((*TARGETED, AROUND_BLOCK),), (OWN,)),
     Frame(_c(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
           (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), AROUND_BLOCK)),
-          (CONSENT, _c(lx.SELF_TRACKED))),
+          (CONSENT, _c(lx.SELF_TRACKED)), cx.WATCHING),
     Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),
     # The widest frame: anything done to a particular person that they are not to know of or agree to.
     Frame(_c(lx.SOMEONE), "harm_to_people", "acting against a person without their knowledge or consent",
@@ -98,30 +112,58 @@ _NOUNS = lx.words("document present report reports test tests score check alert 
 #: Words that ask or relate rather than govern ("how do I…", "everything about her").
 _NOT_GOVERNING = lx.words("how what what's which why whether about")
 _DETERMINERS = lx.words("a an the this that my our your their his her its")
+_ATTACKING = lx.words("attack attacks attacking launch launching run running use using")
+#: Verbs of receiving: what came "from" someone after them was done to the asker.
+_RECEIVED = lx.words("got gets getting received receives receiving")
 
 
-def asked(clause: str, start: int) -> bool:
+def asked(
+    clause: str, start: int, detail: Callable[[], bool] | None = None, ignore: frozenset[str] = frozenset()
+) -> bool:
     """False when a detecting, blocking or explaining word governs the act at ``start``.
 
     Unlike :func:`~ask_fable.core.guard_reading.requested`, an act with no governing word at all
-    counts as asked for: a frame's act is already the description of the thing wanted.
+    counts as asked for: a frame's act is already the description of the thing wanted. With
+    ``detail()`` (the question asks for working detail), an explaining word governs nothing; nor does
+    a word in ``ignore`` (watching a person is part of finding where she lives, not a defence).
     """
+    if prevented(clause, start):
+        return False
     words = words_before(clause, start, 14)
     for i in range(len(words) - 1, -1, -1):
         word = words[i]
         if word in cx.OBSERVED_AUX and i and words[i - 1] in cx.THIRD_SUBJECT:
             return False  # "someone is using…": done by a third party, seen rather than asked for
+        if word == "from" and any(w in _RECEIVED for w in words[max(0, i - 5) : i]):
+            return False  # "our CFO got a call from a deepfaked CEO": received, not asked for
+        if word == "to" and i and words[i - 1] == "how":
+            return True  # "explain how to clone…": the steps are what is asked for
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
         if i + 1 < len(words) and words[i + 1] in ("that", "which"):
             continue  # "a document that fetches…": the head of a relative clause is a noun, not a verb
         if i + 1 < len(words) and words[i + 1] == "me":
             continue  # "each time she blocks me": done to the asker, it governs nothing they ask for
+        if word in ignore:
+            continue
+        if word == "against" and i and words[i - 1] in _ATTACKING:
+            return True  # "an attack against their network"
+        if word in lx.DEFEND and _named(clause, start, word):
+            continue  # "a 'job test' zip": a name in quotes governs nothing
         if word in lx.DEFEND:
-            return False
+            if word in cx.EXPLAINING and detail is not None and detail():
+                return True
+            # "without tripping the alerts, copy…": the control is what is got around
+            return any(w in cx.CIRCUMVENT for w in words[max(0, i - 3) : i])
         if word in lx.MAKE or word in lx.FIRST_PERSON:
             return True
     return True
+
+
+def _named(clause: str, start: int, word: str) -> bool:
+    """True when ``word``, before ``start``, closes a quoted name ("a 'job test' zip")."""
+    before = clause[max(0, start - 120) : start]
+    return f"{word}'" in before and f"{word}'s" not in before
 
 
 def _subject(clause: str, end: int) -> bool:
@@ -135,10 +177,13 @@ def conduct(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first frame the question asks for, or None."""
     excluded = question.excluded
     for frame in FRAMES:
-        if id(frame.act) in excluded or not question.has(frame.act) or not frame.fits(question):
+        if id(frame.act) in excluded or frame.ruled_out(excluded) or not question.has(frame.act):
+            continue
+        if not frame.fits(question):
             continue
         for clause, match in question.distinct(frame.act):
-            if asked(clause.text, match.start()) and not _subject(clause.text, match.end()):
+            wanted = asked(clause.text, match.start(), question.detail, frame.abuse)
+            if wanted and not _subject(clause.text, match.end()):
                 return frame.rule, frame.label
     return None
 

@@ -55,6 +55,7 @@ PERSON_TARGET = _c(cx.PERSON_TARGET)
 FILTER_EVADE = _c(cx.FILTER_EVADE)
 
 TARGETED = (FOREIGN, PEOPLE)
+SOFT_TARGET = _c(cx.SOFT_TARGET)
 
 
 @dataclass(frozen=True)
@@ -75,15 +76,19 @@ class Offence:
     #: A cheap pattern the act cannot match without, searched first (an act led by "his", "her" or
     #: "their" would otherwise be tried at nearly every word of every question).
     gate: re.Pattern[str] | None = None
+    #: Defending words that, before this act, are part of it ("test stolen cards" is carding; "monitor
+    #: her accounts and find out where she lives" is stalking).
+    abuse: frozenset[str] = frozenset()
 
     def fits(self, question: Question) -> bool:
         """True when the question shows a facet of every group and none of the exceptions."""
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
 
 
+
 OFFENCES = (
-    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (), (TEST_USE,),
-            named=True, gate=_c(cx.INSTRUMENT_NOUN)),
+    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (),
+            (TEST_USE, _c(cx.LAWFUL)), named=True, gate=_c(cx.INSTRUMENT_NOUN), abuse=cx.TRY_OUT),
     Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
             (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
     Offence(_c(cx.FALSE_CLAIM), "fraud", "a false claim", named=True),
@@ -95,7 +100,27 @@ OFFENCES = (
     Offence(_c(cx.FRAUD_NOUN), "fraud", "", named=True),
     Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
     Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
+    Offence(_c(cx.NEVER_PAY), "fraud", "service taken without paying",
+            ((_c(r"\b(?:cards?|trials?|subscriptions?|accounts?|fares?|tolls?|bills?|rent|invoices?|service)\b"),),),
+            (AGAINST_CRIME,)),
+    Offence(_c(cx.SEND_ME_MONEY), "fraud", "getting a person to send the asker money",
+            ((SOFT_TARGET,),), gate=SOFT_TARGET),
+    Offence(_c(cx.PRIVATE_SPACE_CAMERA), "covert_surveillance",
+            "recording people where they undress or sleep", (), (AGREED,), gate=_c(cx.PRIVATE_ROOM)),
+    Offence(_c(cx.SIM_SWAP), "fraud", "taking over someone's phone number", ((*TARGETED, _c(cx.MARK)),),
+            (_c(cx.OWN_LINE), AGAINST_CRIME), gate=_c(r"\b(?:sim|port\w*|number|line)\b")),
+    Offence(_c(cx.SYNTHETIC_ID), "fraud", "identities made up to pass a credit or identity check",
+            ((_c(cx.PASS_AS_REAL),),), (TEST_USE,)),
+    Offence(_c(cx.NEAR_CHILDREN), "harm_to_people", "access to children behind their parents' backs",
+            ((_c(cx.UNSUPERVISED),),), gate=_c(cx.CHILDREN)),
+    Offence(_c(cx.GROOM), "sexual_content_minors", "drawing a child into secrecy or sending pictures",
+            gate=_c(cx.CHILDREN + r"|\bteen\w*")),
+    Offence(_c(cx.TRADE_PRIVATE), "harm_to_people", "selling or publishing people's private material",
+            gate=_c(cx.PRIVATE_MATERIAL)),
     Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
+    Offence(_c(cx.RUMOUR), "fraud", "spreading a false story", ((_c(cx.MANY_VOICES),),)),
+    Offence(_c(cx.CARD_CHECK), "fraud", "testing stolen cards", ((_c(cx.FINDS_LIVE),),),
+            (TEST_USE, AGAINST_CRIME), gate=_c(r"\b(?:cards?|ccs?|cvvs?|bins?|checkers?)\b")),
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
@@ -106,10 +131,23 @@ OFFENCES = (
     Offence(_c(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
     Offence(_c(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
     Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
-            (AUTHORIZED,)),
+            (AUTHORIZED, _c(cx.SELF_RUN))),
+    Offence(_c(cx.TECHNIQUE_TRAFFIC), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
+            (AUTHORIZED, _c(cx.SELF_RUN)), gate=_c(cx.TRAFFIC_NOUN)),
+    Offence(_c(cx.TECHNIQUE_SESSION), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
+            (AUTHORIZED, _c(cx.SELF_RUN)), gate=_c(cx.SESSION_NOUN)),
     Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
-            (SELF_SOUGHT, AGREED)),
+            (SELF_SOUGHT, AGREED), abuse=cx.WATCHING),
     Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
+    Offence(_c(cx.FENCE), "serious_crime", "selling stolen goods", (), (AGAINST_CRIME, TEST_USE), named=True,
+            gate=_c(r"\bstolen\b")),
+    Offence(_c(cx.FREE_KEY), "piracy", "", (), (OWN_PROTECTION, TEST_USE), named=True),
+    Offence(_c(cx.MONITOR_TAMPER), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True,
+            gate=_c(cx.MONITOR_NOUN)),
+    Offence(_c(cx.SELL_COUNTERFEIT), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True,
+            gate=_c(cx.COUNTERFEIT_NOUN)),
+    Offence(_c(cx.DRUG_STEPS), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True,
+            gate=_c(cx.DRUG_NOUN)),
     Offence(_c(cx.FACE_MATCH), "covert_surveillance", "identifying people from their photos",
             ((_c(cx.IDENTIFY),), (_c(cx.PEOPLE_GROUP),)), (AGREED,)),
     Offence(_c(cx.LIST_ADDRESSES), "harm_to_people", "exposing people's home addresses"),
@@ -135,28 +173,43 @@ OFFENCES = (
             gate=_c(cx.MONEY_NOUN)),
     Offence(_c(cx.FAKE_CHARITY), "fraud", "a fake fundraiser", named=True),
     Offence(_c(cx.SPOOF_PAID), "fraud", "faking a location to be paid", ((_c(cx.PAID),),), named=True),
-    Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (), (AGAINST_CRIME,), named=True),
+    Offence(_c(cx.CHEAT_SYSTEMS), "fraud", "cheating a check", (),
+            (AGAINST_CRIME, TEST_USE, _c(cx.OWN_CHECK)), named=True),
     Offence(_c(cx.MASS_REPORT), "harm_to_people", "harassment", ((*TARGETED, PERSON_TARGET),)),
     Offence(_c(cx.SLURS), "harm_to_people", "harassment", ((FILTER_EVADE,),)),
+)
+
+
+#: Each offence with the ids its literal gates are checked by: its act, its gate (0 for none) and its
+#: groups of needed facets, worked out once rather than on every question.
+_PLAN = tuple(
+    (found, id(found.act), id(found.gate) if found.gate is not None else 0,
+     tuple(tuple(id(p) for p in group) for group in found.needs))
+    for found in OFFENCES
 )
 
 
 def offence(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first offence the question asks for, or None."""
     excluded = question.excluded
-    for found in OFFENCES:
-        if id(found.act) in excluded or (found.gate is not None and id(found.gate) in excluded):
+    for found, act, gate, needs in _PLAN:
+        if act in excluded or gate in excluded:
             continue  # the literal gates already rule it out: no call at all
-        if found.gate is not None and not question.has(found.gate):
+        if any(all(key in excluded for key in group) for group in needs):
+            continue  # a needed facet cannot occur
+        if gate and found.gate is not None and not question.has(found.gate):
             continue
         if not question.has(found.act) or not found.fits(question):
             continue
         for clause, match in question.distinct(found.act):
-            wanted = requested if found.named else asked
             start = match.start()
-            if start and clause.text[start - 1] in "\"'":
+            if start and clause.text[start - 1] in "\"'" and not question.detail():
                 continue  # "a 'kill myself' message": the words are mentioned, not asked for
-            if wanted(clause.text, start) and not neutral_head(clause.text, match.end()):
+            if found.named:
+                wanted = requested(clause.text, start, found.abuse, question.detail)
+            else:
+                wanted = asked(clause.text, start, question.detail, found.abuse)
+            if wanted and not neutral_head(clause.text, match.end()):
                 return found.rule, found.label
     return None
 

@@ -76,6 +76,8 @@ WEAK = _terms(lx.WEAK_TOOLING)
 EXPLOIT_TERMS = _terms(lx.EXPLOIT_TERMS)
 EXPLOIT_WORD = _c(r"\bexploits?\b")
 EXPLOIT_VERB_OBJECT = _c(r"\s*(?:\S+\s+){0,4}?" + lx.alt(lx.VULN) + r"\b")
+#: "exploiting it": the system named in the question before, whoever's it is.
+EXPLOIT_IT = _c(r"\s+(?:it|them)\b(?! (?:for|to make|to speed|to improve|to reduce))")
 OWNED_TOOLING = _c(lx.OWNED_TOOLING)
 WEAPONIZE = _c(r"\bweaponi[sz](?:e|es|ed|ing)\b")
 MALICE = _c(r"\b" + lx.MALICE)
@@ -90,6 +92,7 @@ NOT_MINE = _c(
     r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
 )
 ACCESS = _word(lx.ACCESS)
+SELF_RUN = _c(cx.SELF_RUN)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
 DOS = _word(lx.DOS)
 DOS_OUTCOME = _c(r"\b" + lx.DOS_OUTCOME)
@@ -112,8 +115,22 @@ BIO_AGENT = _word(lx.BIO_AGENT)
 #: With a computer in the question, "virus" means malware and is judged as attack tooling.
 BIO_AGENT_NOT_COMPUTER = _c(r"\b(?!virus)" + lx.BIO_AGENT + r"\b")
 COMPUTER = _word(lx.COMPUTER)
-BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,2}?" + lx.BIO_RIGHT)
+BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.BIO_RIGHT)
 CHEM_AGENT = _word(lx.CHEM_AGENT)
+#: The asker says what software they are building: agents named in a question about it are its data.
+BUILDING = _c(
+    r"\b(?:we'?re|i'?m|we are|i am) (?:writing|building|developing|designing|making) "
+    r"(?:a |an |the |our |my )?(?:\w+ ){0,3}?(?:app|software|system|checker|checklist|tool|database|service|"
+    r"dashboard|platform|module|"
+    r"feature|simulator|model)s?\b"
+)
+#: An agent taken where it is kept, unseen.
+UNNOTICED_TAKE = _c(
+    r"\bwithout (?:being|getting) (?:noticed|caught|seen|detected)|\bwithout (?:anyone|them|security|staff) "
+    r"(?:noticing|knowing|seeing)"
+)
+#: "how is it generated": a question about how an agent comes to be, asked of the agent itself.
+HOW_MADE = _c(r"\bhow (?:is|are|was|were|does|do)\b")
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
 WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
 WEAPON_IDIOM = _word(lx.WEAPON_IDIOM)
@@ -163,9 +180,10 @@ BEHAVIOURS = (
     Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
     Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),
+    Behaviour(_c(lx.TAKE_LOOT), "a credential stealer", (COVERT, EXFIL, FOREIGN, _c(lx.OFF_HOST))),
     Behaviour(_c(lx.PHISH_LOOK), "a phishing page", (PHISH_TAKE,)),
     Behaviour(_c(lx.TRICK), "a phishing campaign", (CREDENTIAL,)),
-    Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE)),
+    Behaviour(_c(lx.DESTROY), "a wiper", (COVERT, FOREIGN, MALICE, _c(lx.WIPER_SIGN))),
     Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "spyware", (COVERT, FOREIGN), (PERSONAL,)),
     Behaviour(_c(r"\b" + lx.EXFIL_TO_ME), "covert data theft", (), (COVERT, FOREIGN)),
 )
@@ -217,6 +235,11 @@ def exploit_development(question: Question) -> Finding | None:
             clause.has(FOREIGN) or question.has(UNAUTHORIZED)
         ):
             return Finding("exploit_development")
+        elif (
+            EXPLOIT_IT.match(text, match.end()) and question.has(FOREIGN) and not question.has(OWN)
+            and requested(text, match.start())
+        ):
+            return Finding("exploit_development")  # "a rival's VPN appliance … exploiting it"
     return None
 
 
@@ -259,7 +282,7 @@ def attack_tooling(question: Question) -> Finding | None:
         if id(behaviour.cue) in excluded or not question.has(behaviour.cue) or not behaviour.fits(question):
             continue
         for clause, match in question.distinct(behaviour.cue):
-            if requested(clause.text, match.start()):
+            if requested(clause.text, match.start(), detail=question.detail):
                 return Finding("attack_tooling", behaviour.label)
     return None
 
@@ -275,8 +298,8 @@ def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
         if _NEGATION.match(clause.text, start):
             before = clause.text.rfind(" ", 0, max(0, start - 1))
             start = before + 1 if before >= 0 else 0
-        if role_before(clause.text, start) != "defend":
-            yield clause, match
+        if role_before(clause.text, start) != "defend" and not observed(clause.text, match.start(), 6):
+            yield clause, match  # "if students are using VPNs to bypass…" is seen, not asked for
 
 
 def security_evasion(question: Question) -> Finding | None:
@@ -306,6 +329,8 @@ def security_evasion(question: Question) -> Finding | None:
 def unauthorized_access(question: Question) -> Finding | None:
     """Getting into accounts, devices or networks that belong to someone else."""
     for clause, match in _undefended(question, ACCESS):
+        if question.has(SELF_RUN) and not question.has_any(UNAUTHORIZED, NOT_MINE):
+            break  # "reset a user's password on the server I administer"
         aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
@@ -366,18 +391,20 @@ def _agent_harm(
         if clause.has(SIMULATION):
             continue
         # Before the neutral head: "more resistant" makes the agent stronger, not something resisted.
-        if right.match(text, match.end()) and clause.has(REQUEST):
+        if right.match(text, match.end()) and clause.has_any(REQUEST, HOW_MADE):
             return True
         if neutral_head(text, match.end()):
             continue
         if named_apart and question.has(MAKE_IT):
             return True
-        for word in reversed(words_before(text, match.start(), 8)):
-            if word in acts:
-                return True
-            if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
-                break
-        if question.has_any(HARM_PEOPLE, MASS_HARM):
+        if not (question.has(BUILDING) and not clause.has(REQUEST)):
+            # not "what combinations release toxic gas? we're writing a storage safety checker"
+            for word in reversed(words_before(text, match.start(), 8)):
+                if word in acts:
+                    return True
+                if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
+                    break
+        if question.has_any(HARM_PEOPLE, MASS_HARM, UNNOTICED_TAKE):
             return True
     return False
 

@@ -27,7 +27,8 @@ STOLEN_INSTRUMENT = alt(
     r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|scraped|phished|harvested|"
     r"breached|buy|" + OTHERS + r")\s+"
     r"(?:\S+\s+){0,3}?(?:credit |debit |gift )?(?:cards?|card numbers?|card details|card data|numbers?|ccs?|"
-    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?)\b",
+    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?|ids|"
+    r"id cards?|passports?|driver'?s licen[cs]es?|personal (?:details|info|data))\b",
     r"\b(?:cc|card|track ?[12]?) dumps\b",
     r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
     r"\bfullz\b",
@@ -46,6 +47,13 @@ STOLEN_INSTRUMENT = alt(
     r"identity of (?:\S+ ){0,2}?(?:someone|"
     r"a stranger|my \w+|a dead))\b",
     r"\bcloned (?:cards?|plastic)\b",
+    r"\b(?:card numbers?|cards?|ccs?|cc's|cvvs?|card details|dumps|fullz)\b[^.;?!]{0,40}?\b(?:from|off|on|"
+    r"via) "
+    r"(?:a |an |some |the )?(?:\w+ )?(?:vendors?|sellers?|shops?|markets?|forums?|channels?|telegram|"
+    r"dark ?web|"
+    r"darknet|onion)\b",
+    r"\b(?:card numbers?|cards?|ccs?|cvvs?|card details|dumps)\b[^.;?!]{0,30}?\b(?:i|we) (?:bought|purchased|"
+    r"got|scraped) (?:online|off|from|on|in)\b",
     r"\bcvvs? (?:off|from) (?:a|the) \w+",
     r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
     r"\bcarding\b",
@@ -79,7 +87,8 @@ SELF_HARM = (
 SEXUAL_MINOR = (
     r"\b(?:(?:sexual|sexy|erotic|nude|naked|explicit|porn\w*|lewd|"
     r"nsfw)\b[^.;?!]{0,40}?\b(?:\d{1,2} ?(?:year|yr)s? "
-    r"old|minors?|child(?:ren)?|kids?|underage|preteens?|schoolgirls?|\d{1,2}yo)|(?:minors?|child(?:ren)?|kids?|"
+    r"old|minors?|child(?:ren)?|kids?|underage|preteens?|schoolgirls?|\d{1,2}yo)|(?:minors?|child(?:ren)?|"
+    r"kids?|"
     r"underage|preteens?|\d{1,2} ?(?:year|yr)s? old)\b[^.;?!]{0,40}?\b(?:sexual|sexy|erotic|nude|naked|"
     r"explicit|porn\w*|lewd|nsfw)|csam|child (?:sexual abuse|porn\w*|exploitation) (?:material|images|videos|"
     r"content))\b"
@@ -91,16 +100,21 @@ INTIMATE_IMAGE = (
 )
 #: Extremist or hateful material, written to recruit, incite or demean.
 HATE = (
+    r"\bblam\w* (?:a |the )?(?:specific |particular )?(?:ethnic|racial|religious) (?:group|minorit\w*|"
+    r"communit\w*)|\bcall\w* for (?:\S+ ){0,3}?(?:drive|force|kick|push|run) (?:them|\w+) out\b|"
     r"\b(?:recruit\w*|propaganda|manifesto\w*|incit\w*|radicali[sz]\w*|call\w* (?:for|to) (?:violence|"
     r"attacks?|"
     r"kill\w*))\b"
 )
 HATE_MARK = (
     r"\b(?:extremis\w*|terror\w*|jihad\w*|nazi\w*|white power|militia\w*|attacks? on|fight|kill\w*|violence|"
-    r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious)\b"
+    r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious|religions?|race|ethnicity|"
+    r"nationality|people of)\b"
 )
 DEHUMANIZE = (
-    r"\b(?:vermin|subhuman|cockroaches|parasites|animals|savages|filth|infestation)\b"
+    r"\b(?:are (?:all )?(?:terrorists|criminals|rapists|invaders)|should (?:all )?be (?:deported|expelled|"
+    r"exterminated|driven out|wiped out)|vermin|subhuman|cockroaches|parasites|animals|savages|filth|"
+    r"infestation)\b"
 )
 #: Buying up all of something to resell it.
 SCALP = (
@@ -118,7 +132,8 @@ TRAFFIC = (
 )
 #: Pressure: a secret kept back in exchange for something.
 EXTORT = (
-    r"\b(?:blackmail\w*|extort\w*|sextort\w*)\b|\bunless (?:he|she|they|you) (?:\w+ )?(?:pays?|promotes?|"
+    r"\b(?:blackmail\w*|extort\w*|sextort\w*|ransom (?:notes?|demands?|letters?))\b|\bunless (?:he|she|they|"
+    r"you) (?:\w+ )?(?:pays?|promotes?|"
     r"gives?|sends?|does|hands? over|transfers?)\b"
 )
 #: A check a minor or someone else is to be passed through.
@@ -142,7 +157,8 @@ HIDE_INCOME = (
     r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout(?:e|es|ed|ing)) (?:\S+ ){0,3}?(?:income|money|assets|"
     r"earnings|profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|"
     r"authorities|"
-    r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report))|\btax (?:evasion|fraud)\b|"
+    r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report)|so (?:i|we) (?:pay|owe) "
+    r"(?:less|no|lower) tax\w*)|\btax (?:evasion|fraud)\b|"
     r"\bevad\w* (?:\S+ )?tax\w*"
 )
 #: The words hiding income cannot be said without.
@@ -162,15 +178,20 @@ FAKE_CHARITY = (
     r"|don'?t) exist"
 )
 #: A location faked to be paid for work not done.
-SPOOF_PAID = r"\bspoof\w* (?:my |the |our )?(?:gps|location)\b"
+SPOOF_PAID = r"\b(?:spoof|fak|forg)\w* (?:my |the |our )?(?:gps|location|position|check ?ins?)\b"
 PAID = r"\b(?:get paid|paid|payouts?|bonus\w*|earn\w*|money|fares?|didn'?t deliver|never delivered)\b"
 #: Checks kited, drug tests cheated, cheats made for online games.
 CHEAT_SYSTEMS = (
-    r"\b(?:kit(?:e|es|ing) (?:\S+ ){0,2}?(?:checks|cheques)|check kiting|pass (?:a |my |the )?(?:drug|urine|"
+    r"\b(?:(?:tamper\w*|bypass\w*|rig|rigg\w*|jumper\w*|hack\w*|reprogram\w*|"
+    r"slow\w* down) (?:\S+ ){0,3}?(?:smart |"
+    r"electric\w* |gas |water |utility |power )?meters?|kit(?:e|es|ing) (?:\S+ ){0,2}?(?:checks|cheques)|"
+    r"check kiting|pass (?:a |my |the )?(?:drug|urine|"
     r"breathalyzer|breathalyser) tests? (?:\S+ ){0,4}?(?:when|after|while|even though|despite|with)|"
     r"fake (?:urine|"
     r"pee)|aim ?bots?|wall ?hacks?|esp hacks?|trigger ?bots?)\b"
 )
+#: The check is the asker's own: a cheat written to test one's own anti-cheat.
+OWN_CHECK = r"\b(?:our|my) (?:own )?(?:anti ?cheat|test builds?|game)\b"
 #: What pressure is meant to make a person do.
 PRESSURE_OUTCOME = (
     r"\bso (?:she|he|they)(?:'ll| will)? (?:moves?|leaves?|quits?|stops?|gives? up|(?:can'?t|"
@@ -197,7 +218,8 @@ FINDS_VALID = (
 )
 #: Passing as the holder of an account in order to be given control of it.
 HOLDER_POSE = (
-    r"\b(?:(?:i'?m|i am|as if i were|pos(?:e|ing) as|pretend(?:ing)? to be|as) the (?:account ?holder|"
+    r"\b(?:(?:i'?m|i am|pretend\w* to be|pos\w* as) my (?:\w+ )?" + PERSON + r"\b|(?:i'?m|i am|as if i were|"
+    r"pos(?:e|ing) as|pretend(?:ing)? to be|as) the (?:account ?holder|"
     r"account "
     r"owner|card ?holder|owner of the (?:account|line|number)|real customer|subscriber)|(?:port|transfer|"
     r"mov)\w* "
@@ -209,16 +231,28 @@ FRAUD_NOUN = r"\bfraud\b"
 GET_AWAY = (
     r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:fraud|anti ?fraud|"
     r"aml) (?:alerts?|checks?|"
-    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted)(?! in\b| up\b| on\b)|"
+    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted|shut down|banned)(?! in\b|"
+    r" up\b| on\b)|"
     r"(?:so|and) "
     r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
     r"won'?t|can'?t|never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?"
-    r"(?:police|cops|authorities|feds) (?:finding|noticing|knowing|catching)|(?:make|get|keep|buy)\w* "
+    r"(?:police|cops|authorities|feds|banks?|issuers?|card ?holders?|owners?|victims?|carriers?|platforms?|"
+    r"irs|"
+    r"hmrc|investigators) (?:finding|noticing|knowing|catching|flagging|tracing)|(?:make|get|keep|buy)\w* "
     r"(?:\S+ ){0,3}?(?:guns?|9mm|pistols?|rifles?|weapons?|firearms?|money|cash|payments?|calls?|phone|"
     r"burner|me|"
     r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
     r"can'?t "
-    r"be traced back to me|without (?:it )?being traced back|evade (?:the )?(?:police|taxes|tax))"
+    r"be traced back to me|without (?:it )?being traced(?: back)?(?: to me)?|evade (?:the )?(?:police|taxes|"
+    r"tax)|"
+    r"before (?:the )?(?:banks?|police|cops|card ?holders?|issuers?|authorities|owners?|victims?|they|he|"
+    r"she|anyone|"
+    r"investigators) "
+    r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize|report)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?(?:investigators|regulators|auditors|nobody|no one|chain analysis) "
+    r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?banks? (?:don'?t|doesn'?t|won'?t|never|do not|does not) (?:file|report|"
+    r"flag)\w*)"
 )
 #: Access or service taken through other people's accounts or cards.
 USE_OTHERS_ACCOUNT = (
@@ -228,7 +262,12 @@ USE_OTHERS_ACCOUNT = (
 #: Claims, returns or reports made false to get money.
 FALSE_CLAIM = (
     r"\b(?:false|fake|fraudulent|bogus|made up|inflated|staged)\s+(?!positive|negative|alarm|sharing)"
-    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence)\b"
+    r"(?:\S+\s+){0,2}?(?:claims?|returns?|invoices?|receipts?|chargebacks?|accidents?|disputes?|evidence|"
+    r"reports?|tips?|accusations?|complaints?)\b|\breport\w* (?:\S+ ){0,5}?falsely\b|\bfalsely (?:report|"
+    r"accus)\w*|"
+    r"\bincome (?:i|we) (?:don'?t|do not) (?:have|earn|make)\b|"
+    r"\b(?:claim|get|collect|receive)\w* (?:\S+ ){0,3}?(?:benefits|refunds?|compensation|payouts?|insurance|"
+    r"grants?|loans?|relief)\b[^.;?!]{0,30}?(?:i'?m|i am|we'?re|we are) not (?:entitled|eligible)"
 )
 #: Access the law provides for: an estate, a court, the owner's permission.
 LAWFUL = (
@@ -271,6 +310,53 @@ DISINFO = (
     r"\b(?:fake|false|made ?up|fabricated|invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
     r"allegations?|accusations?|reviews?|posts?|scandal)\b"
 )
+#: Many voices at once: accounts, bots or people paid to repeat it.
+MANY_VOICES = (
+    r"\b(?:lots of|many|multiple|hundreds of|thousands of|a bunch of|dozens of|fake|sock ?puppet|bot|alt|"
+    r"(?:a )?network of) "
+    r"(?:\w+ )?(?:accounts|profiles|bots|people|pages)\b|\bbots?\b|\bviral\b"
+)
+#: A person made to send the asker money: a con whatever story gets them to.
+SEND_ME_MONEY = (
+    r"\b(?:get|make|convince|persuade|trick|talk|pressure|guilt)\w* (?:\S+ ){0,5}?(?:to|into) (?:send|"
+    r"sending|wire|"
+    r"wiring|transfer\w*|pay|paying|giv\w*|lend\w*|loan\w*) (?:me|us)\b"
+)
+#: Someone whose trust or loneliness a con works on.
+SOFT_TARGET = (
+    r"\b(?:lonely|widow\w*|elderly|old (?:people|lady|man|woman|folks|men|women)|grand(?:parents?|ma|pa|"
+    r"mother|father)s?|seniors?|pensioners?|retirees?|victims?|strangers?|matches|dates?|(?:a|an|the|this|"
+    r"that) "
+    r"(?:\w+ )?(?:guy|man|woman|girl|lady|person))\b"
+)
+#: The words the acts below cannot be said without, searched before them.
+PRIVATE_ROOM = r"\b(?:bathrooms?|showers?|toilets?|bedrooms?|changing|locker|restrooms?|fitting)\b"
+CHILDREN = r"\b(?:children|kids|minors|child|girls|boys|preteens)\b|\d ?(?:year|yr)s? olds?\b"
+PRIVATE_MATERIAL = r"\b(?:private|intimate|personal|nude|leaked|stolen|hacked)\b"
+#: Recording where people undress or sleep.
+PRIVATE_SPACE_CAMERA = (
+    r"\b(?:hidden |secret |spy )?(?:cameras?|cams?|recorders?|microphones?|"
+    r"mics?)\b[^.;?!]{0,40}?\b(?:bathrooms?|"
+    r"showers?|toilets?|bedrooms?|changing rooms?|locker rooms?|restrooms?|fitting rooms?)\b"
+)
+#: Cards run through small charges to see which work: carding, whoever's checkout it uses.
+CARD_CHECK = (
+    r"\b(?:(?:generat|mak|creat)\w* (?:\S+ ){0,3}?(?:card numbers?|ccs?)\b|(?:cc|card|cvv|bin) ?checkers?|"
+    r"(?:run|test|check|try|validate|hit|"
+    r"push)\w* (?:\S+ ){0,4}?(?:cards?|ccs?|"
+    r"card numbers?)\b(?: \S+){0,6}? (?:through|against|on|with|via) (?:\S+ ){0,4}?(?:\$ ?\d|auths?|"
+    r"authori[sz]ations?|charges?|donations?|purchases?|gateways?|shops?|sites?|checkouts?))"
+)
+FINDS_LIVE = (
+    r"\b(?:live|approved|valid|still work\w*|good ones|which ones|the ones (?:that|which)|ones that (?:work|"
+    r"pass|"
+    r"go through))\b"
+)
+#: A rumour planted about someone: spread wide, it is a smear whether or not it is called false.
+RUMOUR = (
+    r"\b(?:spread|start|post|plant|seed|push|amplif|boost)\w* (?:a |the |some )?(?:\w+ )?(?:rumou?rs?|lies|"
+    r"smears?|hoax\w*|disinformation|misinformation)\b"
+)
 SPREAD_WIDE = (
     r"\b(?:spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|widely)|lots of accounts|many "
     r"accounts|bots?|flood\w*)\b"
@@ -278,8 +364,10 @@ SPREAD_WIDE = (
 
 #: Card data read or kept by what the asker builds.
 SKIM = (
-    r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|keeping|"
-    r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:card (?:data|details|"
+    r"\b(?:stores?|storing|captures?|capturing|records?|recording|reads?|reading|saves?|saving|keeps?|"
+    r"keeping|"
+    r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:(?:\w+s'|their|"
+    r"people'?s) cards|card (?:data|details|"
     r"numbers?|info)|cvvs?|pins?|track data|magstripe)"
 )
 #: Kept for the asker's own use or collection.
@@ -294,12 +382,13 @@ DRAIN = (
     r"(?:accounts?|savings|wallets?|balances?)\b"
 )
 #: Scams by name.
-SCAM = r"\bscam(?:s|ming)?\b"
+SCAM = r"\bscam(?:s|ming)?\b|\bsafe accounts?\b"
 
 # --- phone lines --------------------------------------------------------------------------------
 
 #: Someone else's phone number, SIM or the codes sent to it.
 FOREIGN_LINE = (
+    r"\b(?:numbers?|lines?|sims?|phones?) (?:that )?(?:isn'?t|is not|aren'?t|are not) (?:mine|ours|my own)\b|"
     r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:(?:\w+ )?(?:text|sms) (?:codes?|messages?)|phone numbers?|"
     r"numbers?|sims?|sim cards?|sms|texts|"
     r"text messages|"
@@ -311,7 +400,78 @@ LINE_TAKEOVER = (
     r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|receiv\w*|on my (?:own )?phone|replacement sim|"
     r"new sim|(?:i|we) control|steal\w*|get into|"
     r"reset (?:their|his|"
-    r"her))\b"
+    r"her)|mov\w*|transfer\w*|(?:to|onto) (?:a |my )?(?:new )?sim (?:i|we) (?:hold|have|own|control|"
+    r"bought))\b"
+)
+#: Service taken without paying: trials, fares or bills the asker means never to pay.
+NEVER_PAY = (
+    r"\b(?:so|and|then) (?:that )?(?:i|we) (?:never|don'?t|do not|won'?t|wouldn'?t) (?:have to |need to |"
+    r"actually |"
+    r"ever )?pay\b"
+)
+#: A SIM swap or port-out done on a line: fraud when aimed at someone else's.
+SIM_SWAP = r"\b(?:sim ?swap\w*|port\w* out (?:\S+ ){0,2}?(?:number|line)s?|(?:number|line) port ?outs?)\b"
+#: A person picked out as a mark.
+MARK = (
+    r"\b(?:targets?|victims?|marks?|rich|wealthy|high ?value|whales?|(?:a|an|some|this|that) (?:\w+ )?(?:guy|"
+    r"man|woman|girl|person|people|influencer|streamer|holder|investor)s?)\b"
+)
+#: The asker's own line.
+OWN_LINE = r"\bmy (?:own )?(?:number|line|sim|phone|account)\b"
+#: Identities made up or generated.
+SYNTHETIC_ID = (
+    r"\b(?:fake|synthetic|generated|made up|invented|fabricated|fictitious)\s+(?:\S+\s+){0,2}?(?:social "
+    r"security numbers?|ssns?|identit(?:y|ies)|ids|credit (?:files|profiles|histories))\b"
+)
+#: What made-up identities are for: to pass as real people with a lender or a check.
+PASS_AS_REAL = (
+    r"\b(?:pass\w* (?:\S+ ){0,2}?(?:credit|kyc|identity|id|background|verification) (?:checks?|"
+    r"verification|screening)|open (?:\S+ ){0,2}?(?:bank )?(?:accounts?|credit|loans?)|credit lines?|"
+    r"get (?:\S+ ){0,2}?(?:credit|loans?)|apply for (?:\S+ ){0,2}?(?:credit|loans?|cards?))"
+)
+#: Getting near children.
+NEAR_CHILDREN = (
+    r"\b\d{1,2} ?(?:year|yr)s? olds?\b[^.;?!]{0,40}?\b(?:to meet|meet (?:me|up)|alone|come over|(?:send|"
+    r"sending) "
+    r"(?:me )?(?:pics|photos|pictures|nudes)|keep (?:it |this )?(?:a )?secret)|"
+    r"\b(?:(?:get|gain|have|access)\w* (?:\S+ ){0,2}?access to|contact\w*|befriend\w*|groom\w*|get close to|"
+    r"meet\w*|be alone with|talk\w* (?:privately )?(?:to|with)|chat\w* (?:privately )?(?:to|with)|"
+    r"messag\w*)\s+(?:\S+\s+){0,2}?(?:children|kids|minors|child|young (?:girls|boys)|preteens|"
+    r"\d{1,2} ?(?:year|yr) olds?)\b"
+)
+#: A child or teenager drawn into trusting the asker, meeting them or sending pictures, whatever the words.
+GROOM = (
+    r"\blur\w* (?:a |the |some )?(?:\w+ )?(?:child|children|kids?|minors?|girls?|boys?)\b|"
+    r"\b(?:teen\w*|kids?|child|children|minors?|preteens?|\d{1,2} ?(?:year|"
+    r"yr)s? olds?)\b[^.;?!]{0,40}?\b(?:trusts? "
+    r"me|(?:send|sending) (?:me )?(?:photos|pics|pictures|nudes|selfies)|meet (?:me|up with me)|keep (?:it|"
+    r"this|us|"
+    r"our chats?) (?:a )?secret)"
+)
+#: Unseen by the adults who would stop it.
+UNSUPERVISED = (
+    r"\b(?:unsupervised|without (?:\S+ ){0,2}?parents?|behind (?:\S+ ){0,2}?parents'? backs?|parents "
+    r"(?:don'?t|won'?t|never|do not|will not) (?:know|find out|notice|see)|alone with|in secret|secretly|"
+    r"private(?:ly)? (?:chat|message|meet)\w*|off (?:the )?platform)"
+)
+#: Other people's private material sold, traded or published.
+TRADE_PRIVATE = (
+    r"\b(?:sell|resell|publish|post|leak|trade|share|upload|monetiz|monetis)\w* (?:\S+ ){0,3}?(?:people'?s|"
+    r"strangers'?|her|his|their|someone'?s|users'?|other people'?s|celebrities'?|victims'?) (?:\w+ )?"
+    r"(?:private|intimate|personal|nude|leaked|stolen|hacked) (?:photos|pictures|pics|images|videos|data|"
+    r"messages|details|records|files)\b"
+)
+#: A key for software someone else sells, asked for to use it unpaid.
+FREE_KEY = (
+    r"\b(?:working|valid|free|cracked) (?:serials?|licen[cs]e keys?|activation (?:keys?|codes?)|"
+    r"product keys?|"
+    r"cd keys?|serial (?:keys?|numbers?)) for\b"
+)
+#: Stolen goods sold on.
+FENCE = (
+    r"\b(?:sell|selling|fence|fencing|flip|flipping|offload\w*|pawn\w*)\s+(?:\S+\s+){0,2}?stolen (?:\w+ )?"
+    r"(?:goods|bikes?|cars?|phones?|laptops?|jewel\w*|items|stuff|property|electronics|"
+    r"catalytic converters?)\b"
 )
 #: Premium-rate lines the asker profits from.
 PREMIUM_LINE = (
@@ -325,24 +485,42 @@ PROFIT_ME = (
 PUMP = (
     r"\b(?:pump\w*|generat\w* (?:\S+ ){0,2}?calls|fake calls|hacked|compromised|hijacked|"
     r"thousands of (?:people|"
-    r"calls)|call (?:it |them )?back|get (?:\S+ ){0,3}?to call|auto ?dial\w*|robocall\w*|stay under)\b"
+    r"calls)|call (?:it |them )?back|get (?:\S+ ){0,3}?to call|auto ?dial\w*|robocall\w*|stay under|"
+    r"rack\w* up|"
+    r"other people'?s phones)\b"
 )
 
 # --- likenesses ---------------------------------------------------------------------------------
 
 #: A voice, face or video made to pass as a real person.
 SYNTH_LIKENESS = alt(
+    r"\b(?:mimic|imitat|replicat|copy|copie|fak)\w* (?:\S+ ){0,3}?voice\b",
+    r"\b(?:tts|ai|synthetic|cloned|fake|generated) voices? (?:of|for|from|trained)\b",
+    r"\b(?:ai|synthetic|digital|generated|fake|deepfaked?) (?:avatars?|personas?|doubles?|likeness|"
+    r"versions?|clones?) "
+    r"(?:of|for)\b",
     r"\b(?:voice|face)\w* (?:\S+ ){0,2}?(?:sound|look)s? (?:exactly |just )?like (?:my |his |her |a |"
     r"the |their )?"
     r"(?:\w+ )?\w+'s\b",
     r"\b(?:generate|make|create|fake|produce)\w* (?:a |an )?(?:\w+ )?(?:video|audio|clip|recording|"
     r"voice note)s? "
-    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her )?(?:\w+ ){0,5}?(?:says?|saying|admits?|"
+    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her |our |their )?(?:\w+ ){0,5}?(?:says?|saying|"
+    r"admits?|"
     r"announc\w*|confess\w*)",
     r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
+    r"\b(?:voice|face|speech) (?:models?|prints?|doubles?|replicas?|avatars?|skins?) (?:of|for|from|"
+    r"trained on)\b",
+    r"\b(?:train|fine ?tun|build|make|generat|creat)\w* (?:\S+ ){0,3}?(?:voice|tts|speech|face) (?:models?|"
+    r"clones?) (?:\S+ ){0,3}?(?:of|on|from) (?:\S+ ){0,3}?(?:calls?|videos?|recordings?|interviews?|"
+    r"podcasts?|"
+    r"speeches|voicemails?|streams?)",
     r"\b(?:voice|face|likeness)s? (?:\S+ ){0,2}?clon\w*",
     r"\bclon(?:e|ing) (?:it|them|that|her|him)\b",
     r"\bdeep ?fak\w*",
+    r"\b(?:makes?|making) me (?:look|sound) like\b",
+    r"\b(?:face|voice) (?:filters?|changers?|masks?)\b",
+    r"\b(?:generat|mak|creat|produc|fak|synthesi[sz]|render)\w* (?:a |an )?(?:\w+ )?(?:voice|audio|video) "
+    r"(?:messages?|notes?|clips?|calls?|recordings?)\b",
     r"\bface ?swap\w*",
     r"\b(?:ai|synthetic|synthesi[sz]ed|generated|fake|cloned)(?: \w+)? (?:voice|video|audio|face|"
     r"recording|clip)s?",
@@ -353,15 +531,23 @@ SYNTH_LIKENESS = alt(
 LIKENESS_OF = (
     r"\b(?:(?:my|a|an|the|his|her|their|this|that|someone'?s|a stranger'?s) (?:\S+ ){0,2}?(?:boss|ceo|"
     r"cfo|coo|"
-    r"manager|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|mother|father|mom|mum|dad|parent|"
-    r"son|daughter|wife|husband|ex|girlfriend|boyfriend|coworker|colleague|friend|teacher|actor|actress|singer|"
-    r"celebrity|politician|candidate|president|senator|streamer|person|employee|customer|executive)(?:'s|s'|s)?|"
-    r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure)\b"
+    r"manager|grandmother|grandfather|grandma|grandpa|grandson|granddaughter|mother|father|mom|mum|dad|"
+    r"parent|"
+    r"son|daughter|wife|husband|ex|girlfriend|boyfriend|coworker|colleague|friend|teacher|actor|actress|"
+    r"singer|"
+    r"celebrity|politician|candidate|president|senator|streamer|person|employee|customer|executive)(?:'s|s'|"
+    r"s)?|"
+    r"famous \w+|celebrit\w+|real (?:person|people)|the person whose|public figure|another person|someone "
+    r"else|(?:a|one) (?:specific|particular|certain|real) \w+|his|her)\b|\b(?:our|my|a|an|the|their) "
+    r"(?:\w+ ){0,2}?(?:director|cto|cio|cfo|vp|president|head of \w+|founder|lawyer|accountant|doctor|"
+    r"client|supplier|vendor|investor|landlord|partner|admin|administrator|chairman|owner|mayor|governor|"
+    r"minister|councillor|judge|principal|police chief|prime minister)(?:'s)?\b"
 )
 #: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
 DECEIVE_USE = (
     r"\b(?:call\w*|send\w*|post\w*|pass\w*|approve\w*|wire|transfer\w*|invest\w*|endors\w*|pick up|kyc|"
     r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join|"
+    r"authori[sz]\w*|reset\w*|helpdesk|help desk|credentials|mfa|2fa|accounts?|in (?:their|his|her) names?|"
     r"spread\w*|"
     r"shar(?:e|es|ing)|votes?|voters?|elections?|viral|tell\w*|ask\w*)\b"
 )
@@ -369,29 +555,59 @@ DECEIVE_USE = (
 # --- copy protection ------------------------------------------------------------------------------
 
 _CIRCUMVENT = (
-    r"(?:crack\w*|strip\w*|remov\w*|defeat\w*|patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
+    r"(?:crack\w*|strip\w*|remov\w*|emulat\w*|revers\w*(?: engineer\w*)?|spoof\w*|fak(?:e|es|ing)|clon\w*|"
+    r"forg(?:e|es|ing)|defeat\w*|"
+    r"patch\w*(?: out)?|bypass\w*|get\w* around|switch\w* off|"
     r"disabl\w*|break\w*|circumvent\w*|nop\w* out|neuter\w*)"
 )
 _PROTECTION = (
     r"(?:licen[cs](?:e|ing)(?: (?:checks?|servers?|keys?|validation|verification|system))?|drm|activation|"
     r"anti ?tamper\w*(?: protection)?|denuvo|copy ?protection|paywalls?|"
     r"(?<!branch )(?<!write )(?<!ddos )protection|"
-    r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongle)"
+    r"serial (?:checks?|keys?|validation)|registration (?:checks?|keys?)|dongles?|"
+    r"(?:subscription|premium|purchase|payment|trial|in app purchase|iap|entitlement|paid (?:feature|tier)) "
+    r"(?:checks?|verification|validation|limits?|locks?|gates?)|(?:licen[cs]e|activation|drm) servers?|"
+    r"widevine|fairplay|playready|hdcp|watermarks?|login walls?|reg(?:istration)? walls?|content locks?|"
+    r"(?:trial|subscription) (?:expiry|expiration|period|timer|countdown|nags?)|"
+    r"encryption (?:on|of|in) (?:a |an |the )?(?:\w+'s|their|his|her|someone'?s))"
 )
 #: Copy protection or licensing broken, or its product ripped or resold.
 PIRACY = alt(
     r"\bcracked (?:copy|copies|version|versions|build|installer|licen[cs]e|keys?)\b",
     r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,3}?(?:to |and )?unlock\w* (?:the )?(?:premium|pro|paid|"
     r"full|all)\b",
-    r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"\b",
-    r"\b(?:sell|make|write|build|generate|create|distribut)\w* (?:\S+ ){0,2}?(?:keygens?|cracks|"
+    r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"(?: protection| drm| scheme| layer)?\b",
+    r"\b(?:stream|host|serv|re ?stream|broadcast|sell|make|write|build|generate|create|distribut)\w* "
+    r"(?:\S+ ){0,2}?(?:keygens?|cracks|"
     r"cracked (?:copies|"
     r"versions|installers?|games?|software|apps?)|preactivated \w+|pirated \w+|warez)\b",
+    r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,7}?(?:in app purchases?|iaps?|purchases|premium|"
+    r"paid features?|"
+    r"subscriptions?|dlcs?|gems|coins) (?:\S+ ){0,2}?(?:are |become |is )?(?:free|unlocked)\b",
+    r"\bdownload\w* (?:\S+ ){0,3}?(?:movies?|films?|shows?|episodes?|series|courses?|music|songs?|ebooks?|"
+    r"audiobooks?|audiobook library|library|podcasts?|albums?|comics?|games?) "
+    r"from (?:\S+ ){0,2}?(?:subscription|streaming|paid) (?:services?|sites?|platforms?|apps?)\b",
+    r"\brip\w* (?:\S+ ){0,5}?(?:lessons|lectures|modules|tutorials)\b",
     r"\brip\w* (?:\S+ ){0,3}?(?:streams?|videos?|movies?|films?|shows?|episodes?|blu ?rays?|dvds?|"
     r"courses?|music|"
     r"songs?)\b",
     r"\bdownload\w* (?:\S+ ){0,3}?paid (?:videos?|courses?|content|ebooks?|books?|music|movies?|shows?)\b",
     r"\bwork\w* out (?:the )?serial (?:algorithm|keys?|numbers?)\b",
+    r"\b(?:dump|rip|extract|pull|grab)\w* (?:\S+ ){0,3}?(?:decrypted|unprotected|drm ?free|unencrypted)\b",
+    r"\b(?:scrap|download|grab|pull|copy|copie|rip|sav|"
+    r"archiv)\w* (?:\S+ ){0,3}?paywalled (?:\w+ ){0,2}?(?:papers|articles|content|videos|courses|books|"
+    r"ebooks|stories|posts|reports|news|lessons|music|shows|episodes)\b",
+    r"\b(?:scrap|download|grab|pull|copy|copie|rip|sav|archiv)\w* (?:\S+ ){0,4}?(?:behind|past|from behind) "
+    r"(?:\S+ ){0,3}?(?:paywalls?|login walls?|subscriptions?|logins?)\b",
+    r"\b(?:shar|resell|sell|rent|split)\w* (?:\S+ ){0,3}?(?:netflix|spotify|disney|hulu|hbo|max|prime video|"
+    r"youtube premium|crunchyroll|paramount|chatgpt|adobe) (?:accounts?|logins?|subscriptions?|passwords?)\b",
+    r"\b(?:decompil|rebrand|reskin|white ?label)\w* (?:\S+ ){0,3}?(?:competitor'?s?|rival'?s?|someone'?s|"
+    r"other "
+    r"people'?s|their|\w+'s) (?:\S+ ){0,2}?(?:app|apk|game|plugin|software|code|product|theme|template)s?\b",
+    r"\b(?:shar|hand\w* out|resell|sell|rent|split)\w* (?:\S+ ){0,4}?(?:paid|premium|subscription|streaming) "
+    r"(?:\S+ ){0,2}?(?:accounts?|sessions?|logins?|subscriptions?)\b",
+    r"\b(?:patchers?|loaders?|keygens?|cracks?|activators?|emulators?|clone dongles?) (?:that|which|to) "
+    r"(?:\S+ ){0,2}?(?:disabl|remov|skip|bypass|unlock|emulat|fake|spoof|patch)\w*",
 )
 #: Copy protection of the asker's own product.
 OWN_PROTECTION = (
@@ -405,7 +621,11 @@ DISTRIBUTE = (
     r"release group|releas\w*|distribut\w*|charg\w* (?:people|users|a|for|money)|subscriptions?|"
     r"paid (?:\w+ )?(?:service|app|site)|iptv|for cheap|on (?:telegram|discord|my (?:site|website|server|"
     r"channel))|warez|give (?:it|them) away|mirror\w*|seed\w*|put (?:it|them) (?:up|online)|download sites?|"
-    r"file ?sharing)\b"
+    r"file ?sharing|re ?publish\w*|re ?upload\w*|re ?brand\w*|re ?host\w*|host\w* (?:them|it|\S+ \S+) on|"
+    r"pirat\w*|modded|cracked|on my (?:\w+ ){0,3}?(?:site|website|server|channel|app|store)|"
+    r"as (?:my|our) own|for a fee|subscribers|pay me|paying me|torrent tracker|mod (?:site|apk)s?|"
+    r"paying customers|bundle|everyone who (?:downloads|installs)|under my (?:own )?name|strangers|"
+    r"charg\w* (?:each|them|every)|monthly fee)\b"
 )
 
 # --- someone else's systems ---------------------------------------------------------------------
@@ -425,11 +645,22 @@ TECHNIQUE = alt(
     r"\b(?:try|tries|trying|test|testing)\w* (?:\S+ ){0,3}?(?:on|against) (?:a |an |the |their |his |her |"
     r"\w+'s )?(?:\w+ )?(?:login|log in|sign in|portal|site|website|accounts?)\b",
     r"\bpass the hash\b", r"\bpassword spray\w*", r"\bcredential stuffing\b",
+    r"\bspray\w* (?:\S+ ){0,2}?passwords\b",
+    r"\bphish(?:ing|ed|es)? (?:the |their |his |her |a |an |some )?(?:\w+ )?(?:admins?|staff|employees|"
+    r"users|people|"
+    r"accounts?|targets?|ceo|cfo|finance|team)\b",
+    r"\bpivot\w* (?:\S+ ){0,10}?(?:into|onto)\b",
+    r"\bcrack\w* (?:\S+ ){0,3}?(?:wpa\w*|wep|wifi|wi fi|password|passcode|pin|hash\w*)\b",
     r"\brelay attacks?\b", r"\bkey ?fob clon\w*",
+    r"\bclon\w* (?:\S+ ){0,3}?(?:key ?fobs?|badges?|access cards?|rfid|nfc|keycards?)\b",
+    r"\btak\w* over (?:\S+ ){0,2}?(?:abandoned|dangling|unclaimed|expired) (?:\S+ ){0,2}?(?:buckets?|"
+    r"subdomains?|"
+    r"domains?|dns)",
     r"\b(?:payloads?|injections?|inputs?) (?:\S+ ){0,4}?(?:to )?(?:bypass|get past|get into|break into|"
     r"log ?in)",
     r"\bbypass\w* (?:the )?(?:login|log in|authentication|auth|sign ?in)\b",
-    r"\bremote code execution\b",
+    r"\bremote code execution\b", r"\brce\b", r"\bkerberoast\w*", r"\bas ?rep ?roast\w*", r"\bdcsync\b",
+    r"\b(?:golden|silver) tickets?\b", r"\bntlm relay\w*", r"\bdefault (?:logins?|creds)\b",
     r"\bget\w* past (?:the )?(?:2fa|mfa|two factor|otp|captcha|lock ?screen|login|password)\b",
     r"\b(?:get|got|getting|log\w*|sign\w*) back in(?:to)?\b",
     r"\b(?:use|using) (?:my )?(?:old|former|leftover|kept|saved) (?:\S+ )?(?:creds|credentials|"
@@ -441,6 +672,12 @@ AUTHORIZED = (
     r"\b(?<!no )(?<!without )(?<!not )(?:authori[sz]ed|authori[sz]ation|(?:written )?permission|in scope|"
     r"scope doc|rules of engagement|bug bounty|engagement|pentest\w*|pen test\w*|red team\w*|ctf|lab)\b"
 )
+#: The asker runs the system: a server they host is theirs to test and patch.
+SELF_RUN = (
+    r"\b(?:servers?|sites?|apps?|instances?|clusters?|boxe?s?|networks?|routers?|nas|services?|domains?) "
+    r"(?:that |which )?(?:i|we) (?:host|run|own|operate|maintain|administer|set up|built|self ?host)\b|"
+    r"\b(?:i|we) (?:host|own|operate|maintain|administer|self ?host) (?:a|an|the|our|my|this)\b"
+)
 #: The owner is not to know.
 OWNER_UNAWARE = (
     r"\b(?:they|he|she|the owner|the admins?) (?:don'?t|doesn'?t|do not|does not|won'?t|will not|never) "
@@ -451,7 +688,10 @@ OWNER_UNAWARE = (
 
 _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
-    r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping)"
+    r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping|"
+    r"follow\w*|tail\w*|shadow\w*|"
+    r"narrow\w* down|pin down|compil\w*|put together|assembl\w*|triangulat\w*|deduc\w*|geolocat\w*|"
+    r"zero in on|trac(?:e|es|ing) (?:back )?)"
 )
 #: Finding where a person lives or is, who they are, or gathering it all in one place.
 LOCATE = alt(
@@ -459,17 +699,31 @@ LOCATE = alt(
     r"address(?:es)?"
     r"|(?:her|his|their|\w+'s) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room|"
     r"neighbou?rhood|street|building|area|town)"
-    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ )?(?:lives?|lived|stays?|sleeps?|works?|is|goes|"
+    r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ ){0,5}?(?:lives?|lived|stays?|sleeps?|works?|is|"
+    r"goes|"
     r"spends|hangs out|moved|went|ended up)"
+    r"|where (?:she|he|they)(?:'s|'re| is| are) (?:now |currently )?(?:staying|living|sleeping|working|"
+    r"hiding|moving)"
+    r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
+    r"office)s? (?:\S+ ){0,3}?(?:lives?|stays?|sleeps?|works?|goes)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
-    r"|(?:the |her |his |their )?(?:real name|(?:real )?identity|full name|workplace|phone number|schedule|"
-    r"routine|movements|whereabouts) (?:of|behind|for)?)",
-    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
+    r"|(?:the |her |his |their )?(?:daily |weekly )?(?:real name|(?:real )?identity|full name|workplace|"
+    r"phone number|schedule|routine|movements|whereabouts) (?:of|behind|for)?)",
+    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*", r"\bdossier (?:on|about|of)\b",
+    r"\b(?:find out|figure out|work out|identify) who (?:\S+ ){0,5}?(?:is|was|wrote|posted|runs)\b",
+    r"\b(?:the )?(?:home|house|address|apartment|flat) of (?:the|this|that|a|my) ",
+    r"\b(?:identify|find out|figure out|work out)\w* (?:\S+ ){0,2}?(?:real )?(?:person|people|man|woman|"
+    r"owner|"
+    r"human|individual) behind\b",
+    r"\bcorrelat\w* (?:\S+ ){0,4}?(?:writing style|posting (?:times|habits|patterns)|usernames?|handles?|"
+    r"alt accounts|other accounts)",
+    r"\bpredict\w* (?:\S+ ){0,3}?(?:daily |weekly )?(?:schedule|routine|movements|whereabouts|location)s?\b",
     r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything "
     r"public|everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|"
     r"about))",
     r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",
+    r"\beverything (?:you|i|we) can (?:find|dig up|get|pull) (?:on|about)\b",
     r"\b(?:what time|when) (?:she|he|they) (?:drops?|leaves?|gets? home|comes? home|is (?:home|alone|out))",
     r"\bwhen the (?:house|home|flat|apartment) is empty\b",
     r"\b(?:timeline|map|log|record|list|schedule) of where (?:she|he|they)\b",
@@ -478,7 +732,9 @@ LOCATE = alt(
 THIRD_PERSON = (
     r"\b(?:she|he|her|him|his|this (?:girl|guy|woman|man|person)|(?:a|the) (?:\w+ )?(?:reporter|journalist|"
     r"person|woman|man|girl|guy|streamer|neighbou?r|account|owner)|my ex\w*|private person|anonymous account|"
-    r"someone|somebody|(?:this|that|an?) (?:\w+ )?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
+    r"anonymous (?:\w+ )?(?:users?|posters?|accounts?|critics?|commenters?|"
+    r"reviewers?|persons?)|a specific \w+|(?:one|a|this) (?:particular|specific|single) \w+|"
+    r"someone|somebody|(?:this|that|an?) (?:\w+ ){0,2}?account|" + rf"my (?:\w+ )?{PERSON}" + r")\b"
 )
 #: The asker looking for their own details.
 SELF_SOUGHT = (
@@ -496,25 +752,43 @@ CRIME = alt(
     r"\b(?:dirty|drug|stolen) money\b",
     r"\b(?:clean|wash)\w* (?:\S+ ){0,2}?(?:money|cash|funds) (?:through|via|with|using|by)\b",
     r"\bsmurf\w*",
-    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals) (?:\S+ ){0,4}?(?:to avoid|under|below|so "
-    r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting))",
+    r"\bstructur\w* (?:\S+ ){0,2}?(?:deposits|cash|withdrawals)(?= (?:\S+ ){0,4}?(?:to avoid|under|below|so "
+    r"(?:the )?banks? (?:don'?t|doesn'?t|won'?t)|without (?:triggering|reporting)))",
+    r"\bpump (?:and|&|n) dump\w*", r"\bembezzl\w*",
+    r"\b(?:money|cash|funds) (?:i|we) (?:took|stole|embezzled|skimmed|siphoned|diverted)\b",
+    r"\bshell compan(?:y|ies) (?:\S+ ){0,2}?(?:to )?(?:hide|launder|move|park|"
+    r"wash)\b", r"\bwash trad\w*", r"\bspoof\w* (?:\S+ ){0,2}?orders\b",
+    r"\binsider trad\w*",
+    r"\bfront ?run\w* (?:\S+ ){0,2}?(?:orders|"
+    r"trades|customers|clients)\b",
     r"\b(?:sell|selling|deal|dealing|ship|shipping|push|pushing)\w* (?:\S+ ){0,3}?(?:drugs|weed|cannabis|"
     r"coke|"
     r"cocaine|meth|pills|xanax|oxy\w*|fentanyl|mushrooms|shrooms|lsd|mdma|ecstasy|heroin)\b",
-    r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:passports?|ids?|id cards?|driver'?s "
+    r"\b(?:fake|forged?|forging|fraudulent)\s+(?:\S+\s+){0,2}?(?:signatures?|passports?|ids?|id cards?|"
+    r"driver'?s "
     r"licen[cs]es?|driving licen[cs]es?|documents?|diplomas?|degrees?|banknotes?|bills|money|currency|"
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
-    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?)\b",
-    r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|clothes|"
-    r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|signatures?|"
+    r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|notices?|letterheads?|"
+    r"summons|court orders?|warrants?|(?:medical|dental|school|"
+    r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
+    r"\b(?:realistic|convincing|believable|authentic ?looking|real ?looking|passable|legit ?looking)\s+"
+    r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"
+    r"doctor'?s notes?|sick notes?|prescriptions?|utility bills?|tax returns?|references?|certificates?|"
+    r"licen[cs]es?|medical records)\b",
+    r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|"
+    r"clothes|"
+    r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|"
+    r"signatures?|"
     r"art|paintings|tickets|stamps|checks|cheques|items?|designer \w+|luxury \w+)\b",
-    r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|codeine)\b[^.;?!]{0,40}?"
+    r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|"
+    r"codeine)\b[^.;?!]{0,40}?"
     r"\bwithout (?:a )?prescription|\bwithout (?:a )?prescription\b[^.;?!]{0,40}?\b(?:oxy\w*|fentanyl|xanax|"
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
     r"money) from\b",
-    r"\b(?:cook|make|making|synthesi[sz]\w*|produce|producing|brew|manufactur\w*|extract\w*)\s+"
+    r"\b(?:cook|cooked|make|making|made|synthesi[sz]\w*|produce|producing|produced|brew|brewed|manufactur\w*|"
+    r"extract\w*)\s+"
     r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",
     r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
     r"(?:the body|a body|fingerprints|blood ?stains?|dna)\b",
@@ -539,24 +813,40 @@ CRIME = alt(
     r"\bshoplift\w*",
 )
 #: Someone inside a company paid or persuaded to act for the asker.
-INSIDER = (
+INSIDER = alt(
     r"\b(?:recruit|bribe|pay|pay off|turn|convince|persuade)\w* (?:an? |the |some )?(?:insider|employee|"
     r"rep|clerk|"
-    r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) "
+    r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) ",
+    r"\b(?:bribe|bribing|socially engineer\w*|social engineer\w*|sweet ?talk\w*|pay\w* off|coerc\w*|"
+    r"blackmail\w*)\s+(?:\S+\s+){0,3}?(?:insiders?|employees?|reps?|clerks?|tellers?|agents?|staff(?:ers)?|"
+    r"workers?|support (?:staff|agents?)|helpdesk|help desk)\b",
+    r"\b(?:insiders?|employees?|reps?|clerks?|tellers?|staff(?:ers)?|agents?|"
+    r"workers?)\b[^.;?!]{0,30}?\b(?:talk|"
+    r"trick|bribe|pay|persuade|convince|pressure|sweet ?talk)\w* (?:\S+ )?into\b",
 )
 #: Work against crime that names it.
-AGAINST_CRIME = r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat\w*|forensic\w*)\b"
+AGAINST_CRIME = (
+    r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat(?:e|es|ed|ing|ion|ions)|forensic\w*)\b"
+)
 #: An employer's or customers' data taken out.
 TAKE_DATA_OUT = (
-    r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|"
-    r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient) "
-    r"(?:database|db|list|data|records|table)s?|source ?code|codebase|repos(?:itories)?|trade secrets|"
+    r"\b(?:cop(?:y|ies|ying)|export\w*|download\w*|take|taking|mov(?:e|es|ing)|sync\w*|upload\w*|pull\w*|"
+    r"sell\w*|leak\w*|"
+    r"dump\w*|scrap\w*|extract\w*|siphon\w*|"
+    r"exfiltrat\w*|smuggl\w*|walk out with)\s+(?:\S+\s+){0,4}?(?:(?:customer|client|user|employee|patient|"
+    r"member|account|cardholder)s? (?:\w+ )?"
+    r"(?:database|db|list|data|records|table|details|info)s?|source ?code|codebase|repos(?:itories)?|"
+    r"trade secrets|"
     r"(?:\w+ )?database)\b"
 )
 #: Why the data leaves: unseen, sold, or on the way out of the job.
 INSIDER_MOTIVE = (
-    r"\b(?:without (?:\S+ ){0,3}?(?:noticing|knowing|seeing|detecting|finding out)|leaving (?:any )?traces?|"
-    r"sell\w* (?:it|them|\S+) to|to a competitor|personal (?:drive|account|email|gmail|dropbox|laptop|"
+    r"\b(?:without (?:\S+ ){0,5}?(?:noticing|knowing|seeing|detecting|finding out|triggering|tripping|"
+    r"flagging)|leaving (?:any )?traces?|quietly|secretly|"
+    r"sell\w* (?:it|them|\S+) to|sell\w* (?:it|them)\b|before (?:they|anyone|he|she|it|the \w+) "
+    r"(?:notice|find out|realise|realize|catch on|revoke)\w*|leaving (?:next|this|in|at the end)|"
+    r"to a competitor|"
+    r"personal (?:drive|account|email|gmail|dropbox|laptop|"
     r"device)|"
     r"before i (?:leave|quit|go)|i'?m leaving)\b"
 )
@@ -565,12 +855,17 @@ INSIDER_MOTIVE = (
 
 #: Making a person afraid.
 INTIMIDATE = (
-    r"\b(?:scare\w*|frighten\w*|intimidat\w*|terrori[sz]\w*|terrif\w*|so (?:she|he|they)(?:'s|'re| is| are)? "
+    r"\b(?:(?:we|i) know where (?:you|he|she|they) (?:live|lives|work|works|sleep|sleeps)|"
+    r"teach (?:\w+ ){0,3}?a "
+    r"lesson|make (?:\S+ ){0,2}?life (?:miserable|hell|a living hell)|drive (?:him|her|them) out|bully\w* "
+    r"(?:him|her|them)|scare\w*|frighten\w*|intimidat\w*|terrori[sz]\w*|terrif\w*|so (?:she|he|they)(?:'s|"
+    r"'re| is| are)? "
     r"(?:scared|afraid|terrified))\b"
 )
 #: Messages or calls sent to someone.
 CONTACT = (
-    r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?|packages?|parcels?|"
+    r"\b(?:messages?|texts?|calls?|emails?|dms?|notes?|letters?|voicemails?|posts?|comments?|packages?|"
+    r"parcels?|"
     r"envelopes?|powder|gifts?)\b"
 )
 #: A person the asker names as a target by relation or role.
@@ -597,20 +892,22 @@ OPENED = (
     r"(?:opened|plugged in|inserted|clicked|launched|installed|viewed|previewed)|(?:when|once|as soon as|"
     r"after) "
     r"(?:someone|anyone|they|the (?:victim|user|recipient|target)|people) (?:opens?|plugs?|clicks?|runs?|"
-    r"installs?|downloads?))\b"
+    r"installs?|downloads?|enables?))\b"
 )
 
 #: Characters whose acts a story or game describes: what they do is told, not asked for.
 ACTORS_IN_A_STORY = words(
     """villain villains character characters player players npc npcs hero protagonist antagonist attacker
-    attackers hacker hackers fraudsters scammers criminals intruder intruders cheaters"""
+    attackers hacker hackers fraudster fraudsters scammer scammers criminal criminals intruder intruders
+    cheaters"""
 )
 #: Words that, right after a third party, make what follows something they did or do, not the asker.
 OBSERVED_AUX = words("is are was were has have had keeps kept might may could must got gets")
 #: Third parties as the subject of an act.
 THIRD_SUBJECT = words(
     """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
-    cheaters readers kids intruder intruders adversary adversaries people users"""
+    cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
+    staff customers children teens teenagers players members visitors bots"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(
@@ -624,11 +921,80 @@ ARTIFACT_CLAUSE = (
     r"something|utility|plugin|add ?on|payload|implant|mod|screensaver|usb|stick|installer|game|page|site|"
     r"link)s? (?:that|which|to)\b"
 )
+#: The things an artifact clause names, as the subject of a modal ("the app should also…").
+ARTIFACT_NOUNS = words(
+    """script scripts program programs code app apps application tool extension bot exe binary macro
+    document pdf file software utility plugin addon payload implant mod screensaver installer game page
+    site link it"""
+)
+#: Watching a person: on the way to finding where they are, part of the act rather than a defence.
+WATCHING = words(
+    "monitor monitors monitoring track tracks tracking check checks watch watches watching scan scans"
+)
+#: Trying instruments out: with a stolen card or login in hand, testing it is using it.
+TRY_OUT = words("test tests testing check checks checking verify verifying validate validating against")
 #: A modal that says what the thing asked for must do ("it should also encrypt…").
 SPEC_MODAL = words("should must shall")
+#: Words that get around the control named right after them ("bypass the fraud checks").
+CIRCUMVENT = words(
+    """bypass bypasses bypassing evade evades evading avoid avoids avoiding dodge dodges dodging beat beats
+    beating defeat defeats defeating circumvent circumvents circumventing disable disables disabling fool
+    fools fooling trick tricks tricking outsmart around past triggering trigger tripping trip blind blinding
+    slip sneak"""
+)
+#: Defending words that only tell about an act: what a story, a role or a lesson has someone explain.
+EXPLAINING = words(
+    """explain explains explaining describe describes describing how understand learn study overview
+    conceptually difference"""
+)
 #: A request for working detail, whatever frames it (a story, a grandparent, a class).
 OPERATIONAL = (
     r"\b(?:(?:with|including|give me|write|show me|provide)\s+(?:the\s+)?(?:full\s+|complete\s+)?(?:working|"
     r"functional|compilable|runnable|complete|full|real|actual)\s+(?:code|source|script|steps|instructions|"
-    r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios))\b"
+    r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios)|(?:every|"
+    r"each|all the|"
+    r"the) (?:real |actual |exact |working )+steps?|nothing left out|"
+    r"don'?t (?:leave out|skip|hold back)|word for word|verbatim|(?:the )?(?:actual|exact|real|full) "
+    r"(?:script|wording|words|message|pitch))\b"
 )
+
+# --- acts split out of the lists above: each searched only when its rare word occurs ------------------
+
+#: Someone else's traffic read, intercepted or sniffed.
+TECHNIQUE_TRAFFIC = alt(
+    r"\b(?:read|see|watch|capture|log|sniff)\w* (?:his|her|their|\w+'s) (?:network )?(?:traffic|browsing|"
+    r"packets|"
+    r"dns queries)\b",
+    r"\bintercept\w* (?:\S+ ){0,3}?(?:traffic|packets|requests|communications|connections)\b",
+    r"\b(?:mitm|man in the middle|arp spoof\w*|packet sniff\w*)\b",
+    r"\bsniff\w* (?:\S+ ){0,2}?(?:traffic|packets|wifi|network|passwords|credentials|creds|cookies)\b",
+)
+TRAFFIC_NOUN = (
+    r"\b(?:traffic|browsing|packets|dns|mitm|middle|arp|sniff\w*|communications|connections|requests)\b"
+)
+#: A session taken over or its cookies and tokens stolen.
+TECHNIQUE_SESSION = alt(
+    r"\bhijack\w* (?:\S+ ){0,2}?sessions?\b", r"\bsession hijack\w*",
+    r"\b(?:steal|replay|clone)\w* (?:\S+ ){0,2}?(?:session|cookies?|tokens?)\b",
+)
+SESSION_NOUN = r"\b(?:sessions?|cookies?|tokens?)\b"
+#: A court's or a parole officer's monitor defeated.
+MONITOR_TAMPER = (
+    r"\b(?:fak|spoof|trick|fool|beat|bypass|cut|remov|disabl)\w* (?:\S+ ){0,6}?(?:ankle (?:monitor|tag|"
+    r"bracelet)s?|"
+    r"electronic (?:tag|monitor)s?|gps tags?|curfew tags?)"
+)
+MONITOR_NOUN = r"\b(?:ankle|electronic (?:tag|monitor)|gps tags?|curfew tags?)"
+#: Counterfeits made or sold, whatever the goods.
+SELL_COUNTERFEIT = (
+    r"\b(?:sell|selling|sells|make|making|produc\w*|ship\w*|import\w*|distribut\w*|manufactur\w*)\s+"
+    r"(?:\S+\s+){0,2}?(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded|designer|brand))\s+\w+"
+)
+COUNTERFEIT_NOUN = r"\b(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded|designer|brand))\b"
+#: The steps to make a street drug.
+DRUG_STEPS = (
+    r"\b(?:steps?|recipe|instructions|manual|guide|procedure|process) (?:\S+ ){0,2}?(?:for|to make|to cook|"
+    r"of) "
+    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b"
+)
+DRUG_NOUN = r"\b(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b"

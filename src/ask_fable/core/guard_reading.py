@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from itertools import pairwise
 
 from ask_fable.core import guard_lexicon as lx
@@ -23,6 +23,29 @@ _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 #: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
 _LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
 _LEET_LETTERS = str.maketrans("013457@$", "oieastas")
+#: A word spelled out letter by letter to slip past a filter ("m.a.k.e", "r a n s o m"): four or more
+#: single letters, each followed by the same separator.
+_SPELLED = re.compile(r"(?<![\w.])[a-z]([.*_ -])[a-z](?:\1[a-z]){2,}(?![\w])")
+#: Text-speak for people: "sum1", "any1".
+_SLANG = re.compile(r"\b(?:sum|some|any|every|no)1(s?)\b")
+_SLANG_WORDS = {"sum": "someone", "some": "someone", "any": "anyone", "every": "everyone", "no": "no one"}
+#: What any spelled-out word contains, found several times faster than the word itself.
+_SPELLED_HINT = re.compile(r"[.*_ -][a-z][.*_ -][a-z][.*_ -]")
+#: Words written without their vowels ("cn u mke a scrpt tht stls psswds"), and the words they stand for.
+_TEXTSPEAK_WORDS = {
+    "u": "you", "ur": "your", "cn": "can", "mke": "make", "mk": "make", "scrpt": "script", "tht": "that",
+    "stl": "steal", "stls": "steals", "psswd": "password", "psswds": "passwords", "pswd": "password",
+    "pswds": "passwords", "pwd": "password", "pwds": "passwords", "frm": "from", "chrm": "chrome",
+    "snd": "send", "snds": "sends", "hw": "how", "hck": "hack", "wht": "what", "plz": "please",
+    "pls": "please", "msgs": "messages", "msg": "message", "acc": "account", "accs": "accounts",
+    "ppl": "people", "smth": "something", "thru": "through", "wrk": "work", "phne": "phone",
+    "grlfrnd": "girlfriend", "accsess": "access", "acess": "access", "acces": "access", "pasword": "password",
+    "paswords": "passwords", "passwrd": "password", "facebok": "facebook", "instagarm": "instagram",
+}
+_TEXTSPEAK_KEYS = frozenset(_TEXTSPEAK_WORDS)
+_TEXTSPEAK = re.compile(r"\b(?:" + "|".join(sorted(_TEXTSPEAK_WORDS, key=len, reverse=True)) + r")\b")
+#: A word of three or more consonants and no vowel: the sign that vowels were dropped.
+_NO_VOWEL = re.compile(r"\b[b-df-hj-np-tv-z]{3,}\b")
 #: "how 2 hack", "want 2 get": the digit standing for "to".
 _TWO = re.compile(r"\b(how|want|wanna|need|going|got|have|able|ways?|trying|try|learn) 2\b")
 _TOKEN = re.compile(r"[a-z0-9&]+(?:'[a-z0-9&]+)*")
@@ -50,10 +73,16 @@ def normalize(question: str) -> str:
     text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
     text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
     text = _DASH.sub(" ; ", text)
+    if "1" in text:
+        text = _SLANG.sub(lambda found: _SLANG_WORDS[found.group(0).rstrip("s1")] + found.group(1), text)
     if any(char in text for char in "013457@$"):
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
         text = _TWO.sub(r"\1 to", text)
+    if _NO_VOWEL.search(text) or not _TEXTSPEAK_KEYS.isdisjoint(text.split()):
+        text = _TEXTSPEAK.sub(lambda found: _TEXTSPEAK_WORDS[found.group(0)], text)
+    if _SPELLED_HINT.search(text):
+        text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
     return _SPACES.sub(" ", text).strip()
 
 
@@ -115,7 +144,29 @@ class _Facts:
 
 
 class Clause(_Facts):
-    """One clause of a question."""
+    """One clause of a question.
+
+    A search the whole question already answered is not run again: a pattern absent from the
+    question is absent from each clause, and a question of one clause is that clause.
+    """
+
+    def __init__(self, text: str, excluded: Collection[int], whole: _Facts, only: bool) -> None:
+        super().__init__(text, excluded)
+        self._whole = whole._facts
+        self._only = only
+
+    def has(self, pattern: re.Pattern[str]) -> bool:
+        """True when ``pattern`` occurs anywhere in the clause."""
+        key = id(pattern)
+        fact = self._facts.get(key)
+        if fact is None:
+            known = self._whole.get(key)
+            if known is False or (known is not None and self._only):
+                fact = known
+            else:
+                fact = key not in self.excluded and pattern.search(self.text) is not None
+            self._facts[key] = fact
+        return fact
 
     def bare_request(self) -> bool:
         """True for a short clause with no verb that asks for code ("keylogger in python pls")."""
@@ -139,7 +190,8 @@ class Question(_Facts):
 
     def __init__(self, text: str, excluded: Collection[int] = ()) -> None:
         super().__init__(text, excluded)
-        self.clauses = [Clause(part, excluded) for part in _CLAUSES.split(text) if part.strip()]
+        parts = [part for part in _CLAUSES.split(text) if part.strip()]
+        self.clauses = [Clause(part, excluded, self, len(parts) == 1) for part in parts]
         self._counts: dict[int, int] = {}
 
     def matches(self, pattern: re.Pattern[str]) -> Matches:
@@ -153,13 +205,20 @@ class Question(_Facts):
     def distinct(self, pattern: re.Pattern[str]) -> Matches:
         """Like :meth:`matches`, without a match whose clause and surroundings (as far as any role check
         looks) repeat an earlier one's: a question repeating one phrase is judged once per phrase."""
-        seen: set[tuple[int, str]] = set()
+        seen: set[tuple[int, int, int, str]] = set()
         for clause, match in self.matches(pattern):
             text = clause.text
-            key = (id(clause), text[max(0, match.start() - _WINDOW_BEFORE) : match.end() + _WINDOW_AFTER])
+            begin = max(0, match.start() - _WINDOW_BEFORE)
+            # Where the match sits in its window too: two terms in one short clause share a window.
+            window = text[begin : match.end() + _WINDOW_AFTER]
+            key = (id(clause), match.start() - begin, match.end() - begin, window)
             if key not in seen:
                 seen.add(key)
                 yield clause, match
+
+    def detail(self) -> bool:
+        """True when the question asks anywhere for working detail (exact steps, working code)."""
+        return self.has(OPERATIONAL)
 
     def clauses_with(self, pattern: re.Pattern[str]) -> int:
         """How many clauses contain ``pattern``."""
@@ -169,38 +228,76 @@ class Question(_Facts):
         return count
 
 
-def role_before(clause: str, start: int, window: int = 8, stop: bool = True) -> str | None:
+def role_before(
+    clause: str, start: int, window: int = 8, stop: bool = True, ignore: frozenset[str] = frozenset()
+) -> str | None:
     """The role the nearest governing word before ``start`` gives the words there.
 
     ``make`` (the asker wants it produced), ``defend`` (detected, blocked, analysed, explained),
     ``actor`` (a first-person subject or a request noun with no verb in between) or None. With
     ``stop``, a relative word (``that``, ``which``…) ends the search: what follows it belongs to a
-    clause whose verb was already passed.
+    clause whose verb was already passed. Words in ``ignore`` govern nothing (for an act whose own
+    verb is one: testing stolen cards is using them).
     """
+    return governing(clause, start, window, stop, ignore)[0]
+
+
+def governing(
+    clause: str, start: int, window: int = 8, stop: bool = True, ignore: frozenset[str] = frozenset()
+) -> tuple[str | None, str]:
+    """The role :func:`role_before` reads, with the word that gives it ("" for none)."""
     words = words_before(clause, start, window)
     for i in range(len(words) - 1, -1, -1):
         word = words[i]
         previous = words[i - 1] if i else ""
+        if word in ignore:
+            continue
         if word in ("engineer", "engineering") and previous == "reverse":
-            return "defend"
+            return "defend", word
         if word == "to" and previous == "how":
-            return "actor"
+            return "actor", word
         if word == "how" and words[i + 1 : i + 3] and _asks_for_steps(words[i + 1 : i + 3]):
-            return "actor"
+            return "actor", word
+        if word == "how" and i + 1 < len(words) and (words[i + 1] in _HOW_ME or words[i + 1] in lx.MAKE):
+            return "actor", word  # "tell me how you made it", "how make": the steps are asked for
+        if word == "how" and i + 1 == len(words) and _makes(clause, start):
+            return "actor", word  # "how make drug…": the act itself starts with the making
         if word in lx.MAKE:
-            return "make"
+            if previous == "from" and any(w in _STOPPING for w in words[max(0, i - 4) : i - 1]):
+                return "defend", word  # "stop fraudsters from buying…": what is prevented
+            return "make", word
+        if word == "against" and previous in _ATTACKING:
+            return "make", word  # "a Kerberoasting attack against a company network"
         if word in lx.DEFEND:
-            return "defend"
+            # "bypass the fraud checks", "without triggering the monitoring": the control is what is
+            # got around, so the words after it are what the asker wants done.
+            if any(w in cx.CIRCUMVENT for w in words[max(0, i - 3) : i]):
+                return "make", word
+            return "defend", word
         if word in lx.FIRST_PERSON:
-            return "actor"
+            return "actor", word
         if stop and word in lx.STOP:
-            return None
-    return None
+            if word in ("when", "if", "whether") and any(w in lx.DEFEND for w in words[max(0, i - 3) : i]):
+                return "defend", word  # "detect when someone turns off…", "warn a user when…": watched for
+            return None, word
+        if word == "then" and previous == "and":
+            return None, word  # "stop it from tracking me and then get into…": a new act begins
+    return None, ""
 
 
 #: "How would someone…", "how do people…": a request for the steps, whoever is said to take them.
 _HOW_AUX = frozenset(("would", "could", "can", "do", "does", "might", "should"))
 _HOW_SUBJECT = frozenset(("someone", "somebody", "people", "one", "anyone"))
+_HOW_ME = frozenset(("you", "u", "i", "we"))
+_STOPPING = lx.words("stop stops prevent prevents block blocks keep keeps deter ban")
+_ATTACKING = lx.words("attack attacks attacking launch launching run running use using")
+_PREPOSITIONS = frozenset(("from", "of", "in", "on", "at", "with", "for", "to", "by", "into", "about", "off"))
+
+
+def _makes(clause: str, start: int) -> bool:
+    """True when the words at ``start`` begin with a making verb ("make drug…")."""
+    first = tokens(clause[start : start + 20])[:1]
+    return bool(first) and first[0] in lx.MAKE
 
 
 def _asks_for_steps(after_how: list[str]) -> bool:
@@ -209,13 +306,16 @@ def _asks_for_steps(after_how: list[str]) -> bool:
 
 def neutral_head(clause: str, end: int) -> bool:
     """True when one of the two words after a term makes it the thing detected or studied."""
-    return any(word in lx.NEUTRAL_HEADS for word in tokens(clause[end : end + 40])[:2])
+    after = tokens(clause[end : end + 40])[:2]
+    if after and after[0] in _PREPOSITIONS:
+        return False  # "clone her voice from family videos": what follows is not the term's head
+    return any(word in lx.NEUTRAL_HEADS for word in after)
 
 
-def observed(clause: str, start: int) -> bool:
+def observed(clause: str, start: int, window: int = 4) -> bool:
     """True when a third party is the subject of the act at ``start`` ("if someone is using…", "a tracker
     someone might have hidden"): something seen done, not something the asker asks to do."""
-    words = words_before(clause, start, 4)
+    words = words_before(clause, start, window)
     if words and words[-1] in cx.ACTORS_IN_A_STORY and (len(words) < 2 or words[-2] not in _HOW_AUX | {"to"}):
         return True  # "the villain hacks a bank": what a character does
     return any(
@@ -231,17 +331,52 @@ def specified(clause: str, start: int) -> bool:
         return True
     before = words_before(clause, start, 3)
     # "it copies the user's keys to my server": what the thing described does
-    return any(word in cx.SPEC_MODAL for word in before) or (bool(before) and before[-1] == "it")
+    if any(word in cx.SPEC_MODAL for word in before) or (bool(before) and before[-1] == "it"):
+        return True
+    # "my screensaver app should also secretly use…": a modal with the thing asked for as its subject
+    wider = words_before(clause, start, 12)
+    return any(w in cx.SPEC_MODAL and v in cx.ARTIFACT_NOUNS for v, w in pairwise(wider))
 
 
-def requested(clause: str, start: int) -> bool:
-    """True when the words before ``start`` ask for what follows, rather than to detect or explain it."""
-    role = role_before(clause, start, window=14)
+#: What "without" is followed by when it hides an act rather than leaves one undone.
+_UNNOTICED = lx.words(
+    "noticing knowing seeing finding triggering tripping getting being leaving alerting flagging detecting"
+)
+_CANNOT = re.compile(r"\b(?:can'?t|cannot|won'?t|couldn'?t|(?:is|are) unable|never|no longer)\b")
+
+
+def prevented(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what a measure exists to stop ("…a callback procedure so a
+    deepfaked CEO can't get a wire approved"): "so" before it, a "can't" right after."""
+    before = words_before(clause, start, 4)
+    if "without" in before[-3:-1]:
+        after = before[before.index("without", len(before) - 3) + 1]
+        if after.endswith("ing") and after not in _UNNOTICED:
+            return True  # "verify callers without asking for their SSN": what is not done
+    return "so" in before and _CANNOT.search(clause, start, start + 60) is not None
+
+
+def _never() -> bool:
+    return False
+
+
+def requested(
+    clause: str, start: int, ignore: frozenset[str] = frozenset(), detail: Callable[[], bool] = _never
+) -> bool:
+    """True when the words before ``start`` ask for what follows, rather than to detect or explain it.
+
+    ``detail()`` says the question asks elsewhere for working detail ("write his explanation with
+    every real step"): an act governed only by an explaining word is then asked for all the same.
+    """
+    role, word = governing(clause, start, 14, True, ignore)
+    if prevented(clause, start):
+        return False
     if role == "defend":
-        return OPERATIONAL.search(clause) is not None  # "explain, with working code, how…"
+        # "explain, with working code, how…"
+        return OPERATIONAL.search(clause) is not None or (word in cx.EXPLAINING and detail())
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
-    if role_before(clause, start, window=14, stop=False) == "defend":
+    if role_before(clause, start, window=14, stop=False, ignore=ignore) == "defend":
         return False
     asks = REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
     return asks and not observed(clause, start)
