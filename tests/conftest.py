@@ -45,6 +45,29 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return SharedFixtureScheduling(config, log)
 
 
+#: The order an xdist worker reports its tests in, so they are handed out heaviest first (tests that
+#: start servers and processes) and the run ends on quick in-process ones, not on a long straggler.
+_HEAVY_FIRST = ("replicas", "ui", "reliability", "surface", "e2e", "stores")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, order the collected tests by :data:`_HEAVY_FIRST` (stable: files and the
+    order pytest chose for shared fixtures stay as they were)."""
+    if not hasattr(config, "workerinput"):
+        return
+    tests_dir = Path(__file__).parent
+
+    def rank(item: pytest.Item) -> int:
+        try:
+            top = item.path.relative_to(tests_dir).parts[0]
+        except ValueError:
+            return len(_HEAVY_FIRST)
+        return _HEAVY_FIRST.index(top) if top in _HEAVY_FIRST else len(_HEAVY_FIRST)
+
+    items.sort(key=rank)
+
+
 if TYPE_CHECKING:
     from ask_fable.stores.db import Database
     from ask_fable.stores.engines import Engines
