@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,6 +13,60 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.fakes.fake_provider import FakeProvider
+
+# Bytecode caches on, whatever the shell says (PYTHONDONTWRITEBYTECODE): without them each xdist
+# worker rewrites the asserts of every test module again at collection, and every ``ask-fable`` a
+# test starts compiles the package again. The caches go to the gitignored ``__pycache__`` dirs.
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
+# Tests that share fixtures kept for the whole run (a cluster of replicas, the recorded calls behind
+# the web view's pages) run on one xdist worker, so no such fixture is started once per worker.
+_SHARED_FIXTURE_DIRS = ("replicas", "ui")
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """With ``-n N`` and no ``--dist`` given: the tests of each directory in
+    :data:`_SHARED_FIXTURE_DIRS` go to one worker as one unit, the biggest first, and every other
+    test is handed out one at a time to whichever worker is free, so none idles behind a long tail."""
+    args = config.invocation_params.args
+    if any(str(arg) == "-d" or str(arg).startswith("--dist") for arg in args):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            parts = nodeid.split("/", 2)
+            if len(parts) == 3 and parts[0] == "tests" and parts[1] in _SHARED_FIXTURE_DIRS:
+                return parts[1]
+            return nodeid
+
+    return SharedFixtureScheduling(config, log)
+
+
+#: The order an xdist worker reports its tests in, so they are handed out heaviest first (tests that
+#: start servers and processes) and the run ends on quick in-process ones, not on a long straggler.
+_HEAVY_FIRST = ("replicas", "ui", "reliability", "surface", "e2e", "stores")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On an xdist worker, order the collected tests by :data:`_HEAVY_FIRST` (stable: files and the
+    order pytest chose for shared fixtures stay as they were)."""
+    if not hasattr(config, "workerinput"):
+        return
+    tests_dir = Path(__file__).parent
+
+    def rank(item: pytest.Item) -> int:
+        try:
+            top = item.path.relative_to(tests_dir).parts[0]
+        except ValueError:
+            return len(_HEAVY_FIRST)
+        return _HEAVY_FIRST.index(top) if top in _HEAVY_FIRST else len(_HEAVY_FIRST)
+
+    items.sort(key=rank)
+
 
 if TYPE_CHECKING:
     from ask_fable.stores.db import Database
@@ -147,3 +202,4 @@ def store_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     """Run the test once on SQLite and once on a fresh PostgreSQL database of the session's server."""
     with opened_store_backend(request.param, request, monkeypatch) as backend:
         yield backend
+

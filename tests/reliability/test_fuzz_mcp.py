@@ -12,6 +12,7 @@ surrogates. ``pytest -m slow`` runs the larger variants.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import string
@@ -95,8 +96,10 @@ def scalars(json_safe: bool) -> st.SearchStrategy[Any]:
     )
 
 
+@functools.cache
 def values(json_safe: bool) -> st.SearchStrategy[Any]:
-    """Any JSON-ish value: scalars, lists and objects nested a little."""
+    """Any JSON-ish value: scalars, lists and objects nested a little (built once: a strategy is
+    immutable, and building a recursive one for every example cost more than running the call)."""
     return st.recursive(
         scalars(json_safe),
         lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
@@ -107,7 +110,12 @@ def values(json_safe: bool) -> st.SearchStrategy[Any]:
 def arguments_for(name: str, json_safe: bool) -> st.SearchStrategy[dict[str, Any]]:
     """Random argument dicts for ``name``: its own fields (any subset, any type) plus unknown keys."""
     spec = SPECS.get(name)
-    fields = list(spec.args.model_fields) if spec is not None else ["question"]
+    return _arguments_with(tuple(spec.args.model_fields) if spec is not None else ("question",), json_safe)
+
+
+@functools.cache
+def _arguments_with(fields: tuple[str, ...], json_safe: bool) -> st.SearchStrategy[dict[str, Any]]:
+    """:func:`arguments_for` by the tool's fields, built once for each."""
     own = st.fixed_dictionaries({}, optional={field: values(json_safe) for field in fields})
     extra = st.dictionaries(
         st.text(string.ascii_letters + "_-", min_size=1, max_size=12), values(json_safe), max_size=2
