@@ -200,7 +200,7 @@ def _state_from_before_scopes() -> None:
 
     from ask_fable.config import load_settings
     from ask_fable.stores import keys
-    from ask_fable.stores.migrations.legacy import SCRIPTS
+    from tests.stores.legacy_databases import SCRIPTS
 
     settings = load_settings()
     old: list[tuple[Any, tuple[str, ...], list[str]]] = [
