@@ -1,5 +1,5 @@
-"""What the HTTP providers' factories share: an Anthropic-shaped oracle built from a descriptor, and
-the local-CLI route for Grok and Kimi model ids.
+"""What the HTTP providers' factories share: an Anthropic-shaped and an OpenAI-shaped oracle built
+from a descriptor, and the local-CLI route for Grok and Kimi model ids.
 
 Each provider's factory lives in its own module (:mod:`ask_fable.backends.providers`); nothing here
 does I/O. ``xai/grok-*`` / ``x-ai/grok-*`` ids asked of Atlas or OpenRouter, and
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.backends.cli_oracles import cli_installed
 from ask_fable.backends.http_client import normalize_effort
+from ask_fable.backends.model_ids import lab_of, strip_prefix
 from ask_fable.errors import BadArgs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ask_fable.backends.descriptor import Backend
     from ask_fable.backends.http_client import RetryPolicy
+    from ask_fable.backends.openai_api import OpenAIChatOracle
     from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
@@ -82,6 +84,30 @@ def reroute(settings: Settings, token: str, model: str, effort: str | None,
         return RoutedOracle(make_kimi_oracle(settings, effort=effort, resources=resources), token=token,
                             routed_via="kimi_cli")
     return None
+
+
+def openai_shaped(backend: Backend, settings: Settings, oracle: type[OpenAIChatOracle], *,
+                  model: str | None, effort: str | None, house_effort: str | None, kimi: bool,
+                  retry: RetryPolicy | None, transport: httpx2.AsyncBaseTransport | None,
+                  resources: Resources | None) -> Oracle:
+    """The ``<backend>:<id>`` oracle of a catalog provider with an OpenAI-compatible API (its default
+    model when ``model`` is None), or the local CLI that serves that id (see :func:`reroute`).
+
+    Raises:
+        BadArgs: ``effort`` is not quick / standard / deep.
+    """
+    chosen = strip_prefix(model or backend.model(settings), backend.name)
+    chosen_effort = normalize_effort(effort) or default_effort(house_effort)
+    token = f"{backend.name}:{chosen}"
+    routed = reroute(settings, token, chosen, chosen_effort, kimi=kimi, resources=resources)
+    if routed is not None:
+        return routed
+    return oracle(
+        token=token, provider=backend.name, model=chosen, family=lab_of(chosen), label=backend.label,
+        base_url=backend.base_url(settings) or "", api_key=backend.key(settings),
+        key_var=backend.key_vars[0], key_alias=backend.key_vars[1], effort=chosen_effort,
+        secrets=settings.secret_values(), retry=retry, transport=transport, resources=resources,
+    )
 
 
 def anthropic_shaped(backend: Backend, settings: Settings, *, retry: RetryPolicy | None = None,

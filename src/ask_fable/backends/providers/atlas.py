@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AliasChoices, Field, SecretStr
 
 from ask_fable.backends.descriptor import Backend, BackendReport, ModelTool, ProbeOptions
-from ask_fable.backends.model_ids import lab_of, normalize_atlas_model, strip_prefix
+from ask_fable.backends.model_ids import normalize_atlas_model
 from ask_fable.backends.probes import probe_key
 from ask_fable.config import ProviderSettings
 
@@ -43,23 +43,12 @@ def make_atlas_oracle(settings: Settings, *, token: str = "atlas", model: str | 
     Raises:
         BadArgs: ``effort`` is not quick / standard / deep.
     """
-    from ask_fable.backends.http_client import normalize_effort
-    from ask_fable.backends.http_oracles import default_effort, reroute
+    from ask_fable.backends.http_oracles import openai_shaped
     from ask_fable.backends.openai_api import AtlasOracle
 
-    config = settings.section(ATLAS.name, AtlasSettings)
-    chosen = strip_prefix(model or config.model, "atlas")
-    chosen_effort = normalize_effort(effort) or default_effort(settings.atlas_effort)
-    token = f"atlas:{chosen}"
-    routed = reroute(settings, token, chosen, chosen_effort, kimi=False, resources=resources)
-    if routed is not None:
-        return routed
-    return AtlasOracle(
-        token=token, provider=ATLAS.name, model=chosen, family=lab_of(chosen), label=ATLAS.label,
-        base_url=config.base_url, api_key=config.key(), key_var=ATLAS.key_vars[0],
-        key_alias=ATLAS.key_vars[1], effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
-        transport=transport, resources=resources,
-    )
+    return openai_shaped(ATLAS, settings, AtlasOracle, model=model, effort=effort,
+                         house_effort=settings.atlas_effort, kimi=False, retry=retry, transport=transport,
+                         resources=resources)
 
 
 async def probe_atlas(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import AliasChoices, Field, SecretStr
 
 from ask_fable.backends.descriptor import Backend, ModelTool
-from ask_fable.backends.model_ids import lab_of, normalize_openrouter_model, strip_prefix
+from ask_fable.backends.model_ids import normalize_openrouter_model
 from ask_fable.backends.probes import probe_key
 from ask_fable.config import ProviderSettings
 
@@ -42,23 +42,12 @@ def make_openrouter_oracle(settings: Settings, *, token: str = "openrouter", mod
     Raises:
         BadArgs: ``effort`` is not quick / standard / deep.
     """
-    from ask_fable.backends.http_client import normalize_effort
-    from ask_fable.backends.http_oracles import default_effort, reroute
+    from ask_fable.backends.http_oracles import openai_shaped
     from ask_fable.backends.openai_api import OpenRouterOracle
 
-    config = settings.section(OPENROUTER.name, OpenRouterSettings)
-    chosen = strip_prefix(model or config.model, "openrouter")
-    chosen_effort = normalize_effort(effort) or default_effort(settings.openrouter_effort)
-    token = f"openrouter:{chosen}"
-    routed = reroute(settings, token, chosen, chosen_effort, kimi=True, resources=resources)
-    if routed is not None:
-        return routed
-    return OpenRouterOracle(
-        token=token, provider=OPENROUTER.name, model=chosen, family=lab_of(chosen), label=OPENROUTER.label,
-        base_url=config.base_url, api_key=config.key(), key_var=OPENROUTER.key_vars[0],
-        key_alias=OPENROUTER.key_vars[1], effort=chosen_effort, secrets=settings.secret_values(), retry=retry,
-        transport=transport, resources=resources,
-    )
+    return openai_shaped(OPENROUTER, settings, OpenRouterOracle, model=model, effort=effort,
+                         house_effort=settings.openrouter_effort, kimi=True, retry=retry, transport=transport,
+                         resources=resources)
 
 
 
