@@ -42,6 +42,13 @@ def store_env(store_backend: StoreBackend) -> dict[str, str]:
     return {} if store_backend.url is None else {"ASK_FABLE_DATABASE_URL": store_backend.url}
 
 
+async def _provider_reached(fp: FakeProvider) -> None:
+    """Wait (30 s at most) until the held call's request has reached the fake provider."""
+    with anyio.fail_after(30):
+        while not fp.requests_for("anthropic"):
+            await anyio.sleep(0.05)
+
+
 async def _ask(server: TeamServer, key: str, question: str) -> dict[str, Any]:
     async with server.client(key) as client:
         reply = await client.call_tool("ask_glm", {"question": question})
@@ -62,9 +69,7 @@ async def _killed_mid_call(fp: FakeProvider, env: dict[str, str], key: str) -> i
 
         async with anyio.create_task_group() as group:
             group.start_soon(stuck)
-            with anyio.fail_after(30):
-                while not fp.requests_for("anthropic"):
-                    await anyio.sleep(0.05)
+            await _provider_reached(fp)
             os.kill(doomed.pid, signal.SIGKILL)
         return doomed.pid
 
@@ -123,9 +128,7 @@ async def test_a_live_call_keeps_its_place_past_the_lease(fp: FakeProvider) -> N
 
         async with anyio.create_task_group() as group:
             group.start_soon(long_call)
-            with anyio.fail_after(30):
-                while not fp.requests_for("anthropic"):
-                    await anyio.sleep(0.05)
+            await _provider_reached(fp)
             await anyio.sleep(2 * float(SHORT_LEASE))
             second = await _ask(server, created["key"], "Is this index needed?")
             gate.set()
@@ -171,9 +174,7 @@ async def test_a_stdio_servers_live_call_keeps_its_place_past_the_lease(fp: Fake
 
         async with anyio.create_task_group() as group:
             group.start_soon(long_call)
-            with anyio.fail_after(30):
-                while not fp.requests_for("anthropic"):
-                    await anyio.sleep(0.05)
+            await _provider_reached(fp)
             await anyio.sleep(2 * float(SHORT_LEASE))
             async with _stdio_server(env) as other:
                 second = await structured(other, "ask_glm", {"question": "Is this index needed?"})
