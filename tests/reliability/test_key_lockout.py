@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -42,11 +43,12 @@ def _status(reply: bytes) -> int | None:
 
 
 class Attack:
-    """``ATTACK_SOCKETS`` slot-holding connections of one key, each reopened once the server closes it."""
+    """``count`` connections that each hold a request slot (``open_one`` opens one), each reopened once
+    the server closes it; the statuses of the replies they got are counted."""
 
-    def __init__(self, port: int, key: str) -> None:
-        self.port = port
-        self.key = key
+    def __init__(self, open_one: Callable[[], socket.socket], count: int) -> None:
+        self.open_one = open_one
+        self.count = count
         self.open: list[tuple[socket.socket, bytearray]] = []
         self.statuses: dict[int, int] = {}
         self.reopened = 0
@@ -65,9 +67,9 @@ class Attack:
                 sock.close()
                 continue
             alive.append((sock, reply))
-        self.reopened += ATTACK_SOCKETS - len(alive) if self.open else 0
-        while len(alive) < ATTACK_SOCKETS:
-            alive.append((_hold_a_slot(self.port, self.key), bytearray()))
+        self.reopened += self.count - len(alive) if self.open else 0
+        while len(alive) < self.count:
+            alive.append((self.open_one(), bytearray()))
         self.open = alive
 
     def close(self) -> None:
@@ -89,7 +91,7 @@ async def test_a_key_holding_bodies_back_cannot_lock_out_another_tenant() -> Non
         alice = create_key("alice", "--scope", "ask", "--tenant", "alice", env=env)["key"]
         async with team_server(env) as server:
             port = int(server.url.rsplit(":", 1)[1])
-            attack = Attack(port, mallory)
+            attack = Attack(lambda: _hold_a_slot(port, mallory), ATTACK_SOCKETS)
             answered: list[str] = []
             failed: list[str] = []
             latencies: list[float] = []
@@ -144,30 +146,17 @@ async def test_login_forms_held_back_without_a_key_cannot_take_every_connection(
         alice = create_key("alice", "--scope", "ask", "--tenant", "alice", env=env)["key"]
         async with team_server(env) as server:
             port = int(server.url.rsplit(":", 1)[1])
-            held: list[tuple[socket.socket, bytearray]] = []
-            statuses: dict[int, int] = {}
+            forms = Attack(lambda: _hold_a_form(port), 80)
             answered, failed = 0, []
             try:
                 # The forms first: a kept-alive connection of Alice's opened before them would be the
                 # oldest idle one, which the connection bound closes to make room.
-                held = [(_hold_a_form(port), bytearray()) for _ in range(80)]
+                forms.top_up()
                 await anyio.sleep(0.3)
                 async with server.client(alice) as client:
                     deadline = time.monotonic() + 2 * STALL_S + 1
                     while time.monotonic() < deadline:
-                        alive = []
-                        for sock, reply in held:
-                            data = read_now(sock)
-                            if data:
-                                reply += data
-                            if data is None or closed_by_peer(sock):
-                                status = _status(bytes(reply))
-                                if status is not None:
-                                    statuses[status] = statuses.get(status, 0) + 1
-                                sock.close()
-                            else:
-                                alive.append((sock, reply))
-                        held = alive + [(_hold_a_form(port), bytearray()) for _ in range(80 - len(alive))]
+                        forms.top_up()
                         await anyio.sleep(0.2)
                         try:
                             with anyio.fail_after(20):
@@ -180,10 +169,9 @@ async def test_login_forms_held_back_without_a_key_cannot_take_every_connection(
                         except Exception as exc:  # a closed connection reaches the client as an error
                             failed.append(f"{type(exc).__name__}: {exc}"[:200])
             finally:
-                for sock, _ in held:
-                    sock.close()
+                forms.close()
     print(f"80 keyless login forms held back at 64 connections: alice {answered} answered, "
-          f"{len(failed)} failed; the forms' statuses {statuses}")
+          f"{len(failed)} failed; the forms' statuses {forms.statuses}")
     assert failed == []
     assert answered >= 3
-    assert statuses.get(429, 0) > 0 and statuses.get(408, 0) > 0
+    assert forms.statuses.get(429, 0) > 0 and forms.statuses.get(408, 0) > 0
