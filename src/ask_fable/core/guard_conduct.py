@@ -136,6 +136,10 @@ def asked(
             return False  # "someone is using…": done by a third party, seen rather than asked for
         if word == "from" and any(w in _RECEIVED for w in words[max(0, i - 5) : i]):
             return False  # "our CFO got a call from a deepfaked CEO": received, not asked for
+        if word in cx.THIRD_SUBJECT and len(words) - 4 <= i + 1 < len(words) and _past(words[i + 1]):
+            return False  # "someone published a cracked build of it": done by another, reported
+        if word in _AFTER and _happened_to_us(words[:i]):
+            return False  # "we almost wired money after a deepfaked call": an event we went through
         if word == "to" and i and words[i - 1] == "how":
             return True  # "explain how to clone…": the steps are what is asked for
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
@@ -158,6 +162,28 @@ def asked(
         if word in lx.MAKE or word in lx.FIRST_PERSON:
             return True
     return True
+
+
+#: Words that place an act as an event the asker's side went through ("…after a deepfaked call").
+_AFTER = lx.words("after following during")
+_IRREGULAR_PAST = lx.words(
+    "got put sent took stole made built wrote lost paid gave found saw fell ran sold left hit came broke"
+)
+
+
+#: Past forms that tell an intention, not an event ("if someone wanted to…").
+_INTENDED = lx.words("wanted needed tried planned decided hoped intended wished asked")
+_OURS = lx.words("i we our my us")
+
+
+def _past(word: str) -> bool:
+    """True for a verb in the past tense ("published", "got"): what it tells already happened."""
+    return ((word.endswith("ed") and len(word) > 4) or word in _IRREGULAR_PAST) and word not in _INTENDED
+
+
+def _happened_to_us(words: list[str]) -> bool:
+    """True when ``words`` end in something the asker's side did ("our finance team almost wired money")."""
+    return any(_past(w) for w in words[-3:]) and any(w in _OURS for w in words[-7:])
 
 
 def _named(clause: str, start: int, word: str) -> bool:

@@ -52,7 +52,7 @@ DEFEND = words(
     relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
     educate found discovered noticed observed received saw seen spotted moderate moderating moderation
     distinguish distinguishes distinguishing differentiate differentiating signals research researching
-    researches researched"""
+    researches researched reduce reduces reducing minimize minimise minimizing minimising lower lowering"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -88,9 +88,11 @@ NEUTRAL_HEADS = words(
 
 #: Attack tooling that is harmful whenever the question asks to produce it.
 STRONG_TOOLING: dict[str, str] = {
-    r"ransomwares?": "ransomware",
-    r"malware": "malware",
-    r"keyloggers?|keystroke loggers?|keylog\w*": "a keylogger",
+    # A name broken into syllables to slip past a filter ("ran som ware", "keylo gger") is the name.
+    r"ran ?som ?wares?": "ransomware",
+    r"mal ?ware": "malware",
+    r"key ?lo ?ggers?|keystroke loggers?|keylog\w*": "a keylogger",
+    r"(?:card )?skimmers?|shimmers?": "a card skimmer",
     r"(?:wallet|crypto|token|nft) drainers?": "a wallet drainer",
     r"rootkits?|bootkits?": "a rootkit",
     r"botnets?": "a botnet",
@@ -1120,7 +1122,7 @@ FOOD_TAMPERING = (
 
 #: Harassing a person: judged with a named person or someone else as the target.
 HARASS = (
-    r"\b(?:spam\w*|harass\w*|dox\w*|stalk\w*|threaten\w*|threats?|bull(?:y|ies|ying)|intimidat\w*)\b"
+    r"\b(?:spam\w*|harass\w*|dox\w*|stalk(?!erware)\w*|threaten\w*|threats?|bull(?:y|ies|ying)|intimidat\w*)\b"
 )
 
 MASS_HARM = alt(

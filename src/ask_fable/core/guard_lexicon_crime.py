@@ -907,7 +907,8 @@ OBSERVED_AUX = words("is are was were has have had keeps kept might may could mu
 THIRD_SUBJECT = words(
     """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
     cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
-    staff customers children teens teenagers players members visitors bots"""
+    staff customers children teens teenagers players members visitors bots ex wife husband partner girlfriend
+    boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(

@@ -342,6 +342,7 @@ def specified(clause: str, start: int) -> bool:
 _UNNOTICED = lx.words(
     "noticing knowing seeing finding triggering tripping getting being leaving alerting flagging detecting"
 )
+_CANNOT_WORDS = frozenset(("can't", "cannot", "won't", "couldn't", "never", "cant", "wont"))
 _CANNOT = re.compile(r"\b(?:can'?t|cannot|won'?t|couldn'?t|(?:is|are) unable|never|no longer)\b")
 
 
@@ -353,7 +354,10 @@ def prevented(clause: str, start: int) -> bool:
         after = before[before.index("without", len(before) - 3) + 1]
         if after.endswith("ing") and after not in _UNNOTICED:
             return True  # "verify callers without asking for their SSN": what is not done
-    return "so" in before and _CANNOT.search(clause, start, start + 60) is not None
+    if "so" in before and _CANNOT.search(clause, start, start + 60) is not None:
+        return True
+    # "so ransomware with domain admin can't delete the backups": the act is what cannot happen
+    return bool(before) and before[-1] in _CANNOT_WORDS and "so" in words_before(clause, start, 8)
 
 
 def _never() -> bool:
@@ -376,7 +380,9 @@ def requested(
         return OPERATIONAL.search(clause) is not None or (word in cx.EXPLAINING and detail())
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
-    if role_before(clause, start, window=14, stop=False, ignore=ignore) == "defend":
+    # A defending verb governs the whole sentence after it ("how do we detect when a member's account is
+    # being used as a money mule after a romance scam"), however long the clause it governs.
+    if role_before(clause, start, window=24, stop=False, ignore=ignore) == "defend":
         return False
     asks = REQUEST.search(clause, max(0, start - _LOOK_BACK), start) is not None
     return asks and not observed(clause, start)
