@@ -31,7 +31,11 @@ EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
 TEST_USE = _c(lx.TEST_USE)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
 FOR_ME = _c(cx.FOR_ME)
-TERMINAL = _c(r"\b(?:gas pump|atm|pos terminal|card reader|payment terminal|overlay)s?\b")
+TERMINAL = _c(
+    r"\b(?:gas pump|pump reader|fuel pump|atm|pos terminal|card reader|payment terminal|overlay|"
+    r"register|till|"
+    r"skimmer)s?\b"
+)
 LINE_TAKEOVER = _c(cx.LINE_TAKEOVER)
 PROFIT_ME = _c(cx.PROFIT_ME)
 PUMP = _c(cx.PUMP)
@@ -101,7 +105,8 @@ OFFENCES = (
     Offence(_c(cx.ENUMERATE), "fraud", "guessing codes until one works", ((FINDS_VALID, *TARGETED),)),
     Offence(_c(cx.HOLDER_POSE), "fraud", "passing as an account's holder"),
     Offence(_c(cx.NEVER_PAY), "fraud", "service taken without paying",
-            ((_c(r"\b(?:cards?|trials?|subscriptions?|accounts?|fares?|tolls?|bills?|rent|invoices?|service)\b"),),),
+            ((_c(r"\b(?:cards?|trials?|subscriptions?|accounts?|fares?|tolls?|bills?|rent|invoices?|"
+            r"service)\b"),),),
             (AGAINST_CRIME,)),
     Offence(_c(cx.SEND_ME_MONEY), "fraud", "getting a person to send the asker money",
             ((SOFT_TARGET,),), gate=SOFT_TARGET),
@@ -130,6 +135,7 @@ OFFENCES = (
             ((LIKENESS_OF,), (DECEIVE_USE,)), (AGREED,)),
     Offence(_c(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
     Offence(_c(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
+    Offence(_c(cx.PAID_UNLOCK), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION, _c(lx.OWN))),
     Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN))),
     Offence(_c(cx.TECHNIQUE_TRAFFIC), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),

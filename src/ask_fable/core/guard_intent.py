@@ -92,6 +92,9 @@ NOT_MINE = _c(
     r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
 )
 ACCESS = _word(lx.ACCESS)
+#: "…a way into it": the system named before, in the question.
+INTO_IT = _c(r"\s*(?:it|them)\b")
+AUTHORIZED = _c(cx.AUTHORIZED)
 SELF_RUN = _c(cx.SELF_RUN)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
 DOS = _word(lx.DOS)
@@ -337,10 +340,25 @@ def unauthorized_access(question: Question) -> Finding | None:
             return Finding("unauthorized_access")
         if question.has_any(UNAUTHORIZED, NOT_MINE):
             return Finding("unauthorized_access")
+        # "find a hospital with exposed remote desktop and tell me how to get in", "my teacher's gmail:
+        # what's the fastest way into it": the system named is someone else's and nothing makes it ours
+        named = _names_a_system(clause) or (INTO_IT.match(rest) is not None and _names_a_system(question))
+        if named and not question.has_any(OWN, AUTHORIZED):
+            return Finding("unauthorized_access")
     for clause, match in question.matches(LEAKED_LIST):
         if clause.has(LIST_USE) and (requested(clause.text, match.start()) or clause.has(STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
+
+
+def _names_a_system(text: Question | Clause) -> bool:
+    """True when ``text`` names a thing as someone else's, not just "someone" (who may be the one acting)."""
+    if not text.has(FOREIGN):
+        return False
+    return any(not found.group(0).startswith(_ANYONE) for found in FOREIGN.finditer(text.text))
+
+
+_ANYONE = ("someone", "somebody", "anyone", "whoever")
 
 
 def denial_of_service(question: Question) -> Finding | None:

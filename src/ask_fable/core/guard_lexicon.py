@@ -334,7 +334,7 @@ OTHERS_SYSTEM = (
     r"service|app|project|"
     r"cluster|container|pod|process|browser|system|server|parent|child|caller|owner|author|developer|company|"
     r"org|organi[sz]ation|today|tomorrow|yesterday|it|that|what|there|here|let|who|one)'s)"
-    r"(?:(?:local|small|big|rival|random|specific|certain|particular|other|nearby) )?\w+'s "
+    r"(?:(?:local|small|big|rival|random|specific|certain|particular|other|nearby) ){0,2}\w+'s "
     r"(?:\w+ ){0,2}?(?:site|website|web app|servers?|network|app|accounts?|database|db|systems?|wifi|store|"
     r"shop|portal|login|nas|router|email|inbox|cloud|aws|infrastructure|domain|computer|laptop|phone|camera|"
     r"icloud|instagram|gmail|game server|pc|pcs|machine|device|wordpress|wp|cms|blog|forum|admin panel|"
@@ -346,7 +346,7 @@ FOREIGN = alt(
     rf"(?<!\bour )\b{PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
     r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|macbook|mac|camera|drive|"
-    r"hard drive|"
+    r"hard drive|site|website|server|network|router|company|host|machine|box|admin panel|database|bucket|"
     r"usb stick)s? (?:that )?(?:i|we) "
     r"found\b",
     r"\bmy (?!company|team|org|own|startup|lab|app|site|project|client)\w+'s (?:\w+ ){0,2}?(?:site|"
@@ -373,7 +373,8 @@ FOREIGN = alt(
     r"\bsomeone(?:'s| else's)?",
     r"\ba (?:specific|particular|certain) \w+(?:'s)?",
     r"\b(?:every|each|all the) (?:school|hospital|business|church|mosque|synagogue|store|shop)s?\b",
-    r"\bevery (?:phone|device|laptop|computer|pc)s? (?:on|in|at|connected)\b",
+    r"\bevery (?:phone|device|laptop|computer|pc|machine)s? (?:on|in|at|connected)\b(?! (?:to )?(?:our|"
+    r"my)\b)",
     r"\b(?:every|any|random) (?:\S+ ){0,2}?(?:meeting|link|server|stream|call|chat)s? (?:it|"
     r"i) (?:finds?|can find)\b",
     r"\bsomebody(?:'s)?",
@@ -392,6 +393,11 @@ FOREIGN = alt(
     r"guests)'(?=\W|$)",
     r"\b(?:i|we) (?:don'?t|do not) own\b",
     r"\bnot ours\b",
+    r"\bnone of (?:them|these|those|the \w+) (?:are|is|belongs? to) (?:mine|ours|me|us)\b",
+    r"\b(?:servers?|sites?|websites?|networks?|streams?|channels?|shops?|stores?) of (?:the|a|that|this|"
+    r"some) "
+    r"(?:\w+ ){0,2}?(?:clan|guild|team|group|guy|person|streamer|rival|player|kid|gang|crew)s? (?:that|"
+    r"who)\b",
     r"\bnext door\b",
     r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
@@ -411,7 +417,7 @@ FOREIGN = alt(
     r"\b(?:random|other people's|strangers') (?:websites|sites|servers|people|users|targets|companies|"
     r"networks)\b",
     r"\b(?:thousands|hundreds|millions|lots) of (?:\S+ ){0,2}?(?:routers|devices|computers|machines|phones|"
-    r"cameras|servers|accounts|pcs|sites|websites)\b",
+    r"cameras|servers|accounts|pcs|sites|websites|companies|businesses|organi[sz]ations)\b",
     r"\bthe (?:whole )?internet\b",
     r"\bcompromised (?:hosts|machines|servers|pcs|computers|devices)\b",
     r"\b(?:government|hospital|city council|bank)(?:'s|s)? (?:\w+ )?(?:website|site|server|network|"
@@ -452,6 +458,7 @@ ACCESS = alt(
     r"get(?:ting)? (?:me )?into",
     r"got into",
     r"get (?:access|in)\b",
+    r"wants? (?:back )?into",
     r"get(?:ting)? (?:me )?onto",
     r"gain(?:ing)? access",
     r"way into",
@@ -512,8 +519,11 @@ DOS = alt(
     r"overwhelm(?:s|ing)?",
     r"take(?:s)? down",
     r"taking down",
+    r"tak(?:e|es|ing) (?:their|his|her|the|a|an|that|this) (?:\w+ ){0,2}?(?:site|website|server|store|shop|"
+    r"stream|service|app|game server)s? (?:down|offline)",
     r"bring(?:s|ing)? (?:it |them |\w+ )?down",
     r"knock(?:s|ing)? (?:\S+ ){0,6}?(?:offline|out)",
+    r"knock(?:s|ing)? (?:\S+ ){7,10}?offline",
     r"crash(?:es|ing)?",
     r"swamp(?:s|ing)?",
     r"hammer(?:s|ing)?",
@@ -1122,7 +1132,8 @@ FOOD_TAMPERING = (
 
 #: Harassing a person: judged with a named person or someone else as the target.
 HARASS = (
-    r"\b(?:spam\w*|harass\w*|dox\w*|stalk(?!erware)\w*|threaten\w*|threats?|bull(?:y|ies|ying)|intimidat\w*)\b"
+    r"\b(?:spam\w*|harass\w*|dox\w*|stalk(?!erware)\w*|threaten\w*|threats?|bull(?:y|ies|ying)|"
+    r"intimidat\w*)\b"
 )
 
 MASS_HARM = alt(

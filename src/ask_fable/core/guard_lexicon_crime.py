@@ -57,6 +57,12 @@ STOLEN_INSTRUMENT = alt(
     r"\bcvvs? (?:off|from) (?:a|the) \w+",
     r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
     r"\bcarding\b",
+    # carding's own verbs and goods: "card electronics from a store", "carded goods", "buy the dumps"
+    r"\bto card (?:\S+ ){0,2}?(?:from|at|on|with)\b", r"\bcarded\b",
+    r"\b(?:buy|buying|bought|purchas\w*) (?:the |some |fresh )?(?:dumps|fullz|cvvs)\b",
+    r"\bclon\w* (?:\S+ ){0,3}?cards? (?:of|from|belonging to) (?:\S+ )?(?:customers|people|victims|shoppers|"
+    r"guests|strangers|others|users|clients|diners)\b",
+    r"\bnon ?vbv\b",
     r"\bcash(?:ing)? out (?:\S+ ){0,2}?(?:cards?|dumps|ccs?|logs)\b",
     r"\b(?:open|opening|take out|taking out|apply for|applying for)\w* (?:\S+ ){0,3}?(?:credit (?:lines?|"
     r"cards?)|"
@@ -229,9 +235,10 @@ HOLDER_POSE = (
 FRAUD_NOUN = r"\bfraud\b"
 #: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
 GET_AWAY = (
-    r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:fraud|anti ?fraud|"
+    r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:(?:fraud|anti ?fraud|"
     r"aml) (?:alerts?|checks?|"
-    r"systems?|flags?)|without (?:getting|being) (?:caught|arrested|traced|busted|shut down|banned)(?! in\b|"
+    r"systems?|flags?)|3 ?d ?s(?:ecure)?|vbv|securecode|velocity (?:checks?|limits?))|"
+    r"without (?:getting|being) (?:caught|arrested|traced|busted|shut down|banned)(?! in\b|"
     r" up\b| on\b)|"
     r"(?:so|and) "
     r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
@@ -397,7 +404,8 @@ FOREIGN_LINE = (
 #: Taking a line over.
 LINE_TAKEOVER = (
     r"\b(?:port\w*|sim ?swap\w*|swap\w*|take over|taking over|takeover|hijack\w*|intercept\w*|redirect\w*|"
-    r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|receiv\w*|on my (?:own )?phone|replacement sim|"
+    r"clon\w*|reroute\w*|divert\w*|forward\w*|on my sim|e ?sims?|issue\w* (?:me|us)|activat\w*|"
+    r"receiv\w*|on my (?:own )?phone|replacement sim|"
     r"new sim|(?:i|we) control|steal\w*|get into|"
     r"reset (?:their|his|"
     r"her)|mov\w*|transfer\w*|(?:to|onto) (?:a |my )?(?:new )?sim (?:i|we) (?:hold|have|own|control|"
@@ -479,7 +487,8 @@ PREMIUM_LINE = (
     r"lines?)|international (?:premium )?numbers?|wangiri|missed ?call (?:scheme|scam|fraud))\b"
 )
 PROFIT_ME = (
-    r"\b(?:(?:i|we) (?:own|control|profit|run|get paid)|rent\w*|my (?:own )?(?:premium \w+|numbers?|lines?)|"
+    r"\b(?:(?:i|we) collect|payouts?|collect (?:the )?(?:money|revenue|earnings)|(?:i|we) (?:own|"
+    r"control|profit|run|get paid)|rent\w*|my (?:own )?(?:premium \w+|numbers?|lines?)|"
     r"for me\b|profit from|i profit)"
 )
 PUMP = (
@@ -504,10 +513,11 @@ SYNTH_LIKENESS = alt(
     r"(?:\w+ )?\w+'s\b",
     r"\b(?:generate|make|create|fake|produce)\w* (?:a |an )?(?:\w+ )?(?:video|audio|clip|recording|"
     r"voice note)s? "
-    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her |our |their )?(?:\w+ ){0,5}?(?:says?|saying|"
+    r"(?:of|where|in which|showing) (?:the |a |an |my |his |her |our |their )?(?:\S+ ){0,5}?(?:says?|saying|"
     r"admits?|"
     r"announc\w*|confess\w*)",
     r"\bclon\w* (?:\S+ ){0,4}?(?:voice|face|likeness|speech)",
+    r"\bimpersonat\w* (?:\S+ ){0,5}?on (?:a |the )?(?:live )?(?:video|voice|zoom|teams|phone) calls?",
     r"\b(?:voice|face|speech) (?:models?|prints?|doubles?|replicas?|avatars?|skins?) (?:of|for|from|"
     r"trained on)\b",
     r"\b(?:train|fine ?tun|build|make|generat|creat)\w* (?:\S+ ){0,3}?(?:voice|tts|speech|face) (?:models?|"
@@ -541,13 +551,17 @@ LIKENESS_OF = (
     r"else|(?:a|one) (?:specific|particular|certain|real) \w+|his|her)\b|\b(?:our|my|a|an|the|their) "
     r"(?:\w+ ){0,2}?(?:director|cto|cio|cfo|vp|president|head of \w+|founder|lawyer|accountant|doctor|"
     r"client|supplier|vendor|investor|landlord|partner|admin|administrator|chairman|owner|mayor|governor|"
-    r"minister|councillor|judge|principal|police chief|prime minister)(?:'s)?\b"
+    r"minister|councillor|judge|principal|police chief|prime minister)(?:'s)?\b|"
+    r"\b(?:my|his|her|their|a|the) (?:\w+ )?(?:neighbou?rs?|roommate|flatmate|landlord|classmates?|cousin|"
+    r"uncle|aunt|sister|brother|nephew|niece|step ?(?:father|mother|dad|mom|mum)|professor|coach|"
+    r"pastor)(?:'s)?\b"
 )
 #: What a faked likeness is used for: to move money, pass a check, or reach people who trust it.
 DECEIVE_USE = (
     r"\b(?:call\w*|send\w*|post\w*|pass\w*|approve\w*|wire|transfer\w*|invest\w*|endors\w*|pick up|kyc|"
     r"verif\w*|convinc\w*|questions? it|trick\w*|fool\w*|employer|bank|school|money|bail|pay\w*|join|"
-    r"authori[sz]\w*|reset\w*|helpdesk|help desk|credentials|mfa|2fa|accounts?|in (?:their|his|her) names?|"
+    r"authori[sz]\w*|reset\w*|releas\w*|funds|escrow|helpdesk|help desk|credentials|mfa|2fa|accounts?|"
+    r"in (?:their|his|her) names?|"
     r"spread\w*|"
     r"shar(?:e|es|ing)|votes?|voters?|elections?|viral|tell\w*|ask\w*)\b"
 )
@@ -574,6 +588,9 @@ _PROTECTION = (
 #: Copy protection or licensing broken, or its product ripped or resold.
 PIRACY = alt(
     r"\bcracked (?:copy|copies|version|versions|build|installer|licen[cs]e|keys?)\b",
+    r"\bpatched (?:version|copy|build|apk|binary|installer) of\b",
+    r"\b" + _PROTECTION + r" (?:\S+ )?(?:removed|stripped|cracked|bypassed|disabled|patched out|"
+    r"nopped out)\b",
     r"\b(?:patch|crack|mod|hack)\w* (?:\S+ ){0,3}?(?:to |and )?unlock\w* (?:the )?(?:premium|pro|paid|"
     r"full|all)\b",
     r"\b" + _CIRCUMVENT + r"\s+(?:\S+\s+){0,4}?" + _PROTECTION + r"(?: protection| drm| scheme| layer)?\b",
@@ -609,6 +626,8 @@ PIRACY = alt(
     r"\b(?:patchers?|loaders?|keygens?|cracks?|activators?|emulators?|clone dongles?) (?:that|which|to) "
     r"(?:\S+ ){0,2}?(?:disabl|remov|skip|bypass|unlock|emulat|fake|spoof|patch)\w*",
 )
+#: Paid features unlocked in a product: piracy when handed out, billing in the asker's own.
+PAID_UNLOCK = r"\bunlock\w* (?:the |all )?(?:premium|pro|paid|full) (?:features?|version|tier|content)\b"
 #: Copy protection of the asker's own product.
 OWN_PROTECTION = (
     r"\b(?:our|my own|my company'?s|our own)\s+(?:\S+\s+){0,3}?(?:licen[cs]\w*|drm|activation|paywalls?|"
@@ -632,7 +651,12 @@ DISTRIBUTE = (
 
 #: Intrusion techniques, named as acts: judged by whose system they are aimed at.
 TECHNIQUE = alt(
-    r"\bsql ?injection\b", r"\bsqli\b", r"\bsqlmap\b", r"\bxss\b",
+    r"\bsql ?injection\b", r"\bsqli\b", r"\bdefac(?:e|es|ed|ing)\b",
+    r"\b(?:pull|extract|dump|grab|steal|siphon|exfiltrat|copy|download)\w* (?:\S+ ){0,3}?(?:(?:customer|"
+    r"user|patient|"
+    r"member|client|employee)s? (?:database|db|data|records|list|table)s?|databases?|"
+    r"password hashes) (?:\S+ ){0,2}?"
+    r"(?:out of|from)\b", r"\bsqlmap\b", r"\bxss\b",
     r"\b(?:upload|drop|plant|put)\w* (?:a |my |the )?(?:web ?)?shell\b",
     r"\b(?:get|gain|got|escalate to)\w* root\b", r"\bprivilege escalation\b", r"\bpriv ?esc\w*",
     r"\bescalat\w* (?:my )?privileges\b",
@@ -814,6 +838,10 @@ CRIME = alt(
 )
 #: Someone inside a company paid or persuaded to act for the asker.
 INSIDER = alt(
+    r"\binsiders? (?:at|in|inside) (?:a |an |the )?(?:\w+ ){0,2}?(?:company|carrier|telco|provider|bank|"
+    r"store|"
+    r"shop|firm)\b[^.;?!]{0,60}?\b(?:for (?:cash|money|a cut|a fee|bitcoin|crypto)|sim swaps?|"
+    r"without a trail)",
     r"\b(?:recruit|bribe|pay|pay off|turn|convince|persuade)\w* (?:an? |the |some )?(?:insider|employee|"
     r"rep|clerk|"
     r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) ",
@@ -933,7 +961,9 @@ WATCHING = words(
     "monitor monitors monitoring track tracks tracking check checks watch watches watching scan scans"
 )
 #: Trying instruments out: with a stolen card or login in hand, testing it is using it.
-TRY_OUT = words("test tests testing check checks checking verify verifying validate validating against")
+TRY_OUT = words(
+    "test tests testing check checks checking verify verifying validate validating against hit hits hitting"
+)
 #: A modal that says what the thing asked for must do ("it should also encrypt…").
 SPEC_MODAL = words("should must shall")
 #: Words that get around the control named right after them ("bypass the fraud checks").

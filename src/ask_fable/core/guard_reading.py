@@ -59,7 +59,9 @@ _WINDOW_AFTER = 120
 
 REQUEST = re.compile(
     r"\b(?:" + "|".join(sorted(lx.MAKE)) + r")\b|\bhow (?:do|can|would|should|could|to)\b|\bways? to\b|"
-    r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b"
+    r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b|"
+    r"\b(?:best|easiest|fastest|cheapest) (?:way|story|script|setup|approach|method|excuse|lie|pitch|"
+    r"line)s?\b"
 )
 CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
@@ -291,6 +293,7 @@ _HOW_SUBJECT = frozenset(("someone", "somebody", "people", "one", "anyone"))
 _HOW_ME = frozenset(("you", "u", "i", "we"))
 _STOPPING = lx.words("stop stops prevent prevents block blocks keep keeps deter ban")
 _ATTACKING = lx.words("attack attacks attacking launch launching run running use using")
+_RELATIVE = frozenset(("whose", "who", "whom", "that", "which", "where"))
 _PREPOSITIONS = frozenset(("from", "of", "in", "on", "at", "with", "for", "to", "by", "into", "about", "off"))
 
 
@@ -307,8 +310,8 @@ def _asks_for_steps(after_how: list[str]) -> bool:
 def neutral_head(clause: str, end: int) -> bool:
     """True when one of the two words after a term makes it the thing detected or studied."""
     after = tokens(clause[end : end + 40])[:2]
-    if after and after[0] in _PREPOSITIONS:
-        return False  # "clone her voice from family videos": what follows is not the term's head
+    if after and (after[0] in _PREPOSITIONS or after[0] in _RELATIVE):
+        return False  # "clone her voice from family videos", "cards of customers whose data…": not its head
     return any(word in lx.NEUTRAL_HEADS for word in after)
 
 
