@@ -119,7 +119,7 @@ OFFENCES = (
     Offence(_c(cx.NEAR_CHILDREN), "harm_to_people", "access to children behind their parents' backs",
             ((_c(cx.UNSUPERVISED),),), gate=_c(cx.CHILDREN)),
     Offence(_c(cx.GROOM), "sexual_content_minors", "drawing a child into secrecy or sending pictures",
-            gate=_c(cx.CHILDREN + r"|\bteen\w*")),
+            gate=_c(cx.CHILDREN + r"|\bteen\w*|\bminor\b")),
     Offence(_c(cx.TRADE_PRIVATE), "harm_to_people", "selling or publishing people's private material",
             gate=_c(cx.PRIVATE_MATERIAL)),
     Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),

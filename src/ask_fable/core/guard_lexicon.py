@@ -936,7 +936,8 @@ BIO_AGENT = alt(
     r"illness(?:es)?",
 )
 BIO_ACT = words(
-    """culture culturing cultured grow grows growing cultivate cultivating synthesize synthesise synthesizing
+    """synth
+    culture culturing cultured grow grows growing cultivate cultivating synthesize synthesise synthesizing
     synthesising synthesis make making produce producing create creating engineer engineering modify modifying
     enhance enhancing enhanced increase increasing boost boosting weaponize weaponise weaponizing
     weaponising aerosolize aerosolise aerosolizing disperse dispersing release releasing spread spreading
@@ -1011,7 +1012,7 @@ WEAPON_AGENT = alt(
     r"ieds?",
     r"explosives",
     r"(?:an|the) explosive\b",
-    r"explosive(?= (?:for|to|that|which|at|in|from|with|on|onto|into)\b)",
+    r"explosive(?= (?:for|to|that|which|at|in|from|with|on|onto|into|i|we|you|do|can)\b)",
     r"explosive (?:devices?|materials?|charges?|compounds?|mixtures?|vests?|belts?)",
     r"tatp",
     r"nitroglycerin\w*",

@@ -154,6 +154,9 @@ MINOR_OR_OTHER = (
 )
 #: Accounts or machines taken over, used to send or run something.
 HIJACKED = (
+    r"\b(?:accounts?|phones?|numbers?|emails?|profiles?|wallets?) (?:that )?(?:i|we) (?:took over|"
+    r"hacked|stole|"
+    r"hijacked|broke into|compromised|got into)\b|"
     r"\b(?<!our )(?<!my )(?:hijacked|hacked|stolen|compromised|cracked|taken over) (?:\w+ )?(?:accounts|"
     r"servers|routers|devices|"
     r"email accounts|gmail accounts|pcs|computers|sites|websites)\b"
@@ -256,8 +259,9 @@ GET_AWAY = (
     r"she|anyone|"
     r"investigators) "
     r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize|report)\w*|"
-    r"(?:so|and) (?:that )?(?:the )?(?:investigators|regulators|auditors|nobody|no one|chain analysis) "
-    r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?(?:investigators|regulators|auditors|nobody|no one|"
+    r"chain analysis) "
+    r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice|identify)\w*|"
     r"(?:so|and) (?:that )?(?:the )?banks? (?:don'?t|doesn'?t|won'?t|never|do not|does not) (?:file|report|"
     r"flag)\w*)"
 )
@@ -296,7 +300,7 @@ IDENTIFY = r"\b(?:identif\w*|find out who|real names?|linkedin|facebook|names? (
 PEOPLE_GROUP = r"\b(?:women|men|girls|guys|people|strangers|users|persons?|individuals|her|him)\b"
 #: Personal details gathered about many people at once.
 HARVEST_PEOPLE = (
-    r"\b(?:collect|gather|scrape|harvest|compile|find|get|pull)\w* (?:\S+ ){0,3}?(?:home )?(?:addresses|"
+    r"\b(?:collect|gather|scrape|harvest|compile|find|get|pull)\w* (?:\S+ ){0,5}?(?:home )?(?:addresses|"
     r"phone "
     r"numbers|real names|workplaces)\b (?:\S+ ){0,4}?of (?!our |my )(?:everyone|every|all|people|anyone|"
     r"those|"
@@ -304,8 +308,8 @@ HARVEST_PEOPLE = (
 )
 #: Home addresses listed or published.
 LIST_ADDRESSES = (
-    r"\b(?:lists?|listing|publish\w*|post\w*|shares?|sharing|expos\w*|leak\w*|dox\w*|map\w*)\s+"
-    r"(?:\S+\s+){0,4}?home address(?:es)?\b"
+    r"\b(?:lists?|listing|publish\w*|post\w*|shares?|sharing|expos\w*|leak\w*|dox\w*|map\w*|compil\w*|"
+    r"collect\w*|gather\w*|spreadsheet|put together)\s+(?:\S+\s+){0,4}?home address(?:es)?\b"
 )
 
 FIRST_PERSON_ACTS = (
@@ -315,6 +319,7 @@ FIRST_PERSON_ACTS = (
 #: A false story about a person or a business, told to many.
 DISINFO = (
     r"\b(?:fake|false|made ?up|fabricated|invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
+    r"testimon\w*|eyewitness \w+|statements|"
     r"allegations?|accusations?|reviews?|posts?|scandal)\b"
 )
 #: Many voices at once: accounts, bots or people paid to repeat it.
@@ -325,6 +330,7 @@ MANY_VOICES = (
 )
 #: A person made to send the asker money: a con whatever story gets them to.
 SEND_ME_MONEY = (
+    r"\bkeep\w* (?:them|him|her|\w+ )?(?:sending|wiring|transferring|paying) (?:me|us)\b|"
     r"\b(?:get|make|convince|persuade|trick|talk|pressure|guilt)\w* (?:\S+ ){0,5}?(?:to|into) (?:send|"
     r"sending|wire|"
     r"wiring|transfer\w*|pay|paying|giv\w*|lend\w*|loan\w*) (?:me|us)\b"
@@ -365,7 +371,9 @@ RUMOUR = (
     r"smears?|hoax\w*|disinformation|misinformation)\b"
 )
 SPREAD_WIDE = (
-    r"\b(?:spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|widely)|lots of accounts|many "
+    r"\b(?:hundreds|thousands|dozens|look (?:real|genuine|organic|authentic)|"
+    r"different (?:writing )?styles|spread\w*|post\w*|publish\w*|viral|share\w* (?:it )?(?:everywhere|"
+    r"widely)|lots of accounts|many "
     r"accounts|bots?|flood\w*)\b"
 )
 
@@ -389,7 +397,12 @@ DRAIN = (
     r"(?:accounts?|savings|wallets?|balances?)\b"
 )
 #: Scams by name.
-SCAM = r"\bscam(?:s|ming)?\b|\bsafe accounts?\b"
+SCAM = (
+    r"\bscam(?:s|ming)?\b|\bsafe accounts?\b|\brug ?pull\w*|\bexit scam\b|\bponzi\b|\bpyramid schemes?\b|"
+    r"\bfake (?:\w+ )?(?:crypto|investment|charity|tech ?support|bank|irs) (?:projects?|schemes?|calls?|"
+    r"callers?|"
+    r"agents?|reps?|sites?|platforms?|opportunit\w*)\b"
+)
 
 # --- phone lines --------------------------------------------------------------------------------
 
@@ -713,13 +726,13 @@ OWNER_UNAWARE = (
 _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
     r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping|"
-    r"follow\w*|tail\w*|shadow\w*|"
+    r"follow\w*|tail\w*|shadow\w*|collect\w*|gather\w*|scrap\w*|combin\w*|merg\w*|know|show me|reveal\w*|"
     r"narrow\w* down|pin down|compil\w*|put together|assembl\w*|triangulat\w*|deduc\w*|geolocat\w*|"
     r"zero in on|trac(?:e|es|ing) (?:back )?)"
 )
 #: Finding where a person lives or is, who they are, or gathering it all in one place.
 LOCATE = alt(
-    r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |exact )?"
+    r"\b" + _FIND + r"\s+(?:\S+\s+){0,4}?(?:(?:(?:her|his|their) )?(?:home |real |current |exact |new )?"
     r"address(?:es)?"
     r"|(?:her|his|their|\w+'s) (?:new |current |exact |real )?(?:home|house|apartment|flat|place|room|"
     r"neighbou?rhood|street|building|area|town)"
@@ -729,12 +742,18 @@ LOCATE = alt(
     r"|where (?:she|he|they)(?:'s|'re| is| are) (?:now |currently )?(?:staying|living|sleeping|working|"
     r"hiding|moving)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
-    r"office)s? (?:\S+ ){0,3}?(?:lives?|stays?|sleeps?|works?|goes)"
+    r"office|hotel|room|venue|bar|club)s? (?:\S+ ){0,3}?(?:lives?|living|stays?|staying|sleeps?|"
+    r"sleeping|works?|"
+    r"working|goes)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office)s? (?:my )?(?:she|he|they|\w+'s \w+)"
     r"|(?:the |her |his |their )?(?:daily |weekly )?(?:real name|(?:real )?identity|full name|workplace|"
     r"phone number|schedule|routine|movements|whereabouts) (?:of|behind|for)?)",
-    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*", r"\bdossier (?:on|about|of)\b",
+    r"\bunmask\w*", r"\bde ?anonymi[sz]\w*",
+    r"\bdox(?:x)?(?:es|ed|ing)? (?:this|that|a|an|the|her|him|them|someone|somebody|my|his|their)\b",
+    r"\b(?:collect|gather|find|dig up|pull|scrape|aggregate|"
+    r"compile)\w* (?:\S+ ){0,2}?everything (?:\S+ ){0,2}?"
+    r"(?:about|on)\b", r"\bdossier (?:on|about|of)\b",
     r"\b(?:find out|figure out|work out|identify) who (?:\S+ ){0,5}?(?:is|was|wrote|posted|runs)\b",
     r"\b(?:the )?(?:home|house|address|apartment|flat) of (?:the|this|that|a|my) ",
     r"\b(?:identify|find out|figure out|work out)\w* (?:\S+ ){0,2}?(?:real )?(?:person|people|man|woman|"
@@ -794,7 +813,7 @@ CRIME = alt(
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
     r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|notices?|letterheads?|"
-    r"summons|court orders?|warrants?|(?:medical|dental|school|"
+    r"summons|court orders?|warrants?|letters?|(?:medical|dental|school|"
     r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
     r"\b(?:realistic|convincing|believable|authentic ?looking|real ?looking|passable|legit ?looking)\s+"
     r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"
@@ -803,7 +822,7 @@ CRIME = alt(
     r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|"
     r"clothes|"
     r"perfume|electronics|money|cash|bills|banknotes|currency|coins|notes|documents?|ids?|passports?|"
-    r"signatures?|"
+    r"signatures?|diplomas?|degrees?|certificates?|transcripts?|(?:\w+ )?(?:diploma|degree|certificate)s?|"
     r"art|paintings|tickets|stamps|checks|cheques|items?|designer \w+|luxury \w+)\b",
     r"\b(?:oxy\w*|fentanyl|xanax|adderall|opioids?|benzos?|ketamine|steroids|morphine|"
     r"codeine)\b[^.;?!]{0,40}?"
@@ -811,7 +830,8 @@ CRIME = alt(
     r"adderall|opioids?|benzos?|ketamine|morphine|codeine)\b",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:fentanyl|drugs|meds|medications?|opioids?|oxy\w*|morphine|narcotics|cash|"
     r"money) from\b",
-    r"\b(?:cook|cooked|make|making|made|synthesi[sz]\w*|produce|producing|produced|brew|brewed|manufactur\w*|"
+    r"\b(?:cook|cooked|cooking|make|making|made|synthesi[sz]\w*|produce|producing|produced|brew|brewed|"
+    r"manufactur\w*|"
     r"extract\w*)\s+"
     r"(?:\S+\s+){0,2}?(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb|crystal)\b",
     r"\b(?:get rid of|destroy\w*|hid(?:e|ing)|clean\w* up|remov\w*|dispos\w* of)\s+(?:\S+\s+){0,4}?"
@@ -828,6 +848,15 @@ CRIME = alt(
     r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|a "
     r"warrant|the warrant|arrest|extradition)\b",
     r"\bwarrant out for me\b",
+    r"\b(?:stay|remain|keep|keeping|staying)\w* (?:\S+ ){0,2}?(?:hidden|hiding|under the radar|"
+    r"off the radar) "
+    r"from (?:the )?(?:police|cops|authorities|law|feds)\b",
+    r"\bcross\w* (?:the |a )?borders? (?:\S+ ){0,2}?(?:without (?:a |my )?(?:passport|papers|visa)|illegally|"
+    r"undetected)",
+    r"\bfake (?:\w+ )?(?:hostage|bomb|shooting|swat|active shooter) (?:calls?|reports?|threats?)\b",
+    r"\b(?:report|call in|phone in|make|send|post)\w* (?:a |an )?(?:fake |false |hoax )?(?:bomb|shooting|"
+    r"school shooting|anthrax) threats?\b",
+    r"\bso (?:a |the )?swat (?:team )?(?:raids?|shows? up|comes?)",
     r"\bsmuggl\w* (?:\S+ ){0,3}?(?:drugs|guns|weapons|people|cash|contraband)\b",
     r"\bhot ?wir\w*",
     r"\bsteal\w* (?:\S+ ){0,2}?(?:cars?|vehicles?|bikes?|catalytic converters?|packages|parcels|teslas?|"
@@ -855,6 +884,8 @@ INSIDER = alt(
 #: Work against crime that names it.
 AGAINST_CRIME = (
     r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat(?:e|es|ed|ing|ion|ions)|forensic\w*)\b"
+    # "so forensic investigators can't identify it": the investigation is what the act evades
+    r"(?! (?:\w+ )?(?:can'?t|cannot|won'?t|don'?t|doesn'?t|never|will not|wouldn'?t)\b)"
 )
 #: An employer's or customers' data taken out.
 TAKE_DATA_OUT = (
@@ -985,7 +1016,9 @@ OPERATIONAL = (
     r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios)|(?:every|"
     r"each|all the|"
     r"the) (?:real |actual |exact |working )+steps?|nothing left out|"
-    r"don'?t (?:leave out|skip|hold back)|word for word|verbatim|(?:the )?(?:actual|exact|real|full) "
+    r"don'?t (?:leave out|skip|hold back)|word for word|every (?:single )?step|(?:detailed|full|complete|"
+    r"exact) steps|(?:don'?t|do not) leave (?:anything|any step|a step) out|leave nothing out|fully working|"
+    r"ready to use|verbatim|(?:the )?(?:actual|exact|real|full) "
     r"(?:script|wording|words|message|pitch))\b"
 )
 
