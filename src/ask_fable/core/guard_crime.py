@@ -59,6 +59,8 @@ PERSON_TARGET = _c(cx.PERSON_TARGET)
 FILTER_EVADE = _c(cx.FILTER_EVADE)
 
 TARGETED = (FOREIGN, PEOPLE)
+OWN = _c(lx.OWN)
+OPENED = _c(cx.OPENED)
 SOFT_TARGET = _c(cx.SOFT_TARGET)
 
 
@@ -162,6 +164,13 @@ OFFENCES = (
             gate=_c(cx.DATA_NOUN)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
             ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
+    Offence(_c(cx.FAKE_LOGIN), "attack_tooling", "a phishing page", ((FOREIGN, PEOPLE), (_c(cx.LURE),)),
+            (AUTHORIZED, OWN, TEST_USE, _c(r"\b(?:simulations?|awareness|training)\b"))),
+    Offence(_c(cx.IMPERSONATE), "fraud", "passing as someone else to get money or logins",
+            ((SOFT_TARGET, PEOPLE), (_c(cx.GET_FROM_VICTIM),)), (AGREED, TEST_USE), named=True),
+    Offence(_c(cx.SABOTAGE), "harm_to_people", "", ((FOREIGN, PEOPLE, _c(cx.STAGED_ACCIDENT)),)),
+    Offence(_c(cx.STAGED_ACCIDENT), "harm_to_people", "", named=True),
+    Offence(_c(cx.BOOBY_TRAP), "weapons_harm", "", ((OPENED,),), (_c(cx.SIGNAL_ONLY),)),
     Offence(_c(cx.SELF_HARM), "self_harm", ""),
     Offence(_c(cx.SEXUAL_MINOR), "sexual_content_minors", ""),
     Offence(_c(cx.INTIMATE_IMAGE), "harm_to_people", "intimate images of a person", (TARGETED,), (AGREED,),

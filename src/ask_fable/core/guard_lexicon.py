@@ -28,7 +28,7 @@ MAKE = words(
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
     distribute distributing spread spreading sneak smuggle install installs installing reinstall reinstalls
     drop drops plant plants sell selling setup automate automating improve upgrade customize
-    rewrite finish complete help send get show plan crypt rent renting hire hiring buy buying whip"""
+    rewrite finish complete help send get show plan crypt rent renting hire hiring buy buying whip include"""
 )
 
 #: Words that put what follows in the detected, blocked, analysed or explained role.
@@ -60,7 +60,8 @@ STOP = words("that which who where so because while when if unless after before 
 
 #: First-person words and request nouns: with nothing else in between, the asker is the one acting.
 FIRST_PERSON = words(
-    "i we i'm we're way ways steps instructions tutorial recipe procedure method methods best"
+    "i we i'm we're way ways steps instructions tutorial recipe procedure method methods best fastest "
+    "easiest cheapest quickest simplest"
 )
 
 #: Words right after a term that make it the subject of defensive or analytical work.
@@ -196,6 +197,7 @@ MALICE = alt(
     r"reinstall\w*",
     r"spread\w* (?:itself|across|through|to|from|via|over|on its own)",
     r"self (?:replicating|spreading|propagating)",
+    r"spread\w* (?:\S+ ){0,5}?(?:by itself|on its own)",
     r"copies itself",
     r"steal\w*",
     r"exfiltrat\w*",
@@ -761,6 +763,7 @@ REMOTE_CONTROL = alt(
 )
 SELF_SPREAD = alt(
     r"self (?:replicating|spreading|propagating)",
+    r"spread\w* (?:\S+ ){0,5}?(?:by itself|on its own)",
     r"(?:copies|copy|copying|installs|install|installing) itself (?:to|on|onto|into) "
     r"(?:every|each|other|all|any|usb|shared|removable|network)",
     r"spread\w* (?:by copying|from (?:computer|machine|host|pc|device) to|on its own|itself|"

@@ -660,6 +660,41 @@ DISTRIBUTE = (
     r"charg\w* (?:each|them|every)|monthly fee)\b"
 )
 
+#: A login page made to look like another's, sent to people: phishing whatever it is called.
+FAKE_LOGIN = (
+    r"\b(?:fake|clone[sd]?|cloning|lookalike|spoofed|copy of)\b[^.;?!]{0,40}?\b(?:login|log in|sign in|"
+    r"signin) "
+    r"(?:page|portal|screen|form|site)s?\b"
+)
+LURE = r"\b(?:lures?|bait|send (?:\S+ ){0,3}?to|e ?mail\w* (?:\S+ ){0,2}?to|text\w* (?:it )?to|trick\w*)\b"
+#: Passing as someone else to a person.
+IMPERSONATE = (
+    r"\b(?:pretend\w* to be|pos(?:e|es|ed|ing) as|impersonat\w*|claim\w* to be|pass\w* (?:myself |"
+    r"ourselves )?"
+    r"(?:off )?as)\b"
+)
+#: What the impersonation is to get: money, logins, or a program installed.
+GET_FROM_VICTIM = (
+    r"\b(?:money|bail|pay\w*|send\w*|wire\w*|transfer\w*|gift cards?|bank|logins?|passwords?|credentials|"
+    r"remote access|install\w*|funds|codes?|cash|bitcoin|crypto)\b"
+)
+#: A car or its safety parts made to fail.
+SABOTAGE = (
+    r"\b(?:make|making|cut|cutting|tamper\w* with|sabotag\w*|loosen\w*|disabl\w*|mess\w* with|damag\w*)\s+"
+    r"(?:\S+\s+){0,3}?(?:brakes?|brake (?:lines?|hoses?|fluid)|steering|airbags?|tyres?|tires?)\b"
+)
+#: A death or injury made to look like something else.
+STAGED_ACCIDENT = (
+    r"\b(?:so (?:that )?(?:it|this|his death|her death|the crash|the fall) (?:looks?|seems?) like|"
+    r"make (?:it|this|his death|her death) (?:look|seem) like) (?:an? )?(?:accident|suicide|natural causes)"
+)
+#: Something made to go off when a person opens or starts it.
+BOOBY_TRAP = (
+    r"\b(?:devices?|something|contraption|mechanism|trap|package|box|gadget)\s+(?:\S+\s+){0,2}?(?:that|which|"
+    r"to) (?:\S+ )?(?:goes? off|go off|explodes?|detonates?|ignites?|blows? up)\b"
+)
+SIGNAL_ONLY = r"\b(?:alarms?|buzz\w*|beep\w*|notif\w*|alerts?|chimes?|sirens?|lights? up|leds?|sounds?)\b"
+
 # --- someone else's systems ---------------------------------------------------------------------
 
 #: Intrusion techniques, named as acts: judged by whose system they are aimed at.
@@ -762,7 +797,9 @@ LOCATE = alt(
     r"\bcorrelat\w* (?:\S+ ){0,4}?(?:writing style|posting (?:times|habits|patterns)|usernames?|handles?|"
     r"alt accounts|other accounts)",
     r"\bpredict\w* (?:\S+ ){0,3}?(?:daily |weekly )?(?:schedule|routine|movements|whereabouts|location)s?\b",
-    r"\b(?:compile|build|make|put together|assemble|creat)\w* (?:me )?(?:\S+ ){0,2}?(?:dossier|everything "
+    r"\b(?:compile|build|make|put together|assemble|creat|scrap|combin|merg|"
+    r"aggregat)\w* (?:me )?(?:\S+ ){0,2}?"
+    r"(?:dossier|everything "
     r"public|everything (?:there is|available)|(?:full |complete |detailed )?(?:profile|file) (?:on|of|"
     r"about))",
     r"\bcross ?referenc\w* (?:\S+ ){0,6}?(?:address|phone|name)",

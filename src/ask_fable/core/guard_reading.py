@@ -23,6 +23,12 @@ _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 #: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
 _LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
 _LEET_LETTERS = str.maketrans("013457@$", "oieastas")
+#: A word with both letters and digits standing for letters ("m4k3", "1nst4gr4m", "3x"): several of them
+#: mean the whole question is in leetspeak, and then a lone "1", "4" or "0" is a word too.
+_LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457])[a-z013457]+\b")
+_LEET_ALONE = re.compile(r"(?<![\w.,])[014](?![\w.,])")
+#: How many such words make a question leetspeak rather than one with "ipv4" or "s3" in it.
+_LEET_WORDS = 3
 #: A word spelled out letter by letter to slip past a filter ("m.a.k.e", "r a n s o m"): four or more
 #: single letters, each followed by the same separator.
 _SPELLED = re.compile(r"(?<![\w.])[a-z]([.*_ -])[a-z](?:\1[a-z]){2,}(?![\w])")
@@ -78,6 +84,9 @@ def normalize(question: str) -> str:
     if "1" in text:
         text = _SLANG.sub(lambda found: _SLANG_WORDS[found.group(0).rstrip("s1")] + found.group(1), text)
     if any(char in text for char in "013457@$"):
+        if len(_LEET_WORD.findall(text)) >= _LEET_WORDS:
+            text = _LEET_WORD.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
+            text = _LEET_ALONE.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
         text = _LEET.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
     if " 2 " in text:
         text = _TWO.sub(r"\1 to", text)
