@@ -345,7 +345,7 @@ OTHERS_SYSTEM = (
 
 FOREIGN = alt(
     rf"\b(?:my|ma|mah) (?:\w+ ){{0,2}}?{PERSON}(?:'s|s'|'|s)?(?=\W|$)",
-    rf"(?<!\bour )\b{PERSON}(?:'s|s')(?=\W|$)",
+    rf"\b(?<!\bour ){PERSON}(?:'s|s')(?=\W|$)",
     OTHERS_SYSTEM,
     r"\b(?:phone|iphone|android|laptop|device|wallet|card|tablet|ipad|computer|macbook|mac|camera|drive|"
     r"hard drive|site|website|server|network|router|company|host|machine|box|admin panel|database|bucket|"
@@ -358,15 +358,15 @@ FOREIGN = alt(
     r"cloud|computer|laptop|phone|camera|pc)\b",
     rf"\b(?:one|this|that) {PERSON}(?:'s)?(?=\W|$)",
     # "hack ex girlfriend insta": the possessive dropped, the person still named before the thing
-    rf"(?<!\bour )\b{PERSON} (?:insta\w*|phone|iphone|account|accounts|email|fb|facebook|snap\w*|whatsapp|"
+    rf"\b(?<!\bour ){PERSON} (?:insta\w*|phone|iphone|account|accounts|email|fb|facebook|snap\w*|whatsapp|"
     rf"icloud|"
     r"messages|texts|dms|pc|laptop|wifi|computer|location|gmail|tiktok)\b",
     r"\b(?:our )?(?:competitor|rival)(?:'s|s'|s)?\b",
     # The people one employs or houses are still other people.
     r"\bmy (?:\w+ )?(?:employees?|nanny|babysitter|housekeeper|interns?|tenants?|assistant)(?:'s|s')?\b",
     # "build a website" is the asker's own site, not someone else's.
-    r"(?<!build )(?<!make )(?<!create )(?<!design )"
-    r"\b(?:a|the|some) (?:specific |particular |certain |small |local |random )?(?:person|individual|"
+    r"\b(?<!build )(?<!make )(?<!create )(?<!design )"
+    r"(?:a|the|some) (?:specific |particular |certain |small |local |random )?(?:person|individual|"
     r"journalist|reporter|"
     r"politician|"
     r"streamer|celebrity|company|organi[sz]ation|government|hospital|bank|business|website|online store|"
@@ -391,7 +391,7 @@ FOREIGN = alt(
     r"\bwhoever\b",
     r"\bvictims?(?:'s|')?",
     r"\btargets?'s",
-    r"(?<!our )\b(?:users|visitors|customers|employees|students|players|coworkers|classmates|"
+    r"\b(?<!our )(?:users|visitors|customers|employees|students|players|coworkers|classmates|"
     r"guests)'(?=\W|$)",
     r"\b(?:i|we) (?:don'?t|do not) own\b",
     r"\bnot ours\b",
