@@ -2,8 +2,8 @@
 
 Every watched pattern needs some literal text to match: ``\\b(?:steal|steals)\\s+…`` cannot match a
 question without ``steal`` in it. :class:`Gates` works those literals out from each compiled
-pattern once, joins every literal into one prefix tree, and finds them all in a single scan of the
-question. A pattern whose literals are all absent is known not to match without running it, so a
+pattern once, joins every literal into one Aho-Corasick automaton, and finds them all in a single
+scan of the question. A pattern whose literals are all absent is known not to match without running it, so a
 question costs one scan plus the few patterns it could trigger, and a question with no watched
 literal at all is let through after that scan alone. :class:`LazyGates` works them out off the
 caller's path.
@@ -15,6 +15,8 @@ import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
+
+import ahocorasick
 
 if TYPE_CHECKING:  # the stubs keep the pre-3.11 names of the same modules
     import sre_constants as _const
@@ -94,21 +96,6 @@ def required_literals(pattern: re.Pattern[str]) -> _Literals | None:
     return _of(_parser.parse(pattern.pattern, pattern.flags))
 
 
-class _Trie:
-    def __init__(self) -> None:
-        self.children: dict[str, _Trie] = {}
-        self.end = False
-
-
-def _trie_regex(node: _Trie) -> str:
-    """A regex matching the longest literal of the tree along the text: children first, the end last."""
-    branches = [re.escape(char) + _trie_regex(child) for char, child in sorted(node.children.items())]
-    if not branches:
-        return ""
-    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
-    return f"(?:{body})?" if node.end else body
-
-
 class Gates:
     """The literals each registered pattern needs, found for a whole question in one scan."""
 
@@ -130,32 +117,23 @@ class Gates:
         # Patterns are known by id (hashing one hashes its whole source); holding them keeps ids unique.
         self._patterns = tuple(pattern for pattern, _ in needs.values())
         self._gated = frozenset(needs)
-        root = _Trie()
-        for literal in sorted({literal for _, need in needs.values() for literal in need}):
-            node = root
-            for char in literal:
-                node = node.children.setdefault(char, _Trie())
-            node.end = True
-        self._scan = re.compile(f"(?=({_trie_regex(root)}))") if needs else None
-        # A literal found at a position stands for every shorter literal that is a prefix of it.
+        # Every literal, found wherever it occurs (inside another one too) in one Aho-Corasick pass.
         users: dict[str, set[int]] = {}
         for key, (_, need) in needs.items():
             for literal in need:
                 users.setdefault(literal, set()).add(key)
-        self._enables: dict[str, frozenset[int]] = {}
-        for literal in users:
-            node, enabled = root, set()
-            for index, char in enumerate(literal):
-                node = node.children[char]
-                if node.end:
-                    enabled |= users.get(literal[: index + 1], set())
-            self._enables[literal] = frozenset(enabled)
+        self._scan: ahocorasick.Automaton | None = None
+        if users:
+            self._scan = ahocorasick.Automaton()
+            for literal, keys in users.items():
+                self._scan.add_word(literal, frozenset(keys))
+            self._scan.make_automaton()
 
     def excluded(self, text: str) -> frozenset[int]:
         """The ids of registered patterns that cannot match ``text``: none of their literals occurs."""
         if self._scan is None:
             return frozenset()
-        return self._gated.difference(*(self._enables[literal] for literal in set(self._scan.findall(text))))
+        return self._gated.difference(*[keys for _, keys in self._scan.iter(text)])
 
 
 class LazyGates:
