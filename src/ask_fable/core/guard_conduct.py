@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_reading import Question, prevented, words_before
+from ask_fable.core.guard_reading import Question, prevented, tokens, words_before
 
 
 def _c(fragment: str) -> re.Pattern[str]:
@@ -130,6 +130,10 @@ def asked(
     if prevented(clause, start):
         return False
     words = words_before(clause, start, 14)
+    act = tokens(clause[start : start + 30])[:1]
+    reported = act and (_past(act[0]) or act[0] in cx.OBSERVED_AUX)
+    if reported and len(words) <= 3 and words and words[-1] in cx.THIRD_SUBJECT:
+        return False  # "a caller impersonated our CFO", "my ex keeps calling me": what another does, reported
     for i in range(len(words) - 1, -1, -1):
         word = words[i]
         if word in cx.OBSERVED_AUX and i and words[i - 1] in cx.THIRD_SUBJECT:

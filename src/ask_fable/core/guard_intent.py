@@ -92,8 +92,8 @@ NOT_MINE = _c(
     r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
 )
 ACCESS = _word(lx.ACCESS)
-#: "…a way into it": the system named before, in the question.
-INTO_IT = _c(r"\s*(?:it|them)\b")
+#: "…a way into it", "how to get in and…": no object of its own, so the system named before in the question.
+INTO_IT = _c(r"\s*(?:(?:it|them|there|and|so|then)\b|$)")
 AUTHORIZED = _c(cx.AUTHORIZED)
 SELF_RUN = _c(cx.SELF_RUN)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
@@ -152,6 +152,7 @@ PERSONAL = _word(lx.PERSONAL_DATA)
 RANSOM_DEMAND = _c(r"\b" + lx.RANSOM_DEMAND)
 PHISH_TAKE = _c(r"\b" + lx.PHISH_TAKE)
 CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
+DISGUISE = _c(r"\b" + lx.DISGUISE)
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,10 @@ BEHAVIOURS = (
     Behaviour(_c(lx.TAKE_CREDENTIALS), "a credential stealer", (COVERT, EXFIL, FOREIGN)),
     Behaviour(_c(lx.READ_CREDENTIALS), "a credential stealer", (), (EXFIL,)),
     Behaviour(_c(lx.BACKDOOR_ACCOUNT), "a backdoor account", (FOREIGN, COVERT, EXFIL, _c(lx.FOR_ME_ON))),
-    Behaviour(_c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool", (COVERT, FOREIGN, UNAUTHORIZED)),
+    Behaviour(
+        _c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool",
+        (COVERT, FOREIGN, UNAUTHORIZED, PEOPLE, DISGUISE),
+    ),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
     Behaviour(_c(lx.MINING), "a cryptojacker", (COVERT, FOREIGN)),
     Behaviour(_c(lx.TAKE_LOOT), "a credential stealer", (COVERT, EXFIL, FOREIGN, _c(lx.OFF_HOST))),
@@ -346,7 +350,9 @@ def unauthorized_access(question: Question) -> Finding | None:
         if named and not question.has_any(OWN, AUTHORIZED):
             return Finding("unauthorized_access")
     for clause, match in question.matches(LEAKED_LIST):
-        if clause.has(LIST_USE) and (requested(clause.text, match.start()) or clause.has(STILL_WORK)):
+        # leaked logins tried out, or sorted by which still work: credential stuffing either way
+        tried = clause.has(LIST_USE) or clause.has(STILL_WORK)
+        if tried and (requested(clause.text, match.start()) or clause.has_all(LIST_USE, STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
 

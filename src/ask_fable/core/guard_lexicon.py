@@ -757,6 +757,9 @@ REMOTE_CONTROL = alt(
     r"waits? for (?:a |my )?commands? from my",
     r"keep control of",
     r"shows? me (?:his|her|their|\w+'s) (?:screen|messages|texts|chats|camera|webcam|location|keystrokes)",
+    r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:his|her|their|\w+'s) (?:webcam|camera|screen|mic|"
+    r"microphone|files|"
+    r"messages|keystrokes)",
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:see|watch|use|type on|read|control|access) (?:his|her|"
     r"their|"
     r"someone's|my \w+'s)",
@@ -1010,7 +1013,7 @@ CHEM_RIGHT = alt(
     r"manufactured|brewed|cooked|extracted|weaponi[sz]ed)\b"
 )
 WEAPON_AGENT = alt(
-    r"(?:pipe |car |nail |dirty )?bombs?",
+    r"(?:pipe ?|car |nail |dirty )?bombs?",
     r"(?:pipe|car|nail|dirty) bom\b",
     r"ieds?",
     r"explosives",
@@ -1170,7 +1173,8 @@ PEOPLE = alt(
     r"whatsapp|gmail|tiktok|twitter|socials|"
     r"house|home|garage|apartment|flat|room|office|shed|car|"
     r"social media|dms|chats|texts|cloud|drive|dropbox|discord|telegram|signal|outlook|wifi|router|tablet|"
-    r"ipad|iphone|mac|phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|"
+    r"ipad|iphone|mac|phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|webcam|mic|"
+    r"microphone|screen|files|"
     r"address|photos|posts|profile|videos|streams|channel|page)\b",
     r"\b(?:an|a|one|another|other) (?:student|employee|user|person|customer|member)(?:'s|s)?\b",
     r"\bother people(?:'s)?\b",

@@ -55,11 +55,17 @@ STOLEN_INSTRUMENT = alt(
     r"\b(?:card numbers?|cards?|ccs?|cvvs?|card details|dumps)\b[^.;?!]{0,30}?\b(?:i|we) (?:bought|purchased|"
     r"got|scraped) (?:online|off|from|on|in)\b",
     r"\bcvvs? (?:off|from) (?:a|the) \w+",
+    r"\b(?:card numbers?|numbers|ccs?|cvvs?|card details|dumps|fullz) (?:that )?(?:i|we) (?:bought|"
+    r"purchased|scraped|"
+    r"skimmed)\b",
     r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
     r"\bcarding\b",
     # carding's own verbs and goods: "card electronics from a store", "carded goods", "buy the dumps"
-    r"\bto card (?:\S+ ){0,2}?(?:from|at|on|with)\b", r"\bcarded\b",
+    r"\b(?:to|me|i|we|can|could|and|then) card (?!sort|game|deck|view|layout|component|design|"
+    r"stack)(?:\S+ ){0,3}?"
+    r"(?:from|at|on|with|without|online)\b", r"\bcarded\b",
     r"\b(?:buy|buying|bought|purchas\w*) (?:the |some |fresh )?(?:dumps|fullz|cvvs)\b",
+    r"\bclon\w* (?:a |an |the )?\w+'s (?:\S+ )?cards?\b",
     r"\bclon\w* (?:\S+ ){0,3}?cards? (?:of|from|belonging to) (?:\S+ )?(?:customers|people|victims|shoppers|"
     r"guests|strangers|others|users|clients|diners)\b",
     r"\bnon ?vbv\b",
@@ -78,7 +84,7 @@ INSTRUMENT_NOUN = (
     r"cash(?:ing)? out|credit|loans?|plastic)\b"
 )
 ACCOUNT_NOUN = r"\b(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
-LINE_NOUN = r"\b(?:numbers?|sims?|sim cards?|sms|texts|messages|codes?|voicemails?|calls)\b"
+LINE_NOUN = r"\b(?:numbers?|lines?|e ?sims?|sims?|sim cards?|sms|texts|messages|codes?|voicemails?|calls)\b"
 #: Ending or hurting one's own life.
 SELF_HARM = (
     r"\b(?:(?:kill|killing|hurt|hurting|harm|harming|cut|cutting|end|ending|off|offing|hang|hanging|drown|"
@@ -241,6 +247,8 @@ GET_AWAY = (
     r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:(?:fraud|anti ?fraud|"
     r"aml) (?:alerts?|checks?|"
     r"systems?|flags?)|3 ?d ?s(?:ecure)?|vbv|securecode|velocity (?:checks?|limits?))|"
+    r"without (?:\S+ ){0,2}?(?:3 ?d ?s(?:ecure)?|vbv|"
+    r"securecode|otp|fraud (?:checks?|filters?)) (?:kicking in|triggering|firing|showing up|popping up)|"
     r"without (?:getting|being) (?:caught|arrested|traced|busted|shut down|banned)(?! in\b|"
     r" up\b| on\b)|"
     r"(?:so|and) "
@@ -393,7 +401,8 @@ FOR_ME = (
 )
 #: Money taken out of someone's account.
 DRAIN = (
-    r"\b(?:empty|emptying|drain\w*|clean\w* out|wipe\w* out|clear\w* out)\s+(?:\S+\s+){0,3}?(?:bank )?"
+    r"\b(?:empt(?:y|ies|ied|ying)|drain\w*|clean\w* out|wipe\w* out|"
+    r"clear\w* out)\s+(?:\S+\s+){0,3}?(?:bank )?"
     r"(?:accounts?|savings|wallets?|balances?)\b"
 )
 #: Scams by name.
@@ -408,6 +417,8 @@ SCAM = (
 
 #: Someone else's phone number, SIM or the codes sent to it.
 FOREIGN_LINE = (
+    r"\b(?:a|the) (?:customer|subscriber|client)'?s (?:phone )?(?:numbers?|lines?) (?:\S+ ){0,3}?(?:to|onto) "
+    r"(?:a |my )?(?:new )?(?:e ?sim|sim|phone) (?:i|we) (?:own|control|hold|have|bought)\b|"
     r"\b(?:numbers?|lines?|sims?|phones?) (?:that )?(?:isn'?t|is not|aren'?t|are not) (?:mine|ours|my own)\b|"
     r"\b" + OTHERS + r"\s+(?:\S+\s+){0,2}?(?:(?:\w+ )?(?:text|sms) (?:codes?|messages?)|phone numbers?|"
     r"numbers?|sims?|sim cards?|sms|texts|"
@@ -685,8 +696,13 @@ SABOTAGE = (
 )
 #: A death or injury made to look like something else.
 STAGED_ACCIDENT = (
-    r"\b(?:so (?:that )?(?:it|this|his death|her death|the crash|the fall) (?:looks?|seems?) like|"
-    r"make (?:it|this|his death|her death) (?:look|seem) like) (?:an? )?(?:accident|suicide|natural causes)"
+    r"\b(?:so (?:that )?(?:\S+ ){0,3}?(?:looks?|seems?) like|make (?:\S+ ){0,3}?(?:look|seem) like) (?:an? )?"
+    r"(?:accident|suicide|natural causes|natural death)"
+)
+#: Set off by a person opening, starting or touching it.
+TRIGGERED = (
+    r"\bwhen (?:someone|somebody|he|she|they|the \w+|my \w+) (?:opens?|starts?|turns?|gets? in|sits?|steps?|"
+    r"touches?|lifts?|picks? up|walks? in)\b"
 )
 #: Something made to go off when a person opens or starts it.
 BOOBY_TRAP = (
@@ -1004,7 +1020,7 @@ THIRD_SUBJECT = words(
     """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
     cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
     staff customers children teens teenagers players members visitors bots ex wife husband partner girlfriend
-    boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord"""
+    boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord caller callers"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(

@@ -142,6 +142,10 @@ class _Facts:
         """True when any of ``patterns`` occurs in the text."""
         return any(self.has(p) for p in patterns)
 
+    def has_all(self, *patterns: re.Pattern[str]) -> bool:
+        """True when every one of ``patterns`` occurs in the text."""
+        return all(self.has(p) for p in patterns)
+
     def first_spans(self, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
         """Where ``pattern`` first occurs, up to two places (enough to tell one from another)."""
         spans = self._spans.get(id(pattern))
