@@ -963,6 +963,8 @@ BIO_RIGHT = alt(
     r"would (?:destroy|kill|wipe out|devastate)",
 )
 CHEM_AGENT = alt(
+    # The commonest names in German and Spanish: the judge reads English, with these few words besides.
+    r"armas? qu[ií]micas?", r"chemische (?:waffen?|kampfstoffe?)", r"nervengas", r"gas nervioso",
     r"sarin",
     r"\bvx\b",
     r"tabun",
@@ -1005,7 +1007,7 @@ CHEM_ACT = words(
     reagent procedure release releasing disperse dispersing spread
     aerosolize extract purify buy acquire create manufacture plan combine combined combining fill whip makes
     produces synthesizes synthesises cooks brews mixes prepares made produced synthesized synthesised cooked
-    brewed mixed prepared extracted"""
+    brewed mixed prepared extracted fabricar hacer preparar producir herstellen stelle herstelle mischen"""
 )
 CHEM_RIGHT = alt(
     r"to (?:make|synthesi[sz]e|produce|brew|mix|cook)", r"(?:is|are) untraceable", r"can'?t be traced",
@@ -1013,6 +1015,7 @@ CHEM_RIGHT = alt(
     r"manufactured|brewed|cooked|extracted|weaponi[sz]ed)\b"
 )
 WEAPON_AGENT = alt(
+    r"sprengs(?:a|ä)tze?|sprengstoffe?|rohrbomben?|bomben?|bombas?|explosivos?|artefactos? explosivos?",
     r"(?:pipe ?|car |nail |dirty )?bombs?",
     r"(?:pipe|car|nail|dirty) bom\b",
     r"ieds?",
@@ -1064,7 +1067,8 @@ WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
     convert converting mix mixing cook detonate instructions steps recipe drop plant rig obtain buy
     synthesize synthesise synthesizing synthesising whip makes builds assembles constructs made built
-    assembled constructed rigged wire wiring attach attaching connect hook arm arming turned converted"""
+    assembled constructed rigged wire wiring attach attaching connect hook arm arming turned converted
+    fabricar hacer construir armar herstellen stelle herstelle bauen baue"""
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(

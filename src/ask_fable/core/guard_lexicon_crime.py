@@ -1064,7 +1064,8 @@ EXPLAINING = words(
 )
 #: A request for working detail, whatever frames it (a story, a grandparent, a class).
 OPERATIONAL = (
-    r"\b(?:(?:with|including|give me|write|show me|provide)\s+(?:the\s+)?(?:full\s+|complete\s+)?(?:working|"
+    r"\b(?:schritt f(?:u|ü)r schritt|paso a paso|(?:with|including|give me|write|show me|"
+    r"provide)\s+(?:the\s+)?(?:full\s+|complete\s+)?(?:working|"
     r"functional|compilable|runnable|complete|full|real|actual)\s+(?:code|source|script|steps|instructions|"
     r"recipe)|step by step|exact (?:quantities|amounts|temperatures|steps|measurements|ratios)|(?:every|"
     r"each|all the|"
