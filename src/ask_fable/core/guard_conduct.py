@@ -132,7 +132,7 @@ def asked(
     words = words_before(clause, start, 14)
     act = tokens(clause[start : start + 30])[:1]
     reported = act and (_past(act[0]) or act[0] in cx.OBSERVED_AUX)
-    if reported and len(words) <= 3 and words and words[-1] in cx.THIRD_SUBJECT:
+    if reported and len(words) <= 4 and words and words[-1] in cx.THIRD_SUBJECT:
         return False  # "a caller impersonated our CFO", "my ex keeps calling me": what another does, reported
     for i in range(len(words) - 1, -1, -1):
         word = words[i]

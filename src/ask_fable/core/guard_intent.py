@@ -98,6 +98,7 @@ AUTHORIZED = _c(cx.AUTHORIZED)
 SELF_RUN = _c(cx.SELF_RUN)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
 DOS = _word(lx.DOS)
+POSSESSED = _c(r"\b(?:his|her|their|[a-z]+'s)\b")
 DOS_OUTCOME = _c(r"\b" + lx.DOS_OUTCOME)
 #: ``ddos`` used as a verb with an object: "DDoSes a server", "ddos their site".
 DOS_OBJECT = _c(r"\s+(?:a|an|the|their|his|her|any|this|that|someone|people|\S+'s)\b")
@@ -123,7 +124,8 @@ CHEM_AGENT = _word(lx.CHEM_AGENT)
 #: The asker says what software they are building: agents named in a question about it are its data.
 BUILDING = _c(
     r"\b(?:we'?re|i'?m|we are|i am) (?:writing|building|developing|designing|making) "
-    r"(?:a |an |the |our |my )?(?:\w+ ){0,3}?(?:app|software|system|checker|checklist|tool|database|service|"
+    r"(?:a |an |the |our |my )?(?:\S+ ){0,3}?(?:app|software|system|checker|checklist|tool|database|service|"
+    r"sheet|guide|manual|policy|training|handbook|"
     r"dashboard|platform|module|"
     r"feature|simulator|model)s?\b"
 )
@@ -338,6 +340,8 @@ def unauthorized_access(question: Question) -> Finding | None:
     for clause, match in _undefended(question, ACCESS):
         if question.has(SELF_RUN) and not question.has_any(UNAUTHORIZED, NOT_MINE):
             break  # "reset a user's password on the server I administer"
+        if OWN.search(match.group(0)):
+            continue  # "get my own photos taken down": the thing got at is the asker's
         aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
@@ -376,6 +380,8 @@ def denial_of_service(question: Question) -> Finding | None:
         )
         if OWN.search(after, 0, 40) is not None:
             continue  # "let someone DoS our login endpoint": aimed at the asker's own system
+        # "make his smart lock stop working": the object, inside the act, is another's
+        aimed = aimed or (POSSESSED.search(match.group(0)) is not None and not OWN.search(match.group(0)))
         if clause.has(FOREIGN) or (aimed and not clause.has(OWN)):
             return Finding("denial_of_service")
     return None
@@ -449,6 +455,9 @@ def chemical_harm(question: Question) -> Finding | None:
     return None
 
 
+_NEGATED = frozenset(("hasn't", "hadn't", "isn't", "wasn't", "weren't", "aren't", "never", "not"))
+
+
 def weapons_harm(question: Question) -> Finding | None:
     """Making explosives or weapons, outside a game or simulation."""
     if question.has(GAME) or not question.has(WEAPON_AGENT):
@@ -460,8 +469,12 @@ def weapons_harm(question: Question) -> Finding | None:
                 continue
             if question.has(MAKE_IT):
                 return Finding("weapons_harm")
-            for word in reversed(words_before(text, match.start(), 8)):
+            before = words_before(text, match.start(), 8)
+            for index in range(len(before) - 1, -1, -1):
+                word = before[index]
                 if word in lx.WEAPON_ACT or word in lx.MAKE:
+                    if not _NEGATED.isdisjoint(before[max(0, index - 3) : index]):
+                        continue  # "verify a rifle hasn't been converted": the act is what did not happen
                     return Finding("weapons_harm")
                 if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                     break  # "inventory software for explosives": the software is what is made

@@ -395,6 +395,9 @@ FOREIGN = alt(
     r"guests)'(?=\W|$)",
     r"\b(?:i|we) (?:don'?t|do not) own\b",
     r"\bnot ours\b",
+    r"\b(?:any|every|whatever) (?:\S+ ){0,2}?(?:pc|computer|laptop|machine|phone|device)s? (?:it'?s|"
+    r"it is|it gets) "
+    r"(?:plugged|run|installed|opened)\b",
     r"\bnone of (?:them|these|those|the \w+) (?:are|is|belongs? to) (?:mine|ours|me|us)\b",
     r"\b(?:servers?|sites?|websites?|networks?|streams?|channels?|shops?|stores?) of (?:the|a|that|this|"
     r"some) "
@@ -434,7 +437,7 @@ OWN = alt(
 
 #: The asker says they have no authorization.
 UNAUTHORIZED = alt(
-    r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent)",
+    r"(?:without|no|not|n't|never) (?:\w+ ){0,3}?(?:authori[sz](?:ation|ed)|permission|consent|admin rights)",
     r"without asking",
     r"after (?:he|she|they) changed (?:his|her|their|the) (?:\w+ )?(?:password|passcode|pin)",
     r"(?:he|she|they|my (?:\w+ )?(?:ex|wife|husband|girlfriend|boyfriend|partner)) chang(?:e|ed|es) "
@@ -495,7 +498,8 @@ ACCESS = alt(
     r"listen(?:s|ing)? in on",
     r"eavesdrop\w*(?: on)?",
     r"tap(?:s|ping)? (?:into )?(?:\S+ )?(?:calls|phone|line)",
-    r"(?:see|view|open|access)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|"
+    r"(?:see|view|open|access|record|capture|export)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|"
+    r"messages|texts|emails?|"
     r"inbox|chats?|"
     r"whatsapp|photos|icloud)",
     r"(?:from|with|using) a (?:wordlist|word list|password list|dictionary)",
@@ -532,7 +536,7 @@ DOS = alt(
     r"overload(?:s|ing)?",
     r"(?:keep|keeps|keeping|make|makes|making) (?:\S+ ){0,4}?(?:so busy|so slow|unusable|unplayable|"
     r"unreachable|"
-    r"unavailable)",
+    r"unavailable|stop (?:working|responding)|go (?:offline|down|dark))",
     r"(?:junk|garbage|bogus) (?:packets|traffic|requests)",
 )
 
@@ -742,7 +746,7 @@ FOR_ME_ON = (
 #: Reading credentials, which is theft only when they are sent on to the asker.
 READ_CREDENTIALS = (
     r"\b(?:read|reads|reading|pull|pulls|pulling|fetch|fetches|fetching|lift|lifts|scrape|scrapes|scraping)"
-    r"\s+(?:\S+\s+){0,4}?" + CREDENTIAL
+    r"\s+(?:\S+\s+){0,6}?" + CREDENTIAL
 )
 REMOTE_CONTROL = alt(
     r"(?:lets?|allows?|gives?) me (?:\w+ ){0,2}?(?:control|run|execute|access|a shell|full|remote)",
@@ -789,9 +793,11 @@ TAKE_LOOT = (
 )
 #: Taken from whatever machine the program is run on: not the asker's own.
 OFF_HOST = (
-    r"\b(?:off|from) (?:the|any|every|each|whatever|a) (?:\w+ )?(?:machine|computer|pc|host|device|system|"
-    r"box)s? "
-    r"(?:it|this|that) (?:runs?|lands?|is run|gets? run|is installed|infects?|reaches)"
+    r"\b(?:off|from|on|of) (?:the|any|every|each|whatever|a) (?:\w+ )?(?:machine|computer|pc|host|"
+    r"device|system|"
+    r"box|laptop|phone)s? "
+    r"(?:it|this|that) (?:runs?|lands?|is run|gets? run|is installed|infects?|reaches|'s run|'s plugged|"
+    r"is plugged)"
 )
 MINING = alt(
     r"(?:spin|start|run|deploy|launch|install)\w* (?:up )?(?:\S+ ){0,2}?(?:crypto ?|coin ?)?miners?\b",
@@ -1121,6 +1127,9 @@ HARM_PEOPLE = (
 )
 #: Asking what amount of something would kill.
 LETHAL_DOSE = (
+    r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:she|he|they|him|her|"
+    r"them)\b"
+    r"[^.;?!]{0,20}?\b(?:never|not|doesn'?t|don'?t|won'?t) wake (?:up|again)\b|"
     r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:would|will|could|"
     r"is enough to|(?:would|will|could|does|do) (?:it )?(?:take|need) to) "
     r"(?:kill|be lethal|be fatal|knock (?:\S+ )?out|make (?:\S+ )?(?:pass out|unconscious))"
@@ -1143,7 +1152,7 @@ FOOD_TAMPERING = (
 
 #: Harassing a person: judged with a named person or someone else as the target.
 HARASS = (
-    r"\b(?:spam\w*|harass\w*|dox\w*|stalk(?!erware)\w*|threaten\w*|threats?|bull(?:y|ies|ying)|"
+    r"\b(?<!non )(?:spam\w*|harass\w*|dox\w*|stalk(?!erware)\w*|threaten\w*|threats?|bull(?:y|ies|ying)|"
     r"intimidat\w*)\b"
 )
 
@@ -1415,6 +1424,10 @@ EXPOSE = (
 
 #: The asker's program run on someone else's machine.
 PLANT = alt(
+    r"(?:macros?|documents?|docs?|pdfs?|files?|shortcuts?|lnk|attachments?) (?:that|"
+    r"which) (?:\S+ ){0,2}?(?:runs?|"
+    r"launch\w*|execut\w*|downloads?|installs?|drops?) (?:a |an |the |my )?(?:powershell|cmd|shell|script|"
+    r"payload|download|program|exe|binary|code)\b",
     r"(?:downloads?|downloading) and (?:runs?|executes?|installs?)",
     r"(?:fetch|pull|grab|download|retriev)\w* (?:\S+ ){0,6}?(?:and|then) (?:runs?|executes?|launch\w*|"
     r"installs?|"
@@ -1470,7 +1483,7 @@ BORROWED_POWER = (
 )
 #: Data a program takes from its user.
 TAKES = (
-    r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|"
+    r"\b(?:cop(?:y|ies|ying)|captur\w+|records?|recording|collects?|uploads?|grabs?|saves?|harvests?|reads?|"
     r"screenshots?|"
     r"screenshotting|downloads?|exfiltrat\w*|"
     r"gathers?|zips?|zipping|push(?:es|ing)?|extract\w*|pull(?:s|ing)?|dump(?:s|ing)?|export\w*|"

@@ -110,6 +110,12 @@ INTIMATE_IMAGE = (
     r"\b(?:nudes?|naked (?:photos?|pics?|pictures?|images?|videos?)|intimate (?:photos?|images?|videos?)|"
     r"sex tapes?|(?:deep ?fake|fake|ai|generated)\w* (?:porn\w*|nudes?|naked \w+|sex \w+))\b"
 )
+#: The asker's own images: taking them down or keeping them safe is theirs to ask.
+OWN_IMAGES = (
+    r"\bmy own (?:nude|naked|intimate|private)|\b(?:nudes?|photos?|pictures?|images?|videos?) of (?:me|"
+    r"myself)\b|"
+    r"\bmy (?:nudes|intimate (?:photos|images|videos))"
+)
 #: Extremist or hateful material, written to recruit, incite or demean.
 HATE = (
     r"\bblam\w* (?:a |the )?(?:specific |particular )?(?:ethnic|racial|religious) (?:group|minorit\w*|"
@@ -255,7 +261,7 @@ GET_AWAY = (
     r"(?:that )?(?:the )?(?:police|cops|bank|banks|tax office|irs|hmrc|authorities|feds) (?:don'?t|doesn'?t|"
     r"won'?t|can'?t|never|do not|does not) (?:see|find|notice|catch|trace|know|find out)|without (?:the )?"
     r"(?:police|cops|authorities|feds|banks?|issuers?|card ?holders?|owners?|victims?|carriers?|platforms?|"
-    r"irs|"
+    r"auditors?|accounting|payroll|compliance|my (?:boss|employer|manager)|irs|"
     r"hmrc|investigators) (?:finding|noticing|knowing|catching|flagging|tracing)|(?:make|get|keep|buy)\w* "
     r"(?:\S+ ){0,3}?(?:guns?|9mm|pistols?|rifles?|weapons?|firearms?|money|cash|payments?|calls?|phone|"
     r"burner|me|"
@@ -475,7 +481,9 @@ NEAR_CHILDREN = (
 GROOM = (
     r"\blur\w* (?:a |the |some )?(?:\w+ )?(?:child|children|kids?|minors?|girls?|boys?)\b|"
     r"\b(?:teen\w*|kids?|child|children|minors?|preteens?|\d{1,2} ?(?:year|"
-    r"yr)s? olds?)\b[^.;?!]{0,40}?\b(?:trusts? "
+    r"yr)s? olds?)\b[^.;?!]{0,60}?\b(?:move (?:\S+ ){0,2}?chats? to|not tell (?:her|his|their) (?:mom|"
+    r"mum|dad|"
+    r"parents?|mother|father)|trusts? "
     r"me|(?:send|sending) (?:me )?(?:photos|pics|pictures|nudes|selfies)|meet (?:me|up with me)|keep (?:it|"
     r"this|us|"
     r"our chats?) (?:a )?secret)"
@@ -917,6 +925,9 @@ CRIME = alt(
     r"\bbreak\w* into (?:a |the |his |her |their |someone'?s |my neighbou?r'?s )?(?:car|house|home|apartment|"
     r"flat)\b",
     r"\bshoplift\w*",
+    r"\b(?:receive|reship|forward|repackag)\w* (?:and \w+ )?(?:\S+ ){0,2}?(?:stolen|carded|"
+    r"fraudulently bought) "
+    r"(?:packages|parcels|goods|items|orders)\b",
 )
 #: Someone inside a company paid or persuaded to act for the asker.
 INSIDER = alt(
@@ -1000,6 +1011,8 @@ FILTER_EVADE = (
 
 #: Triggered on whoever opens, plugs in or runs it: someone else's machine.
 OPENED = (
+    r"\b(?:when|once|as soon as|after) (?:the |a |an |my |his |her |their )?(?:\w+ ){0,2}?(?:opens?|clicks?|"
+    r"plugs? (?:it|in)|enables?) (?:it|the|this|that|them)\b|"
     r"\b(?:(?:when|once|as soon as|after) (?:the |a |an |it |it'?s |its )?(?:\w+ )?(?:is |gets |are )?"
     r"(?:opened|plugged in|inserted|clicked|launched|installed|viewed|previewed)|(?:when|once|as soon as|"
     r"after) "
@@ -1020,7 +1033,8 @@ THIRD_SUBJECT = words(
     """someone somebody anyone attacker attackers hacker hackers they he she fraudsters criminals scammers
     cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
     staff customers children teens teenagers players members visitors bots ex wife husband partner girlfriend
-    boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord caller callers"""
+    boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord caller callers law sister
+    brother mother father mom mum dad cousin aunt uncle friend"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(
