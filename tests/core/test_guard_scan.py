@@ -16,7 +16,10 @@ from tests.guard_corpus import load
     ("pattern", "literals"),
     [
         (r"\b(?:steal|steals)\s+\w+", {"steal"}),
-        (r"\bmy (?:ex|wife)'s\b", {"my "}),
+        (r"\bmy (?:ex|wife)'s\b", {"'s"}),
+        # "my " is in nearly every question: the rarer requirement is the one that gates
+        (r"\bmy (?:payloads?|implants?)\b", {"payload", "implant"}),
+        (r"\bthe \w+", {"the "}),
         (r"(?:a|b)?ransom\w*", {"ransom"}),
         (r"weaponi[sz]e", {"weaponi"}),
         (r"\w+\.(?:com|net)", {"com", "net"}),

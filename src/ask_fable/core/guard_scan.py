@@ -31,11 +31,24 @@ _Literals = frozenset[str]
 _SHORTEST = 2
 
 
+#: Words in nearly every question: a requirement made only of them rules nothing out, so another one
+#: of the same pattern ("payload" rather than "my " in ``\bmy (?:payloads?|implants?)``) is chosen.
+_COMMON = frozenset(
+    "a an the my our your i we you me to of in on for and or is it be do how what can that this with "
+    "from at as are by not".split()
+)
+
+
+def _everyday(literal: str) -> bool:
+    return literal.strip() in _COMMON
+
+
 def _best(candidates: list[_Literals]) -> _Literals | None:
-    """The most selective requirement: the one whose shortest literal is longest, then the smallest."""
+    """The most selective requirement: not made only of everyday words, then the one whose shortest
+    literal is longest, then the smallest."""
     if not candidates:
         return None
-    return max(candidates, key=lambda c: (min(map(len, c)), -len(c)))
+    return max(candidates, key=lambda c: (not all(map(_everyday, c)), min(map(len, c)), -len(c)))
 
 
 def _required(items: Iterable[tuple[object, object]]) -> _Literals | None:
