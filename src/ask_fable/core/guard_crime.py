@@ -61,6 +61,8 @@ FILTER_EVADE = _c(cx.FILTER_EVADE)
 TARGETED = (FOREIGN, PEOPLE)
 OWN = _c(lx.OWN)
 OPENED = _c(cx.OPENED)
+#: A sanctioned exercise: a phishing simulation or awareness training.
+DRILL = _c(r"\b(?:simulations?|awareness|training)\b")
 SOFT_TARGET = _c(cx.SOFT_TARGET)
 
 
@@ -164,8 +166,10 @@ OFFENCES = (
             gate=_c(cx.DATA_NOUN)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
             ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
+    Offence(_c(cx.LURE_OPEN), "attack_tooling", "getting people to open a file",
+            ((FOREIGN, _c(cx.STAFF_AT)),), (AUTHORIZED, OWN, TEST_USE, DRILL)),
     Offence(_c(cx.FAKE_LOGIN), "attack_tooling", "a phishing page", ((FOREIGN, PEOPLE), (_c(cx.LURE),)),
-            (AUTHORIZED, OWN, TEST_USE, _c(r"\b(?:simulations?|awareness|training)\b"))),
+            (AUTHORIZED, OWN, TEST_USE, DRILL)),
     Offence(_c(cx.IMPERSONATE), "fraud", "passing as someone else to get money or logins",
             ((SOFT_TARGET, PEOPLE), (_c(cx.GET_FROM_VICTIM),)), (AGREED, TEST_USE), named=True),
     Offence(_c(cx.SABOTAGE), "harm_to_people", "", ((FOREIGN, PEOPLE, _c(cx.STAGED_ACCIDENT)),)),

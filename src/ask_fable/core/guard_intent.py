@@ -455,6 +455,12 @@ def chemical_harm(question: Question) -> Finding | None:
     return None
 
 
+_ACQUIRE = frozenset(("buy", "buying", "obtain", "get", "purchase"))
+LEGAL_PURCHASE = _c(r"\b(?:legal(?:ly)?|lawful(?:ly)?|licen[cs]ed|permit|background check)\b")
+AROUND_CHECK = _c(
+    r"\bwithout (?:a |the |any )?(?:background check|licen[cs]e|permit|paperwork|serial|id)|\b(?:under ?age|"
+    r"i'?m 1[0-7]|ghost guns?|untraceable|straw (?:buy|purchase))"
+)
 _NEGATED = frozenset(("hasn't", "hadn't", "isn't", "wasn't", "weren't", "aren't", "never", "not"))
 
 
@@ -475,6 +481,8 @@ def weapons_harm(question: Question) -> Finding | None:
                 if word in lx.WEAPON_ACT or word in lx.MAKE:
                     if not _NEGATED.isdisjoint(before[max(0, index - 3) : index]):
                         continue  # "verify a rifle hasn't been converted": the act is what did not happen
+                    if word in _ACQUIRE and question.has(LEGAL_PURCHASE) and not question.has(AROUND_CHECK):
+                        break  # "the legal steps to buy a handgun, including the background check"
                     return Finding("weapons_harm")
                 if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                     break  # "inventory software for explosives": the software is what is made

@@ -136,7 +136,8 @@ DEHUMANIZE = (
 )
 #: Buying up all of something to resell it.
 SCALP = (
-    r"\b(?:buy|buys|buying|grab\w*|snap\w* up|hoard\w*|cop\w*)\s+(?:\S+\s+){0,2}?(?:all|every|up all|"
+    r"\bscalp(?:s|ing|ed)?\b|\b(?:buy|buys|buying|grab\w*|snap\w* up|hoard\w*|"
+    r"cop\w*)\s+(?:\S+\s+){0,2}?(?:all|every|up all|"
     r"the whole)"
     r"\b[^.;?!]{0,40}?\b(?:tickets?|stock|consoles?|gpus?|sneakers|inventory|drops?)\b"
 )
@@ -176,7 +177,9 @@ HIJACKED = (
 #: Income or assets hidden from the tax office or a court.
 HIDE_INCOME = (
     r"\b(?:hid\w*|conceal\w*|stash\w*|launder\w*|rout(?:e|es|ed|ing)) (?:\S+ ){0,3}?(?:income|money|assets|"
-    r"earnings|profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the )?(?:irs|hmrc|tax\w*|government|"
+    r"earnings|profits|cash|revenue) (?:\S+ ){0,4}?(?:from (?:the |my |our )?(?:\w+ )?(?:lawyer|"
+    r"attorney|trustee|"
+    r"creditors|bankruptcy court)|from (?:the )?(?:irs|hmrc|tax\w*|government|"
     r"authorities|"
     r"court|my (?:wife|husband|ex))|so (?:i|we) (?:don'?t|do not) (?:pay|report)|so (?:i|we) (?:pay|owe) "
     r"(?:less|no|lower) tax\w*)|\btax (?:evasion|fraud)\b|"
@@ -332,7 +335,9 @@ FIRST_PERSON_ACTS = (
 )
 #: A false story about a person or a business, told to many.
 DISINFO = (
-    r"\b(?:fake|false|made ?up|fabricated|invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
+    r"\b(?:believable|convincing|realistic|fake|fabricated) (?:\S+ ){0,2}?(?:news (?:articles?|stor(?:y|ies)|"
+    r"reports?)|articles?|press releases?|headlines?)\b|\b(?:fake|false|made ?up|fabricated|"
+    r"invented) (?:\S+ ){0,2}?(?:stor(?:y|ies)|news|rumou?rs?|claims?|"
     r"testimon\w*|eyewitness \w+|statements|"
     r"allegations?|accusations?|reviews?|posts?|scandal)\b"
 )
@@ -372,10 +377,12 @@ CARD_CHECK = (
     r"(?:run|test|check|try|validate|hit|"
     r"push)\w* (?:\S+ ){0,4}?(?:cards?|ccs?|"
     r"card numbers?)\b(?: \S+){0,6}? (?:through|against|on|with|via) (?:\S+ ){0,4}?(?:\$ ?\d|auths?|"
-    r"authori[sz]ations?|charges?|donations?|purchases?|gateways?|shops?|sites?|checkouts?))"
+    r"authori[sz]ations?|charges?|donations?|purchases?|gateways?|shops?|sites?|checkouts?|checkers?|balance|"
+    r"lookups?|endpoints?))"
 )
 FINDS_LIVE = (
-    r"\b(?:live|approved|valid|still work\w*|good ones|which ones|the ones (?:that|which)|ones that (?:work|"
+    r"\b(?:live|approved|valid|loaded|funded|with (?:a )?balance|still work\w*|good ones|which ones|"
+    r"the ones (?:that|which)|ones that (?:work|"
     r"pass|"
     r"go through))\b"
 )
@@ -509,6 +516,9 @@ FREE_KEY = (
 )
 #: Stolen goods sold on.
 FENCE = (
+    r"\bstolen (?:\w+ )?(?:iphones?|phones?|laptops?|macbooks?|ipads?|bikes?|cars?|devices?|"
+    r"goods)\b[^.;?!]{0,80}?"
+    r"\b(?:sell|selling|flip|flipping|pawn\w*|resell\w*)\b|"
     r"\b(?:sell|selling|fence|fencing|flip|flipping|offload\w*|pawn\w*)\s+(?:\S+\s+){0,2}?stolen (?:\w+ )?"
     r"(?:goods|bikes?|cars?|phones?|laptops?|jewel\w*|items|stuff|property|electronics|"
     r"catalytic converters?)\b"
@@ -686,6 +696,17 @@ FAKE_LOGIN = (
     r"(?:page|portal|screen|form|site)s?\b"
 )
 LURE = r"\b(?:lures?|bait|send (?:\S+ ){0,3}?to|e ?mail\w* (?:\S+ ){0,2}?to|text\w* (?:it )?to|trick\w*)\b"
+#: People got to open, run or install what the asker sends.
+LURE_OPEN = (
+    r"\b(?:get|gets|getting|trick\w*|convinc\w*|persuad\w*|lur(?:e|es|ing))\s+(?:\S+\s+){0,6}?(?:to|into) "
+    r"(?:open|run|click|download|install|enable)\w* (?:my|the|a|an|this|our)\b"
+)
+#: Staff of an organisation named as not the asker's.
+STAFF_AT = (
+    r"\b(?:engineers|staff|employees|workers|people|admins|developers|executives|managers) (?:at|"
+    r"of) (?:a|an|the|"
+    r"some|that|this) (?!company i|firm i)"
+)
 #: Passing as someone else to a person.
 IMPERSONATE = (
     r"\b(?:pretend\w* to be|pos(?:e|es|ed|ing) as|impersonat\w*|claim\w* to be|pass\w* (?:myself |"
@@ -874,7 +895,9 @@ CRIME = alt(
     r"checks?|"
     r"cheques?|prescriptions?|visas?|birth certificates?|notes?|pay ?stubs?|bank statements?|transcripts?|"
     r"certificates?|references?|receipts?|badges?|permits?|licen[cs]e plates?|notices?|letterheads?|"
-    r"summons|court orders?|warrants?|letters?|(?:medical|dental|school|"
+    r"summons|court orders?|warrants?|letters?|(?:vaccination|vaccine|vax|insurance|health|student|"
+    r"press|membership|"
+    r"green|social security|medicare|residence|id) cards?|(?:medical|dental|school|"
     r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
     r"\b(?:realistic|convincing|believable|authentic ?looking|real ?looking|passable|legit ?looking)\s+"
     r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"

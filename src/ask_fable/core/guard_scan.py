@@ -34,8 +34,11 @@ _SHORTEST = 2
 #: Words in nearly every question: a requirement made only of them rules nothing out, so another one
 #: of the same pattern ("payload" rather than "my " in ``\bmy (?:payloads?|implants?)``) is chosen.
 _COMMON = frozenset(
-    "a an the my our your i we you me to of in on for and or is it be do how what can that this with "
-    "from at as are by not".split()
+    (
+        "a", "an", "the", "my", "our", "your", "i", "we", "you", "me", "to", "of", "in", "on", "for", "and",
+        "or", "is", "it", "be", "do", "how", "what", "can", "that", "this", "with", "from", "at", "as", "are",
+        "by", "not",
+    )
 )
 
 
