@@ -110,6 +110,7 @@ CONTROL_STRONG = _word(lx.CONTROL_STRONG)
 CONTROL_WEAK = _word(lx.CONTROL_WEAK)
 LEAKED_LIST = _c(lx.LEAKED_LIST)
 LIST_USE = _word(lx.LIST_USE)
+TRY_EACH = _c(r"\btr(?:y|ies|ying) (?:each one|each of them|them all|all of them|every one)\b")
 STILL_WORK = _c(lx.STILL_WORK)
 MASS_EXPLOIT = _c(lx.MASS_EXPLOIT)
 CHAIN_BUGS = _c(lx.CHAIN_BUGS)
@@ -355,7 +356,8 @@ def unauthorized_access(question: Question) -> Finding | None:
             return Finding("unauthorized_access")
     for clause, match in question.matches(LEAKED_LIST):
         # leaked logins tried out, or sorted by which still work: credential stuffing either way
-        tried = clause.has(LIST_USE) or clause.has(STILL_WORK)
+        # "…a list from a leaked database. Write a script that tries each one": the list, tried
+        tried = clause.has(LIST_USE) or clause.has(STILL_WORK) or question.has(TRY_EACH)
         if tried and (requested(clause.text, match.start()) or clause.has_all(LIST_USE, STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None

@@ -52,7 +52,8 @@ DEFEND = words(
     relevant simulate simulated simulation sandbox mock dummy emulate emulated emulating warn warns warning
     educate found discovered noticed observed received saw seen spotted moderate moderating moderation
     distinguish distinguishes distinguishing differentiate differentiating signals research researching
-    researches researched reduce reduces reducing minimize minimise minimizing minimising lower lowering"""
+    researches researched recognise recognize recognising recognizing
+    reduce reduces reducing minimize minimise minimizing minimising lower lowering"""
 )
 
 #: Words that end the stretch a governing word can reach across.
@@ -498,7 +499,8 @@ ACCESS = alt(
     r"listen(?:s|ing)? in on",
     r"eavesdrop\w*(?: on)?",
     r"tap(?:s|ping)? (?:into )?(?:\S+ )?(?:calls|phone|line)",
-    r"(?:see|view|open|access|record|capture|export)(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|"
+    r"(?:see|view|open|access|record|capture|export|read)(?:s|ing)? (?:\S+ ){0,3}?(?:home director(?:y|ies)|"
+    r"private files|dms|direct messages|"
     r"messages|texts|emails?|"
     r"inbox|chats?|"
     r"whatsapp|photos|icloud)",
@@ -842,7 +844,9 @@ WIPER_SIGN = (
 LEAKED_LIST = (
     r"\b(?:leaked|stolen|breached|dumped|combo)\s+(?:\S+\s+){0,3}?(?:lists?|passwords?|credentials?|"
     r"creds|emails?|"
-    r"keys?|combos?)"
+    r"keys?|combos?)|\b(?:lists?|emails?|logins?|credentials|passwords?|"
+    r"accounts?) (?:\S+ ){0,4}?from (?:a |the )?"
+    r"(?:leaked|breached|dumped|hacked|stolen) "
 )
 #: Testing which stolen items still work (cards, logins).
 STILL_WORK = (
@@ -850,6 +854,7 @@ STILL_WORK = (
 )
 LIST_USE = alt(
     r"against",
+    r"tr(?:y|ies|ying) (?:each|every|them|it|all)",
     r"working (?:logins?|accounts?|passwords?|creds)",
     r"post\w* (?:them|it)",
     r"log\w* (?:in ?to|onto)",
@@ -1127,6 +1132,9 @@ HARM_PEOPLE = (
 )
 #: Asking what amount of something would kill.
 LETHAL_DOSE = (
+    r"\b(?:undetectable|without (?:it )?(?:showing up|being detected|detection|a trace)) (?:\S+ ){0,3}?"
+    r"(?:tox(?:icology)? (?:screens?|reports?|tests?)|autops(?:y|ies))|"
+    r"\b(?:what'?s|what is|whats) the (?:dosage|dose|amount) (?:of \S+ )?(?:\S+ ){0,3}?(?:fatal|lethal|kill)|"
     r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:she|he|they|him|her|"
     r"them)\b"
     r"[^.;?!]{0,20}?\b(?:never|not|doesn'?t|don'?t|won'?t) wake (?:up|again)\b|"
@@ -1449,6 +1457,8 @@ HIDE_IT = (
 #: Payments or addresses swapped for the asker's.
 REDIRECT = (
     r"\b(?:chang|swap|replac|alter|rewrit|edit)\w* (?:\S+ ){0,4}?(?:payee|iban|account numbers?|"
+    r"affiliate (?:ids?|"
+    r"links?|codes?|tags?)|referral (?:codes?|ids?|links?)|"
     r"(?:bitcoin|btc|crypto|eth|ethereum) address\w*|"
     r"wallet address\w*|"
     r"recipient|destination address\w*)"

@@ -420,7 +420,8 @@ DRAIN = (
 )
 #: Scams by name.
 SCAM = (
-    r"\bscam(?:s|ming)?\b|\bsafe accounts?\b|\brug ?pull\w*|\bexit scam\b|\bponzi\b|\bpyramid schemes?\b|"
+    r"\bpay (?:\S+ ){0,3}?(?:with|in|using) (?:\S+ ){0,2}?gift cards?\b|\bscam(?:s|ming)?\b|"
+    r"\bsafe accounts?\b|\brug ?pull\w*|\bexit scam\b|\bponzi\b|\bpyramid schemes?\b|"
     r"\bfake (?:\w+ )?(?:crypto|investment|charity|tech ?support|bank|irs) (?:projects?|schemes?|calls?|"
     r"callers?|"
     r"agents?|reps?|sites?|platforms?|opportunit\w*)\b"
@@ -696,6 +697,11 @@ FAKE_LOGIN = (
     r"(?:page|portal|screen|form|site)s?\b"
 )
 LURE = r"\b(?:lures?|bait|send (?:\S+ ){0,3}?to|e ?mail\w* (?:\S+ ){0,2}?to|text\w* (?:it )?to|trick\w*)\b"
+#: A lock opened without its key: a break-in when the door is someone else's.
+LOCK_OPEN = (
+    r"\b(?:open|pick|bypass|get past|defeat)\w* (?:\S+ ){0,3}?(?:door|lock|padlock|deadbolt)s? (?:\S+ ){0,3}?"
+    r"without (?:a |the |their |his |her )?keys?\b"
+)
 #: People got to open, run or install what the asker sends.
 LURE_OPEN = (
     r"\b(?:get|gets|getting|trick\w*|convinc\w*|persuad\w*|lur(?:e|es|ing))\s+(?:\S+\s+){0,6}?(?:to|into) "
@@ -900,7 +906,8 @@ CRIME = alt(
     r"green|social security|medicare|residence|id) cards?|(?:medical|dental|school|"
     r"employment|bank|court|police|vaccination|immunization) records|doctor'?s notes?|sick notes?)\b",
     r"\b(?:realistic|convincing|believable|authentic ?looking|real ?looking|passable|legit ?looking)\s+"
-    r"(?:\S+\s+){0,2}?(?:payslips?|pay ?stubs?|bank statements?|ids?|id cards?|passports?|diplomas?|degrees?|"
+    r"(?:\S+\s+){0,4}?(?:payslips?|pay ?stubs?|bank statements?|(?:bank|account|"
+    r"brokerage) (?:\S+ ){0,3}?statements?|ids?|id cards?|passports?|diplomas?|degrees?|"
     r"doctor'?s notes?|sick notes?|prescriptions?|utility bills?|tax returns?|references?|certificates?|"
     r"licen[cs]es?|medical records)\b",
     r"\b(?:counterfeit|forged)\s+(?:\S+\s+){0,1}?(?:goods|sneakers|shoes|bags|handbags|watches|products|"
