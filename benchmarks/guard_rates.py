@@ -7,9 +7,9 @@ through the guard with default settings (no model, no network).
 
 :data:`REPORTED` names the split that gives the figure a user can expect: questions written by
 someone who had read neither the guard's code nor its corpus, frozen as written and never used for
-tuning, kept in ``tests/guard_corpus/<REPORTED>/``. Tuning on it would make it tuning data like
-``blind1`` and ``blind2`` (each measured once as it came, then tuned on); a new blind split would
-then be needed to say what to expect. Prints, per split, the false refusals among the benign
+tuning, kept in ``tests/guard_corpus/<REPORTED>/``. Tuning on it makes it tuning data like
+``blind1`` and ``blind2`` (each measured once as it came, then tuned on), as ``blind3`` now is; a
+new blind split is then needed to say what to expect. Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
 refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
 no benign question is refused and every harmful one is; a missing reported split is said, not failed.
@@ -28,7 +28,8 @@ from tests.guard_corpus import SPLITS, load, read_questions  # noqa: E402
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
-#: The frozen blind split no rule was tuned on: what to expect of questions the guard has not seen.
+#: The blind split that gives the figure to expect. ``blind3`` was measured once as it came (2.1 %
+#: refused, 70.4 % caught) and has been tuned on since; a split written blind after that replaces it.
 REPORTED = "blind3"
 BLIND = ROOT / "tests" / "guard_corpus" / REPORTED
 

@@ -16,13 +16,15 @@ from tests.guard_corpus import load
     ("pattern", "literals"),
     [
         (r"\b(?:steal|steals)\s+\w+", {"steal"}),
-        (r"\bmy (?:ex|wife)'s\b", {"'s"}),
+        (r"\bmy (?:ex|wife)'s\b", {"my ex", "my wife"}),
+        # parsed as "o" then "verdose|d": the words are joined again
+        (r"(?:overdose|od) on\b", {"overdose", "od"}),
         # "my " is in nearly every question: the rarer requirement is the one that gates
         (r"\bmy (?:payloads?|implants?)\b", {"payload", "implant"}),
         (r"\bthe \w+", {"the "}),
         (r"(?:a|b)?ransom\w*", {"ransom"}),
         (r"weaponi[sz]e", {"weaponi"}),
-        (r"\w+\.(?:com|net)", {"com", "net"}),
+        (r"\w+\.(?:com|net)", {".com", ".net"}),
         (r"(?:foo)?\w+", None),
         (r"x(?i:y)", {"x"}),
         (r"(?i:steal)ing", {"ing"}),  # a scoped (?i:…) also matches STEAL: it requires nothing

@@ -68,12 +68,29 @@ def _required(items: Iterable[tuple[object, object]]) -> _Literals | None:
         if op is _const.LITERAL and isinstance(arg, int):
             run.append(chr(arg))
             continue
+        spelled = _spelled_out(op, arg) if run else None
+        if spelled:
+            # "overdose|od" is parsed as "o" then "verdose|d": joined again, each word is the requirement
+            candidates.append(frozenset("".join(run) + rest for rest in spelled))
         close_run()
         found = _required_item(op, arg)
         if found is not None:
             candidates.append(found)
     close_run()
     return _best(candidates)
+
+
+def _spelled_out(op: object, arg: object) -> list[str] | None:
+    """The alternatives of a branch whose every alternative is plain text, or None."""
+    if op is not _const.BRANCH or not isinstance(arg, tuple | list):
+        return None
+    words: list[str] = []
+    for alternative in arg[1]:
+        data = alternative.data if isinstance(alternative, _parser.SubPattern) else None
+        if not data or not all(kind is _const.LITERAL and isinstance(code, int) for kind, code in data):
+            return None
+        words.append("".join(chr(code) for _, code in data))
+    return words
 
 
 def _of(value: object) -> _Literals | None:
