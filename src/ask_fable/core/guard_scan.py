@@ -87,9 +87,14 @@ def _spelled_out(op: object, arg: object) -> list[str] | None:
     words: list[str] = []
     for alternative in arg[1]:
         data = alternative.data if isinstance(alternative, _parser.SubPattern) else None
-        if not data or not all(kind is _const.LITERAL and isinstance(code, int) for kind, code in data):
+        if not data:
             return None
-        words.append("".join(chr(code) for _, code in data))
+        word = ""
+        for kind, code in data:
+            if kind is not _const.LITERAL or not isinstance(code, int):
+                return None
+            word += chr(code)
+        words.append(word)
     return words
 
 
