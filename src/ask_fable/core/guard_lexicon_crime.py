@@ -420,7 +420,10 @@ DRAIN = (
 )
 #: Scams by name.
 SCAM = (
-    r"\bpay (?:\S+ ){0,3}?(?:with|in|using) (?:\S+ ){0,2}?gift cards?\b|\bscam(?:s|ming)?\b|"
+    r"\bfake (?:\w+ ){0,2}?(?:listings?|rentals?|giveaways?|job offers?)\b[^.;?!]{0,60}?\b(?:collect\w*|"
+    r"deposits?|"
+    r"pay\w*|disappear\w*|money|send\w*)\b|\bpay (?:\S+ ){0,3}?(?:with|in|"
+    r"using) (?:\S+ ){0,2}?gift cards?\b|\bscam(?:s|ming)?\b|"
     r"\bsafe accounts?\b|\brug ?pull\w*|\bexit scam\b|\bponzi\b|\bpyramid schemes?\b|"
     r"\bfake (?:\w+ )?(?:crypto|investment|charity|tech ?support|bank|irs) (?:projects?|schemes?|calls?|"
     r"callers?|"
@@ -700,7 +703,7 @@ LURE = r"\b(?:lures?|bait|send (?:\S+ ){0,3}?to|e ?mail\w* (?:\S+ ){0,2}?to|text
 #: A lock opened without its key: a break-in when the door is someone else's.
 LOCK_OPEN = (
     r"\b(?:open|pick|bypass|get past|defeat)\w* (?:\S+ ){0,3}?(?:door|lock|padlock|deadbolt)s? (?:\S+ ){0,3}?"
-    r"without (?:a |the |their |his |her )?keys?\b"
+    r"without (?:a |the |their |his |her )?keys?\b|\bpick\w* (?:\S+ ){0,3}?(?:locks?|padlocks?|deadbolts?)\b"
 )
 #: People got to open, run or install what the asker sends.
 LURE_OPEN = (
@@ -812,7 +815,8 @@ OWNER_UNAWARE = (
 _FIND = (
     r"(?:find|finding|get|getting|figure out|work out|working out|locate|locating|track down|pinpoint\w*|"
     r"dig up|look up|uncover|discover|find out|finding out|learn|identify|aggregat\w*|map|mapping|"
-    r"follow\w*|tail\w*|shadow\w*|collect\w*|gather\w*|scrap\w*|combin\w*|merg\w*|know|show me|reveal\w*|"
+    r"follow\w*|tail\w*|shadow\w*|show\w*|collect\w*|gather\w*|scrap\w*|combin\w*|merg\w*|know|show me|"
+    r"reveal\w*|"
     r"narrow\w* down|pin down|compil\w*|put together|assembl\w*|triangulat\w*|deduc\w*|geolocat\w*|"
     r"zero in on|trac(?:e|es|ing) (?:back )?)"
 )
@@ -825,8 +829,8 @@ LOCATE = alt(
     r"|where (?:she|he|they|this \w+|the \w+|my \w+) (?:\w+ ){0,5}?(?:lives?|lived|stays?|sleeps?|works?|is|"
     r"goes|"
     r"spends|hangs out|moved|went|ended up)"
-    r"|where (?:she|he|they)(?:'s|'re| is| are) (?:now |currently )?(?:staying|living|sleeping|working|"
-    r"hiding|moving)"
+    r"|where (?:she|he|they)(?:'s|'re| is| are| has| have) (?:now |currently )?(?:staying|living|sleeping|"
+    r"working|hiding|moving|been \w+ing|been going)"
     r"|which (?:\S+ ){0,2}?(?:apartment|building|house|flat|street|neighbou?rhood|daycare|school|gym|"
     r"office|hotel|room|venue|bar|club)s? (?:\S+ ){0,3}?(?:lives?|living|stays?|staying|sleeps?|"
     r"sleeping|works?|"
@@ -955,6 +959,7 @@ CRIME = alt(
     r"\bbreak\w* into (?:a |the |his |her |their |someone'?s |my neighbou?r'?s )?(?:car|house|home|apartment|"
     r"flat)\b",
     r"\bshoplift\w*",
+    r"\bstolen (?:prescription |blank )?(?:pads?|cheque ?books?|check ?books?|licen[cs]e plates?)\b",
     r"\b(?:receive|reship|forward|repackag)\w* (?:and \w+ )?(?:\S+ ){0,2}?(?:stolen|carded|"
     r"fraudulently bought) "
     r"(?:packages|parcels|goods|items|orders)\b",
