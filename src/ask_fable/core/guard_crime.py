@@ -129,7 +129,7 @@ OFFENCES = (
     Offence(_c(cx.DISINFO), "fraud", "spreading a false story", ((SPREAD_WIDE,),)),
     Offence(_c(cx.RUMOUR), "fraud", "spreading a false story", ((_c(cx.MANY_VOICES),),)),
     Offence(_c(cx.CARD_CHECK), "fraud", "testing stolen cards", ((_c(cx.FINDS_LIVE),),),
-            (TEST_USE, AGAINST_CRIME), gate=_c(r"\b(?:cards?|ccs?|cvvs?|bins?|checkers?)\b")),
+            (TEST_USE, AGAINST_CRIME), gate=_c(r"\b(?:cards?|ccs?|cvv2?s?|bins?|checkers?)\b")),
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),

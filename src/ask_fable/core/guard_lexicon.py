@@ -61,8 +61,8 @@ STOP = words("that which who where so because while when if unless after before 
 
 #: First-person words and request nouns: with nothing else in between, the asker is the one acting.
 FIRST_PERSON = words(
-    "i we i'm we're way ways steps instructions tutorial recipe procedure method methods best fastest "
-    "easiest cheapest quickest simplest"
+    "i we i'm we're way ways steps instructions tutorial recipe procedure method methods excuse excuses "
+    "pretext best fastest easiest cheapest quickest simplest"
 )
 
 #: Words right after a term that make it the subject of defensive or analytical work.
@@ -387,7 +387,9 @@ FOREIGN = alt(
     r"\banother (?:person|user)(?:'s)?",
     r"\bpeople's",
     r"\bstrangers?\b",
-    r"\bstolen (?:phones?|laptops?|devices?|cards?|accounts?|computers?|pcs?)\b",
+    r"\bstolen (?:phones?|iphones?|androids?|ipads?|macbooks?|laptops?|devices?|cards?|accounts?|"
+    r"computers?|pcs?)\b",
+    r"\bevery (?:player|user|visitor|member|customer|guest|employee|student)'s\b",
     r"\banyone who\b",
     r"\bwhoever\b",
     r"\bvictims?(?:'s|')?",
@@ -1497,7 +1499,9 @@ TAKES = (
     r"screenshots?|"
     r"screenshotting|downloads?|exfiltrat\w*|"
     r"gathers?|zips?|zipping|push(?:es|ing)?|extract\w*|pull(?:s|ing)?|dump(?:s|ing)?|export\w*|"
-    r"forwards?|posts?|sends?|emails?|streams?|keeps?)\b[^.;?!]{0,40}?\b(?:photos?|chats?|messages?|"
+    r"forwards?|posts?|sends?|emails?|streams?|keeps?|logs?|logging)\b[^.;?!]{0,40}?\b(?:photos?|chats?|"
+    r"messages?|"
+    r"ips?|ip address(?:es)?|"
     r"documents?|"
     r"files?|folders?|screens?|passwords?|logins?|everything|whatever|contacts|recordings?|sms|texts?|"
     r"imessages|desktop|emails|sessions|banking|"

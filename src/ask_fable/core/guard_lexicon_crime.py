@@ -27,7 +27,8 @@ STOLEN_INSTRUMENT = alt(
     r"\b(?:stolen|bought|purchased|skimmed|cloned|leaked|dumped|hacked|compromised|scraped|phished|harvested|"
     r"breached|buy|" + OTHERS + r")\s+"
     r"(?:\S+\s+){0,3}?(?:credit |debit |gift )?(?:cards?|card numbers?|card details|card data|numbers?|ccs?|"
-    r"cvvs?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|cheques?|ids|"
+    r"cvv2?s?|bank (?:accounts?|logins?|details)|identit(?:y|ies)|ssns?|social security numbers?|"
+    r"cheques?|ids|"
     r"id cards?|passports?|driver'?s licen[cs]es?|personal (?:details|info|data))\b",
     r"\b(?:cc|card|track ?[12]?) dumps\b",
     r"\bdumps (?:into|onto|to) (?:\S+ )?(?:cards?|plastic)\b",
@@ -35,7 +36,7 @@ STOLEN_INSTRUMENT = alt(
     r"\bdumps (?:with|and) pins?\b",
     r"\b(?:write|encode|burn|clone)\w* (?:\S+ ){0,2}?(?:to|onto) (?:blank |white |magstripe )?(?:cards?|"
     r"plastic)\b",
-    r"\b(?:cards?|card numbers?|ccs?|cvvs?|logins?|credentials) from (?:a |the )?(?:breach|leak|dump|hack)",
+    r"\b(?:cards?|card numbers?|ccs?|cvv2?s?|logins?|credentials) from (?:a |the )?(?:breach|leak|dump|hack)",
     r"\b(?:take|get|steal|drain|scam|trick)\w* (?:\S+ ){0,2}?(?:money|savings|cash|funds) (?:from|out of|"
     r"off) "
     r"(?:old |elderly |vulnerable |lonely |other |random )?(?:people|peoples|persons?|folks|victims?|"
@@ -47,15 +48,16 @@ STOLEN_INSTRUMENT = alt(
     r"identity of (?:\S+ ){0,2}?(?:someone|"
     r"a stranger|my \w+|a dead))\b",
     r"\bcloned (?:cards?|plastic)\b",
-    r"\b(?:card numbers?|cards?|ccs?|cc's|cvvs?|card details|dumps|fullz)\b[^.;?!]{0,40}?\b(?:from|off|on|"
+    r"\b(?:card numbers?|cards?|ccs?|cc's|cvv2?s?|card details|dumps|fullz)\b[^.;?!]{0,40}?\b(?:from|off|on|"
     r"via) "
     r"(?:a |an |some |the )?(?:\w+ )?(?:vendors?|sellers?|shops?|markets?|forums?|channels?|telegram|"
     r"dark ?web|"
     r"darknet|onion)\b",
-    r"\b(?:card numbers?|cards?|ccs?|cvvs?|card details|dumps)\b[^.;?!]{0,30}?\b(?:i|we) (?:bought|purchased|"
+    r"\b(?:card numbers?|cards?|ccs?|cvv2?s?|card details|dumps)\b[^.;?!]{0,30}?\b(?:i|we) (?:bought|"
+    r"purchased|"
     r"got|scraped) (?:online|off|from|on|in)\b",
-    r"\bcvvs? (?:off|from) (?:a|the) \w+",
-    r"\b(?:card numbers?|numbers|ccs?|cvvs?|card details|dumps|fullz) (?:that )?(?:i|we) (?:bought|"
+    r"\bcvv2?s? (?:off|from) (?:a|the) \w+",
+    r"\b(?:card numbers?|numbers|ccs?|cvv2?s?|card details|dumps|fullz) (?:that )?(?:i|we) (?:bought|"
     r"purchased|scraped|"
     r"skimmed)\b",
     r"\bcards? (?:that )?(?:aren'?t|are not|isn'?t|is not) (?:mine|ours|my own)\b",
@@ -70,6 +72,9 @@ STOLEN_INSTRUMENT = alt(
     r"guests|strangers|others|users|clients|diners)\b",
     r"\bnon ?vbv\b",
     r"\bcash(?:ing)? out (?:\S+ ){0,2}?(?:cards?|dumps|ccs?|logs)\b",
+    # a card, licence or account got in another person's name
+    r"\b(?:licen[cs]es?|passports?|ids?|cards?|accounts?|loans?|credit|leases?|sims?|policies|policy) in "
+    r"(?:my \w+'s|someone(?: else)?'s|his|her|their|another person's|a \w+'s) names?\b",
     r"\b(?:open|opening|take out|taking out|apply for|applying for)\w* (?:\S+ ){0,3}?(?:credit (?:lines?|"
     r"cards?)|"
     r"loans?|accounts?) in (?:their|his|her|someone'?s|other people'?s|a stranger'?s|the victim'?s|"
@@ -79,9 +84,9 @@ STOLEN_INSTRUMENT = alt(
 #: The nouns a stolen instrument, an account or a phone line is named by: searched before the
 #: patterns that need one, which are costly to try at every "his" or "their".
 INSTRUMENT_NOUN = (
-    r"\b(?:cards?|ccs?|cvvs?|numbers?|bank|identit(?:y|ies)|ssns?|social security|cheques?|dumps|fullz|"
+    r"\b(?:cards?|ccs?|cvv2?s?|numbers?|bank|identit(?:y|ies)|ssns?|social security|cheques?|dumps|fullz|"
     r"carding|"
-    r"cash(?:ing)? out|credit|loans?|plastic)\b"
+    r"cash(?:ing)? out|credit|loans?|plastic|names?)\b"
 )
 ACCOUNT_NOUN = r"\b(?:accounts?|logins?|cards?|subscriptions?|passwords?|credentials|wallets?)\b"
 LINE_NOUN = r"\b(?:numbers?|lines?|e ?sims?|sims?|sim cards?|sms|texts|messages|codes?|voicemails?|calls)\b"
@@ -188,7 +193,7 @@ HIDE_INCOME = (
 #: The words hiding income cannot be said without.
 MONEY_NOUN = r"\b(?:income|money|assets|earnings|profits|cash|revenue|tax\w*)\b"
 #: The words card skimming cannot be said without.
-CARD_NOUN = r"\b(?:card|cvvs?|pins?|track data|magstripe)\b"
+CARD_NOUN = r"\b(?:card|cvv2?s?|pins?|track data|magstripe)\b"
 #: The words an employer's data cannot be named without.
 DATA_NOUN = (
     r"\b(?:database|db|list|data|records|table|tables|source ?code|codebase|repos|repositories|"
@@ -404,7 +409,7 @@ SKIM = (
     r"keeping|"
     r"cop(?:y|ies|ying)|collects?|collecting|grabs?|logs?|logging)\s+(?:\S+\s+){0,4}?(?:(?:\w+s'|their|"
     r"people'?s) cards|card (?:data|details|"
-    r"numbers?|info)|cvvs?|pins?|track data|magstripe)"
+    r"numbers?|info)|cvv2?s?|pins?|track data|magstripe)"
 )
 #: Kept for the asker's own use or collection.
 FOR_ME = (
@@ -554,6 +559,9 @@ SYNTH_LIKENESS = alt(
     r"\b(?:ai|synthetic|digital|generated|fake|deepfaked?) (?:avatars?|personas?|doubles?|likeness|"
     r"versions?|clones?) "
     r"(?:of|for)\b",
+    r"\b(?:\w+'s|his|her|their) voice (?:memos?|notes?|messages?|recordings?|"
+    r"clips?) (?:\S+ ){0,3}?(?:build|train|"
+    r"make|clone|create)\w*",
     r"\b(?:voice|face)\w* (?:\S+ ){0,2}?(?:sound|look)s? (?:exactly |just )?like (?:my |his |her |a |"
     r"the |their )?"
     r"(?:\w+ )?\w+'s\b",
