@@ -166,6 +166,7 @@ OFFENCES = (
             gate=_c(cx.DATA_NOUN)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
             ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
+    Offence(_c(cx.DISRUPT), "harm_to_people", "harassment"),
     Offence(_c(cx.LOCK_OPEN), "serious_crime", "breaking into someone's home", ((FOREIGN, PEOPLE),),
             (_c(cx.SELF_RUN), OWN)),
     Offence(_c(cx.LURE_OPEN), "attack_tooling", "getting people to open a file",

@@ -390,6 +390,10 @@ FOREIGN = alt(
     r"\bstolen (?:phones?|iphones?|androids?|ipads?|macbooks?|laptops?|devices?|cards?|accounts?|"
     r"computers?|pcs?)\b",
     r"\bevery (?:player|user|visitor|member|customer|guest|employee|student)'s\b",
+    r"\b(?:badges?|key ?cards?|key ?fobs?|access cards?|phones?|laptops?|passwords?|"
+    r"accounts?) of (?:the|a|my|his|her) "
+    r"(?:\w+ ){0,2}?(?:guard|manager|boss|coworker|colleague|admin|janitor|cleaner|receptionist|teacher|"
+    r"neighbou?r)\b",
     r"\banyone who\b",
     r"\bwhoever\b",
     r"\bvictims?(?:'s|')?",

@@ -162,6 +162,7 @@ EXTORT = (
 )
 #: A check a minor or someone else is to be passed through.
 AGE_CHECK_BYPASS = (
+    r"\bly(?:ing)? about (?:their|his|her|your|my) age\b|\blie about (?:their|his|her|your|my) age\b|"
     r"\b(?:bypass\w*|get\w* around|trick\w*|fool\w*|beat\w*|cheat\w*|fake|spoof\w*)\s+(?:\S+\s+){0,3}?"
     r"(?:age (?:verification|checks?|gates?|limits?)|kyc|id (?:checks?|verification)|identity verification|"
     r"liveness (?:checks?|detection))"
@@ -425,7 +426,9 @@ DRAIN = (
 )
 #: Scams by name.
 SCAM = (
-    r"\bfake (?:\w+ ){0,2}?(?:listings?|rentals?|giveaways?|job offers?)\b[^.;?!]{0,60}?\b(?:collect\w*|"
+    r"\bmoney (?:\S+ ){0,3}?(?:think|thinks|believe|believes) (?:they'?re|they are|it'?s|it is|he'?s|she'?s) "
+    r"(?:investing|invested|safe|going)\b|\bfake (?:\w+ ){0,2}?(?:listings?|rentals?|giveaways?|"
+    r"job offers?)\b[^.;?!]{0,60}?\b(?:collect\w*|"
     r"deposits?|"
     r"pay\w*|disappear\w*|money|send\w*)\b|\bpay (?:\S+ ){0,3}?(?:with|in|"
     r"using) (?:\S+ ){0,2}?gift cards?\b|\bscam(?:s|ming)?\b|"
@@ -708,6 +711,13 @@ FAKE_LOGIN = (
     r"(?:page|portal|screen|form|site)s?\b"
 )
 LURE = r"\b(?:lures?|bait|send (?:\S+ ){0,3}?to|e ?mail\w* (?:\S+ ){0,2}?to|text\w* (?:it )?to|trick\w*)\b"
+#: Joining other people's meetings or streams to disrupt them.
+DISRUPT = (
+    r"\b(?:zoom ?bomb\w*|(?:join|joins|joining|raid|raids|raiding)\w* (?:\S+ ){0,6}?(?:meetings?|calls?|"
+    r"classes?|"
+    r"streams?|lectures?) (?:\S+ ){0,10}?(?:play|plays|playing|blast\w*|spam\w*|flood\w*|scream\w*|shout\w*) "
+    r"(?:\S+ ){0,2}?(?:porn\w*|gore|slurs|noise|screamers?))"
+)
 #: A lock opened without its key: a break-in when the door is someone else's.
 LOCK_OPEN = (
     r"\b(?:open|pick|bypass|get past|defeat)\w* (?:\S+ ){0,3}?(?:door|lock|padlock|deadbolt)s? (?:\S+ ){0,3}?"
