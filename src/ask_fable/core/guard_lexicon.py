@@ -498,7 +498,7 @@ ACCESS = alt(
     r"tr(?:y|ies|ying) (?:every|all|each|many|common|\S+ of) (?:\S+ ){0,2}?(?:passwords?|codes?|pins?|"
     r"passcodes?|"
     r"combinations?)",
-    r"reset(?:s|ting)? (?:\S+ ){0,3}?passwords?",
+    r"reset(?:s|ting)? (?:\S+ ){0,3}?(?:passwords?|apple ids?|icloud|google accounts?|accounts?)\b",
     r"log(?:s|ging)? ?in as",
     r"read(?:s|ing)? (?:\S+ ){0,3}?(?:dms|direct messages|messages|texts|emails?|inbox|chats?|whatsapp)",
     r"spy(?:ing)? on",

@@ -977,6 +977,11 @@ CRIME = alt(
     r"\bbreak\w* into (?:a |the |his |her |their |someone'?s |my neighbou?r'?s )?(?:car|house|home|apartment|"
     r"flat)\b",
     r"\bshoplift\w*",
+    r"\bsteal\w* (?:\S+ ){0,3}?(?:copper|wire|cables?|fuel|gas|diesel|tools|equipment|scrap|metal|"
+    r"jewel\w*|tills?)\b",
+    r"\b(?:rent\w* out|sublet\w*|sell\w*|lease\w*) (?:\S+ ){0,2}?(?:other people'?s|"
+    r"someone(?: else)?'?s|strangers'?) "
+    r"(?:\S+ ){0,2}?(?:listings?|homes?|houses?|apartments?|flats?|cars?|propert(?:y|ies))\b",
     r"\bstolen (?:prescription |blank )?(?:pads?|cheque ?books?|check ?books?|licen[cs]e plates?)\b",
     r"\b(?:receive|reship|forward|repackag)\w* (?:and \w+ )?(?:\S+ ){0,2}?(?:stolen|carded|"
     r"fraudulently bought) "
