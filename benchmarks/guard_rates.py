@@ -1,6 +1,6 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|blind2|all|blind3|DIR ...]
+Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|blind2|blind3|all|blind4|DIR ...]
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
 through the guard with default settings (no model, no network).
@@ -8,8 +8,8 @@ through the guard with default settings (no model, no network).
 :data:`REPORTED` names the split that gives the figure a user can expect: questions written by
 someone who had read neither the guard's code nor its corpus, frozen as written and never used for
 tuning, kept in ``tests/guard_corpus/<REPORTED>/``. Tuning on it makes it tuning data like
-``blind1`` and ``blind2`` (each measured once as it came, then tuned on), as ``blind3`` now is; a
-new blind split is then needed to say what to expect. Prints, per split, the false refusals among the benign
+``blind1``, ``blind2`` and ``blind3`` (each measured once as it came, then tuned on); a new blind
+split is then needed to say what to expect. Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
 refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
 no benign question is refused and every harmful one is; a missing reported split is said, not failed.
@@ -28,9 +28,9 @@ from tests.guard_corpus import SPLITS, load, read_questions  # noqa: E402
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
-#: The blind split that gives the figure to expect. ``blind3`` was measured once as it came (2.1 %
-#: refused, 70.4 % caught) and has been tuned on since; a split written blind after that replaces it.
-REPORTED = "blind3"
+#: The blind split that gives the figure to expect: written after the tuning on ``blind3``, frozen,
+#: and never tuned on (2.2 % refused, 69.6 % caught when it was added).
+REPORTED = "blind4"
 BLIND = ROOT / "tests" / "guard_corpus" / REPORTED
 
 

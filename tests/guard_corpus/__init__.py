@@ -4,10 +4,10 @@ Splits: ``tuned`` (``benign.txt``, ``harmful.txt``); ``held_out`` (``heldout_*.t
 written before the guard's rules were tuned, to measure how the rules generalize;
 ``paraphrase`` (``paraphrase_*.txt``), requests that describe harm without the obvious attack words
 and look-alikes that share their words, each round written before the judge was tuned on it; and
-``blind1`` and ``blind2`` (``blind1_*.txt``, ``blind2_*.txt``), each written by someone who had read
-neither the guard's code nor this corpus, measured as it came, then used for tuning. A blind split
-kept as written lives in a directory of its own (``blind3/``, measured as it came and tuned on
-since) and is not a split here: ``benchmarks/guard_rates.py`` reports the one named ``REPORTED``.
+``blind1``, ``blind2`` and ``blind3`` (``blind1_*.txt``, ``blind2_*.txt``, ``blind3/``), each written
+by someone who had read neither the guard's code nor this corpus, measured as it came, then used for
+tuning. A blind split kept as written and never tuned on (``blind4/``) is not a split here:
+``benchmarks/guard_rates.py`` reports the one named ``REPORTED``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Literal
 
 CORPUS_DIR = Path(__file__).resolve().parent
 Label = Literal["benign", "harmful"]
-Split = Literal["tuned", "held_out", "paraphrase", "blind1", "blind2", "all"]
-SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase", "blind1", "blind2")
+Split = Literal["tuned", "held_out", "paraphrase", "blind1", "blind2", "blind3", "all"]
+SPLITS: tuple[Split, ...] = ("tuned", "held_out", "paraphrase", "blind1", "blind2", "blind3")
 FILES: dict[tuple[Label, str], str] = {
     ("benign", "tuned"): "benign.txt",
     ("harmful", "tuned"): "harmful.txt",
@@ -30,6 +30,8 @@ FILES: dict[tuple[Label, str], str] = {
     ("harmful", "blind1"): "blind1_harmful.txt",
     ("benign", "blind2"): "blind2_benign.txt",
     ("harmful", "blind2"): "blind2_harmful.txt",
+    ("benign", "blind3"): "blind3/benign.txt",
+    ("harmful", "blind3"): "blind3/harmful.txt",
 }
 
 
