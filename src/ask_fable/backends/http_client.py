@@ -727,6 +727,8 @@ def usage_from(
                 return None
         return None
 
-    usage = Usage(input_tokens=as_int(input_tokens), output_tokens=as_int(output_tokens),
-                  reasoning_tokens=as_int(reasoning_tokens), cost_usd=as_float(cost))
-    return usage if usage.model_dump(exclude_none=True) else None
+    read_in, read_out, reasoned, dollars = (as_int(input_tokens), as_int(output_tokens),
+                                            as_int(reasoning_tokens), as_float(cost))
+    if read_in is None and read_out is None and reasoned is None and dollars is None:
+        return None
+    return Usage(input_tokens=read_in, output_tokens=read_out, reasoning_tokens=reasoned, cost_usd=dollars)

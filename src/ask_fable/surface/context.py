@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel
@@ -59,9 +60,10 @@ class ToolContext:
         except Exception:  # a client that went away must not fail the call
             return
 
-    @property
+    @cached_property
     def api_key(self) -> ApiKey | None:
-        """The HTTP API key record this request authenticated with (None over stdio)."""
+        """The HTTP API key record this request authenticated with (None over stdio); a request keeps
+        the one it was admitted with, so it is looked up once."""
         try:
             request = self.mcp.request_context.request  # type: ignore[union-attr]
         except Exception:
@@ -99,8 +101,10 @@ class ToolContext:
         caller = self.caller
         call.tenant = caller.tenant
         call.agent_id = call.agent_id or caller.agent_id
-        call.quota = key_quota(self.api_key, caller.tenant, self.settings)
-        return await Pipeline(self.app).run(call, runner, progress=self.progress)
+        # The quota and the pipeline read the same settings (the pipeline holds what is held here).
+        with self.app.holding_settings() as settings:
+            call.quota = key_quota(self.api_key, caller.tenant, settings)
+            return await Pipeline(self.app).run(call, runner, progress=self.progress)
 
     async def elicit(self, message: str, schema: type[_Form]) -> ElicitationResult[_Form] | None:
         """Ask the user through MCP form elicitation; None when the client cannot."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,6 +16,9 @@ from ask_fable.core.pipeline import Call
 from ask_fable.errors import AskFableError, BadArgs
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
+
+if TYPE_CHECKING:
+    from ask_fable.config import Settings
 
 QUESTION = Field(description="One focused engineering question.")
 CONTEXT = Field("", description="The real code, errors and constraints.")
@@ -119,11 +122,17 @@ async def run_single_tool(
     since a backend's own level (grok's ``medium``, kimi's ``max``) is carried by the oracle it was
     built into.
     """
+    with ctx.app.holding_settings() as settings:  # the oracle and the call read the same settings
+        return await _run_single(ctx, tool, args, backend, settings, model=model, effort=effort)
+
+
+async def _run_single(ctx: ToolContext, tool: str, args: AskArgs, backend: str, settings: Settings, *,
+                      model: str | None, effort: str | None) -> dict[str, Any]:
     from ask_fable.core.tokens import backend_oracle
 
     preset = effort if is_effort(effort) else None
     try:
-        oracle: Oracle | None = backend_oracle(backend, ctx.settings, model=model, effort=effort,
+        oracle: Oracle | None = backend_oracle(backend, settings, model=model, effort=effort,
                                                resources=ctx.app.resources)
         failure: AskFableError | None = None
     except AskFableError as exc:
