@@ -488,7 +488,6 @@ async def _send_with_retries(
     retry = wire.retry
     deadline = anyio.current_time() + timeout
     attempt = 0
-    where = _host_port(url)
     unreachable: str | None = None  # the hint, once the last failure was not reaching the host at all
     async with wire.clients.client(timeout, wire.transport) as client:
         while True:
@@ -497,9 +496,10 @@ async def _send_with_retries(
             cause: str  # what went wrong as metadata only (no reply body), for the trace's retry event
             wait: float | None = None
             try:
+                # The first attempt has the whole budget; a retry, what its backoff left of it.
+                left = timeout if attempt == 1 else max(0.001, deadline - anyio.current_time())
                 async with client.stream(method, url, headers=headers, json=json,
-                                         timeout=request_timeouts(max(0.001, deadline - anyio.current_time()))
-                                         ) as response:
+                                         timeout=request_timeouts(left)) as response:
                     status = response.status_code
                     if status < 400:
                         bound_reply(response, wire.max_reply_bytes, label)
@@ -539,11 +539,13 @@ async def _send_with_retries(
                 if not isinstance(exc, httpx2.ConnectTimeout | httpx2.PoolTimeout):
                     raise OracleTimeout(f"{label} did not answer within {timeout:g}s") from exc
                 cause = "connection timed out"
+                where = _host_port(url)
                 failure = f"{label} {cause} (tried {where})"
                 unreachable = _unreachable_hint(label, where)
             except httpx2.TransportError as exc:
                 # Connect failures and a reset before any response header: nothing was processed.
                 cause = f"connection failed ({type(exc).__name__})"
+                where = _host_port(url)
                 failure = f"{label} connection failed ({type(exc).__name__}; tried {where})"
                 refused = isinstance(exc, httpx2.ConnectError)
                 unreachable = _unreachable_hint(label, where) if refused else None
