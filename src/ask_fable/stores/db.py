@@ -6,6 +6,12 @@ inside :meth:`Database.read` or :meth:`Database.write`; the same statement runs 
 or, when ``database_url`` is set, the store's schema (``ask_fable_<store>``) in a shared PostgreSQL
 database, reached through the connection's ``schema_translate_map``.
 
+A transaction is begun and committed on the driver (SQLAlchemy's transaction object costs more
+than the statements the stores' hot paths run, which ``stores/driver.run`` executes on the driver
+too); a body that runs ``Connection.execute`` has SQLAlchemy begin a transaction of its own, which
+sends nothing, and it is committed through SQLAlchemy. Whatever is not committed is rolled back as
+the connection returns to its pool.
+
 Store methods block; the server calls them from its event loop in a worker thread, one hop per
 store call (``App.run_store``). A call cancelled while its store call runs waits for that call to
 end, so a transaction is always committed or rolled back whole and its connection returned.

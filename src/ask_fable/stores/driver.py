@@ -164,6 +164,24 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any] | Non
     return Rows(plan.keys, rows, rowcount)
 
 
+def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
+    """Execute a DML ``statement`` once per parameter set of ``rows`` (all naming the same
+    parameters) on ``conn``'s driver connection, in one driver ``executemany``."""
+    if not rows:
+        return
+    names = tuple(sorted(rows[0]))
+    plan = _plan(conn, statement, names)
+    if plan is None or plan.keys or any(len(row) != len(names) for row in rows):
+        conn.execute(statement, [dict(row) for row in rows])
+        return
+    driver: Any = conn.connection.driver_connection
+    parameters = [plan.parameters(row) for row in rows]
+    try:
+        driver.cursor().executemany(plan.sql, parameters)
+    except Exception as exc:
+        raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
+
+
 def driver_call(conn: Connection, action: Callable[[Any], None], what: str) -> None:
     """``action(driver_connection)`` (a ``BEGIN``, a commit), its driver error raised as SQLAlchemy would."""
     try:
