@@ -39,7 +39,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -58,7 +58,7 @@ from ask_fable.stores.engines import (
 from ask_fable.stores.tables import schema_name
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine, RootTransaction, Table
+    from sqlalchemy import Connection, Engine, Table
     from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
     from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
 
@@ -191,11 +191,9 @@ class Database:
         return f"postgresql:{self.store}" if self.dialect == "postgres" else str(self.path)
 
     # --- transactions --------------------------------------------------------------------------
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
+    def read(self) -> AbstractContextManager[Connection]:
         """A connection inside a read transaction: a consistent snapshot, never blocking writers."""
-        with self._transaction(write=False) as conn:
-            yield conn
+        return self._transaction(write=False)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -251,14 +249,10 @@ class Database:
         return Unavailable(f"a PostgreSQL write kept conflicting with other writes "
                            f"({reason(exc, self.url or '')})", hint="the call can be retried")
 
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Connection]:
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Connection]:
         if self.dialect == "sqlite":
-            with self._sqlite_transaction(write) as conn:
-                yield conn
-        else:
-            with self._postgres_transaction(write) as conn:
-                yield conn
+            return self._sqlite_transaction(write)
+        return self._postgres_transaction(write)
 
     # --- SQLite --------------------------------------------------------------------------------
     def _sqlite_engine(self) -> Engine:
@@ -319,7 +313,7 @@ class Database:
         try:
             yield conn
             if write:
-                self._retry_busy(lambda: commit(conn))
+                self._retry_busy(lambda: _commit(conn))
         finally:
             conn.close()  # rolls back whatever was not committed, and returns the connection
 
@@ -437,7 +431,7 @@ class Database:
                         driver.read_only = True
                     try:
                         yield conn
-                        commit(conn)
+                        _commit(conn)
                     except BaseException:
                         with suppress(Exception):  # a lost connection is invalidated, not reused
                             driver.rollback()
@@ -512,7 +506,6 @@ class JoinedWrites:
         #: A store's write failed: the transaction is rolled back, and no other store joins it.
         self.failed = False
         self._conn: Connection | None = None
-        self._outer: RootTransaction | None = None
         self._owner: Database | None = None
         self._watch: Watch | None = None
 
@@ -523,13 +516,7 @@ class JoinedWrites:
         if self._conn is None:
             conn = db._checkout()
             watch = db._watch(conn)
-            try:
-                with db._failures_named(watch):
-                    self._outer = conn.begin()
-            except BaseException:
-                self.engines.watchdog.release(watch)
-                conn.close()
-                raise
+            # Begun by psycopg with the first statement, committed on the driver (db.commit).
             self._conn, self._owner, self._watch = conn, db, watch
         assert self._watch is not None
         if self._owner is not None and self._owner.url != db.url:
@@ -541,18 +528,22 @@ class JoinedWrites:
 
     def finish(self, *, commit: bool) -> None:
         """Commit (or roll back) what the stores wrote, and return the connection."""
-        if self._conn is None or self._outer is None or self._owner is None or self._watch is None:
+        if self._conn is None or self._owner is None or self._watch is None:
             return
         conn, owner, watch = self._conn, self._owner, self._watch
         self._conn = None
         try:
             if commit:
                 with owner._failures_named(watch):
-                    self._outer.commit()
+                    _commit(conn)
                 answered(conn)
             else:
                 unanswered(conn)
-                self._outer.rollback()
+                if conn.in_transaction():
+                    conn.rollback()
+                elif not conn.invalidated:
+                    with suppress(Exception):  # a lost connection: the pool discards it on return
+                        conn.connection.driver_connection.rollback()  # type: ignore[union-attr]
         except BaseException:
             unanswered(conn)
             raise
@@ -577,7 +568,7 @@ def _commit_driver(driver: Any) -> None:
     driver.commit()
 
 
-def commit(conn: Connection) -> None:
+def _commit(conn: Connection) -> None:
     """Commit ``conn``'s transaction: through SQLAlchemy when a ``Connection.execute`` began one
     there, else on the driver, which began it."""
     if conn.in_transaction():

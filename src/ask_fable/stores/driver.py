@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -86,8 +86,9 @@ class _Plan:
         self.binds: Mapping[str, Processor] = compiled._bind_processors  # type: ignore[assignment]
         self.positions: Sequence[str] | None = compiled.positiontup if compiled.positional else None
         self.keys = tuple(column[0] for column in compiled._result_columns)
-        #: Per result column, the type's result processor (``None`` when the driver's value is kept);
-        #: made from the first cursor description, as SQLAlchemy's result metadata is.
+        #: Per result column, the type's result processor (``None`` when the driver's value is kept),
+        #: or ``()`` when no column has one; made from the first cursor description that has rows,
+        #: as SQLAlchemy's result metadata is.
         self.results: tuple[Processor | None, ...] | None = None
 
     def parameters(self, params: Mapping[str, Any] | None) -> Sequence[Any] | Mapping[str, Any]:
@@ -102,12 +103,12 @@ class _Plan:
 
     def processors(self, dialect: Dialect,
                    description: Sequence[Sequence[Any]]) -> tuple[Processor | None, ...]:
-        """The result processors of this statement's columns (found once)."""
+        """The result processors of this statement's columns, empty when none has one (found once)."""
         if self.results is None:
             columns = self.compiled._result_columns
-            self.results = tuple(
-                column[3]._cached_result_processor(dialect, entry[1])
-                for column, entry in zip(columns, description, strict=True))
+            found = tuple(column[3]._cached_result_processor(dialect, entry[1])
+                          for column, entry in zip(columns, description, strict=True))
+            self.results = found if any(found) else ()
         return self.results
 
 
@@ -149,19 +150,17 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any] | Non
     parameters = plan.parameters(params)
     try:
         cursor = driver.execute(plan.sql, parameters)
-        description = cursor.description
-        rows = cursor.fetchall() if description is not None else []
-        rowcount = cursor.rowcount
+        if not plan.keys:  # no rows to read (psycopg builds its description anew on each access)
+            return Rows((), [], cursor.rowcount)
+        rows = cursor.fetchall()
+        processors = plan.results if plan.results is not None or not rows \
+            else plan.processors(conn.dialect, cursor.description)
     except Exception as exc:
         raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
-    if rows:
-        processors = plan.processors(conn.dialect, description)
-        if any(processors):
-            rows = [tuple(value if process is None else process(value)
-                          for process, value in zip(processors, row, strict=True)) for row in rows]
-        elif not isinstance(rows[0], tuple):
-            rows = [tuple(row) for row in rows]
-    return Rows(plan.keys, rows, rowcount)
+    if rows and processors:
+        rows = [tuple(value if process is None else process(value)
+                      for process, value in zip(processors, row, strict=True)) for row in rows]
+    return Rows(plan.keys, rows, len(rows))
 
 
 def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str, Any]]) -> None:
@@ -190,7 +189,7 @@ def driver_call(conn: Connection, action: Callable[[Any], None], what: str) -> N
         raise_as_sqlalchemy(conn, exc, what, None)
 
 
-def raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str, parameters: Any) -> None:
+def raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str, parameters: Any) -> NoReturn:
     """Raise the driver's ``exc`` as ``Connection.execute`` would: wrapped in
     :class:`~sqlalchemy.exc.DBAPIError`, the connection (and the pool's older ones) invalidated when
     the error says the connection is lost. Any other exception is raised as it is."""
