@@ -56,7 +56,7 @@ DISPLAY_CHARS = 6
 MAX_KNOWN_KEYS = 1024
 #: A SQLite connection with its ``data_version`` and ``total_changes`` at one moment.
 _Stamp = tuple[sqlite3.Connection, int, int]
-_KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
+_KEY_SHAPE = re.compile(rf"{KEY_PREFIX}[A-Za-z0-9_\-]{{{KEY_BODY_CHARS}}}")
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
