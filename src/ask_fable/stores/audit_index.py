@@ -36,6 +36,7 @@ from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.db import Database, per_dialect, upsert
+from ask_fable.stores.driver import run, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
@@ -239,11 +240,13 @@ class AuditTable:
         if not rows:
             return
         with self.db.write() as conn:
-            ids = conn.scalars(_INSERT_RECS_IDS, rows).all()
+            # One record (a finished call) is one INSERT ... RETURNING on the driver.
+            ids = run(conn, _INSERT_RECS_IDS, rows[0]).scalars() if len(rows) == 1 \
+                else list(conn.scalars(_INSERT_RECS_IDS, rows))
             member_rows = [{"rec_id": rec_id, **member}
                            for rec_id, members in zip(ids, members_of, strict=True) for member in members]
             if member_rows:
-                conn.execute(_INSERT_MEMBERS, member_rows)
+                run_many(conn, _INSERT_MEMBERS, member_rows)
 
     def stats(
         self,

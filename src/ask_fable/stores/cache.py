@@ -22,6 +22,7 @@ from ask_fable.access import one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
+from ask_fable.stores.driver import run
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.tables import cache, cache_counters
 from ask_fable.stores.views import CachedAnswer
@@ -93,7 +94,7 @@ def bump_write_counter(conn: Connection, name: str = "writes", *, by: int = 1,
     cache's stands for any of them on the store's own connection.
     """
     bumped = _bump(conn.dialect.name, table)
-    return int(conn.execute(bumped, {"name": name, "value": by}).scalar_one())
+    return int(run(conn, bumped, {"name": name, "value": by}).one()[0])
 
 
 class AnswerCache:
@@ -122,14 +123,15 @@ class AnswerCache:
     def get(self, tenant: str, key: str) -> CachedAnswer | None:
         """``(payload, age_s)`` for the tenant's fresh entry, else ``None`` (expired rows are misses)."""
         with self.db.read() as conn:
-            row = conn.execute(_ENTRY_OF, {"tenant": one_tenant(tenant), "key": key}).first()
+            row = run(conn, _ENTRY_OF, {"tenant": one_tenant(tenant), "key": key}).first()
         if row is None:
             return None
-        age = max(0.0, self._clock.now() - float(row.created_at))
+        stored, created_at = row
+        age = max(0.0, self._clock.now() - float(created_at))
         if age >= self.ttl:
             return None
         try:
-            payload = json.loads(row.payload)
+            payload = json.loads(stored)
         except ValueError:
             return None
         return CachedAnswer(payload, round(age, 3)) if isinstance(payload, dict) else None
@@ -141,8 +143,8 @@ class AnswerCache:
         now = self._clock.now()
 
         def store(conn: Connection) -> None:
-            conn.execute(_PUT(conn), {"tenant": tenant, "key": key, "tool": tool, "payload": text,
-                                      "created_at": now})
+            run(conn, _PUT(conn), {"tenant": tenant, "key": key, "tool": tool, "payload": text,
+                                   "created_at": now})
             # The sweep may delete an entry another writer holds while it waits for the counter row
             # this one holds: a deadlock PostgreSQL breaks by aborting one, which run_write runs again.
             if bump_write_counter(conn) % self.sweep_every == 0:

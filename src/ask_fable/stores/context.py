@@ -25,6 +25,7 @@ from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.errors import BadArgs
 from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
+from ask_fable.stores.driver import run
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.tables import context, context_tenants
 from ask_fable.stores.views import ContextEntry, ContextListed, ContextMeta, ResolvedContext
@@ -111,10 +112,11 @@ class ContextStore:
         size = len(value.encode("utf-8", "surrogatepass"))
         with self.db.write() as conn:
             self._check_room(conn, tenant, key, size)
-            conn.execute(_PUT(conn), {"tenant": tenant, "key": key, "value": value,
-                                      "description": description, "size_chars": len(value),
-                                      "size_bytes": size, "created_at": now, "updated_at": now})
-            row = conn.execute(_META_OF, {"tenant": tenant, "key": key}).mappings().one()
+            run(conn, _PUT(conn), {"tenant": tenant, "key": key, "value": value, "description": description,
+                                   "size_chars": len(value), "size_bytes": size, "created_at": now,
+                                   "updated_at": now})
+            row = run(conn, _META_OF, {"tenant": tenant, "key": key}).mapping()
+        assert row is not None  # just written, in this transaction
         return ContextMeta(**row)
 
     def _check_room(self, conn: Connection, tenant: str, key: str, size: int) -> None:
@@ -123,8 +125,8 @@ class ContextStore:
             return
         # Held to the end of the transaction: the tenant's other writers wait here, then count
         # what this one stored (on SQLite the write transaction already serializes them).
-        conn.execute(_COUNT_WRITE(conn), {"tenant": tenant})
-        others, stored = conn.execute(_OTHERS, {"tenant": tenant, "key": key}).one()
+        run(conn, _COUNT_WRITE(conn), {"tenant": tenant})
+        others, stored = run(conn, _OTHERS, {"tenant": tenant, "key": key}).one()
         cap_entries, cap_bytes = self.max_tenant_entries, self.max_tenant_bytes
         hint = "delete entries you no longer need (context_list, context_delete), or ask the operator"
         if cap_entries and others + 1 > cap_entries:
@@ -142,7 +144,7 @@ class ContextStore:
         one_tenant(tenant)
         validate_key(key, self._secrets)
         with self.db.read() as conn:
-            row = conn.execute(_ENTRY_OF, {"tenant": tenant, "key": key}).mappings().first()
+            row = run(conn, _ENTRY_OF, {"tenant": tenant, "key": key}).mapping()
         if row is None:
             return None
         return ContextEntry(**row, age_s=round(max(0.0, time.time() - row["updated_at"]), 3))

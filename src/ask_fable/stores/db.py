@@ -6,6 +6,12 @@ inside :meth:`Database.read` or :meth:`Database.write`; the same statement runs 
 or, when ``database_url`` is set, the store's schema (``ask_fable_<store>``) in a shared PostgreSQL
 database, reached through the connection's ``schema_translate_map``.
 
+A transaction is begun and committed on the driver (SQLAlchemy's transaction object costs more
+than the statements the stores' hot paths run, which ``stores/driver.run`` executes on the driver
+too); a body that runs ``Connection.execute`` has SQLAlchemy begin a transaction of its own, which
+sends nothing, and it is committed through SQLAlchemy. Whatever is not committed is rolled back as
+the connection returns to its pool.
+
 Store methods block; the server calls them from its event loop in a worker thread, one hop per
 store call (``App.run_store``). A call cancelled while its store call runs waits for that call to
 end, so a transaction is always committed or rolled back whole and its connection returned.
@@ -33,16 +39,16 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ask_fable.errors import Unavailable
+from ask_fable.stores.driver import driver_call
 from ask_fable.stores.engines import (
     Engines,
     Watch,
     answered,
-    begin_sqlite,
     connection_failure,
     is_statement_timeout,
     report_up,
@@ -52,7 +58,7 @@ from ask_fable.stores.engines import (
 from ask_fable.stores.tables import schema_name
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection, Engine, RootTransaction, Table
+    from sqlalchemy import Connection, Engine, Table
     from sqlalchemy.dialects.postgresql import Insert as PostgresInsert
     from sqlalchemy.dialects.sqlite import Insert as SqliteInsert
 
@@ -74,6 +80,8 @@ WRITE_ATTEMPTS = 6
 RETRY_DELAY_S = (0.01, 0.2)
 #: Default bound on one PostgreSQL transaction when no settings name one.
 STATEMENT_TIMEOUT_S = 5.0
+#: ``psycopg.IsolationLevel.REPEATABLE_READ`` (psycopg is imported only for PostgreSQL).
+_REPEATABLE_READ = 3
 #: How long past ``statement_timeout`` the watchdog waits before it cuts a silent connection.
 WATCHDOG_GRACE_S = 1.0
 
@@ -152,6 +160,8 @@ class Database:
         self._memory: Engine | None = None
         #: The engine this database last used, with the registry generation it came from.
         self._held: tuple[int, Engine] | None = None
+        #: The PostgreSQL engine last used, and the same pool with this store's schema translation.
+        self._in_schema: tuple[Engine, Engine] | None = None
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str], store: str, *, engines: Engines | None = None) -> Database:
@@ -181,11 +191,9 @@ class Database:
         return f"postgresql:{self.store}" if self.dialect == "postgres" else str(self.path)
 
     # --- transactions --------------------------------------------------------------------------
-    @contextmanager
-    def read(self) -> Iterator[Connection]:
+    def read(self) -> AbstractContextManager[Connection]:
         """A connection inside a read transaction: a consistent snapshot, never blocking writers."""
-        with self._transaction(write=False) as conn:
-            yield conn
+        return self._transaction(write=False)
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -241,14 +249,10 @@ class Database:
         return Unavailable(f"a PostgreSQL write kept conflicting with other writes "
                            f"({reason(exc, self.url or '')})", hint="the call can be retried")
 
-    @contextmanager
-    def _transaction(self, *, write: bool) -> Iterator[Connection]:
+    def _transaction(self, *, write: bool) -> AbstractContextManager[Connection]:
         if self.dialect == "sqlite":
-            with self._sqlite_transaction(write) as conn:
-                yield conn
-        else:
-            with self._postgres_transaction(write) as conn:
-                yield conn
+            return self._sqlite_transaction(write)
+        return self._postgres_transaction(write)
 
     # --- SQLite --------------------------------------------------------------------------------
     def _sqlite_engine(self) -> Engine:
@@ -309,7 +313,7 @@ class Database:
         try:
             yield conn
             if write:
-                self._retry_busy(lambda: conn.commit())
+                self._retry_busy(lambda: _commit(conn))
         finally:
             conn.close()  # rolls back whatever was not committed, and returns the connection
 
@@ -319,7 +323,8 @@ class Database:
         conn = self.engines.sqlite_connect(engine, self.path) if file else engine.connect()
         try:
             self._prepare_sqlite(conn)
-            begin_sqlite(conn, immediate=write)
+            # On the driver: a SQLAlchemy transaction object would cost more than the statements.
+            driver_call(conn, _begin_immediate if write else _begin, "BEGIN")
         except BaseException:
             conn.close()
             raise
@@ -344,13 +349,19 @@ class Database:
 
     # --- PostgreSQL ----------------------------------------------------------------------------
     def _checkout(self) -> Connection:
-        """A pooled connection (pinged on its way out), or the caller-facing error."""
+        """A pooled connection (pinged on its way out) whose statements name this store's schema,
+        or the caller-facing error."""
         from sqlalchemy.exc import DBAPIError
         from sqlalchemy.exc import TimeoutError as PoolTimeout
 
         engine = self._engine_for()
+        held = self._in_schema
+        if held is None or held[0] is not engine:
+            # The same pool, with the schema translation set once rather than on every connection.
+            in_schema = engine.execution_options(schema_translate_map={None: self.schema})
+            held = self._in_schema = (engine, in_schema)
         try:
-            return engine.connect()
+            return held[1].connect()
         except PoolTimeout as exc:
             raise Unavailable(f"every PostgreSQL connection of this server is in use (pool of "
                               f"{engine.pool.size()})",  # type: ignore[attr-defined]
@@ -404,18 +415,30 @@ class Database:
             return
         conn = self._checkout()
         try:
-            options: dict[str, object] = {"schema_translate_map": {None: self.schema}}
-            if not write:
-                options["isolation_level"] = "REPEATABLE READ"
-            if not write or self.engines.read_only:
-                options["postgresql_readonly"] = True
-            conn.execution_options(**options)
             watch = self._watch(conn)
             try:
                 with self._failures_named(watch):
                     self._check_schema(conn)
-                    with conn.begin():
+                    # The transaction's modes and its commit go straight to the driver (psycopg
+                    # sends them with its BEGIN); SQLAlchemy's transaction object would cost more
+                    # than the statements. A body that runs Connection.execute has SQLAlchemy
+                    # begin its own (it sends nothing), committed through it.
+                    driver: Any = conn.connection.driver_connection
+                    modes = (driver.isolation_level, driver.read_only)
+                    if not write:
+                        driver.isolation_level = _REPEATABLE_READ
+                    if not write or self.engines.read_only:
+                        driver.read_only = True
+                    try:
                         yield conn
+                        _commit(conn)
+                    except BaseException:
+                        with suppress(Exception):  # a lost connection is invalidated, not reused
+                            driver.rollback()
+                        raise
+                    finally:
+                        with suppress(Exception):
+                            driver.isolation_level, driver.read_only = modes
             except BaseException:
                 unanswered(conn)
                 raise
@@ -483,7 +506,6 @@ class JoinedWrites:
         #: A store's write failed: the transaction is rolled back, and no other store joins it.
         self.failed = False
         self._conn: Connection | None = None
-        self._outer: RootTransaction | None = None
         self._owner: Database | None = None
         self._watch: Watch | None = None
 
@@ -494,13 +516,7 @@ class JoinedWrites:
         if self._conn is None:
             conn = db._checkout()
             watch = db._watch(conn)
-            try:
-                with db._failures_named(watch):
-                    self._outer = conn.begin()
-            except BaseException:
-                self.engines.watchdog.release(watch)
-                conn.close()
-                raise
+            # Begun by psycopg with the first statement, committed on the driver (db.commit).
             self._conn, self._owner, self._watch = conn, db, watch
         assert self._watch is not None
         if self._owner is not None and self._owner.url != db.url:
@@ -512,18 +528,22 @@ class JoinedWrites:
 
     def finish(self, *, commit: bool) -> None:
         """Commit (or roll back) what the stores wrote, and return the connection."""
-        if self._conn is None or self._outer is None or self._owner is None or self._watch is None:
+        if self._conn is None or self._owner is None or self._watch is None:
             return
         conn, owner, watch = self._conn, self._owner, self._watch
         self._conn = None
         try:
             if commit:
                 with owner._failures_named(watch):
-                    self._outer.commit()
+                    _commit(conn)
                 answered(conn)
             else:
                 unanswered(conn)
-                self._outer.rollback()
+                if conn.in_transaction():
+                    conn.rollback()
+                elif not conn.invalidated:
+                    with suppress(Exception):  # a lost connection: the pool discards it on return
+                        conn.connection.driver_connection.rollback()  # type: ignore[union-attr]
         except BaseException:
             unanswered(conn)
             raise
@@ -532,6 +552,29 @@ class JoinedWrites:
             conn.close()
         if commit:
             report_up(owner.url or "")
+
+
+def _begin(driver: Any) -> None:
+    driver.execute("BEGIN")
+
+
+def _begin_immediate(driver: Any) -> None:
+    # A writer takes SQLite's write lock before it reads (a deferred transaction that reads then
+    # writes gets "database is locked" at once under contention).
+    driver.execute("BEGIN IMMEDIATE")
+
+
+def _commit_driver(driver: Any) -> None:
+    driver.commit()
+
+
+def _commit(conn: Connection) -> None:
+    """Commit ``conn``'s transaction: through SQLAlchemy when a ``Connection.execute`` began one
+    there, else on the driver, which began it."""
+    if conn.in_transaction():
+        conn.commit()
+    else:
+        driver_call(conn, _commit_driver, "COMMIT")
 
 
 def _is_connection_error(exc: BaseException) -> bool:

@@ -6,7 +6,8 @@ closes them all on :meth:`Engines.close`; a forked child drops its parent's with
 SQLite: each file gets a small bounded pool (:data:`SQLITE_POOL_SIZE`), so a server holds a few
 descriptors per file whatever the number of worker threads. SQLAlchemy's own transaction handling
 is taken over (the ``sqlite3`` driver's legacy mode would not begin a transaction for a read):
-:func:`begin_sqlite` begins every transaction with ``BEGIN``, or ``BEGIN IMMEDIATE`` for a write,
+every transaction is begun on the driver with ``BEGIN``, or ``BEGIN IMMEDIATE`` for a write (by
+``Database``, and by :func:`begin_sqlite` for a migration),
 so a writer takes the file's write lock before it reads. The engines carry no connection events, so
 SQLAlchemy dispatches none per statement. Connections run in WAL with ``synchronous=NORMAL`` (a
 killed process loses no committed transaction), foreign keys on, and a busy timeout. A file is

@@ -19,6 +19,7 @@ from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database, database_for, per_dialect, upsert
+from ask_fable.stores.driver import run
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import HubTurn
 from ask_fable.stores.tables import hub_counters, hub_sessions, hub_turns
@@ -135,11 +136,11 @@ class SessionHub:
         preview = question[: max(1, int(self.settings.hub_preview_chars)) * 4]
 
         def store(conn: Connection) -> None:
-            conn.execute(_ADD_TURN, {
+            run(conn, _ADD_TURN, {
                 "tenant": tenant, "session_key": session_key, "agent_id": agent_id, "project": project,
                 "oracle": turn.oracle, "status": turn.status, "question": question, "answer": answer,
                 "elapsed_ms": turn.elapsed_ms, "sdk_session_id": turn.sdk_session_id, "ts": now})
-            conn.execute(_BEAT(conn), {
+            run(conn, _BEAT(conn), {
                 "tenant": tenant, "session_key": session_key, "agent_id": agent_id, "project": project,
                 "first_seen": now, "last_seen": now, "turns": 1, "last_question": preview,
                 "last_oracle": turn.oracle, "last_status": turn.status})

@@ -29,8 +29,9 @@ import re
 import secrets
 import sqlite3
 import threading
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Text, bindparam, func, insert, select, update
 
@@ -38,6 +39,7 @@ from ask_fable.access import ALL_TENANTS, SHARED_TENANT, Scope, parse_scope, ten
 from ask_fable.errors import BadArgs
 from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.db import Database, database_for, open_database
+from ask_fable.stores.driver import run
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import ApiKey, QuotaLimits
 from ask_fable.stores.tables import api_keys
@@ -54,7 +56,7 @@ DISPLAY_CHARS = 6
 MAX_KNOWN_KEYS = 1024
 #: A SQLite connection with its ``data_version`` and ``total_changes`` at one moment.
 _Stamp = tuple[sqlite3.Connection, int, int]
-_KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
+_KEY_SHAPE = re.compile(rf"{KEY_PREFIX}[A-Za-z0-9_\-]{{{KEY_BODY_CHARS}}}")
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
@@ -76,7 +78,7 @@ def looks_like_key(text: str) -> bool:
     return bool(_KEY_SHAPE.fullmatch(text))
 
 
-def _row(row: RowMapping) -> ApiKey:
+def _row(row: Mapping[Any, Any]) -> ApiKey:
     daily = row["daily_usd"]
     limits = QuotaLimits(rpm=row["rpm"], concurrent=row["concurrent"],
                          daily_usd=None if daily is None else float(daily))
@@ -273,7 +275,7 @@ class KeyStore:
             stamp = self._stamp(conn)
             record = self._reuse(stamp, digest)
             if record is None:
-                row = conn.execute(_BY_HASH, {"digest": digest}).mappings().first()
+                row = run(conn, _BY_HASH, {"digest": digest}).mapping()
                 if row is None or row["revoked_at"] is not None:
                     return None
                 if not hmac.compare_digest(row["key_hash"], digest):

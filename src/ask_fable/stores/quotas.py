@@ -40,6 +40,7 @@ from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from ask_fable.access import ALL_TENANTS, one_tenant
 from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
+from ask_fable.stores.driver import run, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import QuotaLimits
 from ask_fable.stores.tables import quota_days, quota_in_flight, quota_keys, quota_minutes
@@ -203,9 +204,9 @@ class QuotaLedger:
 
         def batch(conn: Connection) -> list[Admission]:
             for tenant, key_id in keys:
-                conn.execute(_HOLD_KEY(conn), {"tenant": tenant, "key_id": key_id})
+                run(conn, _HOLD_KEY(conn), {"tenant": tenant, "key_id": key_id})
             for chunk in _chunks(renew):
-                conn.execute(_RENEW, {"tickets": chunk, "until": now + lease_s})
+                run(conn, _RENEW, {"tickets": chunk, "until": now + lease_s})
             if settles:
                 self._settle_all(conn, settles, now)
             if not admits:
@@ -213,7 +214,7 @@ class QuotaLedger:
             if now - self._swept_at >= SWEEP_S:
                 # Every key's lapsed leases (a process that died without settling); they count for
                 # nothing meanwhile.
-                conn.execute(_EXPIRED_LEASES, {"now": now})
+                run(conn, _EXPIRED_LEASES, {"now": now})
                 self._swept_at = now
             return self._admit_all(conn, admits, holder, now, lease_s)
 
@@ -223,17 +224,17 @@ class QuotaLedger:
         """End ``settles``: free their places and add each key's costs to its day, one statement each."""
         day, oldest = utc_day(now), utc_day(now - KEEP_DAYS * 86400)
         for chunk in _chunks([s.ticket for s in settles]):
-            conn.execute(_SETTLED, {"tickets": chunk})
+            run(conn, _SETTLED, {"tickets": chunk})
         totals: dict[tuple[str, int], tuple[int, int]] = {}
         for settle in settles:
             calls, spent = totals.get((settle.tenant, settle.key_id), (0, 0))
             totals[(settle.tenant, settle.key_id)] = calls + 1, spent + max(0, to_micro(settle.cost_usd))
         for (tenant, key_id), (calls, spent) in sorted(totals.items()):
-            conn.execute(_ADD_SPEND(conn), {"tenant": tenant, "key_id": key_id, "day": day, "calls": calls,
-                                            "spent_microusd": spent})
+            run(conn, _ADD_SPEND(conn), {"tenant": tenant, "key_id": key_id, "day": day, "calls": calls,
+                                         "spent_microusd": spent})
             minute, pruned_day = self._pruned.get((tenant, key_id), (0, ""))
             if pruned_day != day:
-                conn.execute(_OLD_DAYS, {"tenant": tenant, "key_id": key_id, "before": oldest})
+                run(conn, _OLD_DAYS, {"tenant": tenant, "key_id": key_id, "before": oldest})
                 self._pruned[(tenant, key_id)] = minute, day
 
     def _admit_all(self, conn: Connection, admits: Sequence[AdmitRequest], holder: str, now: float,
@@ -261,21 +262,21 @@ class QuotaLedger:
             state.calls, state.admitted = state.calls + 1, state.admitted + 1
             results.append(Admission(True, ticket=ticket))
         if rows:
-            conn.execute(_LEASE, rows)
+            run_many(conn, _LEASE, rows)
         for (tenant, key_id), state in sorted(use.items()):
             if not state.admitted:
                 continue
-            conn.execute(_COUNT_CALLS(conn), {"tenant": tenant, "key_id": key_id, "minute": minute,
-                                              "calls": state.admitted})
+            run(conn, _COUNT_CALLS(conn), {"tenant": tenant, "key_id": key_id, "minute": minute,
+                                           "calls": state.admitted})
             pruned_minute, day = self._pruned.get((tenant, key_id), (0, ""))
             if pruned_minute != minute:
-                conn.execute(_OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
+                run(conn, _OLD_MINUTES, {"tenant": tenant, "key_id": key_id, "before": minute - 1})
                 self._pruned[(tenant, key_id)] = minute, day
         return results
 
     def _key_use(self, conn: Connection, tenant: str, key_id: int, now: float) -> _KeyUse:
         """The key's calls in flight (and what they set aside), calls this minute and spend today."""
-        in_flight, reserved, calls, spent = conn.execute(_KEY_USE, {
+        in_flight, reserved, calls, spent = run(conn, _KEY_USE, {
             "tenant": tenant, "key_id": key_id, "now": now, "minute": int(now // 60),
             "day": utc_day(now)}).one()
         # PostgreSQL sums integers as numeric: whole numbers either way.
@@ -287,8 +288,8 @@ class QuotaLedger:
         """The refusal of ``admit`` given the key's use, or ``None`` when it is admitted."""
         limits, minute = admit.limits, int(now // 60)
         if limits.concurrent is not None and state.in_flight >= limits.concurrent:
-            soonest = conn.scalar(_SOONEST_LAPSE, {"tenant": admit.tenant, "key_id": admit.key_id,
-                                                   "now": now})
+            soonest = run(conn, _SOONEST_LAPSE, {"tenant": admit.tenant, "key_id": admit.key_id,
+                                                 "now": now}).scalar()
             # A call in flight ends at its own pace; a lease nobody renews lapses at ``soonest``.
             wait = IN_FLIGHT_RETRY_S if soonest is None else min(IN_FLIGHT_RETRY_S, float(soonest) - now)
             return Admission(False, limit="concurrent", retry_after_s=round(max(wait, 0.1), 3),

@@ -3,7 +3,7 @@
     CallRecords ─▶ saved answer ─▶ audit ─▶ hub turn ─▶ trace bundle ─▶ trace
                    (AnswerArchive)  (AuditStore) (HubStore) (TraceRecordStore) ──────┘
 
-The caller runs :func:`write_call_records` once, in one worker thread, before it returns the
+The caller runs :func:`write_call_groups` once, in one worker thread, before it returns the
 answer: every record is durable by then. A recorder that raises costs only its own record; the
 failure is reported through ``on_failure`` and noted in the trace (written last for that reason).
 Calls that finish together are written as a group (:func:`write_call_groups`): their audit lines go
@@ -125,11 +125,6 @@ RECORDERS: tuple[Recorder, ...] = (
 )
 
 FailureFn = Callable[[str, Exception], None]
-
-
-def write_call_records(stores: CallStores, records: CallRecords, on_failure: FailureFn) -> None:
-    """Run every recorder; one that raises is reported with ``on_failure(name, error)`` and skipped."""
-    write_call_groups(stores, [(records, on_failure)])
 
 
 def write_call_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]]) -> None:

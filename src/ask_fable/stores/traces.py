@@ -30,6 +30,7 @@ from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database, database_for, per_dialect, upsert
+from ask_fable.stores.driver import run, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import TraceBundle, TraceEvent, TraceRecord, TraceSummary
 from ask_fable.stores.tables import trace_bundles, trace_counters, trace_events, trace_providers
@@ -154,16 +155,15 @@ class TraceStore:
             new, add_providers = _NEW(conn), _ADD_PROVIDERS(conn)
             for trace_id, ts, row, providers, event_rows in rows:
                 # A new trace (nearly always) is one insert; one recorded before is replaced whole.
-                inserted = conn.scalar(new, row)
+                inserted = run(conn, new, row).scalar()
                 if inserted is None:
-                    conn.execute(_DELETE_EVENTS, {"trace_id": trace_id})
-                    conn.execute(_DELETE_PROVIDERS, {"trace_id": trace_id})
-                    conn.execute(_REPLACE(conn), row)
+                    run(conn, _DELETE_EVENTS, {"trace_id": trace_id})
+                    run(conn, _DELETE_PROVIDERS, {"trace_id": trace_id})
+                    run(conn, _REPLACE(conn), row)
                 if providers:
-                    conn.execute(add_providers, [{"provider": p, "ts": ts, "trace_id": trace_id}
-                                                 for p in dict.fromkeys(providers)])
-                if event_rows:
-                    conn.execute(_INSERT_EVENTS, event_rows)
+                    run_many(conn, add_providers, [{"provider": p, "ts": ts, "trace_id": trace_id}
+                                                   for p in dict.fromkeys(providers)])
+                run_many(conn, _INSERT_EVENTS, event_rows)
             count = bump_write_counter(conn, by=len(rows), table=trace_counters)
             # Swept when the count passes a multiple of SWEEP_EVERY, however many this group added.
             due = count // SWEEP_EVERY > (count - len(rows)) // SWEEP_EVERY
