@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import ask_fable.backends.registry  # noqa: F401  (registers the providers' settings sections, as the server does)
 from ask_fable.config import SAVED_SOURCE, load_settings
 from ask_fable.stores.records import SavedSettings
 from ask_fable.stores.saved_settings import CHANNEL, SettingsStore, SharedSettings
