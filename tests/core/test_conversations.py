@@ -14,6 +14,7 @@ from ask_fable.core.app import App
 from ask_fable.core.conversations import (
     Conversation,
     SessionRef,
+    SessionState,
     context_window,
     fit_history,
     namespace_for,
@@ -105,13 +106,13 @@ def test_the_streak_is_replayed_from_the_stored_answers() -> None:
 
 async def turn_call(app: App, oracle: Oracle, question: str, *, key: str = "s", reset: bool = False,
                     store: Any = None) -> dict[str, Any]:
-    state: dict[str, Any] = {"needs_context_streak": 0}
+    state = SessionState()
     ref = SessionRef("local", "deepseek", key)
     conversation = Conversation(store=store or app.transcripts, ref=ref, lock=app.conversations.lock(ref),
                                 window_tokens=context_window("deepseek", app.settings), label=oracle.model,
                                 run_store=app.run_store, reset=reset, state=state)
     call = Call(tool="ask", question=question, session=key, mode="ask", session_state=state)
-    return await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation))
+    return (await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation))).wire()
 
 
 async def test_a_turn_is_sent_with_the_stored_turns_and_stored_after_it() -> None:
@@ -222,7 +223,7 @@ class Gated(Recorder):
 
 async def watched_turn(app: App, oracle: Oracle, question: str, waiting: anyio.Event) -> dict[str, Any]:
     """A turn of session ``s`` whose progress sets ``waiting`` when it waits for an earlier turn."""
-    state: dict[str, Any] = {"needs_context_streak": 0}
+    state = SessionState()
     ref = SessionRef("local", "deepseek", "s")
     conversation = Conversation(store=app.transcripts, ref=ref, lock=app.conversations.lock(ref),
                                 window_tokens=context_window("deepseek", app.settings), label=oracle.model,
@@ -234,8 +235,9 @@ async def watched_turn(app: App, oracle: Oracle, question: str, waiting: anyio.E
             waiting.set()
 
     call = Call(tool="ask", question=question, session="s", mode="ask", session_state=state)
-    return await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation),
-                                   progress=progress)
+    result = await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation),
+                                     progress=progress)
+    return result.wire()
 
 
 async def test_two_server_processes_on_one_store_run_a_sessions_turns_one_after_the_other(

@@ -30,7 +30,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -102,6 +102,14 @@ class Conversations:
 
 
 @dataclass
+class SessionState:
+    """What the pipeline keeps of a session between its turns, replayed from the stored turns."""
+
+    #: Answers in a row that asked for more context (:func:`advance_streak`).
+    needs_context_streak: int = 0
+
+
+@dataclass
 class Conversation:
     """One call's view of a session: where its turns are kept, how much of them fits, what to reset.
 
@@ -119,7 +127,7 @@ class Conversation:
     #: Seconds the session's lease lasts unless renewed (``ASK_FABLE_SESSION_LEASE_SECONDS``).
     lease_seconds: float = 10.0
     reset: bool = False
-    state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
+    state: SessionState = field(default_factory=SessionState)
     forget_warm: Callable[[], Awaitable[object]] | None = None
 
     def hold(self, wait_s: float, on_wait: Callable[[], Awaitable[None]] | None = None

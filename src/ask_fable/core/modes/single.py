@@ -75,7 +75,7 @@ async def run_turn(
                 await conversation.forget_warm()
         turns: list[StoredSessionTurn] = await _store_op(
             conversation, mctx, notes, "read", store.turns, ref.tenant, ref.namespace, ref.key) or []
-        conversation.state["needs_context_streak"] = streak_of(turns, mctx.settings.max_needs_context)
+        conversation.state.needs_context_streak = streak_of(turns, mctx.settings.max_needs_context)
         prompt, system = user_prompt(question, context), system_prompt()
         # What is left of the call's time after waiting for the session (a request needs some).
         request = mctx.request(system, prompt, timeout=max(1.0, timeout - (time.monotonic() - started)))

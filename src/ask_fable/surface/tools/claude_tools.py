@@ -13,14 +13,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
 from ask_fable.contract import AnswerResult, DataResult
-from ask_fable.core.conversations import Conversation, SessionRef, context_window, holding, namespace_for
+from ask_fable.core.conversations import (
+    Conversation,
+    SessionRef,
+    SessionState,
+    context_window,
+    holding,
+    namespace_for,
+)
 from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_turn
@@ -99,11 +105,11 @@ def _session_oracle(
     return build_oracle(token, ctx.settings, resources=ctx.app.resources), None
 
 
-async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> dict[str, Any]:
+async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> AnswerResult:
     from ask_fable.core.tokens import single_token
 
     key = label = args.session.strip() or "default"
-    state: dict[str, Any] = {"needs_context_streak": 0}
+    state = SessionState()
     turn: tuple[Oracle, Conversation] | None = None
     failure: AskFableError | None = None
     try:
@@ -154,7 +160,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
         session=label,
         mode="ask",
         session_state=state,
-        echo={"session": label},
+        echo_session=True,
         planner=planner,
         estimate_only=args.estimate,
         max_cost_usd=args.max_cost_usd or None,
@@ -162,12 +168,12 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
     return await ctx.run(call, runner)
 
 
-async def ask(args: ModelAskArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask(args: ModelAskArgs, ctx: ToolContext) -> AnswerResult:
     """One turn with ``model`` (Fable by default)."""
     return await _ask_session(ctx, "ask", named_or_omitted(args.model, "model", "a model token"), args)
 
 
-async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> AnswerResult:
     """One turn with Opus 5."""
     return await _ask_session(ctx, "ask_opus5", "opus", args)
 
