@@ -12,9 +12,9 @@ from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.core.conversations import (
-    Conversation,
     SessionRef,
     SessionState,
+    StoredConversation,
     context_window,
     fit_history,
     namespace_for,
@@ -23,9 +23,8 @@ from ask_fable.core.conversations import (
 from ask_fable.core.modes.single import run_turn
 from ask_fable.core.pipeline import Call, Pipeline
 from ask_fable.stores.interfaces import GivenStores
-from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.records import SessionTurn, StoredSessionTurn
 from ask_fable.stores.transcripts import TranscriptStore
-from ask_fable.stores.views import StoredSessionTurn
 from ask_fable.values import Usage
 
 SIDE = '\n\n```sidecar\n{{"recommendation": "{rec}", "confidence": "high", "needs_context": []}}\n```'
@@ -48,8 +47,8 @@ class Recorder(Oracle):
 
 
 def stored(question: str, answer: str = "a", size: int = 0) -> StoredSessionTurn:
-    return StoredSessionTurn(number=1, question=question, prompt=f"## Question\n{question}" + "x" * size,
-                             answer=answer, thinking=None, model="m", cost_usd=None, ts=0.0)
+    return StoredSessionTurn(namespace="deepseek", session="s", number=1, question=question,
+                             prompt=f"## Question\n{question}" + "x" * size, answer=answer, model="m", ts=0.0)
 
 
 def test_namespaces_keep_the_claude_tools_spaces_and_name_every_other_model_by_its_token() -> None:
@@ -108,9 +107,10 @@ async def turn_call(app: App, oracle: Oracle, question: str, *, key: str = "s", 
                     store: Any = None) -> dict[str, Any]:
     state = SessionState()
     ref = SessionRef("local", "deepseek", key)
-    conversation = Conversation(store=store or app.transcripts, ref=ref, lock=app.conversations.lock(ref),
-                                window_tokens=context_window("deepseek", app.settings), label=oracle.model,
-                                run_store=app.run_store, reset=reset, state=state)
+    conversation = StoredConversation(store=store or app.transcripts, ref=ref,
+                                      lock=app.conversations.lock(ref),
+                                      window_tokens=context_window("deepseek", app.settings),
+                                      label=oracle.model, run_store=app.run_store, reset=reset, state=state)
     call = Call(tool="ask", question=question, session=key, mode="ask", session_state=state)
     return (await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation))).wire()
 
@@ -225,10 +225,10 @@ async def watched_turn(app: App, oracle: Oracle, question: str, waiting: anyio.E
     """A turn of session ``s`` whose progress sets ``waiting`` when it waits for an earlier turn."""
     state = SessionState()
     ref = SessionRef("local", "deepseek", "s")
-    conversation = Conversation(store=app.transcripts, ref=ref, lock=app.conversations.lock(ref),
-                                window_tokens=context_window("deepseek", app.settings), label=oracle.model,
-                                run_store=app.run_store, lease_seconds=app.settings.session_lease_seconds,
-                                state=state)
+    conversation = StoredConversation(store=app.transcripts, ref=ref, lock=app.conversations.lock(ref),
+                                      window_tokens=context_window("deepseek", app.settings),
+                                      label=oracle.model, run_store=app.run_store,
+                                      lease_seconds=app.settings.session_lease_seconds, state=state)
 
     async def progress(done: float, total: float | None, message: str) -> None:
         if "earlier turn" in message:

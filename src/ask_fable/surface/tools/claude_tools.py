@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -20,9 +19,9 @@ from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
 from ask_fable.contract import AnswerResult, DataResult
 from ask_fable.core.conversations import (
-    Conversation,
     SessionRef,
     SessionState,
+    StoredConversation,
     context_window,
     holding,
     namespace_for,
@@ -110,14 +109,14 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
 
     key = label = args.session.strip() or "default"
     state = SessionState()
-    turn: tuple[Oracle, Conversation] | None = None
+    turn: tuple[Oracle, StoredConversation] | None = None
     failure: AskFableError | None = None
     try:
         token = single_token(model)
         namespace = namespace_for(token)
         oracle, forget_warm = _session_oracle(ctx, token, namespace, key)
         ref = SessionRef(ctx.tenant, namespace, key)
-        turn = oracle, Conversation(
+        turn = oracle, StoredConversation(
             store=ctx.app.transcripts, ref=ref, lock=ctx.app.conversations.lock(ref),
             window_tokens=context_window(token, ctx.settings), label=oracle.model,
             run_store=ctx.app.run_store, lease_seconds=ctx.settings.session_lease_seconds, reset=args.reset,
@@ -148,7 +147,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
             except Exception:  # the turn itself will say the transcript could not be read
                 stored = []
             # The earlier turns the model is sent, at most what fits its window.
-            history = min(sum(count_tokens(t["prompt"]) + count_tokens(t["answer"]) for t in stored),
+            history = min(sum(count_tokens(t.prompt) + count_tokens(t.answer) for t in stored),
                           conversation.window_tokens)
         return plan_single(oracle, question, context, history_tokens=history)
 
@@ -191,13 +190,9 @@ def _namespace(model: str) -> str:
                       f"or ask / ask_opus5), not {model!r}; {known_tokens_text()}") from exc
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
-
-
 async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> ResetSessionResult:
     """Dump (when ``save``) and clear one conversation of one model."""
-    from ask_fable.stores.records import Transcript, TranscriptTurn
+    from ask_fable.stores.records import Transcript
 
     namespace = _namespace(args.model)
     key = label = args.session.strip() or "default"
@@ -218,9 +213,7 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> ResetSessio
         result.note = f"no stored {namespace} conversation is named {label!r}; nothing was cleared: {there}"
         return result
     if args.save:
-        kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],
-                               model=t["model"], ts=_iso(t["ts"])) for t in turns]
-        transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=kept)
+        transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=turns)
         result.saved = await ctx.app.run_store(ctx.app.answers.save_transcript, transcript)
     return result
 
