@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
+from ask_fable.backends.descriptor import SESSION_HELP
 from ask_fable.contract import AnswerResult, DataResult
 from ask_fable.core.conversations import (
     SessionRef,
@@ -104,7 +105,8 @@ def _session_oracle(
     return build_oracle(token, ctx.settings, resources=ctx.app.resources), None
 
 
-async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> AnswerResult:
+async def ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> AnswerResult:
+    """One turn of the conversation ``args.session`` with ``model`` (a token) through the pipeline."""
     from ask_fable.core.tokens import single_token
 
     key = label = args.session.strip() or "default"
@@ -169,12 +171,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
 
 async def ask(args: ModelAskArgs, ctx: ToolContext) -> AnswerResult:
     """One turn with ``model`` (Fable by default)."""
-    return await _ask_session(ctx, "ask", named_or_omitted(args.model, "model", "a model token"), args)
-
-
-async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> AnswerResult:
-    """One turn with Opus 5."""
-    return await _ask_session(ctx, "ask_opus5", "opus", args)
+    return await ask_session(ctx, "ask", named_or_omitted(args.model, "model", "a model token"), args)
 
 
 def _namespace(model: str) -> str:
@@ -218,34 +215,17 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> ResetSessio
     return result
 
 
-_SESSION_HELP = (
-    "Reuse `session` for follow-ups; a new key or reset=true starts a new topic. A `followup` in the "
-    "result says what to paste next."
-)
-
 TOOLS = [
     ToolSpec(
         name="ask",
         family="core",
         description="Ask {label} one hard engineering question, or any one model with `model`. "
-        + _SESSION_HELP,
+        + SESSION_HELP,
         args=ModelAskArgs,
         result=AnswerResult,
         handler=ask,
         effects=ASKS,
         backend="fable",
-    ),
-    ToolSpec(
-        name="ask_opus5",
-        family="single",
-        description="The same as ask on {label} ({model}): about half Fable's price and faster.\n"
-        + _SESSION_HELP
-        + ' Its sessions are ask(model="opus5")\'s.',
-        args=SessionAskArgs,
-        result=AnswerResult,
-        handler=ask_opus5,
-        effects=ASKS,
-        backend="opus",
     ),
     ToolSpec(
         name="reset_session",
