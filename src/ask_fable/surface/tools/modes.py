@@ -11,6 +11,9 @@ from typing import Any
 from pydantic import Field
 
 from ask_fable.access import ADMINISTERS, ASKS
+from ask_fable.backends.providers.atlas import ATLAS, AtlasSettings
+from ask_fable.backends.providers.ollama import OLLAMA, OllamaSettings
+from ask_fable.backends.providers.openrouter import OPENROUTER, OpenRouterSettings
 from ask_fable.contract import AnswerResult, ChainResult, CouncilResult, DataResult, DebateResult
 from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.pipeline import Call
@@ -267,7 +270,8 @@ async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> Ans
     from ask_fable.core.tokens import provider_council_tokens
 
     models = named_or_omitted(args.models, "models")
-    members = provider_council_tokens("ollama", ctx.settings.ollama_council if models is None else models)
+    configured = ctx.settings.section(OLLAMA.name, OllamaSettings).council
+    members = provider_council_tokens("ollama", configured if models is None else models)
     if not members:
         from ask_fable.errors import BadArgs
 
@@ -318,16 +322,16 @@ async def _adjudicated(
 
 async def ask_atlas_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> AnswerResult:
     """An Atlas-only council adjudicated by GPT (codex CLI → Atlas-hosted GPT → Fable)."""
-    settings = ctx.settings
-    return await _adjudicated("atlas", "ask_atlas_council", args, ctx, settings.atlas_council,
-                              settings.atlas_synthesizer, settings.atlas_effort)
+    config = ctx.settings.section(ATLAS.name, AtlasSettings)
+    return await _adjudicated("atlas", "ask_atlas_council", args, ctx, config.council, config.synthesizer,
+                              config.effort)
 
 
 async def ask_openrouter_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> AnswerResult:
     """A cross-lab OpenRouter council adjudicated by GPT (codex CLI → OpenRouter GPT → Fable)."""
-    settings = ctx.settings
-    return await _adjudicated("openrouter", "ask_openrouter_council", args, ctx, settings.openrouter_council,
-                              settings.openrouter_synthesizer, settings.openrouter_effort)
+    config = ctx.settings.section(OPENROUTER.name, OpenRouterSettings)
+    return await _adjudicated("openrouter", "ask_openrouter_council", args, ctx, config.council,
+                              config.synthesizer, config.effort)
 
 
 async def _persist(updates: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
