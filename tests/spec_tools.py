@@ -1,20 +1,17 @@
-"""The tool names the contract defines, grouped by family (the anti-drift reference)."""
+"""The tool names the contract defines, grouped by family (the anti-drift reference).
+
+The one-model tools (family ``single``) are the built-in backends' own: each descriptor in
+``backends/builtin.py`` names its tool, so they are read from there rather than listed again.
+"""
+
+from ask_fable.backends.builtin import BUILTIN
+
+#: The one-model tools of the built-in backends, in registration order.
+BACKEND_TOOLS: list[str] = [backend.tool.name for backend in BUILTIN if backend.tool is not None]
 
 SPEC_TOOLS: dict[str, list[str]] = {
     "core": ["ask", "ask_council", "ask_chain", "ask_debate", "ask_fable_help", "reset_session"],
-    "single": [
-        "ask_opus5",
-        "ask_m3",
-        "ask_glm",
-        "ask_deepseek",
-        "ask_gemini",
-        "ask_codex",
-        "ask_grok",
-        "ask_kimi",
-        "ask_atlas",
-        "ask_openrouter",
-        "ask_ollama",
-    ],
+    "single": BACKEND_TOOLS,
     "councils": ["ask_ollama_council", "ask_atlas_council", "ask_openrouter_council"],
     "catalogs": [
         "list_atlas_models",

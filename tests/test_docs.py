@@ -87,6 +87,31 @@ def test_guide_backend_table_is_the_generated_one() -> None:
     )
 
 
+def test_readme_token_paragraph_is_the_generated_one() -> None:
+    """The README's model-token paragraph equals ``python -m ask_fable.backend_docs --tokens``: a
+    backend's tokens reach the README from its descriptor, never by hand."""
+    from ask_fable import backend_docs
+
+    block = extract_block(_read(README), backend_docs.TOKENS_START, backend_docs.TOKENS_END)
+    assert block == backend_docs.render_tokens(), (
+        "the README's token paragraph is stale: "
+        "run `python -m ask_fable.backend_docs --tokens --write README.md`"
+    )
+
+
+def test_the_token_paragraph_is_rewritten_in_place(tmp_path: Path) -> None:
+    """``--tokens --write`` replaces only the marked paragraph."""
+    from ask_fable import backend_docs
+
+    page = tmp_path / "README.md"
+    page.write_text(f"# x\n\n{backend_docs.TOKENS_START}\nold\n{backend_docs.TOKENS_END}\n\nafter\n")
+    assert backend_docs.main(["--tokens", "--write", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("# x\n\n") and text.endswith("\n\nafter\n") and "old" not in text
+    block = extract_block(text, backend_docs.TOKENS_START, backend_docs.TOKENS_END)
+    assert block == backend_docs.render_tokens()
+
+
 def test_readme_names_every_model_token_and_alias() -> None:
     """The README's model-token paragraph names each registered token, alias and prefix."""
     from ask_fable.backends.registry import registered

@@ -8,6 +8,9 @@ module's output, and a test keeps the two equal. Regenerate it after adding or c
 Each registered backend becomes a row: its name, the tokens that reach it, the tools that ask it,
 what it needs (a logged-in CLI, a key variable) and the step that enables it.
 
+The README's model-token paragraph, between ``<!-- token-list -->`` and ``<!-- /token-list -->``, is
+rendered from the same registry (``python -m ask_fable.backend_docs --tokens --write README.md``).
+
 The key variables ``server.json`` declares (one per backend with a key, marked secret) come from the
 same registry; regenerate them with ``python -m ask_fable.backend_docs --server-json server.json``.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,10 @@ from ask_fable.config_docs import render_cli
 
 START_MARKER = "<!-- backend-table -->"
 END_MARKER = "<!-- /backend-table -->"
+TOKENS_START = "<!-- token-list -->"
+TOKENS_END = "<!-- /token-list -->"
+#: The width the README's token paragraph is wrapped to.
+TOKENS_WIDTH = 120
 
 
 def _code(text: str) -> str:
@@ -58,6 +66,39 @@ def render_table() -> str:
     return "\n".join(lines)
 
 
+def _listed(items: list[str], last: str = "and") -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def render_tokens() -> str:
+    """The README's model-token paragraph: each registered token with its note and aliases, the
+    provider prefixes, and the ``twin`` group with its spellings."""
+    from ask_fable.core.tokens import GROUP_ALIASES, GROUPS
+
+    named: list[str] = []
+    prefixes: list[str] = []
+    for backend in registered():
+        if backend.prefix:
+            prefixes.append(_code(f"{backend.prefix}:<id>"))
+            continue
+        for token in backend.tokens:
+            notes = ([token.about] if token.about else []) + [_code(alias) for alias in token.aliases]
+            named.append(_code(token.name) + (f" ({', '.join(notes)})" if notes else ""))
+    group, members = next(iter(GROUPS.items()))
+    spellings = [_code(alias) for alias in GROUP_ALIASES if alias != group and GROUP_ALIASES[alias] == group]
+    text = (
+        f"Councils, chains and debates name models with tokens: {', '.join(named)}"
+        + (f", and any provider model as {_listed(prefixes, 'or')}" if prefixes else "")
+        + f". The group {_code(group)} (also {', '.join(spellings)}) means {' + '.join(members)} wherever "
+        "a list of models is taken. An unknown token is a `bad_args` error listing the known ones."
+    )
+    # A code span is never split across lines: its spaces are held apart while wrapping.
+    spans = text.split("`")
+    held = "`".join(part.replace(" ", "\x00") if index % 2 else part for index, part in enumerate(spans))
+    wrapped = textwrap.fill(held, TOKENS_WIDTH, break_long_words=False, break_on_hyphens=False)
+    return wrapped.replace("\x00", " ")
+
+
 def key_variables() -> list[dict[str, Any]]:
     """``server.json``'s entry for each registered backend's key variable, in registration order."""
     entries: list[dict[str, Any]] = []
@@ -80,9 +121,12 @@ def with_key_variables(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print the table, ``--write FILE`` to replace the marked block in that file, or
-    ``--server-json FILE`` to rewrite that file's key variables."""
+    """Print the table, ``--write FILE`` to replace the marked block in that file, ``--tokens`` (with
+    or without ``--write FILE``) for the README's token paragraph, or ``--server-json FILE`` to
+    rewrite that file's key variables."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--tokens"]:
+        return render_cli(args[1:], render_tokens, "model-token paragraph", TOKENS_START, TOKENS_END)
     if args[:1] == ["--server-json"] and len(args) == 2:
         path = Path(args[1])
         path.write_text(with_key_variables(path.read_text(encoding="utf-8")), encoding="utf-8")

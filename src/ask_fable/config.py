@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
-    AliasChoices,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PrivateAttr,
@@ -62,17 +62,6 @@ from ask_fable.config_sources import quote as quote_value
 
 ENV_PREFIX = "ASK_FABLE_"
 CONTEXT_CAP_FLOOR = 512_000
-DEFAULT_OLLAMA_COUNCIL = [
-    "minimax-m3:cloud",
-    "glm-5.2:cloud",
-    "nemotron-3-ultra:cloud",
-    "qwen3-coder:480b-cloud",
-    "kimi-k2.7-code:cloud",
-    "deepseek-v4-pro:cloud",
-    "gpt-oss:120b-cloud",
-]
-
-ModelList = Annotated[list[str], NoDecode]
 
 
 class PriceOverride(BaseModel):
@@ -236,6 +225,10 @@ def split_model_list(value: Any) -> list[str]:
             return [str(v).strip() for v in json.loads(text) if str(v).strip()]
         return [part for part in re.split(r"[,\s]+", text) if part]
     return [str(v).strip() for v in value if str(v).strip()]
+
+
+#: A list setting: a list, a JSON list, or a comma/space separated string (a backend's section too).
+ModelList = Annotated[list[str], NoDecode, BeforeValidator(split_model_list)]
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
@@ -425,35 +418,8 @@ class Settings(BaseSettings):
     kimi_home: Path = Field(Path("~/.kimi-code"), description="KIMI home directory handed to the kimi CLI.")
 
     # --- HTTP backends -----------------------------------------------------------------------
-    # Each provider's key, endpoint and default model are its own settings section
-    # (``ProviderSettings`` in ``backends/providers/``); these are shared by its council tools.
-    atlas_effort: str = Field(
-        "deep",
-        validation_alias=AliasChoices("ASK_FABLE_ATLAS_EFFORT", "ASK_FABLE_EFFORT", "atlas_effort", "effort"),
-        description="Default Atlas effort: quick, standard or deep (ASK_FABLE_EFFORT is accepted too).",
-    )
-    atlas_council: ModelList = Field(
-        default_factory=list,
-        description="Default ask_atlas_council members (unset: three featured catalog models).",
-    )
-    atlas_synthesizer: str | None = Field(
-        None,
-        description="Adjudicator for ask_atlas_council (unset: codex CLI, then "
-        "atlas:openai/gpt-5.6-sol, then fable).",
-    )
-    openrouter_council: ModelList = Field(
-        default_factory=list, description="Default ask_openrouter_council members."
-    )
-    openrouter_synthesizer: str | None = Field(
-        None,
-        description="Adjudicator for ask_openrouter_council (unset: codex CLI, then "
-        "openrouter:openai/gpt-5.6-sol, then fable).",
-    )
-    openrouter_effort: str | None = Field(None, description="Default OpenRouter effort.")
-    ollama_council: ModelList = Field(
-        default_factory=lambda: list(DEFAULT_OLLAMA_COUNCIL),
-        description="Models of ask_ollama_council and the full tier.",
-    )
+    # Each provider's key, endpoint, default model and council are its own settings section
+    # (``ProviderSettings`` in ``backends/providers/``).
     ollama_catalog_url: str = Field(
         "https://ollama.com", description="Where list_ollama_models reads the cloud catalog."
     )
@@ -675,20 +641,6 @@ class Settings(BaseSettings):
         False, description="Apply the per-key defaults (key_rpm, key_concurrent, key_daily_usd) to the local "
         "caller too (stdio and the command line); off: the local caller is unlimited."
     )
-
-    @field_validator(
-        "atlas_council",
-        "openrouter_council",
-        "ollama_council",
-        "toolsets",
-        "http_allowed_hosts",
-        "http_allowed_origins",
-        "http_trusted_proxies",
-        mode="before",
-    )
-    @classmethod
-    def _split_lists(cls, value: Any) -> list[str]:
-        return split_model_list(value)
 
     @field_validator("prices", mode="before")
     @classmethod

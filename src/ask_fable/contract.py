@@ -171,6 +171,15 @@ class AnswerResult(ToolResult):
     thinking: str | None = None
     saved: str | None = None
 
+    def take(self, fields: ModeFields) -> None:
+        """Set what a mode adds to this answer (``ModeOutcome.fields``): each of its fields that is not
+        ``None``, and a set ``None`` where the contract gives null a meaning. A field this result does
+        not have is an error."""
+        for name in type(fields).model_fields:
+            value = getattr(fields, name)
+            if value is not None or (name in fields.NULLABLE_FIELDS and name in fields.model_fields_set):
+                setattr(self, name, value)
+
 
 class StepOutcome(Strict):
     """One model's part in a multi-model call: how it went and what it recommended."""

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ask_fable.backends.providers.atlas import AtlasSettings
+from ask_fable.backends.providers.ollama import OllamaSettings
 from ask_fable.backends.registry import get_backend
 from ask_fable.config import config_file_path, load_settings, tracking_reads, update_config_file
 
@@ -23,7 +25,7 @@ def test_defaults_match_the_contract() -> None:
     assert stragglers == (True, 2.0, 2.0)
     assert s.council_deadline == 240 + 120
     assert s.chain_deadline(4) == 960 and s.chain_deadline(1) == 600
-    assert s.ollama_council[0] == "minimax-m3:cloud"
+    assert s.section("ollama", OllamaSettings).council[0] == "minimax-m3:cloud"
     assert s.save_answers is False
 
 
@@ -34,7 +36,7 @@ def test_environment_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("ASK_FABLE_HUB", "off")
     s = load_settings()
     assert s.timeout == 30
-    assert s.ollama_council == ["a:cloud", "b:cloud", "c"]
+    assert s.section("ollama", OllamaSettings).council == ["a:cloud", "b:cloud", "c"]
     assert get_backend("atlas").key(s) == "atlas-secret-1"
     assert s.hub is False
     assert "atlas-secret-1" in s.secret_values()
@@ -99,7 +101,8 @@ def test_a_bad_config_value_falls_back_to_the_environment(monkeypatch: pytest.Mo
     monkeypatch.setenv("ASK_FABLE_TIMEOUT", "30")
     update_config_file({"timeout": "soon", "ollama_council": "[not, json"})
     settings = load_settings()
-    assert settings.timeout == 30 and settings.ollama_council[0] == "minimax-m3:cloud"
+    assert settings.timeout == 30
+    assert settings.section("ollama", OllamaSettings).council[0] == "minimax-m3:cloud"
     by_setting = {p.setting: p for p in settings.problems}
     assert by_setting["timeout"].using == "using the value from ASK_FABLE_TIMEOUT (30)"
     assert by_setting["ollama_council"].source == f"config file {config_file_path()}"
@@ -134,7 +137,8 @@ def test_a_bad_secret_is_described_never_quoted() -> None:
 def test_other_accepted_names_work_in_the_config_file() -> None:
     update_config_file({"effort": "quick", "ATLASCLOUD_API_KEY": "atlas-secret-1"})
     settings = load_settings()
-    assert settings.atlas_effort == "quick" and get_backend("atlas").key(settings) == "atlas-secret-1"
+    assert settings.section("atlas", AtlasSettings).effort == "quick"
+    assert get_backend("atlas").key(settings) == "atlas-secret-1"
     assert settings.problems == ()
 
 

@@ -12,8 +12,9 @@ from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.core.conversations import (
-    Conversation,
     SessionRef,
+    SessionState,
+    StoredConversation,
     context_window,
     fit_history,
     namespace_for,
@@ -22,9 +23,8 @@ from ask_fable.core.conversations import (
 from ask_fable.core.modes.single import run_turn
 from ask_fable.core.pipeline import Call, Pipeline
 from ask_fable.stores.interfaces import GivenStores
-from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.records import SessionTurn, StoredSessionTurn
 from ask_fable.stores.transcripts import TranscriptStore
-from ask_fable.stores.views import StoredSessionTurn
 from ask_fable.values import Usage
 
 SIDE = '\n\n```sidecar\n{{"recommendation": "{rec}", "confidence": "high", "needs_context": []}}\n```'
@@ -47,8 +47,8 @@ class Recorder(Oracle):
 
 
 def stored(question: str, answer: str = "a", size: int = 0) -> StoredSessionTurn:
-    return StoredSessionTurn(number=1, question=question, prompt=f"## Question\n{question}" + "x" * size,
-                             answer=answer, thinking=None, model="m", cost_usd=None, ts=0.0)
+    return StoredSessionTurn(namespace="deepseek", session="s", number=1, question=question,
+                             prompt=f"## Question\n{question}" + "x" * size, answer=answer, model="m", ts=0.0)
 
 
 def test_namespaces_keep_the_claude_tools_spaces_and_name_every_other_model_by_its_token() -> None:
@@ -105,13 +105,14 @@ def test_the_streak_is_replayed_from_the_stored_answers() -> None:
 
 async def turn_call(app: App, oracle: Oracle, question: str, *, key: str = "s", reset: bool = False,
                     store: Any = None) -> dict[str, Any]:
-    state: dict[str, Any] = {"needs_context_streak": 0}
+    state = SessionState()
     ref = SessionRef("local", "deepseek", key)
-    conversation = Conversation(store=store or app.transcripts, ref=ref, lock=app.conversations.lock(ref),
-                                window_tokens=context_window("deepseek", app.settings), label=oracle.model,
-                                run_store=app.run_store, reset=reset, state=state)
+    conversation = StoredConversation(store=store or app.transcripts, ref=ref,
+                                      lock=app.conversations.lock(ref),
+                                      window_tokens=context_window("deepseek", app.settings),
+                                      label=oracle.model, run_store=app.run_store, reset=reset, state=state)
     call = Call(tool="ask", question=question, session=key, mode="ask", session_state=state)
-    return await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation))
+    return (await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation))).wire()
 
 
 async def test_a_turn_is_sent_with_the_stored_turns_and_stored_after_it() -> None:
@@ -222,20 +223,21 @@ class Gated(Recorder):
 
 async def watched_turn(app: App, oracle: Oracle, question: str, waiting: anyio.Event) -> dict[str, Any]:
     """A turn of session ``s`` whose progress sets ``waiting`` when it waits for an earlier turn."""
-    state: dict[str, Any] = {"needs_context_streak": 0}
+    state = SessionState()
     ref = SessionRef("local", "deepseek", "s")
-    conversation = Conversation(store=app.transcripts, ref=ref, lock=app.conversations.lock(ref),
-                                window_tokens=context_window("deepseek", app.settings), label=oracle.model,
-                                run_store=app.run_store, lease_seconds=app.settings.session_lease_seconds,
-                                state=state)
+    conversation = StoredConversation(store=app.transcripts, ref=ref, lock=app.conversations.lock(ref),
+                                      window_tokens=context_window("deepseek", app.settings),
+                                      label=oracle.model, run_store=app.run_store,
+                                      lease_seconds=app.settings.session_lease_seconds, state=state)
 
     async def progress(done: float, total: float | None, message: str) -> None:
         if "earlier turn" in message:
             waiting.set()
 
     call = Call(tool="ask", question=question, session="s", mode="ask", session_state=state)
-    return await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation),
-                                   progress=progress)
+    result = await Pipeline(app).run(call, lambda q, c, m: run_turn(oracle, q, c, m, conversation),
+                                     progress=progress)
+    return result.wire()
 
 
 async def test_two_server_processes_on_one_store_run_a_sessions_turns_one_after_the_other(

@@ -16,6 +16,7 @@ from ask_fable.core.modes.base import ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call, Pipeline
 from ask_fable.stores.interfaces import GivenStores
+from ask_fable.stores.records import ModeAudit
 from tests.fakes.fake_oracle import FakeOracle, sidecar_block
 from tests.fakes.memory_stores import Failing
 
@@ -31,7 +32,7 @@ async def _ask(app: App) -> dict[str, Any]:
     oracle = FakeOracle("glm")
     oracle.enqueue(f"{ANSWER}\n\n{sidecar_block('apply')}")
     call = Call(tool="ask_glm", question="Why does this deadlock under load?", session="locks")
-    return await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))
+    return (await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))).wire()
 
 
 def _written(real: App, result: dict[str, Any]) -> dict[str, bool]:
@@ -126,18 +127,21 @@ async def test_audit_lines_keep_their_shape() -> None:
                                 "cost_usd": None, "cost_source": "unknown"}]
 
 
+@pytest.mark.filterwarnings("ignore:Pydantic serializer warnings")
 async def test_records_that_cannot_be_built_cost_the_caller_nothing(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A mode bug that leaves a record invalid (here a provider that is not text) loses the records
-    of that call, one console line says so, and the answer still comes back."""
+    """A mode bug that leaves a record invalid (here an audit quorum that is not text) loses the
+    records of that call, one console line says so, and the answer still comes back."""
     app = App(_settings())
 
     async def buggy_mode(question: str, context: str, mctx: Any) -> ModeOutcome:
         text = f"{ANSWER}\n\n{sidecar_block('apply')}"
-        return ModeOutcome(text=text, model="glm-model", provider=42)  # type: ignore[arg-type]
+        return ModeOutcome(text=text, model="glm-model", provider="glm",
+                           audit=ModeAudit.model_construct(answered=[1]))
 
-    result = await Pipeline(app).run(Call(tool="ask_glm", question="Why does this deadlock?"), buggy_mode)
+    call = Call(tool="ask_glm", question="Why does this deadlock?")
+    result = (await Pipeline(app).run(call, buggy_mode)).wire()
     assert result["status"] == "ok" and result["answer"] == ANSWER
     lines = [line for line in capsys.readouterr().err.splitlines() if "could not write" in line]
     assert len(lines) == 1 and "this call's records" in lines[0] and result["trace_id"][-6:] in lines[0]
@@ -188,7 +192,7 @@ async def test_calls_finishing_together_are_written_as_one_group_and_a_failure_s
         oracle = FakeOracle("glm")
         oracle.enqueue(f"{ANSWER}\n\n{sidecar_block('apply')}")
         call = Call(tool="ask_glm", question=questions[i])
-        results[i] = await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))
+        results[i] = (await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))).wire()
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as group:

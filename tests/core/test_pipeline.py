@@ -11,6 +11,7 @@ import pytest
 from ask_fable.backends.base import EventSink, Oracle, OracleRequest, Reply
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
+from ask_fable.core.conversations import SessionState
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_single
 from ask_fable.core.pipeline import Call, Pipeline
@@ -51,8 +52,9 @@ def answer(text: str = "Use a mutex.", rec: str = "apply", needs: list[str] | No
 async def run(
     app: App, oracle: Oracle, question: str = "Why does this deadlock?", **call_kw: Any
 ) -> dict[str, Any]:
+    """The call's result as it goes on the wire."""
     call = Call(tool="ask_test", question=question, **call_kw)
-    return await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))
+    return (await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))).wire()
 
 
 def audit_lines(app: App) -> list[dict[str, Any]]:
@@ -119,7 +121,8 @@ async def test_a_bug_in_a_mode_is_an_internal_error_without_traceback() -> None:
     async def broken(q: str, c: str, m: ModeContext) -> ModeOutcome:
         raise KeyError("oops")
 
-    result = await Pipeline(App(load_settings())).run(Call(tool="t", question="What breaks here?"), broken)
+    result = (await Pipeline(App(load_settings())).run(Call(tool="t", question="What breaks here?"),
+                                                       broken)).wire()
     assert result["status"] == "error" and result["kind"] == "internal"
     assert "Traceback" not in result["detail"] and "KeyError" in result["detail"]
 
@@ -162,7 +165,7 @@ async def test_identical_single_shot_is_served_from_cache() -> None:
 
 async def test_followup_and_context_exhausted_after_repeated_requests_for_more() -> None:
     app = App(load_settings(max_needs_context=1))
-    state: dict[str, Any] = {}
+    state = SessionState()
     more = answer("Need the caller.", "needs_more_context", ["handler.py", "the stack trace"])
     oracle = ScriptedOracle(more, more)
     first = await run(app, oracle, context="see handler.py", session_state=state)
@@ -244,10 +247,12 @@ async def test_a_cache_hit_does_not_replay_the_first_calls_echo() -> None:
     app = App(load_settings())
     app.context_store.write("local", "schema", "CREATE TABLE t (id int)", "")
     oracle = ScriptedOracle(answer())
-    first = await run(app, oracle, context_ref="schema", echo={"session": "first"}, cache_models=["scripted"])
+    first = await run(app, oracle, context_ref="schema", session="first", echo_session=True,
+                      cache_models=["scripted"])
     assert first["status"] == "ok" and first["context_ref_resolved"] == ["schema"]
     resolved = "### context: schema\nCREATE TABLE t (id int)"
-    second = await run(app, oracle, context=resolved, echo={"session": "second"}, cache_models=["scripted"])
+    second = await run(app, oracle, context=resolved, session="second", echo_session=True,
+                       cache_models=["scripted"])
     assert second["cached"] is True and len(oracle.requests) == 1
     assert second["answer"] == first["answer"] == "Use a mutex."
     assert "context_ref_resolved" not in second and "context_ref_missing" not in second
@@ -294,3 +299,74 @@ async def test_a_call_keeps_the_settings_it_started_with_and_a_config_change_app
     assert agents == {first["trace_id"]: "before", second["trace_id"]: "after"}
     trace = app.traces.get("local", first["trace_id"])
     assert trace is not None and trace.agent_id == "before"
+
+
+async def test_the_pipeline_returns_the_tools_contract_model() -> None:
+    """Every outcome is the tool's result model, nested parts included, not a dict checked later."""
+    from ask_fable.contract import AnswerResult, Telemetry
+    from ask_fable.values import Sidecar
+
+    app = App(load_settings())
+    call = Call(tool="ask_test", question="Why does this deadlock?")
+    oracle = ScriptedOracle(answer())
+    result = await Pipeline(app).run(call, lambda q, c, m: run_single(oracle, q, c, m))
+    assert type(result) is AnswerResult and result.status == "ok"
+    assert isinstance(result.sidecar, Sidecar) and result.sidecar.recommendation == "apply"
+    assert isinstance(result.telemetry, Telemetry) and isinstance(result.usage, Usage)
+    broken = ScriptedOracle(UpstreamError("boom"))
+    failed = await Pipeline(app).run(Call(tool="ask_test", question="Why does this deadlock?"),
+                                     lambda q, c, m: run_single(broken, q, c, m))
+    assert type(failed) is AnswerResult and failed.status == "error" and failed.kind == "upstream_error"
+
+
+def _council_runner(calls: list[str]) -> Any:
+    from ask_fable.contract import CouncilFields, SourceEntry
+
+    async def runner(question: str, context: str, mctx: ModeContext) -> ModeOutcome:
+        calls.append(question)
+        fields = CouncilFields(mode="council", synthesizer=None, quorum="2/2", consensus="strong",
+                               sources=[SourceEntry(model="a-1", status="ok", token="a"),
+                                        SourceEntry(model="b-1", status="ok", token="b")])
+        return ModeOutcome(text=answer(), model="a-1", fields=fields)
+
+    return runner
+
+
+async def test_a_council_call_returns_its_council_model_and_replays_it_from_the_cache() -> None:
+    """A council's result is a CouncilResult; its cached JSON comes back validated as one, with the
+    council's meaningful null (``synthesizer``) kept and the first call's per-call fields left out."""
+    from ask_fable.contract import CouncilResult
+
+    app, calls = App(load_settings()), list[str]()
+    runner = _council_runner(calls)
+
+    def council() -> Call:
+        return Call(tool="ask_council", question="Which lock?", mode="council", result=CouncilResult,
+                    cache_models=["a", "b"])
+
+    first = await Pipeline(app).run(council(), runner)
+    second = await Pipeline(app).run(council(), runner)
+    assert type(first) is CouncilResult and type(second) is CouncilResult and len(calls) == 1
+    assert second.cached is True and first.cached is None
+    assert second.sources == first.sources and second.quorum == "2/2" and second.sidecar == first.sidecar
+    wire = second.wire()
+    assert wire["synthesizer"] is None and wire["trace_id"] != first.trace_id
+    per_call = {"trace_id", "telemetry", "cached", "cache_age_s", "note", "cost_usd", "saved"}
+    assert {k: v for k, v in wire.items() if k not in per_call} == \
+        {k: v for k, v in first.wire().items() if k not in per_call}
+
+
+async def test_a_cached_entry_that_no_longer_fits_the_contract_is_a_miss() -> None:
+    """The cache holds JSON from outside the process (an older release, another replica): an entry that
+    does not validate as the tool's result is asked again, never returned."""
+    from ask_fable.stores.cache import cache_key
+
+    app = App(load_settings())
+    question = "Why does this deadlock?"
+    key = cache_key("ask_test", ["scripted"], question, "", {})
+    app.cache.put("local", key, "ask_test", {"status": "ok", "answer": "stale", "no_such_field": 1})
+    oracle = ScriptedOracle(answer())
+    result = await run(app, oracle, question, cache_models=["scripted"])
+    assert result["answer"] == "Use a mutex." and "cached" not in result and len(oracle.requests) == 1
+    again = await run(app, oracle, question, cache_models=["scripted"])
+    assert again["cached"] is True and again["answer"] == "Use a mutex."

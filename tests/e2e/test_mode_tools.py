@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from ask_fable.backends.providers.ollama import OllamaSettings
+from ask_fable.backends.providers.openrouter import OpenRouterSettings
 from ask_fable.config import load_settings, read_config_file
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
@@ -206,14 +208,15 @@ async def test_configure_tools_persist_normalized_choices() -> None:
     assert saved["ollama_model"] == "qwen3-coder:480b-cloud"
     assert saved["atlas_council"] == ["xai/grok-4.6"]
     fresh = load_settings()
-    assert fresh.ollama_council == ["minimax-m3:cloud", "glm-5.2:cloud", "gpt-oss:120b-cloud"]
-    assert fresh.openrouter_council == ["qwen/qwen3-coder"]
+    ollama = fresh.section("ollama", OllamaSettings)
+    assert ollama.council == ["minimax-m3:cloud", "glm-5.2:cloud", "gpt-oss:120b-cloud"]
+    assert fresh.section("openrouter", OpenRouterSettings).council == ["qwen/qwen3-coder"]
 
 
 async def test_config_file_overrides_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ASK_FABLE_OLLAMA_COUNCIL", "from-env:cloud")
     await call("configure_ollama_council", {"models": ["from-file"]}, {"hub": False})
-    assert load_settings().ollama_council == ["from-file:cloud"]
+    assert load_settings().section("ollama", OllamaSettings).council == ["from-file:cloud"]
 
 
 async def test_configure_rejects_bad_input() -> None:
@@ -270,4 +273,5 @@ async def test_configure_openrouter_effort_accepts_what_normalize_effort_accepts
     high = await call("configure_openrouter_council", {"models": ["a/b"], "effort": "High"}, {"hub": False})
     assert high["openrouter_effort"] == "deep"
     low = await call("configure_openrouter_council", {"models": ["a/b"], "effort": "low"}, {"hub": False})
-    assert low["openrouter_effort"] == "quick" and load_settings().openrouter_effort == "quick"
+    assert low["openrouter_effort"] == "quick"
+    assert load_settings().section("openrouter", OpenRouterSettings).effort == "quick"

@@ -18,7 +18,7 @@ from ask_fable.stores.answers import (
     save_transcript,
     slugify,
 )
-from ask_fable.stores.records import SavedAnswer, Transcript, TranscriptTurn
+from ask_fable.stores.records import SavedAnswer, StoredSessionTurn, Transcript
 from tests.conftest import StoreBackend
 
 
@@ -78,8 +78,10 @@ def test_slugify() -> None:
 def test_transcript_dump_and_retention() -> None:
     settings = load_settings(max_sessions=1)
     turns = [
-        {"question": "q1", "answer": "a1", "thinking": "t1", "model": "claude-fable-5-1"},
-        {"question": "q2", "answer": "a2"},
+        StoredSessionTurn(namespace="fable", session="default", number=1, question="q1", prompt="q1",
+                          answer="a1", thinking="t1", model="claude-fable-5-1", ts=1_780_000_000.0),
+        StoredSessionTurn(namespace="fable", session="default", number=2, question="q2", prompt="q2",
+                          answer="a2", ts=1_780_000_060.0),
     ]
     first = save_transcript(settings, "default", turns)
     assert first.parent == settings.sessions_dir and TRANSCRIPT_NAME_RE.fullmatch(first.name)
@@ -116,7 +118,8 @@ def test_the_archive_keeps_redacted_markdown_where_it_says_and_prunes_each_tenan
     assert _kept(archive, "local", first) is None  # pruned: two answers kept per tenant
     assert all("## Answer" in (_kept(archive, "local", where) or "") for where in kept)
     assert "bob asks" in (_kept(archive, "bob", other) or "")
-    turns = [TranscriptTurn(question="q", answer="a")]
+    turns = [StoredSessionTurn(namespace="fable", session="default", number=1, question="q", prompt="q",
+                               answer="a", ts=1_780_000_000.0)]
     dump = archive.save_transcript(Transcript(key="default", turns=turns))
     body = _kept(archive, "local", dump) or ""
     assert "# Session default" in body and "### Question" in body
@@ -129,7 +132,8 @@ def test_the_archive_keeps_redacted_markdown_where_it_says_and_prunes_each_tenan
 
 def test_other_models_transcripts_are_named_by_model_and_pruned_with_the_rest() -> None:
     settings = load_settings(max_sessions=2)
-    turns = [{"question": "q1", "answer": "a1"}]
+    turns = [StoredSessionTurn(namespace="deepseek", session="k", number=1, question="q1", prompt="q1",
+                               answer="a1", ts=1_780_000_000.0)]
     names = [save_transcript(settings, "k", turns, namespace).name
              for namespace in ("openrouter:openai/gpt-5.6-sol", "deepseek", "ollama:qwen3:32b")]
     assert re.fullmatch(r"openrouter_openai_gpt_5\.6_sol\+k-\d{8}T\d{12}Z\.md", names[0])

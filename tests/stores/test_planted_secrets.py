@@ -14,7 +14,7 @@ from ask_fable.stores.audit import audit_log_for
 from ask_fable.stores.cache import answer_cache_for
 from ask_fable.stores.context import ContextStore
 from ask_fable.stores.hub import SessionHub
-from ask_fable.stores.records import HubTurn, TraceEvent, TraceRecord
+from ask_fable.stores.records import HubTurn, StoredSessionTurn, TraceEvent, TraceRecord
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.stores.traces import TraceStore
 from tests.conftest import StoreBackend
@@ -44,7 +44,9 @@ def test_planted_keys_never_reach_disk() -> None:
     traces.record(TraceRecord(trace_id=trace_id, ts=1.0, tool="ask_glm", status="ok", events=[note]))
     traces.write_bundle(trace_id, {"question": text, "answer": text, "thinking": text * 50})
     save_answer(settings, "ask_glm", text, text, thinking=text, meta={"note": text})
-    save_transcript(settings, "fable:default", [{"question": text, "answer": text, "thinking": text}])
+    save_transcript(settings, "fable:default", [StoredSessionTurn(
+        namespace="fable", session="default", number=1, question=text, prompt=text, answer=text,
+        thinking=text, ts=1_780_000_000.0)])
     audit_log_for(settings).append(
         {"ts": 1.0, "question": text, "context_raw": text, "members": [{"x": text}]}
     )
@@ -69,7 +71,7 @@ def test_planted_keys_never_reach_a_postgresql_row(store_backend: StoreBackend) 
     from ask_fable.stores.answers import archive_for
     from ask_fable.stores.audit_trail import audit_trail_for
     from ask_fable.stores.context import context_store_for
-    from ask_fable.stores.records import AuditRecord, SavedAnswer, Transcript, TranscriptTurn
+    from ask_fable.stores.records import AuditRecord, SavedAnswer, StoredSessionTurn, Transcript
 
     settings = load_settings(glm_api_key=CONFIGURED, trace_mode="full", audit_raw=True, save=True)
     text = f"my keys are {SHAPED} and {CONFIGURED}; header Authorization: Bearer {CONFIGURED}"
@@ -86,7 +88,8 @@ def test_planted_keys_never_reach_a_postgresql_row(store_backend: StoreBackend) 
     traces.write_bundle(trace_id, {"question": text, "answer": text})
     archive = archive_for(settings, engines=pools)
     archive.save_answer(SavedAnswer(tool="ask_glm", question=text, answer=text, thinking=text))
-    archive.save_transcript(Transcript(key="default", turns=[TranscriptTurn(question=text, answer=text)]))
+    archive.save_transcript(Transcript(key="default", turns=[StoredSessionTurn(
+        namespace="fable", session="default", number=1, question=text, prompt=text, answer=text, ts=0.0)]))
     audit_trail_for(settings, engines=pools).append(AuditRecord(ts=1.0, question=text, status="ok"))
 
     assert not [p for p in Path(settings.state_dir).rglob("*") if p.is_file()]  # nothing on disk

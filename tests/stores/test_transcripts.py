@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select
 
 from ask_fable.stores.db import Database
-from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.records import SessionTurn, StoredSessionTurn, Transcript
 from ask_fable.stores.tables import session_leases, transcript_turns
 from ask_fable.stores.transcripts import TranscriptStore
 from tests.conftest import StoreBackend
@@ -35,11 +35,25 @@ def test_turns_come_back_in_order_with_their_numbers_and_the_count_grows(db: Dat
     assert store.append(turn("one?", cost=0.5)) == 1
     assert store.append(turn("two?")) == 2
     turns = store.turns("local", "deepseek", "s")
-    assert [(t["number"], t["question"], t["prompt"], t["answer"]) for t in turns] == [
+    assert [(t.number, t.question, t.prompt, t.answer) for t in turns] == [
         (1, "one?", "## Question\none?", "answer to one?"),
         (2, "two?", "## Question\ntwo?", "answer to two?"),
     ]
-    assert (turns[0]["model"], turns[0]["cost_usd"], turns[1]["cost_usd"]) == ("m-1", 0.5, None)
+    assert (turns[0].model, turns[0].cost_usd, turns[1].cost_usd) == ("m-1", 0.5, None)
+
+
+def test_a_stored_turn_is_the_turn_appended_with_its_number_and_time(db: Database) -> None:
+    """One shape from the write to the saved transcript: the store gives back the appended turn itself,
+    numbered and timed, and a reset saves those turns as they are."""
+    clock = ManualClock(1_780_000_000.0)
+    store = TranscriptStore(db, clock=clock)
+    appended = turn("one?", tenant="acme", cost=0.25)
+    store.append(appended)
+    [stored] = store.turns("acme", "deepseek", "s")
+    assert isinstance(stored, SessionTurn) and isinstance(stored, StoredSessionTurn)
+    assert stored.model_dump(exclude={"number", "ts"}) == appended.model_dump()
+    assert (stored.number, stored.ts) == (1, 1_780_000_000.0)
+    assert Transcript(key="s", tenant="acme", namespace="deepseek", turns=[stored]).turns[0] is stored
 
 
 def test_tenants_models_and_sessions_are_separate_conversations(db: Database) -> None:
@@ -48,9 +62,9 @@ def test_tenants_models_and_sessions_are_separate_conversations(db: Database) ->
     store.append(turn("other tenant", tenant="acme"))
     store.append(turn("other model", namespace="opus5"))
     store.append(turn("other session", session="t"))
-    assert [t["question"] for t in store.turns("local", "deepseek", "s")] == ["local deepseek"]
-    assert [t["question"] for t in store.turns("acme", "deepseek", "s")] == ["other tenant"]
-    assert [t["question"] for t in store.turns("local", "opus5", "s")] == ["other model"]
+    assert [t.question for t in store.turns("local", "deepseek", "s")] == ["local deepseek"]
+    assert [t.question for t in store.turns("acme", "deepseek", "s")] == ["other tenant"]
+    assert [t.question for t in store.turns("local", "opus5", "s")] == ["other model"]
     assert sorted(s["session"] for s in store.sessions("local", "deepseek")) == ["s", "t"]
     assert [s["session"] for s in store.sessions("acme", "deepseek")] == ["s"]
 
@@ -59,7 +73,7 @@ def test_clear_returns_the_turns_and_forgets_only_that_session(db: Database) -> 
     store = TranscriptStore(db)
     store.append(turn("one?"))
     store.append(turn("kept?", session="other"))
-    assert [t["question"] for t in store.clear("local", "deepseek", "s")] == ["one?"]
+    assert [t.question for t in store.clear("local", "deepseek", "s")] == ["one?"]
     assert store.turns("local", "deepseek", "s") == []
     assert store.clear("local", "deepseek", "s") == []
     assert [s["session"] for s in store.sessions("local", "deepseek")] == ["other"]
@@ -70,7 +84,7 @@ def test_a_second_store_on_the_same_file_sees_every_turn(db: Database) -> None:
     TranscriptStore(db).append(turn("before the restart?"))
     again = TranscriptStore(db)
     assert again.append(turn("after it?")) == 2
-    questions = [t["question"] for t in again.turns("local", "deepseek", "s")]
+    questions = [t.question for t in again.turns("local", "deepseek", "s")]
     assert questions == ["before the restart?", "after it?"]
 
 
@@ -79,7 +93,7 @@ def test_secrets_are_stored_redacted_and_a_key_is_found_by_its_redacted_label(db
     store.append(SessionTurn(namespace="glm", session=f"label-{KEY}", question=f"why {KEY}?",
                              prompt=f"ctx {KEY}", answer=f"echo {KEY}", thinking=f"think {KEY}"))
     [stored] = store.turns("local", "glm", f"label-{KEY}")
-    assert KEY not in str(stored) and "[REDACTED]" in stored["prompt"]
+    assert KEY not in str(stored) and "[REDACTED]" in stored.prompt
     with store.db.read() as conn:
         assert KEY not in str([tuple(row) for row in conn.execute(select(transcript_turns)).all()])
 
@@ -94,7 +108,7 @@ def test_a_session_past_its_retention_reads_as_empty_and_is_swept(db: Database) 
     assert store.turns("local", "deepseek", "s") == []
     assert [s["session"] for s in store.sessions("local", "deepseek")] == ["fresh"]
     assert store.sweep() == 1  # the stale session; the expired one was deleted when read
-    assert [t["question"] for t in store.turns("local", "deepseek", "fresh")] == ["fresh?"]
+    assert [t.question for t in store.turns("local", "deepseek", "fresh")] == ["fresh?"]
 
 
 def test_retention_zero_keeps_sessions_until_cleared(db: Database) -> None:
@@ -102,7 +116,7 @@ def test_retention_zero_keeps_sessions_until_cleared(db: Database) -> None:
     store = TranscriptStore(db, retention_days=0, clock=clock)
     store.append(turn("kept?"))
     clock.advance(10_000 * 86_400)
-    assert [t["question"] for t in store.turns("local", "deepseek", "s")] == ["kept?"]
+    assert [t.question for t in store.turns("local", "deepseek", "s")] == ["kept?"]
     assert store.sweep() == 0
 
 

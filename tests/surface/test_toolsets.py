@@ -13,13 +13,13 @@ from ask_fable.errors import BadArgs
 from ask_fable.surface.registry import FAMILIES, all_tools
 from ask_fable.surface.server import build_server
 from ask_fable.surface.toolsets import families_for, select_tools
+from tests.spec_tools import BACKEND_TOOLS
 
-#: Every tool the contract names, once.
+#: Every tool the contract names, once (the backends' one-model tools from their descriptors).
 SPEC_TOOLS = frozenset({
-    "ask", "ask_opus5", "ask_m3", "ask_glm", "ask_deepseek", "ask_gemini", "ask_codex", "ask_grok",
-    "ask_kimi", "ask_atlas", "ask_openrouter", "ask_ollama", "ask_council", "ask_chain", "ask_debate",
-    "ask_ollama_council", "ask_atlas_council", "ask_openrouter_council", "list_atlas_models",
-    "list_openrouter_models", "list_ollama_models", "configure_ollama_council", "configure_atlas_council",
+    *BACKEND_TOOLS, "ask", "ask_council", "ask_chain", "ask_debate", "ask_ollama_council",
+    "ask_atlas_council", "ask_openrouter_council", "list_atlas_models", "list_openrouter_models",
+    "list_ollama_models", "configure_ollama_council", "configure_atlas_council",
     "configure_openrouter_council", "configure_tracing", "context_write", "context_read", "context_list",
     "context_delete", "context_pack", "ask_fable_help", "reset_session", "stats", "trace_list", "trace_get",
     "session_list", "session_peek", "session_stats", "diagnose", "key_usage",

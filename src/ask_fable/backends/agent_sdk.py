@@ -12,7 +12,7 @@ Everything else (the single-shot route in :mod:`.claude_sdk`, the warm sessions 
   CLI spawned outlives it). Closed mid-turn (a deadline, a cancelled call) the group is killed at
   once; closed between turns the CLI first gets :data:`GRACEFUL_CLOSE_S` seconds to exit on its
   own;
-- :class:`Conversation` (a warm client) and :func:`run_query` (one prompt on a fresh CLI);
+- :class:`WarmClaudeCli` (a warm client) and :func:`run_query` (one prompt on a fresh CLI);
 - :class:`TurnCollector`, which folds one turn's messages into a :class:`Reply`, and
   :func:`map_sdk_error`, which translates the SDK's exceptions into :mod:`ask_fable.errors`.
 
@@ -306,7 +306,7 @@ class OwnTransport(Protocol):
         ...
 
 
-class Conversation:
+class WarmClaudeCli:
     """One warm Claude Code CLI, kept open between turns."""
 
     def __init__(self, client: ClaudeSDKClient, transport: OwnTransport) -> None:
@@ -314,7 +314,7 @@ class Conversation:
         self._transport = transport
 
     @classmethod
-    async def open(cls, options: ClaudeAgentOptions) -> Conversation:
+    async def open(cls, options: ClaudeAgentOptions) -> WarmClaudeCli:
         """Start a CLI for ``options`` and connect the SDK's client to it."""
         from claude_agent_sdk import ClaudeSDKClient
 

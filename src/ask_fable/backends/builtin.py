@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ask_fable.backends.claude_common import FABLE51_MODEL, FABLE_LADDER
 from ask_fable.backends.cli_backends import CODEX, GEMINI, GROK, KIMI, MINIMAX
-from ask_fable.backends.descriptor import Backend, Token
+from ask_fable.backends.descriptor import SESSION_HELP, Backend, ModelTool, Token
 from ask_fable.backends.probes import probe_claude
 from ask_fable.backends.providers.atlas import ATLAS
 from ask_fable.backends.providers.deepseek import DEEPSEEK
@@ -52,8 +52,10 @@ OPUS = Backend(
     name="opus", label="Claude Opus 5", family="anthropic", transport="claude",
     build=_claude, probe=probe_claude, enable=_CLAUDE_STEP,
     tokens=(Token("opus", aliases=("opus5", "opus-5")),), model_of=lambda s: s.opus_model,
-    needs=_CLAUDE_NEEDS, tools=("ask_opus5",), tier="middle", cost_rank=7, context_tokens=200_000,
+    needs=_CLAUDE_NEEDS, tier="middle", cost_rank=7, context_tokens=200_000,
     labs=(r"Anthropic",), products=(r"Claude",),
+    tool=ModelTool("ask_opus5", "The same as ask on {label} ({model}): about half Fable's price and faster.\n"
+                   + SESSION_HELP + ' Its sessions are ask(model="opus5")\'s.', session=True),
 )
 BUILTIN: tuple[Backend, ...] = (
     FABLE, OPUS, MINIMAX, GEMINI, CODEX, GROK, KIMI, GLM, DEEPSEEK, ATLAS, OPENROUTER, OLLAMA,

@@ -641,8 +641,8 @@ async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, head
     return _Tags(names)
 
 
-async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, refresh: bool = True,
-                              *, transport: httpx2.AsyncBaseTransport | None = None,
+async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, council: list[str],
+                              refresh: bool = True, *, transport: httpx2.AsyncBaseTransport | None = None,
                               resources: Resources | None = None) -> dict[str, Any]:
     """The ollama.com cloud catalog (as daemon-ready ids), the locally pulled models and the council.
 
@@ -672,7 +672,7 @@ async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, refr
         "reachable": fetched_local if refresh else (True if local.names is not None else None),
         "available_cloud": sorted({cloud_id(n) for n in cloud.names or []}),
         "pulled_local": sorted(set(local.names or [])),
-        "configured_council": list(settings.ollama_council),
+        "configured_council": list(council),
         "default_model": ollama.model,
         "base_url": ollama.base_url,
         # Where configure_ollama_council saves: the shared database when there is one.

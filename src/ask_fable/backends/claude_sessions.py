@@ -2,7 +2,7 @@
 
 A conversation's truth is its stored transcript (:mod:`ask_fable.stores.transcripts`); each turn
 arrives with the exchanges the store holds as ``request.history``. What is kept here is one open
-Claude Code CLI (:class:`~ask_fable.backends.agent_sdk.Conversation`) per ``(namespace, key)``, so
+Claude Code CLI (:class:`~ask_fable.backends.agent_sdk.WarmClaudeCli`) per ``(namespace, key)``, so
 a follow-up is written to the running CLI (tens of milliseconds) instead of starting a new one
 (about half a second). Namespaces keep tools apart (``fable`` for ``ask``, ``opus5`` for
 ``ask_opus5`` and ``ask(model="opus5")``). Turns of one session run one at a time; different
@@ -63,7 +63,7 @@ from ask_fable.errors import OracleTimeout
 from ask_fable.redact import redact
 
 if TYPE_CHECKING:
-    from ask_fable.backends.agent_sdk import Conversation
+    from ask_fable.backends.agent_sdk import WarmClaudeCli
     from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
 
@@ -111,7 +111,7 @@ class _Session:
     namespace: str
     key: str
     lock: anyio.Lock = field(default_factory=anyio.Lock)
-    client: Conversation | None = None
+    client: WarmClaudeCli | None = None
     tail: StderrTail | None = None
     #: The ``stream_reasoning`` and system prompt the open client was started with.
     streaming: bool = False
@@ -371,14 +371,14 @@ class ClaudeSessions:
             victim.lock.release()
 
     async def _open(self, session: _Session, model: str, system: str, settings: Settings) -> None:
-        from ask_fable.backends.agent_sdk import Conversation, build_options, map_sdk_error
+        from ask_fable.backends.agent_sdk import WarmClaudeCli, build_options, map_sdk_error
         from ask_fable.backends.claude_sdk import resolve_cli_path
 
         cli = await resolve_cli_path(settings, self.resources)
         tail = StderrTail(settings)
         options = build_options(settings, model=model, system=system, cli_path=cli, stderr=tail)
         try:
-            client = await Conversation.open(options)
+            client = await WarmClaudeCli.open(options)
         except Exception as exc:
             raise map_sdk_error(exc, model, tail, started=False) from exc
         session.client, session.tail = client, tail

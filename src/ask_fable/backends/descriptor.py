@@ -84,12 +84,21 @@ class Token:
     about: str = ""
 
 
+#: How a tool that continues a conversation tells its caller to use ``session``.
+SESSION_HELP = (
+    "Reuse `session` for follow-ups; a new key or reset=true starts a new topic. A `followup` in the "
+    "result says what to paste next."
+)
+
+
 @dataclass(frozen=True)
 class ModelTool:
     """The one-model tool a backend brings (``ask_deepseek``): its name, its description (which may
     name the backend's :meth:`Backend.facts`: ``{label}``, ``{model}``, ``{key_vars}``…) and whether it
     takes a ``model`` argument (described by ``model_arg``) and an ``effort`` (the quick / standard /
-    deep presets; or, with ``effort_choices``, those words, described by ``effort_arg``)."""
+    deep presets; or, with ``effort_choices``, those words, described by ``effort_arg``). With
+    ``session``, it is a turn of a conversation with the backend, as ``ask`` with its token: it takes
+    ``session`` and ``reset`` instead of a model or an effort."""
 
     name: str
     description: str
@@ -97,6 +106,7 @@ class ModelTool:
     effort: bool = False
     effort_choices: tuple[str, ...] = ()
     effort_arg: str = ""
+    session: bool = False
 
 
 @dataclass(frozen=True)

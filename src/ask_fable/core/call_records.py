@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
+from ask_fable.contract import AnswerResult
 from ask_fable.core.modes.base import MemberOutcome, ModeOutcome
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.redact import redact
@@ -37,7 +38,7 @@ class FinishedCall:
 
     call: Call
     trace: TraceRecorder
-    result: dict[str, Any]
+    result: AnswerResult
     outcome: ModeOutcome | None
     members: list[MemberOutcome]
     #: Whether the guard let the call through.
@@ -51,14 +52,13 @@ class FinishedCall:
 
     @property
     def status(self) -> str:
-        """The result's status (``error`` when it has none)."""
-        status = self.result.get("status")
-        return status if isinstance(status, str) else "error"
+        """The result's status."""
+        return self.result.status
 
     @property
     def answered(self) -> bool:
         """True for a fresh answer (not one replayed from the cache, nor an estimate without one)."""
-        return self.status in ANSWERED and not self.cached and "answer" in self.result
+        return self.status in ANSWERED and not self.cached and "answer" in self.result.model_fields_set
 
     @property
     def reply_thinking(self) -> str | None:
@@ -91,8 +91,8 @@ def audit_record(done: FinishedCall, settings: Settings) -> AuditRecord:
     mode_fields = outcome.audit.model_dump(exclude_unset=True) if outcome else {}
     return AuditRecord(
         ts=done.trace.wall_start, trace_id=done.trace.trace_id, tenant=call.tenant, tool=call.tool,
-        mode=call.mode, status=done.status, kind=result.get("kind"), allowed=done.allowed,
-        stage=result.get("stage"), model=result.get("model"), provider=provider, session=call.hub_session,
+        mode=call.mode, status=done.status, kind=result.kind, allowed=done.allowed,
+        stage=result.stage, model=result.model, provider=provider, session=call.hub_session,
         project=done.project, agent_id=done.agent_id, elapsed_ms=done.elapsed_ms, cached=done.cached,
         question_sha256=_sha(call.question), question_len=len(call.question),
         context_sha256=_sha(done.context), context_len=len(done.context), members=members,
@@ -105,7 +105,7 @@ def trace_record(done: FinishedCall) -> TraceRecord:
     call = done.call
     return TraceRecord(
         trace_id=done.trace.trace_id, tenant=call.tenant, ts=done.trace.wall_start, tool=call.tool,
-        mode=call.mode, status=done.status, kind=done.result.get("kind"), session=call.hub_session,
+        mode=call.mode, status=done.status, kind=done.result.kind, session=call.hub_session,
         project=done.project,
         agent_id=done.agent_id, elapsed_ms=done.elapsed_ms,
         providers=sorted({m.provider for m in done.members if m.provider}),
@@ -117,7 +117,7 @@ def trace_record(done: FinishedCall) -> TraceRecord:
 def trace_bundle(done: FinishedCall) -> TraceBundle:
     """The call's content for a full-mode trace (the store redacts it)."""
     return TraceBundle(
-        tenant=done.call.tenant, question=done.call.question, context=done.context, result=dict(done.result),
+        tenant=done.call.tenant, question=done.call.question, context=done.context, result=done.result.wire(),
         reasoning=done.reply_thinking,
         members=[BundleMember(token=m.token, answer=m.answer, thinking=m.reply.thinking if m.reply else None)
                  for m in done.members],
@@ -130,8 +130,8 @@ def hub_turn(done: FinishedCall) -> HubTurn:
     return HubTurn(
         tenant=call.tenant, session_key=call.hub_session or call.tool, agent_id=done.agent_id,
         project=done.project,
-        oracle=result.get("model") or call.tool, status=done.status, question=call.question,
-        answer=result.get("answer") or "", elapsed_ms=done.elapsed_ms,
+        oracle=result.model or call.tool, status=done.status, question=call.question,
+        answer=result.answer or "", elapsed_ms=done.elapsed_ms,
         sdk_session_id=outcome.reply.session_id if outcome and outcome.reply else None,
     )
 
@@ -140,8 +140,8 @@ def saved_answer(done: FinishedCall) -> SavedAnswer:
     """The answer as it is kept on file."""
     return SavedAnswer(
         tenant=done.call.tenant, tool=done.call.tool, question=done.call.question,
-        answer=done.result.get("answer") or "",
-        thinking=done.reply_thinking, trace_id=done.trace.trace_id, model=done.result.get("model"),
+        answer=done.result.answer or "",
+        thinking=done.reply_thinking, trace_id=done.trace.trace_id, model=done.result.model,
         transcript=done.outcome.transcript if done.outcome else None,
     )
 

@@ -30,7 +30,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -41,7 +41,7 @@ from ask_fable.errors import OracleTimeout
 if TYPE_CHECKING:
     from ask_fable.config import Settings
     from ask_fable.stores.interfaces import SessionTranscriptStore, StoreRunner
-    from ask_fable.stores.views import StoredSessionTurn
+    from ask_fable.stores.records import StoredSessionTurn
 
 #: UTF-8 bytes counted as one token when sizing a conversation (real tokens average more).
 BYTES_PER_TOKEN = 3
@@ -102,8 +102,17 @@ class Conversations:
 
 
 @dataclass
-class Conversation:
-    """One call's view of a session: where its turns are kept, how much of them fits, what to reset.
+class SessionState:
+    """What the pipeline keeps of a session between its turns, replayed from the stored turns."""
+
+    #: Answers in a row that asked for more context (:func:`advance_streak`).
+    needs_context_streak: int = 0
+
+
+@dataclass
+class StoredConversation:
+    """A conversation whose truth is its stored transcript, as one call's turn uses it: where its turns
+    are kept, how much of them fits, what to reset (a warm model process is only a cache of it).
 
     ``state`` is the pipeline's per-session state (the needs-more-context streak), filled from the
     stored turns when the turn runs; ``forget_warm`` closes a warm model process on reset.
@@ -119,7 +128,7 @@ class Conversation:
     #: Seconds the session's lease lasts unless renewed (``ASK_FABLE_SESSION_LEASE_SECONDS``).
     lease_seconds: float = 10.0
     reset: bool = False
-    state: dict[str, Any] = field(default_factory=lambda: {"needs_context_streak": 0})
+    state: SessionState = field(default_factory=SessionState)
     forget_warm: Callable[[], Awaitable[object]] | None = None
 
     def hold(self, wait_s: float, on_wait: Callable[[], Awaitable[None]] | None = None
@@ -242,7 +251,7 @@ def fit_history(
     kept newest first and without gaps; when some are left out, room is kept for a list of their
     questions (:attr:`FittedHistory.digest`).
     """
-    exchanges = [Exchange(prompt=turn["prompt"], answer=turn["answer"], model=turn["model"])
+    exchanges = [Exchange(prompt=turn.prompt, answer=turn.answer, model=turn.model)
                  for turn in turns]
     fixed_bytes = len(system.encode("utf-8")) + len(prompt.encode("utf-8"))
     token_room = (int(window_tokens * WINDOW_SHARE) - min(reply_tokens, window_tokens // 2)
@@ -278,7 +287,7 @@ def _digest(left_out: Sequence[StoredSessionTurn]) -> str:
     lines: list[str] = []
     size = len(head.encode("utf-8"))
     for turn in reversed(left_out):
-        question = " ".join(turn["question"].split())
+        question = " ".join(turn.question.split())
         if len(question) > DIGEST_QUESTION_CHARS:
             question = question[: DIGEST_QUESTION_CHARS - 1] + "…"
         line = f"\n- {question}"
@@ -303,7 +312,7 @@ def streak_of(turns: Sequence[StoredSessionTurn], limit: int) -> int:
     """The streak a session's stored answers leave behind, replayed with :func:`advance_streak`."""
     streak = 0
     for turn in turns:
-        _, sidecar = parse_sidecar(turn["answer"])
+        _, sidecar = parse_sidecar(turn.answer)
         asked_more = sidecar is not None and sidecar.recommendation == "needs_more_context"
         streak, _ = advance_streak(streak, asked_more, limit)
     return streak

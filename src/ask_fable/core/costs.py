@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ask_fable.backends.pricing import CallCostSource, combined_source
 from ask_fable.core.modes.base import MemberOutcome
+from ask_fable.values import Usage
 
 
 @dataclass(frozen=True)
@@ -24,18 +24,10 @@ class CallCost:
 
     cost_usd: float | None
     source: CallCostSource | None
-    usage: dict[str, Any]
+    #: The summed token counts and cost; None when no call reported any.
+    usage: Usage | None
     #: What the key's daily budget counts: unknown parts at the conservative rate.
     budget_usd: float
-
-    def fields(self) -> dict[str, Any]:
-        """The result fields this cost sets (none for a call that made no backend call)."""
-        if self.source is None:
-            return {}
-        out: dict[str, Any] = {"cost_usd": self.cost_usd, "cost_source": self.source}
-        if self.usage:
-            out["usage"] = self.usage
-        return out
 
 
 def _sum(values: list[int | None]) -> int | None:
@@ -48,14 +40,11 @@ def call_cost(members: Sequence[MemberOutcome]) -> CallCost:
     priced = [m for m in members if m.priced is not None]
     known = [m.cost_usd for m in priced if m.cost_usd is not None]
     usages = [m.reply.usage for m in members if m.reply is not None and m.reply.usage is not None]
-    usage: dict[str, Any] = {}
-    for name in ("input_tokens", "output_tokens", "reasoning_tokens"):
-        total = _sum([getattr(u, name) for u in usages])
-        if total is not None:
-            usage[name] = total
     cost = round(sum(known), 10) if known else None
-    if cost is not None:
-        usage["cost_usd"] = cost
+    counts = (_sum([u.input_tokens for u in usages]), _sum([u.output_tokens for u in usages]),
+              _sum([u.reasoning_tokens for u in usages]))
+    usage = None if cost is None and counts == (None, None, None) else \
+        Usage(input_tokens=counts[0], output_tokens=counts[1], reasoning_tokens=counts[2], cost_usd=cost)
     source = combined_source([m.priced.source for m in priced if m.priced is not None])
     return CallCost(cost_usd=cost, source=source, usage=usage,
                     budget_usd=round(sum(m.budget_usd for m in members), 10))

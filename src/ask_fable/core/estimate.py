@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
 from ask_fable.backends.base import Oracle, OracleRequest
 from ask_fable.backends.pricing import PriceBook, count_tokens
+from ask_fable.contract import CostEstimate, PlannedCost
 from ask_fable.errors import AskFableError
 
 #: Tokens of a typical answer (sidecar included), the low end of an estimate.
@@ -59,51 +60,51 @@ def planned(oracle: Oracle, role: str, system: str, prompt: str, *, earlier_answ
 class Estimate:
     """A priced plan: each call's range and the totals."""
 
-    calls: list[dict[str, Any]]
+    calls: list[PlannedCost]
     typical_usd: float
     max_usd: float
     #: What a key's budget sets aside for the call: ``max_usd``, unknown prices at the conservative rate.
     budget_usd: float
     unknown: bool
 
-    def wire(self, over_budget: list[str] | None = None) -> dict[str, Any]:
+    def result(self, over_budget: list[str] | None = None) -> CostEstimate:
         """The ``estimate`` field of a result."""
-        out: dict[str, Any] = {
-            "calls": self.calls, "typical_usd": round(self.typical_usd, 6), "max_usd": round(self.max_usd, 6),
-            "cost_source": "unknown" if self.unknown else "estimated",
-        }
-        if over_budget:
-            out["over_budget"] = over_budget
-        return out
+        return CostEstimate(calls=self.calls, typical_usd=round(self.typical_usd, 6),
+                            max_usd=round(self.max_usd, 6),
+                            cost_source="unknown" if self.unknown else "estimated",
+                            over_budget=over_budget or None)
+
+
+def _priced(call: PlannedCall, typical_usd: float, max_usd: float,
+            price_source: Literal["estimated", "unknown"] | None = None,
+            available: bool | None = None) -> PlannedCost:
+    oracle = call.oracle
+    return PlannedCost(token=oracle.token, model=oracle.model, provider=oracle.provider, role=call.role,
+                       prompt_tokens=call.prompt_tokens, max_output_tokens=call.max_output_tokens,
+                       typical_usd=typical_usd, max_usd=max_usd, price_source=price_source,
+                       available=available)
 
 
 def price_plan(plan: list[PlannedCall], prices: PriceBook) -> Estimate:
     """Each planned call at a typical answer and at its backend's most, and the totals."""
-    calls: list[dict[str, Any]] = []
+    calls: list[PlannedCost] = []
     typical_total = max_total = 0.0
     unknown = False
     for call in plan:
         oracle = call.oracle
-        entry: dict[str, Any] = {"token": oracle.token, "model": oracle.model, "provider": oracle.provider,
-                                 "role": call.role, "prompt_tokens": call.prompt_tokens,
-                                 "max_output_tokens": call.max_output_tokens}
         if not call.available:
-            entry |= {"available": False, "typical_usd": 0.0, "max_usd": 0.0}
-            calls.append(entry)
+            calls.append(_priced(call, 0.0, 0.0, available=False))
             continue
         typical_out = min(TYPICAL_ANSWER_TOKENS, call.max_output_tokens)
         typical = prices.price(oracle.provider, oracle.model, call.prompt_tokens, typical_out)
         most = None if typical is None else \
             prices.price(oracle.provider, oracle.model, call.prompt_tokens, call.max_output_tokens)
+        source: Literal["estimated", "unknown"] = "estimated"
         if typical is None or most is None:
-            unknown = True
+            unknown, source = True, "unknown"
             typical = prices.conservative(call.prompt_tokens, typical_out)
             most = prices.conservative(call.prompt_tokens, call.max_output_tokens)
-            entry["price_source"] = "unknown"
-        else:
-            entry["price_source"] = "estimated"
-        entry |= {"typical_usd": round(typical, 6), "max_usd": round(most, 6)}
+        calls.append(_priced(call, round(typical, 6), round(most, 6), source))
         typical_total += typical
         max_total += most
-        calls.append(entry)
     return Estimate(calls, typical_total, max_total, max_total, unknown)

@@ -8,7 +8,9 @@ The guard model runs only when ``ASK_FABLE_GUARD_MODEL`` is set.
 Tools build a :class:`Call` and hand it, with a mode runner, to :func:`run`. Everything that cuts
 across tools (per-key quotas, guard, cache, timing, error mapping, audit, trace, hub, saved
 answers) lives here.
-A failure of our own never escapes: it becomes ``{"status": "error", "kind": ..., "detail": ...}``.
+A failure of our own never escapes: it becomes a result with ``status: error``, a ``kind`` and a ``detail``.
+Every outcome is the tool's contract result model (``Call.result``): the cache stores its JSON and
+validates it again on the way back, and the records of the call are built from it.
 """
 
 from __future__ import annotations
@@ -20,13 +22,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
+from pydantic import ValidationError
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
-from ask_fable.contract import Followup
+from ask_fable.contract import AnswerResult, CouncilFields, Followup, Telemetry
 from ask_fable.core import costs, guard, guard_model, quotas
 from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
-from ask_fable.core.conversations import advance_streak
+from ask_fable.core.conversations import SessionState, advance_streak
 from ask_fable.core.estimate import Estimate, Planner, price_plan
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
@@ -72,12 +75,14 @@ class Call:
     mode: str = "single"
     #: Ordered model tokens the cache key is built from; empty disables caching.
     cache_models: list[str] = field(default_factory=list)
-    cache_extra: dict[str, Any] = field(default_factory=dict)
+    cache_extra: dict[str, str | list[str] | None] = field(default_factory=dict)
+    #: The contract model of the tool's result: every outcome of the call is one.
+    result: type[AnswerResult] = AnswerResult
     #: Per-session state of a conversation turn (``needs_context_streak``, replayed from the stored
     #: turns by :func:`ask_fable.core.modes.single.run_turn`); ``None`` for a single question.
-    session_state: dict[str, Any] | None = None
-    #: Fields echoed into the result whatever happens (e.g. ``session``).
-    echo: dict[str, Any] = field(default_factory=dict)
+    session_state: SessionState | None = None
+    #: Echo ``session`` into the result whatever happens (a conversation's label).
+    echo_session: bool = False
     #: Who is calling when the process serves several callers (an HTTP API key's name).
     agent_id: str | None = None
     #: The tenant the call's records belong to and whose context entries and cache it may use.
@@ -106,9 +111,39 @@ class Call:
 
 
 #: Fields that describe one call, not its answer: never stored in, nor replayed from, the cache.
-_PER_CALL_FIELDS = ("trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing",
-                    "cached", "cache_age_s", "note", "saved", "warnings", "usage", "cost_usd",
-                    "cost_source")
+_PER_CALL_FIELDS = frozenset({
+    "trace_id", "telemetry", "session", "context_ref_resolved", "context_ref_missing", "cached",
+    "cache_age_s", "note", "saved", "warnings", "usage", "cost_usd", "cost_source"})
+
+
+@dataclass
+class _Echo:
+    """What every outcome of a call carries, errors included: its session and what its refs did."""
+
+    session: str | None = None
+    resolved: list[str] | None = None
+    missing: list[str] | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def onto(self, result: AnswerResult) -> None:
+        """Set these fields on ``result``."""
+        if self.session is not None:
+            result.session = self.session
+        if self.resolved is not None:
+            result.context_ref_resolved = self.resolved
+        if self.missing is not None:
+            result.context_ref_missing = self.missing
+        if self.warnings:
+            result.warnings = list(self.warnings)
+
+
+def _error_result(call: Call, error: AskFableError) -> AnswerResult:
+    """``error`` as the tool's result: its contract fields (what else it carries is for the logs)."""
+    fields = error.to_result()
+    try:
+        return call.result.model_validate({k: v for k, v in fields.items() if k in call.result.model_fields})
+    except ValidationError:  # what it carries does not fit the contract: its kind and detail still do
+        return call.result(status="error", kind=error.kind, detail=error.detail)
 
 
 def _refs(value: str | list[str] | None) -> list[str]:
@@ -132,18 +167,18 @@ def _followup(sidecar: Sidecar, question: str, context: str) -> Followup | None:
     )
 
 
-def _annotate_call(trace: TraceRecorder, call: Call, context: str, result: dict[str, Any], mctx: ModeContext,
+def _annotate_call(trace: TraceRecorder, call: Call, context: str, result: AnswerResult, mctx: ModeContext,
                    cached: bool) -> None:
     """The call's outcome on its root span: status, error type, cost, tokens, quorum."""
     from opentelemetry.trace import StatusCode
 
-    status, kind = result.get("status", "error"), result.get("kind")
+    status, kind = result.status, result.kind
     usage = [m.reply.usage for m in mctx.members if m.reply is not None and m.reply.usage is not None]
     trace.annotate(**{
         "ask_fable.status": status,
         "ask_fable.cached": cached,
         "ask_fable.cost_usd": costs.call_cost(mctx.members).cost_usd,
-        "ask_fable.quorum": result.get("quorum"),
+        "ask_fable.quorum": result.quorum if isinstance(result, CouncilFields) else None,
         "gen_ai.usage.input_tokens": sum(u.input_tokens or 0 for u in usage) if usage else None,
         "gen_ai.usage.output_tokens": sum(u.output_tokens or 0 for u in usage) if usage else None,
     })
@@ -156,7 +191,7 @@ def _annotate_call(trace: TraceRecorder, call: Call, context: str, result: dict[
         if capture_content():
             # The call's text, only when content capture asks for it: redacted like every result.
             secrets, limit = mctx.settings, CONTENT_CHARS
-            answer = result.get("answer")
+            answer = result.answer
             trace.annotate(**{
                 "ask_fable.question": redact(call.question[:limit], secrets),
                 "ask_fable.context": redact(context[:limit], secrets) if context else None,
@@ -176,7 +211,7 @@ class Pipeline:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def run(self, call: Call, runner: ModeRunner, progress: ProgressFn | None = None) -> dict[str, Any]:
+    async def run(self, call: Call, runner: ModeRunner, progress: ProgressFn | None = None) -> AnswerResult:
         """Run one call end to end and return its structured result (never raises for a failure).
 
         The call reads the settings once: every step of it sees the same ones."""
@@ -184,7 +219,7 @@ class Pipeline:
             return await self._admitted(call, runner, settings, progress)
 
     async def _admitted(self, call: Call, runner: ModeRunner, settings: Settings,
-                        progress: ProgressFn | None) -> dict[str, Any]:
+                        progress: ProgressFn | None) -> AnswerResult:
         """The call under its key's quota: admitted, run, then settled with its real cost."""
         app = self.app
         metrics = app.metrics
@@ -250,40 +285,38 @@ class Pipeline:
                 f"this call could cost up to ${estimate.max_usd:.4f} (its estimate at each backend's "
                 f"max_tokens), over max_cost_usd ${limit:.4f}; no model was called",
                 hint="raise max_cost_usd, ask fewer or cheaper models, or lower ASK_FABLE_MAX_TOKENS; "
-                "estimate=true shows each model's part", estimate=estimate.wire(call.over_budget))
+                "estimate=true shows each model's part", estimate=estimate.result(call.over_budget))
         return estimate
 
     async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, Any],
-                   mctx: ModeContext, holds: list[quotas.QuotaHold]) -> dict[str, Any]:
+                   mctx: ModeContext, holds: list[quotas.QuotaHold]) -> AnswerResult:
         """Context, guard, estimate, admission (its hold added to ``holds``), cache, mode, normalize,
         persist."""
         app = self.app
         settings = app.settings
-        result: dict[str, Any]
+        result: AnswerResult
         outcome: ModeOutcome | None = None
         allowed = False
         context = call.context
         refs = _refs(call.context_ref)
-        # Echoed on every outcome, errors included, so the caller always sees what its refs did.
-        result_prefix: dict[str, Any] = dict(call.echo)
+        # Set on every outcome, errors included, so the caller always sees what its refs did.
+        echo = _Echo(session=call.session if call.echo_session else None)
         try:
             if refs:
                 bus, bus_tenant = app.context_store, store_tenant(call.tenant, settings.shared_context)
                 with trace.step(None, "context.resolve", refs=len(refs)) as step:
                     text, resolved, missing = await app.run_store(bus.resolve, bus_tenant, refs)
                     step.finish("context.resolve", resolved=len(resolved), missing=len(missing))
-                result_prefix["context_ref_resolved"] = resolved
-                result_prefix["context_ref_missing"] = missing
+                echo.resolved, echo.missing = resolved, missing
                 if not resolved and not call.context.strip():
                     suggestions = await app.run_store(bus.suggest, bus_tenant, missing)
-                    result = {
-                        **result_prefix,
-                        "status": "needs_context",
-                        "detail": "None of the context_ref keys exist, and no other context was given; "
+                    result = call.result(
+                        status="needs_context",
+                        detail="None of the context_ref keys exist, and no other context was given; "
                         "no model was called. Store the material with context_write or fix the key.",
-                        "did_you_mean": suggestions,
-                    }
-                    return await self._finish(call, trace, result, None, mctx, allowed, context)
+                        did_you_mean=suggestions,
+                    )
+                    return await self._finish(call, trace, result, None, mctx, allowed, context, echo)
                 context = "\n\n".join(part for part in (call.context, text) if part.strip())
                 request.update(context_len=len(context), pasted_context_len=len(call.context))
 
@@ -293,19 +326,13 @@ class Pipeline:
                             rule=decision.rule or None)
             if not decision.allowed:
                 app.console.line(trace.trace_id, f"refused by the guard: {decision.reason}")
-                result = {
-                    **result_prefix,
-                    "status": "refused",
-                    "stage": "guard",
-                    "rule": decision.rule,
-                    "reason": decision.reason,
-                    "how_to_reframe": decision.how_to_reframe,
-                }
-                return await self._finish(call, trace, result, None, mctx, allowed, context)
+                result = call.result(status="refused", stage="guard", rule=decision.rule,
+                                     reason=decision.reason, how_to_reframe=decision.how_to_reframe)
+                return await self._finish(call, trace, result, None, mctx, allowed, context, echo)
             if settings.guard_model:
-                screened = await self._screen(call, trace, mctx, result_prefix)
+                screened = await self._screen(call, trace, mctx, echo)
                 if screened is not None:
-                    return await self._finish(call, trace, screened, None, mctx, allowed, context)
+                    return await self._finish(call, trace, screened, None, mctx, allowed, context, echo)
             allowed = True
 
             estimate = await self._plan(call, call.question, context, mctx)
@@ -315,9 +342,9 @@ class Pipeline:
             if call.estimate_only:
                 if estimate is None:
                     raise BadArgs(f"{call.tool} cannot estimate its cost")
-                result = {**result_prefix, "status": "ok", "estimate": estimate.wire(call.over_budget),
-                          "note": "estimate only: no model was called"}
-                return await self._finish(call, trace, result, None, mctx, allowed, context)
+                result = call.result(status="ok", estimate=estimate.result(call.over_budget),
+                                     note="estimate only: no model was called")
+                return await self._finish(call, trace, result, None, mctx, allowed, context, echo)
             hold = await self._admit(call, trace, None if estimate is None else estimate.budget_usd)
             if hold is not None:
                 holds.append(hold)
@@ -328,18 +355,13 @@ class Pipeline:
             if cache is not None:
                 key = cache_key(call.tool, call.cache_models, call.question, context, call.cache_extra)
                 hit = await self._cache_op(trace, "get", cache.get, cache_tenant, key)
-                trace.event("cache.lookup", hit=hit is not None)
-                if hit is not None:
-                    payload, age = hit
-                    result = {
-                        **payload,
-                        **result_prefix,
-                        "cached": True,
-                        "cache_age_s": round(age, 1),
-                        "cost_usd": 0.0,
-                        "note": DUPLICATE_NOTE.format(age=age),
-                    }
-                    return await self._finish(call, trace, result, None, mctx, allowed, context, cached=True)
+                replayed = None if hit is None else self._replayed(call, trace, hit.payload)
+                trace.event("cache.lookup", hit=replayed is not None)
+                if hit is not None and replayed is not None:
+                    replayed.cached, replayed.cache_age_s = True, round(hit.age_s, 1)
+                    replayed.cost_usd, replayed.note = 0.0, DUPLICATE_NOTE.format(age=hit.age_s)
+                    return await self._finish(call, trace, replayed, None, mctx, allowed, context, echo,
+                                              cached=True)
 
             app.console.line(trace.trace_id, f"{call.tool}: running {call.mode}")
             with trace.step("mode.start", f"{call.mode} {call.tool}", mode=call.mode) as step, step.current():
@@ -348,44 +370,45 @@ class Pipeline:
                 # trace.
                 step.finish("mode.end", mode=call.mode, model=outcome.model,
                             **outcome.audit.model_dump(exclude_none=True))
-            result = {**result_prefix, **self._normalize(call, outcome, context, settings)}
+            result = self._normalize(call, outcome, context, settings)
             # A degraded council is not worth replaying: the missing members may be back next time.
-            if (
-                cache is not None
-                and key is not None
-                and result["status"] == "ok"
-                and not result.get("degraded")
-            ):
-                payload = {k: v for k, v in result.items() if k not in _PER_CALL_FIELDS}
+            degraded = isinstance(result, CouncilFields) and result.degraded
+            if cache is not None and key is not None and result.status == "ok" and not degraded:
+                payload = result.model_dump(mode="json", exclude_unset=True, exclude=set(_PER_CALL_FIELDS))
                 await self._cache_op(trace, "put", cache.put, cache_tenant, key, call.tool, payload)
-            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context, echo)
         except AskFableError as exc:
-            result = {**result_prefix, **exc.to_result()}
-            result["detail"] = self._redact(result.get("detail") or "")
-            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+            result = _error_result(call, exc)
+            result.detail = self._redact(result.detail or "")
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context, echo)
         except anyio.get_cancelled_exc_class():
             # The caller cancelled, went away or pressed Ctrl-C: nobody reads a result, but the call
             # still leaves its records, with what had happened so far.
             with anyio.CancelScope(shield=True), anyio.move_on_after(CANCELLED_RECORD_S):
-                await self._finish(call, trace, self._cancelled(call, trace, result_prefix, mctx), outcome,
-                                   mctx, allowed, context)
+                await self._finish(call, trace, self._cancelled(call, trace, mctx), outcome,
+                                   mctx, allowed, context, echo)
             raise
         except TimeoutError:
-            result = {**result_prefix, **OracleTimeout(f"{call.tool} ran out of time").to_result()}
-            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+            result = _error_result(call, OracleTimeout(f"{call.tool} ran out of time"))
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context, echo)
         except Exception as exc:  # a bug of ours: report it structurally, keep the traceback on stderr
             app.console.line(trace.trace_id, "internal error:\n" + self._redact(traceback.format_exc()))
-            result = {
-                **result_prefix,
-                "status": "error",
-                "kind": "internal",
-                "detail": f"ask-fable hit an internal error ({type(exc).__name__}); see the server log "
+            result = call.result(
+                status="error", kind="internal",
+                detail=f"ask-fable hit an internal error ({type(exc).__name__}); see the server log "
                 f"for trace {trace.trace_id}.",
-            }
-            return await self._finish(call, trace, result, outcome, mctx, allowed, context)
+            )
+            return await self._finish(call, trace, result, outcome, mctx, allowed, context, echo)
 
-    def _cancelled(self, call: Call, trace: TraceRecorder, prefix: dict[str, Any],
-                   mctx: ModeContext) -> dict[str, Any]:
+    def _replayed(self, call: Call, trace: TraceRecorder, payload: dict[str, Any]) -> AnswerResult | None:
+        """A cached answer as the tool's result model; one that no longer validates is a miss."""
+        try:
+            return call.result.model_validate(payload)
+        except ValidationError as exc:
+            trace.event("cache.invalid", errors=exc.error_count())
+            return None
+
+    def _cancelled(self, call: Call, trace: TraceRecorder, mctx: ModeContext) -> AnswerResult:
         """The record of a call cancelled before it returned: which model calls had finished and which
         were still running (they were cancelled with it)."""
         started = Counter(str(e.attrs.get("token")) for e in trace.events if e.name == "provider.start")
@@ -397,12 +420,12 @@ class Pipeline:
         cut = f"; cancelled while running: {', '.join(running)}" if running else ""
         detail = (f"{call.tool} was cancelled after {trace.elapsed_ms() / 1000:.1f}s, before it returned "
                   f"(its caller cancelled the request, went away or pressed Ctrl-C); {done}{cut}")
-        return {**prefix, "status": "cancelled", "kind": "cancelled", "detail": detail}
+        return call.result(status="cancelled", kind="cancelled", detail=detail)
 
     async def _screen(self, call: Call, trace: TraceRecorder, mctx: ModeContext,
-                      result_prefix: dict[str, Any]) -> dict[str, Any] | None:
+                      echo: _Echo) -> AnswerResult | None:
         """The guard model's stage: the refusal to return, or None to go on (with a warning added to
-        ``result_prefix`` when the model gave no verdict and failures are let through)."""
+        ``echo`` when the model gave no verdict and failures are let through)."""
         settings = mctx.settings
         token = settings.guard_model or ""
         verdict = await guard_model.classify(call.question, settings, mctx, self.app.resources)
@@ -413,21 +436,20 @@ class Pipeline:
             detail = self._redact(f"{verdict.failure}: {verdict.detail}")
             if settings.guard_model_on_failure == "open":
                 self.app.console.line(trace.trace_id, f"guard model gave no verdict ({detail}); let through")
-                warning = (f"the guard model {token} gave no verdict ({detail}); the question was let "
-                           "through on the local guard alone (ASK_FABLE_GUARD_MODEL_ON_FAILURE=open)")
-                result_prefix["warnings"] = [*result_prefix.get("warnings", ()), warning]
+                echo.warnings.append(
+                    f"the guard model {token} gave no verdict ({detail}); the question was let "
+                    "through on the local guard alone (ASK_FABLE_GUARD_MODEL_ON_FAILURE=open)")
                 return None
             self.app.console.line(trace.trace_id, f"guard model gave no verdict ({detail}); refused")
             decision = guard.refusal("guard_unavailable", "", settings)
-            return {**result_prefix, "status": "refused", "stage": "guard", "kind": "guard_unavailable",
-                    "rule": decision.rule, "reason": decision.reason, "detail": detail,
-                    "how_to_reframe": decision.how_to_reframe}
+            return call.result(status="refused", stage="guard", kind="guard_unavailable", rule=decision.rule,
+                               reason=decision.reason, detail=detail, how_to_reframe=decision.how_to_reframe)
         if verdict.allowed:
             return None
         decision = guard.refusal(verdict.rule, verdict.detail, settings)
         self.app.console.line(trace.trace_id, f"refused by the guard model: {decision.reason}")
-        return {**result_prefix, "status": "refused", "stage": "guard", "rule": decision.rule,
-                "reason": decision.reason, "how_to_reframe": decision.how_to_reframe}
+        return call.result(status="refused", stage="guard", rule=decision.rule, reason=decision.reason,
+                           how_to_reframe=decision.how_to_reframe)
 
     async def _cache_op(self, trace: TraceRecorder, name: str, op: Callable[..., _Done],
                         *args: object) -> _Done | None:
@@ -441,45 +463,43 @@ class Pipeline:
             return None
 
     # --- normalize ---------------------------------------------------------------------------------
-    def _normalize(self, call: Call, outcome: ModeOutcome, context: str,
-                   settings: Settings) -> dict[str, Any]:
+    def _normalize(self, call: Call, outcome: ModeOutcome, context: str, settings: Settings) -> AnswerResult:
         answer, sidecar = parse_sidecar(outcome.text)
         reply = outcome.reply
-        result: dict[str, Any] = {"model": outcome.model}
         refused = refusal_reason(answer)
         if refused:
-            result.update(
-                status="refused", stage="model", reason=refused, how_to_reframe=guard.MODEL_REFRAME
-            )
-            result.update(outcome.fields.wire())
+            result = call.result(model=outcome.model, status="refused", stage="model", reason=refused,
+                                 how_to_reframe=guard.MODEL_REFRAME)
+            result.take(outcome.fields)
             return result
-        result.update(status="ok", answer=answer, sidecar=sidecar.model_dump() if sidecar else None)
+        result = call.result(model=outcome.model, status="ok", answer=answer, sidecar=sidecar)
+        state = call.session_state
         if sidecar is not None:
             followup = _followup(sidecar, call.question, context)
             if followup:
-                result["followup"] = followup.model_dump()
-            if call.session_state is not None:
+                result.followup = followup
+            if state is not None:
                 asked_more = sidecar.recommendation == "needs_more_context"
-                before = call.session_state.get("needs_context_streak", 0)
-                streak, exhausted = advance_streak(before, asked_more, settings.max_needs_context)
-                call.session_state["needs_context_streak"] = streak
+                before = state.needs_context_streak
+                state.needs_context_streak, exhausted = advance_streak(before, asked_more,
+                                                                       settings.max_needs_context)
                 if exhausted:
-                    result["status"] = "context_exhausted"
-                    result["detail"] = (
+                    result.status = "context_exhausted"
+                    result.detail = (
                         f"The model asked for more context {before + 1} times in a row on this session; "
                         "this is its best-effort answer. Decide with what you have, or reset the session "
                         "with a sharper question."
                     )
-        elif call.session_state is not None:
-            call.session_state["needs_context_streak"] = 0
+        elif state is not None:
+            state.needs_context_streak = 0
         if reply is not None:
             if reply.effort:
-                result["effort"] = reply.effort
+                result.effort = reply.effort
             if reply.routed_via:
-                result["routed_via"] = reply.routed_via
+                result.routed_via = reply.routed_via
             if settings.return_thinking and reply.thinking:
-                result["thinking"] = self._redact(reply.thinking[: settings.thinking_chars])
-        result.update(outcome.fields.wire())
+                result.thinking = self._redact(reply.thinking[: settings.thinking_chars])
+        result.take(outcome.fields)
         return result
 
     # --- persist -----------------------------------------------------------------------------------
@@ -490,44 +510,45 @@ class Pipeline:
         self,
         call: Call,
         trace: TraceRecorder,
-        result: dict[str, Any],
+        result: AnswerResult,
         outcome: ModeOutcome | None,
         mctx: ModeContext,
         allowed: bool,
         context: str,
+        echo: _Echo,
         *,
         cached: bool = False,
-    ) -> dict[str, Any]:
+    ) -> AnswerResult:
         app = self.app
         settings = mctx.settings  # the call's settings, read once when it started
         elapsed_ms = trace.elapsed_ms()
-        status = result.get("status", "error")
-        result["trace_id"] = trace.trace_id
+        echo.onto(result)
+        status = result.status
+        result.trace_id = trace.trace_id
         # Every backend call the call made, members, synthesizers and fallbacks alike: its cost.
-        result.update(costs.call_cost(mctx.members).fields())
+        cost = costs.call_cost(mctx.members)
+        if cost.source is not None:
+            result.cost_usd, result.cost_source = cost.cost_usd, cost.source
+            if cost.usage is not None:
+                result.usage = cost.usage
         if status in ANSWERED:
-            result["telemetry"] = {
-                "status": status,
-                "elapsed_ms": elapsed_ms,
-                "provider": outcome.provider if outcome else None,
-                "model": result.get("model"),
-            }
-            result["telemetry"] = {k: v for k, v in result["telemetry"].items() if v is not None}
-        found = result.get("sidecar")
-        sidecar: dict[str, Any] = found if isinstance(found, dict) else {}
+            result.telemetry = Telemetry(status=status, elapsed_ms=elapsed_ms,
+                                         provider=outcome.provider if outcome else None, model=result.model)
+        sidecar = result.sidecar
         # A council's confidence is its own (capped by consensus, quorum and a fallen-back synthesis),
         # not its answering model's; a failure keeps its redacted detail and hint for whoever reads
         # the trace later.
-        confidence = result.get("confidence") if result.get("mode") == "council" else None
+        council = isinstance(result, CouncilFields) and result.mode == "council"
+        confidence = result.confidence if isinstance(result, CouncilFields) and council else None
         failed = status not in (*ANSWERED, "refused")
         secrets = settings.secret_values()
-        trace.event("response", status=status, kind=result.get("kind"), cached=cached or None,
-                    recommendation=sidecar.get("recommendation"),
-                    confidence=confidence or sidecar.get("confidence"),
-                    detail=bounded(str(result["detail"]), TRACE_DETAIL_LIMIT, secrets)
-                    if failed and result.get("detail") else None,
-                    hint=bounded(str(result["hint"]), TRACE_DETAIL_LIMIT, secrets)
-                    if failed and result.get("hint") else None)
+        trace.event("response", status=status, kind=result.kind, cached=cached or None,
+                    recommendation=sidecar.recommendation if sidecar else None,
+                    confidence=confidence or (sidecar.confidence if sidecar else None),
+                    detail=bounded(result.detail, TRACE_DETAIL_LIMIT, secrets)
+                    if failed and result.detail else None,
+                    hint=bounded(result.hint, TRACE_DETAIL_LIMIT, secrets)
+                    if failed and result.hint else None)
         if trace.root is not None:
             _annotate_call(trace, call, context, result, mctx, cached)
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
@@ -535,7 +556,7 @@ class Pipeline:
                             agent_id=call.agent_id or app.agent_id)
         saved = await self._persist(done, settings)
         if saved is not None:
-            result["saved"] = saved
+            result.saved = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
         # A model may echo a key it was shown: the server redacts every result on its way out
         # (surface/server.py), this one included, so it is not redacted twice.

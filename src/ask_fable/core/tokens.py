@@ -26,6 +26,7 @@ from ask_fable.backends.model_ids import (
     normalize_openrouter_model,
     strip_prefix,
 )
+from ask_fable.backends.providers.ollama import OLLAMA, OllamaSettings
 from ask_fable.backends.registry import (
     family_of,
     find_token,
@@ -219,7 +220,8 @@ def tier_models(tier: str, settings: Settings) -> list[str]:
     ]
     ordered = _cheap_first(members)
     if name == "full":
-        ordered += dedupe(f"ollama:{normalize_ollama_model(m)}" for m in settings.ollama_council)
+        council = settings.section(OLLAMA.name, OllamaSettings).council
+        ordered += dedupe(f"ollama:{normalize_ollama_model(m)}" for m in council)
     return ordered
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ from ask_fable.files import atomic_write_text, ensure_private_dir, prune_own_fil
 from ask_fable.redact import redact, secret_list
 from ask_fable.stores.db import Database, database_for
 from ask_fable.stores.engines import Engines
-from ask_fable.stores.records import SavedAnswer, Transcript
+from ask_fable.stores.records import SavedAnswer, StoredSessionTurn, Transcript
 from ask_fable.stores.tables import documents
 
 if TYPE_CHECKING:
@@ -214,13 +215,12 @@ def save_answer(
     return path
 
 
-def render_transcript(settings: Settings, key: str, turns: list[dict[str, Any]],
+def render_transcript(settings: Settings, key: str, turns: Sequence[StoredSessionTurn],
                       namespace: str = "fable") -> tuple[str, str]:
     """A session's turns as a name stem and redacted Markdown.
 
     ``namespace`` is the model's conversation space: ``fable`` stems are ``<key>-<ts>``, ``opus5``
-    ones ``opus5-<key>-<ts>``, the others' ``<model>+<key>-<ts>``. Each turn may carry ``question``,
-    ``answer``, ``thinking``, ``model`` and ``ts``.
+    ones ``opus5-<key>-<ts>``, the others' ``<model>+<key>-<ts>``.
     """
     secrets = secret_list(settings)
     stem = f"{transcript_prefix(namespace)}{file_key(redact(key, secrets))}-{_stamp()}"
@@ -228,21 +228,20 @@ def render_transcript(settings: Settings, key: str, turns: list[dict[str, Any]],
              f"- **turns**: {len(turns)}", ""]
     for number, turn in enumerate(turns, start=1):
         header = f"## Turn {number}"
-        if turn.get("model"):
-            header += f" ({turn['model']})"
+        if turn.model:
+            header += f" ({turn.model})"
         parts += [header, ""]
-        if turn.get("ts"):
-            parts += [f"- **at**: {turn['ts']}", ""]
-        parts += ["### Question", "", str(turn.get("question", "")).rstrip(), ""]
-        parts += ["### Answer", "", str(turn.get("answer", "")).rstrip(), ""]
-        thinking = turn.get("thinking")
-        if thinking and str(thinking).strip():
-            parts += ["### Thinking", "", str(thinking).rstrip(), ""]
+        at = datetime.fromtimestamp(turn.ts, UTC).isoformat(timespec="seconds")
+        parts += [f"- **at**: {at}", ""]
+        parts += ["### Question", "", turn.question.rstrip(), ""]
+        parts += ["### Answer", "", turn.answer.rstrip(), ""]
+        if turn.thinking and turn.thinking.strip():
+            parts += ["### Thinking", "", turn.thinking.rstrip(), ""]
     return stem, redact("\n".join(parts), secrets)
 
 
-def save_transcript(settings: Settings, key: str, turns: list[dict[str, Any]], namespace: str = "fable",
-                    tenant: str = LOCAL_TENANT) -> Path:
+def save_transcript(settings: Settings, key: str, turns: Sequence[StoredSessionTurn],
+                    namespace: str = "fable", tenant: str = LOCAL_TENANT) -> Path:
     """Dump a session's turns (:func:`render_transcript`) to ``settings.sessions_dir/<stem>.md`` (the
     tenant's part of it); returns its path.
 
@@ -271,8 +270,7 @@ class MarkdownArchive:
 
     def save_transcript(self, transcript: Transcript) -> str:
         """Write a session's turns as Markdown (see :func:`save_transcript`); returns its path."""
-        turns = [turn.model_dump() for turn in transcript.turns]
-        return str(save_transcript(self.settings, transcript.key, turns, transcript.namespace,
+        return str(save_transcript(self.settings, transcript.key, transcript.turns, transcript.namespace,
                                    tenant=transcript.tenant))
 
 
@@ -307,8 +305,7 @@ class DatabaseArchive:
 
     def save_transcript(self, transcript: Transcript) -> str:
         """Keep a session's turns as Markdown; returns ``postgresql:transcripts/<id>``."""
-        turns = [turn.model_dump() for turn in transcript.turns]
-        name, body = render_transcript(self.settings, transcript.key, turns, transcript.namespace)
+        name, body = render_transcript(self.settings, transcript.key, transcript.turns, transcript.namespace)
         return self._keep(transcript.tenant, "transcripts", name, body, int(self.settings.max_sessions or 0))
 
     def read(self, tenant: str, location: str) -> str | None:

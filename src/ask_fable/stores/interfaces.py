@@ -43,6 +43,7 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         SavedAnswer,
         SavedSettings,
         SessionTurn,
+        StoredSessionTurn,
         TraceBundle,
         TraceRecord,
         TraceSummary,
@@ -65,7 +66,6 @@ if TYPE_CHECKING:  # annotations only: the App imports this module at start, rec
         StatsReport,
         StoredHubTurn,
         StoredSession,
-        StoredSessionTurn,
         TraceDetail,
     )
 

@@ -193,7 +193,7 @@ class SessionTurn(Record):
     ``namespace`` is the model's conversation space (``fable``, ``opus5``, ``deepseek``,
     ``openrouter:<id>``…), ``session`` the caller's session key; ``prompt`` is the user message as it
     was sent (question and context), replayed to the model on later turns, ``question`` what the
-    transcript shows.
+    transcript shows. The store gives it back as a :class:`StoredSessionTurn`.
     """
 
     tenant: str = "local"
@@ -207,14 +207,12 @@ class SessionTurn(Record):
     cost_usd: float | None = None
 
 
-class TranscriptTurn(Record):
-    """One turn of a multi-turn session."""
+class StoredSessionTurn(SessionTurn):
+    """A turn as the transcript store gives it back (its session key as stored: redacted), numbered
+    from 1 within its session, with the time it was stored; a reset saves these in its transcript."""
 
-    question: str = ""
-    answer: str = ""
-    thinking: str | None = None
-    model: str | None = None
-    ts: str | float | None = None
+    number: int
+    ts: float = Field(description="when the turn was stored (Unix seconds)")
 
 
 class Transcript(Record):
@@ -223,7 +221,7 @@ class Transcript(Record):
     key: str
     tenant: str = LOCAL_TENANT
     namespace: str = "fable"
-    turns: list[TranscriptTurn] = Field(default_factory=list)
+    turns: list[StoredSessionTurn] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,10 @@ from ask_fable.redact import SecretSource, redact, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
 from ask_fable.stores.engines import Engines
-from ask_fable.stores.records import SessionTurn
+from ask_fable.stores.records import SessionTurn, StoredSessionTurn
 from ask_fable.stores.tables import session_leases, transcript_counters
 from ask_fable.stores.tables import transcript_turns as turn_rows
-from ask_fable.stores.views import StoredSession, StoredSessionTurn
+from ask_fable.stores.views import StoredSession
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -151,7 +151,7 @@ class TranscriptStore:
         if rows and cutoff is not None and rows[-1]["ts"] < cutoff:
             self.db.run_write(lambda conn: conn.execute(_EXPIRE, {**_keyed(where), "cutoff": cutoff}))
             return []
-        return [_turn(number, row) for number, row in enumerate(rows, start=1)]
+        return [_turn(where, number, row) for number, row in enumerate(rows, start=1)]
 
     def append(self, turn: SessionTurn) -> int:
         """Store one answered turn (redacted); returns the session's turn count."""
@@ -180,7 +180,7 @@ class TranscriptStore:
             return rows
 
         rows = self.db.run_write(take)
-        return [_turn(number, row) for number, row in enumerate(rows, start=1)]
+        return [_turn(where, number, row) for number, row in enumerate(rows, start=1)]
 
     def lease(self, tenant: str, namespace: str, session: str, holder: str, ttl_s: float) -> bool:
         """Take the session's lease for ``holder`` for ``ttl_s`` seconds, unless another holder has
@@ -228,10 +228,12 @@ class TranscriptStore:
         return int(conn.execute(_EXPIRED_SESSIONS, {"cutoff": cutoff}).rowcount)
 
 
-def _turn(number: int, row: RowMapping) -> StoredSessionTurn:
-    return StoredSessionTurn(number=number, question=row["question"], prompt=row["prompt"],
-                             answer=row["answer"], thinking=row["thinking"], model=row["model"],
-                             cost_usd=row["cost_usd"], ts=float(row["ts"]))
+def _turn(where: tuple[str, str, str], number: int, row: RowMapping) -> StoredSessionTurn:
+    tenant, namespace, session = where
+    return StoredSessionTurn(tenant=tenant, namespace=namespace, session=session, number=number,
+                             question=row["question"], prompt=row["prompt"], answer=row["answer"],
+                             thinking=row["thinking"], model=row["model"], cost_usd=row["cost_usd"],
+                             ts=float(row["ts"]))
 
 
 def transcript_store_for(settings: Settings, *, clock: Clock = SYSTEM_CLOCK,

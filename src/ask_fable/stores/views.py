@@ -91,19 +91,6 @@ class StoredHubTurn(HubTurn):
     ts: float
 
 
-class StoredSessionTurn(TypedDict):
-    """One stored turn of a conversation, numbered from 1 within its session."""
-
-    number: int
-    question: str
-    prompt: str
-    answer: str
-    thinking: str | None
-    model: str | None
-    cost_usd: float | None
-    ts: float
-
-
 class StoredSession(TypedDict):
     """One stored conversation of a model: its session key, turns and last activity."""
 

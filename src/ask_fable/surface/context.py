@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from ask_fable.access import LOCAL_TENANT, Caller, store_tenant
 from ask_fable.config_sources import SettingProblem
+from ask_fable.contract import AnswerResult
 from ask_fable.core.app import App
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.pipeline import Call, ModeRunner, Pipeline
@@ -95,7 +96,7 @@ class ToolContext:
         tenant = self.tenant
         return namespace if tenant == LOCAL_TENANT else f"{namespace}@{tenant}"
 
-    async def run(self, call: Call, runner: ModeRunner) -> dict[str, Any]:
+    async def run(self, call: Call, runner: ModeRunner) -> AnswerResult:
         """Run ``call`` through the pipeline, as this caller's tenant and against its key's quota, with
         this request's progress reporting."""
         caller = self.caller

@@ -11,7 +11,7 @@ from pydantic import AliasChoices, Field, SecretStr
 from ask_fable.backends.descriptor import Backend, BackendReport, ModelTool, ProbeOptions
 from ask_fable.backends.model_ids import normalize_atlas_model
 from ask_fable.backends.probes import probe_key
-from ask_fable.config import ProviderSettings
+from ask_fable.config import ModelList, ProviderSettings
 
 if TYPE_CHECKING:
     import httpx2
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 
 class AtlasSettings(ProviderSettings):
-    """Atlas Cloud's key, endpoint and default model."""
+    """Atlas Cloud's key, endpoint and default model, and its council's members, adjudicator and effort."""
 
     api_key: SecretStr | None = Field(
         None,
@@ -32,6 +32,20 @@ class AtlasSettings(ProviderSettings):
     )
     base_url: str = Field("https://api.atlascloud.ai", description="Atlas Cloud API base URL.")
     model: str = Field("xai/grok-4.6", description="Default model for ask_atlas.")
+    effort: str = Field(
+        "deep",
+        validation_alias=AliasChoices("ASK_FABLE_ATLAS_EFFORT", "ASK_FABLE_EFFORT", "atlas_effort", "effort"),
+        description="Default Atlas effort: quick, standard or deep (ASK_FABLE_EFFORT is accepted too).",
+    )
+    council: ModelList = Field(
+        default_factory=list,
+        description="Default ask_atlas_council members (unset: three featured catalog models).",
+    )
+    synthesizer: str | None = Field(
+        None,
+        description="Adjudicator for ask_atlas_council (unset: codex CLI, then "
+        "atlas:openai/gpt-5.6-sol, then fable).",
+    )
 
 
 def make_atlas_oracle(settings: Settings, *, token: str = "atlas", model: str | None = None,
@@ -46,9 +60,9 @@ def make_atlas_oracle(settings: Settings, *, token: str = "atlas", model: str | 
     from ask_fable.backends.http_oracles import openai_shaped
     from ask_fable.backends.openai_api import AtlasOracle
 
-    return openai_shaped(ATLAS, settings, AtlasOracle, model=model, effort=effort,
-                         house_effort=settings.atlas_effort, kimi=False, retry=retry, transport=transport,
-                         resources=resources)
+    house_effort = settings.section(ATLAS.name, AtlasSettings).effort
+    return openai_shaped(ATLAS, settings, AtlasOracle, model=model, effort=effort, house_effort=house_effort,
+                         kimi=False, retry=retry, transport=transport, resources=resources)
 
 
 async def probe_atlas(backend: Backend, settings: Settings, options: ProbeOptions) -> BackendReport:
@@ -68,10 +82,11 @@ async def list_atlas_models(settings: Settings, refresh: bool = True, task: str 
     ``refresh`` and ``max_age`` as in :func:`ask_fable.backends.catalogs.list_models`."""
     from ask_fable.backends import catalogs
 
-    url = catalogs.atlas_catalog_url(settings.section(ATLAS.name, AtlasSettings).base_url)
+    config = settings.section(ATLAS.name, AtlasSettings)
+    url = catalogs.atlas_catalog_url(config.base_url)
     return await catalogs.list_models("atlas", "Atlas Cloud", url, settings, refresh=refresh, task=task,
                                       limit=limit,
-                                      default_effort=settings.atlas_effort, max_age=max_age,
+                                      default_effort=config.effort, max_age=max_age,
                                       transport=transport, resources=resources)
 
 

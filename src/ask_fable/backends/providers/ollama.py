@@ -10,7 +10,7 @@ from pydantic import Field, SecretStr
 from ask_fable.backends.descriptor import Backend, ModelTool
 from ask_fable.backends.model_ids import lab_of, normalize_ollama_model, strip_prefix
 from ask_fable.backends.probes import probe_ollama
-from ask_fable.config import ProviderSettings
+from ask_fable.config import ModelList, ProviderSettings
 
 if TYPE_CHECKING:
     import httpx2
@@ -21,12 +21,28 @@ if TYPE_CHECKING:
     from ask_fable.config import Settings
 
 
+#: The Ollama council when none is configured.
+DEFAULT_OLLAMA_COUNCIL = [
+    "minimax-m3:cloud",
+    "glm-5.2:cloud",
+    "nemotron-3-ultra:cloud",
+    "qwen3-coder:480b-cloud",
+    "kimi-k2.7-code:cloud",
+    "deepseek-v4-pro:cloud",
+    "gpt-oss:120b-cloud",
+]
+
+
 class OllamaSettings(ProviderSettings):
-    """Ollama's key (for ollama.com), endpoint and default model."""
+    """Ollama's key (for ollama.com), endpoint and default model, and the models of its council."""
 
     api_key: SecretStr | None = Field(None, description="Key for a remote Ollama endpoint (ollama.com).")
     base_url: str = Field("http://localhost:11434", description="Ollama endpoint.")
     model: str = Field("gpt-oss:120b-cloud", description="Default model for ask_ollama.")
+    council: ModelList = Field(
+        default_factory=lambda: list(DEFAULT_OLLAMA_COUNCIL),
+        description="Models of ask_ollama_council and the full tier.",
+    )
 
 
 def make_ollama_oracle(settings: Settings, *, token: str = "ollama", model: str | None = None,
@@ -54,8 +70,9 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
     endpoint and the council (:func:`ask_fable.backends.catalogs.list_ollama_catalog`)."""
     from ask_fable.backends.catalogs import list_ollama_catalog
 
-    return await list_ollama_catalog(settings, settings.section(OLLAMA.name, OllamaSettings), refresh,
-                                     transport=transport, resources=resources)
+    config = settings.section(OLLAMA.name, OllamaSettings)
+    return await list_ollama_catalog(settings, config, config.council, refresh, transport=transport,
+                                     resources=resources)
 
 OLLAMA = Backend(
     name="ollama", label="Ollama", family="unknown", transport="http", build=make_ollama_oracle,

@@ -10,7 +10,7 @@ from pydantic import AliasChoices, Field, SecretStr
 from ask_fable.backends.descriptor import Backend, ModelTool
 from ask_fable.backends.model_ids import normalize_openrouter_model
 from ask_fable.backends.probes import probe_key
-from ask_fable.config import ProviderSettings
+from ask_fable.config import ModelList, ProviderSettings
 
 if TYPE_CHECKING:
     import httpx2
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class OpenRouterSettings(ProviderSettings):
-    """OpenRouter's key, endpoint and default model."""
+    """OpenRouter's key, endpoint and default model, and its council's members, adjudicator and effort."""
 
     api_key: SecretStr | None = Field(
         None,
@@ -31,6 +31,15 @@ class OpenRouterSettings(ProviderSettings):
     )
     base_url: str = Field("https://openrouter.ai/api/v1", description="OpenRouter API base URL.")
     model: str = Field("deepseek/deepseek-v4-pro", description="Default model for ask_openrouter.")
+    council: ModelList = Field(
+        default_factory=list, description="Default ask_openrouter_council members."
+    )
+    synthesizer: str | None = Field(
+        None,
+        description="Adjudicator for ask_openrouter_council (unset: codex CLI, then "
+        "openrouter:openai/gpt-5.6-sol, then fable).",
+    )
+    effort: str | None = Field(None, description="Default OpenRouter effort.")
 
 
 def make_openrouter_oracle(settings: Settings, *, token: str = "openrouter", model: str | None = None,
@@ -45,8 +54,9 @@ def make_openrouter_oracle(settings: Settings, *, token: str = "openrouter", mod
     from ask_fable.backends.http_oracles import openai_shaped
     from ask_fable.backends.openai_api import OpenRouterOracle
 
+    house_effort = settings.section(OPENROUTER.name, OpenRouterSettings).effort
     return openai_shaped(OPENROUTER, settings, OpenRouterOracle, model=model, effort=effort,
-                         house_effort=settings.openrouter_effort, kimi=True, retry=retry, transport=transport,
+                         house_effort=house_effort, kimi=True, retry=retry, transport=transport,
                          resources=resources)
 
 
@@ -59,10 +69,11 @@ async def list_openrouter_models(settings: Settings, refresh: bool = True, task:
     ``refresh`` and ``max_age`` as in :func:`ask_fable.backends.catalogs.list_models`."""
     from ask_fable.backends import catalogs
 
-    url = catalogs.openrouter_catalog_url(settings.section(OPENROUTER.name, OpenRouterSettings).base_url)
+    config = settings.section(OPENROUTER.name, OpenRouterSettings)
+    url = catalogs.openrouter_catalog_url(config.base_url)
     return await catalogs.list_models("openrouter", "OpenRouter", url, settings, refresh=refresh, task=task,
                                       limit=limit,
-                                      default_effort=settings.openrouter_effort, max_age=max_age,
+                                      default_effort=config.effort, max_age=max_age,
                                       transport=transport, resources=resources)
 
 

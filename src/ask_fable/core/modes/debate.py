@@ -26,7 +26,7 @@ import anyio
 from ask_fable.config import Settings
 from ask_fable.contract import DebateBlock, DebateFields, DebateTurn, LedgerClaim
 from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, outcome_error
-from ask_fable.core.modes.consensus import debate_resolution, downgrade, material_split
+from ask_fable.core.modes.consensus import DebateResolution, debate_resolution, downgrade, material_split
 from ask_fable.core.modes.council import scrub_names
 from ask_fable.core.modes.role_prompts import (
     DEBATE_ADJUDICATOR,
@@ -355,12 +355,11 @@ async def run_debate(
     independent = adjudicator not in (proposer, opponent)
     ladder = dedupe([adjudicator, *CLAUDE_FALLBACKS])
     pairing = f"{proposer} vs {opponent}"
-    base_block: dict[str, Any] = {"pairing": pairing, "adjudicator": adjudicator,
-                                  "adjudicator_independent": independent, "rounds": rounds}
+    setup = _Setup(pairing, adjudicator, independent, rounds)
     await mctx.progress(0, state.total, f"debate: {pairing}, ruled by {adjudicator}")
 
     with anyio.move_on_after(deadline) as scope:
-        result = await _run(state, proposer, opponent, ladder, rounds, base_block)
+        result = await _run(state, proposer, opponent, ladder, rounds, setup)
     if scope.cancelled_caught:
         raise OracleTimeout(
             f"the debate ran past its {deadline:.0f}s wall-clock bound after {len(state.turns)} turns",
@@ -369,8 +368,27 @@ async def run_debate(
     return result
 
 
+@dataclass(frozen=True)
+class _Setup:
+    """Who debates whom, who rules, and for how many rounds: the start of every debate block."""
+
+    pairing: str
+    adjudicator: str
+    independent: bool
+    rounds: int
+
+    def block(self, resolution: DebateResolution, claims: list[Claim], *, contested: int,
+              low_effort_opposition: bool = False, material_disagreement: bool = False) -> DebateBlock:
+        """The debate block of a debate that ended with ``resolution``."""
+        return DebateBlock(pairing=self.pairing, adjudicator=self.adjudicator,
+                           adjudicator_independent=self.independent, rounds=self.rounds,
+                           resolution=resolution, claims=[c.ledger_entry() for c in claims],
+                           contested_claims_remaining=contested, low_effort_opposition=low_effort_opposition,
+                           material_disagreement=material_disagreement)
+
+
 async def _run(
-    state: _Debate, proposer: str, opponent: str, ladder: list[str], rounds: int, block: dict[str, Any]
+    state: _Debate, proposer: str, opponent: str, ladder: list[str], rounds: int, setup: _Setup
 ) -> ModeOutcome:
     first = await state.ask("proposer", proposer, DEBATE_PROPOSER, "")
     if not first.ok or first.reply is None:
@@ -392,8 +410,7 @@ async def _run(
         final = critic or first
         if critic is None:
             notes.append("no critic answered; the proposer's position stands unreviewed")
-        block |= {"resolution": "degraded_single_critic",
-                  "contested_claims_remaining": 0, "claims": [c.ledger_entry() for c in claims]}
+        block = setup.block("degraded_single_critic", claims, contested=0)
         notes.insert(0, f"the opponent ({opponent}) was unavailable ({against.kind or against.status}); "
                         "a single critic pass replaced the debate")
         return await _finish(state, final, block, notes, decisive=None, downgrade_confidence=False)
@@ -437,14 +454,14 @@ async def _run(
     if resolution == "stalemate" and revision_failed:
         # Nobody dug in: the proposer never got to answer the contests, so a ruling decides.
         resolution = "adjudicated"
-    block |= {
-        "claims": [c.ledger_entry() for c in claims],
-        "contested_claims_remaining": statuses.count("contested"),
-        "low_effort_opposition": lazy,
-        "material_disagreement": material_split([proposer_rec, opponent_rec]),
-    }
+    split = material_split([proposer_rec, opponent_rec])
+
+    def ended(how: DebateResolution) -> DebateBlock:
+        return setup.block(how, claims, contested=statuses.count("contested"), low_effort_opposition=lazy,
+                           material_disagreement=split)
+
     if resolution in ("conceded", "converged"):
-        block["resolution"] = resolution
+        block = ended(resolution)
         return await _finish(state, latest, block, notes, decisive=None, downgrade_confidence=False)
 
     state.total = state.step + 1
@@ -456,48 +473,47 @@ async def _run(
     ruling = await state.rule(ladder, DEBATE_ADJUDICATOR, ruling_extra, "adjudicator")
     if ruling is None:
         notes.append("no adjudicator answered; the proposer's latest position stands, unresolved")
-        block["resolution"] = "stalemate"
+        block = ended("stalemate")
         return await _finish(state, latest, block, notes, decisive=None, downgrade_confidence=True)
     _, decisive = parse_ruling(ruling.answer or "")
-    block["resolution"] = resolution
     stalemate = resolution == "stalemate"
-    return await _finish(state, ruling, block, notes, decisive=decisive, downgrade_confidence=stalemate)
+    return await _finish(state, ruling, ended(resolution), notes, decisive=decisive,
+                         downgrade_confidence=stalemate)
 
 
 async def _finish(
     state: _Debate,
     final: MemberOutcome,
-    block: dict[str, Any],
+    block: DebateBlock,
     notes: list[str],
     *,
     decisive: str | None,
     downgrade_confidence: bool,
 ) -> ModeOutcome:
     assert final.reply is not None
-    message = f"debate {block['resolution']}; answered by {final.token}"
+    message = f"debate {block.resolution}; answered by {final.token}"
     await state.mctx.progress(state.step, state.step, message)
     text = strip_ledger_blocks(final.reply.text)
     if downgrade_confidence and final.sidecar is not None:
         text = with_confidence(text, downgrade(final.sidecar.confidence))
-    block |= {"recommendation_drift": state.drift, "decisive_argument": decisive}
-    fields = DebateFields(mode="debate", answered_by=final.token, turns=state.turns,
-                          debate=DebateBlock.model_validate(block))
-    if not block.get("adjudicator_independent"):
-        notes.append(f"the adjudicator ({block['adjudicator']}) is one of the debating pair, so the ruling "
+    block.recommendation_drift, block.decisive_argument = state.drift, decisive
+    fields = DebateFields(mode="debate", answered_by=final.token, turns=state.turns, debate=block)
+    if not block.adjudicator_independent:
+        notes.append(f"the adjudicator ({block.adjudicator}) is one of the debating pair, so the ruling "
                      "is not third-party; pick another adjudicator for an independent one")
     if notes:
         fields.note = "; ".join(notes)
     action = setup_action(state.mctx.members)
     if action is not None:
         fields.recommended_next_action = action
-    ledger = "\n".join(f"- {c.id} [{c.status}]: {c.claim}" for c in block.get("claims", []))
+    ledger = "\n".join(f"- {c.id} [{c.status}]: {c.claim}" for c in block.claims)
     transcript = (
-        f"# Debate: {block['pairing']} (adjudicator {block['adjudicator']}, rounds {block['rounds']})\n\n"
-        f"Resolution: {block['resolution']}\n\n" + "\n\n".join(state.transcript)
+        f"# Debate: {block.pairing} (adjudicator {block.adjudicator}, rounds {block.rounds})\n\n"
+        f"Resolution: {block.resolution}\n\n" + "\n\n".join(state.transcript)
         + (f"\n\n## Claims ledger\n{ledger}" if ledger else "")
     )
     return ModeOutcome(
         text=text, model=final.model, reply=final.reply, provider=final.provider, fields=fields,
         transcript=transcript,
-        audit=ModeAudit(resolution=block["resolution"], turns=len(state.turns)),
+        audit=ModeAudit(resolution=block.resolution, turns=len(state.turns)),
     )

@@ -8,11 +8,10 @@ from typing import ParamSpec, TypeVar
 
 from ask_fable.backends.base import Effort, Oracle, OracleRequest
 from ask_fable.contract import TurnFields
-from ask_fable.core.conversations import Conversation, fit_history, streak_of
+from ask_fable.core.conversations import StoredConversation, fit_history, streak_of
 from ask_fable.core.modes.base import ModeContext, ModeOutcome, outcome_error
 from ask_fable.core.prompts import system_prompt, user_prompt
-from ask_fable.stores.records import SessionTurn
-from ask_fable.stores.views import StoredSessionTurn
+from ask_fable.stores.records import SessionTurn, StoredSessionTurn
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -47,13 +46,13 @@ async def _answer(oracle: Oracle, request: OracleRequest, mctx: ModeContext) -> 
 
 
 async def run_turn(
-    oracle: Oracle, question: str, context: str, mctx: ModeContext, conversation: Conversation
+    oracle: Oracle, question: str, context: str, mctx: ModeContext, conversation: StoredConversation
 ) -> ModeOutcome:
     """One turn of ``conversation`` with ``oracle``: its stored turns, fitted into the model's window,
     go with the question, and the answer is stored as the session's next turn.
 
     Turns of one session run one at a time, across every process on the same store
-    (:meth:`Conversation.hold`); time spent waiting for an earlier turn counts against the call's
+    (:meth:`StoredConversation.hold`); time spent waiting for an earlier turn counts against the call's
     timeout. The result adds ``turn`` (the session's turn count),
     ``session_cost_usd`` (when a cost was reported) and a ``note`` when earlier turns were left out
     or the store failed; a store that fails never costs the caller the answer.
@@ -75,7 +74,7 @@ async def run_turn(
                 await conversation.forget_warm()
         turns: list[StoredSessionTurn] = await _store_op(
             conversation, mctx, notes, "read", store.turns, ref.tenant, ref.namespace, ref.key) or []
-        conversation.state["needs_context_streak"] = streak_of(turns, mctx.settings.max_needs_context)
+        conversation.state.needs_context_streak = streak_of(turns, mctx.settings.max_needs_context)
         prompt, system = user_prompt(question, context), system_prompt()
         # What is left of the call's time after waiting for the session (a request needs some).
         request = mctx.request(system, prompt, timeout=max(1.0, timeout - (time.monotonic() - started)))
@@ -95,7 +94,7 @@ async def run_turn(
                              prompt=prompt, answer=reply.text, thinking=reply.thinking, model=reply.model,
                              cost_usd=cost)
         count = await _store_op(conversation, mctx, notes, "write", store.append, record)
-    costs = [turn["cost_usd"] for turn in turns if turn["cost_usd"] is not None]
+    costs = [turn.cost_usd for turn in turns if turn.cost_usd is not None]
     if cost is not None:
         costs.append(cost)
     note = fitted.note(conversation.label, conversation.window_tokens)
@@ -107,7 +106,7 @@ async def run_turn(
     return outcome
 
 
-async def _store_op(conversation: Conversation, mctx: ModeContext, notes: list[str], what: str,
+async def _store_op(conversation: StoredConversation, mctx: ModeContext, notes: list[str], what: str,
                     op: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T | None:
     """Run one transcript store operation; a failure becomes a note, never the caller's loss
     (``None`` is returned)."""

@@ -2,7 +2,8 @@
 
 Each is derived from its backend's :class:`~ask_fable.backends.descriptor.ModelTool`: the name, the
 description (filled with the backend's facts when served) and whether it takes ``model`` and
-``effort``. A backend registered from outside (a plugin) gets its tool the same way.
+``effort``, or is a conversation turn (``ask_opus5``: ``session`` and ``reset``, as ``ask`` with the
+backend's token). A backend registered from outside (a plugin) gets its tool the same way.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from typing import Any, Literal, Union, cast
 
 from pydantic import Field, create_model
 
+from ask_fable.access import ASKS
 from ask_fable.backends.descriptor import Backend
 from ask_fable.backends.registry import registered
+from ask_fable.contract import AnswerResult
+from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
+from ask_fable.surface.tools.claude_tools import SessionAskArgs, ask_session
 from ask_fable.surface.tools.common import (
     AskArgs,
     AskWithEffortArgs,
@@ -31,6 +36,10 @@ def tool_args(backend: Backend) -> type[AskArgs]:
     if tool is None:
         raise ValueError(f"backend {backend.name!r} has no one-model tool")
     name = "".join(part.capitalize() for part in backend.name.split("_")) + "Args"
+    if tool.session:
+        if tool.model_arg is not None or tool.effort or tool.effort_choices:
+            raise ValueError(f"{tool.name} is a conversation turn: it takes no model or effort")
+        return SessionAskArgs
     if tool.effort_choices:
         # The backend's own effort words, or none: a type built at run time, which pydantic reads.
         effort = cast(Any, Union.__getitem__((Literal.__getitem__(tool.effort_choices), type(None))))
@@ -50,9 +59,19 @@ def tool_args(backend: Backend) -> type[AskArgs]:
 
 def backend_tool(backend: Backend) -> ToolSpec:
     """``backend``'s one-model tool."""
-    if backend.tool is None:
+    tool = backend.tool
+    if tool is None:
         raise ValueError(f"backend {backend.name!r} has no one-model tool")
-    return single_model_tool(backend.tool.name, backend.name, backend.tool.description, tool_args(backend))
+    if not tool.session:
+        return single_model_tool(tool.name, backend.name, tool.description, tool_args(backend))
+    args, name, token = tool_args(backend), tool.name, backend.name
+
+    async def handler(arguments: SessionAskArgs, ctx: ToolContext) -> AnswerResult:
+        return await ask_session(ctx, name, token, arguments)
+
+    handler.__doc__ = f"One turn of a conversation with the {backend.name} backend."
+    return ToolSpec(name=name, family="single", description=tool.description, args=args, result=AnswerResult,
+                    handler=handler, effects=ASKS, backend=backend.name)
 
 
 TOOLS = [backend_tool(backend) for backend in registered() if backend.tool is not None]

@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ask_fable.access import ASKS, WRITES
 from ask_fable.backends.base import Oracle
+from ask_fable.backends.descriptor import SESSION_HELP
 from ask_fable.contract import AnswerResult, DataResult
-from ask_fable.core.conversations import Conversation, SessionRef, context_window, holding, namespace_for
+from ask_fable.core.conversations import (
+    SessionRef,
+    SessionState,
+    StoredConversation,
+    context_window,
+    holding,
+    namespace_for,
+)
 from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.modes.base import ModeContext, ModeOutcome
 from ask_fable.core.modes.single import run_turn
@@ -99,19 +105,20 @@ def _session_oracle(
     return build_oracle(token, ctx.settings, resources=ctx.app.resources), None
 
 
-async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> dict[str, Any]:
+async def ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAskArgs) -> AnswerResult:
+    """One turn of the conversation ``args.session`` with ``model`` (a token) through the pipeline."""
     from ask_fable.core.tokens import single_token
 
     key = label = args.session.strip() or "default"
-    state: dict[str, Any] = {"needs_context_streak": 0}
-    turn: tuple[Oracle, Conversation] | None = None
+    state = SessionState()
+    turn: tuple[Oracle, StoredConversation] | None = None
     failure: AskFableError | None = None
     try:
         token = single_token(model)
         namespace = namespace_for(token)
         oracle, forget_warm = _session_oracle(ctx, token, namespace, key)
         ref = SessionRef(ctx.tenant, namespace, key)
-        turn = oracle, Conversation(
+        turn = oracle, StoredConversation(
             store=ctx.app.transcripts, ref=ref, lock=ctx.app.conversations.lock(ref),
             window_tokens=context_window(token, ctx.settings), label=oracle.model,
             run_store=ctx.app.run_store, lease_seconds=ctx.settings.session_lease_seconds, reset=args.reset,
@@ -142,7 +149,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
             except Exception:  # the turn itself will say the transcript could not be read
                 stored = []
             # The earlier turns the model is sent, at most what fits its window.
-            history = min(sum(count_tokens(t["prompt"]) + count_tokens(t["answer"]) for t in stored),
+            history = min(sum(count_tokens(t.prompt) + count_tokens(t.answer) for t in stored),
                           conversation.window_tokens)
         return plan_single(oracle, question, context, history_tokens=history)
 
@@ -154,7 +161,7 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
         session=label,
         mode="ask",
         session_state=state,
-        echo={"session": label},
+        echo_session=True,
         planner=planner,
         estimate_only=args.estimate,
         max_cost_usd=args.max_cost_usd or None,
@@ -162,14 +169,9 @@ async def _ask_session(ctx: ToolContext, tool: str, model: str, args: SessionAsk
     return await ctx.run(call, runner)
 
 
-async def ask(args: ModelAskArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask(args: ModelAskArgs, ctx: ToolContext) -> AnswerResult:
     """One turn with ``model`` (Fable by default)."""
-    return await _ask_session(ctx, "ask", named_or_omitted(args.model, "model", "a model token"), args)
-
-
-async def ask_opus5(args: SessionAskArgs, ctx: ToolContext) -> dict[str, Any]:
-    """One turn with Opus 5."""
-    return await _ask_session(ctx, "ask_opus5", "opus", args)
+    return await ask_session(ctx, "ask", named_or_omitted(args.model, "model", "a model token"), args)
 
 
 def _namespace(model: str) -> str:
@@ -185,13 +187,9 @@ def _namespace(model: str) -> str:
                       f"or ask / ask_opus5), not {model!r}; {known_tokens_text()}") from exc
 
 
-def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
-
-
 async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> ResetSessionResult:
     """Dump (when ``save``) and clear one conversation of one model."""
-    from ask_fable.stores.records import Transcript, TranscriptTurn
+    from ask_fable.stores.records import Transcript
 
     namespace = _namespace(args.model)
     key = label = args.session.strip() or "default"
@@ -212,41 +210,22 @@ async def reset_session(args: ResetSessionArgs, ctx: ToolContext) -> ResetSessio
         result.note = f"no stored {namespace} conversation is named {label!r}; nothing was cleared: {there}"
         return result
     if args.save:
-        kept = [TranscriptTurn(question=t["question"], answer=t["answer"], thinking=t["thinking"],
-                               model=t["model"], ts=_iso(t["ts"])) for t in turns]
-        transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=kept)
+        transcript = Transcript(key=key, tenant=ctx.tenant, namespace=namespace, turns=turns)
         result.saved = await ctx.app.run_store(ctx.app.answers.save_transcript, transcript)
     return result
 
-
-_SESSION_HELP = (
-    "Reuse `session` for follow-ups; a new key or reset=true starts a new topic. A `followup` in the "
-    "result says what to paste next."
-)
 
 TOOLS = [
     ToolSpec(
         name="ask",
         family="core",
         description="Ask {label} one hard engineering question, or any one model with `model`. "
-        + _SESSION_HELP,
+        + SESSION_HELP,
         args=ModelAskArgs,
         result=AnswerResult,
         handler=ask,
         effects=ASKS,
         backend="fable",
-    ),
-    ToolSpec(
-        name="ask_opus5",
-        family="single",
-        description="The same as ask on {label} ({model}): about half Fable's price and faster.\n"
-        + _SESSION_HELP
-        + ' Its sessions are ask(model="opus5")\'s.',
-        args=SessionAskArgs,
-        result=AnswerResult,
-        handler=ask_opus5,
-        effects=ASKS,
-        backend="opus",
     ),
     ToolSpec(
         name="reset_session",

@@ -112,7 +112,7 @@ async def run_single_tool(
     *,
     model: str | None = None,
     effort: str | None = None,
-) -> dict[str, Any]:
+) -> AnswerResult:
     """Ask ``backend`` once through the pipeline (guard, cache, audit, trace) and return its result.
 
     The oracle comes from the token resolver (:func:`ask_fable.core.tokens.backend_oracle`), with
@@ -169,7 +169,7 @@ def single_model_tool(name: str, backend: str, description: str, args: type[AskA
     """A single-shot tool that asks ``backend`` once; its ``model`` and ``effort`` arguments, when
     ``args`` has them, pass to the backend. ``description`` may name the backend's facts."""
 
-    async def handler(arguments: AskArgs, ctx: ToolContext) -> dict[str, Any]:
+    async def handler(arguments: AskArgs, ctx: ToolContext) -> AnswerResult:
         model = named_or_omitted(getattr(arguments, "model", None), "model", "a model id")
         return await run_single_tool(ctx, name, arguments, backend, model=model,
                                      effort=getattr(arguments, "effort", None))

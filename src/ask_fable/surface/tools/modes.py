@@ -11,7 +11,10 @@ from typing import Any
 from pydantic import Field
 
 from ask_fable.access import ADMINISTERS, ASKS
-from ask_fable.contract import ChainResult, CouncilResult, DataResult, DebateResult
+from ask_fable.backends.providers.atlas import ATLAS, AtlasSettings
+from ask_fable.backends.providers.ollama import OLLAMA, OllamaSettings
+from ask_fable.backends.providers.openrouter import OPENROUTER, OpenRouterSettings
+from ask_fable.contract import AnswerResult, ChainResult, CouncilResult, DataResult, DebateResult
 from ask_fable.core.estimate import PlannedCall
 from ask_fable.core.pipeline import Call
 from ask_fable.surface.context import ToolContext
@@ -171,7 +174,7 @@ async def _council(
     synthesizer: str | list[str] | None,
     *,
     effort: str | None = None,
-) -> dict[str, Any]:
+) -> AnswerResult:
     from ask_fable.core.caps import check_council
     from ask_fable.core.modes.council import run_council, synth_ladder
     from ask_fable.core.modes.plans import plan_council
@@ -194,14 +197,14 @@ async def _council(
         return plan_council(question, context, members, ladder, resolver)
 
     call = Call(tool=tool, question=args.question, context=args.context, context_ref=args.context_ref,
-                session=args.session, mode="council", cache_models=members,
+                session=args.session, mode="council", result=CouncilResult, cache_models=members,
                 cache_extra={"synthesizer": ladder, "effort": effort}, planner=planner,
                 drop_member=drop_member, estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_council(
         q, c, members, m, synthesizer=ladder, resolver=resolver, over_budget=over_budget))
 
 
-async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_council(args: CouncilArgs, ctx: ToolContext) -> AnswerResult:
     """Parallel panel plus an anonymized synthesis."""
     from ask_fable.core.tokens import TIERS, dedupe, expand_models, single_token, tier_models
 
@@ -216,7 +219,7 @@ async def ask_council(args: CouncilArgs, ctx: ToolContext) -> dict[str, Any]:
     return await _council(ctx, "ask_council", args, members, synthesizer)
 
 
-async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_chain(args: ChainArgs, ctx: ToolContext) -> AnswerResult:
     """Ordered draft → critique → decide pipeline."""
     from ask_fable.core.caps import check_chain
     from ask_fable.core.modes.chain import run_chain
@@ -234,12 +237,12 @@ async def ask_chain(args: ChainArgs, ctx: ToolContext) -> dict[str, Any]:
         return plan_chain(question, context, stages, resolver)
 
     call = Call(tool="ask_chain", question=args.question, context=args.context, context_ref=args.context_ref,
-                session=args.session, mode="chain", cache_models=stages, planner=planner,
+                session=args.session, mode="chain", result=ChainResult, cache_models=stages, planner=planner,
                 estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_chain(q, c, stages, m, resolver=resolver))
 
 
-async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_debate(args: DebateArgs, ctx: ToolContext) -> AnswerResult:
     """Proposer vs opponent over a claims ledger, then a third-party ruling."""
     from ask_fable.core.modes.debate import run_debate
     from ask_fable.core.tokens import default_resolver, single_token
@@ -254,20 +257,21 @@ async def ask_debate(args: DebateArgs, ctx: ToolContext) -> dict[str, Any]:
         return plan_debate(question, context, proposer, opponent, adjudicator, args.rounds, resolver)
 
     call = Call(tool="ask_debate", question=args.question, context=args.context, context_ref=args.context_ref,
-                session=args.session, mode="debate", planner=planner, estimate_only=args.estimate,
-                max_cost_usd=args.max_cost_usd or None)
+                session=args.session, mode="debate", result=DebateResult, planner=planner,
+                estimate_only=args.estimate, max_cost_usd=args.max_cost_usd or None)
     return await ctx.run(call, lambda q, c, m: run_debate(
         q, c, m, proposer=proposer, opponent=opponent, adjudicator=adjudicator, rounds=args.rounds,
         resolver=resolver,
     ))
 
 
-async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_ollama_council(args: ProviderCouncilArgs, ctx: ToolContext) -> AnswerResult:
     """An Ollama-only council, synthesized by Fable."""
     from ask_fable.core.tokens import provider_council_tokens
 
     models = named_or_omitted(args.models, "models")
-    members = provider_council_tokens("ollama", ctx.settings.ollama_council if models is None else models)
+    configured = ctx.settings.section(OLLAMA.name, OllamaSettings).council
+    members = provider_council_tokens("ollama", configured if models is None else models)
     if not members:
         from ask_fable.errors import BadArgs
 
@@ -300,7 +304,7 @@ async def _featured(provider: str, ctx: ToolContext) -> tuple[list[str], str | N
 async def _adjudicated(
     provider: str, tool: str, args: AdjudicatedCouncilArgs, ctx: ToolContext,
     configured: list[str], configured_synth: str | None, effort: str | None,
-) -> dict[str, Any]:
+) -> AnswerResult:
     from ask_fable.core.tokens import provider_council_tokens, provider_synth_ladder
 
     given = named_or_omitted(args.models, "models")
@@ -311,23 +315,23 @@ async def _adjudicated(
     named = named_or_omitted(args.synthesizer, "synthesizer", "a model id")
     ladder = provider_synth_ladder(provider, named if named is not None else configured_synth)
     result = await _council(ctx, tool, args, members, ladder, effort=effort)
-    if note and result.get("status") != "error":
-        result["note"] = f"{result['note']}; {note}" if result.get("note") else note
+    if note and result.status != "error":
+        result.note = f"{result.note}; {note}" if result.note else note
     return result
 
 
-async def ask_atlas_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_atlas_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> AnswerResult:
     """An Atlas-only council adjudicated by GPT (codex CLI → Atlas-hosted GPT → Fable)."""
-    settings = ctx.settings
-    return await _adjudicated("atlas", "ask_atlas_council", args, ctx, settings.atlas_council,
-                              settings.atlas_synthesizer, settings.atlas_effort)
+    config = ctx.settings.section(ATLAS.name, AtlasSettings)
+    return await _adjudicated("atlas", "ask_atlas_council", args, ctx, config.council, config.synthesizer,
+                              config.effort)
 
 
-async def ask_openrouter_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> dict[str, Any]:
+async def ask_openrouter_council(args: AdjudicatedCouncilArgs, ctx: ToolContext) -> AnswerResult:
     """A cross-lab OpenRouter council adjudicated by GPT (codex CLI → OpenRouter GPT → Fable)."""
-    settings = ctx.settings
-    return await _adjudicated("openrouter", "ask_openrouter_council", args, ctx, settings.openrouter_council,
-                              settings.openrouter_synthesizer, settings.openrouter_effort)
+    config = ctx.settings.section(OPENROUTER.name, OpenRouterSettings)
+    return await _adjudicated("openrouter", "ask_openrouter_council", args, ctx, config.council,
+                              config.synthesizer, config.effort)
 
 
 async def _persist(updates: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
