@@ -127,7 +127,7 @@ async def run_single_tool(
 
 
 async def _run_single(ctx: ToolContext, tool: str, args: AskArgs, backend: str, settings: Settings, *,
-                      model: str | None, effort: str | None) -> dict[str, Any]:
+                      model: str | None, effort: str | None) -> AnswerResult:
     from ask_fable.core.tokens import backend_oracle
 
     preset = effort if is_effort(effort) else None
