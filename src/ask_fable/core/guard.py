@@ -18,7 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from ask_fable.config import Settings
-from ask_fable.core.guard_intent import judge
 from ask_fable.core.guard_reading import normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
@@ -118,6 +117,10 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     term = _denied_term(text, settings)
     if term:
         return refusal("custom_denylist", repr(term), settings)
+    # The judge's patterns compile when first imported (a tenth of a second): loaded on the first
+    # question judged, so a process that judges none (help, doctor, a server's start) never pays it.
+    from ask_fable.core.guard_intent import judge
+
     finding = judge(text)
     if finding is not None:
         return refusal(finding.rule, finding.label, settings)
