@@ -416,6 +416,7 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     (130 for Ctrl-C).
     """
     from ask_fable.core.app import App
+    from ask_fable.core.guard import intent_judge
     from ask_fable.errors import BadArgs
     from ask_fable.surface.server import build_server
 
@@ -439,6 +440,7 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     tracing = _start_tracing()
     try:
         with stop_on_signals(relay.stop if relay is not None else None) as stopping:
+            intent_judge()  # the guard's patterns compile now, not on the first question
             loaded()
             try:
                 server.run("stdio")
@@ -486,6 +488,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
     from ask_fable.config import load_settings
     from ask_fable.core.app import App
+    from ask_fable.core.guard import intent_judge
     from ask_fable.errors import BadArgs
     from ask_fable.surface.http_app import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, build_http_app
     from ask_fable.surface.http_limits import fit_open_file_limit
@@ -560,6 +563,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     runner = HttpRunner(app, options, sock)
     try:
         with stop_on_signals(runner.stop) as stopping:
+            intent_judge()  # the guard's patterns compile now, not on the first question
             loaded()
             runner.run()
     finally:
