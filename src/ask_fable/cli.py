@@ -416,6 +416,7 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     (130 for Ctrl-C).
     """
     from ask_fable.core.app import App
+    from ask_fable.core.guard import intent_judge
     from ask_fable.errors import BadArgs
     from ask_fable.surface.server import build_server
 
@@ -427,7 +428,7 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     except BadArgs as exc:
         return _fail(exc.detail)
     from ask_fable.surface.stdio_input import sanitize_stdin
-    from ask_fable.surface.terminal import say, stdin_is_terminal, stop_on_signals
+    from ask_fable.surface.terminal import loaded, say, stdin_is_terminal, stop_on_signals
 
     unusable = state_dir_problem(server.app.settings)
     if unusable is not None:
@@ -439,6 +440,8 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     tracing = _start_tracing()
     try:
         with stop_on_signals(relay.stop if relay is not None else None) as stopping:
+            intent_judge()  # the guard's patterns compile now, not on the first question
+            loaded()
             try:
                 server.run("stdio")
             except BaseException as exc:  # sorted below; anything else is re-raised
@@ -485,12 +488,13 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
 
     from ask_fable.config import load_settings
     from ask_fable.core.app import App
+    from ask_fable.core.guard import intent_judge
     from ask_fable.errors import BadArgs
     from ask_fable.surface.http_app import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, build_http_app
     from ask_fable.surface.http_limits import fit_open_file_limit
     from ask_fable.surface.http_runner import HttpRunner, bind_socket
     from ask_fable.surface.server import build_server
-    from ask_fable.surface.terminal import say, stop_on_signals
+    from ask_fable.surface.terminal import loaded, say, stop_on_signals
 
     settings = load_settings()
     quiet = settings.quiet or bool(getattr(args, "quiet", False))
@@ -559,6 +563,8 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     runner = HttpRunner(app, options, sock)
     try:
         with stop_on_signals(runner.stop) as stopping:
+            intent_judge()  # the guard's patterns compile now, not on the first question
+            loaded()
             runner.run()
     finally:
         if tracing is not None:
@@ -807,11 +813,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ask-fable`` console script: failures are one line, never a traceback."""
     # The backend registry answers for the backends' own settings (and the installed plugins') when
     # the settings are read: importing it is what lets it.
-    import ask_fable.backends.registry  # noqa: F401
-    from ask_fable.surface.terminal import guarded
+    from ask_fable.surface.terminal import guarded, no_collection_while_loading
 
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    return guarded(lambda: _run(arguments))
+    with no_collection_while_loading():
+        import ask_fable.backends.registry  # noqa: F401
+
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        return guarded(lambda: _run(arguments))
 
 
 def _run(arguments: list[str]) -> int:

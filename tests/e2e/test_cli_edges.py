@@ -270,7 +270,16 @@ def test_a_trace_list_limit_the_tool_clamps_is_used_clamped_and_the_result_says_
     used = 200 if value == "500" else 1
     assert result["limit"] == used
     assert result["note"] == f"limit {value} is outside 1–200: used {used}"
-    assert "note" not in json.loads(_run("trace", "list", "--limit", "20", "--json").stdout)
+
+
+def test_a_trace_list_limit_inside_the_range_is_used_without_a_note() -> None:
+    """A limit the tool takes as given leaves the result without a clamping note."""
+    import json
+
+    done = _run("trace", "list", "--limit", "20", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["limit"] == 20 and "note" not in result
 
 
 QUIET_AFTER = [["tools", "--quiet"], ["keys", "list", "--quiet"], ["db", "status", "--quiet"],

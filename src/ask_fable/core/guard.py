@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ask_fable.config import Settings
-from ask_fable.core.guard_intent import judge
 from ask_fable.core.guard_reading import normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
+
+if TYPE_CHECKING:
+    from ask_fable.core.guard_intent import Finding
 
 __all__ = ["MODEL_REFRAME", "GuardDecision", "check", "custom_term", "refusal"]
 
@@ -102,6 +106,18 @@ def _denied_term(text: str, settings: Settings) -> str | None:
     return match.group(0) if match else None
 
 
+def intent_judge() -> Callable[[str], Finding | None]:
+    """The intent judge (:func:`ask_fable.core.guard_intent.judge`), loaded on first use.
+
+    Its patterns compile when it loads, about a tenth of a second: a command that judges no question
+    (help, doctor, a listing) never pays it, and a server loads it before it serves, so that no
+    question waits for it.
+    """
+    from ask_fable.core.guard_intent import judge
+
+    return judge
+
+
 def check(question: str, context: str, settings: Settings) -> GuardDecision:
     """Run the sanity floor, the operator's lists and the intent judge over a question."""
     stripped = question.strip()
@@ -118,7 +134,7 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     term = _denied_term(text, settings)
     if term:
         return refusal("custom_denylist", repr(term), settings)
-    finding = judge(text)
+    finding = intent_judge()(text)
     if finding is not None:
         return refusal(finding.rule, finding.label, settings)
     return GuardDecision(True)

@@ -36,7 +36,7 @@ from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs, OracleTimeout
 from ask_fable.redact import bounded, redact
-from ask_fable.stores.cache import cache_key
+from ask_fable.stores.cache_keys import cache_key
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.values import Sidecar
 

@@ -11,7 +11,6 @@ the shared tenant, chosen by the caller). Rows older than the TTL are misses. Ev
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from sqlalchemy import bindparam, delete, func, select, tuple_
 from ask_fable.access import one_tenant
 from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
+from ask_fable.stores.cache_keys import cache_key
 from ask_fable.stores.db import Database, database_for, open_database, per_dialect, upsert
 from ask_fable.stores.driver import run
 from ask_fable.stores.engines import Engines
@@ -61,29 +61,6 @@ def _bump(dialect: str, table: Table) -> Executable:
     bumped = insert.on_conflict_do_update(index_elements=["name"],
                                           set_={"value": table.c.value + insert.excluded.value})
     return bumped.returning(table.c.value)
-
-
-def normalize_question(question: str) -> str:
-    """Collapse whitespace and fold case, so trivially different re-asks share a key."""
-    return " ".join(question.split()).casefold()
-
-
-def cache_key(
-    tool: str,
-    models: list[str],
-    question: str,
-    context: str | None,
-    extra: dict[str, Any] | None = None,
-) -> str:
-    """The cache key of one request (hex sha256), the same whichever store holds the entry."""
-    material = json.dumps(
-        [tool, list(models), normalize_question(question or ""), context or "", extra or {}],
-        ensure_ascii=False,
-        sort_keys=True,
-        separators=(",", ":"),
-        default=str,
-    )
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 def bump_write_counter(conn: Connection, name: str = "writes", *, by: int = 1,

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 
 from ask_fable.clock import local_time
 from ask_fable.surface.registry import ToolSpec, input_schema
+from ask_fable.surface.terminal import loaded
 
 #: Explicit command names where the general rule reads badly.
 OVERRIDES: dict[str, tuple[str, ...]] = {"ask_fable_help": ("help",)}
@@ -520,6 +521,7 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
     with stderr:
         async with Client(server, client_info=client_info) as client, anyio.create_task_group() as group:
             group.start_soon(display.tick)
+            loaded()
             try:
                 result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
             finally:

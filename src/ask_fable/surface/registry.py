@@ -7,6 +7,7 @@ import nothing heavy at module level, so building the table is cheap.
 
 from __future__ import annotations
 
+import copy
 import functools
 import importlib
 from collections.abc import Awaitable, Callable
@@ -225,6 +226,12 @@ def lean_output_schema(model: type[ToolResult]) -> dict[str, Any]:
     the published schema stays small because every listed tool costs the client context, so the
     model's ``UNLISTED_FIELDS`` (occasional diagnostics) are left out of it.
     """
+    return copy.deepcopy(_lean_output_schema(model))
+
+
+@functools.cache
+def _lean_output_schema(model: type[ToolResult]) -> dict[str, Any]:
+    # Many tools share a result model, and its full JSON schema is costly to generate: once each.
     full = model.model_json_schema()
     properties = {
         name: _lean_type(prop, name in model.NULLABLE_FIELDS)

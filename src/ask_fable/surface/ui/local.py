@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from ask_fable.surface.http_common import UI_PATH
+from ask_fable.surface.terminal import loaded
 from ask_fable.surface.ui.app import LocalLogin, build_ui, checked_host, secure_headers
 
 if TYPE_CHECKING:
@@ -113,7 +114,9 @@ def serve_local(port: int = 0, *, open_browser: bool = True) -> int:
         file=sys.stderr,
         flush=True,
     )
-    local_server(app, token, port).run(sockets=[sock])
+    server = local_server(app, token, port)
+    loaded()
+    server.run(sockets=[sock])
     return 0
 
 
