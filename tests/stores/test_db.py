@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -60,6 +62,32 @@ def test_a_new_file_is_brought_to_the_head_once(tmp_path: Path) -> None:
     again = Database.sqlite(path, "context")
     assert _count(again) == 1
     again.close()
+
+
+def test_the_head_a_current_store_is_checked_against_is_the_last_revision_of_the_history() -> None:
+    from alembic.script import ScriptDirectory
+
+    from ask_fable.stores.schema import alembic_config
+
+    assert head() == ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+def test_a_current_file_is_opened_without_loading_alembic(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    made = Database.sqlite(path, "context")
+    with made.write() as conn:
+        conn.execute(insert(context).values(**_row("kept")))
+    made.close()
+    probe = (
+        "import sys\n"
+        "from ask_fable.stores.db import Database\n"
+        f"db = Database.sqlite({str(path)!r}, 'context')\n"
+        "with db.read() as conn: pass\n"
+        "db.close()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
 
 
 def test_write_rolls_back_when_the_body_raises(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from ask_fable.errors import SchemaMismatch
 from ask_fable.stores.engines import Engines, begin_sqlite, unusable_file
+from ask_fable.stores.migrations import HEAD
 from ask_fable.stores.tables import METADATA, schema_name
 
 if TYPE_CHECKING:
@@ -37,6 +38,7 @@ STORES: tuple[str, ...] = tuple(METADATA)
 MIGRATION_LOCK = 0x61736B66  # "askf"
 PING_TIMEOUT_S = 1.0
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+VERSION_TABLE = "alembic_version"
 
 
 @dataclass(frozen=True)
@@ -78,13 +80,11 @@ def _scripts() -> ScriptDirectory:
 
 def head() -> str:
     """The revision this release serves on."""
-    found = _scripts().get_current_head()
-    assert found is not None, "the stores' migration history is empty"
-    return found
+    return HEAD
 
 
 def _known(revision: str | None) -> bool:
-    if revision is None:
+    if revision is None or revision == HEAD:
         return True
     from alembic.util import CommandError
 
@@ -95,11 +95,17 @@ def _known(revision: str | None) -> bool:
 
 
 def current_revision(conn: Connection, schema: str | None) -> str | None:
-    """The revision recorded on ``conn`` for the store in ``schema`` (``None``: none yet)."""
-    from alembic.runtime.migration import MigrationContext
+    """The revision recorded on ``conn`` for the store in ``schema`` (``None``: none yet), read from
+    Alembic's ``alembic_version`` table as Alembic reads it, without loading Alembic."""
+    from sqlalchemy import column, inspect, select, table
 
-    context = MigrationContext.configure(conn, opts={"version_table_schema": schema})
-    return context.get_current_revision()
+    if not inspect(conn).has_table(VERSION_TABLE, schema=schema):
+        return None
+    versions = table(VERSION_TABLE, column("version_num"), schema=schema)
+    found = conn.execute(select(versions.c.version_num)).scalars().all()
+    if len(found) > 1:
+        raise SchemaMismatch.newer(f"store schema {schema or 'main'}", ", ".join(map(str, found)), HEAD)
+    return str(found[0]) if found else None
 
 
 def upgrade_store(conn: Connection, store: str, schema: str | None, *, where: str) -> None:
@@ -163,8 +169,8 @@ def _sqlite_revision(path: Path) -> str | None:
         return None
     conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5)
     try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
-                        ).fetchone() is None:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                        (VERSION_TABLE,)).fetchone() is None:
             return None
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         return None if row is None else str(row[0])
