@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
+import subprocess
 import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,64 @@ def child_env(**extra: str) -> dict[str, str]:
     env["ASK_FABLE_QUIET"] = "1"
     env.update(extra)
     return env
+
+
+def run_in_process(args: Sequence[str], environ: Mapping[str, str], *, stdin: str = ""
+                   ) -> subprocess.CompletedProcess[str]:
+    """``ask-fable ARGS`` through the installed command's own entry point (``cli.main``), run in this
+    process with ``environ`` as its whole environment and ``stdin`` as its input: its exit code,
+    stdout and stderr, as the spawned command gives them.
+
+    For what does not depend on being a process of its own (arguments, messages, exit codes, files
+    written): each module that uses it still starts the installed command where that is the point
+    (the console script, signals, a terminal, a server's lifetime). A tool command runs its own event
+    loop, so this is for synchronous tests.
+    """
+    from ask_fable.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(environ)
+    time.tzset()  # the local zone of readable times follows TZ, as in a new process
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
+                _stdin(io.StringIO(stdin)):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's usage errors, as the interpreter would end
+                code = _exit_status(exit_.code, err)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        time.tzset()
+    return subprocess.CompletedProcess(["ask-fable", *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _stdin(stream: io.StringIO) -> Iterator[None]:
+    saved, sys.stdin = sys.stdin, stream
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+def _exit_status(code: object, err: io.StringIO) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=err)
+    return 1
+
+
+def command_output(args: list[str], environ: Mapping[str, str]) -> str:
+    """The stdout of ``ask-fable ARGS`` run in this process (:func:`run_in_process`), after checking
+    it exited 0: for a test's setup (a key to call with), where the command is not what it checks."""
+    done = run_in_process(args, environ)
+    assert done.returncode == 0, f"ask-fable {' '.join(args)} exited {done.returncode}: {done.stderr}"
+    return done.stdout
 
 
 TEST_KEY = "glm-test-key-0123456789"

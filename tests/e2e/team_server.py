@@ -16,7 +16,7 @@ import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, command_output
 
 HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25"}
 
@@ -29,14 +29,15 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 def create_key(name: str, *options: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """``ask-fable keys create --name NAME OPTIONS --json``: the new key's record with its ``key``."""
-    created = run_cli("keys", "create", "--name", name, *options, "--json", env=env or {})
-    record: dict[str, Any] = json.loads(created.stdout)
+    record: dict[str, Any] = json.loads(command_output(["keys", "create", "--name", name, *options, "--json"],
+                                                       child_env(**(env or {}))))
     return record
 
 
 def list_keys(env: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """``ask-fable keys list --json``."""
-    listed: list[dict[str, Any]] = json.loads(run_cli("keys", "list", "--json", env=env or {}).stdout)
+    listed: list[dict[str, Any]] = json.loads(command_output(["keys", "list", "--json"],
+                                                             child_env(**(env or {}))))
     return listed
 
 

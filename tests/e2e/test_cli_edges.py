@@ -8,10 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    return run_in_process(args, child_env(**env))
+
+
+def _spawn(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process (a server's start)."""
     return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, env=child_env(**env))
 
@@ -163,7 +169,7 @@ def test_the_http_server_refuses_to_start_without_a_usable_state_directory(tmp_p
     serve --http exits 1 naming the directory and the fix."""
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x\n")
-    done = _run("serve", "--http", "--port", "0", XDG_STATE_HOME=str(blocker))
+    done = _spawn("serve", "--http", "--port", "0", XDG_STATE_HOME=str(blocker))
     assert done.returncode == 1
     state = blocker / "ask_fable"
     assert done.stderr.startswith(f"ask-fable: error: the state directory {state} cannot be used")
@@ -203,7 +209,7 @@ def test_a_database_url_that_is_not_postgresql_stops_the_http_server_and_is_repo
     would each keep a different state) and db status reports it, naming the variable and the scheme
     wanted, never the password in the URL."""
     url = "mysql://team:hunter2-pass-word@db.internal/askfable"
-    served = _run("serve", "--http", "--port", "0", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
+    served = _spawn("serve", "--http", "--port", "0", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
     status = _run("db", "status", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
     print(served.returncode, served.stderr[-800:], status.stderr[-800:])
     assert served.returncode == 1

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tests.e2e.helpers import ask_fable_command
+from tests.e2e.helpers import ask_fable_command, command_output
 
 START_LINE = re.compile(r"serving \d+ tools at http://(?P<host>[^\s/]+):(?P<port>\d+)/mcp")
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25",
@@ -27,13 +27,12 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Ve
 
 
 def create_key(env: dict[str, str], name: str, scope: str, tenant: str | None = None) -> str:
-    """A new API key made by the real ``ask-fable keys create`` (its tenant made from ``name`` unless
+    """A new API key made by ``ask-fable keys create``'s own code (its tenant made from ``name`` unless
     given)."""
-    argv = [*ask_fable_command(), "keys", "create", "--name", name, "--scope", scope, "--json"]
+    argv = ["keys", "create", "--name", name, "--scope", scope, "--json"]
     if tenant is not None:
         argv += ["--tenant", tenant]
-    created = subprocess.run(argv, env=env, capture_output=True, text=True, check=True, timeout=60)
-    key = json.loads(created.stdout)["key"]
+    key = json.loads(command_output(argv, env))["key"]
     assert isinstance(key, str)
     return key
 

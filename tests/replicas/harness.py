@@ -33,7 +33,7 @@ from typing import IO, Any, Protocol, TypeVar
 import anyio
 import httpx2
 
-from tests.e2e.helpers import ask_fable_command
+from tests.e2e.helpers import ask_fable_command, command_output
 
 BACKEND_KEY = "sk-replica-glm-0123456789abcdef"
 #: Variables of the developer's shell that would change what a replica does.
@@ -306,13 +306,13 @@ class Cluster:
                    limits: tuple[str, ...] = UNLIMITED_CALLS) -> tuple[int, str]:
         """``ask-fable keys create``: the new key's id and its secret (by default its call quotas off:
         most tests load the replicas with bursts of calls on one key)."""
-        record = json.loads(self.command("keys", "create", "--name", name, "--scope", scope,
-                                         "--tenant", tenant, *limits, "--json").stdout)
+        record = json.loads(command_output(["keys", "create", "--name", name, "--scope", scope,
+                                            "--tenant", tenant, *limits, "--json"], self.env))
         return int(record["id"]), str(record["key"])
 
     def key_record(self, key_id: int) -> dict[str, Any]:
         """The key as ``ask-fable keys list --json`` shows it (with its use today)."""
-        listed: list[dict[str, Any]] = json.loads(self.command("keys", "list", "--json").stdout)
+        listed: list[dict[str, Any]] = json.loads(command_output(["keys", "list", "--json"], self.env))
         return next(k for k in listed if k["id"] == key_id)
 
     def revoke_key(self, key_id: int) -> None:

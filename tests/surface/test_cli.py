@@ -16,15 +16,20 @@ import pytest
 from ask_fable.cli import _parser
 from ask_fable.surface.human_cli import arguments_from, command_paths, render
 from ask_fable.surface.registry import all_tools
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.fake_provider import FakeProvider
 
 KEY_SHAPE = re.compile(r"afk_[A-Za-z0-9_\-]{32}")
 
 
-def run(*args: str, env: dict[str, str] | None = None, timeout: float = 60
-        ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=timeout,
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    return run_in_process(args, env or child_env())
+
+
+def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process, its stdin closed."""
+    return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
                           env=env or child_env(), stdin=subprocess.DEVNULL)
 
 
@@ -45,7 +50,7 @@ def test_an_unknown_toolset_flag_exits_2_naming_the_known_ones() -> None:
 
 
 def test_an_unknown_toolset_setting_serves_the_default_and_names_the_problem_first() -> None:
-    env = run(env=child_env(ASK_FABLE_TOOLSETS="nonsense"))
+    env = spawn(env=child_env(ASK_FABLE_TOOLSETS="nonsense"))
     assert env.returncode == 0 and env.stdout == ""
     first = env.stderr.splitlines()[0]
     assert first.startswith("ask-fable: settings problem: toolsets from ASK_FABLE_TOOLSETS: unknown toolset")
@@ -255,7 +260,7 @@ def test_tools_lists_every_tool_with_its_family_and_command() -> None:
 def test_bad_values_are_usage_errors_not_tracebacks() -> None:
     import subprocess
 
-    from tests.e2e.helpers import ask_fable_command, child_env
+    from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 
     for argv in (["trace", "list", "--limit", "abc"], ["ask", "Why?", "--context-file", "/no/such/file.txt"]):
         proc = subprocess.run([*ask_fable_command(), *argv], capture_output=True, text=True,

@@ -203,3 +203,5 @@ def keys_command(args: argparse.Namespace) -> int:
         print(f"ask-fable: {exc.detail}", file=sys.stderr)
         # The arguments of a new key (a name taken, a tenant that cannot be one) are a usage error.
         return 2 if args.keys_action == "create" and isinstance(exc, BadArgs) else 1
+    finally:
+        app.resources.engines.close()  # the database connections are returned, whoever called
