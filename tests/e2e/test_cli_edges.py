@@ -209,7 +209,8 @@ def test_a_database_url_that_is_not_postgresql_stops_the_http_server_and_is_repo
     would each keep a different state) and db status reports it, naming the variable and the scheme
     wanted, never the password in the URL."""
     url = "mysql://team:hunter2-pass-word@db.internal/askfable"
-    served = _spawn("serve", "--http", "--port", "0", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
+    served = _spawn("serve", "--http", "--port", "0", ASK_FABLE_DATABASE_URL=url,
+                    XDG_STATE_HOME=str(tmp_path))
     status = _run("db", "status", ASK_FABLE_DATABASE_URL=url, XDG_STATE_HOME=str(tmp_path))
     print(served.returncode, served.stderr[-800:], status.stderr[-800:])
     assert served.returncode == 1

@@ -258,13 +258,8 @@ def test_tools_lists_every_tool_with_its_family_and_command() -> None:
 
 
 def test_bad_values_are_usage_errors_not_tracebacks() -> None:
-    import subprocess
-
-    from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
-
     for argv in (["trace", "list", "--limit", "abc"], ["ask", "Why?", "--context-file", "/no/such/file.txt"]):
-        proc = subprocess.run([*ask_fable_command(), *argv], capture_output=True, text=True,
-                              env=child_env(), timeout=60, stdin=subprocess.DEVNULL)
+        proc = spawn(*argv)
         assert proc.returncode == 2, proc
         assert "Traceback" not in proc.stderr and proc.stderr.startswith("ask-fable: ")
     assert "'abc' is not a whole number" in run("trace", "list", "--limit", "abc").stderr
