@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ask_fable.surface.client_setup import CLIENTS, config_path
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.fake_provider import FakeProvider
 from tests.fakes.fixtures import bundled_claude_cli, claude_cli_env
 
@@ -34,8 +34,8 @@ REFERENCE = {
 
 
 def ask_fable(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
-                            env=env, stdin=subprocess.DEVNULL)
+    """``ask-fable ARGS`` by the command's entry point, in this process (what it prints and writes)."""
+    result = run_in_process(args, env)
     assert result.returncode == 0, result.stderr
     return result
 

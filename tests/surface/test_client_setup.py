@@ -1,4 +1,5 @@
-"""``ask-fable init`` / ``config`` on real-shaped client config files, through the installed command."""
+"""``ask-fable init`` / ``config`` on real-shaped client config files, through the command's entry point
+(and the installed command where what it writes as its own program is checked)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from ask_fable.surface.client_merge import split_program
 from ask_fable.surface.client_setup import CLIENTS, config_path, default_command
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 
 URL = "https://mcp.example.com/mcp"
 ASK_FABLE = ask_fable_command()
@@ -82,16 +83,20 @@ ORIGINALS: dict[str, Any] = {"claude": CLAUDE_JSON, "cursor": CURSOR_JSON, "wind
                              "opencode": OPENCODE_JSON, "codex": CODEX_TOML}
 
 
-def init(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``ask-fable init …``."""
-    return subprocess.run([*ASK_FABLE, "init", *args], capture_output=True, text=True, timeout=60,
+def spawn(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Start the installed ``ask-fable …`` as its own process."""
+    return subprocess.run([*ASK_FABLE, *args], capture_output=True, text=True, timeout=60,
                           env=env or child_env(), stdin=subprocess.DEVNULL)
 
 
+def init(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``ask-fable init …`` by the command's entry point, in this process."""
+    return run_in_process(["init", *args], env or child_env())
+
+
 def config(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the installed ``ask-fable config …``."""
-    return subprocess.run([*ASK_FABLE, "config", *args], capture_output=True, text=True, timeout=60,
-                          env=child_env(), stdin=subprocess.DEVNULL)
+    """``ask-fable config …`` by the command's entry point, in this process."""
+    return run_in_process(["config", *args], child_env())
 
 
 def write(path: Path, data: Any) -> Path:
@@ -133,7 +138,7 @@ def test_rerunning_init_updates_the_command_and_keeps_env_options_and_other_fiel
     """The program is brought up to date; env keys, --toolsets and every other field stay."""
     path = write(config_path(client), ORIGINALS[client])
     before = path.read_bytes()
-    out = ok(init(client))
+    out = ok(spawn("init", client))
     assert f"updated 'ask_fable' in {path}" in out
     assert "server options --toolsets all" in out
     assert backups(path) and backups(path)[0].read_bytes() == before
@@ -331,8 +336,7 @@ def test_only_the_newest_three_backups_are_kept_and_other_files_are_not_touched(
     (["init", "codex", "--command", ""], 2, "--command is empty"),
 ])
 def test_bad_input_gives_one_line_and_an_exit_code(argv: list[str], code: int, message: str) -> None:
-    result = subprocess.run([*ASK_FABLE, *argv], capture_output=True, text=True, timeout=60,
-                            env=child_env(), stdin=subprocess.DEVNULL)
+    result = run_in_process(argv, child_env())
     assert result.returncode == code
     assert "Traceback" not in result.stderr and result.stdout == ""
     assert result.stderr.count("\n") == 1 and message in result.stderr
