@@ -15,7 +15,7 @@ from ask_fable.config import load_settings
 from ask_fable.errors import Unavailable
 from ask_fable.stores.context import context_store_for
 from ask_fable.stores.engines import Engines
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.postgres import PostgresServer, database_url
 
 
@@ -111,8 +111,12 @@ def test_one_process_keeps_one_pool_of_its_size(pg_server: PostgresServer) -> No
 
 
 def _run(*argv: str, url: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """``ask-fable ARGV`` on the database at ``url``: ``serve`` started as the installed command, any
+    other command by its entry point in this process."""
     env = child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1", HOME=str(home),
                     XDG_STATE_HOME=str(home / "state"), XDG_CONFIG_HOME=str(home / "config"))
+    if argv[0] != "serve":
+        return run_in_process(argv, env)
     return subprocess.run([*ask_fable_command(), *argv], env=env, capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL)
 

@@ -16,7 +16,7 @@ from ask_fable.stores import schema
 from ask_fable.stores.context import context_store_for
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.views import ContextEntry
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.postgres import PostgresServer
 
 
@@ -90,11 +90,9 @@ def test_the_server_refuses_to_start_on_a_schema_it_does_not_serve(empty_url: st
     refused = subprocess.run([*ask_fable_command(), "serve"], env=env, capture_output=True, text=True,
                              timeout=60, stdin=subprocess.DEVNULL)
     assert refused.returncode == 1 and "ask-fable db upgrade" in refused.stderr and refused.stdout == ""
-    upgraded = subprocess.run([*ask_fable_command(), "db", "upgrade"], env=env, capture_output=True,
-                              text=True, timeout=60)
+    upgraded = run_in_process(["db", "upgrade"], env)
     assert upgraded.returncode == 0 and "context" in upgraded.stdout and "upgraded none →" in upgraded.stdout
-    status = subprocess.run([*ask_fable_command(), "db", "status", "--json"], env=env, capture_output=True,
-                            text=True, timeout=60)
+    status = run_in_process(["db", "status", "--json"], env)
     assert status.returncode == 0 and '"state": "behind"' not in status.stdout
     assert '"database": "postgresql"' in status.stdout
 
@@ -248,11 +246,10 @@ def test_doctor_and_a_refused_start_never_print_the_database_password(tmp_path: 
     url = f"postgresql://team:s3cret-pass-word@/askfable?host={tmp_path}"
     env = child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
     for argv in (["doctor", "--no-probe", "--json"], ["db", "status"], ["keys", "list"]):
-        done = subprocess.run([*ask_fable_command(), *argv], env=env, capture_output=True, text=True,
-                              timeout=60)
+        done = run_in_process(argv, env)
         assert "s3cret-pass-word" not in done.stdout + done.stderr, argv
     down = subprocess.run([*ask_fable_command(), "db", "status"], env=env, capture_output=True, text=True,
-                          timeout=60)
+                          timeout=60)  # the installed command, as a deploy script runs it
     assert down.returncode == 1 and "unavailable" in down.stderr and "Traceback" not in down.stderr
 
 
