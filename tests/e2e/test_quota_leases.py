@@ -25,13 +25,13 @@ from mcp.client.stdio import stdio_client
 from ask_fable.core.quotas import LOCAL_KEY_ID
 from ask_fable.stores.views import InFlight
 from tests.conftest import StoreBackend
-from tests.e2e.helpers import ask_fable_command, child_env, structured
-from tests.e2e.team_server import TeamServer, create_key, run_cli, team_server
+from tests.e2e.helpers import ask_fable_command, child_env, command_output, structured
+from tests.e2e.team_server import TeamServer, create_key, team_server
 from tests.e2e.test_caps import provider_env
 from tests.fakes.fake_provider import FakeProvider, Reply
 
-#: The lease of the killed server's call: long enough for `keys in-flight` to start and see it.
-LEASE = "8"
+#: The lease of the killed server's call: long enough for `keys in-flight` to see it.
+LEASE = "5"
 #: The lease a live call outlasts.
 SHORT_LEASE = "3"
 
@@ -82,7 +82,8 @@ async def test_a_killed_servers_call_frees_its_keys_place_within_the_lease(
     env = {**provider_env(fp, ASK_FABLE_QUOTA_LEASE_SECONDS=LEASE), **store_env}
     pid = await _killed_mid_call(fp, env, created["key"])
     killed_at = time.monotonic()
-    shown = json.loads(run_cli("keys", "in-flight", str(created["id"]), "--json", env=store_env).stdout)
+    shown = json.loads(command_output(["keys", "in-flight", str(created["id"]), "--json"],
+                                      child_env(**store_env)))
     assert len(shown) == 1 and f":{pid}:" in shown[0]["holder"]
     assert 0 < shown[0]["lapses_in_s"] <= float(LEASE)
     gate.set()
@@ -108,7 +109,7 @@ async def test_keys_release_frees_a_dead_servers_place_at_once(fp: FakeProvider)
     env = provider_env(fp)  # the default 30-second lease
     await _killed_mid_call(fp, env, created["key"])
     gate.set()
-    released = json.loads(run_cli("keys", "release", str(created["id"]), "--json", env={}).stdout)
+    released = json.loads(command_output(["keys", "release", str(created["id"]), "--json"], child_env()))
     assert released == {"id": created["id"], "released": 1}
     async with team_server(env) as survivor:
         assert (await _ask(survivor, created["key"], "Is this index needed?"))["status"] == "ok"
