@@ -13,7 +13,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.e2e.helpers import TEST_KEY, ask_fable_command, child_env
+from tests.e2e.helpers import TEST_KEY, ask_fable_command, child_env, run_in_process
 from tests.fakes.fake_provider import FakeProvider
 from tests.spec_tools import ALL_SPEC_TOOLS
 
@@ -99,6 +99,12 @@ async def test_a_misspelled_key_is_reported_with_the_setting_it_probably_meant(t
 
 
 def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    return run_in_process(args, child_env(**env))
+
+
+def _spawn(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process."""
     return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, env=child_env(**env))
 
@@ -160,6 +166,6 @@ async def test_removals_alone_start_from_default(tmp_path: Path) -> None:
 
 
 def test_toolsets_that_leave_no_tool_are_an_error_at_start() -> None:
-    done = _run("--toolsets=-core")
+    done = _spawn("--toolsets=-core")
     assert done.returncode == 2
     assert "'-core' leave no tool to serve" in done.stderr and "'default'" in done.stderr
