@@ -78,6 +78,19 @@ class ToolResult(Strict):
     )
 
 
+class ServerErrorResult(Strict):
+    """An error the server answers itself, with no tool's result model to give it: a call to a tool it
+    does not serve, or a tool's result outside its schema. Its fields keep the order they were first
+    sent in (``trace_id`` last)."""
+
+    status: Literal["error"] = "error"
+    kind: str
+    detail: str
+    hint: str | None = None
+    warnings: list[str] | None = None
+    trace_id: str | None = None
+
+
 class Followup(Strict):
     """What the model asked for, and how to give it."""
 
