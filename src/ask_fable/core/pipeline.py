@@ -415,7 +415,7 @@ class Pipeline:
         started.subtract(Counter(m.token for m in mctx.members))
         running = sorted(token for token, left in started.items() if left > 0)
         finished = [f"{m.token} ({m.kind or m.status})" for m in mctx.members]
-        trace.event("cancelled", finished=len(finished), running=running or None)
+        trace.event("cancelled", finished=len(finished), running=[*running] or None)
         done = f"finished: {', '.join(finished)}" if finished else "no model call had finished"
         cut = f"; cancelled while running: {', '.join(running)}" if running else ""
         detail = (f"{call.tool} was cancelled after {trace.elapsed_ms() / 1000:.1f}s, before it returned "
