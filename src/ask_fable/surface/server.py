@@ -170,9 +170,10 @@ def _result(payload: dict[str, Any]) -> CallToolResult:
 
 
 def _as_result(spec: ToolSpec, outcome: dict[str, Any] | BaseModel) -> ToolResult | ServerErrorResult:
-    """A handler's ``outcome`` as ``spec``'s result model: a model of it as it is, anything else
-    validated against it (an error keeping only its contract fields: context an error carried for
-    logs is not the caller's); a result outside the schema becomes an ``internal`` error."""
+    """A handler's ``outcome`` as ``spec``'s result model: a model of it as it is, another model or an
+    error's ``to_result()`` (errors sit below the contract) validated against it, an error keeping only
+    its contract fields (context an error carried for logs is not the caller's); a result outside the
+    schema becomes an ``internal`` error."""
     from ask_fable.contract import ServerErrorResult
 
     if isinstance(outcome, spec.result):
@@ -493,7 +494,7 @@ class AskFableServer(MCPServer[Any]):
             }
         return _as_result(spec, outcome)
 
-    async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> dict[str, Any] | BaseModel:
+    async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Run a tool that reaches a provider or a CLI without asking a model (a catalog, a probe)
         as one of the key's calls: counted against its calls per minute and in flight, at no cost."""
         from ask_fable.core.quotas import admit, key_quota
