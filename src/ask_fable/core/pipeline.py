@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import AnswerResult, CouncilFields, Followup, Telemetry
@@ -288,7 +288,7 @@ class Pipeline:
                 "estimate=true shows each model's part", estimate=estimate.result(call.over_budget))
         return estimate
 
-    async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, Any],
+    async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, JsonValue],
                    mctx: ModeContext, holds: list[quotas.QuotaHold]) -> AnswerResult:
         """Context, guard, estimate, admission (its hold added to ``holds``), cache, mode, normalize,
         persist."""

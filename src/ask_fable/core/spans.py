@@ -113,7 +113,7 @@ class Step:
 
     def event(self, name: str, **attrs: JsonValue) -> None:
         """A trace event within this step (a retry): also an event of its span."""
-        self.recorder.event(name, _span=self.span, **attrs)
+        self.recorder.event(name, self.span, **attrs)
 
     def set(self, **attrs: Any) -> None:
         """Span attributes only (names as given): what the trace keeps elsewhere."""
@@ -127,7 +127,7 @@ class Step:
             return
         self._finished = True
         if name is not None:
-            self.recorder.event(name, _span=False, **attrs)
+            self.recorder.event(name, False, **attrs)
         span = self.span
         if span is None:
             return

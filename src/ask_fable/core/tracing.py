@@ -45,9 +45,9 @@ class TraceRecorder:
         self.wall_start = self.clock.now()
         self.root = recording_root()
 
-    def event(self, name: str, _span: Span | bool | None = None, **attrs: JsonValue) -> None:
+    def event(self, name: str, span: Span | bool | None = None, /, **attrs: JsonValue) -> None:
         """Append an event stamped with milliseconds since the call began (also an event of
-        ``_span``, by default the current span, when spans are on; ``False``: of none)."""
+        ``span``, by default the current span, when spans are on; ``False``: of none)."""
         # The records load on a call's first event, not when the server starts.
         from ask_fable.stores.records import TraceEvent
 
@@ -56,11 +56,11 @@ class TraceRecorder:
         self.events.append(TraceEvent.model_construct(t_ms=self.elapsed_ms(), name=name, attrs=clean))
         if self.observer is not None:
             self.observer(name, clean)
-        if self.root is not None and _span is not False:
+        if self.root is not None and span is not False:
             from ask_fable.core.spans import attributes, current_span
 
-            span = _span if _span is not None and _span is not True else current_span()
-            span.add_event(name, attributes(clean, ""))
+            target = span if span is not None and span is not True else current_span()
+            target.add_event(name, attributes(clean, ""))
 
     def note(self, name: str, span: Span | None, **attrs: JsonValue) -> None:
         """An event seen by the metrics and by ``span`` but not added to the events (which a store
@@ -81,7 +81,7 @@ class TraceRecorder:
         from ask_fable.core.spans import Step, open_span
 
         if start is not None:
-            self.event(start, _span=False, **attrs)
+            self.event(start, False, **attrs)
         span = open_span(self, span_name, attrs, client=client, extra=span_attrs)
         return Step(self, span, attrs if span is not None else None)
 
