@@ -417,13 +417,6 @@ class Settings(BaseSettings):
     kimi_timeout: float | None = Field(None, description="Seconds for kimi (default: timeout).")
     kimi_home: Path = Field(Path("~/.kimi-code"), description="KIMI home directory handed to the kimi CLI.")
 
-    # --- HTTP backends -----------------------------------------------------------------------
-    # Each provider's key, endpoint, default model and council are its own settings section
-    # (``ProviderSettings`` in ``backends/providers/``).
-    ollama_catalog_url: str = Field(
-        "https://ollama.com", description="Where list_ollama_models reads the cloud catalog."
-    )
-
     # --- console -----------------------------------------------------------------------------
     quiet: bool = Field(False, description="Silence the progress trace on stderr.")
     show_reasoning: bool = Field(True, description="Show reasoning excerpts in the stderr trace.")

@@ -52,11 +52,6 @@ class SettingProblem:
         where = f"{self.setting} from {self.source}" if self.setting else self.source
         return f"{where}: {self.problem}; {self.using}"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready view."""
-        return {"setting": self.setting, "source": self.source, "problem": self.problem,
-                "using": self.using, "message": self.message()}
-
 
 @dataclass
 class Layer:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ask_fable.values import Confidence, Recommendation, Sidecar, Usage
 
@@ -76,6 +76,56 @@ class ToolResult(Strict):
         None, description="circuit_open: seconds until the breaker lets the backend be tried again; "
         "quota_exceeded: seconds until the key's limit frees"
     )
+
+
+class ServerErrorResult(Strict):
+    """An error the server answers itself, with no tool's result model to give it: a call to a tool it
+    does not serve, or a tool's result outside its schema. Its fields keep the order they were first
+    sent in (``trace_id`` last)."""
+
+    status: Literal["error"] = "error"
+    kind: str
+    detail: str
+    hint: str | None = None
+    warnings: list[str] | None = None
+    trace_id: str | None = None
+
+
+class SettingIssue(Strict):
+    """A setting that could not be used as written, and what is used instead, as reports show it."""
+
+    setting: str | None = None
+    source: str
+    problem: str
+    using: str
+    message: str
+
+
+class HiddenValue(Strict):
+    """The config-file or environment value a saved setting hides."""
+
+    source: str
+    value: str
+
+
+class SavedSetting(Strict):
+    """A setting saved to the shared database by a configure tool, as ``ask-fable doctor`` shows it."""
+
+    setting: str
+    value: JsonValue
+    saved_by: str = Field(description="the tenant of the caller who saved it")
+    saved_at: str = Field(description="when, ISO-8601 UTC")
+    in_force: bool = Field(description="false when the saved value does not validate (see settings_problems)")
+    shadows: HiddenValue | None = Field(None, description="the different hand-set value it hides")
+
+
+class PluginIssue(Strict):
+    """An installed backend plugin that could not be loaded, as reports show it."""
+
+    plugin: str = Field(description="the entry point's name")
+    target: str = Field(description="what it points at (module:attribute)")
+    problem: str
+    message: str
 
 
 class Followup(Strict):

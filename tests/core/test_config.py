@@ -42,6 +42,18 @@ def test_environment_overrides_defaults(monkeypatch: pytest.MonkeyPatch) -> None
     assert "atlas-secret-1" in s.secret_values()
 
 
+def test_the_ollama_catalog_url_is_the_ollama_sections_under_its_variable_and_config_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().section("ollama", OllamaSettings).catalog_url == "https://ollama.com"
+    monkeypatch.setenv("ASK_FABLE_OLLAMA_CATALOG_URL", "http://127.0.0.1:9/from-env")
+    assert load_settings().section("ollama", OllamaSettings).catalog_url == "http://127.0.0.1:9/from-env"
+    update_config_file({"ollama_catalog_url": "http://127.0.0.1:9/from-file"})
+    settings = load_settings()
+    assert settings.section("ollama", OllamaSettings).catalog_url == "http://127.0.0.1:9/from-file"
+    assert "ollama_catalog_url" not in type(settings).model_fields
+
+
 def test_config_file_overrides_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ASK_FABLE_OLLAMA_MODEL", "from-env")
     monkeypatch.setenv("ASK_FABLE_TRACE_MODE", "safe")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ask_fable.core.context_pack import PackSpec, pack_paths, parse_spec, section_header
+from ask_fable.core.context_pack import PackedFile, PackSpec, pack_paths, parse_spec, section_header
 
 
 def _pack(root: Path, specs: list[str], max_chars: int = 100_000, max_files: int = 32,
@@ -16,7 +16,7 @@ def _pack(root: Path, specs: list[str], max_chars: int = 100_000, max_files: int
 
 
 def _reasons(outcome) -> dict[str, str]:
-    return {s["path"]: s["reason"] for s in outcome.skipped}
+    return {s.path: s.reason for s in outcome.skipped}
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def test_parse_spec_forms() -> None:
 
 def test_whole_files_and_ranges_in_order_with_headers(root: Path) -> None:
     out = _pack(root, ["src/app.py:3-5", "README.md", "src/app.py:9-"])
-    assert [f["path"] for f in out.files] == ["src/app.py:3-5", "README.md", "src/app.py:9-10"]
+    assert [f.path for f in out.files] == ["src/app.py:3-5", "README.md", "src/app.py:9-10"]
     assert out.skipped == []
     assert out.text == (
         section_header("src/app.py", 3, 5) + "line 3\nline 4\nline 5\n" + "\n"
@@ -46,13 +46,13 @@ def test_whole_files_and_ranges_in_order_with_headers(root: Path) -> None:
         + section_header("src/app.py", 9, 10) + "line 9\nline 10\n"
     )
     assert out.chars == len(out.text)
-    assert out.files[0]["lines"] == "3-5" and "lines" not in out.files[1]
+    assert out.files[0].lines == "3-5" and out.files[1].lines is None
 
 
 def test_single_line_and_range_past_the_end(root: Path) -> None:
     out = _pack(root, ["src/app.py:7", "src/app.py:8-99", "src/app.py:11-12", "src/app.py:0-2",
                        "src/app.py:5-3"])
-    assert [f["path"] for f in out.files] == ["src/app.py:7-7", "src/app.py:8-10"]
+    assert [f.path for f in out.files] == ["src/app.py:7-7", "src/app.py:8-10"]
     assert _reasons(out) == {"src/app.py:11-12": "bad_range", "src/app.py:0-2": "bad_range",
                              "src/app.py:5-3": "bad_range"}
 
@@ -71,7 +71,7 @@ def test_never_escapes_the_root(root: Path, tmp_path: Path) -> None:
     for spec in ("../outside.txt", str(secret), "link_out", "dir_out/outside.txt", "src/../../outside.txt"):
         assert reasons[spec] == "outside_root", spec
     # Inside the root, a symlink or an absolute path is fine and is reported by its real relative path.
-    assert [f["path"] for f in out.files] == ["README.md", "src/app.py:1-1", "README.md:1-1"]
+    assert [f.path for f in out.files] == ["README.md", "src/app.py:1-1", "README.md:1-1"]
 
 
 def test_missing_directories_fifos_and_binaries(root: Path) -> None:
@@ -80,7 +80,7 @@ def test_missing_directories_fifos_and_binaries(root: Path) -> None:
     out = _pack(root, ["nope.py", "src", "pipe", "blob.bin", "blob.bin:1-1", "README.md"])
     assert _reasons(out) == {"nope.py": "not_found", "src": "not_a_file", "pipe": "not_a_file",
                              "blob.bin": "binary", "blob.bin:1-1": "binary"}
-    assert [f["path"] for f in out.files] == ["README.md"]
+    assert [f.path for f in out.files] == ["README.md"]
 
 
 def test_per_file_byte_cap_for_files_and_ranges(root: Path) -> None:
@@ -88,7 +88,7 @@ def test_per_file_byte_cap_for_files_and_ranges(root: Path) -> None:
     big.write_text("".join(f"{n:04d}\n" for n in range(1000)))  # 5,000 bytes
     out = _pack(root, ["big.txt", "big.txt:1-300", "big.txt:900-901"], max_file_bytes=1000)
     assert _reasons(out) == {"big.txt": "too_large", "big.txt:1-300": "too_large"}
-    assert out.files == [{"path": "big.txt:900-901", "lines": "900-901", "chars": len(out.text)}]
+    assert out.files == [PackedFile(path="big.txt:900-901", lines="900-901", chars=len(out.text))]
     assert "0899\n0900\n" in out.text  # line 900 holds the number 899
 
 
@@ -102,7 +102,7 @@ def test_budget_skips_without_truncating_and_later_small_files_still_fit(root: P
     (root / "large.txt").write_text("L" * 500)
     (root / "small.txt").write_text("tiny\n")
     out = _pack(root, ["src/app.py", "large.txt", "small.txt"], max_chars=200)
-    assert [f["path"] for f in out.files] == ["src/app.py", "small.txt"]
+    assert [f.path for f in out.files] == ["src/app.py", "small.txt"]
     assert _reasons(out) == {"large.txt": "over_budget"}
     assert "L" * 10 not in out.text
     assert "line 10\n" in out.text and "tiny\n" in out.text  # admitted files are whole
@@ -113,7 +113,7 @@ def test_file_count_cap_and_duplicates(root: Path) -> None:
     for n in range(4):
         (root / f"f{n}.txt").write_text(f"file {n}\n")
     out = _pack(root, ["f0.txt", "f0.txt", "./f0.txt", "f1.txt", "f2.txt", "f3.txt"], max_files=2)
-    assert [f["path"] for f in out.files] == ["f0.txt", "f1.txt"]
+    assert [f.path for f in out.files] == ["f0.txt", "f1.txt"]
     assert _reasons(out) == {"f0.txt": "duplicate", "./f0.txt": "duplicate", "f2.txt": "too_many_files",
                              "f3.txt": "too_many_files"}
 
@@ -121,7 +121,7 @@ def test_file_count_cap_and_duplicates(root: Path) -> None:
 def test_a_file_really_named_with_a_colon_number(root: Path) -> None:
     (root / "odd:12").write_text("colon file\n")
     out = _pack(root, ["odd:12"])
-    assert [f["path"] for f in out.files] == ["odd:12"] and "colon file" in out.text
+    assert [f.path for f in out.files] == ["odd:12"] and "colon file" in out.text
 
 
 def test_invalid_utf8_is_kept_as_text(root: Path) -> None:

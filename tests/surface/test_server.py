@@ -152,3 +152,46 @@ async def test_a_serving_process_freezes_its_heap_after_each_tools_first_call_on
     assert served[0] > 0 and served[1] == 0 and served[2] > 0
     assert in_process == [0, 0, 0]
     assert in_process_thresholds == defaults and served_thresholds == SERVING_GC_THRESHOLDS != defaults
+
+
+async def test_an_unknown_tools_result_is_sent_in_its_fields_order_with_the_trace_id_last() -> None:
+    async with Client(build_server()) as client:
+        result = await client.call_tool("no_such_tool", {})
+    payload = result.structured_content
+    assert list(payload) == ["status", "kind", "detail", "hint", "trace_id"]
+    assert result.content[0].text == json.dumps(payload, ensure_ascii=False)
+
+
+async def test_a_handlers_result_model_reaches_the_wire_with_warnings_and_redaction_added_to_a_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The model a tool returns is what the caller gets: the call's settings warnings and its trace id
+    are added to a copy, and secrets are redacted from its wire form only, leaving the model as it was."""
+    from ask_fable.access import ASKS
+    from ask_fable.surface.registry import ToolSpec
+    from ask_fable.surface.server import AskFableServer
+    from ask_fable.surface.tools.help import HelpArgs, HelpResult
+
+    monkeypatch.setenv("ASK_FABLE_TIMEOUT", "abc")
+    secret = "glm-secret-value-0123456789"
+    returned = HelpResult(status="ok", topic="x", text=f"the key is {secret}")
+
+    async def answering(args: HelpArgs, ctx: object) -> HelpResult:
+        assert ctx.settings.timeout == 240  # type: ignore[attr-defined]
+        return returned
+
+    async def outside_schema(args: HelpArgs, ctx: object) -> dict:
+        return {"status": "ok", "topic": 3}
+
+    server = AskFableServer(App(load_settings(glm_api_key=secret)), ["core"])
+    server._specs = {"answer": ToolSpec("answer", "core", "answers", HelpArgs, HelpResult, answering, ASKS),
+                     "odd": ToolSpec("odd", "core", "odd", HelpArgs, HelpResult, outside_schema, ASKS)}
+    async with Client(server) as client:
+        answered = (await client.call_tool("answer", {})).structured_content
+        odd = await client.call_tool("odd", {})
+    assert answered["text"] == "the key is [REDACTED]" and answered["trace_id"]
+    assert [w for w in answered["warnings"] if "ASK_FABLE_TIMEOUT" in w]
+    assert returned.text == f"the key is {secret}" and returned.warnings is None and returned.trace_id is None
+    assert odd.is_error and list(odd.structured_content) == ["status", "kind", "detail", "trace_id"]
+    assert odd.structured_content["kind"] == "internal"
+    assert odd.structured_content["detail"] == "odd produced a result outside its schema (topic)"

@@ -642,9 +642,11 @@ async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, head
 
 
 async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, council: list[str],
-                              refresh: bool = True, *, transport: httpx2.AsyncBaseTransport | None = None,
+                              catalog_url: str, refresh: bool = True, *,
+                              transport: httpx2.AsyncBaseTransport | None = None,
                               resources: Resources | None = None) -> dict[str, Any]:
-    """The ollama.com cloud catalog (as daemon-ready ids), the locally pulled models and the council.
+    """The cloud catalog at ``catalog_url`` (as daemon-ready ids), the models pulled on ``ollama``'s
+    endpoint and the ``council``.
 
     A list that cannot be fetched now is served as last fetched, with ``stale``; when neither can be
     fetched and none was fetched before, the failure is raised with a hint.
@@ -652,14 +654,14 @@ async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, coun
     from ask_fable.stores.saved_settings import LOCATION as SAVED_LOCATION
 
     timeout = min(FETCH_TIMEOUT, settings.timeout)
-    catalog_url = join_url(settings.ollama_catalog_url, "api/tags")
+    catalog_tags = join_url(catalog_url, "api/tags")
     local_url = join_url(ollama.base_url, "api/tags")
     from ask_fable.backends.ollama import ollama_headers
 
     local_headers = ollama_headers(ollama.base_url, ollama.key())
     secrets = settings.secret_values()
     res = _resources(resources)
-    cloud = await _ollama_tags(catalog_url, "Ollama catalog", refresh, timeout, {}, transport, secrets, res)
+    cloud = await _ollama_tags(catalog_tags, "Ollama catalog", refresh, timeout, {}, transport, secrets, res)
     local = await _ollama_tags(local_url, "Ollama", refresh, timeout, local_headers, transport, secrets, res)
     if cloud.error and local.error and cloud.names is None and local.names is None:
         settings_named = ("ASK_FABLE_OLLAMA_BASE_URL (start the daemon with `ollama serve`) and "

@@ -40,11 +40,6 @@ class PluginProblem:
         """One line: which plugin, what is wrong."""
         return f"plugin {self.plugin!r} ({self.target}): {self.problem}; its backends are not available"
 
-    def to_dict(self) -> dict[str, str]:
-        """JSON-ready view."""
-        return {"plugin": self.plugin, "target": self.target, "problem": self.problem,
-                "message": self.message()}
-
 
 _plugin_problems: list[PluginProblem] = []
 #: Every token spelling (lower case, single spaces) → (backend, canonical token); rebuilt on change.

@@ -25,7 +25,8 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from ask_fable.contract import Strict
 
 _RANGE_RE = re.compile(r"^(?P<path>.+?):(?P<start>\d+)(?:(?P<dash>-)(?P<end>\d+)?)?$")
 #: Bytes read at a time while collecting a line range or a whole file.
@@ -47,13 +48,29 @@ class PackSpec:
         return self.start is not None
 
 
+class PackedFile(Strict):
+    """One section of a packed bundle."""
+
+    path: str
+    lines: str | None = None
+    chars: int
+
+
+class SkippedPath(Strict):
+    """A requested path left out of a bundle, and why."""
+
+    path: str
+    reason: str
+    detail: str | None = None
+
+
 @dataclass
 class PackOutcome:
     """The bundle text plus what went in and what was left out (and why)."""
 
     text: str = ""
-    files: list[dict[str, Any]] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)
+    files: list[PackedFile] = field(default_factory=list)
+    skipped: list[SkippedPath] = field(default_factory=list)
     chars: int = 0
     max_chars: int = 0
 
@@ -260,14 +277,12 @@ def pack_paths(
                     f"of {max_chars} left",
                 )
         except _Skip as skip:
-            outcome.skipped.append({"path": str(raw), "reason": skip.reason, "detail": skip.detail})
+            outcome.skipped.append(SkippedPath(path=str(raw), reason=skip.reason, detail=skip.detail))
             continue
         seen.add((path, start, end))
         sections.append(section)
         outcome.chars += cost
-        entry: dict[str, Any] = {"path": _label(relative, first, last), "chars": len(section)}
-        if first is not None:
-            entry["lines"] = f"{first}-{last}"
-        outcome.files.append(entry)
+        lines = None if first is None else f"{first}-{last}"
+        outcome.files.append(PackedFile(path=_label(relative, first, last), lines=lines, chars=len(section)))
     outcome.text = "\n".join(sections)
     return outcome

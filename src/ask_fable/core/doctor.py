@@ -11,6 +11,7 @@ Ollama daemon) is ``not_checked``.
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from ask_fable.backends.builtin import BUILTIN
 from ask_fable.backends.descriptor import Backend, BackendReport, ProbeOptions
 from ask_fable.backends.registry import plugin_problems, registered
 from ask_fable.config import Settings
+from ask_fable.contract import PluginIssue, SettingIssue
 
 if TYPE_CHECKING:
     from ask_fable.backends.breaker import CircuitBreaker
@@ -38,14 +40,14 @@ class DoctorReport:
     config_file: str
     state_dir: str
     backends: list[BackendReport] = field(default_factory=list)
-    #: Settings that could not be used as written (``SettingProblem.to_dict()`` each).
-    settings_problems: list[dict[str, Any]] = field(default_factory=list)
+    #: Settings that could not be used as written.
+    settings_problems: list[SettingIssue] = field(default_factory=list)
     #: The settings saved to a shared database that the report's settings include.
     saved: list[SavedValue] = field(default_factory=list)
     #: Why a shared database's saved settings could not be read (the report then goes without them).
     saved_unread: str | None = None
-    #: Installed backend plugins that could not be loaded (``PluginProblem.to_dict()`` each).
-    plugin_problems: list[dict[str, str]] = field(default_factory=list)
+    #: Installed backend plugins that could not be loaded.
+    plugin_problems: list[PluginIssue] = field(default_factory=list)
 
     @property
     def ready(self) -> list[str]:
@@ -68,10 +70,10 @@ class DoctorReport:
             "version": self.version, "python": self.python, "config_file": self.config_file,
             "state_dir": self.state_dir, "ready": self.ready, "missing": self.missing,
             "not_checked": self.not_checked, "backends": [b.to_dict() for b in self.backends],
-            "settings_problems": self.settings_problems,
-            "saved_settings": [value.to_dict() for value in self.saved],
+            "settings_problems": [problem.model_dump(mode="json") for problem in self.settings_problems],
+            "saved_settings": [value.shown().model_dump(mode="json") for value in self.saved],
             "saved_settings_unread": self.saved_unread,
-            "plugin_problems": self.plugin_problems,
+            "plugin_problems": [problem.model_dump(mode="json") for problem in self.plugin_problems],
         }
 
 
@@ -132,10 +134,12 @@ async def diagnose(settings: Settings, *, breaker: CircuitBreaker | None = None,
     return DoctorReport(
         version=__version__, python=platform.python_version(), config_file=str(config_file_path()),
         state_dir=str(settings.state_dir), backends=[results[b.name] for b in chosen],
-        settings_problems=[problem.to_dict() for problem in settings.problems],
+        settings_problems=[SettingIssue(setting=p.setting, source=p.source, problem=p.problem, using=p.using,
+                                        message=p.message()) for p in settings.problems],
         saved=[] if in_force is None else in_force.saved,
         saved_unread=None if in_force is None else in_force.unread,
-        plugin_problems=[problem.to_dict() for problem in plugin_problems()],
+        plugin_problems=[PluginIssue(plugin=p.plugin, target=p.target, problem=p.problem, message=p.message())
+                         for p in plugin_problems()],
     )
 
 
@@ -188,21 +192,21 @@ def format_report(report: DoctorReport) -> str:
 # --- settings ------------------------------------------------------------------------------------
 
 
-def settings_section(problems: list[dict[str, Any]]) -> list[str]:
+def settings_section(problems: Sequence[SettingIssue]) -> list[str]:
     """The report's settings lines: each value that could not be used, and what is used instead."""
     if not problems:
         return []
     lines = [f"! settings: {len(problems)} could not be used as written (each falls back as stated)"]
-    lines += [f"  {problem['message']}" for problem in problems]
+    lines += [f"  {problem.message}" for problem in problems]
     return [*lines, ""]
 
 
-def plugins_section(problems: list[dict[str, str]]) -> list[str]:
+def plugins_section(problems: Sequence[PluginIssue]) -> list[str]:
     """The report's lines on backend plugins that could not be loaded."""
     if not problems:
         return []
     lines = [f"! plugins: {len(problems)} could not be loaded"]
-    lines += [f"  {problem['message']}" for problem in problems]
+    lines += [f"  {problem.message}" for problem in problems]
     return [*lines, ""]
 
 

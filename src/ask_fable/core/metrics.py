@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
+    from pydantic import JsonValue
 
     from ask_fable.core.app import App
 
@@ -93,10 +94,10 @@ class CallMetrics:
         """One call refused by a key's ``limit``."""
         self.quota_refusals.labels(limit).inc()
 
-    def observer(self, tenant: str) -> Callable[[str, dict[str, Any]], None]:
+    def observer(self, tenant: str) -> Callable[[str, dict[str, JsonValue]], None]:
         """What one call's trace reports its events to: model calls, store and cache errors."""
 
-        def seen(name: str, attrs: dict[str, Any]) -> None:
+        def seen(name: str, attrs: dict[str, JsonValue]) -> None:
             if name == "provider.end":
                 self._backend(tenant, attrs)
             elif name in _STORE_EVENTS:
@@ -104,7 +105,7 @@ class CallMetrics:
 
         return seen
 
-    def _backend(self, tenant: str, attrs: dict[str, Any]) -> None:
+    def _backend(self, tenant: str, attrs: dict[str, JsonValue]) -> None:
         backend = str(attrs.get("provider") or "unknown")
         self.backend_requests.labels(backend, str(attrs.get("status") or "unknown")).inc()
         elapsed = attrs.get("elapsed_ms")

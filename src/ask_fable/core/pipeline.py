@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from pydantic import ValidationError
+from pydantic import JsonValue, ValidationError
 
 from ask_fable.access import LOCAL_TENANT, store_tenant
 from ask_fable.contract import AnswerResult, CouncilFields, Followup, Telemetry
@@ -288,7 +288,7 @@ class Pipeline:
                 "estimate=true shows each model's part", estimate=estimate.result(call.over_budget))
         return estimate
 
-    async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, Any],
+    async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, JsonValue],
                    mctx: ModeContext, holds: list[quotas.QuotaHold]) -> AnswerResult:
         """Context, guard, estimate, admission (its hold added to ``holds``), cache, mode, normalize,
         persist."""
@@ -415,7 +415,7 @@ class Pipeline:
         started.subtract(Counter(m.token for m in mctx.members))
         running = sorted(token for token, left in started.items() if left > 0)
         finished = [f"{m.token} ({m.kind or m.status})" for m in mctx.members]
-        trace.event("cancelled", finished=len(finished), running=running or None)
+        trace.event("cancelled", finished=len(finished), running=[*running] or None)
         done = f"finished: {', '.join(finished)}" if finished else "no model call had finished"
         cut = f"; cancelled while running: {', '.join(running)}" if running else ""
         detail = (f"{call.tool} was cancelled after {trace.elapsed_ms() / 1000:.1f}s, before it returned "

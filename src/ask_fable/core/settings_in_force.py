@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ask_fable.config import SAVED_SOURCE, Settings, load_settings
 from ask_fable.config_sources import shown
+from ask_fable.contract import HiddenValue, SavedSetting
 from ask_fable.stores.saved_settings import SavedEntry
 
 if TYPE_CHECKING:
@@ -37,19 +38,20 @@ class SavedValue:
         """The setting's field name."""
         return self.entry.name
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready view (a secret is never shown; none of the saved settings is one today)."""
+    def shown(self) -> SavedSetting:
+        """This saved setting as reports show it (a secret is never shown; none of the saved settings
+        is one today)."""
         from ask_fable.config_sources import is_secret
 
         entry = self.entry
-        return {
-            "setting": entry.name,
-            "value": "set, not shown" if is_secret(entry.name) else entry.value,
-            "saved_by": entry.tenant,
-            "saved_at": datetime.fromtimestamp(entry.saved_at, UTC).isoformat(timespec="seconds"),
-            "in_force": self.in_force,
-            "shadows": None if self.hides is None else {"source": self.hides[0], "value": self.hides[1]},
-        }
+        return SavedSetting(
+            setting=entry.name,
+            value="set, not shown" if is_secret(entry.name) else entry.value,
+            saved_by=entry.tenant,
+            saved_at=datetime.fromtimestamp(entry.saved_at, UTC).isoformat(timespec="seconds"),
+            in_force=self.in_force,
+            shadows=None if self.hides is None else HiddenValue(source=self.hides[0], value=self.hides[1]),
+        )
 
     def line(self) -> str:
         """One line: the value, who saved it and when, and what it hides."""

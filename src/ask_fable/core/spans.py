@@ -29,6 +29,8 @@ from ask_fable import __version__
 from ask_fable.redact import SecretSource, redact
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from ask_fable.core.tracing import TraceRecorder
 
 #: Resolved through the global tracer provider at each span: set once the SDK is configured.
@@ -102,30 +104,30 @@ class Step:
     __slots__ = ("_finished", "_started", "recorder", "span")
 
     def __init__(self, recorder: TraceRecorder, span: Span | None,
-                 started: Mapping[str, Any] | None = None) -> None:
+                 started: Mapping[str, JsonValue] | None = None) -> None:
         self.recorder = recorder
         self.span = span
         #: The attributes the span was opened with: not set again at its end.
         self._started = started or {}
         self._finished = False
 
-    def event(self, name: str, **attrs: Any) -> None:
+    def event(self, name: str, **attrs: JsonValue) -> None:
         """A trace event within this step (a retry): also an event of its span."""
-        self.recorder.event(name, _span=self.span, **attrs)
+        self.recorder.event(name, self.span, **attrs)
 
     def set(self, **attrs: Any) -> None:
         """Span attributes only (names as given): what the trace keeps elsewhere."""
         if self.span is not None:
             self.span.set_attributes({k: v for k, v in attrs.items() if span_value(v) is not None})
 
-    def finish(self, name: str | None, **attrs: Any) -> None:
+    def finish(self, name: str | None, **attrs: JsonValue) -> None:
         """Emit the end event ``name`` (none: span only), put its attributes on the span, judge its
         outcome (a ``status`` other than ok or refused is an error, typed by ``kind``) and end it."""
         if self._finished:
             return
         self._finished = True
         if name is not None:
-            self.recorder.event(name, _span=False, **attrs)
+            self.recorder.event(name, False, **attrs)
         span = self.span
         if span is None:
             return

@@ -11,6 +11,7 @@ from ask_fable.clock import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
+    from pydantic import JsonValue
 
     from ask_fable.core.spans import Step
     from ask_fable.stores.records import TraceEvent
@@ -31,7 +32,7 @@ class TraceRecorder:
 
     trace_id: str
     clock: Clock = SYSTEM_CLOCK
-    observer: Callable[[str, dict[str, Any]], None] | None = None
+    observer: Callable[[str, dict[str, JsonValue]], None] | None = None
     started: float = field(init=False)
     wall_start: float = field(init=False)
     events: list[TraceEvent] = field(default_factory=list)
@@ -44,27 +45,27 @@ class TraceRecorder:
         self.wall_start = self.clock.now()
         self.root = recording_root()
 
-    def event(self, name: str, _span: Span | bool | None = None, **attrs: Any) -> None:
+    def event(self, name: str, span: Span | bool | None = None, /, **attrs: JsonValue) -> None:
         """Append an event stamped with milliseconds since the call began (also an event of
-        ``_span``, by default the current span, when spans are on; ``False``: of none)."""
+        ``span``, by default the current span, when spans are on; ``False``: of none)."""
         # The records load on a call's first event, not when the server starts.
         from ask_fable.stores.records import TraceEvent
 
-        clean = {k: v for k, v in attrs.items() if v is not None}
+        clean: dict[str, JsonValue] = {k: v for k, v in attrs.items() if v is not None}
         # Built from values of known types on every step of every call: no validation needed.
         self.events.append(TraceEvent.model_construct(t_ms=self.elapsed_ms(), name=name, attrs=clean))
         if self.observer is not None:
             self.observer(name, clean)
-        if self.root is not None and _span is not False:
+        if self.root is not None and span is not False:
             from ask_fable.core.spans import attributes, current_span
 
-            span = _span if _span is not None and _span is not True else current_span()
-            span.add_event(name, attributes(clean, ""))
+            target = span if span is not None and span is not True else current_span()
+            target.add_event(name, attributes(clean, ""))
 
-    def note(self, name: str, span: Span | None, **attrs: Any) -> None:
+    def note(self, name: str, span: Span | None, **attrs: JsonValue) -> None:
         """An event seen by the metrics and by ``span`` but not added to the events (which a store
         is writing, and which record it their own way)."""
-        clean = {k: v for k, v in attrs.items() if v is not None}
+        clean: dict[str, JsonValue] = {k: v for k, v in attrs.items() if v is not None}
         if self.observer is not None:
             self.observer(name, clean)
         if span is not None:
@@ -73,14 +74,14 @@ class TraceRecorder:
             span.add_event(name, attributes(clean, ""))
 
     def step(self, start: str | None, span_name: str, *, client: bool = False,
-             span_attrs: dict[str, Any] | None = None, **attrs: Any) -> Step:
+             span_attrs: dict[str, Any] | None = None, **attrs: JsonValue) -> Step:
         """Begin a stretch of the call: the ``start`` event (none: span only) and, when spans are on,
         a child span of the current one named ``span_name`` carrying ``attrs`` (and ``span_attrs``,
         names as given). End it with :meth:`Step.finish` (or leave its ``with`` block)."""
         from ask_fable.core.spans import Step, open_span
 
         if start is not None:
-            self.event(start, _span=False, **attrs)
+            self.event(start, False, **attrs)
         span = open_span(self, span_name, attrs, client=client, extra=span_attrs)
         return Step(self, span, attrs if span is not None else None)
 

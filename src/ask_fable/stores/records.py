@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from ask_fable.access import LOCAL_TENANT, Scope
 
@@ -112,7 +112,7 @@ class TraceEvent(Record):
 
     t_ms: int | float | None = None
     name: str
-    attrs: dict[str, Any] = Field(default_factory=dict)
+    attrs: dict[str, JsonValue] = Field(default_factory=dict)
 
 
 class TraceSummary(Record):

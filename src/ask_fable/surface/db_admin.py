@@ -158,8 +158,8 @@ def _forget(settings: Settings, names: list[str] | None) -> list[str]:
 
 def _print_saved(in_force: SettingsInForce, as_json: bool) -> None:
     if as_json:
-        print(json.dumps({"database": "postgresql",
-                          "saved_settings": [value.to_dict() for value in in_force.saved]}, indent=2))
+        saved = [value.shown().model_dump(mode="json") for value in in_force.saved]
+        print(json.dumps({"database": "postgresql", "saved_settings": saved}, indent=2))
         return
     if not in_force.saved:
         print("no saved settings in the shared database: servers run with their config file and environment")

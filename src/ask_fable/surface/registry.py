@@ -34,7 +34,7 @@ FAMILIES: dict[str, str] = {
 }
 
 #: A tool's handler: ``(validated args model, ToolContext) -> result``.
-Handler = Callable[[Any, Any], Awaitable[dict[str, Any] | BaseModel]]
+Handler = Callable[[Any, Any], Awaitable["ToolResult"]]
 
 TOOL_MODULES: tuple[str, ...] = (
     "ask_fable.surface.tools.help",
@@ -56,10 +56,10 @@ class ToolSpec:
     """A tool's whole declaration.
 
     ``handler(args, ctx)`` receives the validated ``args`` model and a
-    :class:`ask_fable.surface.context.ToolContext`; it returns a dict (or model) that validates
-    against ``result``. A tool that asks one ``backend`` may name that backend's facts in its
-    ``description`` (``{label}``, ``{model}``, ``{binary}``, ``{login_fix}``, ``{key_vars}``,
-    ``{enable}``); :meth:`describe` fills them in from the current settings.
+    :class:`ask_fable.surface.context.ToolContext`; it returns its ``result`` model (or raises an
+    :class:`~ask_fable.errors.AskFableError`). A tool that asks one ``backend`` may name that
+    backend's facts in its ``description`` (``{label}``, ``{model}``, ``{binary}``, ``{login_fix}``,
+    ``{key_vars}``, ``{enable}``); :meth:`describe` fills them in from the current settings.
 
     ``effects`` says what the tool can do (:class:`~ask_fable.access.Effect`); the scope an HTTP key
     needs to call it and the MCP annotations ``readOnlyHint`` and ``openWorldHint`` are derived from

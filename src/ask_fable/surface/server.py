@@ -49,7 +49,7 @@ from ask_fable.surface.toolsets import configured_families, families_for, how_to
 if TYPE_CHECKING:  # loaded with the first call, so the server answers initialize sooner
     from ask_fable.access import Caller
     from ask_fable.config import Settings
-    from ask_fable.contract import ToolResult
+    from ask_fable.contract import ServerErrorResult, ToolResult
     from ask_fable.surface.context import ToolContext
 
 @dataclass(frozen=True)
@@ -158,24 +158,9 @@ def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
         return None
 
 
-def _result(spec: ToolSpec | None, payload: dict[str, Any]) -> CallToolResult:
-    """The structured result plus the same JSON as text; ``isError`` mirrors ``status: error``."""
-    if spec is not None:
-        if payload.get("status") == "error":
-            # An error keeps its contract fields; context an error carried for logs is not the caller's.
-            payload = {k: v for k, v in payload.items() if k in spec.result.model_fields}
-        try:
-            model = spec.result.model_validate(payload)
-            payload = dump_result(model)
-        except ValidationError as exc:
-            fields = sorted({".".join(str(p) for p in err["loc"]) for err in exc.errors()})
-            payload = {
-                "status": "error",
-                "kind": "internal",
-                "detail": f"{spec.name} produced a result outside its schema ({', '.join(fields)})",
-                "trace_id": payload.get("trace_id"),
-            }
-            payload = {k: v for k, v in payload.items() if v is not None}
+def _result(payload: dict[str, Any]) -> CallToolResult:
+    """The wire form of a result as structured content plus the same JSON as text; ``isError``
+    mirrors ``status: error``."""
     text = json.dumps(payload, ensure_ascii=False)
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
@@ -184,9 +169,44 @@ def _result(spec: ToolSpec | None, payload: dict[str, Any]) -> CallToolResult:
     )
 
 
-def dump_result(model: ToolResult) -> dict[str, Any]:
-    """The wire form of a result: ``None`` fields dropped unless the contract gives null a meaning."""
-    return model.wire()
+def _as_result(spec: ToolSpec, outcome: dict[str, Any] | BaseModel) -> ToolResult | ServerErrorResult:
+    """A handler's ``outcome`` as ``spec``'s result model: a model of it as it is, another model or an
+    error's ``to_result()`` (errors sit below the contract) validated against it, an error keeping only
+    its contract fields (context an error carried for logs is not the caller's); a result outside the
+    schema becomes an ``internal`` error."""
+    from ask_fable.contract import ServerErrorResult
+
+    if isinstance(outcome, spec.result):
+        return outcome
+    payload = outcome if isinstance(outcome, dict) else outcome.model_dump(mode="json", exclude_unset=True)
+    if payload.get("status") == "error":
+        payload = {k: v for k, v in payload.items() if k in spec.result.model_fields}
+    try:
+        return spec.result.model_validate(payload)
+    except ValidationError as exc:
+        fields = sorted({".".join(str(p) for p in err["loc"]) for err in exc.errors()})
+        trace_id = payload.get("trace_id")
+        return ServerErrorResult(
+            kind="internal", detail=f"{spec.name} produced a result outside its schema ({', '.join(fields)})",
+            trace_id=trace_id if isinstance(trace_id, str) else None,
+        )
+
+
+def _with_problems(result: ToolResult | ServerErrorResult, problems: Sequence[SettingProblem]
+                   ) -> ToolResult | ServerErrorResult:
+    """``result`` (a copy, when anything is added) warning of the settings ``problems`` the call read,
+    its ``detail`` naming those that may have caused its failure."""
+    update: dict[str, object] = {}
+    warnings = list(dict.fromkeys([*(result.warnings or ()), *(p.message() for p in problems)]))
+    if warnings != (result.warnings or []):
+        update["warnings"] = warnings
+    causes = [p for p in problems if _may_explain(p, result.kind)]
+    if causes and result.status == "error" and isinstance(result.detail, str):
+        # A failure that may be the bad setting's doing names it in its detail (once, beside
+        # ``warnings``); an unrelated one (a login failure next to a bad timeout) does not.
+        named = "; ".join(p.message() for p in causes)
+        update["detail"] = f"{result.detail} (settings problem: {named})"
+    return result.model_copy(update=update) if update else result
 
 
 def _bad_args_detail(spec: ToolSpec, exc: ValidationError) -> str:
@@ -362,37 +382,29 @@ class AskFableServer(MCPServer[Any]):
         trace = TraceRecorder(new_trace_id(), self.app.clock)
         spec = self.specs.get(name)
         ctx = ToolContext(self.app, context, served=self.families, serving_problems=self.serving_problems)
+        result: ToolResult | ServerErrorResult
         with tracking_reads() as reads:
             if spec is None:
-                payload = self._unknown_tool(name)
+                result = self._unknown_tool(name)
             else:
-                payload = await self._run(spec, arguments, ctx)
+                result = await self._run(spec, arguments, ctx)
         settings = self.app.settings  # as the tool left them (a configure_* tool may have changed them)
         problems = settings.problems_for(reads)
         if spec is None:
             problems += self.serving_problems
-        warnings = [*payload.get("warnings", ()), *(p.message() for p in problems)]
-        if warnings:
-            payload["warnings"] = list(dict.fromkeys(warnings))
-        causes = [p for p in problems if _may_explain(p, payload.get("kind"))]
-        if causes and payload.get("status") == "error" and isinstance(payload.get("detail"), str):
-            # A failure that may be the bad setting's doing names it in its detail (once, beside
-            # ``warnings``); an unrelated one (a login failure next to a bad timeout) does not.
-            payload["detail"] += " (settings problem: " + "; ".join(p.message() for p in causes) + ")"
-        if not payload.get("trace_id"):
-            payload["trace_id"] = trace.trace_id
-            await self._record_trace(trace, spec.name if spec else name, payload, ctx.caller)
+        result = _with_problems(result, problems)
+        if not result.trace_id:
+            result = result.model_copy(update={"trace_id": trace.trace_id})
+            await self._record_trace(trace, spec.name if spec else name, result, ctx.caller)
         tool = spec.name if spec else "unknown"
-        status, kind = str(payload.get("status", "error")), payload.get("kind")
         if trace.root is not None:
-            _annotate_root(trace, tool, payload, ctx.caller)
+            _annotate_root(trace, tool, result, ctx.caller)
         metrics = self.app.metrics
         if metrics is not None:
-            metrics.tool_call(tool, status, kind if isinstance(kind, str) else None,
-                              self.app.clock.monotonic() - trace.started)
+            metrics.tool_call(tool, result.status, result.kind, self.app.clock.monotonic() - trace.started)
         if spec is not None:
             self._settle_heap(spec.name)
-        return _result(spec, self._for_caller(payload, ctx, settings))
+        return _result(self._for_caller(result, ctx, settings))
 
     def _settle_heap(self, tool: str) -> None:
         """After a tool's first call, freeze what the process holds then (``gc.freeze``), and
@@ -416,11 +428,12 @@ class AskFableServer(MCPServer[Any]):
         gc.freeze()
         gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
-    def _for_caller(self, payload: dict[str, Any], ctx: ToolContext, settings: Settings) -> dict[str, Any]:
-        """What the caller may see of ``payload``: secrets redacted (the one place every result is,
-        whatever made it), and for an HTTP key without the admin scope, the server's paths relative
-        to its directories."""
-        shown: dict[str, Any] = redact_obj(payload, settings)
+    def _for_caller(self, result: ToolResult | ServerErrorResult, ctx: ToolContext, settings: Settings
+                    ) -> dict[str, Any]:
+        """The wire form of ``result`` as the caller may see it: secrets redacted (the one place every
+        result is, whatever made it), and for an HTTP key without the admin scope, the server's paths
+        relative to its directories."""
+        shown: dict[str, Any] = redact_obj(result.wire(), settings)
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
@@ -429,34 +442,38 @@ class AskFableServer(MCPServer[Any]):
             shown = hide_server_paths(shown, self._roots[1])
         return shown
 
-    def _unknown_tool(self, name: str) -> dict[str, Any]:
+    def _unknown_tool(self, name: str) -> ServerErrorResult:
         """``unknown_tool``, naming the toolset that has the tool, or the closest served names."""
         import difflib
+
+        from ask_fable.contract import ServerErrorResult
 
         shown = redact(name[:80])
         family = next((spec.family for spec in all_tools() if spec.name == name), None)
         if family is not None:
-            return {
-                "status": "error",
-                "kind": "unknown_tool",
-                "detail": f"{name} is in the {family!r} toolset, which this server does not serve "
+            return ServerErrorResult(
+                kind="unknown_tool",
+                detail=f"{name} is in the {family!r} toolset, which this server does not serve "
                 f"(it serves {', '.join(self.families)})",
-                "hint": how_to_enable(self.families, family),
-            }
+                hint=how_to_enable(self.families, family),
+            )
         close = difflib.get_close_matches(name, list(self.specs), n=3, cutoff=0.6)
         guess = f"; did you mean {', '.join(close)}?" if close else ""
-        return {
-            "status": "error",
-            "kind": "unknown_tool",
-            "detail": f"no tool named {shown!r}{guess} This server serves: {', '.join(self.specs)}",
-            "hint": 'ask_fable_help(topic="tools") lists what is served and the toolset of every other tool',
-        }
+        return ServerErrorResult(
+            kind="unknown_tool",
+            detail=f"no tool named {shown!r}{guess} This server serves: {', '.join(self.specs)}",
+            hint='ask_fable_help(topic="tools") lists what is served and the toolset of every other tool',
+        )
 
-    async def _run(self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    async def _run(self, spec: ToolSpec, arguments: dict[str, Any], ctx: ToolContext
+                   ) -> ToolResult | ServerErrorResult:
+        """Validate ``arguments`` (the caller's JSON) against the tool's model and run its handler; its
+        outcome, or the error it raised, as its result model."""
+        outcome: dict[str, Any] | BaseModel
         try:
             args = spec.args.model_validate(arguments or {})
         except ValidationError as exc:
-            return BadArgs(_bad_args_detail(spec, exc)).to_result()
+            return _as_result(spec, BadArgs(_bad_args_detail(spec, exc)).to_result())
         if self.app.client_name is None:
             self.app.client_name = _client_name(ctx.mcp)
         try:
@@ -475,11 +492,9 @@ class AskFableServer(MCPServer[Any]):
                 "kind": "internal",
                 "detail": f"{spec.name} failed with an internal error ({type(exc).__name__}).",
             }
-        if isinstance(outcome, BaseModel):
-            return outcome.model_dump(mode="json", exclude_unset=True)
-        return outcome
+        return _as_result(spec, outcome)
 
-    async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> dict[str, Any] | BaseModel:
+    async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> ToolResult:
         """Run a tool that reaches a provider or a CLI without asking a model (a catalog, a probe)
         as one of the key's calls: counted against its calls per minute and in flight, at no cost."""
         from ask_fable.core.quotas import admit, key_quota
@@ -491,12 +506,12 @@ class AskFableServer(MCPServer[Any]):
             if hold is not None:
                 await hold.settle(0.0)
 
-    async def _record_trace(self, trace: TraceRecorder, tool: str, payload: dict[str, Any], caller: Caller
-                            ) -> None:
+    async def _record_trace(self, trace: TraceRecorder, tool: str, result: ToolResult | ServerErrorResult,
+                            caller: Caller) -> None:
         """Store a minimal trace (tool, status, kind; no content) under the caller's tenant, so
         trace_get finds the result's id."""
         app = self.app
-        status, kind = payload.get("status", "error"), payload.get("kind")
+        status, kind = result.status, result.kind
         trace.event("request", tool=tool[:80], otel_trace_id=trace.otel_trace_id)
         trace.event("response", status=status, kind=kind)
         try:
@@ -514,13 +529,14 @@ class AskFableServer(MCPServer[Any]):
             app.console.line(trace.trace_id, f"could not record the trace of {tool[:80]}")
 
 
-def _annotate_root(trace: TraceRecorder, tool: str, payload: dict[str, Any], caller: Caller) -> None:
+def _annotate_root(trace: TraceRecorder, tool: str, result: ToolResult | ServerErrorResult, caller: Caller
+                   ) -> None:
     """The call's identity and outcome on the MCP server span (spans on): our trace id, the tenant, the
     status, and an error result as the span's error status typed by its kind."""
     from opentelemetry.trace import StatusCode
 
-    status, kind = str(payload.get("status", "error")), payload.get("kind")
-    trace.annotate(**{"ask_fable.trace_id": payload.get("trace_id"), "ask_fable.tool": tool,
+    status, kind = result.status, result.kind
+    trace.annotate(**{"ask_fable.trace_id": result.trace_id, "ask_fable.tool": tool,
                       "ask_fable.tenant": caller.tenant, "ask_fable.status": status})
     if status == "error" and trace.root is not None:
         error = str(kind or "error")

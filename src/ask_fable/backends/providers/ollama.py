@@ -34,7 +34,8 @@ DEFAULT_OLLAMA_COUNCIL = [
 
 
 class OllamaSettings(ProviderSettings):
-    """Ollama's key (for ollama.com), endpoint and default model, and the models of its council."""
+    """Ollama's key (for ollama.com), endpoint and default model, the models of its council, and where
+    its cloud catalog is read."""
 
     api_key: SecretStr | None = Field(None, description="Key for a remote Ollama endpoint (ollama.com).")
     base_url: str = Field("http://localhost:11434", description="Ollama endpoint.")
@@ -42,6 +43,9 @@ class OllamaSettings(ProviderSettings):
     council: ModelList = Field(
         default_factory=lambda: list(DEFAULT_OLLAMA_COUNCIL),
         description="Models of ask_ollama_council and the full tier.",
+    )
+    catalog_url: str = Field(
+        "https://ollama.com", description="Where list_ollama_models reads the cloud catalog."
     )
 
 
@@ -71,8 +75,8 @@ async def list_ollama_models(settings: Settings, refresh: bool = True,
     from ask_fable.backends.catalogs import list_ollama_catalog
 
     config = settings.section(OLLAMA.name, OllamaSettings)
-    return await list_ollama_catalog(settings, config, config.council, refresh, transport=transport,
-                                     resources=resources)
+    return await list_ollama_catalog(settings, config, config.council, config.catalog_url, refresh,
+                                     transport=transport, resources=resources)
 
 OLLAMA = Backend(
     name="ollama", label="Ollama", family="unknown", transport="http", build=make_ollama_oracle,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -28,6 +28,8 @@ from ask_fable.stores.records import MemberRecord, ModeAudit
 from ask_fable.values import Sidecar
 
 if TYPE_CHECKING:
+    from pydantic import JsonValue
+
     from ask_fable.backends.breaker import CircuitBreaker
     from ask_fable.backends.catalogs import CatalogCache
     from ask_fable.core.spans import Step
@@ -97,7 +99,7 @@ class MemberOutcome:
                             kind=self.kind, elapsed_ms=self.elapsed_ms, role=self.role,
                             cost_usd=self.cost_usd, cost_source=self.cost_source)
 
-    def trace_attrs(self) -> dict[str, Any]:
+    def trace_attrs(self) -> dict[str, JsonValue]:
         """What the trace's ``provider.end`` event adds about the reply: sidecar, tokens, cost, route."""
         reply, side = self.reply, self.sidecar
         usage = reply.usage if reply is not None else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -29,6 +29,9 @@ from ask_fable.backends.deadline import SharedDeadline, bounded_by
 from ask_fable.config import Settings
 from ask_fable.core.modes.base import MemberOutcome, ModeContext
 from ask_fable.core.spans import Step
+
+if TYPE_CHECKING:
+    from pydantic import JsonValue
 
 #: Share of the council's wall-clock bound reserved for the synthesis. With the default bound
 #: (timeout + 120 s) and timeout 240 s, members keep their whole 240 s and the synthesis has 120 s.
@@ -175,7 +178,7 @@ class _MemberRun:
                       "wall-clock bound; cancelled so the answers in could be synthesized")
         outcome = MemberOutcome(oracle.token, oracle.model, oracle.provider, kind, kind=kind, role="member",
                                 elapsed_ms=int(elapsed * 1000), detail=detail)
-        ended: dict[str, Any] = dict(token=oracle.token, provider=oracle.provider, model=oracle.model,
+        ended: dict[str, JsonValue] = dict(token=oracle.token, provider=oracle.provider, model=oracle.model,
                                      role="member", status=kind, kind=kind, elapsed_ms=outcome.elapsed_ms,
                                      cut=True)
         step = self.steps.get(index)

@@ -11,13 +11,14 @@ and an admin may name another tenant's. Values are redacted before they are stor
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 from pydantic import Field
 
 from ask_fable.access import READS, WRITES
-from ask_fable.contract import DataResult, Strict
+from ask_fable.contract import DataResult
+from ask_fable.core.context_pack import PackedFile, SkippedPath
 from ask_fable.stores.interfaces import ContextBus
 from ask_fable.stores.views import ContextListed
 from ask_fable.surface.context import ToolContext
@@ -67,22 +68,6 @@ class PackArgs(Args):
     max_chars: int | None = Field(
         None, gt=0, description="Character budget for this bundle (default: ASK_FABLE_PACK_MAX_CHARS)."
     )
-
-
-class PackedFile(Strict):
-    """One section of a packed bundle."""
-
-    path: str
-    lines: str | None = None
-    chars: int
-
-
-class SkippedPath(Strict):
-    """A requested path left out of a bundle, and why."""
-
-    path: str
-    reason: str
-    detail: str | None = None
 
 
 class ContextResult(DataResult):
@@ -158,8 +143,8 @@ async def context_delete(args: KeyArgs, ctx: ToolContext) -> ContextResult:
     return ContextResult(status="ok", key=args.key, existed=existed, deleted=existed)
 
 
-def _default_description(files: list[dict[str, Any]]) -> str:
-    names = ", ".join(f["path"] for f in files[:6])
+def _default_description(files: list[PackedFile]) -> str:
+    names = ", ".join(f.path for f in files[:6])
     more = f" and {len(files) - 6} more" if len(files) > 6 else ""
     return f"packed: {names}{more}"
 
@@ -178,7 +163,7 @@ def _root_hint(ctx: ToolContext) -> str:
             "restart it)")
 
 
-async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
+async def context_pack(args: PackArgs, ctx: ToolContext) -> ContextResult:
     """Bundle files and line ranges under the project root into one context key."""
     from ask_fable.core.context_pack import pack_paths
     from ask_fable.errors import BadArgs, NotConfigured
@@ -199,12 +184,12 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
         lambda: pack_paths(root, list(args.paths), max_chars=budget, max_files=settings.pack_max_files,
                            max_file_bytes=settings.pack_max_file_bytes)
     )
-    report: dict[str, Any] = {"key": args.key, "root": str(root.resolve()), "files": outcome.files,
-                              "skipped": outcome.skipped, "max_chars": budget}
+    shown_root = str(root.resolve())
     if not outcome.files:
         raise BadArgs(
             "nothing was packed: every path was skipped (see skipped); the key was left unchanged",
-            **report,
+            key=args.key, root=shown_root, files=[], skipped=[path.wire() for path in outcome.skipped],
+            max_chars=budget,
         )
     description = args.description or _default_description(outcome.files)
     store = _store(ctx)
@@ -213,7 +198,8 @@ async def context_pack(args: PackArgs, ctx: ToolContext) -> dict[str, Any]:
     note = f"pass context_ref=\"{args.key}\" to any ask tool to use it"
     if outcome.skipped:
         note = f"{len(outcome.skipped)} path(s) were skipped (see skipped); " + note
-    return {"status": "ok", **dict(meta), **report, "chars": meta.size_chars, "note": note}
+    return ContextResult(status="ok", **dict(meta), root=shown_root, files=outcome.files,
+                         skipped=outcome.skipped, chars=meta.size_chars, max_chars=budget, note=note)
 
 
 TOOLS = [

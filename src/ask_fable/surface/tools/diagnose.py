@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ask_fable.access import FETCHES
 from ask_fable.backends.descriptor import BackendReport
 from ask_fable.backends.registry import backend_names
-from ask_fable.contract import DataResult
+from ask_fable.contract import DataResult, PluginIssue, SavedSetting, SettingIssue
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 
@@ -40,51 +40,6 @@ class DiagnoseArgs(BaseModel):
     )
 
 
-class SettingIssue(BaseModel):
-    """A setting that could not be used as written, and what is used instead."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    setting: str | None = None
-    source: str
-    problem: str
-    using: str
-    message: str
-
-
-class HiddenValue(BaseModel):
-    """The config-file or environment value a saved setting hides."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    source: str
-    value: str
-
-
-class SavedSetting(BaseModel):
-    """A setting saved to the shared database by a configure tool, as ``ask-fable doctor`` shows it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    setting: str
-    value: JsonValue
-    saved_by: str = Field(description="the tenant of the caller who saved it")
-    saved_at: str = Field(description="when, ISO-8601 UTC")
-    in_force: bool = Field(description="false when the saved value does not validate (see settings_problems)")
-    shadows: HiddenValue | None = Field(None, description="the different hand-set value it hides")
-
-
-class PluginIssue(BaseModel):
-    """An installed backend plugin that could not be loaded."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    plugin: str = Field(description="the entry point's name")
-    target: str = Field(description="what it points at (module:attribute)")
-    problem: str
-    message: str
-
-
 class DiagnoseResult(DataResult):
     """Every backend's state, the ready / missing lists, the settings that could not be used, and the
     settings saved to a shared database."""
@@ -103,7 +58,7 @@ class DiagnoseResult(DataResult):
     )
 
 
-async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> dict[str, Any]:
+async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> DiagnoseResult:
     """Diagnose the backends with this server's settings and breaker."""
     import anyio
 
@@ -118,13 +73,13 @@ async def diagnose(args: DiagnoseArgs, ctx: ToolContext) -> dict[str, Any]:
     in_force = await anyio.to_thread.run_sync(settings_in_force, settings)
     report = await run(settings, breaker=breaker, probe=args.probe,
                        only=list(args.backends) if args.backends else None, in_force=in_force)
-    data = report.to_dict()
-    return {"status": "ok", "version": data["version"], "ready": data["ready"],
-            "missing": data["missing"], "backends": data["backends"],
-            "settings_problems": data["settings_problems"] or None,
-            "saved_settings": data["saved_settings"] or None,
-            "saved_settings_unread": data["saved_settings_unread"],
-            "plugin_problems": data["plugin_problems"] or None}
+    return DiagnoseResult(
+        status="ok", version=report.version, ready=report.ready, missing=report.missing,
+        backends=report.backends,
+        settings_problems=report.settings_problems or None,
+        saved_settings=[value.shown() for value in report.saved] or None,
+        saved_settings_unread=report.saved_unread, plugin_problems=report.plugin_problems or None,
+    )
 
 
 TOOLS = [

@@ -228,7 +228,7 @@ def tools_text(served: list[str], others: list[OtherToolset], may_call: MayCall 
     return "\n".join(lines)
 
 
-async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> dict[str, object]:
+async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> HelpResult:
     """Return one topic of the manual (or all); ``tools``/``all`` also list what is served and what is not."""
     served = ctx.served if ctx.served is not None else list(FAMILIES)
     key = ctx.api_key
@@ -237,16 +237,16 @@ async def ask_fable_help(args: HelpArgs, ctx: ToolContext) -> dict[str, object]:
         return key is None or scope_allows(key.scope, spec.scope)
     names = [] if args.topic == "tools" else list(TOPICS) if args.topic == "all" else [args.topic]
     sections = [f"## {name}\n{topic_text(name)}" for name in names]
-    result: dict[str, object] = {"status": "ok", "topic": args.topic, "topics": ["all", "tools", *TOPICS]}
+    result = HelpResult(status="ok", topic=args.topic, topics=["all", "tools", *TOPICS])
     if args.topic in ("all", "tools"):
         others = other_toolsets(served, may_call)
         scope = None if key is None else key.scope
         sections.insert(0, f"## tools\n{tools_text(served, others, may_call, scope)}")
-        result["tools"] = tool_inventory(served, ctx.settings, may_call)
-        result["other_toolsets"] = [other.model_dump() for other in others]
-    result["text"] = "\n\n".join(sections)
+        result.tools = tool_inventory(served, ctx.settings, may_call)
+        result.other_toolsets = others
+    result.text = "\n\n".join(sections)
     if ctx.serving_problems:
-        result["warnings"] = [problem.message() for problem in ctx.serving_problems]
+        result.warnings = [problem.message() for problem in ctx.serving_problems]
     return result
 
 

@@ -129,40 +129,41 @@ async def _offer_picker(ctx: ToolContext, picker: Picker) -> Selection | None:
     return Selection(action="accept", model=model, effort=effort)
 
 
-async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> CatalogResult:
     from ask_fable.backends import catalogs
     from ask_fable.backends.providers import atlas, openrouter
 
     listing = atlas.list_atlas_models if provider == "atlas" else openrouter.list_openrouter_models
-    result = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit,
+    # The catalog module sits below the contract: its listing is the JSON this result is made from.
+    listed = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit,
                            resources=ctx.app.resources)
-    used = result.get("limit")
-    clamped = isinstance(used, int) and clamped_note("limit", args.limit, used, catalogs.MIN_LIMIT,
-                                                     catalogs.MAX_LIMIT)
+    result = CatalogResult.model_validate(listed)
+    used = result.limit
+    clamped = used is not None and clamped_note("limit", args.limit, used, catalogs.MIN_LIMIT,
+                                                catalogs.MAX_LIMIT)
     if clamped:
-        result["note"] = f"{result['note']}; {clamped}" if result.get("note") else clamped
+        result.note = f"{result.note}; {clamped}" if result.note else clamped
     if args.interactive:
-        selection = await _offer_picker(ctx, result["picker"])
-        if selection is not None:
-            result["selection"] = selection.model_dump()
+        result.selection = await _offer_picker(ctx, listed["picker"])
     return result
 
 
-async def list_atlas_models(args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+async def list_atlas_models(args: CatalogArgs, ctx: ToolContext) -> CatalogResult:
     """The free Atlas Cloud catalog, ranked for a task, with a model + effort picker."""
     return await _catalog_tool("atlas", args, ctx)
 
 
-async def list_openrouter_models(args: CatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+async def list_openrouter_models(args: CatalogArgs, ctx: ToolContext) -> CatalogResult:
     """The free OpenRouter catalog, ranked for a task, with a model + effort picker."""
     return await _catalog_tool("openrouter", args, ctx)
 
 
-async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> dict[str, Any]:
+async def list_ollama_models(args: OllamaCatalogArgs, ctx: ToolContext) -> OllamaCatalogResult:
     """Cloud catalog, locally pulled models and the configured Ollama council."""
     from ask_fable.backends.providers.ollama import list_ollama_models as listing
 
-    return await listing(ctx.settings, refresh=args.refresh, resources=ctx.app.resources)
+    return OllamaCatalogResult.model_validate(
+        await listing(ctx.settings, refresh=args.refresh, resources=ctx.app.resources))
 
 
 def _catalog(name: str, description: str, args: type[BaseModel], result: type[DataResult],

@@ -6,8 +6,6 @@ then hands a mode runner to the pipeline, which does the guard, cache, audit, tr
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from ask_fable.access import ADMINISTERS, ASKS
@@ -334,52 +332,49 @@ async def ask_openrouter_council(args: AdjudicatedCouncilArgs, ctx: ToolContext)
                               config.synthesizer, config.effort)
 
 
-async def _persist(updates: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    where = await save_settings(ctx, updates)
-    return {"status": "ok", "config_file": where, **{k: v for k, v in updates.items() if v is not None},
-            "note": saved_note(where, "the matching ASK_FABLE_* variables")}
+#: The fields of a ``configure_*`` result that are settings it saves.
+_SAVED_SETTINGS = set(ConfigureResult.model_fields) - set(DataResult.model_fields) - {"config_file", "note"}
 
 
-async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) -> dict[str, Any]:
+async def _persist(chosen: ConfigureResult, ctx: ToolContext) -> ConfigureResult:
+    """Save the settings ``chosen`` sets; ``chosen`` with where they went."""
+    where = await save_settings(ctx, chosen.model_dump(include=_SAVED_SETTINGS, exclude_none=True))
+    return chosen.model_copy(update={"config_file": where,
+                                     "note": saved_note(where, "the matching ASK_FABLE_* variables")})
+
+
+async def configure_ollama_council(args: ConfigureOllamaArgs, ctx: ToolContext) -> ConfigureResult:
     """Persist the Ollama council (and optionally the ask_ollama default model)."""
     from ask_fable.core.tokens import dedupe, normalize_ollama_model
 
     require_names(args.models, "give at least one Ollama model id")
     council = dedupe([normalize_ollama_model(m) for m in args.models if str(m).strip()])
-    updates: dict[str, Any] = {"ollama_council": council}
-    if args.default_model:
-        updates["ollama_model"] = normalize_ollama_model(args.default_model)
-    return await _persist(updates, ctx)
+    model = normalize_ollama_model(args.default_model) if args.default_model else None
+    return await _persist(ConfigureResult(status="ok", ollama_council=council, ollama_model=model), ctx)
 
 
-async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) -> dict[str, Any]:
+async def configure_atlas_council(args: ConfigureAtlasArgs, ctx: ToolContext) -> ConfigureResult:
     """Persist the Atlas council and its adjudicator."""
     from ask_fable.core.tokens import dedupe, normalize_atlas_model, normalize_synthesizer
 
     require_names(args.models, "give at least one Atlas model id")
-    updates: dict[str, Any] = {
-        "atlas_council": dedupe([normalize_atlas_model(m) for m in args.models if str(m).strip()]),
-    }
-    if args.synthesizer:
-        updates["atlas_synthesizer"] = normalize_synthesizer(args.synthesizer, "atlas")
-    return await _persist(updates, ctx)
+    council = dedupe([normalize_atlas_model(m) for m in args.models if str(m).strip()])
+    synthesizer = normalize_synthesizer(args.synthesizer, "atlas") if args.synthesizer else None
+    return await _persist(ConfigureResult(status="ok", atlas_council=council, atlas_synthesizer=synthesizer),
+                          ctx)
 
 
-async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolContext) -> dict[str, Any]:
+async def configure_openrouter_council(args: ConfigureOpenRouterArgs, ctx: ToolContext) -> ConfigureResult:
     """Persist the OpenRouter council, its adjudicator and effort."""
     from ask_fable.backends.http_client import normalize_effort
     from ask_fable.core.tokens import dedupe, normalize_openrouter_model, normalize_synthesizer
 
     require_names(args.models, "give at least one OpenRouter model id")
-    updates: dict[str, Any] = {
-        "openrouter_council": dedupe([normalize_openrouter_model(m) for m in args.models if str(m).strip()]),
-    }
-    if args.synthesizer:
-        updates["openrouter_synthesizer"] = normalize_synthesizer(args.synthesizer, "openrouter")
-    effort = normalize_effort(args.effort)  # quick/standard/deep, or low/medium/high
-    if effort:
-        updates["openrouter_effort"] = effort
-    return await _persist(updates, ctx)
+    council = dedupe([normalize_openrouter_model(m) for m in args.models if str(m).strip()])
+    synthesizer = normalize_synthesizer(args.synthesizer, "openrouter") if args.synthesizer else None
+    effort = normalize_effort(args.effort) or None  # quick/standard/deep, or low/medium/high
+    return await _persist(ConfigureResult(status="ok", openrouter_council=council,
+                                          openrouter_synthesizer=synthesizer, openrouter_effort=effort), ctx)
 
 
 # --- declarations -----------------------------------------------------------------------------------
