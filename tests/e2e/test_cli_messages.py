@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx2
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.reliability.http_server import http_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,10 +21,15 @@ QUESTION = "Why does this LRU cache evict entries before their TTL?"
 BAD_TIMEOUT = "'abc' is not valid"
 
 
-def _run(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    return run_in_process(args, child_env(**{"ASK_FABLE_QUIET": "0", **env}))
+
+
+def _spawn(*args: str, stdin: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process, ``stdin`` piped into it."""
     return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=120,
-                          input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL,
-                          env=child_env(**{"ASK_FABLE_QUIET": "0", **env}))
+                          input=stdin, env=child_env(**{"ASK_FABLE_QUIET": "0", **env}))
 
 
 def test_an_unrelated_settings_problem_is_said_once_and_kept_out_of_the_error() -> None:
@@ -43,7 +48,7 @@ def test_an_unrelated_settings_problem_is_said_once_and_kept_out_of_the_error() 
 
 
 def test_text_piped_into_the_stdio_server_is_not_a_silent_success() -> None:
-    done = _run(stdin="hello\n")
+    done = _spawn(stdin="hello\n")
     assert done.returncode == 2
     assert "stdin held no MCP message (it began 'hello')" in done.stderr
     assert 'ask-fable ask "<question>"' in done.stderr and done.stdout == ""

@@ -7,15 +7,23 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.fake_provider import FakeProvider
 
 SIDECAR = '\n\n```sidecar\n{"recommendation": "apply", "confidence": "high", "needs_context": []}\n```'
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    done = run_in_process(args, env or child_env())
+    assert "Traceback" not in done.stderr
+    return done
+
+
+def _spawn(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The installed command started as a process of its own, as each command a user runs is."""
     done = subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env=env or child_env())
+                          stdin=subprocess.DEVNULL, env=env)
     assert "Traceback" not in done.stderr
     return done
 
@@ -27,7 +35,7 @@ def test_a_session_carries_over_from_one_command_to_the_next_as_the_help_says() 
                         ASK_FABLE_GLM_BASE_URL=f"{fake.base_url}/api/anthropic")
         first = _run("ask", "How many retries for the payment call?", "--model", "glm", "--session", "retry",
                      env=env)
-        second = _run("ask", "And the backoff?", "--model", "glm", "--session", "retry", env=env)
+        second = _spawn("ask", "And the backoff?", "--model", "glm", "--session", "retry", env=env)
         sent = fake.last_json("anthropic")
     assert first.returncode == 0 and second.returncode == 0, second.stderr
     assert "How many retries for the payment call?" in json.dumps(sent)

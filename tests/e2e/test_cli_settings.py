@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 
 BAD_ENV = "settings problem: timeout from ASK_FABLE_TIMEOUT: 'abc' is not valid"
 BAD_KEY = "unknown setting 'deepseek_api_kye' (did you mean 'deepseek_api_key'?)"
@@ -29,15 +29,19 @@ COMMANDS = [
     ["trace", "list"],
     ["stats"],
 ]
+#: The case run by the installed command started as its own process: its stdout holds only the JSON.
+SPAWNED = ["doctor", "--no-probe", "--json"]
 
 
 def _run(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"deepseek_api_kye": "sk-not-a-real-key-000"}))
     argv = [part.replace("{tmp}", str(tmp_path)) for part in args]
+    env = child_env(ASK_FABLE_TIMEOUT="abc", ASK_FABLE_CONFIG_FILE=str(config))
+    if args != SPAWNED:  # run by the command's own entry point in this process
+        return run_in_process(argv, env)
     return subprocess.run([*ask_fable_command(), *argv], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL,
-                          env=child_env(ASK_FABLE_TIMEOUT="abc", ASK_FABLE_CONFIG_FILE=str(config)))
+                          stdin=subprocess.DEVNULL, env=env)
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(c) for c in COMMANDS])

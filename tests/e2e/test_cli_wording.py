@@ -8,10 +8,18 @@ from __future__ import annotations
 import json
 import subprocess
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    done = run_in_process(args, child_env())
+    assert "Traceback" not in done.stdout + done.stderr
+    return done
+
+
+def _spawn(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process, its stdin closed."""
     done = subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, env=child_env())
     assert "Traceback" not in done.stdout + done.stderr
@@ -19,7 +27,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_hint_names_the_command_that_runs_the_tool_it_points_at() -> None:
-    trace = _run("trace", "get", "nope")
+    trace = _spawn("trace", "get", "nope")
     context = _run("context", "read", "nope")
     peek = _run("session", "peek", "nope")
     assert trace.returncode == 1 and "hint: `ask-fable trace list` shows the stored traces" in trace.stderr

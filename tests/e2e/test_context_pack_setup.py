@@ -14,7 +14,7 @@ from mcp import Client
 from ask_fable.config import config_file_path
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
-from tests.e2e.helpers import ask_fable_command, child_env, structured
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process, structured
 
 
 def test_the_command_says_to_set_the_root_and_run_it_again(tmp_path: Path) -> None:
@@ -28,8 +28,7 @@ def test_the_command_says_to_set_the_root_and_run_it_again(tmp_path: Path) -> No
     assert "export ASK_FABLE_PROJECT_ROOT=" in hint and "run the command again" in hint
     assert str(config_file_path()) in hint
     root = child_env(ASK_FABLE_PROJECT_ROOT=str(tmp_path))
-    again = subprocess.run([*ask_fable_command(), "context", "pack", "k", "--paths", "notes.md", "--json"],
-                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, env=root)
+    again = run_in_process(["context", "pack", "k", "--paths", "notes.md", "--json"], root)
     assert again.returncode == 0, again.stderr
     assert [f["path"] for f in json.loads(again.stdout)["files"]] == ["notes.md"]
 

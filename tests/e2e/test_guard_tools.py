@@ -10,7 +10,7 @@ from mcp import Client
 
 from ask_fable.core.guard_rules import MODEL_REFRAME
 from ask_fable.surface.server import build_server
-from tests.e2e.helpers import TEST_KEY, ask_fable_command, child_env, structured, wired_app
+from tests.e2e.helpers import TEST_KEY, ask_fable_command, child_env, run_in_process, structured, wired_app
 from tests.fakes.fake_provider import FakeProvider
 
 DEFENSIVE = [
@@ -90,17 +90,17 @@ async def test_a_refusal_by_the_model_carries_the_model_s_advice_and_no_guard_ru
     assert refused["how_to_reframe"] == MODEL_REFRAME and "rule" not in refused
 
 
-def _ask_glm(question: str, fake: FakeProvider, **env: str) -> dict:
-    result = subprocess.run(
-        [*ask_fable_command(), "glm", question, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-        env=child_env(
-            ASK_FABLE_GLM_API_KEY=TEST_KEY, ASK_FABLE_GLM_BASE_URL=fake.base_url, ASK_FABLE_CACHE="0", **env
-        ),
+def _ask_glm(question: str, fake: FakeProvider, *, spawn: bool = False, **env: str) -> dict:
+    """``ask-fable glm QUESTION --json`` run by the command's own entry point in this process, or with
+    ``spawn`` by the installed command started as its own process."""
+    args = ["glm", question, "--json"]
+    environ = child_env(
+        ASK_FABLE_GLM_API_KEY=TEST_KEY, ASK_FABLE_GLM_BASE_URL=fake.base_url, ASK_FABLE_CACHE="0", **env
     )
+    if not spawn:
+        return json.loads(run_in_process(args, environ).stdout)
+    result = subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL, env=environ)
     return json.loads(result.stdout)
 
 
@@ -111,7 +111,7 @@ def test_the_operator_s_list_files_apply_to_the_installed_command(tmp_path: Path
     allow.write_text("keystroke logger for our own accessibility study\n")
     lists = {"ASK_FABLE_DENYLIST_FILE": str(deny), "ASK_FABLE_ALLOWLIST_FILE": str(allow)}
     with FakeProvider() as fake:
-        denied = _ask_glm("How should Project Nightjar shard its queue?", fake, **lists)
+        denied = _ask_glm("How should Project Nightjar shard its queue?", fake, spawn=True, **lists)
         rescued = _ask_glm(STUDY, fake, **lists)
         unrescued = _ask_glm(STUDY, fake)
         reached = len(fake.requests_for("anthropic"))

@@ -9,10 +9,16 @@ import subprocess
 
 import pytest
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    return run_in_process(args, child_env())
+
+
+def _spawn(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process, its stdin closed."""
     return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
                           stdin=subprocess.DEVNULL, env=child_env())
 
@@ -28,7 +34,7 @@ def test_a_second_active_key_with_the_same_name_in_one_tenant_is_refused_and_not
     refused, whatever the case of its name; another tenant may use the name, and so may a new key once
     the first one is revoked."""
     assert _run("keys", "create", "--name", "alice").returncode == 0
-    again = _run("keys", "create", "--name", "Alice", "--tenant", "alice")
+    again = _spawn("keys", "create", "--name", "Alice", "--tenant", "alice")
     assert again.returncode == 2, again.stderr
     assert again.stdout == "" and "Traceback" not in again.stderr
     assert "ask-fable: tenant 'alice' already has an active key named 'alice' (id 1)" in again.stderr
@@ -78,8 +84,7 @@ ATLAS_SECRET = "atlas=Vw9Kp4Lm8Rn3Bc!Zq7Tx2"
 
 
 def _run_with(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env=child_env(**env))
+    return run_in_process(args, child_env(**env))
 
 
 SECRET_NAMES = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.fake_cli import install_fake_clis
 from tests.fakes.fixtures import bundled_claude_cli
 
@@ -19,6 +19,13 @@ STATUS_IN = {"loggedIn": True, "authMethod": "claude.ai", "apiProvider": "firstP
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    return run_in_process(args, env)
+
+
+def _spawn(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process: the Claude Code it runs attached writes to
+    the same stdout and stderr, as to the user's terminal."""
     return subprocess.run([*ask_fable_command(), *args], env=env, stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120, check=False)
 
@@ -40,7 +47,7 @@ def test_login_runs_the_claude_code_login_then_says_where_the_login_is_kept(tmp_
     })
     env = _env(tmp_path, ASK_FABLE_CLAUDE_CLI=str(clis.bin_dir / "claude"))
 
-    done = _run(["login", "--console"], env)
+    done = _spawn(["login", "--console"], env)
 
     assert done.returncode == 0, done.stderr
     assert [call["argv"] for call in clis.calls("claude")] == [["auth", "login", "--console"],
@@ -55,7 +62,7 @@ def test_a_login_that_fails_or_finds_nothing_says_what_to_run(tmp_path: Path) ->
     env = _env(tmp_path, ASK_FABLE_CLAUDE_CLI=str(clis.bin_dir / "claude"))
     clis.behave("claude", by_argv={"auth login": {"exit_code": 1, "stderr": "OAuth error: access denied\n"}})
 
-    failed = _run(["login"], env)
+    failed = _spawn(["login"], env)
 
     assert failed.returncode == 1
     assert "OAuth error: access denied" in failed.stderr
@@ -85,8 +92,8 @@ def test_status_asks_the_bundled_claude_code_with_no_claude_on_path(tmp_path: Pa
 def test_ask_fable_claude_runs_the_bundled_claude_code_with_its_own_flags(tmp_path: Path) -> None:
     env = _env(tmp_path)
 
-    done = _run(["claude", "auth", "status", "--text"], env)
-    version = _run(["claude", "--version"], env)
+    done = _spawn(["claude", "auth", "status", "--text"], env)
+    version = _spawn(["claude", "--version"], env)
 
     assert "Not logged in" in done.stdout + done.stderr and done.returncode == 1
     assert version.returncode == 0 and "Claude Code" in version.stdout

@@ -17,7 +17,7 @@ from ask_fable.stores.db import database_for
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.saved_settings import SettingsStore
 from tests.conftest import StoreBackend
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.postgres import PostgresServer
 
 #: The tests that need a shared database run on a fresh PostgreSQL one.
@@ -44,10 +44,22 @@ def _config(tmp_path: Path, values: dict[str, object]) -> Path:
     return path
 
 
+def _env(url: str, config: Path, **env: str) -> dict[str, str]:
+    return child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_CONFIG_FILE=str(config), **env)
+
+
 def _run(url: str, config: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command run by its own entry point in this process (what it prints and exits with)."""
+    done = run_in_process(args, _env(url, config, **env))
+    assert "Traceback" not in done.stdout + done.stderr
+    return done
+
+
+def _spawn(url: str, config: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """The installed command started as its own process: another machine's command line, or all a
+    process prints on stderr (log lines of the libraries included)."""
     done = subprocess.run([*ask_fable_command(), *args], capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL,
-                          env=child_env(ASK_FABLE_DATABASE_URL=url, ASK_FABLE_CONFIG_FILE=str(config), **env))
+                          stdin=subprocess.DEVNULL, env=_env(url, config, **env))
     assert "Traceback" not in done.stdout + done.stderr
     return done
 
@@ -170,7 +182,7 @@ async def test_a_running_server_drops_a_forgotten_setting_as_it_applies_a_save(
         assert app.settings.trace_mode == "full"
         url, config = store_backend.url, tmp_path / "none.json"
         done = await anyio.to_thread.run_sync(
-            lambda: _run(url, config, "db", "settings", "--forget", "trace_mode"))
+            lambda: _spawn(url, config, "db", "settings", "--forget", "trace_mode"))
         assert done.returncode == 0, done.stderr
         with anyio.fail_after(10):
             while app.settings.trace_mode != "safe":
@@ -191,15 +203,15 @@ def test_with_a_database_that_does_not_answer_doctor_says_saved_settings_are_unk
     pytest.importorskip("psycopg")
     url = f"postgresql://ask:{PASSWORD}@127.0.0.1:{_closed_port()}/ask_fable"
     config = tmp_path / "none.json"
-    doctor = _run(url, config, "doctor", "--no-probe", ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
+    doctor = _spawn(url, config, "doctor", "--no-probe", ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
     assert doctor.returncode == 0
     assert "saved settings: not read" in doctor.stdout and "unavailable" in doctor.stdout
     assert doctor.stderr == ""  # the driver's own connection warnings stay out of a command's output
-    listed = _run(url, config, "db", "settings", ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
+    listed = _spawn(url, config, "db", "settings", ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
     assert listed.returncode == 1 and "unavailable" in listed.stderr
     assert PASSWORD not in doctor.stdout + doctor.stderr + listed.stdout + listed.stderr
     for args in (["db", "settings"], ["keys", "list"], ["trace", "list"]):
-        done = _run(url, config, *args, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
+        done = _spawn(url, config, *args, ASK_FABLE_DATABASE_CONNECT_TIMEOUT="1")
         assert done.returncode == 1
         assert "error connecting" not in done.stderr + done.stdout, args
 
@@ -207,11 +219,9 @@ def test_with_a_database_that_does_not_answer_doctor_says_saved_settings_are_unk
 def test_without_a_shared_database_db_settings_points_at_the_config_file(tmp_path: Path) -> None:
     config = _config(tmp_path, {"trace_mode": "full"})
     env = child_env(ASK_FABLE_CONFIG_FILE=str(config))
-    done = subprocess.run([*ask_fable_command(), "db", "settings"], capture_output=True, text=True,
-                          timeout=60, env=env, stdin=subprocess.DEVNULL)
+    done = run_in_process(["db", "settings"], env)
     assert done.returncode == 0 and f"the configure tools save to the config file {config}" in done.stdout
-    forget = subprocess.run([*ask_fable_command(), "db", "settings", "--forget", "trace_mode"],
-                            capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    forget = run_in_process(["db", "settings", "--forget", "trace_mode"], env)
     assert forget.returncode == 1 and str(config) in forget.stderr
     assert json.loads(config.read_text()) == {"trace_mode": "full"}
 
@@ -274,7 +284,7 @@ async def test_the_diagnose_tool_reports_the_saved_settings_as_doctor_does(
             result = await structured(client, "diagnose", {"probe": False})
     finally:
         await app.aclose()
-    doctor = json.loads(_run(store_backend.url, config, "doctor", "--no-probe", "--json").stdout)
+    doctor = json.loads(_spawn(store_backend.url, config, "doctor", "--no-probe", "--json").stdout)
     assert result["status"] == "ok"
     assert next(b for b in result["backends"] if b["name"] == "ollama")["model"] == "glm-5.2:cloud"
     as_doctor = [{k: v for k, v in item.items() if v is not None} for item in doctor["saved_settings"]]
