@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import os
 import shutil
 import subprocess
@@ -51,7 +52,7 @@ def run_in_process(args: Sequence[str], environ: Mapping[str, str], *, stdin: st
     time.tzset()  # the local zone of readable times follows TZ, as in a new process
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
-                _stdin(io.StringIO(stdin)):
+                _stdin(io.StringIO(stdin)), _unconfigured_logging():
             try:
                 code = main(list(args))
             except SystemExit as exit_:  # argparse's usage errors, as the interpreter would end
@@ -61,6 +62,21 @@ def run_in_process(args: Sequence[str], environ: Mapping[str, str], *, stdin: st
         os.environ.update(saved)
         time.tzset()
     return subprocess.CompletedProcess(["ask-fable", *args], code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _unconfigured_logging() -> Iterator[None]:
+    """The root logger as a new process has it (no handler, WARNING), so a library's warning goes
+    to stderr through logging's last resort, as it would, not to pytest's log capture."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    root.handlers.clear()
+    root.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
 
 
 @contextlib.contextmanager
