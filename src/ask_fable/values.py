@@ -2,17 +2,28 @@
 appends to its answer.
 
 Backends fill :class:`Usage`, the core parses the :class:`Sidecar` (``core/sidecar.py``), and the
-result contract (``contract.py``) carries both to the caller. Nothing here does I/O.
+result contract (``contract.py``) carries both to the caller; :data:`SENT_WHOLE` marks a view a
+result sends with its nulls. Nothing here does I/O.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator
 
 Recommendation = Literal["apply", "investigate", "reject", "needs_more_context"]
 Confidence = Literal["high", "medium", "low"]
+
+
+def _as_built(value: object) -> object:
+    return value
+
+
+#: Marks a typed-dict field of a result (``Annotated[View, SENT_WHOLE]``) that is sent as built,
+#: every key included: there a ``null`` means "not known" (no latency sample, no price, no default
+#: model), which the results' ``exclude_none`` dump would otherwise drop.
+SENT_WHOLE = PlainSerializer(_as_built)
 
 
 class Usage(BaseModel):

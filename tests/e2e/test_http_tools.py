@@ -19,6 +19,7 @@ from ask_fable.backends.resources import Resources
 from ask_fable.config import load_settings
 from ask_fable.core.app import App
 from ask_fable.surface.server import build_server
+from ask_fable.surface.tools.http_models import CatalogResult
 from tests.fakes.fake_provider import FakeProvider
 
 KEY = "sk-PLANTED-e2e-secret-a1b2c3d4e5f6"
@@ -373,7 +374,21 @@ async def test_catalog_refresh_false_is_offline(fp: FakeProvider) -> None:
     """refresh=false makes no request and offers only the effort choices."""
     result = await _call("list_openrouter_models", {"refresh": False, "interactive": False}, _wired(fp))
     assert result["status"] == "ok" and result["models"] == []
+    assert result["picker"]["models"] == [] and result["picker"]["default_model"] is None
     assert fp.requests == []
+
+
+async def test_a_listed_model_sends_what_its_catalog_did_not_say_as_null(fp: FakeProvider) -> None:
+    """A model whose catalog entry gives no context window, price or date is listed with those null,
+    and the result model reads the listing it sent."""
+    fp.set_json("GET", "/api/v1/models", {"data": [{"id": "mystery/bare", "name": "Bare"}]})
+    result = await _call("list_openrouter_models", {"interactive": False}, _wired(fp))
+    assert result["models"] == [{
+        "id": "mystery/bare", "name": "Bare", "provider": "mystery", "context_length": None,
+        "price_per_million": {"prompt": None, "completion": None}, "free": False, "reasoning": False,
+        "released": None,
+    }]
+    assert CatalogResult.model_validate(result).wire() == result
 
 
 async def test_catalog_unreachable_is_upstream_error(fp: FakeProvider) -> None:

@@ -13,6 +13,7 @@ from ask_fable.config import config_file_path, load_settings
 from ask_fable.core.app import App
 from ask_fable.stores.answers import save_answer
 from ask_fable.surface.server import build_server
+from ask_fable.surface.tools.observability import StatsResult
 from tests.e2e.helpers import TEST_KEY, structured, wired_app
 from tests.fakes.fake_provider import FakeProvider
 
@@ -64,6 +65,10 @@ async def test_stats_buckets_totals_and_filters(fp: FakeProvider) -> None:
         assert [b["mode"] for b in by_mode["buckets"]] == ["single"]
         by_session = await structured(c, "stats", {"by": "session", "session": "nobody"})
         assert by_session["records"] == 0 and by_session["buckets"] == []
+        # Every figure is sent, null where no call gave it.
+        assert {by_session["totals"][name] for name in ("avg_ms", "p50_ms", "p95_ms", "cost_usd")} == {None}
+    for sent in (by_tool, by_provider, by_mode, by_session):
+        assert StatsResult.model_validate(sent).wire() == sent  # the result model reads what it sends
 
 
 async def test_stats_is_never_cached(fp: FakeProvider) -> None:

@@ -72,7 +72,7 @@ def test_rotation_and_pruning_keep_the_index_equal_to_the_log(tmp_path: Path) ->
     assert index.count() == len(kept)
     by_day = index.stats("local", window="all", by="day", now=NOW)
     assert by_day["records"] == by_day["totals"]["calls"] == len(kept)
-    assert sum(b["calls"] for b in by_day["buckets"]) == len(kept)
+    assert sum(b.figures["calls"] for b in by_day["buckets"]) == len(kept)
     backend_calls = sum(len(r.get("members") or []) or (1 if r.get("provider") else 0) for r in kept)
     assert index.stats("local", window="all", by="provider", now=NOW)["totals"]["calls"] == backend_calls
 
@@ -88,7 +88,7 @@ def test_torn_tail_is_indexed_once_completed(tmp_path: Path) -> None:
         handle.write(b'}\nnot json\n')
     assert index.refresh() == 1
     late = index.stats("local", window="all", by="model", now=NOW)["buckets"]
-    assert [b["calls"] for b in late if b["model"] == "late"] == [1]
+    assert [b.figures["calls"] for b in late if b.key == "late"] == [1]
 
 
 def test_deleted_index_is_rebuilt(tmp_path: Path) -> None:
@@ -130,4 +130,4 @@ def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> 
                     (ident, NOW - 60))
     old.close()
     stats = AuditTrail(log).stats("local", window="all", by="model", now=NOW)
-    assert [(b["model"], b["errors"]) for b in stats["buckets"]] == [("glm-5.2", 1)]
+    assert [(b.by, b.key, b.figures["errors"]) for b in stats["buckets"]] == [("model", "glm-5.2", 1)]

@@ -18,6 +18,7 @@ from ask_fable.stores.audit_trail import AuditTrail, audit_trail_for
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import OUTCOMES, outcome_of
 from ask_fable.stores.tables import audit_members, audit_recs
+from ask_fable.stores.views import BucketFigures
 from tests.conftest import StoreBackend
 
 NOW = 1_800_000_000.0
@@ -53,9 +54,10 @@ def rec(**kw: object) -> dict[str, Any]:
     return base
 
 
-def bucket(result: dict[str, Any], key: str) -> dict[str, Any]:
-    by = result["by"]
-    return next(b for b in result["buckets"] if b[by] == key)
+def bucket(result: dict[str, Any], key: str) -> BucketFigures:
+    found = next(b for b in result["buckets"] if b.key == key)
+    assert found.by == result["by"]
+    return found.figures
 
 
 def test_by_model_counts_outcomes_and_latency(stats_of: Stats) -> None:
@@ -72,7 +74,7 @@ def test_by_model_counts_outcomes_and_latency(stats_of: Stats) -> None:
     assert glm["error_rate"] == round(1 / 3, 4)
     assert bucket(out, "unknown")["refused"] == 1 and bucket(out, "unknown")["allowed"] == 0
     assert out["totals"]["calls"] == 6 and out["totals"]["circuit_open"] == 1
-    assert out["buckets"][0]["model"] == "glm-5.2"  # most calls first
+    assert out["buckets"][0].key == "glm-5.2"  # most calls first
 
 
 def test_p95_uses_nearest_rank(stats_of: Stats) -> None:
@@ -121,13 +123,13 @@ def test_provider_view_skips_records_without_a_backend_call(stats_of: Stats) -> 
 def test_other_dimensions(stats_of: Stats) -> None:
     records = [rec(ts=NOW - 60, cached=True, session="a", project="x", mode="council", tool="ask_council"),
                rec(ts=NOW - 2 * 86400, session="b", project="y")]
-    assert {b["day"] for b in stats_of(records, window="all", by="day", now=NOW)["buckets"]} == {
+    assert {b.key for b in stats_of(records, window="all", by="day", now=NOW)["buckets"]} == {
         "2027-01-15", "2027-01-13"}
     by_cache = stats_of(records, window="all", by="cache", now=NOW)["buckets"]
-    assert {b["cache"]: b["calls"] for b in by_cache} == {"hit": 1, "miss": 1}
+    assert {b.key: b.figures["calls"] for b in by_cache} == {"hit": 1, "miss": 1}
     for by, keys in (("session", {"a", "b"}), ("project", {"x", "y"}), ("mode", {"council", "single"}),
                      ("tool", {"ask_council", "ask_glm"})):
-        assert {b[by] for b in stats_of(records, window="all", by=by, now=NOW)["buckets"]} == keys
+        assert {b.key for b in stats_of(records, window="all", by=by, now=NOW)["buckets"]} == keys
 
 
 def test_model_and_session_filters(stats_of: Stats) -> None:
@@ -137,7 +139,7 @@ def test_model_and_session_filters(stats_of: Stats) -> None:
     assert stats_of(records, model="kimi", now=NOW)["records"] == 1
     assert stats_of(records, session="s2", now=NOW)["records"] == 1
     only_glm = stats_of(records, by="provider", model="glm-5.2", now=NOW)
-    assert [b["provider"] for b in only_glm["buckets"]] == ["glm"] and only_glm["totals"]["calls"] == 2
+    assert [b.key for b in only_glm["buckets"]] == ["glm"] and only_glm["totals"]["calls"] == 2
 
 
 @pytest.mark.parametrize(("window", "by"), [("2h", "model"), ("24h", "color")])

@@ -98,7 +98,7 @@ def test_audit_stats_count_one_tenant_unless_asked_for_all(store_backend: StoreB
     assert trail.stats(A, window="all")["totals"]["calls"] == 2
     assert trail.stats(B, window="all")["totals"]["calls"] == 3
     every = trail.stats(ALL_TENANTS, window="all", by="tenant")
-    assert {b["tenant"]: b["calls"] for b in every["buckets"]} == {A: 2, B: 3}
+    assert {b.key: b.figures["calls"] for b in every["buckets"]} == {A: 2, B: 3}
 
 
 def test_saved_answers_and_transcripts_are_kept_with_their_tenants(store_backend: StoreBackend) -> None:

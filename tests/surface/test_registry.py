@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import jsonschema
+import typing_extensions
+from pydantic import BaseModel, JsonValue
 
 from ask_fable.surface.registry import all_tools, input_schema, output_schema
 from tests.spec_tools import ALL_SPEC_TOOLS, SPEC_TOOLS
@@ -45,3 +49,33 @@ def test_every_tool_has_a_description_and_consistent_annotations() -> None:
             assert spec.open_world, spec.name
         if spec.backend is not None:
             assert spec.open_world, spec.name
+
+
+#: Result fields that hold JSON of any shape on purpose: a trace event's metadata and a saved setting's value.
+JSON_FIELDS = {"TraceEvent.attrs", "SavedSetting.value"}
+
+
+def _untyped(tp: Any, where: str, seen: set[Any]) -> list[str]:
+    """The fields under ``tp`` typed ``Any``, or JSON of any shape outside :data:`JSON_FIELDS`."""
+    if tp is Any or (tp is JsonValue and where not in JSON_FIELDS):
+        return [where]
+    if tp in seen:
+        return []
+    fields: dict[str, Any] = {}
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        fields = {name: field.annotation for name, field in tp.model_fields.items()}
+    elif typing_extensions.is_typeddict(tp):
+        fields = typing_extensions.get_type_hints(tp, include_extras=True)
+    else:
+        return [found for arg in typing_extensions.get_args(tp) for found in _untyped(arg, where, seen)]
+    seen.add(tp)
+    return [found for name, hint in fields.items() for found in _untyped(hint, f"{tp.__name__}.{name}", seen)]
+
+
+def test_every_result_field_is_typed_down_to_its_leaves() -> None:
+    """A result holds its views as they are typed (records, typed dicts), never ``dict[str, Any]``."""
+    seen: set[Any] = set()
+    untyped = {found for spec in all_tools() for found in _untyped(spec.result, spec.result.__name__, seen)}
+    assert not untyped
+    walked = {t.__name__ for t in seen}
+    assert {"StatsBucket", "BucketFigures", "ListedModel", "Picker", "HubSession"} <= walked

@@ -36,9 +36,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Required, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from ask_fable.backends.base import is_effort
+from ask_fable.backends.catalog_listing import (
+    CatalogListing,
+    CatalogOrigin,
+    ListedModel,
+    OllamaListing,
+    Picker,
+    PickerOption,
+)
 from ask_fable.backends.http_client import (
     RetryPolicy,
     join_url,
@@ -66,24 +74,6 @@ FETCH_TIMEOUT = 15.0
 CATALOG_RETRY = RetryPolicy(attempts=2, base_delay=0.25, max_delay=1.0)
 MIN_LIMIT, MAX_LIMIT = 2, 8
 EFFORT_ORDER = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
-class PickerOption(TypedDict):
-    """One choice of a picker: the value sent back, its label and a one-line description."""
-
-    value: str
-    label: str
-    description: str
-
-
-class Picker(TypedDict):
-    """A model + effort picker offered with a catalog listing."""
-
-    title: str
-    models: list[PickerOption]
-    efforts: list[PickerOption]
-    default_model: str | None
-    default_effort: str
-
-
 EFFORT_CHOICES: tuple[PickerOption, ...] = (
     {"value": "quick", "label": "Quick", "description": "Low reasoning effort: fastest and cheapest."},
     {"value": "standard", "label": "Standard", "description": "Medium reasoning effort: balanced."},
@@ -193,14 +183,14 @@ class CatalogModel:
             return None
         return datetime.fromtimestamp(self.created, UTC).strftime("%Y-%m-%d")
 
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape returned to callers."""
-        out: dict[str, Any] = {"id": self.id, "name": self.name, "provider": self.provider,
-                               "context_length": self.context_length,
-                               "price_per_million": {"prompt": _round(self.prompt_per_m),
-                                                     "completion": _round(self.completion_per_m)},
-                               "free": self.free, "reasoning": self.reasoning,
-                               "released": self.released()}
+    def listed(self) -> ListedModel:
+        """This model as a listing's shortlist shows it."""
+        out: ListedModel = {"id": self.id, "name": self.name, "provider": self.provider,
+                            "context_length": self.context_length,
+                            "price_per_million": {"prompt": _round(self.prompt_per_m),
+                                                  "completion": _round(self.completion_per_m)},
+                            "free": self.free, "reasoning": self.reasoning,
+                            "released": self.released()}
         if self.efforts is not None:
             out["efforts"] = self.efforts
         if self.latency_s is not None:
@@ -495,16 +485,6 @@ def atlas_catalog_url(base_url: str) -> str:
     return versioned_url(base_url, "models")
 
 
-class CatalogOrigin(TypedDict, total=False):
-    """Where a catalog came from: fetched now, or the cache (how old, and why a stale one)."""
-
-    cached: Required[bool]
-    fetched: Required[bool]
-    age_s: float
-    stale: bool
-    warning: str
-
-
 def unreachable_hint(what: str, settings: str) -> str:
     """The fix named when a catalog cannot be fetched (``what`` went wrong) and none was fetched earlier."""
     return (f"{what}, and this server has no earlier catalog to fall back on: check {settings} and the "
@@ -548,7 +528,7 @@ async def _catalog(url: str, label: str, refresh: bool, timeout: float,
 async def list_models(provider: str, label: str, url: str, settings: Settings, *, refresh: bool,
                        task: str, limit: int, default_effort: str | None, max_age: float | None,
                        transport: httpx2.AsyncBaseTransport | None,
-                       resources: Resources | None) -> dict[str, Any]:
+                       resources: Resources | None) -> CatalogListing:
     """``provider``'s catalog at ``url`` ranked for ``task`` with a model + effort picker (no key
     needed). ``refresh`` fetches the live catalog (``max_age``: unless one was fetched that recently);
     without it only a catalog already in memory is used."""
@@ -560,7 +540,12 @@ async def list_models(provider: str, label: str, url: str, settings: Settings, *
                                     setting)
     limit = clamp_limit(limit)
     shortlist = rank(models, task, limit) if models else []
-    result: dict[str, Any] = {
+    if models is None:
+        note = "refresh=false and no cached catalog: only effort choices are offered"
+    else:
+        note = "ranked from live catalog metadata (reasoning, context, price, release date); " \
+               "guidance, not a benchmark"
+    return {
         "status": "ok",
         "provider": provider,
         "source": url,
@@ -569,15 +554,10 @@ async def list_models(provider: str, label: str, url: str, settings: Settings, *
         "task": task,
         "ranking": "cheap" if wants_cheap(task) else "capability",
         "limit": limit,
-        "models": [m.to_dict() for m in shortlist],
+        "models": [m.listed() for m in shortlist],
         "picker": build_picker(label, shortlist, default_effort),
+        "note": note,
     }
-    if models is None:
-        result["note"] = "refresh=false and no cached catalog: only effort choices are offered"
-    else:
-        result["note"] = "ranked from live catalog metadata (reasoning, context, price, release date); " \
-                         "guidance, not a benchmark"
-    return result
 
 
 async def openrouter_entry(base_url: str, model: str, *, timeout: float = FETCH_TIMEOUT,
@@ -644,7 +624,7 @@ async def _ollama_tags(url: str, label: str, refresh: bool, timeout: float, head
 async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, council: list[str],
                               catalog_url: str, refresh: bool = True, *,
                               transport: httpx2.AsyncBaseTransport | None = None,
-                              resources: Resources | None = None) -> dict[str, Any]:
+                              resources: Resources | None = None) -> OllamaListing:
     """The cloud catalog at ``catalog_url`` (as daemon-ready ids), the models pulled on ``ollama``'s
     endpoint and the ``council``.
 
@@ -669,7 +649,7 @@ async def list_ollama_catalog(settings: Settings, ollama: ProviderSettings, coun
         hint = unreachable_hint("neither the Ollama catalog nor the Ollama daemon answered", settings_named)
         raise UpstreamError(f"{cloud.error}; {local.error}", hint=hint)
     fetched_local = local.names is not None and not local.stale
-    result: dict[str, Any] = {
+    result: OllamaListing = {
         "status": "ok",
         "reachable": fetched_local if refresh else (True if local.names is not None else None),
         "available_cloud": sorted({cloud_id(n) for n in cloud.names or []}),

@@ -28,11 +28,12 @@ and a call that returned no answer counts under the model it asked (its last mem
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Literal, get_args
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.records import AuditRecord
-from ask_fable.stores.views import BucketFigures
+from ask_fable.stores.views import BucketFigures, StatsBucket
 
 WINDOWS: dict[str, float | None] = {"1h": 3600.0, "24h": 86400.0, "7d": 604800.0, "all": None}
 BY_VALUES = ("model", "provider", "tool", "session", "day", "project", "cache", "mode", "tenant")
@@ -58,9 +59,11 @@ OUTCOME_RULES: tuple[tuple[str, frozenset[str], frozenset[str]], ...] = (
     ("needs_context", frozenset({"needs_context"}), frozenset()),
     ("cancelled", frozenset({"cancelled"}), frozenset({"cancelled"})),
 )
-OUTCOMES = ("ok", "refused", "errors", "not_configured", "circuit_open", "needs_context", "cancelled")
+#: The outcome a counted call lands in: each is a figure of a bucket.
+Outcome = Literal["ok", "refused", "errors", "not_configured", "circuit_open", "needs_context", "cancelled"]
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 #: Outcomes where a backend (or the guard) really handled the call: latency and error-rate samples.
-ATTEMPTED = frozenset({"ok", "refused", "errors"})
+ATTEMPTED: frozenset[Outcome] = frozenset({"ok", "refused", "errors"})
 
 
 def outcome_of(status: str | None, kind: str | None) -> str:
@@ -92,7 +95,7 @@ def p95_rank(count: int) -> int:
 
 
 def bucket_result(
-    counts: dict[str, int], *, allowed: int, latency_sum: float, latency_count: int, p50: float | None,
+    counts: Mapping[Outcome, int], *, allowed: int, latency_sum: float, latency_count: int, p50: float | None,
     p95: float | None, degraded: int, synth_fallback: int, cost_usd: float | None,
 ) -> BucketFigures:
     """One bucket's figures in the shape ``stats`` returns; ``counts`` maps each outcome to its calls.
@@ -136,7 +139,7 @@ def validate(window: str, by: str) -> None:
         raise BadArgs(f"unknown window {window!r}; allowed: {', '.join(WINDOWS)}", allowed=list(WINDOWS))
 
 
-def order_buckets(by: str, buckets: dict[str, BucketFigures]) -> list[dict[str, Any]]:
+def order_buckets(by: str, buckets: dict[str, BucketFigures]) -> list[StatsBucket]:
     """Buckets as returned: days in date order, everything else by calls (most first) then name."""
     keys = sorted(buckets) if by == "day" else sorted(buckets, key=lambda k: (-buckets[k]["calls"], k))
-    return [{by: key, **buckets[key]} for key in keys]
+    return [StatsBucket(by=by, key=key, figures=buckets[key]) for key in keys]

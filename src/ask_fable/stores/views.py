@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pydantic import Field
+from pydantic import Field, model_serializer, model_validator
 
 # typing_extensions' TypedDict, which pydantic reads on Python 3.11 too: a view may be a field of a
 # result model (``key_usage``'s ``usage``).
@@ -136,8 +136,36 @@ class BucketFigures(TypedDict):
     cost_usd: float | None
 
 
+class StatsBucket(Record):
+    """One ``stats`` bucket: the value of ``by`` it counts (a model, a day…) and its figures.
+
+    It is sent as ``{<by>: key, **figures}`` (``{"model": "glm-5.2", "calls": 3, …}``), every figure
+    included: a ``null`` there means no call gave that figure (no latency sample, no price).
+    """
+
+    by: str
+    key: str
+    figures: BucketFigures
+
+    @model_serializer
+    def _sent(self) -> dict[str, object]:
+        return {self.by: self.key, **self.figures}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_sent(cls, data: object) -> object:
+        """Read a bucket in the form it is sent: the one key that is not a figure names ``by``."""
+        if not isinstance(data, dict) or "figures" in data:
+            return data
+        named = [name for name in data if name not in BucketFigures.__required_keys__]
+        if len(named) != 1:
+            return data  # not a sent bucket: validation says what is wrong with it
+        by = named[0]
+        return {"by": by, "key": data[by], "figures": {k: v for k, v in data.items() if k != by}}
+
+
 class StatsReport(TypedDict):
-    """What ``stats`` returns: buckets (each ``{<by>: key, **BucketFigures}``) and totals."""
+    """What ``stats`` returns: its buckets and their totals."""
 
     tenant: str
     window: str
@@ -145,7 +173,7 @@ class StatsReport(TypedDict):
     since: float | None
     filters: dict[str, str | None]
     records: int
-    buckets: list[dict[str, Any]]
+    buckets: list[StatsBucket]
     totals: BucketFigures
 
 

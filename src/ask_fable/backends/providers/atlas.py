@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import AliasChoices, Field, SecretStr
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ask_fable.backends.base import Oracle
+    from ask_fable.backends.catalog_listing import CatalogListing
     from ask_fable.backends.http_client import RetryPolicy
     from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
@@ -77,7 +78,7 @@ async def probe_atlas(backend: Backend, settings: Settings, options: ProbeOption
 async def list_atlas_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
                             *, max_age: float | None = None,
                             transport: httpx2.AsyncBaseTransport | None = None,
-                            resources: Resources | None = None) -> dict[str, Any]:
+                            resources: Resources | None = None) -> CatalogListing:
     """The Atlas Cloud catalog ranked for ``task`` with a model + effort picker (no key needed);
     ``refresh`` and ``max_age`` as in :func:`ask_fable.backends.catalogs.list_models`."""
     from ask_fable.backends import catalogs

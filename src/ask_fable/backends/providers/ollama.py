@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import Field, SecretStr
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ask_fable.backends.base import Oracle
+    from ask_fable.backends.catalog_listing import OllamaListing
     from ask_fable.backends.http_client import RetryPolicy
     from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
@@ -69,7 +70,7 @@ def make_ollama_oracle(settings: Settings, *, token: str = "ollama", model: str 
 
 async def list_ollama_models(settings: Settings, refresh: bool = True,
                              *, transport: httpx2.AsyncBaseTransport | None = None,
-                             resources: Resources | None = None) -> dict[str, Any]:
+                             resources: Resources | None = None) -> OllamaListing:
     """The ollama.com cloud catalog (as daemon-ready ids), the models pulled on the configured
     endpoint and the council (:func:`ask_fable.backends.catalogs.list_ollama_catalog`)."""
     from ask_fable.backends.catalogs import list_ollama_catalog

@@ -3,7 +3,7 @@ tokens, ``ask_openrouter``."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import AliasChoices, Field, SecretStr
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     import httpx2
 
     from ask_fable.backends.base import Oracle
+    from ask_fable.backends.catalog_listing import CatalogListing
     from ask_fable.backends.http_client import RetryPolicy
     from ask_fable.backends.resources import Resources
     from ask_fable.config import Settings
@@ -64,7 +65,7 @@ def make_openrouter_oracle(settings: Settings, *, token: str = "openrouter", mod
 async def list_openrouter_models(settings: Settings, refresh: bool = True, task: str = "", limit: int = 5,
                                  *, max_age: float | None = None,
                                  transport: httpx2.AsyncBaseTransport | None = None,
-                                 resources: Resources | None = None) -> dict[str, Any]:
+                                 resources: Resources | None = None) -> CatalogListing:
     """The OpenRouter catalog ranked for ``task`` with a model + effort picker (no key needed);
     ``refresh`` and ``max_age`` as in :func:`ask_fable.backends.catalogs.list_models`."""
     from ask_fable.backends import catalogs

@@ -3,19 +3,18 @@ descriptors (:mod:`ask_fable.surface.tools.backend_tools`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, create_model
 
 from ask_fable.access import FETCHES
 from ask_fable.backends.base import is_effort
+from ask_fable.backends.catalog_listing import ListedModel, Picker, PickerOption
 from ask_fable.contract import DataResult
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import Handler, ToolSpec
 from ask_fable.surface.tools.common import clamped_note
-
-if TYPE_CHECKING:
-    from ask_fable.backends.catalogs import Picker, PickerOption
+from ask_fable.values import SENT_WHOLE
 
 
 class CatalogArgs(BaseModel):
@@ -63,8 +62,8 @@ class CatalogResult(DataResult):
     task: str | None = None
     ranking: str | None = None
     limit: int | None = None
-    models: list[dict[str, Any]] | None = None
-    picker: dict[str, Any] | None = None
+    models: Annotated[list[ListedModel], SENT_WHOLE] | None = None
+    picker: Annotated[Picker, SENT_WHOLE] | None = None
     selection: Selection | None = None
     note: str | None = None
 
@@ -134,7 +133,7 @@ async def _catalog_tool(provider: str, args: CatalogArgs, ctx: ToolContext) -> C
     from ask_fable.backends.providers import atlas, openrouter
 
     listing = atlas.list_atlas_models if provider == "atlas" else openrouter.list_openrouter_models
-    # The catalog module sits below the contract: its listing is the JSON this result is made from.
+    # The catalog module sits below the contract: its listing is the typed dict this result is made from.
     listed = await listing(ctx.settings, refresh=args.refresh, task=args.task, limit=args.limit,
                            resources=ctx.app.resources)
     result = CatalogResult.model_validate(listed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, JsonValue, field_validator
 
@@ -17,10 +17,11 @@ from ask_fable.access import ADMINISTERS, READS
 from ask_fable.contract import DataResult, Status
 from ask_fable.stores.records import TraceSummary
 from ask_fable.stores.stats import BY_VALUES, WINDOWS
-from ask_fable.stores.views import TraceDetail
+from ask_fable.stores.views import BucketFigures, StatsBucket, TraceDetail
 from ask_fable.surface.context import ToolContext
 from ask_fable.surface.registry import ToolSpec
 from ask_fable.surface.tools.common import TENANT, Args, clamped_note, save_settings, saved_note
+from ask_fable.values import SENT_WHOLE
 
 MAX_TRACE_LIST = 200
 MAX_EXCERPT_CHARS = 100_000
@@ -123,8 +124,8 @@ class StatsResult(DataResult):
     since: float | None = None
     filters: dict[str, str] | None = None
     records: int | None = None
-    buckets: list[dict[str, Any]] | None = None
-    totals: dict[str, Any] | None = None
+    buckets: list[StatsBucket] | None = None
+    totals: Annotated[BucketFigures, SENT_WHOLE] | None = None
     allowed: list[str] | None = None
 
 
@@ -167,7 +168,7 @@ async def stats(args: StatsArgs, ctx: ToolContext) -> StatsResult:
     filters = {k: v for k, v in report["filters"].items() if v is not None}
     return StatsResult(status="ok", tenant=report["tenant"], window=report["window"], by=report["by"],
                        since=report["since"], filters=filters, records=report["records"],
-                       buckets=report["buckets"], totals=dict(report["totals"]))
+                       buckets=report["buckets"], totals=report["totals"])
 
 
 #: Tools whose calls only look at traces: left out of trace_list unless asked for by name, so a

@@ -10,12 +10,12 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from urllib.parse import quote, urlencode
 
 from ask_fable.access import ALL_TENANTS
 from ask_fable.stores.records import TraceEvent, TraceSummary
-from ask_fable.stores.views import StatsReport, TraceDetail
+from ask_fable.stores.stats import Outcome
+from ask_fable.stores.views import BucketFigures, StatsBucket, StatsReport, TraceDetail
 from ask_fable.surface.http_common import UI_PATH
 from ask_fable.surface.ui.data import PAGE_SIZES, STATUSES, StatsView, TracePage, TraceQuery
 from ask_fable.surface.ui.markup import Html, el, join
@@ -443,11 +443,6 @@ def trace_page(trace: TraceDetail, timeline: Timeline, content: str | None, chro
     return document(f"Trace {trace.trace_id}", body, chrome, "traces")
 
 
-def _stat_rows(report: StatsReport) -> list[dict[str, Any]]:
-    key = report["by"]
-    return [{**bucket, "name": str(bucket.get(key))} for bucket in report["buckets"]]
-
-
 def _calls(count: int) -> str:
     return f"{count} call" if count == 1 else f"{count} calls"
 
@@ -457,7 +452,7 @@ def _percent(value: float) -> str:
 
 
 #: The columns a stats row splits its calls into (they add up to its calls), with their colours.
-CALL_PARTS: tuple[tuple[str, str, str], ...] = (
+CALL_PARTS: tuple[tuple[Outcome, str, str], ...] = (
     ("ok", "Answered", "o-ok"),
     ("refused", "Refused", "o-refused"),
     ("errors", "Failed", "o-error"),
@@ -467,52 +462,55 @@ CALL_PARTS: tuple[tuple[str, str, str], ...] = (
     ("cancelled", "Cancelled", "o-cancelled"),
 )
 #: The outcomes of calls that returned ``status: "error"``.
-ERROR_OUTCOMES = ("errors", "not_configured", "circuit_open")
+ERROR_OUTCOMES: tuple[Outcome, ...] = ("errors", "not_configured", "circuit_open")
 ERROR_RATE_MEANS = "calls that returned status error (failed, not configured, circuit open) / all calls"
 
 
-def error_rate(row: Any) -> float:
-    """The share of a row's calls that returned ``status: "error"``."""
-    calls = int(row["calls"])
-    return sum(int(row[name]) for name in ERROR_OUTCOMES) / calls if calls else 0.0
+def error_rate(figures: BucketFigures) -> float:
+    """The share of a bucket's calls that returned ``status: "error"``."""
+    calls = figures["calls"]
+    return sum(figures[name] for name in ERROR_OUTCOMES) / calls if calls else 0.0
 
 
 def _charts(report: StatsReport, what: str, anchor: str) -> Html:
-    rows = _stat_rows(report)
+    rows = report["buckets"]
     calls = [
         BarRow(
-            r["name"],
-            [BarPart(r[name], colour, f"{r[name]} {label.lower()}") for name, label, colour in CALL_PARTS],
-            _calls(r["calls"]),
+            r.key,
+            [BarPart(f[name], colour, f"{f[name]} {label.lower()}") for name, label, colour in CALL_PARTS],
+            _calls(f["calls"]),
         )
         for r in rows
+        for f in [r.figures]
     ]
     errors = [
         BarRow(
-            r["name"],
-            [BarPart(error_rate(r), "o-error", f"error rate {_percent(error_rate(r))}")],
-            _percent(error_rate(r)),
+            r.key,
+            [BarPart(error_rate(r.figures), "o-error", f"error rate {_percent(error_rate(r.figures))}")],
+            _percent(error_rate(r.figures)),
         )
         for r in rows
     ]
     latency = [
         BarRow(
-            r["name"],
+            r.key,
             [
-                BarPart(r["p50_ms"] or 0.0, "o-p50", f"p50 {seconds(r['p50_ms'])}"),
-                BarPart(r["p95_ms"] or 0.0, "o-p95", f"p95 {seconds(r['p95_ms'])}"),
+                BarPart(f["p50_ms"] or 0.0, "o-p50", f"p50 {seconds(f['p50_ms'])}"),
+                BarPart(f["p95_ms"] or 0.0, "o-p95", f"p95 {seconds(f['p95_ms'])}"),
             ],
-            f"p50 {seconds(r['p50_ms'])} · p95 {seconds(r['p95_ms'])}",
+            f"p50 {seconds(f['p50_ms'])} · p95 {seconds(f['p95_ms'])}",
         )
         for r in rows
+        for f in [r.figures]
     ]
     cost = [
         BarRow(
-            r["name"],
-            [BarPart(r["cost_usd"] or 0.0, "o-cost", f"cost {dollars(r['cost_usd'])}")],
-            dollars(r["cost_usd"]) if r["cost_usd"] is not None else "not reported",
+            r.key,
+            [BarPart(f["cost_usd"] or 0.0, "o-cost", f"cost {dollars(f['cost_usd'])}")],
+            dollars(f["cost_usd"]) if f["cost_usd"] is not None else "not reported",
         )
         for r in rows
+        for f in [r.figures]
     ]
     return el(
         "section",
@@ -538,7 +536,7 @@ def _charts(report: StatsReport, what: str, anchor: str) -> Html:
                 f"Cost per {what} (reported, else priced from tokens)", cost, fmt=dollars,
                 chart_id=f"{anchor}-cost"
             )
-            if any(r["cost_usd"] is not None for r in rows)
+            if any(r.figures["cost_usd"] is not None for r in rows)
             else el(
                 "p",
                 {"class": "muted", "id": f"{anchor}-cost"},
@@ -549,7 +547,7 @@ def _charts(report: StatsReport, what: str, anchor: str) -> Html:
     )
 
 
-def _stats_table(rows: Sequence[dict[str, Any]], what: str) -> Html:
+def _stats_table(rows: Sequence[StatsBucket], what: str) -> Html:
     head = el(
         "tr",
         None,
@@ -562,18 +560,19 @@ def _stats_table(rows: Sequence[dict[str, Any]], what: str) -> Html:
     body = [
         el(
             "tr",
-            {"data-row": r["name"]},
+            {"data-row": r.key},
             [
-                el("td", None, r["name"]),
-                el("td", {"class": "num"}, r["calls"]),
-                [el("td", {"class": "num", "data-col": name}, r[name]) for name, _, _ in CALL_PARTS],
-                el("td", {"class": "num", "data-col": "error_rate"}, _percent(error_rate(r))),
-                el("td", {"class": "num"}, seconds(r["p50_ms"])),
-                el("td", {"class": "num"}, seconds(r["p95_ms"])),
-                el("td", {"class": "num"}, dollars(r["cost_usd"])),
+                el("td", None, r.key),
+                el("td", {"class": "num"}, f["calls"]),
+                [el("td", {"class": "num", "data-col": name}, f[name]) for name, _, _ in CALL_PARTS],
+                el("td", {"class": "num", "data-col": "error_rate"}, _percent(error_rate(f))),
+                el("td", {"class": "num"}, seconds(f["p50_ms"])),
+                el("td", {"class": "num"}, seconds(f["p95_ms"])),
+                el("td", {"class": "num"}, dollars(f["cost_usd"])),
             ],
         )
         for r in rows
+        for f in [r.figures]
     ]
     return el("table", {"class": "stats"}, el("thead", None, head), el("tbody", None, body))
 
