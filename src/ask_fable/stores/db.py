@@ -44,6 +44,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
 
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+
 from ask_fable.errors import Unavailable
 from ask_fable.stores.driver import StoreConnection, Target, raise_as_sqlalchemy, statement_target
 from ask_fable.stores.engines import (
@@ -116,8 +119,6 @@ def is_conflict(exc: BaseException) -> bool:
 
 def is_unreachable(exc: BaseException) -> bool:
     """Whether a store failed because its database could not be used (so a fallback may help)."""
-    from sqlalchemy.exc import DBAPIError
-
     return isinstance(exc, sqlite3.Error | OSError | Unavailable | DBAPIError)
 
 
@@ -310,7 +311,8 @@ class Database:
         else:
             conn, inode = self.engines.sqlite_connect(engine, self._file, target)
         try:
-            self._prepare_sqlite(conn, inode)
+            if ("sqlite", self._file, inode) not in self.engines.prepared:
+                self._prepare_sqlite(conn, inode)
             # On the driver: a SQLAlchemy transaction object would cost more than the statements.
             statement = "BEGIN IMMEDIATE" if write else "BEGIN"
             try:
@@ -344,9 +346,6 @@ class Database:
     def _checkout(self) -> StoreConnection:
         """A pooled connection (pinged on its way out) whose statements name this store's schema,
         or the caller-facing error."""
-        from sqlalchemy.exc import DBAPIError
-        from sqlalchemy.exc import TimeoutError as PoolTimeout
-
         held = self._in_schema
         pid = os.getpid()
         if held is None or held[0] != self.engines.generation or held[1] != pid:
@@ -378,8 +377,6 @@ class Database:
         :meth:`run_write`) or, with ``conflicts_fail``, as :class:`Unavailable`; a cancelled slow
         query, a silent or lost database as ``Unavailable``; a refused login as ``NotConfigured``.
         Anything else is ``exc`` itself."""
-        from sqlalchemy.exc import DBAPIError
-
         if not isinstance(exc, DBAPIError):
             return exc
         url = self.url or ""
@@ -447,8 +444,6 @@ class _SqliteTransaction:
         self.write = write
 
     def __enter__(self) -> Connection:
-        from sqlalchemy.exc import DBAPIError
-
         db = self.db
         try:
             engine, target = db._sqlite_engine()

@@ -373,7 +373,7 @@ class Engines:
 
         conn = StoreConnection(engine, target)
         inode = _inode(path)
-        while conn.info.get("inode") != inode:
+        while conn.pool_info.get("inode") != inode:
             # The new file may even reuse the old one's inode number once this connection closes:
             # whatever was checked of the old file holds no more.
             self._forget_file(path)
