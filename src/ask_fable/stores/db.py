@@ -475,14 +475,12 @@ class _PostgresTransaction:
     connection pinged at its next checkout, and reaches the caller as :meth:`Database._named` says;
     the connection is returned to its pool either way."""
 
-    __slots__ = ("conflicts_fail", "conn", "db", "modes", "watch", "write")
+    __slots__ = ("conflicts_fail", "conn", "db", "watch", "write")
 
     def __init__(self, db: Database, write: bool, conflicts_fail: bool) -> None:
         self.db = db
         self.write = write
         self.conflicts_fail = conflicts_fail
-        #: The connection's modes before this transaction changed them (``None``: left as they were).
-        self.modes: tuple[Any, Any] | None = None
 
     def __enter__(self) -> Connection:
         db = self.db
@@ -497,14 +495,10 @@ class _PostgresTransaction:
         try:
             if db._schema_marker not in db.engines.prepared:
                 db._check_schema(conn)
-            driver = conn.driver
-            if not self.write:
-                self.modes = (driver.isolation_level, driver.read_only)
-                driver.isolation_level = _REPEATABLE_READ
-                driver.read_only = True
-            elif db.engines.read_only:
-                self.modes = (driver.isolation_level, driver.read_only)
-                driver.read_only = True
+            if self.write:
+                set_modes(conn.driver, None, True if db.engines.read_only else None)
+            else:
+                set_modes(conn.driver, _REPEATABLE_READ, True)
         except BaseException as exc:
             named = self._failed(exc)
             if named is exc:
@@ -527,18 +521,10 @@ class _PostgresTransaction:
             if named is failure:
                 raise
             raise named from failure
-        if self.modes is not None:
-            self._restore(conn.driver)
         self.db.engines.watchdog.release(self.watch)
         conn.pool_info[ANSWERED] = time.monotonic()  # engines.answered, for the pool's next checkout
         conn.close()
         report_up(self.db.url or "")
-
-    def _restore(self, driver: Any) -> None:
-        modes, self.modes = self.modes, None
-        if modes is not None and driver is not None:
-            with suppress(Exception):
-                driver.isolation_level, driver.read_only = modes
 
     def _failed(self, exc: BaseException) -> BaseException:
         """Roll back and return the connection after ``exc``; the error the caller should see."""
@@ -548,7 +534,6 @@ class _PostgresTransaction:
             if driver is not None:  # a lost connection is invalidated, not reused
                 with suppress(Exception):
                     driver.rollback()
-                self._restore(driver)
             unanswered(conn)
         finally:
             self.db.engines.watchdog.release(self.watch)
@@ -608,8 +593,10 @@ class JoinedWrites:
         if self._conn is None:
             conn = db._checkout()
             watch = db._watch(conn)
-            # Begun by psycopg with the first statement, committed on the driver (db.commit).
             self._conn, self._owner, self._watch = conn, db, watch
+            # Begun by psycopg with the first statement, committed on the driver (db.commit).
+            with db._failures_named(watch):
+                set_modes(conn.driver, None, None)
         assert self._watch is not None
         if self._owner is not None and self._owner.url != db.url:
             raise ValueError("joined writes span one PostgreSQL database")
@@ -644,6 +631,16 @@ class JoinedWrites:
             conn.close()
         if commit:
             report_up(owner.url or "")
+
+
+def set_modes(driver: Any, isolation: int | None, read_only: bool | None) -> None:
+    """Give the next transaction of a psycopg connection these modes (``None``: the server's
+    default), changing only those it does not have: a pooled connection keeps the modes of its
+    last transaction, and psycopg's setters cost more than the look."""
+    if driver.isolation_level != isolation:
+        driver.isolation_level = isolation
+    if driver.read_only != read_only:
+        driver.read_only = read_only
 
 
 def _commit(conn: Connection) -> None:
