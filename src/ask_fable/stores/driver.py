@@ -87,7 +87,9 @@ class Rows:
 class StoreConnection(Connection):
     """A pooled connection of one store transaction: a :class:`~sqlalchemy.Connection` (so a body
     may run ``Connection.execute``) that keeps, for :func:`run`, the driver connection it holds
-    (``None`` once it is invalidated or closed) and the schema its statements name."""
+    (``None`` once it is invalidated or closed), the schema its statements name, and the driver
+    cursor its statements share (made by the first; each statement's rows are fetched whole before
+    the next runs, and the cursor goes with the transaction)."""
 
     def __init__(self, engine: Engine, target: Target | None = None) -> None:
         # Engine events would be joined per connection; the stores' engines have none (their pool
@@ -95,6 +97,7 @@ class StoreConnection(Connection):
         super().__init__(engine, _has_events=None if engine._has_events else False)
         fairy = self.connection
         self.driver: Any = fairy.dbapi_connection
+        self.cursor: Any = None
         #: The pool's record of the driver connection (``ConnectionPoolEntry.info``).
         self.pool_info = fairy.info
         self.translate, self.schema, self.plans = target or statement_target(self)
@@ -107,12 +110,12 @@ class StoreConnection(Connection):
 
     def invalidate(self, exception: BaseException | None = None) -> None:
         """``Connection.invalidate``: the driver connection is no longer this one's."""
-        self.driver = None
+        self.driver = self.cursor = None
         super().invalidate(exception)
 
     def close(self) -> None:
         """``Connection.close``: the connection goes back to the pool."""
-        self.driver = None
+        self.driver = self.cursor = None
         super().close()
 
 
@@ -265,16 +268,18 @@ def run(conn: Connection, statement: Executable, params: Mapping[str, Any] | Non
     if isinstance(conn, StoreConnection):
         found = conn.plans.get((id(statement), names))
         plan = found[1] if found is not None and found[0] is statement else _plan(conn, statement, names)
-        driver = conn.driver
+        cursor = conn.cursor
+        if cursor is None and conn.driver is not None:
+            cursor = conn.cursor = conn.driver.cursor()
     else:
-        plan, driver = _plan(conn, statement, names), None
+        plan, cursor = _plan(conn, statement, names), None
     if plan is None:
         return _through_sqlalchemy(conn, statement, params)
-    if driver is None:
-        driver = conn.connection.dbapi_connection
     parameters = params if plan.direct else plan.parameters(params)
     try:
-        cursor = driver.execute(plan.sql, parameters)
+        if cursor is None:
+            cursor = _driver(conn).cursor()
+        cursor.execute(plan.sql, parameters)
         if not plan.keys:  # no rows to read (psycopg builds its description anew on each access)
             return Rows((), [], cursor.rowcount)
         rows = cursor.fetchall()
