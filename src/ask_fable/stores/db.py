@@ -456,8 +456,8 @@ class _SqliteTransaction:
             raise db._unusable(exc) from exc
         return conn
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, _kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
         conn = self.conn
         try:
             if exc is None and self.write:
@@ -506,8 +506,8 @@ class _PostgresTransaction:
             raise named from exc
         return conn
 
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(self, _kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
         if exc is not None:
             named = self._failed(exc)
             if named is exc:

@@ -312,14 +312,6 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str
         raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
 
 
-def driver_call(conn: Connection, action: Callable[[Any], None], what: str) -> None:
-    """``action(driver_connection)`` (a ``BEGIN``, a commit), its driver error raised as SQLAlchemy would."""
-    try:
-        action(_driver(conn))
-    except Exception as exc:
-        raise_as_sqlalchemy(conn, exc, what, None)
-
-
 def raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str, parameters: Any) -> NoReturn:
     """Raise the driver's ``exc`` as ``Connection.execute`` would: wrapped in
     :class:`~sqlalchemy.exc.DBAPIError`, the connection (and the pool's older ones) invalidated when
