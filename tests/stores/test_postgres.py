@@ -273,6 +273,42 @@ def test_a_read_only_reader_sees_what_was_stored_and_the_database_refuses_its_wr
     writer_pools.close()
 
 
+def test_reads_and_writes_taking_turns_on_one_connection_each_run_in_their_own_modes(
+        pg_server: PostgresServer) -> None:
+    """A pooled connection keeps the modes of its last transaction and each transaction sets those it
+    needs: on a pool of one connection, whatever ran before, a read is ``REPEATABLE READ`` and
+    read-only, a write (alone or joined with others) ``READ COMMITTED`` and writes."""
+    from sqlalchemy import func, select
+
+    from ask_fable.stores.db import Database, joined_writes
+    from ask_fable.stores.driver import run
+
+    url = pg_server.fresh_database()
+    engines = Engines()
+    db = Database.postgres(url, "context", engines=engines, connect_timeout=5, pool_size=1,
+                           statement_timeout=5)
+    store = context_store_for(load_settings(database_url=url, database_pool_size=1), engines=engines)
+    modes = select(func.current_setting("transaction_isolation"),
+                   func.current_setting("transaction_read_only"))
+    reading, writing = ("repeatable read", "on"), ("read committed", "off")
+    seen, wanted = [], []
+    try:
+        for kind in ("read", "write", "write", "read", "read", "joined", "read", "write"):
+            if kind == "joined":
+                with joined_writes(engines), db.write() as conn:
+                    seen.append(tuple(run(conn, modes).one()))
+            else:
+                with db.read() if kind == "read" else db.write() as conn:
+                    seen.append(tuple(run(conn, modes).one()))
+            wanted.append(reading if kind == "read" else writing)
+            store.write("local", f"after-{len(seen)}", kind)  # the one connection still writes
+        assert seen == wanted
+        assert len(store.keys("local")) == len(wanted)
+    finally:
+        engines.close()
+        pg_server.drop(url)
+
+
 def test_a_refused_connection_fails_the_call_at_once_not_after_the_connect_timeout(tmp_path: Path) -> None:
     """A database that refuses connections (stopped, nothing listening) fails a call as
     ``unavailable`` as soon as the pool's attempt is refused, not once ``database_connect_timeout``

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from ask_fable.config import Settings
 
 MAX_KEY_CHARS = 200
+#: Keys a store remembers having found usable (each checked against its secrets once).
+USABLE_KEYS_KEPT = 4096
 
 _META = (context.c.tenant, context.c.key, context.c.description, context.c.size_chars,
          context.c.created_at, context.c.updated_at)
@@ -94,6 +96,7 @@ class ContextStore:
                  max_tenant_entries: int = 0) -> None:
         self.db = open_database(location, "context", engines=engines)
         self._secrets = secret_list(secrets)
+        self._usable: dict[str, None] = {}
         self.max_tenant_bytes = max_tenant_bytes
         self.max_tenant_entries = max_tenant_entries
 
@@ -101,7 +104,7 @@ class ContextStore:
         """Store ``value`` under the tenant's ``key`` (overwriting, keeping ``created_at``); returns its
         metadata."""
         one_tenant(tenant)
-        validate_key(key, self._secrets)
+        self._valid(key)
         if not isinstance(value, str):
             raise BadArgs("context value must be a string")
         if not isinstance(description, str):
@@ -118,6 +121,16 @@ class ContextStore:
             row = run(conn, _META_OF, {"tenant": tenant, "key": key}).mapping()
         assert row is not None  # just written, in this transaction
         return ContextMeta(**row)
+
+    def _valid(self, key: object) -> str:
+        """``validate_key`` against this store's secrets; a key found usable once is remembered."""
+        if type(key) is str and key in self._usable:
+            return key
+        usable = validate_key(key, self._secrets)
+        if len(self._usable) >= USABLE_KEYS_KEPT:
+            self._usable.clear()
+        self._usable[usable] = None
+        return usable
 
     def _check_room(self, conn: Connection, tenant: str, key: str, size: int) -> None:
         """``BadArgs`` when storing ``size`` bytes under ``key`` would put the tenant over a cap."""
@@ -142,7 +155,7 @@ class ContextStore:
     def read(self, tenant: str, key: str) -> ContextEntry | None:
         """The value and metadata under the tenant's ``key`` (with ``age_s``), or ``None``."""
         one_tenant(tenant)
-        validate_key(key, self._secrets)
+        self._valid(key)
         with self.db.read() as conn:
             row = run(conn, _ENTRY_OF, {"tenant": tenant, "key": key}).mapping()
         if row is None:
@@ -166,7 +179,7 @@ class ContextStore:
     def delete(self, tenant: str, key: str) -> bool:
         """Remove the tenant's ``key``; ``True`` if it existed."""
         one_tenant(tenant)
-        validate_key(key, self._secrets)
+        self._valid(key)
         with self.db.write() as conn:
             deleted = conn.execute(_DELETE, {"tenant": tenant, "key": key})
             return deleted.rowcount > 0
@@ -177,7 +190,7 @@ class ContextStore:
         Duplicate keys are used once; order is preserved.
         """
         one_tenant(tenant)
-        wanted = list(dict.fromkeys(validate_key(k, self._secrets) for k in keys))
+        wanted = list(dict.fromkeys(self._valid(k) for k in keys))
         if not wanted:
             return ResolvedContext("", [], [])
         with self.db.read() as conn:

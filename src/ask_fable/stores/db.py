@@ -41,11 +41,16 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, ParamSpec, TypeVar
+
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from ask_fable.errors import Unavailable
-from ask_fable.stores.driver import driver_call
+from ask_fable.stores.driver import StoreConnection, Target, raise_as_sqlalchemy, statement_target
 from ask_fable.stores.engines import (
+    ANSWERED,
     Engines,
     Watch,
     answered,
@@ -66,6 +71,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 S = TypeVar("S")
+P = ParamSpec("P")
 
 Dialect = Literal["sqlite", "postgres"]
 
@@ -113,8 +119,6 @@ def is_conflict(exc: BaseException) -> bool:
 
 def is_unreachable(exc: BaseException) -> bool:
     """Whether a store failed because its database could not be used (so a fallback may help)."""
-    from sqlalchemy.exc import DBAPIError
-
     return isinstance(exc, sqlite3.Error | OSError | Unavailable | DBAPIError)
 
 
@@ -159,9 +163,12 @@ class Database:
         self._prepare_lock = threading.Lock()
         self._memory: Engine | None = None
         #: The engine this database last used, with the registry generation it came from.
-        self._held: tuple[int, Engine] | None = None
-        #: The PostgreSQL engine last used, and the same pool with this store's schema translation.
-        self._in_schema: tuple[Engine, Engine] | None = None
+        self._held: tuple[int, Engine, Target] | None = None
+        #: The PostgreSQL pool with this store's schema translation, with the registry generation and
+        #: the process it was found in, the engine it came from, and what its statements compile for.
+        self._in_schema: tuple[int, int, Engine, Engine, Target] | None = None
+        self._file = str(self.path) if self.path is not None else ""
+        self._schema_marker = ("postgres", url or "", store)
 
     @classmethod
     def sqlite(cls, path: str | os.PathLike[str], store: str, *, engines: Engines | None = None) -> Database:
@@ -195,18 +202,11 @@ class Database:
         """A connection inside a read transaction: a consistent snapshot, never blocking writers."""
         return self._transaction(write=False)
 
-    @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self) -> AbstractContextManager[Connection]:
         """A connection inside a write transaction, committed when the body ends, rolled back if it
         raises. A body that may conflict with another transaction on PostgreSQL belongs in
         :meth:`run_write`; here such a conflict fails the call as :class:`Unavailable`."""
-        try:
-            with self._transaction(write=True) as conn:
-                yield conn
-        except Exception as exc:
-            if is_conflict(exc):
-                raise self._conflicted(exc) from exc
-            raise
+        return self._transaction(write=True, conflicts_fail=True)
 
     def run_write(self, body: Callable[[Connection], T]) -> T:
         """``body(conn)`` inside a write transaction, its result once committed. PostgreSQL aborting
@@ -249,40 +249,48 @@ class Database:
         return Unavailable(f"a PostgreSQL write kept conflicting with other writes "
                            f"({reason(exc, self.url or '')})", hint="the call can be retried")
 
-    def _transaction(self, *, write: bool) -> AbstractContextManager[Connection]:
+    def _transaction(self, *, write: bool,
+                     conflicts_fail: bool = False) -> AbstractContextManager[Connection]:
+        """A transaction on this database. With ``conflicts_fail`` (:meth:`write`), PostgreSQL aborting
+        it for a conflict with another transaction fails it as :class:`Unavailable`; without, the
+        conflict is raised as it is (:meth:`run_write` runs the body again)."""
         if self.dialect == "sqlite":
-            return self._sqlite_transaction(write)
-        return self._postgres_transaction(write)
+            return _SqliteTransaction(self, write)
+        if write:
+            scope: JoinedWrites | None = getattr(_joined, "scope", None)
+            if scope is not None and scope.engines is self.engines and not self.engines.read_only:
+                return self._joined_write(scope, conflicts_fail)
+        return _PostgresTransaction(self, write, conflicts_fail)
 
     # --- SQLite --------------------------------------------------------------------------------
-    def _sqlite_engine(self) -> Engine:
-        """The file's engine; for a reader, a file not made yet reads as an empty database of the
-        current schema, in memory."""
+    def _sqlite_engine(self) -> tuple[Engine, Target | None]:
+        """The file's engine, and what its statements compile for; for a reader, a file not made yet
+        reads as an empty database of the current schema, in memory."""
         assert self.path is not None
         if self.engines.read_only and not self.path.exists():
-            return self._empty_schema()
+            return self._empty_schema(), None
         held = self._held
         if held is not None and held[0] == self.engines.generation:
-            return held[1]
+            return held[1], held[2]
         engine = self._engine_for()
-        self._held = (self.engines.generation, engine)
-        return engine
+        self._held = (self.engines.generation, engine, statement_target(engine))
+        return engine, self._held[2]
 
-    def _prepare_sqlite(self, conn: Connection) -> None:
-        """Bring the file ``conn`` was opened on to the head, once per file (a file replaced under
-        the pool is a new one: the checkout noticed, and ``conn`` is on the new file)."""
-        marker = ("sqlite", str(self.path), int(conn.connection.info.get("inode", -1)))
-        if self.engines.read_only or marker in self.engines.prepared:
+    def _prepare_sqlite(self, conn: Connection, inode: int) -> None:
+        """Bring the file ``conn`` was opened on (``inode``) to the head, once per file (a file
+        replaced under the pool is a new one: the checkout noticed, and ``conn`` is on the new file)."""
+        marker = ("sqlite", self._file, inode)
+        if marker in self.engines.prepared or self.engines.read_only:
             return
         with self._prepare_lock:
             if marker not in self.engines.prepared:
-                self._retry_busy(lambda: self._upgrade_sqlite(conn))
+                self._retry_busy(self._upgrade_sqlite, conn)
                 self.engines.prepared.add(marker)
 
     def _upgrade_sqlite(self, conn: Connection) -> None:
         from ask_fable.stores.schema import upgrade_sqlite_file
 
-        upgrade_sqlite_file(conn, self.store, str(self.path))
+        upgrade_sqlite_file(conn, self.store, self._file)
 
     def _empty_schema(self) -> Engine:
         if self._memory is None:
@@ -297,46 +305,33 @@ class Database:
             self._memory = memory
         return self._memory
 
-    @contextmanager
-    def _sqlite_transaction(self, write: bool) -> Iterator[Connection]:
-        from sqlalchemy.exc import DBAPIError
-
+    def _begin_sqlite(self, engine: Engine, target: Target | None, write: bool) -> StoreConnection:
+        if engine is self._memory:  # a reader's stand-in for a file not made yet
+            conn, inode = StoreConnection(engine), -1
+        else:
+            conn, inode = self.engines.sqlite_connect(engine, self._file, target)
         try:
-            engine = self._sqlite_engine()
-            conn = self._retry_busy(lambda: self._begin_sqlite(engine, write))
-        except OSError as exc:
-            raise self._unusable(exc) from exc
-        except DBAPIError as exc:
-            if is_busy_error(exc) or self.engines.read_only:  # contention, or a reader that tried to write
-                raise
-            raise self._unusable(exc) from exc
-        try:
-            yield conn
-            if write:
-                self._retry_busy(lambda: _commit(conn))
-        finally:
-            conn.close()  # rolls back whatever was not committed, and returns the connection
-
-    def _begin_sqlite(self, engine: Engine, write: bool) -> Connection:
-        assert self.path is not None
-        file = engine is not self._memory  # a reader's stand-in for a file not made yet is none
-        conn = self.engines.sqlite_connect(engine, self.path) if file else engine.connect()
-        try:
-            self._prepare_sqlite(conn)
+            if ("sqlite", self._file, inode) not in self.engines.prepared:
+                self._prepare_sqlite(conn, inode)
             # On the driver: a SQLAlchemy transaction object would cost more than the statements.
-            driver_call(conn, _begin_immediate if write else _begin, "BEGIN")
+            statement = "BEGIN IMMEDIATE" if write else "BEGIN"
+            try:
+                conn.driver.execute(statement)
+            except Exception as exc:
+                raise_as_sqlalchemy(conn, exc, statement, None)
         except BaseException:
             conn.close()
             raise
         return conn
 
-    def _retry_busy(self, action: Callable[[], T]) -> T:
-        """``action`` run until it stops failing with busy/locked, within :data:`LOCK_WAIT_S`."""
+    def _retry_busy(self, action: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """``action(*args, **kwargs)`` run until it stops failing with busy/locked, within
+        :data:`LOCK_WAIT_S`."""
         deadline = time.monotonic() + LOCK_WAIT_S
         delay = 0.005
         while True:
             try:
-                return action()
+                return action(*args, **kwargs)
             except Exception as exc:
                 if not is_busy_error(exc) or time.monotonic() >= deadline:
                     raise
@@ -348,110 +343,83 @@ class Database:
         return unusable_file(self.path, exc)
 
     # --- PostgreSQL ----------------------------------------------------------------------------
-    def _checkout(self) -> Connection:
+    def _checkout(self) -> StoreConnection:
         """A pooled connection (pinged on its way out) whose statements name this store's schema,
         or the caller-facing error."""
-        from sqlalchemy.exc import DBAPIError
-        from sqlalchemy.exc import TimeoutError as PoolTimeout
-
-        engine = self._engine_for()
         held = self._in_schema
-        if held is None or held[0] is not engine:
-            # The same pool, with the schema translation set once rather than on every connection.
-            in_schema = engine.execution_options(schema_translate_map={None: self.schema})
-            held = self._in_schema = (engine, in_schema)
+        pid = os.getpid()
+        if held is None or held[0] != self.engines.generation or held[1] != pid:
+            engine = self._engine_for()
+            if held is not None and held[2] is engine:
+                held = self._in_schema = (self.engines.generation, pid, *held[2:])
+            else:
+                # The same pool, with the schema translation set once rather than on every connection.
+                in_schema = engine.execution_options(schema_translate_map={None: self.schema})
+                held = self._in_schema = (self.engines.generation, pid, engine, in_schema,
+                                          statement_target(in_schema))
         try:
-            return held[1].connect()
+            return StoreConnection(held[3], held[4])
         except PoolTimeout as exc:
             raise Unavailable(f"every PostgreSQL connection of this server is in use (pool of "
-                              f"{engine.pool.size()})",  # type: ignore[attr-defined]
+                              f"{held[2].pool.size()})",  # type: ignore[attr-defined]
                               hint="raise ASK_FABLE_DATABASE_POOL_SIZE, or the call can be retried") from exc
         except DBAPIError as exc:
             raise connection_failure(exc, self.url or "") from exc
 
-    def _watch(self, conn: Connection) -> Watch:
+    def _watch(self, conn: StoreConnection) -> Watch:
         """Watch ``conn``'s socket for this database's bound. The server cancels a slow query itself
         (``statement_timeout``); the watchdog, a little later, only ever fires for a server that
         stopped answering altogether."""
-        fd = conn.connection.dbapi_connection.fileno()  # type: ignore[union-attr]
-        return self.engines.watchdog.watch(fd, self.statement_timeout + WATCHDOG_GRACE_S)
+        return self.engines.watchdog.watch(conn.driver.fileno(), self.statement_timeout + WATCHDOG_GRACE_S)
+
+    def _named(self, exc: BaseException, watch: Watch, conflicts_fail: bool = False) -> BaseException:
+        """A driver error of a transaction as the caller should see it: a conflict as raised (for
+        :meth:`run_write`) or, with ``conflicts_fail``, as :class:`Unavailable`; a cancelled slow
+        query, a silent or lost database as ``Unavailable``; a refused login as ``NotConfigured``.
+        Anything else is ``exc`` itself."""
+        if not isinstance(exc, DBAPIError):
+            return exc
+        url = self.url or ""
+        if is_conflict(exc):
+            return self._conflicted(exc) if conflicts_fail else exc
+        if watch.cut:
+            bound = self.statement_timeout + WATCHDOG_GRACE_S
+            return connection_failure(_Silent(bound), url)
+        if is_statement_timeout(exc):
+            return Unavailable(
+                f"a PostgreSQL query ran past {self.statement_timeout:g} s and was cancelled",
+                hint="the call can be retried; raise ASK_FABLE_DATABASE_STATEMENT_TIMEOUT if this "
+                "store's queries are slow")
+        if exc.connection_invalidated or _is_connection_error(exc):
+            return connection_failure(exc, url)
+        return exc
 
     @contextmanager
     def _failures_named(self, watch: Watch) -> Iterator[None]:
-        """Driver errors of the body as the caller should see them: a conflict as raised (for
-        :meth:`run_write`), a cancelled slow query, a silent or lost database as ``Unavailable``, a
-        refused login as ``NotConfigured``."""
-        from sqlalchemy.exc import DBAPIError
-
-        url = self.url or ""
+        """The body's driver errors as :meth:`_named` says the caller should see them."""
         try:
             yield
-        except DBAPIError as exc:
-            if is_conflict(exc):
+        except Exception as exc:
+            named = self._named(exc, watch)
+            if named is exc:
                 raise
-            if watch.cut:
-                bound = self.statement_timeout + WATCHDOG_GRACE_S
-                raise connection_failure(_Silent(bound), url) from exc
-            if is_statement_timeout(exc):
-                raise Unavailable(
-                    f"a PostgreSQL query ran past {self.statement_timeout:g} s and was cancelled",
-                    hint="the call can be retried; raise ASK_FABLE_DATABASE_STATEMENT_TIMEOUT if this "
-                    "store's queries are slow") from exc
-            if exc.connection_invalidated or _is_connection_error(exc):
-                raise connection_failure(exc, url) from exc
-            raise
+            raise named from exc
 
     @contextmanager
-    def _postgres_transaction(self, write: bool) -> Iterator[Connection]:
-        scope: JoinedWrites | None = getattr(_joined, "scope", None)
-        if write and scope is not None and scope.engines is self.engines and not self.engines.read_only:
-            conn, watch = scope.enter(self)
-            try:
-                with self._failures_named(watch):
-                    yield conn
-            except BaseException:
-                scope.failed = True
-                raise
-            return
-        conn = self._checkout()
+    def _joined_write(self, scope: JoinedWrites, conflicts_fail: bool) -> Iterator[Connection]:
+        conn, watch = scope.enter(self)
         try:
-            watch = self._watch(conn)
-            try:
-                with self._failures_named(watch):
-                    self._check_schema(conn)
-                    # The transaction's modes and its commit go straight to the driver (psycopg
-                    # sends them with its BEGIN); SQLAlchemy's transaction object would cost more
-                    # than the statements. A body that runs Connection.execute has SQLAlchemy
-                    # begin its own (it sends nothing), committed through it.
-                    driver: Any = conn.connection.driver_connection
-                    modes = (driver.isolation_level, driver.read_only)
-                    if not write:
-                        driver.isolation_level = _REPEATABLE_READ
-                    if not write or self.engines.read_only:
-                        driver.read_only = True
-                    try:
-                        yield conn
-                        _commit(conn)
-                    except BaseException:
-                        with suppress(Exception):  # a lost connection is invalidated, not reused
-                            driver.rollback()
-                        raise
-                    finally:
-                        with suppress(Exception):
-                            driver.isolation_level, driver.read_only = modes
-            except BaseException:
-                unanswered(conn)
-                raise
-            finally:
-                self.engines.watchdog.release(watch)
-            answered(conn)
-        finally:
-            conn.close()
-        report_up(self.url or "")
+            with self._failures_named(watch):
+                yield conn
+        except BaseException as exc:
+            scope.failed = True
+            if conflicts_fail and is_conflict(exc):
+                raise self._conflicted(exc) from exc
+            raise
 
     def _check_schema(self, conn: Connection, *, in_transaction: bool = False) -> None:
         """Refuse a schema other than this release's head (checked once per engine and store)."""
-        marker = ("postgres", self.url or "", self.store)
+        marker = self._schema_marker
         if marker in self.engines.prepared:
             return
         from ask_fable.stores.schema import require_current
@@ -462,6 +430,115 @@ class Database:
             with conn.begin():
                 require_current(conn, self.store, self.schema)
         self.engines.prepared.add(marker)
+
+
+class _SqliteTransaction:
+    """One transaction on a SQLite file: ``BEGIN`` (``BEGIN IMMEDIATE`` for a writer) on a pooled
+    connection, committed when the body ends; whatever is not committed is rolled back as the
+    connection returns to its pool."""
+
+    __slots__ = ("conn", "db", "write")
+
+    def __init__(self, db: Database, write: bool) -> None:
+        self.db = db
+        self.write = write
+
+    def __enter__(self) -> Connection:
+        db = self.db
+        try:
+            engine, target = db._sqlite_engine()
+            conn = self.conn = db._retry_busy(db._begin_sqlite, engine, target, self.write)
+        except OSError as exc:
+            raise db._unusable(exc) from exc
+        except DBAPIError as exc:
+            if is_busy_error(exc) or db.engines.read_only:  # contention, or a reader that tried to write
+                raise
+            raise db._unusable(exc) from exc
+        return conn
+
+    def __exit__(self, _kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
+        conn = self.conn
+        try:
+            if exc is None and self.write:
+                self.db._retry_busy(_commit, conn)
+        finally:
+            conn.close()  # rolls back whatever was not committed, and returns the connection
+
+
+class _PostgresTransaction:
+    """One transaction on PostgreSQL: a pooled connection, its socket watched for the database's
+    bound, the schema checked once, the transaction's modes set and its commit made on the driver
+    (psycopg sends the modes with its ``BEGIN``; SQLAlchemy's transaction object would cost more than
+    the statements). A body that runs ``Connection.execute`` has SQLAlchemy begin a transaction of its
+    own (it sends nothing), committed through it. A failure rolls the transaction back, has the
+    connection pinged at its next checkout, and reaches the caller as :meth:`Database._named` says;
+    the connection is returned to its pool either way."""
+
+    __slots__ = ("conflicts_fail", "conn", "db", "watch", "write")
+
+    def __init__(self, db: Database, write: bool, conflicts_fail: bool) -> None:
+        self.db = db
+        self.write = write
+        self.conflicts_fail = conflicts_fail
+
+    def __enter__(self) -> Connection:
+        db = self.db
+        conn = self.conn = db._checkout()
+        try:
+            self.watch = db.engines.watchdog.watch(conn.driver.fileno(),
+                                                   db.statement_timeout + WATCHDOG_GRACE_S)
+        except BaseException:
+            unanswered(conn)
+            conn.close()
+            raise
+        try:
+            if db._schema_marker not in db.engines.prepared:
+                db._check_schema(conn)
+            if self.write:
+                set_modes(conn.driver, None, True if db.engines.read_only else None)
+            else:
+                set_modes(conn.driver, _REPEATABLE_READ, True)
+        except BaseException as exc:
+            named = self._failed(exc)
+            if named is exc:
+                raise
+            raise named from exc
+        return conn
+
+    def __exit__(self, _kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> None:
+        if exc is not None:
+            named = self._failed(exc)
+            if named is exc:
+                return
+            raise named from exc
+        conn = self.conn
+        try:
+            _commit(conn)
+        except BaseException as failure:
+            named = self._failed(failure)
+            if named is failure:
+                raise
+            raise named from failure
+        self.db.engines.watchdog.release(self.watch)
+        conn.pool_info[ANSWERED] = time.monotonic()  # engines.answered, for the pool's next checkout
+        conn.close()
+        report_up(self.db.url or "")
+
+    def _failed(self, exc: BaseException) -> BaseException:
+        """Roll back and return the connection after ``exc``; the error the caller should see."""
+        conn = self.conn
+        try:
+            driver = conn.driver
+            if driver is not None:  # a lost connection is invalidated, not reused
+                with suppress(Exception):
+                    driver.rollback()
+            unanswered(conn)
+        finally:
+            self.db.engines.watchdog.release(self.watch)
+            conn.close()
+        return self.db._named(exc, self.watch, self.conflicts_fail)
 
 
 _joined = threading.local()
@@ -516,8 +593,10 @@ class JoinedWrites:
         if self._conn is None:
             conn = db._checkout()
             watch = db._watch(conn)
-            # Begun by psycopg with the first statement, committed on the driver (db.commit).
             self._conn, self._owner, self._watch = conn, db, watch
+            # Begun by psycopg with the first statement, committed on the driver (db.commit).
+            with db._failures_named(watch):
+                set_modes(conn.driver, None, None)
         assert self._watch is not None
         if self._owner is not None and self._owner.url != db.url:
             raise ValueError("joined writes span one PostgreSQL database")
@@ -543,7 +622,7 @@ class JoinedWrites:
                     conn.rollback()
                 elif not conn.invalidated:
                     with suppress(Exception):  # a lost connection: the pool discards it on return
-                        conn.connection.driver_connection.rollback()  # type: ignore[union-attr]
+                        conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
         except BaseException:
             unanswered(conn)
             raise
@@ -554,18 +633,14 @@ class JoinedWrites:
             report_up(owner.url or "")
 
 
-def _begin(driver: Any) -> None:
-    driver.execute("BEGIN")
-
-
-def _begin_immediate(driver: Any) -> None:
-    # A writer takes SQLite's write lock before it reads (a deferred transaction that reads then
-    # writes gets "database is locked" at once under contention).
-    driver.execute("BEGIN IMMEDIATE")
-
-
-def _commit_driver(driver: Any) -> None:
-    driver.commit()
+def set_modes(driver: Any, isolation: int | None, read_only: bool | None) -> None:
+    """Give the next transaction of a psycopg connection these modes (``None``: the server's
+    default), changing only those it does not have: a pooled connection keeps the modes of its
+    last transaction, and psycopg's setters cost more than the look."""
+    if driver.isolation_level != isolation:
+        driver.isolation_level = isolation
+    if driver.read_only != read_only:
+        driver.read_only = read_only
 
 
 def _commit(conn: Connection) -> None:
@@ -573,8 +648,12 @@ def _commit(conn: Connection) -> None:
     there, else on the driver, which began it."""
     if conn.in_transaction():
         conn.commit()
-    else:
-        driver_call(conn, _commit_driver, "COMMIT")
+        return
+    driver = conn.driver if isinstance(conn, StoreConnection) else None
+    try:
+        (driver if driver is not None else conn.connection.dbapi_connection).commit()  # type: ignore[union-attr]
+    except Exception as exc:
+        raise_as_sqlalchemy(conn, exc, "COMMIT", None)
 
 
 def _is_connection_error(exc: BaseException) -> bool:

@@ -13,6 +13,10 @@ with ``orig``), and a lost connection is invalidated, as ``Connection.execute`` 
 
 Statements with expanding (``IN``) or literal-execute parameters, or Python-side column defaults,
 run through ``Connection.execute`` unchanged (:func:`run` hands them over).
+
+The stores' transactions run on a :class:`StoreConnection`: a ``Connection`` of the engine's pool that
+keeps its driver connection and schema at hand for :func:`run`, so a statement pays no lookup through
+the pool's proxies, and takes no part in engine events (the stores' engines have none).
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from sqlalchemy import Connection
+
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    from sqlalchemy import Engine
     from sqlalchemy.engine import Dialect
     from sqlalchemy.sql import Executable
     from sqlalchemy.sql.compiler import SQLCompiler
@@ -32,6 +38,9 @@ if TYPE_CHECKING:
 MAX_PLANS = 2_000
 
 Processor = Callable[[Any], Any]
+#: Where one of the driver's parameters comes from: its name for the driver, the key of the call's
+#: parameters holding its value (``None``: the statement's own value, next), and its bind processor.
+_Slot = tuple[str, str | None, Any, Processor | None]
 
 
 class Rows:
@@ -75,12 +84,47 @@ class Rows:
         return [dict(zip(keys, row, strict=True)) for row in self.rows]
 
 
+class StoreConnection(Connection):
+    """A pooled connection of one store transaction: a :class:`~sqlalchemy.Connection` (so a body
+    may run ``Connection.execute``) that keeps, for :func:`run`, the driver connection it holds
+    (``None`` once it is invalidated or closed), the schema its statements name, and the driver
+    cursor its statements share (made by the first; each statement's rows are fetched whole before
+    the next runs, and the cursor goes with the transaction)."""
+
+    def __init__(self, engine: Engine, target: Target | None = None) -> None:
+        # Engine events would be joined per connection; the stores' engines have none (their pool
+        # events are the pool's own), so a connection of an engine without any skips that work.
+        super().__init__(engine, _has_events=None if engine._has_events else False)
+        fairy = self.connection
+        self.driver: Any = fairy.dbapi_connection
+        self.cursor: Any = None
+        #: The pool's record of the driver connection (``ConnectionPoolEntry.info``).
+        self.pool_info = fairy.info
+        self.translate, self.schema, self.plans = target or statement_target(self)
+
+    def execution_options(self, **opt: Any) -> Connection:
+        """``Connection.execution_options``, the schema :func:`run` names kept in step."""
+        super().execution_options(**opt)
+        self.translate, self.schema, self.plans = statement_target(self)
+        return self
+
+    def invalidate(self, exception: BaseException | None = None) -> None:
+        """``Connection.invalidate``: the driver connection is no longer this one's."""
+        self.driver = self.cursor = None
+        super().invalidate(exception)
+
+    def close(self) -> None:
+        """``Connection.close``: the connection goes back to the pool."""
+        self.driver = self.cursor = None
+        super().close()
+
+
 class _Plan:
     """One statement compiled for one dialect, schema and set of parameter names."""
 
-    __slots__ = ("binds", "compiled", "keys", "positions", "results", "sql")
+    __slots__ = ("binds", "compiled", "direct", "keys", "positions", "results", "slots", "sql")
 
-    def __init__(self, statement: Executable, compiled: SQLCompiler) -> None:
+    def __init__(self, statement: Executable, compiled: SQLCompiler, names: tuple[str, ...]) -> None:
         self.compiled = compiled
         self.sql = compiled.string
         self.binds: Mapping[str, Processor] = compiled._bind_processors  # type: ignore[assignment]
@@ -90,16 +134,66 @@ class _Plan:
         #: or ``()`` when no column has one; made from the first cursor description that has rows,
         #: as SQLAlchemy's result metadata is.
         self.results: tuple[Processor | None, ...] | None = None
+        self.slots = self._slots(names)
+        #: The call's own parameters are the driver's: named, each under its own name, unprocessed.
+        self.direct = bool(self.slots) and self.positions is None and all(
+            source == name and process is None for name, source, _value, process in self.slots or ())
+
+    def _slots(self, names: tuple[str, ...]) -> tuple[_Slot, ...] | None:
+        """Where each of the driver's parameters comes from, given the parameter names a call passes:
+        ``(driver name, the call's key or None, the statement's own value, bind processor)``, in
+        the driver's order; what ``construct_params`` would find, worked out once. ``None`` when a
+        value must be found per call (a callable default, a missing required value: that call goes
+        through ``construct_params``, which raises as SQLAlchemy does)."""
+        compiled: Any = self.compiled
+        if getattr(compiled, "_collected_params", None):  # values given by ``statement.params()``
+            return None
+        given = set(names)
+        found: dict[str, tuple[str | None, Any]] = {}
+        for bind, name in compiled.bind_names.items():
+            if bind.key in given:
+                found[name] = (bind.key, None)
+            elif name in given:
+                found[name] = (name, None)
+            elif bind.required or bind.callable:
+                return None
+            else:
+                found[name] = (None, bind.value)
+        binds = self.binds
+        if self.positions is not None:
+            order = [(name, name) for name in self.positions]
+        else:
+            escaped = compiled.escaped_bind_names
+            order = [(escaped.get(name, name), name) for name in found]
+        slots = []
+        for driver_name, name in order:
+            if name not in found:
+                return None
+            source, value = found[name]
+            process = binds.get(name)
+            if source is None and process is not None:  # the statement's own value, processed once
+                value, process = process(value), None
+            slots.append((driver_name, source, value, process))
+        return tuple(slots)
 
     def parameters(self, params: Mapping[str, Any] | None) -> Sequence[Any] | Mapping[str, Any]:
         """The driver's parameters for ``params``: every bind's value, processed, in the driver's style."""
-        values = self.compiled.construct_params(params, escape_names=False)
+        slots = self.slots
+        if slots is not None:
+            values: Mapping[str, Any] = params or {}
+            if self.positions is not None:
+                return [value if source is None else values[source] if process is None
+                        else process(values[source]) for _name, source, value, process in slots]
+            return {name: value if source is None else values[source] if process is None
+                    else process(values[source]) for name, source, value, process in slots}
+        constructed = self.compiled.construct_params(params, escape_names=False)
         binds = self.binds
         if self.positions is not None:
-            return [binds[key](values[key]) if key in binds else values[key] for key in self.positions]
+            return [binds[key](constructed[key]) if key in binds else constructed[key]
+                    for key in self.positions]
         escaped = self.compiled.escaped_bind_names
         return {escaped.get(key, key): binds[key](value) if key in binds else value
-                for key, value in values.items()}
+                for key, value in constructed.items()}
 
     def processors(self, dialect: Dialect,
                    description: Sequence[Sequence[Any]]) -> tuple[Processor | None, ...]:
@@ -112,44 +206,80 @@ class _Plan:
         return self.results
 
 
-#: By statement id, dialect, schema and parameter names: the statement and its plan (``None`` for
-#: one that runs through ``Connection.execute``).
-_plans: dict[tuple[int, str, str | None, tuple[str, ...]], tuple[Executable, _Plan | None]] = {}
+#: By dialect and schema, then by statement id and parameter names: the statement and its plan
+#: (``None`` for one that runs through ``Connection.execute``).
+_Plans = dict[tuple[int, tuple[str, ...]], tuple["Executable", _Plan | None]]
+_plans: dict[tuple[str, str | None], _Plans] = {}
 _plans_lock = threading.Lock()
 
 
-def _plan(conn: Connection, statement: Executable, names: tuple[str, ...]) -> _Plan | None:
+#: What a connection's statements compile for: its schema translation, the schema it names, and
+#: the plans of statements compiled for its dialect and that schema.
+Target = tuple[Mapping[str | None, str | None] | None, str | None, _Plans]
+
+
+def statement_target(conn: Connection | Engine) -> Target:
+    """The schema translation the statements of ``conn`` (or of an engine's connections) compile
+    with, the schema it names, and their plans."""
     translate = conn.get_execution_options().get("schema_translate_map")
     schema = translate.get(None) if translate else None
-    dialect = conn.dialect
-    key = (id(statement), dialect.name, schema, names)
+    key = (conn.dialect.name, schema)
     found = _plans.get(key)
+    if found is None:
+        with _plans_lock:
+            found = _plans.setdefault(key, {})
+    return translate, schema, found
+
+
+def _plan(conn: Connection, statement: Executable, names: tuple[str, ...]) -> _Plan | None:
+    if isinstance(conn, StoreConnection):
+        translate, plans = conn.translate, conn.plans
+    else:
+        translate, _schema, plans = statement_target(conn)
+    key = (id(statement), names)
+    found = plans.get(key)
     if found is not None and found[0] is statement:
         return found[1]
     compiled: Any = statement.compile(  # type: ignore[attr-defined]
-        dialect=dialect, column_keys=list(names), schema_translate_map=translate,
+        dialect=conn.dialect, column_keys=list(names), schema_translate_map=translate,
         render_schema_translate=bool(translate))
     plan = None if compiled.literal_execute_params or compiled.post_compile_params \
         or compiled.insert_prefetch or compiled.update_prefetch or not compiled._ordered_columns \
-        else _Plan(statement, compiled)
+        else _Plan(statement, compiled, names)
     with _plans_lock:
-        if len(_plans) >= MAX_PLANS:
-            _plans.clear()
-        _plans[key] = (statement, plan)
+        if len(plans) >= MAX_PLANS:
+            plans.clear()
+        plans[key] = (statement, plan)
     return plan
+
+
+def _driver(conn: Connection) -> Any:
+    """The DBAPI connection under ``conn`` (for the stores' sync drivers, the driver's own)."""
+    driver = conn.driver if isinstance(conn, StoreConnection) else None
+    return driver if driver is not None else conn.connection.dbapi_connection
 
 
 def run(conn: Connection, statement: Executable, params: Mapping[str, Any] | None = None) -> Rows:
     """Execute ``statement`` with ``params`` on ``conn``'s driver connection, inside the transaction
     ``conn`` is in; its rows (processed as SQLAlchemy would) or its row count."""
-    names = tuple(sorted(params)) if params else ()
-    plan = _plan(conn, statement, names)
+    # The names in the caller's order: a call site passes them alike each time, and another order
+    # only makes another plan. The lookups are written out: this runs for every statement.
+    names = tuple(params) if params else ()
+    if isinstance(conn, StoreConnection):
+        found = conn.plans.get((id(statement), names))
+        plan = found[1] if found is not None and found[0] is statement else _plan(conn, statement, names)
+        cursor = conn.cursor
+        if cursor is None and conn.driver is not None:
+            cursor = conn.cursor = conn.driver.cursor()
+    else:
+        plan, cursor = _plan(conn, statement, names), None
     if plan is None:
         return _through_sqlalchemy(conn, statement, params)
-    driver: Any = conn.connection.driver_connection
-    parameters = plan.parameters(params)
+    parameters = params if plan.direct else plan.parameters(params)
     try:
-        cursor = driver.execute(plan.sql, parameters)
+        if cursor is None:
+            cursor = _driver(conn).cursor()
+        cursor.execute(plan.sql, parameters)
         if not plan.keys:  # no rows to read (psycopg builds its description anew on each access)
             return Rows((), [], cursor.rowcount)
         rows = cursor.fetchall()
@@ -168,25 +298,18 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str
     parameters) on ``conn``'s driver connection, in one driver ``executemany``."""
     if not rows:
         return
-    names = tuple(sorted(rows[0]))
+    names = tuple(rows[0])
     plan = _plan(conn, statement, names)
-    if plan is None or plan.keys or any(len(row) != len(names) for row in rows):
+    first = rows[0].keys()
+    if plan is None or plan.keys or any(row.keys() != first for row in rows):
         conn.execute(statement, [dict(row) for row in rows])
         return
-    driver: Any = conn.connection.driver_connection
-    parameters = [plan.parameters(row) for row in rows]
+    driver = _driver(conn)
+    parameters = list(rows) if plan.direct else [plan.parameters(row) for row in rows]
     try:
         driver.cursor().executemany(plan.sql, parameters)
     except Exception as exc:
         raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
-
-
-def driver_call(conn: Connection, action: Callable[[Any], None], what: str) -> None:
-    """``action(driver_connection)`` (a ``BEGIN``, a commit), its driver error raised as SQLAlchemy would."""
-    try:
-        action(conn.connection.driver_connection)
-    except Exception as exc:
-        raise_as_sqlalchemy(conn, exc, what, None)
 
 
 def raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str, parameters: Any) -> NoReturn:

@@ -26,7 +26,6 @@ and the pool opens a fresh one when the database answers.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import math
 import os
@@ -48,6 +47,8 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection, Engine
     from sqlalchemy.engine import URL
 
+    from ask_fable.stores.driver import StoreConnection, Target
+
 #: Connections one SQLite file keeps pooled, and how many more may be open at a peak.
 SQLITE_POOL_SIZE = 4
 SQLITE_POOL_OVERFLOW = 8
@@ -60,6 +61,8 @@ INSTALL_HINT = "pip install 'ask-fable[postgres]'"
 PING_IDLE_S = 2.0
 #: Where a PostgreSQL connection's record keeps when it last answered (``time.monotonic``).
 ANSWERED = "ask_fable_answered"
+#: Where it keeps a ``select.poll`` on its socket, for the checkout's look at what came in.
+POLLER = "ask_fable_poller"
 
 #: Where an outage is reported: a line as the database stops answering, one as it answers again.
 outage_log = logging.getLogger("ask_fable.database")
@@ -247,18 +250,22 @@ class Watch:
         self.live = True
         self.cut = False
 
-    def __lt__(self, other: Watch) -> bool:
-        return self.deadline < other.deadline
-
 
 class Watchdog:
     """Cuts the socket of a PostgreSQL connection whose transaction outlived its deadline, so a call
     blocked on a database that stopped answering fails instead of waiting forever (a stopped server's
-    kernel still acknowledges what is sent, so no TCP timeout ever fires)."""
+    kernel still acknowledges what is sent, so no TCP timeout ever fires).
+
+    The watches in force are a set, each released as its transaction ends; the watchdog's thread
+    sleeps until the earliest deadline among them and is woken only by a watch due before that
+    (with one bound for every transaction, none is, while transactions keep coming)."""
 
     def __init__(self) -> None:
-        self._lock = threading.Condition()
-        self._heap: list[Watch] = []
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._live: set[Watch] = set()
+        #: When the thread next looks at the watches (``inf``: not until one is added).
+        self._wake_at = math.inf
         self._thread: threading.Thread | None = None
         self._pid = os.getpid()
 
@@ -268,18 +275,21 @@ class Watchdog:
         with self._lock:
             if self._thread is None or self._pid != os.getpid():
                 self._pid = os.getpid()
-                self._heap = []
+                self._live = set()
+                self._wake_at = math.inf
                 self._thread = threading.Thread(target=self._run, name="ask-fable-db-watchdog", daemon=True)
                 self._thread.start()
-            heapq.heappush(self._heap, entry)
-            if self._heap[0] is entry:
-                self._lock.notify()
+            self._live.add(entry)
+            if entry.deadline < self._wake_at:
+                self._wake_at = entry.deadline
+                self._wake.notify()
         return entry
 
     def release(self, entry: Watch) -> None:
         """The watched transaction ended: leave its socket alone."""
         with self._lock:
             entry.live = False
+            self._live.discard(entry)
 
     @contextmanager
     def watching(self, fd: int, seconds: float) -> Iterator[Watch]:
@@ -293,19 +303,18 @@ class Watchdog:
     def _run(self) -> None:
         while True:
             with self._lock:
-                while self._heap and not self._heap[0].live:
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._lock.wait()
+                now = time.monotonic()
+                due = [entry for entry in self._live if entry.deadline <= now]
+                if not due:
+                    self._wake_at = min((entry.deadline for entry in self._live), default=math.inf)
+                    self._wake.wait(None if self._wake_at == math.inf else self._wake_at - now)
                     continue
-                wait = self._heap[0].deadline - time.monotonic()
-                if wait > 0:
-                    self._lock.wait(wait)
-                    continue
-                entry = heapq.heappop(self._heap)
-                entry.live = False
-                entry.cut = True
-            _shut(entry.fd)
+                for entry in due:
+                    self._live.discard(entry)
+                    entry.live = False
+                    entry.cut = True
+            for entry in due:
+                _shut(entry.fd)
 
 
 def _shut(fd: int) -> None:
@@ -355,18 +364,24 @@ class Engines:
                 engine = held[key] = _sqlite_engine(path, read_only=self.read_only)
             return engine
 
-    def sqlite_connect(self, engine: Engine, path: Path) -> Connection:
-        """A connection of ``engine`` to the file now at ``path``: one opened on a file since
-        replaced or removed is closed and another opened (and the old file's schema forgotten)."""
-        conn = engine.connect()
-        while conn.info.get("inode") != _inode(path):
+    def sqlite_connect(self, engine: Engine, path: str | Path,
+                       target: Target | None = None) -> tuple[StoreConnection, int]:
+        """A connection of ``engine`` to the file now at ``path`` (its statements compiled for
+        ``target``, when given), and the file's inode: one opened on a file since replaced or
+        removed is closed and another opened (and the old file's schema forgotten)."""
+        from ask_fable.stores.driver import StoreConnection
+
+        conn = StoreConnection(engine, target)
+        inode = _inode(path)
+        while conn.pool_info.get("inode") != inode:
             # The new file may even reuse the old one's inode number once this connection closes:
             # whatever was checked of the old file holds no more.
             self._forget_file(path)
             conn.invalidate()
             conn.close()
-            conn = engine.connect()
-        return conn
+            conn = StoreConnection(engine, target)
+            inode = _inode(path)
+        return conn, inode
 
     def postgres(self, url: str, *, connect_timeout: float, pool_size: int,
                  statement_timeout: float) -> Engine:
@@ -382,7 +397,7 @@ class Engines:
                                                       watchdog=self.watchdog)
             return engine
 
-    def _forget_file(self, path: Path) -> None:
+    def _forget_file(self, path: str | Path) -> None:
         """Forget that the file at ``path`` was prepared: it was replaced."""
         with self._lock:
             self.prepared = {marker for marker in self.prepared if marker[1] != str(path)}
@@ -417,7 +432,7 @@ class Engines:
 
 
 # --- SQLite --------------------------------------------------------------------------------------
-def _inode(path: Path) -> int:
+def _inode(path: str | Path) -> int:
     try:
         return os.stat(path).st_ino
     except FileNotFoundError:
@@ -442,8 +457,10 @@ def _sqlite_engine(path: Path, *, read_only: bool) -> Engine:
     from sqlalchemy import create_engine, event
     from sqlalchemy.pool import QueuePool
 
+    # Named parameters: the stores' driver hands a call's own parameters to sqlite3 as they are.
     engine = create_engine("sqlite://", creator=lambda: _open_sqlite(path, read_only), poolclass=QueuePool,
-                           pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW, pool_timeout=60)
+                           pool_size=SQLITE_POOL_SIZE, max_overflow=SQLITE_POOL_OVERFLOW, pool_timeout=60,
+                           paramstyle="named")
 
     # Only a pool event, run once per new connection: an engine with no connection events lets
     # SQLAlchemy skip their dispatch on every statement, begin and commit.
@@ -519,15 +536,20 @@ def _postgres_engine(url: str, *, connect_timeout: float, pool_size: int, statem
     @event.listens_for(engine, "connect")
     def opened(dbapi_connection: Any, record: Any) -> None:
         record.info[ANSWERED] = time.monotonic()  # it just answered the handshake
+        poller = select.poll()
+        poller.register(dbapi_connection.fileno(), select.POLLIN)
+        record.info[POLLER] = poller
 
     @event.listens_for(engine, "checkout")
     def ping(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         # A connection that does not answer a trivial query within the connect timeout (the server
         # restarted, or stopped answering) is discarded, and the pool opens another. One that
         # answered moments ago, with nothing come in since, is taken as it is.
-        if time.monotonic() - record.info.get(ANSWERED, -math.inf) < PING_IDLE_S \
-                and not _readable(dbapi_connection.fileno()):
-            return
+        info = record.info
+        if time.monotonic() - info.get(ANSWERED, -math.inf) < PING_IDLE_S:
+            poller = info.get(POLLER)
+            if not (poller.poll(0) if poller is not None else _readable(dbapi_connection.fileno())):
+                return
         try:
             with watchdog.watching(dbapi_connection.fileno(), connect_timeout):
                 dialect.do_ping(dbapi_connection)
