@@ -17,6 +17,7 @@ to see what they do while the database is gone.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import shutil
@@ -99,8 +100,19 @@ class SqliteStore:
         for path in sorted((self.state / "ask_fable").glob("*.db")):
             aside = path.with_name(path.name + ".stopped")
             path.rename(aside)
-            path.mkdir()
+            self._block(path)
             self._moved.append((path, aside))
+
+    @staticmethod
+    def _block(path: Path) -> None:
+        """A directory at ``path``. A replica writing at that moment may have made a new file there
+        since the old one moved (a missing file is made anew): that one goes aside too."""
+        for attempt in itertools.count():
+            try:
+                path.mkdir()
+                return
+            except FileExistsError:
+                path.rename(path.with_name(f"{path.name}.made-while-stopping-{attempt}"))
 
     def start(self) -> None:
         """Put each database back where it was."""
