@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ from ask_fable.config import problem_lines, tracking_reads
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
-from ask_fable.errors import AskFableError, BadArgs
+from ask_fable.errors import AskFableError, BadArgs, ErrorResult
 from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.http_common import request_key
@@ -169,7 +169,7 @@ def _result(payload: dict[str, Any]) -> CallToolResult:
     )
 
 
-def _as_result(spec: ToolSpec, outcome: dict[str, Any] | BaseModel) -> ToolResult | ServerErrorResult:
+def _as_result(spec: ToolSpec, outcome: BaseModel | ErrorResult) -> ToolResult | ServerErrorResult:
     """A handler's ``outcome`` as ``spec``'s result model: a model of it as it is, another model or an
     error's ``to_result()`` (errors sit below the contract) validated against it, an error keeping only
     its contract fields (context an error carried for logs is not the caller's); a result outside the
@@ -178,7 +178,8 @@ def _as_result(spec: ToolSpec, outcome: dict[str, Any] | BaseModel) -> ToolResul
 
     if isinstance(outcome, spec.result):
         return outcome
-    payload = outcome if isinstance(outcome, dict) else outcome.model_dump(mode="json", exclude_unset=True)
+    payload: Mapping[str, object] = (
+        outcome.model_dump(mode="json", exclude_unset=True) if isinstance(outcome, BaseModel) else outcome)
     if payload.get("status") == "error":
         payload = {k: v for k, v in payload.items() if k in spec.result.model_fields}
     try:
@@ -469,7 +470,7 @@ class AskFableServer(MCPServer[Any]):
                    ) -> ToolResult | ServerErrorResult:
         """Validate ``arguments`` (the caller's JSON) against the tool's model and run its handler; its
         outcome, or the error it raised, as its result model."""
-        outcome: dict[str, Any] | BaseModel
+        outcome: BaseModel | ErrorResult
         try:
             args = spec.args.model_validate(arguments or {})
         except ValidationError as exc:
@@ -487,11 +488,8 @@ class AskFableServer(MCPServer[Any]):
             import traceback
 
             print(redact(traceback.format_exc(), self.app.settings), file=sys.stderr, flush=True)
-            outcome = {
-                "status": "error",
-                "kind": "internal",
-                "detail": f"{spec.name} failed with an internal error ({type(exc).__name__}).",
-            }
+            failure = f"{spec.name} failed with an internal error ({type(exc).__name__})."
+            outcome = AskFableError(failure).to_result()
         return _as_result(spec, outcome)
 
     async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> ToolResult:
