@@ -30,7 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from ask_fable import __version__
 from ask_fable.access import FETCHES, SCOPES, scope_allows
@@ -158,7 +158,7 @@ def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
         return None
 
 
-def _result(payload: dict[str, Any]) -> CallToolResult:
+def _result(payload: dict[str, JsonValue]) -> CallToolResult:
     """The wire form of a result as structured content plus the same JSON as text; ``isError``
     mirrors ``status: error``."""
     text = json.dumps(payload, ensure_ascii=False)
@@ -430,11 +430,11 @@ class AskFableServer(MCPServer[Any]):
         gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
     def _for_caller(self, result: ToolResult | ServerErrorResult, ctx: ToolContext, settings: Settings
-                    ) -> dict[str, Any]:
+                    ) -> dict[str, JsonValue]:
         """The wire form of ``result`` as the caller may see it: secrets redacted (the one place every
         result is, whatever made it), and for an HTTP key without the admin scope, the server's paths
         relative to its directories."""
-        shown: dict[str, Any] = redact_obj(result.wire(), settings)
+        shown = redact_obj(result.wire(), settings)
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
