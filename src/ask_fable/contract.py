@@ -10,7 +10,7 @@ that nobody ruled).
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -27,26 +27,26 @@ class Strict(BaseModel):
     #: Fields where ``null`` carries meaning (kept when set); every other ``None`` is omitted.
     NULLABLE_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
-    def wire(self) -> dict[str, Any]:
+    def wire(self) -> dict[str, JsonValue]:
         """The JSON form sent to clients: ``None`` dropped unless a model gives that null a meaning."""
         payload = self.model_dump(mode="json", exclude_none=True)
         _keep_meaningful_nulls(self, payload)
         return payload
 
 
-def _keep_meaningful_nulls(model: Strict, payload: dict[str, Any]) -> None:
+def _keep_meaningful_nulls(model: Strict, payload: dict[str, JsonValue]) -> None:
     """Put back the set ``NULLABLE_FIELDS`` that ``exclude_none`` dropped, in nested models too."""
     for name in model.model_fields_set:
-        value = getattr(model, name)
+        value, dumped = getattr(model, name), payload.get(name)
         if value is None:
             if name in model.NULLABLE_FIELDS:
                 payload[name] = None
-        elif isinstance(value, Strict) and isinstance(payload.get(name), dict):
-            _keep_meaningful_nulls(value, payload[name])
-        elif isinstance(value, list) and isinstance(payload.get(name), list):
-            for item, dumped in zip(value, payload[name], strict=False):
-                if isinstance(item, Strict) and isinstance(dumped, dict):
-                    _keep_meaningful_nulls(item, dumped)
+        elif isinstance(value, Strict) and isinstance(dumped, dict):
+            _keep_meaningful_nulls(value, dumped)
+        elif isinstance(value, list) and isinstance(dumped, list):
+            for item, entry in zip(value, dumped, strict=False):
+                if isinstance(item, Strict) and isinstance(entry, dict):
+                    _keep_meaningful_nulls(item, entry)
 
 
 class ToolResult(Strict):

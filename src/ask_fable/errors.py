@@ -14,12 +14,66 @@
           └── SchemaMismatch                               its schema is not the one this release uses
 
 Backends raise these at their boundary (``raise UpstreamError(...) from exc``); the pipeline turns
-them into ``{"status": "error", "kind": ..., "detail": ...}``. Nothing else escapes a tool.
+them into ``{"status": "error", "kind": ..., "detail": ...}`` plus the fields of :class:`ErrorFields`
+the error carries. Nothing else escapes a tool.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, TypedDict, Unpack
+
+from pydantic import JsonValue
+
+
+class ErrorFields(TypedDict, total=False):
+    """Every field an error may carry beside its kind and detail, each named once here.
+
+    The tool's result keeps those its contract model has (a nested one as the JSON its model built
+    above this layer) and validates them; the others are context for the logs only.
+    """
+
+    #: How to fix it: a setting to set, a command to run.
+    hint: str
+    #: The values an argument may take.
+    allowed: list[str]
+    #: Seconds until a shed or refused call may be tried again (None: on no day for this call).
+    retry_after_s: float | None
+    #: What the refused call was expected to cost (a ``CostEstimate``).
+    estimate: dict[str, JsonValue]
+    # context_pack's refusal when nothing was packed.
+    key: str
+    root: str
+    max_chars: int
+    files: list[JsonValue]
+    skipped: list[JsonValue]
+    # What a failed mode still reports: its members, stages or turns (its ``ModeFields``).
+    mode: Literal["council", "chain", "debate"]
+    pipeline: list[str]
+    stages: list[JsonValue]
+    answered: int
+    requested: int
+    sources: list[JsonValue]
+    quorum: str
+    turns: list[JsonValue]
+    # Log context only.
+    binary: str
+    exit_code: int
+    required_scope: str
+    limit_bytes: int
+    prompt_bytes: int
+
+
+class ErrorResult(ErrorFields):
+    """The contract's error shape: ``status``, ``kind`` and ``detail``, and the fields the error carries."""
+
+    status: str
+    kind: str
+    detail: str
+
+
+def hinted(hint: str | None) -> ErrorFields:
+    """``hint`` as an error's field, none when there is no hint."""
+    return {"hint": hint} if hint else {}
 
 
 class AskFableError(Exception):
@@ -30,12 +84,12 @@ class AskFableError(Exception):
     #: Config states never count against a circuit breaker.
     counts_as_failure: bool = True
 
-    def __init__(self, detail: str, **extra: Any) -> None:
+    def __init__(self, detail: str, **extra: Unpack[ErrorFields]) -> None:
         super().__init__(detail)
         self.detail = detail
         self.extra = extra
 
-    def to_result(self) -> dict[str, Any]:
+    def to_result(self) -> ErrorResult:
         """The structured result a tool returns for this error."""
         return {"status": self.status, "kind": self.kind, "detail": self.detail, **self.extra}
 
@@ -109,7 +163,7 @@ class Unavailable(AskFableError):
     kind = "unavailable"
     counts_as_failure = False
 
-    def __init__(self, detail: str, **extra: Any) -> None:
+    def __init__(self, detail: str, **extra: Unpack[ErrorFields]) -> None:
         extra.setdefault("hint", "the database is unreachable; the call can be retried once it is back")
         super().__init__(detail, **extra)
 

@@ -44,7 +44,7 @@ import anyio
 
 from ask_fable.backends.base import Oracle, OracleRequest
 from ask_fable.backends.deadline import current_deadline
-from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError
+from ask_fable.errors import AskFableError, NotConfigured, OracleTimeout, UpstreamError, hinted
 from ask_fable.values import Usage
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -552,7 +552,8 @@ async def _send_with_retries(
             else:
                 unreachable = None
             if attempt >= retry.attempts:
-                raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets), hint=unreachable)
+                raise UpstreamError(scrub(f"{failure} (after {attempt} attempts)", secrets),
+                                    **hinted(unreachable))
             delay = retry.backoff(attempt) if wait is None else wait
             await _back_off(delay, failure, cause, attempt, deadline, f"the {timeout:g}s deadline", label,
                             secrets, sink, unreachable)
@@ -590,7 +591,7 @@ async def _back_off(delay: float, failure: str, cause: str, attempt: int, deadli
         tries = "attempt" if attempt == 1 else "attempts"
         return UpstreamError(scrub(
             f"{failure} (after {attempt} {tries}; a retry in {delay:.1f}s would pass {passed})", secrets
-        ), hint=hint)
+        ), **hinted(hint))
 
     if delay >= deadline - anyio.current_time():
         raise give_up(deadline_name)

@@ -285,7 +285,7 @@ class Pipeline:
                 f"this call could cost up to ${estimate.max_usd:.4f} (its estimate at each backend's "
                 f"max_tokens), over max_cost_usd ${limit:.4f}; no model was called",
                 hint="raise max_cost_usd, ask fewer or cheaper models, or lower ASK_FABLE_MAX_TOKENS; "
-                "estimate=true shows each model's part", estimate=estimate.result(call.over_budget))
+                "estimate=true shows each model's part", estimate=estimate.result(call.over_budget).wire())
         return estimate
 
     async def _run(self, call: Call, runner: ModeRunner, trace: TraceRecorder, request: dict[str, JsonValue],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +30,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
 from mcp.types import Tool as MCPTool
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 from ask_fable import __version__
 from ask_fable.access import FETCHES, SCOPES, scope_allows
@@ -39,7 +39,7 @@ from ask_fable.config import problem_lines, tracking_reads
 from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
-from ask_fable.errors import AskFableError, BadArgs
+from ask_fable.errors import AskFableError, BadArgs, ErrorResult
 from ask_fable.redact import redact, redact_obj
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.http_common import request_key
@@ -158,7 +158,7 @@ def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
         return None
 
 
-def _result(payload: dict[str, Any]) -> CallToolResult:
+def _result(payload: dict[str, JsonValue]) -> CallToolResult:
     """The wire form of a result as structured content plus the same JSON as text; ``isError``
     mirrors ``status: error``."""
     text = json.dumps(payload, ensure_ascii=False)
@@ -169,7 +169,7 @@ def _result(payload: dict[str, Any]) -> CallToolResult:
     )
 
 
-def _as_result(spec: ToolSpec, outcome: dict[str, Any] | BaseModel) -> ToolResult | ServerErrorResult:
+def _as_result(spec: ToolSpec, outcome: BaseModel | ErrorResult) -> ToolResult | ServerErrorResult:
     """A handler's ``outcome`` as ``spec``'s result model: a model of it as it is, another model or an
     error's ``to_result()`` (errors sit below the contract) validated against it, an error keeping only
     its contract fields (context an error carried for logs is not the caller's); a result outside the
@@ -178,7 +178,8 @@ def _as_result(spec: ToolSpec, outcome: dict[str, Any] | BaseModel) -> ToolResul
 
     if isinstance(outcome, spec.result):
         return outcome
-    payload = outcome if isinstance(outcome, dict) else outcome.model_dump(mode="json", exclude_unset=True)
+    payload: Mapping[str, object] = (
+        outcome.model_dump(mode="json", exclude_unset=True) if isinstance(outcome, BaseModel) else outcome)
     if payload.get("status") == "error":
         payload = {k: v for k, v in payload.items() if k in spec.result.model_fields}
     try:
@@ -429,11 +430,11 @@ class AskFableServer(MCPServer[Any]):
         gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
     def _for_caller(self, result: ToolResult | ServerErrorResult, ctx: ToolContext, settings: Settings
-                    ) -> dict[str, Any]:
+                    ) -> dict[str, JsonValue]:
         """The wire form of ``result`` as the caller may see it: secrets redacted (the one place every
         result is, whatever made it), and for an HTTP key without the admin scope, the server's paths
         relative to its directories."""
-        shown: dict[str, Any] = redact_obj(result.wire(), settings)
+        shown = redact_obj(result.wire(), settings)
         if ctx.api_key is not None and ctx.caller.scope != "admin":
             from ask_fable.surface.server_paths import hide_server_paths, server_roots
 
@@ -469,7 +470,7 @@ class AskFableServer(MCPServer[Any]):
                    ) -> ToolResult | ServerErrorResult:
         """Validate ``arguments`` (the caller's JSON) against the tool's model and run its handler; its
         outcome, or the error it raised, as its result model."""
-        outcome: dict[str, Any] | BaseModel
+        outcome: BaseModel | ErrorResult
         try:
             args = spec.args.model_validate(arguments or {})
         except ValidationError as exc:
@@ -487,11 +488,8 @@ class AskFableServer(MCPServer[Any]):
             import traceback
 
             print(redact(traceback.format_exc(), self.app.settings), file=sys.stderr, flush=True)
-            outcome = {
-                "status": "error",
-                "kind": "internal",
-                "detail": f"{spec.name} failed with an internal error ({type(exc).__name__}).",
-            }
+            failure = f"{spec.name} failed with an internal error ({type(exc).__name__})."
+            outcome = AskFableError(failure).to_result()
         return _as_result(spec, outcome)
 
     async def _metered(self, spec: ToolSpec, args: BaseModel, ctx: ToolContext) -> ToolResult:

@@ -70,7 +70,7 @@ class MemberOutcome:
     def retry_after_s(self) -> float | None:
         """Seconds until the circuit breaker lets this oracle be tried again (a shed call only)."""
         value = self.error.extra.get("retry_after_s") if self.error is not None else None
-        return float(value) if isinstance(value, int | float) else None
+        return float(value) if value is not None else None
 
     @property
     def cost_usd(self) -> float | None:
@@ -344,6 +344,5 @@ def outcome_error(outcome: MemberOutcome) -> AskFableError:
             errors.BadArgs,
         )
     }
-    extra = {"hint": outcome.hint} if outcome.hint else {}
     error = by_kind.get(outcome.kind or "", UpstreamError)
-    return error(outcome.detail or f"{outcome.token} failed", **extra)
+    return error(outcome.detail or f"{outcome.token} failed", **errors.hinted(outcome.hint))

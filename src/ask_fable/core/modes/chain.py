@@ -23,7 +23,7 @@ from ask_fable.core.modes.role_prompts import CHAIN_CRITIQUE, CHAIN_DECIDE, CHAI
 from ask_fable.core.modes.steps import setup_action, setup_fixes, step_fields
 from ask_fable.core.prompts import system_prompt, user_prompt
 from ask_fable.core.tokens import CLAUDE_FALLBACKS, Resolver, default_resolver, parse_pipeline, resolve_oracle
-from ask_fable.errors import OracleTimeout, UpstreamError
+from ask_fable.errors import ErrorFields, OracleTimeout, UpstreamError, hinted
 from ask_fable.stores.records import ModeAudit
 
 
@@ -57,6 +57,12 @@ def _role_for(index: int, count: int) -> ChainRole:
     if index == count - 1:
         return "decide"
     return "draft" if index == 0 else "critique"
+
+
+def _failed(tokens: list[str], stages: list[ChainStage], answered: int) -> ErrorFields:
+    """What a chain that gave no answer still reports: its pipeline and the stages it ran."""
+    return {"mode": "chain", "pipeline": tokens, "stages": [stage.wire() for stage in stages],
+            "answered": answered, "requested": len(tokens)}
 
 
 async def run_chain(
@@ -129,7 +135,7 @@ async def run_chain(
     if timed_out:
         raise OracleTimeout(
             f"the chain ran past its {deadline:.0f}s wall-clock bound after {len(stages)} of {count} stages",
-            **fields.wire(),
+            **_failed(tokens, stages, answered),
         )
     if final is None or final.reply is None:
         refusal = next((m for m in mctx.members if m.status == "refused" and m.reply is not None), None)
@@ -140,9 +146,9 @@ async def run_chain(
         if count == 1:
             raise outcome_error(mctx.members[-1])
         kinds = ", ".join(f"{s.model} ({s.kind or s.status})" for s in stages)
-        fixes = setup_fixes(mctx.members)
-        raise UpstreamError(f"no chain stage answered: {kinds}", **fields.wire(),
-                            **({"hint": fixes} if fixes is not None else {}))
+        failed = _failed(tokens, stages, answered)
+        failed.update(hinted(setup_fixes(mctx.members)))
+        raise UpstreamError(f"no chain stage answered: {kinds}", **failed)
 
     await mctx.progress(total_steps, total_steps, f"answered by {final.token}")
     fields.answered_by = final.token

@@ -45,7 +45,15 @@ from ask_fable.core.tokens import (
     resolve_oracle,
     single_token,
 )
-from ask_fable.errors import AskFableError, BadArgs, NotConfigured, OracleTimeout, UpstreamError
+from ask_fable.errors import (
+    AskFableError,
+    BadArgs,
+    ErrorFields,
+    NotConfigured,
+    OracleTimeout,
+    UpstreamError,
+    hinted,
+)
 from ask_fable.stores.records import ModeAudit
 
 _CONFIDENCE_RANK = {"high": 2, "medium": 1, "low": 0}
@@ -201,10 +209,8 @@ def best_member(members: Sequence[MemberOutcome]) -> MemberOutcome:
 def _all_failed(members: list[MemberOutcome], sources: list[SourceEntry]) -> AskFableError:
     """The council's error when no member answered."""
     kinds = {m.kind for m in members}
-    extra = CouncilFields(mode="council", sources=sources, quorum=f"0/{len(members)}").wire()
-    fixes = setup_fixes(members)
-    if fixes is not None:
-        extra["hint"] = fixes
+    extra: ErrorFields = {"mode": "council", "sources": [source.wire() for source in sources],
+                          "quorum": f"0/{len(members)}", **hinted(setup_fixes(members))}
     if kinds == {"timeout"}:
         return OracleTimeout("no council member answered before the deadline", **extra)
     if kinds <= {"not_configured", "binary_missing"}:

@@ -363,7 +363,7 @@ async def run_debate(
     if scope.cancelled_caught:
         raise OracleTimeout(
             f"the debate ran past its {deadline:.0f}s wall-clock bound after {len(state.turns)} turns",
-            **DebateFields(mode="debate", turns=state.turns).wire(),
+            mode="debate", turns=[turn.wire() for turn in state.turns],
         )
     return result
 
