@@ -1,5 +1,6 @@
-"""A provider account out of credits or off its plan, over the installed ``ask-fable`` command:
-``not_configured`` with the fix named, never retried, never counted by the breaker."""
+"""A provider account out of credits or off its plan: ``not_configured`` with the fix named, never
+retried, never counted by the breaker. Each provider's refusal against the server built in-process;
+a council and Claude Code's refusals over the installed ``ask-fable`` command."""
 
 from __future__ import annotations
 
@@ -59,6 +60,20 @@ def _wired(fp: FakeProvider) -> StdioServerParameters:
     )
 
 
+def _built_here(fp: FakeProvider) -> Client:
+    """The server ``_wired`` starts, built in this process from the same settings (a provider's
+    refusal is the server's to judge, whichever transport carries the call)."""
+    from ask_fable.config import load_settings
+    from ask_fable.core.app import App
+    from ask_fable.surface.server import build_server
+
+    settings = load_settings(
+        cache=False, timeout=20, deepseek_api_key=KEY, deepseek_base_url=fp.base_url, glm_api_key=KEY,
+        glm_base_url=fp.base_url, openrouter_api_key=KEY, openrouter_base_url=f"{fp.base_url}/api/v1",
+        atlas_api_key=KEY, atlas_base_url=f"{fp.base_url}/atlas/v1", ollama_base_url=fp.base_url)
+    return Client(build_server(App(settings), toolsets=["all"]))
+
+
 def _raw(payload: Any) -> bytes:
     return json.dumps(payload).encode()
 
@@ -87,7 +102,7 @@ async def test_an_account_out_of_credits_is_not_configured_with_the_fix_every_ti
         fp.enqueue(route, status=status, body=_raw(body), headers={"content-type": "application/json"},
                    times=None)
         with anyio.fail_after(120):
-            async with Client(_wired(fp)) as client:
+            async with _built_here(fp) as client:
                 results = [await structured(client, tool, {"question": QUESTION, **arguments})
                            for _ in range(CALLS)]
         sent = len(fp.requests_for(route))
