@@ -1,5 +1,6 @@
-"""Catalog tools over the installed ``ask-fable`` command when the provider cannot be reached: the
-last catalog fetched is served marked ``stale``; with none fetched, a structured error with a hint."""
+"""Catalog tools when the provider cannot be reached: the last catalog fetched is served marked
+``stale`` (over the installed ``ask-fable`` command); with none fetched, a structured error with a hint
+(the server built in-process)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,17 @@ def _server(env: dict[str, str]) -> StdioServerParameters:
     command, *rest = ask_fable_command()
     settings = {"ASK_FABLE_TOOLSETS": "all", "ASK_FABLE_TIMEOUT": "20", **env}
     return StdioServerParameters(command=command, args=rest, env=child_env(**settings))
+
+
+def _built_here(env: dict[str, str]) -> Client:
+    """The server ``_server`` starts, built in this process from the same variables."""
+    from ask_fable.config import load_settings
+    from ask_fable.core.app import App
+    from ask_fable.surface.server import build_server
+
+    settings = load_settings(timeout=20, **{name.removeprefix("ASK_FABLE_").lower(): value
+                                           for name, value in env.items()})
+    return Client(build_server(App(settings), toolsets=["all"]))
 
 
 def _dead_url() -> str:
@@ -88,7 +100,7 @@ async def test_an_unreachable_provider_with_nothing_cached_is_a_structured_error
     """No catalog fetched yet and the provider unreachable: status error, the cause in detail, and a
     hint naming the setting to check."""
     with anyio.fail_after(120):
-        async with Client(_server(_env(provider, _dead_url()))) as client:
+        async with _built_here(_env(provider, _dead_url())) as client:
             result: dict[str, Any] = await structured(client, f"list_{provider}_models", {})
     print(result)
     assert (result["status"], result["kind"]) == ("error", "upstream_error")
