@@ -1,8 +1,9 @@
-"""ask(model=…) on the default toolset reaches any one model and keeps its conversation, over stdio.
+"""ask(model=…) on the default toolset reaches any one model and keeps its conversation.
 
-The installed ``ask-fable`` command serves the default toolset; HTTP backends answer from the loopback
-fake provider, CLI backends are fake executables first on PATH, Fable is the bundled Claude Code CLI
-pointed at the fake provider. A conversation's turns live in the server's store, so a server killed
+The installed ``ask-fable`` command serves the default toolset over stdio (an HTTP model's follow-up,
+a server killed between turns, the ``ask`` command); the other cases run the same server built in
+this process. HTTP backends answer from the loopback fake provider, CLI backends are fake
+executables first on PATH, Fable is the bundled Claude Code CLI pointed at the fake provider. A conversation's turns live in the server's store, so a server killed
 between turns and started again continues it.
 """
 
@@ -43,6 +44,19 @@ def server_env(fp: FakeProvider, **extra: str) -> dict[str, str]:
 def stdio(env: dict[str, str]) -> Client:
     command, *args = ask_fable_command()
     return Client(StdioServerParameters(command=command, args=args, env=env))
+
+
+def built_here(env: dict[str, str]) -> Client:
+    """The server ``stdio(env)`` starts, built in this process from the same ``ASK_FABLE_`` variables
+    (the fake CLIs are first on this process's PATH too): a conversation is the server's to keep,
+    whichever transport carries its turns."""
+    from ask_fable.config import load_settings
+    from ask_fable.core.app import App
+    from ask_fable.surface.server import build_server
+
+    settings = load_settings(**{name.removeprefix("ASK_FABLE_").lower(): value
+                                for name, value in env.items() if name.startswith("ASK_FABLE_")})
+    return Client(build_server(App(settings)))
 
 
 async def ask(client: Client, **arguments: Any) -> dict[str, Any]:
@@ -100,7 +114,7 @@ async def test_a_follow_up_to_a_cli_model_folds_the_first_turn_into_its_prompt(
     fp: FakeProvider, fakes: FakeCLIs
 ) -> None:
     fakes.behave("codex", answer=answer("Take the lock first."))
-    async with stdio(server_env(fp)) as client:
+    async with built_here(server_env(fp)) as client:
         first = await ask(client, question="Which lock comes first?", model="codex", session="locks")
         second = await ask(client, question="And releasing them?", model="gpt", session="locks")
     assert (first["status"], second["status"], second["turn"]) == ("ok", "ok", 2)
@@ -113,7 +127,7 @@ async def test_a_follow_up_to_a_cli_model_folds_the_first_turn_into_its_prompt(
 
 async def test_minimax_gets_the_conversation_as_messages(fp: FakeProvider, fakes: FakeCLIs) -> None:
     fakes.behave("mmx", answer=answer("Shard by tenant."))
-    async with stdio(server_env(fp)) as client:
+    async with built_here(server_env(fp)) as client:
         await ask(client, question="How do I shard this table?", model="m3", session="db")
         await ask(client, question="And the hot tenants?", model="m3", session="db")
     messages = json.loads(stdin_bytes(fakes.calls("mmx")[1]))
@@ -126,7 +140,7 @@ async def test_sessions_are_kept_per_model(fp: FakeProvider) -> None:
     fp.enqueue("anthropic", text=answer("DeepSeek's view."))
     fp.enqueue("openai", text=answer("Qwen's view."))
     fp.enqueue("openai", text=answer("Qwen again."))
-    async with stdio(server_env(fp)) as client:
+    async with built_here(server_env(fp)) as client:
         await ask(client, question="Is this retry loop bounded?", model="deepseek", session="same")
         await ask(client, question="Is this retry loop bounded?", model="openrouter:qwen/qwen3-coder",
                   session="same")
@@ -140,7 +154,7 @@ async def test_sessions_are_kept_per_model(fp: FakeProvider) -> None:
 async def test_unknown_and_unconfigured_models_are_structured_errors(fp: FakeProvider) -> None:
     env = server_env(fp)
     env.pop("ASK_FABLE_DEEPSEEK_API_KEY")
-    async with stdio(env) as client:
+    async with built_here(env) as client:
         unknown = await ask(client, question="Is this retry loop bounded?", model="gpt-99")
         group = await ask(client, question="Is this retry loop bounded?", model="twin")
         unconfigured = await ask(client, question="Is this retry loop bounded?", model="deepseek")
@@ -154,7 +168,7 @@ async def test_unknown_and_unconfigured_models_are_structured_errors(fp: FakePro
 
 async def test_reset_session_clears_and_dumps_any_models_conversation(fp: FakeProvider) -> None:
     fp.enqueue("anthropic", text=answer("First."), times=None)
-    async with stdio(server_env(fp)) as client:
+    async with built_here(server_env(fp)) as client:
         await ask(client, question="Is this retry loop bounded?", model="deepseek", session="r")
         reset = (await client.call_tool("reset_session", {"model": "deepseek", "session": "r"})
                  ).structured_content
@@ -171,7 +185,7 @@ async def test_reset_session_clears_and_dumps_any_models_conversation(fp: FakePr
 async def test_a_conversation_that_outgrows_the_window_is_trimmed_with_a_note(fp: FakeProvider) -> None:
     long_answer = answer("A long answer. " + "detail " * 800)
     fp.enqueue("anthropic", text=long_answer, times=None)
-    async with stdio(server_env(fp, ASK_FABLE_SESSION_CONTEXT_TOKENS="6000")) as client:
+    async with built_here(server_env(fp, ASK_FABLE_SESSION_CONTEXT_TOKENS="6000")) as client:
         results = [await ask(client, question=f"Question number {n} about the queue?", model="deepseek",
                              session="long") for n in range(1, 6)]
     assert [r["status"] for r in results] == ["ok"] * 5
@@ -225,7 +239,7 @@ async def test_a_cli_that_takes_its_prompt_as_one_argument_gets_what_fits(
     """agy carries the whole prompt in one argv value (under 120,000 bytes): long earlier answers
     are left out with a note instead of the turn being refused as too large."""
     fakes.behave("agy", answer=answer("Long answer. " + "detail " * 7000))
-    async with stdio(server_env(fp)) as client:
+    async with built_here(server_env(fp)) as client:
         results = [await ask(client, question=f"Gemini question {n}?", model="gemini", session="big")
                    for n in range(1, 5)]
     assert [r["status"] for r in results] == ["ok"] * 4
@@ -261,7 +275,7 @@ async def test_asking_for_more_context_twice_ends_in_context_exhausted_on_any_mo
     reply = f"Send me locks.py.\n\n{NEEDS}"
     fp.enqueue("anthropic", text=reply, times=None)
     fakes.behave("codex", answer=reply)
-    async with stdio(server_env(fp, ASK_FABLE_MAX_NEEDS_CONTEXT="1")) as client:
+    async with built_here(server_env(fp, ASK_FABLE_MAX_NEEDS_CONTEXT="1")) as client:
         first = await ask(client, question="Why does this deadlock under load?", model=model, session="dl")
         second = await ask(client, question="Here is the caller: def run(): ...", model=model, session="dl")
     assert (first["status"], first["followup"]["needs_context"]) == ("ok", ["locks.py"])
