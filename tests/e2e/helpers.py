@@ -67,16 +67,24 @@ def run_in_process(args: Sequence[str], environ: Mapping[str, str], *, stdin: st
 @contextlib.contextmanager
 def _unconfigured_logging() -> Iterator[None]:
     """The root logger as a new process has it (no handler, WARNING), so a library's warning goes
-    to stderr through logging's last resort, as it would, not to pytest's log capture."""
+    to stderr through logging's last resort, as it would, not to pytest's log capture; and every
+    logger's level as it was before, after (a command quiets some libraries' loggers for its run)."""
+    manager = logging.Logger.manager
     root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
+    handlers = root.handlers[:]
+    levels = {name: logger.level for name, logger in manager.loggerDict.items()
+              if isinstance(logger, logging.Logger)}
+    root_level = root.level
     root.handlers.clear()
     root.setLevel(logging.WARNING)
     try:
         yield
     finally:
         root.handlers[:] = handlers
-        root.setLevel(level)
+        root.setLevel(root_level)
+        for name, logger in list(manager.loggerDict.items()):
+            if isinstance(logger, logging.Logger):
+                logger.setLevel(levels.get(name, logging.NOTSET))
 
 
 @contextlib.contextmanager

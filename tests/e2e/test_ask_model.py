@@ -3,8 +3,9 @@
 The installed ``ask-fable`` command serves the default toolset over stdio (an HTTP model's follow-up,
 a server killed between turns, the ``ask`` command); the other cases run the same server built in
 this process. HTTP backends answer from the loopback fake provider, CLI backends are fake
-executables first on PATH, Fable is the bundled Claude Code CLI pointed at the fake provider. A conversation's turns live in the server's store, so a server killed
-between turns and started again continues it.
+executables first on PATH, Fable is the bundled Claude Code CLI pointed at the fake provider. A
+conversation's turns live in the server's store, so a server killed between turns and started again
+continues it.
 """
 
 from __future__ import annotations
