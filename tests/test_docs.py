@@ -27,7 +27,7 @@ INSTALL_COMMAND = (
 )
 TEST_COMMAND = (
     "python3 -m venv --upgrade-deps .venv && .venv/bin/pip install -e '.[dev]'"
-    " && .venv/bin/ruff check src tests && .venv/bin/python -m mypy && .venv/bin/python -m pytest -n 2"
+    " && .venv/bin/ruff check src tests && .venv/bin/python -m mypy && .venv/bin/python -m pytest -n 4"
 )
 INVENTORY_START = "<!-- tool-inventory -->"
 INVENTORY_END = "<!-- /tool-inventory -->"
