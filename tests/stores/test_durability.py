@@ -32,7 +32,10 @@ def _spawn(tmp_path: Path, worker: str, count: int) -> tuple[subprocess.Popen[by
         [sys.executable, str(WRITER), worker, str(count), str(ack)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**os.environ, "ASK_FABLE_AUDIT_MAX_BYTES": "16384"},
+        # Writers that run until killed, round after round, may pass the tenant's default cap of
+        # context entries; what is kept under a kill is the question here, not the cap.
+        env={**os.environ, "ASK_FABLE_AUDIT_MAX_BYTES": "16384",
+             "ASK_FABLE_CONTEXT_MAX_TENANT_ENTRIES": "1000000"},
     )
     return proc, ack
 
