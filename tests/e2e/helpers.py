@@ -1,4 +1,5 @@
-"""Helpers for tests that spawn the installed ``ask-fable`` command."""
+"""Helpers for tests of the ``ask-fable`` command: started as the installed command, or run by its
+entry point in the test's process."""
 
 from __future__ import annotations
 
