@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -86,10 +85,6 @@ _FOREIGN_VARS = (
 )
 
 
-#: The loggers :func:`ask_fable.surface.terminal.quiet_library_logs` raises the level of.
-_LOGGERS_COMMANDS_QUIET = ("mcp", "httpx2", "httpx", "psycopg", "ask_fable.database")
-
-
 @pytest.fixture(autouse=True)
 def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Point HOME and the XDG dirs at a temp dir and drop every ASK_FABLE_* variable."""
@@ -102,12 +97,7 @@ def isolated_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pa
     monkeypatch.setenv("XDG_STATE_HOME", str(home / ".local" / "state"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("ASK_FABLE_QUIET", "1")
-    # A command run in this process quiets some loggers for good (its output is one result); the next
-    # test starts with the levels a fresh process has, so a server's outage log still reaches metrics.
-    levels = {name: logging.getLogger(name).level for name in _LOGGERS_COMMANDS_QUIET}
     yield home
-    for name, level in levels.items():
-        logging.getLogger(name).setLevel(level)
 
 
 @pytest.fixture

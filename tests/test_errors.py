@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from ask_fable.errors import BadArgs, QuotaExceeded, Unavailable, hinted
+from tests.type_probe import type_check
 
 
 def test_an_errors_result_is_its_kind_detail_and_the_fields_it_carries() -> None:
@@ -22,16 +23,10 @@ def test_an_errors_result_is_its_kind_detail_and_the_fields_it_carries() -> None
 def test_a_misspelled_or_mistyped_error_field_fails_the_type_check(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The strict type check the project runs refuses a field no error carries, or one of the wrong type."""
-    from mypy import api
-
-    probe = tmp_path / "probe.py"
-    probe.write_text("from ask_fable.errors import BadArgs, QuotaExceeded\n\n"
-                     "fine = BadArgs('bad window', hint='use 1h', allowed=['1h', '24h'])\n"
-                     "typo = BadArgs('bad window', hnit='use 1h')\n"
-                     "wrong = QuotaExceeded('over', retry_after_s='soon')\n")
-    root = Path(__file__).resolve().parents[1]
-    monkeypatch.setenv("MYPYPATH", str(root / "src"))
-    out, _, status = api.run([str(probe), "--config-file", str(root / "pyproject.toml")])
+    out, status = type_check("from ask_fable.errors import BadArgs, QuotaExceeded\n\n"
+                             "fine = BadArgs('bad window', hint='use 1h', allowed=['1h', '24h'])\n"
+                             "typo = BadArgs('bad window', hnit='use 1h')\n"
+                             "wrong = QuotaExceeded('over', retry_after_s='soon')\n", tmp_path, monkeypatch)
     assert status == 1
     assert 'probe.py:4: error: Unexpected keyword argument "hnit" for "BadArgs"' in out
     assert 'probe.py:5: error: Argument "retry_after_s" to "QuotaExceeded" has incompatible type "str"' in out

@@ -13,6 +13,7 @@ from ask_fable.backends.providers.atlas import AtlasSettings
 from ask_fable.backends.providers.ollama import OllamaSettings
 from ask_fable.backends.registry import get_backend
 from ask_fable.config import config_file_path, load_settings, tracking_reads, update_config_file
+from tests.type_probe import type_check
 
 
 def test_defaults_match_the_contract() -> None:
@@ -239,15 +240,9 @@ def test_settings_are_typed_attributes_and_their_reads_are_still_tracked() -> No
 @pytest.mark.slow
 def test_a_misspelled_setting_fails_the_type_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The strict type check the project runs refuses a setting that does not exist."""
-    from mypy import api
-
-    probe = tmp_path / "probe.py"
-    probe.write_text("from ask_fable.config import load_settings\n\n"
-                     "timeout: float = load_settings().timeout\n"
-                     "typo: float = load_settings().timeuot\n")
-    root = Path(__file__).resolve().parents[2]
-    monkeypatch.setenv("MYPYPATH", str(root / "src"))
-    out, _, status = api.run([str(probe), "--config-file", str(root / "pyproject.toml")])
+    out, status = type_check("from ask_fable.config import load_settings\n\n"
+                             "timeout: float = load_settings().timeout\n"
+                             "typo: float = load_settings().timeuot\n", tmp_path, monkeypatch)
     assert status == 1
     assert 'probe.py:4: error: "Settings" has no attribute "timeuot"' in out
     assert "probe.py:3" not in out

@@ -5,6 +5,7 @@ the manual all show it."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from ask_fable.core.doctor import diagnose
 from ask_fable.core.tokens import canonical
 from ask_fable.errors import BadArgs
 from ask_fable.surface.server import build_server
+from tests.e2e.helpers import run_in_process
 from tests.fakes.fake_provider import FakeProvider
 
 KEY = "sk-parrot-0123456789"
@@ -109,17 +111,15 @@ async def test_a_registered_backend_takes_a_stage_in_a_chain(parrot: FakeProvide
     assert result["answered_by"] == "parrot" and result["answer"] == "Decision."
 
 
-async def test_doctor_reports_a_registered_backend(parrot: FakeProvider, capsys: pytest.CaptureFixture[str]
-                                                   ) -> None:
+async def test_doctor_reports_a_registered_backend(parrot: FakeProvider) -> None:
     with anyio.fail_after(15):
         report = await diagnose(load_settings(), only=["parrot"], timeout=1.0)
     [entry] = report.backends
     assert (entry.name, entry.kind, entry.status, entry.model) == ("parrot", "http", "ready", "parrot-1")
 
-    from ask_fable.cli import main
-
-    await anyio.to_thread.run_sync(lambda: main(["doctor", "--json", "--no-probe"]))
-    printed = json.loads(capsys.readouterr().out)
+    done = await anyio.to_thread.run_sync(
+        lambda: run_in_process(["doctor", "--json", "--no-probe"], dict(os.environ)))
+    printed = json.loads(done.stdout)
     parrot_entry = next(b for b in printed["backends"] if b["name"] == "parrot")
     assert parrot_entry["status"] == "ready" and parrot_entry["kind"] == "http"
     assert "parrot" in printed["ready"]

@@ -48,12 +48,16 @@ def test_file_is_0600_in_a_0700_dir_with_wal(tmp_path: Path) -> None:
     db.close()
 
 
+def _file_with_one_entry(path: Path) -> None:
+    made = Database.sqlite(path, "context")
+    with made.write() as conn:
+        conn.execute(insert(context).values(**_row("kept")))
+    made.close()
+
+
 def test_a_new_file_is_brought_to_the_head_once(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    first = Database.sqlite(path, "context")
-    with first.write() as conn:
-        conn.execute(insert(context).values(**_row("kept")))
-    first.close()
+    _file_with_one_entry(path)
     plain = sqlite3.connect(path)
     assert plain.execute("SELECT version_num FROM alembic_version").fetchall() == [(head(),)]
     # The old version marker is set past every release that knew only the old scripts.
@@ -74,10 +78,7 @@ def test_the_head_a_current_store_is_checked_against_is_the_last_revision_of_the
 
 def test_a_current_file_is_opened_without_loading_alembic(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    made = Database.sqlite(path, "context")
-    with made.write() as conn:
-        conn.execute(insert(context).values(**_row("kept")))
-    made.close()
+    _file_with_one_entry(path)
     probe = (
         "import sys\n"
         "from ask_fable.stores.db import Database\n"
