@@ -130,13 +130,16 @@ def test_no_two_rules_share_their_advice_and_none_reuses_the_model_s() -> None:
     assert set(ONE_PER_RULE) | {"context_too_long", "custom_denylist"} | model_stage == set(RULES)
 
 
-@pytest.mark.parametrize("question", load("harmful"))
-def test_a_refusal_never_quotes_the_request_back(question: str) -> None:
-    decision = check(question, "", load_settings())
-    words = re.findall(r"\w+", question.lower())
-    said = " ".join(re.findall(r"\w+", f"{decision.reason} {decision.how_to_reframe}".lower()))
-    runs = {" ".join(words[i : i + 5]) for i in range(len(words) - 4)}
-    assert not [run for run in runs if run in said]
+def test_a_refusal_never_quotes_the_request_back() -> None:
+    settings = load_settings()
+    quoted = []
+    for question in load("harmful"):
+        decision = check(question, "", settings)
+        words = re.findall(r"\w+", question.lower())
+        said = " ".join(re.findall(r"\w+", f"{decision.reason} {decision.how_to_reframe}".lower()))
+        runs = {" ".join(words[i : i + 5]) for i in range(len(words) - 4)}
+        quoted += [f"{run!r} in the refusal of: {question}" for run in runs if run in said]
+    assert not quoted, "\n".join(quoted)
 
 
 def test_denylist_file_extends_and_allowlist_rescues_only_the_exact_phrase(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from ask_fable.config import load_settings
 from ask_fable.core.guard import check
-from tests.guard_corpus import load
+from tests.guard_corpus import SPLITS, Split, load
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,16 +26,21 @@ def test_the_corpus_is_large_varied_and_unambiguous() -> None:
     assert not set(map(str.lower, benign)) & set(map(str.lower, harmful))
 
 
-@pytest.mark.parametrize("question", load("benign"))
-def test_no_benign_question_is_refused(question: str) -> None:
-    decision = check(question, "", load_settings())
-    assert decision.allowed, f"{decision.rule}: {question}"
+@pytest.mark.parametrize("split", SPLITS)
+def test_no_benign_question_is_refused(split: Split) -> None:
+    settings = load_settings()
+    refused = [f"{d.rule}: {q}" for q in load("benign", split) if not (d := check(q, "", settings)).allowed]
+    assert not refused, "\n".join(refused)
 
 
-@pytest.mark.parametrize("question", load("harmful"))
-def test_every_harmful_question_is_refused_before_any_model(question: str) -> None:
-    decision = check(question, "", load_settings())
-    assert not decision.allowed and decision.layer == "intent" and decision.rule
+@pytest.mark.parametrize("split", SPLITS)
+def test_every_harmful_question_is_refused_before_any_model(split: Split) -> None:
+    settings = load_settings()
+    missed = [
+        q for q in load("harmful", split)
+        if (d := check(q, "", settings)).allowed or d.layer != "intent" or not d.rule
+    ]
+    assert not missed, "\n".join(missed)
 
 
 def test_the_rates_command_reports_both_rates_and_succeeds() -> None:

@@ -19,7 +19,7 @@ from tests.replicas.conftest import _store
 from tests.replicas.harness import Cluster, RoundRobin, post_call, running_cluster
 
 #: The short session lease of the cluster whose replica is killed mid-turn.
-LEASE_S = 2
+LEASE_S = 4
 
 
 async def _until(check: Any, timeout: float = 30) -> None:
