@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx2
+from anyio.from_thread import start_blocking_portal
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -101,3 +102,13 @@ async def team_server(env: dict[str, str] | None = None,
             await process.wait()
         await process.aclose()
     server.exit_code = process.returncode
+
+
+@contextmanager
+def shared_team_server(env: dict[str, str], args: Sequence[str] = ()) -> Iterator[TeamServer]:
+    """:func:`team_server` for a synchronous fixture (one server for a whole module): its process is
+    watched from an event loop of its own. ``env`` must name the server's HOME and XDG dirs, since a
+    module's fixture starts before a test's environment is isolated."""
+    with start_blocking_portal() as portal, \
+            portal.wrap_async_context_manager(team_server(env, args)) as server:
+        yield server

@@ -8,8 +8,7 @@ HTTP 403 and a JSON-RPC error naming the scope it needs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +18,9 @@ from mcp import Client
 
 from ask_fable.surface.registry import all_tools
 from ask_fable.surface.server import build_server
-from tests.e2e.team_server import HEADERS, TeamServer, create_key, list_keys, team_server
+from tests.e2e.team_server import HEADERS, TeamServer, create_key, list_keys, shared_team_server, team_server
 from tests.spec_tools import ALL_SPEC_TOOLS
+from tests.ui.server import state_env
 
 #: The contract: what a read key may call (local look-ups of its own data), and what only an admin
 #: may. Every other tool spends (a model, a CLI, a catalog) or writes, and needs an ask key.
@@ -47,18 +47,18 @@ class Server:
     keys: dict[str, str]
 
 
-def _create_key(scope: str) -> str:
-    record = create_key(f"{scope} key", "--scope", scope, "--tenant", "team")
-    assert (record["scope"], record["tenant"]) == (scope, "team")
-    return str(record["key"])
-
-
-@asynccontextmanager
-async def serving() -> AsyncIterator[Server]:
-    """``ask-fable serve --http --toolsets all`` on a free loopback port, with one key per scope."""
-    keys = {scope: _create_key(scope) for scope in SCOPES}
-    async with team_server() as server:
-        yield Server(server.url, keys)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``ask-fable serve --http --toolsets all`` on a free loopback port, with one key per scope, for
+    the module's tests, which only read what it serves."""
+    env = state_env(tmp_path_factory.mktemp("key-scopes-home"))
+    keys = {}
+    for scope in SCOPES:
+        record = create_key(f"{scope} key", "--scope", scope, "--tenant", "team", env=env)
+        assert (record["scope"], record["tenant"]) == (scope, "team")
+        keys[scope] = str(record["key"])
+    with shared_team_server(env) as running:
+        yield Server(running.url, keys)
 
 
 async def _call(http: httpx2.AsyncClient, key: str, tool: str, arguments: dict[str, Any]) -> httpx2.Response:
@@ -91,13 +91,13 @@ def test_the_contract_names_every_tool() -> None:
     assert declared == {name: expected_scope(name) for name in ALL_SPEC_TOOLS}
 
 
-async def test_every_tool_with_every_scope_over_http() -> None:
+async def test_every_tool_with_every_scope_over_http(server: Server) -> None:
     """Every tool × every scope: a key reaches exactly the tools its scope allows, and is refused the
     rest with 403 naming the scope needed."""
     tools = [spec.name for spec in all_tools()]
     assert sorted(tools) == sorted(ALL_SPEC_TOOLS)
     reached: dict[str, set[str]] = {scope: set() for scope in SCOPES}
-    async with serving() as server, httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
+    async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
         for tool in tools:
             needed = expected_scope(tool)
             for held in SCOPES:
@@ -112,15 +112,14 @@ async def test_every_tool_with_every_scope_over_http() -> None:
     assert reached["admin"] == set(tools)
 
 
-async def test_a_key_lists_only_the_tools_its_scope_may_call() -> None:
+async def test_a_key_lists_only_the_tools_its_scope_may_call(server: Server) -> None:
     """Real MCP clients over HTTP: a read key lists the local look-ups only, an ask key every tool but
     the admin ones, an admin key every tool; what each lists is exactly what it may call. (Before,
     every key listed all 40, and a read key then had most of its calls refused.)"""
     listed: dict[str, set[str]] = {}
-    async with serving() as server:
-        for held in SCOPES:
-            async with TeamServer(server.url).client(server.keys[held]) as client:
-                listed[held] = {tool.name for tool in (await client.list_tools()).tools}
+    for held in SCOPES:
+        async with TeamServer(server.url).client(server.keys[held]) as client:
+            listed[held] = {tool.name for tool in (await client.list_tools()).tools}
     assert listed["read"] == READ_TOOLS
     assert listed["ask"] == set(ALL_SPEC_TOOLS) - ADMIN_TOOLS
     assert listed["admin"] == set(ALL_SPEC_TOOLS)
@@ -128,15 +127,14 @@ async def test_a_key_lists_only_the_tools_its_scope_may_call() -> None:
         assert {tool.name for tool in (await local.list_tools()).tools} == set(ALL_SPEC_TOOLS)
 
 
-async def test_the_help_a_key_reads_names_only_the_tools_it_may_call() -> None:
+async def test_the_help_a_key_reads_names_only_the_tools_it_may_call(server: Server) -> None:
     """ask_fable_help(topic="tools") over HTTP agrees with tools/list: a read key is told of the tools
     it may call and that its scope leaves the others out, an admin key of every tool."""
     helped: dict[str, dict[str, Any]] = {}
-    async with serving() as server:
-        for held in ("read", "admin"):
-            async with TeamServer(server.url).client(server.keys[held]) as client:
-                result = await client.call_tool("ask_fable_help", {"topic": "tools"})
-                helped[held] = dict(result.structured_content or {})
+    for held in ("read", "admin"):
+        async with TeamServer(server.url).client(server.keys[held]) as client:
+            result = await client.call_tool("ask_fable_help", {"topic": "tools"})
+            helped[held] = dict(result.structured_content or {})
     named = {held: {line.split(" — ")[0] for lines in help_["tools"].values() for line in lines}
              for held, help_ in helped.items()}
     assert named["read"] == READ_TOOLS
@@ -153,16 +151,16 @@ def _tools_named(text: str) -> set[str]:
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
-async def test_the_instructions_a_key_reads_name_only_the_tools_it_may_call(mode: str) -> None:
+async def test_the_instructions_a_key_reads_name_only_the_tools_it_may_call(mode: str,
+                                                                           server: Server) -> None:
     """The standing instructions a client gets when it connects (``initialize``, or ``server/discover``)
     follow the key like tools/list: a read key is told of the look-ups it may call and what its scope
     leaves out, never to call ``ask``, ``ask_council`` or ``context_write``; an ask key of the reasoning
     modes. (Before, every key read instructions naming tools a read key is refused.)"""
     told: dict[str, str] = {}
-    async with serving() as server:
-        for held in SCOPES:
-            async with TeamServer(server.url).client(server.keys[held], mode=mode) as client:
-                told[held] = client.instructions or ""
+    for held in SCOPES:
+        async with TeamServer(server.url).client(server.keys[held], mode=mode) as client:
+            told[held] = client.instructions or ""
     assert _tools_named(told["read"]) and _tools_named(told["read"]) <= READ_TOOLS
     assert "ask_fable_help" in _tools_named(told["read"])
     assert "scope (read)" in told["read"] and "--scope ask" in told["read"]
@@ -173,10 +171,10 @@ async def test_the_instructions_a_key_reads_name_only_the_tools_it_may_call(mode
     assert "--scope admin" in told["ask"] and "scope (" not in told["admin"]
 
 
-async def test_only_an_admin_key_names_another_tenant() -> None:
+async def test_only_an_admin_key_names_another_tenant(server: Server) -> None:
     """Reading or cleaning up another tenant's data (or every tenant's) needs admin scope, whatever
     the tool's own scope; naming one's own tenant needs nothing more."""
-    async with serving() as server, httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
+    async with httpx2.AsyncClient(base_url=server.url, timeout=60) as http:
         for tenant in ("*", "someone-else"):
             for tool in TENANT_TOOLS:
                 for held in ("read", "ask"):

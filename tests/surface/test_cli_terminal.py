@@ -8,11 +8,10 @@ import subprocess
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
 from tests.fakes.fake_provider import FakeProvider
 from tests.surface.pty_session import run_in_terminal
 
@@ -28,6 +27,13 @@ def run(*argv: str | bytes, stdin: bytes = b"", env: dict[str, str] | None = Non
     done = subprocess.run([*ask_fable_command(), *argv], input=stdin, capture_output=True,
                           env=env or child_env(), timeout=60, check=False)
     return (done.stdout + done.stderr).decode("utf-8", "replace"), done.returncode
+
+
+def run_here(*argv: str) -> Outcome:
+    """The command's own entry point run in this process, for a mistake that needs no process of its
+    own (arguments, files, settings); (stdout + stderr, exit code)."""
+    done = run_in_process(argv, child_env())
+    return done.stdout + done.stderr, done.returncode
 
 
 def into_closed_pipe(*argv: str) -> Outcome:
@@ -69,45 +75,44 @@ def ctrl_c_during_a_call(fake: FakeProvider) -> Outcome:
     return in_terminal("glm", "Why is this lock slow under load?", keys=CTRL_C, after=b"asking glm", env=env)
 
 
-def test_no_bad_invocation_prints_a_traceback(tmp_path: Path) -> None:
+def test_no_bad_invocation_prints_a_traceback() -> None:
     """Every way of getting the command wrong, or of interrupting it, ends in lines meant for people."""
-    unwritable_state = child_env(XDG_STATE_HOME="/proc/no-such-dir")
+    # Each needs a process of its own: bytes that are not UTF-8, a pipe, a bound port, a terminal.
     with FakeProvider() as fake:
-        cases: dict[str, Callable[[], Outcome]] = {
-            "port out of range": lambda: run("serve", "--http", "--port", "99999"),
-            "port not a number": lambda: run("serve", "--http", "--port", "eighty"),
+        spawned: dict[str, Callable[[], Outcome]] = {
             "port already in use": serve_on_a_busy_port,
-            "body cap of zero": lambda: run("serve", "--http", "--max-body-bytes", "0"),
             "manual into a closed pipe": lambda: into_closed_pipe("--quiet", "help"),
             "tool table into a closed pipe": lambda: into_closed_pipe("tools"),
             "argument not UTF-8": lambda: run(b"ask", b"why does \xff\xfe fail here?"),
             "question on stdin not UTF-8": lambda: run("ask", "-", stdin=b"\xff\xfe why?"),
             "context on stdin not UTF-8": lambda: run("glm", "Why does it fail?", "--context-file", "-",
                                                       stdin=b"log \xff"),
-            "context file missing": lambda: run("ask", "Why does it fail?", "--context-file", "/no/such.txt"),
-            "stdin asked for twice": lambda: run("ask", "-", "--context-file", "-", stdin=b"why?"),
-            "client name with a space": lambda: run("config", "claude", "--name", "bad name"),
-            "config path that cannot exist": lambda: run("init", "cursor", "--config-path",
-                                                         "/proc/nope/x.json"),
-            "state directory that cannot exist": lambda: run("keys", "list", env=unwritable_state),
-            "option that is not a number": lambda: run("trace", "list", "--limit", "abc"),
             "unknown toolset": lambda: run("--toolsets", "bogus"),
-            "unknown command": lambda: run("frobnicate"),
-            "missing context key": lambda: run("context", "read", "no-such-key"),
-            "bare command on a terminal": lambda: in_terminal(),
-            "Ctrl-C on a stdio server": lambda: in_terminal("serve", keys=CTRL_C, after=SERVING),
             "Ctrl-C during a call": lambda: ctrl_c_during_a_call(fake),
         }
         with ThreadPoolExecutor(max_workers=4) as pool:
-            outcomes = dict(zip(cases, pool.map(lambda case: case(), cases.values()), strict=True))
+            outcomes = dict(zip(spawned, pool.map(lambda case: case(), spawned.values()), strict=True))
+    # The bare command and Ctrl-C on a stdio server are the terminal tests below; a state directory
+    # that cannot exist is the traceback test's.
+    outcomes |= {
+        "port out of range": run_here("serve", "--http", "--port", "99999"),
+        "port not a number": run_here("serve", "--http", "--port", "eighty"),
+        "body cap of zero": run_here("serve", "--http", "--max-body-bytes", "0"),
+        "context file missing": run_here("ask", "Why does it fail?", "--context-file", "/no/such.txt"),
+        "stdin asked for twice": run_here("ask", "-", "--context-file", "-"),
+        "client name with a space": run_here("config", "claude", "--name", "bad name"),
+        "config path that cannot exist": run_here("init", "cursor", "--config-path", "/proc/nope/x.json"),
+        "option that is not a number": run_here("trace", "list", "--limit", "abc"),
+        "unknown command": run_here("frobnicate"),
+        "missing context key": run_here("context", "read", "no-such-key"),
+    }
     for name, (output, code) in outcomes.items():
         assert "Traceback" not in output, f"{name}:\n{output}"
         assert code != 0, f"{name} exited 0:\n{output}"
         # A reader that quit is no error to report: like any shell tool, the command just stops.
         assert output.strip() or "closed pipe" in name, f"{name} said nothing"
-    for name in ("port already in use", "state directory that cannot exist"):
-        output, code = outcomes[name]
-        assert code == 1 and "ask-fable: error: " in output, f"{name}:\n{output}"
+    output, code = outcomes["port already in use"]
+    assert code == 1 and "ask-fable: error: " in output, output
     output, code = outcomes["config path that cannot exist"]
     assert code == 1 and output.startswith("ask-fable: cannot write /proc/nope/x.json"), output
     assert "cannot listen on 127.0.0.1" in outcomes["port already in use"][0]
@@ -116,7 +121,6 @@ def test_no_bad_invocation_prints_a_traceback(tmp_path: Path) -> None:
     assert outcomes["question on stdin not UTF-8"][1] == 2
     assert "stdin is not UTF-8 text" in outcomes["context on stdin not UTF-8"][0]
     assert outcomes["manual into a closed pipe"] == ("", 141)
-    assert outcomes["Ctrl-C on a stdio server"][1] == 130
     assert outcomes["Ctrl-C during a call"][1] == 130
     assert "ask-fable: interrupted" in outcomes["Ctrl-C during a call"][0]
 
