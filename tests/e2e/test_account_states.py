@@ -18,8 +18,9 @@ from tests.fakes.fixtures import bundled_claude_cli
 
 KEY = "sk-PLANTED-billing-5e6f7a8b9c0d1e2f3a4b"
 QUESTION = "Is the retry loop in the billing client bounded?"
-#: More calls than the breaker needs to open (5 samples at a 0.5 error rate).
-CALLS = 7
+#: One call more than the breaker needs to open (5 samples at a 0.5 error rate): a tripped breaker
+#: would answer the last one `circuit_open`.
+CALLS = 6
 
 #: What each wire answers for an exhausted balance or a plan that does not cover the model.
 DEEPSEEK_402 = {"error": {"message": "Insufficient Balance", "type": "unknown_error", "param": None,
@@ -96,7 +97,7 @@ CASES = [
 async def test_an_account_out_of_credits_is_not_configured_with_the_fix_every_time(
     tool: str, arguments: dict[str, Any], route: str, status: int, body: Any, provider: str
 ) -> None:
-    """Seven calls on a provider refusing for balance or plan: each one request (never retried), each
+    """Six calls on a provider refusing for balance or plan: each one request (never retried), each
     not_configured naming the provider and the fix (credits / plan), none shed by the breaker."""
     with FakeProvider() as fp:
         fp.enqueue(route, status=status, body=_raw(body), headers={"content-type": "application/json"},

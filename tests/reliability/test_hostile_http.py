@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from tests.reliability.http_server import (
     http_server,
     read_now,
 )
+from tests.ui.server import state_env
 
 PARTIAL_REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 QUESTION = "Why does the worker pool deadlock on shutdown?"
@@ -34,6 +37,25 @@ QUESTION = "Why does the worker pool deadlock on shutdown?"
 
 def _env(**extra: str) -> dict[str, str]:
     return child_env(ASK_FABLE_TOOLSETS="all", ASK_FABLE_CACHE="false", **extra)
+
+
+@dataclass
+class DefaultServer:
+    """A server started with the default settings, and a key of each scope."""
+
+    server: HttpServer
+    keys: dict[str, str]
+
+
+@pytest.fixture(scope="module")
+def default_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DefaultServer]:
+    """One server with the defaults for the module's tests that change no setting and need no
+    server of their own."""
+    home = tmp_path_factory.mktemp("hostile-http-home")
+    env = {**state_env(home), "ASK_FABLE_TOOLSETS": "all", "ASK_FABLE_CACHE": "false"}
+    keys = {scope: create_key(env, scope, scope) for scope in ("read", "write")}
+    with http_server(env, home / "stderr.log") as server:
+        yield DefaultServer(server, keys)
 
 
 def _rpc(method: str, params: dict[str, Any] | None = None, request_id: int = 1) -> dict[str, Any]:
@@ -267,60 +289,52 @@ MALFORMED: dict[str, bytes] = {
 }
 
 
-async def test_malformed_and_deeply_nested_bodies_get_400_never_500(tmp_path: Path) -> None:
+async def test_malformed_and_deeply_nested_bodies_get_400_never_500(default_server: DefaultServer) -> None:
     """Before: a read key posting 3,000-deep JSON got HTTP 500 (RecursionError). Now every malformed or
     too deeply nested body gets 400 with a JSON-RPC error, for read and write keys, under every
     protocol header, and nothing is logged as a traceback."""
-    env = _env()
-    keys = {scope: create_key(env, scope, scope) for scope in ("read", "write")}
+    server = default_server.server
     statuses: dict[tuple[str, str, str], int] = {}
-    with http_server(env, tmp_path / "stderr.log") as server:
-        async with httpx2.AsyncClient(base_url=server.url, timeout=30) as http:
-            for version in ("2025-11-25", "2026-07-28", None):
-                for scope, key in keys.items():
-                    headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
-                    if version is None:
-                        headers.pop("MCP-Protocol-Version")
-                    else:
-                        headers["MCP-Protocol-Version"] = version
-                    for name, body in MALFORMED.items():
-                        response = await http.post("/mcp", content=body, headers=headers)
-                        statuses[(str(version), scope, name)] = response.status_code
-                        assert "error" in response.json(), (version, scope, name, response.text[:200])
-        stderr = server.stderr()
+    async with httpx2.AsyncClient(base_url=server.url, timeout=30) as http:
+        for version in ("2025-11-25", "2026-07-28", None):
+            for scope, key in default_server.keys.items():
+                headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+                if version is None:
+                    headers.pop("MCP-Protocol-Version")
+                else:
+                    headers["MCP-Protocol-Version"] = version
+                for name, body in MALFORMED.items():
+                    response = await http.post("/mcp", content=body, headers=headers)
+                    statuses[(str(version), scope, name)] = response.status_code
+                    assert "error" in response.json(), (version, scope, name, response.text[:200])
     wrong = {case: status for case, status in statuses.items() if status != 400}
     print(f"{len(statuses)} malformed bodies: statuses {sorted(set(statuses.values()))}")
     assert wrong == {}
-    assert "Traceback" not in stderr
+    assert "Traceback" not in server.stderr()
 
 
-async def test_get_on_mcp_is_405_at_once(tmp_path: Path) -> None:
+async def test_get_on_mcp_is_405_at_once(default_server: DefaultServer) -> None:
     """Before: GET /mcp opened an event stream held open forever. This stateless server never sends a
     message of its own, so GET (and DELETE) answer 405 with ``Allow: POST`` at once."""
-    env = _env()
-    key = create_key(env, "reader", "read")
-    headers = {"Authorization": f"Bearer {key}", "Accept": "text/event-stream",
+    headers = {"Authorization": f"Bearer {default_server.keys['read']}", "Accept": "text/event-stream",
                "MCP-Protocol-Version": "2025-11-25"}
-    with http_server(env, tmp_path / "stderr.log") as server:
-        async with httpx2.AsyncClient(base_url=server.url, timeout=10) as http:
-            with anyio.fail_after(20):
-                get = await http.get("/mcp", headers=headers)
-                delete = await http.delete("/mcp", headers=headers)
+    async with httpx2.AsyncClient(base_url=default_server.server.url, timeout=10) as http:
+        with anyio.fail_after(20):
+            get = await http.get("/mcp", headers=headers)
+            delete = await http.delete("/mcp", headers=headers)
     assert (get.status_code, delete.status_code) == (405, 405)
     assert get.headers["allow"] == "POST"
 
 
-async def test_a_flood_of_invalid_requests_logs_one_line_per_interval(tmp_path: Path) -> None:
+async def test_a_flood_of_invalid_requests_logs_one_line_per_interval(default_server: DefaultServer) -> None:
     """Hundreds of connections sending garbage instead of HTTP: each gets 400, and the log says so in
     one line per interval with a count, not one line per request."""
-    env = _env()
-    with http_server(env, tmp_path / "stderr.log") as server:
-        for _ in range(300):
-            with connect(server.port) as sock:
-                sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
-                assert sock.recv(4096).startswith(b"HTTP/1.1 400")
-        stderr = server.stderr()
-    invalid = [line for line in stderr.splitlines() if "Invalid HTTP request" in line]
+    server = default_server.server
+    for _ in range(300):
+        with connect(server.port) as sock:
+            sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+            assert sock.recv(4096).startswith(b"HTTP/1.1 400")
+    invalid = [line for line in server.stderr().splitlines() if "Invalid HTTP request" in line]
     print(f"300 invalid requests: {len(invalid)} log lines")
     assert 1 <= len(invalid) <= 3
 
@@ -354,14 +368,7 @@ def test_start_warns_when_any_peer_is_trusted_as_a_proxy(tmp_path: Path) -> None
     assert len(trusted) == 1 and "ASK_FABLE_HTTP_TRUSTED_PROXIES" in trusted[0]
 
 
-def test_a_loopback_bind_has_no_warning(tmp_path: Path) -> None:
+def test_a_loopback_bind_has_no_warning(default_server: DefaultServer) -> None:
     """The default bind (127.0.0.1) with the default hosts prints the start line and no warning."""
-    env = _env()
-    create_key(env, "writer", "write")
-    server = HttpServer(env, tmp_path / "stderr.log")
-    try:
-        server.wait_started()
-    finally:
-        server.close()
-    lines = [line for line in server.stderr().splitlines() if line.strip()]
+    lines = [line for line in default_server.server.stderr().splitlines() if line.strip()]
     assert [line for line in lines if "TLS" in line or "any Host" in line or "open-file" in line] == []
