@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Iterator
@@ -21,15 +22,27 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 # Tests that share fixtures kept for the whole run (a cluster of replicas, the recorded calls behind
-# the web view's pages) run on one xdist worker, so no such fixture is started once per worker.
+# the web view's pages) run on one xdist worker, so no such fixture is started once per worker; so do
+# the tests of a module that keeps a fixture for the whole module (a server its tests share).
 _SHARED_FIXTURE_DIRS = ("replicas", "ui")
+_TESTS_ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _keeps_a_module_fixture(path: str) -> bool:
+    """Whether the test module at ``path`` (relative to the project) declares a module-scoped fixture."""
+    try:
+        return 'scope="module"' in (_TESTS_ROOT / path).read_text(encoding="utf-8")
+    except OSError:
+        return False
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """With ``-n N`` and no ``--dist`` given: the tests of each directory in
-    :data:`_SHARED_FIXTURE_DIRS` go to one worker as one unit, the biggest first, and every other
-    test is handed out one at a time to whichever worker is free, so none idles behind a long tail."""
+    :data:`_SHARED_FIXTURE_DIRS`, and of each module that keeps a module-scoped fixture, go to one
+    worker as one unit, the biggest first, and every other test is handed out one at a time to
+    whichever worker is free, so none idles behind a long tail."""
     args = config.invocation_params.args
     if any(str(arg) == "-d" or str(arg).startswith("--dist") for arg in args):
         return None
@@ -40,7 +53,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
             parts = nodeid.split("/", 2)
             if len(parts) == 3 and parts[0] == "tests" and parts[1] in _SHARED_FIXTURE_DIRS:
                 return parts[1]
-            return nodeid
+            module = nodeid.split("::", 1)[0]
+            return module if _keeps_a_module_fixture(module) else nodeid
 
     return SharedFixtureScheduling(config, log)
 
