@@ -8,8 +8,10 @@ HTTP 403 and a JSON-RPC error naming the scope it needs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -47,16 +49,18 @@ class Server:
     keys: dict[str, str]
 
 
+def _create_key(scope: str, env: dict[str, str] | None = None) -> str:
+    record = create_key(f"{scope} key", "--scope", scope, "--tenant", "team", env=env)
+    assert (record["scope"], record["tenant"]) == (scope, "team")
+    return str(record["key"])
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """``ask-fable serve --http --toolsets all`` on a free loopback port, with one key per scope, for
     the module's tests, which only read what it serves."""
     env = state_env(tmp_path_factory.mktemp("key-scopes-home"))
-    keys = {}
-    for scope in SCOPES:
-        record = create_key(f"{scope} key", "--scope", scope, "--tenant", "team", env=env)
-        assert (record["scope"], record["tenant"]) == (scope, "team")
-        keys[scope] = str(record["key"])
+    keys = {scope: _create_key(scope, env) for scope in SCOPES}
     with shared_team_server(env) as running:
         yield Server(running.url, keys)
 
@@ -125,6 +129,29 @@ async def test_a_key_lists_only_the_tools_its_scope_may_call(server: Server) -> 
     assert listed["admin"] == set(ALL_SPEC_TOOLS)
     async with Client(build_server(toolsets=["all"])) as local:  # no key: the local server lists all
         assert {tool.name for tool in (await local.list_tools()).tools} == set(ALL_SPEC_TOOLS)
+
+
+async def test_keys_listing_again_get_their_own_scope_and_the_settings_now_in_force(tmp_path: Path) -> None:
+    """Hosts list the tools each time they connect: keys of different scopes listing in turn each get
+    the tools of their own scope every time, and once the config file changes a model, the next
+    listing describes the tool with the new one."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"glm_model": "glm-first-1"}))
+    keys = {scope: _create_key(scope) for scope in ("read", "ask")}
+    listed: dict[str, list[dict[str, str]]] = {"read": [], "ask": []}
+    async with team_server({"ASK_FABLE_CONFIG_FILE": str(config)}) as server:
+        for _ in range(2):
+            for held in ("read", "ask"):
+                async with server.client(keys[held]) as client:
+                    tools = (await client.list_tools()).tools
+                listed[held].append({tool.name: tool.description or "" for tool in tools})
+        config.write_text(json.dumps({"glm_model": "glm-second-2"}))
+        async with server.client(keys["ask"]) as client:
+            changed = {tool.name: tool.description or "" for tool in (await client.list_tools()).tools}
+    assert [set(names) for names in listed["read"]] == [READ_TOOLS, READ_TOOLS]
+    assert [set(names) for names in listed["ask"]] == [set(ALL_SPEC_TOOLS) - ADMIN_TOOLS] * 2
+    assert all("(glm-first-1)" in names["ask_glm"] for names in listed["ask"])
+    assert "(glm-second-2)" in changed["ask_glm"] and set(changed) == set(ALL_SPEC_TOOLS) - ADMIN_TOOLS
 
 
 async def test_the_help_a_key_reads_names_only_the_tools_it_may_call(server: Server) -> None:

@@ -191,6 +191,10 @@ class App:
         """Read the settings once and hold them for the block: every read inside it (a call's steps,
         the tasks it starts, the record writes it hands to a worker thread) gets the same settings
         without looking at the config file again. A change to the file applies from the next block."""
+        held = _HELD.get()
+        if held is not None and held[0] is self:  # a block inside one: it holds the same settings
+            yield held[1]
+            return
         settings = self.settings
         token = _HELD.set((self, settings))
         try:

@@ -31,7 +31,7 @@ from ask_fable.core.app import App
 from ask_fable.core.call_records import ANSWERED, FinishedCall, call_records
 from ask_fable.core.conversations import SessionState, advance_streak
 from ask_fable.core.estimate import Estimate, Planner, price_plan
-from ask_fable.core.modes.base import ModeContext, ModeOutcome, ProgressFn
+from ask_fable.core.modes.base import MemberOutcome, ModeContext, ModeOutcome, ProgressFn
 from ask_fable.core.sidecar import parse_sidecar, refusal_reason
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs, OracleTimeout
@@ -197,6 +197,15 @@ def _annotate_call(trace: TraceRecorder, call: Call, context: str, result: Answe
                 "ask_fable.context": redact(context[:limit], secrets) if context else None,
                 "ask_fable.answer": redact(answer[:limit], secrets) if isinstance(answer, str) else None,
             })
+
+
+def _parsed(outcome: ModeOutcome, members: list[MemberOutcome]) -> tuple[str, Sidecar | None]:
+    """The answer and sidecar of ``outcome``'s text: the member's parse when the text is a member's
+    reply as it came back (parsed once, where the model call ended), else parsed now."""
+    for member in reversed(members):
+        if member.reply is not None and member.reply.text is outcome.text and member.answer is not None:
+            return member.answer, member.sidecar
+    return parse_sidecar(outcome.text)
 
 
 def _mentioned(item: str, haystack: str) -> bool:
@@ -370,7 +379,7 @@ class Pipeline:
                 # trace.
                 step.finish("mode.end", mode=call.mode, model=outcome.model,
                             **outcome.audit.model_dump(exclude_none=True))
-            result = self._normalize(call, outcome, context, settings)
+            result = self._normalize(call, outcome, context, settings, mctx.members)
             # A degraded council is not worth replaying: the missing members may be back next time.
             degraded = isinstance(result, CouncilFields) and result.degraded
             if cache is not None and key is not None and result.status == "ok" and not degraded:
@@ -463,8 +472,9 @@ class Pipeline:
             return None
 
     # --- normalize ---------------------------------------------------------------------------------
-    def _normalize(self, call: Call, outcome: ModeOutcome, context: str, settings: Settings) -> AnswerResult:
-        answer, sidecar = parse_sidecar(outcome.text)
+    def _normalize(self, call: Call, outcome: ModeOutcome, context: str, settings: Settings,
+                   members: list[MemberOutcome]) -> AnswerResult:
+        answer, sidecar = _parsed(outcome, members)
         reply = outcome.reply
         refused = refusal_reason(answer)
         if refused:
@@ -541,7 +551,7 @@ class Pipeline:
         council = isinstance(result, CouncilFields) and result.mode == "council"
         confidence = result.confidence if isinstance(result, CouncilFields) and council else None
         failed = status not in (*ANSWERED, "refused")
-        secrets = settings.secret_values()
+        secrets = settings.secret_values() if failed else ()
         trace.event("response", status=status, kind=result.kind, cached=cached or None,
                     recommendation=sidecar.recommendation if sidecar else None,
                     confidence=confidence or (sidecar.confidence if sidecar else None),

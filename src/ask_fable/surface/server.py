@@ -278,6 +278,9 @@ class AskFableServer(MCPServer[Any]):
         self._specs: dict[str, ToolSpec] | None = None
         self._listing: list[MCPTool] | None = None
         self._listed_for: object = None
+        #: The ``tools/list`` answer a key of each scope got, by protocol version, with the settings it
+        #: was made under (see :meth:`_key_view`).
+        self._key_listings: dict[tuple[str, KeyScope], tuple[Settings, HandlerResult]] = {}
         #: The server's directories a result may name, for the settings they were found in.
         self._roots: tuple[Settings, list[tuple[str, str]]] | None = None
         #: Tools whose first call has settled the heap (see :meth:`_settle_heap`); ``None``: never.
@@ -343,8 +346,16 @@ class AskFableServer(MCPServer[Any]):
         from its declared effects. Without a key (stdio, in memory) the results pass unchanged.
 
         Params that do not fit their method are answered naming the fields at fault (the SDK's own
-        answer says only ``Invalid request parameters``); the values are the caller's and not echoed."""
+        answer says only ``Invalid request parameters``); the values are the caller's and not echoed.
+
+        Every MCP host lists the tools when it connects, and the list is the same for every key of
+        one scope until the settings change: the answer is made once per scope and protocol version
+        (listing, checking and shaping it costs a few milliseconds) and given again while the
+        settings are unchanged. A request with params (a cursor) always goes the whole way."""
+        listed_key = request_key(ctx.request) if ctx.method == "tools/list" and not ctx.params else None
         try:
+            if listed_key is not None:
+                return await self._key_listing(ctx, call_next, listed_key.scope)
             result = await call_next(ctx)
         except ValidationError as exc:
             fields = sorted({".".join(str(p) for p in err["loc"]) or "params" for err in exc.errors()})
@@ -357,13 +368,34 @@ class AskFableServer(MCPServer[Any]):
         if key is None:
             return result
         if ctx.method == "tools/list":
-            tools = result.get("tools")
-            if isinstance(tools, list):
-                result["tools"] = [tool for tool in tools if isinstance(tool, dict) and tool.get("name") in
-                                   self.specs and scope_allows(key.scope, self.specs[tool["name"]].scope)]
+            self._scope_tools(result, key.scope)
         elif "instructions" in result:
             result["instructions"] = self.instructions_for_key(key.scope)
         return result
+
+    async def _key_listing(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext,
+                           scope: KeyScope) -> HandlerResult:
+        """The ``tools/list`` answer for a key of ``scope``: the one made before under the current
+        settings, else a new one (the tools its scope may call), kept for the next."""
+        settings = self.app.settings
+        slot = (ctx.protocol_version, scope)
+        known = self._key_listings.get(slot)
+        if known is not None and known[0] is settings:
+            cached = known[1]
+            # A copy of the envelope: the SDK and the transport own what they are handed.
+            return dict(cached) if isinstance(cached, dict) else cached
+        result = await call_next(ctx)
+        if isinstance(result, dict):
+            self._scope_tools(result, scope)
+            self._key_listings[slot] = (settings, dict(result))
+        return result
+
+    def _scope_tools(self, listing: dict[str, Any], scope: KeyScope) -> None:
+        """Keep in a ``tools/list`` answer only the tools a key of ``scope`` may call."""
+        tools = listing.get("tools")
+        if isinstance(tools, list):
+            listing["tools"] = [tool for tool in tools if isinstance(tool, dict) and tool.get("name") in
+                                self.specs and scope_allows(scope, self.specs[tool["name"]].scope)]
 
     def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
         spec = self.specs.get(name)
@@ -475,7 +507,8 @@ class AskFableServer(MCPServer[Any]):
             args = spec.args.model_validate(arguments or {})
         except ValidationError as exc:
             return _as_result(spec, BadArgs(_bad_args_detail(spec, exc)).to_result())
-        if self.app.client_name is None:
+        if self.app.client_name is None and not self._remote:
+            # Over HTTP a caller is named by its key, and a request holds no session that names it.
             self.app.client_name = _client_name(ctx.mcp)
         try:
             if spec.effects == FETCHES:
