@@ -463,7 +463,7 @@ class _SqliteTransaction:
             if exc is None and self.write:
                 self.db._retry_busy(_commit, conn)
         finally:
-            conn.close()  # rolls back whatever was not committed, and returns the connection
+            self.db.engines.sqlite_release(conn.engine, conn)  # rolls back what was not committed
 
 
 class _PostgresTransaction:

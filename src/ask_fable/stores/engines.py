@@ -4,7 +4,9 @@ An :class:`Engines` registry (the App's ``Resources.engines``) opens each engine
 closes them all on :meth:`Engines.close`; a forked child drops its parent's without closing them.
 
 SQLite: each file gets a small bounded pool (:data:`SQLITE_POOL_SIZE`), so a server holds a few
-descriptors per file whatever the number of worker threads. SQLAlchemy's own transaction handling
+descriptors per file whatever the number of worker threads; up to :data:`SQLITE_POOL_SIZE` of them
+stay checked out between transactions (:meth:`Engines.sqlite_release`), so a transaction takes one
+without the pool's checkout, reset and return. SQLAlchemy's own transaction handling
 is taken over (the ``sqlite3`` driver's legacy mode would not begin a transaction for a read):
 every transaction is begun on the driver with ``BEGIN``, or ``BEGIN IMMEDIATE`` for a write (by
 ``Database``, and by :func:`begin_sqlite` for a migration),
@@ -345,12 +347,18 @@ class Engines:
         self.generation = 0
         #: Stores whose schema was found (or made) current, by engine key: checked once per engine.
         self.prepared: set[tuple[str, str, str | int]] = set()
+        #: Per SQLite engine, connections kept checked out between transactions (at most
+        #: :data:`SQLITE_POOL_SIZE`), so a transaction takes one without a pool checkout.
+        self._idle: dict[Engine, list[StoreConnection]] = {}
+        #: A forked parent's idle connections, never closed or collected in the child.
+        self._abandoned: list[object] = []
 
     def _held(self) -> dict[tuple[str, str], Engine]:
         if self._pid != os.getpid():  # a forked child: the parent's connections are not its own
             for engine in self._engines.values():
                 engine.dispose(close=False)
-            self._pid, self._engines = os.getpid(), {}
+            self._abandoned.append(self._idle)
+            self._pid, self._engines, self._idle = os.getpid(), {}, {}
             self.prepared = set()
         return self._engines
 
@@ -362,6 +370,7 @@ class Engines:
             engine = held.get(key)
             if engine is None:
                 engine = held[key] = _sqlite_engine(path, read_only=self.read_only)
+                self._idle[engine] = []
             return engine
 
     def sqlite_connect(self, engine: Engine, path: str | Path,
@@ -371,7 +380,11 @@ class Engines:
         removed is closed and another opened (and the old file's schema forgotten)."""
         from ask_fable.stores.driver import StoreConnection
 
-        conn = StoreConnection(engine, target)
+        idle = self._idle.get(engine)
+        try:
+            conn = idle.pop() if idle else StoreConnection(engine, target)
+        except IndexError:  # taken by another thread meanwhile
+            conn = StoreConnection(engine, target)
         inode = _inode(path)
         while conn.pool_info.get("inode") != inode:
             # The new file may even reuse the old one's inode number once this connection closes:
@@ -382,6 +395,26 @@ class Engines:
             conn = StoreConnection(engine, target)
             inode = _inode(path)
         return conn, inode
+
+    def sqlite_release(self, engine: Engine, conn: StoreConnection) -> None:
+        """Roll back what is left of ``conn``'s transaction and keep it for the next one (up to
+        :data:`SQLITE_POOL_SIZE` per file), else return it to its pool."""
+        driver = conn.driver
+        if driver is not None and len(self._idle.get(engine, ())) < SQLITE_POOL_SIZE:
+            try:
+                if conn.in_transaction():
+                    conn.rollback()
+                elif driver.in_transaction:
+                    driver.rollback()
+            except Exception:
+                conn.close()
+                return
+            with self._lock:
+                idle = self._idle.get(engine)
+                if idle is not None and conn.driver is not None:
+                    idle.append(conn)
+                    return
+        conn.close()
 
     def postgres(self, url: str, *, connect_timeout: float, pool_size: int,
                  statement_timeout: float) -> Engine:
@@ -418,9 +451,13 @@ class Engines:
         """Close every connection of every engine; the registry stays usable and reopens on use."""
         with self._lock:
             engines = list(self._held().values())
+            idle, self._idle = self._idle, {}
             self._engines = {}
             self.prepared = set()
             self.generation += 1
+        for conns in idle.values():
+            while conns:
+                conns.pop().close()
         for engine in engines:
             engine.dispose()
 
