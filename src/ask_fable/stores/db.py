@@ -657,9 +657,9 @@ def upsert(conn: Connection | str, table: Table) -> SqliteInsert | PostgresInser
 
 
 def per_dialect(build: Callable[[str], S]) -> Callable[[Connection], S]:
-    """A statement that differs by dialect (an upsert), built once per dialect by ``build(name)`` and
-    reused: SQLAlchemy keys its cache of compiled statements by a key it computes once per statement
-    object, so a statement rebuilt for every call pays that work each time; one built once does not."""
+    """Decorates ``build(dialect name)``, a statement that differs by dialect (an upsert), into
+    ``statement(conn)``: built once per dialect and reused, so SQLAlchemy computes its cache key
+    once rather than per call."""
     built: dict[str, S] = {}
 
     def statement(conn: Connection) -> S:

@@ -97,14 +97,16 @@ _RELEASE_ALL = delete(quota_in_flight).where(quota_in_flight.c.tenant == bindpar
 _RELEASE_ONE = _RELEASE_ALL.where(quota_in_flight.c.ticket == bindparam("ticket"))
 
 
-def _hold_key(dialect: str) -> Executable:
+@per_dialect
+def _HOLD_KEY(dialect: str) -> Executable:
     # Taken first, this upsert holds the key's row until the transaction ends.
     lock = upsert(dialect, quota_keys).values(admissions=0)
     return lock.on_conflict_do_update(index_elements=["tenant", "key_id"],
                                       set_={"admissions": quota_keys.c.admissions})
 
 
-def _add_spend(dialect: str) -> Executable:
+@per_dialect
+def _ADD_SPEND(dialect: str) -> Executable:
     spend = upsert(dialect, quota_days)
     return spend.on_conflict_do_update(
         index_elements=["tenant", "key_id", "day"],
@@ -112,15 +114,11 @@ def _add_spend(dialect: str) -> Executable:
               "spent_microusd": quota_days.c.spent_microusd + spend.excluded.spent_microusd})
 
 
-def _count_calls(dialect: str) -> Executable:
+@per_dialect
+def _COUNT_CALLS(dialect: str) -> Executable:
     counting = upsert(dialect, quota_minutes)
     return counting.on_conflict_do_update(index_elements=["tenant", "key_id", "minute"],
                                           set_={"calls": quota_minutes.c.calls + counting.excluded.calls})
-
-
-_HOLD_KEY = per_dialect(_hold_key)
-_ADD_SPEND = per_dialect(_add_spend)
-_COUNT_CALLS = per_dialect(_count_calls)
 
 
 def to_micro(dollars: float) -> int:

@@ -53,14 +53,12 @@ _NEXT_REVISION = (update(saved_settings_revision).where(saved_settings_revision.
 _NOTIFY = select(func.pg_notify(CHANNEL, bindparam("revision", type_=String())))
 
 
-def _save(dialect: str) -> Executable:
+@per_dialect
+def _SAVE(dialect: str) -> Executable:
     saving = upsert(dialect, saved_settings)
     return saving.on_conflict_do_update(
         index_elements=["name"],
         set_={column: saving.excluded[column] for column in ("value", "tenant", "saved_at")})
-
-
-_SAVE = per_dialect(_save)
 
 
 @dataclass(frozen=True)

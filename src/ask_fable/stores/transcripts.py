@@ -74,7 +74,8 @@ _RELEASE = delete(session_leases).where(_in_session(session_leases),
 _EXPIRED_LEASES = delete(session_leases).where(session_leases.c.expires < bindparam("now"))
 
 
-def _take_lease(dialect: str) -> Executable:
+@per_dialect
+def _TAKE_LEASE(dialect: str) -> Executable:
     wanted = upsert(dialect, session_leases)
     # Taken when the row is absent, expired or already this holder's; otherwise no row comes back.
     return wanted.on_conflict_do_update(
@@ -83,9 +84,6 @@ def _take_lease(dialect: str) -> Executable:
         where=or_(session_leases.c.expires < bindparam("now"),
                   session_leases.c.holder == wanted.excluded.holder),
     ).returning(session_leases.c.holder)
-
-
-_TAKE_LEASE = per_dialect(_take_lease)
 
 
 def _sessions(live: bool) -> Executable:

@@ -48,11 +48,9 @@ _SECRET_OF = select(ui_secrets.c.value).where(ui_secrets.c.name == bindparam("na
 _FORM_SECRET = "login_form"
 
 
-def _keep_first_secret(dialect: str) -> Executable:
+@per_dialect
+def _KEEP_FIRST_SECRET(dialect: str) -> Executable:
     return upsert(dialect, ui_secrets).on_conflict_do_nothing(index_elements=["name"])
-
-
-_KEEP_FIRST_SECRET = per_dialect(_keep_first_secret)
 
 
 class WebSessionTable:
