@@ -23,7 +23,10 @@ ways to run it, each call in an anyio worker thread:
   is the layer's own cost in this process. (Before the stores pinged only idle connections, both
   pinged every connection as it left the pool: one more round trip per transaction.)
 - **SQLite**: the same store on a SQLite file in WAL mode (``context_store_for`` without a
-  database URL), for scale.
+  database URL), for scale;
+- **SQLite, no caps**: ``ContextStore(path)`` with no tenant caps, so a write is one upsert and one
+  read-back (what the previous release's script measured as its SQLite: its figure compares with
+  this one, not with the row above, whose write also counts the tenant's entries and bytes).
 
 Each runs ``SEQUENTIAL`` calls one after another (mean per call, and this process's CPU per call)
 and ``CONCURRENT`` calls at once (wall time), with a pool of ``POOL_SIZE`` connections; the modes
@@ -172,7 +175,7 @@ async def _run() -> int:
     from tests.fakes.postgres import running_server
 
     from ask_fable.config import load_settings
-    from ask_fable.stores.context import context_store_for
+    from ask_fable.stores.context import ContextStore, context_store_for
     from ask_fable.stores.engines import Engines
 
     results: dict[str, list[tuple[float, float, float]]] = {}
@@ -184,7 +187,9 @@ async def _run() -> int:
         bare_store = BareContextStore(url, POOL_SIZE)
         sqlite_store = context_store_for(load_settings(context_path=Path(tmp) / "context.db"),
                                          engines=sqlite_engines)
-        modes: dict[str, Any] = {BASELINE: bare_store, SERVER: server_store, "SQLite": sqlite_store}
+        uncapped = ContextStore(Path(tmp) / "uncapped.db", engines=sqlite_engines)
+        modes: dict[str, Any] = {BASELINE: bare_store, SERVER: server_store, "SQLite": sqlite_store,
+                                 "SQLite, no caps": uncapped}
         try:
             for _ in range(ROUNDS):  # interleaved, so a busy moment of the machine hits every mode
                 for name, store in modes.items():

@@ -400,12 +400,10 @@ _INSERT_MEMBERS = insert(audit_members)
 _COUNT = select(func.count()).select_from(audit_recs)
 
 
-def _read_to(dialect: str) -> Executable:
+@per_dialect
+def _READ_TO(dialect: str) -> Executable:
     read = upsert(dialect, audit_files)
     return read.on_conflict_do_update(index_elements=["ident"], set_={_OFFSET: read.excluded["offset"]})
-
-
-_READ_TO = per_dialect(_read_to)
 
 
 def _insert_many(conn: Connection, table: Table, rows: list[dict[str, Any]]) -> None:

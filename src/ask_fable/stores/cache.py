@@ -44,14 +44,12 @@ _TRIM = delete(cache).where(tuple_(cache.c.tenant, cache.c.key).in_(
     select(cache.c.tenant, cache.c.key).order_by(cache.c.created_at).limit(bindparam("excess"))))
 
 
-def _put(dialect: str) -> Executable:
+@per_dialect
+def _PUT(dialect: str) -> Executable:
     insert = upsert(dialect, cache)
     return insert.on_conflict_do_update(
         index_elements=["tenant", "key"],
         set_={name: insert.excluded[name] for name in ("tool", "payload", "created_at")})
-
-
-_PUT = per_dialect(_put)
 
 
 @functools.cache

@@ -55,20 +55,18 @@ _RESOLVE = select(context.c.key, context.c.value).where(
     context.c.tenant == bindparam("tenant"), context.c.key.in_(bindparam("keys", expanding=True)))
 
 
-def _put(dialect: str) -> Executable:
+@per_dialect
+def _PUT(dialect: str) -> Executable:
     insert = upsert(dialect, context)
     changed = ("value", "description", "size_chars", "size_bytes", "updated_at")
     return insert.on_conflict_do_update(index_elements=["tenant", "key"],
                                         set_={name: insert.excluded[name] for name in changed})
 
 
-def _count_write(dialect: str) -> Executable:
+@per_dialect
+def _COUNT_WRITE(dialect: str) -> Executable:
     return upsert(dialect, context_tenants).values(writes=1).on_conflict_do_update(
         index_elements=["tenant"], set_={"writes": context_tenants.c.writes + 1})
-
-
-_PUT = per_dialect(_put)
-_COUNT_WRITE = per_dialect(_count_write)
 
 
 def validate_key(key: object, secrets: SecretSource = ()) -> str:

@@ -1,34 +1,21 @@
 """The database every store runs on: :class:`Database`, one store's tables on a SQLAlchemy engine.
 
-Stores build their queries with SQLAlchemy Core from the tables in ``stores/tables.py`` and run them
-inside :meth:`Database.read` or :meth:`Database.write`; the same statement runs on either engine
-:func:`database_for` picks: the store's SQLite file under the state directory (the embedded default)
-or, when ``database_url`` is set, the store's schema (``ask_fable_<store>``) in a shared PostgreSQL
-database, reached through the connection's ``schema_translate_map``.
+Stores build queries with SQLAlchemy Core (``stores/tables.py``) and run them inside
+:meth:`Database.read` or :meth:`Database.write`, on the store's SQLite file or, when
+``database_url`` is set, on its schema (``ask_fable_<store>``) in a shared PostgreSQL database.
+Transactions are begun and committed on the driver; a body that runs ``Connection.execute`` has
+SQLAlchemy begin one of its own, committed through it. Store methods block: the server calls them
+in a worker thread (``App.run_store``), and a cancelled call waits for its transaction to end.
 
-A transaction is begun and committed on the driver (SQLAlchemy's transaction object costs more
-than the statements the stores' hot paths run, which ``stores/driver.run`` executes on the driver
-too); a body that runs ``Connection.execute`` has SQLAlchemy begin a transaction of its own, which
-sends nothing, and it is committed through SQLAlchemy. Whatever is not committed is rolled back as
-the connection returns to its pool.
+SQLite: a write begins with ``BEGIN IMMEDIATE``, retried with jitter up to :data:`LOCK_WAIT_S`;
+the schema is brought to this release's Alembic head on first use of each file.
 
-Store methods block; the server calls them from its event loop in a worker thread, one hop per
-store call (``App.run_store``). A call cancelled while its store call runs waits for that call to
-end, so a transaction is always committed or rolled back whole and its connection returned.
-
-SQLite: a write begins with ``BEGIN IMMEDIATE`` (a deferred transaction that reads then writes gets
-"database is locked" at once under contention), taken with jittered retries up to
-:data:`LOCK_WAIT_S`, so ordinary multi-process contention never reaches a caller. The schema is
-brought to this release's Alembic head on first use of each file (``stores/schema.py``).
-
-PostgreSQL: reads run ``REPEATABLE READ READ ONLY`` (one consistent snapshot), writes ``READ
-COMMITTED``. A serving process never migrates: the schema must be at this release's head
-(``ask-fable db upgrade``), checked once per store, else :class:`~ask_fable.errors.SchemaMismatch`.
-A database that cannot be reached, or stops answering, fails the call as
+PostgreSQL: reads run ``REPEATABLE READ READ ONLY``, writes ``READ COMMITTED``. A serving process
+never migrates: a schema not at this release's head is :class:`~ask_fable.errors.SchemaMismatch`.
+A database that cannot be reached or stops answering fails the call as
 :class:`~ask_fable.errors.Unavailable` within ``database_connect_timeout`` +
-``database_statement_timeout``; the outage is said once on stderr, and again when it ends.
-Transactions that can conflict run through :meth:`Database.run_write`, run again whole when
-PostgreSQL aborts one for a deadlock or a serialization failure.
+``database_statement_timeout``. :meth:`Database.run_write` runs a body again when PostgreSQL aborts
+it for a deadlock or a serialization failure.
 """
 
 from __future__ import annotations
@@ -409,13 +396,13 @@ class Database:
     def _joined_write(self, scope: JoinedWrites, conflicts_fail: bool) -> Iterator[Connection]:
         conn, watch = scope.enter(self)
         try:
-            with self._failures_named(watch):
-                yield conn
+            yield conn
         except BaseException as exc:
             scope.failed = True
-            if conflicts_fail and is_conflict(exc):
-                raise self._conflicted(exc) from exc
-            raise
+            named = self._named(exc, watch, conflicts_fail)
+            if named is exc:
+                raise
+            raise named from exc
 
     def _check_schema(self, conn: Connection, *, in_transaction: bool = False) -> None:
         """Refuse a schema other than this release's head (checked once per engine and store)."""
@@ -463,17 +450,14 @@ class _SqliteTransaction:
             if exc is None and self.write:
                 self.db._retry_busy(_commit, conn)
         finally:
-            conn.close()  # rolls back whatever was not committed, and returns the connection
+            self.db.engines.sqlite_release(conn.engine, conn)  # rolls back what was not committed
 
 
 class _PostgresTransaction:
-    """One transaction on PostgreSQL: a pooled connection, its socket watched for the database's
-    bound, the schema checked once, the transaction's modes set and its commit made on the driver
-    (psycopg sends the modes with its ``BEGIN``; SQLAlchemy's transaction object would cost more than
-    the statements). A body that runs ``Connection.execute`` has SQLAlchemy begin a transaction of its
-    own (it sends nothing), committed through it. A failure rolls the transaction back, has the
-    connection pinged at its next checkout, and reaches the caller as :meth:`Database._named` says;
-    the connection is returned to its pool either way."""
+    """One transaction on PostgreSQL: a pooled connection, its socket watched, the schema checked
+    once, the modes set on the driver (psycopg sends them with its ``BEGIN``) and the commit made
+    there. A failure rolls back, has the connection pinged at its next checkout, and reaches the
+    caller as :meth:`Database._named` says."""
 
     __slots__ = ("conflicts_fail", "conn", "db", "watch", "write")
 
@@ -486,8 +470,7 @@ class _PostgresTransaction:
         db = self.db
         conn = self.conn = db._checkout()
         try:
-            self.watch = db.engines.watchdog.watch(conn.driver.fileno(),
-                                                   db.statement_timeout + WATCHDOG_GRACE_S)
+            self.watch = db._watch(conn)
         except BaseException:
             unanswered(conn)
             conn.close()
@@ -500,34 +483,29 @@ class _PostgresTransaction:
             else:
                 set_modes(conn.driver, _REPEATABLE_READ, True)
         except BaseException as exc:
-            named = self._failed(exc)
-            if named is exc:
-                raise
-            raise named from exc
+            self._fail(exc)
+            raise
         return conn
 
     def __exit__(self, _kind: type[BaseException] | None, exc: BaseException | None,
                  _tb: TracebackType | None) -> None:
         if exc is not None:
-            named = self._failed(exc)
-            if named is exc:
-                return
-            raise named from exc
+            self._fail(exc)
+            return
         conn = self.conn
         try:
             _commit(conn)
         except BaseException as failure:
-            named = self._failed(failure)
-            if named is failure:
-                raise
-            raise named from failure
+            self._fail(failure)
+            raise
         self.db.engines.watchdog.release(self.watch)
         conn.pool_info[ANSWERED] = time.monotonic()  # engines.answered, for the pool's next checkout
         conn.close()
         report_up(self.db.url or "")
 
-    def _failed(self, exc: BaseException) -> BaseException:
-        """Roll back and return the connection after ``exc``; the error the caller should see."""
+    def _fail(self, exc: BaseException) -> None:
+        """Roll back and return the connection after ``exc``; raise what the caller should see
+        instead, when that is not ``exc`` itself."""
         conn = self.conn
         try:
             driver = conn.driver
@@ -538,7 +516,9 @@ class _PostgresTransaction:
         finally:
             self.db.engines.watchdog.release(self.watch)
             conn.close()
-        return self.db._named(exc, self.watch, self.conflicts_fail)
+        named = self.db._named(exc, self.watch, self.conflicts_fail)
+        if named is not exc:
+            raise named from exc
 
 
 _joined = threading.local()
@@ -677,9 +657,9 @@ def upsert(conn: Connection | str, table: Table) -> SqliteInsert | PostgresInser
 
 
 def per_dialect(build: Callable[[str], S]) -> Callable[[Connection], S]:
-    """A statement that differs by dialect (an upsert), built once per dialect by ``build(name)`` and
-    reused: SQLAlchemy keys its cache of compiled statements by a key it computes once per statement
-    object, so a statement rebuilt for every call pays that work each time; one built once does not."""
+    """Decorates ``build(dialect name)``, a statement that differs by dialect (an upsert), into
+    ``statement(conn)``: built once per dialect and reused, so SQLAlchemy computes its cache key
+    once rather than per call."""
     built: dict[str, S] = {}
 
     def statement(conn: Connection) -> S:

@@ -1,22 +1,12 @@
-"""The stores' hot statements run on the driver: each Core statement compiled once per dialect.
+"""The stores' statements run on the driver: each Core statement compiled once per dialect.
 
-:func:`run` executes a SQLAlchemy Core statement (built once, at import, from ``stores/tables.py``)
-on the DBAPI connection under a :class:`~sqlalchemy.Connection` of :meth:`Database.read` /
-:meth:`Database.write`. The SQL is SQLAlchemy's own compilation of the statement for the
-connection's dialect, its schema translated (``schema_translate_map``) and its column list chosen by
-the parameters given, as ``Connection.execute`` would compile it; it is made once per statement,
-dialect, schema and parameter names, and kept with the statement's bind and result processors, so
-a call pays only the driver's execute and those processors. SQLAlchemy's per-execution machinery
-(execution context, cursor result, connection events) is what this skips: about 0.07 ms of CPU a
-statement. Driver errors reach the caller as SQLAlchemy raises them (:class:`~sqlalchemy.exc.DBAPIError`
-with ``orig``), and a lost connection is invalidated, as ``Connection.execute`` does.
-
-Statements with expanding (``IN``) or literal-execute parameters, or Python-side column defaults,
-run through ``Connection.execute`` unchanged (:func:`run` hands them over).
-
-The stores' transactions run on a :class:`StoreConnection`: a ``Connection`` of the engine's pool that
-keeps its driver connection and schema at hand for :func:`run`, so a statement pays no lookup through
-the pool's proxies, and takes no part in engine events (the stores' engines have none).
+:func:`run` executes a SQLAlchemy Core statement on the DBAPI connection of a store transaction.
+Its SQL is SQLAlchemy's own compilation for the connection's dialect and schema
+(``schema_translate_map``), made once per statement, dialect, schema and parameter names and kept
+with its bind and result processors; SQLAlchemy's per-execution machinery (execution context,
+cursor result, events) is skipped. Driver errors are raised as ``Connection.execute`` raises them
+(:class:`~sqlalchemy.exc.DBAPIError`), a lost connection invalidated. Statements with expanding or
+literal-execute parameters, or Python-side defaults, go through ``Connection.execute``.
 """
 
 from __future__ import annotations
@@ -33,8 +23,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql import Executable
     from sqlalchemy.sql.compiler import SQLCompiler
 
-#: Compiled forms kept at most; only statements built once (at import) are expected here, so this
-#: bound is a guard against a statement built per call, never a working limit.
+#: Compiled forms kept at most: a guard against a statement built per call, never a working limit.
 MAX_PLANS = 2_000
 
 Processor = Callable[[Any], Any]
@@ -85,15 +74,12 @@ class Rows:
 
 
 class StoreConnection(Connection):
-    """A pooled connection of one store transaction: a :class:`~sqlalchemy.Connection` (so a body
-    may run ``Connection.execute``) that keeps, for :func:`run`, the driver connection it holds
-    (``None`` once it is invalidated or closed), the schema its statements name, and the driver
-    cursor its statements share (made by the first; each statement's rows are fetched whole before
-    the next runs, and the cursor goes with the transaction)."""
+    """A pooled :class:`~sqlalchemy.Connection` that keeps, for :func:`run`, its driver connection
+    (``None`` once invalidated or closed), its statements' schema and plans, and one driver cursor
+    (each statement's rows are fetched whole before the next runs)."""
 
     def __init__(self, engine: Engine, target: Target | None = None) -> None:
-        # Engine events would be joined per connection; the stores' engines have none (their pool
-        # events are the pool's own), so a connection of an engine without any skips that work.
+        # The stores' engines have no engine events: skip joining them per connection.
         super().__init__(engine, _has_events=None if engine._has_events else False)
         fairy = self.connection
         self.driver: Any = fairy.dbapi_connection
@@ -122,29 +108,24 @@ class StoreConnection(Connection):
 class _Plan:
     """One statement compiled for one dialect, schema and set of parameter names."""
 
-    __slots__ = ("binds", "compiled", "direct", "keys", "positions", "results", "slots", "sql")
+    __slots__ = ("binds", "compiled", "direct", "keys", "results", "slots", "sql")
 
     def __init__(self, statement: Executable, compiled: SQLCompiler, names: tuple[str, ...]) -> None:
         self.compiled = compiled
         self.sql = compiled.string
         self.binds: Mapping[str, Processor] = compiled._bind_processors  # type: ignore[assignment]
-        self.positions: Sequence[str] | None = compiled.positiontup if compiled.positional else None
         self.keys = tuple(column[0] for column in compiled._result_columns)
-        #: Per result column, the type's result processor (``None`` when the driver's value is kept),
-        #: or ``()`` when no column has one; made from the first cursor description that has rows,
-        #: as SQLAlchemy's result metadata is.
+        #: Per result column, its result processor or ``None``; ``()`` when none has one.
         self.results: tuple[Processor | None, ...] | None = None
         self.slots = self._slots(names)
         #: The call's own parameters are the driver's: named, each under its own name, unprocessed.
-        self.direct = bool(self.slots) and self.positions is None and all(
+        self.direct = bool(self.slots) and all(
             source == name and process is None for name, source, _value, process in self.slots or ())
 
     def _slots(self, names: tuple[str, ...]) -> tuple[_Slot, ...] | None:
-        """Where each of the driver's parameters comes from, given the parameter names a call passes:
-        ``(driver name, the call's key or None, the statement's own value, bind processor)``, in
-        the driver's order; what ``construct_params`` would find, worked out once. ``None`` when a
-        value must be found per call (a callable default, a missing required value: that call goes
-        through ``construct_params``, which raises as SQLAlchemy does)."""
+        """Per driver parameter, given the names a call passes: ``(driver name, the call's key or
+        None, the statement's own value, bind processor)``, what ``construct_params`` would find.
+        ``None`` when a value must be found per call (a callable default, a missing required value)."""
         compiled: Any = self.compiled
         if getattr(compiled, "_collected_params", None):  # values given by ``statement.params()``
             return None
@@ -159,39 +140,24 @@ class _Plan:
                 return None
             else:
                 found[name] = (None, bind.value)
-        binds = self.binds
-        if self.positions is not None:
-            order = [(name, name) for name in self.positions]
-        else:
-            escaped = compiled.escaped_bind_names
-            order = [(escaped.get(name, name), name) for name in found]
+        binds, escaped = self.binds, compiled.escaped_bind_names
         slots = []
-        for driver_name, name in order:
-            if name not in found:
-                return None
-            source, value = found[name]
+        for name, (source, value) in found.items():
             process = binds.get(name)
             if source is None and process is not None:  # the statement's own value, processed once
                 value, process = process(value), None
-            slots.append((driver_name, source, value, process))
+            slots.append((escaped.get(name, name), source, value, process))
         return tuple(slots)
 
-    def parameters(self, params: Mapping[str, Any] | None) -> Sequence[Any] | Mapping[str, Any]:
-        """The driver's parameters for ``params``: every bind's value, processed, in the driver's style."""
+    def parameters(self, params: Mapping[str, Any] | None) -> Mapping[str, Any]:
+        """The driver's named parameters for ``params``: every bind's value, processed."""
         slots = self.slots
         if slots is not None:
             values: Mapping[str, Any] = params or {}
-            if self.positions is not None:
-                return [value if source is None else values[source] if process is None
-                        else process(values[source]) for _name, source, value, process in slots]
             return {name: value if source is None else values[source] if process is None
                     else process(values[source]) for name, source, value, process in slots}
         constructed = self.compiled.construct_params(params, escape_names=False)
-        binds = self.binds
-        if self.positions is not None:
-            return [binds[key](constructed[key]) if key in binds else constructed[key]
-                    for key in self.positions]
-        escaped = self.compiled.escaped_bind_names
+        binds, escaped = self.binds, self.compiled.escaped_bind_names
         return {escaped.get(key, key): binds[key](value) if key in binds else value
                 for key, value in constructed.items()}
 
@@ -243,7 +209,7 @@ def _plan(conn: Connection, statement: Executable, names: tuple[str, ...]) -> _P
     compiled: Any = statement.compile(  # type: ignore[attr-defined]
         dialect=conn.dialect, column_keys=list(names), schema_translate_map=translate,
         render_schema_translate=bool(translate))
-    plan = None if compiled.literal_execute_params or compiled.post_compile_params \
+    plan = None if compiled.positional or compiled.literal_execute_params or compiled.post_compile_params \
         or compiled.insert_prefetch or compiled.update_prefetch or not compiled._ordered_columns \
         else _Plan(statement, compiled, names)
     with _plans_lock:

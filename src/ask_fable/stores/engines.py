@@ -1,27 +1,21 @@
 """The SQLAlchemy engines the stores run on: one per SQLite file and one per PostgreSQL URL.
 
-An :class:`Engines` registry (the App's ``Resources.engines``) opens each engine on first use and
-closes them all on :meth:`Engines.close`; a forked child drops its parent's without closing them.
+:class:`Engines` (the App's ``Resources.engines``) opens each engine on first use and closes them
+all on :meth:`Engines.close`; a forked child drops its parent's without closing them. The engines
+carry no connection events, so SQLAlchemy dispatches none per statement.
 
-SQLite: each file gets a small bounded pool (:data:`SQLITE_POOL_SIZE`), so a server holds a few
-descriptors per file whatever the number of worker threads. SQLAlchemy's own transaction handling
-is taken over (the ``sqlite3`` driver's legacy mode would not begin a transaction for a read):
-every transaction is begun on the driver with ``BEGIN``, or ``BEGIN IMMEDIATE`` for a write (by
-``Database``, and by :func:`begin_sqlite` for a migration),
-so a writer takes the file's write lock before it reads. The engines carry no connection events, so
-SQLAlchemy dispatches none per statement. Connections run in WAL with ``synchronous=NORMAL`` (a
-killed process loses no committed transaction), foreign keys on, and a busy timeout. A file is
-created ``0600`` before SQLite opens it; a file replaced or removed under a pooled connection is
-noticed as the connection is taken (:meth:`Engines.sqlite_connect`) and the connection reopened.
+SQLite: a small bounded pool per file (:data:`SQLITE_POOL_SIZE` + :data:`SQLITE_POOL_OVERFLOW`),
+whatever the number of worker threads; up to :data:`SQLITE_POOL_SIZE` connections stay checked out
+between transactions (:meth:`Engines.sqlite_release`), so a transaction skips the pool's checkout,
+reset and return. Transactions are begun on the driver (``BEGIN``, or ``BEGIN IMMEDIATE`` for a
+write). Connections run in WAL with ``synchronous=NORMAL``, foreign keys on and a busy timeout; a
+file is created ``0600``, and one replaced under a kept connection is reopened.
 
-PostgreSQL: psycopg 3 on SQLAlchemy's ``QueuePool``, ``database_pool_size`` connections and no
-overflow, so a process never holds more. A connection leaving the pool is pinged unless it answered
-within :data:`PING_IDLE_S` and its socket has nothing to read (a restarted server closes it at
-once); one whose last transaction failed is always pinged. Every query is bounded twice: by the
-server's ``statement_timeout`` and, for a server that stops answering altogether (``SIGSTOP``, a
-dead network), by :class:`Watchdog`, which shuts the connection's socket once its transaction
-outlives ``database_statement_timeout``, so the blocked call fails, the connection is discarded
-and the pool opens a fresh one when the database answers.
+PostgreSQL: psycopg 3 on a ``QueuePool`` of ``database_pool_size`` connections, no overflow. A
+connection leaving the pool is pinged unless it answered within :data:`PING_IDLE_S` and its socket
+has nothing to read. Queries are bounded by the server's ``statement_timeout`` and, for a server
+that stops answering altogether, by :class:`Watchdog`, which shuts the socket of a transaction that
+outlives its bound so the call fails and the pool opens a fresh connection.
 """
 
 from __future__ import annotations
@@ -242,23 +236,18 @@ def report_up(url: str) -> None:
 class Watch:
     """One watched socket: :attr:`cut` says whether the watchdog had to shut it."""
 
-    __slots__ = ("cut", "deadline", "fd", "live")
+    __slots__ = ("cut", "deadline", "fd")
 
     def __init__(self, fd: int, deadline: float) -> None:
         self.fd = fd
         self.deadline = deadline
-        self.live = True
         self.cut = False
 
 
 class Watchdog:
     """Cuts the socket of a PostgreSQL connection whose transaction outlived its deadline, so a call
-    blocked on a database that stopped answering fails instead of waiting forever (a stopped server's
-    kernel still acknowledges what is sent, so no TCP timeout ever fires).
-
-    The watches in force are a set, each released as its transaction ends; the watchdog's thread
-    sleeps until the earliest deadline among them and is woken only by a watch due before that
-    (with one bound for every transaction, none is, while transactions keep coming)."""
+    blocked on a stopped server fails (its kernel still acknowledges what is sent, so no TCP timeout
+    fires). The thread sleeps until the earliest deadline and is woken only by one due sooner."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -288,7 +277,6 @@ class Watchdog:
     def release(self, entry: Watch) -> None:
         """The watched transaction ended: leave its socket alone."""
         with self._lock:
-            entry.live = False
             self._live.discard(entry)
 
     @contextmanager
@@ -311,7 +299,6 @@ class Watchdog:
                     continue
                 for entry in due:
                     self._live.discard(entry)
-                    entry.live = False
                     entry.cut = True
             for entry in due:
                 _shut(entry.fd)
@@ -345,12 +332,18 @@ class Engines:
         self.generation = 0
         #: Stores whose schema was found (or made) current, by engine key: checked once per engine.
         self.prepared: set[tuple[str, str, str | int]] = set()
+        #: Per SQLite engine, connections kept checked out between transactions (at most
+        #: :data:`SQLITE_POOL_SIZE`), so a transaction takes one without a pool checkout.
+        self._idle: dict[Engine, list[StoreConnection]] = {}
+        #: A forked parent's idle connections, never closed or collected in the child.
+        self._abandoned: list[object] = []
 
     def _held(self) -> dict[tuple[str, str], Engine]:
         if self._pid != os.getpid():  # a forked child: the parent's connections are not its own
             for engine in self._engines.values():
                 engine.dispose(close=False)
-            self._pid, self._engines = os.getpid(), {}
+            self._abandoned.append(self._idle)
+            self._pid, self._engines, self._idle = os.getpid(), {}, {}
             self.prepared = set()
         return self._engines
 
@@ -362,6 +355,7 @@ class Engines:
             engine = held.get(key)
             if engine is None:
                 engine = held[key] = _sqlite_engine(path, read_only=self.read_only)
+                self._idle[engine] = []
             return engine
 
     def sqlite_connect(self, engine: Engine, path: str | Path,
@@ -371,7 +365,11 @@ class Engines:
         removed is closed and another opened (and the old file's schema forgotten)."""
         from ask_fable.stores.driver import StoreConnection
 
-        conn = StoreConnection(engine, target)
+        idle = self._idle.get(engine)
+        try:
+            conn = idle.pop() if idle else StoreConnection(engine, target)
+        except IndexError:  # taken by another thread meanwhile
+            conn = StoreConnection(engine, target)
         inode = _inode(path)
         while conn.pool_info.get("inode") != inode:
             # The new file may even reuse the old one's inode number once this connection closes:
@@ -382,6 +380,26 @@ class Engines:
             conn = StoreConnection(engine, target)
             inode = _inode(path)
         return conn, inode
+
+    def sqlite_release(self, engine: Engine, conn: StoreConnection) -> None:
+        """Roll back what is left of ``conn``'s transaction and keep it for the next one (up to
+        :data:`SQLITE_POOL_SIZE` per file), else return it to its pool."""
+        driver = conn.driver
+        if driver is not None and len(self._idle.get(engine, ())) < SQLITE_POOL_SIZE:
+            try:
+                if conn.in_transaction():
+                    conn.rollback()
+                elif driver.in_transaction:
+                    driver.rollback()
+            except Exception:
+                conn.close()
+                return
+            with self._lock:
+                idle = self._idle.get(engine)
+                if idle is not None and conn.driver is not None:
+                    idle.append(conn)
+                    return
+        conn.close()
 
     def postgres(self, url: str, *, connect_timeout: float, pool_size: int,
                  statement_timeout: float) -> Engine:
@@ -418,9 +436,13 @@ class Engines:
         """Close every connection of every engine; the registry stays usable and reopens on use."""
         with self._lock:
             engines = list(self._held().values())
+            idle, self._idle = self._idle, {}
             self._engines = {}
             self.prepared = set()
             self.generation += 1
+        for conns in idle.values():
+            while conns:
+                conns.pop().close()
         for engine in engines:
             engine.dispose()
 
@@ -548,7 +570,7 @@ def _postgres_engine(url: str, *, connect_timeout: float, pool_size: int, statem
         info = record.info
         if time.monotonic() - info.get(ANSWERED, -math.inf) < PING_IDLE_S:
             poller = info.get(POLLER)
-            if not (poller.poll(0) if poller is not None else _readable(dbapi_connection.fileno())):
+            if poller is not None and not poller.poll(0):
                 return
         try:
             with watchdog.watching(dbapi_connection.fileno(), connect_timeout):
@@ -557,14 +579,6 @@ def _postgres_engine(url: str, *, connect_timeout: float, pool_size: int, statem
             raise DisconnectionError(str(exc)) from exc
 
     return engine
-
-
-def _readable(fd: int) -> bool:
-    """Whether an idle connection's socket has something to read: the server closed it, or sent
-    the message it sends as it ends a session (a restart, a terminated backend)."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
 
 
 def answered(conn: Connection) -> None:

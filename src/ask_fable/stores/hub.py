@@ -41,15 +41,13 @@ _TRIM = delete(hub_turns).where(hub_turns.c.id.in_(
     select(hub_turns.c.id).order_by(hub_turns.c.id).limit(bindparam("excess"))))
 
 
-def _beat(dialect: str) -> Executable:
+@per_dialect
+def _BEAT(dialect: str) -> Executable:
     beat = upsert(dialect, hub_sessions)
     changed = {name: beat.excluded[name]
                for name in ("project", "last_seen", "last_question", "last_oracle", "last_status")}
     return beat.on_conflict_do_update(index_elements=["tenant", "session_key", "agent_id"],
                                       set_={**changed, "turns": hub_sessions.c.turns + 1})
-
-
-_BEAT = per_dialect(_beat)
 
 
 def _for_tenant(every_tenant: bool, column: ColumnElement[str]) -> list[ColumnElement[bool]]:

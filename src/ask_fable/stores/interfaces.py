@@ -11,19 +11,7 @@ query takes the tenant it covers as its first argument. Only listings and look-u
 ``ALL_TENANTS`` (``"*"``), which the tools pass for admin keys alone; writes, deletes, cache hits
 and ``context_ref`` resolution always name one tenant.
 
-| Protocol | Implementation (SQLite or PostgreSQL, ``db.database_for``) | Used by |
-|---|---|---|
-| ``ContextBus`` | ``context.ContextStore`` | pipeline (``context_ref``), context tools |
-| ``AnswerCacheStore`` | ``cache.AnswerCache`` | pipeline |
-| ``TraceRecordStore`` | ``traces.TraceStore`` (bundles: files, or a table) | recorders, server, trace tools |
-| ``HubStore`` | ``hub.SessionHub`` | recorders, hub tools |
-| ``AuditStore`` | ``audit_trail.AuditTrail``; ``audit_index.AuditTable`` | recorders, ``stats`` |
-| ``AnswerArchive`` | ``answers.MarkdownArchive``, ``.DatabaseArchive`` | recorders, ``reset_session`` |
-| ``SessionTranscriptStore`` | ``transcripts.TranscriptStore`` | ``ask``, ``reset_session`` |
-| ``ApiKeyStore`` | ``keys.KeyStore`` | ``ask-fable keys``, the HTTP surface |
-| ``QuotaStore`` | ``quotas.QuotaLedger`` | pipeline (per-key quotas), ``keys list``, ``key_usage`` |
-| ``SavedSettingsStore`` | ``saved_settings.SettingsStore`` | the App (``configure_*`` on a shared database) |
-| ``WebSessionStore`` | ``ui_sessions.WebSessionTable``; ``.MemoryWebSessions`` | the web view's logins |
+Each protocol's implementation and callers are tabled in ``docs/architecture.md`` (stores).
 """
 
 from __future__ import annotations

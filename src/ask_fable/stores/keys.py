@@ -1,23 +1,17 @@
 """API keys for the HTTP surface: created once, stored only as SHA-256 hashes.
 
-A key is ``afk_`` + 32 URL-safe random characters. The plain key is returned once by
-:meth:`KeyStore.create`; the store keeps its hash, a display prefix, its scope (``read``, ``ask``
-or ``admin``, see :mod:`ask_fable.access`), the tenant its caller's data belongs to, and
-``created_at`` / ``last_used_at`` / ``revoked_at`` timestamps (UTC, ISO 8601), and the key's own
-quotas (calls per minute, calls in flight, dollars per UTC day; unset: the settings' defaults).
+A key is ``afk_`` + 32 URL-safe random characters, returned once by :meth:`KeyStore.create`; the
+store keeps its hash, a display prefix, its scope (:mod:`ask_fable.access`), its tenant, its
+timestamps (UTC, ISO 8601) and its own quotas (unset: the settings' defaults).
 
-Checking a key costs no write. On SQLite it costs no lookup either for a key seen before:
-:meth:`KeyStore.verify` keeps the keys it verified and reuses them while the file is unchanged,
-which SQLite tells at the price of one ``PRAGMA data_version`` (it changes when any other
-connection, in this process or another, commits to the file); a change made through our own
-connection shows in its ``total_changes``. A key revoked from another process is therefore refused
-on the very next request. On PostgreSQL every check is a lookup (and :attr:`KeyStore.blocking`
-tells callers on an event loop to make it in a worker thread). Last use is noted in memory and
-written by :meth:`KeyStore.flush_usage`, which the HTTP server calls periodically and when it stops.
+Checking a key costs no write. On SQLite a key verified before is reused while the file is
+unchanged (one ``PRAGMA data_version``, which moves when any other connection commits; our own
+commits show in ``total_changes``), so a key revoked from another process is refused on the next
+request. On PostgreSQL every check is a lookup (:attr:`KeyStore.blocking`). Last use is noted in
+memory and written by :meth:`KeyStore.flush_usage`, periodically and at shutdown.
 
-Keys made before scopes meant money had ``write`` (every tool) or ``read``: bringing such a file
-to the current schema turns ``write`` into ``ask`` (which no longer includes ``configure_*``) and puts
-every existing key in the ``local`` tenant, beside the data they saw before.
+Bringing a file from before scopes meant money to the current schema turns ``write`` into ``ask``
+and puts every existing key in the ``local`` tenant.
 """
 
 from __future__ import annotations

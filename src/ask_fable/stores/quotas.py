@@ -1,30 +1,21 @@
 """Per-key quotas: calls per minute, calls in flight and dollars per UTC day, in SQLite or PostgreSQL.
 
-A process hands its quota work to :meth:`QuotaLedger.apply` in batches (``core/quotas.py`` groups
-the admissions, settlements and lease renewals of the calls that arrive while the previous batch
-runs): one write transaction that starts by locking each of its keys' rows in ``quota_keys`` (in
-one order) and holds them until it commits (on SQLite, ``BEGIN IMMEDIATE`` already holds the whole
-file). A key's batches therefore run one at a time, and within a batch each admission sees the ones
-before it, so server processes sharing the state directory or one PostgreSQL database count
-against the same limits exactly: no limit is overshot by a race. Batches run through
-``Database.run_write``: a transaction PostgreSQL aborts for a deadlock is run again.
+A process hands its quota work to :meth:`QuotaLedger.apply` in batches (``core/quotas.py``): one
+write transaction that first locks each of its keys' ``quota_keys`` rows, in one order, until it
+commits (on SQLite ``BEGIN IMMEDIATE`` holds the whole file). A key's batches therefore run one at
+a time and each admission sees the ones before it, so processes sharing the stores count against
+the same limits exactly. A transaction PostgreSQL aborts for a deadlock runs again
+(``Database.run_write``).
 
-- **calls per minute** count admitted calls in fixed UTC minutes; a refusal says when the minute ends;
+- **calls per minute** count admitted calls in fixed UTC minutes;
 - **calls in flight** are rows held from admission to settlement, each a lease of :data:`LEASE_S`
-  that its process renews while the call runs: a process killed mid-call stops renewing, and its
-  rows stop counting within :data:`LEASE_S` (``ask-fable keys in-flight`` shows them, ``keys
-  release`` frees them at once); lapsed rows are deleted every :data:`SWEEP_S`;
-- **dollars per day**: a call is admitted only when what it sets aside (its estimate at each
-  backend's ``max_tokens``) fits in the budget left after the key's settled spend and what its calls
-  in flight set aside; when it ends, its reservation is replaced by what it cost. The budget can
-  therefore be exceeded only by what calls cost beyond their estimates (a price table that is wrong,
-  a synthesizer fallback the estimate did not plan).
+  renewed while the call runs, so a killed process's rows stop counting within :data:`LEASE_S`
+  (``ask-fable keys in-flight`` / ``keys release``); lapsed rows are deleted every :data:`SWEEP_S`;
+- **dollars per day**: a call is admitted only when its estimate (at each backend's ``max_tokens``)
+  fits in the budget left after the key's settled spend and its calls in flight; at settlement the
+  reservation is replaced by the real cost, so only costs beyond estimates can exceed the budget.
 
-A batch reads each of its keys' use in one statement, counts on in memory and writes once; old
-minutes and days are pruned once per minute and day. Amounts are kept as integer millionths of a
-dollar, so sums are exact. The queries are plain
-(upserts, counts and sums, no function of one database), so another database can implement
-:class:`~ask_fable.stores.interfaces.QuotaStore` the same way.
+Amounts are integer millionths of a dollar, so sums are exact.
 """
 
 from __future__ import annotations
@@ -65,9 +56,7 @@ SWEEP_S = 60.0
 KEEP_DAYS = 35
 MICRO = 1_000_000
 
-# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect). An UPDATE's
-# conditions use parameters not named after the table's columns (``of_tenant``, ``of_key``): a
-# parameter of an UPDATE so named would be set in that column.
+# Built once: a statement reused keeps SQLAlchemy's cache key (db.per_dialect).
 _RENEW = (update(quota_in_flight).where(quota_in_flight.c.ticket.in_(bindparam("tickets", expanding=True)))
           .values(expires_at=bindparam("until")))
 _EXPIRED_LEASES = delete(quota_in_flight).where(quota_in_flight.c.expires_at <= bindparam("now"))
@@ -108,14 +97,16 @@ _RELEASE_ALL = delete(quota_in_flight).where(quota_in_flight.c.tenant == bindpar
 _RELEASE_ONE = _RELEASE_ALL.where(quota_in_flight.c.ticket == bindparam("ticket"))
 
 
-def _hold_key(dialect: str) -> Executable:
+@per_dialect
+def _HOLD_KEY(dialect: str) -> Executable:
     # Taken first, this upsert holds the key's row until the transaction ends.
     lock = upsert(dialect, quota_keys).values(admissions=0)
     return lock.on_conflict_do_update(index_elements=["tenant", "key_id"],
                                       set_={"admissions": quota_keys.c.admissions})
 
 
-def _add_spend(dialect: str) -> Executable:
+@per_dialect
+def _ADD_SPEND(dialect: str) -> Executable:
     spend = upsert(dialect, quota_days)
     return spend.on_conflict_do_update(
         index_elements=["tenant", "key_id", "day"],
@@ -123,15 +114,11 @@ def _add_spend(dialect: str) -> Executable:
               "spent_microusd": quota_days.c.spent_microusd + spend.excluded.spent_microusd})
 
 
-def _count_calls(dialect: str) -> Executable:
+@per_dialect
+def _COUNT_CALLS(dialect: str) -> Executable:
     counting = upsert(dialect, quota_minutes)
     return counting.on_conflict_do_update(index_elements=["tenant", "key_id", "minute"],
                                           set_={"calls": quota_minutes.c.calls + counting.excluded.calls})
-
-
-_HOLD_KEY = per_dialect(_hold_key)
-_ADD_SPEND = per_dialect(_add_spend)
-_COUNT_CALLS = per_dialect(_count_calls)
 
 
 def to_micro(dollars: float) -> int:

@@ -3,15 +3,12 @@
     CallRecords ─▶ saved answer ─▶ audit ─▶ hub turn ─▶ trace bundle ─▶ trace
                    (AnswerArchive)  (AuditStore) (HubStore) (TraceRecordStore) ──────┘
 
-The caller runs :func:`write_call_groups` once, in one worker thread, before it returns the
-answer: every record is durable by then. A recorder that raises costs only its own record; the
-failure is reported through ``on_failure`` and noted in the trace (written last for that reason).
-Calls that finish together are written as a group (:func:`write_call_groups`): their audit lines go
-in one append and their traces in one transaction; if such a group write fails, each call's record
-is tried on its own, so a failure still costs only the record that caused it. On a shared database
-the whole group's records are one transaction (``CallStores.records_transaction``); should any
-write in it fail, or the transaction fail to commit, nothing of it was kept, and every record is
-written again store by store.
+:func:`write_call_groups` runs once, in one worker thread, before the answer is returned, so every
+record is durable by then. A recorder that raises costs only its own record (reported through
+``on_failure`` and noted in the trace, written last for that reason). Calls that finish together
+are written as a group (one audit append, one trace transaction; on a shared database one
+transaction for all, ``CallStores.records_transaction``); if a group write fails, each record is
+written again on its own.
 """
 
 from __future__ import annotations

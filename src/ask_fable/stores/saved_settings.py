@@ -1,20 +1,13 @@
 """Settings the ``configure_*`` tools save, kept in the shared database so every replica runs with them.
 
-With ``database_url`` set, servers share their stores, and a setting a tool saves must hold
-whichever server answers next; a config file belongs to one host. :class:`SettingsStore` keeps
-those settings (name → JSON value, the tenant of the caller who saved each, when) under a
-revision number that every save raises in the same transaction, which also serializes two saves.
-On PostgreSQL a save notifies :data:`CHANNEL` as it commits.
-
-:class:`SharedSettings` is what one server applies: the latest snapshot it has seen. It saves
-through the store (its own save applies at once) and is kept current by a PostgreSQL listener
-(``stores.listener.Listener``, on a connection of its own), which reloads the snapshot when
-another server saves and after every (re)connection, so a save made while the link was down is
-picked up when it returns. A call therefore checks for news by comparing revision numbers held in
-memory: no database round trip. A notice carries the revision it announces, so a call arriving
-between the notice and the listener's reload loads the snapshot itself (once per save). SQLite
-(one machine) keeps these settings in the config file instead, as it always has; the store runs on
-both dialects all the same.
+:class:`SettingsStore` keeps them (name → JSON value, the saver's tenant, when) under a revision
+that every save raises in the same transaction, which also serializes two saves; on PostgreSQL a
+save notifies :data:`CHANNEL` as it commits. :class:`SharedSettings` is what one server applies:
+the latest snapshot it has seen, saved through the store and reloaded by a PostgreSQL listener
+(``stores.listener.Listener``) when another server saves and after every (re)connection. A call
+compares revision numbers held in memory (no round trip); one arriving between a notice and the
+listener's reload loads the snapshot itself. SQLite (one machine) keeps these settings in the
+config file instead; the store runs on both dialects all the same.
 """
 
 from __future__ import annotations
@@ -60,14 +53,12 @@ _NEXT_REVISION = (update(saved_settings_revision).where(saved_settings_revision.
 _NOTIFY = select(func.pg_notify(CHANNEL, bindparam("revision", type_=String())))
 
 
-def _save(dialect: str) -> Executable:
+@per_dialect
+def _SAVE(dialect: str) -> Executable:
     saving = upsert(dialect, saved_settings)
     return saving.on_conflict_do_update(
         index_elements=["name"],
         set_={column: saving.excluded[column] for column in ("value", "tenant", "saved_at")})
-
-
-_SAVE = per_dialect(_save)
 
 
 @dataclass(frozen=True)

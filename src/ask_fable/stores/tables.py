@@ -46,6 +46,11 @@ def _id() -> Column[int]:
     return Column("id", Int, Identity(), primary_key=True)
 
 
+def _counters(meta: MetaData) -> Table:
+    """A store's named counters (``meta``: its write counter, for sweeps every N writes)."""
+    return Table("meta", meta, Column("name", Text, primary_key=True), Column("value", Int, nullable=False))
+
+
 # --- context -------------------------------------------------------------------------------------
 context_meta = MetaData()
 context = Table(
@@ -77,11 +82,7 @@ cache = Table(
     Column("created_at", Double, nullable=False),
     Index("cache_created", "created_at"),
 )
-cache_counters = Table(
-    "meta", cache_meta,
-    Column("name", Text, primary_key=True),
-    Column("value", Int, nullable=False),
-)
+cache_counters = _counters(cache_meta)
 
 # --- hub -----------------------------------------------------------------------------------------
 hub_meta = MetaData()
@@ -121,11 +122,7 @@ hub_sessions = Table(
     Index("sessions_last_seen", "last_seen"),
     Index("sessions_tenant_project", "tenant", "project", "last_seen"),
 )
-hub_counters = Table(
-    "meta", hub_meta,
-    Column("name", Text, primary_key=True),
-    Column("value", Int, nullable=False),
-)
+hub_counters = _counters(hub_meta)
 
 # --- traces --------------------------------------------------------------------------------------
 traces_meta = MetaData()
@@ -175,11 +172,7 @@ trace_events = Table(
     Column("attrs", Text, nullable=False, server_default=text("'{}'")),
     sqlite_with_rowid=False,
 )
-trace_counters = Table(
-    "meta", traces_meta,
-    Column("name", Text, primary_key=True),
-    Column("value", Int, nullable=False),
-)
+trace_counters = _counters(traces_meta)
 trace_bundles = Table(
     "bundles", traces_meta,
     Column("trace_id", Text, primary_key=True),
@@ -285,11 +278,7 @@ transcript_turns = Table(
     Index("turns_ts", "ts"),
     sqlite_autoincrement=True,
 )
-transcript_counters = Table(
-    "meta", transcripts_meta,
-    Column("name", Text, primary_key=True),
-    Column("value", Int, nullable=False),
-)
+transcript_counters = _counters(transcripts_meta)
 session_leases = Table(
     "session_leases", transcripts_meta,
     Column("tenant", Text, nullable=False, primary_key=True),

@@ -77,32 +77,30 @@ _BUNDLE_ID_OF = select(trace_bundles.c.trace_id).where(trace_bundles.c.trace_id 
 _BUNDLE_OF = select(trace_bundles.c.content).where(trace_bundles.c.trace_id == _ID)
 
 
-def _new(dialect: str) -> Executable:
+@per_dialect
+def _NEW(dialect: str) -> Executable:
     return (upsert(dialect, _traces).on_conflict_do_nothing(index_elements=["trace_id"])
             .returning(_traces.c.trace_id))
 
 
-def _replace(dialect: str) -> Executable:
+@per_dialect
+def _REPLACE(dialect: str) -> Executable:
     insert = upsert(dialect, _traces)
     return insert.on_conflict_do_update(
         index_elements=["trace_id"],
         set_={column.name: insert.excluded[column.name] for column in _traces.c if column.name != "trace_id"})
 
 
-def _add_providers(dialect: str) -> Executable:
+@per_dialect
+def _ADD_PROVIDERS(dialect: str) -> Executable:
     return upsert(dialect, trace_providers).on_conflict_do_nothing()
 
 
-def _put_bundle(dialect: str) -> Executable:
+@per_dialect
+def _PUT_BUNDLE(dialect: str) -> Executable:
     bundle = upsert(dialect, trace_bundles)
     return bundle.on_conflict_do_update(index_elements=["trace_id"], set_={
         "tenant": bundle.excluded.tenant, "content": bundle.excluded.content})
-
-
-_NEW = per_dialect(_new)
-_REPLACE = per_dialect(_replace)
-_ADD_PROVIDERS = per_dialect(_add_providers)
-_PUT_BUNDLE = per_dialect(_put_bundle)
 
 
 @functools.cache

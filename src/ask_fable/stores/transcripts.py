@@ -2,18 +2,14 @@
 replica, when they live in PostgreSQL).
 
 One row per answered turn, keyed by ``(tenant, namespace, session)``: ``namespace`` is the model's
-conversation space (``fable``, ``opus5``, ``deepseek``, ``openrouter:<id>``…) and ``session`` the
-caller's key. Text and session keys are stored redacted (a key is looked up the same way). A
-session whose last turn is older than ``ASK_FABLE_SESSION_RETENTION_DAYS`` reads as empty and is
-deleted, on read and by a sweep every :data:`SWEEP_EVERY` writes.
+conversation space (``fable``, ``opus5``, ``openrouter:<id>``…), ``session`` the caller's key, both
+stored redacted. A session whose last turn is older than ``ASK_FABLE_SESSION_RETENTION_DAYS``
+reads as empty and is deleted, on read and by a sweep every :data:`SWEEP_EVERY` writes.
 
-A turn in progress holds its session's lease (table ``session_leases``): one row per session with
-a ``holder`` (the turn's own random id) and an ``expires`` time. :meth:`TranscriptStore.lease`
-takes it in one upsert that only succeeds while the row is free, expired or already the caller's,
-so two processes (replicas, stdio servers on one state directory) never run turns of one session
-at once; :meth:`~TranscriptStore.renew` moves ``expires`` on while a long turn runs and
-:meth:`~TranscriptStore.release` deletes the row. A holder that died leaves a row that any process
-takes over once ``expires`` has passed.
+A turn in progress holds its session's lease (``session_leases``: a ``holder`` and an
+``expires``): :meth:`TranscriptStore.lease` takes it in one upsert that succeeds only while the row
+is free, expired or the caller's, so two processes never run turns of one session at once;
+:meth:`~TranscriptStore.renew` extends it and :meth:`~TranscriptStore.release` deletes it.
 """
 
 from __future__ import annotations
@@ -78,7 +74,8 @@ _RELEASE = delete(session_leases).where(_in_session(session_leases),
 _EXPIRED_LEASES = delete(session_leases).where(session_leases.c.expires < bindparam("now"))
 
 
-def _take_lease(dialect: str) -> Executable:
+@per_dialect
+def _TAKE_LEASE(dialect: str) -> Executable:
     wanted = upsert(dialect, session_leases)
     # Taken when the row is absent, expired or already this holder's; otherwise no row comes back.
     return wanted.on_conflict_do_update(
@@ -87,9 +84,6 @@ def _take_lease(dialect: str) -> Executable:
         where=or_(session_leases.c.expires < bindparam("now"),
                   session_leases.c.holder == wanted.excluded.holder),
     ).returning(session_leases.c.holder)
-
-
-_TAKE_LEASE = per_dialect(_take_lease)
 
 
 def _sessions(live: bool) -> Executable:

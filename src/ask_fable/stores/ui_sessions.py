@@ -1,19 +1,11 @@
 """The web view's login sessions, kept by the digest of their id (the id itself is never stored).
 
-:class:`WebSessionTable` keeps them in a table on SQLite or PostgreSQL (``db.database_for``), so
-every server sharing the stores honours a login made through any of them, and a logout or an
-expiry holds on all at once. :class:`MemoryWebSessions` keeps them in one process, for the local
-``ask-fable ui`` (whose stores are opened read-only, and whose logins need no other process).
-
-Both keep at most ``max_sessions``, and at most ``max_per_key`` of one API key: starting one more
-first drops the expired ones, then that key's oldest beyond its bound, then the oldest of all (any
-anonymous ones first), so one key logging in again and again ends only its own logins. A session is
-read by digest and comes back only while it has not expired; an expired one stays stored until the
-next start sweeps it.
-
-Both also keep the secret the login forms' tokens are signed with (:meth:`signing_secret`), the same
-for every server on the store, so a form fetched from one may be posted to another: a login form
-itself writes no session.
+:class:`WebSessionTable` keeps them in a table on SQLite or PostgreSQL, so every server sharing
+the stores honours a login, logout or expiry made through any of them; :class:`MemoryWebSessions`
+keeps them in one process, for the local ``ask-fable ui``. Both keep at most ``max_sessions``, and
+``max_per_key`` of one API key: starting one more drops the expired ones, then that key's oldest,
+then the oldest of all (anonymous ones first). Both keep the secret the login forms are signed
+with (:meth:`signing_secret`), the same for every server on the store.
 """
 
 from __future__ import annotations
@@ -56,11 +48,9 @@ _SECRET_OF = select(ui_secrets.c.value).where(ui_secrets.c.name == bindparam("na
 _FORM_SECRET = "login_form"
 
 
-def _keep_first_secret(dialect: str) -> Executable:
+@per_dialect
+def _KEEP_FIRST_SECRET(dialect: str) -> Executable:
     return upsert(dialect, ui_secrets).on_conflict_do_nothing(index_elements=["name"])
-
-
-_KEEP_FIRST_SECRET = per_dialect(_keep_first_secret)
 
 
 class WebSessionTable:
