@@ -266,12 +266,25 @@ def _defends(clause: str, end: int) -> bool:
     return len(after) == 2 and after[0] in ("that", "which", "to") and after[1] in lx.DEFEND
 
 
+#: "immune to", "resistant against", "safe from": what follows is resisted, not made.
+_RESISTANT = frozenset(
+    ("immune", "resistant", "resilient", "invulnerable", "safe", "protected", "hardened", "proof")
+)
+
+
+def _resisted(clause: str, start: int) -> bool:
+    """True when the term at ``start`` is what something is made to withstand ("make our backups immune
+    to ransomware")."""
+    before = words_before(clause, start, 2)
+    return len(before) == 2 and before[0] in _RESISTANT and before[1] in ("to", "from", "against")
+
+
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
     for clause, match in question.distinct(STRONG.any):
         if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
             continue
-        if neutral_head(clause.text, match.end()):
+        if neutral_head(clause.text, match.end()) or _resisted(clause.text, match.start()):
             continue
         role = role_before(clause.text, match.start())
         if role == "make" or (role is None and clause.bare_request()):

@@ -1092,7 +1092,8 @@ THIRD_SUBJECT = words(
     cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
     staff customers children teens teenagers players members visitors bots ex wife husband partner girlfriend
     boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord caller callers law sister
-    brother mother father mom mum dad cousin aunt uncle friend"""
+    brother mother father mom mum dad cousin aunt uncle friend student pupil employee customer player member
+    visitor child kid teen teenager stranger scammer fraudster criminal"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(
