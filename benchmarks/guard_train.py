@@ -47,7 +47,7 @@ from tests.guard_corpus import CORPUS_DIR, SPLITS, load, read_questions  # noqa:
 
 from ask_fable.core.guard_classifier import FEATURES_VERSION, MODEL_FILE, features  # noqa: E402
 from ask_fable.core.guard_intent import judge as intent_judge  # noqa: E402
-from ask_fable.core.guard_reading import normalize  # noqa: E402
+from ask_fable.core.guard_reading import DEFENSIVE_ASK, normalize  # noqa: E402
 
 MODEL_PATH = ROOT / "src" / "ask_fable" / "core" / MODEL_FILE
 #: The blind split kept outside the required ones (``benchmarks/guard_rates.py`` reports it).
@@ -212,7 +212,7 @@ def estimate() -> None:
         for split in held:
             rows = splits[split]
             judged = [bool(e.judged) for e in rows]
-            alone = [model.score(e.text) > refuse for e in rows]
+            alone = [model.score(e.text) > refuse and DEFENSIVE_ASK.search(e.text) is None for e in rows]
             print(f"  [{split}] judge: {_rates(judged, rows)}")
             print(f"  [{split}] classifier: {_rates(alone, rows)}")
             print(f"  [{split}] both: {_rates([a or b for a, b in zip(judged, alone, strict=True)], rows)}")

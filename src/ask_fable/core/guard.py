@@ -6,7 +6,8 @@ are set aside, a term from ``ASK_FABLE_DENYLIST_FILE`` refuses, and the intent j
 (:mod:`ask_fable.core.guard_intent`) refuses a question that asks for attack tooling, exploits,
 evasion, intrusion, denial of service, covert surveillance, or biological, chemical or weapons
 harm. A trained classifier (:mod:`ask_fable.core.guard_classifier`) reads what the judge lets
-through and refuses what reads strongly as harmful. Layer 3, the scope contract, lives in the
+through and refuses what reads strongly as harmful, unless the question asks how to help, protect,
+detect or recover, or what to do now. Layer 3, the scope contract, lives in the
 model's system prompt (:mod:`ask_fable.core.prompts`). Every refusal names its rule
 (:mod:`ask_fable.core.guard_rules`).
 """
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ask_fable.config import Settings
 from ask_fable.core.guard_classifier import load as load_classifier
-from ask_fable.core.guard_reading import normalize
+from ask_fable.core.guard_reading import DEFENSIVE_ASK, normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ def _denied_term(text: str, settings: Settings) -> str | None:
     return match.group(0) if match else None
 
 
+@lru_cache(maxsize=1)
 def intent_judge() -> Callable[[str], Finding | None]:
     """The intent judge (:func:`ask_fable.core.guard_intent.judge`), loaded on first use with the classifier.
 
@@ -142,6 +144,6 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     if finding is not None:
         return refusal(finding.rule, finding.label, settings)
     classifier = load_classifier()
-    if classifier.score(text) > classifier.refuse_above:
+    if classifier.score(text) > classifier.refuse_above and DEFENSIVE_ASK.search(text) is None:
         return refusal(classifier.category(text), "", settings)
     return GuardDecision(True)

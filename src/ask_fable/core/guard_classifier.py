@@ -56,17 +56,35 @@ class Category:
 
 @dataclass(frozen=True)
 class Classifier:
-    """A trained linear model: its vocabulary's weights, its bias and its two thresholds."""
+    """A trained linear model: its vocabulary's weights, its bias and its threshold.
+
+    ``words`` and ``pairs`` hold the same weights as ``weights``, a pair's under its first word, so
+    that scoring looks pairs up without building a string for each.
+    """
 
     weights: dict[str, float]
     bias: float
     refuse_above: float
     categories: tuple[Category, ...]
+    words: dict[str, float]
+    pairs: dict[str, dict[str, float]]
 
     def score(self, text: str) -> float:
-        """How harmful the normalized question reads: above 0 more likely harmful than not."""
-        weights = self.weights
-        found = [weights[feature] for feature in features(text) if feature in weights]
+        """How harmful the normalized question reads: above 0 more likely harmful than not.
+
+        The same sum as over :func:`features`: each distinct word and adjacent pair found counts once.
+        """
+        found_words = tokens(text)
+        distinct = set(found_words)
+        words = self.words
+        found = [words[word] for word in distinct if word in words]
+        # Repeated words may repeat a pair; only then are the pairs made distinct.
+        adjacent = pairwise(found_words) if len(distinct) == len(found_words) else set(pairwise(found_words))
+        pairs = self.pairs.get
+        for first, second in adjacent:
+            following = pairs(first)
+            if following is not None and second in following:
+                found.append(following[second])
         if not found:
             return self.bias
         return self.bias + math.fsum(found) / math.sqrt(len(found))
@@ -88,9 +106,17 @@ def load() -> Classifier:
         Category(rule, {feature: float(weight) for feature, weight in weights.items()})
         for rule, weights in sorted(data["categories"].items())
     )
+    weights = {feature: float(weight) for feature, weight in data["weights"].items()}
+    pairs: dict[str, dict[str, float]] = {}
+    for feature, weight in weights.items():
+        first, _, second = feature.partition(" ")
+        if second:
+            pairs.setdefault(first, {})[second] = weight
     return Classifier(
-        weights={feature: float(weight) for feature, weight in data["weights"].items()},
+        weights=weights,
         bias=float(data["bias"]),
         refuse_above=float(data["refuse_above"]),
         categories=categories,
+        words={feature: weight for feature, weight in weights.items() if " " not in feature},
+        pairs=pairs,
     )

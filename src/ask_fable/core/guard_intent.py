@@ -19,7 +19,7 @@ from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import conduct
 from ask_fable.core.guard_conduct import watched as conduct_watched
-from ask_fable.core.guard_crime import offence
+from ask_fable.core.guard_crime import offence, own_life
 from ask_fable.core.guard_crime import watched as crime_watched
 from ask_fable.core.guard_reading import (
     CODE_REQUEST,
@@ -534,7 +534,14 @@ def ordinary_means(question: Question) -> Finding | None:
     return Finding(*found) if found else None
 
 
+def self_harm(question: Question) -> Finding | None:
+    """Ending or hurting one's own life, judged first so that its refusal carries the crisis advice."""
+    found = own_life(question)
+    return Finding(*found) if found else None
+
+
 CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
+    self_harm,
     exploit_development,
     biological_harm,
     security_evasion,

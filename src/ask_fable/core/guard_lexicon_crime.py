@@ -98,7 +98,11 @@ SELF_HARM = (
     r"plans?)|(?:to|and|so i) (?:never |not )wake up\b|painless (?:way|method)s? to (?:die|go|end it)|"
     r"(?:overdose|od) on\b|how (?:many|much) (?:\S+ ){0,6}?(?:to|would|will|do i need to) (?:die|end it|"
     r"kill me|"
-    r"overdose))"
+    r"overdose)|"
+    # euphemisms and means: "unalive myself", "tie a noose", "bleed out", "cut deeper", "starve myself"
+    r"unalive\w*|(?:tie|tying|make|making) a noose|(?:take|takes|long) to bleed out|cut (?:deeper|myself)|"
+    r"starv(?:e|ing) myself|stop eating (?:completely|entirely|altogether)|"
+    r"goodbye (?:note|letter)s? and (?:\S+ ){0,3}?(?:method|way))"
 )
 #: Sexual content with a child in it.
 SEXUAL_MINOR = (

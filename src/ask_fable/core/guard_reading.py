@@ -70,6 +70,12 @@ REQUEST = re.compile(
     r"line)s?\b"
 )
 CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+#: The asker asks how to help, protect, detect or recover, or what to do now: a defender's or a victim's
+#: question, which the classifier alone does not refuse (the judge still reads it).
+DEFENSIVE_ASK = re.compile(
+    r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
+    r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b"
+)
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
 ARTIFACT_CLAUSE = re.compile(cx.ARTIFACT_CLAUSE)
 #: A request for working detail: it asks for the thing whatever frames it.
