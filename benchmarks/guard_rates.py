@@ -29,7 +29,9 @@ from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
 #: The blind split that gives the figure to expect: written after the tuning on ``blind3``, frozen,
-#: and never tuned on (2.2 % refused, 69.6 % caught when it was added).
+#: and measured as it came (2.2 % refused, 69.6 % caught; 2.9 % and 80.6 % with the classifier
+#: trained without it). Both the judge's false refusals on it and the shipped classifier have been
+#: tuned on it since, so a new blind split is needed to say what to expect.
 REPORTED = "blind4"
 BLIND = ROOT / "tests" / "guard_corpus" / REPORTED
 

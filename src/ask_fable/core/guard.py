@@ -5,8 +5,11 @@ too much context) is refused. Layer 2, prohibited use: the phrases in ``ASK_FABL
 are set aside, a term from ``ASK_FABLE_DENYLIST_FILE`` refuses, and the intent judge
 (:mod:`ask_fable.core.guard_intent`) refuses a question that asks for attack tooling, exploits,
 evasion, intrusion, denial of service, covert surveillance, or biological, chemical or weapons
-harm. Layer 3, the scope contract, lives in the model's system prompt (:mod:`ask_fable.core.prompts`).
-Every refusal names its rule (:mod:`ask_fable.core.guard_rules`).
+harm. A trained classifier (:mod:`ask_fable.core.guard_classifier`) reads what the judge lets
+through and refuses what reads strongly as harmful, unless the question asks how to help, protect,
+detect or recover, or what to do now. Layer 3, the scope contract, lives in the
+model's system prompt (:mod:`ask_fable.core.prompts`). Every refusal names its rule
+(:mod:`ask_fable.core.guard_rules`).
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ask_fable.config import Settings
-from ask_fable.core.guard_reading import normalize
+from ask_fable.core.guard_classifier import load as load_classifier
+from ask_fable.core.guard_reading import DEFENSIVE_ASK, normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
 if TYPE_CHECKING:
@@ -106,20 +110,22 @@ def _denied_term(text: str, settings: Settings) -> str | None:
     return match.group(0) if match else None
 
 
+@lru_cache(maxsize=1)
 def intent_judge() -> Callable[[str], Finding | None]:
-    """The intent judge (:func:`ask_fable.core.guard_intent.judge`), loaded on first use.
+    """The intent judge (:func:`ask_fable.core.guard_intent.judge`), loaded on first use with the classifier.
 
-    Its patterns compile when it loads, about a tenth of a second: a command that judges no question
-    (help, doctor, a listing) never pays it, and a server loads it before it serves, so that no
-    question waits for it.
+    Its patterns compile and the classifier's weights are read when it loads, about a tenth of a
+    second: a command that judges no question (help, doctor, a listing) never pays it, and a server
+    loads it before it serves, so that no question waits for it.
     """
     from ask_fable.core.guard_intent import judge
 
+    load_classifier()
     return judge
 
 
 def check(question: str, context: str, settings: Settings) -> GuardDecision:
-    """Run the sanity floor, the operator's lists and the intent judge over a question."""
+    """Run the sanity floor, the operator's lists, the intent judge and the classifier over a question."""
     stripped = question.strip()
     if not stripped:
         return refusal("empty_question", "", settings)
@@ -137,4 +143,7 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     finding = intent_judge()(text)
     if finding is not None:
         return refusal(finding.rule, finding.label, settings)
+    classifier = load_classifier()
+    if classifier.score(text) > classifier.refuse_above and DEFENSIVE_ASK.search(text) is None:
+        return refusal(classifier.category(text), "", settings)
     return GuardDecision(True)

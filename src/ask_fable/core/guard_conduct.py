@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_reading import Question, prevented, tokens, words_before
+from ask_fable.core.guard_reading import Question, examined, prevented, tokens, words_before
 
 
 def _c(fragment: str) -> re.Pattern[str]:
@@ -127,7 +127,7 @@ def asked(
     ``detail()`` (the question asks for working detail), an explaining word governs nothing; nor does
     a word in ``ignore`` (watching a person is part of finding where she lives, not a defence).
     """
-    if prevented(clause, start):
+    if prevented(clause, start) or examined(clause, start):
         return False
     words = words_before(clause, start, 14)
     act = tokens(clause[start : start + 30])[:1]
@@ -198,9 +198,9 @@ def _named(clause: str, start: int, word: str) -> bool:
 
 def _subject(clause: str, end: int) -> bool:
     """True when the words after a person make them the one who did something ("someone might have
-    hidden…"), not the one it is done to."""
-    after = clause[end : end + 20].split()[:1]
-    return bool(after) and after[0] in cx.OBSERVED_AUX
+    hidden…", "someone created a profile…", "my dad got a call…"), not the one it is done to."""
+    after = [word for word in tokens(clause[end : end + 24]) if not word.isdigit()][:1]
+    return bool(after) and (after[0] in cx.OBSERVED_AUX or _past(after[0]))
 
 
 def conduct(question: Question) -> tuple[str, str] | None:

@@ -212,10 +212,21 @@ _PLAN = tuple(
 )
 
 
-def offence(question: Question) -> tuple[str, str] | None:
+#: Checked before every other rule: a question about ending one's own life gets the crisis advice
+#: even when it also reads as acting behind someone's back ("…and hide it from my parents").
+_Plan = tuple[tuple[Offence, int, int, tuple[tuple[int, ...], ...]], ...]
+_OWN_LIFE: _Plan = tuple(entry for entry in _PLAN if entry[0].rule == "self_harm")
+
+
+def own_life(question: Question) -> tuple[str, str] | None:
+    """The self-harm offence, when the question asks for it; None otherwise."""
+    return offence(question, _OWN_LIFE)
+
+
+def offence(question: Question, plan: _Plan = _PLAN) -> tuple[str, str] | None:
     """The rule and label of the first offence the question asks for, or None."""
     excluded = question.excluded
-    for found, act, gate, needs in _PLAN:
+    for found, act, gate, needs in plan:
         if act in excluded or gate in excluded:
             continue  # the literal gates already rule it out: no call at all
         if any(all(key in excluded for key in group) for group in needs):

@@ -19,7 +19,7 @@ from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import conduct
 from ask_fable.core.guard_conduct import watched as conduct_watched
-from ask_fable.core.guard_crime import offence
+from ask_fable.core.guard_crime import offence, own_life
 from ask_fable.core.guard_crime import watched as crime_watched
 from ask_fable.core.guard_reading import (
     CODE_REQUEST,
@@ -266,12 +266,25 @@ def _defends(clause: str, end: int) -> bool:
     return len(after) == 2 and after[0] in ("that", "which", "to") and after[1] in lx.DEFEND
 
 
+#: "immune to", "resistant against", "safe from": what follows is resisted, not made.
+_RESISTANT = frozenset(
+    ("immune", "resistant", "resilient", "invulnerable", "safe", "protected", "hardened", "proof")
+)
+
+
+def _resisted(clause: str, start: int) -> bool:
+    """True when the term at ``start`` is what something is made to withstand ("make our backups immune
+    to ransomware")."""
+    before = words_before(clause, start, 2)
+    return len(before) == 2 and before[0] in _RESISTANT and before[1] in ("to", "from", "against")
+
+
 def attack_tooling(question: Question) -> Finding | None:
     """Malware or attack tooling the question asks to produce, named or described."""
     for clause, match in question.distinct(STRONG.any):
         if match.group(0).startswith(("virus", "computer virus")) and clause.has(SIMULATION):
             continue
-        if neutral_head(clause.text, match.end()):
+        if neutral_head(clause.text, match.end()) or _resisted(clause.text, match.start()):
             continue
         role = role_before(clause.text, match.start())
         if role == "make" or (role is None and clause.bare_request()):
@@ -521,7 +534,14 @@ def ordinary_means(question: Question) -> Finding | None:
     return Finding(*found) if found else None
 
 
+def self_harm(question: Question) -> Finding | None:
+    """Ending or hurting one's own life, judged first so that its refusal carries the crisis advice."""
+    found = own_life(question)
+    return Finding(*found) if found else None
+
+
 CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
+    self_harm,
     exploit_development,
     biological_harm,
     security_evasion,

@@ -28,7 +28,8 @@ MAKE = words(
     modifying turn convert pack packing obfuscate obfuscating compile deploy deploying
     distribute distributing spread spreading sneak smuggle install installs installing reinstall reinstalls
     drop drops plant plants sell selling setup automate automating improve upgrade customize
-    rewrite finish complete help send get show plan crypt rent renting hire hiring buy buying whip include"""
+    rewrite finish complete help send get show plan crypt rent renting hire hiring buy buying whip include
+    output outputs outputting architect"""
 )
 
 #: Words that put what follows in the detected, blocked, analysed or explained role.

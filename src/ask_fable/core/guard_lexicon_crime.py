@@ -98,7 +98,11 @@ SELF_HARM = (
     r"plans?)|(?:to|and|so i) (?:never |not )wake up\b|painless (?:way|method)s? to (?:die|go|end it)|"
     r"(?:overdose|od) on\b|how (?:many|much) (?:\S+ ){0,6}?(?:to|would|will|do i need to) (?:die|end it|"
     r"kill me|"
-    r"overdose))"
+    r"overdose)|"
+    # euphemisms and means: "unalive myself", "tie a noose", "bleed out", "cut deeper", "starve myself"
+    r"unalive\w*|(?:tie|tying|make|making) a noose|(?:take|takes|long) to bleed out|cut (?:deeper|myself)|"
+    r"starv(?:e|ing) myself|stop eating (?:completely|entirely|altogether)|"
+    r"goodbye (?:note|letter)s? and (?:\S+ ){0,3}?(?:method|way))"
 )
 #: Sexual content with a child in it.
 SEXUAL_MINOR = (
@@ -1092,7 +1096,8 @@ THIRD_SUBJECT = words(
     cheaters readers kids intruder intruders adversary adversaries people users students pupils employees
     staff customers children teens teenagers players members visitors bots ex wife husband partner girlfriend
     boyfriend boss roommate flatmate neighbour neighbor coworker colleague landlord caller callers law sister
-    brother mother father mom mum dad cousin aunt uncle friend"""
+    brother mother father mom mum dad cousin aunt uncle friend student pupil employee customer player member
+    visitor child kid teen teenager stranger scammer fraudster criminal"""
 )
 #: Nouns naming software or records: what a verb before them builds, rather than the agent after them.
 SOFTWARE_PRODUCT = words(

@@ -70,6 +70,12 @@ REQUEST = re.compile(
     r"line)s?\b"
 )
 CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+#: The asker asks how to help, protect, detect or recover, or what to do now: a defender's or a victim's
+#: question, which the classifier alone does not refuse (the judge still reads it).
+DEFENSIVE_ASK = re.compile(
+    r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
+    r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b"
+)
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
 ARTIFACT_CLAUSE = re.compile(cx.ARTIFACT_CLAUSE)
 #: A request for working detail: it asks for the thing whatever frames it.
@@ -340,6 +346,25 @@ def observed(clause: str, start: int, window: int = 4) -> bool:
     )
 
 
+#: Verbs that check a thing ("tell whether…", "find out if…"): what follows is examined, not asked for.
+_CHECKING = frozenset(
+    ("tell", "check", "verify", "know", "see", "determine", "confirm", "spot", "out", "figure", "detect")
+)
+_CHECKED_AUX = frozenset(("is", "are", "was", "were", "has", "have", "been", "being"))
+
+
+def examined(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is what something is checked for ("how can I tell whether an
+    extension I installed is stealing my cookies", "verify whether a QR code is a scam"): a checking
+    verb, then "whether" or "if", then a subject and a verb of being right before the act."""
+    words = words_before(clause, start, 12)
+    for index in range(len(words) - 1, 0, -1):
+        if words[index] in ("whether", "if"):
+            rest = words[index + 1 :]
+            return words[index - 1] in _CHECKING and len(rest) >= 2 and not _CHECKED_AUX.isdisjoint(rest[-2:])
+    return False
+
+
 def specified(clause: str, start: int) -> bool:
     """True when the act at ``start`` is what the thing asked for must do: the clause names the thing
     by what it does ("script that records…"), or a modal says so ("it should also encrypt…")."""
@@ -389,7 +414,7 @@ def requested(
     every real step"): an act governed only by an explaining word is then asked for all the same.
     """
     role, word = governing(clause, start, 14, True, ignore)
-    if prevented(clause, start):
+    if prevented(clause, start) or examined(clause, start):
         return False
     if role == "defend":
         # "explain, with working code, how…"
