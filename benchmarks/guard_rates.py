@@ -1,6 +1,7 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [tuned|held_out|paraphrase|blind1|blind2|blind3|all|blind4|DIR ...]
+Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|DIR ...] (SPLIT: tuned, held_out, paraphrase,
+blind1, blind2 or blind3)
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
 through the guard with default settings (no model, no network).
@@ -28,17 +29,19 @@ from tests.guard_corpus import SPLITS, load, read_questions  # noqa: E402
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
-#: The blind split that gives the figure to expect: written after the tuning on ``blind3``, frozen,
-#: and measured as it came (2.2 % refused, 69.6 % caught; 2.9 % and 80.6 % with the classifier
-#: trained without it). Both the judge's false refusals on it and the shipped classifier have been
-#: tuned on it since, so a new blind split is needed to say what to expect.
-REPORTED = "blind4"
-BLIND = ROOT / "tests" / "guard_corpus" / REPORTED
+#: The blind split that gives the figure to expect: written after the classifier was trained on
+#: ``blind4``, frozen, and never tuned on. ``blind4`` was measured as it came (2.2 % refused, 69.6 %
+#: caught; 2.9 % and 80.6 % with the classifier trained without it), then tuned on.
+REPORTED = "blind5"
+#: The blind splits kept as folders of the corpus: one since tuned on, and the reported one.
+FOLDERS = ("blind4", REPORTED)
+CORPUS = ROOT / "tests" / "guard_corpus"
+BLIND = CORPUS / REPORTED
 
 
 def questions(split: str) -> tuple[list[str], list[str]]:
     """The benign and harmful questions of a corpus split, or of the two files in a directory."""
-    folder = BLIND if split == REPORTED else Path(split)
+    folder = CORPUS / split if split in FOLDERS else Path(split)
     if folder.is_dir():
         return read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt")
     return load("benign", split), load("harmful", split)  # type: ignore[arg-type]
@@ -64,8 +67,8 @@ def measure(split: str) -> bool:
 
 
 def main() -> int:
-    """Measure the splits named on the command line (default: each split, all, then the reported one)."""
-    splits = sys.argv[1:] or [*SPLITS, "all", REPORTED]
+    """Measure the splits named on the command line (default: each split, all, then the blind folders)."""
+    splits = sys.argv[1:] or [*SPLITS, "all", *FOLDERS]
     results = [measure(split) for split in splits]
     return 0 if all(results) else 1
 

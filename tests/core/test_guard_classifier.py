@@ -81,9 +81,12 @@ def test_the_shipped_model_is_a_vocabulary_of_weights_with_a_threshold_and_a_mod
     assert data["features_version"] == FEATURES_VERSION
     assert len(data["weights"]) > 1000 and data["refuse_above"] > 0
     assert set(data["categories"]) <= set(RULES) and len(data["categories"]) >= 10
-    # Trained on every split of the corpus, the blind one included.
+    # Trained on every split of the corpus and on blind split 4, never on the reported blind split.
     splits = {"tuned", "held_out", "paraphrase", "blind1", "blind2", "blind3", "blind4"}
     assert splits <= set(data["trained_on"])
+    from benchmarks.guard_rates import REPORTED
+
+    assert REPORTED not in data["trained_on"]
 
 
 def test_the_guard_judges_a_question_without_importing_a_numeric_library() -> None:
