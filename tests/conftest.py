@@ -25,14 +25,14 @@ os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 # the web view's pages) run on one xdist worker, so no such fixture is started once per worker; so do
 # the tests of a module that keeps a fixture for the whole module (a server its tests share).
 _SHARED_FIXTURE_DIRS = ("replicas", "ui")
-_TESTS_ROOT = Path(__file__).resolve().parent.parent
+_PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 
 @functools.cache
 def _keeps_a_module_fixture(path: str) -> bool:
     """Whether the test module at ``path`` (relative to the project) declares a module-scoped fixture."""
     try:
-        return 'scope="module"' in (_TESTS_ROOT / path).read_text(encoding="utf-8")
+        return 'scope="module"' in (_PROJECT_ROOT / path).read_text(encoding="utf-8")
     except OSError:
         return False
 

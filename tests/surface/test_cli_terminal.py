@@ -77,7 +77,8 @@ def ctrl_c_during_a_call(fake: FakeProvider) -> Outcome:
 
 def test_no_bad_invocation_prints_a_traceback() -> None:
     """Every way of getting the command wrong, or of interrupting it, ends in lines meant for people."""
-    # Each needs a process of its own: bytes that are not UTF-8, a pipe, a bound port, a terminal.
+    # Each needs a process of its own: bytes that are not UTF-8, a pipe, a bound port, a stdio
+    # server's start, a terminal.
     with FakeProvider() as fake:
         spawned: dict[str, Callable[[], Outcome]] = {
             "port already in use": serve_on_a_busy_port,
@@ -93,7 +94,7 @@ def test_no_bad_invocation_prints_a_traceback() -> None:
         with ThreadPoolExecutor(max_workers=4) as pool:
             outcomes = dict(zip(spawned, pool.map(lambda case: case(), spawned.values()), strict=True))
     # The bare command and Ctrl-C on a stdio server are the terminal tests below; a state directory
-    # that cannot exist is the traceback test's.
+    # that cannot exist is test_a_failure_of_ours_shows_its_traceback_only_when_asked's.
     outcomes |= {
         "port out of range": run_here("serve", "--http", "--port", "99999"),
         "port not a number": run_here("serve", "--http", "--port", "eighty"),
