@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import threading
 from pathlib import Path
 
 import anyio
@@ -319,3 +320,24 @@ async def test_diagnose_on_a_database_that_does_not_answer_says_the_saved_settin
     assert "the PostgreSQL database is unavailable" in result["saved_settings_unread"]
     assert not result.get("saved_settings")
     assert PASSWORD not in json.dumps(result)
+
+
+def _listeners() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("ask-fable-listen-") and t.is_alive()]
+
+
+@ON_POSTGRES
+@pytest.mark.parametrize("args", [["keys", "list"], ["context", "list"]])
+def test_a_command_on_a_shared_database_stops_listening_for_settings_when_it_ends(
+    store_backend: StoreBackend, tmp_path: Path, args: list[str]
+) -> None:
+    """A command (an admin one, a tool one) that read the shared settings leaves no listener behind:
+    whatever runs it in a longer-lived process is not left with a thread reconnecting forever."""
+    assert store_backend.url
+    _save(store_backend.url, {"trace_mode": "full"})
+    before = set(_listeners())
+    done = _run(store_backend.url, tmp_path / "none.json", *args)
+    assert done.returncode == 0, done.stderr
+    for thread in set(_listeners()) - before:
+        thread.join(timeout=5)
+    assert set(_listeners()) - before == set()

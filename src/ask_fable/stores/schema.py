@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ask_fable.errors import SchemaMismatch
 from ask_fable.stores.engines import Engines, begin_sqlite, unusable_file
 from ask_fable.stores.migrations import HEAD
+from ask_fable.stores.migrations.legacy import LEGACY_SENTINEL, set_legacy_version
 from ask_fable.stores.tables import METADATA, schema_name
 
 if TYPE_CHECKING:
@@ -109,9 +110,16 @@ def current_revision(conn: Connection, schema: str | None) -> str | None:
 
 def upgrade_store(conn: Connection, store: str, schema: str | None, *, where: str) -> None:
     """Bring ``store`` on ``conn`` (inside the caller's transaction) to the head; a store written by a
-    newer release is refused with :class:`SchemaMismatch`, and nothing is changed."""
+    newer release is refused with :class:`SchemaMismatch`, and nothing is changed.
+
+    A store with no table yet is created as the head describes it (``tables.py``) and stamped there,
+    as Alembic's own recipe for a new database does, without loading Alembic; a store with tables
+    (an earlier revision, or the previous release's) is migrated by the history."""
     found = current_revision(conn, schema)
     if found == head():
+        return
+    if found is None and not inspect_tables(conn, schema):
+        create_at_head(conn, store)
         return
     if not _known(found):
         raise SchemaMismatch.newer(where, str(found), head())
@@ -123,6 +131,28 @@ def upgrade_store(conn: Connection, store: str, schema: str | None, *, where: st
         command.upgrade(config, "head")
     finally:
         config.attributes.clear()
+
+
+def inspect_tables(conn: Connection, schema: str | None) -> list[str]:
+    """The names of the tables on ``conn`` in ``schema`` (the default one for ``None``)."""
+    from sqlalchemy import inspect
+
+    return list(inspect(conn).get_table_names(schema=schema))
+
+
+def create_at_head(conn: Connection, store: str) -> None:
+    """Create ``store``'s tables and indexes on ``conn`` (in the caller's transaction, in the schema
+    its ``schema_translate_map`` names), record the head in ``alembic_version`` as Alembic does, and
+    set the old version marker as the first revision does."""
+    from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table, insert
+
+    METADATA[store].create_all(conn, checkfirst=False)
+    # The table Alembic keeps its revision in, with the name and key it gives them.
+    versions = Table(VERSION_TABLE, MetaData(), Column("version_num", String(32), nullable=False),
+                     PrimaryKeyConstraint("version_num", name=f"{VERSION_TABLE}_pkc"))
+    versions.create(conn)
+    conn.execute(insert(versions).values(version_num=head()))
+    set_legacy_version(conn, store, LEGACY_SENTINEL)
 
 
 def upgrade_sqlite_file(conn: Connection, store: str, where: str) -> None:

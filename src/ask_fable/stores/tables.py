@@ -13,6 +13,8 @@ Column types: ``Text``, ``Double`` (REAL on SQLite, DOUBLE PRECISION on PostgreS
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     CheckConstraint,
@@ -26,6 +28,7 @@ from sqlalchemy import (
     MetaData,
     Table,
     Text,
+    event,
     text,
 )
 
@@ -339,6 +342,13 @@ saved_settings_revision = Table(
            autoincrement=False),
     Column("revision", Int, nullable=False),
 )
+
+
+@event.listens_for(saved_settings_revision, "after_create")
+def _first_revision(target: Table, connection: Any, **_: Any) -> None:
+    """A new settings store holds its one revision row, at 0, as the first migration leaves it."""
+    connection.execute(target.insert().values(one=1, revision=0))
+
 
 # --- web view logins -----------------------------------------------------------------------------
 ui_sessions_meta = MetaData()

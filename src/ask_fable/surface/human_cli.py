@@ -514,19 +514,26 @@ async def call_tool(name: str, arguments: dict[str, Any], *, toolsets: Sequence[
     from ask_fable.surface.context import COMMAND_LINE_CLIENT
     from ask_fable.surface.server import build_server
 
-    server = build_server(App(quiet=quiet), toolsets=list(toolsets))
+    app = App(quiet=quiet)
+    server = build_server(app, toolsets=list(toolsets))
     client_info = Implementation(name=COMMAND_LINE_CLIENT, version=__version__)
     display = progress or ProgressDisplay(enabled=False)
     stderr = contextlib.redirect_stderr(display) if display.tty else contextlib.nullcontext()
-    with stderr:
-        async with Client(server, client_info=client_info) as client, anyio.create_task_group() as group:
-            group.start_soon(display.tick)
-            loaded()
-            try:
-                result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
-            finally:
-                group.cancel_scope.cancel()
-                display.clear()
+    try:
+        with stderr:
+            async with Client(server, client_info=client_info) as client, \
+                    anyio.create_task_group() as group:
+                group.start_soon(display.tick)
+                loaded()
+                try:
+                    result = await client.call_tool(name, arguments, progress_callback=display.on_progress)
+                finally:
+                    group.cancel_scope.cancel()
+                    display.clear()
+    finally:
+        # What the call opened (warm sessions, connections, a shared settings' listener) ends with it.
+        with anyio.CancelScope(shield=True):
+            await app.aclose()
     payload = result.structured_content
     if payload is None:
         text = "".join(getattr(block, "text", "") for block in result.content)

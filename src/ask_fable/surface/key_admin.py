@@ -136,6 +136,8 @@ def _in_flight(app: App, args: argparse.Namespace) -> int:
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|update|revoke``; a one-line message and 2 when a new key's arguments are
     wrong (its name taken, its tenant not one), 1 for any other failure."""
+    import anyio
+
     from ask_fable.config import database_url_problem, load_settings
     from ask_fable.core.app import App
     from ask_fable.errors import AskFableError, BadArgs, Unavailable
@@ -204,4 +206,5 @@ def keys_command(args: argparse.Namespace) -> int:
         # The arguments of a new key (a name taken, a tenant that cannot be one) are a usage error.
         return 2 if args.keys_action == "create" and isinstance(exc, BadArgs) else 1
     finally:
-        app.resources.engines.close()  # the database connections are returned, whoever called
+        # The database connections are returned and a shared settings' listener stopped, whoever called.
+        anyio.run(app.aclose)

@@ -10,6 +10,11 @@ script of each store, which made its tables, is never run again. Never edit them
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
+
 #: Each store's scripts after its first, in order: ``UPGRADES[store][i]`` moved ``user_version``
 #: from ``i + 1`` to ``i + 2``.
 UPGRADES: dict[str, tuple[str, ...]] = {
@@ -180,6 +185,27 @@ UPGRADES: dict[str, tuple[str, ...]] = {
 
 #: Each store's last version before this history: its first script and those after it.
 FINAL: dict[str, int] = {store: 1 + len(scripts) for store, scripts in UPGRADES.items()}
+
+#: The old version marker set once a store is in the Alembic history: past every release that used
+#: it, so such a release refuses the store instead of running its scripts again.
+LEGACY_SENTINEL = 1000
+
+
+def set_legacy_version(conn: Connection, store: str, version: int) -> None:
+    """Set ``store``'s old version marker on ``conn``: ``PRAGMA user_version`` on SQLite, its row of
+    ``ask_fable.schema_migrations`` on PostgreSQL."""
+    from sqlalchemy import text
+
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
+        return
+    conn.exec_driver_sql("CREATE SCHEMA IF NOT EXISTS ask_fable")
+    conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS ask_fable.schema_migrations (store TEXT PRIMARY KEY, "
+                         "version INTEGER NOT NULL, applied_at DOUBLE PRECISION NOT NULL)")
+    conn.execute(text("INSERT INTO ask_fable.schema_migrations (store, version, applied_at) "
+                      "VALUES (:store, :version, extract(epoch from now())) ON CONFLICT (store) DO UPDATE "
+                      "SET version = excluded.version, applied_at = excluded.applied_at"),
+                 {"store": store, "version": version})
 
 
 def split_statements(script: str) -> list[str]:

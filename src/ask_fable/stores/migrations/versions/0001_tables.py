@@ -18,7 +18,13 @@ import sqlalchemy as sa
 from alembic import op
 
 from ask_fable.errors import SchemaMismatch
-from ask_fable.stores.migrations.legacy import FINAL, UPGRADES, split_statements
+from ask_fable.stores.migrations.legacy import (
+    FINAL,
+    LEGACY_SENTINEL,
+    UPGRADES,
+    set_legacy_version,
+    split_statements,
+)
 
 revision = "0001"
 down_revision: str | None = None
@@ -27,9 +33,6 @@ depends_on: str | None = None
 
 #: An integer column: INTEGER on SQLite (an integer primary key is the row id), BIGINT on PostgreSQL.
 INT = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-
-#: The old version marker set once a store is in this history: past every release that used it.
-LEGACY_SENTINEL = 1000
 
 
 def upgrade(engine_name: str) -> None:
@@ -50,14 +53,14 @@ def upgrade(engine_name: str) -> None:
         for script in UPGRADES[engine_name][found - 1:]:
             for statement in split_statements(script):
                 op.execute(statement)
-    _set_legacy_version(engine_name, LEGACY_SENTINEL)
+    set_legacy_version(op.get_bind(), engine_name, LEGACY_SENTINEL)
 
 
 def downgrade(engine_name: str) -> None:
     """Drop ``engine_name``'s tables (every row with them)."""
     for table in DROP[engine_name]:
         op.drop_table(table)
-    _set_legacy_version(engine_name, 0)
+    set_legacy_version(op.get_bind(), engine_name, 0)
 
 
 def _legacy_version(store: str) -> int:
@@ -69,20 +72,6 @@ def _legacy_version(store: str) -> int:
     found = bind.execute(sa.text("SELECT version FROM ask_fable.schema_migrations WHERE store = :store"),
                          {"store": store}).scalar()
     return int(found or 0)
-
-
-def _set_legacy_version(store: str, version: int) -> None:
-    bind = op.get_bind()
-    if bind.dialect.name == "sqlite":
-        bind.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
-        return
-    bind.exec_driver_sql("CREATE SCHEMA IF NOT EXISTS ask_fable")
-    bind.exec_driver_sql("CREATE TABLE IF NOT EXISTS ask_fable.schema_migrations (store TEXT PRIMARY KEY, "
-                         "version INTEGER NOT NULL, applied_at DOUBLE PRECISION NOT NULL)")
-    bind.execute(sa.text("INSERT INTO ask_fable.schema_migrations (store, version, applied_at) "
-                         "VALUES (:store, :version, extract(epoch from now())) ON CONFLICT (store) DO UPDATE "
-                         "SET version = excluded.version, applied_at = excluded.applied_at"),
-                 {"store": store, "version": version})
 
 
 def _create_context() -> None:
