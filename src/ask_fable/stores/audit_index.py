@@ -36,7 +36,7 @@ from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.db import Database, per_dialect, upsert
-from ask_fable.stores.driver import run_many, run_many_returning
+from ask_fable.stores.driver import run_each, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
@@ -241,7 +241,7 @@ class AuditTable:
             return
         with self.db.write() as conn:
             # Each record one INSERT ... RETURNING on the driver, a group's in one pipeline.
-            ids = [rec_id for rec_id, in run_many_returning(conn, _INSERT_RECS_IDS, rows)]
+            ids = [returned[0][0] for returned in run_each(conn, _INSERT_RECS_IDS, rows)]
             member_rows = [{"rec_id": rec_id, **member}
                            for rec_id, members in zip(ids, members_of, strict=True) for member in members]
             if member_rows:

@@ -278,33 +278,35 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str
         raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
 
 
-def run_many_returning(conn: Connection, statement: Executable,
-                       rows: Sequence[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
-    """Execute an ``INSERT … RETURNING`` once per parameter set of ``rows`` (all naming the same
-    parameters); the row each returned, in order. On PostgreSQL one driver ``executemany`` sends them
-    all in one pipeline (SQLAlchemy's batched ``VALUES`` would build and parse a statement per batch
-    size); elsewhere each runs as :func:`run` runs it."""
+def run_each(conn: Connection, statement: Executable,
+             rows: Sequence[Mapping[str, Any]]) -> list[list[tuple[Any, ...]]]:
+    """Execute a DML statement with ``RETURNING`` once per parameter set of ``rows`` (all naming the
+    same parameters); the rows each execution returned, in order (none for an ``INSERT`` whose
+    ``ON CONFLICT DO NOTHING`` skipped its row). On PostgreSQL one driver ``executemany`` sends them
+    all in one pipeline, one round trip (SQLAlchemy's batched ``VALUES`` would build and parse a
+    statement per batch size); elsewhere each runs as :func:`run` runs it."""
     if not rows:
         return []
     plan = _plan(conn, statement, tuple(rows[0]))
     first = rows[0].keys()
     if conn.dialect.name != "postgresql" or plan is None or any(row.keys() != first for row in rows):
-        return [run(conn, statement, row).one() for row in rows]
+        return [run(conn, statement, row).rows for row in rows]
     parameters = list(rows) if plan.direct else [plan.parameters(row) for row in rows]
-    returned: list[tuple[Any, ...]] = []
+    returned: list[list[tuple[Any, ...]]] = []
     try:
         cursor = _driver(conn).cursor()
         cursor.executemany(plan.sql, parameters, returning=True)
         while True:
-            returned.extend(cursor.fetchall())
+            returned.append(cursor.fetchall())
             if not cursor.nextset():
                 break
+        processors = plan.processors(conn.dialect, cursor.description) if any(returned) else ()
     except Exception as exc:
         raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
-    processors = plan.processors(conn.dialect, cursor.description) if returned else ()
     if processors:
-        returned = [tuple(value if process is None else process(value)
-                          for process, value in zip(processors, row, strict=True)) for row in returned]
+        returned = [[tuple(value if process is None else process(value)
+                           for process, value in zip(processors, row, strict=True)) for row in result]
+                    for result in returned]
     return returned
 
 

@@ -30,7 +30,7 @@ from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database, database_for, per_dialect, upsert
-from ask_fable.stores.driver import run, run_many
+from ask_fable.stores.driver import run, run_each, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import TraceBundle, TraceEvent, TraceRecord, TraceSummary
 from ask_fable.stores.tables import trace_bundles, trace_counters, trace_events, trace_providers
@@ -156,11 +156,10 @@ class TraceStore:
         event_rows = [event for *_, events in rows for event in events]
 
         def store(conn: Connection) -> list[str]:
-            new = _NEW(conn)
-            for trace_id, _ts, row, _providers, _events in rows:
-                # A new trace (nearly always) is one insert; one recorded before is replaced whole.
-                inserted = run(conn, new, row).scalar()
-                if inserted is None:
+            # A new trace (nearly always) is one insert; one recorded before is replaced whole.
+            inserted = run_each(conn, _NEW(conn), [row for _id, _ts, row, _p, _e in rows])
+            for (trace_id, _ts, row, _providers, _events), returned in zip(rows, inserted, strict=True):
+                if not returned:
                     run(conn, _DELETE_EVENTS, {"trace_id": trace_id})
                     run(conn, _DELETE_PROVIDERS, {"trace_id": trace_id})
                     run(conn, _REPLACE(conn), row)
