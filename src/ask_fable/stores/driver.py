@@ -282,14 +282,16 @@ def run_each(conn: Connection, statement: Executable,
              rows: Sequence[Mapping[str, Any]]) -> list[list[tuple[Any, ...]]]:
     """Execute a DML statement with ``RETURNING`` once per parameter set of ``rows`` (all naming the
     same parameters); the rows each execution returned, in order (none for an ``INSERT`` whose
-    ``ON CONFLICT DO NOTHING`` skipped its row). On PostgreSQL one driver ``executemany`` sends them
-    all in one pipeline, one round trip (SQLAlchemy's batched ``VALUES`` would build and parse a
-    statement per batch size); elsewhere each runs as :func:`run` runs it."""
+    ``ON CONFLICT DO NOTHING`` skipped its row). On PostgreSQL one driver ``executemany`` sends
+    several in one pipeline, one round trip (SQLAlchemy's batched ``VALUES`` would build and parse a
+    statement per batch size); one alone, or on another database, each runs as :func:`run` runs it."""
     if not rows:
         return []
+    if len(rows) == 1 or conn.dialect.name != "postgresql":  # a pipeline costs more than one statement
+        return [run(conn, statement, row).rows for row in rows]
     plan = _plan(conn, statement, tuple(rows[0]))
     first = rows[0].keys()
-    if conn.dialect.name != "postgresql" or plan is None or any(row.keys() != first for row in rows):
+    if plan is None or any(row.keys() != first for row in rows):
         return [run(conn, statement, row).rows for row in rows]
     parameters = list(rows) if plan.direct else [plan.parameters(row) for row in rows]
     returned: list[list[tuple[Any, ...]]] = []
