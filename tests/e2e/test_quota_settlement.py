@@ -6,9 +6,12 @@ fake provider."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
 from mcp import Client
 
 from ask_fable.backends.resources import Resources
@@ -17,7 +20,8 @@ from ask_fable.core.app import App
 from ask_fable.stores.db import database_for
 from ask_fable.stores.interfaces import GivenStores
 from ask_fable.stores.quotas import QuotaLedger
-from ask_fable.stores.views import Admission
+from ask_fable.stores.records import QuotaLimits
+from ask_fable.stores.views import Admission, AdmitRequest, SettleRequest
 from ask_fable.surface.server import build_server
 from tests.conftest import StoreBackend
 from tests.e2e.test_mode_tools import answer, http_settings
@@ -137,4 +141,50 @@ async def test_a_settlement_failing_in_the_records_transaction_keeps_the_records
     traces = app.traces.list("local")
     assert sorted(t.trace_id for t in traces) == sorted([first["trace_id"], second["trace_id"]])
     assert all(t.status == "ok" for t in traces)
+    await app.aclose()
+
+
+class StalledLedger(QuotaLedger):
+    """The quota store, its next batch held until released and then failing (a database going away
+    while it runs)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stalling = False
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def apply(self, settles: Any, admits: Any, renew: Any, holder: str, now: float,
+              lease_s: float = 30.0) -> list[Admission]:
+        if admits and self.stalling:
+            self.entered.set()
+            self.release.wait(10)
+            raise ConnectionError("database went away")
+        return super().apply(settles, admits, renew, holder, now, lease_s)
+
+
+async def test_a_settlement_handed_back_while_a_batch_fails_is_still_retried(tmp_path: Path) -> None:
+    """A settlement the record writer hands back while the quota batcher's batch runs is kept when that
+    batch fails, and lands with the next one."""
+    ledger = StalledLedger(tmp_path / "quotas.db")
+    app = App(load_settings(local_quota=True), stores=GivenStores(quotas=ledger))
+    admitted = ledger.admit("local", 0, QuotaLimits(concurrent=5), 0.0, app.clock.now())
+    assert admitted.ticket is not None
+    handed = SettleRequest("local", 0, admitted.ticket, 0.01)
+    ledger.stalling = True
+
+    async def admit() -> None:
+        with pytest.raises(ConnectionError):
+            await app.quota_batcher.admit(AdmitRequest("local", 0, QuotaLimits(concurrent=5), 0.0))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(admit)
+        await anyio.to_thread.run_sync(ledger.entered.wait, 10)
+        app.keep_unsettled([handed])  # the record writer's settlement did not land
+        ledger.release.set()
+    assert app.quota_batcher.unsettled == [handed]
+    await app.quota_batcher.heartbeat()
+    [usage] = ledger.usage("local", app.clock.now())
+    assert usage["in_flight"] == 0 and usage["calls_today"] == 1 and usage["spent_usd_today"] == 0.01
+    assert not app.quota_batcher.unsettled
     await app.aclose()
