@@ -28,7 +28,11 @@ redaction, result, settings, backend, SDK, HTTP server, event loop), each server
 directory, with the key's quotas off (``ASK_FABLE_KEY_RPM``, ``_CONCURRENT`` and ``_DAILY_USD`` 0), so
 what counting them costs is measured beside the rest.
 
-Run: python benchmarks/bench_http_concurrency.py [rounds] [--profile DIR] [--quotas-off]
+``--against SRC`` adds another server taking its turn in the same rounds: ours, quotas counted, run from
+the package sources in ``SRC`` (another tree's ``src``, e.g. from ``git archive REV src``) on the same
+state directory, so a change is measured beside the tree before it under the same load.
+
+Run: python benchmarks/bench_http_concurrency.py [rounds] [--profile DIR] [--quotas-off] [--against SRC]
 """
 
 from __future__ import annotations
@@ -349,9 +353,10 @@ def main(argv: list[str]) -> int:
         serve_bare(int(argv[1]), argv[2])
         return 0
     profile_dir = Path(argv[argv.index("--profile") + 1]) if "--profile" in argv else None
-    numbers = [a for a in argv if a.isdigit()]
-    rounds = int(numbers[0]) if numbers else ROUNDS
     quotas_off = "--quotas-off" in argv
+    against = argv[argv.index("--against") + 1] if "--against" in argv else None
+    numbers = [a for a in argv if a.isdigit() and a != against]
+    rounds = int(numbers[0]) if numbers else ROUNDS
     logging.disable(logging.INFO)  # the SDK logs every request at INFO; that is not what is measured
     command = [str(Path(sys.executable).with_name("ask-fable"))]
     if not Path(command[0]).exists():
@@ -379,6 +384,9 @@ def main(argv: list[str]) -> int:
         free_cmd = [*command, "--toolsets", "single", "serve", "--http", "--port", str(free_port_)]
         free_env = {**env, "ASK_FABLE_KEY_RPM": "0", "ASK_FABLE_KEY_CONCURRENT": "0",
                     "ASK_FABLE_KEY_DAILY_USD": "0"}
+        prev_port = free_port()
+        prev_cmd = [sys.executable, "-m", "ask_fable", "--toolsets", "single", "serve", "--http", "--port",
+                    str(prev_port)]
         with ExitStack() as stack:
             ours_proc = stack.enter_context(running(ours_cmd, env, ours_port))
             bare_proc = stack.enter_context(running(bare_cmd, env, bare_port))
@@ -388,6 +396,10 @@ def main(argv: list[str]) -> int:
             if quotas_off:
                 free_proc = stack.enter_context(running(free_cmd, free_env, free_port_))
                 servers.append(Server("free", free_proc, f"http://127.0.0.1:{free_port_}", key))
+            if against is not None:
+                prev_env = {**env, "PYTHONPATH": str(Path(against).resolve())}
+                prev_proc = stack.enter_context(running(prev_cmd, prev_env, prev_port))
+                servers.append(Server("prev", prev_proc, f"http://127.0.0.1:{prev_port}", key))
             for server in servers:
                 server.round(measured=False)
             for number in range(rounds):
@@ -411,8 +423,16 @@ def main(argv: list[str]) -> int:
           f"{ours.cpu_per_call / bare.cpu_per_call:.2f}")
     others = servers[2:]
     for free in others:
-        print(free.line() + "  (ours, the key's quotas off)")
         walls = statistics.median(ours.walls) / statistics.median(free.walls)
+        if free.name == "prev":
+            print(free.line() + f"  (ours from {against})")
+            print(f"  ours / prev: wall {walls:.2f}, server CPU per call "
+                  f"{ours.cpu_per_call / free.cpu_per_call:.2f} "
+                  f"({(ours.cpu_per_call - free.cpu_per_call) * 1000:+.2f} ms); prev / bare "
+                  f"{statistics.median(free.walls) / statistics.median(bare.walls):.2f}, CPU "
+                  f"{free.cpu_per_call / bare.cpu_per_call:.2f}")
+            continue
+        print(free.line() + "  (ours, the key's quotas off)")
         print(f"  with quotas counted / off: wall {walls:.2f}, server CPU per call "
               f"{ours.cpu_per_call / free.cpu_per_call:.2f} "
               f"({(ours.cpu_per_call - free.cpu_per_call) * 1000:+.2f} ms); quotas off / bare "

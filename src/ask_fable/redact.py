@@ -295,7 +295,8 @@ def redacted_json_all(objs: Sequence[object], secrets: SecretSource = (), *,
     when none needs redacting (a match found only across two dumps sends each the long way)."""
     exact = _exact(secrets)
     if not exact.escaped:
-        dumps = [json.dumps(obj, ensure_ascii=False, separators=separators, default=str) for obj in objs]
+        encode = _encoder(separators).encode
+        dumps = [encode(obj) for obj in objs]
         if _clean_dump(dumps[0] if len(dumps) == 1 else "\n".join(dumps), exact):
             return dumps
 
@@ -304,6 +305,19 @@ def redacted_json_all(objs: Sequence[object], secrets: SecretSource = (), *,
 
     return [json.dumps(_walk(obj, exact.values), ensure_ascii=False, separators=separators, default=text_of)
             for obj in objs]
+
+
+_ENCODERS: dict[tuple[str, str] | None, json.JSONEncoder] = {}
+
+
+def _encoder(separators: tuple[str, str] | None) -> json.JSONEncoder:
+    """``json.dumps(..., ensure_ascii=False, separators=separators, default=str)``'s encoder, built once
+    (``json.dumps`` builds one per call when given options; these dumps run for every trace event)."""
+    encoder = _ENCODERS.get(separators)
+    if encoder is None:
+        encoder = _ENCODERS[separators] = json.JSONEncoder(ensure_ascii=False, separators=separators,
+                                                           default=str)
+    return encoder
 
 
 def _walk(obj: object, exact: tuple[str, ...]) -> object:

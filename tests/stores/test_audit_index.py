@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import sqlite3
 from pathlib import Path
@@ -10,8 +11,9 @@ import pytest
 
 from ask_fable.errors import BadArgs
 from ask_fable.stores.audit import AuditLog
-from ask_fable.stores.audit_index import AuditIndex, _ident
+from ask_fable.stores.audit_index import AuditIndex, AuditTable, _ident, _rows
 from ask_fable.stores.audit_trail import AuditTrail
+from tests.conftest import StoreBackend
 from tests.stores.legacy_databases import SCRIPTS
 
 NOW = 1_800_000_000.0
@@ -131,3 +133,33 @@ def test_an_index_from_before_failure_attribution_is_rebuilt(tmp_path: Path) -> 
     old.close()
     stats = AuditTrail(log).stats("local", window="all", by="model", now=NOW)
     assert [(b.by, b.key, b.figures["errors"]) for b in stats["buckets"]] == [("model", "glm-5.2", 1)]
+
+
+def test_a_group_of_records_keeps_each_records_members_with_it(store_backend: StoreBackend,
+                                                               tmp_path: Path) -> None:
+    """Records appended as a group (calls that finished together) are each stored with their own
+    member calls, on the shared database's table as in the file's index."""
+    from sqlalchemy import select
+
+    from ask_fable.stores.records import AuditRecord
+    from ask_fable.stores.tables import audit_members, audit_recs
+
+    db = store_backend.open("audit", tmp_path / "audit.db")
+    table = AuditTable(db)
+    rng = random.Random(7)
+    records = [AuditRecord.model_validate(_record(i, rng)) for i in range(10)]
+    table.append_many(records[:9])
+    table.append_many(records[9:])
+    with db.read() as conn:
+        rows = conn.execute(select(audit_recs.c.line, audit_members.c.provider, audit_members.c.model)
+                            .join_from(audit_recs, audit_members, isouter=True)).all()
+    stored: dict[str, list[tuple[str, str]]] = {}
+    for line, provider, model in rows:
+        members = stored.setdefault(line, [])
+        if provider is not None:
+            members.append((provider, model))
+    assert len(stored) == 10
+    for record in records:
+        line = json.dumps(record.line(), ensure_ascii=False, separators=(",", ":"))
+        expected = sorted((m["provider"], m["model"]) for m in _rows("db", record)[1])
+        assert expected and sorted(stored[line]) == expected, record.trace_id

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import bindparam, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from ask_fable.stores.driver import run, run_many
+from ask_fable.stores.db import upsert
+from ask_fable.stores.driver import run, run_each, run_many
 from ask_fable.stores.tables import context, trace_bundles
 from tests.conftest import StoreBackend
 
@@ -73,3 +74,19 @@ def test_a_dml_statement_reports_its_row_count(store_backend: StoreBackend, tmp_
         run_many(conn, insert(context), [_row("a"), _row("b")])
         assert run(conn, done, {"gone": "a"}).rowcount == 1
         assert run(conn, done, {"gone": "a"}).rowcount == 0
+
+
+def test_each_execution_returns_its_own_rows_and_a_skipped_insert_none(store_backend: StoreBackend,
+                                                                       tmp_path: Path) -> None:
+    db = store_backend.open("context", tmp_path / "context.db")
+    with db.write() as conn:
+        new = upsert(conn, context).on_conflict_do_nothing().returning(context.c.key, context.c.size_chars)
+        run(conn, insert(context), _row("b", "taken"))
+        returned = run_each(conn, new, [_row("a", "alpha"), _row("b", "beta"), _row("c", "gamma!")])
+    assert returned == [[("a", 5)], [], [("c", 6)]]
+    assert [type(v) for v in returned[0][0]] == [str, int]
+    with pytest.raises(IntegrityError), db.write() as conn:
+        run_each(conn, insert(context).returning(context.c.key), [_row("d"), _row("a")])
+    with db.read() as conn:
+        keys = run(conn, select(context.c.key).order_by(context.c.key)).scalars()
+    assert keys == ["a", "b", "c"]

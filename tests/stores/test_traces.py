@@ -66,7 +66,7 @@ def test_record_then_get_returns_ordered_events_and_fields(settings: Settings) -
 
 def test_record_twice_replaces_the_trace(settings: Settings) -> None:
     """A trace recorded again keeps nothing of the first record: not its fields, events or providers,
-    alone or in a group with new traces."""
+    alone or in a group with new traces (or with itself)."""
     store = TraceStore(settings)
     store.record(_trace(1))
     store.record(_trace(1, status="error", providers=["kimi"],
@@ -80,6 +80,12 @@ def test_record_twice_replaces_the_trace(settings: Settings) -> None:
     assert [e.name for e in got.events] == ["start", "end"]
     assert [r.trace_id for r in store.list("local", provider="kimi")] == []
     assert store.count() == 3
+    # Given twice in one group, a trace is stored as last given.
+    store.record_many([_trace(4), _trace(4, status="error", providers=["kimi"],
+                                         events=[{"t_ms": 1, "name": "only", "attrs": {}}])])
+    got = store.get("local", _trace(4).trace_id)
+    assert got is not None and got.status == "error" and [e.name for e in got.events] == ["only"]
+    assert got.providers == ["kimi"] and store.count() == 4
 
 
 def test_list_is_newest_first_without_events_and_filters(settings: Settings) -> None:

@@ -18,7 +18,7 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ask_fable.core.quota_batcher import QuotaBatcher
     from ask_fable.core.record_writer import RecordWriter
     from ask_fable.stores.saved_settings import SharedSettings
+    from ask_fable.stores.views import SettleRequest
 
 _Service = TypeVar("_Service")
 P = ParamSpec("P")
@@ -377,6 +378,16 @@ class App:
         store call, whichever database it runs on. A cancelled caller waits for the call to end, so
         its transaction is committed or rolled back whole and its connection returned."""
         return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    def settle_quotas(self, settles: Sequence[SettleRequest]) -> None:
+        """End these calls' quota holds in one write (blocking; a finished call's records are written
+        just before, in the same worker thread: ``core/record_writer.py``)."""
+        batcher = self.quota_batcher
+        self.quotas.apply(settles, [], [], batcher.holder, self.clock.now(), batcher.lease_s)
+
+    def keep_unsettled(self, settles: Sequence[SettleRequest]) -> None:
+        """Hand settlements that did not land to the quota batcher, which retries them."""
+        self.quota_batcher.unsettled.extend(settles)
 
     @property
     def quota_batcher(self) -> QuotaBatcher:

@@ -124,6 +124,8 @@ class _Echo:
     resolved: list[str] | None = None
     missing: list[str] | None = None
     warnings: list[str] = field(default_factory=list)
+    #: The call's places in its key's quotas, settled with its records (``Pipeline._persist``).
+    holds: list[quotas.QuotaHold] = field(default_factory=list)
 
     def onto(self, result: AnswerResult) -> None:
         """Set these fields on ``result``."""
@@ -255,7 +257,7 @@ class Pipeline:
         try:
             return await self._run(call, runner, trace, request, mctx, holds)
         finally:
-            for hold in holds:
+            for hold in holds:  # settled with the call's records unless they were not written
                 if not await hold.settle(costs.call_cost(mctx.members).budget_usd):
                     # Its place frees when its lease lapses; its cost is counted on a later try.
                     app.console.line(trace.trace_id, "could not settle this call's quota yet; retrying later")
@@ -309,7 +311,7 @@ class Pipeline:
         context = call.context
         refs = _refs(call.context_ref)
         # Set on every outcome, errors included, so the caller always sees what its refs did.
-        echo = _Echo(session=call.session if call.echo_session else None)
+        echo = _Echo(session=call.session if call.echo_session else None, holds=holds)
         try:
             if refs:
                 bus, bus_tenant = app.context_store, store_tenant(call.tenant, settings.shared_context)
@@ -564,7 +566,7 @@ class Pipeline:
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)
-        saved = await self._persist(done, settings)
+        saved = await self._persist(done, settings, echo.holds)
         if saved is not None:
             result.saved = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
@@ -572,9 +574,11 @@ class Pipeline:
         # (surface/server.py), this one included, so it is not redacted twice.
         return result
 
-    async def _persist(self, done: FinishedCall, settings: Settings) -> str | None:
+    async def _persist(self, done: FinishedCall, settings: Settings,
+                       holds: list[quotas.QuotaHold]) -> str | None:
         """Write the call's records (grouped with those of calls finishing meanwhile, one thread hop
-        per group), durable before the caller sees the answer.
+        per group), durable before the caller sees the answer, then settle its ``holds`` in the same
+        store call.
 
         Each store fails on its own: its failure is one console line, the other records are
         still written, and the caller keeps the answer. Returns where the answer was saved.
@@ -592,8 +596,12 @@ class Pipeline:
         with step, step.current():
             try:
                 records = call_records(done, settings)
-                await self.app.record_writer.write(
-                    records, lambda store, exc: failed(f"the {store} record", exc, store))
+                cost = costs.call_cost(done.members).budget_usd
+                settles = [hold.handover(cost) for hold in holds if not hold.handed]
+                if not await self.app.record_writer.write(
+                        records, lambda store, exc: failed(f"the {store} record", exc, store), settles):
+                    # Its place frees when its lease lapses; its cost is counted on a later try.
+                    console.line(trace_id, "could not settle this call's quota yet; retrying later")
             except Exception as exc:  # a bug in building or writing records: still not the caller's loss
                 failed("this call's records", exc)
                 return None

@@ -134,7 +134,8 @@ class QuotaBatcher:
                 self.app.quotas.apply, settles, [w.admit for w in admits if w.admit is not None], renew,
                 self.holder, now, lease)
         except Exception as exc:
-            self.unsettled = settles
+            # Kept with any handed back meanwhile (``App.keep_unsettled``, by the record writer).
+            self.unsettled = [*settles, *self.unsettled]
             for item in batch:
                 item.failure = exc
         else:

@@ -101,10 +101,24 @@ class QuotaHold:
 
     def __init__(self, app: App, quota: KeyQuota, ticket: str) -> None:
         self.app, self.quota, self.ticket = app, quota, ticket
+        #: The settlement was handed over (:meth:`handover`): :meth:`settle` has nothing left to do.
+        self.handed = False
+
+    def handover(self, cost_usd: float) -> SettleRequest:
+        """The call's settlement, for the caller to write with its records (``RecordWriter.write``,
+        which hands it back to the batcher should it fail); its lease is no longer renewed."""
+        self.handed = True
+        quota = self.quota
+        self.app.quota_batcher.live.discard(self.ticket)
+        return SettleRequest(quota.tenant, quota.key_id, self.ticket, cost_usd)
 
     async def settle(self, cost_usd: float) -> bool:
         """Free the call's place and count its real cost (shielded: a cancelled call still settles);
-        False when the store failed: the settlement is retried with this process's next quota work."""
+        False when the store failed: the settlement is retried with this process's next quota work.
+        Nothing to do once handed over."""
+        if self.handed:
+            return True
+        self.handed = True
         quota = self.quota
         request = SettleRequest(quota.tenant, quota.key_id, self.ticket, cost_usd)
         return await self.app.quota_batcher.settle(request)

@@ -14,12 +14,17 @@ and their traces one transaction, and on a shared PostgreSQL database everything
 one transaction (``stores/recorders.write_call_groups``); each call's records still fail on their own.
 The server's
 minimal trace of a call outside the pipeline goes the same way (:meth:`RecordWriter.run`).
+
+A call admitted against its key's quotas hands its settlement to the same write: the group's
+settlements run in the same worker-thread hop, after the records (in their transaction on a shared
+PostgreSQL database), so a call ends with one store call instead of two. A settlement that fails is
+handed back to the quota batcher, which retries it (``core/quota_batcher.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -28,6 +33,7 @@ import anyio.lowlevel
 
 from ask_fable.stores.interfaces import StoreRunner
 from ask_fable.stores.recorders import CallRecords, CallStores, FailureFn, write_call_groups
+from ask_fable.stores.views import SettleRequest
 
 
 class RecordStores(CallStores, Protocol):
@@ -38,6 +44,14 @@ class RecordStores(CallStores, Protocol):
         """Runs one blocking store call (``App.run_store``)."""
         ...
 
+    def settle_quotas(self, settles: Sequence[SettleRequest]) -> None:
+        """End these calls' quota holds (blocking: run in the group's worker thread)."""
+        ...
+
+    def keep_unsettled(self, settles: Sequence[SettleRequest]) -> None:
+        """Hand back settlements that did not land, to be retried with the next quota work."""
+        ...
+
 
 @dataclass(eq=False)
 class _Pending:
@@ -45,6 +59,9 @@ class _Pending:
 
     job: Callable[[], None] | None = None
     records: tuple[CallRecords, FailureFn] | None = None
+    #: The call's quota settlements, written after the records.
+    settles: Sequence[SettleRequest] = ()
+    settled: bool = False
     #: Set when the write is done, or when this call is to write the queue.
     turn: anyio.Event = field(default_factory=anyio.Event)
     written: bool = False
@@ -61,10 +78,14 @@ class RecordWriter:
         #: The event loop the queue belongs to (a process may run several, one after another).
         self._loop: object = None
 
-    async def write(self, records: CallRecords, on_failure: FailureFn) -> None:
-        """Write one call's records (each store failing on its own, reported to ``on_failure``);
-        returns once they are written."""
-        await self._enqueue(_Pending(records=(records, on_failure)))
+    async def write(self, records: CallRecords, on_failure: FailureFn,
+                    settles: Sequence[SettleRequest] = ()) -> bool:
+        """Write one call's records (each store failing on its own, reported to ``on_failure``), then
+        its quota ``settles``; returns once they are written: False when the settlements did not land
+        (they are then retried with the next quota work)."""
+        pending = _Pending(records=(records, on_failure), settles=settles)
+        await self._enqueue(pending)
+        return pending.settled or not settles
 
     async def run(self, job: Callable[[], None]) -> None:
         """Run the blocking write ``job`` (as a store call runs, ``App.run_store``), grouped with the
@@ -95,6 +116,9 @@ class RecordWriter:
         try:
             await self._stores.run_store(_run_group, self._stores, group)
         finally:
+            unsettled = [settle for item in group if not item.settled for settle in item.settles]
+            if unsettled:
+                self._stores.keep_unsettled(unsettled)
             for item in group:
                 item.written = True
                 item.turn.set()
@@ -104,15 +128,20 @@ class RecordWriter:
                 self._writing = False
 
 
-def _run_group(stores: CallStores, group: list[_Pending]) -> None:
+def _run_group(stores: RecordStores, group: list[_Pending]) -> None:
     writes = [item.records for item in group if item.records is not None]
+    settles = [settle for item in group for settle in item.settles]
     if writes:
         try:
-            write_call_groups(stores, writes)
+            then = (lambda: stores.settle_quotas(settles)) if settles else None
+            landed = write_call_groups(stores, writes, then)
         except Exception as exc:  # a bug in writing records: each call of the group gets it
+            landed = False
             for item in group:
                 if item.records is not None:
                     item.failure = exc
+        for item in group:
+            item.settled = landed and bool(item.settles)
     for item in group:
         if item.job is not None:
             try:

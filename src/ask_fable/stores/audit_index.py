@@ -36,7 +36,7 @@ from ask_fable.clock import SYSTEM_CLOCK, Clock
 from ask_fable.redact import SecretSource, redact_obj, secret_list
 from ask_fable.stores.audit import AuditLog
 from ask_fable.stores.db import Database, per_dialect, upsert
-from ask_fable.stores.driver import run, run_many
+from ask_fable.stores.driver import run_each, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import AuditRecord
 from ask_fable.stores.stats import (
@@ -240,9 +240,8 @@ class AuditTable:
         if not rows:
             return
         with self.db.write() as conn:
-            # One record (a finished call) is one INSERT ... RETURNING on the driver.
-            ids = run(conn, _INSERT_RECS_IDS, rows[0]).scalars() if len(rows) == 1 \
-                else list(conn.scalars(_INSERT_RECS_IDS, rows))
+            # Each record one INSERT ... RETURNING on the driver, a group's in one pipeline.
+            ids = [returned[0][0] for returned in run_each(conn, _INSERT_RECS_IDS, rows)]
             member_rows = [{"rec_id": rec_id, **member}
                            for rec_id, members in zip(ids, members_of, strict=True) for member in members]
             if member_rows:

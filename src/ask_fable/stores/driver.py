@@ -278,6 +278,40 @@ def run_many(conn: Connection, statement: Executable, rows: Sequence[Mapping[str
         raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
 
 
+def run_each(conn: Connection, statement: Executable,
+             rows: Sequence[Mapping[str, Any]]) -> list[list[tuple[Any, ...]]]:
+    """Execute a DML statement with ``RETURNING`` once per parameter set of ``rows`` (all naming the
+    same parameters); the rows each execution returned, in order (none for an ``INSERT`` whose
+    ``ON CONFLICT DO NOTHING`` skipped its row). On PostgreSQL one driver ``executemany`` sends
+    several in one pipeline, one round trip (SQLAlchemy's batched ``VALUES`` would build and parse a
+    statement per batch size); one alone, or on another database, each runs as :func:`run` runs it."""
+    if not rows:
+        return []
+    if len(rows) == 1 or conn.dialect.name != "postgresql":  # a pipeline costs more than one statement
+        return [run(conn, statement, row).rows for row in rows]
+    plan = _plan(conn, statement, tuple(rows[0]))
+    first = rows[0].keys()
+    if plan is None or any(row.keys() != first for row in rows):
+        return [run(conn, statement, row).rows for row in rows]
+    parameters = list(rows) if plan.direct else [plan.parameters(row) for row in rows]
+    returned: list[list[tuple[Any, ...]]] = []
+    try:
+        cursor = _driver(conn).cursor()
+        cursor.executemany(plan.sql, parameters, returning=True)
+        while True:
+            returned.append(cursor.fetchall())
+            if not cursor.nextset():
+                break
+        processors = plan.processors(conn.dialect, cursor.description) if any(returned) else ()
+    except Exception as exc:
+        raise_as_sqlalchemy(conn, exc, plan.sql, parameters)
+    if processors:
+        returned = [[tuple(value if process is None else process(value)
+                           for process, value in zip(processors, row, strict=True)) for row in result]
+                    for result in returned]
+    return returned
+
+
 def raise_as_sqlalchemy(conn: Connection, exc: Exception, sql: str, parameters: Any) -> NoReturn:
     """Raise the driver's ``exc`` as ``Connection.execute`` would: wrapped in
     :class:`~sqlalchemy.exc.DBAPIError`, the connection (and the pool's older ones) invalidated when

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -166,6 +167,9 @@ class QuotaLedger:
         self._pruned: dict[tuple[str, int], tuple[int, str]] = {}
         #: When this process last deleted the lapsed leases of every key.
         self._swept_at = float("-inf")
+        #: This process's writers of a SQLite file take turns here: admissions and settlements
+        #: may run in two worker threads at once, and SQLite's busy handler would make one sleep.
+        self._turn = threading.Lock() if self.db.dialect == "sqlite" else None
 
     def admit(self, tenant: str, key_id: int, limits: QuotaLimits, reserve_usd: float,
               now: float, holder: str = "") -> Admission:
@@ -205,7 +209,10 @@ class QuotaLedger:
                 self._swept_at = now
             return self._admit_all(conn, admits, holder, now, lease_s)
 
-        return self.db.run_write(batch)
+        if self._turn is None:
+            return self.db.run_write(batch)
+        with self._turn:
+            return self.db.run_write(batch)
 
     def _settle_all(self, conn: Connection, settles: Sequence[SettleRequest], now: float) -> None:
         """End ``settles``: free their places and add each key's costs to its day, one statement each."""

@@ -8,7 +8,8 @@ record is durable by then. A recorder that raises costs only its own record (rep
 ``on_failure`` and noted in the trace, written last for that reason). Calls that finish together
 are written as a group (one audit append, one trace transaction; on a shared database one
 transaction for all, ``CallStores.records_transaction``); if a group write fails, each record is
-written again on its own.
+written again on its own. The calls' quota settlements may follow in the same transaction
+(``then``).
 """
 
 from __future__ import annotations
@@ -124,24 +125,43 @@ RECORDERS: tuple[Recorder, ...] = (
 FailureFn = Callable[[str, Exception], None]
 
 
-def write_call_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]]) -> None:
+def write_call_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]],
+                      then: Callable[[], None] | None = None) -> bool:
     """Write several calls' records, recorder by recorder, each call's failures reported to its own
     ``on_failure``, in one transaction where the stores share a database. A record its store takes
     in groups is written for every call at once; if that write fails, it is written call by call, so
-    only the records that fail on their own are lost."""
+    only the records that fail on their own are lost.
+
+    ``then`` (the calls' quota settlements) runs after the records, in the same transaction where
+    its store shares it: the calls' last write is one commit. Should the shared transaction roll
+    back, ``then`` runs again after the records are written on their own. Returns False when
+    ``then`` failed (nothing of it was kept), True otherwise."""
     failures: list[tuple[FailureFn, str, Exception]] = []
     events_before = [len(records.trace.events) for records, _ in calls]
+    landed = True
     try:
         with stores.records_transaction():
             _write_groups(stores, calls, lambda fn, name, exc: failures.append((fn, name, exc)))
+            landed = _run_then(then)
     except (Unavailable, NotConfigured):
         # The shared transaction did not commit, so none of it was kept: each store on its own now.
         for (records, _), count in zip(calls, events_before, strict=True):
             del records.trace.events[count:]
         _write_groups(stores, calls, lambda fn, name, exc: fn(name, exc))
-        return
+        return _run_then(then)
     for on_failure, name, exc in failures:
         on_failure(name, exc)
+    return landed
+
+
+def _run_then(then: Callable[[], None] | None) -> bool:
+    if then is None:
+        return True
+    try:
+        then()
+    except Exception:  # its caller keeps it for later; a shared transaction it failed is rolled back
+        return False
+    return True
 
 
 def _write_groups(stores: CallStores, calls: Sequence[tuple[CallRecords, FailureFn]],

@@ -30,7 +30,7 @@ from ask_fable.files import atomic_write_bytes
 from ask_fable.redact import redact, redact_obj, redacted_json_all, secret_list
 from ask_fable.stores.cache import bump_write_counter
 from ask_fable.stores.db import Database, database_for, per_dialect, upsert
-from ask_fable.stores.driver import run, run_many
+from ask_fable.stores.driver import run, run_each, run_many
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.records import TraceBundle, TraceEvent, TraceRecord, TraceSummary
 from ask_fable.stores.tables import trace_bundles, trace_counters, trace_events, trace_providers
@@ -146,21 +146,26 @@ class TraceStore:
 
     def record_many(self, traces: Sequence[TraceRecord]) -> None:
         """Store several finished traces in one transaction: all of them or, if it fails, none."""
-        rows = [self._rows(trace) for trace in traces]
+        # A trace given twice is recorded as last given.
+        rows = list({row[0]: row for row in (self._rows(trace) for trace in traces)}.values())
         if not rows:
             return
+        # The group's providers and events, each one statement after its traces' rows.
+        provider_rows = [{"provider": p, "ts": ts, "trace_id": trace_id}
+                         for trace_id, ts, _row, providers, _events in rows for p in dict.fromkeys(providers)]
+        event_rows = [event for *_, events in rows for event in events]
+
         def store(conn: Connection) -> list[str]:
-            new, add_providers = _NEW(conn), _ADD_PROVIDERS(conn)
-            for trace_id, ts, row, providers, event_rows in rows:
-                # A new trace (nearly always) is one insert; one recorded before is replaced whole.
-                inserted = run(conn, new, row).scalar()
-                if inserted is None:
+            # A new trace (nearly always) is one insert; one recorded before is replaced whole.
+            inserted = run_each(conn, _NEW(conn), [row for _id, _ts, row, _p, _e in rows])
+            for (trace_id, _ts, row, _providers, _events), returned in zip(rows, inserted, strict=True):
+                if not returned:
                     run(conn, _DELETE_EVENTS, {"trace_id": trace_id})
                     run(conn, _DELETE_PROVIDERS, {"trace_id": trace_id})
                     run(conn, _REPLACE(conn), row)
-                if providers:
-                    run_many(conn, add_providers, [{"provider": p, "ts": ts, "trace_id": trace_id}
-                                                   for p in dict.fromkeys(providers)])
+            if provider_rows:
+                run_many(conn, _ADD_PROVIDERS(conn), provider_rows)
+            if event_rows:
                 run_many(conn, _INSERT_EVENTS, event_rows)
             count = bump_write_counter(conn, by=len(rows), table=trace_counters)
             # Swept when the count passes a multiple of SWEEP_EVERY, however many this group added.
