@@ -442,6 +442,18 @@ class App:
 
         return self._service("claude_sessions", None, start)
 
+    def _stop_following_settings(self) -> None:
+        with self._lock:
+            shared, self._shared, self._revision = self._shared, None, None
+        if shared is not None:
+            shared[1].close()
+
+    def close_stores(self) -> None:
+        """Stop following the shared settings and return every database connection: all a command
+        that used only the stores opened (synchronous: such a command may run where a loop already runs)."""
+        self._stop_following_settings()
+        self.resources.engines.close()
+
     async def aclose(self) -> None:
         """Close everything the App opened: services holding processes (warm Claude sessions), then
         the resources (HTTP clients, database connections). The App stays usable; what is needed again
@@ -449,9 +461,7 @@ class App:
         with self._lock:
             services = list(self._services.values())
             self._services.clear()
-            shared, self._shared, self._revision = self._shared, None, None
-        if shared is not None:
-            shared[1].close()
+        self._stop_following_settings()
         for _, service in services:
             closer = getattr(service, "aclose", None)
             if closer is not None:

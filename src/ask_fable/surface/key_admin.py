@@ -136,7 +136,6 @@ def _in_flight(app: App, args: argparse.Namespace) -> int:
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|update|revoke``; a one-line message and 2 when a new key's arguments are
     wrong (its name taken, its tenant not one), 1 for any other failure."""
-    import anyio
 
     from ask_fable.config import database_url_problem, load_settings
     from ask_fable.core.app import App
@@ -206,5 +205,4 @@ def keys_command(args: argparse.Namespace) -> int:
         # The arguments of a new key (a name taken, a tenant that cannot be one) are a usage error.
         return 2 if args.keys_action == "create" and isinstance(exc, BadArgs) else 1
     finally:
-        # The database connections are returned and a shared settings' listener stopped, whoever called.
-        anyio.run(app.aclose)
+        app.close_stores()  # the database connections are returned, whoever called
