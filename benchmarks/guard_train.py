@@ -21,11 +21,15 @@ score per rule, trained on the harmful questions the judge refuses, labelled wit
 names the rule a classifier refusal cites; it keeps each rule's strongest positive weights, and
 the rule whose kept weights sum highest over a question's features is the one cited.
 
-``--estimate`` is the honest measure: it trains on every split but the reported blind one
-(``blind4``), sets the thresholds the same way from those splits only, and measures the judge, the
-classifier and both together on ``blind4``; then the same without ``blind3`` and ``blind4``,
-measured on each. The judge was tuned on ``blind3``, so only the classifier's figures there are
-held out. Last, it trains on every other line of the prose and counts how many of the rest the
+Besides the required splits it learns from the blind folders kept beside them (``blind4``,
+``blind5``) and from ``tests/guard_corpus/tuning/``, questions written to teach it the structure of
+a request (what is produced, how, against whom) in words the other splits do not use.
+
+``--estimate`` is the honest measure: it trains on every split but the last blind one
+(``blind5``), sets the thresholds the same way from those splits only, and measures the judge, the
+classifier and both together on ``blind5``; then the same without ``blind4`` and ``blind5``,
+measured on each. The judge was tuned on both, so only the classifier's figures there are held
+out. Last, it trains on every other line of the prose and counts how many of the rest the
 classifier alone would refuse.
 """
 
@@ -57,8 +61,10 @@ from ask_fable.core.guard_scan import TABLE_FILE, table  # noqa: E402
 
 MODEL_PATH = ROOT / "src" / "ask_fable" / "core" / MODEL_FILE
 TABLE_PATH = ROOT / "src" / "ask_fable" / "core" / TABLE_FILE
-#: The blind split kept outside the required ones (``benchmarks/guard_rates.py`` reports it).
-BLIND = "blind4"
+#: The blind splits kept outside the required ones, the last written last (``benchmarks/guard_rates.py``
+#: reports it), and the folder of questions written for training.
+FOLDERS = ("blind4", "blind5", "tuning")
+BLIND = "blind5"
 #: Engineering prose (statements, fragments, follow-ups), benign only: without it the model reads any
 #: text unlike the corpus's questions as harmful. It weighs less than a question, and the threshold
 #: is set from the questions alone.
@@ -90,8 +96,9 @@ def corpus() -> dict[str, list[Example]]:
     splits: dict[str, tuple[list[str], list[str]]] = {
         split: (load("benign", split), load("harmful", split)) for split in SPLITS
     }
-    folder = CORPUS_DIR / BLIND
-    splits[BLIND] = (read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt"))
+    for name in FOLDERS:
+        folder = CORPUS_DIR / name
+        splits[name] = (read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt"))
     splits[PROSE] = (read_questions(CORPUS_DIR / PROSE / "benign.txt"), [])
     out: dict[str, list[Example]] = {}
     for split, (benign, harmful) in splits.items():
@@ -238,7 +245,7 @@ def _rates(refuses: Sequence[bool], rows: Sequence[Example]) -> str:
 def estimate() -> None:
     """Print the held-out figures: trained without the measured split, threshold set without it."""
     splits = corpus()
-    for held in ((BLIND,), ("blind3", BLIND)):
+    for held in ((BLIND,), ("blind4", BLIND)):
         train = {split: rows for split, rows in splits.items() if split not in held}
         model = fit([e for rows in train.values() for e in rows])
         refuse = thresholds(train)

@@ -17,7 +17,7 @@ from functools import cached_property
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_reading import Question, examined, prevented, tokens, words_before
+from ask_fable.core.guard_reading import Question, examined, past, prevented, tokens, words_before
 from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan, lazy
 
 
@@ -175,19 +175,8 @@ def asked(
 
 #: Words that place an act as an event the asker's side went through ("…after a deepfaked call").
 _AFTER = lx.words("after following during")
-_IRREGULAR_PAST = lx.words(
-    "got put sent took stole made built wrote lost paid gave found saw fell ran sold left hit came broke"
-)
-
-
-#: Past forms that tell an intention, not an event ("if someone wanted to…").
-_INTENDED = lx.words("wanted needed tried planned decided hoped intended wished asked")
 _OURS = lx.words("i we our my us")
-
-
-def _past(word: str) -> bool:
-    """True for a verb in the past tense ("published", "got"): what it tells already happened."""
-    return ((word.endswith("ed") and len(word) > 4) or word in _IRREGULAR_PAST) and word not in _INTENDED
+_past = past
 
 
 def _happened_to_us(words: list[str]) -> bool:

@@ -34,7 +34,8 @@ MAKE = words(
 
 #: Words that put what follows in the detected, blocked, analysed or explained role.
 DEFEND = words(
-    """detect detects detecting detection detections detector detectors block blocks blocking
+    """penalties penalty punishment punishments consequences
+    detect detects detecting detection detections detector detectors block blocks blocking
     blocklist prevent prevents preventing prevention stop stops stopping defend defending
     defense defenses defence defences protect protects protecting protection harden hardening
     mitigate mitigating mitigation mitigations resist resists resistant resilient survive

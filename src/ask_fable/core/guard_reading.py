@@ -406,6 +406,26 @@ def prevented(clause: str, start: int) -> bool:
     return bool(before) and before[-1] in _CANNOT_WORDS and "so" in words_before(clause, start, 8)
 
 
+#: Past forms that are not "ed" words, and "ed" words that tell an intention rather than an event.
+IRREGULAR_PAST = lx.words(
+    "got put sent took stole made built wrote lost paid gave found saw fell ran sold left hit came broke"
+)
+INTENDED = lx.words("wanted needed tried planned decided hoped intended wished asked")
+
+
+def past(word: str) -> bool:
+    """True for a verb in the past tense ("published", "got"): what it tells already happened."""
+    return ((word.endswith("ed") and len(word) > 4) or word in IRREGULAR_PAST) and word not in INTENDED
+
+
+def reported(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is told in the past with a third party as its subject, right
+    before it ("how can I tell if someone cloned my SIM card"): what another did, reported."""
+    act = tokens(clause[start : start + 30])[:1]
+    before = words_before(clause, start, 2)
+    return bool(act) and past(act[0]) and bool(before) and before[-1] in cx.THIRD_SUBJECT
+
+
 def _never() -> bool:
     return False
 
@@ -424,6 +444,8 @@ def requested(
     if role == "defend":
         # "explain, with working code, how…"
         return OPERATIONAL.search(clause) is not None or (word in cx.EXPLAINING and detail())
+    if reported(clause, start):
+        return False
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
     # A defending verb governs the whole sentence after it ("how do we detect when a member's account is
