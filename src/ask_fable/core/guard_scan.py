@@ -118,12 +118,13 @@ class LazyAlternatives(LazyPattern):
     """
 
     def alternatives(self) -> list[LazyPattern]:
-        """Each alternative, as a pattern of its own."""
-        return [LazyPattern(part) for part in top_alternatives(self.pattern)]
+        """Each alternative, as a pattern of its own; none when it has fewer than a few."""
+        parts = top_alternatives(self.pattern)
+        return [LazyPattern(part) for part in parts] if len(parts) >= _SPLIT_FROM else []
 
     def _compile(self) -> re.Pattern[str] | Alternatives:
         parts = self.alternatives()
-        if len(parts) < 2:
+        if not parts:
             return compile_fast(self.pattern)
         known = shipped_table()
         return Alternatives(self.pattern, [(part, _literals(part, known)) for part in parts])
@@ -202,53 +203,37 @@ class Alternatives:
         return re.compile(self._source).split(string, maxsplit)
 
 
+#: What matters when reading a pattern's brackets: an escape, a character class, a bracket or a bar.
+_SYNTAX = re.compile(r"\\.|\[\]?(?:\\.|[^\]\\])*\]|[()|]", re.DOTALL)
+
+
 def _closing(text: str, start: int) -> int:
     """The index of the bracket closing the group opened at ``text[start]``, or -1."""
-    depth, index, in_class = 0, start, False
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            if text[index + 1 : index + 2] == "]":
-                index += 1  # "[]…]": the bracket right after the opening one is a member
-        elif char == "(":
+    depth = 0
+    for found in _SYNTAX.finditer(text, start):
+        token = found.group(0)
+        if token == "(":
             depth += 1
-        elif char == ")":
+        elif token == ")":
             depth -= 1
             if depth == 0:
-                return index
-        index += 1
+                return found.start()
     return -1
 
 
 def _bars(text: str) -> list[str]:
     """``text`` cut at each ``|`` outside brackets and classes."""
-    parts, depth, start, index, in_class = [], 0, 0, 0, False
-    while index < len(text):
-        char = text[index]
-        if char == "\\":
-            index += 2
-            continue
-        if in_class:
-            in_class = char != "]"
-        elif char == "[":
-            in_class = True
-            if text[index + 1 : index + 2] == "]":
-                index += 1
-        elif char == "(":
+    parts, depth, begin = [], 0, 0
+    for found in _SYNTAX.finditer(text):
+        token = found.group(0)
+        if token == "(":
             depth += 1
-        elif char == ")":
+        elif token == ")":
             depth -= 1
-        elif char == "|" and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-        index += 1
-    parts.append(text[start:])
+        elif token == "|" and depth == 0:
+            parts.append(text[begin : found.start()])
+            begin = found.end()
+    parts.append(text[begin:])
     return parts
 
 
@@ -282,12 +267,10 @@ def top_alternatives(source: str) -> list[str]:
 _SPLIT_FROM = 3
 
 
-def lazy(source: str) -> LazyPattern:
-    """A pattern compiled on first use: a :class:`LazyAlternatives` for an alternation of several
-    alternatives, a :class:`LazyPattern` otherwise."""
-    if len(top_alternatives(source)) >= _SPLIT_FROM:
-        return LazyAlternatives(source)
-    return LazyPattern(source)
+def lazy(source: str) -> LazyAlternatives:
+    """A pattern compiled on first use, one alternative at a time when it is an alternation of several
+    (worked out then, not when the pattern is made)."""
+    return LazyAlternatives(source)
 
 
 def compile_fast(source: str) -> re.Pattern[str]:
