@@ -103,7 +103,7 @@ def test_a_lazy_pattern_compiles_on_first_use_and_then_calls_the_compiled_patter
 def test_an_alternation_searched_one_alternative_at_a_time_finds_what_the_whole_finds() -> None:
     patterns = {id(p): p for p in guard_intent.watched()}.values()
     split = [p for p in patterns if isinstance(p, LazyAlternatives)]
-    assert len(split) > 50
+    assert len(split) >= 2  # the people and the systems named as someone else's
     texts = [normalize(q) for q in (load("benign") + load("harmful"))[::20]]
     for pattern in split:
         for part in pattern.alternatives():  # no group to renumber, nothing empty to loop on

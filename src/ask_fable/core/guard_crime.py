@@ -134,7 +134,7 @@ OFFENCES = (
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.HIDDEN_FROM), "serious_crime", "hiding it from those who look for it",
-            ((FIRST_PERSON_ACTS,),), (TEST_USE,), abuse=cx.COVER_UP),
+            ((FIRST_PERSON_ACTS,),), (TEST_USE,), gate=_c(r"\b" + cx.FINDERS), abuse=cx.COVER_UP),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
             named=True, gate=_c(cx.LINE_NOUN)),
     Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),

@@ -265,7 +265,7 @@ FRAUD_NOUN = r"\bfraud\b"
 #: Those whose work is to find a crime: what is done so that they miss it is the crime's cover.
 FINDERS = (
     r"(?:police|cops|forensics?|forensic (?:team|lab|investigators?|examiners?)|crime scene \w+|detectives?|"
-    r"(?:fire |insurance |arson )?investigators?|(?:sniffer |drug |police )?dogs?|k ?9s?|customs|"
+    r"(?:fire |insurance |arson )?investigators?|(?:sniffer |drug |police )?dogs?|k9s?|customs|"
     r"border (?:agents?|guards?|control|patrol)|tsa|airport security|parole officers?|probation officers?|"
     r"coroner|autopsy|medical examiner|toxicology|insurers?|insurance (?:company|adjusters?)|adjusters?)"
 )

@@ -161,8 +161,11 @@ class Alternatives:
 
     def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """The earliest match of any alternative, the first listed of those starting there."""
+        candidates = self._candidates(string)
+        if len(candidates) == 1:
+            return candidates[0].search(string, pos, endpos)
         best: re.Match[str] | None = None
-        for part in self._candidates(string):
+        for part in candidates:
             found = part.search(string, pos, endpos)
             if found is not None and (best is None or found.start() < best.start()):
                 best = found
@@ -186,6 +189,12 @@ class Alternatives:
 
     def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
         """Each match in turn, the next searched from where the last ended (no alternative is empty)."""
+        candidates = self._candidates(string)
+        if len(candidates) < 2:  # one alternative (or none) can match: its own matches are the matches
+            return candidates[0].finditer(string, pos, endpos) if candidates else iter(())
+        return self._each(string, pos, endpos)
+
+    def _each(self, string: str, pos: int, endpos: int) -> Iterator[re.Match[str]]:
         while (found := self.search(string, pos, endpos)) is not None:
             yield found
             pos = max(found.end(), pos + 1)
@@ -267,10 +276,11 @@ def top_alternatives(source: str) -> list[str]:
 _SPLIT_FROM = 3
 
 
-def lazy(source: str) -> LazyAlternatives:
-    """A pattern compiled on first use, one alternative at a time when it is an alternation of several
-    (worked out then, not when the pattern is made)."""
-    return LazyAlternatives(source)
+def lazy(source: str) -> LazyPattern:
+    """A pattern compiled on first use. (Only the longest alternations, which a question's words rule
+    out most of, are made :class:`LazyAlternatives`: for a short one, finding its candidates costs
+    more than the search it saves.)"""
+    return LazyPattern(source)
 
 
 def compile_fast(source: str) -> re.Pattern[str]:
