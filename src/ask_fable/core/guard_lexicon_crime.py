@@ -102,7 +102,16 @@ SELF_HARM = (
     # euphemisms and means: "unalive myself", "tie a noose", "bleed out", "cut deeper", "starve myself"
     r"unalive\w*|(?:tie|tying|make|making) a noose|(?:take|takes|long) to bleed out|cut (?:deeper|myself)|"
     r"starv(?:e|ing) myself|stop eating (?:completely|entirely|altogether)|"
-    r"goodbye (?:note|letter)s? and (?:\S+ ){0,3}?(?:method|way))"
+    r"goodbye (?:note|letter)s? and (?:\S+ ){0,3}?(?:method|way)|"
+    # a means and its certainty: "a fall is guaranteed to be fatal", "what bridge height is enough and how to
+    # make sure it works", "where to cut so it bleeds the most", "enough sleeping pills to end it"
+    r"(?:guaranteed|certain|sure) to be (?:fatal|lethal|deadly)|(?:height|high|tall|drop) (?:is )?enough "
+    r"(?:\S+ ){0,4}?(?:fatal|lethal|to die|to kill me|make sure it works)|"
+    r"cut (?:\S+ ){0,4}?bleeds? (?:the )?most\b|"
+    r"bleed out (?:faster|fastest|quicker|quickest)|(?:pills?|tablets?|meds|medication)\b(?: \S+){0,8}? "
+    r"(?:to|and|so i can) end it(?: all)?\b(?! (?:all )?(?:the|this|that|my|our|his|her)\b)|"
+    r"hide (?:\S+ ){0,2}?not eating|(?:how (?:many|long)|days) without eating "
+    r"(?:\S+ ){0,3}?(?:pass out|faint|collapse))"
 )
 #: Sexual content with a child in it.
 SEXUAL_MINOR = (
