@@ -418,11 +418,21 @@ def past(word: str) -> bool:
     return ((word.endswith("ed") and len(word) > 4) or word in IRREGULAR_PAST) and word not in INTENDED
 
 
+#: Words right before an act that make the asker the one it was done to ("I lost money on a fake
+#: investment site", "my mom fell for a scam call", "we were the victims of an invoice fraud").
+_SUFFERED = (("lost", "money", "on"), ("lost", "money", "to"), ("fell", "for"), ("scammed", "by"),
+             ("victim", "of"), ("victims", "of"), ("tricked", "by"), ("targeted", "by"))
+
+
 def reported(clause: str, start: int) -> bool:
     """True when the act at ``start`` is told in the past with a third party as its subject, right
-    before it ("how can I tell if someone cloned my SIM card"): what another did, reported."""
+    before it ("how can I tell if someone cloned my SIM card"), or as what the asker's side suffered
+    ("I lost money on a fake crypto site"): what happened, reported, not asked for."""
+    before = words_before(clause, start, 4)
+    suffered = before[:-1] if before and before[-1] in ("a", "an", "the", "some", "this", "that") else before
+    if any(tuple(suffered[-len(words) :]) == words for words in _SUFFERED):
+        return True
     act = tokens(clause[start : start + 30])[:1]
-    before = words_before(clause, start, 2)
     return bool(act) and past(act[0]) and bool(before) and before[-1] in cx.THIRD_SUBJECT
 
 
