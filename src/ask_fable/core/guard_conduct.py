@@ -151,6 +151,9 @@ def asked(
             return False  # "we almost wired money after a deepfaked call": an event we went through
         if word == "to" and i and words[i - 1] == "how":
             return True  # "explain how to clone…": the steps are what is asked for
+        if word == "how" and _explains(words[i + 1 : i + 3]):
+            # "how does a deepfake CFO scam typically unfold": how it happens, not how to do it
+            return detail is not None and detail()
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
         if i + 1 < len(words) and words[i + 1] in ("that", "which"):
@@ -182,6 +185,16 @@ _past = past
 def _happened_to_us(words: list[str]) -> bool:
     """True when ``words`` end in something the asker's side did ("our finance team almost wired money")."""
     return any(_past(w) for w in words[-3:]) and any(w in _OURS for w in words[-7:])
+
+
+#: "how does a…", "how do scammers…": a question about how a thing happens, unless the asker, "you",
+#: "someone" or "people" is the subject (then it asks for the steps).
+_EXPLAIN_AUX = lx.words("does do did is are was were")
+_STEPS_SUBJECT = lx.words("i we you u someone somebody one people anyone me")
+
+
+def _explains(after_how: list[str]) -> bool:
+    return len(after_how) == 2 and after_how[0] in _EXPLAIN_AUX and after_how[1] not in _STEPS_SUBJECT
 
 
 def _named(clause: str, start: int, word: str) -> bool:
