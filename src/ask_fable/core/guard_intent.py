@@ -449,9 +449,17 @@ def _agent_harm(
                     return True
                 if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                     break
-        if question.has_any(HARM_PEOPLE, MASS_HARM, UNNOTICED_TAKE):
+        if question.has_any(MASS_HARM, UNNOTICED_TAKE) or _harm_not_a_story(question):
             return True
     return False
+
+
+def _harm_not_a_story(question: Question) -> bool:
+    """True when the question tells of hurting people other than as what a character in a story does
+    ("the villain poisons someone" is the plot a writer asks about)."""
+    if question.detail():
+        return question.has(HARM_PEOPLE)  # "give the exact dose": the steps are asked for, story or not
+    return any(not observed(clause.text, match.start()) for clause, match in question.distinct(HARM_PEOPLE))
 
 
 def biological_harm(question: Question) -> Finding | None:
