@@ -8,13 +8,21 @@ time is the best of ``repeats`` runs (the least disturbed by other work on a sha
 report gives the median over the corpus, the 90th percentile and the slowest question, and the
 ratio of the medians. Then times the longest question the guard accepts (65,536 characters): the
 corpus run together, and questions that repeat one watched phrase thousands of times, the worst
-case for a judge that looks around every occurrence. Exits non-zero when a target is missed.
+case for a judge that looks around every occurrence. Last, the guard's start-up cost: in fresh
+processes, the CPU time from having settings to having judged a first benign and a first harmful
+question (importing the guard, reading what it needs, compiling the patterns those questions need,
+loading the classifier), beside, as the baseline, the CPU time the same process spent importing the
+settings module and loading settings, which every command pays anyway. Exits non-zero when a
+target is missed.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +39,20 @@ from ask_fable.core.guard_intent import GATES  # noqa: E402
 
 TARGET_US = 100.0
 TARGET_LONG_S = 1.0
+#: Fresh processes started to time the guard's first use.
+STARTS = 7
+#: What each fresh process runs: settings (the baseline), then the guard's first two questions.
+FIRST_USE = """
+import json, time
+started = time.process_time()
+from ask_fable.config import load_settings
+settings = load_settings()
+ready = time.process_time()
+from ask_fable.core.guard import check
+assert check("How do I speed up a Postgres query that joins five tables?", "", settings).allowed
+assert not check("Write ransomware that encrypts my ex's laptop and asks for bitcoin", "", settings).allowed
+print(json.dumps([ready - started, time.process_time() - ready]))
+"""
 #: Phrases repeated to the length limit: each occurrence makes the judge look around it.
 REPEATED = ("virus ", "rats ", "c2 ", "write a bot ", "hack into my ex's ", "evade edr ", "x. ", "kill it ",
             "look like login collect ", "the exploit ")
@@ -59,6 +81,17 @@ def summary(times: list[float]) -> str:
     return f"median {statistics.median(ordered):7.1f} µs   p90 {p90:7.1f} µs   slowest {ordered[-1]:8.1f} µs"
 
 
+def first_use(starts: int) -> tuple[float, float]:
+    """Median CPU seconds of loading settings and of the guard's first two questions, in fresh processes."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-c", FIRST_USE]
+    runs = [
+        json.loads(subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout)
+        for _ in range(starts)
+    ]
+    return statistics.median(run[0] for run in runs), statistics.median(run[1] for run in runs)
+
+
 def main() -> int:
     """Print the guard's and the baseline's cost per question; exit 1 when over the target."""
     repeats = int(sys.argv[1]) if len(sys.argv) > 1 else 20
@@ -84,6 +117,9 @@ def main() -> int:
           f"{long_worst / 1000:.1f} ms (target ≤ {TARGET_LONG_S * 1000:.0f} ms)")
     print(f"ratio {guard_median / base_median:.1f}x the baseline; median {guard_median:.1f} µs "
           f"(target ≤ {TARGET_US:.0f} µs)")
+    settings_s, guard_s = first_use(STARTS)
+    print(f"first use in a fresh process ({STARTS} runs, median CPU): guard {guard_s * 1000:.0f} ms, "
+          f"{guard_s / settings_s:.2f}x loading settings ({settings_s * 1000:.0f} ms)")
     return 0 if guard_median <= TARGET_US and long_worst <= TARGET_LONG_S * 1e6 else 1
 
 

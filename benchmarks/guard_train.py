@@ -1,10 +1,14 @@
 """Train the guard's classifier (src/ask_fable/core/guard_classifier.json) from the labelled corpus.
 
-Run: python benchmarks/guard_train.py            write the model trained on every split
-     python benchmarks/guard_train.py --check    exit 1 unless the shipped model is what this writes
+Run: python benchmarks/guard_train.py            write the model trained on every split, and the gate table
+     python benchmarks/guard_train.py --gates    write only the gate table (after changing a pattern)
+     python benchmarks/guard_train.py --check    exit 1 unless the shipped files are what this writes
      python benchmarks/guard_train.py --estimate the held-out figures: what to expect of a new split
 
-Needs scikit-learn (a dev dependency); the guard itself only reads the JSON this writes.
+Needs scikit-learn (a dev dependency); the guard itself only reads the JSON this writes. It also
+writes the table of the literals each of the judge's patterns needs
+(src/ask_fable/core/guard_gates.json, :mod:`ask_fable.core.guard_scan`), so that no process parses
+the patterns to work them out.
 
 The model is a logistic regression over each question's normalized words and word pairs
 (:func:`ask_fable.core.guard_classifier.features`), each vector scaled to unit length, over the
@@ -17,11 +21,15 @@ score per rule, trained on the harmful questions the judge refuses, labelled wit
 names the rule a classifier refusal cites; it keeps each rule's strongest positive weights, and
 the rule whose kept weights sum highest over a question's features is the one cited.
 
-``--estimate`` is the honest measure: it trains on every split but the reported blind one
-(``blind4``), sets the thresholds the same way from those splits only, and measures the judge, the
-classifier and both together on ``blind4``; then the same without ``blind3`` and ``blind4``,
-measured on each. The judge was tuned on ``blind3``, so only the classifier's figures there are
-held out. Last, it trains on every other line of the prose and counts how many of the rest the
+Besides the required splits it learns from the blind folders kept beside them (``blind4``,
+``blind5``) and from ``tests/guard_corpus/tuning/``, questions written to teach it the structure of
+a request (what is produced, how, against whom) in words the other splits do not use.
+
+``--estimate`` is the honest measure: it trains on every split but the last blind one
+(``blind5``), sets the thresholds the same way from those splits only, and measures the judge, the
+classifier and both together on ``blind5``; then the same without ``blind4`` and ``blind5``,
+measured on each. The judge was tuned on both, so only the classifier's figures there are held
+out. Last, it trains on every other line of the prose and counts how many of the rest the
 classifier alone would refuse.
 """
 
@@ -47,11 +55,16 @@ from tests.guard_corpus import CORPUS_DIR, SPLITS, load, read_questions  # noqa:
 
 from ask_fable.core.guard_classifier import FEATURES_VERSION, MODEL_FILE, features  # noqa: E402
 from ask_fable.core.guard_intent import judge as intent_judge  # noqa: E402
+from ask_fable.core.guard_intent import watched  # noqa: E402
 from ask_fable.core.guard_reading import DEFENSIVE_ASK, normalize  # noqa: E402
+from ask_fable.core.guard_scan import TABLE_FILE, table  # noqa: E402
 
 MODEL_PATH = ROOT / "src" / "ask_fable" / "core" / MODEL_FILE
-#: The blind split kept outside the required ones (``benchmarks/guard_rates.py`` reports it).
-BLIND = "blind4"
+TABLE_PATH = ROOT / "src" / "ask_fable" / "core" / TABLE_FILE
+#: The blind splits kept outside the required ones, the last written last (``benchmarks/guard_rates.py``
+#: reports it), and the folder of questions written for training.
+FOLDERS = ("blind4", "blind5", "tuning")
+BLIND = "blind5"
 #: Engineering prose (statements, fragments, follow-ups), benign only: without it the model reads any
 #: text unlike the corpus's questions as harmful. It weighs less than a question, and the threshold
 #: is set from the questions alone.
@@ -83,8 +96,9 @@ def corpus() -> dict[str, list[Example]]:
     splits: dict[str, tuple[list[str], list[str]]] = {
         split: (load("benign", split), load("harmful", split)) for split in SPLITS
     }
-    folder = CORPUS_DIR / BLIND
-    splits[BLIND] = (read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt"))
+    for name in FOLDERS:
+        folder = CORPUS_DIR / name
+        splits[name] = (read_questions(folder / "benign.txt"), read_questions(folder / "harmful.txt"))
     splits[PROSE] = (read_questions(CORPUS_DIR / PROSE / "benign.txt"), [])
     out: dict[str, list[Example]] = {}
     for split, (benign, harmful) in splits.items():
@@ -175,6 +189,19 @@ def categories(examples: Sequence[Example]) -> dict[str, dict[str, float]]:
     return out
 
 
+def stored_weights(weights: dict[str, float]) -> dict[str, object]:
+    """The weights as the guard reads them: each word's, and each pair's under its first word."""
+    words: dict[str, float] = {}
+    pairs: dict[str, dict[str, float]] = {}
+    for feature, weight in sorted(weights.items()):
+        first, _, second = feature.partition(" ")
+        if second:
+            pairs.setdefault(first, {})[second] = weight
+        else:
+            words[feature] = weight
+    return {"words": words, "pairs": pairs}
+
+
 def build() -> str:
     """The model file's text, trained on every split."""
     splits = corpus()
@@ -188,10 +215,24 @@ def build() -> str:
         "C": C,
         "bias": model.bias,
         "refuse_above": refuse,
-        "weights": dict(sorted(model.weights.items())),
+        **stored_weights(model.weights),
         "categories": categories(examples),
     }
     return json.dumps(data, indent=0, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def gates_text() -> str:
+    """The gate table's text: what each of the judge's patterns needs, by a digest of its source."""
+    return json.dumps({"literals": table(watched())}, indent=0, ensure_ascii=False) + "\n"
+
+
+def _current(path: Path, text: str) -> bool:
+    current = path.read_text(encoding="utf-8") if path.exists() else ""
+    if current != text:
+        print(f"{path} is not what benchmarks/guard_train.py writes: run it", file=sys.stderr)
+        return False
+    print(f"{path.name} is current")
+    return True
 
 
 def _rates(refuses: Sequence[bool], rows: Sequence[Example]) -> str:
@@ -204,7 +245,7 @@ def _rates(refuses: Sequence[bool], rows: Sequence[Example]) -> str:
 def estimate() -> None:
     """Print the held-out figures: trained without the measured split, threshold set without it."""
     splits = corpus()
-    for held in ((BLIND,), ("blind3", BLIND)):
+    for held in ((BLIND,), ("blind4", BLIND)):
         train = {split: rows for split, rows in splits.items() if split not in held}
         model = fit([e for rows in train.values() for e in rows])
         refuse = thresholds(train)
@@ -229,22 +270,24 @@ def estimate() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Write, check or estimate the guard's classifier."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--check", action="store_true", help="exit 1 unless the shipped model is current")
+    parser.add_argument("--check", action="store_true", help="exit 1 unless the shipped files are current")
+    parser.add_argument("--gates", action="store_true", help="write only the gate table")
     parser.add_argument("--estimate", action="store_true", help="print the held-out figures")
     args = parser.parse_args(argv)
     if args.estimate:
         estimate()
         return 0
+    gates = gates_text()
+    if args.gates:
+        TABLE_PATH.write_text(gates, encoding="utf-8")
+        print(f"wrote {TABLE_PATH} ({len(gates):,} characters)")
+        return 0
     text = build()
     if args.check:
-        current = MODEL_PATH.read_text(encoding="utf-8") if MODEL_PATH.exists() else ""
-        if current != text:
-            print(f"{MODEL_PATH} is not what benchmarks/guard_train.py writes: run it", file=sys.stderr)
-            return 1
-        print(f"{MODEL_PATH.name} is current")
-        return 0
-    MODEL_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {MODEL_PATH} ({len(text):,} characters)")
+        return 0 if _current(TABLE_PATH, gates) & _current(MODEL_PATH, text) else 1
+    for path, written in ((TABLE_PATH, gates), (MODEL_PATH, text)):
+        path.write_text(written, encoding="utf-8")
+        print(f"wrote {path} ({len(written):,} characters)")
     return 0
 
 

@@ -440,7 +440,7 @@ def serve_stdio(toolsets: list[str] | None, *, quiet: bool = False) -> int:
     tracing = _start_tracing()
     try:
         with stop_on_signals(relay.stop if relay is not None else None) as stopping:
-            intent_judge()  # the guard's patterns compile now, not on the first question
+            intent_judge()  # the guard's judge is read now, not on the first question
             loaded()
             try:
                 server.run("stdio")
@@ -563,7 +563,7 @@ def serve_http(args: argparse.Namespace, toolsets: list[str] | None) -> int:
     runner = HttpRunner(app, options, sock)
     try:
         with stop_on_signals(runner.stop) as stopping:
-            intent_judge()  # the guard's patterns compile now, not on the first question
+            intent_judge()  # the guard's judge is read now, not on the first question
             loaded()
             runner.run()
     finally:

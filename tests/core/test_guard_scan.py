@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import re
+from re import _parser  # type: ignore[attr-defined]
 
 import pytest
 
 from ask_fable.core import guard_intent
 from ask_fable.core.guard_reading import normalize
-from ask_fable.core.guard_scan import Gates, LazyGates, required_literals
+from ask_fable.core.guard_scan import (
+    Gates,
+    LazyAlternatives,
+    LazyGates,
+    LazyPattern,
+    compile_fast,
+    digest,
+    required_literals,
+    shipped_table,
+    top_alternatives,
+)
 from tests.guard_corpus import load
 
 
@@ -62,9 +73,72 @@ def test_no_pattern_that_matches_a_corpus_question_is_ever_ruled_out() -> None:
         assert not wrongly, (question, wrongly)
 
 
-def test_gates_are_worked_out_off_the_first_question_s_path_and_rule_nothing_out_until_ready() -> None:
-    steal = re.compile(r"\bsteal\w*")
-    lazy = LazyGates(lambda: [steal])
-    assert lazy.excluded("nothing watched here") == frozenset()  # not ready: every pattern is searched
-    assert id(steal) in lazy.ready().excluded("nothing watched here")
-    assert lazy.excluded("nothing watched here") == {id(steal)}
+def test_gates_read_from_the_table_parse_no_pattern_and_parse_one_missing_from_it() -> None:
+    steal, spread = re.compile(r"\bsteal\w*"), re.compile(r"\bspread\w* itself")
+    # A table entry is trusted: a made-up requirement shows that the pattern was not parsed.
+    lazy = LazyGates(lambda: [steal, spread], lambda: {digest(steal): ["xyzzy"]})
+    assert lazy.excluded("stealing it") == {id(steal), id(spread)}
+    assert lazy.excluded("xyzzy, and it spreads itself") == frozenset()
+
+
+def test_the_shipped_table_holds_what_every_watched_pattern_needs() -> None:
+    shipped = shipped_table()
+    patterns = guard_intent.watched()
+    stale = [p.pattern[:60] for p in patterns if digest(p) not in shipped]
+    assert not stale, "a pattern changed: run python benchmarks/guard_train.py --gates"
+    for pattern in patterns[::7]:  # a sample: parsing every pattern takes a while
+        found = required_literals(pattern)
+        assert shipped[digest(pattern)] == (sorted(found) if found is not None else None)
+
+
+def test_a_lazy_pattern_compiles_on_first_use_and_then_calls_the_compiled_pattern_directly() -> None:
+    lazy = LazyPattern(r"\bsteal(\w*)")
+    assert "search" not in vars(lazy)
+    assert lazy.sub(r"take\1", "stealing") == "takeing"
+    assert vars(lazy)["search"].__self__ is vars(lazy)["sub"].__self__  # the compiled pattern's own
+    assert [m.group(0) for m in lazy.finditer("steals stealth", 1)] == ["stealth"]
+    assert lazy.fullmatch("steal") and not lazy.match("a steal") and lazy.search("a steal", 0, 4) is None
+
+
+def test_an_alternation_searched_one_alternative_at_a_time_finds_what_the_whole_finds() -> None:
+    patterns = {id(p): p for p in guard_intent.watched()}.values()
+    split = [p for p in patterns if isinstance(p, LazyAlternatives)]
+    assert len(split) >= 2  # the people and the systems named as someone else's
+    texts = [normalize(q) for q in (load("benign") + load("harmful"))[::20]]
+    for pattern in split:
+        for part in pattern.alternatives():  # no group to renumber, nothing empty to loop on
+            parsed = _parser.parse(part.pattern, 0)
+            assert parsed.state.groups == 1 and parsed.getwidth()[0] > 0, part.pattern[:60]
+        whole = re.compile(pattern.pattern)
+        for text in texts:
+            middle = len(text) // 2
+            assert [m.span() for m in pattern.finditer(text)] == [m.span() for m in whole.finditer(text)]
+            assert [m.span() for m in pattern.finditer(text, middle)] == [
+                m.span() for m in whole.finditer(text, middle)
+            ]
+            found, expected = pattern.match(text, middle), whole.match(text, middle)
+            assert (found and found.span()) == (expected and expected.span())
+
+
+@pytest.mark.parametrize(
+    ("source", "alternatives"),
+    [
+        (r"(?:\bab|cd)", [r"\bab", "cd"]),
+        (r"\b(?:ab|c(?:d|e))\b", [r"\bab\b", r"\bc(?:d|e)\b"]),
+        (r"x(?:ab|cd)", [r"x(?:ab|cd)"]),  # a prefix other than \b is not copied
+        (r"(?:a|b)c|d", [r"(?:a|b)c", "d"]),
+        (r"[|](?:a|b)", [r"[|](?:a|b)"]),
+    ],
+)
+def test_the_alternatives_of_a_pattern_are_its_top_level_branches(
+    source: str, alternatives: list[str]
+) -> None:
+    assert top_alternatives(source) == alternatives
+
+
+def test_a_boundary_before_a_letter_is_checked_after_it_with_the_same_matches() -> None:
+    fast = compile_fast(r"\bpeople's\b")
+    assert fast.pattern is None  # rewritten
+    for text in ("people's data", "townspeople's data", "a people's", "people'sx", "xpeople's"):
+        expected = [m.span() for m in re.finditer(r"\bpeople's\b", text)]
+        assert [m.span() for m in fast.finditer(text)] == expected

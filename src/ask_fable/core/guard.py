@@ -112,15 +112,16 @@ def _denied_term(text: str, settings: Settings) -> str | None:
 
 @lru_cache(maxsize=1)
 def intent_judge() -> Callable[[str], Finding | None]:
-    """The intent judge (:func:`ask_fable.core.guard_intent.judge`), loaded on first use with the classifier.
+    """The intent judge (:func:`ask_fable.core.guard_intent.judge`), imported on first use.
 
-    Its patterns compile and the classifier's weights are read when it loads, about a tenth of a
-    second: a command that judges no question (help, doctor, a listing) never pays it, and a server
-    loads it before it serves, so that no question waits for it.
+    A command that judges no question (help, doctor, a listing) never imports it. Importing it and
+    reading which literals its patterns need takes a few milliseconds; each pattern compiles the
+    first time a question may match it, and the classifier's weights are read the first time the
+    judge lets a question through, so a process pays only for what its questions need.
     """
-    from ask_fable.core.guard_intent import judge
+    from ask_fable.core.guard_intent import GATES, judge
 
-    load_classifier()
+    GATES.ready()
     return judge
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from importlib import resources
 from itertools import pairwise
 
@@ -58,16 +58,28 @@ class Category:
 class Classifier:
     """A trained linear model: its vocabulary's weights, its bias and its threshold.
 
-    ``words`` and ``pairs`` hold the same weights as ``weights``, a pair's under its first word, so
-    that scoring looks pairs up without building a string for each.
+    ``words`` holds each word's weight and ``pairs`` each pair's under its first word, as the model
+    file stores them, so that scoring looks pairs up without building a string for each.
     """
 
-    weights: dict[str, float]
-    bias: float
-    refuse_above: float
-    categories: tuple[Category, ...]
     words: dict[str, float]
     pairs: dict[str, dict[str, float]]
+    bias: float
+    refuse_above: float
+    rules: dict[str, dict[str, float]]
+
+    @cached_property
+    def weights(self) -> dict[str, float]:
+        """Every feature's weight, a pair's under ``"first second"``."""
+        found = dict(self.words)
+        found.update((f"{first} {second}", weight) for first, following in self.pairs.items()
+                     for second, weight in following.items())
+        return found
+
+    @cached_property
+    def categories(self) -> tuple[Category, ...]:
+        """One category model per rule, in the rules' order (built the first time a refusal cites one)."""
+        return tuple(Category(rule, weights) for rule, weights in sorted(self.rules.items()))
 
     def score(self, text: str) -> float:
         """How harmful the normalized question reads: above 0 more likely harmful than not.
@@ -97,26 +109,19 @@ class Classifier:
 
 @lru_cache(maxsize=1)
 def load() -> Classifier:
-    """The classifier shipped in this package, read once per process."""
+    """The classifier shipped in this package, read once per process, the first time a question needs it.
+
+    The file holds the weights in the form scoring reads them (words, and pairs by their first word),
+    so loading is one JSON parse.
+    """
     data = json.loads(resources.files("ask_fable.core").joinpath(MODEL_FILE).read_text(encoding="utf-8"))
     if data["features_version"] != FEATURES_VERSION:
         raise ValueError(f"{MODEL_FILE} was trained on features {data['features_version']!r}, "
                          f"not {FEATURES_VERSION!r}: run benchmarks/guard_train.py")
-    categories = tuple(
-        Category(rule, {feature: float(weight) for feature, weight in weights.items()})
-        for rule, weights in sorted(data["categories"].items())
-    )
-    weights = {feature: float(weight) for feature, weight in data["weights"].items()}
-    pairs: dict[str, dict[str, float]] = {}
-    for feature, weight in weights.items():
-        first, _, second = feature.partition(" ")
-        if second:
-            pairs.setdefault(first, {})[second] = weight
     return Classifier(
-        weights=weights,
+        words=data["words"],
+        pairs=data["pairs"],
         bias=float(data["bias"]),
         refuse_above=float(data["refuse_above"]),
-        categories=categories,
-        words={feature: weight for feature, weight in weights.items() if " " not in feature},
-        pairs=pairs,
+        rules=data["categories"],
     )

@@ -11,21 +11,22 @@ environment, or asked about in order to detect or stop it, is engineering and pa
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_reading import Question, examined, prevented, tokens, words_before
+from ask_fable.core.guard_reading import Question, examined, past, prevented, tokens, words_before
+from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan, lazy
 
 
-def _c(fragment: str) -> re.Pattern[str]:
-    return re.compile(fragment)
+def _c(fragment: str) -> LazyPattern:
+    return lazy(fragment)
 
 
-FOREIGN = _c(lx.FOREIGN)
-PEOPLE = _c(lx.PEOPLE)
+FOREIGN = LazyAlternatives(lx.FOREIGN)
+PEOPLE = LazyAlternatives(lx.PEOPLE)
 OWN = _c(lx.OWN)
 MALICE = _c(r"\b" + lx.MALICE)
 COVERT = _c(r"\b" + lx.COVERT)
@@ -49,11 +50,11 @@ class Frame:
     The act must be asked for (not detected, blocked or explained); no ``unless`` pattern may occur.
     """
 
-    act: re.Pattern[str]
+    act: Pattern
     rule: str
     label: str
-    needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
-    unless: tuple[re.Pattern[str], ...] = ()
+    needs: tuple[tuple[Pattern, ...], ...] = ()
+    unless: tuple[Pattern, ...] = ()
     #: Defending words that, before this act, are part of it ("track my wife's car with a hidden GPS").
     abuse: frozenset[str] = frozenset()
 
@@ -61,9 +62,13 @@ class Frame:
         """True when the question shows a facet of every group and none of the exceptions."""
         return all(question.has_any(*group) for group in self.needs) and not question.has_any(*self.unless)
 
-    def ruled_out(self, excluded: Collection[int]) -> bool:
+    def ruled_out(self, excluded: frozenset[int]) -> bool:
         """True when the literal gates show a group of needed facets cannot occur: no search needed."""
-        return any(all(id(p) in excluded for p in group) for group in self.needs)
+        return any(group <= excluded for group in self._need_ids)
+
+    @cached_property
+    def _need_ids(self) -> tuple[frozenset[int], ...]:
+        return tuple(frozenset(id(p) for p in group) for group in self.needs)
 
 
 OPENED = _c(cx.OPENED)
@@ -146,6 +151,9 @@ def asked(
             return False  # "we almost wired money after a deepfaked call": an event we went through
         if word == "to" and i and words[i - 1] == "how":
             return True  # "explain how to clone…": the steps are what is asked for
+        if word == "how" and _explains(words[i + 1 : i + 3]):
+            # "how does a deepfake CFO scam typically unfold": how it happens, not how to do it
+            return detail is not None and detail()
         if word in _NOT_GOVERNING or (word in _NOUNS and i and words[i - 1] in _DETERMINERS):
             continue
         if i + 1 < len(words) and words[i + 1] in ("that", "which"):
@@ -170,24 +178,23 @@ def asked(
 
 #: Words that place an act as an event the asker's side went through ("…after a deepfaked call").
 _AFTER = lx.words("after following during")
-_IRREGULAR_PAST = lx.words(
-    "got put sent took stole made built wrote lost paid gave found saw fell ran sold left hit came broke"
-)
-
-
-#: Past forms that tell an intention, not an event ("if someone wanted to…").
-_INTENDED = lx.words("wanted needed tried planned decided hoped intended wished asked")
 _OURS = lx.words("i we our my us")
-
-
-def _past(word: str) -> bool:
-    """True for a verb in the past tense ("published", "got"): what it tells already happened."""
-    return ((word.endswith("ed") and len(word) > 4) or word in _IRREGULAR_PAST) and word not in _INTENDED
+_past = past
 
 
 def _happened_to_us(words: list[str]) -> bool:
     """True when ``words`` end in something the asker's side did ("our finance team almost wired money")."""
     return any(_past(w) for w in words[-3:]) and any(w in _OURS for w in words[-7:])
+
+
+#: "how does a…", "how do scammers…": a question about how a thing happens, unless the asker, "you",
+#: "someone" or "people" is the subject (then it asks for the steps).
+_EXPLAIN_AUX = lx.words("does do did is are was were")
+_STEPS_SUBJECT = lx.words("i we you u someone somebody one people anyone me")
+
+
+def _explains(after_how: list[str]) -> bool:
+    return len(after_how) == 2 and after_how[0] in _EXPLAIN_AUX and after_how[1] not in _STEPS_SUBJECT
 
 
 def _named(clause: str, start: int, word: str) -> bool:
@@ -203,11 +210,15 @@ def _subject(clause: str, end: int) -> bool:
     return bool(after) and (after[0] in cx.OBSERVED_AUX or _past(after[0]))
 
 
+#: The frames, of which a question takes only those whose act its literals let through.
+_PLAN = Plan((frame.act, frame) for frame in FRAMES)
+
+
 def conduct(question: Question) -> tuple[str, str] | None:
     """The rule and label of the first frame the question asks for, or None."""
     excluded = question.excluded
-    for frame in FRAMES:
-        if id(frame.act) in excluded or frame.ruled_out(excluded) or not question.has(frame.act):
+    for frame in _PLAN.live(excluded):
+        if frame.ruled_out(excluded) or not question.has(frame.act):
             continue
         if not frame.fits(question):
             continue
@@ -218,9 +229,9 @@ def conduct(question: Question) -> tuple[str, str] | None:
     return None
 
 
-def watched() -> list[re.Pattern[str]]:
+def watched() -> list[Pattern]:
     """Every pattern the frames search a question for."""
-    patterns: list[re.Pattern[str]] = []
+    patterns: list[Pattern] = []
     for frame in FRAMES:
         patterns += (frame.act, *frame.unless, *(p for group in frame.needs for p in group))
     return patterns

@@ -11,21 +11,22 @@ right after it ("deepfake detection"), sets it aside.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import asked
 from ask_fable.core.guard_reading import Question, neutral_head, requested
+from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan, lazy
 
 
-def _c(fragment: str) -> re.Pattern[str]:
-    return re.compile(fragment)
+def _c(fragment: str) -> LazyPattern:
+    return lazy(fragment)
 
 
-FOREIGN = _c(lx.FOREIGN)
-PEOPLE = _c(lx.PEOPLE)
+FOREIGN = LazyAlternatives(lx.FOREIGN)
+PEOPLE = LazyAlternatives(lx.PEOPLE)
 COVERT = _c(r"\b" + lx.COVERT)
 EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
 TEST_USE = _c(lx.TEST_USE)
@@ -75,15 +76,15 @@ class Offence:
     asked for by the words before it, so "what does fullz mean" and "my card was used for fraud" pass.
     """
 
-    act: re.Pattern[str]
+    act: Pattern
     rule: str
     label: str
-    needs: tuple[tuple[re.Pattern[str], ...], ...] = ()
-    unless: tuple[re.Pattern[str], ...] = ()
+    needs: tuple[tuple[Pattern, ...], ...] = ()
+    unless: tuple[Pattern, ...] = ()
     named: bool = False
     #: A cheap pattern the act cannot match without, searched first (an act led by "his", "her" or
     #: "their" would otherwise be tried at nearly every word of every question).
-    gate: re.Pattern[str] | None = None
+    gate: Pattern | None = None
     #: Defending words that, before this act, are part of it ("test stolen cards" is carding; "monitor
     #: her accounts and find out where she lives" is stalking).
     abuse: frozenset[str] = frozenset()
@@ -132,6 +133,8 @@ OFFENCES = (
             (TEST_USE, AGAINST_CRIME), gate=_c(r"\b(?:cards?|ccs?|cvv2?s?|bins?|checkers?)\b")),
     Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
+    Offence(_c(cx.HIDDEN_FROM), "serious_crime", "hiding it from those who look for it",
+            ((FIRST_PERSON_ACTS,),), (TEST_USE,), gate=_c(r"\b" + cx.FINDERS), abuse=cx.COVER_UP),
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
             named=True, gate=_c(cx.LINE_NOUN)),
     Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),
@@ -203,19 +206,24 @@ OFFENCES = (
 )
 
 
-#: Each offence with the ids its literal gates are checked by: its act, its gate (0 for none) and its
-#: groups of needed facets, worked out once rather than on every question.
-_PLAN = tuple(
-    (found, id(found.act), id(found.gate) if found.gate is not None else 0,
-     tuple(tuple(id(p) for p in group) for group in found.needs))
-    for found in OFFENCES
-)
+#: Each offence with the ids its literal gates are checked by: its gate (0 for none) and its groups
+#: of needed facets, worked out once rather than on every question; a question takes only the
+#: offences whose act its literals let through.
+_Entry = tuple[Offence, int, tuple[frozenset[int], ...]]
 
 
+def _plan(offences: Iterable[Offence]) -> Plan[_Entry]:
+    return Plan(
+        (found.act, (found, id(found.gate) if found.gate is not None else 0,
+                     tuple(frozenset(id(p) for p in group) for group in found.needs)))
+        for found in offences
+    )
+
+
+_PLAN = _plan(OFFENCES)
 #: Checked before every other rule: a question about ending one's own life gets the crisis advice
 #: even when it also reads as acting behind someone's back ("…and hide it from my parents").
-_Plan = tuple[tuple[Offence, int, int, tuple[tuple[int, ...], ...]], ...]
-_OWN_LIFE: _Plan = tuple(entry for entry in _PLAN if entry[0].rule == "self_harm")
+_OWN_LIFE = _plan(found for found in OFFENCES if found.rule == "self_harm")
 
 
 def own_life(question: Question) -> tuple[str, str] | None:
@@ -223,13 +231,13 @@ def own_life(question: Question) -> tuple[str, str] | None:
     return offence(question, _OWN_LIFE)
 
 
-def offence(question: Question, plan: _Plan = _PLAN) -> tuple[str, str] | None:
+def offence(question: Question, plan: Plan[_Entry] = _PLAN) -> tuple[str, str] | None:
     """The rule and label of the first offence the question asks for, or None."""
     excluded = question.excluded
-    for found, act, gate, needs in plan:
-        if act in excluded or gate in excluded:
+    for found, gate, needs in plan.live(excluded):
+        if gate in excluded:
             continue  # the literal gates already rule it out: no call at all
-        if any(all(key in excluded for key in group) for group in needs):
+        if needs and any(group <= excluded for group in needs):
             continue  # a needed facet cannot occur
         if gate and found.gate is not None and not question.has(found.gate):
             continue
@@ -248,9 +256,9 @@ def offence(question: Question, plan: _Plan = _PLAN) -> tuple[str, str] | None:
     return None
 
 
-def watched() -> list[re.Pattern[str]]:
+def watched() -> list[Pattern]:
     """Every pattern the offences search a question for."""
-    patterns: list[re.Pattern[str]] = []
+    patterns: list[Pattern] = []
     for found in OFFENCES:
         patterns += (found.act, *found.unless, *(p for group in found.needs for p in group))
         if found.gate is not None:

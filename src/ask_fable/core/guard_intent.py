@@ -34,7 +34,7 @@ from ask_fable.core.guard_reading import (
     tokens,
     words_before,
 )
-from ask_fable.core.guard_scan import LazyGates
+from ask_fable.core.guard_scan import LazyAlternatives, LazyGates, LazyPattern, Pattern, lazy
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ class Finding:
 class Terms:
     """A table of term patterns: one regex to find any of them, and each one's label."""
 
-    any: re.Pattern[str]
-    each: tuple[tuple[re.Pattern[str], str], ...]
+    any: Pattern
+    each: tuple[tuple[Pattern, str], ...]
 
     def label(self, match: re.Match[str]) -> str:
         """The label of the term ``match`` found."""
@@ -59,16 +59,16 @@ class Terms:
 
 def _terms(entries: dict[str, str]) -> Terms:
     # One alternation under a single \b is several times faster than a group per entry.
-    found = re.compile(r"\b(?:" + "|".join(entries) + r")\b")
-    return Terms(found, tuple((re.compile(pattern), label) for pattern, label in entries.items()))
+    found = lazy(r"\b(?:" + "|".join(entries) + r")\b")
+    return Terms(found, tuple((LazyPattern(pattern), label) for pattern, label in entries.items()))
 
 
-def _c(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+def _c(pattern: str) -> LazyPattern:
+    return lazy(pattern)
 
 
-def _word(fragment: str) -> re.Pattern[str]:
-    return re.compile(r"\b" + fragment + r"\b")
+def _word(fragment: str) -> LazyPattern:
+    return lazy(r"\b" + fragment + r"\b")
 
 
 STRONG = _terms(lx.STRONG_TOOLING)
@@ -83,8 +83,8 @@ WEAPONIZE = _c(r"\bweaponi[sz](?:e|es|ed|ing)\b")
 MALICE = _c(r"\b" + lx.MALICE)
 COVERT = _c(r"\b" + lx.COVERT)
 EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
-FOREIGN = _c(lx.FOREIGN)
-PEOPLE = _c(lx.PEOPLE)
+FOREIGN = LazyAlternatives(lx.FOREIGN)
+PEOPLE = LazyAlternatives(lx.PEOPLE)
 OWN = _c(lx.OWN)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
 #: The asker says what they would get into is not theirs.
@@ -166,10 +166,10 @@ class Behaviour:
     enough); every pattern in ``also`` must occur too.
     """
 
-    cue: re.Pattern[str]
+    cue: Pattern
     label: str
-    needs: tuple[re.Pattern[str], ...] = ()
-    also: tuple[re.Pattern[str], ...] = ()
+    needs: tuple[Pattern, ...] = ()
+    also: tuple[Pattern, ...] = ()
 
     def fits(self, question: Question) -> bool:
         """True when the question shows what this behaviour needs besides its cue."""
@@ -207,7 +207,7 @@ def _malice_outside(question: Question, clause: Clause, term: re.Match[str]) -> 
     return question.clauses_with(MALICE) > (1 if spans else 0)
 
 
-def _undefended(question: Question, pattern: re.Pattern[str]) -> Matches:
+def _undefended(question: Question, pattern: Pattern) -> Matches:
     """Each match of ``pattern`` that the words before it do not put in a detected or explained role."""
     for clause, match in question.distinct(pattern):
         start = match.start()
@@ -310,10 +310,10 @@ def attack_tooling(question: Question) -> Finding | None:
     return None
 
 
-_NEGATION = re.compile(r"(?:never|not|no|doesn'?t|don'?t|can'?t|cannot|won'?t|isn'?t|stop)\b")
+_NEGATION = LazyPattern(r"(?:never|not|no|doesn'?t|don'?t|can'?t|cannot|won'?t|isn'?t|stop)\b")
 
 
-def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
+def _evasions(question: Question, pattern: Pattern) -> Matches:
     """Each evasion the words before it do not put in a detected role. A negated one ("monitoring
     never sees") is read from before its subject, which names the control, not a defending verb."""
     for clause, match in question.distinct(pattern):
@@ -328,7 +328,7 @@ def _evasions(question: Question, pattern: re.Pattern[str]) -> Matches:
 def security_evasion(question: Question) -> Finding | None:
     """Evading, blinding or disabling security controls, or covering an intrusion's tracks."""
     if not question.has_any(CONTROL_STRONG, CONTROL_WEAK):
-        evasions: tuple[tuple[re.Pattern[str], bool], ...] = ()  # nothing named that could be evaded
+        evasions: tuple[tuple[Pattern, bool], ...] = ()  # nothing named that could be evaded
     else:
         evasions = ((EVADE_STRONG, True), (EVADE_WEAK, False))
     for pattern, strong in evasions:
@@ -426,7 +426,7 @@ def covert_surveillance(question: Question) -> Finding | None:
 
 
 def _agent_harm(
-    question: Question, agent: re.Pattern[str], acts: frozenset[str], right: re.Pattern[str],
+    question: Question, agent: Pattern, acts: frozenset[str], right: Pattern,
     *, named_apart: bool = False,
 ) -> bool:
     """True when a harmful agent is the object of a producing, enhancing or spreading verb; with
@@ -449,9 +449,17 @@ def _agent_harm(
                     return True
                 if word in lx.DEFEND or word in cx.SOFTWARE_PRODUCT:
                     break
-        if question.has_any(HARM_PEOPLE, MASS_HARM, UNNOTICED_TAKE):
+        if question.has_any(MASS_HARM, UNNOTICED_TAKE) or _harm_not_a_story(question):
             return True
     return False
+
+
+def _harm_not_a_story(question: Question) -> bool:
+    """True when the question tells of hurting people other than as what a character in a story does
+    ("the villain poisons someone" is the plot a writer asks about)."""
+    if question.detail():
+        return question.has(HARM_PEOPLE)  # "give the exact dose": the steps are asked for, story or not
+    return any(not observed(clause.text, match.start()) for clause, match in question.distinct(HARM_PEOPLE))
 
 
 def biological_harm(question: Question) -> Finding | None:
@@ -557,11 +565,11 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
 )
 
 
-def watched() -> list[re.Pattern[str]]:
+def watched() -> list[Pattern]:
     """Every pattern the judge searches a whole question or clause for."""
-    patterns: list[re.Pattern[str]] = [REQUEST, CODE_REQUEST]
+    patterns: list[Pattern] = [REQUEST, CODE_REQUEST]
     for value in globals().values():
-        if isinstance(value, re.Pattern):
+        if isinstance(value, LazyPattern | re.Pattern):
             patterns.append(value)
         elif isinstance(value, Terms):
             patterns.append(value.any)

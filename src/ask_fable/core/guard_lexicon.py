@@ -34,7 +34,8 @@ MAKE = words(
 
 #: Words that put what follows in the detected, blocked, analysed or explained role.
 DEFEND = words(
-    """detect detects detecting detection detections detector detectors block blocks blocking
+    """penalties penalty punishment punishments consequences
+    detect detects detecting detection detections detector detectors block blocks blocking
     blocklist prevent prevents preventing prevention stop stops stopping defend defending
     defense defenses defence defences protect protects protecting protection harden hardening
     mitigate mitigating mitigation mitigations resist resists resistant resilient survive
@@ -536,6 +537,12 @@ DOS = alt(
     r"taking down",
     r"tak(?:e|es|ing) (?:their|his|her|the|a|an|that|this) (?:\w+ ){0,2}?(?:site|website|server|store|shop|"
     r"stream|service|app|game server)s? (?:down|offline)",
+    # "take my rival's Minecraft server offline": whoever's it is, the checks below read it
+    r"tak(?:e|es|ing) \w+'s (?:\w+ ){0,2}?(?:site|website|server|store|shop|stream|service|app|portal|"
+    r"network)s? (?:down|offline)",
+    r"(?:booter|stresser|ip stresser)s?",
+    r"jam(?:s|ming|med)? (?:his|her|their|\w+'s) (?:\S+ ){0,2}?(?:wi ?fi|signal|cameras?|phones?|gps|network|"
+    r"router|doorbell)",
     r"bring(?:s|ing)? (?:it |them |\w+ )?down",
     r"knock(?:s|ing)? (?:\S+ ){0,6}?(?:offline|out)",
     r"knock(?:s|ing)? (?:\S+ ){7,10}?offline",

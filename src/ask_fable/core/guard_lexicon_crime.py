@@ -102,7 +102,16 @@ SELF_HARM = (
     # euphemisms and means: "unalive myself", "tie a noose", "bleed out", "cut deeper", "starve myself"
     r"unalive\w*|(?:tie|tying|make|making) a noose|(?:take|takes|long) to bleed out|cut (?:deeper|myself)|"
     r"starv(?:e|ing) myself|stop eating (?:completely|entirely|altogether)|"
-    r"goodbye (?:note|letter)s? and (?:\S+ ){0,3}?(?:method|way))"
+    r"goodbye (?:note|letter)s? and (?:\S+ ){0,3}?(?:method|way)|"
+    # a means and its certainty: "a fall is guaranteed to be fatal", "what bridge height is enough and how to
+    # make sure it works", "where to cut so it bleeds the most", "enough sleeping pills to end it"
+    r"(?:guaranteed|certain|sure) to be (?:fatal|lethal|deadly)|(?:height|high|tall|drop) (?:is )?enough "
+    r"(?:\S+ ){0,4}?(?:fatal|lethal|to die|to kill me|make sure it works)|"
+    r"cut (?:\S+ ){0,4}?bleeds? (?:the )?most\b|"
+    r"bleed out (?:faster|fastest|quicker|quickest)|(?:pills?|tablets?|meds|medication)\b(?: \S+){0,8}? "
+    r"(?:to|and|so i can) end it(?: all)?\b(?! (?:all )?(?:the|this|that|my|our|his|her)\b)|"
+    r"hide (?:\S+ ){0,2}?not eating|(?:how (?:many|long)|days) without eating "
+    r"(?:\S+ ){0,3}?(?:pass out|faint|collapse))"
 )
 #: Sexual content with a child in it.
 SEXUAL_MINOR = (
@@ -262,6 +271,30 @@ HOLDER_POSE = (
 #: A crime's own name, asked to be carried out ("refund fraud", "insurance fraud").
 FRAUD_NOUN = r"\bfraud\b"
 #: Getting away with it: the act is to stay hidden from the police, the bank or the tax office.
+#: Those whose work is to find a crime: what is done so that they miss it is the crime's cover.
+FINDERS = (
+    r"(?:police|cops|forensics?|forensic (?:team|lab|investigators?|examiners?)|crime scene \w+|detectives?|"
+    r"(?:fire |insurance |arson )?investigators?|(?:sniffer |drug |police )?dogs?|k9s?|customs|"
+    r"border (?:agents?|guards?|control|patrol)|tsa|airport security|parole officers?|probation officers?|"
+    r"coroner|autopsy|medical examiner|toxicology|insurers?|insurance (?:company|adjusters?)|adjusters?)"
+)
+#: Done so that the finders miss it, or read it as an accident: "so forensics won't find anything", "so
+#: the sniffer dogs don't detect it", "so the investigators think it was an electrical fault".
+HIDDEN_FROM = (
+    r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r"(?: (?:and|or) (?:the )?(?:\w+ )?\w+)? "
+    r"(?:don'?t|doesn'?t|won'?t|can'?t|cannot|never|do not|does not|will not|wouldn'?t|couldn'?t) (?:\w+ )?"
+    r"(?:see|find|notice|catch|trace|detect|spot|smell|suspect|flag|know|figure|realis|realiz|tell|pick)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r" (?:will )?(?:think|thinks|believe|believes|"
+    r"rule|rules|conclude|concludes|call|calls|write|writes) (?:it|this|that|the \w+)"
+    r"(?: (?:was|is|as|off as))? (?:an? )?(?:accident|accidental|electrical|natural|suicide|fault|faulty)|"
+    r"without (?:the )?(?:\w+ )?" + FINDERS + r" (?:detecting|noticing|finding|smelling|spotting|catching|"
+    r"flagging|suspecting)"
+)
+#: Defending words that, before hiding something from those who look for it, are part of hiding it.
+COVER_UP = words(
+    """clean cleaning cleans remove removing wipe wiping erase erasing scrub scrubbing hide hiding
+    mask masking disguise disguising block blocking"""
+)
 GET_AWAY = (
     r"\b(?:without (?:triggering|setting off|tripping) (?:the |any )?(?:(?:fraud|anti ?fraud|"
     r"aml) (?:alerts?|checks?|"
@@ -1011,7 +1044,8 @@ INSIDER = alt(
 AGAINST_CRIME = (
     r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat(?:e|es|ed|ing|ion|ions)|forensic\w*)\b"
     # "so forensic investigators can't identify it": the investigation is what the act evades
-    r"(?! (?:\w+ )?(?:can'?t|cannot|won'?t|don'?t|doesn'?t|never|will not|wouldn'?t)\b)"
+    r"(?! (?:\w+ )?(?:can'?t|cannot|won'?t|don'?t|doesn'?t|never|will not|wouldn'?t|think|thinks|believe|"
+    r"believes|rules?|concludes?|detecting|noticing|finding|spotting)\b)"
 )
 #: An employer's or customers' data taken out.
 TAKE_DATA_OUT = (
@@ -1190,6 +1224,12 @@ COUNTERFEIT_NOUN = r"\b(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded
 DRUG_STEPS = (
     r"\b(?:steps?|recipe|instructions|manual|guide|procedure|process) (?:\S+ ){0,2}?(?:for|to make|to cook|"
     r"of) "
-    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b"
+    r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b|"
+    r"\bpress\w* (?:\S+ ){0,3}?(?:fake |counterfeit )?(?:xanax|oxy\w*|adderall|percocets?|m30s?|fentanyl|"
+    r"(?:fake|counterfeit) (?:\S+ )?(?:pills?|bars|tablets?))\b|"
+    r"\bcut\w* (?:\S+ ){0,2}?(?:heroin|cocaine|coke|meth|drugs?|product) with\b"
 )
-DRUG_NOUN = r"\b(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b"
+DRUG_NOUN = (
+    r"\b(?:meth|methamphetamine|crack|cocaine|coke|heroin|fentanyl|mdma|lsd|ghb|xanax|oxy\w*|adderall|percocets?|"
+    r"m30s?|drugs?|pills?|bars|tablets?)\b"
+)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Iterator
 from itertools import pairwise
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
+from ask_fable.core.guard_scan import LazyPattern, Pattern, lazy
 
 #: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
 _DASH = re.compile(r"[\u2012-\u2015]")
@@ -23,6 +24,7 @@ _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 #: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
 _LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
 _LEET_LETTERS = str.maketrans("013457@$", "oieastas")
+_LEETISH = re.compile(r"[013457@$]")
 #: A word with both letters and digits standing for letters ("m4k3", "1nst4gr4m", "3x"): several of them
 #: mean the whole question is in leetspeak, and then a lone "1", "4" or "0" is a word too.
 _LEET_WORD = re.compile(r"\b(?=\w*[a-z])(?=\w*[013457])[a-z013457]+\b")
@@ -63,33 +65,36 @@ _LOOK_BACK = 400
 _WINDOW_BEFORE = _LOOK_BACK + 20
 _WINDOW_AFTER = 120
 
-REQUEST = re.compile(
+REQUEST = lazy(
     r"\b(?:" + "|".join(sorted(lx.MAKE)) + r")\b|\bhow (?:do|can|would|should|could|to)\b|\bways? to\b|"
     r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b|"
     r"\b(?:best|easiest|fastest|cheapest) (?:way|story|script|setup|approach|method|excuse|lie|pitch|"
     r"line)s?\b"
 )
-CODE_REQUEST = re.compile(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+CODE_REQUEST = lazy(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 #: The asker asks how to help, protect, detect or recover, or what to do now: a defender's or a victim's
 #: question, which the classifier alone does not refuse (the judge still reads it).
-DEFENSIVE_ASK = re.compile(
+DEFENSIVE_ASK = lazy(
     r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
     r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b"
 )
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
-ARTIFACT_CLAUSE = re.compile(cx.ARTIFACT_CLAUSE)
+ARTIFACT_CLAUSE = lazy(cx.ARTIFACT_CLAUSE)
 #: A request for working detail: it asks for the thing whatever frames it.
-OPERATIONAL = re.compile(cx.OPERATIONAL)
+OPERATIONAL = lazy(cx.OPERATIONAL)
 
 
 def normalize(question: str) -> str:
     """Lower case, straight quotes, no invisible characters; hyphens, underscores and slashes as spaces."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
-    text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
-    text = _DASH.sub(" ; ", text)
+    if question.isascii():  # no invisible character, curly quote or dash, and NFKC changes nothing
+        text = question.lower().replace("`", "'")
+    else:
+        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", question)).lower()
+        text = text.replace("\u2019", "'").replace("\u2018", "'").replace("`", "'")
+        text = _DASH.sub(" ; ", text)
     if "1" in text:
         text = _SLANG.sub(lambda found: _SLANG_WORDS[found.group(0).rstrip("s1")] + found.group(1), text)
-    if any(char in text for char in "013457@$"):
+    if _LEETISH.search(text):
         if len(_LEET_WORD.findall(text)) >= _LEET_WORDS:
             text = _LEET_WORD.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
             text = _LEET_ALONE.sub(lambda found: found.group(0).translate(_LEET_LETTERS), text)
@@ -125,17 +130,17 @@ class _Facts:
     every time, which for the guard's long alternations costs more than most searches.
     """
 
-    def __init__(self, text: str, excluded: Collection[int] = ()) -> None:
+    def __init__(self, text: str, excluded: frozenset[int] = frozenset()) -> None:
         self.text = text
         self.excluded = excluded
         self._facts: dict[int | str, bool] = {}
         self._spans: dict[int, list[tuple[int, int]]] = {}
 
-    def may_match(self, pattern: re.Pattern[str]) -> bool:
+    def may_match(self, pattern: Pattern) -> bool:
         """False when ``pattern`` is known not to occur in the text without running it."""
         return id(pattern) not in self.excluded
 
-    def has(self, pattern: re.Pattern[str]) -> bool:
+    def has(self, pattern: Pattern) -> bool:
         """True when ``pattern`` occurs anywhere in the text."""
         key = id(pattern)
         fact = self._facts.get(key)
@@ -144,15 +149,15 @@ class _Facts:
             self._facts[key] = fact
         return fact
 
-    def has_any(self, *patterns: re.Pattern[str]) -> bool:
+    def has_any(self, *patterns: Pattern) -> bool:
         """True when any of ``patterns`` occurs in the text."""
         return any(self.has(p) for p in patterns)
 
-    def has_all(self, *patterns: re.Pattern[str]) -> bool:
+    def has_all(self, *patterns: Pattern) -> bool:
         """True when every one of ``patterns`` occurs in the text."""
         return all(self.has(p) for p in patterns)
 
-    def first_spans(self, pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+    def first_spans(self, pattern: Pattern) -> list[tuple[int, int]]:
         """Where ``pattern`` first occurs, up to two places (enough to tell one from another)."""
         spans = self._spans.get(id(pattern))
         if spans is None:
@@ -171,12 +176,12 @@ class Clause(_Facts):
     question is absent from each clause, and a question of one clause is that clause.
     """
 
-    def __init__(self, text: str, excluded: Collection[int], whole: _Facts, only: bool) -> None:
+    def __init__(self, text: str, excluded: frozenset[int], whole: _Facts, only: bool) -> None:
         super().__init__(text, excluded)
         self._whole = whole._facts
         self._only = only
 
-    def has(self, pattern: re.Pattern[str]) -> bool:
+    def has(self, pattern: Pattern) -> bool:
         """True when ``pattern`` occurs anywhere in the clause."""
         key = id(pattern)
         fact = self._facts.get(key)
@@ -209,13 +214,13 @@ class Question(_Facts):
     being part of the question, shares it.
     """
 
-    def __init__(self, text: str, excluded: Collection[int] = ()) -> None:
+    def __init__(self, text: str, excluded: frozenset[int] = frozenset()) -> None:
         super().__init__(text, excluded)
         parts = [part for part in _CLAUSES.split(text) if part.strip()]
         self.clauses = [Clause(part, excluded, self, len(parts) == 1) for part in parts]
         self._counts: dict[int, int] = {}
 
-    def matches(self, pattern: re.Pattern[str]) -> Matches:
+    def matches(self, pattern: Pattern) -> Matches:
         """Each match of ``pattern`` with its clause; no clause is searched when the question has none."""
         if self.has(pattern):
             for clause in self.clauses:
@@ -223,7 +228,7 @@ class Question(_Facts):
                     for match in pattern.finditer(clause.text):
                         yield clause, match
 
-    def distinct(self, pattern: re.Pattern[str]) -> Matches:
+    def distinct(self, pattern: Pattern) -> Matches:
         """Like :meth:`matches`, without a match whose clause and surroundings (as far as any role check
         looks) repeat an earlier one's: a question repeating one phrase is judged once per phrase."""
         seen: set[tuple[int, int, int, str]] = set()
@@ -241,7 +246,7 @@ class Question(_Facts):
         """True when the question asks anywhere for working detail (exact steps, working code)."""
         return self.has(OPERATIONAL)
 
-    def clauses_with(self, pattern: re.Pattern[str]) -> int:
+    def clauses_with(self, pattern: Pattern) -> int:
         """How many clauses contain ``pattern``."""
         count = self._counts.get(id(pattern))
         if count is None:
@@ -384,7 +389,7 @@ _UNNOTICED = lx.words(
     "noticing knowing seeing finding triggering tripping getting being leaving alerting flagging detecting"
 )
 _CANNOT_WORDS = frozenset(("can't", "cannot", "won't", "couldn't", "never", "cant", "wont"))
-_CANNOT = re.compile(r"\b(?:can'?t|cannot|won'?t|couldn'?t|(?:is|are) unable|never|no longer)\b")
+_CANNOT = LazyPattern(r"\b(?:can'?t|cannot|won'?t|couldn'?t|(?:is|are) unable|never|no longer)\b")
 
 
 def prevented(clause: str, start: int) -> bool:
@@ -399,6 +404,36 @@ def prevented(clause: str, start: int) -> bool:
         return True
     # "so ransomware with domain admin can't delete the backups": the act is what cannot happen
     return bool(before) and before[-1] in _CANNOT_WORDS and "so" in words_before(clause, start, 8)
+
+
+#: Past forms that are not "ed" words, and "ed" words that tell an intention rather than an event.
+IRREGULAR_PAST = lx.words(
+    "got put sent took stole made built wrote lost paid gave found saw fell ran sold left hit came broke"
+)
+INTENDED = lx.words("wanted needed tried planned decided hoped intended wished asked")
+
+
+def past(word: str) -> bool:
+    """True for a verb in the past tense ("published", "got"): what it tells already happened."""
+    return ((word.endswith("ed") and len(word) > 4) or word in IRREGULAR_PAST) and word not in INTENDED
+
+
+#: Words right before an act that make the asker the one it was done to ("I lost money on a fake
+#: investment site", "my mom fell for a scam call", "we were the victims of an invoice fraud").
+_SUFFERED = (("lost", "money", "on"), ("lost", "money", "to"), ("fell", "for"), ("scammed", "by"),
+             ("victim", "of"), ("victims", "of"), ("tricked", "by"), ("targeted", "by"))
+
+
+def reported(clause: str, start: int) -> bool:
+    """True when the act at ``start`` is told in the past with a third party as its subject, right
+    before it ("how can I tell if someone cloned my SIM card"), or as what the asker's side suffered
+    ("I lost money on a fake crypto site"): what happened, reported, not asked for."""
+    before = words_before(clause, start, 4)
+    suffered = before[:-1] if before and before[-1] in ("a", "an", "the", "some", "this", "that") else before
+    if any(tuple(suffered[-len(words) :]) == words for words in _SUFFERED):
+        return True
+    act = tokens(clause[start : start + 30])[:1]
+    return bool(act) and past(act[0]) and bool(before) and before[-1] in cx.THIRD_SUBJECT
 
 
 def _never() -> bool:
@@ -419,6 +454,8 @@ def requested(
     if role == "defend":
         # "explain, with working code, how…"
         return OPERATIONAL.search(clause) is not None or (word in cx.EXPLAINING and detail())
+    if reported(clause, start):
+        return False
     if role in ("make", "actor") or specified(clause, start):
         return not observed(clause, start)
     # A defending verb governs the whole sentence after it ("how do we detect when a member's account is

@@ -5,27 +5,327 @@ question without ``steal`` in it. :class:`Gates` works those literals out from e
 pattern once, joins every literal into one Aho-Corasick automaton, and finds them all in a single
 scan of the question. A pattern whose literals are all absent is known not to match without running it, so a
 question costs one scan plus the few patterns it could trigger, and a question with no watched
-literal at all is let through after that scan alone. :class:`LazyGates` works them out off the
-caller's path.
+literal at all is let through after that scan alone.
+
+Compiling and parsing the guard's few hundred patterns costs a few tenths of a second of CPU, which
+every process that judges a question would pay. So each watched pattern is a :class:`LazyPattern`,
+compiled the first time it is searched, and the literals each pattern needs are read from a table
+shipped beside this module (:data:`TABLE_FILE`, written by ``benchmarks/guard_train.py``), keyed by a
+digest of the pattern's source: a question compiles only the patterns its literals let through, and
+no pattern is parsed unless its source is missing from the table (then it is parsed on first use).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
+import sys
 import threading
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import ahocorasick
 
 if TYPE_CHECKING:  # the stubs keep the pre-3.11 names of the same modules
     import sre_constants as _const
     import sre_parse as _parser
+    from sre_compile import compile as _compile_tree
 else:
     from re import _constants as _const
     from re import _parser
+    from re._compiler import compile as _compile_tree
+
+_Item = TypeVar("_Item")
+#: The table of each pattern's literals, inside this package.
+TABLE_FILE = "guard_gates.json"
+
+
+class LazyPattern:
+    """A regular expression compiled the first time it is used.
+
+    Its first search compiles it and puts the compiled pattern's own methods on the instance, so
+    every later call goes straight to them, as fast as calling a compiled pattern. There is one
+    object per source: the checks of several modules that search for the same words share it, so a
+    question's facts (kept by the pattern's ``id``) answer each search once for all of them.
+    """
+
+    _made: ClassVar[dict[tuple[type, str], LazyPattern]] = {}
+
+    def __new__(cls, pattern: str) -> LazyPattern:
+        made = cls._made.get((cls, pattern))
+        if made is None:
+            made = cls._made.setdefault((cls, pattern), super().__new__(cls))
+        return made
+
+    def __init__(self, pattern: str) -> None:
+        self.pattern = pattern
+        self.flags = re.UNICODE  # what re.compile gives a str pattern
+
+    def compiled(self) -> re.Pattern[str] | Alternatives:
+        """The compiled pattern; its methods replace this object's own from now on."""
+        found = self._compile()
+        vars(self).update(
+            search=found.search, match=found.match, fullmatch=found.fullmatch, finditer=found.finditer,
+            findall=found.findall, sub=found.sub, split=found.split,
+        )
+        return found
+
+    def _compile(self) -> re.Pattern[str] | Alternatives:
+        return compile_fast(self.pattern)
+
+    def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """:meth:`re.Pattern.search`."""
+        return self.compiled().search(string, pos, endpos)
+
+    def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """:meth:`re.Pattern.match`."""
+        return self.compiled().match(string, pos, endpos)
+
+    def fullmatch(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """:meth:`re.Pattern.fullmatch`."""
+        return self.compiled().fullmatch(string, pos, endpos)
+
+    def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        """:meth:`re.Pattern.finditer`."""
+        return self.compiled().finditer(string, pos, endpos)
+
+    def findall(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> list[str]:
+        """:meth:`re.Pattern.findall`."""
+        return self.compiled().findall(string, pos, endpos)
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
+        """:meth:`re.Pattern.sub`."""
+        return self.compiled().sub(repl, string, count)
+
+    def split(self, string: str, maxsplit: int = 0) -> list[str]:
+        """:meth:`re.Pattern.split`."""
+        return self.compiled().split(string, maxsplit)
+
+
+class LazyAlternatives(LazyPattern):
+    """A long alternation (``(?:A|B|…)``) searched one alternative at a time, only those that can occur.
+
+    Python's regex engine tries every alternative at every word of the text, so an alternation of
+    fifty phrases costs tens of microseconds however few of them the text could hold. Each
+    alternative needs some literal text (:func:`required_literals`, read from the shipped table
+    like a pattern's), so one Aho-Corasick pass over the text says which alternatives could match,
+    and only those are searched: the earliest match wins, and of two at the same place the one
+    listed first, as in the alternation itself. No alternative may hold a capturing group or match
+    empty text (a test checks the guard's).
+    """
+
+    def alternatives(self) -> list[LazyPattern]:
+        """Each alternative, as a pattern of its own; none when it has fewer than a few."""
+        parts = top_alternatives(self.pattern)
+        return [LazyPattern(part) for part in parts] if len(parts) >= _SPLIT_FROM else []
+
+    def _compile(self) -> re.Pattern[str] | Alternatives:
+        parts = self.alternatives()
+        if not parts:
+            return compile_fast(self.pattern)
+        known = shipped_table()
+        return Alternatives(self.pattern, [(part, _literals(part, known)) for part in parts])
+
+
+class Alternatives:
+    """What :class:`LazyAlternatives` compiles to: the alternatives, and the literals each needs."""
+
+    def __init__(self, source: str, parts: list[tuple[LazyPattern, _Literals | None]]) -> None:
+        self._source = source
+        self._parts = [part for part, _ in parts]
+        self._always = frozenset(index for index, (_, need) in enumerate(parts) if not need)
+        self._scan = ahocorasick.Automaton()
+        users: dict[str, set[int]] = {}
+        for index, (_, need) in enumerate(parts):
+            for literal in need or ():
+                users.setdefault(literal, set()).add(index)
+        for literal, indexes in users.items():
+            self._scan.add_word(literal, frozenset(indexes))
+        self._scan.make_automaton()
+        self._last: tuple[str, list[LazyPattern]] = ("", [])
+
+    def _candidates(self, string: str) -> list[LazyPattern]:
+        """The alternatives whose literals occur in ``string``, in their order (the last answer kept,
+        since a question's clauses and windows are searched one after another)."""
+        last = self._last
+        if last[0] is string:
+            return last[1]
+        found = set(self._always).union(*[indexes for _, indexes in self._scan.iter(string)])
+        parts = self._parts
+        candidates = [parts[index] for index in sorted(found)]
+        self._last = (string, candidates)
+        return candidates
+
+    def search(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """The earliest match of any alternative, the first listed of those starting there."""
+        candidates = self._candidates(string)
+        if len(candidates) == 1:
+            return candidates[0].search(string, pos, endpos)
+        best: re.Match[str] | None = None
+        for part in candidates:
+            found = part.search(string, pos, endpos)
+            if found is not None and (best is None or found.start() < best.start()):
+                best = found
+        return best
+
+    def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """The first alternative that matches at ``pos``."""
+        for part in self._candidates(string):
+            found = part.match(string, pos, endpos)
+            if found is not None:
+                return found
+        return None
+
+    def fullmatch(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
+        """The first alternative that matches all of ``string[pos:endpos]``."""
+        for part in self._candidates(string):
+            found = part.fullmatch(string, pos, endpos)
+            if found is not None:
+                return found
+        return None
+
+    def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
+        """Each match in turn, the next searched from where the last ended (no alternative is empty)."""
+        candidates = self._candidates(string)
+        if len(candidates) < 2:  # one alternative (or none) can match: its own matches are the matches
+            return candidates[0].finditer(string, pos, endpos) if candidates else iter(())
+        return self._each(string, pos, endpos)
+
+    def _each(self, string: str, pos: int, endpos: int) -> Iterator[re.Match[str]]:
+        while (found := self.search(string, pos, endpos)) is not None:
+            yield found
+            pos = max(found.end(), pos + 1)
+
+    def findall(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> list[str]:
+        """Each match's text (the alternation has no group)."""
+        return [found.group(0) for found in self.finditer(string, pos, endpos)]
+
+    def sub(self, repl: str | Callable[[re.Match[str]], str], string: str, count: int = 0) -> str:
+        """:meth:`re.Pattern.sub`, with the alternation compiled whole."""
+        return re.compile(self._source).sub(repl, string, count)
+
+    def split(self, string: str, maxsplit: int = 0) -> list[str]:
+        """:meth:`re.Pattern.split`, with the alternation compiled whole."""
+        return re.compile(self._source).split(string, maxsplit)
+
+
+#: What matters when reading a pattern's brackets: an escape, a character class, a bracket or a bar.
+_SYNTAX = re.compile(r"\\.|\[\]?(?:\\.|[^\]\\])*\]|[()|]", re.DOTALL)
+
+
+def _closing(text: str, start: int) -> int:
+    """The index of the bracket closing the group opened at ``text[start]``, or -1."""
+    depth = 0
+    for found in _SYNTAX.finditer(text, start):
+        token = found.group(0)
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            depth -= 1
+            if depth == 0:
+                return found.start()
+    return -1
+
+
+def _bars(text: str) -> list[str]:
+    """``text`` cut at each ``|`` outside brackets and classes."""
+    parts, depth, begin = [], 0, 0
+    for found in _SYNTAX.finditer(text):
+        token = found.group(0)
+        if token == "(":
+            depth += 1
+        elif token == ")":
+            depth -= 1
+        elif token == "|" and depth == 0:
+            parts.append(text[begin : found.start()])
+            begin = found.end()
+    parts.append(text[begin:])
+    return parts
+
+
+#: The longest text after an alternation that is copied into each of its alternatives.
+_SUFFIX = 40
+
+
+def top_alternatives(source: str) -> list[str]:
+    """The alternatives a pattern is an alternation of, each as a pattern of its own, or ``[source]``.
+
+    ``A|B``, ``(?:A|B)``, ``\\b(?:A|B)`` and ``(?:A|B)C`` (``C`` short and without a ``|``) are the
+    alternations ``A|B``, ``A|B``, ``\\bA|\\bB`` and ``AC|BC``: the same matches, in the same order
+    of preference.
+    """
+    parts = _bars(source)
+    if len(parts) > 1:
+        return parts
+    prefix = r"\b" if source.startswith(r"\b(?:") else ""
+    body = source[len(prefix) :]
+    if not body.startswith("(?:"):
+        return [source]
+    close = _closing(body, 0)
+    suffix = body[close + 1 :]
+    if close < 0 or len(suffix) > _SUFFIX or len(_bars(suffix)) > 1:
+        return [source]
+    inner = _bars(body[3:close])
+    return [prefix + part + suffix for part in inner] if len(inner) > 1 else [source]
+
+
+#: Alternatives from which an alternation is searched one alternative at a time.
+_SPLIT_FROM = 3
+
+
+def lazy(source: str) -> LazyPattern:
+    """A pattern compiled on first use. (Only the longest alternations, which a question's words rule
+    out most of, are made :class:`LazyAlternatives`: for a short one, finding its candidates costs
+    more than the search it saves.)"""
+    return LazyPattern(source)
+
+
+def compile_fast(source: str) -> re.Pattern[str]:
+    """``re.compile(source)``, with a word boundary that opens the pattern checked after its letter.
+
+    A search tries a pattern at every position of the text unless the pattern opens with a literal
+    character, which lets it skip straight to where that character occurs; ``\\b`` before the
+    letter hides it. ``\\bpeople`` and ``p(?<!\\w.)eople`` (a "p" not preceded by a word
+    character) match the same text at the same places, and the second searches several times
+    faster, so a pattern opening with a boundary and a letter is rewritten so when it is compiled
+    (its ``pattern`` attribute is then None). An alternation is left as it is: its letters differ,
+    and a lookbehind tried in each alternative costs more than one boundary before them all.
+    """
+    tree = _parser.parse(source, 0)
+    sub = tree
+    while len(sub.data) == 1:  # "(?:\\bword …)"
+        op, arg = sub.data[0]
+        if op is not _const.SUBPATTERN or not isinstance(arg, tuple) or arg[1] or arg[2]:
+            break
+        inner: object = arg[3]
+        if not isinstance(inner, _parser.SubPattern):
+            break
+        sub = inner
+    data = sub.data
+    first: tuple[object, object] = data[0] if data else (None, None)
+    if len(data) > 1 and first == (_const.AT, _const.AT_BOUNDARY):
+        op, code = data[1]
+        if op is _const.LITERAL and isinstance(code, int) and (chr(code).isalnum() or chr(code) == "_"):
+            data[0:2] = [data[1], _NOT_AFTER_WORD]
+            return _compile_tree(tree, 0)
+    return re.compile(source)
+
+
+#: What the guard's checks search with: a pattern compiled on first use, or a compiled one.
+Pattern = LazyPattern | re.Pattern[str]
+
+
+def digest(pattern: Pattern) -> str:
+    """The key of a pattern in the table: a digest of its flags and source."""
+    return hashlib.blake2b(f"{pattern.flags}:{pattern.pattern}".encode(), digest_size=9).hexdigest()
+
 
 _REPEATS = (_const.MAX_REPEAT, _const.MIN_REPEAT, _const.POSSESSIVE_REPEAT)
+#: "Not preceded by a word character", placed after a letter: ``(?<!\\w.)``.
+_NOT_AFTER_WORD = _parser.parse(r"x(?<!\w.)", 0).data[1]
 _Literals = frozenset[str]
 #: Literals shorter than this gate nothing (a space or a letter occurs in nearly every question).
 _SHORTEST = 2
@@ -127,7 +427,7 @@ def _required_item(op: object, arg: object) -> _Literals | None:
     return None
 
 
-def required_literals(pattern: re.Pattern[str]) -> _Literals | None:
+def required_literals(pattern: Pattern) -> _Literals | None:
     """Literals of which every match of ``pattern`` contains one; None when no such set is known."""
     if pattern.flags & re.IGNORECASE:
         return None
@@ -137,9 +437,11 @@ def required_literals(pattern: re.Pattern[str]) -> _Literals | None:
 class Gates:
     """The literals each registered pattern needs, found for a whole question in one scan."""
 
-    def __init__(self, patterns: Iterable[re.Pattern[str]]) -> None:
+    def __init__(
+        self, patterns: Iterable[Pattern], table: Mapping[str, list[str] | None] | None = None
+    ) -> None:
         # Keyed by id: equal patterns compiled in different modules are each gated.
-        needs: dict[int, tuple[re.Pattern[str], _Literals]] = {}
+        needs: dict[int, tuple[Pattern, _Literals]] = {}
         # The same source is often compiled in several modules: parse it once.
         by_source: dict[tuple[str, int], _Literals | None] = {}
         for pattern in patterns:
@@ -147,7 +449,7 @@ class Gates:
                 continue
             source = (pattern.pattern, pattern.flags)
             if source not in by_source:
-                by_source[source] = required_literals(pattern)
+                by_source[source] = _literals(pattern, table)
             found = by_source[source]
             # A requirement as loose as one letter or a space is met by nearly any text.
             if found and min(map(len, found)) >= _SHORTEST:
@@ -174,36 +476,82 @@ class Gates:
         return self._gated.difference(*[keys for _, keys in self._scan.iter(text)])
 
 
-class LazyGates:
-    """Gates worked out once, off the caller's path.
+def _literals(pattern: Pattern, table: Mapping[str, list[str] | None] | None) -> _Literals | None:
+    """What ``pattern`` needs: from the table when its source is there, else parsed now."""
+    key = digest(pattern) if table is not None else ""
+    if table is not None and key in table:
+        found = table[key]
+        return frozenset(found) if found is not None else None
+    return required_literals(pattern)
 
-    Working out what ~200 patterns need parses each of them (a tenth of a second or more), which a
-    one-shot command would pay for a single question. So the first question starts that work on a
-    background thread and is judged without gates, as is every question until they are ready:
-    gates only skip searches that cannot match, so the verdicts are the same either way.
+
+def table(patterns: Iterable[Pattern]) -> dict[str, list[str] | None]:
+    """The table of what each pattern (and each alternative of a :class:`LazyAlternatives`) needs, by
+    :func:`digest`, as :data:`TABLE_FILE` holds it."""
+    out: dict[str, list[str] | None] = {}
+    for pattern in patterns:
+        parts = pattern.alternatives() if isinstance(pattern, LazyAlternatives) else []
+        for each in (pattern, *parts):
+            found = required_literals(each)
+            out[digest(each)] = sorted(found) if found is not None else None
+    return dict(sorted(out.items()))
+
+
+@lru_cache(maxsize=1)
+def shipped_table() -> dict[str, list[str] | None]:
+    """The table shipped in this package (empty when it is missing)."""
+    try:
+        text = resources.files("ask_fable.core").joinpath(TABLE_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return {}
+    found: dict[str, list[str] | None] = json.loads(text)["literals"]
+    return found
+
+
+class Plan(Generic[_Item]):
+    """Items (offences, frames) each started by one pattern, in order, from which a question takes only
+    those whose pattern its literals let through: one set difference, not a test per item."""
+
+    def __init__(self, items: Iterable[tuple[Pattern, _Item]]) -> None:
+        self._items = tuple(items)
+        self._acts = frozenset(id(act) for act, _ in self._items)
+        by_act: dict[int, list[int]] = {}
+        for index, (act, _) in enumerate(self._items):
+            by_act.setdefault(id(act), []).append(index)
+        self._by_act = by_act
+
+    def live(self, excluded: frozenset[int]) -> list[_Item]:
+        """The items whose pattern is not in ``excluded``, in their order."""
+        by_act, items = self._by_act, self._items
+        indexes = [index for act in self._acts.difference(excluded) for index in by_act[act]]
+        return [items[index][1] for index in sorted(indexes)]
+
+
+class LazyGates:
+    """Gates worked out on first use, from the shipped table of what each pattern needs.
+
+    Reading the table and building the automaton takes a few milliseconds; only a pattern whose
+    source is not in the table (changed since the table was written) is parsed, which is slower but
+    gives the same gates.
     """
 
-    def __init__(self, patterns: Callable[[], list[re.Pattern[str]]]) -> None:
+    def __init__(
+        self, patterns: Callable[[], list[Pattern]],
+        literals: Callable[[], Mapping[str, list[str] | None]] = shipped_table,
+    ) -> None:
         self._patterns = patterns
+        self._literals = literals
         self._gates: Gates | None = None
-        self._start = threading.Lock()
         self._build = threading.Lock()
-        self._started = False
 
     def excluded(self, text: str) -> frozenset[int]:
-        """What :meth:`Gates.excluded` says once the gates are ready; nothing before."""
+        """What :meth:`Gates.excluded` says, the gates worked out first if they are not yet."""
         gates = self._gates
-        if gates is not None:
-            return gates.excluded(text)
-        with self._start:
-            start, self._started = not self._started, True
-        if start:
-            threading.Thread(target=self.ready, name="guard-gates", daemon=True).start()
-        return frozenset()
+        return (gates if gates is not None else self.ready()).excluded(text)
 
     def ready(self) -> Gates:
-        """The gates, worked out now on this thread if they are not yet."""
+        """The gates, worked out now if they are not yet."""
         with self._build:
             if self._gates is None:
-                self._gates = Gates(self._patterns())
+                self._gates = Gates(self._patterns(), self._literals())
             return self._gates
