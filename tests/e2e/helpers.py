@@ -48,8 +48,7 @@ def run_in_process(args: Sequence[str], environ: Mapping[str, str], *, stdin: st
 
     out, err = io.StringIO(), io.StringIO()
     saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update(environ)
+    _become(environ)
     time.tzset()  # the local zone of readable times follows TZ, as in a new process
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), \
@@ -59,10 +58,19 @@ def run_in_process(args: Sequence[str], environ: Mapping[str, str], *, stdin: st
             except SystemExit as exit_:  # argparse's usage errors, as the interpreter would end
                 code = _exit_status(exit_.code, err)
     finally:
-        os.environ.clear()
-        os.environ.update(saved)
+        _become(saved)
         time.tzset()
     return subprocess.CompletedProcess(["ask-fable", *args], code, out.getvalue(), err.getvalue())
+
+
+def _become(environ: Mapping[str, str]) -> None:
+    """Make this process's environment ``environ`` by changing only the variables that differ: each
+    change is a ``setenv`` a thread still running C code (a driver connecting) may be reading."""
+    for name in [name for name in os.environ if name not in environ]:
+        del os.environ[name]
+    for name, value in environ.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 @contextlib.contextmanager
