@@ -20,10 +20,8 @@ Run: python benchmarks/bench_call_stores.py [rounds] [--sqlite-only]
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +30,8 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.sandbox import throwaway_home
 
 CALLS = 100
 ROUNDS = 8
@@ -139,9 +139,7 @@ def main(argv: list[str]) -> int:
     """SQLite, then PostgreSQL when ``pgserver`` is installed."""
     numbers = [a for a in argv if a.isdigit()]
     rounds = int(numbers[0]) if numbers else ROUNDS
-    with tempfile.TemporaryDirectory(prefix="ask-fable-bench-") as tmp:
-        os.environ.update({"HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state", "XDG_CONFIG_HOME": f"{tmp}/config",
-                           "ASK_FABLE_QUIET": "1"})
+    with throwaway_home():
         import ask_fable
 
         clock = StoreClock()

@@ -10,14 +10,14 @@ Run: python benchmarks/bench_context_cost.py
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.sandbox import throwaway_home
 
 DEFAULT_BUDGET = 12 * 1024
 
@@ -60,7 +60,5 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    with tempfile.TemporaryDirectory(prefix="ask-fable-bench-") as tmp:
-        os.environ.update({"HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state", "XDG_CONFIG_HOME": f"{tmp}/config",
-                           "ASK_FABLE_QUIET": "1"})
+    with throwaway_home():
         raise SystemExit(anyio.run(main))

@@ -61,6 +61,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.sandbox import home_env
 from tests.fakes.fake_provider import FakeProvider
 
 LATENCY = 0.2
@@ -364,8 +365,7 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ask-fable-bench-") as tmp, FakeProvider() as fake:
         fake.enqueue("anthropic", times=None, delay=LATENCY)
         upstream = f"{fake.base_url}/api/anthropic"
-        env = {**os.environ, "HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state",
-               "XDG_CONFIG_HOME": f"{tmp}/config", "ASK_FABLE_QUIET": "1",
+        env = {**os.environ, **home_env(tmp),
                "ASK_FABLE_GLM_API_KEY": GLM_KEY, "ASK_FABLE_GLM_BASE_URL": upstream,
                "ASK_FABLE_CACHE": "0", "ASK_FABLE_HUB": "0",
                # 100 calls at once on one key: its quotas are counted as on every team server (admitted,

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +32,8 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.sandbox import throwaway_home
 
 CALLS = 100
 SPREAD_S = 0.05
@@ -133,9 +134,7 @@ def main(argv: list[str]) -> int:
     """Measure SQLite, then PostgreSQL when ``pgserver`` is installed; print both and the verdict."""
     numbers = [a for a in argv if a.isdigit()]
     rounds = int(numbers[0]) if numbers else ROUNDS
-    with tempfile.TemporaryDirectory(prefix="ask-fable-bench-") as tmp:
-        os.environ.update({"HOME": tmp, "XDG_STATE_HOME": f"{tmp}/state", "XDG_CONFIG_HOME": f"{tmp}/config",
-                           "ASK_FABLE_QUIET": "1"})
+    with throwaway_home():
         print(f"{CALLS} calls a round over {SPREAD_S * 1000:.0f} ms, each admitted, held "
               f"{HOLD_S * 1000:.0f} ms and settled; median of {rounds} rounds, quota counted and off in turn")
         paths = [report("SQLite", anyio.run(measure, None, rounds, None))]
