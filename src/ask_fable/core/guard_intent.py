@@ -582,12 +582,44 @@ def watched() -> list[Pattern]:
 GATES = LazyGates(watched)
 
 
+#: "Get into" a field is to take it up ("my son wants to get into ethical hacking"), not to break in.
+TAKE_UP = re.compile(
+    r"\b(?:get|gets|getting|got) into (?=(?:ethical hacking|hacking|(?:cyber ?|info ?|it )?security|infosec|"
+    r"pen ?testing|penetration testing|bug bount\w*|ctfs?|red team\w*|reverse engineering|malware analysis|"
+    r"programming|coding|tech)\b)"
+)
+#: The asker's side closing what it suffers: "…inflate our bill. How do we stop it?", "…so we can close the
+#: gaps". The act named before it is what is defended against.
+DEFENDED_OWN = _c(
+    r"\b(?:how (?:do|can|should|could) we (?:stop|prevent|block|close|fix|mitigate|reduce|detect|catch|"
+    r"handle|defend against)|so (?:that )?we can (?:close|stop|block|prevent|patch|fix|detect|catch)) (?:it|"
+    r"this|that|them|these|those|the gaps?|the holes?|the loopholes?)\s*(?:[?.!]|$)|"
+    # "how do I warn my employees", "how should our family set up a safe word", "verify that the email
+    # isn't a scam", "what should a company's policy be for…": guarding people of one's own against it
+    r"\bhow (?:do|can|should|could) (?:i|we|our \w+) (?:best )?(?:warn|protect|train|educate|prepare|brief) "
+    r"(?:my|our|the) (?:\w+ )?(?:employees|staff|team|users|family|kids|children|parents|customers|members|"
+    r"colleagues|students)\b|\bset up a (?:family )?(?:safe|code|secret) ?word\b|\b(?:verify|check|confirm|"
+    r"tell|know) (?:that |whether |if )?(?:\S+ ){0,8}?(?:is|isn'?t|is not) (?:a |an )?(?:\S+ ){0,4}?(?:scam|"
+    r"fraud|phishing|fake|compromise)\b|\bwhat should (?:a |an |our |the |my )?(?:\w+'s |\w+ )?"
+    r"polic(?:y|ies) "
+    r"be\b"
+)
+#: Rules whose acts a defender's question names as what it guards against.
+_DEFENDED_RULES = frozenset(
+    ("fraud", "security_evasion", "unauthorized_access", "denial_of_service", "piracy")
+)
+
+
 def judge(text: str) -> Finding | None:
     """The first harmful intent found in ``text`` (a normalized question), or None when it reads as
     engineering. Only the patterns whose literals occur in the question are ever run."""
+    if " into " in text:
+        text = TAKE_UP.sub("learn ", text)
     read = Question(text, GATES.excluded(text))
     for check in CHECKS:
         finding = check(read)
         if finding is not None:
+            if finding.rule in _DEFENDED_RULES and read.has(DEFENDED_OWN):
+                return None
             return finding
     return None
