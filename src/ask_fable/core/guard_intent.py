@@ -588,6 +588,10 @@ TAKE_UP = re.compile(
     r"pen ?testing|penetration testing|bug bount\w*|ctfs?|red team\w*|reverse engineering|malware analysis|"
     r"programming|coding|tech)\b)"
 )
+#: A terse request that ends in "how" ("swatting service anonymous, how"): the words before it are asked for.
+TRAILING_HOW = re.compile(
+    r"^(?!\s*(?:how|what|why|where|which|who|when|can|could|is|are|do|does|should)\b)(.+?)[\s,;:.]+how\s*[?.!]*\s*$"
+)
 #: The asker's side closing what it suffers: "…inflate our bill. How do we stop it?", "…so we can close the
 #: gaps". The act named before it is what is defended against.
 DEFENDED_OWN = _c(
@@ -615,6 +619,8 @@ def judge(text: str) -> Finding | None:
     engineering. Only the patterns whose literals occur in the question are ever run."""
     if " into " in text:
         text = TAKE_UP.sub("learn ", text)
+    if text.endswith(("how", "how?")):
+        text = TRAILING_HOW.sub(r"how do i \1?", text)
     read = Question(text, GATES.excluded(text))
     for check in CHECKS:
         finding = check(read)

@@ -1015,6 +1015,10 @@ CRIME = alt(
     r"insurance",
     r"\bhit and run\b",
     r"\bswatt(?:ing|ed)\b",
+    # "order a swat on a streamer", "swat him while he's live": the raid sent to someone's door
+    r"\b(?:order|send|get|arrange|call)\w* (?:a |an )?swat (?:team )?(?:on|to|at)\b",
+    r"\bswat (?:a |an |the |my |his |her |their |that )?(?:\w+ )?(?:streamer|gamer|player|youtuber|"
+    r"neighbou?r|ex|rival|guy|girl|kid|him|her|them)\b",
     r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
     r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|a "
     r"warrant|the warrant|arrest|extradition)\b",
