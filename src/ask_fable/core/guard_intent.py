@@ -471,8 +471,22 @@ def biological_harm(question: Question) -> Finding | None:
     return None
 
 
+#: A poison or potion that exists only in a story: "the alchemist brews a poison from a made-up flower".
+INVENTED_AGENT = _c(
+    r"\b(?:novel|story|stories|fantasy|book|game|campaign|screenplay|script|fiction|world ?building|dnd)\b"
+    r"[^\n]*\b(?:made ?up|fictional|fictitious|imaginary|invented|magical|enchanted|mythical)\b"
+)
+#: What makes a story's poison a real one: "a real poison", "the exact recipe", "how many grams".
+REAL_AGENT = _c(
+    r"\b(?:real|actual|exact|exactly|recipe|quantit\w+|doses?|grams?|mg|ml|real life|in reality)\b"
+)
+
+
 def chemical_harm(question: Question) -> Finding | None:
-    """Making or using a chemical agent or poison."""
+    """Making or using a chemical agent or poison, unless the agent is invented for a story."""
+    invented = question.has(INVENTED_AGENT) and not question.has_any(REAL_AGENT, STEPS_ASKED)
+    if invented and not question.detail():
+        return None
     if _agent_harm(question, CHEM_AGENT, lx.CHEM_ACT, CHEM_RIGHT, named_apart=True):
         return Finding("chemical_harm")
     return None
@@ -608,6 +622,18 @@ DEFENDED_OWN = _c(
     r"polic(?:y|ies) "
     r"be\b"
 )
+#: A question about what the law does to an act ("what penalties exist for making counterfeit IDs"),
+#: with no steps asked for: the act is what the law is asked about.
+ABOUT_THE_LAW = _c(
+    r"\b(?:(?:legal )?penalt(?:y|ies)|punishments?|sentences?|sentencing|jail time|prison time|fines?|"
+    r"criminal charges|legal consequences|consequences) (?:\S+ ){0,4}?for\b"
+)
+STEPS_ASKED = _c(
+    r"\bhow to\b|\bhow (?:do|can|could|would|should) (?:i|we|you|one|someone|u)\b|\bsteps?\b|"
+    r"\binstructions\b|"
+    r"\brecipe\b|\bwalk me\b|\bwithout (?:getting|being) caught\b"
+)
+_LAW_RULES = frozenset(("serious_crime", "fraud", "piracy"))
 #: Rules whose acts a defender's question names as what it guards against.
 _DEFENDED_RULES = frozenset(
     ("fraud", "security_evasion", "unauthorized_access", "denial_of_service", "piracy")
@@ -626,6 +652,8 @@ def judge(text: str) -> Finding | None:
         finding = check(read)
         if finding is not None:
             if finding.rule in _DEFENDED_RULES and read.has(DEFENDED_OWN):
+                return None
+            if finding.rule in _LAW_RULES and read.has(ABOUT_THE_LAW) and not read.has(STEPS_ASKED):
                 return None
             return finding
     return None
