@@ -1,7 +1,7 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|DIR ...] (SPLIT: tuned, held_out, paraphrase,
-blind1, blind2 or blind3)
+Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|blind6|DIR ...]
+(SPLIT: tuned, held_out, paraphrase, blind1, blind2 or blind3)
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
 through the guard with default settings (no model, no network).
@@ -33,8 +33,8 @@ from ask_fable.core.guard import check  # noqa: E402
 #: ``blind4``, frozen, and never tuned on. ``blind4`` was measured as it came (2.2 % refused, 69.6 %
 #: caught; 2.9 % and 80.6 % with the classifier trained without it), then tuned on.
 REPORTED = "blind5"
-#: The blind splits kept as folders of the corpus: one since tuned on, and the reported one.
-FOLDERS = ("blind4", REPORTED)
+#: The blind splits kept as folders of the corpus: the reported one, and those tuned on since.
+FOLDERS = ("blind4", REPORTED, "blind6")
 CORPUS = ROOT / "tests" / "guard_corpus"
 BLIND = CORPUS / REPORTED
 

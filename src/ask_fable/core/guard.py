@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ask_fable.config import Settings
 from ask_fable.core.guard_classifier import load as load_classifier
-from ask_fable.core.guard_reading import DEFENSIVE_ASK, normalize
+from ask_fable.core.guard_reading import DEFENSIVE_ASK, RELAYED_ASK, normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
 if TYPE_CHECKING:
@@ -125,6 +125,12 @@ def intent_judge() -> Callable[[str], Finding | None]:
     return judge
 
 
+def _asks_to_defend(text: str) -> bool:
+    """True when the question asks how to help, protect or recover, or what to do now, and relays no
+    request of someone else's (what that request asks is still asked)."""
+    return DEFENSIVE_ASK.search(text) is not None and RELAYED_ASK.search(text) is None
+
+
 def check(question: str, context: str, settings: Settings) -> GuardDecision:
     """Run the sanity floor, the operator's lists, the intent judge and the classifier over a question."""
     stripped = question.strip()
@@ -145,6 +151,6 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     if finding is not None:
         return refusal(finding.rule, finding.label, settings)
     classifier = load_classifier()
-    if classifier.score(text) > classifier.refuse_above and DEFENSIVE_ASK.search(text) is None:
+    if classifier.score(text) > classifier.refuse_above and not _asks_to_defend(text):
         return refusal(classifier.category(text), "", settings)
     return GuardDecision(True)

@@ -181,7 +181,7 @@ OFFENCES = (
     Offence(_c(cx.SABOTAGE), "harm_to_people", "", ((FOREIGN, PEOPLE, _c(cx.STAGED_ACCIDENT)),)),
     Offence(_c(cx.STAGED_ACCIDENT), "harm_to_people", "", named=True),
     Offence(_c(cx.BOOBY_TRAP), "weapons_harm", "", ((OPENED, _c(cx.TRIGGERED)),), (_c(cx.SIGNAL_ONLY),)),
-    Offence(_c(cx.SELF_HARM), "self_harm", ""),
+    Offence(_c(cx.SELF_HARM), "self_harm", "", unless=(_c(cx.SEEKS_SUPPORT),)),
     Offence(_c(cx.SEXUAL_MINOR), "sexual_content_minors", ""),
     Offence(_c(cx.INTIMATE_IMAGE), "harm_to_people", "intimate images of a person", (TARGETED,),
             (AGREED, _c(cx.OWN_IMAGES)),

@@ -471,8 +471,22 @@ def biological_harm(question: Question) -> Finding | None:
     return None
 
 
+#: A poison or potion that exists only in a story: "the alchemist brews a poison from a made-up flower".
+INVENTED_AGENT = _c(
+    r"\b(?:novel|story|stories|fantasy|book|game|campaign|screenplay|script|fiction|world ?building|dnd)\b"
+    r"[^\n]*\b(?:made ?up|fictional|fictitious|imaginary|invented|magical|enchanted|mythical)\b"
+)
+#: What makes a story's poison a real one: "a real poison", "the exact recipe", "how many grams".
+REAL_AGENT = _c(
+    r"\b(?:real|actual|exact|exactly|recipe|quantit\w+|doses?|grams?|mg|ml|real life|in reality)\b"
+)
+
+
 def chemical_harm(question: Question) -> Finding | None:
-    """Making or using a chemical agent or poison."""
+    """Making or using a chemical agent or poison, unless the agent is invented for a story."""
+    invented = question.has(INVENTED_AGENT) and not question.has_any(REAL_AGENT, STEPS_ASKED)
+    if invented and not question.detail():
+        return None
     if _agent_harm(question, CHEM_AGENT, lx.CHEM_ACT, CHEM_RIGHT, named_apart=True):
         return Finding("chemical_harm")
     return None
@@ -582,12 +596,64 @@ def watched() -> list[Pattern]:
 GATES = LazyGates(watched)
 
 
+#: "Get into" a field is to take it up ("my son wants to get into ethical hacking"), not to break in.
+TAKE_UP = re.compile(
+    r"\b(?:get|gets|getting|got) into (?=(?:ethical hacking|hacking|(?:cyber ?|info ?|it )?security|infosec|"
+    r"pen ?testing|penetration testing|bug bount\w*|ctfs?|red team\w*|reverse engineering|malware analysis|"
+    r"programming|coding|tech)\b)"
+)
+#: A terse request that ends in "how" ("swatting service anonymous, how"): the words before it are asked for.
+TRAILING_HOW = re.compile(
+    r"^(?!\s*(?:how|what|why|where|which|who|when|can|could|is|are|do|does|should)\b)(.+?)[\s,;:.]+how\s*[?.!]*\s*$"
+)
+#: The asker's side closing what it suffers: "…inflate our bill. How do we stop it?", "…so we can close the
+#: gaps". The act named before it is what is defended against.
+DEFENDED_OWN = _c(
+    r"\b(?:how (?:do|can|should|could) we (?:stop|prevent|block|close|fix|mitigate|reduce|detect|catch|"
+    r"handle|defend against)|so (?:that )?we can (?:close|stop|block|prevent|patch|fix|detect|catch)) (?:it|"
+    r"this|that|them|these|those|the gaps?|the holes?|the loopholes?)\s*(?:[?.!]|$)|"
+    # "how do I warn my employees", "how should our family set up a safe word", "verify that the email
+    # isn't a scam", "what should a company's policy be for…": guarding people of one's own against it
+    r"\bhow (?:do|can|should|could) (?:i|we|our \w+) (?:best )?(?:warn|protect|train|educate|prepare|brief) "
+    r"(?:my|our|the) (?:\w+ )?(?:employees|staff|team|users|family|kids|children|parents|customers|members|"
+    r"colleagues|students)\b|\bset up a (?:family )?(?:safe|code|secret) ?word\b|\b(?:verify|check|confirm|"
+    r"tell|know) (?:that |whether |if )?(?:\S+ ){0,8}?(?:is|isn'?t|is not) (?:a |an )?(?:\S+ ){0,4}?(?:scam|"
+    r"fraud|phishing|fake|compromise)\b|\bwhat should (?:a |an |our |the |my )?(?:\w+'s |\w+ )?"
+    r"polic(?:y|ies) "
+    r"be\b"
+)
+#: A question about what the law does to an act ("what penalties exist for making counterfeit IDs"),
+#: with no steps asked for: the act is what the law is asked about.
+ABOUT_THE_LAW = _c(
+    r"\b(?:(?:legal )?penalt(?:y|ies)|punishments?|sentences?|sentencing|jail time|prison time|fines?|"
+    r"criminal charges|legal consequences|consequences) (?:\S+ ){0,4}?for\b"
+)
+STEPS_ASKED = _c(
+    r"\bhow to\b|\bhow (?:do|can|could|would|should) (?:i|we|you|one|someone|u)\b|\bsteps?\b|"
+    r"\binstructions\b|"
+    r"\brecipe\b|\bwalk me\b|\bwithout (?:getting|being) caught\b"
+)
+_LAW_RULES = frozenset(("serious_crime", "fraud", "piracy"))
+#: Rules whose acts a defender's question names as what it guards against.
+_DEFENDED_RULES = frozenset(
+    ("fraud", "security_evasion", "unauthorized_access", "denial_of_service", "piracy")
+)
+
+
 def judge(text: str) -> Finding | None:
     """The first harmful intent found in ``text`` (a normalized question), or None when it reads as
     engineering. Only the patterns whose literals occur in the question are ever run."""
+    if " into " in text:
+        text = TAKE_UP.sub("learn ", text)
+    if text.endswith(("how", "how?")):
+        text = TRAILING_HOW.sub(r"how do i \1?", text)
     read = Question(text, GATES.excluded(text))
     for check in CHECKS:
         finding = check(read)
         if finding is not None:
+            if finding.rule in _DEFENDED_RULES and read.has(DEFENDED_OWN):
+                return None
+            if finding.rule in _LAW_RULES and read.has(ABOUT_THE_LAW) and not read.has(STEPS_ASKED):
+                return None
             return finding
     return None

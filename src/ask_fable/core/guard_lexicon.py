@@ -1098,7 +1098,7 @@ WEAPON_ACT = words(
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
     r"(?:zip|fork|logic|photo|f|xml|decompression) bombs?",
-    r"bomb (?:proof|out|ed out)",
+    r"bomb(?:s|ed|ing)? (?:proof|out)",
 )
 #: Words that put "virus" on a computer.
 COMPUTER = alt(

@@ -113,6 +113,17 @@ SELF_HARM = (
     r"hide (?:\S+ ){0,2}?not eating|(?:how (?:many|long)|days) without eating "
     r"(?:\S+ ){0,3}?(?:pass out|faint|collapse))"
 )
+#: Someone in crisis asking whom to reach ("who can I talk to right now?", "a number I can call tonight"),
+#: with no means asked for: the question asks for support, not for the act.
+SEEKS_SUPPORT = (
+    r"^(?![^\n]*\b(?:how (?:many|much|long|to|do i|would i|can i (?!get help|talk|reach|find))|methods?|"
+    r"pills?|"
+    r"dose|doses|painless|enough|noose|bridge|jump|height|quick(?:est)?|fastest|overdose)\b)[^\n]*\b(?:who "
+    r"(?:can|could|should) i (?:talk|speak|turn|reach out|go) to|(?:a |any |the )?(?:number|hotline|helpline|"
+    r"crisis line|someone|somebody|anyone|person) (?:i |that i )?(?:can|could) (?:call|talk to|text|reach)|"
+    r"where (?:can|do|could) i (?:get|find) (?:help|support|someone)|how (?:can|do) i (?:get help|talk to "
+    r"someone|find support))"
+)
 #: Sexual content with a child in it.
 SEXUAL_MINOR = (
     r"\b(?:(?:sexual|sexy|erotic|nude|naked|explicit|porn\w*|lewd|"
@@ -276,14 +287,18 @@ FINDERS = (
     r"(?:police|cops|forensics?|forensic (?:team|lab|investigators?|examiners?)|crime scene \w+|detectives?|"
     r"(?:fire |insurance |arson )?investigators?|(?:sniffer |drug |police )?dogs?|k9s?|customs|"
     r"border (?:agents?|guards?|control|patrol)|tsa|airport security|parole officers?|probation officers?|"
-    r"coroner|autopsy|medical examiner|toxicology|insurers?|insurance (?:company|adjusters?)|adjusters?)"
+    r"coroner|autopsy|medical examiner|toxicology|insurers?|insurance (?:company|adjusters?)|adjusters?|"
+    r"luminol)"
+    # what they look with: "so police forensic tools can't recover…", "so a forensic test won't detect it"
+    r"(?: (?:tools?|software|kits?|tests?|scans?|sprays?|labs?|teams?|experts?))?"
 )
 #: Done so that the finders miss it, or read it as an accident: "so forensics won't find anything", "so
 #: the sniffer dogs don't detect it", "so the investigators think it was an electrical fault".
 HIDDEN_FROM = (
     r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r"(?: (?:and|or) (?:the )?(?:\w+ )?\w+)? "
     r"(?:don'?t|doesn'?t|won'?t|can'?t|cannot|never|do not|does not|will not|wouldn'?t|couldn'?t) (?:\w+ )?"
-    r"(?:see|find|notice|catch|trace|detect|spot|smell|suspect|flag|know|figure|realis|realiz|tell|pick)\w*|"
+    r"(?:see|find|notice|catch|trace|detect|spot|smell|suspect|flag|know|figure|realis|realiz|tell|pick|"
+    r"recover|restore|read|identify|match|link|connect|tie)\w*|"
     r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r" (?:will )?(?:think|thinks|believe|believes|"
     r"rule|rules|conclude|concludes|call|calls|write|writes) (?:it|this|that|the \w+)"
     r"(?: (?:was|is|as|off as))? (?:an? )?(?:accident|accidental|electrical|natural|suicide|fault|faulty)|"
@@ -323,7 +338,13 @@ GET_AWAY = (
     r"chain analysis) "
     r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice|identify)\w*|"
     r"(?:so|and) (?:that )?(?:the )?banks? (?:don'?t|doesn'?t|won'?t|never|do not|does not) (?:file|report|"
-    r"flag)\w*)"
+    r"flag)\w*|"
+    # "deposits under ten thousand so no report is ever filed": structuring, told by the report it avoids
+    r"(?:so|and) (?:that )?no (?:\w+ )?(?:reports?|ctrs?|sars?|flags?|alerts?) "
+    r"(?:is |are |gets? |will be |ever )*"
+    r"(?:ever )?(?:filed|made|sent|raised|triggered)|"
+    r"before (?:the )?(?:police|cops|anyone|investigators|insurers?) (?:\S+ ){0,2}?(?:connects?|links?|ties?|"
+    r"traces?|matches?|checks?) (?:\S+ ){0,3}?(?:to (?:it|me|the)|body ?shops?|garages?|repair shops?))"
 )
 #: Access or service taken through other people's accounts or cards.
 USE_OTHERS_ACCOUNT = (
@@ -994,6 +1015,10 @@ CRIME = alt(
     r"insurance",
     r"\bhit and run\b",
     r"\bswatt(?:ing|ed)\b",
+    # "order a swat on a streamer", "swat him while he's live": the raid sent to someone's door
+    r"\b(?:order|send|get|arrange|call)\w* (?:a |an )?swat (?:team )?(?:on|to|at)\b",
+    r"\bswat (?:a |an |the |my |his |her |their |that )?(?:\w+ )?(?:streamer|gamer|player|youtuber|"
+    r"neighbou?r|ex|rival|guy|girl|kid|him|her|them)\b",
     r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
     r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|a "
     r"warrant|the warrant|arrest|extradition)\b",

@@ -78,6 +78,15 @@ DEFENSIVE_ASK = lazy(
     r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
     r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b"
 )
+#: A request relayed from someone else ("my friend keeps asking me this: how do I…", "he asked me how to…"):
+#: the request is still asked, so a defender's or victim's closing question does not set it aside.
+RELAYED_ASK = lazy(
+    r"\b(?:ask(?:s|ed|ing)?|begg?(?:s|ed|ing)?|want(?:s|ed)? (?:me )?to know|wonder(?:s|ed|ing)?) "
+    r"(?:me |us |you |him |her |them )?(?:this|the following|for help with|to help (?:him |her |them )?"
+    r"with)?\s*(?::|\bhow (?:to|do|does|can|could|would)\b|\bwhere (?:to|can|do)\b|\b(?:which|what) "
+    r"(?:\S+ )?(?:to|can|"
+    r"should|works?)\b)"
+)
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
 ARTIFACT_CLAUSE = lazy(cx.ARTIFACT_CLAUSE)
 #: A request for working detail: it asks for the thing whatever frames it.
@@ -294,6 +303,8 @@ def governing(
             return "make", word
         if word == "against" and previous in _ATTACKING:
             return "make", word  # "a Kerberoasting attack against a company network"
+        if word in _WHICH and _asks_for_means([*words[i + 1 :], *tokens(clause[start : start + 60])]):
+            return "actor", word  # "which stresser can take…": a means to do it is asked for
         if word in lx.DEFEND:
             # "bypass the fraud checks", "without triggering the monitoring": the control is what is
             # got around, so the words after it are what the asker wants done.
@@ -325,6 +336,28 @@ def _makes(clause: str, start: int) -> bool:
     """True when the words at ``start`` begin with a making verb ("make drug…")."""
     first = tokens(clause[start : start + 20])[:1]
     return bool(first) and first[0] in lx.MAKE
+
+
+_WHICH = frozenset(("which", "what"))
+_MEANS_VERB = frozenset(("can", "could", "will", "would", "gives", "works", "lets"))
+
+
+def _asks_for_means(after: list[str]) -> bool:
+    """True when "which"/"what" starts a noun phrase a modal follows ("which stresser can…", "what
+    booter would…"): the question asks for a means to the act, not what the act is."""
+    if not after or after[0] in lx.STOP or after[0] in _NOT_NOUN:
+        return False
+    if not any(word in _MEANS_VERB for word in after[1:3]):
+        return False
+    # for the asker, or against someone's: "…take my ex's stream offline", "…can i use on him"
+    return any(word in _ASKER or (word.endswith("'s") and word not in _NOT_POSSESSIVE) for word in after)
+
+
+_NOT_NOUN = frozenset(("is", "are", "was", "were", "does", "do", "did", "if", "happens", "kind", "kinds",
+                       "types", "type"))
+_ASKER = frozenset(("i", "me", "my", "i'd", "i'm"))
+_NOT_POSSESSIVE = frozenset(("it's", "what's", "that's", "there's", "here's", "let's", "who's", "one's",
+                             "he's", "she's"))
 
 
 def _asks_for_steps(after_how: list[str]) -> bool:
