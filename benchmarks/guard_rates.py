@@ -1,6 +1,6 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|blind6|DIR ...]
+Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|blind6|blind7|DIR ...]
 (SPLIT: tuned, held_out, paraphrase, blind1, blind2 or blind3)
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
@@ -29,12 +29,14 @@ from tests.guard_corpus import SPLITS, load, read_questions  # noqa: E402
 from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
-#: The blind split that gives the figure to expect: written after the classifier was trained on
-#: ``blind4``, frozen, and never tuned on. ``blind4`` was measured as it came (2.2 % refused, 69.6 %
-#: caught; 2.9 % and 80.6 % with the classifier trained without it), then tuned on.
-REPORTED = "blind5"
-#: The blind splits kept as folders of the corpus: the reported one, and those tuned on since.
-FOLDERS = ("blind4", REPORTED, "blind6")
+#: The blind split that gives the figure to expect: written by someone who had read neither the
+#: guard nor its corpus, after the guard was tuned on ``blind6``, frozen, and never tuned on (a
+#: test holds the classifier's training data free of it). Each earlier blind split was measured as
+#: it came, then tuned on: ``blind4`` 2.2 % refused / 69.6 % caught, ``blind5`` 4.6 % / 78.6 %,
+#: ``blind6`` 1.3 % / 88.6 %.
+REPORTED = "blind7"
+#: The blind splits kept as folders of the corpus: those tuned on since, and the reported one.
+FOLDERS = ("blind4", "blind5", "blind6", REPORTED)
 CORPUS = ROOT / "tests" / "guard_corpus"
 BLIND = CORPUS / REPORTED
 
