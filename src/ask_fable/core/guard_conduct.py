@@ -18,11 +18,11 @@ from functools import cached_property
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_reading import Question, examined, past, prevented, tokens, words_before
-from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan, lazy
+from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan
 
 
 def _c(fragment: str) -> LazyPattern:
-    return lazy(fragment)
+    return LazyPattern(fragment)
 
 
 FOREIGN = LazyAlternatives(lx.FOREIGN)

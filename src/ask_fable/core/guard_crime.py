@@ -18,11 +18,11 @@ from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
 from ask_fable.core.guard_conduct import asked
 from ask_fable.core.guard_reading import Question, neutral_head, requested
-from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan, lazy
+from ask_fable.core.guard_scan import LazyAlternatives, LazyPattern, Pattern, Plan
 
 
 def _c(fragment: str) -> LazyPattern:
-    return lazy(fragment)
+    return LazyPattern(fragment)
 
 
 FOREIGN = LazyAlternatives(lx.FOREIGN)

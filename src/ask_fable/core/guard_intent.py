@@ -34,7 +34,7 @@ from ask_fable.core.guard_reading import (
     tokens,
     words_before,
 )
-from ask_fable.core.guard_scan import LazyAlternatives, LazyGates, LazyPattern, Pattern, lazy
+from ask_fable.core.guard_scan import LazyAlternatives, LazyGates, LazyPattern, Pattern
 
 
 @dataclass(frozen=True)
@@ -59,16 +59,16 @@ class Terms:
 
 def _terms(entries: dict[str, str]) -> Terms:
     # One alternation under a single \b is several times faster than a group per entry.
-    found = lazy(r"\b(?:" + "|".join(entries) + r")\b")
+    found = LazyPattern(r"\b(?:" + "|".join(entries) + r")\b")
     return Terms(found, tuple((LazyPattern(pattern), label) for pattern, label in entries.items()))
 
 
 def _c(pattern: str) -> LazyPattern:
-    return lazy(pattern)
+    return LazyPattern(pattern)
 
 
 def _word(fragment: str) -> LazyPattern:
-    return lazy(r"\b" + fragment + r"\b")
+    return LazyPattern(r"\b" + fragment + r"\b")
 
 
 STRONG = _terms(lx.STRONG_TOOLING)

@@ -14,7 +14,7 @@ from itertools import pairwise
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
-from ask_fable.core.guard_scan import LazyPattern, Pattern, lazy
+from ask_fable.core.guard_scan import LazyPattern, Pattern
 
 #: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
 _DASH = re.compile(r"[\u2012-\u2015]")
@@ -65,22 +65,22 @@ _LOOK_BACK = 400
 _WINDOW_BEFORE = _LOOK_BACK + 20
 _WINDOW_AFTER = 120
 
-REQUEST = lazy(
+REQUEST = LazyPattern(
     r"\b(?:" + "|".join(sorted(lx.MAKE)) + r")\b|\bhow (?:do|can|would|should|could|to)\b|\bways? to\b|"
     r"\bsteps? to\b|\binstructions\b|\bwalk me\b|\btell me\b|\bteach me\b|\bi\b|\bwe\b|"
     r"\b(?:best|easiest|fastest|cheapest) (?:way|story|script|setup|approach|method|excuse|lie|pitch|"
     r"line)s?\b"
 )
-CODE_REQUEST = lazy(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
+CODE_REQUEST = LazyPattern(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 #: The asker asks how to help, protect, detect or recover, or what to do now: a defender's or a victim's
 #: question, which the classifier alone does not refuse (the judge still reads it).
-DEFENSIVE_ASK = lazy(
+DEFENSIVE_ASK = LazyPattern(
     r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
     r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b"
 )
 #: A request relayed from someone else ("my friend keeps asking me this: how do I…", "he asked me how to…"):
 #: the request is still asked, so a defender's or victim's closing question does not set it aside.
-RELAYED_ASK = lazy(
+RELAYED_ASK = LazyPattern(
     r"\b(?:ask(?:s|ed|ing)?|begg?(?:s|ed|ing)?|want(?:s|ed)? (?:me )?to know|wonder(?:s|ed|ing)?) "
     r"(?:me |us |you |him |her |them )?(?:this|the following|for help with|to help (?:him |her |them )?"
     r"with)?\s*(?::|\bhow (?:to|do|does|can|could|would)\b|\bwhere (?:to|can|do)\b|\b(?:which|what) "
@@ -88,9 +88,9 @@ RELAYED_ASK = lazy(
     r"should|works?)\b)"
 )
 #: A clause that asks for a thing by naming it with what it does ("script that records every key").
-ARTIFACT_CLAUSE = lazy(cx.ARTIFACT_CLAUSE)
+ARTIFACT_CLAUSE = LazyPattern(cx.ARTIFACT_CLAUSE)
 #: A request for working detail: it asks for the thing whatever frames it.
-OPERATIONAL = lazy(cx.OPERATIONAL)
+OPERATIONAL = LazyPattern(cx.OPERATIONAL)
 
 
 def normalize(question: str) -> str:

@@ -114,7 +114,9 @@ class LazyAlternatives(LazyPattern):
     like a pattern's), so one Aho-Corasick pass over the text says which alternatives could match,
     and only those are searched: the earliest match wins, and of two at the same place the one
     listed first, as in the alternation itself. No alternative may hold a capturing group or match
-    empty text (a test checks the guard's).
+    empty text (a test checks the guard's). Only the longest alternations, which a question's words
+    rule out most of, are worth it: for a short one, finding its candidates costs more than the
+    search it saves.
     """
 
     def alternatives(self) -> list[LazyPattern]:
@@ -173,19 +175,13 @@ class Alternatives:
 
     def match(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """The first alternative that matches at ``pos``."""
-        for part in self._candidates(string):
-            found = part.match(string, pos, endpos)
-            if found is not None:
-                return found
-        return None
+        found = (part.match(string, pos, endpos) for part in self._candidates(string))
+        return next(filter(None, found), None)
 
     def fullmatch(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
         """The first alternative that matches all of ``string[pos:endpos]``."""
-        for part in self._candidates(string):
-            found = part.fullmatch(string, pos, endpos)
-            if found is not None:
-                return found
-        return None
+        found = (part.fullmatch(string, pos, endpos) for part in self._candidates(string))
+        return next(filter(None, found), None)
 
     def finditer(self, string: str, pos: int = 0, endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
         """Each match in turn, the next searched from where the last ended (no alternative is empty)."""
@@ -274,13 +270,6 @@ def top_alternatives(source: str) -> list[str]:
 
 #: Alternatives from which an alternation is searched one alternative at a time.
 _SPLIT_FROM = 3
-
-
-def lazy(source: str) -> LazyPattern:
-    """A pattern compiled on first use. (Only the longest alternations, which a question's words rule
-    out most of, are made :class:`LazyAlternatives`: for a short one, finding its candidates costs
-    more than the search it saves.)"""
-    return LazyPattern(source)
 
 
 def compile_fast(source: str) -> re.Pattern[str]:
