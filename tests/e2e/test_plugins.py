@@ -103,8 +103,8 @@ def _ask_fable(python: Path) -> str:
     the host environment the venv sees, so its script is written here)."""
     script = python.parent / "ask-fable"
     if not script.exists():
-        script.write_text(f"#!{python}\nimport sys\n\nfrom ask_fable.cli import main\n\n"
-                          "if __name__ == '__main__':\n    sys.exit(main())\n")
+        script.write_text(f"#!{python}\nimport sys\n\nfrom ask_fable.cli import console_main\n\n"
+                          "if __name__ == '__main__':\n    sys.exit(console_main())\n")
         script.chmod(0o755)
     return str(script)
 
