@@ -456,7 +456,8 @@ class Settings(BaseSettings):
     circuit_breaker: bool = Field(True, description="Skip chronically failing oracles for a cooldown.")
     breaker_window: int = Field(20, gt=0, description="Outcomes remembered per oracle.")
     breaker_threshold: float = Field(
-        0.5, gt=0, le=1, description="Error rate that opens the breaker (≥ 5 samples)."
+        0.5, gt=0, le=1,
+        description="Error rate that opens the breaker (≥ 5 samples, or a full window when it holds fewer).",
     )
     breaker_cooldown: float = Field(300, ge=0, description="Seconds before an open breaker allows a probe.")
 

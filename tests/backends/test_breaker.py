@@ -30,6 +30,15 @@ def test_stays_closed_below_min_samples() -> None:
     assert breaker.state("glm") == "closed"
 
 
+def test_a_window_smaller_than_the_minimum_opens_once_it_is_full() -> None:
+    """Before: a window of 3 never held the 5 outcomes the breaker waits for, so it never opened."""
+    breaker, _ = make(window=3)
+    fail(breaker, "glm", 2)
+    assert breaker.state("glm") == "closed"
+    fail(breaker, "glm", 1)
+    assert breaker.state("glm") == "open"
+
+
 def test_opens_at_threshold_with_min_samples_and_sheds() -> None:
     breaker, _ = make()
     fail(breaker, "glm", 5)

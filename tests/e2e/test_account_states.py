@@ -18,9 +18,10 @@ from tests.fakes.fixtures import bundled_claude_cli
 
 KEY = "sk-PLANTED-billing-5e6f7a8b9c0d1e2f3a4b"
 QUESTION = "Is the retry loop in the billing client bounded?"
-#: One call more than the breaker needs to open (5 samples at a 0.5 error rate): a tripped breaker
-#: would answer the last one `circuit_open`.
-CALLS = 6
+#: A breaker window of two outcomes opens on two failures at its 0.5 error rate: one call more, and
+#: a tripped breaker would answer the last one `circuit_open`.
+BREAKER_WINDOW = 2
+CALLS = 3
 
 #: What each wire answers for an exhausted balance or a plan that does not cover the model.
 DEEPSEEK_402 = {"error": {"message": "Insufficient Balance", "type": "unknown_error", "param": None,
@@ -47,7 +48,8 @@ ANTHROPIC_400_CREDIT = {"type": "error", "error": {
 
 def _server(**env: str) -> StdioServerParameters:
     command, *rest = ask_fable_command()
-    settings = {"ASK_FABLE_TOOLSETS": "all", "ASK_FABLE_CACHE": "false", "ASK_FABLE_TIMEOUT": "20"}
+    settings = {"ASK_FABLE_TOOLSETS": "all", "ASK_FABLE_CACHE": "false", "ASK_FABLE_TIMEOUT": "20",
+                "ASK_FABLE_BREAKER_WINDOW": str(BREAKER_WINDOW)}
     return StdioServerParameters(command=command, args=rest, env=child_env(**settings, **env))
 
 
@@ -69,9 +71,10 @@ def _built_here(fp: FakeProvider) -> Client:
     from ask_fable.surface.server import build_server
 
     settings = load_settings(
-        cache=False, timeout=20, deepseek_api_key=KEY, deepseek_base_url=fp.base_url, glm_api_key=KEY,
-        glm_base_url=fp.base_url, openrouter_api_key=KEY, openrouter_base_url=f"{fp.base_url}/api/v1",
-        atlas_api_key=KEY, atlas_base_url=f"{fp.base_url}/atlas/v1", ollama_base_url=fp.base_url)
+        cache=False, timeout=20, breaker_window=BREAKER_WINDOW, deepseek_api_key=KEY,
+        deepseek_base_url=fp.base_url, glm_api_key=KEY, glm_base_url=fp.base_url, openrouter_api_key=KEY,
+        openrouter_base_url=f"{fp.base_url}/api/v1", atlas_api_key=KEY,
+        atlas_base_url=f"{fp.base_url}/atlas/v1", ollama_base_url=fp.base_url)
     return Client(build_server(App(settings), toolsets=["all"]))
 
 
@@ -97,7 +100,7 @@ CASES = [
 async def test_an_account_out_of_credits_is_not_configured_with_the_fix_every_time(
     tool: str, arguments: dict[str, Any], route: str, status: int, body: Any, provider: str
 ) -> None:
-    """Six calls on a provider refusing for balance or plan: each one request (never retried), each
+    """Calls on a provider refusing for balance or plan: each one request (never retried), each
     not_configured naming the provider and the fix (credits / plan), none shed by the breaker."""
     with FakeProvider() as fp:
         fp.enqueue(route, status=status, body=_raw(body), headers={"content-type": "application/json"},

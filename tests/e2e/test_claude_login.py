@@ -21,9 +21,10 @@ from tests.fakes.fixtures import bundled_claude_cli
 pytestmark = pytest.mark.skipif(bundled_claude_cli() is None, reason="claude-agent-sdk ships no CLI here")
 
 DUMMY_KEY = "sk-ant-api03-rejectedRejectedRejected0123456789"
-#: One call more than the breaker needs to open (5 samples): a tripped breaker would answer the
-#: last one `circuit_open`.
-CALLS = 6
+#: A breaker window of two outcomes opens on two failures (each one a Claude Code process here):
+#: one call more, and a tripped breaker would answer the last one `circuit_open`.
+BREAKER = {"ASK_FABLE_BREAKER_WINDOW": "2"}
+CALLS = 3
 #: Claude Code's own retries of a rejected request (two by default, with backoff) add seconds per
 #: call and change nothing about how the rejection is classified.
 NO_CLI_RETRIES = {"CLAUDE_CODE_MAX_RETRIES": "0"}
@@ -36,7 +37,7 @@ def _server(tmp_path: Path, fp: FakeProvider, **env: str) -> StdioServerParamete
     return StdioServerParameters(
         command=command,
         args=[*rest, "--toolsets", "default,single"],
-        env=child_env(CLAUDE_CONFIG_DIR=str(claude_dir), ANTHROPIC_BASE_URL=fp.base_url, **env),
+        env=child_env(CLAUDE_CONFIG_DIR=str(claude_dir), ANTHROPIC_BASE_URL=fp.base_url, **BREAKER, **env),
     )
 
 
@@ -56,7 +57,7 @@ async def _ask_repeatedly(params: StdioServerParameters, tool: str) -> list[dict
 async def test_no_claude_login_is_not_configured_on_every_call_and_never_trips_the_breaker(
     tmp_path: Path, fp: FakeProvider, use_cli: str
 ) -> None:
-    """Six asks without any Claude credentials: each one says how to log in, none is circuit_open."""
+    """Asks without any Claude credentials: each one says how to log in, none is circuit_open."""
     results = await _ask_repeatedly(_server(tmp_path, fp, ASK_FABLE_USE_CLI=use_cli), "ask")
 
     assert [r["kind"] for r in results] == ["not_configured"] * CALLS

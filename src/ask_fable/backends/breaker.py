@@ -68,7 +68,8 @@ class CircuitBreaker:
         self.threshold = float(threshold)
         self.cooldown = float(cooldown)
         self.enabled = enabled
-        self.min_samples = max(1, int(min_samples))
+        # A window smaller than the minimum would never hold enough outcomes to open: it opens once full.
+        self.min_samples = max(1, min(int(min_samples), self.window))
         self._clock = clock
         self._lock = threading.Lock()
         self._circuits: dict[str, _Circuit] = {}
