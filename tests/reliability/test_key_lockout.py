@@ -149,10 +149,13 @@ async def test_login_forms_held_back_without_a_key_cannot_take_every_connection(
             forms = Attack(lambda: _hold_a_form(port), 80)
             answered, failed = 0, []
             try:
-                # The forms first: a kept-alive connection of Alice's opened before them would be the
-                # oldest idle one, which the connection bound closes to make room.
-                forms.top_up()
-                await anyio.sleep(0.3)
+                # The forms first, until the server has read them (the first ones past the address's
+                # share are answered 429 at once): a kept-alive connection of Alice's opened before
+                # them would be the oldest idle one, which the connection bound closes to make room.
+                with anyio.fail_after(20):
+                    while not forms.statuses.get(429):
+                        forms.top_up()
+                        await anyio.sleep(0.1)
                 async with server.client(alice) as client:
                     deadline = time.monotonic() + 2 * STALL_S + 1
                     while time.monotonic() < deadline:
