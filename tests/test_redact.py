@@ -14,6 +14,7 @@ from ask_fable.redact import (
     bounded,
     redact,
     redact_obj,
+    redact_obj_dumped,
     redacted_json,
     redacted_json_all,
     secret_list,
@@ -155,6 +156,19 @@ def test_redact_obj_redacts_every_string_inside_as_redact_does_it(obj: object) -
     shapes), ``redact_obj`` gives what redacting each string on its own gives."""
     secrets = ['pa"ss\\wo\nrd-9', "plain-secret-1234"]
     assert redact_obj(obj, secrets) == _each_string_redacted(obj, secrets)
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=_SHAPED)
+def test_redact_obj_dumped_gives_the_dump_only_when_it_is_the_redacted_objects_json(obj: object) -> None:
+    """A served result's text reuses the dump that found nothing to redact: given, it is exactly the
+    JSON of the (unchanged) result; a result with anything to redact comes back redacted, dump-less."""
+    for secrets in (['pa"ss\\wo\nrd-9', "plain-secret-1234"], ["plain-secret-1234"]):
+        shown, dumped = redact_obj_dumped(obj, secrets)
+        assert shown == _each_string_redacted(obj, secrets)
+        if dumped is not None:
+            assert shown is obj
+            assert dumped == json.dumps(obj, ensure_ascii=False)
 
 
 @settings(max_examples=300, deadline=None)

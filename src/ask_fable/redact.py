@@ -249,25 +249,33 @@ def redact_obj(obj: _Shape, secrets: SecretSource = ()) -> _Shape:
     The result has the shape of ``obj``: strings stay strings, containers the same containers. When
     nothing inside needs redacting (nearly always), it is ``obj`` itself: treat it as read-only.
     """
+    return redact_obj_dumped(obj, secrets)[0]
+
+
+def redact_obj_dumped(obj: _Shape, secrets: SecretSource = ()) -> tuple[_Shape, str | None]:
+    """:func:`redact_obj`'s result, with ``json.dumps(obj, ensure_ascii=False)`` when that dump showed
+    nothing to redact (the result is then ``obj`` itself and the dump its JSON text); ``None`` when
+    ``obj`` went the long way."""
     exact = _exact(secrets)
-    if _nothing_to_redact(obj, exact):
-        return obj
-    return cast(_Shape, _walk(obj, exact.values))
+    dumped = _clean_json(obj, exact)
+    if dumped is not None:
+        return obj, dumped
+    return cast(_Shape, _walk(obj, exact.values)), None
 
 
-def _nothing_to_redact(obj: object, exact: _Exact) -> bool:
-    """True when no string in ``obj`` holds a secret value or a rule's trigger, judged on one JSON
-    dump of it (one C-speed pass instead of visiting every string). Every string shows verbatim
-    in the dump, so whatever a string holds, the dump holds; a match spanning two strings or a
-    number only sends ``obj`` the long way. Non-ASCII text, secrets JSON would escape and objects
-    JSON cannot write always go the long way."""
+def _clean_json(obj: object, exact: _Exact) -> str | None:
+    """``obj``'s JSON dump when no string in it holds a secret value or a rule's trigger, judged on
+    that one dump (one C-speed pass instead of visiting every string); ``None`` otherwise. Every
+    string shows verbatim in the dump, so whatever a string holds, the dump holds; a match spanning
+    two strings or a number only sends ``obj`` the long way. Non-ASCII text, secrets JSON would
+    escape and objects JSON cannot write always go the long way."""
     if isinstance(obj, str) or exact.escaped:
-        return False
+        return None
     try:
         dumped = json.dumps(obj, ensure_ascii=False)
     except (TypeError, ValueError):
-        return False
-    return _clean_dump(dumped, exact)
+        return None
+    return dumped if _clean_dump(dumped, exact) else None
 
 
 def _clean_dump(dumped: str, exact: _Exact) -> bool:

@@ -8,10 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ask_fable.surface.http_limits import MAX_JSON_DEPTH, nesting_exceeds
 from ask_fable.surface.log_limits import RateLimitedLog
-from ask_fable.surface.server_paths import hide_server_paths
+from ask_fable.surface.server_paths import hide_server_paths, names_no_root
 
 
 def _nested(depth: int) -> bytes:
@@ -99,3 +101,21 @@ def test_server_paths_are_shown_relative_to_their_directories(tmp_path: Path) ->
         "other": "~/.local/state/ask_fable2/x and /usr/lib/python3",
         "list": ["traces/t.jsonl"],
     }
+
+
+_ROOT_TEXT = st.lists(st.sampled_from(["/srv/ask", "/srv/ask/answers/x.md", "/srv/asking", 'C:\\"q', "plain",
+                                       " ", "/", "é"]), max_size=5).map("".join)
+_RESULTS = st.recursive(st.one_of(_ROOT_TEXT, st.integers(), st.none()),
+                        lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                st.dictionaries(_ROOT_TEXT, inner, max_size=3)),
+                        max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(result=_RESULTS)
+def test_a_dump_naming_no_root_is_a_result_hiding_leaves_unchanged(result: object) -> None:
+    """A served result skips the path rewrite when its JSON dump shows none of the server's roots:
+    then the rewrite would have left it as it was (a root JSON escapes never counts as absent)."""
+    for roots in ([("/srv/ask/answers", "answers"), ("/srv/ask", "")], [('C:\\"q', "~"), ("/srv/ask", "")]):
+        if names_no_root(json.dumps(result, ensure_ascii=False), roots):
+            assert hide_server_paths(result, roots) == result

@@ -351,6 +351,11 @@ async def iter_events(response: httpx2.Response, label: str,
     :class:`UpstreamError`."""
     import httpx2
 
+    default = response.default_encoding
+    if isinstance(default, str) and "charset" not in response.headers.get("content-type", "").lower():
+        # What httpx2 decodes a body naming no charset as; set up front, it is not looked for by
+        # parsing the content type with the email package (≈ 7 µs a reply).
+        response.encoding = default
     try:
         async for event in httpx2.EventSource(response, max_event_size=MAX_EVENT_BYTES):
             if event.data:

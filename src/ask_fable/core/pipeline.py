@@ -258,6 +258,8 @@ class Pipeline:
             return await self._run(call, runner, trace, request, mctx, holds)
         finally:
             for hold in holds:  # settled with the call's records unless they were not written
+                if hold.handed:
+                    continue
                 if not await hold.settle(costs.call_cost(mctx.members).budget_usd):
                     # Its place frees when its lease lapses; its cost is counted on a later try.
                     app.console.line(trace.trace_id, "could not settle this call's quota yet; retrying later")
@@ -566,7 +568,7 @@ class Pipeline:
         done = FinishedCall(call, trace, result, outcome, mctx.members, allowed=allowed, context=context,
                             cached=cached, elapsed_ms=elapsed_ms, project=app.project_id,
                             agent_id=call.agent_id or app.agent_id)
-        saved = await self._persist(done, settings, echo.holds)
+        saved = await self._persist(done, settings, echo.holds, cost.budget_usd)
         if saved is not None:
             result.saved = saved
         app.console.line(trace.trace_id, f"{call.tool}: {status} in {elapsed_ms / 1000:.1f}s")
@@ -575,10 +577,10 @@ class Pipeline:
         return result
 
     async def _persist(self, done: FinishedCall, settings: Settings,
-                       holds: list[quotas.QuotaHold]) -> str | None:
+                       holds: list[quotas.QuotaHold], budget_usd: float) -> str | None:
         """Write the call's records (grouped with those of calls finishing meanwhile, one thread hop
-        per group), durable before the caller sees the answer, then settle its ``holds`` in the same
-        store call.
+        per group), durable before the caller sees the answer, then settle its ``holds`` at
+        ``budget_usd`` (what the call counts against its key's daily budget) in the same store call.
 
         Each store fails on its own: its failure is one console line, the other records are
         still written, and the caller keeps the answer. Returns where the answer was saved.
@@ -596,8 +598,7 @@ class Pipeline:
         with step, step.current():
             try:
                 records = call_records(done, settings)
-                cost = costs.call_cost(done.members).budget_usd
-                settles = [hold.handover(cost) for hold in holds if not hold.handed]
+                settles = [hold.handover(budget_usd) for hold in holds if not hold.handed]
                 if not await self.app.record_writer.write(
                         records, lambda store, exc: failed(f"the {store} record", exc, store), settles):
                     # Its place frees when its lease lapses; its cost is counted on a later try.

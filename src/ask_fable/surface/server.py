@@ -40,7 +40,7 @@ from ask_fable.config_sources import SettingProblem
 from ask_fable.core.app import App
 from ask_fable.core.tracing import TraceRecorder
 from ask_fable.errors import AskFableError, BadArgs, ErrorResult
-from ask_fable.redact import redact, redact_obj
+from ask_fable.redact import redact, redact_obj_dumped
 from ask_fable.stores.trace_ids import new_trace_id
 from ask_fable.surface.http_common import request_key
 from ask_fable.surface.registry import ToolSpec, all_tools, input_schema, output_schema
@@ -158,10 +158,11 @@ def _client_name(mcp_ctx: Context[Any, Any] | None) -> str | None:
         return None
 
 
-def _result(payload: dict[str, JsonValue]) -> CallToolResult:
-    """The wire form of a result as structured content plus the same JSON as text; ``isError``
-    mirrors ``status: error``."""
-    text = json.dumps(payload, ensure_ascii=False)
+def _result(payload: dict[str, JsonValue], text: str | None = None) -> CallToolResult:
+    """The wire form of a result as structured content plus the same JSON as text (``text``, when
+    the caller has dumped it already); ``isError`` mirrors ``status: error``."""
+    if text is None:
+        text = json.dumps(payload, ensure_ascii=False)
     return CallToolResult(
         content=[TextContent(type="text", text=text)],
         structured_content=payload,
@@ -437,7 +438,7 @@ class AskFableServer(MCPServer[Any]):
             metrics.tool_call(tool, result.status, result.kind, self.app.clock.monotonic() - trace.started)
         if spec is not None:
             self._settle_heap(spec.name)
-        return _result(self._for_caller(result, ctx, settings))
+        return _result(*self._for_caller(result, ctx, settings))
 
     def _settle_heap(self, tool: str) -> None:
         """After a tool's first call, freeze what the process holds then (``gc.freeze``), and
@@ -462,18 +463,21 @@ class AskFableServer(MCPServer[Any]):
         gc.set_threshold(*SERVING_GC_THRESHOLDS)
 
     def _for_caller(self, result: ToolResult | ServerErrorResult, ctx: ToolContext, settings: Settings
-                    ) -> dict[str, JsonValue]:
+                    ) -> tuple[dict[str, JsonValue], str | None]:
         """The wire form of ``result`` as the caller may see it: secrets redacted (the one place every
         result is, whatever made it), and for an HTTP key without the admin scope, the server's paths
-        relative to its directories."""
-        shown = redact_obj(result.wire(), settings)
+        relative to its directories. With it, its JSON text when the dump that showed nothing to
+        redact (nearly always) is that text, else ``None``."""
+        shown, dumped = redact_obj_dumped(result.wire(), settings)
         if ctx.api_key is not None and ctx.caller.scope != "admin":
-            from ask_fable.surface.server_paths import hide_server_paths, server_roots
+            from ask_fable.surface.server_paths import hide_server_paths, names_no_root, server_roots
 
             if self._roots is None or self._roots[0] is not settings:
                 self._roots = (settings, server_roots(settings))
-            shown = hide_server_paths(shown, self._roots[1])
-        return shown
+            roots = self._roots[1]
+            if dumped is None or not names_no_root(dumped, roots):
+                shown, dumped = hide_server_paths(shown, roots), None
+        return shown, dumped
 
     def _unknown_tool(self, name: str) -> ServerErrorResult:
         """``unknown_tool``, naming the toolset that has the tool, or the closest served names."""

@@ -73,6 +73,17 @@ def _rewriter(roots: tuple[tuple[str, str], ...]) -> tuple[re.Pattern[str], dict
     return pattern, dict(roots)
 
 
+#: Characters JSON writes escaped: a root holding one may not show verbatim in a result's dump.
+_JSON_ESCAPED = re.compile(r'["\\\x00-\x1f]')
+
+
+def names_no_root(dumped: str, roots: list[tuple[str, str]]) -> bool:
+    """Whether a result's JSON dump (``ensure_ascii=False``) shows none of ``roots``, so that
+    :func:`hide_server_paths` would leave the result as it is. A root JSON would write escaped
+    never counts as absent."""
+    return not any(root in dumped or _JSON_ESCAPED.search(root) for root, _shown in roots)
+
+
 def hide_server_paths(obj: Any, roots: list[tuple[str, str]]) -> Any:
     """``obj`` (a result: dicts, lists, strings) with every path under ``roots`` rewritten."""
     if not roots:
