@@ -3,9 +3,11 @@
 Both servers are spawned the same way (the venv's interpreter, a fresh process, stdio pipes) and
 timed from ``Popen`` to the line carrying the ``initialize`` result. The baseline is an
 ``MCPServer`` with one trivial tool. The ratio printed is median(ask-fable) / median(bare); the
-target is ≤ 1.15. A second pass spawns ``ask-fable`` under ``python -X importtime`` and lists the
-heavy modules imported by the time ``initialize`` was answered (the Agent SDK, provider SDKs, the
-HTTP backends and catalogs must not be among them).
+target is ≤ 1.15. Beside it, the CPU each process used from spawn to exit (``initialize``, then
+stdin closed: start-up, the session's end and the interpreter's exit), median(ask-fable) /
+median(bare), reported with no target. A second pass spawns ``ask-fable`` under
+``python -X importtime`` and lists the heavy modules imported by the time ``initialize`` was
+answered (the Agent SDK, provider SDKs, the HTTP backends and catalogs must not be among them).
 
 Run: python benchmarks/bench_cold_start.py [repeats]
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -86,8 +89,15 @@ def child_env(home: Path) -> dict[str, str]:
     return env
 
 
-def time_to_initialize(argv: list[str], env: dict[str, str]) -> tuple[float, str]:
-    """Seconds from spawn to the ``initialize`` result line, and the child's stderr."""
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def time_to_initialize(argv: list[str], env: dict[str, str]) -> tuple[float, str, float]:
+    """Seconds from spawn to the ``initialize`` result line, the child's stderr, and the CPU seconds
+    it used from spawn to exit."""
+    cpu_before = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.Popen(
         argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
@@ -105,12 +115,12 @@ def time_to_initialize(argv: list[str], env: dict[str, str]) -> tuple[float, str
     except subprocess.TimeoutExpired:
         proc.kill()
         _, stderr = proc.communicate()
-    return elapsed, stderr
+    return elapsed, stderr, _children_cpu() - cpu_before
 
 
 def imported_at_start(env: dict[str, str]) -> list[str]:
     """Modules ``ask-fable`` imported before answering ``initialize`` (from ``-X importtime``)."""
-    _, stderr = time_to_initialize(ask_fable_argv([sys.executable, "-X", "importtime"]), env)
+    _, stderr, _ = time_to_initialize(ask_fable_argv([sys.executable, "-X", "importtime"]), env)
     names = []
     for line in stderr.splitlines():
         if line.startswith("import time:") and "|" in line:
@@ -133,10 +143,12 @@ def main() -> int:
         # One unmeasured spawn of each warms the page cache and the .pyc files.
         time_to_initialize(bare_argv, env)
         time_to_initialize(ours_argv, env)
-        bare, ours = [], []
+        bare, ours, bare_cpu, ours_cpu = [], [], [], []
         for _ in range(repeats):  # interleaved, so machine noise hits both alike
-            bare.append(time_to_initialize(bare_argv, env)[0])
-            ours.append(time_to_initialize(ours_argv, env)[0])
+            for argv, times, cpus in ((bare_argv, bare, bare_cpu), (ours_argv, ours, ours_cpu)):
+                elapsed, _, cpu = time_to_initialize(argv, env)
+                times.append(elapsed)
+                cpus.append(cpu)
         modules = imported_at_start(env)
     bare_ms, ours_ms = statistics.median(bare) * 1000, statistics.median(ours) * 1000
     ratio = ours_ms / bare_ms
@@ -144,6 +156,9 @@ def main() -> int:
     rows = (("bare MCPServer, one tool:", bare_ms, bare), ("ask-fable (stdio):", ours_ms, ours))
     for label, median_ms, runs in rows:
         print(f"  {label:26}{median_ms:7.1f} ms  (min {min(runs) * 1000:.1f}, max {max(runs) * 1000:.1f})")
+    bare_cpu_ms, ours_cpu_ms = statistics.median(bare_cpu) * 1000, statistics.median(ours_cpu) * 1000
+    print(f"  CPU from spawn to exit: bare {bare_cpu_ms:.0f} ms, ask-fable {ours_cpu_ms:.0f} ms "
+          f"({ours_cpu_ms / bare_cpu_ms:.2f}x)")
     heavy = sorted({m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY)})
     ours_pkgs = sorted({m for m in modules if m.startswith("ask_fable")})
     print(f"  modules imported at start: {len(modules)} ({len(ours_pkgs)} from ask_fable)")
