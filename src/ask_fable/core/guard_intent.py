@@ -356,6 +356,8 @@ def unauthorized_access(question: Question) -> Finding | None:
             break  # "reset a user's password on the server I administer"
         if OWN.search(match.group(0)):
             continue  # "get my own photos taken down": the thing got at is the asker's
+        if _suffered(clause.text, match):
+            continue  # "if a city's water utility got hacked": what was done to it, not what is asked
         aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
@@ -374,6 +376,19 @@ def unauthorized_access(question: Question) -> Finding | None:
         if tried and (requested(clause.text, match.start()) or clause.has_all(LIST_USE, STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
+
+
+#: Words before a participle that make it passive: the one named before it is who it was done to.
+_PASSIVE = frozenset(("got", "get", "gets", "getting", "was", "were", "been", "being", "is", "are", "be"))
+
+
+def _suffered(clause: str, match: re.Match[str]) -> bool:
+    """True when the act is a passive participle ("got hacked", "was compromised")."""
+    act = match.group(0)
+    if not act.endswith("ed") or " " in act:
+        return False
+    before = words_before(clause, match.start(), 1)
+    return bool(before) and before[0] in _PASSIVE
 
 
 def _names_a_system(text: Question | Clause) -> bool:
