@@ -1,6 +1,6 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|blind6|blind7|blind8|DIR ...]
+Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|blind6|blind7|REPORTED|DIR ...]
 (SPLIT: tuned, held_out, paraphrase, blind1, blind2 or blind3)
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
