@@ -25,6 +25,11 @@ def _c(fragment: str) -> LazyPattern:
     return LazyPattern(fragment)
 
 
+def _a(fragment: str) -> LazyAlternatives:
+    # A long list of acts: only the entries whose literals a question holds are searched.
+    return LazyAlternatives(fragment)
+
+
 FOREIGN = LazyAlternatives(lx.FOREIGN)
 PEOPLE = LazyAlternatives(lx.PEOPLE)
 COVERT = _c(r"\b" + lx.COVERT)
@@ -96,7 +101,7 @@ class Offence:
 
 
 OFFENCES = (
-    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (),
+    Offence(_a(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (),
             (TEST_USE, _c(cx.LAWFUL)), named=True, gate=_c(cx.INSTRUMENT_NOUN), abuse=cx.TRY_OUT),
     Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
             (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
@@ -138,20 +143,20 @@ OFFENCES = (
     Offence(_c(cx.FOREIGN_LINE), "fraud", "taking over someone's phone number", ((LINE_TAKEOVER,),),
             named=True, gate=_c(cx.LINE_NOUN)),
     Offence(_c(cx.PREMIUM_LINE), "fraud", "premium-rate call fraud", ((PROFIT_ME,), (PUMP,))),
-    Offence(_c(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",
+    Offence(_a(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",
             ((LIKENESS_OF,), (DECEIVE_USE,)), (AGREED,)),
-    Offence(_c(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
-    Offence(_c(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
+    Offence(_a(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
+    Offence(_a(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
     Offence(_c(cx.PAID_UNLOCK), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION, _c(lx.OWN))),
-    Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
+    Offence(_a(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN))),
     Offence(_c(cx.TECHNIQUE_TRAFFIC), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN)), gate=_c(cx.TRAFFIC_NOUN)),
     Offence(_c(cx.TECHNIQUE_SESSION), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN)), gate=_c(cx.SESSION_NOUN)),
-    Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
+    Offence(_a(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
             (SELF_SOUGHT, AGREED), abuse=cx.WATCHING),
-    Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
+    Offence(_a(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
     Offence(_c(cx.FENCE), "serious_crime", "selling stolen goods", (), (AGAINST_CRIME, TEST_USE), named=True,
             gate=_c(r"\bstolen\b")),
     Offence(_c(cx.FREE_KEY), "piracy", "", (), (OWN_PROTECTION, TEST_USE), named=True),
