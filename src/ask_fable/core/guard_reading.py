@@ -160,11 +160,20 @@ class _Facts:
 
     def has_any(self, *patterns: Pattern) -> bool:
         """True when any of ``patterns`` occurs in the text."""
-        return any(self.has(p) for p in patterns)
+        has = self.has
+        # A loop rather than any() over a generator, which costs more than the few lookups it makes.
+        for pattern in patterns:  # noqa: SIM110
+            if has(pattern):
+                return True
+        return False
 
     def has_all(self, *patterns: Pattern) -> bool:
         """True when every one of ``patterns`` occurs in the text."""
-        return all(self.has(p) for p in patterns)
+        has = self.has
+        for pattern in patterns:  # noqa: SIM110
+            if not has(pattern):
+                return False
+        return True
 
     def first_spans(self, pattern: Pattern) -> list[tuple[int, int]]:
         """Where ``pattern`` first occurs, up to two places (enough to tell one from another)."""
