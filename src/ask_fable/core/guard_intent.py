@@ -161,7 +161,7 @@ PERSONAL = _word(lx.PERSONAL_DATA)
 RANSOM_DEMAND = _c(r"\b" + lx.RANSOM_DEMAND)
 PHISH_TAKE = _c(r"\b" + lx.PHISH_TAKE)
 CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
-DISGUISE = _c(r"\b" + lx.DISGUISE)
+DISGUISE = LazyAlternatives(r"\b" + lx.DISGUISE)
 
 
 @dataclass(frozen=True)
@@ -191,7 +191,7 @@ BEHAVIOURS = (
     Behaviour(_c(lx.READ_CREDENTIALS), "a credential stealer", (), (EXFIL,)),
     Behaviour(_c(lx.BACKDOOR_ACCOUNT), "a backdoor account", (FOREIGN, COVERT, EXFIL, _c(lx.FOR_ME_ON))),
     Behaviour(
-        _c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool",
+        LazyAlternatives(r"\b" + lx.REMOTE_CONTROL), "a remote access tool",
         (COVERT, FOREIGN, UNAUTHORIZED, PEOPLE, DISGUISE),
     ),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
