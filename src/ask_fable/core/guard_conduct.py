@@ -87,7 +87,7 @@ FRAMES = (
     # "screenshots the user's banking sessions and sends them to my server": its user's secrets, to the asker
     Frame(_c(lx.TAKES), "attack_tooling", "credential theft", ((_c(lx.ITS_USER),), (EXFIL,), (CREDENTIAL,)),
           (CONSENT, OWN_SOURCE)),
-    Frame(LazyAlternatives(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
+    Frame(_c(r"\b" + lx.PLANT), "attack_tooling", "a program run on other people's computers",
           ((*TARGETED, *HIDDEN, DISGUISE, MALICE),), (CONSENT,)),
     Frame(_c(lx.HIDE_IT), "attack_tooling", "a program hidden on someone else's device", (TARGETED,),
           (CONSENT,)),

@@ -97,7 +97,7 @@ UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
 NOT_MINE = _c(
     r"\b(?:(?:isn'?t|aren'?t|is not|are not|not) mine|(?:i|we) (?:don'?t|do not) own|doesn'?t belong to me)\b"
 )
-ACCESS = _words(lx.ACCESS)
+ACCESS = _word(lx.ACCESS)
 #: "…a way into it", "how to get in and…": no object of its own, so the system named before in the question.
 INTO_IT = _c(r"\s*(?:(?:it|them|there|and|so|then)\b|$)")
 AUTHORIZED = _c(cx.AUTHORIZED)
