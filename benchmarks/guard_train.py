@@ -61,8 +61,9 @@ from ask_fable.core.guard_scan import TABLE_FILE, table  # noqa: E402
 
 MODEL_PATH = ROOT / "src" / "ask_fable" / "core" / MODEL_FILE
 TABLE_PATH = ROOT / "src" / "ask_fable" / "core" / TABLE_FILE
-#: The blind splits kept outside the required ones, the last written last (``benchmarks/guard_rates.py``
-#: reports it), and the folder of questions written for training.
+#: The blind splits kept outside the required ones, each tuned on since it was measured (the one
+#: ``benchmarks/guard_rates.py`` reports is never among them), and the folder of questions written for
+#: training. ``BLIND`` is the last of them, the one ``--estimate`` holds out.
 FOLDERS = ("blind4", "blind5", "blind6", "blind7", "tuning")
 BLIND = "blind7"
 #: Engineering prose (statements, fragments, follow-ups), benign only: without it the model reads any
