@@ -21,13 +21,13 @@ score per rule, trained on the harmful questions the judge refuses, labelled wit
 names the rule a classifier refusal cites; it keeps each rule's strongest positive weights, and
 the rule whose kept weights sum highest over a question's features is the one cited.
 
-Besides the required splits it learns from the blind folders kept beside them (``blind4``,
-``blind5``, ``blind6``) and from ``tests/guard_corpus/tuning/``, questions written to teach it the
+Besides the required splits it learns from the blind folders kept beside them (``blind4`` to
+``blind7``) and from ``tests/guard_corpus/tuning/``, questions written to teach it the
 structure of a request (what is produced, how, against whom) in words the other splits do not use.
 
 ``--estimate`` is the honest measure: it trains on every split but the last blind one
-(``blind6``), sets the thresholds the same way from those splits only, and measures the judge, the
-classifier and both together on ``blind6``; then the same without ``blind5`` and ``blind6``,
+(``blind7``), sets the thresholds the same way from those splits only, and measures the judge, the
+classifier and both together on ``blind7``; then the same without ``blind6`` and ``blind7``,
 measured on each. The judge was tuned on both, so only the classifier's figures there are held
 out. Last, it trains on every other line of the prose and counts how many of the rest the
 classifier alone would refuse.
@@ -61,10 +61,11 @@ from ask_fable.core.guard_scan import TABLE_FILE, table  # noqa: E402
 
 MODEL_PATH = ROOT / "src" / "ask_fable" / "core" / MODEL_FILE
 TABLE_PATH = ROOT / "src" / "ask_fable" / "core" / TABLE_FILE
-#: The blind splits kept outside the required ones, the last written last (``benchmarks/guard_rates.py``
-#: reports it), and the folder of questions written for training.
-FOLDERS = ("blind4", "blind5", "blind6", "tuning")
-BLIND = "blind6"
+#: The blind splits kept outside the required ones, each tuned on since it was measured (the one
+#: ``benchmarks/guard_rates.py`` reports is never among them), and the folder of questions written for
+#: training. ``BLIND`` is the last of them, the one ``--estimate`` holds out.
+FOLDERS = ("blind4", "blind5", "blind6", "blind7", "tuning")
+BLIND = "blind7"
 #: Engineering prose (statements, fragments, follow-ups), benign only: without it the model reads any
 #: text unlike the corpus's questions as harmful. It weighs less than a question, and the threshold
 #: is set from the questions alone.
@@ -245,7 +246,7 @@ def _rates(refuses: Sequence[bool], rows: Sequence[Example]) -> str:
 def estimate() -> None:
     """Print the held-out figures: trained without the measured split, threshold set without it."""
     splits = corpus()
-    for held in ((BLIND,), ("blind5", BLIND)):
+    for held in ((BLIND,), ("blind6", BLIND)):
         train = {split: rows for split, rows in splits.items() if split not in held}
         model = fit([e for rows in train.values() for e in rows])
         refuse = thresholds(train)

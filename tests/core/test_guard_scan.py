@@ -28,10 +28,12 @@ from tests.guard_corpus import load
     [
         (r"\b(?:steal|steals)\s+\w+", {"steal"}),
         (r"\bmy (?:ex|wife)'s\b", {"my ex", "my wife"}),
-        # parsed as "o" then "verdose|d": the words are joined again
-        (r"(?:overdose|od) on\b", {"overdose", "od"}),
-        # "my " is in nearly every question: the rarer requirement is the one that gates
-        (r"\bmy (?:payloads?|implants?)\b", {"payload", "implant"}),
+        # parsed as "o" then "verdose|d": the words are joined again, each with the text after it
+        (r"(?:overdose|od) on\b", {"overdose on", "od on"}),
+        # "my " is in nearly every question: joined to each word that follows, it is rarer than either
+        (r"\bmy (?:payloads?|implants?)\b", {"my payload", "my implant"}),
+        # parsed as "my e" then a branch: the prefix joined to each alternative's own leading text
+        (r"\bmy (?:ex|employer|ex (?:wife|husband))'s\b", {"my ex", "my employer", "my ex "}),
         (r"\bthe \w+", {"the "}),
         (r"(?:a|b)?ransom\w*", {"ransom"}),
         (r"weaponi[sz]e", {"weaponi"}),

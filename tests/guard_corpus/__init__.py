@@ -6,10 +6,10 @@ written before the guard's rules were tuned, to measure how the rules generalize
 and look-alikes that share their words, each round written before the judge was tuned on it; and
 ``blind1``, ``blind2`` and ``blind3`` (``blind1_*.txt``, ``blind2_*.txt``, ``blind3/``), each written
 by someone who had read neither the guard's code nor this corpus, measured as it came, then used for
-tuning. The blind splits kept outside the required ones are not splits here: ``blind4/``,
-``blind5/`` and ``blind6/``, each measured as it came and then tuned and trained on, and ``blind7/``,
-written after that, frozen and never tuned on: the one ``benchmarks/guard_rates.py`` reports as
-``REPORTED``. ``tuning/`` holds questions written to teach the classifier what is
+tuning. The blind splits kept outside the required ones are not splits here: ``blind4/`` to
+``blind7/``, each measured as it came and then tuned and trained on, and the next one, written after
+that, frozen and never tuned on: the one ``benchmarks/guard_rates.py`` reports as ``REPORTED``.
+``tuning/`` holds questions written to teach the classifier what is
 produced, how and against whom (each harmful one beside look-alikes that defend, own, report or
 recover), and ``prose/benign.txt`` engineering statements and fragments it learns are benign
 (``benchmarks/guard_train.py``).

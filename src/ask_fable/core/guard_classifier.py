@@ -88,15 +88,16 @@ class Classifier:
         """
         found_words = tokens(text)
         distinct = set(found_words)
-        words = self.words
-        found = [words[word] for word in distinct if word in words]
+        found = [weight for weight in map(self.words.get, distinct) if weight is not None]
         # Repeated words may repeat a pair; only then are the pairs made distinct.
         adjacent = pairwise(found_words) if len(distinct) == len(found_words) else set(pairwise(found_words))
         pairs = self.pairs.get
         for first, second in adjacent:
             following = pairs(first)
-            if following is not None and second in following:
-                found.append(following[second])
+            if following is not None:
+                weight = following.get(second)
+                if weight is not None:
+                    found.append(weight)
         if not found:
             return self.bias
         return self.bias + math.fsum(found) / math.sqrt(len(found))

@@ -31,7 +31,7 @@ OWN = _c(lx.OWN)
 MALICE = _c(r"\b" + lx.MALICE)
 COVERT = _c(r"\b" + lx.COVERT)
 UNSEEN = _c(r"\b" + lx.UNSEEN)
-DISGUISE = _c(r"\b" + lx.DISGUISE)
+DISGUISE = LazyAlternatives(r"\b" + lx.DISGUISE)
 EXFIL = _c(r"\b" + lx.EXFIL_TO_ME)
 CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
 CONSENT = _c(r"\b" + lx.CONSENT)
@@ -39,7 +39,7 @@ INTIMATE = _c(lx.INTIMATE)
 AROUND_BLOCK = _c(r"\b" + lx.AROUND_BLOCK)
 UNAUTHORIZED = _c(r"\b" + lx.UNAUTHORIZED)
 AGAINST_WILL = _c(r"\b" + lx.AGAINST_WILL)
-HAND_OVER = _c(r"\b" + lx.HAND_OVER)
+HAND_OVER = LazyAlternatives(r"\b" + lx.HAND_OVER)
 OWN_SOURCE = _c(lx.OWN_SOURCE)
 
 
@@ -98,11 +98,11 @@ FRAMES = (
     Frame(_c(lx.HOP), "attack_tooling", "self-spreading malware", ((CREDENTIAL, MALICE, *HIDDEN),)),
     Frame(_c(lx.BORROWED_POWER), "attack_tooling", "a cryptojacker", (), (CONSENT,)),
     Frame(DISGUISE, "fraud", "impersonation", ((HAND_OVER, _c(lx.EVERYONE_IN)),)),
-    Frame(_c(lx.FAKE_BULK), "fraud", "fake accounts or engagement",
+    Frame(LazyAlternatives(lx.FAKE_BULK), "fraud", "fake accounts or engagement",
           ((_c(r"\b" + lx.ENGAGEMENT),),), (_c(lx.TEST_USE),)),
     Frame(_c(r"\b" + lx.BARRAGE), "harm_to_people", "harassment",
           ((*TARGETED, AROUND_BLOCK),), (OWN,)),
-    Frame(_c(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
+    Frame(LazyAlternatives(r"\b" + lx.WHEREABOUTS), "covert_surveillance", "",
           (TARGETED, (*HIDDEN, INTIMATE, _c(lx.SINGLED_OUT), AROUND_BLOCK)),
           (CONSENT, _c(lx.SELF_TRACKED)), cx.WATCHING),
     Frame(_c(lx.EXPOSE), "harm_to_people", "exposing a person's details", (TARGETED,)),

@@ -25,6 +25,11 @@ def _c(fragment: str) -> LazyPattern:
     return LazyPattern(fragment)
 
 
+def _a(fragment: str) -> LazyAlternatives:
+    # A long list of acts: only the entries whose literals a question holds are searched.
+    return LazyAlternatives(fragment)
+
+
 FOREIGN = LazyAlternatives(lx.FOREIGN)
 PEOPLE = LazyAlternatives(lx.PEOPLE)
 COVERT = _c(r"\b" + lx.COVERT)
@@ -96,7 +101,7 @@ class Offence:
 
 
 OFFENCES = (
-    Offence(_c(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (),
+    Offence(_a(cx.STOLEN_INSTRUMENT), "fraud", "using stolen cards or identities", (),
             (TEST_USE, _c(cx.LAWFUL)), named=True, gate=_c(cx.INSTRUMENT_NOUN), abuse=cx.TRY_OUT),
     Offence(_c(cx.USE_OTHERS_ACCOUNT), "fraud", "service obtained through accounts not the asker's",
             (), (_c(cx.LAWFUL),), named=True, gate=_c(cx.ACCOUNT_NOUN)),
@@ -131,7 +136,7 @@ OFFENCES = (
     Offence(_c(cx.RUMOUR), "fraud", "spreading a false story", ((_c(cx.MANY_VOICES),),)),
     Offence(_c(cx.CARD_CHECK), "fraud", "testing stolen cards", ((_c(cx.FINDS_LIVE),),),
             (TEST_USE, AGAINST_CRIME), gate=_c(r"\b(?:cards?|ccs?|cvv2?s?|bins?|checkers?)\b")),
-    Offence(_c(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
+    Offence(_a(cx.GET_AWAY), "serious_crime", "getting away with it", ((FIRST_PERSON_ACTS,),),
             (AGAINST_CRIME, TEST_USE)),
     Offence(_c(cx.HIDDEN_FROM), "serious_crime", "hiding it from those who look for it",
             ((FIRST_PERSON_ACTS,),), (TEST_USE,), gate=_c(r"\b" + cx.FINDERS), abuse=cx.COVER_UP),
@@ -141,17 +146,17 @@ OFFENCES = (
     Offence(_c(cx.SYNTH_LIKENESS), "fraud", "impersonating a real person with a synthetic voice or video",
             ((LIKENESS_OF,), (DECEIVE_USE,)), (AGREED,)),
     Offence(_c(cx.INSIDER), "fraud", "an insider paid or persuaded to act for the asker"),
-    Offence(_c(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
+    Offence(_a(cx.PIRACY), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION,)),
     Offence(_c(cx.PAID_UNLOCK), "piracy", "", ((DISTRIBUTE,),), (OWN_PROTECTION, _c(lx.OWN))),
-    Offence(_c(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
+    Offence(_a(cx.TECHNIQUE), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN))),
     Offence(_c(cx.TECHNIQUE_TRAFFIC), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN)), gate=_c(cx.TRAFFIC_NOUN)),
     Offence(_c(cx.TECHNIQUE_SESSION), "unauthorized_access", "", ((*TARGETED, OWNER_UNAWARE, UNAUTHORIZED),),
             (AUTHORIZED, _c(cx.SELF_RUN)), gate=_c(cx.SESSION_NOUN)),
-    Offence(_c(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
+    Offence(_a(cx.LOCATE), "covert_surveillance", "locating or profiling a person", ((THIRD_PERSON,),),
             (SELF_SOUGHT, AGREED), abuse=cx.WATCHING),
-    Offence(_c(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
+    Offence(_a(cx.CRIME), "serious_crime", "", (), (AGAINST_CRIME, TEST_USE), named=True),
     Offence(_c(cx.FENCE), "serious_crime", "selling stolen goods", (), (AGAINST_CRIME, TEST_USE), named=True,
             gate=_c(r"\bstolen\b")),
     Offence(_c(cx.FREE_KEY), "piracy", "", (), (OWN_PROTECTION, TEST_USE), named=True),
@@ -167,6 +172,8 @@ OFFENCES = (
     Offence(_c(cx.HARVEST_PEOPLE), "covert_surveillance", "gathering people's personal details"),
     Offence(_c(cx.TAKE_DATA_OUT), "serious_crime", "taking an employer's data", ((INSIDER_MOTIVE,),),
             gate=_c(cx.DATA_NOUN)),
+    Offence(_c(cx.TAKE_DATA_OUT), "unauthorized_access", "taking another business's data", ((FOREIGN,),),
+            (AUTHORIZED, OWN, _c(cx.SELF_RUN)), gate=_c(cx.DATA_NOUN)),
     Offence(_c(cx.INTIMIDATE), "harm_to_people", "intimidation",
             ((PERSON_TARGET,), (CONTACT, _c(cx.PRESSURE_OUTCOME)))),
     Offence(_c(cx.DISRUPT), "harm_to_people", "harassment"),
@@ -181,7 +188,7 @@ OFFENCES = (
     Offence(_c(cx.SABOTAGE), "harm_to_people", "", ((FOREIGN, PEOPLE, _c(cx.STAGED_ACCIDENT)),)),
     Offence(_c(cx.STAGED_ACCIDENT), "harm_to_people", "", named=True),
     Offence(_c(cx.BOOBY_TRAP), "weapons_harm", "", ((OPENED, _c(cx.TRIGGERED)),), (_c(cx.SIGNAL_ONLY),)),
-    Offence(_c(cx.SELF_HARM), "self_harm", "", unless=(_c(cx.SEEKS_SUPPORT),)),
+    Offence(_a(cx.SELF_HARM), "self_harm", "", unless=(_c(cx.SEEKS_SUPPORT),)),
     Offence(_c(cx.SEXUAL_MINOR), "sexual_content_minors", ""),
     Offence(_c(cx.INTIMATE_IMAGE), "harm_to_people", "intimate images of a person", (TARGETED,),
             (AGREED, _c(cx.OWN_IMAGES)),
@@ -191,6 +198,13 @@ OFFENCES = (
             named=True),
     Offence(_c(cx.SCALP), "fraud", "buying up stock to resell", ((_c(cx.RESELL),),)),
     Offence(_c(cx.TRAFFIC), "serious_crime", "trafficking people"),
+    Offence(_c(cx.CASING), "serious_crime", "picking homes to burgle", (), (AGAINST_CRIME,), named=True,
+            abuse=cx.SCOUTING),
+    Offence(_c(cx.FORENSIC_DEFEAT), "serious_crime", "beating a forensic test", (), (TEST_USE,), named=True),
+    Offence(_c(cx.FALSE_BOOKS), "fraud", "false accounts shown to investors or auditors",
+            ((_c(cx.SHOWN_TO),),), (AGAINST_CRIME, TEST_USE)),
+    Offence(_c(cx.HIJACK_VEHICLE), "harm_to_people", "taking over someone's vehicle", (TARGETED,),
+            (AUTHORIZED, TEST_USE, OWN)),
     Offence(_c(cx.EXTORT), "harm_to_people", "extortion", (), (AGAINST_CRIME,), named=True),
     Offence(_c(cx.AGE_CHECK_BYPASS), "fraud", "passing an age or identity check for someone else",
             ((_c(cx.MINOR_OR_OTHER),),)),

@@ -58,8 +58,9 @@ class Terms:
 
 
 def _terms(entries: dict[str, str]) -> Terms:
-    # One alternation under a single \b is several times faster than a group per entry.
-    found = LazyPattern(r"\b(?:" + "|".join(entries) + r")\b")
+    # One alternation under a single \b is several times faster than a group per entry, and searching
+    # only the entries whose literals the question holds is faster still.
+    found = LazyAlternatives(r"\b(?:" + "|".join(entries) + r")\b")
     return Terms(found, tuple((LazyPattern(pattern), label) for pattern, label in entries.items()))
 
 
@@ -69,6 +70,11 @@ def _c(pattern: str) -> LazyPattern:
 
 def _word(fragment: str) -> LazyPattern:
     return LazyPattern(r"\b" + fragment + r"\b")
+
+
+def _words(fragment: str) -> LazyAlternatives:
+    # A list searched on nearly every question: only the entries whose literals occur are searched.
+    return LazyAlternatives(r"\b" + fragment + r"\b")
 
 
 STRONG = _terms(lx.STRONG_TOOLING)
@@ -97,17 +103,17 @@ INTO_IT = _c(r"\s*(?:(?:it|them|there|and|so|then)\b|$)")
 AUTHORIZED = _c(cx.AUTHORIZED)
 SELF_RUN = _c(cx.SELF_RUN)
 ACCOUNTS = _c(r"\s*(?:\S+\s+){0,2}?accounts\b")
-DOS = _word(lx.DOS)
+DOS = _words(lx.DOS)
 POSSESSED = _c(r"\b(?:his|her|their|[a-z]+'s)\b")
 DOS_OUTCOME = _c(r"\b" + lx.DOS_OUTCOME)
 #: ``ddos`` used as a verb with an object: "DDoSes a server", "ddos their site".
 DOS_OBJECT = _c(r"\s+(?:a|an|the|their|his|her|any|this|that|someone|people|\S+'s)\b")
-EVADE_STRONG = _word(lx.EVADE_STRONG)
+EVADE_STRONG = _words(lx.EVADE_STRONG)
 EVADE_WEAK = _word(lx.EVADE_WEAK)
 STEALTH = _word(lx.STEALTH)
 LEGIT_SOFTWARE = _word(lx.LEGIT_SOFTWARE)
-CONTROL_STRONG = _word(lx.CONTROL_STRONG)
-CONTROL_WEAK = _word(lx.CONTROL_WEAK)
+CONTROL_STRONG = _words(lx.CONTROL_STRONG)
+CONTROL_WEAK = _words(lx.CONTROL_WEAK)
 LEAKED_LIST = _c(lx.LEAKED_LIST)
 LIST_USE = _word(lx.LIST_USE)
 TRY_EACH = _c(r"\btr(?:y|ies|ying) (?:each one|each of them|them all|all of them|every one)\b")
@@ -115,13 +121,13 @@ STILL_WORK = _c(lx.STILL_WORK)
 MASS_EXPLOIT = _c(lx.MASS_EXPLOIT)
 CHAIN_BUGS = _c(lx.CHAIN_BUGS)
 TURN_INTO_EXPLOIT = _c(lx.TURN_INTO_EXPLOIT)
-MONITOR = _word(lx.MONITOR)
-BIO_AGENT = _word(lx.BIO_AGENT)
+MONITOR = _words(lx.MONITOR)
+BIO_AGENT = _words(lx.BIO_AGENT)
 #: With a computer in the question, "virus" means malware and is judged as attack tooling.
 BIO_AGENT_NOT_COMPUTER = _c(r"\b(?!virus)" + lx.BIO_AGENT + r"\b")
 COMPUTER = _word(lx.COMPUTER)
 BIO_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.BIO_RIGHT)
-CHEM_AGENT = _word(lx.CHEM_AGENT)
+CHEM_AGENT = _words(lx.CHEM_AGENT)
 #: The asker says what software they are building: agents named in a question about it are its data.
 BUILDING = _c(
     r"\b(?:we'?re|i'?m|we are|i am) (?:writing|building|developing|designing|making) "
@@ -155,7 +161,7 @@ PERSONAL = _word(lx.PERSONAL_DATA)
 RANSOM_DEMAND = _c(r"\b" + lx.RANSOM_DEMAND)
 PHISH_TAKE = _c(r"\b" + lx.PHISH_TAKE)
 CREDENTIAL = _c(r"\b" + lx.CREDENTIAL)
-DISGUISE = _c(r"\b" + lx.DISGUISE)
+DISGUISE = LazyAlternatives(r"\b" + lx.DISGUISE)
 
 
 @dataclass(frozen=True)
@@ -185,7 +191,7 @@ BEHAVIOURS = (
     Behaviour(_c(lx.READ_CREDENTIALS), "a credential stealer", (), (EXFIL,)),
     Behaviour(_c(lx.BACKDOOR_ACCOUNT), "a backdoor account", (FOREIGN, COVERT, EXFIL, _c(lx.FOR_ME_ON))),
     Behaviour(
-        _c(r"\b" + lx.REMOTE_CONTROL), "a remote access tool",
+        LazyAlternatives(r"\b" + lx.REMOTE_CONTROL), "a remote access tool",
         (COVERT, FOREIGN, UNAUTHORIZED, PEOPLE, DISGUISE),
     ),
     Behaviour(_c(r"\b" + lx.SELF_SPREAD), "self-spreading malware"),
@@ -356,6 +362,8 @@ def unauthorized_access(question: Question) -> Finding | None:
             break  # "reset a user's password on the server I administer"
         if OWN.search(match.group(0)):
             continue  # "get my own photos taken down": the thing got at is the asker's
+        if _suffered(clause.text, match):
+            continue  # "if a city's water utility got hacked": what was done to it, not what is asked
         aimed = clause.text[match.start() : match.end() + 60]  # "read another person's messages"
         rest = clause.text[match.end() : match.end() + 60]
         if FOREIGN.search(aimed) or PEOPLE.search(aimed) or ACCOUNTS.match(rest):
@@ -374,6 +382,19 @@ def unauthorized_access(question: Question) -> Finding | None:
         if tried and (requested(clause.text, match.start()) or clause.has_all(LIST_USE, STILL_WORK)):
             return Finding("unauthorized_access", "with leaked credentials")
     return None
+
+
+#: Words before a participle that make it passive: the one named before it is who it was done to.
+_PASSIVE = frozenset(("got", "get", "gets", "getting", "was", "were", "been", "being", "is", "are", "be"))
+
+
+def _suffered(clause: str, match: re.Match[str]) -> bool:
+    """True when the act is a passive participle ("got hacked", "was compromised")."""
+    act = match.group(0)
+    if not act.endswith("ed") or " " in act:
+        return False
+    before = words_before(clause, match.start(), 1)
+    return bool(before) and before[0] in _PASSIVE
 
 
 def _names_a_system(text: Question | Clause) -> bool:

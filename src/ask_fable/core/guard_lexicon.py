@@ -85,7 +85,7 @@ NEUTRAL_HEADS = words(
     vaccines assay diagnostics inventory lims definition definitions simulator compliant transmission total
     storage compliance retention gear archive exposure studies study levels records results screening
     parser parsers schema schemas format formats size sizes validation validator team teams department desk
-    ops unit squad warning warnings banner banners notice notices"""
+    ops unit squad warning warnings banner banners notice notices label labels labelling labeling"""
 )
 
 # --- cyber: attack tooling -------------------------------------------------------------------
@@ -413,6 +413,7 @@ FOREIGN = alt(
     r"(?:\w+ ){0,2}?(?:clan|guild|team|group|guy|person|streamer|rival|player|kid|gang|crew)s? (?:that|"
     r"who)\b",
     r"\bnext door\b",
+    r"\b(?:down|across|up) the (?:street|road|hall)\b|\baround the corner\b",
     r"\b(?:i|we) (?:got|was|were|am|are|have been) banned from\b",
     r"\b(?:employees|customers|users|students) (?:of|at)\b",
     r"\btheir (?!own\b)(?:\w+ ){0,2}?(?:workspace|google workspace|tenant|slack|"
@@ -436,12 +437,21 @@ FOREIGN = alt(
     r"\bcompromised (?:hosts|machines|servers|pcs|computers|devices)\b",
     r"\b(?:government|hospital|city council|bank)(?:'s|s)? (?:\w+ )?(?:website|site|server|network|"
     r"systems?)\b",
+    # public utilities: "our city's water utility", "a regional power grid"
+    r"\b(?:our |the |a |an )?(?:city|town|county|country|state|municipal|regional|local|national)(?:'s)? "
+    r"(?:water|power|electric|electricity|gas|wastewater|sewage) (?:utilit(?:y|ies)|plants?|grid|company|"
+    r"treatment|systems?|authority|supply)\b",
+    r"\b(?:servers?|hosts?|machines?|devices?|systems?|networks?|sites?|accounts?) (?:belonging|that belong) "
+    r"to (?:a|an|the|some|that|this) (?!(?:client|customer|user|tenant)s?\b)",
 )
 
 #: The asker's own systems or an authorised test.
 OWN = alt(
     r"\bmy (?:own )?(?:company|team|org|organi[sz]ation|startup|lab)'?s\b",
-    r"\bour\b", r"\bours\b", r"\bmy own\b", r"\bstaging\b", r"\blocalhost\b", r"\bhome lab\b", r"\bctf\b"
+    r"\bour\b(?! (?:city|town|county|country|village|municipality|nation|state|government)'s\b)"
+    r"(?! (?:city|town|county|country|village|municipal|local) (?:water|power|electric|gas|election|ballots?|"
+    r"council|government|hospital|police)\b)",
+    r"\bours\b", r"\bmy own\b", r"\bstaging\b", r"\blocalhost\b", r"\bhome lab\b", r"\bctf\b"
 )
 
 #: The asker says they have no authorization.
@@ -526,6 +536,11 @@ ACCESS = alt(
     r"unlock(?:s|ing)?(?= (?:\S+ ){0,3}?(?:phones?|iphones?|androids?|devices?|laptops?|computers?|pcs?|"
     r"macs?|tablets?|ipads?|accounts?|icloud|sim|bootloaders?|wallets?|vaults?|password managers?)\b)",
     r"change (?:my )?grades",
+    r"dump(?:s|ing)? (?:\S+ ){0,3}?(?:icloud|photos|messages|texts|dms|emails?|inbox|chats?|whatsapp|"
+    r"contacts|keychain|camera roll)",
+    # "tell me which default credentials are most likely to work": the way in, asked for
+    r"(?:which|what) (?:\S+ ){0,2}?(?:credentials|passwords?|logins?|creds|passcodes?) (?:\S+ ){0,4}?(?:work|"
+    r"get me in|let me in|log me in)",
 )
 
 DOS = alt(
@@ -554,6 +569,8 @@ DOS = alt(
     r"unreachable|"
     r"unavailable|stop (?:working|responding)|go (?:offline|down|dark))",
     r"(?:junk|garbage|bogus) (?:packets|traffic|requests)",
+    r"amplification (?:vectors?|attacks?)",
+    r"hit(?:s|ting)? (?:\S+ ){0,4}?ip (?:address )?with",
 )
 
 DOS_OUTCOME = alt(
@@ -589,6 +606,7 @@ VULN = alt(
     r"race conditions?",
     r"login",
     r"portal",
+    r"unpatched",
 )
 
 EVADE_STRONG = alt(
@@ -975,12 +993,12 @@ BIO_ACT = words(
     extract extracting purify purifying concentrate concentrating obtain acquire isolate design designing
     protocol function recipe steps instructions bring bringing revive reviving resurrect resurrecting recreate
     made produced synthesized synthesised cultured grew engineered weaponized weaponised
-    recreating reconstruct reconstructing breed breeding"""
+    recreating reconstruct reconstructing breed breeding dispersal aerosolization aerosolisation"""
 )
 BIO_RIGHT = alt(
     r"more (?:transmissible|contagious|lethal|deadly|virulent|infectious|resistant|dangerous)",
     r"(?:deadlier|more deadly|more lethal|more dangerous|more infectious|more contagious)",
-    r"spread (?:faster|more easily|easily|further|between)",
+    r"spread (?:faster|more easily|easily|further|furthest|farthest|widest|between)",
     r"(?:evades?|escape|resist\w*) (?:\w+ )?(?:vaccines?|antibiotics?|immunity)",
     r"in quantity",
     r"(?:binding|transmissibility|lethality|virulence) ",
@@ -1109,7 +1127,9 @@ COMPUTER = alt(
 
 #: Modelling and simulation: an agent named inside one is data, not a recipe.
 SIMULATION = alt(
-    r"simulat\w*", r"model\w*", r"dashboards?", r"visuali[sz]\w*", r"epidemiolog\w*", r"sir", r"seir",
+    r"simulat\w*(?! (?:a |an )?(?:\w+ )?(?:terminal|shell|console|command line|computer|ai|chatbot|"
+    r"assistant))",
+    r"model\w*", r"dashboards?", r"visuali[sz]\w*", r"epidemiolog\w*", r"sir", r"seir",
     r"plot\w*", r"charts?", r"datasets?",
 )
 
@@ -1148,6 +1168,11 @@ HARM_PEOPLE = (
 LETHAL_DOSE = (
     r"\b(?:undetectable|without (?:it )?(?:showing up|being detected|detection|a trace)) (?:\S+ ){0,3}?"
     r"(?:tox(?:icology)? (?:screens?|reports?|tests?)|autops(?:y|ies))|"
+    r"\b(?:hardest|harder|hard|impossible|least likely|difficult) to (?:detect|trace|find|spot) (?:in|on|by) "
+    r"(?:a |an |the )?(?:tox(?:icology)? (?:screens?|reports?|tests?)|autops(?:y|ies))\b[^.;?!]{0,60}?"
+    r"\b(?:how much|what dose|should i (?:use|give)|would i need)|"
+    r"\b(?:date rape drugs?|roof(?:ie|y|ies)|rohypnol)\b[^.;?!]{0,80}?\b(?:how much|what dose|should i "
+    r"(?:use|give|put|slip)|to (?:use|give|slip|put) (?:on|in|into))|"
     r"\b(?:what'?s|what is|whats) the (?:dosage|dose|amount) (?:of \S+ )?(?:\S+ ){0,3}?(?:fatal|lethal|kill)|"
     r"\b(?:how much|what dose|what amount|which dose|how many)\b[^.;?!]{0,80}?\b(?:she|he|they|him|her|"
     r"them)\b"
@@ -1209,7 +1234,7 @@ PEOPLE = alt(
     r"house|home|garage|apartment|flat|room|office|shed|car|"
     r"social media|dms|chats|texts|cloud|drive|dropbox|discord|telegram|signal|outlook|wifi|router|tablet|"
     r"ipad|iphone|mac|phone|laptop|computer|pc|car|account|accounts|email|inbox|messages|location|webcam|mic|"
-    r"microphone|screen|files|"
+    r"microphone|screen|files|hub|smart home|thermostat|cameras?|doorbell|alarm|smart lock|"
     r"address|photos|posts|profile|videos|streams|channel|page)\b",
     r"\b(?:an|a|one|another|other) (?:student|employee|user|person|customer|member)(?:'s|s)?\b",
     r"\bother people(?:'s)?\b",

@@ -110,7 +110,9 @@ SELF_HARM = (
     r"cut (?:\S+ ){0,4}?bleeds? (?:the )?most\b|"
     r"bleed out (?:faster|fastest|quicker|quickest)|(?:pills?|tablets?|meds|medication)\b(?: \S+){0,8}? "
     r"(?:to|and|so i can) end it(?: all)?\b(?! (?:all )?(?:the|this|that|my|our|his|her)\b)|"
-    r"hide (?:\S+ ){0,2}?not eating|(?:how (?:many|long)|days) without eating "
+    r"hide (?:\S+ ){0,2}?not eating|(?:be sure|make sure|ensure|guarantee|certain) (?:that )?i (?:won'?t|"
+    r"wouldn'?t|will not|don'?t|do not) survive|(?:can|could|should) i (?:\S+ ){0,3}?to overdose\b|"
+    r"(?:how (?:many|long)|days) without eating "
     r"(?:\S+ ){0,3}?(?:pass out|faint|collapse))"
 )
 #: Someone in crisis asking whom to reach ("who can I talk to right now?", "a number I can call tonight"),
@@ -156,7 +158,7 @@ HATE = (
 HATE_MARK = (
     r"\b(?:extremis\w*|terror\w*|jihad\w*|nazi\w*|white power|militia\w*|attacks? on|fight|kill\w*|violence|"
     r"martyr\w*|immigrants|refugees|race war|minorit\w*|ethnic|religious|religions?|race|ethnicity|"
-    r"nationality|people of)\b"
+    r"nationality|people of|shootings?|massacres?|bombings?|glorif\w*|copycat\w*)\b"
 )
 DEHUMANIZE = (
     r"\b(?:are (?:all )?(?:terrorists|criminals|rapists|invaders)|should (?:all )?be (?:deported|expelled|"
@@ -176,7 +178,11 @@ TRAFFIC = (
     r"\b(?:recruit|lure|bring|smuggl|traffic)\w* (?:\S+ ){0,3}?(?:girls|women|boys|kids|children|people|"
     r"workers)"
     r"\b[^.;?!]{0,60}?\b(?:fake (?:\w+ )?jobs?|work for me|pay off (?:their|the) debt|(?:take|keep|hold) "
-    r"(?:their )?passports?|brothels?|sex work|escort\w*)"
+    r"(?:their )?passports?|brothels?|sex work|escort\w*)|"
+    r"\b(?:keep|keeping|hold|holding|trap|trapping)\w* (?:\S+ ){0,3}?in (?:debt bondage|servitude|forced "
+    r"labou?r)\b|"
+    r"\bhand (?:them|her|their (?:\w+ )?(?:daughters?|girls|kids|children|sons?)) over (?:\S+ ){0,4}?"
+    r"(?:jobs?|work)\b[^.;?!]{0,20}?\b(?:abroad|overseas)\b"
 )
 #: Pressure: a secret kept back in exchange for something.
 EXTORT = (
@@ -288,17 +294,17 @@ FINDERS = (
     r"(?:fire |insurance |arson )?investigators?|(?:sniffer |drug |police )?dogs?|k9s?|customs|"
     r"border (?:agents?|guards?|control|patrol)|tsa|airport security|parole officers?|probation officers?|"
     r"coroner|autopsy|medical examiner|toxicology|insurers?|insurance (?:company|adjusters?)|adjusters?|"
-    r"luminol)"
+    r"luminol|cellebrite|graykey|postal inspectors?|animal control|game wardens?|health inspectors?)"
     # what they look with: "so police forensic tools can't recover…", "so a forensic test won't detect it"
     r"(?: (?:tools?|software|kits?|tests?|scans?|sprays?|labs?|teams?|experts?))?"
 )
 #: Done so that the finders miss it, or read it as an accident: "so forensics won't find anything", "so
 #: the sniffer dogs don't detect it", "so the investigators think it was an electrical fault".
 HIDDEN_FROM = (
-    r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r"(?: (?:and|or) (?:the )?(?:\w+ )?\w+)? "
+    r"(?:so|and|that) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r"(?: (?:and|or) (?:the )?(?:\w+ )?\w+)? "
     r"(?:don'?t|doesn'?t|won'?t|can'?t|cannot|never|do not|does not|will not|wouldn'?t|couldn'?t) (?:\w+ )?"
     r"(?:see|find|notice|catch|trace|detect|spot|smell|suspect|flag|know|figure|realis|realiz|tell|pick|"
-    r"recover|restore|read|identify|match|link|connect|tie)\w*|"
+    r"recover|restore|read|identify|match|link|connect|tie|show|turn up|pick up)\w*|"
     r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?" + FINDERS + r" (?:will )?(?:think|thinks|believe|believes|"
     r"rule|rules|conclude|concludes|call|calls|write|writes) (?:it|this|that|the \w+)"
     r"(?: (?:was|is|as|off as))? (?:an? )?(?:accident|accidental|electrical|natural|suicide|fault|faulty)|"
@@ -328,15 +334,20 @@ GET_AWAY = (
     r"burner|me|"
     r"myself) untraceable|untraceable (?:guns?|weapons?|firearms?|money|cash|payments?|calls?|phones?)|"
     r"can'?t "
-    r"be traced back to me|without (?:it )?being traced(?: back)?(?: to me)?|evade (?:the )?(?:police|taxes|"
+    r"be traced back to me|without (?:it )?being (?:traced|traceable)(?: back)?(?: to me)?|"
+    r"evade (?:the )?(?:police|taxes|"
     r"tax)|"
     r"before (?:the )?(?:banks?|police|cops|card ?holders?|issuers?|authorities|owners?|victims?|they|he|"
     r"she|anyone|"
     r"investigators) "
     r"(?:notice|catch on|find out|flag|block|freeze|cancel|realise|realize|report)\w*|"
-    r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?(?:investigators|regulators|auditors|nobody|no one|"
-    r"chain analysis) "
-    r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice|identify)\w*|"
+    r"(?:so|and) (?:that )?(?:the )?(?:\w+ )?(?:investigators|regulators|auditors|investors|lenders|buyers|"
+    r"nobody|no one|chain analysis)(?: (?:in|at|on|from) (?:the )?(?:\w+ ){0,2}?\w+)? "
+    r"(?:can'?t|cannot|won'?t|never|don'?t|doesn'?t) (?:trace|find|follow|track|link|see|notice|identify|"
+    r"catch|spot)\w*|"
+    # "become a youth coach without a background check flagging my conviction": the record hidden from it
+    r"without (?:a |the |any |my )?(?:background|criminal record|dbs|vetting) checks? (?:\S+ )?(?:flagging|"
+    r"finding|showing|catching|picking up|revealing|turning up)|"
     r"(?:so|and) (?:that )?(?:the )?banks? (?:don'?t|doesn'?t|won'?t|never|do not|does not) (?:file|report|"
     r"flag)\w*|"
     # "deposits under ten thousand so no report is ever filed": structuring, told by the report it avoids
@@ -569,7 +580,8 @@ GROOM = (
 UNSUPERVISED = (
     r"\b(?:unsupervised|without (?:\S+ ){0,2}?parents?|behind (?:\S+ ){0,2}?parents'? backs?|parents "
     r"(?:don'?t|won'?t|never|do not|will not) (?:know|find out|notice|see)|alone with|in secret|secretly|"
-    r"private(?:ly)? (?:chat|message|meet)\w*|off (?:the )?platform)"
+    r"private(?:ly)? (?:chat|message|meet)\w*|off (?:the )?platform|(?:children|kids|minors) privately|"
+    r"kids ?only)"
 )
 #: Other people's private material sold, traded or published.
 TRADE_PRIVATE = (
@@ -811,7 +823,10 @@ SABOTAGE = (
 #: A death or injury made to look like something else.
 STAGED_ACCIDENT = (
     r"\b(?:so (?:that )?(?:\S+ ){0,3}?(?:looks?|seems?) like|make (?:\S+ ){0,3}?(?:look|seem) like) (?:an? )?"
-    r"(?:accident|suicide|natural causes|natural death)"
+    r"(?:accident|suicide|natural causes|natural death)|"
+    # "make my wife have an accident in the kitchen, look like a normal fire"
+    r"\blooks? like (?:a |an )?(?:normal|ordinary|natural|accidental|real|random) (?:\w+ )?(?:fire|accident|"
+    r"death|fall|overdose)\b"
 )
 #: Set off by a person opening, starting or touching it.
 TRIGGERED = (
@@ -1021,11 +1036,13 @@ CRIME = alt(
     r"neighbou?r|ex|rival|guy|girl|kid|him|her|them)\b",
     r"\bfake (?:emergency|911|999|112|police) (?:calls?|reports?)\b",
     r"\b(?:evade|escape|flee|dodge|avoid)\w* (?:\S+ ){0,2}?(?:the police|police|cops|law enforcement|a "
-    r"warrant|the warrant|arrest|extradition)\b",
+    r"warrant|the warrant|arrest|extradition|postal inspectors?|customs|the dea|dea|the feds|feds|"
+    r"border (?:patrol|agents?)|immigration|animal control)\b",
     r"\bwarrant out for me\b",
     r"\b(?:stay|remain|keep|keeping|staying)\w* (?:\S+ ){0,2}?(?:hidden|hiding|under the radar|"
     r"off the radar) "
-    r"from (?:the )?(?:police|cops|authorities|law|feds)\b",
+    r"from (?:the )?(?:police|cops|authorities|law|feds|animal control|inspectors|postal inspectors|"
+    r"social services|child protective services|cps|customs|immigration|regulators)\b",
     r"\bcross\w* (?:the |a )?borders? (?:\S+ ){0,2}?(?:without (?:a |my )?(?:passport|papers|visa)|illegally|"
     r"undetected)",
     r"\bfake (?:\w+ )?(?:hostage|bomb|shooting|swat|active shooter) (?:calls?|reports?|threats?)\b",
@@ -1045,10 +1062,68 @@ CRIME = alt(
     r"someone(?: else)?'?s|strangers'?) "
     r"(?:\S+ ){0,2}?(?:listings?|homes?|houses?|apartments?|flats?|cars?|propert(?:y|ies))\b",
     r"\bstolen (?:prescription |blank )?(?:pads?|cheque ?books?|check ?books?|licen[cs]e plates?)\b",
+    # evidence put on someone else, or forensic tests beaten
+    r"\bplant\w* (?:\S+ ){0,4}?(?:evidence|hairs?|dna|fingerprints|blood|drugs|(?:a |the )?(?:gun|weapon|"
+    r"knife))\b(?! (?:was|were|has|had|is|are)\b)",
+    # contraband carried past the people who search for it
+    r"\b(?:sneak|smuggl|slip|get|gets|getting)\w* (?:\S+ ){0,3}?(?:knife|knives|guns?|firearms?|pistols?|"
+    r"weapons?|blades?|drugs|cocaine|coke|heroin|meth|fentanyl|explosives?|contraband)\b[^.;?!]{0,30}?\bpast "
+    r"(?:the )?(?:\S+ ){0,2}?(?:metal detectors?|security|checkpoints?|customs|tsa|scanners?|x ?rays?|"
+    r"bag checks?|sniffer dogs|dogs)\b",
+    r"\bsneak\w* (?:\S+ ){0,3}?(?:past|through) (?:the )?(?:\S+ ){0,2}?(?:metal detectors?|security|"
+    r"checkpoints?|customs|tsa|scanners?|x ?rays?|bag checks?)\b",
+    # a shop set up to sell drugs or guns
+    r"\b(?:darknet|dark ?web|onion) (?:\w+ ){0,2}?(?:vendor|shop|store|market)s? (?:\S+ ){0,2}?(?:for|"
+    r"selling) (?:\w+ )?(?:meth|cocaine|coke|heroin|fentanyl|drugs|mdma|lsd|pills|guns|weapons)\b",
+    # animals set to fight
+    r"\b(?:dog|cock|rooster) ?fight\w*",
+    # radios and phones jammed
+    r"\bjam\w* (?:the |all )?(?:\w+ )?(?:police|emergency|cell(?:ular)?|mobile|gps|radio|phone|wi ?fi)s? "
+    r"(?:\w+ )?(?:frequenc\w+|signals?|comms|communications|networks?|towers?|radios?|channels?)\b",
+    r"\b(?:build|make|buy|use|set up)\w* (?:a |an )?(?:\w+ )?(?:cell|gps|phone|signal|wi ?fi|radio|"
+    r"police|mobile) jammers?\b",
+    # elections bought or ballots tampered with
+    r"\b(?:buy|buying|bought|purchas\w*|pay\w* for) (?:\S+ )?votes\b|\bvote buying\b",
+    r"\b(?:tamper(?:s|ed|ing)?|mess(?:ing)?|interfer(?:e|es|ed|ing)) with (?:\S+ ){0,2}?(?:ballots?|votes|"
+    r"voting machines?|vote counts?|election results?|tallies)\b",
+    r"\balter(?:s|ed|ing)? (?:\S+ ){0,2}?(?:ballots?|vote counts?|election results?|tallies)\b",
+    r"\bstuff\w* (?:the )?ballot box\w*",
+    r"\bballots? (?:\S+ ){0,4}?(?:get|are|be) (?:rejected|thrown out|discarded|spoiled|lost)\b",
     r"\b(?:receive|reship|forward|repackag)\w* (?:and \w+ )?(?:\S+ ){0,2}?(?:stolen|carded|"
     r"fraudulently bought) "
     r"(?:packages|parcels|goods|items|orders)\b",
 )
+#: Forensic work beaten: what an investigation would find is made to come out wrong.
+FORENSIC_DEFEAT = (
+    r"\b(?:beat|beats|beating|defeat\w*|fool\w*|foil\w*|evad\w*|thwart\w*|get\w* past|trick\w*|"
+    r"contaminat\w*) (?:\S+ ){0,3}?(?:dna (?:tests?|testing|analysis|evidence|swabs?)|forensic (?:\S+ ){0,3}?"
+    r"(?:analysis|tests?|testing|evidence|examination)|fingerprint (?:analysis|matching|evidence)|fiber "
+    r"analysis|ballistics|luminol)"
+)
+#: Accounts made to look better than they are.
+FALSE_BOOKS = (
+    r"\b(?:fudg|cook|falsif|doctor|fak|inflat|pad|massag|juic|fabricat)\w* (?:\S+ ){0,2}?(?:the )?(?:books|"
+    r"revenue|numbers|figures|financials|earnings|metrics|arr|mrr|sales|accounts|user counts?)\b"
+)
+#: Those the accounts are shown to.
+SHOWN_TO = (
+    r"\b(?:investors?|auditors?|lenders?|banks?|regulators?|the board|acquirers?|buyers?|shareholders?|"
+    r"data room|due diligence|sec|irs|tax office)\b"
+)
+#: A moving vehicle taken over.
+HIJACK_VEHICLE = (
+    r"\b(?:hijack\w*|take\w* control of|take over|tak\w* over|hack\w* into|remotely (?:control|disable|"
+    r"stop)\w*|disabl\w*) (?:\S+ ){0,3}?(?:cars?|vehicles?|trucks?|planes?|aircraft|drones?|bus|buses)\b"
+    r"[^.;?!]{0,60}?\b(?:while (?:they'?re|he'?s|she'?s|it'?s|they are|he is|she is|it is) (?:driving|"
+    r"flying|moving|on the)|remotely|at speed|on the (?:highway|motorway|freeway))"
+)
+#: Homes watched until they are empty, "so my friends can hit them".
+CASING = (
+    r"\bso (?:i|we|my (?:\w+ )?(?:friends?|crew|guys|boys|buddies|cousins?|brothers?|mates)) can (?:hit|rob|"
+    r"burgl\w*|break into|clean out|loot) (?:them|it|those|the (?:\w+ )?(?:house|houses|homes?|places?))\b"
+)
+#: Watching which homes are empty is part of choosing one to burgle, not a defence.
+SCOUTING = words("which what see tell figure out find know spot check watch notice")
 #: Someone inside a company paid or persuaded to act for the asker.
 INSIDER = alt(
     r"\binsiders? (?:at|in|inside) (?:a |an |the )?(?:\w+ ){0,2}?(?:company|carrier|telco|provider|bank|"
@@ -1060,14 +1135,15 @@ INSIDER = alt(
     r"teller|agent|staff(?:er)?|worker)s? (?:at|in|inside|from|of) ",
     r"\b(?:bribe|bribing|socially engineer\w*|social engineer\w*|sweet ?talk\w*|pay\w* off|coerc\w*|"
     r"blackmail\w*)\s+(?:\S+\s+){0,3}?(?:insiders?|employees?|reps?|clerks?|tellers?|agents?|staff(?:ers)?|"
-    r"workers?|support (?:staff|agents?)|helpdesk|help desk)\b",
+    r"workers?|support|customer (?:service|support)|helpdesk|help desk)\b",
     r"\b(?:insiders?|employees?|reps?|clerks?|tellers?|staff(?:ers)?|agents?|"
     r"workers?)\b[^.;?!]{0,30}?\b(?:talk|"
     r"trick|bribe|pay|persuade|convince|pressure|sweet ?talk)\w* (?:\S+ )?into\b",
 )
 #: Work against crime that names it.
 AGAINST_CRIME = (
-    r"\b(?:anti ?money|aml|kyc|compliance|detect\w*|investigat(?:e|es|ed|ing|ion|ions)|forensic\w*)\b"
+    r"\b(?:anti ?money|aml|kyc|compliance|(?<!metal )detect\w*|investigat(?:e|es|ed|ing|ion|ions)|"
+    r"forensic\w*)\b"
     # "so forensic investigators can't identify it": the investigation is what the act evades
     r"(?! (?:\w+ )?(?:can'?t|cannot|won'?t|don'?t|doesn'?t|never|will not|wouldn'?t|think|thinks|believe|"
     r"believes|rules?|concludes?|detecting|noticing|finding|spotting)\b)"
@@ -1208,7 +1284,8 @@ OPERATIONAL = (
     r"the) (?:real |actual |exact |working )+steps?|nothing left out|"
     r"don'?t (?:leave out|skip|hold back)|word for word|every (?:single )?step|(?:detailed|full|complete|"
     r"exact) steps|(?:don'?t|do not) leave (?:anything|any step|a step) out|leave nothing out|fully working|"
-    r"ready to use|verbatim|(?:the )?(?:actual|exact|real|full) "
+    r"ready to use|verbatim|(?:techniques?|methods?|tricks?|ways?) that (?:really|actually) work|"
+    r"(?:with )?(?:its |the |their )?full contents|(?:the )?(?:actual|exact|real|full) "
     r"(?:script|wording|words|message|pitch))\b"
 )
 
@@ -1248,7 +1325,7 @@ COUNTERFEIT_NOUN = r"\b(?:counterfeit|knock ?off|bootleg|replica|fake (?:branded
 #: The steps to make a street drug.
 DRUG_STEPS = (
     r"\b(?:steps?|recipe|instructions|manual|guide|procedure|process) (?:\S+ ){0,2}?(?:for|to make|to cook|"
-    r"of) "
+    r"of) (?:crystal |pure |street |blue |\w+ grade )?"
     r"(?:meth|methamphetamine|crack|cocaine|heroin|fentanyl|mdma|lsd|ghb)\b|"
     r"\bpress\w* (?:\S+ ){0,3}?(?:fake |counterfeit )?(?:xanax|oxy\w*|adderall|percocets?|m30s?|fentanyl|"
     r"(?:fake|counterfeit) (?:\S+ )?(?:pills?|bars|tablets?))\b|"

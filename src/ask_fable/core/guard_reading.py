@@ -19,7 +19,8 @@ from ask_fable.core.guard_scan import LazyPattern, Pattern
 #: Dashes that separate clauses (en, em, figure dash, horizontal bar); hyphens join words.
 _DASH = re.compile(r"[\u2012-\u2015]")
 _INVISIBLE = re.compile(r"[\u00ad\u200b-\u200d\u2060\ufeff]")
-_SPACES = re.compile(r"[-\u2010\u2011_/\s]+")
+#: Hyphens, underscores and slashes, each made a space (whitespace runs then collapse to one space).
+_TO_SPACE = str.maketrans(dict.fromkeys("-\u2010\u2011_/", " "))
 _CLAUSES = re.compile(r"[.;?!:]+(?:\s|$)|\n|\s;\s")
 #: A digit or symbol standing for a letter inside a word ("b0mb", "r1cin", "h@ck").
 _LEET = re.compile(r"\b[a-z]+(?:[013457@$]+[a-z]+)+\b")
@@ -114,7 +115,7 @@ def normalize(question: str) -> str:
         text = _TEXTSPEAK.sub(lambda found: _TEXTSPEAK_WORDS[found.group(0)], text)
     if _SPELLED_HINT.search(text):
         text = _SPELLED.sub(lambda found: found.group(0).replace(found.group(1), ""), text)
-    return _SPACES.sub(" ", text).strip()
+    return " ".join(text.translate(_TO_SPACE).split())
 
 
 def tokens(text: str) -> list[str]:
@@ -160,11 +161,20 @@ class _Facts:
 
     def has_any(self, *patterns: Pattern) -> bool:
         """True when any of ``patterns`` occurs in the text."""
-        return any(self.has(p) for p in patterns)
+        has = self.has
+        # A loop rather than any() over a generator, which costs more than the few lookups it makes.
+        for pattern in patterns:  # noqa: SIM110
+            if has(pattern):
+                return True
+        return False
 
     def has_all(self, *patterns: Pattern) -> bool:
         """True when every one of ``patterns`` occurs in the text."""
-        return all(self.has(p) for p in patterns)
+        has = self.has
+        for pattern in patterns:  # noqa: SIM110
+            if not has(pattern):
+                return False
+        return True
 
     def first_spans(self, pattern: Pattern) -> list[tuple[int, int]]:
         """Where ``pattern`` first occurs, up to two places (enough to tell one from another)."""

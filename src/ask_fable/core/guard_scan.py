@@ -361,6 +361,12 @@ def _required(items: Iterable[tuple[object, object]]) -> _Literals | None:
         if spelled:
             # "overdose|od" is parsed as "o" then "verdose|d": joined again, each word is the requirement
             candidates.append(frozenset("".join(run) + rest for rest in spelled))
+        elif run:
+            # "ex|ex (?:wife|…)|employer" is parsed as "e" then a branch: each alternative needs the prefix
+            # joined to its own leading text, or what it needs itself, whichever rules out more
+            prefixed = _prefixed("".join(run), op, arg)
+            if prefixed is not None:
+                candidates.append(prefixed)
         close_run()
         found = _required_item(op, arg)
         if found is not None:
@@ -385,6 +391,27 @@ def _spelled_out(op: object, arg: object) -> list[str] | None:
             word += chr(code)
         words.append(word)
     return words
+
+
+def _prefixed(prefix: str, op: object, arg: object) -> _Literals | None:
+    """What a branch after the literal ``prefix`` needs: per alternative, the prefix joined to the
+    alternative's leading literal text, or the alternative's own requirement if that is better."""
+    if op is not _const.BRANCH or not isinstance(arg, tuple | list):
+        return None
+    union: set[str] = set()
+    for alternative in arg[1]:
+        if not isinstance(alternative, _parser.SubPattern):
+            return None
+        lead = ""
+        for kind, code in alternative.data:
+            if kind is not _const.LITERAL or not isinstance(code, int):
+                break
+            lead += chr(code)
+        own = _of(alternative)
+        found = _best([frozenset((prefix + lead,)), *([own] if own else [])])
+        if found is not None:
+            union |= found
+    return frozenset(union)
 
 
 def _of(value: object) -> _Literals | None:
@@ -420,7 +447,15 @@ def required_literals(pattern: Pattern) -> _Literals | None:
     """Literals of which every match of ``pattern`` contains one; None when no such set is known."""
     if pattern.flags & re.IGNORECASE:
         return None
-    return _of(_parser.parse(pattern.pattern, pattern.flags))
+    whole = _of(_parser.parse(pattern.pattern, pattern.flags))
+    parts = top_alternatives(pattern.pattern)
+    if len(parts) > 1:
+        # The parser factors the alternatives' common prefixes ("ex|employer" becomes "e" then a branch),
+        # which can leave a looser requirement than the alternatives' own, joined.
+        each = [found for part in parts if (found := _of(_parser.parse(part, pattern.flags)))]
+        if len(each) == len(parts):
+            return _best([frozenset().union(*each), *([whole] if whole else [])])
+    return whole
 
 
 class Gates:
