@@ -145,3 +145,13 @@ async def structured(client: Any, tool: str, arguments: dict[str, Any]) -> dict[
     assert payload is not None
     assert result.is_error is (payload["status"] == "error")
     return payload
+
+
+async def in_one_utc_minute(burst_s: float) -> None:
+    """Wait, when needed, for a UTC minute with ``burst_s`` left: calls per minute count in fixed UTC
+    minutes, and calls across two of them may be admitted in both."""
+    import anyio
+
+    left = 60 - time.time() % 60
+    if left < burst_s:
+        await anyio.sleep(left + 0.1)

@@ -11,7 +11,7 @@ import httpx2
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.e2e.helpers import ask_fable_command, child_env
+from tests.e2e.helpers import ask_fable_command, child_env, in_one_utc_minute
 from tests.e2e.team_server import TeamServer, create_key, free_port, team_server
 from tests.e2e.test_caps import provider_env
 from tests.fakes.fake_provider import DEFAULT_SIDECAR, FakeProvider
@@ -64,6 +64,7 @@ async def test_a_scrape_counts_the_calls_that_were_made(fp: FakeProvider) -> Non
         assert await _status(server, team, "ask_glm", "Is the retry loop bounded?") == failed
         assert await _status(server, team, "ask_openrouter", "Which index fits the tenant lookup?") == ok
         assert await _status(server, limited, "ask_fable_help", None) == ("ok", None)
+        await in_one_utc_minute(burst_s=20)  # both of the limited key's asks in one minute
         assert await _status(server, limited, "ask_glm", "Is the queue drained on stop?") == ("ok", None)
         assert await _status(server, limited, "ask_glm", "Is the queue drained on restart?") == \
             ("error", "quota_exceeded")

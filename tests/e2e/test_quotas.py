@@ -25,6 +25,7 @@ from ask_fable.surface.http_app import HttpOptions, build_http_app
 from ask_fable.surface.http_runner import serve_in_thread
 from ask_fable.surface.server import build_server
 from tests.conftest import StoreBackend
+from tests.e2e.helpers import in_one_utc_minute
 from tests.e2e.team_server import HEADERS, TeamServer, create_key, list_keys, run_cli, team_server
 from tests.e2e.test_caps import BACKEND_KEY, provider_env
 from tests.fakes.clock import ManualClock
@@ -221,6 +222,7 @@ async def test_catalog_fetches_count_against_a_keys_calls_per_minute(
     fp.set_json("GET", "/api/v1/models", {"data": [{"id": "openai/gpt-5", "name": "GPT-5"}]})
     created = create_key("Lister", "--tenant", "team", "--rpm", "2", env=store_env)
     async with team_server({**provider_env(fp), **store_env}) as server:
+        await in_one_utc_minute(burst_s=20)
         with anyio.fail_after(60):
             listings = [await _structured(server, created["key"],
                                           _tool("list_openrouter_models", {"refresh": True}, n))

@@ -6,7 +6,6 @@ Refused calls are ``quota_exceeded`` with ``retry_after_s`` and reach no provide
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ from typing import Any
 
 import anyio
 
+from tests.e2e.helpers import in_one_utc_minute
 from tests.fakes.fake_provider import FakeProvider, Reply
 from tests.replicas.harness import CALL_COST_USD, Cluster, at_once
 
@@ -101,14 +101,6 @@ async def test_a_limit_of_calls_in_flight_holds_across_replicas(cluster: Cluster
     assert cluster.key_record(key_id)["usage"]["in_flight"] == 0
 
 
-async def _in_one_minute(burst_s: float) -> None:
-    """Wait, when needed, for a UTC minute with ``burst_s`` left: calls per minute count in fixed
-    minutes, and a burst across two of them may be admitted in both."""
-    left = 60 - time.time() % 60
-    if left < burst_s:
-        await anyio.sleep(left + 0.1)
-
-
 async def test_calls_per_minute_and_a_daily_budget_of_two_keys_hold_exactly_across_replicas(
     cluster: Cluster, provider: FakeProvider
 ) -> None:
@@ -125,7 +117,7 @@ async def test_calls_per_minute_and_a_daily_budget_of_two_keys_hold_exactly_acro
     thrifty_id, thrifty = cluster.create_key(
         f"thrifty {tag}", tenant=f"thrifty-{tag}",
         limits=("--rpm", "100", "--daily-usd", str(budget), "--concurrent", "0"))
-    await _in_one_minute(burst_s=20)
+    await in_one_utc_minute(burst_s=20)
     with _openai_answers(provider, Reply(usage={"cost": CALL_COST_USD})):
         async with cluster.clients(paced) as paced_robin, cluster.clients(thrifty) as thrifty_robin:
             results = await at_once(2 * calls, lambda i: (paced_robin, thrifty_robin)[i % 2].call(
