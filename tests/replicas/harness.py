@@ -272,6 +272,10 @@ class Cluster:
     def spawn(self) -> Replica:
         """Start one replica (not waiting for it)."""
         port = free_port()
+        while port in {replica.port for replica in self.replicas}:
+            # The kernel may hand out a port again before the replica given it listens: replicas
+            # started at once would then share a port (and a log file), and one could not bind.
+            port = free_port()
         log_path = self.root / f"replica-{port}.log"
         log = log_path.open("wb")
         self._logs.append(log)
