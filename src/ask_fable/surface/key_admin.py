@@ -136,7 +136,6 @@ def _in_flight(app: App, args: argparse.Namespace) -> int:
 def keys_command(args: argparse.Namespace) -> int:
     """``keys create|list|update|revoke``; a one-line message and 2 when a new key's arguments are
     wrong (its name taken, its tenant not one), 1 for any other failure."""
-
     from ask_fable.config import database_url_problem, load_settings
     from ask_fable.core.app import App
     from ask_fable.errors import AskFableError, BadArgs, Unavailable
