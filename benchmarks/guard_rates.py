@@ -1,6 +1,6 @@
 """The guard's false-refusal rate on benign questions and its catch rate on harmful ones.
 
-Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|blind5|blind6|blind7|REPORTED|DIR ...]
+Run: python benchmarks/guard_rates.py [SPLIT|all|blind4|...|blind8|REPORTED|DIR ...]
 (SPLIT: tuned, held_out, paraphrase, blind1, blind2 or blind3)
 Reads the labelled corpus in ``tests/guard_corpus/`` (or, for an argument that is a directory, the
 ``benign.txt`` and ``harmful.txt`` in it: a split kept outside the corpus) and runs every question
@@ -9,7 +9,7 @@ through the guard with default settings (no model, no network).
 :data:`REPORTED` names the split that gives the figure a user can expect: questions written by
 someone who had read neither the guard's code nor its corpus, frozen as written and never used for
 tuning, kept in ``tests/guard_corpus/<REPORTED>/``. Tuning on it makes it tuning data like
-``blind1`` to ``blind7`` (each measured once as it came, then tuned on); a new blind
+``blind1`` to ``blind8`` (each measured once as it came, then tuned on); a new blind
 split is then needed to say what to expect. Prints, per split, the false refusals among the benign
 questions and the catches among the harmful ones, then lists every miss: each benign question
 refused (with the rule that refused it) and each harmful question let through. Exits 0 only when
@@ -30,13 +30,14 @@ from ask_fable.config import load_settings  # noqa: E402
 from ask_fable.core.guard import check  # noqa: E402
 
 #: The blind split that gives the figure to expect: written by someone who had read neither the
-#: guard nor its corpus, after the guard was tuned on ``blind7``, frozen, and never tuned on (a
-#: test holds the classifier's training data free of it). Each earlier blind split was measured as
+#: guard nor its corpus, frozen as written, and never tuned on (a test holds the classifier's
+#: training data free of it). It measured 1.9 % refused / 82.2 % caught on the guard before the
+#: classifier learned from ``tests/guard_corpus/training/``. Each earlier blind split was measured as
 #: it came, then tuned on: ``blind4`` 2.2 % refused / 69.6 % caught, ``blind5`` 4.6 % / 78.6 %,
-#: ``blind6`` 1.3 % / 88.6 %, ``blind7`` 0.5 % / 83.1 %.
-REPORTED = "blind8"
+#: ``blind6`` 1.3 % / 88.6 %, ``blind7`` 0.5 % / 83.1 %, ``blind8`` 2.1 % / 82.5 %.
+REPORTED = "blind9"
 #: The blind splits kept as folders of the corpus: those tuned on since, and the reported one.
-FOLDERS = ("blind4", "blind5", "blind6", "blind7", REPORTED)
+FOLDERS = ("blind4", "blind5", "blind6", "blind7", "blind8", REPORTED)
 CORPUS = ROOT / "tests" / "guard_corpus"
 BLIND = CORPUS / REPORTED
 

@@ -12,25 +12,30 @@ the patterns to work them out.
 
 The model is a logistic regression over each question's normalized words and word pairs
 (:func:`ask_fable.core.guard_classifier.features`), each vector scaled to unit length, over the
-features found in at least two training questions. Besides the corpus's splits it learns from
+features found in at least three training questions. Besides the corpus's splits it learns from
 ``tests/guard_corpus/prose/benign.txt`` (engineering statements and fragments, weighted down), so
 that text unlike a question is not read as harmful for that alone. Its threshold comes from scores
 on questions the model did not see: each split is scored by a model trained on the other splits, and
-``refuse_above`` is the score only 1 % of those benign questions exceed. A category model (one
+``refuse_above`` is the score only 1.25 % of those benign questions exceed (many of them are
+look-alikes written to be hard: on a blind split the classifier alone refuses far fewer). A
+category model (one
 score per rule, trained on the harmful questions the judge refuses, labelled with the judge's rule)
 names the rule a classifier refusal cites; it keeps each rule's strongest positive weights, and
 the rule whose kept weights sum highest over a question's features is the one cited.
 
 Besides the required splits it learns from the blind folders kept beside them (``blind4`` to
-``blind7``) and from ``tests/guard_corpus/tuning/``, questions written to teach it the
-structure of a request (what is produced, how, against whom) in words the other splits do not use.
+``blind8``), from ``tests/guard_corpus/tuning/``, questions written to teach it the structure of a
+request (what is produced, how, against whom) in words the other splits do not use, and from every
+folder of ``tests/guard_corpus/training/``: questions written by topic (intrusion, money, physical
+harm, people, disguises, other languages, look-alikes, long and terse ones) by writers who read
+neither the guard nor its corpus.
 
 ``--estimate`` is the honest measure: it trains on every split but the last blind one
-(``blind7``), sets the thresholds the same way from those splits only, and measures the judge, the
-classifier and both together on ``blind7``; then the same without ``blind6`` and ``blind7``,
-measured on each. The judge was tuned on both, so only the classifier's figures there are held
-out. Last, it trains on every other line of the prose and counts how many of the rest the
-classifier alone would refuse.
+(``blind8``), sets the thresholds the same way from those splits only, and measures the judge (with
+the classifier's second reading of its refusals), the classifier and both together on ``blind8``;
+then the same without ``blind7`` and ``blind8``, measured on each. The judge was tuned on both, so
+only the classifier's figures there are held out. Last, it trains on every other line of the prose
+and counts how many of the rest the classifier alone would refuse.
 """
 
 from __future__ import annotations
@@ -53,28 +58,42 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.preprocessing import normalize as unit_rows  # noqa: E402
 from tests.guard_corpus import CORPUS_DIR, SPLITS, load, read_questions  # noqa: E402
 
-from ask_fable.core.guard_classifier import FEATURES_VERSION, MODEL_FILE, features  # noqa: E402
+from ask_fable.core.guard import SECOND_READ_RULES, asks_to_defend  # noqa: E402
+from ask_fable.core.guard_classifier import FEATURES_VERSION, MODEL_FILE, Classifier, features  # noqa: E402
 from ask_fable.core.guard_intent import judge as intent_judge  # noqa: E402
 from ask_fable.core.guard_intent import watched  # noqa: E402
-from ask_fable.core.guard_reading import DEFENSIVE_ASK, normalize  # noqa: E402
+from ask_fable.core.guard_reading import normalize  # noqa: E402
 from ask_fable.core.guard_scan import TABLE_FILE, table  # noqa: E402
 
 MODEL_PATH = ROOT / "src" / "ask_fable" / "core" / MODEL_FILE
 TABLE_PATH = ROOT / "src" / "ask_fable" / "core" / TABLE_FILE
 #: The blind splits kept outside the required ones, each tuned on since it was measured (the one
-#: ``benchmarks/guard_rates.py`` reports is never among them), and the folder of questions written for
-#: training. ``BLIND`` is the last of them, the one ``--estimate`` holds out.
-FOLDERS = ("blind4", "blind5", "blind6", "blind7", "tuning")
-BLIND = "blind7"
+#: ``benchmarks/guard_rates.py`` reports is never among them), and the folders of questions written for
+#: training. ``BLIND`` is the last blind one, the one ``--estimate`` holds out.
+FOLDERS = ("blind4", "blind5", "blind6", "blind7", "blind8", "tuning",
+           *sorted(f"training/{topic.name}" for topic in (CORPUS_DIR / "training").iterdir()
+                   if topic.is_dir()))
+BLIND = "blind8"
 #: Engineering prose (statements, fragments, follow-ups), benign only: without it the model reads any
 #: text unlike the corpus's questions as harmful. It weighs less than a question, and the threshold
 #: is set from the questions alone.
 PROSE = "prose"
 PROSE_WEIGHT = 0.3
+#: Questions a feature must occur in to be learned: 3 rather than 2 made the model 40 % smaller (it is
+#: read on a process's first question) with the same held-out rates on blind8.
+MIN_QUESTIONS = 3
 #: Inverse regularization strength: chosen on the held-out splits among 1, 4 and 16.
 C = 16.0
-#: The share of unseen benign questions the classifier alone may refuse.
-REFUSE_BUDGET = 0.01
+#: The share of unseen benign questions the classifier alone may refuse, counted over every split,
+#: the folders of hard look-alikes included. Chosen on blind8 held out among 1 %, 1.25 %, 1.5 % and 2 %.
+REFUSE_BUDGET = 0.0125
+#: Below both, the classifier sets aside a refusal of the judge under one of
+#: :data:`~ask_fable.core.guard.SECOND_READ_RULES`: the whole question's score and every eight-word
+#: stretch's. Chosen on held-out splits (blind8 and each training folder scored by a model trained
+#: without it): 25 of the judge's 87 false refusals set aside, 2 of its 1,582 refusals of harmful
+#: questions lost, and 15 of them released when padded with a sentence of engineering text.
+CLEAR_BELOW = -2.0
+WINDOW_CLEAR_BELOW = 1.0
 #: Features a category model keeps per rule (its highest weights): about three quarters of the blind
 #: split's refusals get the judge's rule from a model trained without that split.
 CATEGORY_FEATURES = 600
@@ -134,6 +153,12 @@ class Fitted:
         found = [self.weights[f] for f in features(text) if f in self.weights]
         return self.bias + (sum(found) / np.sqrt(len(found)) if found else 0.0)
 
+    def classifier(self, refuse_above: float) -> Classifier:
+        """The guard's run-time classifier with these weights (no category models)."""
+        stored = stored_weights(self.weights)
+        return Classifier(stored["words"], stored["pairs"], self.bias, refuse_above, {},  # type: ignore[arg-type]
+                          CLEAR_BELOW, WINDOW_CLEAR_BELOW)
+
 
 def _matrix(rows: Sequence[set[str]], vocabulary: dict[str, int]) -> csr_matrix:
     indptr, indices = [0], []
@@ -146,7 +171,7 @@ def _matrix(rows: Sequence[set[str]], vocabulary: dict[str, int]) -> csr_matrix:
 
 def _vocabulary(rows: Sequence[set[str]]) -> dict[str, int]:
     counts = Counter(f for row in rows for f in row)
-    return {f: i for i, f in enumerate(sorted(f for f, n in counts.items() if n >= 2))}
+    return {f: i for i, f in enumerate(sorted(f for f, n in counts.items() if n >= MIN_QUESTIONS))}
 
 
 def fit(examples: Sequence[Example]) -> Fitted:
@@ -216,6 +241,8 @@ def build() -> str:
         "C": C,
         "bias": model.bias,
         "refuse_above": refuse,
+        "clear_below": CLEAR_BELOW,
+        "window_clear_below": WINDOW_CLEAR_BELOW,
         **stored_weights(model.weights),
         "categories": categories(examples),
     }
@@ -246,15 +273,17 @@ def _rates(refuses: Sequence[bool], rows: Sequence[Example]) -> str:
 def estimate() -> None:
     """Print the held-out figures: trained without the measured split, threshold set without it."""
     splits = corpus()
-    for held in ((BLIND,), ("blind6", BLIND)):
+    for held in ((BLIND,), ("blind7", BLIND)):
         train = {split: rows for split, rows in splits.items() if split not in held}
         model = fit([e for rows in train.values() for e in rows])
         refuse = thresholds(train)
         print(f"trained without {' and '.join(held)} (refuse above {refuse}):")
+        second = model.classifier(refuse)
         for split in held:
             rows = splits[split]
-            judged = [bool(e.judged) for e in rows]
-            alone = [model.score(e.text) > refuse and DEFENSIVE_ASK.search(e.text) is None for e in rows]
+            judged = [bool(e.judged) and not (e.judged in SECOND_READ_RULES and second.clears(e.text))
+                      for e in rows]
+            alone = [second.refuses(e.text) and not asks_to_defend(e.text) for e in rows]
             print(f"  [{split}] judge: {_rates(judged, rows)}")
             print(f"  [{split}] classifier: {_rates(alone, rows)}")
             print(f"  [{split}] both: {_rates([a or b for a, b in zip(judged, alone, strict=True)], rows)}")

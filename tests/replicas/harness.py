@@ -16,8 +16,8 @@ to see what they do while the database is gone.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
-import itertools
 import json
 import os
 import shutil
@@ -80,7 +80,11 @@ class SqliteStore:
     """One state directory shared by every replica (SQLite files in WAL mode).
 
     Stopping it puts a directory where each database file was (the files move aside untouched),
-    so every new connection fails to open, the way a stopped database server refuses one.
+    so every new connection fails to open, the way a stopped database server refuses one. The file
+    and the directory swap places in one step (``renameat2`` with ``RENAME_EXCHANGE``): were the
+    path ever empty, a replica opening a connection then would make a new database there, and on
+    closing it check the old database's write-ahead log (a file beside it, by name) into the new
+    one, so that rows still only in the log would be gone when the old file came back.
     """
 
     name = "sqlite"
@@ -99,32 +103,30 @@ class SqliteStore:
         """Move each database aside and block its path."""
         for path in sorted((self.state / "ask_fable").glob("*.db")):
             aside = path.with_name(path.name + ".stopped")
-            path.rename(aside)
-            self._block(path)
+            aside.mkdir()
+            _exchange(path, aside)
             self._moved.append((path, aside))
-
-    @staticmethod
-    def _block(path: Path) -> None:
-        """A directory at ``path``. A replica writing at that moment may have made a new file there
-        since the old one moved (a missing file is made anew): that one goes aside too."""
-        for attempt in itertools.count():
-            try:
-                path.mkdir()
-                return
-            except FileExistsError:
-                path.rename(path.with_name(f"{path.name}.made-while-stopping-{attempt}"))
 
     def start(self) -> None:
         """Put each database back where it was."""
         for path, aside in self._moved:
-            path.rmdir()
-            aside.rename(path)
+            _exchange(path, aside)
+            aside.rmdir()
         self._moved.clear()
 
     def close(self) -> None:
         """Nothing runs: the files go with the test's directory."""
         if self._moved:
             self.start()
+
+
+def _exchange(first: Path, second: Path) -> None:
+    """Swap what two paths name in one step (Linux ``renameat2(RENAME_EXCHANGE)``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    at_cwd, rename_exchange = -100, 2
+    if libc.renameat2(at_cwd, os.fsencode(first), at_cwd, os.fsencode(second), rename_exchange) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, os.strerror(errno), str(first), None, str(second))
 
 
 def postgres_available() -> str | None:

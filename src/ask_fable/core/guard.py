@@ -7,7 +7,10 @@ are set aside, a term from ``ASK_FABLE_DENYLIST_FILE`` refuses, and the intent j
 evasion, intrusion, denial of service, covert surveillance, or biological, chemical or weapons
 harm. A trained classifier (:mod:`ask_fable.core.guard_classifier`) reads what the judge lets
 through and refuses what reads strongly as harmful, unless the question asks how to help, protect,
-detect or recover, or what to do now. Layer 3, the scope contract, lives in the
+detect or recover, or what to do now; and it reads again a refusal for what is done to people,
+accounts or money, setting it aside only when the whole question and every stretch of it read
+as clearly benign (a victim's or a defender's question in the offender's words). Layer 3, the
+scope contract, lives in the
 model's system prompt (:mod:`ask_fable.core.prompts`). Every refusal names its rule
 (:mod:`ask_fable.core.guard_rules`).
 """
@@ -24,13 +27,16 @@ from typing import TYPE_CHECKING
 
 from ask_fable.config import Settings
 from ask_fable.core.guard_classifier import load as load_classifier
-from ask_fable.core.guard_reading import DEFENSIVE_ASK, RELAYED_ASK, normalize
+from ask_fable.core.guard_reading import DEFENSIVE_ASK, HIDDEN_FROM_THEM, RELAYED_ASK, normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
 if TYPE_CHECKING:
     from ask_fable.core.guard_intent import Finding
 
-__all__ = ["MODEL_REFRAME", "GuardDecision", "check", "custom_term", "refusal"]
+__all__ = [
+    "MODEL_REFRAME", "SECOND_READ_RULES", "GuardDecision", "asks_to_defend", "check", "custom_term",
+    "refusal",
+]
 
 
 @dataclass(frozen=True)
@@ -125,10 +131,23 @@ def intent_judge() -> Callable[[str], Finding | None]:
     return judge
 
 
-def _asks_to_defend(text: str) -> bool:
-    """True when the question asks how to help, protect or recover, or what to do now, and relays no
-    request of someone else's (what that request asks is still asked)."""
-    return DEFENSIVE_ASK.search(text) is not None and RELAYED_ASK.search(text) is None
+#: The judge's rules whose refusals the classifier may set aside when it reads the question as clearly
+#: benign throughout (:meth:`~ask_fable.core.guard_classifier.Classifier.clears`): what is done to people,
+#: accounts and money, where a victim's or a defender's question uses the offender's words. A refusal
+#: for weapons, chemical or biological agents, attack tooling, exploits or self-harm always stands.
+SECOND_READ_RULES = frozenset((
+    "fraud", "harm_to_people", "unauthorized_access", "denial_of_service", "security_evasion", "piracy",
+    "serious_crime", "covert_surveillance",
+))
+
+
+def asks_to_defend(text: str) -> bool:
+    """True when the question asks how to help, protect or recover, or what to do now, relays no
+    request of someone else's (what that request asks is still asked) and does not ask to keep the
+    act from the person it is done to ("recover the texts from my wife's phone without her
+    finding out")."""
+    return (DEFENSIVE_ASK.search(text) is not None and RELAYED_ASK.search(text) is None
+            and HIDDEN_FROM_THEM.search(text) is None)
 
 
 def check(question: str, context: str, settings: Settings) -> GuardDecision:
@@ -148,9 +167,11 @@ def check(question: str, context: str, settings: Settings) -> GuardDecision:
     if term:
         return refusal("custom_denylist", repr(term), settings)
     finding = intent_judge()(text)
-    if finding is not None:
-        return refusal(finding.rule, finding.label, settings)
     classifier = load_classifier()
-    if classifier.score(text) > classifier.refuse_above and not _asks_to_defend(text):
+    if finding is not None:
+        if finding.rule in SECOND_READ_RULES and classifier.clears(text):
+            return GuardDecision(True)
+        return refusal(finding.rule, finding.label, settings)
+    if classifier.refuses(text) and not asks_to_defend(text):
         return refusal(classifier.category(text), "", settings)
     return GuardDecision(True)

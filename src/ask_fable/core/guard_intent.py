@@ -23,6 +23,7 @@ from ask_fable.core.guard_crime import offence, own_life
 from ask_fable.core.guard_crime import watched as crime_watched
 from ask_fable.core.guard_reading import (
     CODE_REQUEST,
+    RELAYED_ASK,
     REQUEST,
     Clause,
     Matches,
@@ -483,8 +484,20 @@ def _harm_not_a_story(question: Question) -> bool:
     return any(not observed(clause.text, match.start()) for clause, match in question.distinct(HARM_PEOPLE))
 
 
+#: A question that asks why something happens ("why does mixing bleach and ammonia make fumes?",
+#: "why does TNT need a detonator?"): a cause is asked for, not a method, unless steps or amounts are too.
+WHY_ASKED = _c(r"(?:^|[.?!;] )why (?:does|do|is|are|did|would|can|could|doesn't|don't|isn't)\b")
+
+
+def _explained(question: Question) -> bool:
+    """True when the question asks only why an agent or a weapon does what it does."""
+    return question.has(WHY_ASKED) and not question.has_any(STEPS_ASKED, REAL_AGENT)
+
+
 def biological_harm(question: Question) -> Finding | None:
     """Producing, enhancing or spreading a pathogen or biological toxin."""
+    if _explained(question):
+        return None
     agent = BIO_AGENT_NOT_COMPUTER if question.has(COMPUTER) else BIO_AGENT
     # Not named_apart: "disease", "virus" and "bacteria" name data sets and models as often as agents.
     if _agent_harm(question, agent, lx.BIO_ACT, BIO_RIGHT):
@@ -505,6 +518,8 @@ REAL_AGENT = _c(
 
 def chemical_harm(question: Question) -> Finding | None:
     """Making or using a chemical agent or poison, unless the agent is invented for a story."""
+    if _explained(question):
+        return None
     invented = question.has(INVENTED_AGENT) and not question.has_any(REAL_AGENT, STEPS_ASKED)
     if invented and not question.detail():
         return None
@@ -524,7 +539,7 @@ _NEGATED = frozenset(("hasn't", "hadn't", "isn't", "wasn't", "weren't", "aren't"
 
 def weapons_harm(question: Question) -> Finding | None:
     """Making explosives or weapons, outside a game or simulation."""
-    if question.has(GAME) or not question.has(WEAPON_AGENT):
+    if question.has(GAME) or not question.has(WEAPON_AGENT) or _explained(question):
         return None
     for clause in question.clauses:
         text = WEAPON_IDIOM.sub(" ", clause.text)
@@ -655,6 +670,40 @@ STEPS_ASKED = _c(
     r"\brecipe\b|\bwalk me\b|\bwithout (?:getting|being) caught\b"
 )
 _LAW_RULES = frozenset(("serious_crime", "fraud", "piracy"))
+#: A victim's or a defender's question about the act it names: how to detect, prevent, report,
+#: document or lock down against it, what to do now, whom to report it to.
+DEFENDER_ASKS = _c(
+    r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we|she|he|they|you|our \w+) (?:best )?(?:detect|"
+    r"prevent|report|protect|secure|lock down|document|warn|recover|spot|flag|block|defend|respond)\b|"
+    r"\bwhat (?:should|do|can) (?:i|we|she|he|they) (?:actually )?do(?: now| next| about (?:it|this|that|"
+    r"him|her|them))?\s*(?:[?.!]|$)|\bwhat now\b|"
+    r"\bwho (?:do|can|should) (?:i|we) (?:report|contact|call|tell)\b"
+)
+#: Whether an act is legal: "is it legal to record a call with my landlord?", "is it a crime to…?".
+LEGALITY_ASKED = _c(r"\bis it (?:legal|illegal|a crime|against the law|lawful|okay|ok|allowed|a felony)\b")
+#: The asker states a plan of their own ("I want to…", "I'm going to…"): a question after it asks how
+#: to carry the plan out, not how to defend against it.
+OWN_PLAN = _c(
+    r"\b(?:i|we) (?:want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna) to\b|"
+    r"\bi'?m (?:going|planning|trying) to\b"
+)
+#: "Report them falsely", "a false claim": the report or claim is itself the act.
+FALSELY = _c(r"\bfalse(?:ly)?\b")
+#: Rules whose acts a victim or a defender names when asking what to do about them; a question about
+#: weapons, agents, exploits or self-harm is judged by what it asks whoever asks it.
+_VICTIM_RULES = frozenset((
+    "fraud", "harm_to_people", "unauthorized_access", "denial_of_service", "security_evasion", "piracy",
+    "serious_crime", "covert_surveillance", "attack_tooling",
+))
+
+
+def _asked_by_victim_or_defender(question: Question) -> bool:
+    """True when the question asks whether the act is legal, with no steps asked, or how to detect,
+    prevent, report or recover from it, or what to do now; never when it relays someone else's
+    request, states the asker's own plan or makes a false report."""
+    asked = question.has(DEFENDER_ASKS) or (question.has(LEGALITY_ASKED) and not question.has(STEPS_ASKED))
+    return asked and not question.has_any(RELAYED_ASK, OWN_PLAN, FALSELY)
+
 #: Rules whose acts a defender's question names as what it guards against.
 _DEFENDED_RULES = frozenset(
     ("fraud", "security_evasion", "unauthorized_access", "denial_of_service", "piracy")
@@ -675,6 +724,8 @@ def judge(text: str) -> Finding | None:
             if finding.rule in _DEFENDED_RULES and read.has(DEFENDED_OWN):
                 return None
             if finding.rule in _LAW_RULES and read.has(ABOUT_THE_LAW) and not read.has(STEPS_ASKED):
+                return None
+            if finding.rule in _VICTIM_RULES and _asked_by_victim_or_defender(read):
                 return None
             return finding
     return None

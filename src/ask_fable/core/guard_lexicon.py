@@ -1168,6 +1168,11 @@ HARM_PEOPLE = (
 LETHAL_DOSE = (
     r"\b(?:undetectable|without (?:it )?(?:showing up|being detected|detection|a trace)) (?:\S+ ){0,3}?"
     r"(?:tox(?:icology)? (?:screens?|reports?|tests?)|autops(?:y|ies))|"
+    # a poison chosen for going unnoticed: "which poison is hardest to detect", "an untraceable poison"
+    r"\b(?:which|what|best|a|the) (?:\S+ ){0,2}?poisons?\b[^.;?!]{0,40}?\b(?:hard(?:est|er)?|impossible|"
+    r"least likely|difficult|tough) to (?:detect|trace|find|spot)|"
+    r"\bpoisons?\b[^.;?!]{0,40}?\b(?:undetectable|"
+    r"untraceable)|"
     r"\b(?:hardest|harder|hard|impossible|least likely|difficult) to (?:detect|trace|find|spot) (?:in|on|by) "
     r"(?:a |an |the )?(?:tox(?:icology)? (?:screens?|reports?|tests?)|autops(?:y|ies))\b[^.;?!]{0,60}?"
     r"\b(?:how much|what dose|should i (?:use|give)|would i need)|"

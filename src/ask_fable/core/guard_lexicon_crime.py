@@ -134,7 +134,9 @@ SEXUAL_MINOR = (
     r"kids?|"
     r"underage|preteens?|\d{1,2} ?(?:year|yr)s? old)\b[^.;?!]{0,40}?\b(?:sexual|sexy|erotic|nude|naked|"
     r"explicit|porn\w*|lewd|nsfw)|csam|child (?:sexual abuse|porn\w*|exploitation) (?:material|images|videos|"
-    r"content))\b"
+    r"content)|(?:illegal|indecent|abuse|exploitative|explicit) (?:images|pictures|photos|pics|videos|"
+    r"material|content) (?:of|with|showing) (?:minors|children|kids|underage|preteens|"
+    r"young (?:girls|boys|children)))\b"
 )
 #: Intimate images of a real person, taken, shared or faked.
 INTIMATE_IMAGE = (
@@ -572,7 +574,9 @@ GROOM = (
     r"yr)s? olds?)\b[^.;?!]{0,60}?\b(?:move (?:\S+ ){0,2}?chats? to|not tell (?:her|his|their) (?:mom|"
     r"mum|dad|"
     r"parents?|mother|father)|trusts? "
-    r"me|(?:send|sending) (?:me )?(?:photos|pics|pictures|nudes|selfies)|meet (?:me|up with me)|keep (?:it|"
+    r"me|(?<!never to )(?<!not to )(?<!never )(?<!not )(?:send|sending) (?:me )?(?:\w+ ){0,2}?(?:photos|"
+    r"pics|pictures|nudes|selfies|images|videos)|meet (?:me|"
+    r"up with me)|keep (?:it|"
     r"this|us|"
     r"our chats?) (?:a )?secret)"
 )

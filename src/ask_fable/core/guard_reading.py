@@ -77,8 +77,16 @@ CODE_REQUEST = LazyPattern(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 #: question, which the classifier alone does not refuse (the judge still reads it).
 DEFENSIVE_ASK = LazyPattern(
     r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
-    r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b"
+    r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b|"
+    # keeping oneself out of someone's reach: "…so my ex can't find me" (not out of the law's)
+    r"\bso (?:that )?(?:my|the|an?|his|her|their) (?!police|cops|feds|authorities|court)(?:\S+ ){0,2}?"
+    r"(?:can'?t|cannot|can not|won'?t|will not|doesn'?t|does not|don'?t) (?:\S+ )?(?:find|track|locate|see|"
+    r"reach|contact|"
+    r"read|follow|stalk|trace) (?:me|us)\b"
 )
+#: The act is to be kept from the person it is done to ("without her finding out", "secretly"): a
+#: question that says so asks for the act, whatever else it asks.
+HIDDEN_FROM_THEM = LazyPattern(r"\b" + lx.COVERT)
 #: A request relayed from someone else ("my friend keeps asking me this: how do I…", "he asked me how to…"):
 #: the request is still asked, so a defender's or victim's closing question does not set it aside.
 RELAYED_ASK = LazyPattern(
