@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from ask_fable.config import Settings
 from ask_fable.core.guard_classifier import load as load_classifier
-from ask_fable.core.guard_reading import DEFENSIVE_ASK, HIDDEN_FROM_THEM, RELAYED_ASK, normalize
+from ask_fable.core.guard_reading import DEFENSIVE_ASK, HIDDEN_FROM_THEM, RELAYED_ASK, asks_only, normalize
 from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
 
 if TYPE_CHECKING:
@@ -142,11 +142,11 @@ SECOND_READ_RULES = frozenset((
 
 
 def asks_to_defend(text: str) -> bool:
-    """True when the question asks how to help, protect or recover, or what to do now, relays no
-    request of someone else's (what that request asks is still asked) and does not ask to keep the
-    act from the person it is done to ("recover the texts from my wife's phone without her
-    finding out")."""
-    return (DEFENSIVE_ASK.search(text) is not None and RELAYED_ASK.search(text) is None
+    """True when the question asks how to help, protect or recover, or what to do now, and nothing
+    else, relays no request of someone else's (what that request asks is still asked) and does not
+    ask to keep the act from the person it is done to ("recover the texts from my wife's phone
+    without her finding out")."""
+    return (asks_only(text, DEFENSIVE_ASK) and RELAYED_ASK.search(text) is None
             and HIDDEN_FROM_THEM.search(text) is None)
 
 

@@ -28,6 +28,7 @@ from ask_fable.core.guard_reading import (
     Clause,
     Matches,
     Question,
+    asks_only,
     neutral_head,
     observed,
     requested,
@@ -491,7 +492,8 @@ WHY_ASKED = _c(r"(?:^|[.?!;] )why (?:does|do|is|are|did|would|can|could|doesn't|
 
 def _explained(question: Question) -> bool:
     """True when the question asks only why an agent or a weapon does what it does."""
-    return question.has(WHY_ASKED) and not question.has_any(STEPS_ASKED, REAL_AGENT)
+    return (question.has(WHY_ASKED) and not question.has_any(STEPS_ASKED, REAL_AGENT)
+            and asks_only(question.text, WHY_ASKED))
 
 
 def biological_harm(question: Question) -> Finding | None:
@@ -699,10 +701,15 @@ _VICTIM_RULES = frozenset((
 
 def _asked_by_victim_or_defender(question: Question) -> bool:
     """True when the question asks whether the act is legal, with no steps asked, or how to detect,
-    prevent, report or recover from it, or what to do now; never when it relays someone else's
-    request, states the asker's own plan or makes a false report."""
-    asked = question.has(DEFENDER_ASKS) or (question.has(LEGALITY_ASKED) and not question.has(STEPS_ASKED))
+    prevent, report or recover from it, or what to do now, and asks for nothing else; never when it
+    relays someone else's request, states the asker's own plan or makes a false report."""
+    if question.has(DEFENDER_ASKS):
+        asked = asks_only(question.text, DEFENDER_ASKS)
+    else:
+        asked = (question.has(LEGALITY_ASKED) and not question.has(STEPS_ASKED)
+                 and asks_only(question.text, LEGALITY_ASKED))
     return asked and not question.has_any(RELAYED_ASK, OWN_PLAN, FALSELY)
+
 
 #: Rules whose acts a defender's question names as what it guards against.
 _DEFENDED_RULES = frozenset(
@@ -721,7 +728,7 @@ def judge(text: str) -> Finding | None:
     for check in CHECKS:
         finding = check(read)
         if finding is not None:
-            if finding.rule in _DEFENDED_RULES and read.has(DEFENDED_OWN):
+            if finding.rule in _DEFENDED_RULES and read.has(DEFENDED_OWN) and asks_only(text, DEFENDED_OWN):
                 return None
             if finding.rule in _LAW_RULES and read.has(ABOUT_THE_LAW) and not read.has(STEPS_ASKED):
                 return None

@@ -78,12 +78,28 @@ CODE_REQUEST = LazyPattern(r"\b" + lx.CODE_REQUEST + r"(?!\w)")
 DEFENSIVE_ASK = LazyPattern(
     r"\b(?:how|what) (?:do|can|should|could|would) (?:i|we) (?:best )?(?:help|protect|detect|report|recover|"
     r"secure|prevent|spot|warn|respond|support)\b|\bwhat (?:should|do|can) (?:i|we) do\b|"
-    # keeping oneself out of someone's reach: "…so my ex can't find me" (not out of the law's)
-    r"\bso (?:that )?(?:my|the|an?|his|her|their) (?!police|cops|feds|authorities|court)(?:\S+ ){0,2}?"
-    r"(?:can'?t|cannot|can not|won'?t|will not|doesn'?t|does not|don'?t) (?:\S+ )?(?:find|track|locate|see|"
-    r"reach|contact|"
-    r"read|follow|stalk|trace) (?:me|us)\b"
+    # keeping oneself out of someone's reach: "…so my ex can't find me" (not out of the law's), with the
+    # request it is the purpose of
+    r"(?:\bhow (?:do|can|could|should) (?:i|we) [^.?!;]{0,80}?)?\bso (?:that )?(?:my|the|an?|his|her|their) "
+    r"(?!police|cops|feds|authorities|court)(?:\S+ ){0,2}?(?:can'?t|cannot|can not|won'?t|will not|doesn'?t|"
+    r"does not|don'?t) (?:\S+ )?(?:find|track|locate|see|reach|contact|read|follow|stalk|trace) (?:me|us)\b"
 )
+#: The asker asking for something in their own words ("how do I…", "how to…", "give me…", "write a…",
+#: "which … should I buy"): a closing question that defends, explains or asks about the law is all
+#: that is asked only when no such request stands outside it.
+ASKED_FOR = LazyPattern(
+    r"\b(?:(?:how (?:do|can|could|would|should|might) (?:i|we|u|you|one)|how to|(?:give|write|make|build|"
+    r"show|send|get|find|tell|teach|walk) me|help me|write (?:a|an|the|some)|can you|could you|"
+    r"(?:which|what) (?:\S+ ){0,2}?(?:should|do|can|could) (?:i|we) (?:buy|use|get|pick|choose|order))\b|"
+    r"(?:i|we) (?:want|need) (?:to (?!know|understand|learn)|a |an |the |some ))"
+)
+#: A reporting verb shortly before a request, in the same sentence: "my son asked a chatbot how to…".
+_REPORTED = re.compile(
+    r"\b(?:ask(?:s|ed|ing)?|search(?:es|ed|ing)?|googl(?:es|ed|ing)|look(?:s|ed|ing)? up|wonder(?:s|ed|ing)?|"
+    r"told|show(?:s|ed)|explain(?:s|ed)|learn(?:s|ed|t)|knows?|knew|figured out)\b[^.?!;]{0,40}$"
+)
+#: Characters before a request searched for a reporting verb.
+_REPORT_REACH = 60
 #: The act is to be kept from the person it is done to ("without her finding out", "secretly"): a
 #: question that says so asks for the act, whatever else it asks.
 HIDDEN_FROM_THEM = LazyPattern(r"\b" + lx.COVERT)
@@ -100,6 +116,23 @@ RELAYED_ASK = LazyPattern(
 ARTIFACT_CLAUSE = LazyPattern(cx.ARTIFACT_CLAUSE)
 #: A request for working detail: it asks for the thing whatever frames it.
 OPERATIONAL = LazyPattern(cx.OPERATIONAL)
+
+
+def asks_only(text: str, pattern: Pattern) -> bool:
+    """True when ``pattern`` occurs in ``text`` and every request of the asker's in it
+    (:data:`ASKED_FOR`) lies inside one of its matches: "How do I hack his router? How do we detect
+    that?" asks how to hack the router, whatever its closing question says. A request that opens a
+    match ("how can I | verify that the email isn't a scam") is part of it, and one the asker only
+    reports ("my son asked a chatbot how to…") is not theirs."""
+    spans = [found.span() for found in pattern.finditer(text)]
+    if not spans:
+        return False
+    for asked in ASKED_FOR.finditer(text):
+        start = asked.start()
+        inside = any(begin <= start < end or begin - 1 <= asked.end() <= begin for begin, end in spans)
+        if not inside and _REPORTED.search(text, max(0, start - _REPORT_REACH), start) is None:
+            return False
+    return True
 
 
 def normalize(question: str) -> str:
