@@ -93,10 +93,12 @@ ASKED_FOR = LazyPattern(
     r"(?:which|what) (?:\S+ ){0,2}?(?:should|do|can|could) (?:i|we) (?:buy|use|get|pick|choose|order))\b|"
     r"(?:i|we) (?:want|need) (?:to (?!know|understand|learn)|a |an |the |some ))"
 )
-#: A reporting verb shortly before a request, in the same sentence: "my son asked a chatbot how to…".
+#: Someone else reporting a request shortly before it, in the same sentence: "my son asked a chatbot
+#: how to…" ("I googled how to…" is the asker's own).
 _REPORTED = re.compile(
-    r"\b(?:ask(?:s|ed|ing)?|search(?:es|ed|ing)?|googl(?:es|ed|ing)|look(?:s|ed|ing)? up|wonder(?:s|ed|ing)?|"
-    r"told|show(?:s|ed)|explain(?:s|ed)|learn(?:s|ed|t)|knows?|knew|figured out)\b[^.?!;]{0,40}$"
+    r"\b(?:he|she|they|someone|somebody|(?:my|our|his|her|their|a|an|the) \w+) (?:\w+ )?(?:ask(?:s|ed)|"
+    r"search(?:es|ed)|googled|look(?:s|ed) up|wonder(?:s|ed)|told \w+|show(?:s|ed) \w+|explain(?:s|ed)|"
+    r"learn(?:s|ed|t)|knows?|knew|figured out)\b[^.?!;]{0,40}$"
 )
 #: Characters before a request searched for a reporting verb.
 _REPORT_REACH = 60
