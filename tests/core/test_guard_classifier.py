@@ -151,7 +151,9 @@ def test_only_refusals_for_what_is_done_to_people_accounts_or_money_are_read_aga
                          clear_below=0.0, window_clear_below=0.0)
     monkeypatch.setattr(guard, "load_classifier", lambda: lenient)
     assert check(question, "", load_settings()).allowed is (rule in guard.SECOND_READ_RULES)
-    assert ("weapons_harm" in guard.SECOND_READ_RULES) is False
+    severe = {"weapons_harm", "chemical_harm", "biological_harm", "attack_tooling", "exploit_development",
+              "self_harm", "sexual_content_minors"}
+    assert guard.SECOND_READ_RULES.isdisjoint(severe)
 
 
 def test_the_shipped_model_is_a_vocabulary_of_weights_with_a_threshold_and_a_model_per_rule() -> None:
@@ -162,6 +164,7 @@ def test_the_shipped_model_is_a_vocabulary_of_weights_with_a_threshold_and_a_mod
     assert set(data["categories"]) <= set(RULES) and len(data["categories"]) >= 10
     # Trained on every split of the corpus, on the blind folders tuned on since they were measured and
     # on the questions written for training; never on the blind split the figures to expect come from.
+    assert len(TRAINING_TOPICS) >= 11
     splits = {"tuned", "held_out", "paraphrase", "blind1", "blind2", "blind3", "blind4", "blind5", "blind6",
               "blind7", "blind8", "tuning", *(f"training/{topic}" for topic in TRAINING_TOPICS)}
     assert splits <= set(data["trained_on"])
