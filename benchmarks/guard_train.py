@@ -110,9 +110,11 @@ class Example:
     weight: float = 1.0
 
 
-def corpus() -> dict[str, list[Example]]:
-    """Every split by name, the blind one included."""
-    judge = intent_judge
+def corpus(*, judged: bool = True) -> dict[str, list[Example]]:
+    """Every split by name, the blind one included; with ``judged=False`` the judge's rule is left
+    empty (what :func:`digest` fingerprints does not need it, and judging every question takes
+    seconds)."""
+    judge = intent_judge if judged else _no_rule
     splits: dict[str, tuple[list[str], list[str]]] = {
         split: (load("benign", split), load("harmful", split)) for split in SPLITS
     }
@@ -130,6 +132,10 @@ def corpus() -> dict[str, list[Example]]:
             finding = judge(text)
             out[split].append(Example(text, harmful_, finding.rule if finding else "", weight))
     return out
+
+
+def _no_rule(text: str) -> None:
+    return None
 
 
 def digest(splits: dict[str, list[Example]]) -> str:
