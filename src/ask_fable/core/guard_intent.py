@@ -148,6 +148,11 @@ HOW_MADE = _c(r"\bhow (?:is|are|was|were|does|do)\b")
 CHEM_RIGHT = _c(r"\W*(?:\S+\s+){0,3}?" + lx.CHEM_RIGHT)
 WEAPON_AGENT = _c(r"\b(?:" + lx.WEAPON_AGENT + r")\b")
 WEAPON_IDIOM = _word(lx.WEAPON_IDIOM)
+#: A game's weapon asked for as a real one: "for my game, how do i build a real pipe bomb?"
+REAL_WEAPON = _c(
+    r"\b(?:real|actual) (?:\w+ ){0,2}?(?:" + lx.WEAPON_AGENT + r")\b|"
+    r"\breal ones?\b|\bin real life\b|\birl\b|\bfor real\b"
+)
 MAKE_IT = _c(lx.MAKE_IT)
 GAME = _word(lx.GAME)
 SIMULATION = _word(lx.SIMULATION)
@@ -492,7 +497,7 @@ WHY_ASKED = _c(r"(?:^|[.?!;] )why (?:does|do|is|are|did|would|can|could|doesn't|
 
 def _explained(question: Question) -> bool:
     """True when the question asks only why an agent or a weapon does what it does."""
-    return (question.has(WHY_ASKED) and not question.has_any(STEPS_ASKED, REAL_AGENT)
+    return (question.has(WHY_ASKED) and not question.has_any(STEPS_ASKED, REAL_AGENT, MAKE_IT)
             and asks_only(question.text, WHY_ASKED))
 
 
@@ -541,7 +546,8 @@ _NEGATED = frozenset(("hasn't", "hadn't", "isn't", "wasn't", "weren't", "aren't"
 
 def weapons_harm(question: Question) -> Finding | None:
     """Making explosives or weapons, outside a game or simulation."""
-    if question.has(GAME) or not question.has(WEAPON_AGENT) or _explained(question):
+    if (question.has(GAME) and not question.has(REAL_WEAPON)) or not question.has(WEAPON_AGENT) \
+            or _explained(question):
         return None
     for clause in question.clauses:
         text = WEAPON_IDIOM.sub(" ", clause.text)

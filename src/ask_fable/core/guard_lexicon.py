@@ -383,6 +383,8 @@ FOREIGN = alt(
     r"\b(?:every|any|random) (?:\S+ ){0,2}?(?:meeting|link|server|stream|call|chat)s? (?:it|"
     r"i) (?:finds?|can find)\b",
     r"\bsomebody(?:'s)?",
+    # "hack theirs back": the thing is named only by whose it is.
+    r"\b(?:theirs|hers)\b",
     r"\bother (?:people|persons|users)(?:'s|')?",
     r"\bother (?:\w+ )?(?:companies|organi[sz]ations|businesses|firms|sites|websites|guests|tenants|"
     r"customers)(?:'s|')?",
@@ -1104,7 +1106,16 @@ MAKE_IT = (
     r"\bhow (?:(?:do|can|could|would|should) (?:i|we|you|one)|to) (?:make|build|synthesi[sz]e|produce|cook|"
     r"mix|prepare|brew|extract|purify|assemble|weaponi[sz]e|aerosoli[sz]e)\s+"
     r"(?:it|them|this|that|some|more|(?:a|one|half a|\d+(?:\.\d+)?)\s*(?:kilo(?:gram)?s?|kgs?|pounds?|lbs?|"
-    r"grams?|g|litres?|liters?|batch(?:es)?))(?=\s*(?:$|[.?!,;]|of (?:it|them|this|that)\b|at home\b))"
+    r"grams?|g|litres?|liters?|batch(?:es)?))(?=\s*(?:$|[.?!,;]|of (?:it|them|this|that)\b|at home\b))|"
+    # The asker's own plan to make the thing just named: "why do nerve agents kill so fast? i want to
+    # make one".
+    r"\b(?:i|we) (?:want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna|would like)"
+    r"(?: to)? "
+    r"(?:make|build|synthesi[sz]e|produce|cook|mix|brew|assemble)\s+(?:it|them|one|some)"
+    r"(?=\s*(?:$|[.?!,;]|myself\b|at home\b))|"
+    # Sourcing what it is made from: "where can i get the precursors?"
+    r"\b(?:where|how) (?:(?:can|do|could|would|should) (?:i|we|one)|to) (?:get|buy|find|obtain|order|source|"
+    r"purchase)\b[^.?!;]{0,30}\b(?:precursors?|reagents?|ingredients)\b"
 )
 WEAPON_ACT = words(
     """make making build building construct constructing assemble assembling create design 3d print printing
