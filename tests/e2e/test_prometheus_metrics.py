@@ -64,7 +64,7 @@ async def test_a_scrape_counts_the_calls_that_were_made(fp: FakeProvider) -> Non
         assert await _status(server, team, "ask_glm", "Is the retry loop bounded?") == failed
         assert await _status(server, team, "ask_openrouter", "Which index fits the tenant lookup?") == ok
         assert await _status(server, limited, "ask_fable_help", None) == ("ok", None)
-        await in_one_utc_minute(burst_s=20)  # both of the limited key's asks in one minute
+        await in_one_utc_minute(burst_s=8)  # both of the limited key's asks in one minute
         assert await _status(server, limited, "ask_glm", "Is the queue drained on stop?") == ("ok", None)
         assert await _status(server, limited, "ask_glm", "Is the queue drained on restart?") == \
             ("error", "quota_exceeded")

@@ -222,7 +222,7 @@ async def test_catalog_fetches_count_against_a_keys_calls_per_minute(
     fp.set_json("GET", "/api/v1/models", {"data": [{"id": "openai/gpt-5", "name": "GPT-5"}]})
     created = create_key("Lister", "--tenant", "team", "--rpm", "2", env=store_env)
     async with team_server({**provider_env(fp), **store_env}) as server:
-        await in_one_utc_minute(burst_s=20)
+        await in_one_utc_minute(burst_s=8)
         with anyio.fail_after(60):
             listings = [await _structured(server, created["key"],
                                           _tool("list_openrouter_models", {"refresh": True}, n))
