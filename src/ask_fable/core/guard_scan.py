@@ -23,8 +23,9 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from functools import lru_cache
+from functools import lru_cache, reduce
 from importlib import resources
+from operator import itemgetter, or_
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
 import ahocorasick
@@ -105,6 +106,12 @@ class LazyPattern:
         return self.compiled().split(string, maxsplit)
 
 
+#: Candidate lists an :class:`Alternatives` keeps, one per set of alternatives a text let through.
+_CANDIDATE_SETS = 1024
+#: What a scan yields with each literal found: its value.
+_SECOND = itemgetter(1)
+
+
 class LazyAlternatives(LazyPattern):
     """A long alternation (``(?:A|B|…)``) searched one alternative at a time, only those that can occur.
 
@@ -138,15 +145,18 @@ class Alternatives:
     def __init__(self, source: str, parts: list[tuple[LazyPattern, _Literals | None]]) -> None:
         self._source = source
         self._parts = [part for part, _ in parts]
-        self._always = frozenset(index for index, (_, need) in enumerate(parts) if not need)
+        # Sets of alternatives as bits of an int: joining a text's few sets is a few ORs, and the
+        # candidate list of each set met so far is kept, in the alternatives' order.
+        self._always = sum(1 << index for index, (_, need) in enumerate(parts) if not need)
         self._scan = ahocorasick.Automaton()
-        users: dict[str, set[int]] = {}
+        users: dict[str, int] = {}
         for index, (_, need) in enumerate(parts):
             for literal in need or ():
-                users.setdefault(literal, set()).add(index)
+                users[literal] = users.get(literal, 0) | 1 << index
         for literal, indexes in users.items():
-            self._scan.add_word(literal, frozenset(indexes))
+            self._scan.add_word(literal, indexes)
         self._scan.make_automaton()
+        self._by_set: dict[int, list[LazyPattern]] = {}
         self._last: tuple[str, list[LazyPattern]] = ("", [])
 
     def _candidates(self, string: str) -> list[LazyPattern]:
@@ -155,9 +165,13 @@ class Alternatives:
         last = self._last
         if last[0] is string:
             return last[1]
-        found = set(self._always).union(*[indexes for _, indexes in self._scan.iter(string)])
-        parts = self._parts
-        candidates = [parts[index] for index in sorted(found)]
+        found = reduce(or_, map(_SECOND, self._scan.iter(string)), self._always)
+        candidates = self._by_set.get(found)
+        if candidates is None:
+            parts = self._parts
+            candidates = [parts[index] for index in range(found.bit_length()) if found >> index & 1]
+            if len(self._by_set) < _CANDIDATE_SETS:
+                self._by_set[found] = candidates
         self._last = (string, candidates)
         return candidates
 
@@ -497,7 +511,7 @@ class Gates:
         """The ids of registered patterns that cannot match ``text``: none of their literals occurs."""
         if self._scan is None:
             return frozenset()
-        return self._gated.difference(*[keys for _, keys in self._scan.iter(text)])
+        return self._gated.difference(*map(_SECOND, self._scan.iter(text)))
 
 
 def _literals(pattern: Pattern, table: Mapping[str, list[str] | None] | None) -> _Literals | None:
