@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -18,6 +20,12 @@ from pathlib import Path
 from typing import Any
 
 TEMPLATE = "ask_fable_template"
+#: What each session's server directory under the temporary directory is called.
+PREFIX = "ask-fable-pg-"
+#: The file in that directory naming the test process the server belongs to.
+OWNER_FILE = "owner.pid"
+#: How long a directory naming no owner must have been left alone before a later session removes it.
+IDLE_S = 600
 _numbers = itertools.count()
 
 
@@ -109,7 +117,9 @@ class PostgresServer:
 def running_server() -> Iterator[PostgresServer]:
     """Start pgserver in a new temporary directory with a migrated template database; stop it and
     remove the directory after."""
-    directory = Path(tempfile.mkdtemp(prefix="ask-fable-pg-"))
+    stop_abandoned_servers(Path(tempfile.gettempdir()))
+    directory = Path(tempfile.mkdtemp(prefix=PREFIX))
+    (directory / OWNER_FILE).write_text(str(os.getpid()))
     # pgserver asks platformdirs for a runtime directory when it is imported.
     os.environ.setdefault("XDG_RUNTIME_DIR", str(directory))
     import pgserver
@@ -128,3 +138,40 @@ def running_server() -> Iterator[PostgresServer]:
     finally:
         handle.cleanup()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_abandoned_servers(temp: Path) -> list[Path]:
+    """Stop the server of each earlier session whose test process is gone (a run killed before its
+    finalizers ran) and remove its directory; the directories removed."""
+    removed = []
+    for directory in temp.glob(f"{PREFIX}*"):
+        try:
+            owner = int((directory / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            # No owner named: removed only once long idle and holding no database (what a library's
+            # runtime files left in it after the session).
+            with suppress(OSError):
+                if not (directory / "data").exists() and time.time() - directory.stat().st_mtime > IDLE_S:
+                    shutil.rmtree(directory, ignore_errors=True)
+                    removed.append(directory)
+            continue
+        if _alive(owner):
+            continue
+        with suppress(OSError, ValueError, IndexError):
+            postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
+            command = Path(f"/proc/{postmaster}/cmdline").read_bytes()
+            if b"postgres" in command and str(directory).encode() in command:
+                os.kill(postmaster, signal.SIGQUIT)  # PostgreSQL's immediate shutdown
+        shutil.rmtree(directory, ignore_errors=True)
+        removed.append(directory)
+    return removed

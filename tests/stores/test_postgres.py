@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,7 @@ from ask_fable.stores.context import context_store_for
 from ask_fable.stores.engines import Engines
 from ask_fable.stores.views import ContextEntry
 from tests.e2e.helpers import ask_fable_command, child_env, run_in_process
-from tests.fakes.postgres import PostgresServer
+from tests.fakes.postgres import IDLE_S, OWNER_FILE, PREFIX, PostgresServer, stop_abandoned_servers
 
 
 @pytest.fixture
@@ -333,3 +336,32 @@ def test_a_refused_connection_fails_the_call_at_once_not_after_the_connect_timeo
     finally:
         pools.close()
 
+
+
+def test_a_server_a_killed_test_run_left_behind_is_stopped_and_removed_by_the_next(tmp_path: Path) -> None:
+    """A run killed before its finalizers leaves its PostgreSQL running: the next session's start
+    stops it (only a process that is that directory's postgres) and removes its directory, and leaves
+    a live run's directory and anything not its own alone."""
+    dead_owner = subprocess.Popen(["true"])
+    dead_owner.wait()
+    abandoned, live, idle, foreign = (tmp_path / f"{PREFIX}{name}" for name in ("a", "b", "c", "d"))
+    for directory in (abandoned, live, idle):
+        (directory / "data").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    shutil.rmtree(idle / "data")
+    old = time.time() - 2 * IDLE_S
+    os.utime(idle, (old, old))
+    foreign.mkdir()
+    # Stands in for the abandoned postmaster: its command line names postgres and its directory.
+    postmaster = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "postgres",
+                                   str(abandoned / "data")])
+    try:
+        (abandoned / "data" / "postmaster.pid").write_text(f"{postmaster.pid}\n{abandoned / 'data'}\n")
+        (abandoned / OWNER_FILE).write_text(str(dead_owner.pid))
+        (live / OWNER_FILE).write_text(str(os.getpid()))
+        assert sorted(stop_abandoned_servers(tmp_path)) == sorted([abandoned, idle])
+        assert postmaster.wait(timeout=10) != 0
+    finally:
+        postmaster.kill()
+    assert live.is_dir() and foreign.is_dir() and (tmp_path / "other").is_dir()
+    assert not abandoned.exists() and not idle.exists()
