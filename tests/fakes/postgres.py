@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.fakes.fake_cli import is_alive
+
 TEMPLATE = "ask_fable_template"
 #: What each session's server directory under the temporary directory is called.
 PREFIX = "ask-fable-pg-"
@@ -140,16 +142,6 @@ def running_server() -> Iterator[PostgresServer]:
         shutil.rmtree(directory, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def stop_abandoned_servers(temp: Path) -> list[Path]:
     """Stop the server of each earlier session whose test process is gone (a run killed before its
     finalizers ran) and remove its directory; the directories removed."""
@@ -165,7 +157,7 @@ def stop_abandoned_servers(temp: Path) -> list[Path]:
                     shutil.rmtree(directory, ignore_errors=True)
                     removed.append(directory)
             continue
-        if _alive(owner):
+        if is_alive(owner):
             continue
         with suppress(OSError, ValueError, IndexError):
             postmaster = int((directory / "data" / "postmaster.pid").read_text().split()[0])
