@@ -64,10 +64,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 _HEAVY_FIRST = ("replicas", "ui", "reliability", "surface", "e2e", "stores")
 
 
+#: Seconds a test marked ``slow`` may take (the suite's ``timeout`` is for the default run).
+SLOW_TIMEOUT_S = 3600
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On an xdist worker, order the collected tests by :data:`_HEAVY_FIRST` (stable: files and the
-    order pytest chose for shared fixtures stay as they were)."""
+    """Give a slow test its longer timeout; on an xdist worker, order the collected tests by
+    :data:`_HEAVY_FIRST` (stable: files and the order pytest chose for shared fixtures stay as they
+    were)."""
+    for item in items:
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT_S))
     if not hasattr(config, "workerinput"):
         return
     tests_dir = Path(__file__).parent
