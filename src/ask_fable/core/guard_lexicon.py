@@ -1126,7 +1126,7 @@ WEAPON_ACT = words(
 )
 #: Benign compounds that contain a weapons word.
 WEAPON_IDIOM = alt(
-    r"(?:zip|fork|logic|photo|f|xml|decompression|bath|seed|glitter|yarn|cherry|calorimeter) bombs?",
+    r"(?:zip|fork|logic|photo|f|xml|decompression|bath|seed|glitter|yarn|cherry) bombs?",
     r"bomb(?:s|ed|ing)? (?:proof|out)",
 )
 #: Words that put "virus" on a computer.
