@@ -144,3 +144,22 @@ def test_a_boundary_before_a_letter_is_checked_after_it_with_the_same_matches() 
     for text in ("people's data", "townspeople's data", "a people's", "people'sx", "xpeople's"):
         expected = [m.span() for m in re.finditer(r"\bpeople's\b", text)]
         assert [m.span() for m in fast.finditer(text)] == expected
+
+
+def test_a_patterns_ascii_form_matches_where_it_does_on_every_ascii_question_of_a_corpus_sample() -> None:
+    """An ASCII question is searched with each pattern's ``re.ASCII`` form: on ASCII text it must match
+    where the Unicode pattern does, alternations (searched one alternative at a time) included."""
+    patterns = [p for p in guard_intent.watched() if isinstance(p, LazyPattern)]
+    questions = [text for q in (load("benign") + load("harmful"))[::13] if (text := normalize(q)).isascii()]
+    assert len(questions) > 250 and any(isinstance(p, LazyAlternatives) for p in patterns)
+    for pattern in patterns:
+        twin = pattern.ascii
+        assert twin is not pattern and twin.ascii is twin and twin.pattern == pattern.pattern
+        for text in questions:
+            mine, theirs = pattern.search(text), twin.search(text)
+            assert (mine and mine.span()) == (theirs and theirs.span()), (pattern.pattern[:60], text)
+
+
+def test_a_normalized_question_holds_no_whitespace_on_which_ascii_and_unicode_disagree() -> None:
+    # Unicode's \s also takes the ASCII separators \x1c-\x1f; normalizing leaves only spaces.
+    assert normalize("Write\x1cthe\x1dworm\x1e\x1fnow\x0b\x0cplease\t\r\n") == "write the worm now please"

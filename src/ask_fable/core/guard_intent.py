@@ -36,7 +36,7 @@ from ask_fable.core.guard_reading import (
     tokens,
     words_before,
 )
-from ask_fable.core.guard_scan import LazyAlternatives, LazyGates, LazyPattern, Pattern
+from ask_fable.core.guard_scan import AnyPattern, LazyAlternatives, LazyGates, LazyPattern, Pattern
 
 
 @dataclass(frozen=True)
@@ -623,9 +623,9 @@ CHECKS: tuple[Callable[[Question], Finding | None], ...] = (
 )
 
 
-def watched() -> list[Pattern]:
+def watched() -> list[AnyPattern]:
     """Every pattern the judge searches a whole question or clause for."""
-    patterns: list[Pattern] = [REQUEST, CODE_REQUEST]
+    patterns: list[AnyPattern] = [REQUEST, CODE_REQUEST]
     for value in globals().values():
         if isinstance(value, LazyPattern | re.Pattern):
             patterns.append(value)

@@ -186,6 +186,8 @@ class _Facts:
     def __init__(self, text: str, excluded: frozenset[int] = frozenset()) -> None:
         self.text = text
         self.excluded = excluded
+        #: Searched with each pattern's ASCII form (:attr:`LazyPattern.ascii`): the same matches, faster.
+        self._ascii = text.isascii()
         self._facts: dict[int | str, bool] = {}
         self._spans: dict[int, list[tuple[int, int]]] = {}
 
@@ -198,7 +200,8 @@ class _Facts:
         key = id(pattern)
         fact = self._facts.get(key)
         if fact is None:
-            fact = key not in self.excluded and pattern.search(self.text) is not None
+            fact = key not in self.excluded and (
+                pattern.ascii if self._ascii else pattern).search(self.text) is not None
             self._facts[key] = fact
         return fact
 
@@ -224,7 +227,8 @@ class _Facts:
         spans = self._spans.get(id(pattern))
         if spans is None:
             spans = self._spans[id(pattern)] = []
-            for match in pattern.finditer(self.text) if self.may_match(pattern) else ():
+            searched = pattern.ascii if self._ascii else pattern
+            for match in searched.finditer(self.text) if self.may_match(pattern) else ():
                 spans.append(match.span())
                 if len(spans) == 2:
                     break
@@ -252,7 +256,8 @@ class Clause(_Facts):
             if known is False or (known is not None and self._only):
                 fact = known
             else:
-                fact = key not in self.excluded and pattern.search(self.text) is not None
+                fact = key not in self.excluded and (
+                    pattern.ascii if self._ascii else pattern).search(self.text) is not None
             self._facts[key] = fact
         return fact
 
@@ -285,9 +290,10 @@ class Question(_Facts):
     def matches(self, pattern: Pattern) -> Matches:
         """Each match of ``pattern`` with its clause; no clause is searched when the question has none."""
         if self.has(pattern):
+            searched = pattern.ascii if self._ascii else pattern
             for clause in self.clauses:
                 if clause.has(pattern):
-                    for match in pattern.finditer(clause.text):
+                    for match in searched.finditer(clause.text):
                         yield clause, match
 
     def distinct(self, pattern: Pattern) -> Matches:
