@@ -54,6 +54,8 @@ class LazyPattern:
     """
 
     _made: ClassVar[dict[tuple[type, str], LazyPattern]] = {}
+    #: Compiled with ``re.ASCII``: ``\b``, ``\w`` and ``\s`` read as ASCII (:class:`AsciiPattern`).
+    ascii_only: ClassVar[bool] = False
 
     def __new__(cls, pattern: str) -> LazyPattern:
         made = cls._made.get((cls, pattern))
@@ -65,9 +67,6 @@ class LazyPattern:
         self.pattern = pattern
         self.flags = re.UNICODE  # what re.compile gives a str pattern
 
-    #: Compiled with ``re.ASCII``: ``\\b``, ``\\w`` and ``\\s`` read as ASCII (:class:`AsciiPattern`).
-    ascii_only: ClassVar[bool] = False
-
     @cached_property
     def ascii(self) -> LazyPattern:
         """The same pattern compiled with ``re.ASCII``, for a text that is all ASCII.
@@ -75,8 +74,10 @@ class LazyPattern:
         On such a text it matches exactly where this one does (a normalized question holds no
         whitespace but the space, and ASCII and Unicode agree on every ASCII letter, digit and
         space), and it searches faster: the engine reads a word boundary from a table rather than
-        through Unicode's character database."""
-        return self if self.ascii_only else AsciiPattern(self.pattern)
+        through Unicode's character database. An alternation's twin compiles each alternative so."""
+        if self.ascii_only:
+            return self
+        return (AsciiAlternatives if isinstance(self, LazyAlternatives) else AsciiPattern)(self.pattern)
 
     def compiled(self) -> re.Pattern[str] | Alternatives:
         """The compiled pattern; its methods replace this object's own from now on."""
@@ -138,12 +139,6 @@ class LazyAlternatives(LazyPattern):
     rule out most of, are worth it: for a short one, finding its candidates costs more than the
     search it saves.
     """
-
-    @cached_property
-    def ascii(self) -> LazyPattern:
-        """The same alternation with every alternative compiled with ``re.ASCII``
-        (:attr:`LazyPattern.ascii`)."""
-        return self if self.ascii_only else AsciiAlternatives(self.pattern)
 
     def alternatives(self) -> list[LazyPattern]:
         """Each alternative, as a pattern of its own; none when it has fewer than a few."""
@@ -328,7 +323,8 @@ def compile_fast(source: str, *, ascii_only: bool = False) -> re.Pattern[str]:
     character) match the same text at the same places, and the second searches several times
     faster, so a pattern opening with a boundary and a letter is rewritten so when it is compiled
     (its ``pattern`` attribute is then None). An alternation is left as it is: its letters differ,
-    and a lookbehind tried in each alternative costs more than one boundary before them all.
+    and a lookbehind tried in each alternative costs more than one boundary before them all. With
+    ``ascii_only``, compiled with ``re.ASCII``.
     """
     flags = re.ASCII if ascii_only else 0
     tree = _parser.parse(source, flags)
