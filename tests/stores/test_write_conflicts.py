@@ -73,7 +73,9 @@ def test_a_body_that_raises_is_rolled_back_and_not_run_again(
 def test_two_writers_locking_rows_in_opposite_orders_both_commit(
         store_backend: StoreBackend, tmp_path: Path) -> None:
     """Each writer locks its first row, waits until the other has too, then wants the other's: a real
-    deadlock. PostgreSQL aborts one; it runs again once the other commits, and both increments land."""
+    deadlock. PostgreSQL aborts one, which runs again, and both increments land once. (A writer run
+    again can win the race for its first row against the one still waiting for it, and deadlock with
+    it once more: then one of them runs again, a third time in all.)"""
     db = store_backend.open("quotas", tmp_path / "quotas.db")
     _keys_table(db, (1, 2))
     both_hold_one = threading.Barrier(2, timeout=30)
@@ -101,7 +103,7 @@ def test_two_writers_locking_rows_in_opposite_orders_both_commit(
     for thread in threads:
         thread.join(60)
     assert errors == []
-    assert sorted(attempts.values()) == [1, 2]  # exactly one was aborted and ran again
+    assert sum(attempts.values()) >= 3  # at least one was aborted and ran again
     assert _admissions(db) == {1: 2, 2: 2}
 
 
