@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from ask_fable.config import Settings
 from ask_fable.core.guard_classifier import load as load_classifier
 from ask_fable.core.guard_reading import DEFENSIVE_ASK, HIDDEN_FROM_THEM, RELAYED_ASK, asks_only, normalize
-from ask_fable.core.guard_rules import MODEL_REFRAME, RULES
+from ask_fable.core.guard_rules import MODEL_REFRAME, RULES, SECOND_READ_RULES
 
 if TYPE_CHECKING:
     from ask_fable.core.guard_intent import Finding
@@ -129,16 +129,6 @@ def intent_judge() -> Callable[[str], Finding | None]:
 
     GATES.ready()
     return judge
-
-
-#: The judge's rules whose refusals the classifier may set aside when it reads the question as clearly
-#: benign throughout (:meth:`~ask_fable.core.guard_classifier.Classifier.clears`): what is done to people,
-#: accounts and money, where a victim's or a defender's question uses the offender's words. A refusal
-#: for weapons, chemical or biological agents, attack tooling, exploits or self-harm always stands.
-SECOND_READ_RULES = frozenset((
-    "fraud", "harm_to_people", "unauthorized_access", "denial_of_service", "security_evasion", "piracy",
-    "serious_crime", "covert_surveillance",
-))
 
 
 def asks_to_defend(text: str) -> bool:

@@ -15,7 +15,7 @@ the vocabulary (each question's feature vector has unit length, as in training).
 ``refuse_above`` the classifier refuses what the judge let through. A low score alone never clears
 what the judge refused: the classifier's strongest weights are words like "our" and "own", which
 anyone can add to a request, while the judge reads whose system a request is aimed at. The guard
-sets a refusal aside (for some rules only, :data:`ask_fable.core.guard.SECOND_READ_RULES`) when
+sets a refusal aside (for some rules only, :data:`ask_fable.core.guard_rules.SECOND_READ_RULES`) when
 :meth:`Classifier.clears` the question: the whole of it scores below ``clear_below`` *and* every
 stretch of :data:`WINDOW` words scores below ``window_clear_below``, so that padding a request with
 engineering text, which lowers the whole question's score, leaves the stretch that asks for harm as

@@ -36,6 +36,7 @@ from ask_fable.core.guard_reading import (
     tokens,
     words_before,
 )
+from ask_fable.core.guard_rules import SECOND_READ_RULES
 from ask_fable.core.guard_scan import AnyPattern, LazyAlternatives, LazyGates, LazyPattern, Pattern
 
 
@@ -692,17 +693,14 @@ LEGALITY_ASKED = _c(r"\bis it (?:legal|illegal|a crime|against the law|lawful|ok
 #: The asker states a plan of their own ("I want to…", "I'm going to…"): a question after it asks how
 #: to carry the plan out, not how to defend against it.
 OWN_PLAN = _c(
-    r"\b(?:i|we) (?:want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna) to\b|"
+    r"\b(?:i|we) (?:" + lx.PLAN_VERBS + r") to\b|"
     r"\bi'?m (?:going|planning|trying) to\b"
 )
 #: "Report them falsely", "a false claim": the report or claim is itself the act.
 FALSELY = _c(r"\bfalse(?:ly)?\b")
 #: Rules whose acts a victim or a defender names when asking what to do about them; a question about
 #: weapons, agents, exploits or self-harm is judged by what it asks whoever asks it.
-_VICTIM_RULES = frozenset((
-    "fraud", "harm_to_people", "unauthorized_access", "denial_of_service", "security_evasion", "piracy",
-    "serious_crime", "covert_surveillance", "attack_tooling",
-))
+_VICTIM_RULES = SECOND_READ_RULES | {"attack_tooling"}
 
 
 def _asked_by_victim_or_defender(question: Question) -> bool:

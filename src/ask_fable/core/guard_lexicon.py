@@ -1102,6 +1102,8 @@ WEAPON_AGENT = alt(
 #: A request to make "it", "some" or an amount of something the question names elsewhere ("… ricin
 #: would be lethal, and how do I extract it", "… TATP, and how do I make a kilogram"): the words stand
 #: for the agent. Only at the end of a sentence, so "how do I make it faster" is not one.
+#: The verbs of a plan the asker states ("i want to", "we're going to").
+PLAN_VERBS = r"want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna"
 MAKE_IT = (
     r"\bhow (?:(?:do|can|could|would|should) (?:i|we|you|one)|to) (?:make|build|synthesi[sz]e|produce|cook|"
     r"mix|prepare|brew|extract|purify|assemble|weaponi[sz]e|aerosoli[sz]e)\s+"
@@ -1109,8 +1111,7 @@ MAKE_IT = (
     r"grams?|g|litres?|liters?|batch(?:es)?))(?=\s*(?:$|[.?!,;]|of (?:it|them|this|that)\b|at home\b))|"
     # The asker's own plan to make the thing just named: "why do nerve agents kill so fast? i want to
     # make one".
-    r"\b(?:i|we) (?:want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna|would like)"
-    r"(?: to)? "
+    r"\b(?:i|we) (?:" + PLAN_VERBS + r"|would like)(?: to)? "
     r"(?:make|build|synthesi[sz]e|produce|cook|mix|brew|assemble)\s+(?:it|them|one|some)"
     r"(?=\s*(?:$|[.?!,;]|myself\b|at home\b))|"
     # Sourcing what it is made from: "where can i get the precursors?"

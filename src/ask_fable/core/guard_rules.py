@@ -17,6 +17,16 @@ MODEL_REFRAME = (
 )
 
 
+#: The judge's rules whose refusals the classifier may set aside when it reads the question as clearly
+#: benign throughout (:meth:`~ask_fable.core.guard_classifier.Classifier.clears`): what is done to people,
+#: accounts and money, where a victim's or a defender's question uses the offender's words. A refusal
+#: for weapons, chemical or biological agents, attack tooling, exploits or self-harm always stands.
+SECOND_READ_RULES = frozenset((
+    "fraud", "harm_to_people", "unauthorized_access", "denial_of_service", "security_evasion", "piracy",
+    "serious_crime", "covert_surveillance",
+))
+
+
 @dataclass(frozen=True)
 class Rule:
     """One reason to refuse before any model call."""
