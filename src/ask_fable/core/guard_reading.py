@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from itertools import pairwise
+from operator import attrgetter
 
 from ask_fable.core import guard_lexicon as lx
 from ask_fable.core import guard_lexicon_crime as cx
@@ -175,6 +176,14 @@ def words_before(clause: str, start: int, count: int) -> list[str]:
     return found[-count:]
 
 
+#: A pattern's ASCII form, for a text that is all ASCII.
+_ASCII_FORM = attrgetter("ascii")
+
+
+def _same(pattern: Pattern) -> Pattern:
+    return pattern
+
+
 class _Facts:
     """Searches over one text, each run at most once, and never for an ``excluded`` pattern (one
     known not to occur in it, by ``id``).
@@ -186,8 +195,9 @@ class _Facts:
     def __init__(self, text: str, excluded: frozenset[int] = frozenset()) -> None:
         self.text = text
         self.excluded = excluded
-        #: Searched with each pattern's ASCII form (:attr:`LazyPattern.ascii`): the same matches, faster.
-        self._ascii = text.isascii()
+        #: The form each pattern is searched in: on ASCII text its ASCII form (:attr:`LazyPattern.ascii`),
+        #: which matches at the same places, faster.
+        self._form: Callable[[Pattern], Pattern] = _ASCII_FORM if text.isascii() else _same
         self._facts: dict[int | str, bool] = {}
         self._spans: dict[int, list[tuple[int, int]]] = {}
 
@@ -200,8 +210,7 @@ class _Facts:
         key = id(pattern)
         fact = self._facts.get(key)
         if fact is None:
-            fact = key not in self.excluded and (
-                pattern.ascii if self._ascii else pattern).search(self.text) is not None
+            fact = key not in self.excluded and self._form(pattern).search(self.text) is not None
             self._facts[key] = fact
         return fact
 
@@ -227,8 +236,7 @@ class _Facts:
         spans = self._spans.get(id(pattern))
         if spans is None:
             spans = self._spans[id(pattern)] = []
-            searched = pattern.ascii if self._ascii else pattern
-            for match in searched.finditer(self.text) if self.may_match(pattern) else ():
+            for match in self._form(pattern).finditer(self.text) if self.may_match(pattern) else ():
                 spans.append(match.span())
                 if len(spans) == 2:
                     break
@@ -256,8 +264,7 @@ class Clause(_Facts):
             if known is False or (known is not None and self._only):
                 fact = known
             else:
-                fact = key not in self.excluded and (
-                    pattern.ascii if self._ascii else pattern).search(self.text) is not None
+                fact = key not in self.excluded and self._form(pattern).search(self.text) is not None
             self._facts[key] = fact
         return fact
 
@@ -290,7 +297,7 @@ class Question(_Facts):
     def matches(self, pattern: Pattern) -> Matches:
         """Each match of ``pattern`` with its clause; no clause is searched when the question has none."""
         if self.has(pattern):
-            searched = pattern.ascii if self._ascii else pattern
+            searched = self._form(pattern)
             for clause in self.clauses:
                 if clause.has(pattern):
                     for match in searched.finditer(clause.text):
