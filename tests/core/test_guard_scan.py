@@ -17,6 +17,7 @@ from ask_fable.core.guard_scan import (
     compile_fast,
     digest,
     required_literals,
+    requirements,
     shipped_table,
     top_alternatives,
 )
@@ -50,6 +51,46 @@ def test_each_pattern_needs_the_literals_every_match_contains(
     assert (set(found) if found is not None else None) == literals
 
 
+@pytest.mark.parametrize(
+    ("pattern", "needs"),
+    [
+        # everyday words make the weaker requirement, whatever its length
+        (r"\bbribe (?:an? )?(?:insider|employee) (?:at|in|from) ", [{"insider", "employee"}, {"bribe "}]),
+        # each alternative gives its best to the first requirement and its other one to the second
+        (r"\bsteal\w* (?:cookies|tokens)|\bdump\w* (?:hashes|creds)",
+         [{" cookies", " tokens", " hashes", " creds"}, {"steal", "dump"}]),
+        # one alternative with a single requirement gives it to both
+        (r"\bsteal\w* (?:cookies|tokens)|\bkeylog", [{" cookies", " tokens", "keylog"}, {"steal", "keylog"}]),
+        # a requirement met wherever the first is ("ransomware " in "ransomware to") is no second
+        (r"\bransomware (?:for|to) ", [{"ransomware for", "ransomware to"}]),
+        # nor is one made of everyday words, which rules out next to nothing
+        (r"\bransomware \w+ (?:for|to)\b", [{"ransomware "}]),
+        (r"(?:foo)?\w+", []),
+    ],
+)
+def test_a_pattern_has_up_to_two_requirements_the_most_selective_first(
+    pattern: str, needs: list[set[str]]
+) -> None:
+    assert [set(need) for need in requirements(re.compile(pattern))] == needs
+
+
+def test_a_pattern_is_ruled_out_when_either_of_its_requirements_is_absent() -> None:
+    insider = re.compile(r"\bbribe (?:an? )?(?:insider|employee) (?:at|in|from) ")
+    gates = Gates([insider])
+    assert id(insider) in gates.excluded("an employee at the bank asked how to report a bribe")
+    assert id(insider) in gates.excluded("how do i bribe a bouncer at the club")
+    assert id(insider) not in gates.excluded("how do i bribe an employee at the bank")
+
+
+def test_an_alternation_searched_one_alternative_at_a_time_skips_one_missing_either_requirement() -> None:
+    cookies = r"\bsteal\w* (?:cookies|tokens)"
+    lazy = LazyAlternatives(rf"{cookies}|\bdump\w* (?:hashes|creds)|\bkeylog\w*")
+    compiled = lazy.compiled()
+    assert [part.pattern for part in compiled._candidates("steal the hashes")] == []
+    assert [part.pattern for part in compiled._candidates("steal session cookies")] == [cookies]
+    assert lazy.search("dump hashes, steal tokens").group(0) == "dump hashes"
+
+
 def test_a_pattern_is_ruled_out_only_when_its_literals_are_absent() -> None:
     steal, spread = re.compile(r"\bsteal\w*"), re.compile(r"\bspread\w* itself")
     gates = Gates([steal, spread])
@@ -78,7 +119,7 @@ def test_no_pattern_that_matches_a_corpus_question_is_ever_ruled_out() -> None:
 def test_gates_read_from_the_table_parse_no_pattern_and_parse_one_missing_from_it() -> None:
     steal, spread = re.compile(r"\bsteal\w*"), re.compile(r"\bspread\w* itself")
     # A table entry is trusted: a made-up requirement shows that the pattern was not parsed.
-    lazy = LazyGates(lambda: [steal, spread], lambda: {digest(steal): ["xyzzy"]})
+    lazy = LazyGates(lambda: [steal, spread], lambda: {digest(steal): [["xyzzy"]]})
     assert lazy.excluded("stealing it") == {id(steal), id(spread)}
     assert lazy.excluded("xyzzy, and it spreads itself") == frozenset()
 
@@ -89,8 +130,7 @@ def test_the_shipped_table_holds_what_every_watched_pattern_needs() -> None:
     stale = [p.pattern[:60] for p in patterns if digest(p) not in shipped]
     assert not stale, "a pattern changed: run python benchmarks/guard_train.py --gates"
     for pattern in patterns[::7]:  # a sample: parsing every pattern takes a while
-        found = required_literals(pattern)
-        assert shipped[digest(pattern)] == (sorted(found) if found is not None else None)
+        assert shipped[digest(pattern)] == [sorted(need) for need in requirements(pattern)]
 
 
 def test_a_lazy_pattern_compiles_on_first_use_and_then_calls_the_compiled_pattern_directly() -> None:

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property, lru_cache, reduce
 from importlib import resources
+from itertools import islice
 from operator import itemgetter, or_
 from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar
 
@@ -151,23 +152,29 @@ class LazyAlternatives(LazyPattern):
         if not parts:
             return compile_fast(self.pattern, ascii_only=self.ascii_only)
         known = shipped_table()
-        return Alternatives(self.pattern, [(part, _literals(part, known)) for part in parts])
+        return Alternatives(self.pattern, [(part, _needs(part, known)) for part in parts])
 
 
 class Alternatives:
     """What :class:`LazyAlternatives` compiles to: the alternatives, and the literals each needs."""
 
-    def __init__(self, source: str, parts: list[tuple[LazyPattern, _Literals | None]]) -> None:
+    def __init__(self, source: str, parts: list[tuple[LazyPattern, _Needs]]) -> None:
         self._source = source
         self._parts = [part for part, _ in parts]
         # Sets of alternatives as bits of an int: joining a text's few sets is a few ORs, and the
-        # candidate list of each set met so far is kept, in the alternatives' order.
-        self._always = sum(1 << index for index, (_, need) in enumerate(parts) if not need)
+        # candidate list of each set met so far is kept, in the alternatives' order. Alternative i's
+        # first requirement is bit i, its second bit n + i: it is a candidate when both are set, and a
+        # requirement it lacks is always met.
+        count = len(parts)
+        self._count = count
+        self._always = sum(1 << (rank * count + index) for index, (_, need) in enumerate(parts)
+                           for rank in range(len(need), _KEPT))
         self._scan = ahocorasick.Automaton()
         users: dict[str, int] = {}
         for index, (_, need) in enumerate(parts):
-            for literal in need or ():
-                users[literal] = users.get(literal, 0) | 1 << index
+            for rank, literals in enumerate(need):
+                for literal in literals:
+                    users[literal] = users.get(literal, 0) | 1 << (rank * count + index)
         for literal, indexes in users.items():
             self._scan.add_word(literal, indexes)
         self._scan.make_automaton()
@@ -180,7 +187,8 @@ class Alternatives:
         last = self._last
         if last[0] is string:
             return last[1]
-        found = reduce(or_, map(_SECOND, self._scan.iter(string)), self._always)
+        met = reduce(or_, map(_SECOND, self._scan.iter(string)), self._always)
+        found = met & met >> self._count
         candidates = self._by_set.get(found)
         if candidates is None:
             parts = self._parts
@@ -362,6 +370,12 @@ _REPEATS = (_const.MAX_REPEAT, _const.MIN_REPEAT, _const.POSSESSIVE_REPEAT)
 #: "Not preceded by a word character", placed after a letter: ``(?<!\\w.)``.
 _NOT_AFTER_WORD = _parser.parse(r"x(?<!\w.)", 0).data[1]
 _Literals = frozenset[str]
+#: What a pattern is known to need, the most selective requirement first: each is a set of literals
+#: of which every match contains one, so a text lacking any one of them rules the pattern out.
+_Needs = tuple[_Literals, ...]
+#: Requirements kept per pattern: a second one rules out many a pattern whose best still occurs
+#: ("insider" or "employee" beside " at", " in" or " from").
+_KEPT = 2
 #: Literals shorter than this gate nothing (a space or a letter occurs in nearly every question).
 _SHORTEST = 2
 
@@ -381,16 +395,46 @@ def _everyday(literal: str) -> bool:
     return literal.strip() in _COMMON
 
 
+def _selectivity(candidate: _Literals) -> tuple[int, int, int]:
+    """How much a requirement rules out: the fewer everyday words, then the longer its shortest
+    literal, then the fewer literals, the more."""
+    return -sum(map(_everyday, candidate)), min(map(len, candidate)), -len(candidate)
+
+
 def _best(candidates: list[_Literals]) -> _Literals | None:
-    """The most selective requirement: not made only of everyday words, then the one whose shortest
-    literal is longest, then the smallest."""
-    if not candidates:
-        return None
-    return max(candidates, key=lambda c: (not all(map(_everyday, c)), min(map(len, c)), -len(c)))
+    """The most selective requirement (:func:`_selectivity`), the first of equals; None for none."""
+    return max(candidates, key=_selectivity) if candidates else None
 
 
-def _required(items: Iterable[tuple[object, object]]) -> _Literals | None:
-    """Literals of which every match of the sequence ``items`` contains at least one, or None."""
+def _rank(candidates: Iterable[_Literals]) -> _Needs:
+    """The most selective requirement (as :func:`_best`), then the most selective of the others that a
+    text meeting the first may still miss ("cookies" is met wherever " cookies" is)."""
+    ordered = sorted(dict.fromkeys(candidates), key=_selectivity, reverse=True)
+    if not ordered:
+        return ()
+    first = ordered[0]
+    others = (need for need in ordered[1:] if not _implied(first, need))
+    return (first, *islice(others, _KEPT - 1))
+
+
+def _implied(first: _Literals, need: _Literals) -> bool:
+    """True when every literal of ``first`` holds one of ``need``: a text meeting one meets both."""
+    return all(any(part in literal for part in need) for literal in first)
+
+
+def _either(each: list[_Needs]) -> _Needs:
+    """What a match of one of several alternatives needs: the union of their best requirements, and
+    the union of their last ones (an alternative with one requirement gives it to both); nothing
+    when one alternative needs nothing."""
+    if not each or not all(each):
+        return ()
+    first = frozenset().union(*(needs[0] for needs in each))
+    second = frozenset().union(*(needs[-1] for needs in each))
+    return (first,) if second == first else (first, second)
+
+
+def _required(items: Iterable[tuple[object, object]]) -> _Needs:
+    """Requirements every match of the sequence ``items`` meets, the most selective first."""
     candidates: list[_Literals] = []
     run: list[str] = []
 
@@ -414,11 +458,9 @@ def _required(items: Iterable[tuple[object, object]]) -> _Literals | None:
             if prefixed is not None:
                 candidates.append(prefixed)
         close_run()
-        found = _required_item(op, arg)
-        if found is not None:
-            candidates.append(found)
+        candidates.extend(_required_item(op, arg))
     close_run()
-    return _best(candidates)
+    return _rank(candidates)
 
 
 def _spelled_out(op: object, arg: object) -> list[str] | None:
@@ -453,128 +495,162 @@ def _prefixed(prefix: str, op: object, arg: object) -> _Literals | None:
             if kind is not _const.LITERAL or not isinstance(code, int):
                 break
             lead += chr(code)
-        own = _of(alternative)
-        found = _best([frozenset((prefix + lead,)), *([own] if own else [])])
+        found = _best([frozenset((prefix + lead,)), *_of(alternative)])
         if found is not None:
             union |= found
     return frozenset(union)
 
 
-def _of(value: object) -> _Literals | None:
-    """The requirement of a parsed sub-pattern; None for anything else."""
-    return _required(value.data) if isinstance(value, _parser.SubPattern) else None
+def _of(value: object) -> _Needs:
+    """The requirements of a parsed sub-pattern; none for anything else."""
+    return _required(value.data) if isinstance(value, _parser.SubPattern) else ()
 
 
-def _required_item(op: object, arg: object) -> _Literals | None:
+def _required_item(op: object, arg: object) -> _Needs:
     if op is _const.ATOMIC_GROUP:
         return _of(arg)
     if not isinstance(arg, tuple | list):
-        return None
+        return ()
     if op is _const.SUBPATTERN:
         # (group, flags added, flags removed, body): a scoped (?i:…) matches other casings of its text.
-        return None if arg[1] & re.IGNORECASE else _of(arg[-1])
+        return () if arg[1] & re.IGNORECASE else _of(arg[-1])
     if op is _const.BRANCH:
-        union: set[str] = set()
-        for alternative in arg[1]:
-            found = _of(alternative)
-            if found is None:
-                return None
-            union |= found
-        return frozenset(union)
+        return _either([_of(alternative) for alternative in arg[1]])
     if op in _REPEATS:
-        return _of(arg[2]) if arg[0] >= 1 else None
+        return _of(arg[2]) if arg[0] >= 1 else ()
     if op is _const.IN and len(arg) <= 4 and all(kind is _const.LITERAL for kind, _ in arg):
         # A small class of plain characters, like [sz], is one literal per character.
-        return frozenset(chr(code) for _, code in arg)
-    return None
+        return (frozenset(chr(code) for _, code in arg),)
+    return ()
 
 
-def required_literals(pattern: AnyPattern) -> _Literals | None:
-    """Literals of which every match of ``pattern`` contains one; None when no such set is known."""
+def requirements(pattern: AnyPattern) -> _Needs:
+    """Up to :data:`_KEPT` sets of literals, each holding a literal of every match of ``pattern``, the
+    most selective first; a second made of loose or everyday literals, which rules out next to
+    nothing, is left out."""
     if pattern.flags & re.IGNORECASE:
-        return None
-    whole = _of(_parser.parse(pattern.pattern, pattern.flags))
+        return ()
+    found = _of(_parser.parse(pattern.pattern, pattern.flags))
     parts = top_alternatives(pattern.pattern)
     if len(parts) > 1:
         # The parser factors the alternatives' common prefixes ("ex|employer" becomes "e" then a branch),
         # which can leave a looser requirement than the alternatives' own, joined.
-        each = [found for part in parts if (found := _of(_parser.parse(part, pattern.flags)))]
-        if len(each) == len(parts):
-            return _best([frozenset().union(*each), *([whole] if whole else [])])
-    return whole
+        joined = _either([_of(_parser.parse(part, pattern.flags)) for part in parts])
+        found = _rank([*joined, *found])
+    return found[:1] + tuple(need for need in found[1:] if not _loose(need))
+
+
+def _loose(need: _Literals) -> bool:
+    return min(map(len, need)) < _SHORTEST or any(map(_everyday, need))
+
+
+def required_literals(pattern: AnyPattern) -> _Literals | None:
+    """Literals of which every match of ``pattern`` contains one; None when no such set is known."""
+    found = requirements(pattern)
+    return found[0] if found else None
 
 
 class Gates:
-    """The literals each registered pattern needs, found for a whole question in one scan."""
+    """The literals each registered pattern needs, found for a whole question in one scan.
 
-    def __init__(
-        self, patterns: Iterable[AnyPattern], table: Mapping[str, list[str] | None] | None = None
-    ) -> None:
+    A pattern may have two requirements (:func:`requirements`); it is ruled out when the text meets
+    either one not at all. Requirements are bits of an int, the first of pattern i bit i and its
+    second bit n + i (always set for a pattern with one): the scan's findings are joined by a few ORs,
+    and the patterns that may match are those with both bits set, a few out of hundreds.
+    """
+
+    def __init__(self, patterns: Iterable[AnyPattern], table: Table | None = None) -> None:
         # Keyed by id: equal patterns compiled in different modules are each gated.
-        needs: dict[int, tuple[AnyPattern, _Literals]] = {}
+        needs: dict[int, tuple[AnyPattern, _Needs]] = {}
         # The same source is often compiled in several modules: parse it once.
-        by_source: dict[tuple[str, int], _Literals | None] = {}
+        by_source: dict[tuple[str, int], _Needs] = {}
         for pattern in patterns:
             if id(pattern) in needs:
                 continue
             source = (pattern.pattern, pattern.flags)
             if source not in by_source:
-                by_source[source] = _literals(pattern, table)
-            found = by_source[source]
+                by_source[source] = _needs(pattern, table)
             # A requirement as loose as one letter or a space is met by nearly any text.
-            if found and min(map(len, found)) >= _SHORTEST:
+            found = tuple(need for need in by_source[source] if min(map(len, need)) >= _SHORTEST)
+            if found:
                 needs[id(pattern)] = (pattern, found)
         # Patterns are known by id (hashing one hashes its whole source); holding them keeps ids unique.
         self._patterns = tuple(pattern for pattern, _ in needs.values())
         self._gated = frozenset(needs)
+        self._ids = tuple(needs)
+        count = self._count = len(needs)
+        self._width = (count + 7) // 8
+        # The ids that byte value b at byte i of the patterns' bits stands for, at 256 * i + b, filled in
+        # as met.
+        self._by_byte: list[tuple[int, ...] | None] = [None] * (256 * self._width)
+        self._always = sum(1 << (count + index) for index, (_, need) in enumerate(needs.values())
+                           if len(need) == 1)
         # Every literal, found wherever it occurs (inside another one too) in one Aho-Corasick pass.
-        users: dict[str, set[int]] = {}
-        for key, (_, need) in needs.items():
-            for literal in need:
-                users.setdefault(literal, set()).add(key)
+        users: dict[str, int] = {}
+        for index, (_, need) in enumerate(needs.values()):
+            for rank, literals in enumerate(need):
+                for literal in literals:
+                    users[literal] = users.get(literal, 0) | 1 << (rank * count + index)
         self._scan: ahocorasick.Automaton | None = None
         if users:
             self._scan = ahocorasick.Automaton()
-            for literal, keys in users.items():
-                self._scan.add_word(literal, frozenset(keys))
+            for literal, bits in users.items():
+                self._scan.add_word(literal, bits)
             self._scan.make_automaton()
 
     def excluded(self, text: str) -> frozenset[int]:
-        """The ids of registered patterns that cannot match ``text``: none of their literals occurs."""
+        """The ids of registered patterns that cannot match ``text``: no literal of one of their
+        requirements occurs."""
         if self._scan is None:
             return frozenset()
-        return self._gated.difference(*map(_SECOND, self._scan.iter(text)))
+        met = reduce(or_, map(_SECOND, self._scan.iter(text)), self._always)
+        by_byte = self._by_byte
+        possible: list[int] = []
+        # Byte by byte: a few dozen bits are set out of hundreds, and most bytes are zero.
+        for at, byte in enumerate((met & met >> self._count).to_bytes(self._width, "little")):
+            if byte:
+                ids = by_byte[256 * at + byte]
+                possible += ids if ids is not None else self._ids_at(at, byte)
+        return self._gated.difference(possible)
+
+    def _ids_at(self, at: int, byte: int) -> tuple[int, ...]:
+        ids = self._by_byte[256 * at + byte] = tuple(
+            self._ids[8 * at + bit] for bit in range(8) if byte >> bit & 1
+        )
+        return ids
 
 
-def _literals(pattern: AnyPattern, table: Mapping[str, list[str] | None] | None) -> _Literals | None:
+#: What :data:`TABLE_FILE` holds: each pattern's requirements, as sorted lists, by :func:`digest`.
+Table = Mapping[str, list[list[str]]]
+
+
+def _needs(pattern: AnyPattern, table: Table | None) -> _Needs:
     """What ``pattern`` needs: from the table when its source is there, else parsed now."""
     key = digest(pattern) if table is not None else ""
     if table is not None and key in table:
-        found = table[key]
-        return frozenset(found) if found is not None else None
-    return required_literals(pattern)
+        return tuple(frozenset(need) for need in table[key])
+    return requirements(pattern)
 
 
-def table(patterns: Iterable[AnyPattern]) -> dict[str, list[str] | None]:
+def table(patterns: Iterable[AnyPattern]) -> dict[str, list[list[str]]]:
     """The table of what each pattern (and each alternative of a :class:`LazyAlternatives`) needs, by
     :func:`digest`, as :data:`TABLE_FILE` holds it."""
-    out: dict[str, list[str] | None] = {}
+    out: dict[str, list[list[str]]] = {}
     for pattern in patterns:
         parts = pattern.alternatives() if isinstance(pattern, LazyAlternatives) else []
         for each in (pattern, *parts):
-            found = required_literals(each)
-            out[digest(each)] = sorted(found) if found is not None else None
+            out[digest(each)] = [sorted(need) for need in requirements(each)]
     return dict(sorted(out.items()))
 
 
 @lru_cache(maxsize=1)
-def shipped_table() -> dict[str, list[str] | None]:
+def shipped_table() -> dict[str, list[list[str]]]:
     """The table shipped in this package (empty when it is missing)."""
     try:
         text = resources.files("ask_fable.core").joinpath(TABLE_FILE).read_text(encoding="utf-8")
     except OSError:
         return {}
-    found: dict[str, list[str] | None] = json.loads(text)["literals"]
+    found: dict[str, list[list[str]]] = json.loads(text)["requirements"]
     return found
 
 
@@ -607,7 +683,7 @@ class LazyGates:
 
     def __init__(
         self, patterns: Callable[[], list[AnyPattern]],
-        literals: Callable[[], Mapping[str, list[str] | None]] = shipped_table,
+        literals: Callable[[], Table] = shipped_table,
     ) -> None:
         self._patterns = patterns
         self._literals = literals
