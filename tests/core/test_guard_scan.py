@@ -91,6 +91,27 @@ def test_an_alternation_searched_one_alternative_at_a_time_skips_one_missing_eit
     assert lazy.search("dump hashes, steal tokens").group(0) == "dump hashes"
 
 
+def test_an_alternation_reads_its_candidates_from_the_gates_scan_of_the_same_text() -> None:
+    lazy = LazyAlternatives(r"\bsteal\w* (?:cookies|tokens)|\bdump\w* (?:hashes|creds)|\bkeylog\w*")
+    gates = Gates([lazy])
+    assert lazy.ascii.search("warm up") is None
+    compiled = vars(lazy.ascii)["search"].__self__
+
+    class NoScan:
+        def iter(self, text: str) -> list[tuple[int, int]]:
+            raise AssertionError(f"scanned {text!r} again")
+
+    compiled._scan = NoScan()
+    text = "dump hashes, then steal tokens"
+    assert id(lazy) not in gates.excluded(text)
+    assert [m.group(0) for m in lazy.ascii.finditer(text)] == ["dump hashes", "steal tokens"]
+    # the whole may match (" hashes", "steal"), but no alternative has both its requirements
+    assert id(lazy) not in gates.excluded("steal the hashes")
+    assert compiled._candidates("steal the hashes") == []
+    with pytest.raises(AssertionError, match="scanned"):
+        lazy.ascii.search("a text the gates never saw")
+
+
 def test_a_pattern_is_ruled_out_only_when_its_literals_are_absent() -> None:
     steal, spread = re.compile(r"\bsteal\w*"), re.compile(r"\bspread\w* itself")
     gates = Gates([steal, spread])

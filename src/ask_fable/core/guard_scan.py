@@ -152,29 +152,35 @@ class LazyAlternatives(LazyPattern):
         if not parts:
             return compile_fast(self.pattern, ascii_only=self.ascii_only)
         known = shipped_table()
-        return Alternatives(self.pattern, [(part, _needs(part, known)) for part in parts])
+        return Alternatives(self.pattern, [(part, _needs(part, known)) for part in parts], self)
+
+    #: The gates whose scan also finds this alternation's literals, and where its bits lie in what
+    #: that scan meets: the first bit and the number of alternatives (:meth:`Gates.excluded`).
+    region: tuple[Gates, int, int] | None = None
+
+    def gated_by(self, gates: Gates, base: int, count: int) -> None:
+        """Read this alternation's candidates, and its ASCII twin's, from what ``gates`` met in the
+        text it scanned last, from bit ``base`` on (the most recent gates to say so are asked)."""
+        for form in (self, self.ascii):
+            if isinstance(form, LazyAlternatives):
+                form.region = (gates, base, count)
 
 
 class Alternatives:
     """What :class:`LazyAlternatives` compiles to: the alternatives, and the literals each needs."""
 
-    def __init__(self, source: str, parts: list[tuple[LazyPattern, _Needs]]) -> None:
+    def __init__(
+        self, source: str, parts: list[tuple[LazyPattern, _Needs]], owner: LazyAlternatives | None = None
+    ) -> None:
         self._source = source
+        self._owner = owner
         self._parts = [part for part, _ in parts]
-        # Sets of alternatives as bits of an int: joining a text's few sets is a few ORs, and the
-        # candidate list of each set met so far is kept, in the alternatives' order. Alternative i's
-        # first requirement is bit i, its second bit n + i: it is a candidate when both are set, and a
-        # requirement it lacks is always met.
-        count = len(parts)
-        self._count = count
-        self._always = sum(1 << (rank * count + index) for index, (_, need) in enumerate(parts)
-                           for rank in range(len(need), _KEPT))
-        self._scan = ahocorasick.Automaton()
+        # Sets of alternatives as bits of an int (:func:`_add_bits`): joining a text's few sets is a few
+        # ORs, and the candidate list of each set met so far is kept, in the alternatives' order.
+        self._count = len(parts)
         users: dict[str, int] = {}
-        for index, (_, need) in enumerate(parts):
-            for rank, literals in enumerate(need):
-                for literal in literals:
-                    users[literal] = users.get(literal, 0) | 1 << (rank * count + index)
+        self._always = _add_bits(users, [need for _, need in parts])
+        self._scan = ahocorasick.Automaton()
         for literal, indexes in users.items():
             self._scan.add_word(literal, indexes)
         self._scan.make_automaton()
@@ -187,8 +193,17 @@ class Alternatives:
         last = self._last
         if last[0] is string:
             return last[1]
+        region = self._owner.region if self._owner is not None else None
+        if region is not None and region[0].last[0] is string:
+            # The gates have just scanned this text for these literals too: the bits are in what it met.
+            gates, base, count = region
+            met = gates.last[1] >> base
+            return self.remember(string, met & met >> count & (1 << count) - 1)
         met = reduce(or_, map(_SECOND, self._scan.iter(string)), self._always)
-        found = met & met >> self._count
+        return self.remember(string, met & met >> self._count)
+
+    def remember(self, string: str, found: int) -> list[LazyPattern]:
+        """The alternatives whose bits are set in ``found``, kept as ``string``'s candidates."""
         candidates = self._by_set.get(found)
         if candidates is None:
             parts = self._parts
@@ -307,6 +322,23 @@ def top_alternatives(source: str) -> list[str]:
 
 #: Alternatives from which an alternation is searched one alternative at a time.
 _SPLIT_FROM = 3
+
+
+def _add_bits(users: dict[str, int], needs: list[_Needs], base: int = 0) -> int:
+    """Lay out the requirements of ``needs`` (n items) as bits of an int from bit ``base``: item i's
+    requirement of rank r is bit ``base + r * n + i``, added to ``users`` under each of its literals.
+    An item's candidate when both of its bits are set; a rank it lacks is always met, and those bits
+    are returned."""
+    count, always = len(needs), 0
+    for index, need in enumerate(needs):
+        for rank in range(_KEPT):
+            bit = 1 << (base + rank * count + index)
+            if rank >= len(need):
+                always |= bit
+                continue
+            for literal in need[rank]:
+                users[literal] = users.get(literal, 0) | bit
+    return always
 
 
 class AsciiPattern(LazyPattern):
@@ -579,18 +611,24 @@ class Gates:
         self._gated = frozenset(needs)
         self._ids = tuple(needs)
         count = self._count = len(needs)
+        self._mask = (1 << count) - 1
         self._width = (count + 7) // 8
         # The ids that byte value b at byte i of the patterns' bits stands for, at 256 * i + b, filled in
         # as met.
         self._by_byte: list[tuple[int, ...] | None] = [None] * (256 * self._width)
-        self._always = sum(1 << (count + index) for index, (_, need) in enumerate(needs.values())
-                           if len(need) == 1)
         # Every literal, found wherever it occurs (inside another one too) in one Aho-Corasick pass.
         users: dict[str, int] = {}
-        for index, (_, need) in enumerate(needs.values()):
-            for rank, literals in enumerate(need):
-                for literal in literals:
-                    users[literal] = users.get(literal, 0) | 1 << (rank * count + index)
+        self._always = _add_bits(users, [need for _, need in needs.values()])
+        # A long alternation's own alternatives follow, each alternation's in a region of its own, so
+        # the same pass tells it which of them the text may hold (:attr:`LazyAlternatives.region`).
+        base = _KEPT * count
+        for pattern, _ in needs.values():
+            if isinstance(pattern, LazyAlternatives) and (parts := pattern.alternatives()):
+                self._always |= _add_bits(users, [_needs(part, table) for part in parts], base)
+                pattern.gated_by(self, base, len(parts))
+                base += _KEPT * len(parts)
+        #: The text scanned last and what its literals met.
+        self.last: tuple[str, int] = ("", 0)
         self._scan: ahocorasick.Automaton | None = None
         if users:
             self._scan = ahocorasick.Automaton()
@@ -600,14 +638,17 @@ class Gates:
 
     def excluded(self, text: str) -> frozenset[int]:
         """The ids of registered patterns that cannot match ``text``: no literal of one of their
-        requirements occurs."""
+        requirements occurs. What the scan met is kept (:attr:`last`), so that a long alternation's
+        first search of the same text runs no scan of its own."""
         if self._scan is None:
             return frozenset()
         met = reduce(or_, map(_SECOND, self._scan.iter(text)), self._always)
+        self.last = (text, met)
+        both = met & met >> self._count & self._mask
         by_byte = self._by_byte
         possible: list[int] = []
         # Byte by byte: a few dozen bits are set out of hundreds, and most bytes are zero.
-        for at, byte in enumerate((met & met >> self._count).to_bytes(self._width, "little")):
+        for at, byte in enumerate(both.to_bytes(self._width, "little")):
             if byte:
                 ids = by_byte[256 * at + byte]
                 possible += ids if ids is not None else self._ids_at(at, byte)
