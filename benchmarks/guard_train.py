@@ -257,7 +257,9 @@ def build() -> str:
 
 def gates_text() -> str:
     """The gate table's text: what each of the judge's patterns needs, by a digest of its source."""
-    return json.dumps({"requirements": table(watched())}, indent=0, ensure_ascii=False) + "\n"
+    found = table(watched())
+    data = {"requirements": found.requirements, "alternatives": found.alternatives}
+    return json.dumps(data, indent=0, ensure_ascii=False) + "\n"
 
 
 def _current(path: Path, text: str) -> bool:

@@ -14,6 +14,7 @@ from ask_fable.core.guard_scan import (
     LazyAlternatives,
     LazyGates,
     LazyPattern,
+    Table,
     compile_fast,
     digest,
     required_literals,
@@ -140,7 +141,7 @@ def test_no_pattern_that_matches_a_corpus_question_is_ever_ruled_out() -> None:
 def test_gates_read_from_the_table_parse_no_pattern_and_parse_one_missing_from_it() -> None:
     steal, spread = re.compile(r"\bsteal\w*"), re.compile(r"\bspread\w* itself")
     # A table entry is trusted: a made-up requirement shows that the pattern was not parsed.
-    lazy = LazyGates(lambda: [steal, spread], lambda: {digest(steal): [["xyzzy"]]})
+    lazy = LazyGates(lambda: [steal, spread], lambda: Table({digest(steal): [["xyzzy"]]}))
     assert lazy.excluded("stealing it") == {id(steal), id(spread)}
     assert lazy.excluded("xyzzy, and it spreads itself") == frozenset()
 
@@ -148,10 +149,16 @@ def test_gates_read_from_the_table_parse_no_pattern_and_parse_one_missing_from_i
 def test_the_shipped_table_holds_what_every_watched_pattern_needs() -> None:
     shipped = shipped_table()
     patterns = guard_intent.watched()
-    stale = [p.pattern[:60] for p in patterns if digest(p) not in shipped]
+    stale = [p.pattern[:60] for p in patterns if digest(p) not in shipped.requirements]
     assert not stale, "a pattern changed: run python benchmarks/guard_train.py --gates"
     for pattern in patterns[::7]:  # a sample: parsing every pattern takes a while
-        assert shipped[digest(pattern)] == [sorted(need) for need in requirements(pattern)]
+        assert shipped.requirements[digest(pattern)] == [sorted(need) for need in requirements(pattern)]
+    split = [p for p in patterns if isinstance(p, LazyAlternatives) and p.alternatives()]
+    assert {digest(p) for p in split} == set(shipped.alternatives)
+    for pattern in split[::7]:
+        assert shipped.alternatives[digest(pattern)] == [
+            [sorted(need) for need in requirements(part)] for part in pattern.alternatives()
+        ]
 
 
 def test_a_lazy_pattern_compiles_on_first_use_and_then_calls_the_compiled_pattern_directly() -> None:
@@ -196,7 +203,7 @@ def test_an_alternation_searched_one_alternative_at_a_time_finds_what_the_whole_
 def test_the_alternatives_of_a_pattern_are_its_top_level_branches(
     source: str, alternatives: list[str]
 ) -> None:
-    assert top_alternatives(source) == alternatives
+    assert list(top_alternatives(source)) == alternatives
 
 
 def test_a_boundary_before_a_letter_is_checked_after_it_with_the_same_matches() -> None:

@@ -23,6 +23,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache, reduce
 from importlib import resources
 from itertools import islice
@@ -151,8 +152,8 @@ class LazyAlternatives(LazyPattern):
         parts = self.alternatives()
         if not parts:
             return compile_fast(self.pattern, ascii_only=self.ascii_only)
-        known = shipped_table()
-        return Alternatives(self.pattern, [(part, _needs(part, known)) for part in parts], self)
+        needs = _parts_needs(self, shipped_table())
+        return Alternatives(self.pattern, list(zip(parts, needs, strict=True)), self)
 
     #: The gates whose scan also finds this alternation's literals, and where its bits lie in what
     #: that scan meets: the first bit and the number of alternatives (:meth:`Gates.excluded`).
@@ -298,26 +299,27 @@ def _bars(text: str) -> list[str]:
 _SUFFIX = 40
 
 
-def top_alternatives(source: str) -> list[str]:
-    """The alternatives a pattern is an alternation of, each as a pattern of its own, or ``[source]``.
+@lru_cache(maxsize=256)
+def top_alternatives(source: str) -> tuple[str, ...]:
+    """The alternatives a pattern is an alternation of, each as a pattern of its own, or ``(source,)``.
 
     ``A|B``, ``(?:A|B)``, ``\\b(?:A|B)`` and ``(?:A|B)C`` (``C`` short and without a ``|``) are the
     alternations ``A|B``, ``A|B``, ``\\bA|\\bB`` and ``AC|BC``: the same matches, in the same order
-    of preference.
+    of preference. Kept by source: an alternation and its ASCII twin are cut once.
     """
     parts = _bars(source)
     if len(parts) > 1:
-        return parts
+        return tuple(parts)
     prefix = r"\b" if source.startswith(r"\b(?:") else ""
     body = source[len(prefix) :]
     if not body.startswith("(?:"):
-        return [source]
+        return (source,)
     close = _closing(body, 0)
     suffix = body[close + 1 :]
     if close < 0 or len(suffix) > _SUFFIX or len(_bars(suffix)) > 1:
-        return [source]
+        return (source,)
     inner = _bars(body[3:close])
-    return [prefix + part + suffix for part in inner] if len(inner) > 1 else [source]
+    return tuple(prefix + part + suffix for part in inner) if len(inner) > 1 else (source,)
 
 
 #: Alternatives from which an alternation is searched one alternative at a time.
@@ -394,8 +396,8 @@ AnyPattern = LazyPattern | re.Pattern[str]
 
 
 def digest(pattern: AnyPattern) -> str:
-    """The key of a pattern in the table: a digest of its flags and source."""
-    return hashlib.blake2b(f"{pattern.flags}:{pattern.pattern}".encode(), digest_size=9).hexdigest()
+    """The key of a pattern in the table: a digest of its flags (as a number) and source."""
+    return hashlib.blake2b(f"{int(pattern.flags)}:{pattern.pattern}".encode(), digest_size=9).hexdigest()
 
 
 _REPEATS = (_const.MAX_REPEAT, _const.MIN_REPEAT, _const.POSSESSIVE_REPEAT)
@@ -623,8 +625,8 @@ class Gates:
         # the same pass tells it which of them the text may hold (:attr:`LazyAlternatives.region`).
         base = _KEPT * count
         for pattern, _ in needs.values():
-            if isinstance(pattern, LazyAlternatives) and (parts := pattern.alternatives()):
-                self._always |= _add_bits(users, [_needs(part, table) for part in parts], base)
+            if isinstance(pattern, LazyAlternatives) and (parts := _parts_needs(pattern, table)):
+                self._always |= _add_bits(users, parts, base)
                 pattern.gated_by(self, base, len(parts))
                 base += _KEPT * len(parts)
         #: The text scanned last and what its literals met.
@@ -661,38 +663,52 @@ class Gates:
         return ids
 
 
-#: What :data:`TABLE_FILE` holds: each pattern's requirements, as sorted lists, by :func:`digest`.
-Table = Mapping[str, list[list[str]]]
+@dataclass(frozen=True)
+class Table:
+    """What :data:`TABLE_FILE` holds, by :func:`digest` of each pattern's source: its requirements
+    (:func:`requirements`) as sorted lists, and for a :class:`LazyAlternatives` its alternatives'
+    in their order, so that neither the gates nor the alternation cut its source to find them."""
+
+    requirements: Mapping[str, list[list[str]]] = field(default_factory=dict)
+    alternatives: Mapping[str, list[list[list[str]]]] = field(default_factory=dict)
 
 
 def _needs(pattern: AnyPattern, table: Table | None) -> _Needs:
     """What ``pattern`` needs: from the table when its source is there, else parsed now."""
-    key = digest(pattern) if table is not None else ""
-    if table is not None and key in table:
-        return tuple(frozenset(need) for need in table[key])
-    return requirements(pattern)
+    found = table.requirements.get(digest(pattern)) if table is not None else None
+    return tuple(map(frozenset, found)) if found is not None else requirements(pattern)
 
 
-def table(patterns: Iterable[AnyPattern]) -> dict[str, list[list[str]]]:
-    """The table of what each pattern (and each alternative of a :class:`LazyAlternatives`) needs, by
-    :func:`digest`, as :data:`TABLE_FILE` holds it."""
-    out: dict[str, list[list[str]]] = {}
+def _parts_needs(pattern: LazyAlternatives, table: Table | None) -> list[_Needs]:
+    """What each alternative of ``pattern`` needs: from the table when its source is there, else
+    cut and parsed now."""
+    found = table.alternatives.get(digest(pattern)) if table is not None else None
+    if found is not None:
+        return [tuple(map(frozenset, needs)) for needs in found]
+    return [requirements(part) for part in pattern.alternatives()]
+
+
+def table(patterns: Iterable[AnyPattern]) -> Table:
+    """The table of what each pattern and each alternative of a :class:`LazyAlternatives` needs, as
+    :data:`TABLE_FILE` holds it."""
+    needs: dict[str, list[list[str]]] = {}
+    alternatives: dict[str, list[list[list[str]]]] = {}
     for pattern in patterns:
-        parts = pattern.alternatives() if isinstance(pattern, LazyAlternatives) else []
-        for each in (pattern, *parts):
-            out[digest(each)] = [sorted(need) for need in requirements(each)]
-    return dict(sorted(out.items()))
+        needs[digest(pattern)] = [sorted(need) for need in requirements(pattern)]
+        if isinstance(pattern, LazyAlternatives) and (parts := pattern.alternatives()):
+            alternatives[digest(pattern)] = [[sorted(need) for need in requirements(part)] for part in parts]
+    return Table(dict(sorted(needs.items())), dict(sorted(alternatives.items())))
 
 
 @lru_cache(maxsize=1)
-def shipped_table() -> dict[str, list[list[str]]]:
+def shipped_table() -> Table:
     """The table shipped in this package (empty when it is missing)."""
     try:
         text = resources.files("ask_fable.core").joinpath(TABLE_FILE).read_text(encoding="utf-8")
     except OSError:
-        return {}
-    found: dict[str, list[list[str]]] = json.loads(text)["requirements"]
-    return found
+        return Table()
+    found = json.loads(text)
+    return Table(found["requirements"], found["alternatives"])
 
 
 class Plan(Generic[_Item]):
