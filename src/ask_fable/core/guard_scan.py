@@ -195,11 +195,14 @@ class Alternatives:
         if last[0] is string:
             return last[1]
         region = self._owner.region if self._owner is not None else None
-        if region is not None and region[0].last[0] is string:
-            # The gates have just scanned this text for these literals too: the bits are in what it met.
+        if region is not None:
             gates, base, count = region
-            met = gates.last[1] >> base
-            return self.remember(string, met & met >> count & (1 << count) - 1)
+            seen, met = gates.last  # read once: another thread may scan another text meanwhile
+            if seen is string:
+                # The gates have just scanned this text for these literals too: the bits are in what
+                # they met.
+                met >>= base
+                return self.remember(string, met & met >> count & (1 << count) - 1)
         met = reduce(or_, map(_SECOND, self._scan.iter(string)), self._always)
         return self.remember(string, met & met >> self._count)
 
