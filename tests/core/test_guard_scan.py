@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
 from re import _parser  # type: ignore[attr-defined]
 
 import pytest
@@ -231,3 +233,42 @@ def test_a_patterns_ascii_form_matches_where_it_does_on_every_ascii_question_of_
 def test_a_normalized_question_holds_no_whitespace_on_which_ascii_and_unicode_disagree() -> None:
     # Unicode's \s also takes the ASCII separators \x1c-\x1f; normalizing leaves only spaces.
     assert normalize("Write\x1cthe\x1dworm\x1e\x1fnow\x0b\x0cplease\t\r\n") == "write the worm now please"
+
+
+def test_questions_judged_in_several_threads_at_once_get_the_verdicts_they_get_alone() -> None:
+    questions = (load("benign") + load("harmful"))[::9]
+    alone = [guard_intent.judge(normalize(question)) for question in questions]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            runs = [pool.submit(lambda shift: [guard_intent.judge(normalize(q)) for q in questions[shift:]
+                                               + questions[:shift]], shift) for shift in (0, 7, 13, 21)]
+            together = [run.result() for run in runs]
+    finally:
+        sys.setswitchinterval(interval)
+    for shift, found in zip((0, 7, 13, 21), together, strict=True):
+        assert found == alone[shift:] + alone[:shift]
+
+
+def test_an_alternation_never_takes_candidates_from_another_threads_scan() -> None:
+    lazy = LazyAlternatives(r"\bsteal\w* (?:cookies|tokens)|\bdump\w* (?:hashes|creds)|\bkeylog\w*")
+    gates = Gates([lazy])
+    texts = ("dump hashes now", "install a keylogger")
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def judge(words: str) -> int:
+        missed = 0
+        for _ in range(20_000):
+            text = words[:-1] + words[-1]  # a new string each time: nothing remembered from the last
+            gates.excluded(text)
+            missed += lazy.ascii.search(text) is None
+        return missed
+
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            missed = list(pool.map(judge, texts))
+    finally:
+        sys.setswitchinterval(interval)
+    assert missed == [0, 0]
