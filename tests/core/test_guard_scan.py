@@ -252,7 +252,8 @@ def test_questions_judged_in_several_threads_at_once_get_the_verdicts_they_get_a
 
 
 def test_an_alternation_never_takes_candidates_from_another_threads_scan() -> None:
-    lazy = LazyAlternatives(r"\bsteal\w* (?:cookies|tokens)|\bdump\w* (?:hashes|creds)|\bkeylog\w*")
+    # a source of its own: a pattern is one object per source, and another test stubs this one's scan
+    lazy = LazyAlternatives(r"\bsteal\w* (?:sessions|tokens)|\bdump\w* (?:hashes|creds)|\bkeylog\w*")
     gates = Gates([lazy])
     texts = ("dump hashes now", "install a keylogger")
     interval = sys.getswitchinterval()
