@@ -94,7 +94,9 @@ def test_an_alternation_searched_one_alternative_at_a_time_skips_one_missing_eit
     assert lazy.search("dump hashes, steal tokens").group(0) == "dump hashes"
 
 
-def test_an_alternation_reads_its_candidates_from_the_gates_scan_of_the_same_text() -> None:
+def test_an_alternation_reads_its_candidates_from_the_gates_scan_of_the_same_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     lazy = LazyAlternatives(r"\bsteal\w* (?:cookies|tokens)|\bdump\w* (?:hashes|creds)|\bkeylog\w*")
     gates = Gates([lazy])
     assert lazy.ascii.search("warm up") is None
@@ -104,7 +106,7 @@ def test_an_alternation_reads_its_candidates_from_the_gates_scan_of_the_same_tex
         def iter(self, text: str) -> list[tuple[int, int]]:
             raise AssertionError(f"scanned {text!r} again")
 
-    compiled._scan = NoScan()
+    monkeypatch.setattr(compiled, "_scan", NoScan())
     text = "dump hashes, then steal tokens"
     assert id(lazy) not in gates.excluded(text)
     assert [m.group(0) for m in lazy.ascii.finditer(text)] == ["dump hashes", "steal tokens"]
