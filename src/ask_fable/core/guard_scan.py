@@ -198,7 +198,7 @@ class Alternatives:
         if region is not None:
             gates, base, count = region
             seen, met = gates.last  # read once: another thread may scan another text meanwhile
-            if seen is string:
+            if seen is string and count == self._count:
                 # The gates have just scanned this text for these literals too: the bits are in what
                 # they met.
                 met >>= base
@@ -332,8 +332,8 @@ _SPLIT_FROM = 3
 def _add_bits(users: dict[str, int], needs: list[_Needs], base: int = 0) -> int:
     """Lay out the requirements of ``needs`` (n items) as bits of an int from bit ``base``: item i's
     requirement of rank r is bit ``base + r * n + i``, added to ``users`` under each of its literals.
-    An item's candidate when both of its bits are set; a rank it lacks is always met, and those bits
-    are returned."""
+    An item is a candidate when all of its bits are set; a rank it lacks is always met, and those
+    bits are returned."""
     count, always = len(needs), 0
     for index, need in enumerate(needs):
         for rank in range(_KEPT):
