@@ -19,7 +19,6 @@ from ask_fable.core.guard_scan import (
     Table,
     compile_fast,
     digest,
-    required_literals,
     requirements,
     shipped_table,
     top_alternatives,
@@ -50,7 +49,7 @@ from tests.guard_corpus import load
 def test_each_pattern_needs_the_literals_every_match_contains(
     pattern: str, literals: set[str] | None
 ) -> None:
-    found = required_literals(re.compile(pattern))
+    found = next(iter(requirements(re.compile(pattern))), None)
     assert (set(found) if found is not None else None) == literals
 
 

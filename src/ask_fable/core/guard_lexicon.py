@@ -1099,11 +1099,11 @@ WEAPON_AGENT = alt(
     r"explod\w* (?:in|at|on|near|when) (?:a |the )?(?:crowd\w*|car|building|school|package|house|bus|train|"
     r"station|stadium|street|place)",
 )
+#: The verbs of a plan the asker states ("i want to", "we're going to").
+PLAN_VERBS = r"want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna"
 #: A request to make "it", "some" or an amount of something the question names elsewhere ("… ricin
 #: would be lethal, and how do I extract it", "… TATP, and how do I make a kilogram"): the words stand
 #: for the agent. Only at the end of a sentence, so "how do I make it faster" is not one.
-#: The verbs of a plan the asker states ("i want to", "we're going to").
-PLAN_VERBS = r"want|need|plan|intend|am going|'m going|are going|'re going|wanna|gonna"
 MAKE_IT = (
     r"\bhow (?:(?:do|can|could|would|should) (?:i|we|you|one)|to) (?:make|build|synthesi[sz]e|produce|cook|"
     r"mix|prepare|brew|extract|purify|assemble|weaponi[sz]e|aerosoli[sz]e)\s+"

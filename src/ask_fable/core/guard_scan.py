@@ -133,7 +133,7 @@ class LazyAlternatives(LazyPattern):
 
     Python's regex engine tries every alternative at every word of the text, so an alternation of
     fifty phrases costs tens of microseconds however few of them the text could hold. Each
-    alternative needs some literal text (:func:`required_literals`, read from the shipped table
+    alternative needs some literal text (:func:`requirements`, read from the shipped table
     like a pattern's), so one Aho-Corasick pass over the text says which alternatives could match,
     and only those are searched: the earliest match wins, and of two at the same place the one
     listed first, as in the alternation itself. No alternative may hold a capturing group or match
@@ -579,12 +579,6 @@ def requirements(pattern: AnyPattern) -> _Needs:
 
 def _loose(need: _Literals) -> bool:
     return min(map(len, need)) < _SHORTEST or any(map(_everyday, need))
-
-
-def required_literals(pattern: AnyPattern) -> _Literals | None:
-    """Literals of which every match of ``pattern`` contains one; None when no such set is known."""
-    found = requirements(pattern)
-    return found[0] if found else None
 
 
 class Gates:
